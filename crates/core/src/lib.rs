@@ -1,0 +1,17 @@
+//! Pure trading domain for tradeops: identifiers, time, trading mode, roles and the runtime
+//! settings model with its validation. Nothing here performs I/O or reads the wall clock; the
+//! compiler keeps it that way because this crate depends on no runtime, database or HTTP crate.
+
+pub mod clock;
+pub mod mode;
+pub mod role;
+pub mod settings;
+pub mod symbol;
+pub mod time;
+
+pub use clock::{Clock, ManualClock};
+pub use mode::TradingMode;
+pub use role::Role;
+pub use settings::{FieldError, Settings, SettingsPatchOutcome};
+pub use symbol::Symbol;
+pub use time::Timestamp;
