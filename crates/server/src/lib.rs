@@ -1,1 +1,24 @@
+//! The tradeops service: HTTP API (axum), authentication, audit, settings, health, metrics and
+//! the CLI's commands. `main.rs` only parses arguments and calls into here, so tests build the
+//! same application.
 
+pub mod app;
+pub mod auth;
+pub mod cli;
+pub mod clock;
+pub mod config;
+pub mod envelope;
+pub mod error;
+pub mod extract;
+pub mod guard;
+pub mod health;
+pub mod http;
+pub mod metrics;
+pub mod openapi;
+pub mod routes;
+pub mod settings_service;
+pub mod state;
+pub mod telemetry;
+
+pub use app::Application;
+pub use config::Config;

@@ -1,1 +1,15 @@
+//! Storage for tradeops: repositories over SQLite (the embedded default) or PostgreSQL through
+//! one SQL layer, migrations embedded and applied at start, and the cache store (in-process or
+//! Redis). This crate and the server are the only places that do I/O.
 
+pub mod audit;
+pub mod cache;
+mod db;
+pub mod settings;
+pub mod tokens;
+
+pub use audit::{AuditEntry, AuditFilter, AuditRecord, AuditRepository};
+pub use cache::{Cache, CacheError, MemoryCache, RedisCache};
+pub use db::{Backend, Database, StoreError};
+pub use settings::{SettingsRepository, SettingsVersion};
+pub use tokens::{TokenRecord, TokenRepository};

@@ -1,0 +1,222 @@
+//! Building and running the service: storage, cache, tokens, settings, health, router, listener.
+//! Tests build exactly this, on port 0.
+
+use crate::auth::{RateLimiter, TokenRegistry, generate_token};
+use crate::config::Config;
+use crate::extract::MAX_BODY_BYTES;
+use crate::health::HealthMonitor;
+use crate::metrics::Metrics;
+use crate::settings_service::SettingsService;
+use crate::state::{AppState, Inner};
+use crate::{http, openapi, routes};
+use anyhow::Context;
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::header;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::trace::TraceLayer;
+use tradeops_core::{Clock, Role};
+use tradeops_store::{Cache, Database, MemoryCache, RedisCache};
+use utoipa_swagger_ui::SwaggerUi;
+
+/// Name of the bootstrap admin token.
+pub const BOOTSTRAP_TOKEN_NAME: &str = "admin";
+
+pub struct Application {
+    listener: TcpListener,
+    router: Router,
+    state: AppState,
+    /// The admin token created on this start, to print once.
+    bootstrap_token: Option<String>,
+}
+
+impl Application {
+    pub async fn build(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Application> {
+        Self::build_with_routes(config, clock, Router::new()).await
+    }
+
+    /// Like [`Application::build`], with extra routes under the same middleware (tests use it to
+    /// prove that a panicking handler still answers with the envelope).
+    pub async fn build_with_routes(config: Config, clock: Arc<dyn Clock>, extra: Router<AppState>) -> anyhow::Result<Application> {
+        let db = Database::open(&config.database_url)
+            .await
+            .with_context(|| format!("opening the database {}", redact(&config.database_url)))?;
+        let cache: Arc<dyn Cache> = match &config.redis_url {
+            Some(url) => Arc::new(RedisCache::new(url, &config.cache_key_prefix)?),
+            None => Arc::new(MemoryCache::new()),
+        };
+        let tokens = TokenRegistry::load(Arc::new(db.clone())).await.map_err(|e| anyhow::anyhow!(e.message))?;
+        let bootstrap_token = bootstrap_admin(&config, &tokens, clock.as_ref()).await?;
+        let settings = SettingsService::load(Arc::new(db.clone()), clock.clone(), config.auth.enabled)
+            .await
+            .map_err(|e| anyhow::anyhow!("loading settings: {}", e.message))?;
+        if let Some(mode) = config.mode {
+            settings.apply_configured_mode(mode).await.map_err(|e| anyhow::anyhow!(e.message))?;
+        }
+        let state = AppState::new(Inner {
+            rate_limiter: RateLimiter::new(config.auth.rate_limit_per_second, config.auth.rate_limit_burst),
+            audit: Arc::new(db.clone()),
+            config,
+            clock,
+            db,
+            cache,
+            tokens,
+            settings,
+            health: HealthMonitor::default(),
+            metrics: Metrics::default(),
+        });
+        state.health.probe_all(&state).await;
+
+        let listener = TcpListener::bind(state.config.bind).await.with_context(|| format!("binding {}", state.config.bind))?;
+        let router = router(state.clone(), extra);
+        Ok(Application { listener, router, state, bootstrap_token })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener.local_addr().expect("a bound listener has an address")
+    }
+
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    pub fn bootstrap_token(&self) -> Option<&str> {
+        self.bootstrap_token.as_deref()
+    }
+
+    /// Serves until `shutdown` resolves, then stops taking connections, lets in-flight requests
+    /// finish (up to the configured grace), persists pending state and closes the database.
+    pub async fn run_until_stopped(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+        let Application { listener, router, state, .. } = self;
+        let background = spawn_background(&state);
+        let grace = state.config.shutdown_grace;
+        let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
+        let server = axum::serve(listener, router).with_graceful_shutdown(async move {
+            shutdown.await;
+            tracing::info!("shutting down: finishing in-flight requests");
+            let _ = stopping_tx.send(());
+        });
+        let server = tokio::spawn(async move { server.await });
+        let result = tokio::select! {
+            r = server => r.context("server task")?.context("serving"),
+            _ = async { let _ = stopping_rx.await; tokio::time::sleep(grace).await } => {
+                tracing::warn!(?grace, "in-flight requests did not finish within the grace period");
+                Ok(())
+            }
+        };
+        for task in background {
+            task.abort();
+        }
+        state.tokens.flush_usage().await;
+        state.db.close().await;
+        tracing::info!("stopped");
+        result
+    }
+}
+
+/// The whole HTTP surface under its middleware.
+pub fn router(state: AppState, extra: Router<AppState>) -> Router {
+    let docs: Router<AppState> = SwaggerUi::new("/api/docs").url("/api/openapi.json", openapi::document()).into();
+    Router::new()
+        .merge(routes::api())
+        .merge(extra)
+        .merge(docs)
+        .route("/metrics", get(metrics))
+        .fallback(http::not_found)
+        .method_not_allowed_fallback(http::method_not_allowed)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(CatchPanicLayer::custom(http::panic_response))
+        .layer(TraceLayer::new_for_http().make_span_with(http::make_span))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), http::request_context))
+        .with_state(state)
+}
+
+async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], state.metrics.encode())
+}
+
+/// Ensures an admin can sign in: the configured admin token is made the `admin` token; with
+/// none configured and no active token at all, one is generated and returned to print once.
+async fn bootstrap_admin(config: &Config, tokens: &TokenRegistry, clock: &dyn Clock) -> anyhow::Result<Option<String>> {
+    let now = clock.now().timestamp_millis();
+    let fail = |e: crate::error::ApiError| anyhow::anyhow!("bootstrap admin token: {}", e.message);
+    if let Some(secret) = &config.auth.admin_token {
+        if tokens.resolve(secret, now).is_none() {
+            tokens.revoke(BOOTSTRAP_TOKEN_NAME, now).await.map_err(fail)?;
+            tokens.create(BOOTSTRAP_TOKEN_NAME, Role::Admin, secret, "config", now).await.map_err(fail)?;
+        }
+        return Ok(None);
+    }
+    if config.auth.enabled && tokens.is_empty() {
+        let secret = generate_token();
+        tokens.create(BOOTSTRAP_TOKEN_NAME, Role::Admin, &secret, "bootstrap", now).await.map_err(fail)?;
+        return Ok(Some(secret));
+    }
+    Ok(None)
+}
+
+fn spawn_background(state: &AppState) -> Vec<JoinHandle<()>> {
+    let health = {
+        let state = state.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(state.config.health_probe_interval);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                state.health.probe_all(&state).await;
+            }
+        })
+    };
+    let token_usage = {
+        let state = state.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(30));
+            loop {
+                tick.tick().await;
+                state.tokens.flush_usage().await;
+            }
+        })
+    };
+    vec![health, token_usage]
+}
+
+/// A database URL without its password, for messages.
+pub fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let creds = &url[scheme + 3..at];
+            match creds.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
+                None => url.to_string(),
+            }
+        }
+        _ => url.to_string(),
+    }
+}
+
+/// Resolves on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! { _ = ctrl_c => {}, _ = terminate => {} }
+}

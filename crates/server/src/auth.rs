@@ -1,0 +1,218 @@
+//! Authentication (CONTRACT §6): bearer tokens stored only as SHA-256 hashes, three roles, a
+//! bootstrap admin token, and a per-token rate limit. Active tokens are held in memory so a
+//! request costs one hash and one map lookup; revoking removes the token from memory after the
+//! database, so a revoked token is refused at once.
+
+use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::state::AppState;
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use rand::RngCore;
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::sync::{Mutex, RwLock};
+use std::time::Instant;
+use tradeops_core::Role;
+use tradeops_store::{TokenRecord, TokenRepository};
+use std::sync::Arc;
+
+/// Who is calling.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Principal {
+    /// Token name, or `local` when authentication is disabled.
+    pub name: String,
+    pub role: Role,
+}
+
+impl Principal {
+    pub fn require(&self, role: Role) -> ApiResult<()> {
+        if self.role.allows(role) {
+            Ok(())
+        } else {
+            Err(ApiError::new(
+                ErrorCode::Forbidden,
+                format!("This action needs the {role} role; token {:?} has {}", self.name, self.role),
+            )
+            .with_detail(serde_json::json!({"required_role": role, "role": self.role})))
+        }
+    }
+}
+
+/// A new random token: `tro_` and 64 hex digits (256 bits).
+pub fn generate_token() -> String {
+    let mut bytes = [0u8; 32];
+    rand::rng().fill_bytes(&mut bytes);
+    format!("tro_{}", hex::encode(bytes))
+}
+
+pub fn hash_token(token: &str) -> String {
+    hex::encode(Sha256::digest(token.as_bytes()))
+}
+
+/// Active tokens by hash, with the usage not yet written to the database.
+pub struct TokenRegistry {
+    repo: Arc<dyn TokenRepository>,
+    by_hash: RwLock<HashMap<String, Principal>>,
+    last_used: Mutex<HashMap<String, i64>>,
+}
+
+impl TokenRegistry {
+    pub async fn load(repo: Arc<dyn TokenRepository>) -> ApiResult<TokenRegistry> {
+        let registry = TokenRegistry { repo, by_hash: RwLock::default(), last_used: Mutex::default() };
+        registry.reload().await?;
+        Ok(registry)
+    }
+
+    async fn reload(&self) -> ApiResult<()> {
+        let mut map = HashMap::new();
+        for t in self.repo.active_tokens().await? {
+            let role = t.role.parse::<Role>().map_err(ApiError::internal)?;
+            map.insert(t.token_hash, Principal { name: t.name, role });
+        }
+        *self.by_hash.write().unwrap_or_else(|e| e.into_inner()) = map;
+        Ok(())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_hash.read().unwrap_or_else(|e| e.into_inner()).is_empty()
+    }
+
+    pub fn resolve(&self, token: &str, now_ms: i64) -> Option<Principal> {
+        let principal = self.by_hash.read().unwrap_or_else(|e| e.into_inner()).get(&hash_token(token)).cloned()?;
+        self.last_used.lock().unwrap_or_else(|e| e.into_inner()).insert(principal.name.clone(), now_ms);
+        Some(principal)
+    }
+
+    /// Stores a token under `name`; returns an error naming the clash when the name is taken.
+    pub async fn create(&self, name: &str, role: Role, secret: &str, created_by: &str, now_ms: i64) -> ApiResult<()> {
+        let record = TokenRecord {
+            name: name.to_string(),
+            role: role.as_str().to_string(),
+            token_hash: hash_token(secret),
+            created_at: now_ms,
+            created_by: created_by.to_string(),
+            last_used_at: None,
+        };
+        match self.repo.insert_token(&record).await {
+            Ok(()) => {}
+            Err(tradeops_store::StoreError::Conflict(reason)) => return Err(ApiError::validation("name", reason)),
+            Err(e) => return Err(e.into()),
+        }
+        self.by_hash
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(record.token_hash, Principal { name: name.to_string(), role });
+        Ok(())
+    }
+
+    /// Revokes the token named `name`; false when no active token has that name.
+    pub async fn revoke(&self, name: &str, now_ms: i64) -> ApiResult<bool> {
+        let revoked = self.repo.revoke_token(name, now_ms).await?;
+        self.by_hash.write().unwrap_or_else(|e| e.into_inner()).retain(|_, p| p.name != name);
+        Ok(revoked)
+    }
+
+    pub async fn list(&self) -> ApiResult<Vec<TokenRecord>> {
+        self.flush_usage().await;
+        Ok(self.repo.active_tokens().await?)
+    }
+
+    /// Writes pending last-used times; called periodically and at shutdown.
+    pub async fn flush_usage(&self) {
+        let pending: Vec<(String, i64)> =
+            self.last_used.lock().unwrap_or_else(|e| e.into_inner()).drain().collect();
+        if pending.is_empty() {
+            return;
+        }
+        if let Err(e) = self.repo.touch_tokens(&pending).await {
+            tracing::warn!(error = %e, "could not record token usage");
+        }
+    }
+}
+
+/// Token buckets per principal.
+pub struct RateLimiter {
+    per_second: f64,
+    burst: f64,
+    buckets: Mutex<HashMap<String, (f64, Instant)>>,
+}
+
+impl RateLimiter {
+    pub fn new(per_second: u32, burst: u32) -> Self {
+        Self { per_second: per_second.into(), burst: burst.into(), buckets: Mutex::default() }
+    }
+
+    /// Takes one request from `key`'s budget, or says how many seconds until one is available.
+    pub fn check(&self, key: &str) -> Result<(), u64> {
+        let now = Instant::now();
+        let mut buckets = self.buckets.lock().unwrap_or_else(|e| e.into_inner());
+        let (tokens, last) = buckets.entry(key.to_string()).or_insert((self.burst, now));
+        *tokens = (*tokens + now.duration_since(*last).as_secs_f64() * self.per_second).min(self.burst);
+        *last = now;
+        if *tokens >= 1.0 {
+            *tokens -= 1.0;
+            Ok(())
+        } else {
+            Err(((1.0 - *tokens) / self.per_second).ceil().max(1.0) as u64)
+        }
+    }
+}
+
+/// Authenticates a request: `local` admin when auth is off, else the bearer token's principal.
+/// Also spends one request of the principal's rate budget.
+pub fn authenticate(state: &AppState, parts: &Parts) -> ApiResult<Principal> {
+    let principal = if !state.config.auth.enabled {
+        Principal { name: "local".into(), role: Role::Admin }
+    } else {
+        let header = parts.headers.get(axum::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+        let Some(token) = header.and_then(|h| h.strip_prefix("Bearer ")).map(str::trim) else {
+            return Err(ApiError::new(ErrorCode::Unauthorized, "Missing bearer token (Authorization: Bearer <token>)"));
+        };
+        let now_ms = state.clock.now().timestamp_millis();
+        state
+            .tokens
+            .resolve(token, now_ms)
+            .ok_or_else(|| ApiError::new(ErrorCode::Unauthorized, "Invalid or revoked token"))?
+    };
+    state.rate_limiter.check(&principal.name).map_err(|retry| {
+        ApiError::new(ErrorCode::RateLimited, "Too many requests for this token; slow down")
+            .with_detail(serde_json::json!({"retry_after_seconds": retry}))
+            .with_retry_after(retry)
+    })?;
+    Ok(principal)
+}
+
+/// An authenticated caller of any role; handlers needing more call [`Principal::require`].
+pub struct Caller(pub Principal);
+
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        authenticate(state, parts).map(Caller)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_random_and_hashed() {
+        let (a, b) = (generate_token(), generate_token());
+        assert_ne!(a, b);
+        assert!(a.starts_with("tro_") && a.len() == 68);
+        assert_eq!(hash_token(&a), hash_token(&a));
+        assert_ne!(hash_token(&a), a);
+    }
+
+    #[test]
+    fn rate_limiter_allows_the_burst_then_refuses() {
+        let limiter = RateLimiter::new(1, 3);
+        for _ in 0..3 {
+            assert!(limiter.check("t").is_ok());
+        }
+        assert_eq!(limiter.check("t"), Err(1));
+        assert!(limiter.check("other").is_ok(), "budgets are per token");
+    }
+}

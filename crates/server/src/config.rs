@@ -1,0 +1,424 @@
+//! Configuration (CONTRACT §9): the embedded `config/default.toml`, an optional `--config FILE`
+//! over it, then `TRADEOPS_*` environment variables, which win. Loading is a pure function of
+//! those three inputs and lists every problem it finds instead of stopping at the first.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+use toml::{Table, Value};
+use tradeops_core::TradingMode;
+
+/// The embedded defaults, identical to `config/default.toml` in the repository.
+pub const DEFAULT_TOML: &str = include_str!("../../../config/default.toml");
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    pub bind: SocketAddr,
+    pub shutdown_grace: Duration,
+    pub database_url: String,
+    /// `None`: the in-process cache.
+    pub redis_url: Option<String>,
+    pub cache_key_prefix: String,
+    /// Applied at start as a settings change when set.
+    pub mode: Option<TradingMode>,
+    pub auth: AuthConfig,
+    pub sim: SimConfig,
+    pub health_probe_interval: Duration,
+    pub log: LogConfig,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct AuthConfig {
+    pub enabled: bool,
+    pub admin_token: Option<String>,
+    pub rate_limit_per_second: u32,
+    pub rate_limit_burst: u32,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct SimConfig {
+    pub seed: u64,
+    /// Simulated seconds per real second; `None` means by mode (DEMO 60, otherwise 1).
+    pub speed: Option<f64>,
+    pub symbols: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogFormat {
+    Pretty,
+    Json,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct LogConfig {
+    pub filter: String,
+    pub format: LogFormat,
+}
+
+/// Every problem found in the configuration.
+#[derive(Debug, PartialEq)]
+pub struct ConfigErrors(pub Vec<String>);
+
+impl fmt::Display for ConfigErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "invalid configuration ({} problem{}):", self.0.len(), if self.0.len() == 1 { "" } else { "s" })?;
+        for problem in &self.0 {
+            writeln!(f, "  - {problem}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ConfigErrors {}
+
+/// Environment variables and the `section.key` each one sets.
+const ENV_KEYS: &[(&str, &str)] = &[
+    ("TRADEOPS_BIND", "server.bind"),
+    ("TRADEOPS_DATABASE_URL", "database.url"),
+    ("TRADEOPS_REDIS_URL", "cache.redis_url"),
+    ("TRADEOPS_MODE", "runtime.mode"),
+    ("TRADEOPS_AUTH_ENABLED", "auth.enabled"),
+    ("TRADEOPS_ADMIN_TOKEN", "auth.admin_token"),
+    ("TRADEOPS_RATE_LIMIT_PER_SECOND", "auth.rate_limit_per_second"),
+    ("TRADEOPS_RATE_LIMIT_BURST", "auth.rate_limit_burst"),
+    ("TRADEOPS_SIM_SEED", "simulation.seed"),
+    ("TRADEOPS_SIM_SPEED", "simulation.speed"),
+    ("TRADEOPS_SIM_SYMBOLS", "simulation.symbols"),
+    ("TRADEOPS_LOG", "log.filter"),
+    ("TRADEOPS_LOG_FORMAT", "log.format"),
+];
+
+/// Variables that are not configuration keys but are allowed to be set.
+const ENV_OTHER: &[&str] = &["TRADEOPS_CONFIG"];
+
+impl Default for Config {
+    /// The embedded defaults alone.
+    fn default() -> Self {
+        Config::load(None, &BTreeMap::new()).expect("embedded defaults are valid")
+    }
+}
+
+impl Config {
+    /// Reads the optional file from disk, then [`Config::from_sources`].
+    pub fn load(file: Option<&Path>, env: &BTreeMap<String, String>) -> Result<Config, ConfigErrors> {
+        let text = match file {
+            Some(path) => Some(
+                std::fs::read_to_string(path)
+                    .map_err(|e| ConfigErrors(vec![format!("cannot read {}: {e}", path.display())]))?,
+            ),
+            None => None,
+        };
+        Config::from_sources(text.as_deref(), env)
+    }
+
+    /// Builds the configuration from the defaults, a file's text and the environment.
+    pub fn from_sources(file: Option<&str>, env: &BTreeMap<String, String>) -> Result<Config, ConfigErrors> {
+        let mut problems = Vec::new();
+        let mut table: Table = DEFAULT_TOML.parse().expect("embedded defaults parse");
+        if let Some(text) = file {
+            match text.parse::<Table>() {
+                Ok(overlay) => merge(&mut table, overlay, "", &mut problems),
+                Err(e) => return Err(ConfigErrors(vec![format!("config file is not valid TOML: {e}")])),
+            }
+        }
+        for (var, value) in env.iter().filter(|(k, _)| k.starts_with("TRADEOPS_") && !k.starts_with("TRADEOPS_TEST_")) {
+            match ENV_KEYS.iter().find(|(name, _)| name == var) {
+                Some((_, key)) => set_from_env(&mut table, key, var, value, &mut problems),
+                None if ENV_OTHER.contains(&var.as_str()) => {}
+                None => problems.push(format!("{var}: unknown variable (known: {})", env_names())),
+            }
+        }
+        let mut r = Reader { table, problems };
+        let config = r.build();
+        r.leftovers();
+        if r.problems.is_empty() {
+            Ok(config)
+        } else {
+            Err(ConfigErrors(r.problems))
+        }
+    }
+}
+
+fn env_names() -> String {
+    ENV_KEYS.iter().map(|(n, _)| *n).chain(ENV_OTHER.iter().copied()).collect::<Vec<_>>().join(", ")
+}
+
+/// Overlays `from` onto `into`; keys the defaults do not know are problems.
+fn merge(into: &mut Table, from: Table, prefix: &str, problems: &mut Vec<String>) {
+    for (key, value) in from {
+        let path = if prefix.is_empty() { key.clone() } else { format!("{prefix}.{key}") };
+        match (into.get_mut(&key), value) {
+            (Some(Value::Table(inner)), Value::Table(overlay)) => merge(inner, overlay, &path, problems),
+            (Some(Value::Table(_)), _) => problems.push(format!("{path}: must be a section")),
+            (Some(slot), value) => *slot = value,
+            // `runtime.mode` is commented out in the defaults but is a known key.
+            (None, value) if path == "runtime.mode" => {
+                into.insert(key, value);
+            }
+            (None, _) => problems.push(format!("{path}: unknown key")),
+        }
+    }
+}
+
+/// Environment values are text; they are typed like the default they replace.
+fn set_from_env(table: &mut Table, key: &str, var: &str, raw: &str, problems: &mut Vec<String>) {
+    let (section, field) = key.split_once('.').expect("keys are section.field");
+    let Some(Value::Table(section)) = table.get_mut(section) else { return };
+    let typed = match section.get(field) {
+        Some(Value::Boolean(_)) => match raw.to_ascii_lowercase().as_str() {
+            "true" | "1" | "yes" => Value::Boolean(true),
+            "false" | "0" | "no" => Value::Boolean(false),
+            _ => return problems.push(format!("{var}: must be true or false (got {raw:?})")),
+        },
+        Some(Value::Integer(_)) => match raw.trim().parse::<i64>() {
+            Ok(n) => Value::Integer(n),
+            Err(_) => match raw.trim().parse::<f64>() {
+                Ok(x) if field == "speed" => Value::Float(x),
+                _ => return problems.push(format!("{var}: must be a whole number (got {raw:?})")),
+            },
+        },
+        _ => Value::String(raw.to_string()),
+    };
+    section.insert(field.to_string(), typed);
+}
+
+/// Takes typed values out of the merged table, recording every problem.
+struct Reader {
+    table: Table,
+    problems: Vec<String>,
+}
+
+impl Reader {
+    fn take(&mut self, key: &str) -> Option<Value> {
+        let (section, field) = key.split_once('.').expect("keys are section.field");
+        match self.table.get_mut(section) {
+            Some(Value::Table(t)) => t.remove(field),
+            _ => None,
+        }
+    }
+
+    fn string(&mut self, key: &str) -> String {
+        match self.take(key) {
+            Some(Value::String(s)) => s,
+            Some(other) => {
+                self.problems.push(format!("{key}: must be a string (got {other})"));
+                String::new()
+            }
+            None => String::new(),
+        }
+    }
+
+    fn boolean(&mut self, key: &str) -> bool {
+        match self.take(key) {
+            Some(Value::Boolean(b)) => b,
+            Some(other) => {
+                self.problems.push(format!("{key}: must be true or false (got {other})"));
+                false
+            }
+            None => false,
+        }
+    }
+
+    fn integer(&mut self, key: &str, min: i64, max: i64) -> i64 {
+        match self.take(key) {
+            Some(Value::Integer(n)) if (min..=max).contains(&n) => n,
+            Some(other) => {
+                self.problems.push(format!("{key}: must be a whole number from {min} to {max} (got {other})"));
+                min
+            }
+            None => min,
+        }
+    }
+
+    fn number(&mut self, key: &str, min: f64, max: f64) -> f64 {
+        let value = match self.take(key) {
+            Some(Value::Integer(n)) => n as f64,
+            Some(Value::Float(x)) => x,
+            Some(other) => {
+                self.problems.push(format!("{key}: must be a number (got {other})"));
+                return min;
+            }
+            None => return min,
+        };
+        if !(min..=max).contains(&value) {
+            self.problems.push(format!("{key}: must be from {min} to {max} (got {value})"));
+        }
+        value
+    }
+
+    fn build(&mut self) -> Config {
+        let bind_text = self.string("server.bind");
+        let bind = bind_text.parse::<SocketAddr>().unwrap_or_else(|_| {
+            self.problems.push(format!("server.bind: not an address like 127.0.0.1:8080 (got {bind_text:?})"));
+            SocketAddr::from(([127, 0, 0, 1], 8080))
+        });
+        let shutdown_grace = Duration::from_secs(self.integer("server.shutdown_grace_seconds", 0, 600) as u64);
+
+        let database_url = self.string("database.url");
+        if !(database_url.starts_with("sqlite:") || database_url.starts_with("postgres://") || database_url.starts_with("postgresql://")) {
+            self.problems.push(format!("database.url: must start with sqlite: or postgres:// (got {database_url:?})"));
+        }
+        let redis_url = Some(self.string("cache.redis_url")).filter(|u| !u.is_empty());
+        if let Some(url) = &redis_url {
+            if !url.starts_with("redis://") {
+                self.problems.push(format!("cache.redis_url: must start with redis:// (got {url:?})"));
+            }
+        }
+        let cache_key_prefix = self.string("cache.key_prefix");
+
+        let mode = match self.take("runtime.mode") {
+            None => None,
+            Some(Value::String(s)) => match s.parse::<TradingMode>() {
+                Ok(mode) => Some(mode),
+                Err(e) => {
+                    self.problems.push(format!("runtime.mode: {e}"));
+                    None
+                }
+            },
+            Some(other) => {
+                self.problems.push(format!("runtime.mode: must be a string (got {other})"));
+                None
+            }
+        };
+
+        let auth = AuthConfig {
+            enabled: self.boolean("auth.enabled"),
+            admin_token: Some(self.string("auth.admin_token")).filter(|t| !t.is_empty()),
+            rate_limit_per_second: self.integer("auth.rate_limit_per_second", 1, 10_000_000) as u32,
+            rate_limit_burst: self.integer("auth.rate_limit_burst", 1, 10_000_000) as u32,
+        };
+        if let Some(token) = &auth.admin_token {
+            if token.len() < 16 || token.len() > 256 || !token.chars().all(|c| c.is_ascii_graphic()) {
+                self.problems.push("auth.admin_token: must be 16 to 256 printable ASCII characters".into());
+            }
+        }
+        if !auth.enabled && !bind.ip().is_loopback() {
+            self.problems.push(format!("auth.enabled: may be false only when listening on loopback (bind is {bind})"));
+        }
+        if mode == Some(TradingMode::Live) {
+            self.problems.push(
+                "runtime.mode: LIVE needs a live-capable execution broker; the only one available is `paper`".into(),
+            );
+            if !auth.enabled {
+                self.problems.push("runtime.mode: LIVE needs authentication enabled".into());
+            }
+        }
+
+        let seed = self.integer("simulation.seed", 0, i64::MAX) as u64;
+        let speed = self.number("simulation.speed", 0.0, 10_000.0);
+        let symbols = self.integer("simulation.symbols", 1, 20_000) as u32;
+        let sim = SimConfig { seed, speed: (speed > 0.0).then_some(speed), symbols };
+
+        let health_probe_interval = Duration::from_millis(self.integer("health.probe_interval_ms", 100, 600_000) as u64);
+
+        let filter = self.string("log.filter");
+        let format = match self.string("log.format").as_str() {
+            "pretty" => LogFormat::Pretty,
+            "json" => LogFormat::Json,
+            other => {
+                self.problems.push(format!("log.format: must be pretty or json (got {other:?})"));
+                LogFormat::Pretty
+            }
+        };
+
+        Config {
+            bind,
+            shutdown_grace,
+            database_url,
+            redis_url,
+            cache_key_prefix,
+            mode,
+            auth,
+            sim,
+            health_probe_interval,
+            log: LogConfig { filter, format },
+        }
+    }
+
+    /// Keys nobody read are unknown (only reachable when a section held extra keys).
+    fn leftovers(&mut self) {
+        for (section, value) in &self.table {
+            if let Value::Table(t) = value {
+                for key in t.keys() {
+                    self.problems.push(format!("{section}.{key}: unknown key"));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn defaults_match_the_contract() {
+        let c = Config::default();
+        assert_eq!(c.bind.to_string(), "127.0.0.1:8080");
+        assert_eq!(c.database_url, "sqlite://./data/tradeops.db");
+        assert_eq!(c.redis_url, None);
+        assert_eq!(c.mode, None);
+        assert!(c.auth.enabled);
+        assert_eq!((c.auth.rate_limit_per_second, c.auth.rate_limit_burst), (20, 40));
+        assert_eq!(c.sim.symbols, 500);
+    }
+
+    #[test]
+    fn environment_wins_over_file() {
+        let file = "[server]\nbind = \"127.0.0.1:9000\"\n[simulation]\nsymbols = 100\n";
+        let c = Config::from_sources(Some(file), &env(&[("TRADEOPS_SIM_SYMBOLS", "10000"), ("TRADEOPS_MODE", "demo")]))
+            .unwrap();
+        assert_eq!(c.bind.port(), 9000);
+        assert_eq!(c.sim.symbols, 10_000);
+        assert_eq!(c.mode, Some(TradingMode::Demo));
+    }
+
+    #[test]
+    fn every_problem_is_listed() {
+        let file = "[server]\nbind = \"nowhere\"\nbogus = 1\n[log]\nformat = \"xml\"\n[extra]\nx = 1\n";
+        let errs = Config::from_sources(
+            Some(file),
+            &env(&[
+                ("TRADEOPS_AUTH_ENABLED", "maybe"),
+                ("TRADEOPS_DATABASE_URL", "mysql://x"),
+                ("TRADEOPS_SIM_SYMBOLS", "lots"),
+                ("TRADEOPS_BOGUS", "1"),
+                ("TRADEOPS_TEST_DATABASE_URL", "ignored"),
+            ]),
+        )
+        .unwrap_err();
+        let text = errs.to_string();
+        for needle in [
+            "server.bind",
+            "server.bogus",
+            "log.format",
+            "extra: unknown key",
+            "TRADEOPS_AUTH_ENABLED",
+            "database.url",
+            "TRADEOPS_SIM_SYMBOLS",
+            "TRADEOPS_BOGUS",
+        ] {
+            assert!(text.contains(needle), "{needle} missing from:\n{text}");
+        }
+        assert_eq!(errs.0.len(), 8, "{text}");
+    }
+
+    #[test]
+    fn auth_off_only_on_loopback_and_live_refused_without_live_broker() {
+        let errs = Config::from_sources(
+            None,
+            &env(&[("TRADEOPS_BIND", "0.0.0.0:8080"), ("TRADEOPS_AUTH_ENABLED", "false"), ("TRADEOPS_MODE", "LIVE")]),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(errs.contains("loopback"), "{errs}");
+        assert!(errs.contains("live-capable"), "{errs}");
+        assert!(Config::from_sources(None, &env(&[("TRADEOPS_AUTH_ENABLED", "false")])).is_ok());
+    }
+}

@@ -1,0 +1,198 @@
+//! The error catalogue of CONTRACT §2 in one table, and [`ApiError`], the only error type
+//! handlers return. Its response is always the contract's error envelope; internal errors are
+//! logged once here, with the request id, and never leak to the client.
+
+use crate::envelope::{ErrorBody, Meta};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use serde_json::{Value, json};
+use tradeops_core::FieldError;
+
+/// Every error code of the contract.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ErrorCode {
+    ValidationError,
+    Unauthorized,
+    Forbidden,
+    NotFound,
+    PositionNotFound,
+    MethodNotAllowed,
+    OrderNotCancellable,
+    DuplicateOrderBlocked,
+    MarketClosed,
+    EmergencyHaltActive,
+    SettingsUpdateBlocked,
+    PayloadTooLarge,
+    RiskBlocked,
+    ConfirmationRequired,
+    RateLimited,
+    InternalError,
+    BrokerUnavailable,
+}
+
+impl ErrorCode {
+    /// The whole code → HTTP status table.
+    pub fn status(self) -> StatusCode {
+        use ErrorCode::*;
+        match self {
+            ValidationError => StatusCode::BAD_REQUEST,
+            Unauthorized => StatusCode::UNAUTHORIZED,
+            Forbidden => StatusCode::FORBIDDEN,
+            NotFound | PositionNotFound => StatusCode::NOT_FOUND,
+            MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            OrderNotCancellable | DuplicateOrderBlocked | MarketClosed | EmergencyHaltActive
+            | SettingsUpdateBlocked => StatusCode::CONFLICT,
+            PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            RiskBlocked => StatusCode::UNPROCESSABLE_ENTITY,
+            ConfirmationRequired => StatusCode::PRECONDITION_REQUIRED,
+            RateLimited => StatusCode::TOO_MANY_REQUESTS,
+            InternalError => StatusCode::INTERNAL_SERVER_ERROR,
+            BrokerUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        use ErrorCode::*;
+        match self {
+            ValidationError => "VALIDATION_ERROR",
+            Unauthorized => "UNAUTHORIZED",
+            Forbidden => "FORBIDDEN",
+            NotFound => "NOT_FOUND",
+            PositionNotFound => "POSITION_NOT_FOUND",
+            MethodNotAllowed => "METHOD_NOT_ALLOWED",
+            OrderNotCancellable => "ORDER_NOT_CANCELLABLE",
+            DuplicateOrderBlocked => "DUPLICATE_ORDER_BLOCKED",
+            MarketClosed => "MARKET_CLOSED",
+            EmergencyHaltActive => "EMERGENCY_HALT_ACTIVE",
+            SettingsUpdateBlocked => "SETTINGS_UPDATE_BLOCKED",
+            PayloadTooLarge => "PAYLOAD_TOO_LARGE",
+            RiskBlocked => "RISK_BLOCKED",
+            ConfirmationRequired => "CONFIRMATION_REQUIRED",
+            RateLimited => "RATE_LIMITED",
+            InternalError => "INTERNAL_ERROR",
+            BrokerUnavailable => "BROKER_UNAVAILABLE",
+        }
+    }
+}
+
+/// A refusal or failure, rendered as the error envelope.
+#[derive(Debug)]
+pub struct ApiError {
+    pub code: ErrorCode,
+    pub message: String,
+    pub detail: Value,
+    /// Seconds for a `Retry-After` header.
+    pub retry_after: Option<u64>,
+    /// The cause of an internal error: logged, never sent.
+    internal: Option<String>,
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;
+
+impl ApiError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self { code, message: message.into(), detail: json!({}), retry_after: None, internal: None }
+    }
+
+    pub fn with_detail(mut self, detail: Value) -> Self {
+        self.detail = detail;
+        self
+    }
+
+    pub fn with_retry_after(mut self, seconds: u64) -> Self {
+        self.retry_after = Some(seconds);
+        self
+    }
+
+    /// `VALIDATION_ERROR` naming one field.
+    pub fn validation(field: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self::fields(vec![FieldError::new(field, reason)])
+    }
+
+    /// `VALIDATION_ERROR` for several fields: `detail.field`/`detail.reason` name the first,
+    /// `detail.errors` lists them all.
+    pub fn fields(errors: Vec<FieldError>) -> Self {
+        let first = errors.first().cloned().unwrap_or_else(|| FieldError::new("", "invalid request"));
+        let message = if first.field.is_empty() {
+            format!("Invalid request: {}", first.reason)
+        } else {
+            format!("Invalid value for {}: {}", first.field, first.reason)
+        };
+        Self::new(ErrorCode::ValidationError, message)
+            .with_detail(json!({"field": first.field, "reason": first.reason, "errors": errors}))
+    }
+
+    pub fn not_found(what: impl Into<String>) -> Self {
+        Self::new(ErrorCode::NotFound, what)
+    }
+
+    /// A bug or an unexpected failure: the cause is logged, the client sees a generic message.
+    pub fn internal(cause: impl std::fmt::Display) -> Self {
+        let mut e = Self::new(ErrorCode::InternalError, "Internal error; the request id identifies it in the logs");
+        e.internal = Some(cause.to_string());
+        e
+    }
+}
+
+impl From<tradeops_store::StoreError> for ApiError {
+    fn from(e: tradeops_store::StoreError) -> Self {
+        ApiError::internal(e)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let meta = Meta::current();
+        if let Some(cause) = &self.internal {
+            tracing::error!(request_id = %meta.request_id, error = %cause, "internal error");
+        }
+        let status = self.code.status();
+        let body = ErrorBody {
+            ok: false,
+            error: crate::envelope::ErrorPayload { code: self.code, message: self.message, detail: self.detail },
+            meta,
+        };
+        let mut response = (status, axum::Json(body)).into_response();
+        if let Some(seconds) = self.retry_after {
+            if let Ok(value) = HeaderValue::from_str(&seconds.to_string()) {
+                response.headers_mut().insert(header::RETRY_AFTER, value);
+            }
+        }
+        response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_table_follows_contract() {
+        use ErrorCode::*;
+        let table = [
+            (ValidationError, 400),
+            (Unauthorized, 401),
+            (Forbidden, 403),
+            (NotFound, 404),
+            (PositionNotFound, 404),
+            (MethodNotAllowed, 405),
+            (OrderNotCancellable, 409),
+            (DuplicateOrderBlocked, 409),
+            (MarketClosed, 409),
+            (EmergencyHaltActive, 409),
+            (SettingsUpdateBlocked, 409),
+            (PayloadTooLarge, 413),
+            (RiskBlocked, 422),
+            (ConfirmationRequired, 428),
+            (RateLimited, 429),
+            (InternalError, 500),
+            (BrokerUnavailable, 503),
+        ];
+        for (code, status) in table {
+            assert_eq!(code.status().as_u16(), status, "{code:?}");
+            assert_eq!(serde_json::to_value(code).unwrap(), code.as_str(), "{code:?}");
+        }
+    }
+}

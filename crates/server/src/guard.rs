@@ -1,0 +1,134 @@
+//! The guard every sensitive action goes through, in one call per handler:
+//! authenticate → role check → LIVE confirmation → parse the body → act → audit row.
+//! Every outcome, refusals included, writes the audit row (CONTRACT §6).
+//!
+//! ```ignore
+//! async fn update(guard: Sensitive) -> ApiResult<ApiResponse<Out>> {
+//!     guard.run(SETTINGS_UPDATE, Target::Fixed("settings"), |caller, patch: Value| async move { … }).await
+//! }
+//! ```
+
+use crate::auth::{Principal, authenticate};
+use crate::envelope::REQUEST;
+use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::extract::{RawBody, parse_json};
+use crate::state::AppState;
+use axum::extract::{FromRequest, Request};
+use axum::http::HeaderMap;
+use bytes::Bytes;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::future::Future;
+use tradeops_core::{Role, TradingMode};
+use tradeops_store::AuditEntry;
+
+/// Header that confirms a sensitive action while trading `LIVE`.
+pub const CONFIRM_LIVE_HEADER: &str = "x-confirm-live";
+
+/// A sensitive action: its audit name and the least role that may perform it.
+#[derive(Clone, Copy, Debug)]
+pub struct Action {
+    pub name: &'static str,
+    pub role: Role,
+}
+
+/// What the audit row names as the action's target.
+pub enum Target {
+    Fixed(&'static str),
+    /// A field of the JSON body (`symbol`, `name`, …), read even when the body is refused.
+    BodyField(&'static str),
+    Value(String),
+}
+
+/// The request as a sensitive action sees it. Never rejects: refusals are decided (and
+/// audited) in [`Sensitive::run`].
+pub struct Sensitive {
+    state: AppState,
+    caller: ApiResult<Principal>,
+    confirmed_live: bool,
+    body: ApiResult<Bytes>,
+}
+
+/// Whether the request carries `X-Confirm-Live: true`.
+pub fn live_confirmed(headers: &HeaderMap) -> bool {
+    headers
+        .get(CONFIRM_LIVE_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+}
+
+impl FromRequest<AppState> for Sensitive {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, Self::Rejection> {
+        let (parts, body) = req.into_parts();
+        let caller = authenticate(state, &parts);
+        let confirmed_live = live_confirmed(&parts.headers);
+        let RawBody(body) = RawBody::from_request(Request::from_parts(parts, body), state).await?;
+        Ok(Sensitive { state: state.clone(), caller, confirmed_live, body })
+    }
+}
+
+/// What a guarded action learns about its caller.
+pub struct Authorized {
+    pub principal: Principal,
+    pub confirmed_live: bool,
+}
+
+impl Sensitive {
+    pub async fn run<B, T, F, Fut>(self, action: Action, target: Target, act: F) -> ApiResult<T>
+    where
+        B: DeserializeOwned,
+        F: FnOnce(Authorized, B) -> Fut,
+        Fut: Future<Output = ApiResult<T>>,
+    {
+        let Sensitive { state, caller, confirmed_live, body } = self;
+        let raw = body.as_ref().ok().map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
+        let raw_json: Option<Value> = serde_json::from_str(&raw).ok();
+        let target = match target {
+            Target::Fixed(t) => t.to_string(),
+            Target::Value(t) => t,
+            Target::BodyField(field) => raw_json
+                .as_ref()
+                .and_then(|v| v.get(field))
+                .map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string()))
+                .unwrap_or_default(),
+        };
+        let actor = caller.as_ref().ok().cloned();
+        let mode = REQUEST.try_with(|c| c.mode).unwrap_or_default();
+
+        let outcome = async {
+            let principal = caller?;
+            principal.require(action.role)?;
+            if mode == TradingMode::Live && !confirmed_live {
+                return Err(ApiError::new(
+                    ErrorCode::ConfirmationRequired,
+                    "Trading is LIVE: repeat this action with header X-Confirm-Live: true",
+                )
+                .with_detail(serde_json::json!({"header": "X-Confirm-Live", "action": action.name})));
+            }
+            let parsed: B = parse_json(&body?)?;
+            act(Authorized { principal, confirmed_live }, parsed).await
+        }
+        .await;
+
+        let entry = AuditEntry {
+            ts: state.clock.now().timestamp_millis(),
+            actor: actor.as_ref().map(|p| p.name.clone()).unwrap_or_else(|| "anonymous".into()),
+            role: actor.as_ref().map(|p| p.role.as_str().to_string()),
+            action: action.name.to_string(),
+            target,
+            request: raw_json.map(|v| v.to_string()).unwrap_or_else(|| Value::String(raw).to_string()),
+            outcome: match &outcome {
+                Ok(_) => "OK".to_string(),
+                Err(e) => e.code.as_str().to_string(),
+            },
+            mode: mode.as_str().to_string(),
+            request_id: REQUEST.try_with(|c| c.request_id.clone()).unwrap_or_default(),
+        };
+        if let Err(e) = state.audit.append_audit(&entry).await {
+            tracing::error!(error = %e, action = action.name, "could not write the audit row");
+        }
+        outcome
+    }
+}

@@ -1,0 +1,113 @@
+//! Prometheus metrics (`GET /metrics`): request counts and latency histograms per route, plus
+//! the counters the `api` health component reports.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RequestLabels {
+    pub method: String,
+    pub route: String,
+    pub status: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RouteLabels {
+    pub method: String,
+    pub route: String,
+}
+
+pub struct Metrics {
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    latency: Family<RouteLabels, Histogram>,
+    in_flight: Gauge,
+    requests_total: AtomicU64,
+    server_errors_total: AtomicU64,
+    last_server_error: Mutex<Option<Instant>>,
+    started: Instant,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::with_prefix("tradeops");
+        let requests = Family::<RequestLabels, Counter>::default();
+        let latency = Family::<RouteLabels, Histogram>::new_with_constructor(|| {
+            // 0.1 ms … ~6.5 s
+            Histogram::new(exponential_buckets(0.0001, 2.0, 17))
+        });
+        let in_flight = Gauge::default();
+        registry.register("http_requests", "HTTP requests by method, route and status", requests.clone());
+        registry.register("http_request_duration_seconds", "HTTP request latency by method and route", latency.clone());
+        registry.register("http_requests_in_flight", "HTTP requests being handled", in_flight.clone());
+        Self {
+            registry,
+            requests,
+            latency,
+            in_flight,
+            requests_total: AtomicU64::new(0),
+            server_errors_total: AtomicU64::new(0),
+            last_server_error: Mutex::new(None),
+            started: Instant::now(),
+        }
+    }
+}
+
+impl Metrics {
+    /// Marks a request started; the guard records it when dropped… see [`Metrics::finish`].
+    pub fn start(&self) {
+        self.in_flight.inc();
+    }
+
+    pub fn finish(&self, method: &str, route: &str, status: u16, elapsed: Duration) {
+        self.in_flight.dec();
+        self.requests_total.fetch_add(1, Ordering::Relaxed);
+        if status >= 500 {
+            self.server_errors_total.fetch_add(1, Ordering::Relaxed);
+            *self.last_server_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
+        }
+        self.requests
+            .get_or_create(&RequestLabels { method: method.to_string(), route: route.to_string(), status })
+            .inc();
+        self.latency
+            .get_or_create(&RouteLabels { method: method.to_string(), route: route.to_string() })
+            .observe(elapsed.as_secs_f64());
+    }
+
+    /// The text exposition format.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &self.registry).expect("writing to a String cannot fail");
+        out
+    }
+
+    pub fn uptime(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    pub fn requests_total(&self) -> u64 {
+        self.requests_total.load(Ordering::Relaxed)
+    }
+
+    pub fn server_errors_total(&self) -> u64 {
+        self.server_errors_total.load(Ordering::Relaxed)
+    }
+
+    pub fn in_flight(&self) -> i64 {
+        self.in_flight.get()
+    }
+
+    pub fn server_errors_within(&self, window: Duration) -> bool {
+        self.last_server_error
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some_and(|at| at.elapsed() < window)
+    }
+}

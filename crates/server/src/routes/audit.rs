@@ -1,0 +1,92 @@
+//! `GET /api/audit` (operator+): who did what, refusals included, newest first.
+
+use crate::auth::Caller;
+use crate::envelope::{ApiResponse, SuccessBody};
+use crate::error::ApiResult;
+use crate::extract::Query;
+use crate::routes::{list_limit, parse_cursor};
+use crate::state::AppState;
+use axum::Router;
+use axum::extract::State;
+use axum::routing::get;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tradeops_core::Role;
+use tradeops_core::time::{format_ts, from_epoch_ms};
+use tradeops_store::AuditFilter;
+
+pub fn router() -> Router<AppState> {
+    Router::new().route("/api/audit", get(list_audit))
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct AuditQuery {
+    /// Only this action (`settings.update`, `token.create`, …).
+    pub action: Option<String>,
+    /// Only this actor (token name, `local` or `anonymous`).
+    pub actor: Option<String>,
+    /// Only this outcome (`OK` or an error code).
+    pub outcome: Option<String>,
+    /// Page size, 1..=1000 (default 100).
+    pub limit: Option<u32>,
+    /// `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct AuditRow {
+    pub audit_id: i64,
+    pub timestamp: String,
+    pub actor: String,
+    pub role: Option<String>,
+    pub action: String,
+    pub target: String,
+    /// The request body as sent (JSON, or a string when it was not JSON).
+    #[schema(value_type = Object)]
+    pub request: Value,
+    /// `OK` or the error code of the refusal.
+    pub outcome: String,
+    pub mode: String,
+    pub request_id: String,
+}
+
+/// Audit rows, newest first, paginated.
+#[utoipa::path(get, path = "/api/audit", tag = "audit", security(("bearer" = [])), params(AuditQuery),
+    responses((status = 200, description = "Audit rows", body = inline(SuccessBody<Vec<AuditRow>>)),
+              (status = 403, description = "FORBIDDEN (viewer)", body = crate::envelope::ErrorBody)))]
+pub async fn list_audit(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+    Query(q): Query<AuditQuery>,
+) -> ApiResult<ApiResponse<Vec<AuditRow>>> {
+    caller.require(Role::Operator)?;
+    let limit = list_limit(q.limit)?;
+    let filter = AuditFilter {
+        action: q.action,
+        actor: q.actor,
+        outcome: q.outcome,
+        before_id: parse_cursor(q.cursor.as_deref())?,
+        limit: limit + 1,
+    };
+    let mut records = state.audit.list_audit(&filter).await?;
+    let more = records.len() > limit as usize;
+    records.truncate(limit as usize);
+    let next = more.then(|| records.last().map(|r| r.audit_id.to_string())).flatten();
+    let rows = records
+        .into_iter()
+        .map(|r| AuditRow {
+            audit_id: r.audit_id,
+            timestamp: format_ts(&from_epoch_ms(r.entry.ts)),
+            actor: r.entry.actor,
+            role: r.entry.role,
+            action: r.entry.action,
+            target: r.entry.target,
+            request: serde_json::from_str(&r.entry.request).unwrap_or(Value::String(r.entry.request)),
+            outcome: r.entry.outcome,
+            mode: r.entry.mode,
+            request_id: r.entry.request_id,
+        })
+        .collect();
+    Ok(ApiResponse::page(rows, next))
+}

@@ -1,0 +1,46 @@
+//! `GET /api/health` (public) and `GET /api/health/components`.
+
+use crate::auth::Caller;
+use crate::envelope::ApiResponse;
+use crate::error::ApiResult;
+use crate::health::{ComponentHealth, HealthMonitor, HealthStatus};
+use crate::state::AppState;
+use axum::Router;
+use axum::extract::State;
+use axum::routing::get;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use tradeops_core::TradingMode;
+
+pub fn router() -> Router<AppState> {
+    Router::new().route("/api/health", get(health)).route("/api/health/components", get(components))
+}
+
+/// Platform health: the worst status of the enabled components, and each component's status.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct PlatformHealth {
+    pub status: HealthStatus,
+    pub mode: TradingMode,
+    pub components: BTreeMap<String, HealthStatus>,
+}
+
+/// Overall and per-component status. Public (no token), for load balancers and the console's
+/// sign-in page. Always 200; `status` says `HEALTHY`, `DEGRADED` or `DOWN`.
+#[utoipa::path(get, path = "/api/health", tag = "health",
+    responses((status = 200, description = "Platform health", body = inline(crate::envelope::SuccessBody<PlatformHealth>))))]
+pub async fn health(State(state): State<AppState>) -> ApiResponse<PlatformHealth> {
+    let components = state.health.snapshot();
+    ApiResponse::ok(PlatformHealth {
+        status: HealthMonitor::overall(&components),
+        mode: state.settings.mode(),
+        components: components.into_iter().map(|c| (c.name, c.status)).collect(),
+    })
+}
+
+/// Every component with its latency, last healthy time and detail.
+#[utoipa::path(get, path = "/api/health/components", tag = "health", security(("bearer" = [])),
+    responses((status = 200, description = "Component rows", body = inline(crate::envelope::SuccessBody<Vec<ComponentHealth>>)),
+              (status = 401, description = "UNAUTHORIZED", body = crate::envelope::ErrorBody)))]
+pub async fn components(State(state): State<AppState>, _caller: Caller) -> ApiResult<ApiResponse<Vec<ComponentHealth>>> {
+    Ok(ApiResponse::list(state.health.snapshot()))
+}

@@ -1,0 +1,35 @@
+//! One router per domain module; this assembles them.
+
+pub mod audit;
+pub mod auth;
+pub mod health;
+pub mod settings;
+pub mod system;
+
+use crate::state::AppState;
+use axum::Router;
+
+/// Every `/api` route.
+pub fn api() -> Router<AppState> {
+    Router::new()
+        .merge(health::router())
+        .merge(settings::router())
+        .merge(auth::router())
+        .merge(audit::router())
+        .merge(system::router())
+}
+
+/// `limit` of list endpoints: default 100, 1..=1000 (CONTRACT §8).
+pub fn list_limit(limit: Option<u32>) -> crate::error::ApiResult<u32> {
+    match limit.unwrap_or(100) {
+        n @ 1..=1000 => Ok(n),
+        _ => Err(crate::error::ApiError::validation("limit", "must be between 1 and 1000")),
+    }
+}
+
+/// Cursors are the id of the last row of the previous page.
+pub fn parse_cursor(cursor: Option<&str>) -> crate::error::ApiResult<Option<i64>> {
+    cursor
+        .map(|c| c.parse::<i64>().map_err(|_| crate::error::ApiError::validation("cursor", "not a cursor returned by this endpoint")))
+        .transpose()
+}

@@ -1,0 +1,153 @@
+//! Effective settings: loaded from the newest persisted version, changed only through
+//! [`SettingsService::update`] (validated, guarded, persisted as a new version), and published
+//! on a watch channel so components pick changes up without a restart.
+
+use crate::auth::Principal;
+use crate::error::{ApiError, ApiResult, ErrorCode};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use tokio::sync::{Mutex, watch};
+use tradeops_core::settings::SettingsGuard;
+use tradeops_core::{Clock, Role, Settings, TradingMode};
+use tradeops_store::{SettingsRepository, SettingsVersion};
+
+pub struct SettingsService {
+    repo: Arc<dyn SettingsRepository>,
+    clock: Arc<dyn Clock>,
+    auth_enabled: bool,
+    tx: watch::Sender<Arc<Settings>>,
+    /// Serialises writers; holds the effective version number.
+    version: Mutex<i64>,
+}
+
+/// Result of a successful update.
+pub struct SettingsChange {
+    pub updated: Vec<String>,
+    pub settings: Arc<Settings>,
+    pub version: i64,
+}
+
+impl SettingsService {
+    /// Loads the newest version, or persists the defaults as version 1 on first start.
+    pub async fn load(repo: Arc<dyn SettingsRepository>, clock: Arc<dyn Clock>, auth_enabled: bool) -> ApiResult<Self> {
+        let (settings, version) = match repo.latest_settings().await? {
+            Some(v) => {
+                let doc: Value = serde_json::from_str(&v.settings).map_err(ApiError::internal)?;
+                let settings = Settings::from_json(&doc)
+                    .map_err(|e| ApiError::internal(format!("persisted settings v{} are invalid: {e:?}", v.version)))?;
+                (settings, v.version)
+            }
+            None => {
+                let settings = Settings::default();
+                repo.append_settings(&SettingsVersion {
+                    version: 1,
+                    settings: settings.to_json().to_string(),
+                    updated: "[]".into(),
+                    actor: "system".into(),
+                    created_at: clock.now().timestamp_millis(),
+                })
+                .await?;
+                (settings, 1)
+            }
+        };
+        let (tx, _) = watch::channel(Arc::new(settings));
+        Ok(Self { repo, clock, auth_enabled, tx, version: Mutex::new(version) })
+    }
+
+    pub fn current(&self) -> Arc<Settings> {
+        self.tx.borrow().clone()
+    }
+
+    pub fn mode(&self) -> TradingMode {
+        self.tx.borrow().runtime.trading_mode
+    }
+
+    /// Changes take effect for subscribers as soon as they are persisted.
+    pub fn subscribe(&self) -> watch::Receiver<Arc<Settings>> {
+        self.tx.subscribe()
+    }
+
+    pub async fn version(&self) -> i64 {
+        *self.version.lock().await
+    }
+
+    /// Applies a partial update for `caller`. Nothing changes unless every field is valid and
+    /// every guard is satisfied.
+    pub async fn update(&self, patch: &Value, caller: &Principal, confirmed_live: bool) -> ApiResult<SettingsChange> {
+        let mut version = self.version.lock().await;
+        let current = self.current();
+        let outcome = current.apply_patch(patch).map_err(ApiError::fields)?;
+        if outcome.updated.is_empty() {
+            return Ok(SettingsChange { updated: vec![], settings: current, version: *version });
+        }
+        for guard in current.guards_for(&outcome.settings) {
+            self.check_guard(&guard, &outcome.settings, caller, confirmed_live)?;
+        }
+        self.persist(&mut version, outcome.settings, outcome.updated, &caller.name).await
+    }
+
+    /// Applies the configured mode at start (`TRADEOPS_MODE`), recorded as actor `config`.
+    pub async fn apply_configured_mode(&self, mode: TradingMode) -> ApiResult<()> {
+        let mut version = self.version.lock().await;
+        let current = self.current();
+        if current.runtime.trading_mode == mode {
+            return Ok(());
+        }
+        let mut next = (*current).clone();
+        next.runtime.trading_mode = mode;
+        self.persist(&mut version, next, vec!["runtime.trading_mode".into()], "config").await?;
+        Ok(())
+    }
+
+    async fn persist(&self, version: &mut i64, settings: Settings, updated: Vec<String>, actor: &str) -> ApiResult<SettingsChange> {
+        let next_version = *version + 1;
+        self.repo
+            .append_settings(&SettingsVersion {
+                version: next_version,
+                settings: settings.to_json().to_string(),
+                updated: json!(updated).to_string(),
+                actor: actor.to_string(),
+                created_at: self.clock.now().timestamp_millis(),
+            })
+            .await?;
+        *version = next_version;
+        let settings = Arc::new(settings);
+        self.tx.send_replace(settings.clone());
+        tracing::info!(version = next_version, actor, ?updated, "settings changed");
+        Ok(SettingsChange { updated, settings, version: next_version })
+    }
+
+    fn check_guard(&self, guard: &SettingsGuard, next: &Settings, caller: &Principal, confirmed: bool) -> ApiResult<()> {
+        let (fields, what): (Vec<&str>, &str) = match guard {
+            SettingsGuard::SwitchToLive => (vec!["runtime.trading_mode"], "Switching to LIVE"),
+            SettingsGuard::BrokerChange(field) => (vec![field], "Changing a broker"),
+            SettingsGuard::RiskLimitRaisedWhileLive(fields) => (fields.clone(), "Raising a risk limit while LIVE"),
+        };
+        let blocked = |guard_name: &str, reason: String| {
+            ApiError::new(ErrorCode::SettingsUpdateBlocked, reason.clone())
+                .with_detail(json!({"guard": guard_name, "reason": reason, "fields": fields}))
+        };
+        if !caller.role.allows(Role::Admin) {
+            return Err(blocked("admin_role", format!("{what} needs an admin token")));
+        }
+        if !confirmed {
+            return Err(blocked("X-Confirm-Live", format!("{what} needs header X-Confirm-Live: true")));
+        }
+        if *guard == SettingsGuard::SwitchToLive {
+            if !next.runtime.execution_broker.is_live_capable() {
+                return Err(blocked(
+                    "live_capable_broker",
+                    format!("LIVE needs a live-capable execution broker; {:?} is not", next.runtime.execution_broker),
+                ));
+            }
+            if !self.auth_enabled {
+                return Err(blocked("authentication", "LIVE needs authentication enabled".into()));
+            }
+        }
+        Ok(())
+    }
+
+    pub async fn history(&self, before: Option<i64>, limit: u32) -> ApiResult<Vec<SettingsVersion>> {
+        Ok(self.repo.settings_history(before, limit).await?)
+    }
+}

@@ -1,0 +1,41 @@
+//! Shared application state: cheap to clone, every swappable component behind a trait.
+
+use crate::auth::{RateLimiter, TokenRegistry};
+use crate::config::Config;
+use crate::health::HealthMonitor;
+use crate::metrics::Metrics;
+use crate::settings_service::SettingsService;
+use std::ops::Deref;
+use std::sync::Arc;
+use tradeops_core::Clock;
+use tradeops_store::{AuditRepository, Cache, Database};
+
+#[derive(Clone)]
+pub struct AppState(Arc<Inner>);
+
+pub struct Inner {
+    pub config: Config,
+    pub clock: Arc<dyn Clock>,
+    pub db: Database,
+    pub cache: Arc<dyn Cache>,
+    pub audit: Arc<dyn AuditRepository>,
+    pub tokens: TokenRegistry,
+    pub rate_limiter: RateLimiter,
+    pub settings: SettingsService,
+    pub health: HealthMonitor,
+    pub metrics: Metrics,
+}
+
+impl AppState {
+    pub fn new(inner: Inner) -> Self {
+        AppState(Arc::new(inner))
+    }
+}
+
+impl Deref for AppState {
+    type Target = Inner;
+
+    fn deref(&self) -> &Inner {
+        &self.0
+    }
+}

@@ -1,0 +1,14 @@
+//! Structured logs: human-readable (`pretty`) or one JSON object per line (`json`).
+
+use crate::config::{LogConfig, LogFormat};
+use tracing_subscriber::EnvFilter;
+
+/// Installs the global subscriber; a second call (tests) is a no-op.
+pub fn init(config: &LogConfig) {
+    let filter = EnvFilter::try_new(&config.filter).unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_target(false);
+    let _ = match config.format {
+        LogFormat::Pretty => builder.try_init(),
+        LogFormat::Json => builder.json().flatten_event(true).with_current_span(true).try_init(),
+    };
+}

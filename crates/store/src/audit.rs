@@ -1,0 +1,105 @@
+//! The audit log: one row per sensitive action or refused attempt, newest first.
+
+use crate::db::{Database, StoreError};
+use async_trait::async_trait;
+use sqlx::Row;
+
+/// A row to append.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AuditEntry {
+    pub ts: i64,
+    pub actor: String,
+    pub role: Option<String>,
+    pub action: String,
+    pub target: String,
+    /// The request body as JSON text.
+    pub request: String,
+    /// `OK` or the error code.
+    pub outcome: String,
+    pub mode: String,
+    pub request_id: String,
+}
+
+/// A stored row.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AuditRecord {
+    pub audit_id: i64,
+    pub entry: AuditEntry,
+}
+
+/// Narrowing of `GET /api/audit`.
+#[derive(Clone, Debug, Default)]
+pub struct AuditFilter {
+    pub action: Option<String>,
+    pub actor: Option<String>,
+    pub outcome: Option<String>,
+    /// Only rows with `audit_id` below this (the cursor of the previous page).
+    pub before_id: Option<i64>,
+    pub limit: u32,
+}
+
+#[async_trait]
+pub trait AuditRepository: Send + Sync {
+    async fn append_audit(&self, entry: &AuditEntry) -> Result<i64, StoreError>;
+    async fn list_audit(&self, filter: &AuditFilter) -> Result<Vec<AuditRecord>, StoreError>;
+}
+
+#[async_trait]
+impl AuditRepository for Database {
+    async fn append_audit(&self, e: &AuditEntry) -> Result<i64, StoreError> {
+        let row = sqlx::query(
+            "INSERT INTO audit_log (ts, actor, role, action, target, request, outcome, mode, request_id) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING audit_id",
+        )
+        .bind(e.ts)
+        .bind(&e.actor)
+        .bind(&e.role)
+        .bind(&e.action)
+        .bind(&e.target)
+        .bind(&e.request)
+        .bind(&e.outcome)
+        .bind(&e.mode)
+        .bind(&e.request_id)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(row.try_get("audit_id")?)
+    }
+
+    async fn list_audit(&self, f: &AuditFilter) -> Result<Vec<AuditRecord>, StoreError> {
+        // Optional filters are written as `($n IS NULL OR col = $n)` so the SQL stays static
+        // and runs unchanged on both backends.
+        let rows = sqlx::query(
+            "SELECT audit_id, ts, actor, role, action, target, request, outcome, mode, request_id \
+             FROM audit_log \
+             WHERE ($1 IS NULL OR action = $1) AND ($2 IS NULL OR actor = $2) \
+               AND ($3 IS NULL OR outcome = $3) AND ($4 IS NULL OR audit_id < $4) \
+             ORDER BY audit_id DESC LIMIT $5",
+        )
+        .bind(&f.action)
+        .bind(&f.actor)
+        .bind(&f.outcome)
+        .bind(f.before_id)
+        .bind(i64::from(f.limit))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(AuditRecord {
+                    audit_id: row.try_get("audit_id")?,
+                    entry: AuditEntry {
+                        ts: row.try_get("ts")?,
+                        actor: row.try_get("actor")?,
+                        role: row.try_get("role")?,
+                        action: row.try_get("action")?,
+                        target: row.try_get("target")?,
+                        request: row.try_get("request")?,
+                        outcome: row.try_get("outcome")?,
+                        mode: row.try_get("mode")?,
+                        request_id: row.try_get("request_id")?,
+                    },
+                })
+            })
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(StoreError::from)
+    }
+}
