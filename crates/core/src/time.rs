@@ -56,9 +56,7 @@ pub mod serde_ts_opt {
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Timestamp>, D::Error> {
-        Option::<String>::deserialize(d)?
-            .map(|text| parse_ts(&text).map_err(serde::de::Error::custom))
-            .transpose()
+        Option::<String>::deserialize(d)?.map(|text| parse_ts(&text).map_err(serde::de::Error::custom)).transpose()
     }
 }
 

@@ -1,7 +1,7 @@
 //! Building and running the service: storage, cache, tokens, settings, health, router, listener.
 //! Tests build exactly this, on port 0.
 
-use crate::auth::{RateLimiter, TokenRegistry, generate_token};
+use crate::auth::{generate_token, RateLimiter, TokenRegistry};
 use crate::config::Config;
 use crate::extract::MAX_BODY_BYTES;
 use crate::health::HealthMonitor;
@@ -10,11 +10,11 @@ use crate::settings_service::SettingsService;
 use crate::state::{AppState, Inner};
 use crate::{http, openapi, routes};
 use anyhow::Context;
-use axum::Router;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::header;
 use axum::response::IntoResponse;
 use axum::routing::get;
+use axum::Router;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -45,7 +45,11 @@ impl Application {
 
     /// Like [`Application::build`], with extra routes under the same middleware (tests use it to
     /// prove that a panicking handler still answers with the envelope).
-    pub async fn build_with_routes(config: Config, clock: Arc<dyn Clock>, extra: Router<AppState>) -> anyhow::Result<Application> {
+    pub async fn build_with_routes(
+        config: Config,
+        clock: Arc<dyn Clock>,
+        extra: Router<AppState>,
+    ) -> anyhow::Result<Application> {
         let db = Database::open(&config.database_url)
             .await
             .with_context(|| format!("opening the database {}", redact(&config.database_url)))?;
@@ -53,13 +57,13 @@ impl Application {
             Some(url) => Arc::new(RedisCache::new(url, &config.cache_key_prefix)?),
             None => Arc::new(MemoryCache::new()),
         };
-        let tokens = TokenRegistry::load(Arc::new(db.clone())).await.map_err(|e| anyhow::anyhow!(e.message))?;
+        let tokens = TokenRegistry::load(Arc::new(db.clone())).await.map_err(|e| anyhow::anyhow!("{}", e.message))?;
         let bootstrap_token = bootstrap_admin(&config, &tokens, clock.as_ref()).await?;
         let settings = SettingsService::load(Arc::new(db.clone()), clock.clone(), config.auth.enabled)
             .await
             .map_err(|e| anyhow::anyhow!("loading settings: {}", e.message))?;
         if let Some(mode) = config.mode {
-            settings.apply_configured_mode(mode).await.map_err(|e| anyhow::anyhow!(e.message))?;
+            settings.apply_configured_mode(mode).await.map_err(|e| anyhow::anyhow!("{}", e.message))?;
         }
         let state = AppState::new(Inner {
             rate_limiter: RateLimiter::new(config.auth.rate_limit_per_second, config.auth.rate_limit_burst),
@@ -75,7 +79,8 @@ impl Application {
         });
         state.health.probe_all(&state).await;
 
-        let listener = TcpListener::bind(state.config.bind).await.with_context(|| format!("binding {}", state.config.bind))?;
+        let listener =
+            TcpListener::bind(state.config.bind).await.with_context(|| format!("binding {}", state.config.bind))?;
         let router = router(state.clone(), extra);
         Ok(Application { listener, router, state, bootstrap_token })
     }

@@ -10,11 +10,11 @@ use axum::http::request::Parts;
 use rand::RngCore;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::{Mutex, RwLock};
 use std::time::Instant;
 use tradeops_core::Role;
 use tradeops_store::{TokenRecord, TokenRepository};
-use std::sync::Arc;
 
 /// Who is calling.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -119,8 +119,7 @@ impl TokenRegistry {
 
     /// Writes pending last-used times; called periodically and at shutdown.
     pub async fn flush_usage(&self) {
-        let pending: Vec<(String, i64)> =
-            self.last_used.lock().unwrap_or_else(|e| e.into_inner()).drain().collect();
+        let pending: Vec<(String, i64)> = self.last_used.lock().unwrap_or_else(|e| e.into_inner()).drain().collect();
         if pending.is_empty() {
             return;
         }

@@ -1,7 +1,7 @@
 //! The `tradeops` command line: `serve`, `migrate`, `token create`.
 
-use crate::app::{Application, redact, shutdown_signal};
-use crate::auth::{TokenRegistry, generate_token};
+use crate::app::{redact, shutdown_signal, Application};
+use crate::auth::{generate_token, TokenRegistry};
 use crate::clock::SystemClock;
 use crate::config::Config;
 use crate::routes::auth::validate_token_name;
@@ -61,15 +61,16 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Token { command: TokenCommand::Create { name, role } } => {
-            validate_token_name(&name).map_err(|e| anyhow::anyhow!(e.message))?;
+            validate_token_name(&name).map_err(|e| anyhow::anyhow!("{}", e.message))?;
             let role: Role = role.parse().map_err(|e: String| anyhow::anyhow!("--role {e}"))?;
             let db = Database::open(&config.database_url).await?;
-            let tokens = TokenRegistry::load(Arc::new(db.clone())).await.map_err(|e| anyhow::anyhow!(e.message))?;
+            let tokens =
+                TokenRegistry::load(Arc::new(db.clone())).await.map_err(|e| anyhow::anyhow!("{}", e.message))?;
             let secret = generate_token();
             tokens
                 .create(&name, role, &secret, "cli", SystemClock.now().timestamp_millis())
                 .await
-                .map_err(|e| anyhow::anyhow!(e.message))?;
+                .map_err(|e| anyhow::anyhow!("{}", e.message))?;
             println!("{secret}");
             eprintln!("token {name:?} ({role}) created; the secret above is shown only once");
             Ok(())

@@ -257,7 +257,10 @@ impl Reader {
         let shutdown_grace = Duration::from_secs(self.integer("server.shutdown_grace_seconds", 0, 600) as u64);
 
         let database_url = self.string("database.url");
-        if !(database_url.starts_with("sqlite:") || database_url.starts_with("postgres://") || database_url.starts_with("postgresql://")) {
+        if !(database_url.starts_with("sqlite:")
+            || database_url.starts_with("postgres://")
+            || database_url.starts_with("postgresql://"))
+        {
             self.problems.push(format!("database.url: must start with sqlite: or postgres:// (got {database_url:?})"));
         }
         let redis_url = Some(self.string("cache.redis_url")).filter(|u| !u.is_empty());
@@ -311,7 +314,8 @@ impl Reader {
         let symbols = self.integer("simulation.symbols", 1, 20_000) as u32;
         let sim = SimConfig { seed, speed: (speed > 0.0).then_some(speed), symbols };
 
-        let health_probe_interval = Duration::from_millis(self.integer("health.probe_interval_ms", 100, 600_000) as u64);
+        let health_probe_interval =
+            Duration::from_millis(self.integer("health.probe_interval_ms", 100, 600_000) as u64);
 
         let filter = self.string("log.filter");
         let format = match self.string("log.format").as_str() {

@@ -3,10 +3,10 @@
 //! logged once here, with the request id, and never leak to the client.
 
 use crate::envelope::{ErrorBody, Meta};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::{json, Value};
 use tradeops_core::FieldError;
 
 /// Every error code of the contract.
@@ -42,7 +42,10 @@ impl ErrorCode {
             Forbidden => StatusCode::FORBIDDEN,
             NotFound | PositionNotFound => StatusCode::NOT_FOUND,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            OrderNotCancellable | DuplicateOrderBlocked | MarketClosed | EmergencyHaltActive
+            OrderNotCancellable
+            | DuplicateOrderBlocked
+            | MarketClosed
+            | EmergencyHaltActive
             | SettingsUpdateBlocked => StatusCode::CONFLICT,
             PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             RiskBlocked => StatusCode::UNPROCESSABLE_ENTITY,
@@ -77,9 +80,13 @@ impl ErrorCode {
     }
 }
 
-/// A refusal or failure, rendered as the error envelope.
+/// A refusal or failure, rendered as the error envelope. Boxed: errors travel through every
+/// `Result` of the request path, which should stay small.
 #[derive(Debug)]
-pub struct ApiError {
+pub struct ApiError(Box<ErrorParts>);
+
+#[derive(Debug)]
+pub struct ErrorParts {
     pub code: ErrorCode,
     pub message: String,
     pub detail: Value,
@@ -91,18 +98,32 @@ pub struct ApiError {
 
 pub type ApiResult<T> = Result<T, ApiError>;
 
+impl std::ops::Deref for ApiError {
+    type Target = ErrorParts;
+
+    fn deref(&self) -> &ErrorParts {
+        &self.0
+    }
+}
+
 impl ApiError {
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        Self { code, message: message.into(), detail: json!({}), retry_after: None, internal: None }
+        Self(Box::new(ErrorParts {
+            code,
+            message: message.into(),
+            detail: json!({}),
+            retry_after: None,
+            internal: None,
+        }))
     }
 
     pub fn with_detail(mut self, detail: Value) -> Self {
-        self.detail = detail;
+        self.0.detail = detail;
         self
     }
 
     pub fn with_retry_after(mut self, seconds: u64) -> Self {
-        self.retry_after = Some(seconds);
+        self.0.retry_after = Some(seconds);
         self
     }
 
@@ -131,7 +152,7 @@ impl ApiError {
     /// A bug or an unexpected failure: the cause is logged, the client sees a generic message.
     pub fn internal(cause: impl std::fmt::Display) -> Self {
         let mut e = Self::new(ErrorCode::InternalError, "Internal error; the request id identifies it in the logs");
-        e.internal = Some(cause.to_string());
+        e.0.internal = Some(cause.to_string());
         e
     }
 }
@@ -149,13 +170,14 @@ impl IntoResponse for ApiError {
             tracing::error!(request_id = %meta.request_id, error = %cause, "internal error");
         }
         let status = self.code.status();
+        let retry_after = self.retry_after;
         let body = ErrorBody {
             ok: false,
-            error: crate::envelope::ErrorPayload { code: self.code, message: self.message, detail: self.detail },
+            error: crate::envelope::ErrorPayload { code: self.0.code, message: self.0.message, detail: self.0.detail },
             meta,
         };
         let mut response = (status, axum::Json(body)).into_response();
-        if let Some(seconds) = self.retry_after {
+        if let Some(seconds) = retry_after {
             if let Ok(value) = HeaderValue::from_str(&seconds.to_string()) {
                 response.headers_mut().insert(header::RETRY_AFTER, value);
             }

@@ -44,11 +44,8 @@ pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
             return ApiError::validation("body", format!("malformed JSON: {inner}"));
         }
         let reason = strip_location(&inner.to_string());
-        // Missing and unknown fields are reported at their parent; name the field itself.
-        let named = ["missing field `", "unknown field `"]
-            .iter()
-            .find_map(|p| reason.strip_prefix(p))
-            .and_then(|rest| rest.split('`').next());
+        // A missing field is reported at its parent; name the field itself.
+        let named = reason.strip_prefix("missing field `").and_then(|rest| rest.split('`').next());
         let field = match (path.as_str(), named) {
             (".", Some(name)) => name.to_string(),
             (".", None) => "body".to_string(),

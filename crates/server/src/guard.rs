@@ -2,16 +2,16 @@
 //! authenticate → role check → LIVE confirmation → parse the body → act → audit row.
 //! Every outcome, refusals included, writes the audit row (CONTRACT §6).
 //!
-//! ```ignore
+//! ```text
 //! async fn update(guard: Sensitive) -> ApiResult<ApiResponse<Out>> {
 //!     guard.run(SETTINGS_UPDATE, Target::Fixed("settings"), |caller, patch: Value| async move { … }).await
 //! }
 //! ```
 
-use crate::auth::{Principal, authenticate};
+use crate::auth::{authenticate, Principal};
 use crate::envelope::REQUEST;
 use crate::error::{ApiError, ApiResult, ErrorCode};
-use crate::extract::{RawBody, parse_json};
+use crate::extract::{parse_json, RawBody};
 use crate::state::AppState;
 use axum::extract::{FromRequest, Request};
 use axum::http::HeaderMap;
@@ -51,10 +51,7 @@ pub struct Sensitive {
 
 /// Whether the request carries `X-Confirm-Live: true`.
 pub fn live_confirmed(headers: &HeaderMap) -> bool {
-    headers
-        .get(CONFIRM_LIVE_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+    headers.get(CONFIRM_LIVE_HEADER).and_then(|v| v.to_str().ok()).is_some_and(|v| v.eq_ignore_ascii_case("true"))
 }
 
 impl FromRequest<AppState> for Sensitive {
@@ -94,6 +91,9 @@ impl Sensitive {
                 .map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string()))
                 .unwrap_or_default(),
         };
+        // Control characters (NUL is refused by PostgreSQL) never reach the audit log.
+        let target: String =
+            target.chars().take(200).map(|c| if c.is_control() { char::REPLACEMENT_CHARACTER } else { c }).collect();
         let actor = caller.as_ref().ok().cloned();
         let mode = REQUEST.try_with(|c| c.mode).unwrap_or_default();
 

@@ -5,12 +5,12 @@
 
 use crate::state::AppState;
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::RwLock;
 use std::time::Duration;
-use tradeops_core::Timestamp;
 use tradeops_core::time::format_ts;
+use tradeops_core::Timestamp;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "UPPERCASE")]
@@ -87,7 +87,13 @@ impl HealthMonitor {
         }
     }
 
-    fn record(&self, components: &mut BTreeMap<&'static str, ComponentHealth>, name: &'static str, probe: Probe, now: Timestamp) {
+    fn record(
+        &self,
+        components: &mut BTreeMap<&'static str, ComponentHealth>,
+        name: &'static str,
+        probe: Probe,
+        now: Timestamp,
+    ) {
         let previous = components.get(name);
         let last_ok_at = if probe.status == HealthStatus::Healthy {
             Some(format_ts(&now))
@@ -118,7 +124,11 @@ async fn probe_database(state: &AppState) -> Probe {
             latency: Some(latency),
             detail: json!({"backend": backend}),
         },
-        Ok(Err(e)) => Probe { status: HealthStatus::Down, latency: None, detail: json!({"backend": backend, "error": e.to_string()}) },
+        Ok(Err(e)) => Probe {
+            status: HealthStatus::Down,
+            latency: None,
+            detail: json!({"backend": backend, "error": e.to_string()}),
+        },
         Err(_) => Probe {
             status: HealthStatus::Down,
             latency: None,
@@ -131,8 +141,14 @@ async fn probe_database(state: &AppState) -> Probe {
 async fn probe_cache(state: &AppState) -> Probe {
     let backend = state.cache.backend();
     match tokio::time::timeout(PROBE_TIMEOUT, state.cache.ping()).await {
-        Ok(Ok(latency)) => Probe { status: HealthStatus::Healthy, latency: Some(latency), detail: json!({"backend": backend}) },
-        Ok(Err(e)) => Probe { status: HealthStatus::Degraded, latency: None, detail: json!({"backend": backend, "error": e.to_string()}) },
+        Ok(Ok(latency)) => {
+            Probe { status: HealthStatus::Healthy, latency: Some(latency), detail: json!({"backend": backend}) }
+        }
+        Ok(Err(e)) => Probe {
+            status: HealthStatus::Degraded,
+            latency: None,
+            detail: json!({"backend": backend, "error": e.to_string()}),
+        },
         Err(_) => Probe {
             status: HealthStatus::Degraded,
             latency: None,

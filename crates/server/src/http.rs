@@ -2,7 +2,7 @@
 //! headers `X-Request-Id` and `X-Trading-Mode`, metrics, request spans, and panics turned into
 //! the `INTERNAL_ERROR` envelope.
 
-use crate::envelope::{REQUEST, RequestContext};
+use crate::envelope::{RequestContext, REQUEST};
 use crate::error::{ApiError, ErrorCode};
 use crate::state::AppState;
 use axum::extract::{MatchedPath, Request, State};
@@ -21,9 +21,7 @@ fn request_id(req: &Request) -> String {
     req.headers()
         .get(&REQUEST_ID_HEADER)
         .and_then(|v| v.to_str().ok())
-        .filter(|v| {
-            !v.is_empty() && v.len() <= 64 && v.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-        })
+        .filter(|v| !v.is_empty() && v.len() <= 64 && v.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)))
         .map(str::to_string)
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string())
 }

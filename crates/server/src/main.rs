@@ -1,7 +1,7 @@
 //! `tradeops`: parse the command line and run it.
 
 use clap::Parser;
-use tradeops_server::cli::{Cli, run};
+use tradeops_server::cli::{run, Cli};
 
 #[tokio::main]
 async fn main() {

@@ -4,9 +4,9 @@
 
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult, ErrorCode};
-use serde_json::{Value, json};
+use serde_json::{json, Value};
 use std::sync::Arc;
-use tokio::sync::{Mutex, watch};
+use tokio::sync::{watch, Mutex};
 use tradeops_core::settings::SettingsGuard;
 use tradeops_core::{Clock, Role, Settings, TradingMode};
 use tradeops_store::{SettingsRepository, SettingsVersion};
@@ -99,7 +99,13 @@ impl SettingsService {
         Ok(())
     }
 
-    async fn persist(&self, version: &mut i64, settings: Settings, updated: Vec<String>, actor: &str) -> ApiResult<SettingsChange> {
+    async fn persist(
+        &self,
+        version: &mut i64,
+        settings: Settings,
+        updated: Vec<String>,
+        actor: &str,
+    ) -> ApiResult<SettingsChange> {
         let next_version = *version + 1;
         self.repo
             .append_settings(&SettingsVersion {
@@ -117,7 +123,13 @@ impl SettingsService {
         Ok(SettingsChange { updated, settings, version: next_version })
     }
 
-    fn check_guard(&self, guard: &SettingsGuard, next: &Settings, caller: &Principal, confirmed: bool) -> ApiResult<()> {
+    fn check_guard(
+        &self,
+        guard: &SettingsGuard,
+        next: &Settings,
+        caller: &Principal,
+        confirmed: bool,
+    ) -> ApiResult<()> {
         let (fields, what): (Vec<&str>, &str) = match guard {
             SettingsGuard::SwitchToLive => (vec!["runtime.trading_mode"], "Switching to LIVE"),
             SettingsGuard::BrokerChange(field) => (vec![field], "Changing a broker"),

@@ -4,8 +4,8 @@
 //! the Redis connection manager reconnects by itself when the server returns.
 
 use async_trait::async_trait;
-use redis::AsyncCommands;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::AsyncCommands;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -110,10 +110,11 @@ impl RedisCache {
             .set_response_timeout(self.timeout)
             .set_number_of_retries(1)
             .set_max_delay(1000);
-        let manager = tokio::time::timeout(self.timeout * 2, ConnectionManager::new_with_config(self.client.clone(), config))
-            .await
-            .map_err(|_| CacheError::Unavailable("timed out connecting to Redis".into()))?
-            .map_err(|e| CacheError::Unavailable(e.to_string()))?;
+        let manager =
+            tokio::time::timeout(self.timeout * 2, ConnectionManager::new_with_config(self.client.clone(), config))
+                .await
+                .map_err(|_| CacheError::Unavailable("timed out connecting to Redis".into()))?
+                .map_err(|e| CacheError::Unavailable(e.to_string()))?;
         *slot = Some(manager.clone());
         Ok(manager)
     }

@@ -4,7 +4,7 @@
 //! milliseconds, money as decimal text and flags as 0/1. Queries use `$1` placeholders, which
 //! both backends accept. DDL differs only in identity columns, hence two migration folders.
 
-use sqlx::any::{AnyPoolOptions, install_default_drivers};
+use sqlx::any::{install_default_drivers, AnyPoolOptions};
 use sqlx::migrate::Migrator;
 use sqlx::{AnyPool, Executor};
 use std::time::{Duration, Instant};
@@ -74,7 +74,11 @@ impl Database {
                         Ok(())
                     })
                 });
-                if url.contains('?') || url.contains(":memory:") { url.to_string() } else { format!("{url}?mode=rwc") }
+                if url.contains('?') || url.contains(":memory:") {
+                    url.to_string()
+                } else {
+                    format!("{url}?mode=rwc")
+                }
             }
             Backend::Postgres => {
                 options = options.max_connections(16);
@@ -110,6 +114,12 @@ impl Database {
         let started = Instant::now();
         sqlx::query("SELECT 1").execute(&self.pool).await?;
         Ok(started.elapsed())
+    }
+
+    /// Runs one statement outside any repository (administration: creating test databases).
+    pub async fn execute_raw(&self, sql: &str) -> Result<(), StoreError> {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_string())).execute(&self.pool).await?;
+        Ok(())
     }
 
     /// Waits for in-flight queries and closes every connection.

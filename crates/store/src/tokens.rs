@@ -40,15 +40,9 @@ fn record(row: &sqlx::any::AnyRow) -> Result<TokenRecord, sqlx::Error> {
 #[async_trait]
 impl TokenRepository for Database {
     async fn insert_token(&self, t: &TokenRecord) -> Result<(), StoreError> {
-        let mut tx = self.pool.begin().await?;
-        let clash = sqlx::query("SELECT 1 FROM api_tokens WHERE name = $1 AND revoked_at IS NULL")
-            .bind(&t.name)
-            .fetch_optional(&mut *tx)
-            .await?;
-        if clash.is_some() {
-            return Err(StoreError::Conflict(format!("a token named {:?} already exists", t.name)));
-        }
-        sqlx::query(
+        // One statement: the unique index on active names decides clashes atomically (a
+        // read-then-write transaction would race other writers on SQLite).
+        let result = sqlx::query(
             "INSERT INTO api_tokens (name, role, token_hash, created_at, created_by) VALUES ($1, $2, $3, $4, $5)",
         )
         .bind(&t.name)
@@ -56,10 +50,15 @@ impl TokenRepository for Database {
         .bind(&t.token_hash)
         .bind(t.created_at)
         .bind(&t.created_by)
-        .execute(&mut *tx)
-        .await?;
-        tx.commit().await?;
-        Ok(())
+        .execute(&self.pool)
+        .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
+                Err(StoreError::Conflict(format!("a token named {:?} already exists", t.name)))
+            }
+            Err(e) => Err(e.into()),
+        }
     }
 
     async fn active_tokens(&self) -> Result<Vec<TokenRecord>, StoreError> {

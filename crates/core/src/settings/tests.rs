@@ -16,9 +16,7 @@ fn defaults_follow_the_contract() {
 #[test]
 fn patch_changes_only_named_fields_and_reports_them() {
     let s = Settings::default();
-    let out = s
-        .apply_patch(&json!({"risk_controls": {"max_daily_loss": 750.25, "max_position_size": 2000}}))
-        .unwrap();
+    let out = s.apply_patch(&json!({"risk_controls": {"max_daily_loss": 750.25, "max_position_size": 2000}})).unwrap();
     assert_eq!(out.updated, vec!["risk_controls.max_daily_loss"]);
     assert_eq!(out.settings.risk_controls.max_daily_loss, Decimal::new(75025, 2));
     assert_eq!(out.settings.momentum_radar, s.momentum_radar);
@@ -26,9 +24,8 @@ fn patch_changes_only_named_fields_and_reports_them() {
 
 #[test]
 fn patch_refuses_unknown_groups_and_fields_with_paths() {
-    let errs = Settings::default()
-        .apply_patch(&json!({"nope": {}, "risk_controls": {"max_dialy_loss": 1}}))
-        .unwrap_err();
+    let errs =
+        Settings::default().apply_patch(&json!({"nope": {}, "risk_controls": {"max_dialy_loss": 1}})).unwrap_err();
     let fields: Vec<_> = errs.iter().map(|e| e.field.as_str()).collect();
     assert_eq!(fields, vec!["nope", "risk_controls.max_dialy_loss"]);
 }

@@ -30,7 +30,11 @@ impl Problems {
     }
 
     fn range_f64(&mut self, value: f64, min: f64, max: f64, field: &str) {
-        self.require(value.is_finite() && value >= min && value <= max, field, format!("must be between {min} and {max}"));
+        self.require(
+            value.is_finite() && value >= min && value <= max,
+            field,
+            format!("must be between {min} and {max}"),
+        );
     }
 
     fn range_u64(&mut self, value: u64, min: u64, max: u64, field: &str) {

@@ -6,13 +6,13 @@ use crate::error::ApiResult;
 use crate::extract::Query;
 use crate::routes::{list_limit, parse_cursor};
 use crate::state::AppState;
-use axum::Router;
 use axum::extract::State;
 use axum::routing::get;
+use axum::Router;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tradeops_core::Role;
 use tradeops_core::time::{format_ts, from_epoch_ms};
+use tradeops_core::Role;
 use tradeops_store::AuditFilter;
 
 pub fn router() -> Router<AppState> {

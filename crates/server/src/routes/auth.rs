@@ -1,17 +1,17 @@
 //! Token management (admin) and `GET /api/auth/me`.
 
-use crate::auth::{Caller, generate_token};
+use crate::auth::{generate_token, Caller};
 use crate::envelope::{ApiResponse, SuccessBody};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::Path;
 use crate::guard::{Action, Sensitive, Target};
 use crate::state::AppState;
-use axum::Router;
 use axum::extract::State;
 use axum::routing::{delete, get};
+use axum::Router;
 use serde::{Deserialize, Serialize};
-use tradeops_core::Role;
 use tradeops_core::time::{format_ts, from_epoch_ms};
+use tradeops_core::Role;
 
 pub const TOKEN_CREATE: Action = Action { name: "token.create", role: Role::Admin };
 pub const TOKEN_REVOKE: Action = Action { name: "token.revoke", role: Role::Admin };
@@ -25,10 +25,13 @@ pub fn router() -> Router<AppState> {
 
 /// Token names: 1–64 of `A-Za-z0-9 _ . -`.
 pub fn validate_token_name(name: &str) -> ApiResult<()> {
-    let ok = !name.is_empty()
-        && name.len() <= 64
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
-    if ok { Ok(()) } else { Err(ApiError::validation("name", "must be 1 to 64 characters of A-Z, a-z, 0-9, '_', '.', '-'")) }
+    let ok =
+        !name.is_empty() && name.len() <= 64 && name.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::validation("name", "must be 1 to 64 characters of A-Z, a-z, 0-9, '_', '.', '-'"))
+    }
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -59,7 +62,12 @@ pub async fn create_token(State(state): State<AppState>, guard: Sensitive) -> Ap
             let secret = generate_token();
             let now = state.clock.now();
             state.tokens.create(&req.name, req.role, &secret, &caller.principal.name, now.timestamp_millis()).await?;
-            Ok(ApiResponse::created(CreatedToken { name: req.name, role: req.role, created_at: format_ts(&now), token: secret }))
+            Ok(ApiResponse::created(CreatedToken {
+                name: req.name,
+                role: req.role,
+                created_at: format_ts(&now),
+                token: secret,
+            }))
         })
         .await
 }
@@ -77,7 +85,10 @@ pub struct TokenRow {
 #[utoipa::path(get, path = "/api/auth/tokens", tag = "auth", security(("bearer" = [])),
     responses((status = 200, description = "Tokens", body = inline(SuccessBody<Vec<TokenRow>>)),
               (status = 403, description = "FORBIDDEN (not admin)", body = crate::envelope::ErrorBody)))]
-pub async fn list_tokens(State(state): State<AppState>, Caller(caller): Caller) -> ApiResult<ApiResponse<Vec<TokenRow>>> {
+pub async fn list_tokens(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+) -> ApiResult<ApiResponse<Vec<TokenRow>>> {
     caller.require(Role::Admin)?;
     let rows = state
         .tokens
@@ -114,6 +125,7 @@ pub async fn revoke_token(
 ) -> ApiResult<ApiResponse<RevokedToken>> {
     guard
         .run(TOKEN_REVOKE, Target::Value(name.clone()), |_caller, _: serde_json::Value| async move {
+            validate_token_name(&name)?;
             let now = state.clock.now();
             if !state.tokens.revoke(&name, now.timestamp_millis()).await? {
                 return Err(ApiError::not_found(format!("No active token named {name:?}")));

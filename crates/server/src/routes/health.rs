@@ -5,9 +5,9 @@ use crate::envelope::ApiResponse;
 use crate::error::ApiResult;
 use crate::health::{ComponentHealth, HealthMonitor, HealthStatus};
 use crate::state::AppState;
-use axum::Router;
 use axum::extract::State;
 use axum::routing::get;
+use axum::Router;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use tradeops_core::TradingMode;
@@ -41,6 +41,9 @@ pub async fn health(State(state): State<AppState>) -> ApiResponse<PlatformHealth
 #[utoipa::path(get, path = "/api/health/components", tag = "health", security(("bearer" = [])),
     responses((status = 200, description = "Component rows", body = inline(crate::envelope::SuccessBody<Vec<ComponentHealth>>)),
               (status = 401, description = "UNAUTHORIZED", body = crate::envelope::ErrorBody)))]
-pub async fn components(State(state): State<AppState>, _caller: Caller) -> ApiResult<ApiResponse<Vec<ComponentHealth>>> {
+pub async fn components(
+    State(state): State<AppState>,
+    _caller: Caller,
+) -> ApiResult<ApiResponse<Vec<ComponentHealth>>> {
     Ok(ApiResponse::list(state.health.snapshot()))
 }

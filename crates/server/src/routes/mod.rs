@@ -30,6 +30,9 @@ pub fn list_limit(limit: Option<u32>) -> crate::error::ApiResult<u32> {
 /// Cursors are the id of the last row of the previous page.
 pub fn parse_cursor(cursor: Option<&str>) -> crate::error::ApiResult<Option<i64>> {
     cursor
-        .map(|c| c.parse::<i64>().map_err(|_| crate::error::ApiError::validation("cursor", "not a cursor returned by this endpoint")))
+        .map(|c| {
+            c.parse::<i64>()
+                .map_err(|_| crate::error::ApiError::validation("cursor", "not a cursor returned by this endpoint"))
+        })
         .transpose()
 }

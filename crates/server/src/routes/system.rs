@@ -3,8 +3,8 @@
 use crate::auth::Caller;
 use crate::envelope::{ApiResponse, SuccessBody};
 use crate::state::AppState;
-use axum::Router;
 use axum::routing::get;
+use axum::Router;
 use serde::Serialize;
 
 /// Version of the API contract this service implements (the OpenAPI `info.version`).
@@ -27,5 +27,9 @@ pub struct Version {
 #[utoipa::path(get, path = "/api/version", tag = "system", security(("bearer" = [])),
     responses((status = 200, description = "Versions", body = inline(SuccessBody<Version>))))]
 pub async fn version(_caller: Caller) -> ApiResponse<Version> {
-    ApiResponse::ok(Version { service: "tradeops", version: env!("CARGO_PKG_VERSION"), api_version: API_CONTRACT_VERSION })
+    ApiResponse::ok(Version {
+        service: "tradeops",
+        version: env!("CARGO_PKG_VERSION"),
+        api_version: API_CONTRACT_VERSION,
+    })
 }

@@ -1,0 +1,122 @@
+//! Tokens, roles and the rate limit.
+
+use crate::helpers::*;
+use reqwest::Method;
+use serde_json::json;
+
+#[tokio::test]
+async fn missing_or_invalid_token_is_unauthorized() {
+    let app = spawn_app().await;
+    app.call(Method::GET, "/api/settings", None, None).await.assert_error(401, "UNAUTHORIZED");
+    app.call(Method::GET, "/api/settings", Some("tro_nope"), None).await.assert_error(401, "UNAUTHORIZED");
+    let reply =
+        app.raw(app.client.get(app.url("/api/settings")).header("authorization", "Basic YWRtaW46YWRtaW4=")).await;
+    reply.assert_error(401, "UNAUTHORIZED");
+}
+
+#[tokio::test]
+async fn role_boundaries() {
+    let app = spawn_app().await;
+    let viewer = app.token("console-viewer", "viewer").await;
+    let operator = app.token("desk-operator", "operator").await;
+
+    // viewer: reads only
+    app.get_as("/api/settings", &viewer).await.assert_ok(200);
+    app.get_as("/api/health/components", &viewer).await.assert_ok(200);
+    app.put_settings(&viewer, json!({"analytics": {"min_sample_size": 30}})).await.assert_error(403, "FORBIDDEN");
+    app.get_as("/api/audit", &viewer).await.assert_error(403, "FORBIDDEN");
+    app.get_as("/api/auth/tokens", &viewer).await.assert_error(403, "FORBIDDEN");
+
+    // operator: sensitive actions and the audit log, not tokens
+    app.put_settings(&operator, json!({"analytics": {"min_sample_size": 30}})).await.assert_ok(200);
+    app.get_as("/api/audit", &operator).await.assert_ok(200);
+    app.get_as("/api/auth/tokens", &operator).await.assert_error(403, "FORBIDDEN");
+    let reply =
+        app.call(Method::POST, "/api/auth/tokens", Some(&operator), Some(json!({"name": "x", "role": "admin"}))).await;
+    reply.assert_error(403, "FORBIDDEN");
+    assert_eq!(reply.body["error"]["detail"]["required_role"], "admin");
+    app.call(Method::DELETE, "/api/auth/tokens/console-viewer", Some(&operator), None)
+        .await
+        .assert_error(403, "FORBIDDEN");
+
+    let me = app.get_as("/api/auth/me", &operator).await;
+    assert_eq!(me.assert_ok(200)["name"], "desk-operator");
+    assert_eq!(me.data()["role"], "operator");
+}
+
+#[tokio::test]
+async fn token_list_never_shows_secrets() {
+    let app = spawn_app().await;
+    let secret = app.token("ops", "operator").await;
+    let reply = app.get("/api/auth/tokens").await;
+    let rows = reply.assert_ok(200).as_array().unwrap().clone();
+    let names: Vec<_> = rows.iter().map(|r| r["name"].as_str().unwrap()).collect();
+    assert_eq!(names, vec!["admin", "ops"]);
+    assert!(!reply.body.to_string().contains(&secret));
+    assert!(!reply.body.to_string().contains(ADMIN_TOKEN));
+    // a used token shows when it was last used
+    app.get_as("/api/auth/me", &secret).await.assert_ok(200);
+    let rows = app.get("/api/auth/tokens").await;
+    assert!(rows.data()[1]["last_used_at"].is_string(), "{}", rows.body);
+}
+
+#[tokio::test]
+async fn token_names_are_validated_and_unique() {
+    let app = spawn_app().await;
+    app.token("ops", "operator").await;
+    let post = |body| app.call(Method::POST, "/api/auth/tokens", Some(ADMIN_TOKEN), Some(body));
+    let dup = post(json!({"name": "ops", "role": "viewer"})).await;
+    dup.assert_error(400, "VALIDATION_ERROR");
+    assert_eq!(dup.body["error"]["detail"]["field"], "name");
+    post(json!({"name": "bad name!", "role": "viewer"})).await.assert_error(400, "VALIDATION_ERROR");
+    post(json!({"name": "", "role": "viewer"})).await.assert_error(400, "VALIDATION_ERROR");
+    let role = post(json!({"name": "x", "role": "superuser"})).await;
+    role.assert_error(400, "VALIDATION_ERROR");
+    assert_eq!(role.body["error"]["detail"]["field"], "role");
+}
+
+#[tokio::test]
+async fn revoked_token_is_refused_at_once_and_name_reusable() {
+    let app = spawn_app().await;
+    let secret = app.token("temp", "operator").await;
+    app.get_as("/api/settings", &secret).await.assert_ok(200);
+    let reply = app.call(Method::DELETE, "/api/auth/tokens/temp", Some(ADMIN_TOKEN), None).await;
+    assert_eq!(reply.assert_ok(200)["revoked"], true);
+    app.get_as("/api/settings", &secret).await.assert_error(401, "UNAUTHORIZED");
+    app.call(Method::DELETE, "/api/auth/tokens/temp", Some(ADMIN_TOKEN), None).await.assert_error(404, "NOT_FOUND");
+    // revocation survives a restart
+    let app = app.restart().await;
+    app.get_as("/api/settings", &secret).await.assert_error(401, "UNAUTHORIZED");
+    let again = app.token("temp", "viewer").await;
+    app.get_as("/api/settings", &again).await.assert_ok(200);
+}
+
+#[tokio::test]
+async fn rate_limit_refuses_with_retry_after() {
+    let app = spawn_app_with(|c| {
+        c.auth.rate_limit_per_second = 1;
+        c.auth.rate_limit_burst = 3;
+    })
+    .await;
+    for _ in 0..3 {
+        app.get("/api/settings").await.assert_ok(200);
+    }
+    let reply = app.get("/api/settings").await;
+    reply.assert_error(429, "RATE_LIMITED");
+    assert_eq!(reply.headers.get("retry-after").unwrap(), "1");
+    // health stays public and unlimited
+    app.call(Method::GET, "/api/health", None, None).await.assert_ok(200);
+}
+
+#[tokio::test]
+async fn auth_disabled_acts_as_local_admin() {
+    let app = spawn_app_with(|c| c.auth.enabled = false).await;
+    let me = app.call(Method::GET, "/api/auth/me", None, None).await;
+    assert_eq!(me.assert_ok(200)["name"], "local");
+    assert_eq!(me.data()["auth_enabled"], false);
+    app.call(Method::PUT, "/api/settings", None, Some(json!({"analytics": {"min_sample_size": 25}})))
+        .await
+        .assert_ok(200);
+    let audit = app.call(Method::GET, "/api/audit", None, None).await;
+    assert_eq!(audit.data()[0]["actor"], "local");
+}

@@ -1,0 +1,125 @@
+//! The `tradeops` binary: start-up output, configuration errors, graceful shutdown, CLI tokens.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+fn tradeops(dir: &std::path::Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tradeops"));
+    cmd.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("TRADEOPS_DATABASE_URL", format!("sqlite://{}/tradeops.db", dir.display()))
+        .env("TRADEOPS_BIND", "127.0.0.1:0")
+        .current_dir(dir);
+    cmd
+}
+
+/// Starts `serve` and returns the child, its base URL and the lines printed before it.
+fn serve(dir: &std::path::Path) -> (Child, String, Vec<String>) {
+    let mut child = tradeops(dir).arg("serve").stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    let mut lines = Vec::new();
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    let mut base = None;
+    for _ in 0..2 {
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        if let Some(rest) = line.split("listening on ").nth(1) {
+            base = rest.split_whitespace().next().map(str::to_string);
+        }
+        lines.push(line);
+    }
+    // the token lines, if any, follow immediately
+    let handle = std::thread::spawn(move || {
+        let mut rest = Vec::new();
+        for line in reader.lines().map_while(Result::ok) {
+            rest.push(line);
+        }
+        rest
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    drop(handle);
+    (child, base.expect("printed its address"), lines)
+}
+
+fn terminate(child: &mut Child) -> std::process::ExitStatus {
+    Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    for _ in 0..100 {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child.kill().unwrap();
+    panic!("did not stop on SIGTERM");
+}
+
+#[test]
+fn first_start_prints_admin_token_once_and_sigterm_exits_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = tradeops(dir.path()).arg("serve").stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    let mut out = String::new();
+    for _ in 0..4 {
+        reader.read_line(&mut out).unwrap();
+    }
+    assert!(out.contains("listening on http://127.0.0.1:"), "{out}");
+    assert!(out.contains("mode PAPER") && out.contains("database sqlite") && out.contains("cache memory"), "{out}");
+    let token = out.split_whitespace().find(|w| w.starts_with("tro_")).expect("admin token printed").to_string();
+    assert!(out.contains(&format!("/#token={token}")), "sign-in URL printed: {out}");
+    assert!(terminate(&mut child).success(), "graceful shutdown exits 0");
+
+    let (mut again, _, lines) = serve(dir.path());
+    assert!(!lines.concat().contains("tro_"), "token shown only on first start: {lines:?}");
+    assert!(terminate(&mut again).success());
+}
+
+#[test]
+fn invalid_configuration_is_refused_listing_every_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("bad.toml"), "[server]\nbind = \"nope\"\n[log]\nformat = \"xml\"\n").unwrap();
+    let out = tradeops(dir.path())
+        .args(["--config", "bad.toml", "serve"])
+        .env_remove("TRADEOPS_BIND")
+        .env("TRADEOPS_SIM_SYMBOLS", "0")
+        .env("TRADEOPS_MODE", "SIDEWAYS")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    for needle in ["4 problems", "server.bind", "log.format", "simulation.symbols", "runtime.mode"] {
+        assert!(err.contains(needle), "{needle} missing: {err}");
+    }
+}
+
+#[test]
+fn token_create_prints_a_working_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = tradeops(dir.path()).args(["token", "create", "--name", "ci-bot", "--role", "viewer"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let token = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    assert!(token.starts_with("tro_"));
+    let bad = tradeops(dir.path()).args(["token", "create", "--name", "x", "--role", "root"]).output().unwrap();
+    assert!(!bad.status.success());
+
+    let (mut child, base, _) = serve(dir.path());
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let status = rt.block_on(async {
+        let client = reqwest::Client::new();
+        let me: serde_json::Value =
+            client.get(format!("{base}/api/auth/me")).bearer_auth(&token).send().await.unwrap().json().await.unwrap();
+        assert_eq!(me["data"]["name"], "ci-bot");
+        assert_eq!(me["data"]["role"], "viewer");
+        client.put(format!("{base}/api/settings")).bearer_auth(&token).body("{}").send().await.unwrap().status()
+    });
+    assert_eq!(status, 403);
+    assert!(terminate(&mut child).success());
+}
+
+#[test]
+fn migrate_applies_and_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = tradeops(dir.path()).arg("migrate").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("migrations applied"));
+    assert!(dir.path().join("tradeops.db").exists());
+}

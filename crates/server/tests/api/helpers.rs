@@ -1,0 +1,249 @@
+//! `spawn_app()` and friends.
+
+use reqwest::{header::HeaderMap, Method, StatusCode};
+use serde_json::Value;
+use std::sync::Arc;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use tradeops_server::clock::SystemClock;
+use tradeops_server::{Application, Config};
+
+pub const ADMIN_TOKEN: &str = "tro_test_admin_token_0123456789abcdef";
+
+/// A database that lives as long as the test.
+pub enum TestDb {
+    /// Kept for its lifetime: the folder is deleted when the test ends.
+    Sqlite(#[allow(dead_code)] tempfile::TempDir),
+    Postgres {
+        admin_url: String,
+        name: String,
+    },
+}
+
+impl TestDb {
+    pub async fn new() -> (TestDb, String) {
+        match std::env::var("TRADEOPS_TEST_DATABASE_URL") {
+            Ok(admin_url) if !admin_url.is_empty() => {
+                let name = format!("tradeops_test_{}", uuid::Uuid::new_v4().simple());
+                let db = tradeops_store::Database::connect(&admin_url)
+                    .await
+                    .expect("TRADEOPS_TEST_DATABASE_URL is set but PostgreSQL is not reachable");
+                db.execute_raw(&format!("CREATE DATABASE {name}")).await.expect("create test database");
+                db.close().await;
+                let url = replace_db_name(&admin_url, &name);
+                (TestDb::Postgres { admin_url, name }, url)
+            }
+            _ => {
+                let dir = tempfile::tempdir().expect("temp dir");
+                let url = format!("sqlite://{}/tradeops.db", dir.path().display());
+                (TestDb::Sqlite(dir), url)
+            }
+        }
+    }
+}
+
+fn replace_db_name(url: &str, name: &str) -> String {
+    let (base, query) = url.split_once('?').map(|(b, q)| (b, Some(q))).unwrap_or((url, None));
+    let slash = base.rfind('/').expect("postgres URL has a database path");
+    let mut out = format!("{}/{name}", &base[..slash]);
+    if let Some(q) = query {
+        out.push('?');
+        out.push_str(q);
+    }
+    out
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        if let TestDb::Postgres { admin_url, name } = self {
+            let (admin_url, name) = (admin_url.clone(), name.clone());
+            // Drop runs inside the test's runtime; use a thread with its own runtime.
+            let _ = std::thread::spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+                rt.block_on(async {
+                    if let Ok(db) = tradeops_store::Database::connect(&admin_url).await {
+                        let _ = db.execute_raw(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await;
+                        db.close().await;
+                    }
+                });
+            })
+            .join();
+        }
+    }
+}
+
+pub struct TestApp {
+    pub base: String,
+    pub config: Config,
+    pub client: reqwest::Client,
+    pub db: Arc<TestDb>,
+    shutdown: Option<oneshot::Sender<()>>,
+    server: Option<JoinHandle<anyhow::Result<()>>>,
+}
+
+/// A response, parsed.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Value,
+}
+
+impl Reply {
+    pub fn code(&self) -> &str {
+        self.body["error"]["code"].as_str().unwrap_or("")
+    }
+
+    pub fn data(&self) -> &Value {
+        &self.body["data"]
+    }
+
+    /// Asserts the error envelope with this status and code.
+    #[track_caller]
+    pub fn assert_error(&self, status: u16, code: &str) {
+        assert_eq!(self.status.as_u16(), status, "body: {}", self.body);
+        assert_eq!(self.body["ok"], false, "body: {}", self.body);
+        assert_eq!(self.code(), code, "body: {}", self.body);
+        assert_meta(&self.body, &self.headers);
+    }
+
+    #[track_caller]
+    pub fn assert_ok(&self, status: u16) -> &Value {
+        assert_eq!(self.status.as_u16(), status, "body: {}", self.body);
+        assert_eq!(self.body["ok"], true, "body: {}", self.body);
+        assert_meta(&self.body, &self.headers);
+        self.data()
+    }
+}
+
+/// Every envelope has meta.mode, an RFC 3339 ms timestamp, and the request id of the header.
+#[track_caller]
+pub fn assert_meta(body: &Value, headers: &HeaderMap) {
+    let meta = &body["meta"];
+    let mode = meta["mode"].as_str().expect("meta.mode");
+    assert!(["PAPER", "LIVE", "DEMO"].contains(&mode), "{body}");
+    let ts = meta["timestamp"].as_str().expect("meta.timestamp");
+    assert!(ts.ends_with('Z') && ts.len() == 24, "timestamp {ts}");
+    let id = meta["request_id"].as_str().expect("meta.request_id");
+    assert_eq!(headers.get("x-request-id").and_then(|v| v.to_str().ok()), Some(id));
+    assert_eq!(headers.get("x-trading-mode").and_then(|v| v.to_str().ok()), Some(mode));
+}
+
+pub fn test_config(database_url: String) -> Config {
+    let mut config = Config {
+        bind: "127.0.0.1:0".parse().unwrap(),
+        database_url,
+        shutdown_grace: std::time::Duration::from_secs(5),
+        ..Config::default()
+    };
+    config.auth.admin_token = Some(ADMIN_TOKEN.into());
+    if let Ok(url) = std::env::var("TRADEOPS_TEST_REDIS_URL") {
+        if !url.is_empty() {
+            config.redis_url = Some(url);
+            config.cache_key_prefix = format!("tradeops-test-{}:", uuid::Uuid::new_v4().simple());
+        }
+    }
+    config
+}
+
+pub async fn spawn_app() -> TestApp {
+    spawn_app_with(|_| {}).await
+}
+
+pub async fn spawn_app_with(adjust: impl FnOnce(&mut Config)) -> TestApp {
+    let (db, url) = TestDb::new().await;
+    let mut config = test_config(url);
+    adjust(&mut config);
+    start(config, Arc::new(db), axum::Router::new()).await
+}
+
+pub async fn start(config: Config, db: Arc<TestDb>, extra: axum::Router<tradeops_server::state::AppState>) -> TestApp {
+    let app = Application::build_with_routes(config.clone(), Arc::new(SystemClock), extra).await.expect("app builds");
+    let base = format!("http://{}", app.local_addr());
+    let (tx, rx) = oneshot::channel();
+    let server = tokio::spawn(app.run_until_stopped(async {
+        let _ = rx.await;
+    }));
+    TestApp { base, config, client: reqwest::Client::new(), db, shutdown: Some(tx), server: Some(server) }
+}
+
+impl TestApp {
+    /// Stops gracefully and starts again on the same database.
+    pub async fn restart(mut self) -> TestApp {
+        self.stop().await;
+        start(self.config.clone(), self.db.clone(), axum::Router::new()).await
+    }
+
+    pub async fn stop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(server) = self.server.take() {
+            server.await.expect("server task").expect("server stopped cleanly");
+        }
+    }
+
+    pub async fn call(&self, method: Method, path: &str, token: Option<&str>, body: Option<Value>) -> Reply {
+        let mut req = self.client.request(method, format!("{}{path}", self.base));
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        Self::parse(req.send().await.expect("request sent")).await
+    }
+
+    pub async fn raw(&self, req: reqwest::RequestBuilder) -> Reply {
+        Self::parse(req.send().await.expect("request sent")).await
+    }
+
+    async fn parse(resp: reqwest::Response) -> Reply {
+        let status = resp.status();
+        let headers = resp.headers().clone();
+        let text = resp.text().await.expect("body");
+        let body = serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON ({status}): {text}"));
+        Reply { status, headers, body }
+    }
+
+    pub async fn get(&self, path: &str) -> Reply {
+        self.call(Method::GET, path, Some(ADMIN_TOKEN), None).await
+    }
+
+    pub async fn get_as(&self, path: &str, token: &str) -> Reply {
+        self.call(Method::GET, path, Some(token), None).await
+    }
+
+    pub async fn put_settings(&self, token: &str, body: Value) -> Reply {
+        self.call(Method::PUT, "/api/settings", Some(token), Some(body)).await
+    }
+
+    /// Creates a token with `role` as the admin and returns its secret.
+    pub async fn token(&self, name: &str, role: &str) -> String {
+        let reply = self
+            .call(
+                Method::POST,
+                "/api/auth/tokens",
+                Some(ADMIN_TOKEN),
+                Some(serde_json::json!({"name": name, "role": role})),
+            )
+            .await;
+        reply.assert_ok(201)["token"].as_str().expect("token").to_string()
+    }
+
+    pub async fn settings_version(&self) -> i64 {
+        self.get("/api/settings/history?limit=1").await.data()[0]["version"].as_i64().expect("version")
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+}

@@ -1,0 +1,14 @@
+//! Black-box API tests: each starts the real application on port 0 with a fresh database.
+//! Backends: SQLite by default; PostgreSQL when `TRADEOPS_TEST_DATABASE_URL` is set and Redis
+//! when `TRADEOPS_TEST_REDIS_URL` is set (`.ci/run` sets both).
+
+mod helpers;
+
+mod audit;
+mod auth;
+mod cli;
+mod envelope;
+mod health;
+mod hostile;
+mod openapi;
+mod settings;
