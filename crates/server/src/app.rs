@@ -2,7 +2,7 @@
 //! Tests build exactly this, on port 0.
 
 use crate::auth::{generate_token, RateLimiter, TokenRegistry};
-use crate::config::Config;
+use crate::config::{redact, Config};
 use crate::extract::MAX_BODY_BYTES;
 use crate::health::HealthMonitor;
 use crate::metrics::Metrics;
@@ -104,7 +104,8 @@ impl Application {
         let background = spawn_background(&state);
         let grace = state.config.shutdown_grace;
         let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
-        let server = axum::serve(listener, router).with_graceful_shutdown(async move {
+        let service = router.into_make_service_with_connect_info::<SocketAddr>();
+        let server = axum::serve(listener, service).with_graceful_shutdown(async move {
             shutdown.await;
             tracing::info!("shutting down: finishing in-flight requests");
             let _ = stopping_tx.send(());
@@ -129,7 +130,9 @@ impl Application {
 
 /// The whole HTTP surface under its middleware.
 pub fn router(state: AppState, extra: Router<AppState>) -> Router {
-    let docs: Router<AppState> = SwaggerUi::new("/api/docs").url("/api/openapi.json", openapi::document()).into();
+    let docs: Router<AppState> =
+        Router::from(SwaggerUi::new("/api/docs").url("/api/openapi.json", openapi::document()))
+            .layer(axum::middleware::map_response(http::envelope_not_found));
     Router::new()
         .merge(routes::api())
         .merge(extra)
@@ -148,8 +151,9 @@ async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], state.metrics.encode())
 }
 
-/// Ensures an admin can sign in: the configured admin token is made the `admin` token; with
-/// none configured and no active token at all, one is generated and returned to print once.
+/// Ensures an admin can sign in: the configured admin token is made the active `admin` token at
+/// every start (also after it was revoked: whoever sets the variable controls it); with none
+/// configured and no active token at all, one is generated and returned to print once.
 async fn bootstrap_admin(config: &Config, tokens: &TokenRegistry, clock: &dyn Clock) -> anyhow::Result<Option<String>> {
     let now = clock.now().timestamp_millis();
     let fail = |e: crate::error::ApiError| anyhow::anyhow!("bootstrap admin token: {}", e.message);
@@ -193,35 +197,22 @@ fn spawn_background(state: &AppState) -> Vec<JoinHandle<()>> {
     vec![health, token_usage]
 }
 
-/// A database URL without its password, for messages.
-pub fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let creds = &url[scheme + 3..at];
-            match creds.split_once(':') {
-                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
-                None => url.to_string(),
-            }
-        }
-        _ => url.to_string(),
-    }
-}
-
-/// Resolves on SIGINT or SIGTERM.
-pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// Registers SIGINT and SIGTERM handlers now (so a signal during start-up is not lost) and
+/// returns a future that resolves when either arrives.
+pub fn shutdown_signal() -> std::io::Result<impl Future<Output = ()> + Send + 'static> {
     #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut interrupt = signal(SignalKind::interrupt())?;
+        let mut terminate = signal(SignalKind::terminate())?;
+        Ok(async move {
+            tokio::select! { _ = interrupt.recv() => {}, _ = terminate.recv() => {} }
+        })
+    }
     #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! { _ = ctrl_c => {}, _ = terminate => {} }
+    {
+        Ok(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+    }
 }

@@ -5,11 +5,12 @@
 
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::state::AppState;
-use axum::extract::FromRequestParts;
+use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::request::Parts;
 use rand::RngCore;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::{Mutex, RwLock};
 use std::time::Instant;
@@ -54,11 +55,14 @@ pub struct TokenRegistry {
     repo: Arc<dyn TokenRepository>,
     by_hash: RwLock<HashMap<String, Principal>>,
     last_used: Mutex<HashMap<String, i64>>,
+    /// Serialises create and revoke so memory always ends as the database does.
+    writes: tokio::sync::Mutex<()>,
 }
 
 impl TokenRegistry {
     pub async fn load(repo: Arc<dyn TokenRepository>) -> ApiResult<TokenRegistry> {
-        let registry = TokenRegistry { repo, by_hash: RwLock::default(), last_used: Mutex::default() };
+        let registry =
+            TokenRegistry { repo, by_hash: RwLock::default(), last_used: Mutex::default(), writes: Default::default() };
         registry.reload().await?;
         Ok(registry)
     }
@@ -85,6 +89,7 @@ impl TokenRegistry {
 
     /// Stores a token under `name`; returns an error naming the clash when the name is taken.
     pub async fn create(&self, name: &str, role: Role, secret: &str, created_by: &str, now_ms: i64) -> ApiResult<()> {
+        let _write = self.writes.lock().await;
         let record = TokenRecord {
             name: name.to_string(),
             role: role.as_str().to_string(),
@@ -107,6 +112,7 @@ impl TokenRegistry {
 
     /// Revokes the token named `name`; false when no active token has that name.
     pub async fn revoke(&self, name: &str, now_ms: i64) -> ApiResult<bool> {
+        let _write = self.writes.lock().await;
         let revoked = self.repo.revoke_token(name, now_ms).await?;
         self.by_hash.write().unwrap_or_else(|e| e.into_inner()).retain(|_, p| p.name != name);
         Ok(revoked)
@@ -157,27 +163,43 @@ impl RateLimiter {
     }
 }
 
-/// Authenticates a request: `local` admin when auth is off, else the bearer token's principal.
-/// Also spends one request of the principal's rate budget.
-pub fn authenticate(state: &AppState, parts: &Parts) -> ApiResult<Principal> {
-    let principal = if !state.config.auth.enabled {
-        Principal { name: "local".into(), role: Role::Admin }
-    } else {
-        let header = parts.headers.get(axum::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-        let Some(token) = header.and_then(|h| h.strip_prefix("Bearer ")).map(str::trim) else {
-            return Err(ApiError::new(ErrorCode::Unauthorized, "Missing bearer token (Authorization: Bearer <token>)"));
-        };
-        let now_ms = state.clock.now().timestamp_millis();
-        state
-            .tokens
-            .resolve(token, now_ms)
-            .ok_or_else(|| ApiError::new(ErrorCode::Unauthorized, "Invalid or revoked token"))?
+/// Identifies the caller: `local` admin when auth is off, else the bearer token's principal.
+/// An unidentified caller spends from its address's budget, so guessing tokens or flooding
+/// refused requests (each one audited) is throttled like any token.
+pub fn identify(state: &AppState, parts: &Parts) -> ApiResult<Principal> {
+    if !state.config.auth.enabled {
+        return Ok(Principal { name: "local".into(), role: Role::Admin });
+    }
+    let header = parts.headers.get(axum::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+    let token = header
+        .and_then(|h| h.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, token)| token.trim());
+    let refusal = match token {
+        None => ApiError::new(ErrorCode::Unauthorized, "Missing bearer token (Authorization: Bearer <token>)"),
+        Some(token) => match state.tokens.resolve(token, state.clock.now().timestamp_millis()) {
+            Some(principal) => return Ok(principal),
+            None => ApiError::new(ErrorCode::Unauthorized, "Invalid or revoked token"),
+        },
     };
-    state.rate_limiter.check(&principal.name).map_err(|retry| {
-        ApiError::new(ErrorCode::RateLimited, "Too many requests for this token; slow down")
+    let peer = parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip().to_string()).unwrap_or_default();
+    spend(state, &format!("address {peer}"))?;
+    Err(refusal)
+}
+
+/// Spends one request of `key`'s rate budget.
+pub fn spend(state: &AppState, key: &str) -> ApiResult<()> {
+    state.rate_limiter.check(key).map_err(|retry| {
+        ApiError::new(ErrorCode::RateLimited, "Too many requests; slow down")
             .with_detail(serde_json::json!({"retry_after_seconds": retry}))
             .with_retry_after(retry)
-    })?;
+    })
+}
+
+/// Identifies the caller and spends one request of its budget.
+pub fn authenticate(state: &AppState, parts: &Parts) -> ApiResult<Principal> {
+    let principal = identify(state, parts)?;
+    spend(state, &format!("token {}", principal.name))?;
     Ok(principal)
 }
 

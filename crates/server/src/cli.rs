@@ -1,9 +1,9 @@
 //! The `tradeops` command line: `serve`, `migrate`, `token create`.
 
-use crate::app::{redact, shutdown_signal, Application};
+use crate::app::{shutdown_signal, Application};
 use crate::auth::{generate_token, TokenRegistry};
 use crate::clock::SystemClock;
-use crate::config::Config;
+use crate::config::{redact, Config};
 use crate::routes::auth::validate_token_name;
 use crate::telemetry;
 use anyhow::Context;
@@ -79,6 +79,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
 }
 
 async fn serve(config: Config) -> anyhow::Result<()> {
+    let shutdown = shutdown_signal().context("installing signal handlers")?;
     let app = Application::build(config, Arc::new(SystemClock)).await.context("starting tradeops")?;
     let addr = app.local_addr();
     let base = format!("http://{addr}");
@@ -98,5 +99,5 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     if !state.config.auth.enabled {
         println!("  authentication is disabled (loopback only); every caller acts as `local`");
     }
-    app.run_until_stopped(shutdown_signal()).await
+    app.run_until_stopped(shutdown).await
 }

@@ -103,14 +103,19 @@ impl Default for Config {
 impl Config {
     /// Reads the optional file from disk, then [`Config::from_sources`].
     pub fn load(file: Option<&Path>, env: &BTreeMap<String, String>) -> Result<Config, ConfigErrors> {
-        let text = match file {
-            Some(path) => Some(
-                std::fs::read_to_string(path)
-                    .map_err(|e| ConfigErrors(vec![format!("cannot read {}: {e}", path.display())]))?,
-            ),
-            None => None,
-        };
-        Config::from_sources(text.as_deref(), env)
+        match file.map(std::fs::read_to_string) {
+            None => Config::from_sources(None, env),
+            Some(Ok(text)) => Config::from_sources(Some(&text), env),
+            Some(Err(e)) => {
+                // Still check the environment, so every problem is listed at once.
+                let problem = format!("cannot read {}: {e}", file.map(|p| p.display().to_string()).unwrap_or_default());
+                let mut problems = vec![problem];
+                if let Err(ConfigErrors(more)) = Config::from_sources(None, env) {
+                    problems.extend(more);
+                }
+                Err(ConfigErrors(problems))
+            }
+        }
     }
 
     /// Builds the configuration from the defaults, a file's text and the environment.
@@ -120,7 +125,7 @@ impl Config {
         if let Some(text) = file {
             match text.parse::<Table>() {
                 Ok(overlay) => merge(&mut table, overlay, "", &mut problems),
-                Err(e) => return Err(ConfigErrors(vec![format!("config file is not valid TOML: {e}")])),
+                Err(e) => problems.push(format!("config file is not valid TOML: {}", e.to_string().trim())),
             }
         }
         for (var, value) in env.iter().filter(|(k, _)| k.starts_with("TRADEOPS_") && !k.starts_with("TRADEOPS_TEST_")) {
@@ -131,6 +136,7 @@ impl Config {
             }
         }
         let mut r = Reader { table, problems };
+        r.problems.iter_mut().for_each(|p| *p = p.trim().to_string());
         let config = r.build();
         r.leftovers();
         if r.problems.is_empty() {
@@ -261,12 +267,17 @@ impl Reader {
             || database_url.starts_with("postgres://")
             || database_url.starts_with("postgresql://"))
         {
-            self.problems.push(format!("database.url: must start with sqlite: or postgres:// (got {database_url:?})"));
+            self.problems.push(format!(
+                "database.url: must start with sqlite: or postgres:// (got {:?})",
+                redact(&database_url)
+            ));
         }
         let redis_url = Some(self.string("cache.redis_url")).filter(|u| !u.is_empty());
         if let Some(url) = &redis_url {
-            if !url.starts_with("redis://") {
-                self.problems.push(format!("cache.redis_url: must start with redis:// (got {url:?})"));
+            if url.starts_with("rediss://") {
+                self.problems.push("cache.redis_url: Redis over TLS (rediss://) is not supported by this build; use redis:// through a local TLS tunnel".into());
+            } else if !url.starts_with("redis://") {
+                self.problems.push(format!("cache.redis_url: must start with redis:// (got {:?})", redact(url)));
             }
         }
         let cache_key_prefix = self.string("cache.key_prefix");
@@ -318,6 +329,9 @@ impl Reader {
             Duration::from_millis(self.integer("health.probe_interval_ms", 100, 600_000) as u64);
 
         let filter = self.string("log.filter");
+        if let Err(e) = tracing_subscriber::EnvFilter::try_new(&filter) {
+            self.problems.push(format!("log.filter: not a tracing filter ({e}) (got {filter:?})"));
+        }
         let format = match self.string("log.format").as_str() {
             "pretty" => LogFormat::Pretty,
             "json" => LogFormat::Json,
@@ -353,12 +367,41 @@ impl Reader {
     }
 }
 
+/// A database URL without its password, for messages.
+pub fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let creds = &url[scheme + 3..at];
+            match creds.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
+                None => url.to_string(),
+            }
+        }
+        _ => url.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn passwords_never_appear_in_messages() {
+        assert_eq!(redact("postgres://u:secret@h:5432/db"), "postgres://u:***@h:5432/db");
+        let errs = Config::from_sources(None, &env(&[("TRADEOPS_DATABASE_URL", "mysql://u:secret@h/db")])).unwrap_err();
+        assert!(!errs.to_string().contains("secret"), "{errs}");
+    }
+
+    #[test]
+    fn a_bad_file_does_not_hide_environment_problems() {
+        let errs = Config::from_sources(Some("[server\nbind="), &env(&[("TRADEOPS_SIM_SYMBOLS", "lots")])).unwrap_err();
+        assert_eq!(errs.0.len(), 2, "{errs}");
+        let missing = Config::load(Some(Path::new("/nonexistent/tradeops.toml")), &env(&[("TRADEOPS_MODE", "x")]));
+        assert_eq!(missing.unwrap_err().0.len(), 2);
     }
 
     #[test]
@@ -393,6 +436,7 @@ mod tests {
                 ("TRADEOPS_DATABASE_URL", "mysql://x"),
                 ("TRADEOPS_SIM_SYMBOLS", "lots"),
                 ("TRADEOPS_BOGUS", "1"),
+                ("TRADEOPS_LOG", "info,[[["),
                 ("TRADEOPS_TEST_DATABASE_URL", "ignored"),
             ]),
         )
@@ -407,10 +451,11 @@ mod tests {
             "database.url",
             "TRADEOPS_SIM_SYMBOLS",
             "TRADEOPS_BOGUS",
+            "log.filter",
         ] {
             assert!(text.contains(needle), "{needle} missing from:\n{text}");
         }
-        assert_eq!(errs.0.len(), 8, "{text}");
+        assert_eq!(errs.0.len(), 9, "{text}");
     }
 
     #[test]

@@ -19,8 +19,30 @@ impl<S: Send + Sync> FromRequest<S> for RawBody {
     type Rejection = std::convert::Infallible;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        Ok(RawBody(Bytes::from_request(req, state).await.map_err(body_rejection)))
+        let json = is_json(req.headers());
+        let body = Bytes::from_request(req, state).await.map_err(body_rejection);
+        // A body must say it is JSON: browsers send `text/plain` cross-site without a
+        // preflight, and that must never be able to act on this API.
+        Ok(RawBody(body.and_then(|b| {
+            if json || b.iter().all(u8::is_ascii_whitespace) {
+                Ok(b)
+            } else {
+                Err(ApiError::validation("content-type", "request bodies must be sent as application/json"))
+            }
+        })))
     }
+}
+
+fn is_json(headers: &axum::http::HeaderMap) -> bool {
+    headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .map(|mime| {
+            let mime = mime.trim().to_ascii_lowercase();
+            mime == "application/json" || (mime.starts_with("application/") && mime.ends_with("+json"))
+        })
+        .unwrap_or(false)
 }
 
 fn body_rejection(rejection: BytesRejection) -> ApiError {

@@ -8,7 +8,7 @@
 //! }
 //! ```
 
-use crate::auth::{authenticate, Principal};
+use crate::auth::{identify, spend, Principal};
 use crate::envelope::REQUEST;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::extract::{parse_json, RawBody};
@@ -16,9 +16,11 @@ use crate::state::AppState;
 use axum::extract::{FromRequest, Request};
 use axum::http::HeaderMap;
 use bytes::Bytes;
+use futures::FutureExt;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use tradeops_core::{Role, TradingMode};
 use tradeops_store::AuditEntry;
 
@@ -59,7 +61,7 @@ impl FromRequest<AppState> for Sensitive {
 
     async fn from_request(req: Request, state: &AppState) -> Result<Self, Self::Rejection> {
         let (parts, body) = req.into_parts();
-        let caller = authenticate(state, &parts);
+        let caller = identify(state, &parts);
         let confirmed_live = live_confirmed(&parts.headers);
         let RawBody(body) = RawBody::from_request(Request::from_parts(parts, body), state).await?;
         Ok(Sensitive { state: state.clone(), caller, confirmed_live, body })
@@ -99,6 +101,7 @@ impl Sensitive {
 
         let outcome = async {
             let principal = caller?;
+            spend(&state, &format!("token {}", principal.name))?;
             principal.require(action.role)?;
             if mode == TradingMode::Live && !confirmed_live {
                 return Err(ApiError::new(
@@ -108,7 +111,10 @@ impl Sensitive {
                 .with_detail(serde_json::json!({"header": "X-Confirm-Live", "action": action.name})));
             }
             let parsed: B = parse_json(&body?)?;
-            act(Authorized { principal, confirmed_live }, parsed).await
+            // A panic inside the action is still an audited outcome.
+            AssertUnwindSafe(act(Authorized { principal, confirmed_live }, parsed)).catch_unwind().await.unwrap_or_else(
+                |panic| Err(ApiError::internal(format!("{} panicked: {}", action.name, panic_message(&*panic)))),
+            )
         }
         .await;
 
@@ -118,7 +124,7 @@ impl Sensitive {
             role: actor.as_ref().map(|p| p.role.as_str().to_string()),
             action: action.name.to_string(),
             target,
-            request: raw_json.map(|v| v.to_string()).unwrap_or_else(|| Value::String(raw).to_string()),
+            request: audited_request(raw_json, raw, outcome.is_ok()),
             outcome: match &outcome {
                 Ok(_) => "OK".to_string(),
                 Err(e) => e.code.as_str().to_string(),
@@ -131,4 +137,28 @@ impl Sensitive {
         }
         outcome
     }
+}
+
+/// Refused requests are kept up to this many bytes, so refusals cannot fill the database.
+const REFUSED_REQUEST_KEPT: usize = 4096;
+
+/// The request as the audit row stores it: the JSON body, or the text when it was not JSON;
+/// a refused request over [`REFUSED_REQUEST_KEPT`] bytes is cut, saying so.
+fn audited_request(json: Option<Value>, raw: String, accepted: bool) -> String {
+    if !accepted && raw.len() > REFUSED_REQUEST_KEPT {
+        let mut cut = REFUSED_REQUEST_KEPT;
+        while !raw.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        return serde_json::json!({"truncated": true, "bytes": raw.len(), "prefix": &raw[..cut]}).to_string();
+    }
+    json.map(|v| v.to_string()).unwrap_or_else(|| Value::String(raw).to_string())
+}
+
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "unknown panic".into())
 }

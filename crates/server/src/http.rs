@@ -55,12 +55,7 @@ pub fn make_span(req: &Request) -> tracing::Span {
 
 /// A panic becomes `INTERNAL_ERROR`; its message is logged, never sent.
 pub fn panic_response(panic: Box<dyn Any + Send + 'static>) -> Response {
-    let message = panic
-        .downcast_ref::<String>()
-        .cloned()
-        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-        .unwrap_or_else(|| "unknown panic".into());
-    ApiError::internal(format!("handler panicked: {message}")).into_response()
+    ApiError::internal(format!("handler panicked: {}", crate::guard::panic_message(&*panic))).into_response()
 }
 
 pub async fn not_found(req: Request) -> ApiError {
@@ -71,4 +66,12 @@ pub async fn not_found(req: Request) -> ApiError {
 pub async fn method_not_allowed(req: Request) -> ApiError {
     ApiError::new(ErrorCode::MethodNotAllowed, format!("{} is not allowed on {}", req.method(), req.uri().path()))
         .with_detail(serde_json::json!({"method": req.method().as_str(), "path": req.uri().path()}))
+}
+
+/// The documentation router answers unknown paths with an empty 404; give it the envelope.
+pub async fn envelope_not_found(response: Response) -> Response {
+    if response.status() == axum::http::StatusCode::NOT_FOUND {
+        return ApiError::not_found("No documentation page at this path").into_response();
+    }
+    response
 }

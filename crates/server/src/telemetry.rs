@@ -5,6 +5,7 @@ use tracing_subscriber::EnvFilter;
 
 /// Installs the global subscriber; a second call (tests) is a no-op.
 pub fn init(config: &LogConfig) {
+    // The filter was validated when the configuration was loaded.
     let filter = EnvFilter::try_new(&config.filter).unwrap_or_else(|_| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_target(false);
     let _ = match config.format {

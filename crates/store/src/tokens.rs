@@ -55,7 +55,12 @@ impl TokenRepository for Database {
         match result {
             Ok(_) => Ok(()),
             Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
-                Err(StoreError::Conflict(format!("a token named {:?} already exists", t.name)))
+                let on_hash = e.constraint() == Some("api_tokens_active_hash") || e.message().contains("token_hash");
+                Err(StoreError::Conflict(if on_hash {
+                    "an active token already has this secret".to_string()
+                } else {
+                    format!("a token named {:?} already exists", t.name)
+                }))
             }
             Err(e) => Err(e.into()),
         }

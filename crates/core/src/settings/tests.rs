@@ -98,14 +98,18 @@ fn guards_for_live_switch_and_raised_limits() {
 use std::collections::BTreeSet;
 
 proptest::proptest! {
-    /// Whatever JSON arrives, applying it either refuses with field errors or yields settings
-    /// that pass validation: invalid settings can never become effective.
+    /// A patch is accepted exactly when every value is in its documented range: never an
+    /// invalid limit in effect, never a valid one refused.
     #[test]
-    fn any_patch_yields_valid_settings_or_errors(loss in -1e6f64..1e7, size in -10i64..20_000_000, collar in -1.0f64..200.0) {
+    fn patch_accepted_exactly_when_in_range(cents in -10_000i64..200_000_000_000, size in -10i64..20_000_000, collar in -1.0f64..200.0, sub_cent in proptest::bool::ANY) {
+        let loss = if sub_cent { cents as f64 / 1000.0 } else { cents as f64 / 100.0 };
         let patch = json!({"risk_controls": {"max_daily_loss": loss, "max_position_size": size, "price_collar_pct": collar}});
-        match Settings::default().apply_patch(&patch) {
-            Ok(out) => proptest::prop_assert!(out.settings.validate().is_ok()),
-            Err(errs) => proptest::prop_assert!(!errs.is_empty()),
+        let loss_ok = cents > 0 && loss <= 1e9 && (!sub_cent || cents % 10 == 0);
+        let expected = loss_ok && (1..=10_000_000).contains(&size) && (0.01..=100.0).contains(&collar);
+        let result = Settings::default().apply_patch(&patch);
+        proptest::prop_assert_eq!(result.is_ok(), expected, "{} → {:?}", patch, result.err());
+        if let Ok(out) = result {
+            proptest::prop_assert_eq!(out.settings.risk_controls.max_daily_loss, Decimal::from_f64_retain(loss).unwrap().round_dp(3).normalize());
         }
     }
 }

@@ -120,3 +120,54 @@ async fn auth_disabled_acts_as_local_admin() {
     let audit = app.call(Method::GET, "/api/audit", None, None).await;
     assert_eq!(audit.data()[0]["actor"], "local");
 }
+
+#[tokio::test]
+async fn configured_admin_token_is_reactivated_at_start_after_revocation() {
+    let app = spawn_app().await;
+    app.call(Method::DELETE, "/api/auth/tokens/admin", Some(ADMIN_TOKEN), None).await.assert_ok(200);
+    app.get("/api/settings").await.assert_error(401, "UNAUTHORIZED");
+    let app = app.restart().await;
+    app.get("/api/settings").await.assert_ok(200);
+}
+
+#[tokio::test]
+async fn rate_limited_callers_are_audited_by_name() {
+    let app = spawn_app_with(|c| {
+        c.auth.rate_limit_per_second = 1;
+        c.auth.rate_limit_burst = 2;
+    })
+    .await;
+    for _ in 0..3 {
+        app.put_settings(ADMIN_TOKEN, json!({"analytics": {"min_sample_size": 21}})).await;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+    let audit = app.get("/api/audit").await;
+    let newest = &audit.data()[0];
+    assert_eq!(newest["outcome"], "RATE_LIMITED");
+    assert_eq!(newest["actor"], "admin");
+    assert_eq!(newest["role"], "admin");
+}
+
+#[tokio::test]
+async fn anonymous_callers_are_rate_limited_by_address_and_their_bodies_cut() {
+    let app = spawn_app_with(|c| {
+        c.auth.rate_limit_per_second = 1;
+        c.auth.rate_limit_burst = 3;
+    })
+    .await;
+    let big = json!({"analytics": {"note": "x".repeat(20_000)}});
+    let codes: Vec<String> =
+        futures::future::join_all((0..5).map(|_| app.call(Method::PUT, "/api/settings", None, Some(big.clone()))))
+            .await
+            .iter()
+            .map(|r| r.code().to_string())
+            .collect();
+    assert_eq!(codes.iter().filter(|c| *c == "UNAUTHORIZED").count(), 3, "{codes:?}");
+    assert_eq!(codes.iter().filter(|c| *c == "RATE_LIMITED").count(), 2, "{codes:?}");
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let audit = app.get("/api/audit?actor=anonymous").await;
+    let row = &audit.data()[0];
+    assert_eq!(row["request"]["truncated"], true);
+    assert!(row["request"]["prefix"].as_str().unwrap().len() <= 4096);
+    assert!(row["request"]["bytes"].as_u64().unwrap() > 20_000);
+}

@@ -14,31 +14,26 @@ fn tradeops(dir: &std::path::Path) -> Command {
     cmd
 }
 
-/// Starts `serve` and returns the child, its base URL and the lines printed before it.
+/// Starts `serve` and returns the child, its base URL and every line it printed at start-up
+/// (read until nothing more arrives for half a second).
 fn serve(dir: &std::path::Path) -> (Child, String, Vec<String>) {
     let mut child = tradeops(dir).arg("serve").stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
-    let mut lines = Vec::new();
-    let mut reader = BufReader::new(child.stdout.take().unwrap());
-    let mut base = None;
-    for _ in 0..2 {
-        let mut line = String::new();
-        reader.read_line(&mut line).unwrap();
-        if let Some(rest) = line.split("listening on ").nth(1) {
-            base = rest.split_whitespace().next().map(str::to_string);
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
         }
+    });
+    let mut lines = vec![rx.recv_timeout(Duration::from_secs(30)).expect("start-up line")];
+    while let Ok(line) = rx.recv_timeout(Duration::from_millis(500)) {
         lines.push(line);
     }
-    // the token lines, if any, follow immediately
-    let handle = std::thread::spawn(move || {
-        let mut rest = Vec::new();
-        for line in reader.lines().map_while(Result::ok) {
-            rest.push(line);
-        }
-        rest
-    });
-    std::thread::sleep(Duration::from_millis(300));
-    drop(handle);
-    (child, base.expect("printed its address"), lines)
+    let base =
+        lines[0].split("listening on ").nth(1).and_then(|r| r.split_whitespace().next()).expect("address").to_string();
+    (child, base, lines)
 }
 
 fn terminate(child: &mut Child) -> std::process::ExitStatus {
@@ -56,12 +51,8 @@ fn terminate(child: &mut Child) -> std::process::ExitStatus {
 #[test]
 fn first_start_prints_admin_token_once_and_sigterm_exits_zero() {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = tradeops(dir.path()).arg("serve").stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
-    let mut reader = BufReader::new(child.stdout.take().unwrap());
-    let mut out = String::new();
-    for _ in 0..4 {
-        reader.read_line(&mut out).unwrap();
-    }
+    let (mut child, _, lines) = serve(dir.path());
+    let out = lines.join("\n");
     assert!(out.contains("listening on http://127.0.0.1:"), "{out}");
     assert!(out.contains("mode PAPER") && out.contains("database sqlite") && out.contains("cache memory"), "{out}");
     let token = out.split_whitespace().find(|w| w.starts_with("tro_")).expect("admin token printed").to_string();
@@ -69,8 +60,19 @@ fn first_start_prints_admin_token_once_and_sigterm_exits_zero() {
     assert!(terminate(&mut child).success(), "graceful shutdown exits 0");
 
     let (mut again, _, lines) = serve(dir.path());
+    assert!(lines.len() >= 2 && lines[1].contains("console:"), "{lines:?}");
     assert!(!lines.concat().contains("tro_"), "token shown only on first start: {lines:?}");
     assert!(terminate(&mut again).success());
+}
+
+#[test]
+fn sigterm_during_start_up_still_exits_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = tradeops(dir.path()).arg("serve").stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    assert!(first.contains("listening on"), "{first}");
+    assert!(terminate(&mut child).success(), "SIGTERM right after the first line exits 0");
 }
 
 #[test]

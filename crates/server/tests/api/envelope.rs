@@ -56,8 +56,9 @@ async fn oversized_body_is_payload_too_large() {
 #[tokio::test]
 async fn malformed_json_is_validation_error() {
     let app = spawn_app().await;
-    let reply =
-        app.raw(app.client.put(app.url("/api/settings")).bearer_auth(ADMIN_TOKEN).body("{\"risk_controls\": {")).await;
+    let req =
+        app.client.put(app.url("/api/settings")).bearer_auth(ADMIN_TOKEN).header("content-type", "application/json");
+    let reply = app.raw(req.body("{\"risk_controls\": {")).await;
     reply.assert_error(400, "VALIDATION_ERROR");
     assert_eq!(reply.body["error"]["detail"]["field"], "body");
 }
@@ -73,12 +74,51 @@ async fn panicking_handler_is_internal_error_without_internals() {
             ()
         }),
     );
-    let app = start(test_config(url), std::sync::Arc::new(db), extra).await;
+    let mut config = test_config(url);
+    config.health_probe_interval = std::time::Duration::from_millis(100);
+    let app = start(config, std::sync::Arc::new(db), extra).await;
     let reply = app.get("/api/test/panic").await;
     reply.assert_error(500, "INTERNAL_ERROR");
     assert!(!reply.body.to_string().contains("secret"), "internals leaked: {}", reply.body);
     // The service keeps serving, and the api component reports the recent server error.
-    app.get("/api/health").await.assert_ok(200);
+    for _ in 0..50 {
+        if app.get("/api/health").await.data()["components"]["api"] == "DEGRADED" {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("the api component never reported the server error");
+}
+
+#[tokio::test]
+async fn unknown_docs_path_is_not_found_envelope() {
+    let app = spawn_app().await;
+    app.call(Method::GET, "/api/docs/nope", None, None).await.assert_error(404, "NOT_FOUND");
+}
+
+#[tokio::test]
+async fn bodies_must_be_sent_as_json() {
+    let app = spawn_app().await;
+    let body = r#"{"analytics": {"min_sample_size": 33}}"#;
+    for content_type in
+        [None, Some("text/plain"), Some("application/x-www-form-urlencoded"), Some("multipart/form-data")]
+    {
+        let mut req = app.client.put(app.url("/api/settings")).bearer_auth(ADMIN_TOKEN).body(body);
+        if let Some(ct) = content_type {
+            req = req.header("content-type", ct);
+        }
+        let reply = app.raw(req).await;
+        reply.assert_error(400, "VALIDATION_ERROR");
+        assert_eq!(reply.body["error"]["detail"]["field"], "content-type");
+    }
+    assert_eq!(app.settings_version().await, 1);
+    let ok = app
+        .client
+        .put(app.url("/api/settings"))
+        .bearer_auth(ADMIN_TOKEN)
+        .header("content-type", "application/json; charset=utf-8")
+        .body(body);
+    app.raw(ok).await.assert_ok(200);
 }
 
 #[tokio::test]

@@ -4,13 +4,14 @@ CREATE TABLE api_tokens (
     token_id     INTEGER PRIMARY KEY AUTOINCREMENT,
     name         TEXT    NOT NULL,
     role         TEXT    NOT NULL,
-    token_hash   TEXT    NOT NULL UNIQUE,
+    token_hash   TEXT    NOT NULL,
     created_at   BIGINT  NOT NULL,
     created_by   TEXT    NOT NULL,
     last_used_at BIGINT,
     revoked_at   BIGINT
 );
 CREATE UNIQUE INDEX api_tokens_active_name ON api_tokens (name) WHERE revoked_at IS NULL;
+CREATE UNIQUE INDEX api_tokens_active_hash ON api_tokens (token_hash) WHERE revoked_at IS NULL;
 
 CREATE TABLE audit_log (
     audit_id   INTEGER PRIMARY KEY AUTOINCREMENT,
