@@ -83,7 +83,13 @@ impl TokenRegistry {
 
     pub fn resolve(&self, token: &str, now_ms: i64) -> Option<Principal> {
         let principal = self.by_hash.read().unwrap_or_else(|e| e.into_inner()).get(&hash_token(token)).cloned()?;
-        self.last_used.lock().unwrap_or_else(|e| e.into_inner()).insert(principal.name.clone(), now_ms);
+        let mut last_used = self.last_used.lock().unwrap_or_else(|e| e.into_inner());
+        match last_used.get_mut(&principal.name) {
+            Some(at) => *at = now_ms,
+            None => {
+                last_used.insert(principal.name.clone(), now_ms);
+            }
+        }
         Some(principal)
     }
 
@@ -151,7 +157,10 @@ impl RateLimiter {
     pub fn check(&self, key: &str) -> Result<(), u64> {
         let now = Instant::now();
         let mut buckets = self.buckets.lock().unwrap_or_else(|e| e.into_inner());
-        let (tokens, last) = buckets.entry(key.to_string()).or_insert((self.burst, now));
+        if !buckets.contains_key(key) {
+            buckets.insert(key.to_string(), (self.burst, now));
+        }
+        let (tokens, last) = buckets.get_mut(key).expect("inserted above");
         *tokens = (*tokens + now.duration_since(*last).as_secs_f64() * self.per_second).min(self.burst);
         *last = now;
         if *tokens >= 1.0 {
@@ -183,7 +192,8 @@ pub fn identify(state: &AppState, parts: &Parts) -> ApiResult<Principal> {
         },
     };
     let peer = parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip().to_string()).unwrap_or_default();
-    spend(state, &format!("address {peer}"))?;
+    // Addresses and token names share one map; `@` cannot occur in a token name.
+    spend(state, &format!("@{peer}"))?;
     Err(refusal)
 }
 
@@ -199,7 +209,7 @@ pub fn spend(state: &AppState, key: &str) -> ApiResult<()> {
 /// Identifies the caller and spends one request of its budget.
 pub fn authenticate(state: &AppState, parts: &Parts) -> ApiResult<Principal> {
     let principal = identify(state, parts)?;
-    spend(state, &format!("token {}", principal.name))?;
+    spend(state, &principal.name)?;
     Ok(principal)
 }
 

@@ -9,6 +9,7 @@ use crate::telemetry;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 use tradeops_core::{Clock, Role};
@@ -84,20 +85,24 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     let addr = app.local_addr();
     let base = format!("http://{addr}");
     let state = app.state();
-    println!(
+    // Start-up lines tolerate a closed stdout: losing them must not stop the service.
+    let say = |line: String| {
+        let _ = writeln!(std::io::stdout(), "{line}");
+    };
+    say(format!(
         "tradeops {} listening on {base}  (mode {}, database {}, cache {})",
         env!("CARGO_PKG_VERSION"),
         state.settings.mode(),
         state.db.backend().name(),
         state.cache.backend()
-    );
-    println!("  console: {base}/   API docs: {base}/api/docs   metrics: {base}/metrics");
+    ));
+    say(format!("  console: {base}/   API docs: {base}/api/docs   metrics: {base}/metrics"));
     if let Some(token) = app.bootstrap_token() {
-        println!("  admin token (shown once, keep it): {token}");
-        println!("  sign in directly: {base}/#token={token}");
+        say(format!("  admin token (shown once, keep it): {token}"));
+        say(format!("  sign in directly: {base}/#token={token}"));
     }
     if !state.config.auth.enabled {
-        println!("  authentication is disabled (loopback only); every caller acts as `local`");
+        say("  authentication is disabled (loopback only); every caller acts as `local`".into());
     }
     app.run_until_stopped(shutdown).await
 }

@@ -101,7 +101,7 @@ impl Sensitive {
 
         let outcome = async {
             let principal = caller?;
-            spend(&state, &format!("token {}", principal.name))?;
+            spend(&state, &principal.name)?;
             principal.require(action.role)?;
             if mode == TradingMode::Live && !confirmed_live {
                 return Err(ApiError::new(

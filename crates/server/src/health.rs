@@ -59,14 +59,15 @@ impl HealthMonitor {
         COMPONENTS.iter().filter_map(|name| components.get(name).cloned()).collect()
     }
 
+    /// Each component's status alone (what `GET /api/health` needs, without cloning details).
+    pub fn statuses(&self) -> Vec<(&'static str, HealthStatus)> {
+        let components = self.components.read().unwrap_or_else(|e| e.into_inner());
+        COMPONENTS.iter().filter_map(|name| components.get(name).map(|c| (*name, c.status))).collect()
+    }
+
     /// The worst status among enabled components.
-    pub fn overall(components: &[ComponentHealth]) -> HealthStatus {
-        components
-            .iter()
-            .map(|c| c.status)
-            .filter(|s| *s != HealthStatus::Disabled)
-            .max()
-            .unwrap_or(HealthStatus::Healthy)
+    pub fn overall(statuses: impl IntoIterator<Item = HealthStatus>) -> HealthStatus {
+        statuses.into_iter().filter(|s| *s != HealthStatus::Disabled).max().unwrap_or(HealthStatus::Healthy)
     }
 
     /// Runs every probe once and records the results.

@@ -7,21 +7,37 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, RwLock};
 use std::time::{Duration, Instant};
 
+/// Labels are `&'static str`: methods are a fixed set and routes are interned once (route
+/// templates are finite; unmatched paths share one label), so recording allocates nothing.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RequestLabels {
-    pub method: String,
-    pub route: String,
+    pub method: &'static str,
+    pub route: &'static str,
     pub status: u16,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RouteLabels {
-    pub method: String,
-    pub route: String,
+    pub method: &'static str,
+    pub route: &'static str,
+}
+
+fn method_label(method: &str) -> &'static str {
+    match method {
+        "GET" => "GET",
+        "POST" => "POST",
+        "PUT" => "PUT",
+        "DELETE" => "DELETE",
+        "PATCH" => "PATCH",
+        "HEAD" => "HEAD",
+        "OPTIONS" => "OPTIONS",
+        _ => "OTHER",
+    }
 }
 
 pub struct Metrics {
@@ -33,6 +49,7 @@ pub struct Metrics {
     server_errors_total: AtomicU64,
     last_server_error: Mutex<Option<Instant>>,
     started: Instant,
+    routes: RwLock<HashMap<String, &'static str>>,
 }
 
 impl Default for Metrics {
@@ -56,12 +73,13 @@ impl Default for Metrics {
             server_errors_total: AtomicU64::new(0),
             last_server_error: Mutex::new(None),
             started: Instant::now(),
+            routes: RwLock::default(),
         }
     }
 }
 
 impl Metrics {
-    /// Marks a request started; the guard records it when dropped… see [`Metrics::finish`].
+    /// Marks a request started; [`Metrics::finish`] records it.
     pub fn start(&self) {
         self.in_flight.inc();
     }
@@ -73,12 +91,18 @@ impl Metrics {
             self.server_errors_total.fetch_add(1, Ordering::Relaxed);
             *self.last_server_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
         }
-        self.requests
-            .get_or_create(&RequestLabels { method: method.to_string(), route: route.to_string(), status })
-            .inc();
-        self.latency
-            .get_or_create(&RouteLabels { method: method.to_string(), route: route.to_string() })
-            .observe(elapsed.as_secs_f64());
+        let (method, route) = (method_label(method), self.route_label(route));
+        self.requests.get_or_create(&RequestLabels { method, route, status }).inc();
+        self.latency.get_or_create(&RouteLabels { method, route }).observe(elapsed.as_secs_f64());
+    }
+
+    /// The interned label of a route template (leaked once per template: a bounded set).
+    fn route_label(&self, route: &str) -> &'static str {
+        if let Some(label) = self.routes.read().unwrap_or_else(|e| e.into_inner()).get(route) {
+            return label;
+        }
+        let mut routes = self.routes.write().unwrap_or_else(|e| e.into_inner());
+        routes.entry(route.to_string()).or_insert_with(|| Box::leak(route.to_string().into_boxed_str()))
     }
 
     /// The text exposition format.

@@ -4,6 +4,7 @@
 
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult, ErrorCode};
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use std::sync::Arc;
 use tokio::sync::{watch, Mutex};
@@ -16,6 +17,8 @@ pub struct SettingsService {
     clock: Arc<dyn Clock>,
     auth_enabled: bool,
     tx: watch::Sender<Arc<Settings>>,
+    /// The effective settings already serialised: read far more often than they change.
+    json: std::sync::RwLock<Arc<RawValue>>,
     /// Serialises writers; holds the effective version number.
     version: Mutex<i64>,
 }
@@ -50,12 +53,18 @@ impl SettingsService {
                 (settings, 1)
             }
         };
+        let json = std::sync::RwLock::new(to_raw(&settings));
         let (tx, _) = watch::channel(Arc::new(settings));
-        Ok(Self { repo, clock, auth_enabled, tx, version: Mutex::new(version) })
+        Ok(Self { repo, clock, auth_enabled, tx, json, version: Mutex::new(version) })
     }
 
     pub fn current(&self) -> Arc<Settings> {
         self.tx.borrow().clone()
+    }
+
+    /// The effective settings as JSON, serialised once per version.
+    pub fn current_json(&self) -> Arc<RawValue> {
+        self.json.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     pub fn mode(&self) -> TradingMode {
@@ -117,6 +126,7 @@ impl SettingsService {
             })
             .await?;
         *version = next_version;
+        *self.json.write().unwrap_or_else(|e| e.into_inner()) = to_raw(&settings);
         let settings = Arc::new(settings);
         self.tx.send_replace(settings.clone());
         tracing::info!(version = next_version, actor, ?updated, "settings changed");
@@ -162,4 +172,8 @@ impl SettingsService {
     pub async fn history(&self, before: Option<i64>, limit: u32) -> ApiResult<Vec<SettingsVersion>> {
         Ok(self.repo.settings_history(before, limit).await?)
     }
+}
+
+fn to_raw(settings: &Settings) -> Arc<RawValue> {
+    Arc::from(RawValue::from_string(settings.to_json().to_string()).expect("settings serialise to valid JSON"))
 }

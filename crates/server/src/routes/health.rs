@@ -21,7 +21,7 @@ pub fn router() -> Router<AppState> {
 pub struct PlatformHealth {
     pub status: HealthStatus,
     pub mode: TradingMode,
-    pub components: BTreeMap<String, HealthStatus>,
+    pub components: BTreeMap<&'static str, HealthStatus>,
 }
 
 /// Overall and per-component status. Public (no token), for load balancers and the console's
@@ -29,11 +29,11 @@ pub struct PlatformHealth {
 #[utoipa::path(get, path = "/api/health", tag = "health",
     responses((status = 200, description = "Platform health", body = inline(crate::envelope::SuccessBody<PlatformHealth>))))]
 pub async fn health(State(state): State<AppState>) -> ApiResponse<PlatformHealth> {
-    let components = state.health.snapshot();
+    let statuses = state.health.statuses();
     ApiResponse::ok(PlatformHealth {
-        status: HealthMonitor::overall(&components),
+        status: HealthMonitor::overall(statuses.iter().map(|(_, s)| *s)),
         mode: state.settings.mode(),
-        components: components.into_iter().map(|c| (c.name, c.status)).collect(),
+        components: statuses.into_iter().collect(),
     })
 }
 

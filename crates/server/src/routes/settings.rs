@@ -11,7 +11,9 @@ use axum::extract::State;
 use axum::routing::get;
 use axum::Router;
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::Value;
+use std::sync::Arc;
 use tradeops_core::time::{format_ts, from_epoch_ms};
 use tradeops_core::{Role, Settings};
 
@@ -27,8 +29,8 @@ pub fn router() -> Router<AppState> {
 #[utoipa::path(get, path = "/api/settings", tag = "settings", security(("bearer" = [])),
     responses((status = 200, description = "Effective settings", body = inline(SuccessBody<Settings>)),
               (status = 401, description = "UNAUTHORIZED", body = crate::envelope::ErrorBody)))]
-pub async fn get_settings(State(state): State<AppState>, _caller: Caller) -> ApiResult<ApiResponse<Settings>> {
-    Ok(ApiResponse::ok((*state.settings.current()).clone()))
+pub async fn get_settings(State(state): State<AppState>, _caller: Caller) -> ApiResult<ApiResponse<Arc<RawValue>>> {
+    Ok(ApiResponse::ok(state.settings.current_json()))
 }
 
 #[derive(Serialize, utoipa::ToSchema)]

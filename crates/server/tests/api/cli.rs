@@ -70,6 +70,7 @@ fn sigterm_during_start_up_still_exits_zero() {
     let dir = tempfile::tempdir().unwrap();
     let mut child = tradeops(dir.path()).arg("serve").stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
     let mut first = String::new();
+    // The pipe closes after the first line: the service must survive losing its stdout too.
     BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
     assert!(first.contains("listening on"), "{first}");
     assert!(terminate(&mut child).success(), "SIGTERM right after the first line exits 0");
