@@ -4,7 +4,7 @@ use crate::auth::Caller;
 use crate::envelope::{ApiResponse, SuccessBody};
 use crate::error::ApiResult;
 use crate::extract::Query;
-use crate::routes::{list_limit, parse_cursor};
+use crate::routes::{list_limit, page, parse_cursor};
 use crate::state::AppState;
 use axum::extract::State;
 use axum::routing::get;
@@ -69,10 +69,7 @@ pub async fn list_audit(
         before_id: parse_cursor(q.cursor.as_deref())?,
         limit: limit + 1,
     };
-    let mut records = state.audit.list_audit(&filter).await?;
-    let more = records.len() > limit as usize;
-    records.truncate(limit as usize);
-    let next = more.then(|| records.last().map(|r| r.audit_id.to_string())).flatten();
+    let (records, next) = page(state.audit.list_audit(&filter).await?, limit, |r| r.audit_id);
     let rows = records
         .into_iter()
         .map(|r| AuditRow {

@@ -36,3 +36,12 @@ pub fn parse_cursor(cursor: Option<&str>) -> crate::error::ApiResult<Option<i64>
         })
         .transpose()
 }
+
+/// Turns rows fetched with `limit + 1` into a page: at most `limit` rows, and the cursor of the
+/// next page (the id of the last row kept) when there was more.
+pub fn page<T>(mut rows: Vec<T>, limit: u32, id: impl Fn(&T) -> i64) -> (Vec<T>, Option<String>) {
+    let more = rows.len() > limit as usize;
+    rows.truncate(limit as usize);
+    let next = if more { rows.last().map(|r| id(r).to_string()) } else { None };
+    (rows, next)
+}

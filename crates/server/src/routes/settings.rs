@@ -5,7 +5,7 @@ use crate::envelope::{ApiResponse, SuccessBody};
 use crate::error::ApiResult;
 use crate::extract::Query;
 use crate::guard::{Action, Sensitive, Target};
-use crate::routes::{list_limit, parse_cursor};
+use crate::routes::{list_limit, page, parse_cursor};
 use crate::state::AppState;
 use axum::extract::State;
 use axum::routing::get;
@@ -98,10 +98,7 @@ pub async fn history(
 ) -> ApiResult<ApiResponse<Vec<SettingsVersionRow>>> {
     let limit = list_limit(q.limit)?;
     let before = parse_cursor(q.cursor.as_deref())?;
-    let mut rows = state.settings.history(before, limit + 1).await?;
-    let more = rows.len() > limit as usize;
-    rows.truncate(limit as usize);
-    let next = more.then(|| rows.last().map(|r| r.version.to_string())).flatten();
+    let (rows, next) = page(state.settings.history(before, limit + 1).await?, limit, |v| v.version);
     let rows = rows
         .into_iter()
         .map(|v| SettingsVersionRow {
