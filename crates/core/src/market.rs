@@ -1,0 +1,133 @@
+//! Market data types shared by the simulator, the data broker, the radar and the engine.
+//!
+//! Prices are fixed-point integers of 1/10,000 of a dollar: exact (no binary float drift),
+//! cheap enough to generate millions of bars per second, and convertible to
+//! `rust_decimal::Decimal` without loss.
+
+use crate::time::Timestamp;
+use rust_decimal::Decimal;
+use serde::{Deserialize, Serialize, Serializer};
+use std::fmt;
+
+/// A price in 1/10,000 dollar.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
+pub struct Price(pub i64);
+
+impl Price {
+    pub const SCALE: i64 = 10_000;
+
+    /// Rounds a float to the exchange tick: cents at or above $1, 1/10,000 below (Reg NMS).
+    pub fn from_f64_tick(value: f64) -> Price {
+        if value >= 1.0 {
+            Price(((value * 100.0).round() as i64) * 100)
+        } else {
+            Price((value * Self::SCALE as f64).round().max(1.0) as i64)
+        }
+    }
+
+    pub fn from_cents(cents: i64) -> Price {
+        Price(cents * 100)
+    }
+
+    pub fn to_f64(self) -> f64 {
+        self.0 as f64 / Self::SCALE as f64
+    }
+
+    pub fn to_decimal(self) -> Decimal {
+        Decimal::new(self.0, 4).normalize()
+    }
+
+    /// The price as a decimal if it has at most 4 decimal places.
+    pub fn from_decimal(value: Decimal) -> Option<Price> {
+        let scaled = value.checked_mul(Decimal::from(Self::SCALE))?;
+        (scaled.fract().is_zero()).then(|| i64::try_from(scaled).ok().map(Price)).flatten()
+    }
+}
+
+impl fmt::Display for Price {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.to_decimal())
+    }
+}
+
+/// Serialised as a JSON number with at most 4 decimals.
+impl Serialize for Price {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(self.to_f64())
+    }
+}
+
+/// Bar length.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+pub enum Timeframe {
+    #[serde(rename = "1m")]
+    Minute,
+    #[serde(rename = "1d")]
+    Day,
+}
+
+impl Timeframe {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Timeframe::Minute => "1m",
+            Timeframe::Day => "1d",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Timeframe> {
+        match text {
+            "1m" => Some(Timeframe::Minute),
+            "1d" => Some(Timeframe::Day),
+            _ => None,
+        }
+    }
+}
+
+/// One OHLCV bar. `start` is the bar's first instant (minute bars: an exact minute boundary;
+/// daily bars: 00:00 America/New_York of the date).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Bar {
+    #[serde(with = "crate::time::serde_ts")]
+    pub start: Timestamp,
+    pub open: Price,
+    pub high: Price,
+    pub low: Price,
+    pub close: Price,
+    pub volume: u64,
+}
+
+impl Bar {
+    /// High is the highest and low the lowest of the four prices, all positive.
+    pub fn is_consistent(&self) -> bool {
+        self.low.0 > 0
+            && self.low <= self.open
+            && self.low <= self.close
+            && self.high >= self.open
+            && self.high >= self.close
+            && self.low <= self.high
+    }
+}
+
+/// One trade print.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Trade {
+    pub at: Timestamp,
+    pub price: Price,
+    pub size: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_are_cents_above_a_dollar_and_exact() {
+        assert_eq!(Price::from_f64_tick(12.3456), Price(123_500));
+        assert_eq!(Price::from_f64_tick(0.12345), Price(1_235));
+        assert_eq!(Price::from_f64_tick(0.00001), Price(1), "never zero");
+        assert_eq!(Price(123_500).to_decimal().to_string(), "12.35");
+        assert_eq!(Price::from_decimal(Decimal::new(1235, 2)), Some(Price(123_500)));
+        assert_eq!(Price::from_decimal(Decimal::new(123_451, 5)), None);
+        assert_eq!(serde_json::to_string(&Price(123_500)).unwrap(), "12.35");
+    }
+}

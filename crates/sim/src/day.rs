@@ -1,0 +1,337 @@
+//! One simulated trading day of one symbol.
+//!
+//! [`day_plan`] decides the day in O(1) from (seed, symbol, date): its kind (ordinary, mover,
+//! loser or news-driven runner), previous close, open, close, total volume and the waypoints
+//! the price passes through (a runner's news jump, high of day, pullback and second push).
+//! [`DayGenerator`] then walks the day one minute at a time: between waypoints the log price is
+//! a Brownian bridge whose per-minute volatility follows a GARCH(1,1) process (volatility
+//! clustering) scaled by phase and time of day; volume is allocated to phases exactly and, within
+//! a phase, by the U-shaped profile with noise that grows with the size of the move. The walk is
+//! causal, so the live feed (one step per minute) and history (all steps at once) are identical.
+
+use crate::profile::{
+    regular_remaining, regular_weight, DayClock, PhaseShares, NORMAL_SHARES, REGULAR_MINUTES, RUNNER_SHARES,
+};
+use crate::rng::{mix, unit, Rng};
+use crate::universe::{SymbolProfile, Universe};
+use chrono::{Datelike, Duration, NaiveDate};
+use tradeops_core::market::{Bar, Price};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DayKind {
+    Normal,
+    /// A moderate move up or down (3–10%).
+    Mover,
+    /// A selloff (5–20% down).
+    Loser,
+    /// News: a pre-market gap of 10–150%, 5–50× volume, squeeze, pullback, second push.
+    Runner,
+}
+
+const RUNNER_RANDOM_SHARE: f64 = 0.006;
+const LOSER_SHARE: f64 = 0.03;
+const MOVER_SHARE: f64 = 0.08;
+
+/// Days since 2000-01-01: the time axis of the long-run price level.
+fn day_index(date: NaiveDate) -> i64 {
+    (date - NaiveDate::from_ymd_opt(2000, 1, 1).expect("valid")).num_days()
+}
+
+fn date_key(date: NaiveDate) -> u64 {
+    (date.year() as u64) << 16 | (date.ordinal() as u64)
+}
+
+/// The kind of `p`'s day. At least one runner every day: the designated one among the first
+/// 100 symbols (present in every universe of 100 or more), plus random ones.
+pub fn day_kind(u: &Universe, p: &SymbolProfile, date: NaiveDate) -> DayKind {
+    let dk = date_key(date);
+    let designated = (mix(&[u.seed, dk, 0x0052_554E]) % u.len().clamp(1, 100) as u64) as usize;
+    if p.index == designated || unit(&[u.seed, p.key, dk, 1]) < RUNNER_RANDOM_SHARE {
+        return DayKind::Runner;
+    }
+    match unit(&[u.seed, p.key, dk, 2]) {
+        x if x < LOSER_SHARE => DayKind::Loser,
+        x if x < LOSER_SHARE + MOVER_SHARE => DayKind::Mover,
+        _ => DayKind::Normal,
+    }
+}
+
+/// Smooth random level: value noise at 10 scales (1 day to ~3 years), so the long-run price
+/// wanders like a random walk over months and reverts over years. O(1) for any date.
+fn anchor(u: &Universe, p: &SymbolProfile, date: NaiveDate) -> f64 {
+    let d = day_index(date) as f64;
+    let mut level = p.base_price.ln();
+    for k in 0..10u32 {
+        let span = (1u64 << k) as f64;
+        let x = d / span;
+        let (i, frac) = (x.floor(), x - x.floor());
+        let node = |n: f64| (unit(&[u.seed, p.key, k as u64, n as i64 as u64]) * 2.0 - 1.0) * 3f64.sqrt();
+        let v = node(i) * (1.0 - frac) + node(i + 1.0) * frac;
+        level += p.daily_vol * 0.45 * span.sqrt() * v;
+    }
+    level.exp().clamp(0.05, 5_000.0)
+}
+
+/// The regular close of `date` (also the day's last price): the level times the day's move.
+pub fn close_of(u: &Universe, p: &SymbolProfile, date: NaiveDate) -> f64 {
+    let level = anchor(u, p, date);
+    let dk = date_key(date);
+    let draw = |n: u64| unit(&[u.seed, p.key, dk, 10 + n]);
+    let factor = match day_kind(u, p, date) {
+        DayKind::Normal => 1.0,
+        DayKind::Mover => {
+            let size = 0.03 + 0.07 * draw(0);
+            if draw(1) < 0.6 {
+                1.0 + size
+            } else {
+                1.0 - size
+            }
+        }
+        DayKind::Loser => 1.0 - (0.05 + 0.15 * draw(0)),
+        DayKind::Runner => 1.0 + runner_gap(draw(2)) * (0.35 + 0.75 * draw(3)),
+    };
+    level * factor
+}
+
+/// Gap of a runner: 10% to 150%, most between 15% and 50%.
+fn runner_gap(x: f64) -> f64 {
+    (0.10 + 0.25 * (-(1.0 - x).ln())).min(1.5)
+}
+
+/// Total shares traded on `date` (exact: the day's minute volumes sum to it). O(1).
+pub fn daily_volume(u: &Universe, p: &SymbolProfile, date: NaiveDate) -> u64 {
+    let dk = date_key(date);
+    let noise = (0.3 * (unit(&[u.seed, p.key, dk, 20]) - 0.5) * 3.4).exp();
+    let mult = match day_kind(u, p, date) {
+        DayKind::Normal => 1.0,
+        DayKind::Mover => 2.0 + 2.0 * unit(&[u.seed, p.key, dk, 21]),
+        DayKind::Loser => 2.5 + 2.5 * unit(&[u.seed, p.key, dk, 21]),
+        // Relative volume 5–50×, skewed low.
+        DayKind::Runner => 5.0 + 45.0 * unit(&[u.seed, p.key, dk, 21]).powi(2),
+    };
+    ((p.avg_volume as f64) * noise * mult).round().max(1_000.0) as u64
+}
+
+/// Everything decided about a day before walking it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DayPlan {
+    pub date: NaiveDate,
+    pub kind: DayKind,
+    pub clock: DayClock,
+    /// The previous calendar date's close: where the day's walk starts.
+    pub prev_close: f64,
+    pub open: f64,
+    pub close: f64,
+    pub volume: u64,
+    /// For runners, the minute index of the news.
+    pub news_minute: Option<u32>,
+    /// (minute index, log price) the walk passes through, ascending, ending at the last minute.
+    pub waypoints: Vec<(u32, f64)>,
+    pub phase_shares: PhaseShares,
+    /// Per-minute volatility of the regular session before clustering and time of day.
+    pub sigma: f64,
+    pub seed: u64,
+}
+
+pub fn day_plan(u: &Universe, p: &SymbolProfile, date: NaiveDate) -> DayPlan {
+    let clock = DayClock::for_date(date);
+    let kind = day_kind(u, p, date);
+    let prev_close = Price::from_f64_tick(close_of(u, p, date - Duration::days(1))).to_f64();
+    let close = Price::from_f64_tick(close_of(u, p, date)).to_f64();
+    let seed = mix(&[u.seed, p.key, date_key(date), 0x0044_4159]);
+    let mut rng = Rng::new(mix(&[seed, 1]));
+    let dv = p.daily_vol;
+    let open = match kind {
+        DayKind::Normal => prev_close * (0.3 * dv * rng.normal()).exp(),
+        DayKind::Mover | DayKind::Loser => {
+            prev_close * (0.5 * (close / prev_close).ln() + 0.4 * dv * rng.normal()).exp()
+        }
+        DayKind::Runner => prev_close * (1.0 + runner_gap(unit(&[u.seed, p.key, date_key(date), 12]))),
+    };
+    let open = Price::from_f64_tick(open).to_f64();
+    let mut waypoints = vec![(0, prev_close.ln())];
+    let mut news_minute = None;
+    let mut sigma = dv / (REGULAR_MINUTES as f64).sqrt();
+    if kind == DayKind::Runner {
+        // News between 07:00 and 09:00: most of the gap happens in the minute after it.
+        let news = clock.open - 150 + (rng.uniform() * 120.0) as u32;
+        news_minute = Some(news);
+        let before = prev_close * (1.0 + 0.01 * rng.normal());
+        waypoints.push((news, before.ln()));
+        waypoints.push((news + 1, (prev_close + 0.7 * (open - prev_close)).ln()));
+        waypoints.push((clock.open, open.ln()));
+        // Squeeze to the high of day, first pullback, second push, then drift to the close.
+        let squeeze = 0.08 + 0.42 * rng.uniform().powi(2);
+        let hod_at = clock.open + 5 + (rng.uniform() * 40.0) as u32;
+        let hod = open * (1.0 + squeeze);
+        let pullback_at = hod_at + 4 + (rng.uniform() * 20.0) as u32;
+        let pullback = (hod * (1.0 - 0.3 * squeeze - 0.1 * rng.uniform())).max(open * 0.97);
+        let push_at = pullback_at + 8 + (rng.uniform() * 35.0) as u32;
+        let push = hod * (0.94 + 0.14 * rng.uniform());
+        for (at, level) in [(hod_at, hod), (pullback_at, pullback), (push_at, push)] {
+            waypoints.push((at, level.ln()));
+        }
+        sigma *= 2.5;
+    } else {
+        waypoints.push((clock.open, open.ln()));
+    }
+    waypoints.push((clock.close, close.ln()));
+    waypoints.push((clock.minutes, close.ln()));
+    let phase_shares = if kind == DayKind::Runner { RUNNER_SHARES } else { NORMAL_SHARES };
+    DayPlan {
+        date,
+        kind,
+        clock,
+        prev_close,
+        open,
+        close,
+        volume: daily_volume(u, p, date),
+        news_minute,
+        waypoints,
+        phase_shares,
+        sigma,
+        seed,
+    }
+}
+
+/// Volatility multiplier by phase: quiet overnight, thinner extended hours.
+const PHASE_VOL: [f64; 5] = [0.08, 0.35, 1.0, 0.3, 0.08];
+const GARCH_ALPHA: f64 = 0.10;
+const GARCH_BETA: f64 = 0.86;
+
+/// Walks a [`DayPlan`] one minute at a time. Small (a few hundred bytes): the live feed keeps one
+/// per symbol.
+#[derive(Clone, Debug)]
+pub struct DayGenerator {
+    plan: DayPlan,
+    rng: Rng,
+    minute: u32,
+    /// Log price at the end of the previous minute.
+    x: f64,
+    /// GARCH variance multiplier (mean 1).
+    h: f64,
+    last: Price,
+    waypoint: usize,
+    /// Volume still to allocate in the current phase, and the phase.
+    phase: usize,
+    phase_left: u64,
+}
+
+impl DayGenerator {
+    pub fn new(plan: DayPlan) -> DayGenerator {
+        let rng = Rng::new(mix(&[plan.seed, 2]));
+        let x = plan.prev_close.ln();
+        let last = Price::from_f64_tick(plan.prev_close);
+        let mut generator =
+            DayGenerator { rng, minute: 0, x, h: 1.0, last, waypoint: 1, phase: 0, phase_left: 0, plan };
+        generator.phase_left = generator.phase_volume(0);
+        generator
+    }
+
+    pub fn for_symbol(u: &Universe, p: &SymbolProfile, date: NaiveDate) -> DayGenerator {
+        DayGenerator::new(day_plan(u, p, date))
+    }
+
+    pub fn plan(&self) -> &DayPlan {
+        &self.plan
+    }
+
+    /// Index of the next minute to generate.
+    pub fn minute(&self) -> u32 {
+        self.minute
+    }
+
+    /// The day's volume allocated to `phase`; the last phase takes the rounding remainder.
+    fn phase_volume(&self, phase: usize) -> u64 {
+        let total = self.plan.volume as f64;
+        let upto = |n: usize| (total * self.plan.phase_shares[..n].iter().sum::<f64>()).round() as u64;
+        if phase == 4 {
+            self.plan.volume - upto(4)
+        } else {
+            upto(phase + 1) - upto(phase)
+        }
+    }
+
+    /// Generates the next minute bar, or `None` after the day's last minute.
+    pub fn next_bar(&mut self) -> Option<Bar> {
+        let clock = self.plan.clock;
+        let m = self.minute;
+        if m >= clock.minutes {
+            return None;
+        }
+        let phase = clock.phase_of(m);
+        if phase != self.phase {
+            self.phase = phase;
+            self.phase_left = self.phase_volume(phase);
+        }
+        let (phase_start, phase_end) = clock.phases()[phase];
+
+        // Price: bridge towards the next waypoint with clustered volatility.
+        while self.plan.waypoints[self.waypoint].0 <= m {
+            self.waypoint += 1;
+        }
+        let (target_at, target) = self.plan.waypoints[self.waypoint];
+        let remaining = (target_at - m) as f64;
+        let time_of_day = if phase == 2 { regular_weight(m - phase_start).sqrt() } else { 1.0 };
+        let sigma = self.plan.sigma * PHASE_VOL[phase] * time_of_day * self.h.sqrt();
+        let z = self.rng.normal();
+        let x_new = self.x + (target - self.x) / remaining + sigma * z * ((remaining - 1.0) / remaining).sqrt();
+        self.h = (1.0 - GARCH_ALPHA - GARCH_BETA) + GARCH_ALPHA * z * z + GARCH_BETA * self.h;
+
+        let open = self.last;
+        let close = Price::from_f64_tick(x_new.exp());
+        let (u1, u2) = (self.rng.uniform(), self.rng.uniform());
+        let hi = Price::from_f64_tick((x_new.max(self.x) + 0.8 * sigma * u1).exp());
+        let lo = Price::from_f64_tick((x_new.min(self.x) - 0.8 * sigma * u2).exp());
+        let high = hi.max(open).max(close);
+        let low = Price(lo.0.max(1)).min(open).min(close);
+
+        // Volume: this minute's share of what the phase has left, noisier and larger on big moves.
+        let noise = (0.4 + 1.2 * self.rng.uniform()) * (1.0 + z.abs()) / 1.8;
+        let (weight, weight_left) = if phase == 2 {
+            let i = m - phase_start;
+            (regular_weight(i), regular_remaining(i))
+        } else {
+            (1.0, (phase_end - m) as f64)
+        };
+        let volume = if m + 1 == phase_end {
+            self.phase_left
+        } else {
+            ((self.phase_left as f64 * weight * noise / weight_left).round() as u64).min(self.phase_left)
+        };
+        self.phase_left -= volume;
+
+        self.x = x_new;
+        self.last = close;
+        self.minute += 1;
+        Some(Bar { start: clock.start + Duration::minutes(m as i64), open, high, low, close, volume })
+    }
+
+    /// The rest of the day's bars.
+    pub fn remaining_bars(&mut self) -> Vec<Bar> {
+        let mut bars = Vec::with_capacity((self.plan.clock.minutes - self.minute) as usize);
+        while let Some(bar) = self.next_bar() {
+            bars.push(bar);
+        }
+        bars
+    }
+}
+
+/// The day as one bar (00:00–24:00 New York): its close is the regular close, which is also the
+/// day's last price; its volume is [`daily_volume`].
+pub fn daily_bar(u: &Universe, p: &SymbolProfile, date: NaiveDate) -> Bar {
+    let mut generator = DayGenerator::for_symbol(u, p, date);
+    let start = generator.plan.clock.start;
+    let mut bar = generator.next_bar().expect("a day has minutes");
+    bar.start = start;
+    while let Some(next) = generator.next_bar() {
+        bar.high = bar.high.max(next.high);
+        bar.low = bar.low.min(next.low);
+        bar.close = next.close;
+        bar.volume += next.volume;
+    }
+    bar
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,13 @@
+//! The simulated US-equity market (DESIGN.md, "The simulated market"): a universe of
+//! listed-looking symbols and, for every (seed, symbol, date), one deterministic trading day of
+//! minute bars with volatility clustering, a U-shaped volume profile, and a handful of
+//! news-driven runners per day. The live feed and history run the same per-minute generator,
+//! so they agree bit for bit. Pure: no I/O, no wall clock, no unseeded randomness.
+
+pub mod day;
+pub mod profile;
+pub mod rng;
+pub mod universe;
+
+pub use day::{daily_bar, daily_volume, day_kind, day_plan, DayGenerator, DayKind, DayPlan};
+pub use universe::{SymbolProfile, Universe};
