@@ -26,9 +26,10 @@ fn stepping_live_across_symbols_equals_history() {
     let on = date(2026, 11, 20);
     let history: Vec<Vec<Bar>> = (0..50).map(|i| day(&u, i, on)).collect();
     let mut live: Vec<DayGenerator> = u.symbols.iter().map(|p| DayGenerator::for_symbol(&u, p, on)).collect();
-    for minute in 0..history[0].len() {
-        for (i, g) in live.iter_mut().enumerate() {
-            assert_eq!(g.next_bar().as_ref(), Some(&history[i][minute]));
+    let minutes = history[0].len();
+    for minute in 0..minutes {
+        for (g, bars) in live.iter_mut().zip(&history) {
+            assert_eq!(g.next_bar().as_ref(), Some(&bars[minute]));
         }
     }
 }
