@@ -58,7 +58,7 @@ const AFTER_HOURS_CLOSE: (u32, u32) = (20, 0);
 const EARLY_AFTER_HOURS_CLOSE: (u32, u32) = (17, 0);
 
 impl MarketCalendar {
-    pub fn new(kind: MarketCalendarKind) -> Self {
+    pub const fn new(kind: MarketCalendarKind) -> Self {
         Self { kind }
     }
 

@@ -2,10 +2,12 @@
 //! settings model with its validation. Nothing here performs I/O or reads the wall clock; the
 //! compiler keeps it that way because this crate depends on no runtime, database or HTTP crate.
 
+pub mod bars;
 pub mod calendar;
 pub mod clock;
 pub mod market;
 pub mod mode;
+pub mod radar;
 pub mod role;
 pub mod settings;
 pub mod symbol;

@@ -13,6 +13,7 @@ pub mod extract;
 pub mod guard;
 pub mod health;
 pub mod http;
+pub mod market;
 pub mod metrics;
 pub mod openapi;
 pub mod routes;

@@ -5,11 +5,13 @@
 pub mod audit;
 pub mod cache;
 mod db;
+pub mod market;
 pub mod settings;
 pub mod tokens;
 
 pub use audit::{AuditEntry, AuditFilter, AuditRecord, AuditRepository};
 pub use cache::{Cache, CacheError, MemoryCache, RedisCache};
 pub use db::{Backend, Database, StoreError};
+pub use market::{BlockRecord, MarketRepository, RadarRowRecord, ViolationRecord, WatchRecord};
 pub use settings::{SettingsRepository, SettingsVersion};
 pub use tokens::{TokenRecord, TokenRepository};

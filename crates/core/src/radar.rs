@@ -1,0 +1,194 @@
+//! The momentum radar's columns, filters and ranking (research/domain.md §2).
+//!
+//! - `percentage_gain` = (last − previous regular close) / previous close × 100.
+//! - `change_1m`, `change_5m` = (close of the last completed minute bar − open of the bar 1 or 5
+//!   bars back) / that open × 100; `null` until enough bars exist.
+//! - `volume` = shares traded today (the New York date, pre-market included).
+//! - `average_volume` = mean daily volume of the previous 10 trading days.
+//! - `relative_volume` is time-of-day adjusted: volume so far today divided by the volume an
+//!   average day has traded by the same minute (`average_volume` × the expected cumulative
+//!   fraction of a day's volume at that minute, from the market's intraday volume profile).
+
+use crate::market::{Bar, Price};
+use crate::settings::MomentumRadarSettings;
+use crate::symbol::Symbol;
+use crate::time::Timestamp;
+use serde::Serialize;
+
+/// What the radar knows about one symbol at a scan.
+#[derive(Clone, Debug)]
+pub struct RadarInput<'a> {
+    pub symbol: &'a Symbol,
+    pub sector: &'static str,
+    pub float: u64,
+    pub prev_close: Price,
+    pub last: Price,
+    pub volume: u64,
+    pub average_volume: u64,
+    /// Expected fraction of a day's volume traded by now (0..=1).
+    pub expected_fraction: f64,
+    /// Completed minute bars, oldest first (the last 5 or more).
+    pub recent: &'a [Bar],
+}
+
+/// One radar row (seed §2.4 plus `relative_volume` and `rank`).
+#[derive(Clone, Debug, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct RadarRow {
+    pub rank: u32,
+    #[schema(value_type = String)]
+    pub symbol: Symbol,
+    #[schema(value_type = f64)]
+    pub price: Price,
+    pub percentage_gain: f64,
+    pub change_1m: Option<f64>,
+    pub change_5m: Option<f64>,
+    pub volume: u64,
+    pub average_volume: u64,
+    pub relative_volume: Option<f64>,
+    pub float: u64,
+    pub sector: String,
+    #[serde(with = "crate::time::serde_ts")]
+    #[schema(value_type = String)]
+    pub captured_at: Timestamp,
+}
+
+fn pct(from: Price, to: Price) -> Option<f64> {
+    (from.0 > 0).then(|| round4((to.0 - from.0) as f64 / from.0 as f64 * 100.0))
+}
+
+fn round4(x: f64) -> f64 {
+    (x * 10_000.0).round() / 10_000.0
+}
+
+fn change_over(recent: &[Bar], bars: usize) -> Option<f64> {
+    let last = recent.last()?;
+    let first = recent.len().checked_sub(bars).map(|i| &recent[i])?;
+    pct(first.open, last.close)
+}
+
+/// The row of one symbol (rank 0 until ranked).
+pub fn radar_row(input: &RadarInput<'_>, captured_at: Timestamp) -> RadarRow {
+    let expected = input.average_volume as f64 * input.expected_fraction;
+    RadarRow {
+        rank: 0,
+        symbol: input.symbol.clone(),
+        price: input.last,
+        percentage_gain: pct(input.prev_close, input.last).unwrap_or(0.0),
+        change_1m: change_over(input.recent, 1),
+        change_5m: change_over(input.recent, 5),
+        volume: input.volume,
+        average_volume: input.average_volume,
+        relative_volume: (expected >= 1.0).then(|| round4(input.volume as f64 / expected)),
+        float: input.float,
+        sector: input.sector.to_string(),
+        captured_at,
+    }
+}
+
+/// Whether a row passes the radar's filters.
+pub fn passes(row: &RadarRow, f: &MomentumRadarSettings) -> bool {
+    let price = row.price.to_decimal();
+    price >= f.min_price
+        && price <= f.max_price
+        && row.percentage_gain >= f.min_percentage_gain
+        && row.relative_volume.unwrap_or(0.0) >= f.min_relative_volume
+        && row.float <= f.max_float
+        && row.volume >= f.min_volume
+        && (f.universe.is_empty() || f.universe.contains(&row.symbol))
+}
+
+/// Scores every input, keeps the rows passing the filters, ranks them by gain (ties by symbol)
+/// and keeps at most `limit`.
+pub fn scan<'a>(
+    inputs: impl IntoIterator<Item = RadarInput<'a>>,
+    filters: &MomentumRadarSettings,
+    captured_at: Timestamp,
+    limit: usize,
+) -> Vec<RadarRow> {
+    let mut rows: Vec<RadarRow> =
+        inputs.into_iter().map(|i| radar_row(&i, captured_at)).filter(|r| passes(r, filters)).collect();
+    rows.sort_by(|a, b| b.percentage_gain.total_cmp(&a.percentage_gain).then_with(|| a.symbol.cmp(&b.symbol)));
+    rows.truncate(limit);
+    for (i, row) in rows.iter_mut().enumerate() {
+        row.rank = i as u32 + 1;
+    }
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::parse_ts;
+    use rust_decimal::Decimal;
+
+    fn bar(open: i64, close: i64) -> Bar {
+        let (o, c) = (Price::from_cents(open), Price::from_cents(close));
+        Bar {
+            start: parse_ts("2026-11-20T14:30:00Z").unwrap(),
+            open: o,
+            high: o.max(c),
+            low: o.min(c),
+            close: c,
+            volume: 1,
+        }
+    }
+
+    fn input<'a>(symbol: &'a Symbol, recent: &'a [Bar], prev: i64, last: i64, volume: u64) -> RadarInput<'a> {
+        RadarInput {
+            symbol,
+            sector: "Health Care",
+            float: 5_000_000,
+            prev_close: Price::from_cents(prev),
+            last: Price::from_cents(last),
+            volume,
+            average_volume: 1_000_000,
+            expected_fraction: 0.25,
+            recent,
+        }
+    }
+
+    #[test]
+    fn columns_follow_their_definitions() {
+        let sym = Symbol::parse("ABCD").unwrap();
+        let recent = [bar(400, 410), bar(410, 420), bar(420, 430), bar(430, 440), bar(440, 450), bar(450, 460)];
+        let row = radar_row(&input(&sym, &recent, 400, 460, 2_500_000), parse_ts("2026-11-20T14:36:00Z").unwrap());
+        assert_eq!(row.percentage_gain, 15.0);
+        assert_eq!(row.change_1m, Some(2.2222), "(4.60 − 4.50) / 4.50");
+        assert_eq!(row.change_5m, Some(12.1951), "(4.60 − 4.10) / 4.10");
+        assert_eq!(row.relative_volume, Some(10.0), "2.5M / (1M × 0.25)");
+        let few = radar_row(&input(&sym, &recent[..3], 400, 460, 0), row.captured_at);
+        assert_eq!(few.change_5m, None);
+        assert_eq!(few.relative_volume, Some(0.0));
+        let none = radar_row(&input(&sym, &[], 0, 460, 0), row.captured_at);
+        assert_eq!((none.change_1m, none.percentage_gain), (None, 0.0));
+    }
+
+    #[test]
+    fn filters_and_ranking() {
+        let names: Vec<Symbol> =
+            ["AAA", "BBB", "CCC", "DDD", "EEE"].iter().map(|s| Symbol::parse(s).unwrap()).collect();
+        let recent = [bar(100, 101)];
+        let inputs = vec![
+            input(&names[0], &recent, 500, 600, 3_000_000),   // +20%, rvol 12
+            input(&names[1], &recent, 500, 700, 3_000_000),   // +40%
+            input(&names[2], &recent, 500, 520, 3_000_000),   // +4%: under min gain
+            input(&names[3], &recent, 2000, 2600, 3_000_000), // $26: over max price
+            input(&names[4], &recent, 500, 700, 100_000),     // rvol 0.4: under min rvol
+        ];
+        let f = MomentumRadarSettings::default();
+        let at = parse_ts("2026-11-20T15:00:00Z").unwrap();
+        let rows = scan(inputs.clone(), &f, at, 25);
+        let got: Vec<_> = rows.iter().map(|r| (r.rank, r.symbol.as_str())).collect();
+        assert_eq!(got, vec![(1, "BBB"), (2, "AAA")]);
+        assert_eq!(scan(inputs.clone(), &f, at, 1).len(), 1);
+        let wide = MomentumRadarSettings {
+            max_price: Decimal::new(100, 0),
+            min_percentage_gain: 0.0,
+            min_relative_volume: 0.0,
+            universe: vec![names[2].clone(), names[3].clone()],
+            ..f
+        };
+        let got: Vec<_> = scan(inputs, &wide, at, 25).into_iter().map(|r| r.symbol.to_string()).collect();
+        assert_eq!(got, vec!["DDD", "CCC"]);
+    }
+}

@@ -1,0 +1,285 @@
+//! The live feed of the simulated market, driven by the market clock.
+//!
+//! Each minute every symbol prints four trades — open at :00, the first extreme at :15, the
+//! other at :30, the close at :45 — taken from the day generator's bar for that minute. The
+//! trades are folded into minute bars that complete on exact minute boundaries; at each boundary
+//! the radar scans the whole universe. [`LiveMarket::advance_to`] processes every step up to a
+//! given market time, so tests drive it with a manual clock and the runner with the real one.
+
+use chrono::{Duration, NaiveDate};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+use tradeops_core::bars::{minute_floor, MinuteBarBuilder};
+use tradeops_core::calendar::MarketCalendar;
+use tradeops_core::market::{Bar, Price, Trade};
+use tradeops_core::radar::{scan, RadarInput, RadarRow};
+use tradeops_core::settings::{MarketCalendarKind, MomentumRadarSettings};
+use tradeops_core::{Symbol, Timestamp};
+use tradeops_sim::day::close_of;
+use tradeops_sim::profile::{expected_cum_fraction, DayClock};
+use tradeops_sim::{daily_volume, DayGenerator, Universe};
+
+/// Seconds between feed steps (four per minute).
+pub const STEP_SECONDS: i64 = 15;
+/// Days in the radar's average volume.
+pub const AVERAGE_VOLUME_DAYS: usize = 10;
+/// Most rows a scan keeps (the maximum `top_n`).
+pub const MAX_RADAR_ROWS: usize = 200;
+const RECENT_BARS: usize = 6;
+
+/// The radar result of one scan.
+#[derive(Clone, Debug)]
+pub struct RadarScan {
+    pub captured_at: Timestamp,
+    pub rows: Vec<RadarRow>,
+    pub scanned: usize,
+    /// CPU time of the scan itself.
+    pub scan_micros: u64,
+}
+
+struct SymbolLive {
+    generator: DayGenerator,
+    builder: MinuteBarBuilder,
+    pending: Option<Bar>,
+    recent: Vec<Bar>,
+    volume: u64,
+    last: Price,
+    prev_close: Price,
+    average_volume: u64,
+}
+
+struct LiveState {
+    date: Option<NaiveDate>,
+    clock: Option<DayClock>,
+    calendar: MarketCalendarKind,
+    next_step: Option<Timestamp>,
+    symbols: Vec<SymbolLive>,
+}
+
+/// What the `data_broker` health probe reports.
+#[derive(Clone, Debug)]
+pub struct FeedStatus {
+    pub market_time: Option<Timestamp>,
+    pub date: Option<NaiveDate>,
+    pub symbols: usize,
+    /// Real time since the last step was processed.
+    pub since_last_step: Option<std::time::Duration>,
+}
+
+pub struct LiveMarket {
+    universe: std::sync::Arc<Universe>,
+    state: Mutex<LiveState>,
+    started: Instant,
+    /// Real milliseconds since `started` when the last step ran (−1: never).
+    last_step_ms: AtomicI64,
+    pub speed: f64,
+}
+
+impl LiveMarket {
+    pub fn new(universe: std::sync::Arc<Universe>, speed: f64) -> LiveMarket {
+        LiveMarket {
+            universe,
+            state: Mutex::new(LiveState {
+                date: None,
+                clock: None,
+                calendar: MarketCalendarKind::AlwaysOpen,
+                next_step: None,
+                symbols: Vec::new(),
+            }),
+            started: Instant::now(),
+            last_step_ms: AtomicI64::new(-1),
+            speed,
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, LiveState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Market time of the next step to process.
+    pub fn next_step(&self) -> Option<Timestamp> {
+        self.state().next_step
+    }
+
+    pub fn status(&self) -> FeedStatus {
+        let st = self.state();
+        let ms = self.last_step_ms.load(Ordering::Relaxed);
+        FeedStatus {
+            market_time: st.next_step.map(|t| t - Duration::seconds(STEP_SECONDS)),
+            date: st.date,
+            symbols: self.universe.len(),
+            since_last_step: (ms >= 0)
+                .then(|| self.started.elapsed().saturating_sub(std::time::Duration::from_millis(ms as u64))),
+        }
+    }
+
+    /// The last trade price of `symbol`.
+    pub fn last_price(&self, symbol: &Symbol) -> Option<Price> {
+        let p = self.universe.get(symbol)?;
+        self.state().symbols.get(p.index).map(|s| s.last)
+    }
+
+    /// The last completed minute bars of `symbol` (up to 6), oldest first, and its volume today.
+    pub fn recent_bars(&self, symbol: &Symbol) -> Option<(Vec<Bar>, u64)> {
+        let p = self.universe.get(symbol)?;
+        self.state().symbols.get(p.index).map(|s| (s.recent.clone(), s.volume))
+    }
+
+    /// Processes every step up to market time `now`; returns the scans made on the way.
+    pub fn advance_to(
+        &self,
+        now: Timestamp,
+        calendar: MarketCalendar,
+        radar: &MomentumRadarSettings,
+    ) -> Vec<RadarScan> {
+        let mut st = self.state();
+        st.calendar = calendar.kind();
+        if st.next_step.is_none() {
+            self.start_day(&mut st, calendar.date_of(now), calendar);
+            let clock = st.clock.expect("day started");
+            let current = minute_floor(now);
+            let minutes_done = ((current - clock.start).num_minutes()).clamp(0, clock.minutes as i64) as u32;
+            for s in st.symbols.iter_mut() {
+                for _ in 0..minutes_done {
+                    if let Some(bar) = s.generator.next_bar() {
+                        s.volume += bar.volume;
+                        s.last = bar.close;
+                        push_recent(&mut s.recent, bar);
+                    }
+                }
+            }
+            st.next_step = Some(current);
+        }
+        let mut scans = Vec::new();
+        while let Some(step) = st.next_step.filter(|t| *t <= now) {
+            let k = (step - minute_floor(step)).num_seconds() / STEP_SECONDS;
+            if k == 0 {
+                if let Some(scan) = self.minute_boundary(&mut st, step, calendar, radar) {
+                    scans.push(scan);
+                }
+            } else {
+                for s in st.symbols.iter_mut() {
+                    print_step(s, step, k);
+                }
+                if !radar.scan_on_minute_boundary && radar.enabled {
+                    scans.push(self.scan(&st, step, radar));
+                }
+            }
+            st.next_step = Some(step + Duration::seconds(STEP_SECONDS));
+        }
+        self.last_step_ms.store(self.started.elapsed().as_millis() as i64, Ordering::Relaxed);
+        scans
+    }
+
+    fn minute_boundary(
+        &self,
+        st: &mut LiveState,
+        at: Timestamp,
+        calendar: MarketCalendar,
+        radar: &MomentumRadarSettings,
+    ) -> Option<RadarScan> {
+        for s in st.symbols.iter_mut() {
+            if let Some(bar) = s.builder.close(at) {
+                push_recent(&mut s.recent, bar);
+            }
+        }
+        let date = calendar.date_of(at);
+        if st.date != Some(date) {
+            self.start_day(st, date, calendar);
+        }
+        let scan = radar.enabled.then(|| self.scan(st, at, radar));
+        for s in st.symbols.iter_mut() {
+            s.pending = s.generator.next_bar().filter(|bar| bar.start == at);
+            print_step(s, at, 0);
+        }
+        scan
+    }
+
+    fn scan(&self, st: &LiveState, at: Timestamp, radar: &MomentumRadarSettings) -> RadarScan {
+        let started = Instant::now();
+        let clock = st.clock.expect("day started");
+        let minute = ((at - clock.start).num_minutes()).clamp(0, clock.minutes as i64) as u32;
+        let expected_fraction = expected_cum_fraction(&clock, minute);
+        let inputs = self.universe.symbols.iter().zip(&st.symbols).map(|(p, s)| RadarInput {
+            symbol: &p.symbol,
+            sector: p.sector,
+            float: p.float,
+            prev_close: s.prev_close,
+            last: s.last,
+            volume: s.volume,
+            average_volume: s.average_volume,
+            expected_fraction,
+            recent: &s.recent,
+        });
+        let rows = scan(inputs, radar, at, MAX_RADAR_ROWS);
+        RadarScan {
+            captured_at: at,
+            rows,
+            scanned: st.symbols.len(),
+            scan_micros: started.elapsed().as_micros() as u64,
+        }
+    }
+
+    /// New generators and daily reference values for `date`.
+    fn start_day(&self, st: &mut LiveState, date: NaiveDate, calendar: MarketCalendar) {
+        let u = &self.universe;
+        let previous_days: Vec<NaiveDate> =
+            std::iter::successors(Some(date), |d| Some(calendar.previous_trading_day(*d)))
+                .skip(1)
+                .take(AVERAGE_VOLUME_DAYS)
+                .collect();
+        let prev_trading_day = previous_days[0];
+        st.symbols = u
+            .symbols
+            .iter()
+            .map(|p| {
+                let generator = DayGenerator::for_symbol(u, p, date);
+                let plan = generator.plan();
+                // The previous regular close of the calendar's previous trading day.
+                let prev_close = Price::from_f64_tick(close_of(u, p, prev_trading_day));
+                let average_volume =
+                    previous_days.iter().map(|d| daily_volume(u, p, *d)).sum::<u64>() / previous_days.len() as u64;
+                SymbolLive {
+                    last: Price::from_f64_tick(plan.prev_close),
+                    generator,
+                    builder: MinuteBarBuilder::default(),
+                    pending: None,
+                    recent: Vec::with_capacity(RECENT_BARS + 1),
+                    volume: 0,
+                    prev_close,
+                    average_volume,
+                }
+            })
+            .collect();
+        st.date = Some(date);
+        st.clock = Some(DayClock::for_date(date));
+    }
+}
+
+fn push_recent(recent: &mut Vec<Bar>, bar: Bar) {
+    recent.push(bar);
+    if recent.len() > RECENT_BARS {
+        recent.remove(0);
+    }
+}
+
+/// Prints step `k` (0–3) of the minute's bar as a trade.
+fn print_step(s: &mut SymbolLive, at: Timestamp, k: i64) {
+    let Some(bar) = s.pending else { return };
+    let high_first = (bar.start.timestamp() / 60 + bar.open.0) % 2 == 0;
+    let price = match (k, high_first) {
+        (0, _) => bar.open,
+        (1, true) | (2, false) => bar.high,
+        (1, false) | (2, true) => bar.low,
+        _ => bar.close,
+    };
+    let quarter = bar.volume / 4;
+    let size = if k == 3 { bar.volume - 3 * quarter } else { quarter };
+    s.builder.on_trade(&Trade { at, price, size });
+    s.volume += size;
+    s.last = price;
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,104 @@
+use super::*;
+use crate::market::SimulatedMarket;
+use tradeops_core::market::Timeframe;
+use tradeops_core::time::parse_ts;
+
+fn ts(text: &str) -> Timestamp {
+    parse_ts(text).unwrap()
+}
+
+fn open_filters() -> MomentumRadarSettings {
+    MomentumRadarSettings {
+        min_price: rust_decimal::Decimal::new(1, 2),
+        max_price: rust_decimal::Decimal::new(100_000, 0),
+        min_percentage_gain: -100.0,
+        min_relative_volume: 0.0,
+        max_float: u64::MAX / 2,
+        min_volume: 0,
+        ..MomentumRadarSettings::default()
+    }
+}
+
+fn market(symbols: usize) -> (SimulatedMarket, LiveMarket) {
+    let sim = SimulatedMarket::new(20261121, symbols);
+    let live = LiveMarket::new(sim.universe.clone(), 1.0);
+    (sim, live)
+}
+
+const NYSE: MarketCalendar = MarketCalendar::new(MarketCalendarKind::Nyse);
+
+#[test]
+fn feed_bars_equal_history_bars() {
+    let (sim, live) = market(40);
+    let f = open_filters();
+    live.advance_to(ts("2026-11-20T15:00:20Z"), NYSE, &f);
+    live.advance_to(ts("2026-11-20T15:10:00Z"), NYSE, &f);
+    for p in &sim.universe.symbols {
+        let (recent, volume) = live.recent_bars(&p.symbol).unwrap();
+        let history = sim
+            .bars_sync(&p.symbol, Timeframe::Minute, ts("2026-11-20T15:04:00Z"), ts("2026-11-20T15:10:00Z"))
+            .unwrap();
+        assert_eq!(recent, history, "{}", p.symbol);
+        // volume today: every minute since midnight New York plus the open print of 15:10
+        let day = sim
+            .bars_sync(&p.symbol, Timeframe::Minute, ts("2026-11-20T05:00:00Z"), ts("2026-11-20T15:10:00Z"))
+            .unwrap();
+        let now_bar = sim
+            .bars_sync(&p.symbol, Timeframe::Minute, ts("2026-11-20T15:10:00Z"), ts("2026-11-20T15:11:00Z"))
+            .unwrap();
+        assert_eq!(volume, day.iter().map(|b| b.volume).sum::<u64>() + now_bar[0].volume / 4, "{}", p.symbol);
+    }
+}
+
+#[test]
+fn scans_happen_exactly_on_minute_boundaries() {
+    let (_, live) = market(30);
+    let f = open_filters();
+    let first = live.advance_to(ts("2026-11-20T15:00:20Z"), NYSE, &f);
+    assert_eq!(first.iter().map(|s| s.captured_at).collect::<Vec<_>>(), vec![ts("2026-11-20T15:00:00Z")]);
+    let none = live.advance_to(ts("2026-11-20T15:00:59.999Z"), NYSE, &f);
+    assert!(none.is_empty());
+    let next = live.advance_to(ts("2026-11-20T15:03:00Z"), NYSE, &f);
+    let at: Vec<_> = next.iter().map(|s| s.captured_at).collect();
+    assert_eq!(at, vec![ts("2026-11-20T15:01:00Z"), ts("2026-11-20T15:02:00Z"), ts("2026-11-20T15:03:00Z")]);
+    assert!(next.iter().all(|s| s.scanned == 30 && s.rows.len() == 30));
+    assert_eq!(live.next_step(), Some(ts("2026-11-20T15:03:15Z")));
+}
+
+#[test]
+fn runners_lead_the_radar_after_the_open() {
+    let (sim, live) = market(500);
+    let scans = live.advance_to(ts("2026-11-20T15:30:00Z"), NYSE, &open_filters());
+    let rows = &scans.last().unwrap().rows;
+    let date = NaiveDate::from_ymd_opt(2026, 11, 20).unwrap();
+    let top = &rows[0];
+    let p = sim.universe.get(&top.symbol).unwrap();
+    assert_eq!(tradeops_sim::day_kind(&sim.universe, p, date), tradeops_sim::DayKind::Runner, "{top:?}");
+    assert!(top.percentage_gain >= 10.0 && top.relative_volume.unwrap() >= 2.0, "{top:?}");
+    // the default filters keep only momentum names, ranked by gain
+    let filtered = live.advance_to(ts("2026-11-20T15:31:00Z"), NYSE, &MomentumRadarSettings::default());
+    let rows = &filtered[0].rows;
+    assert!(rows.len() < 50, "{} rows pass the default filters", rows.len());
+    assert!(rows.windows(2).all(|w| w[0].percentage_gain >= w[1].percentage_gain));
+    assert!(rows.iter().all(|r| r.percentage_gain >= 10.0 && r.relative_volume.unwrap_or(0.0) >= 5.0));
+}
+
+#[test]
+fn the_day_rolls_at_midnight_new_york() {
+    let (_, live) = market(20);
+    let f = open_filters();
+    live.advance_to(ts("2026-11-21T04:58:00Z"), NYSE, &f);
+    assert_eq!(live.status().date, NaiveDate::from_ymd_opt(2026, 11, 20));
+    let scans = live.advance_to(ts("2026-11-21T05:00:00Z"), NYSE, &f);
+    assert_eq!(live.status().date, NaiveDate::from_ymd_opt(2026, 11, 21));
+    let midnight = scans.last().unwrap();
+    assert_eq!(midnight.captured_at, ts("2026-11-21T05:00:00Z"));
+    assert!(midnight.rows.iter().all(|r| r.volume == 0), "volume restarts with the new date");
+}
+
+#[test]
+fn disabled_radar_does_not_scan() {
+    let (_, live) = market(10);
+    let off = MomentumRadarSettings { enabled: false, ..open_filters() };
+    assert!(live.advance_to(ts("2026-11-20T15:05:00Z"), NYSE, &off).is_empty());
+}

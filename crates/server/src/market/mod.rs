@@ -1,0 +1,120 @@
+//! The `data_broker` component: market data behind the [`MarketData`] trait, and the live feed
+//! of the simulated market that drives minute bars and the radar.
+
+pub mod live;
+
+use async_trait::async_trait;
+use chrono::Duration;
+use std::sync::Arc;
+use tradeops_core::market::{Bar, Timeframe};
+use tradeops_core::{Symbol, Timestamp};
+use tradeops_sim::day::daily_bar;
+use tradeops_sim::profile::DayClock;
+use tradeops_sim::{DayGenerator, Universe};
+
+/// Reference data of one tradable symbol.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Instrument {
+    pub symbol: Symbol,
+    pub sector: &'static str,
+    pub float: u64,
+    pub average_volume: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum MarketDataError {
+    #[error("unknown symbol {0}")]
+    UnknownSymbol(Symbol),
+    #[error("market data unavailable: {0}")]
+    Unavailable(String),
+}
+
+/// A source of market data: reference data and history. (Live data is the feed's job.)
+#[async_trait]
+pub trait MarketData: Send + Sync {
+    /// Adapter name as configured (`simulated`).
+    fn name(&self) -> &'static str;
+    fn instrument(&self, symbol: &Symbol) -> Option<Instrument>;
+    /// Bars whose start is in `[start, end)`, oldest first.
+    async fn bars(
+        &self,
+        symbol: &Symbol,
+        timeframe: Timeframe,
+        start: Timestamp,
+        end: Timestamp,
+    ) -> Result<Vec<Bar>, MarketDataError>;
+}
+
+/// The simulated market: every day a pure function of (seed, symbol, date).
+pub struct SimulatedMarket {
+    pub universe: Arc<Universe>,
+}
+
+impl SimulatedMarket {
+    pub fn new(seed: u64, symbols: usize) -> SimulatedMarket {
+        SimulatedMarket { universe: Arc::new(Universe::generate(seed, symbols)) }
+    }
+
+    /// The same bars synchronously (history generation is pure CPU work).
+    pub fn bars_sync(
+        &self,
+        symbol: &Symbol,
+        timeframe: Timeframe,
+        start: Timestamp,
+        end: Timestamp,
+    ) -> Result<Vec<Bar>, MarketDataError> {
+        let p = self.universe.get(symbol).ok_or_else(|| MarketDataError::UnknownSymbol(symbol.clone()))?;
+        let calendar_date = |t: Timestamp| t.with_timezone(&chrono_tz::America::New_York).date_naive();
+        let mut bars = Vec::new();
+        let mut date = calendar_date(start);
+        while DayClock::for_date(date).start < end {
+            match timeframe {
+                Timeframe::Minute => {
+                    let mut generator = DayGenerator::for_symbol(&self.universe, p, date);
+                    while let Some(bar) = generator.next_bar() {
+                        if bar.start >= end {
+                            break;
+                        }
+                        if bar.start >= start {
+                            bars.push(bar);
+                        }
+                    }
+                }
+                Timeframe::Day => {
+                    let bar = daily_bar(&self.universe, p, date);
+                    if bar.start >= start && bar.start < end {
+                        bars.push(bar);
+                    }
+                }
+            }
+            date += Duration::days(1);
+        }
+        Ok(bars)
+    }
+}
+
+#[async_trait]
+impl MarketData for SimulatedMarket {
+    fn name(&self) -> &'static str {
+        "simulated"
+    }
+
+    fn instrument(&self, symbol: &Symbol) -> Option<Instrument> {
+        self.universe.get(symbol).map(|p| Instrument {
+            symbol: p.symbol.clone(),
+            sector: p.sector,
+            float: p.float,
+            average_volume: p.avg_volume,
+        })
+    }
+
+    async fn bars(
+        &self,
+        symbol: &Symbol,
+        timeframe: Timeframe,
+        start: Timestamp,
+        end: Timestamp,
+    ) -> Result<Vec<Bar>, MarketDataError> {
+        self.bars_sync(symbol, timeframe, start, end)
+    }
+}
