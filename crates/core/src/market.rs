@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use std::fmt;
 
 /// A price in 1/10,000 dollar.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Price(pub i64);
 
 impl Price {
@@ -54,6 +54,17 @@ impl fmt::Display for Price {
 impl Serialize for Price {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_f64(self.to_f64())
+    }
+}
+
+/// Read from a JSON number, rounded to 1/10,000.
+impl<'de> Deserialize<'de> for Price {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Price, D::Error> {
+        let value = f64::deserialize(d)?;
+        if !value.is_finite() || value.abs() > 9e14 {
+            return Err(serde::de::Error::custom("price out of range"));
+        }
+        Ok(Price((value * Self::SCALE as f64).round() as i64))
     }
 }
 
@@ -129,5 +140,7 @@ mod tests {
         assert_eq!(Price::from_decimal(Decimal::new(1235, 2)), Some(Price(123_500)));
         assert_eq!(Price::from_decimal(Decimal::new(123_451, 5)), None);
         assert_eq!(serde_json::to_string(&Price(123_500)).unwrap(), "12.35");
+        assert_eq!(serde_json::from_str::<Price>("12.35").unwrap(), Price(123_500));
+        assert_eq!(serde_json::from_str::<Price>("0.1235").unwrap(), Price(1_235));
     }
 }

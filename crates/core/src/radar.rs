@@ -13,7 +13,7 @@ use crate::market::{Bar, Price};
 use crate::settings::MomentumRadarSettings;
 use crate::symbol::Symbol;
 use crate::time::Timestamp;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What the radar knows about one symbol at a scan.
 #[derive(Clone, Debug)]
@@ -32,7 +32,7 @@ pub struct RadarInput<'a> {
 }
 
 /// One radar row (seed §2.4 plus `relative_volume` and `rank`).
-#[derive(Clone, Debug, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RadarRow {
     pub rank: u32,
     #[schema(value_type = String)]

@@ -2,12 +2,17 @@
 //! Tests build exactly this, on port 0.
 
 use crate::auth::{generate_token, RateLimiter, TokenRegistry};
+use crate::clock::ScaledClock;
 use crate::config::{redact, Config};
 use crate::extract::MAX_BODY_BYTES;
 use crate::health::HealthMonitor;
+use crate::market::live::LiveMarket;
+use crate::market::{MarketData, SimulatedMarket};
 use crate::metrics::Metrics;
+use crate::radar::RadarService;
 use crate::settings_service::SettingsService;
 use crate::state::{AppState, Inner};
+use crate::watchlist::WatchlistService;
 use crate::{http, openapi, routes};
 use anyhow::Context;
 use axum::extract::{DefaultBodyLimit, State};
@@ -23,12 +28,23 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
-use tradeops_core::{Clock, Role};
+use tradeops_core::calendar::MarketCalendar;
+use tradeops_core::{Clock, Role, TradingMode};
 use tradeops_store::{Cache, Database, MemoryCache, RedisCache};
 use utoipa_swagger_ui::SwaggerUi;
 
 /// Name of the bootstrap admin token.
 pub const BOOTSTRAP_TOKEN_NAME: &str = "admin";
+
+/// What tests may replace.
+#[derive(Default)]
+pub struct Overrides {
+    /// Market time (default: by mode).
+    pub market_clock: Option<Arc<dyn Clock>>,
+    /// Extra routes under the same middleware (tests prove that a panicking handler still
+    /// answers with the envelope).
+    pub extra_routes: Router<AppState>,
+}
 
 pub struct Application {
     listener: TcpListener,
@@ -40,16 +56,16 @@ pub struct Application {
 
 impl Application {
     pub async fn build(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Application> {
-        Self::build_with_routes(config, clock, Router::new()).await
+        Self::build_with(config, clock, Overrides::default()).await
     }
 
-    /// Like [`Application::build`], with extra routes under the same middleware (tests use it to
-    /// prove that a panicking handler still answers with the envelope).
-    pub async fn build_with_routes(
+    /// Like [`Application::build`], with test overrides.
+    pub async fn build_with(
         config: Config,
         clock: Arc<dyn Clock>,
-        extra: Router<AppState>,
+        overrides: Overrides,
     ) -> anyhow::Result<Application> {
+        let extra = overrides.extra_routes;
         let db = Database::open(&config.database_url)
             .await
             .with_context(|| format!("opening the database {}", redact(&config.database_url)))?;
@@ -65,7 +81,26 @@ impl Application {
         if let Some(mode) = config.mode {
             settings.apply_configured_mode(mode).await.map_err(|e| anyhow::anyhow!("{}", e.message))?;
         }
+        let mode = settings.mode();
+        let calendar = MarketCalendar::new(settings.current().runtime.market_calendar);
+        let speed = config.sim.speed.unwrap_or(if mode == TradingMode::Demo { 60.0 } else { 1.0 });
+        let market_clock: Arc<dyn Clock> = match overrides.market_clock {
+            Some(c) => c,
+            None if mode == TradingMode::Demo => {
+                Arc::new(ScaledClock::starting_at(demo_start(calendar, clock.now()), speed))
+            }
+            None if speed != 1.0 => Arc::new(ScaledClock::starting_at(clock.now(), speed)),
+            None => clock.clone(),
+        };
+        let simulated = SimulatedMarket::new(config.sim.seed, config.sim.symbols as usize);
+        let live = Arc::new(LiveMarket::new(simulated.universe.clone(), speed));
+        let market: Arc<dyn MarketData> = Arc::new(simulated);
         let state = AppState::new(Inner {
+            radar: RadarService::new(cache.clone(), Arc::new(db.clone())),
+            watchlist: WatchlistService::new(Arc::new(db.clone()), market.clone(), market_clock.clone()),
+            market,
+            live: Some(live),
+            market_clock,
             rate_limiter: RateLimiter::new(config.auth.rate_limit_per_second, config.auth.rate_limit_burst),
             audit: Arc::new(db.clone()),
             config,
@@ -77,6 +112,9 @@ impl Application {
             health: HealthMonitor::default(),
             metrics: Metrics::default(),
         });
+        if let Some(live) = &state.live {
+            warm_up(&state, live.clone()).await?;
+        }
         state.health.probe_all(&state).await;
 
         let listener =
@@ -194,7 +232,79 @@ fn spawn_background(state: &AppState) -> Vec<JoinHandle<()>> {
             }
         })
     };
-    vec![health, token_usage]
+    let mut tasks = vec![health, token_usage];
+    if let Some(live) = &state.live {
+        tasks.push(tokio::spawn(run_feed(state.clone(), live.clone())));
+    }
+    tasks
+}
+
+/// DEMO starts its market at 09:25 New York of the current (or last) trading day.
+fn demo_start(calendar: MarketCalendar, now: tradeops_core::Timestamp) -> tradeops_core::Timestamp {
+    let today = calendar.date_of(now);
+    let date = if calendar.is_trading_day(today) { today } else { calendar.previous_trading_day(today) };
+    match calendar.trading_day(date) {
+        Some(day) if calendar.kind() == tradeops_core::settings::MarketCalendarKind::Nyse => {
+            day.regular_open - chrono::Duration::minutes(5)
+        }
+        _ => {
+            let open = date.and_hms_opt(9, 25, 0).expect("valid time");
+            chrono::TimeZone::from_local_datetime(&chrono_tz::America::New_York, &open)
+                .earliest()
+                .map(|t| t.to_utc())
+                .unwrap_or(now)
+        }
+    }
+}
+
+/// Brings the live market to the market clock's time before the service answers, and publishes
+/// the scan made there, so the first radar request already has data.
+async fn warm_up(state: &AppState, live: Arc<LiveMarket>) -> anyhow::Result<()> {
+    let now = state.market_clock.now();
+    let settings = state.settings.current();
+    let calendar = MarketCalendar::new(settings.runtime.market_calendar);
+    let filters = settings.momentum_radar.clone();
+    let scans = tokio::task::spawn_blocking(move || live.advance_to(now, calendar, &filters)).await?;
+    if let Some(scan) = scans.into_iter().last() {
+        state.radar.publish(scan, None, true).await;
+    }
+    Ok(())
+}
+
+/// Drives the live feed by the market clock: processes due steps, publishes radar scans (and
+/// lets the allocator auto-watch), then sleeps until the next step.
+async fn run_feed(state: AppState, live: Arc<LiveMarket>) {
+    loop {
+        let now = state.market_clock.now();
+        let settings = state.settings.current();
+        let calendar = MarketCalendar::new(settings.runtime.market_calendar);
+        let (feed, filters) = (live.clone(), settings.momentum_radar.clone());
+        let scans = match tokio::task::spawn_blocking(move || feed.advance_to(now, calendar, &filters)).await {
+            Ok(scans) => scans,
+            Err(e) => {
+                tracing::error!(error = %e, "market feed step failed");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        let count = scans.len();
+        for (i, scan) in scans.into_iter().enumerate() {
+            let last = i + 1 == count;
+            let behind = (state.market_clock.now() - scan.captured_at).to_std().unwrap_or_default();
+            let latency = last.then(|| behind.div_f64(live.speed));
+            let top: Vec<_> = scan.rows.iter().map(|r| r.symbol.clone()).collect();
+            state.radar.publish(scan, latency, last).await;
+            if last && settings.strategy_allocator.auto_watch {
+                state.watchlist.auto_watch(&top, &settings).await;
+            }
+        }
+        let wait = live
+            .next_step()
+            .and_then(|t| (t - state.market_clock.now()).to_std().ok())
+            .map(|d| d.div_f64(live.speed))
+            .unwrap_or_default();
+        tokio::time::sleep(wait.clamp(Duration::from_millis(1), Duration::from_millis(250))).await;
+    }
 }
 
 /// Registers SIGINT and SIGTERM handlers now (so a signal during start-up is not lost) and

@@ -76,7 +76,7 @@ impl HealthMonitor {
         let (database, cache) = tokio::join!(probe_database(state), probe_cache(state));
         let results = [
             ("api", probe_api(state)),
-            ("data_broker", probe_adapter("market data", state.settings.current().runtime.market_data_broker)),
+            ("data_broker", probe_feed(state)),
             ("execution_broker", probe_adapter("execution", state.settings.current().runtime.execution_broker)),
             ("risk_manager", probe_risk_manager(state).await),
             ("cache", cache),
@@ -171,6 +171,40 @@ fn probe_api(state: &AppState) -> Probe {
             "requests_total": m.requests_total(),
             "in_flight": m.in_flight(),
             "server_errors_total": m.server_errors_total(),
+        }),
+    }
+}
+
+/// The market data feed: fresh while steps keep coming at the pace the market clock sets.
+fn probe_feed(state: &AppState) -> Probe {
+    let Some(live) = &state.live else {
+        return probe_adapter("market data", state.settings.current().runtime.market_data_broker);
+    };
+    let feed = live.status();
+    let step = Duration::from_secs_f64(crate::market::live::STEP_SECONDS as f64 / live.speed);
+    let fresh = step * 2 + Duration::from_secs(1);
+    let status = match feed.since_last_step {
+        Some(age) if age <= fresh => HealthStatus::Healthy,
+        Some(age) if age <= fresh + Duration::from_secs(60) => HealthStatus::Degraded,
+        // Not stepped yet: starting, unless it has been far too long.
+        None if state.metrics.uptime() < Duration::from_secs(30) => HealthStatus::Degraded,
+        _ => HealthStatus::Down,
+    };
+    let radar = state.radar.local();
+    Probe {
+        status,
+        latency: None,
+        detail: json!({
+            "adapter": state.market.name(),
+            "symbols": feed.symbols,
+            "speed": live.speed,
+            "market_time": feed.market_time.map(|t| format_ts(&t)),
+            "trading_date": feed.date.map(|d| d.to_string()),
+            "last_tick_age_ms": feed.since_last_step.map(|d| d.as_millis() as u64),
+            "radar_captured_at": radar.captured_at.map(|t| format_ts(&t)),
+            "radar_rows": radar.rows.len(),
+            "radar_scan_micros": radar.scan_micros,
+            "radar_latency_ms": radar.latency_ms,
         }),
     }
 }

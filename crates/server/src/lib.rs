@@ -16,10 +16,12 @@ pub mod http;
 pub mod market;
 pub mod metrics;
 pub mod openapi;
+pub mod radar;
 pub mod routes;
 pub mod settings_service;
 pub mod state;
 pub mod telemetry;
+pub mod watchlist;
 
 pub use app::Application;
 pub use config::Config;

@@ -34,6 +34,12 @@ CONFIRMATION_REQUIRED 428, RATE_LIMITED 429 (Retry-After), INTERNAL_ERROR 500, B
         crate::routes::auth::me,
         crate::routes::audit::list_audit,
         crate::routes::system::version,
+        crate::routes::radar::momentum,
+        crate::routes::radar::watch,
+        crate::routes::radar::block,
+        crate::routes::radar::unblock,
+        crate::routes::radar::blocks,
+        crate::routes::watchlist::list,
     ),
     components(schemas(crate::error::ErrorCode, crate::envelope::ErrorBody)),
     modifiers(&BearerAuth),
@@ -43,6 +49,8 @@ CONFIRMATION_REQUIRED 428, RATE_LIMITED 429 (Retry-After), INTERNAL_ERROR 500, B
         (name = "auth", description = "Tokens and roles"),
         (name = "audit", description = "Who did what"),
         (name = "system", description = "Service metadata"),
+        (name = "radar", description = "Momentum radar, watching and blocking symbols"),
+        (name = "watchlist", description = "Symbols a strategy trades"),
     )
 )]
 pub struct ApiDoc;

@@ -3,8 +3,12 @@
 use crate::auth::{RateLimiter, TokenRegistry};
 use crate::config::Config;
 use crate::health::HealthMonitor;
+use crate::market::live::LiveMarket;
+use crate::market::MarketData;
 use crate::metrics::Metrics;
+use crate::radar::RadarService;
 use crate::settings_service::SettingsService;
+use crate::watchlist::WatchlistService;
 use std::ops::Deref;
 use std::sync::Arc;
 use tradeops_core::Clock;
@@ -24,6 +28,14 @@ pub struct Inner {
     pub settings: SettingsService,
     pub health: HealthMonitor,
     pub metrics: Metrics,
+    /// The `data_broker` adapter.
+    pub market: Arc<dyn MarketData>,
+    /// The simulated market's live feed.
+    pub live: Option<Arc<LiveMarket>>,
+    /// Market time: the wall clock in PAPER, faster in DEMO.
+    pub market_clock: Arc<dyn Clock>,
+    pub radar: RadarService,
+    pub watchlist: WatchlistService,
 }
 
 impl AppState {

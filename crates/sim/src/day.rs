@@ -28,7 +28,7 @@ pub enum DayKind {
     Runner,
 }
 
-const RUNNER_RANDOM_SHARE: f64 = 0.006;
+const RUNNER_RANDOM_SHARE: f64 = 0.004;
 const LOSER_SHARE: f64 = 0.03;
 const MOVER_SHARE: f64 = 0.08;
 
@@ -41,12 +41,28 @@ fn date_key(date: NaiveDate) -> u64 {
     (date.year() as u64) << 16 | (date.ordinal() as u64)
 }
 
-/// The kind of `p`'s day. At least one runner every day: the designated one among the first
-/// 100 symbols (present in every universe of 100 or more), plus random ones.
+/// How likely news finds a symbol: low floats and tradeable prices attract the runners.
+fn runner_affinity(p: &SymbolProfile) -> f64 {
+    let float = (20e6 / p.float as f64).clamp(0.15, 4.0);
+    let price = if (1.0..=15.0).contains(&p.base_price) { 1.5 } else { 0.5 };
+    float * price
+}
+
+/// The day's designated runner: of eight candidates among the first 100 symbols (present in
+/// every universe of 100 or more), the one news is most likely to find.
+fn designated_runner(u: &Universe, dk: u64) -> usize {
+    let pool = u.len().clamp(1, 100) as u64;
+    (0..8u64)
+        .map(|n| (mix(&[u.seed, dk, 0x0052_554E, n]) % pool) as usize)
+        .max_by(|a, b| runner_affinity(&u.symbols[*a]).total_cmp(&runner_affinity(&u.symbols[*b])).then(b.cmp(a)))
+        .unwrap_or(0)
+}
+
+/// The kind of `p`'s day. At least one runner every day (the designated one), plus random
+/// ones, more often among low floats.
 pub fn day_kind(u: &Universe, p: &SymbolProfile, date: NaiveDate) -> DayKind {
     let dk = date_key(date);
-    let designated = (mix(&[u.seed, dk, 0x0052_554E]) % u.len().clamp(1, 100) as u64) as usize;
-    if p.index == designated || unit(&[u.seed, p.key, dk, 1]) < RUNNER_RANDOM_SHARE {
+    if p.index == designated_runner(u, dk) || unit(&[u.seed, p.key, dk, 1]) < RUNNER_RANDOM_SHARE * runner_affinity(p) {
         return DayKind::Runner;
     }
     match unit(&[u.seed, p.key, dk, 2]) {

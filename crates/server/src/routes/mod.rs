@@ -3,8 +3,10 @@
 pub mod audit;
 pub mod auth;
 pub mod health;
+pub mod radar;
 pub mod settings;
 pub mod system;
+pub mod watchlist;
 
 use crate::state::AppState;
 use axum::Router;
@@ -17,6 +19,8 @@ pub fn api() -> Router<AppState> {
         .merge(auth::router())
         .merge(audit::router())
         .merge(system::router())
+        .merge(radar::router())
+        .merge(watchlist::router())
 }
 
 /// `limit` of list endpoints: default 100, 1..=1000 (CONTRACT §8).

@@ -5,6 +5,7 @@ use serde_json::Value;
 use std::sync::Arc;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
+use tradeops_server::app::Overrides;
 use tradeops_server::clock::SystemClock;
 use tradeops_server::{Application, Config};
 
@@ -72,8 +73,13 @@ impl Drop for TestDb {
     }
 }
 
+/// Market time at which every test app starts: Friday 2026-11-20, 10:00 New York.
+pub const MARKET_START: &str = "2026-11-20T15:00:00Z";
+
 pub struct TestApp {
     pub base: String,
+    /// The market clock; advance it to move the simulated market.
+    pub market: tradeops_core::ManualClock,
     pub config: Config,
     pub client: reqwest::Client,
     pub db: Arc<TestDb>,
@@ -134,6 +140,7 @@ pub fn test_config(database_url: String) -> Config {
         bind: "127.0.0.1:0".parse().unwrap(),
         database_url,
         shutdown_grace: std::time::Duration::from_secs(5),
+        health_probe_interval: std::time::Duration::from_millis(100),
         ..Config::default()
     };
     config.auth.admin_token = Some(ADMIN_TOKEN.into());
@@ -158,20 +165,31 @@ pub async fn spawn_app_with(adjust: impl FnOnce(&mut Config)) -> TestApp {
 }
 
 pub async fn start(config: Config, db: Arc<TestDb>, extra: axum::Router<tradeops_server::state::AppState>) -> TestApp {
-    let app = Application::build_with_routes(config.clone(), Arc::new(SystemClock), extra).await.expect("app builds");
+    let market = tradeops_core::ManualClock::new(tradeops_core::time::parse_ts(MARKET_START).unwrap());
+    start_at(config, db, extra, market).await
+}
+
+pub async fn start_at(
+    config: Config,
+    db: Arc<TestDb>,
+    extra: axum::Router<tradeops_server::state::AppState>,
+    market: tradeops_core::ManualClock,
+) -> TestApp {
+    let overrides = Overrides { market_clock: Some(Arc::new(market.clone())), extra_routes: extra };
+    let app = Application::build_with(config.clone(), Arc::new(SystemClock), overrides).await.expect("app builds");
     let base = format!("http://{}", app.local_addr());
     let (tx, rx) = oneshot::channel();
     let server = tokio::spawn(app.run_until_stopped(async {
         let _ = rx.await;
     }));
-    TestApp { base, config, client: reqwest::Client::new(), db, shutdown: Some(tx), server: Some(server) }
+    TestApp { base, market, config, client: reqwest::Client::new(), db, shutdown: Some(tx), server: Some(server) }
 }
 
 impl TestApp {
     /// Stops gracefully and starts again on the same database.
     pub async fn restart(mut self) -> TestApp {
         self.stop().await;
-        start(self.config.clone(), self.db.clone(), axum::Router::new()).await
+        start_at(self.config.clone(), self.db.clone(), axum::Router::new(), self.market.clone()).await
     }
 
     pub async fn stop(&mut self) {
@@ -233,6 +251,24 @@ impl TestApp {
 
     pub async fn settings_version(&self) -> i64 {
         self.get("/api/settings/history?limit=1").await.data()[0]["version"].as_i64().expect("version")
+    }
+
+    pub async fn post(&self, path: &str, token: &str, body: Value) -> Reply {
+        self.call(Method::POST, path, Some(token), Some(body)).await
+    }
+
+    /// Waits (up to 5 s) until the radar's latest scan was captured at `at`, and returns
+    /// `GET /api/radar/momentum?top_n=200` then.
+    pub async fn wait_for_scan(&self, at: &str) -> Reply {
+        for _ in 0..100 {
+            let health = self.get("/api/health/components").await;
+            let feed = health.data().as_array().unwrap().iter().find(|c| c["name"] == "data_broker").cloned();
+            if feed.is_some_and(|f| f["detail"]["radar_captured_at"] == at) {
+                return self.get("/api/radar/momentum?top_n=200").await;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        panic!("no radar scan captured at {at}");
     }
 
     pub fn url(&self, path: &str) -> String {

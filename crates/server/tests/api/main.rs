@@ -11,4 +11,5 @@ mod envelope;
 mod health;
 mod hostile;
 mod openapi;
+mod radar;
 mod settings;

@@ -33,10 +33,16 @@ async fn openapi_lists_every_api_route() {
             "GET /api/auth/tokens",
             "GET /api/health",
             "GET /api/health/components",
+            "GET /api/radar/blocks",
+            "GET /api/radar/momentum",
             "GET /api/settings",
             "GET /api/settings/history",
             "GET /api/version",
+            "GET /api/watchlist",
             "POST /api/auth/tokens",
+            "POST /api/radar/block",
+            "POST /api/radar/unblock",
+            "POST /api/radar/watch",
             "PUT /api/settings",
         ]
     );

@@ -1,0 +1,104 @@
+//! `GET /api/watchlist`.
+
+use crate::auth::Caller;
+use crate::envelope::{ApiResponse, SuccessBody};
+use crate::error::{ApiError, ApiResult};
+use crate::extract::Query;
+use crate::state::AppState;
+use axum::extract::State;
+use axum::routing::get;
+use axum::Router;
+use serde::{Deserialize, Serialize};
+use tradeops_core::time::{format_ts, from_epoch_ms};
+use tradeops_core::Symbol;
+
+pub fn router() -> Router<AppState> {
+    Router::new().route("/api/watchlist", get(list))
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct WatchlistQuery {
+    /// Only rows with this `strategy_status` (`Active`, `Buy`, `Hold`, `Sell`, `Closed`, `Halted`).
+    pub status: Option<String>,
+    /// `time_added_desc` (default), `time_added_asc`, `symbol_asc`, `symbol_desc`, `price_desc`, `price_asc`.
+    pub sort: Option<String>,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct WatchlistRow {
+    pub symbol: String,
+    /// Last trade price; `null` when the market has none.
+    pub current_price: Option<f64>,
+    pub time_added: String,
+    pub time_closed: Option<String>,
+    pub time_completed: Option<String>,
+    pub strategy_status: String,
+    pub strategy_id: String,
+    pub strategy_version: String,
+    pub polling_status: String,
+    /// `MANUAL`, `RADAR` or `API`.
+    pub source: String,
+    /// Why the row was closed, when it was.
+    pub reason: Option<String>,
+}
+
+const STATUSES: &[&str] = &["Active", "Buy", "Hold", "Sell", "Closed", "Halted"];
+const SORTS: &[&str] = &["time_added_desc", "time_added_asc", "symbol_asc", "symbol_desc", "price_desc", "price_asc"];
+
+/// Watchlist rows with the strategy and polling status of each.
+#[utoipa::path(get, path = "/api/watchlist", tag = "watchlist", security(("bearer" = [])), params(WatchlistQuery),
+    responses((status = 200, description = "Watchlist rows", body = inline(SuccessBody<Vec<WatchlistRow>>)),
+              (status = 400, description = "VALIDATION_ERROR (status, sort)", body = crate::envelope::ErrorBody)))]
+pub async fn list(
+    State(state): State<AppState>,
+    _caller: Caller,
+    Query(q): Query<WatchlistQuery>,
+) -> ApiResult<ApiResponse<Vec<WatchlistRow>>> {
+    if let Some(status) = &q.status {
+        if !STATUSES.contains(&status.as_str()) {
+            return Err(ApiError::validation("status", format!("must be one of {}", STATUSES.join(", "))));
+        }
+    }
+    let sort = q.sort.as_deref().unwrap_or("time_added_desc");
+    if !SORTS.contains(&sort) {
+        return Err(ApiError::validation("sort", format!("must be one of {}", SORTS.join(", "))));
+    }
+    let mut rows: Vec<(i64, WatchlistRow)> = state
+        .watchlist
+        .rows()
+        .await?
+        .into_iter()
+        .filter(|r| q.status.as_ref().is_none_or(|s| &r.strategy_status == s))
+        .map(|r| {
+            let price =
+                Symbol::parse(&r.symbol).ok().and_then(|s| state.live.as_ref()?.last_price(&s)).map(|p| p.to_f64());
+            (
+                r.time_added,
+                WatchlistRow {
+                    current_price: price,
+                    time_added: format_ts(&from_epoch_ms(r.time_added)),
+                    time_closed: r.time_closed.map(|t| format_ts(&from_epoch_ms(t))),
+                    time_completed: r.time_completed.map(|t| format_ts(&from_epoch_ms(t))),
+                    symbol: r.symbol,
+                    strategy_status: r.strategy_status,
+                    strategy_id: r.strategy_id,
+                    strategy_version: r.strategy_version,
+                    polling_status: r.polling_status,
+                    source: r.source,
+                    reason: r.reason,
+                },
+            )
+        })
+        .collect();
+    let price = |r: &WatchlistRow| r.current_price.unwrap_or(f64::NEG_INFINITY);
+    match sort {
+        "time_added_asc" => rows.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.symbol.cmp(&b.1.symbol))),
+        "symbol_asc" => rows.sort_by(|a, b| a.1.symbol.cmp(&b.1.symbol)),
+        "symbol_desc" => rows.sort_by(|a, b| b.1.symbol.cmp(&a.1.symbol)),
+        "price_desc" => rows.sort_by(|a, b| price(&b.1).total_cmp(&price(&a.1))),
+        "price_asc" => rows.sort_by(|a, b| price(&a.1).total_cmp(&price(&b.1))),
+        _ => rows.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.symbol.cmp(&b.1.symbol))),
+    }
+    Ok(ApiResponse::list(rows.into_iter().map(|(_, r)| r).collect()))
+}

@@ -1,0 +1,245 @@
+//! The radar, watching and blocking, through the API with the simulated market on a manual
+//! market clock.
+
+use crate::helpers::*;
+use serde_json::json;
+use std::time::Duration;
+
+const FIRST_SCAN: &str = "2026-11-20T15:00:00.000Z";
+
+#[tokio::test]
+async fn radar_serves_ranked_filtered_rows_from_the_latest_scan() {
+    let app = spawn_app().await;
+    let reply = app.wait_for_scan(FIRST_SCAN).await;
+    let rows = reply.data().as_array().unwrap().clone();
+    assert!(!rows.is_empty(), "runners pass the default filters at 10:00");
+    assert_eq!(reply.body["meta"]["count"], rows.len());
+    for (i, row) in rows.iter().enumerate() {
+        assert_eq!(row["rank"], i + 1);
+        let price = row["price"].as_f64().unwrap();
+        assert!((1.0..=20.0).contains(&price), "{row}");
+        assert!(row["percentage_gain"].as_f64().unwrap() >= 10.0, "{row}");
+        assert!(row["relative_volume"].as_f64().unwrap() >= 5.0, "{row}");
+        assert!(row["float"].as_u64().unwrap() <= 20_000_000, "{row}");
+        for key in ["symbol", "change_1m", "change_5m", "sector", "volume", "average_volume"] {
+            assert!(!row[key].is_null(), "{key} in {row}");
+        }
+    }
+    assert!(rows.windows(2).all(|w| w[0]["percentage_gain"].as_f64() >= w[1]["percentage_gain"].as_f64()));
+
+    assert_eq!(app.get("/api/radar/momentum?top_n=1").await.data().as_array().unwrap().len(), 1);
+    for bad in ["0", "201", "-1", "ten"] {
+        let reply = app.get(&format!("/api/radar/momentum?top_n={bad}")).await;
+        reply.assert_error(400, "VALIDATION_ERROR");
+        assert_eq!(reply.body["error"]["detail"]["field"], "top_n");
+    }
+}
+
+#[tokio::test]
+async fn scans_follow_the_market_clock_minute_by_minute() {
+    let app = spawn_app().await;
+    app.wait_for_scan(FIRST_SCAN).await;
+    app.market.advance(chrono::Duration::seconds(59));
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(
+        app.get("/api/radar/momentum").await.data()[0]["captured_at"],
+        FIRST_SCAN,
+        "no scan before the boundary"
+    );
+    app.market.advance(chrono::Duration::seconds(1));
+    app.wait_for_scan("2026-11-20T15:01:00.000Z").await;
+    let health = app.get("/api/health/components").await;
+    let feed = health.data().as_array().unwrap().iter().find(|c| c["name"] == "data_broker").unwrap().clone();
+    assert_eq!(feed["detail"]["adapter"], "simulated");
+    assert_eq!(feed["detail"]["trading_date"], "2026-11-20");
+}
+
+#[tokio::test]
+async fn watching_creates_an_active_polling_row_once() {
+    let app = spawn_app().await;
+    let symbol = app.wait_for_scan(FIRST_SCAN).await.data()[0]["symbol"].as_str().unwrap().to_string();
+    let reply = app.post("/api/radar/watch", ADMIN_TOKEN, json!({"symbol": symbol.to_lowercase()})).await;
+    let data = reply.assert_ok(200).clone();
+    assert_eq!(data["symbol"], symbol);
+    assert_eq!(data["watchlist_status"], "WATCHING");
+    assert!(data["time_added"].as_str().unwrap().starts_with("2026-11-20T15:00"));
+    let again = app.post("/api/radar/watch", ADMIN_TOKEN, json!({"symbol": symbol, "source": "API"})).await;
+    assert_eq!(again.assert_ok(200)["watchlist_status"], "ALREADY_WATCHING");
+
+    let list = app.get("/api/watchlist").await;
+    let row = &list.data()[0];
+    assert_eq!(list.body["meta"]["count"], 1);
+    assert_eq!(row["symbol"], symbol);
+    assert_eq!(row["strategy_status"], "Active");
+    assert_eq!(row["polling_status"], "POLLING");
+    assert_eq!(row["strategy_id"], "momentum_breakout");
+    assert_eq!(row["strategy_version"], "1.0.0");
+    assert_eq!(row["source"], "MANUAL");
+    assert!(row["current_price"].as_f64().unwrap() > 0.0);
+
+    // survives a restart
+    let app = app.restart().await;
+    assert_eq!(app.get("/api/watchlist?status=Active").await.data()[0]["symbol"], symbol);
+    assert_eq!(app.get("/api/watchlist?status=Closed").await.body["meta"]["count"], 0);
+    app.get("/api/watchlist?status=Sleeping").await.assert_error(400, "VALIDATION_ERROR");
+    app.get("/api/watchlist?sort=random").await.assert_error(400, "VALIDATION_ERROR");
+}
+
+#[tokio::test]
+async fn watch_refusals() {
+    let app = spawn_app_with(|c| c.auth.rate_limit_burst = 1000).await;
+    let viewer = app.token("watcher", "viewer").await;
+    let sym = |n: usize| async move { n };
+    let _ = sym(0).await;
+    app.post("/api/radar/watch", &viewer, json!({"symbol": "ABC"})).await.assert_error(403, "FORBIDDEN");
+    let bad = app.post("/api/radar/watch", ADMIN_TOKEN, json!({"symbol": "NOT A SYMBOL"})).await;
+    bad.assert_error(400, "VALIDATION_ERROR");
+    assert_eq!(bad.body["error"]["detail"]["field"], "symbol");
+    app.post("/api/radar/watch", ADMIN_TOKEN, json!({"symbol": "ZZZZZZZZZ"})).await.assert_error(404, "NOT_FOUND");
+    app.post("/api/radar/watch", ADMIN_TOKEN, json!({"symbol": "ABC", "source": "GUESS"}))
+        .await
+        .assert_error(400, "VALIDATION_ERROR");
+    app.post("/api/radar/watch", ADMIN_TOKEN, json!({})).await.assert_error(400, "VALIDATION_ERROR");
+    assert_eq!(app.get("/api/watchlist").await.body["meta"]["count"], 0, "refusals change nothing");
+}
+
+async fn universe_symbols(app: &TestApp, n: usize) -> Vec<String> {
+    let rows = app.wait_for_scan(FIRST_SCAN).await;
+    let mut symbols: Vec<String> =
+        rows.data().as_array().unwrap().iter().map(|r| r["symbol"].as_str().unwrap().to_string()).collect();
+    // Filters off: every symbol of the market is on the radar.
+    if symbols.len() < n {
+        app.put_settings(ADMIN_TOKEN, json!({"momentum_radar": {"min_percentage_gain": -100, "min_relative_volume": 0, "max_float": 100000000000u64, "min_volume": 0, "min_price": 0.01, "max_price": 100000}})).await.assert_ok(200);
+        app.market.advance(chrono::Duration::minutes(1));
+        let rows = app.wait_for_scan("2026-11-20T15:01:00.000Z").await;
+        symbols = rows.data().as_array().unwrap().iter().map(|r| r["symbol"].as_str().unwrap().to_string()).collect();
+    }
+    symbols.truncate(n);
+    symbols
+}
+
+#[tokio::test]
+async fn the_active_watchlist_limit_is_a_risk_rule() {
+    let app = spawn_app().await;
+    app.put_settings(ADMIN_TOKEN, json!({"risk_controls": {"active_watchlist_limit": 2}})).await.assert_ok(200);
+    let symbols = universe_symbols(&app, 3).await;
+    for s in &symbols[..2] {
+        app.post("/api/radar/watch", ADMIN_TOKEN, json!({"symbol": s})).await.assert_ok(200);
+    }
+    let full = app.post("/api/radar/watch", ADMIN_TOKEN, json!({"symbol": symbols[2]})).await;
+    full.assert_error(422, "RISK_BLOCKED");
+    let detail = &full.body["error"]["detail"];
+    assert_eq!(detail["rule"], "ACTIVE_WATCHLIST_LIMIT");
+    assert_eq!((detail["limit"].as_i64(), detail["current"].as_i64()), (Some(2), Some(2)));
+    assert_eq!(violations(&app).await, vec![("ACTIVE_WATCHLIST_LIMIT".to_string(), symbols[2].clone())]);
+    // blocking one closes its row, which frees a place
+    app.post("/api/radar/block", ADMIN_TOKEN, json!({"symbol": symbols[0], "reason": "halted news"}))
+        .await
+        .assert_ok(200);
+    app.post("/api/radar/watch", ADMIN_TOKEN, json!({"symbol": symbols[2]})).await.assert_ok(200);
+}
+
+async fn violations(app: &TestApp) -> Vec<(String, String)> {
+    use tradeops_store::MarketRepository;
+    let db = tradeops_store::Database::open(&app.config.database_url).await.unwrap();
+    let rows = db.violations(100).await.unwrap();
+    db.close().await;
+    rows.into_iter().map(|v| (v.rule, v.symbol.unwrap_or_default())).collect()
+}
+
+#[tokio::test]
+async fn blocks_stop_strategies_refuse_watching_and_expire_with_the_day() {
+    let app = spawn_app().await;
+    let symbols = universe_symbols(&app, 2).await;
+    let (a, b) = (&symbols[0], &symbols[1]);
+    app.post("/api/radar/watch", ADMIN_TOKEN, json!({"symbol": a})).await.assert_ok(200);
+
+    let today = app.post("/api/radar/block", ADMIN_TOKEN, json!({"symbol": a, "reason": "offering"})).await;
+    let data = today.assert_ok(200).clone();
+    assert_eq!(data["block_scope"], "TODAY");
+    // ALWAYS_OPEN: the trading day ends at midnight New York
+    assert_eq!(data["expires_at"], "2026-11-21T05:00:00.000Z");
+    let row = app.get("/api/watchlist").await.data()[0].clone();
+    assert_eq!((row["strategy_status"].as_str(), row["polling_status"].as_str()), (Some("Closed"), Some("STOPPED")));
+    assert_eq!(row["reason"], "blocked: offering");
+
+    let refused = app.post("/api/radar/watch", ADMIN_TOKEN, json!({"symbol": a})).await;
+    refused.assert_error(422, "RISK_BLOCKED");
+    assert_eq!(refused.body["error"]["detail"]["rule"], "SYMBOL_BLOCKED");
+    assert_eq!(violations(&app).await, vec![("SYMBOL_BLOCKED".to_string(), a.clone())]);
+
+    let forever = app
+        .post("/api/radar/block", ADMIN_TOKEN, json!({"symbol": b, "block_scope": "PERMANENT", "reason": "never"}))
+        .await;
+    assert!(forever.assert_ok(200)["expires_at"].is_null());
+    let blocks = app.get("/api/radar/blocks").await;
+    assert_eq!(blocks.body["meta"]["count"], 2);
+
+    // the TODAY block expires with the trading day; the permanent one stays
+    app.market.set(tradeops_core::time::parse_ts("2026-11-21T05:00:00Z").unwrap());
+    let blocks = app.get("/api/radar/blocks").await;
+    let left: Vec<_> =
+        blocks.data().as_array().unwrap().iter().map(|b| b["symbol"].as_str().unwrap().to_string()).collect();
+    assert_eq!(left, vec![b.clone()]);
+    app.post("/api/radar/watch", ADMIN_TOKEN, json!({"symbol": a})).await.assert_ok(200);
+
+    let lifted = app.post("/api/radar/unblock", ADMIN_TOKEN, json!({"symbol": b, "reason": "cleared"})).await;
+    assert_eq!(lifted.assert_ok(200)["unblocked"], true);
+    app.post("/api/radar/unblock", ADMIN_TOKEN, json!({"symbol": b, "reason": "again"}))
+        .await
+        .assert_error(404, "NOT_FOUND");
+    app.post("/api/radar/block", ADMIN_TOKEN, json!({"symbol": b, "reason": ""}))
+        .await
+        .assert_error(400, "VALIDATION_ERROR");
+
+    let audit = app.get("/api/audit?action=radar.block").await;
+    assert_eq!(audit.body["meta"]["count"], 3, "two blocks and the refused empty reason");
+}
+
+#[tokio::test]
+async fn the_allocator_auto_watches_top_radar_symbols() {
+    let app = spawn_app().await;
+    let top = app.wait_for_scan(FIRST_SCAN).await.data().as_array().unwrap().clone();
+    app.put_settings(ADMIN_TOKEN, json!({"strategy_allocator": {"auto_watch": true, "auto_watch_top_n": 2}}))
+        .await
+        .assert_ok(200);
+    app.market.advance(chrono::Duration::minutes(1));
+    let scan = app.wait_for_scan("2026-11-20T15:01:00.000Z").await;
+    let expected: Vec<_> = scan.data().as_array().unwrap().iter().take(2).map(|r| r["symbol"].clone()).collect();
+    let mut watched = Vec::new();
+    for _ in 0..50 {
+        watched = app.get("/api/watchlist?sort=symbol_asc").await.data().as_array().unwrap().clone();
+        if watched.len() >= expected.len() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!top.is_empty());
+    let mut got: Vec<_> = watched.iter().map(|r| r["symbol"].clone()).collect();
+    let mut want = expected.clone();
+    got.sort_by_key(|v| v.to_string());
+    want.sort_by_key(|v| v.to_string());
+    assert_eq!(got, want);
+    assert!(watched.iter().all(|r| r["source"] == "RADAR"));
+}
+
+#[tokio::test]
+async fn scans_are_kept_in_the_database() {
+    use tradeops_store::MarketRepository;
+    let app = spawn_app().await;
+    let served = app.wait_for_scan(FIRST_SCAN).await.data().as_array().unwrap().clone();
+    let db = tradeops_store::Database::open(&app.config.database_url).await.unwrap();
+    let at = tradeops_core::time::to_epoch_ms(&tradeops_core::time::parse_ts(FIRST_SCAN).unwrap());
+    let mut stored = db.radar_scan_at(at).await.unwrap();
+    for _ in 0..20 {
+        if stored.len() == served.len() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        stored = db.radar_scan_at(at).await.unwrap();
+    }
+    db.close().await;
+    let symbols: Vec<_> = stored.iter().map(|r| r.symbol.clone()).collect();
+    let expected: Vec<_> = served.iter().map(|r| r["symbol"].as_str().unwrap().to_string()).collect();
+    assert_eq!(symbols, expected);
+}
