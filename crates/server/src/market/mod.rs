@@ -118,3 +118,40 @@ impl MarketData for SimulatedMarket {
         self.bars_sync(symbol, timeframe, start, end)
     }
 }
+
+/// Refuses an order-generating action while the session calendar says the market is closed:
+/// `MARKET_CLOSED` with `detail.next_open`.
+pub fn ensure_market_open(
+    calendar: tradeops_core::calendar::MarketCalendar,
+    now: Timestamp,
+) -> crate::error::ApiResult<()> {
+    if calendar.is_open(now) {
+        return Ok(());
+    }
+    let next_open = tradeops_core::time::format_ts(&calendar.next_open(now));
+    Err(crate::error::ApiError::new(
+        crate::error::ErrorCode::MarketClosed,
+        format!("The market is closed ({:?} calendar); it next opens at {next_open}", calendar.kind()),
+    )
+    .with_detail(serde_json::json!({"next_open": next_open, "phase": calendar.phase(now)})))
+}
+
+#[cfg(test)]
+mod session_tests {
+    use super::*;
+    use tradeops_core::calendar::MarketCalendar;
+    use tradeops_core::settings::MarketCalendarKind;
+    use tradeops_core::time::parse_ts;
+
+    #[test]
+    fn closed_market_refuses_with_next_open() {
+        let nyse = MarketCalendar::new(MarketCalendarKind::Nyse);
+        // Saturday 2026-11-21: next open is Monday 04:00 New York (pre-market).
+        let err = ensure_market_open(nyse, parse_ts("2026-11-21T15:00:00Z").unwrap()).unwrap_err();
+        assert_eq!(err.code, crate::error::ErrorCode::MarketClosed);
+        assert_eq!(err.detail["next_open"], "2026-11-23T09:00:00.000Z");
+        assert!(ensure_market_open(nyse, parse_ts("2026-11-20T15:00:00Z").unwrap()).is_ok());
+        let always = MarketCalendar::new(MarketCalendarKind::AlwaysOpen);
+        assert!(ensure_market_open(always, parse_ts("2026-11-21T15:00:00Z").unwrap()).is_ok());
+    }
+}
