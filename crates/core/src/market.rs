@@ -119,6 +119,15 @@ impl Bar {
     }
 }
 
+/// The best bid and offer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Quote {
+    pub bid: Price,
+    pub ask: Price,
+    pub bid_size: u64,
+    pub ask_size: u64,
+}
+
 /// One trade print.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Trade {

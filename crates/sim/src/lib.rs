@@ -6,6 +6,7 @@
 
 pub mod day;
 pub mod profile;
+pub mod quote;
 pub mod rng;
 pub mod universe;
 

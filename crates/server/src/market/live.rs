@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 use tradeops_core::bars::{minute_floor, MinuteBarBuilder};
-use tradeops_core::calendar::MarketCalendar;
+use tradeops_core::calendar::{MarketCalendar, SessionPhase};
 use tradeops_core::market::{Bar, Price, Trade};
 use tradeops_core::radar::{scan, RadarInput, RadarRow};
 use tradeops_core::settings::{MarketCalendarKind, MomentumRadarSettings};
@@ -120,6 +120,14 @@ impl LiveMarket {
         self.state().symbols.get(p.index).map(|s| s.last)
     }
 
+    /// The quote of `symbol` around its last trade.
+    pub fn quote(&self, symbol: &Symbol) -> Option<tradeops_core::market::Quote> {
+        let p = self.universe.get(symbol)?;
+        let st = self.state();
+        let s = st.symbols.get(p.index)?;
+        Some(tradeops_sim::quote::quote_around(s.last, s.average_volume))
+    }
+
     /// The last completed minute bars of `symbol` (up to 6), oldest first, and its volume today.
     pub fn recent_bars(&self, symbol: &Symbol) -> Option<(Vec<Bar>, u64)> {
         let p = self.universe.get(symbol)?;
@@ -162,7 +170,7 @@ impl LiveMarket {
                 for s in st.symbols.iter_mut() {
                     print_step(s, step, k);
                 }
-                if !radar.scan_on_minute_boundary && radar.enabled {
+                if !radar.scan_on_minute_boundary && radar.enabled && calendar.phase(step) != SessionPhase::Closed {
                     scans.push(self.scan(&st, step, radar));
                 }
             }
@@ -188,7 +196,9 @@ impl LiveMarket {
         if st.date != Some(date) {
             self.start_day(st, date, calendar);
         }
-        let scan = radar.enabled.then(|| self.scan(st, at, radar));
+        // A closed exchange has no session to scan; the last scan of the session stays served.
+        let open = calendar.phase(at) != SessionPhase::Closed;
+        let scan = (radar.enabled && open).then(|| self.scan(st, at, radar));
         for s in st.symbols.iter_mut() {
             s.pending = s.generator.next_bar().filter(|bar| bar.start == at);
             print_step(s, at, 0);

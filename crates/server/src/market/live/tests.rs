@@ -87,9 +87,10 @@ fn runners_lead_the_radar_after_the_open() {
 fn the_day_rolls_at_midnight_new_york() {
     let (_, live) = market(20);
     let f = open_filters();
-    live.advance_to(ts("2026-11-21T04:58:00Z"), NYSE, &f);
+    let always = MarketCalendar::new(MarketCalendarKind::AlwaysOpen);
+    live.advance_to(ts("2026-11-21T04:58:00Z"), always, &f);
     assert_eq!(live.status().date, NaiveDate::from_ymd_opt(2026, 11, 20));
-    let scans = live.advance_to(ts("2026-11-21T05:00:00Z"), NYSE, &f);
+    let scans = live.advance_to(ts("2026-11-21T05:00:00Z"), always, &f);
     assert_eq!(live.status().date, NaiveDate::from_ymd_opt(2026, 11, 21));
     let midnight = scans.last().unwrap();
     assert_eq!(midnight.captured_at, ts("2026-11-21T05:00:00Z"));
@@ -101,4 +102,19 @@ fn disabled_radar_does_not_scan() {
     let (_, live) = market(10);
     let off = MomentumRadarSettings { enabled: false, ..open_filters() };
     assert!(live.advance_to(ts("2026-11-20T15:05:00Z"), NYSE, &off).is_empty());
+}
+
+#[test]
+fn a_closed_nyse_session_is_not_scanned_but_always_open_is() {
+    let (sim, live) = market(20);
+    let f = open_filters();
+    // Saturday 2026-11-21, 10:00 New York
+    assert!(live.advance_to(ts("2026-11-21T15:00:00Z"), NYSE, &f).is_empty());
+    let always = MarketCalendar::new(MarketCalendarKind::AlwaysOpen);
+    assert_eq!(live.advance_to(ts("2026-11-21T15:01:00Z"), always, &f).len(), 1);
+    // quotes straddle the last trade
+    let p = &sim.universe.symbols[0];
+    let q = live.quote(&p.symbol).unwrap();
+    let last = live.last_price(&p.symbol).unwrap();
+    assert!(q.bid <= last && last <= q.ask && q.bid < q.ask, "{q:?} around {last:?}");
 }

@@ -1,0 +1,44 @@
+//! Quotes around the last trade: the spread widens for cheap and thinly traded names, as on a
+//! real small-cap tape.
+
+use tradeops_core::market::{Price, Quote};
+
+/// The quoted spread, in dollars, for a price and typical daily volume: about 5 basis points for
+/// liquid names, up to 1% for illiquid ones, never under one tick.
+pub fn spread(price: Price, average_volume: u64) -> Price {
+    let p = price.to_f64();
+    let liquidity = (1_000_000.0 / average_volume.max(1) as f64).sqrt().clamp(1.0, 20.0);
+    let tick = if p >= 1.0 { 100 } else { 1 };
+    let raw = (p * 0.0005 * liquidity * Price::SCALE as f64).round() as i64;
+    Price(((raw + tick - 1) / tick).max(1) * tick)
+}
+
+/// A quote around `last`: bid and ask straddle it by half the spread each (the ask takes the odd
+/// tick); sizes scale with the volume.
+pub fn quote_around(last: Price, average_volume: u64) -> Quote {
+    let tick = if last.0 >= Price::SCALE { 100 } else { 1 };
+    let spread = spread(last, average_volume);
+    let half = (spread.0 / 2 / tick) * tick;
+    let bid = Price((last.0 - half).max(tick));
+    let ask = Price(bid.0 + spread.0.max(tick));
+    let size = (average_volume / 2_000).clamp(1, 50) * 100;
+    Quote { bid, ask, bid_size: size, ask_size: size }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spreads_are_ticks_and_widen_when_thin() {
+        let liquid = spread(Price::from_cents(1000), 5_000_000);
+        let thin = spread(Price::from_cents(1000), 20_000);
+        assert_eq!(liquid, Price::from_cents(1), "one cent on a liquid $10 name");
+        assert!(thin > liquid && thin.0 % 100 == 0, "{thin:?}");
+        let q = quote_around(Price::from_cents(1000), 20_000);
+        assert!(q.bid < Price::from_cents(1000) || q.bid == Price::from_cents(1000));
+        assert!(q.ask > q.bid && q.ask.0 - q.bid.0 == thin.0);
+        let penny = quote_around(Price(5_000), 100_000);
+        assert!(penny.bid.0 > 0 && penny.ask > penny.bid);
+    }
+}
