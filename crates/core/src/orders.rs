@@ -1,0 +1,323 @@
+//! Orders and their state machine (CONTRACT §3, research/domain.md §1.10).
+//!
+//! ```text
+//! NEW ──ack──▶ ACCEPTED ──fill──▶ PARTIALLY_FILLED ──fill──▶ FILLED
+//!  │              │  ▲                 │
+//!  │           cancel│cancel rejected  cancel
+//!  │              ▼  │                 ▼
+//!  │          PENDING_CANCEL ──canceled──▶ CANCELED ──late fill──▶ CANCELED | FILLED
+//!  ├──reject──▶ REJECTED
+//!  └──(any open)──expire──▶ EXPIRED ──late fill──▶ EXPIRED | FILLED
+//! ```
+//! A fill may race a cancel: fills are accepted in `PENDING_CANCEL` and, late, after
+//! `CANCELED` or `EXPIRED` (the shares were bought; the books must say so). A refused event leaves
+//! the order exactly as it was.
+
+use crate::market::Side;
+use crate::symbol::Symbol;
+use crate::time::Timestamp;
+use rust_decimal::Decimal;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum OrderType {
+    Market,
+    Limit,
+    Stop,
+    StopLimit,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum TimeInForce {
+    Day,
+    Gtc,
+    Ioc,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum OrderStatus {
+    New,
+    Accepted,
+    PartiallyFilled,
+    Filled,
+    PendingCancel,
+    Canceled,
+    Rejected,
+    Expired,
+}
+
+impl OrderStatus {
+    /// No further change expected (late fills aside).
+    pub fn is_final(self) -> bool {
+        matches!(self, OrderStatus::Filled | OrderStatus::Canceled | OrderStatus::Rejected | OrderStatus::Expired)
+    }
+
+    /// `POST /api/orders/cancel` may cancel it.
+    pub fn is_cancellable(self) -> bool {
+        matches!(self, OrderStatus::New | OrderStatus::Accepted | OrderStatus::PartiallyFilled)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OrderStatus::New => "NEW",
+            OrderStatus::Accepted => "ACCEPTED",
+            OrderStatus::PartiallyFilled => "PARTIALLY_FILLED",
+            OrderStatus::Filled => "FILLED",
+            OrderStatus::PendingCancel => "PENDING_CANCEL",
+            OrderStatus::Canceled => "CANCELED",
+            OrderStatus::Rejected => "REJECTED",
+            OrderStatus::Expired => "EXPIRED",
+        }
+    }
+}
+
+impl fmt::Display for OrderStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The client's id of an order: 1–64 characters of `A-Z a-z 0-9 _ - . :`.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, utoipa::ToSchema)]
+#[schema(value_type = String)]
+pub struct ClientOrderId(String);
+
+impl ClientOrderId {
+    pub fn parse(raw: &str) -> Result<ClientOrderId, String> {
+        let ok = !raw.is_empty()
+            && raw.len() <= 64
+            && raw.chars().all(|c| c.is_ascii_alphanumeric() || "_-.:".contains(c));
+        if ok { Ok(ClientOrderId(raw.to_string())) } else { Err("must be 1 to 64 characters of A-Z, a-z, 0-9, _ - . :".into()) }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for ClientOrderId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for ClientOrderId {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        ClientOrderId::parse(&String::deserialize(d)?).map_err(serde::de::Error::custom)
+    }
+}
+
+/// One fill of an order.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Execution {
+    pub execution_id: String,
+    #[serde(with = "crate::time::serde_ts")]
+    pub timestamp: Timestamp,
+    pub quantity: u64,
+    #[serde(with = "rust_decimal::serde::float")]
+    pub price: Decimal,
+    #[serde(with = "rust_decimal::serde::float")]
+    pub fee: Decimal,
+}
+
+/// What can happen to an order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OrderEvent {
+    /// The broker acknowledged it.
+    Accepted { broker_order_id: String },
+    Filled(Execution),
+    /// We asked the broker to cancel.
+    CancelRequested,
+    Canceled,
+    /// The broker refused our cancel (it stays working).
+    CancelRejected,
+    Rejected { reason: String },
+    Expired,
+}
+
+impl OrderEvent {
+    fn name(&self) -> &'static str {
+        match self {
+            OrderEvent::Accepted { .. } => "accepted",
+            OrderEvent::Filled(_) => "fill",
+            OrderEvent::CancelRequested => "cancel request",
+            OrderEvent::Canceled => "canceled",
+            OrderEvent::CancelRejected => "cancel rejected",
+            OrderEvent::Rejected { .. } => "rejected",
+            OrderEvent::Expired => "expired",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum OrderError {
+    #[error("an order in {from} cannot take a {event}")]
+    IllegalTransition { from: OrderStatus, event: &'static str },
+    #[error("execution {0} was already applied")]
+    DuplicateExecution(String),
+    #[error("fill of {fill} would exceed the order: {filled} of {quantity} already filled")]
+    Overfill { fill: u64, filled: u64, quantity: u64 },
+    #[error("a fill needs a positive quantity and price")]
+    InvalidFill,
+}
+
+/// An order and everything that happened to it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Order {
+    pub client_order_id: ClientOrderId,
+    pub broker_order_id: Option<String>,
+    pub symbol: Symbol,
+    pub side: Side,
+    pub order_type: OrderType,
+    pub time_in_force: TimeInForce,
+    pub quantity: u64,
+    pub limit_price: Option<Decimal>,
+    pub stop_price: Option<Decimal>,
+    pub status: OrderStatus,
+    pub filled_quantity: u64,
+    /// Σ quantity × price of the executions: the exact base of the average fill price.
+    pub filled_notional: Decimal,
+    pub fees: Decimal,
+    pub executions: Vec<Execution>,
+    /// Why it was placed (strategy rule or operator's words).
+    pub reason: Option<String>,
+    pub strategy_id: Option<String>,
+    pub reject_reason: Option<String>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+impl Order {
+    /// A new order, not yet sent.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        client_order_id: ClientOrderId,
+        symbol: Symbol,
+        side: Side,
+        order_type: OrderType,
+        time_in_force: TimeInForce,
+        quantity: u64,
+        limit_price: Option<Decimal>,
+        stop_price: Option<Decimal>,
+        at: Timestamp,
+    ) -> Order {
+        Order {
+            client_order_id,
+            broker_order_id: None,
+            symbol,
+            side,
+            order_type,
+            time_in_force,
+            quantity,
+            limit_price,
+            stop_price,
+            status: OrderStatus::New,
+            filled_quantity: 0,
+            filled_notional: Decimal::ZERO,
+            fees: Decimal::ZERO,
+            executions: Vec::new(),
+            reason: None,
+            strategy_id: None,
+            reject_reason: None,
+            created_at: at,
+            updated_at: at,
+        }
+    }
+
+    pub fn remaining(&self) -> u64 {
+        self.quantity - self.filled_quantity
+    }
+
+    /// Average fill price, to 4 decimal places; `None` before the first fill.
+    pub fn average_fill_price(&self) -> Option<Decimal> {
+        (self.filled_quantity > 0).then(|| (self.filled_notional / Decimal::from(self.filled_quantity)).round_dp(4))
+    }
+
+    /// The status a working order has given its fills and acknowledgement.
+    fn working_status(&self, filled: u64) -> OrderStatus {
+        if filled > 0 {
+            OrderStatus::PartiallyFilled
+        } else if self.broker_order_id.is_some() {
+            OrderStatus::Accepted
+        } else {
+            OrderStatus::New
+        }
+    }
+
+    /// Applies an event. On error nothing changes.
+    pub fn apply(&mut self, event: OrderEvent, at: Timestamp) -> Result<OrderStatus, OrderError> {
+        use OrderStatus::*;
+        let from = self.status;
+        let illegal = || OrderError::IllegalTransition { from, event: event.name() };
+        let next = match &event {
+            OrderEvent::Accepted { .. } => match from {
+                New => Accepted,
+                // The ack of an order we already asked to cancel.
+                PendingCancel if self.broker_order_id.is_none() => PendingCancel,
+                _ => return Err(illegal()),
+            },
+            OrderEvent::Filled(exec) => {
+                if exec.quantity == 0 || exec.price <= Decimal::ZERO {
+                    return Err(OrderError::InvalidFill);
+                }
+                if self.executions.iter().any(|e| e.execution_id == exec.execution_id) {
+                    return Err(OrderError::DuplicateExecution(exec.execution_id.clone()));
+                }
+                if matches!(from, Filled | Rejected) || exec.quantity > self.remaining() {
+                    return Err(OrderError::Overfill {
+                        fill: exec.quantity,
+                        filled: self.filled_quantity,
+                        quantity: self.quantity,
+                    });
+                }
+                let filled = self.filled_quantity + exec.quantity;
+                match from {
+                    _ if filled == self.quantity => Filled,
+                    New | Accepted | PartiallyFilled => PartiallyFilled,
+                    other => other, // PendingCancel, and late fills after Canceled/Expired
+                }
+            }
+            OrderEvent::CancelRequested => match from {
+                New | Accepted | PartiallyFilled => PendingCancel,
+                _ => return Err(illegal()),
+            },
+            OrderEvent::Canceled => match from {
+                New | Accepted | PartiallyFilled | PendingCancel => Canceled,
+                _ => return Err(illegal()),
+            },
+            OrderEvent::CancelRejected => match from {
+                PendingCancel => self.working_status(self.filled_quantity),
+                _ => return Err(illegal()),
+            },
+            OrderEvent::Rejected { .. } => match from {
+                New | Accepted | PendingCancel if self.filled_quantity == 0 => Rejected,
+                _ => return Err(illegal()),
+            },
+            OrderEvent::Expired => match from {
+                New | Accepted | PartiallyFilled | PendingCancel => Expired,
+                _ => return Err(illegal()),
+            },
+        };
+        match event {
+            OrderEvent::Accepted { broker_order_id } => self.broker_order_id = Some(broker_order_id),
+            OrderEvent::Filled(exec) => {
+                self.filled_quantity += exec.quantity;
+                self.filled_notional += exec.price * Decimal::from(exec.quantity);
+                self.fees += exec.fee;
+                self.executions.push(exec);
+            }
+            OrderEvent::Rejected { reason } => self.reject_reason = Some(reason),
+            _ => {}
+        }
+        self.status = next;
+        self.updated_at = at;
+        Ok(next)
+    }
+}
+
+#[cfg(test)]
+mod tests;
