@@ -88,10 +88,13 @@ pub struct ClientOrderId(String);
 
 impl ClientOrderId {
     pub fn parse(raw: &str) -> Result<ClientOrderId, String> {
-        let ok = !raw.is_empty()
-            && raw.len() <= 64
-            && raw.chars().all(|c| c.is_ascii_alphanumeric() || "_-.:".contains(c));
-        if ok { Ok(ClientOrderId(raw.to_string())) } else { Err("must be 1 to 64 characters of A-Z, a-z, 0-9, _ - . :".into()) }
+        let ok =
+            !raw.is_empty() && raw.len() <= 64 && raw.chars().all(|c| c.is_ascii_alphanumeric() || "_-.:".contains(c));
+        if ok {
+            Ok(ClientOrderId(raw.to_string()))
+        } else {
+            Err("must be 1 to 64 characters of A-Z, a-z, 0-9, _ - . :".into())
+        }
     }
 
     pub fn as_str(&self) -> &str {
@@ -128,14 +131,18 @@ pub struct Execution {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum OrderEvent {
     /// The broker acknowledged it.
-    Accepted { broker_order_id: String },
+    Accepted {
+        broker_order_id: String,
+    },
     Filled(Execution),
     /// We asked the broker to cancel.
     CancelRequested,
     Canceled,
     /// The broker refused our cancel (it stays working).
     CancelRejected,
-    Rejected { reason: String },
+    Rejected {
+        reason: String,
+    },
     Expired,
 }
 

@@ -77,7 +77,10 @@ fn refusals_change_nothing() {
     o.apply(accepted(), at()).unwrap();
     o.apply(fill("e1", 10, 1000), at()).unwrap();
     let before = o.clone();
-    assert_eq!(o.apply(OrderEvent::CancelRequested, at()), Err(OrderError::IllegalTransition { from: Filled, event: "cancel request" }));
+    assert_eq!(
+        o.apply(OrderEvent::CancelRequested, at()),
+        Err(OrderError::IllegalTransition { from: Filled, event: "cancel request" })
+    );
     assert!(matches!(o.apply(fill("e2", 1, 1000), at()), Err(OrderError::Overfill { .. })));
     assert_eq!(o.apply(fill("e1", 1, 1000), at()), Err(OrderError::DuplicateExecution("e1".into())));
     assert_eq!(o, before);

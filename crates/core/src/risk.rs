@@ -1,0 +1,305 @@
+//! The pre-trade risk gate (CONTRACT §5, research/domain.md §3.2): every order is checked before
+//! it leaves, fail-fast in a fixed order, and the answer is [`Verdict::Approved`] or a
+//! [`Refusal`] naming the rule with its limit and the current value — never a bare bool.
+//!
+//! Trading is long only: a `BUY` opens or adds risk, a `SELL` reduces it. While `HALTED` only
+//! sells pass (closing positions stays possible); while `REDUCING` (the daily loss limit was
+//! reached) buys are refused as `MAX_DAILY_LOSS`.
+
+use crate::market::Side;
+use crate::orders::{ClientOrderId, OrderType};
+use crate::settings::RiskControls;
+use crate::symbol::Symbol;
+use crate::time::Timestamp;
+use rust_decimal::prelude::ToPrimitive;
+use rust_decimal::Decimal;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum TradingState {
+    #[default]
+    Active,
+    /// Only risk-reducing orders (the daily loss limit was reached).
+    Reducing,
+    /// Emergency halt: nothing new until an operator resumes.
+    Halted,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum RiskRule {
+    MaxDailyLoss,
+    MaxPositionSize,
+    MaxTradesPerDay,
+    ActiveWatchlistLimit,
+    OpenPositionLimit,
+    SymbolBlocked,
+    BuyingPower,
+    PriceCollar,
+    MaxOrderValue,
+}
+
+impl RiskRule {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RiskRule::MaxDailyLoss => "MAX_DAILY_LOSS",
+            RiskRule::MaxPositionSize => "MAX_POSITION_SIZE",
+            RiskRule::MaxTradesPerDay => "MAX_TRADES_PER_DAY",
+            RiskRule::ActiveWatchlistLimit => "ACTIVE_WATCHLIST_LIMIT",
+            RiskRule::OpenPositionLimit => "OPEN_POSITION_LIMIT",
+            RiskRule::SymbolBlocked => "SYMBOL_BLOCKED",
+            RiskRule::BuyingPower => "BUYING_POWER",
+            RiskRule::PriceCollar => "PRICE_COLLAR",
+            RiskRule::MaxOrderValue => "MAX_ORDER_VALUE",
+        }
+    }
+}
+
+/// An order about to be sent.
+#[derive(Clone, Debug)]
+pub struct OrderIntent<'a> {
+    pub client_order_id: &'a ClientOrderId,
+    pub symbol: &'a Symbol,
+    pub side: Side,
+    pub order_type: OrderType,
+    pub quantity: u64,
+    pub limit_price: Option<Decimal>,
+    pub stop_price: Option<Decimal>,
+}
+
+/// An order of the last moments, for the duplicate window.
+#[derive(Clone, Debug)]
+pub struct RecentOrder {
+    pub client_order_id: ClientOrderId,
+    pub symbol: Symbol,
+    pub side: Side,
+    pub quantity: u64,
+    pub submitted_at: Timestamp,
+}
+
+/// What the gate knows when it checks an order.
+#[derive(Clone, Debug)]
+pub struct RiskSnapshot<'a> {
+    pub trading_state: TradingState,
+    pub limits: &'a RiskControls,
+    pub blocked: bool,
+    /// Last trade of the symbol; `None` when the market has none.
+    pub last_price: Option<Decimal>,
+    /// Shares held.
+    pub position: u64,
+    /// Shares still to fill on working buy and sell orders of the symbol.
+    pub open_buy_quantity: u64,
+    pub open_sell_quantity: u64,
+    /// Symbols with a position or a working buy order.
+    pub open_positions: u32,
+    /// Orders that opened or added to a position today.
+    pub trades_today: u32,
+    /// Realized plus unrealized P&L today (a loss is negative).
+    pub daily_pnl: Decimal,
+    /// Buying power left after what working buy orders reserve.
+    pub buying_power: Decimal,
+    /// Whether this client order id was ever used.
+    pub client_order_id_used: bool,
+    pub recent_orders: &'a [RecentOrder],
+}
+
+/// Why an order may not leave.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Refusal {
+    /// `EMERGENCY_HALT_ACTIVE`.
+    Halted,
+    /// `RISK_BLOCKED` with a violation row.
+    Risk { rule: RiskRule, limit: Value, current: Value, message: String },
+    /// `DUPLICATE_ORDER_BLOCKED`.
+    Duplicate { existing: ClientOrderId, message: String },
+    /// `VALIDATION_ERROR`: the order itself is not sound.
+    Invalid { field: &'static str, reason: String },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Verdict {
+    Approved,
+    Refused(Refusal),
+}
+
+/// Markets buys are valued this much above the last trade for buying power (as brokers do).
+const MARKET_BUY_BUFFER: Decimal = Decimal::from_parts(103, 0, 0, false, 2);
+
+fn risk(rule: RiskRule, limit: Value, current: Value, message: String) -> Verdict {
+    Verdict::Refused(Refusal::Risk { rule, limit, current, message })
+}
+
+fn f64_of(d: Decimal) -> f64 {
+    d.to_f64().unwrap_or(0.0)
+}
+
+/// Checks one order. Fails fast in a fixed order.
+pub fn check(order: &OrderIntent<'_>, s: &RiskSnapshot<'_>, now: Timestamp) -> Verdict {
+    let limits = s.limits;
+    let buy = order.side == Side::Buy;
+    let qty = Decimal::from(order.quantity);
+
+    // 1. Trading state.
+    if buy {
+        match s.trading_state {
+            TradingState::Halted => return Verdict::Refused(Refusal::Halted),
+            TradingState::Reducing => {
+                return risk(
+                    RiskRule::MaxDailyLoss,
+                    json!(f64_of(limits.max_daily_loss)),
+                    json!(f64_of(-s.daily_pnl)),
+                    "The daily loss limit was reached: only orders that reduce a position are allowed".into(),
+                );
+            }
+            TradingState::Active => {}
+        }
+    }
+    // 2. Order sanity.
+    if order.quantity == 0 {
+        return Verdict::Refused(Refusal::Invalid { field: "quantity", reason: "must be at least 1".into() });
+    }
+    let needs_limit = matches!(order.order_type, OrderType::Limit | OrderType::StopLimit);
+    let needs_stop = matches!(order.order_type, OrderType::Stop | OrderType::StopLimit);
+    if needs_limit != order.limit_price.is_some() {
+        let reason = if needs_limit {
+            "is required for LIMIT and STOP_LIMIT orders"
+        } else {
+            "is only for LIMIT and STOP_LIMIT orders"
+        };
+        return Verdict::Refused(Refusal::Invalid { field: "limit_price", reason: reason.into() });
+    }
+    if needs_stop != order.stop_price.is_some() {
+        let reason = if needs_stop {
+            "is required for STOP and STOP_LIMIT orders"
+        } else {
+            "is only for STOP and STOP_LIMIT orders"
+        };
+        return Verdict::Refused(Refusal::Invalid { field: "stop_price", reason: reason.into() });
+    }
+    if !buy {
+        let available = s.position.saturating_sub(s.open_sell_quantity);
+        if order.quantity > available {
+            return Verdict::Refused(Refusal::Invalid {
+                field: "quantity",
+                reason: format!(
+                    "sell of {} exceeds the {available} shares held and not already being sold (no short selling)",
+                    order.quantity
+                ),
+            });
+        }
+    }
+    // 3. Duplicates.
+    if s.client_order_id_used {
+        return Verdict::Refused(Refusal::Duplicate {
+            existing: order.client_order_id.clone(),
+            message: format!("client_order_id {} was already used", order.client_order_id),
+        });
+    }
+    let window = chrono::Duration::seconds(limits.duplicate_order_window_seconds.into());
+    if let Some(previous) = s.recent_orders.iter().find(|r| {
+        r.symbol == *order.symbol
+            && r.side == order.side
+            && r.quantity == order.quantity
+            && now - r.submitted_at < window
+    }) {
+        return Verdict::Refused(Refusal::Duplicate {
+            existing: previous.client_order_id.clone(),
+            message: format!(
+                "The same {} {} {} was submitted {} s ago (window {} s)",
+                order.side.as_str(),
+                order.quantity,
+                order.symbol,
+                (now - previous.submitted_at).num_seconds(),
+                limits.duplicate_order_window_seconds
+            ),
+        });
+    }
+    // 4. Price collar: limit and stop prices near the last trade.
+    if let Some(last) = s.last_price.filter(|p| *p > Decimal::ZERO) {
+        for price in [order.limit_price, order.stop_price].into_iter().flatten() {
+            let distance = f64_of((price - last).abs() / last * Decimal::ONE_HUNDRED);
+            if distance > limits.price_collar_pct {
+                return risk(
+                    RiskRule::PriceCollar,
+                    json!(limits.price_collar_pct),
+                    json!((distance * 100.0).round() / 100.0),
+                    format!(
+                        "Price {price} is {distance:.2}% from the last trade {last} (collar {}%)",
+                        limits.price_collar_pct
+                    ),
+                );
+            }
+        }
+    }
+    if !buy {
+        return Verdict::Approved;
+    }
+    // Buys from here: they open or add risk.
+    if s.blocked {
+        return risk(RiskRule::SymbolBlocked, json!(null), json!(order.symbol), format!("{} is blocked", order.symbol));
+    }
+    let Some(reference) = order.limit_price.or(order.stop_price).or(s.last_price) else {
+        return Verdict::Refused(Refusal::Invalid {
+            field: "symbol",
+            reason: "has no market price to value the order".into(),
+        });
+    };
+    let notional = qty * reference;
+    if notional > limits.max_order_value {
+        return risk(
+            RiskRule::MaxOrderValue,
+            json!(f64_of(limits.max_order_value)),
+            json!(f64_of(notional.round_dp(2))),
+            format!("Order value {} exceeds the maximum {}", notional.round_dp(2), limits.max_order_value),
+        );
+    }
+    let after = s.position + s.open_buy_quantity + order.quantity;
+    if after > limits.max_position_size {
+        return risk(
+            RiskRule::MaxPositionSize,
+            json!(limits.max_position_size),
+            json!(after),
+            format!("{after} shares would exceed the maximum position of {}", limits.max_position_size),
+        );
+    }
+    let opens_symbol = s.position == 0 && s.open_buy_quantity == 0;
+    if opens_symbol && s.open_positions >= limits.open_position_limit {
+        return risk(
+            RiskRule::OpenPositionLimit,
+            json!(limits.open_position_limit),
+            json!(s.open_positions),
+            format!("{} positions are open (limit {})", s.open_positions, limits.open_position_limit),
+        );
+    }
+    if s.trades_today >= limits.max_trades_per_day {
+        return risk(
+            RiskRule::MaxTradesPerDay,
+            json!(limits.max_trades_per_day),
+            json!(s.trades_today),
+            format!("{} trades today (limit {})", s.trades_today, limits.max_trades_per_day),
+        );
+    }
+    if -s.daily_pnl >= limits.max_daily_loss {
+        return risk(
+            RiskRule::MaxDailyLoss,
+            json!(f64_of(limits.max_daily_loss)),
+            json!(f64_of(-s.daily_pnl)),
+            format!("Today's loss {} reached the limit {}", (-s.daily_pnl).round_dp(2), limits.max_daily_loss),
+        );
+    }
+    let reserve = if order.order_type == OrderType::Market { notional * MARKET_BUY_BUFFER } else { notional };
+    if reserve > s.buying_power {
+        return risk(
+            RiskRule::BuyingPower,
+            json!(f64_of(s.buying_power.round_dp(2))),
+            json!(f64_of(reserve.round_dp(2))),
+            format!("Order needs {} of buying power; {} is available", reserve.round_dp(2), s.buying_power.round_dp(2)),
+        );
+    }
+    Verdict::Approved
+}
+
+#[cfg(test)]
+mod tests;

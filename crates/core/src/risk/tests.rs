@@ -1,0 +1,231 @@
+use super::*;
+use crate::time::parse_ts;
+use proptest::prelude::*;
+
+fn now() -> Timestamp {
+    parse_ts("2026-11-20T15:00:00Z").unwrap()
+}
+
+fn d(cents: i64) -> Decimal {
+    Decimal::new(cents, 2)
+}
+
+struct Case {
+    id: ClientOrderId,
+    symbol: Symbol,
+    limits: RiskControls,
+    recent: Vec<RecentOrder>,
+}
+
+impl Case {
+    fn new() -> Case {
+        Case {
+            id: ClientOrderId::parse("c-9").unwrap(),
+            symbol: Symbol::parse("ABCD").unwrap(),
+            limits: RiskControls::default(),
+            recent: vec![],
+        }
+    }
+
+    fn order(&self, side: Side, qty: u64) -> OrderIntent<'_> {
+        OrderIntent {
+            client_order_id: &self.id,
+            symbol: &self.symbol,
+            side,
+            order_type: OrderType::Market,
+            quantity: qty,
+            limit_price: None,
+            stop_price: None,
+        }
+    }
+
+    fn snapshot(&self) -> RiskSnapshot<'_> {
+        RiskSnapshot {
+            trading_state: TradingState::Active,
+            limits: &self.limits,
+            blocked: false,
+            last_price: Some(d(500)),
+            position: 0,
+            open_buy_quantity: 0,
+            open_sell_quantity: 0,
+            open_positions: 0,
+            trades_today: 0,
+            daily_pnl: Decimal::ZERO,
+            buying_power: d(10_000_000),
+            client_order_id_used: false,
+            recent_orders: &self.recent,
+        }
+    }
+}
+
+fn rule_of(v: &Verdict) -> Option<&'static str> {
+    match v {
+        Verdict::Refused(Refusal::Risk { rule, .. }) => Some(rule.as_str()),
+        _ => None,
+    }
+}
+
+#[test]
+fn an_ordinary_buy_is_approved() {
+    let c = Case::new();
+    assert_eq!(check(&c.order(Side::Buy, 100), &c.snapshot(), now()), Verdict::Approved);
+}
+
+#[test]
+fn each_rule_refuses_with_limit_and_current() {
+    let c = Case::new();
+    let buy = c.order(Side::Buy, 100);
+    let cases: Vec<(RiskSnapshot, &str)> = vec![
+        (
+            RiskSnapshot { trading_state: TradingState::Reducing, daily_pnl: d(-60_000), ..c.snapshot() },
+            "MAX_DAILY_LOSS",
+        ),
+        (RiskSnapshot { blocked: true, ..c.snapshot() }, "SYMBOL_BLOCKED"),
+        (RiskSnapshot { last_price: Some(d(30_000)), ..c.snapshot() }, "MAX_ORDER_VALUE"),
+        (RiskSnapshot { position: 1_950, ..c.snapshot() }, "MAX_POSITION_SIZE"),
+        (RiskSnapshot { open_buy_quantity: 1_901, ..c.snapshot() }, "MAX_POSITION_SIZE"),
+        (RiskSnapshot { open_positions: 3, ..c.snapshot() }, "OPEN_POSITION_LIMIT"),
+        (RiskSnapshot { trades_today: 20, ..c.snapshot() }, "MAX_TRADES_PER_DAY"),
+        (RiskSnapshot { daily_pnl: d(-50_000), ..c.snapshot() }, "MAX_DAILY_LOSS"),
+        (RiskSnapshot { buying_power: d(50_000), ..c.snapshot() }, "BUYING_POWER"),
+    ];
+    for (snapshot, expected) in cases {
+        let verdict = check(&buy, &snapshot, now());
+        assert_eq!(rule_of(&verdict), Some(expected), "{verdict:?}");
+    }
+    // an open position in the symbol does not count against opening it again
+    assert_eq!(
+        check(&buy, &RiskSnapshot { open_positions: 3, position: 100, ..c.snapshot() }, now()),
+        Verdict::Approved
+    );
+    let Verdict::Refused(Refusal::Risk { limit, current, .. }) =
+        check(&buy, &RiskSnapshot { trades_today: 20, ..c.snapshot() }, now())
+    else {
+        panic!()
+    };
+    assert_eq!((limit, current), (json!(20), json!(20)));
+}
+
+#[test]
+fn the_price_collar_guards_limit_and_stop_prices() {
+    let c = Case::new();
+    let far = OrderIntent { order_type: OrderType::Limit, limit_price: Some(d(530)), ..c.order(Side::Buy, 10) };
+    assert_eq!(rule_of(&check(&far, &c.snapshot(), now())), Some("PRICE_COLLAR"), "6% from 5.00");
+    let near = OrderIntent { limit_price: Some(d(520)), ..far.clone() };
+    assert_eq!(check(&near, &c.snapshot(), now()), Verdict::Approved, "4% from 5.00");
+    let sell_far = OrderIntent {
+        side: Side::Sell,
+        order_type: OrderType::Stop,
+        limit_price: None,
+        stop_price: Some(d(400)),
+        ..far
+    };
+    let held = RiskSnapshot { position: 10, ..c.snapshot() };
+    assert_eq!(rule_of(&check(&sell_far, &held, now())), Some("PRICE_COLLAR"));
+}
+
+#[test]
+fn halted_refuses_buys_but_lets_positions_close() {
+    let c = Case::new();
+    let halted = RiskSnapshot { trading_state: TradingState::Halted, position: 100, blocked: true, ..c.snapshot() };
+    assert_eq!(check(&c.order(Side::Buy, 1), &halted, now()), Verdict::Refused(Refusal::Halted));
+    assert_eq!(check(&c.order(Side::Sell, 100), &halted, now()), Verdict::Approved);
+    let reducing = RiskSnapshot { trading_state: TradingState::Reducing, ..halted };
+    assert_eq!(check(&c.order(Side::Sell, 40), &reducing, now()), Verdict::Approved);
+}
+
+#[test]
+fn sells_never_exceed_the_shares_available() {
+    let c = Case::new();
+    let s = RiskSnapshot { position: 100, open_sell_quantity: 30, ..c.snapshot() };
+    assert_eq!(check(&c.order(Side::Sell, 70), &s, now()), Verdict::Approved);
+    assert!(matches!(
+        check(&c.order(Side::Sell, 71), &s, now()),
+        Verdict::Refused(Refusal::Invalid { field: "quantity", .. })
+    ));
+    assert!(
+        matches!(check(&c.order(Side::Sell, 1), &c.snapshot(), now()), Verdict::Refused(Refusal::Invalid { .. })),
+        "no short selling"
+    );
+}
+
+#[test]
+fn duplicates_within_the_window_and_reused_ids() {
+    let mut c = Case::new();
+    c.recent = vec![RecentOrder {
+        client_order_id: ClientOrderId::parse("earlier").unwrap(),
+        symbol: c.symbol.clone(),
+        side: Side::Buy,
+        quantity: 100,
+        submitted_at: now() - chrono::Duration::seconds(9),
+    }];
+    let verdict = check(&c.order(Side::Buy, 100), &c.snapshot(), now());
+    assert!(
+        matches!(&verdict, Verdict::Refused(Refusal::Duplicate { existing, .. }) if existing.as_str() == "earlier"),
+        "{verdict:?}"
+    );
+    assert_eq!(check(&c.order(Side::Buy, 101), &c.snapshot(), now()), Verdict::Approved, "different quantity");
+    assert_eq!(
+        check(&c.order(Side::Buy, 100), &c.snapshot(), now() + chrono::Duration::seconds(1)),
+        Verdict::Approved,
+        "window passed"
+    );
+    let reused = RiskSnapshot { client_order_id_used: true, ..c.snapshot() };
+    assert!(matches!(check(&c.order(Side::Buy, 5), &reused, now()), Verdict::Refused(Refusal::Duplicate { .. })));
+}
+
+#[test]
+fn order_types_need_their_prices() {
+    let c = Case::new();
+    let limit_without = OrderIntent { order_type: OrderType::Limit, ..c.order(Side::Buy, 1) };
+    assert!(matches!(
+        check(&limit_without, &c.snapshot(), now()),
+        Verdict::Refused(Refusal::Invalid { field: "limit_price", .. })
+    ));
+    let market_with = OrderIntent { limit_price: Some(d(500)), ..c.order(Side::Buy, 1) };
+    assert!(matches!(
+        check(&market_with, &c.snapshot(), now()),
+        Verdict::Refused(Refusal::Invalid { field: "limit_price", .. })
+    ));
+    let stop_without =
+        OrderIntent { order_type: OrderType::StopLimit, limit_price: Some(d(500)), ..c.order(Side::Buy, 1) };
+    assert!(matches!(
+        check(&stop_without, &c.snapshot(), now()),
+        Verdict::Refused(Refusal::Invalid { field: "stop_price", .. })
+    ));
+}
+
+proptest! {
+    /// Soundness: a buy the gate approves satisfies every limit; a refusal always names why.
+    #[test]
+    fn approved_buys_respect_every_limit(
+        qty in 1u64..3000, price_cents in 50i64..5000, position in 0u64..2500, open_buy in 0u64..500,
+        open_positions in 0u32..5, trades in 0u32..25, pnl_cents in -80_000i64..20_000, bp_cents in 0i64..5_000_000,
+        halted in any::<bool>(), blocked in any::<bool>(),
+    ) {
+        let c = Case::new();
+        let s = RiskSnapshot {
+            trading_state: if halted { TradingState::Halted } else { TradingState::Active },
+            blocked,
+            last_price: Some(d(price_cents)),
+            position,
+            open_buy_quantity: open_buy,
+            open_positions,
+            trades_today: trades,
+            daily_pnl: d(pnl_cents),
+            buying_power: d(bp_cents),
+            ..c.snapshot()
+        };
+        let l = &c.limits;
+        if check(&c.order(Side::Buy, qty), &s, now()) == Verdict::Approved {
+            let notional = Decimal::from(qty) * d(price_cents);
+            prop_assert!(!halted && !blocked);
+            prop_assert!(notional <= l.max_order_value);
+            prop_assert!(position + open_buy + qty <= l.max_position_size);
+            prop_assert!(position > 0 || open_buy > 0 || open_positions < l.open_position_limit);
+            prop_assert!(trades < l.max_trades_per_day);
+            prop_assert!(-d(pnl_cents) < l.max_daily_loss);
+            prop_assert!(notional * MARKET_BUY_BUFFER <= d(bp_cents));
+        }
+    }
+}
