@@ -3,6 +3,7 @@
 //! compiler keeps it that way because this crate depends on no runtime, database or HTTP crate.
 
 pub mod bars;
+pub mod broker;
 pub mod calendar;
 pub mod clock;
 pub mod market;
@@ -13,6 +14,7 @@ pub mod radar;
 pub mod risk;
 pub mod role;
 pub mod settings;
+pub mod strategy;
 pub mod symbol;
 pub mod time;
 

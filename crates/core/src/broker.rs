@@ -1,0 +1,51 @@
+//! What an execution broker reports about orders: the events the engine applies to its orders.
+
+use crate::orders::{ClientOrderId, Execution, OrderEvent};
+use crate::time::Timestamp;
+
+/// One report from the execution broker.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BrokerReport {
+    Accepted { client_order_id: ClientOrderId, broker_order_id: String, at: Timestamp },
+    Filled { client_order_id: ClientOrderId, execution: Execution },
+    Canceled { client_order_id: ClientOrderId, at: Timestamp },
+    CancelRejected { client_order_id: ClientOrderId, reason: String, at: Timestamp },
+    Rejected { client_order_id: ClientOrderId, reason: String, at: Timestamp },
+    Expired { client_order_id: ClientOrderId, at: Timestamp },
+}
+
+impl BrokerReport {
+    pub fn client_order_id(&self) -> &ClientOrderId {
+        match self {
+            BrokerReport::Accepted { client_order_id, .. }
+            | BrokerReport::Filled { client_order_id, .. }
+            | BrokerReport::Canceled { client_order_id, .. }
+            | BrokerReport::CancelRejected { client_order_id, .. }
+            | BrokerReport::Rejected { client_order_id, .. }
+            | BrokerReport::Expired { client_order_id, .. } => client_order_id,
+        }
+    }
+
+    pub fn at(&self) -> Timestamp {
+        match self {
+            BrokerReport::Filled { execution, .. } => execution.timestamp,
+            BrokerReport::Accepted { at, .. }
+            | BrokerReport::Canceled { at, .. }
+            | BrokerReport::CancelRejected { at, .. }
+            | BrokerReport::Rejected { at, .. }
+            | BrokerReport::Expired { at, .. } => *at,
+        }
+    }
+
+    /// The order event this report means.
+    pub fn order_event(&self) -> OrderEvent {
+        match self {
+            BrokerReport::Accepted { broker_order_id, .. } => OrderEvent::Accepted { broker_order_id: broker_order_id.clone() },
+            BrokerReport::Filled { execution, .. } => OrderEvent::Filled(execution.clone()),
+            BrokerReport::Canceled { .. } => OrderEvent::Canceled,
+            BrokerReport::CancelRejected { .. } => OrderEvent::CancelRejected,
+            BrokerReport::Rejected { reason, .. } => OrderEvent::Rejected { reason: reason.clone() },
+            BrokerReport::Expired { .. } => OrderEvent::Expired,
+        }
+    }
+}

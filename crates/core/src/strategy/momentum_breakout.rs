@@ -1,0 +1,1 @@
+//! The default live strategy (written next).
