@@ -40,7 +40,9 @@ impl BrokerReport {
     /// The order event this report means.
     pub fn order_event(&self) -> OrderEvent {
         match self {
-            BrokerReport::Accepted { broker_order_id, .. } => OrderEvent::Accepted { broker_order_id: broker_order_id.clone() },
+            BrokerReport::Accepted { broker_order_id, .. } => {
+                OrderEvent::Accepted { broker_order_id: broker_order_id.clone() }
+            }
             BrokerReport::Filled { execution, .. } => OrderEvent::Filled(execution.clone()),
             BrokerReport::Canceled { .. } => OrderEvent::Canceled,
             BrokerReport::CancelRejected { .. } => OrderEvent::CancelRejected,

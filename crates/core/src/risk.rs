@@ -105,13 +105,22 @@ pub struct RiskSnapshot<'a> {
     pub recent_orders: &'a [RecentOrder],
 }
 
+/// A risk rule's refusal: `detail.rule`, `detail.limit`, `detail.current` of `RISK_BLOCKED`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RiskRefusal {
+    pub rule: RiskRule,
+    pub limit: Value,
+    pub current: Value,
+    pub message: String,
+}
+
 /// Why an order may not leave.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Refusal {
     /// `EMERGENCY_HALT_ACTIVE`.
     Halted,
     /// `RISK_BLOCKED` with a violation row.
-    Risk { rule: RiskRule, limit: Value, current: Value, message: String },
+    Risk(Box<RiskRefusal>),
     /// `DUPLICATE_ORDER_BLOCKED`.
     Duplicate { existing: ClientOrderId, message: String },
     /// `VALIDATION_ERROR`: the order itself is not sound.
@@ -128,7 +137,7 @@ pub enum Verdict {
 const MARKET_BUY_BUFFER: Decimal = Decimal::from_parts(103, 0, 0, false, 2);
 
 fn risk(rule: RiskRule, limit: Value, current: Value, message: String) -> Verdict {
-    Verdict::Refused(Refusal::Risk { rule, limit, current, message })
+    Verdict::Refused(Refusal::Risk(Box::new(RiskRefusal { rule, limit, current, message })))
 }
 
 fn f64_of(d: Decimal) -> f64 {

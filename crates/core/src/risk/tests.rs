@@ -60,7 +60,7 @@ impl Case {
 
 fn rule_of(v: &Verdict) -> Option<&'static str> {
     match v {
-        Verdict::Refused(Refusal::Risk { rule, .. }) => Some(rule.as_str()),
+        Verdict::Refused(Refusal::Risk(r)) => Some(r.rule.as_str()),
         _ => None,
     }
 }
@@ -98,12 +98,12 @@ fn each_rule_refuses_with_limit_and_current() {
         check(&buy, &RiskSnapshot { open_positions: 3, position: 100, ..c.snapshot() }, now()),
         Verdict::Approved
     );
-    let Verdict::Refused(Refusal::Risk { limit, current, .. }) =
+    let Verdict::Refused(Refusal::Risk(r)) =
         check(&buy, &RiskSnapshot { trades_today: 20, ..c.snapshot() }, now())
     else {
         panic!()
     };
-    assert_eq!((limit, current), (json!(20), json!(20)));
+    assert_eq!((r.limit, r.current), (json!(20), json!(20)));
 }
 
 #[test]

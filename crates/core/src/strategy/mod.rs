@@ -35,7 +35,15 @@ pub struct StrategyContext {
 pub enum Decision {
     /// Buy with a stop-limit: trigger at `stop_price`, pay at most `limit_price`; protect with
     /// `stop_loss`. `quantity` is sized by dollars risked per share.
-    Enter { quantity: u64, stop_price: Decimal, limit_price: Decimal, stop_loss: Decimal, target: Decimal, rule: &'static str, text: String },
+    Enter {
+        quantity: u64,
+        stop_price: Decimal,
+        limit_price: Decimal,
+        stop_loss: Decimal,
+        target: Decimal,
+        rule: &'static str,
+        text: String,
+    },
     /// Sell `quantity` at market.
     Exit { quantity: u64, rule: &'static str, text: String },
     /// Withdraw the working entry order.

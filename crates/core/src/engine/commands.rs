@@ -1,0 +1,417 @@
+//! Operator commands: each answers with a [`Reply`] or a [`CommandError`] naming the contract's
+//! error, and a refused command changes nothing (except the violation row of a risk refusal).
+
+use super::{Effect, Engine, Halt, Slot, StrategyStatus};
+use crate::market::Side;
+use crate::orders::{ClientOrderId, Order, OrderStatus, OrderType, TimeInForce};
+use crate::risk::{Refusal, RiskRefusal, RiskRule, TradingState};
+use crate::settings::Settings;
+use crate::symbol::Symbol;
+use crate::time::Timestamp;
+use rust_decimal::Decimal;
+use serde_json::{json, Value};
+
+/// A manual order (`POST /api/orders`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ManualOrder {
+    pub client_order_id: Option<ClientOrderId>,
+    pub symbol: Symbol,
+    pub side: Side,
+    pub quantity: u64,
+    pub order_type: OrderType,
+    pub limit_price: Option<Decimal>,
+    pub stop_price: Option<Decimal>,
+    pub time_in_force: TimeInForce,
+    pub reason: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Command {
+    PlaceOrder(ManualOrder),
+    CancelOrder {
+        client_order_id: ClientOrderId,
+    },
+    /// Market sell of `quantity` (default: the whole position).
+    ClosePosition {
+        symbol: Symbol,
+        quantity: Option<u64>,
+    },
+    /// The strategy stops managing the position; its working orders are cancelled.
+    HaltPosition {
+        symbol: Symbol,
+        reason: String,
+    },
+    /// Start a strategy on the symbol.
+    Watch {
+        symbol: Symbol,
+    },
+    /// Stop the symbol's strategy (`Closed`; `Halted` when a position stays open).
+    StopWatch {
+        symbol: Symbol,
+        reason: String,
+    },
+    /// `Closed` → `Active`.
+    Restart {
+        symbol: Symbol,
+    },
+    Block {
+        symbol: Symbol,
+        reason: String,
+    },
+    Unblock {
+        symbol: Symbol,
+    },
+    EmergencyHalt {
+        reason: String,
+        actor: String,
+    },
+    Resume {
+        reason: String,
+        actor: String,
+    },
+    UpdateSettings(Box<Settings>),
+}
+
+/// A successful command's answer.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reply {
+    Order(Box<Order>),
+    Cancel { client_order_id: ClientOrderId, status: OrderStatus },
+    Close { symbol: Symbol, client_order_id: ClientOrderId, status: OrderStatus },
+    Status { symbol: Symbol, previous: Option<StrategyStatus>, status: StrategyStatus },
+    Halted { liquidation_requested: bool, timestamp: Timestamp },
+    Resumed { state: TradingState },
+    Done,
+}
+
+/// Why a command was refused, by contract error code.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CommandError {
+    /// `EMERGENCY_HALT_ACTIVE`
+    Halted,
+    /// `RISK_BLOCKED`
+    Risk(Box<RiskRefusal>),
+    /// `DUPLICATE_ORDER_BLOCKED`
+    Duplicate { existing: ClientOrderId, message: String },
+    /// `VALIDATION_ERROR`
+    Invalid { field: &'static str, reason: String },
+    /// `NOT_FOUND`
+    NotFound(String),
+    /// `POSITION_NOT_FOUND`
+    PositionNotFound(Symbol),
+    /// `ORDER_NOT_CANCELLABLE`
+    NotCancellable { status: OrderStatus },
+    /// `MARKET_CLOSED`
+    MarketClosed { next_open: Timestamp },
+}
+
+impl From<Refusal> for CommandError {
+    fn from(r: Refusal) -> Self {
+        match r {
+            Refusal::Halted => CommandError::Halted,
+            Refusal::Risk(r) => CommandError::Risk(r),
+            Refusal::Duplicate { existing, message } => CommandError::Duplicate { existing, message },
+            Refusal::Invalid { field, reason } => CommandError::Invalid { field, reason },
+        }
+    }
+}
+
+impl Engine {
+    pub(super) fn on_command(
+        &mut self,
+        command: Command,
+        now: Timestamp,
+        fx: &mut Vec<Effect>,
+    ) -> Result<Reply, CommandError> {
+        match command {
+            Command::PlaceOrder(m) => {
+                self.ensure_open(now)?;
+                let id = self.place(
+                    m.client_order_id,
+                    &m.symbol,
+                    m.side,
+                    m.order_type,
+                    m.time_in_force,
+                    m.quantity,
+                    m.limit_price,
+                    m.stop_price,
+                    m.reason,
+                    None,
+                    now,
+                    fx,
+                )?;
+                if m.side == Side::Buy && !self.slots.contains_key(&m.symbol) {
+                    // A manual buy of an unwatched symbol is managed by hand.
+                    self.slots.insert(m.symbol.clone(), Slot::manual());
+                }
+                Ok(Reply::Order(Box::new(self.orders[&id].clone())))
+            }
+            Command::CancelOrder { client_order_id } => {
+                let status = self
+                    .orders
+                    .get(&client_order_id)
+                    .map(|o| o.status)
+                    .ok_or_else(|| CommandError::NotFound(format!("No order {client_order_id}")))?;
+                if !status.is_cancellable() {
+                    return Err(CommandError::NotCancellable { status });
+                }
+                self.request_cancel(&client_order_id, now, fx);
+                Ok(Reply::Cancel { status: self.orders[&client_order_id].status, client_order_id })
+            }
+            Command::ClosePosition { symbol, quantity } => {
+                let held = self.positions.get(&symbol).map(|p| p.quantity).unwrap_or(0);
+                if held == 0 {
+                    return Err(CommandError::PositionNotFound(symbol));
+                }
+                let quantity = quantity.unwrap_or(held);
+                if quantity == 0 || quantity > held {
+                    return Err(CommandError::Invalid {
+                        field: "quantity",
+                        reason: format!("must be between 1 and {held}"),
+                    });
+                }
+                self.ensure_open(now)?;
+                let reason = Some(format!("manual close of {quantity} {symbol}"));
+                let id = self.place(
+                    None,
+                    &symbol,
+                    Side::Sell,
+                    OrderType::Market,
+                    TimeInForce::Day,
+                    quantity,
+                    None,
+                    None,
+                    reason,
+                    None,
+                    now,
+                    fx,
+                )?;
+                if let Some(slot) = self.slots.get_mut(&symbol) {
+                    slot.exit_orders.insert(id.clone());
+                }
+                Ok(Reply::Close { symbol, status: self.orders[&id].status, client_order_id: id })
+            }
+            Command::HaltPosition { symbol, reason } => {
+                if self.positions.get(&symbol).is_none_or(|p| p.is_flat()) {
+                    return Err(CommandError::PositionNotFound(symbol));
+                }
+                self.stop_strategy(&symbol, StrategyStatus::Halted, Some(reason), now, fx);
+                Ok(Reply::Status { previous: None, status: StrategyStatus::Halted, symbol })
+            }
+            Command::Watch { symbol } => {
+                if self.trading_state == TradingState::Halted {
+                    return Err(CommandError::Halted);
+                }
+                if self.slots.get(&symbol).is_some_and(|s| s.status != StrategyStatus::Closed && s.strategy.is_some()) {
+                    return Ok(Reply::Status { previous: None, status: self.slots[&symbol].status, symbol });
+                }
+                self.start_strategy(&symbol, fx)
+            }
+            Command::StopWatch { symbol, reason } => {
+                let previous = self
+                    .slots
+                    .get(&symbol)
+                    .map(|s| s.status)
+                    .ok_or_else(|| CommandError::NotFound(format!("{symbol} is not on the watchlist")))?;
+                let held = self.positions.get(&symbol).is_some_and(|p| !p.is_flat());
+                let status = if held { StrategyStatus::Halted } else { StrategyStatus::Closed };
+                if previous != StrategyStatus::Closed {
+                    self.stop_strategy(&symbol, status, Some(reason), now, fx);
+                }
+                let now_status = self.slots.get(&symbol).map(|s| s.status).unwrap_or(status);
+                Ok(Reply::Status { symbol, previous: Some(previous), status: now_status })
+            }
+            Command::Restart { symbol } => {
+                let previous = self
+                    .slots
+                    .get(&symbol)
+                    .map(|s| s.status)
+                    .ok_or_else(|| CommandError::NotFound(format!("{symbol} is not on the watchlist")))?;
+                if self.trading_state == TradingState::Halted {
+                    return Err(CommandError::Halted);
+                }
+                if self.blocked.contains(&symbol) {
+                    return Err(CommandError::Risk(Box::new(RiskRefusal {
+                        rule: RiskRule::SymbolBlocked,
+                        limit: Value::Null,
+                        current: json!(symbol),
+                        message: format!("{symbol} is blocked"),
+                    })));
+                }
+                if previous != StrategyStatus::Closed && previous != StrategyStatus::Halted {
+                    return Ok(Reply::Status { symbol, previous: Some(previous), status: previous });
+                }
+                self.start_strategy(&symbol, fx).map(|r| match r {
+                    Reply::Status { symbol, status, .. } => Reply::Status { symbol, previous: Some(previous), status },
+                    other => other,
+                })
+            }
+            Command::Block { symbol, reason } => {
+                self.blocked.insert(symbol.clone());
+                if self.slots.get(&symbol).is_some_and(|s| s.status != StrategyStatus::Closed) {
+                    let held = self.positions.get(&symbol).is_some_and(|p| !p.is_flat());
+                    let status = if held { StrategyStatus::Halted } else { StrategyStatus::Closed };
+                    self.stop_strategy(&symbol, status, Some(format!("blocked: {reason}")), now, fx);
+                }
+                Ok(Reply::Done)
+            }
+            Command::Unblock { symbol } => {
+                self.blocked.remove(&symbol);
+                Ok(Reply::Done)
+            }
+            Command::EmergencyHalt { reason, actor } => Ok(self.emergency_halt(reason, actor, now, fx)),
+            Command::Resume { .. } => {
+                if self.trading_state != TradingState::Halted {
+                    return Ok(Reply::Resumed { state: self.trading_state });
+                }
+                self.trading_state = TradingState::Active;
+                self.halt = None;
+                fx.push(Effect::TradingStateChanged { state: TradingState::Active, halt: None });
+                self.check_daily_loss(fx);
+                Ok(Reply::Resumed { state: self.trading_state })
+            }
+            Command::UpdateSettings(settings) => {
+                self.settings = *settings;
+                Ok(Reply::Done)
+            }
+        }
+    }
+
+    fn ensure_open(&self, now: Timestamp) -> Result<(), CommandError> {
+        let calendar = self.calendar();
+        if calendar.is_open(now) {
+            Ok(())
+        } else {
+            Err(CommandError::MarketClosed { next_open: calendar.next_open(now) })
+        }
+    }
+
+    fn start_strategy(&mut self, symbol: &Symbol, fx: &mut Vec<Effect>) -> Result<Reply, CommandError> {
+        let id = self.settings.strategy_allocator.default_strategy_id.clone();
+        let strategy = (self.make_strategy)(&id)
+            .ok_or_else(|| CommandError::Invalid { field: "strategy_id", reason: format!("unknown strategy {id}") })?;
+        let held = self.positions.get(symbol).is_some_and(|p| !p.is_flat());
+        let previous = self.slots.get(symbol).map(|s| s.status);
+        let slot = self.slots.entry(symbol.clone()).or_insert_with(Slot::manual);
+        slot.strategy = Some(strategy);
+        let status = if held { StrategyStatus::Hold } else { StrategyStatus::Active };
+        if let (true, Some(s), Some(p)) = (held, slot.strategy.as_mut(), self.positions.get(symbol)) {
+            s.on_entry_filled(p.quantity, p.average_entry_price().unwrap_or_default());
+        }
+        slot.status = status;
+        fx.push(Effect::WatchUpdated { symbol: symbol.clone(), status, reason: None });
+        Ok(Reply::Status { symbol: symbol.clone(), previous, status })
+    }
+
+    /// Stops the strategy on `symbol`: its working orders are cancelled; the position stays.
+    fn stop_strategy(
+        &mut self,
+        symbol: &Symbol,
+        status: StrategyStatus,
+        reason: Option<String>,
+        now: Timestamp,
+        fx: &mut Vec<Effect>,
+    ) {
+        let working: Vec<ClientOrderId> = match self.slots.get_mut(symbol) {
+            Some(slot) => {
+                slot.strategy = None;
+                let mut ids: Vec<ClientOrderId> = slot.entry_order.take().into_iter().collect();
+                ids.extend(std::mem::take(&mut slot.exit_orders));
+                ids
+            }
+            None => {
+                self.slots.insert(symbol.clone(), Slot::manual());
+                Vec::new()
+            }
+        };
+        for id in working {
+            self.request_cancel(&id, now, fx);
+        }
+        self.set_status(symbol, status, reason, fx);
+    }
+
+    /// Latch HALTED first, stop every strategy, cancel every open order, then exit every
+    /// position (market sells for what is not already being sold). Repeating it re-requests the
+    /// exits still missing.
+    fn emergency_halt(&mut self, reason: String, actor: String, now: Timestamp, fx: &mut Vec<Effect>) -> Reply {
+        if self.trading_state != TradingState::Halted {
+            self.trading_state = TradingState::Halted;
+            self.halt = Some(Halt { at: now, reason, actor });
+            fx.push(Effect::TradingStateChanged { state: TradingState::Halted, halt: self.halt.clone() });
+        }
+        let symbols: Vec<Symbol> = self.slots.keys().cloned().collect();
+        for symbol in &symbols {
+            let held = self.positions.get(symbol).is_some_and(|p| !p.is_flat());
+            if self.slots[symbol].strategy.is_some() || self.slots[symbol].status != StrategyStatus::Closed {
+                let status = if held { StrategyStatus::Halted } else { StrategyStatus::Closed };
+                self.stop_strategy(symbol, status, Some("emergency halt".into()), now, fx);
+            }
+        }
+        let open: Vec<ClientOrderId> = self
+            .orders
+            .values()
+            .filter(|o| o.status.is_cancellable() && !is_liquidation(o))
+            .map(|o| o.client_order_id.clone())
+            .collect();
+        for id in open {
+            self.request_cancel(&id, now, fx);
+        }
+        let liquidation_requested = self.submit_liquidation(now, fx);
+        Reply::Halted { liquidation_requested, timestamp: self.halt.as_ref().map(|h| h.at).unwrap_or(now) }
+    }
+
+    /// Submits market sells for every share not already being sold by a liquidation order.
+    /// Returns whether any position is open.
+    pub(super) fn submit_liquidation(&mut self, now: Timestamp, fx: &mut Vec<Effect>) -> bool {
+        let positions: Vec<(Symbol, u64)> =
+            self.positions.values().filter(|p| !p.is_flat()).map(|p| (p.symbol.clone(), p.quantity)).collect();
+        for (symbol, held) in &positions {
+            let selling: u64 = self
+                .orders
+                .values()
+                .filter(|o| &o.symbol == symbol && o.side == Side::Sell && !o.status.is_final())
+                .map(|o| o.remaining())
+                .sum();
+            let missing = held.saturating_sub(selling);
+            if missing == 0 {
+                continue;
+            }
+            let id = self.next_client_order_id(symbol, now);
+            let mut order = Order::new(
+                id.clone(),
+                symbol.clone(),
+                Side::Sell,
+                OrderType::Market,
+                TimeInForce::Day,
+                missing,
+                None,
+                None,
+                now,
+            );
+            order.reason = Some(LIQUIDATION_REASON.into());
+            self.orders.insert(id, order.clone());
+            fx.push(Effect::Submit(order));
+        }
+        !positions.is_empty()
+    }
+}
+
+/// Reason on the kill switch's own exit orders.
+pub const LIQUIDATION_REASON: &str = "emergency liquidation";
+
+fn is_liquidation(order: &Order) -> bool {
+    order.reason.as_deref() == Some(LIQUIDATION_REASON)
+}
+
+impl Slot {
+    /// A symbol traded by hand: no strategy.
+    pub fn manual() -> Slot {
+        Slot {
+            status: StrategyStatus::Halted,
+            strategy: None,
+            entry_order: None,
+            exit_orders: Default::default(),
+            last_rule: None,
+        }
+    }
+}

@@ -1,0 +1,453 @@
+//! The trading engine (DESIGN.md "One engine, two clocks"): a synchronous state machine.
+//!
+//! `Engine::handle(event, now) -> Vec<Effect>` is the only place trading state changes. Live,
+//! a runner feeds it market bars, broker reports, timers and operator commands (with a reply),
+//! and carries out the effects — persisting before sending (write-ahead), then submitting or
+//! cancelling at the broker and publishing events. In a backtest the same engine is fed stored
+//! bars and a simulated broker. No wall clock, no randomness, ordered maps only: the same
+//! events give the same effects, bit for bit.
+
+mod commands;
+mod reports;
+mod strategies;
+
+use crate::broker::BrokerReport;
+use crate::calendar::MarketCalendar;
+use crate::market::{Bar, Side};
+use crate::orders::{ClientOrderId, Order, OrderType, TimeInForce};
+use crate::positions::Position;
+use crate::risk::{RecentOrder, Refusal, RiskRule, RiskSnapshot, TradingState};
+use crate::settings::Settings;
+use crate::strategy::Strategy;
+use crate::symbol::Symbol;
+use crate::time::Timestamp;
+use chrono::NaiveDate;
+use rust_decimal::Decimal;
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+pub use commands::{Command, CommandError, ManualOrder, Reply};
+
+/// A watched symbol's strategy status (CONTRACT §3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize, utoipa::ToSchema)]
+pub enum StrategyStatus {
+    /// Watching for an entry.
+    Active,
+    /// Entry order working.
+    Buy,
+    /// In a position the strategy manages.
+    Hold,
+    /// Exit order working.
+    Sell,
+    /// Stopped, or finished for the day.
+    Closed,
+    /// Position left to manual management.
+    Halted,
+}
+
+impl StrategyStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StrategyStatus::Active => "Active",
+            StrategyStatus::Buy => "Buy",
+            StrategyStatus::Hold => "Hold",
+            StrategyStatus::Sell => "Sell",
+            StrategyStatus::Closed => "Closed",
+            StrategyStatus::Halted => "Halted",
+        }
+    }
+}
+
+/// One symbol the engine trades or watches.
+pub struct Slot {
+    pub status: StrategyStatus,
+    pub strategy: Option<Box<dyn Strategy>>,
+    pub entry_order: Option<ClientOrderId>,
+    pub exit_orders: BTreeSet<ClientOrderId>,
+    /// Why the last decision was taken (rule, sentence), for explanations.
+    pub last_rule: Option<(&'static str, String)>,
+}
+
+/// What the engine knows of a symbol's market.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SymbolMarket {
+    pub last: Decimal,
+    pub prev_close: Decimal,
+    pub relative_volume: Option<f64>,
+}
+
+/// The emergency halt latch.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Halt {
+    #[serde(with = "crate::time::serde_ts")]
+    pub at: Timestamp,
+    pub reason: String,
+    pub actor: String,
+}
+
+/// Counters of the trading day.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DayStats {
+    pub date: Option<NaiveDate>,
+    pub trades_today: u32,
+    pub realized_today: Decimal,
+    pub start_equity: Decimal,
+    pub peak_equity: Decimal,
+}
+
+/// Inputs of the engine.
+pub enum Event {
+    /// A completed 1-minute bar, with what the radar measured.
+    Bar {
+        symbol: Symbol,
+        bar: Bar,
+        prev_close: Decimal,
+        relative_volume: Option<f64>,
+    },
+    /// The latest trade price (marks positions).
+    Mark {
+        symbol: Symbol,
+        price: Decimal,
+    },
+    Broker(BrokerReport),
+    Command(Command),
+    /// The session clock: checks the day roll.
+    Tick,
+}
+
+/// What the runner must do, in order.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Effect {
+    /// Trading state changed: persist before anything else of the same batch.
+    TradingStateChanged {
+        state: TradingState,
+        halt: Option<Halt>,
+    },
+    /// A new order: persist (status NEW), then send to the broker.
+    Submit(Order),
+    /// Ask the broker to cancel.
+    Cancel(ClientOrderId),
+    /// Persist and publish the order's new state (with its executions).
+    OrderUpdated(Order),
+    PositionUpdated {
+        position: Position,
+        status: StrategyStatus,
+    },
+    WatchUpdated {
+        symbol: Symbol,
+        status: StrategyStatus,
+        reason: Option<String>,
+    },
+    /// A `RISK_BLOCKED` refusal: a violation row.
+    Violation {
+        rule: RiskRule,
+        symbol: Symbol,
+        client_order_id: Option<ClientOrderId>,
+        detail: serde_json::Value,
+    },
+    /// A strategy decision with its rule and explanation.
+    Decision {
+        symbol: Symbol,
+        rule: &'static str,
+        text: String,
+    },
+    DayRolled {
+        date: NaiveDate,
+    },
+    /// Something that should not happen did (an unknown or impossible broker report): log it
+    /// and show it in reconciliation.
+    Anomaly(String),
+    Reply(Result<Reply, CommandError>),
+}
+
+pub struct Engine {
+    pub settings: Settings,
+    pub trading_state: TradingState,
+    pub halt: Option<Halt>,
+    pub orders: BTreeMap<ClientOrderId, Order>,
+    pub positions: BTreeMap<Symbol, Position>,
+    pub slots: BTreeMap<Symbol, Slot>,
+    pub blocked: BTreeSet<Symbol>,
+    pub market: BTreeMap<Symbol, SymbolMarket>,
+    pub day: DayStats,
+    pub cash: Decimal,
+    recent: VecDeque<RecentOrder>,
+    sequence: u64,
+    /// Strategy factory by id.
+    make_strategy: fn(&str) -> Option<Box<dyn Strategy>>,
+}
+
+impl Engine {
+    pub fn new(settings: Settings, cash: Decimal, make_strategy: fn(&str) -> Option<Box<dyn Strategy>>) -> Engine {
+        Engine {
+            settings,
+            trading_state: TradingState::Active,
+            halt: None,
+            orders: BTreeMap::new(),
+            positions: BTreeMap::new(),
+            slots: BTreeMap::new(),
+            blocked: BTreeSet::new(),
+            market: BTreeMap::new(),
+            day: DayStats {
+                date: None,
+                trades_today: 0,
+                realized_today: Decimal::ZERO,
+                start_equity: cash,
+                peak_equity: cash,
+            },
+            cash,
+            recent: VecDeque::new(),
+            sequence: 0,
+            make_strategy,
+        }
+    }
+
+    pub fn calendar(&self) -> MarketCalendar {
+        MarketCalendar::new(self.settings.runtime.market_calendar)
+    }
+
+    /// The one entry point.
+    pub fn handle(&mut self, event: Event, now: Timestamp) -> Vec<Effect> {
+        let mut fx = Vec::new();
+        self.roll_day(now, &mut fx);
+        match event {
+            Event::Bar { symbol, bar, prev_close, relative_volume } => {
+                let m = self.market.entry(symbol.clone()).or_default();
+                m.last = bar.close.to_decimal();
+                m.prev_close = prev_close;
+                m.relative_volume = relative_volume;
+                self.on_bar(&symbol, &bar, now, &mut fx);
+                self.check_daily_loss(&mut fx);
+            }
+            Event::Mark { symbol, price } => {
+                self.market.entry(symbol).or_default().last = price;
+                self.check_daily_loss(&mut fx);
+            }
+            Event::Broker(report) => self.on_report(report, now, &mut fx),
+            Event::Command(command) => {
+                let reply = self.on_command(command, now, &mut fx);
+                fx.push(Effect::Reply(reply));
+            }
+            Event::Tick => {}
+        }
+        fx
+    }
+
+    fn roll_day(&mut self, now: Timestamp, fx: &mut Vec<Effect>) {
+        let date = self.calendar().date_of(now);
+        if self.day.date == Some(date) {
+            return;
+        }
+        let first = self.day.date.is_none();
+        let equity = self.equity();
+        self.day = DayStats {
+            date: Some(date),
+            trades_today: 0,
+            realized_today: Decimal::ZERO,
+            start_equity: equity,
+            peak_equity: equity,
+        };
+        self.recent.clear();
+        if first {
+            return;
+        }
+        for slot in self.slots.values_mut() {
+            if let Some(s) = slot.strategy.as_mut() {
+                s.reset_day();
+            }
+        }
+        // The daily loss limit resets with the day; an emergency halt never does.
+        if self.trading_state == TradingState::Reducing {
+            self.trading_state = TradingState::Active;
+            fx.push(Effect::TradingStateChanged { state: self.trading_state, halt: None });
+        }
+        fx.push(Effect::DayRolled { date });
+    }
+
+    /// Cash plus positions at their last prices.
+    pub fn equity(&self) -> Decimal {
+        self.cash + self.positions.values().map(|p| self.mark(&p.symbol) * Decimal::from(p.quantity)).sum::<Decimal>()
+    }
+
+    fn mark(&self, symbol: &Symbol) -> Decimal {
+        match self.market.get(symbol) {
+            Some(m) if m.last > Decimal::ZERO => m.last,
+            _ => self.positions.get(symbol).and_then(|p| p.average_entry_price()).unwrap_or_default(),
+        }
+    }
+
+    pub fn unrealized_pnl(&self) -> Decimal {
+        self.positions.values().map(|p| p.unrealized_pnl(self.mark(&p.symbol))).sum()
+    }
+
+    /// Realized today plus unrealized now.
+    pub fn daily_pnl(&self) -> Decimal {
+        self.day.realized_today + self.unrealized_pnl()
+    }
+
+    /// Peak-to-current equity drop today, in dollars (positive).
+    pub fn drawdown(&self) -> Decimal {
+        (self.day.peak_equity - self.equity()).max(Decimal::ZERO)
+    }
+
+    fn check_daily_loss(&mut self, fx: &mut Vec<Effect>) {
+        let equity = self.equity();
+        if equity > self.day.peak_equity {
+            self.day.peak_equity = equity;
+        }
+        if self.trading_state == TradingState::Active && -self.daily_pnl() >= self.settings.risk_controls.max_daily_loss
+        {
+            self.trading_state = TradingState::Reducing;
+            fx.push(Effect::TradingStateChanged { state: self.trading_state, halt: None });
+        }
+    }
+
+    fn open_orders_of<'a>(&'a self, symbol: &'a Symbol) -> impl Iterator<Item = &'a Order> + 'a {
+        self.orders.values().filter(move |o| &o.symbol == symbol && !o.status.is_final())
+    }
+
+    fn open_quantity(&self, symbol: &Symbol, side: Side) -> u64 {
+        self.open_orders_of(symbol).filter(|o| o.side == side).map(|o| o.remaining()).sum()
+    }
+
+    /// The risk gate's view for an order in `symbol`.
+    fn snapshot<'a>(&'a self, symbol: &Symbol, id: &ClientOrderId, recent: &'a [RecentOrder]) -> RiskSnapshot<'a> {
+        let open_positions = self
+            .orders
+            .values()
+            .filter(|o| !o.status.is_final() && o.side == Side::Buy)
+            .map(|o| &o.symbol)
+            .chain(self.positions.values().filter(|p| !p.is_flat()).map(|p| &p.symbol))
+            .collect::<BTreeSet<_>>()
+            .len() as u32;
+        let reserved: Decimal = self
+            .orders
+            .values()
+            .filter(|o| !o.status.is_final() && o.side == Side::Buy)
+            .map(|o| {
+                Decimal::from(o.remaining()) * o.limit_price.or(o.stop_price).unwrap_or_else(|| self.mark(&o.symbol))
+            })
+            .sum();
+        RiskSnapshot {
+            trading_state: self.trading_state,
+            limits: &self.settings.risk_controls,
+            blocked: self.blocked.contains(symbol),
+            last_price: self.market.get(symbol).map(|m| m.last).filter(|p| *p > Decimal::ZERO),
+            position: self.positions.get(symbol).map(|p| p.quantity).unwrap_or(0),
+            open_buy_quantity: self.open_quantity(symbol, Side::Buy),
+            open_sell_quantity: self.open_quantity(symbol, Side::Sell),
+            open_positions,
+            trades_today: self.day.trades_today,
+            daily_pnl: self.daily_pnl(),
+            buying_power: (self.cash - reserved).max(Decimal::ZERO),
+            client_order_id_used: self.orders.contains_key(id),
+            recent_orders: recent,
+        }
+    }
+
+    fn next_client_order_id(&mut self, symbol: &Symbol, now: Timestamp) -> ClientOrderId {
+        self.sequence += 1;
+        let id = format!("to-{}-{}-{}", symbol.as_str(), now.format("%Y%m%d%H%M%S"), self.sequence);
+        ClientOrderId::parse(&id).expect("generated ids are valid")
+    }
+
+    /// Builds, checks and (when approved) submits an order.
+    #[allow(clippy::too_many_arguments)]
+    fn place(
+        &mut self,
+        id: Option<ClientOrderId>,
+        symbol: &Symbol,
+        side: Side,
+        order_type: OrderType,
+        tif: TimeInForce,
+        quantity: u64,
+        limit_price: Option<Decimal>,
+        stop_price: Option<Decimal>,
+        reason: Option<String>,
+        strategy_id: Option<String>,
+        now: Timestamp,
+        fx: &mut Vec<Effect>,
+    ) -> Result<ClientOrderId, Refusal> {
+        let id = match id {
+            Some(id) => id,
+            None => self.next_client_order_id(symbol, now),
+        };
+        let intent = crate::risk::OrderIntent {
+            client_order_id: &id,
+            symbol,
+            side,
+            order_type,
+            quantity,
+            limit_price,
+            stop_price,
+        };
+        let recent: Vec<RecentOrder> = self.recent.iter().cloned().collect();
+        match crate::risk::check(&intent, &self.snapshot(symbol, &id, &recent), now) {
+            crate::risk::Verdict::Approved => {}
+            crate::risk::Verdict::Refused(refusal) => {
+                if let Refusal::Risk(r) = &refusal {
+                    fx.push(Effect::Violation {
+                        rule: r.rule,
+                        symbol: symbol.clone(),
+                        client_order_id: Some(id.clone()),
+                        detail: serde_json::json!({"limit": r.limit, "current": r.current, "message": r.message}),
+                    });
+                }
+                return Err(refusal);
+            }
+        }
+        let mut order =
+            Order::new(id.clone(), symbol.clone(), side, order_type, tif, quantity, limit_price, stop_price, now);
+        order.reason = reason;
+        order.strategy_id = strategy_id;
+        if side == Side::Buy {
+            self.day.trades_today += 1;
+        }
+        self.recent.push_back(RecentOrder {
+            client_order_id: id.clone(),
+            symbol: symbol.clone(),
+            side,
+            quantity,
+            submitted_at: now,
+        });
+        let window = chrono::Duration::seconds(self.settings.risk_controls.duplicate_order_window_seconds.into());
+        while self.recent.front().is_some_and(|r| now - r.submitted_at >= window) {
+            self.recent.pop_front();
+        }
+        self.orders.insert(id.clone(), order.clone());
+        fx.push(Effect::Submit(order));
+        Ok(id)
+    }
+
+    /// Requests the cancel of an open order (no-op for final or already pending ones).
+    fn request_cancel(&mut self, id: &ClientOrderId, now: Timestamp, fx: &mut Vec<Effect>) -> bool {
+        let Some(order) = self.orders.get_mut(id) else { return false };
+        if !order.status.is_cancellable() {
+            return false;
+        }
+        if order.apply(crate::orders::OrderEvent::CancelRequested, now).is_ok() {
+            fx.push(Effect::Cancel(id.clone()));
+            fx.push(Effect::OrderUpdated(order.clone()));
+            return true;
+        }
+        false
+    }
+
+    fn set_status(&mut self, symbol: &Symbol, status: StrategyStatus, reason: Option<String>, fx: &mut Vec<Effect>) {
+        if let Some(slot) = self.slots.get_mut(symbol) {
+            if slot.status != status {
+                slot.status = status;
+                fx.push(Effect::WatchUpdated { symbol: symbol.clone(), status, reason });
+            }
+        }
+    }
+
+    /// The status shown on a position row: the watch status, or `Halted` when no strategy
+    /// manages it.
+    pub fn position_status(&self, symbol: &Symbol) -> StrategyStatus {
+        self.slots.get(symbol).map(|s| s.status).unwrap_or(StrategyStatus::Halted)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,119 @@
+//! Broker reports: orders move through their state machine, fills move positions and cash, and
+//! the symbol's strategy status follows (`Buy → Hold → Sell → Active`).
+
+use super::{Effect, Engine, StrategyStatus};
+use crate::broker::BrokerReport;
+use crate::market::Side;
+use crate::orders::OrderStatus;
+use crate::positions::{Position, PositionFill};
+use crate::risk::TradingState;
+use crate::time::Timestamp;
+use rust_decimal::Decimal;
+
+impl Engine {
+    pub(super) fn on_report(&mut self, report: BrokerReport, now: Timestamp, fx: &mut Vec<Effect>) {
+        let id = report.client_order_id().clone();
+        let Some(order) = self.orders.get_mut(&id) else {
+            fx.push(Effect::Anomaly(format!("broker report for unknown order {id}: {report:?}")));
+            return;
+        };
+        let before = order.status;
+        if let Err(e) = order.apply(report.order_event(), report.at()) {
+            // Duplicate or impossible report: the order stays as it was.
+            fx.push(Effect::Anomaly(format!("broker report refused for order {id}: {e}")));
+            return;
+        }
+        let order = order.clone();
+        fx.push(Effect::OrderUpdated(order.clone()));
+
+        if let BrokerReport::Filled { execution, .. } = &report {
+            let position =
+                self.positions.entry(order.symbol.clone()).or_insert_with(|| Position::new(order.symbol.clone()));
+            let fill = PositionFill {
+                side: order.side,
+                quantity: execution.quantity,
+                price: execution.price,
+                fee: execution.fee,
+                at: execution.timestamp,
+            };
+            match position.apply(&fill) {
+                Ok(realized) => {
+                    self.day.realized_today += realized - execution.fee;
+                    let amount = execution.price * Decimal::from(execution.quantity);
+                    self.cash += match order.side {
+                        Side::Buy => -amount - execution.fee,
+                        Side::Sell => amount - execution.fee,
+                    };
+                }
+                Err(e) => {
+                    // A sell fill beyond the position (e.g. a late fill racing a close).
+                    fx.push(Effect::Anomaly(format!("fill of order {id} not applied to the position: {e}")));
+                }
+            }
+            let position = position.clone();
+            if order.side == Side::Buy {
+                if let Some(slot) = self.slots.get_mut(&order.symbol) {
+                    if slot.entry_order.as_ref() == Some(&id) {
+                        if let Some(s) = slot.strategy.as_mut() {
+                            s.on_entry_filled(execution.quantity, execution.price);
+                        }
+                    }
+                }
+            }
+            let status = self.status_after_fill(&order.symbol, &position);
+            self.set_status(&order.symbol, status, None, fx);
+            fx.push(Effect::PositionUpdated { status: self.position_status(&order.symbol), position });
+            self.check_daily_loss(fx);
+        }
+
+        if order.status.is_final() && !before.is_final() {
+            self.order_finished(&order.symbol, &id, order.status, now, fx);
+        }
+    }
+
+    /// Status after a fill for a strategy-managed symbol.
+    fn status_after_fill(&self, symbol: &crate::symbol::Symbol, position: &Position) -> StrategyStatus {
+        let Some(slot) = self.slots.get(symbol) else { return StrategyStatus::Halted };
+        if slot.strategy.is_none() {
+            return slot.status;
+        }
+        let exiting = slot.exit_orders.iter().any(|id| self.orders.get(id).is_some_and(|o| !o.status.is_final()));
+        match (position.is_flat(), exiting) {
+            (true, _)
+                if slot
+                    .entry_order
+                    .as_ref()
+                    .is_some_and(|id| self.orders.get(id).is_some_and(|o| !o.status.is_final())) =>
+            {
+                StrategyStatus::Buy
+            }
+            (true, _) => StrategyStatus::Active,
+            (false, true) => StrategyStatus::Sell,
+            (false, false) => StrategyStatus::Hold,
+        }
+    }
+
+    fn order_finished(
+        &mut self,
+        symbol: &crate::symbol::Symbol,
+        id: &crate::orders::ClientOrderId,
+        status: OrderStatus,
+        now: Timestamp,
+        fx: &mut Vec<Effect>,
+    ) {
+        if let Some(slot) = self.slots.get_mut(symbol) {
+            if slot.entry_order.as_ref() == Some(id) {
+                slot.entry_order = None;
+            }
+            slot.exit_orders.remove(id);
+        }
+        let position =
+            self.positions.get(symbol).cloned().unwrap_or_else(|| crate::positions::Position::new(symbol.clone()));
+        let next = self.status_after_fill(symbol, &position);
+        self.set_status(symbol, next, None, fx);
+        // While halted, an exit that ended without filling everything is resubmitted.
+        if self.trading_state == TradingState::Halted && status != OrderStatus::Filled {
+            self.submit_liquidation(now, fx);
+        }
+    }
+}

@@ -1,0 +1,120 @@
+//! Completed bars reach the symbol's strategy; its decisions become orders through the risk gate.
+
+use super::{Effect, Engine, StrategyStatus};
+use crate::market::{Bar, Side};
+use crate::orders::{OrderType, TimeInForce};
+use crate::risk::TradingState;
+use crate::strategy::{Decision, StrategyContext};
+use crate::symbol::Symbol;
+use crate::time::Timestamp;
+
+impl Engine {
+    pub(super) fn on_bar(&mut self, symbol: &Symbol, bar: &Bar, now: Timestamp, fx: &mut Vec<Effect>) {
+        if self.trading_state == TradingState::Halted {
+            return;
+        }
+        let Some(slot) = self.slots.get(symbol) else { return };
+        if slot.strategy.is_none() || matches!(slot.status, StrategyStatus::Closed | StrategyStatus::Halted) {
+            return;
+        }
+        let working = slot
+            .entry_order
+            .iter()
+            .chain(slot.exit_orders.iter())
+            .any(|id| self.orders.get(id).is_some_and(|o| !o.status.is_final()));
+        let market = self.market.get(symbol).copied().unwrap_or_default();
+        let calendar = self.calendar();
+        let (since_open, to_close) = match calendar.trading_day(calendar.date_of(now)) {
+            Some(day) => ((now - day.regular_open).num_minutes(), (day.regular_close - now).num_minutes()),
+            None => (-1, 0),
+        };
+        let ctx = StrategyContext {
+            prev_close: market.prev_close,
+            relative_volume: market.relative_volume,
+            position: self.positions.get(symbol).map(|p| p.quantity).unwrap_or(0),
+            order_working: working,
+            minutes_since_open: since_open,
+            minutes_to_close: to_close,
+            flatten_minutes_before_close: self.settings.runtime.flatten_minutes_before_close,
+        };
+        let params = self.settings.strategy_allocator.clone();
+        let slot = self.slots.get_mut(symbol).expect("checked above");
+        let strategy = slot.strategy.as_mut().expect("checked above");
+        let (strategy_id, decisions) = (strategy.id(), strategy.on_bar(bar, &ctx, &params));
+        for decision in decisions {
+            self.act(symbol, strategy_id, decision, now, fx);
+        }
+    }
+
+    fn act(
+        &mut self,
+        symbol: &Symbol,
+        strategy_id: &'static str,
+        decision: Decision,
+        now: Timestamp,
+        fx: &mut Vec<Effect>,
+    ) {
+        let rule = decision.rule();
+        let text = match &decision {
+            Decision::Enter { text, .. } | Decision::Exit { text, .. } | Decision::CancelEntry { text, .. } => {
+                text.clone()
+            }
+        };
+        fx.push(Effect::Decision { symbol: symbol.clone(), rule, text: text.clone() });
+        if let Some(slot) = self.slots.get_mut(symbol) {
+            slot.last_rule = Some((rule, text.clone()));
+        }
+        let reason = Some(format!("{rule}: {text}"));
+        match decision {
+            Decision::Enter { quantity, stop_price, limit_price, .. } => {
+                let placed = self.place(
+                    None,
+                    symbol,
+                    Side::Buy,
+                    OrderType::StopLimit,
+                    TimeInForce::Day,
+                    quantity,
+                    Some(limit_price),
+                    Some(stop_price),
+                    reason,
+                    Some(strategy_id.to_string()),
+                    now,
+                    fx,
+                );
+                if let Ok(id) = placed {
+                    if let Some(slot) = self.slots.get_mut(symbol) {
+                        slot.entry_order = Some(id);
+                    }
+                    self.set_status(symbol, StrategyStatus::Buy, None, fx);
+                }
+            }
+            Decision::Exit { quantity, .. } => {
+                let placed = self.place(
+                    None,
+                    symbol,
+                    Side::Sell,
+                    OrderType::Market,
+                    TimeInForce::Day,
+                    quantity,
+                    None,
+                    None,
+                    reason,
+                    Some(strategy_id.to_string()),
+                    now,
+                    fx,
+                );
+                if let Ok(id) = placed {
+                    if let Some(slot) = self.slots.get_mut(symbol) {
+                        slot.exit_orders.insert(id);
+                    }
+                    self.set_status(symbol, StrategyStatus::Sell, None, fx);
+                }
+            }
+            Decision::CancelEntry { .. } => {
+                if let Some(id) = self.slots.get(symbol).and_then(|s| s.entry_order.clone()) {
+                    self.request_cancel(&id, now, fx);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,354 @@
+use super::*;
+use crate::broker::BrokerReport;
+use crate::orders::{Execution, OrderStatus};
+use crate::settings::MarketCalendarKind;
+use crate::strategy::{Decision, Strategy, StrategyContext};
+use crate::time::parse_ts;
+use proptest::prelude::*;
+
+fn t(s: &str) -> Timestamp {
+    parse_ts(s).unwrap()
+}
+
+const NOW: &str = "2026-11-20T15:00:00Z";
+
+fn sym(s: &str) -> Symbol {
+    Symbol::parse(s).unwrap()
+}
+
+fn d(cents: i64) -> Decimal {
+    Decimal::new(cents, 2)
+}
+
+/// Enters on the 3rd bar it sees, exits on the 6th.
+struct Scripted {
+    bars: u32,
+}
+
+impl Strategy for Scripted {
+    fn id(&self) -> &'static str {
+        "scripted"
+    }
+    fn version(&self) -> &'static str {
+        "0"
+    }
+    fn on_bar(
+        &mut self,
+        _bar: &Bar,
+        ctx: &StrategyContext,
+        _p: &crate::settings::StrategyAllocatorSettings,
+    ) -> Vec<Decision> {
+        self.bars += 1;
+        match self.bars {
+            3 if ctx.position == 0 => vec![Decision::Enter {
+                quantity: 100,
+                stop_price: d(510),
+                limit_price: d(515),
+                stop_loss: d(480),
+                target: d(570),
+                rule: "TEST_ENTRY",
+                text: "entry for the test".into(),
+            }],
+            6 if ctx.position > 0 => {
+                vec![Decision::Exit { quantity: ctx.position, rule: "TEST_EXIT", text: "exit for the test".into() }]
+            }
+            _ => vec![],
+        }
+    }
+    fn on_entry_filled(&mut self, _quantity: u64, _price: Decimal) {}
+    fn reset_day(&mut self) {
+        self.bars = 0;
+    }
+}
+
+fn factory(id: &str) -> Option<Box<dyn Strategy>> {
+    (id == "momentum_breakout").then(|| Box::new(Scripted { bars: 0 }) as Box<dyn Strategy>)
+}
+
+fn engine() -> Engine {
+    let mut e = Engine::new(Settings::default(), d(10_000_000), factory);
+    e.handle(Event::Mark { symbol: sym("ABCD"), price: d(500) }, t(NOW));
+    e
+}
+
+fn command(e: &mut Engine, c: Command) -> (Result<Reply, CommandError>, Vec<Effect>) {
+    let mut fx = e.handle(Event::Command(c), t(NOW));
+    let Some(Effect::Reply(reply)) = fx.pop() else { panic!("a command ends with its reply") };
+    (reply, fx)
+}
+
+fn buy(qty: u64) -> Command {
+    Command::PlaceOrder(ManualOrder {
+        client_order_id: None,
+        symbol: sym("ABCD"),
+        side: Side::Buy,
+        quantity: qty,
+        order_type: OrderType::Market,
+        limit_price: None,
+        stop_price: None,
+        time_in_force: TimeInForce::Day,
+        reason: Some("test".into()),
+    })
+}
+
+fn submitted(fx: &[Effect]) -> Vec<Order> {
+    fx.iter().filter_map(|f| if let Effect::Submit(o) = f { Some(o.clone()) } else { None }).collect()
+}
+
+fn fill(e: &mut Engine, order: &Order, exec: &str, qty: u64, cents: i64) -> Vec<Effect> {
+    let id = order.client_order_id.clone();
+    let mut fx = e.handle(
+        Event::Broker(BrokerReport::Accepted {
+            client_order_id: id.clone(),
+            broker_order_id: format!("b-{exec}"),
+            at: t(NOW),
+        }),
+        t(NOW),
+    );
+    fx.extend(e.handle(
+        Event::Broker(BrokerReport::Filled {
+            client_order_id: id,
+            execution: Execution {
+                execution_id: exec.into(),
+                timestamp: t(NOW),
+                quantity: qty,
+                price: d(cents),
+                fee: Decimal::ZERO,
+            },
+        }),
+        t(NOW),
+    ));
+    fx
+}
+
+#[test]
+fn a_manual_buy_fills_into_a_position_and_moves_cash() {
+    let mut e = engine();
+    let (reply, fx) = command(&mut e, buy(100));
+    let Ok(Reply::Order(order)) = reply else { panic!("{reply:?}") };
+    assert_eq!(order.status, OrderStatus::New);
+    assert_eq!(submitted(&fx).len(), 1, "write-ahead: the order is handed over as NEW");
+    let fx = fill(&mut e, &order, "e1", 100, 501);
+    assert!(fx.iter().any(|f| matches!(f, Effect::PositionUpdated { position, status: StrategyStatus::Halted } if position.quantity == 100)));
+    assert_eq!(e.orders[&order.client_order_id].status, OrderStatus::Filled);
+    assert_eq!(e.cash, d(10_000_000) - d(50_100));
+    assert_eq!(e.day.trades_today, 1);
+}
+
+#[test]
+fn refused_orders_never_reach_the_broker_and_leave_a_violation() {
+    let mut e = engine();
+    e.blocked.insert(sym("ABCD"));
+    let (reply, fx) = command(&mut e, buy(100));
+    assert!(matches!(&reply, Err(CommandError::Risk(r)) if r.rule == RiskRule::SymbolBlocked), "{reply:?}");
+    assert!(submitted(&fx).is_empty());
+    assert!(matches!(&fx[..], [Effect::Violation { rule: RiskRule::SymbolBlocked, .. }]));
+    assert!(e.orders.is_empty() && e.day.trades_today == 0, "a refused order changes nothing");
+}
+
+#[test]
+fn cancel_and_its_refusals() {
+    let mut e = engine();
+    let (_, fx) = command(&mut e, buy(100));
+    let order = submitted(&fx)[0].clone();
+    let (reply, fx) = command(&mut e, Command::CancelOrder { client_order_id: order.client_order_id.clone() });
+    assert!(matches!(reply, Ok(Reply::Cancel { status: OrderStatus::PendingCancel, .. })));
+    assert!(fx.contains(&Effect::Cancel(order.client_order_id.clone())));
+    let (again, _) = command(&mut e, Command::CancelOrder { client_order_id: order.client_order_id.clone() });
+    assert_eq!(again, Err(CommandError::NotCancellable { status: OrderStatus::PendingCancel }));
+    let unknown = ClientOrderId::parse("nope").unwrap();
+    assert!(matches!(
+        command(&mut e, Command::CancelOrder { client_order_id: unknown }).0,
+        Err(CommandError::NotFound(_))
+    ));
+}
+
+#[test]
+fn closing_sells_the_position_in_full_or_in_part() {
+    let mut e = engine();
+    let (_, fx) = command(&mut e, buy(100));
+    fill(&mut e, &submitted(&fx)[0], "e1", 100, 500);
+    assert!(matches!(
+        command(&mut e, Command::ClosePosition { symbol: sym("ABCD"), quantity: Some(101) }).0,
+        Err(CommandError::Invalid { .. })
+    ));
+    let (reply, fx) = command(&mut e, Command::ClosePosition { symbol: sym("ABCD"), quantity: Some(40) });
+    assert!(matches!(reply, Ok(Reply::Close { .. })));
+    let sell = &submitted(&fx)[0];
+    assert_eq!((sell.side, sell.quantity, sell.order_type), (Side::Sell, 40, OrderType::Market));
+    assert_eq!(
+        command(&mut e, Command::ClosePosition { symbol: sym("ZZZ"), quantity: None }).0,
+        Err(CommandError::PositionNotFound(sym("ZZZ")))
+    );
+}
+
+#[test]
+fn emergency_halt_latches_first_then_stops_cancels_and_exits() {
+    let mut e = engine();
+    command(&mut e, Command::Watch { symbol: sym("WXYZ") }).0.unwrap();
+    let (_, fx) = command(&mut e, buy(100));
+    fill(&mut e, &submitted(&fx)[0], "e1", 100, 500);
+    let (_, fx) = command(&mut e, buy(50));
+    let working = submitted(&fx)[0].clone();
+
+    let (reply, fx) = command(&mut e, Command::EmergencyHalt { reason: "test".into(), actor: "ops".into() });
+    assert!(matches!(reply, Ok(Reply::Halted { liquidation_requested: true, .. })));
+    assert!(
+        matches!(fx[0], Effect::TradingStateChanged { state: TradingState::Halted, halt: Some(_) }),
+        "persist HALTED first: {fx:?}"
+    );
+    let pos = |p: &dyn Fn(&Effect) -> bool| fx.iter().position(p).unwrap();
+    let stopped = pos(&|f| matches!(f, Effect::WatchUpdated { status: StrategyStatus::Closed, .. }));
+    let cancelled = pos(&|f| f == &Effect::Cancel(working.client_order_id.clone()));
+    let exit = pos(&|f| matches!(f, Effect::Submit(o) if o.side == Side::Sell));
+    assert!(stopped < cancelled && cancelled < exit, "order: halt, stop, cancel, exit");
+    let exits = submitted(&fx);
+    assert_eq!((exits.len(), exits[0].quantity), (1, 100));
+
+    // Idempotent: the exit is already working, nothing new.
+    let (again, fx) = command(&mut e, Command::EmergencyHalt { reason: "again".into(), actor: "ops".into() });
+    assert!(matches!(again, Ok(Reply::Halted { .. })) && submitted(&fx).is_empty());
+    // Buys are refused; the position can still be closed.
+    assert_eq!(command(&mut e, buy(1)).0, Err(CommandError::Halted));
+    assert_eq!(command(&mut e, Command::Watch { symbol: sym("WXYZ") }).0, Err(CommandError::Halted));
+    // An exit cancelled by the broker is resubmitted while halted.
+    let exit = exits[0].clone();
+    e.handle(
+        Event::Broker(BrokerReport::Accepted {
+            client_order_id: exit.client_order_id.clone(),
+            broker_order_id: "x".into(),
+            at: t(NOW),
+        }),
+        t(NOW),
+    );
+    let fx = e.handle(
+        Event::Broker(BrokerReport::Canceled { client_order_id: exit.client_order_id.clone(), at: t(NOW) }),
+        t(NOW),
+    );
+    assert_eq!(submitted(&fx).iter().map(|o| o.quantity).collect::<Vec<_>>(), vec![100]);
+    // Only resume ends it.
+    assert!(matches!(
+        command(&mut e, Command::Resume { reason: "ok".into(), actor: "ops".into() }).0,
+        Ok(Reply::Resumed { state: TradingState::Active })
+    ));
+}
+
+#[test]
+fn reaching_the_daily_loss_turns_reducing_until_the_next_day() {
+    let mut e = engine();
+    let (_, fx) = command(&mut e, buy(1000));
+    fill(&mut e, &submitted(&fx)[0], "e1", 1000, 500);
+    let fx = e.handle(Event::Mark { symbol: sym("ABCD"), price: d(449) }, t(NOW));
+    assert_eq!(fx, vec![Effect::TradingStateChanged { state: TradingState::Reducing, halt: None }], "loss 510 ≥ 500");
+    assert!(matches!(command(&mut e, buy(1)).0, Err(CommandError::Risk(r)) if r.rule == RiskRule::MaxDailyLoss));
+    assert!(
+        command(&mut e, Command::ClosePosition { symbol: sym("ABCD"), quantity: None }).0.is_ok(),
+        "reducing orders pass"
+    );
+    let fx = e.handle(Event::Tick, t("2026-11-21T15:00:00Z"));
+    assert!(fx.contains(&Effect::TradingStateChanged { state: TradingState::Active, halt: None }));
+    assert_eq!(e.day.trades_today, 0);
+}
+
+#[test]
+fn the_strategy_moves_a_symbol_through_buy_hold_sell_active() {
+    let mut e = engine();
+    let watched = command(&mut e, Command::Watch { symbol: sym("ABCD") }).0.unwrap();
+    assert!(matches!(watched, Reply::Status { status: StrategyStatus::Active, .. }));
+    let bar = |m: i64| Bar {
+        start: t(NOW) + chrono::Duration::minutes(m),
+        open: crate::market::Price::from_cents(500),
+        high: crate::market::Price::from_cents(505),
+        low: crate::market::Price::from_cents(495),
+        close: crate::market::Price::from_cents(500),
+        volume: 10_000,
+    };
+    let mut statuses = Vec::new();
+    let mut entry = None;
+    let mut exit = None;
+    for m in 0..6 {
+        let fx = e.handle(
+            Event::Bar { symbol: sym("ABCD"), bar: bar(m), prev_close: d(400), relative_volume: Some(8.0) },
+            t(NOW),
+        );
+        for f in &fx {
+            match f {
+                Effect::WatchUpdated { status, .. } => statuses.push(*status),
+                Effect::Submit(o) if o.side == Side::Buy => entry = Some(o.clone()),
+                Effect::Submit(o) => exit = Some(o.clone()),
+                _ => {}
+            }
+        }
+        if m == 3 {
+            let order = entry.clone().expect("entered on the 3rd bar");
+            assert_eq!(
+                (order.order_type, order.stop_price, order.limit_price),
+                (OrderType::StopLimit, Some(d(510)), Some(d(515)))
+            );
+            assert!(order.reason.as_deref().unwrap().starts_with("TEST_ENTRY"));
+            for f in fill(&mut e, &order, "e1", 100, 512) {
+                if let Effect::WatchUpdated { status, .. } = f {
+                    statuses.push(status);
+                }
+            }
+        }
+    }
+    let exit = exit.expect("exited on the 6th bar");
+    for f in fill(&mut e, &exit, "e2", 100, 520) {
+        if let Effect::WatchUpdated { status, .. } = f {
+            statuses.push(status);
+        }
+    }
+    use StrategyStatus::*;
+    assert_eq!(statuses, vec![Buy, Hold, Sell, Active]);
+    assert!(e.positions[&sym("ABCD")].is_flat());
+    assert_eq!(e.positions[&sym("ABCD")].realized_pnl, d(800));
+}
+
+#[test]
+fn order_generating_commands_respect_the_session() {
+    let mut e = engine();
+    e.settings.runtime.market_calendar = MarketCalendarKind::Nyse;
+    let saturday = t("2026-11-21T15:00:00Z");
+    let mut fx = e.handle(Event::Command(buy(10)), saturday);
+    assert!(matches!(fx.pop(), Some(Effect::Reply(Err(CommandError::MarketClosed { .. })))));
+    assert!(submitted(&fx).is_empty());
+}
+
+#[test]
+fn the_same_events_give_the_same_effects() {
+    let run = || {
+        let mut e = engine();
+        let (_, fx) = command(&mut e, buy(100));
+        let mut all = fx.clone();
+        all.extend(fill(&mut e, &submitted(&fx)[0], "e1", 60, 501));
+        all.extend(command(&mut e, Command::EmergencyHalt { reason: "r".into(), actor: "a".into() }).1);
+        all
+    };
+    assert_eq!(run(), run());
+}
+
+proptest! {
+    /// Whatever is asked, an order reaches the broker exactly when the command succeeds, buys
+    /// never exceed the position limit, and no position goes negative.
+    #[test]
+    fn no_refused_order_reaches_the_broker(cmds in prop::collection::vec((any::<bool>(), 1u64..1500, 0u8..3), 1..30)) {
+        let mut e = engine();
+        let mut n = 0;
+        for (is_buy, qty, fill_kind) in cmds {
+            let c = if is_buy { buy(qty) } else { Command::ClosePosition { symbol: sym("ABCD"), quantity: Some(qty) } };
+            let (reply, fx) = command(&mut e, c);
+            let subs = submitted(&fx);
+            prop_assert_eq!(subs.len(), usize::from(reply.is_ok()), "{:?}", reply);
+            if let Some(order) = subs.first() {
+                n += 1;
+                if fill_kind > 0 {
+                    fill(&mut e, order, &format!("e{n}"), order.quantity, 500);
+                }
+            }
+            let held = e.positions.get(&sym("ABCD")).map(|p| p.quantity).unwrap_or(0);
+            let open_buys: u64 = e.orders.values().filter(|o| !o.status.is_final() && o.side == Side::Buy).map(|o| o.remaining()).sum();
+            prop_assert!(held + open_buys <= e.settings.risk_controls.max_position_size);
+        }
+    }
+}
