@@ -8,6 +8,7 @@ mod db;
 pub mod market;
 pub mod settings;
 pub mod tokens;
+pub mod trading;
 
 pub use audit::{AuditEntry, AuditFilter, AuditRecord, AuditRepository};
 pub use cache::{Cache, CacheError, MemoryCache, RedisCache};
@@ -15,3 +16,4 @@ pub use db::{Backend, Database, StoreError};
 pub use market::{BlockRecord, MarketRepository, RadarRowRecord, ViolationRecord, WatchRecord};
 pub use settings::{SettingsRepository, SettingsVersion};
 pub use tokens::{TokenRecord, TokenRepository};
+pub use trading::{EngineStateRecord, OrderFilter, TradingRepository};

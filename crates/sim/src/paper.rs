@@ -1,0 +1,931 @@
+//! The in-process paper broker's matching engine (research/domain.md §5.5): orders in, broker
+//! reports out, driven only by the timestamps and market updates it is given (no wall clock,
+//! no randomness), so paper trading and backtests replay bit for bit.
+//!
+//! * **Latency.** An order is acknowledged `ack_latency_ms` after `submit`, a cancel lands
+//!   `cancel_latency_ms` after `cancel` (never before the order's own ack). Until a cancel lands
+//!   the order keeps working, so fills can race it.
+//! * **Liquidity.** Per update, buys of a symbol share `ask_size` shares and sells `bid_size`
+//!   (at least one), in submission order; what does not fill stays working.
+//! * **Prices.** Market and triggered stop orders cross the quote plus `slippage_bps`; limits
+//!   fill at the quote when it is marketable, or at the limit when the completed bar traded
+//!   through it (a touch does not fill).
+//! * **No look-ahead.** A completed bar only counts for an order that was live for the whole bar:
+//!   acknowledged (for a stop limit's limit, triggered) at or before the bar's start. Earlier
+//!   parts of that minute may have traded before the order existed.
+
+use chrono::Duration;
+use rust_decimal::Decimal;
+use std::collections::BTreeMap;
+use tradeops_core::broker::BrokerReport;
+use tradeops_core::market::{Bar, Price, Quote, Side};
+use tradeops_core::orders::{ClientOrderId, Execution, Order, OrderType, TimeInForce};
+use tradeops_core::symbol::Symbol;
+use tradeops_core::time::Timestamp;
+
+/// The paper broker's knobs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PaperConfig {
+    /// Submit → `Accepted` report.
+    pub ack_latency_ms: i64,
+    /// Cancel → `Canceled` report (fills may still happen before it lands).
+    pub cancel_latency_ms: i64,
+    /// Market and stop fills pay this beyond the quote (buy above the ask, sell below the bid),
+    /// rounded to the price tick (cents at or above $1, 1/10,000 below), at least 0.
+    pub slippage_bps: f64,
+    pub fee_per_share: Decimal,
+}
+
+impl Default for PaperConfig {
+    fn default() -> Self {
+        PaperConfig { ack_latency_ms: 50, cancel_latency_ms: 50, slippage_bps: 5.0, fee_per_share: Decimal::ZERO }
+    }
+}
+
+/// One market update for a symbol: the latest trade price, the current quote, and, at a minute
+/// boundary, the completed bar.
+#[derive(Clone, Copy, Debug)]
+pub struct MarketUpdate<'a> {
+    pub symbol: &'a Symbol,
+    pub at: Timestamp,
+    pub last: Price,
+    pub quote: Quote,
+    pub bar: Option<&'a Bar>,
+}
+
+/// An order the broker is still working.
+#[derive(Clone, Debug)]
+struct Working {
+    id: ClientOrderId,
+    symbol: Symbol,
+    side: Side,
+    order_type: OrderType,
+    time_in_force: TimeInForce,
+    limit: Option<Price>,
+    stop: Option<Price>,
+    remaining: u64,
+    broker_order_id: String,
+    /// When the ack is (or was) due.
+    ack_at: Timestamp,
+    /// Set when the ack has been delivered; only then does the order match.
+    acked_at: Option<Timestamp>,
+    /// When a stop or stop-limit order triggered; it stays triggered.
+    triggered_at: Option<Timestamp>,
+}
+
+/// How an order left the book.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Outcome {
+    Filled,
+    Canceled,
+    Expired,
+    Rejected,
+}
+
+impl Outcome {
+    fn cancel_reject_reason(self) -> &'static str {
+        match self {
+            Outcome::Filled => "too late to cancel: order already filled",
+            Outcome::Canceled => "order already canceled",
+            Outcome::Expired => "too late to cancel: order already expired",
+            Outcome::Rejected => "order was rejected",
+        }
+    }
+}
+
+/// A report the broker owes at a later time.
+#[derive(Clone, Debug)]
+enum Due {
+    Ack(ClientOrderId),
+    Reject(ClientOrderId, String),
+    Cancel(ClientOrderId),
+}
+
+#[derive(Clone, Debug)]
+struct Scheduled {
+    at: Timestamp,
+    seq: u64,
+    due: Due,
+}
+
+/// The paper broker: a deterministic matching engine over the simulated market.
+#[derive(Clone, Debug)]
+pub struct PaperBroker {
+    config: PaperConfig,
+    /// Live orders (acknowledged or not), in submission order.
+    working: Vec<Working>,
+    /// Orders that left the book, and when.
+    finished: BTreeMap<ClientOrderId, (Outcome, Timestamp)>,
+    scheduled: Vec<Scheduled>,
+    seq: u64,
+    orders_taken: u64,
+    executions: u64,
+}
+
+impl PaperBroker {
+    pub fn new(config: PaperConfig) -> Self {
+        PaperBroker {
+            config,
+            working: Vec::new(),
+            finished: BTreeMap::new(),
+            scheduled: Vec::new(),
+            seq: 0,
+            orders_taken: 0,
+            executions: 0,
+        }
+    }
+
+    /// Takes an order (status NEW, as the engine built it). Reports come later from
+    /// `advance`/`on_market`: `Accepted` after the ack latency, or `Rejected` (at the same time)
+    /// when the order is malformed or its client id was already used.
+    pub fn submit(&mut self, order: &Order, now: Timestamp) {
+        let at = after(now, self.config.ack_latency_ms);
+        let id = order.client_order_id.clone();
+        if self.working.iter().any(|o| o.id == id) || self.finished.contains_key(&id) {
+            self.schedule(at, Due::Reject(id, "duplicate client_order_id".into()));
+            return;
+        }
+        match validate(order) {
+            Ok((limit, stop)) => {
+                self.orders_taken += 1;
+                self.working.push(Working {
+                    id: id.clone(),
+                    symbol: order.symbol.clone(),
+                    side: order.side,
+                    order_type: order.order_type,
+                    time_in_force: order.time_in_force,
+                    limit,
+                    stop,
+                    remaining: order.quantity.saturating_sub(order.filled_quantity),
+                    broker_order_id: format!("PB-{}", self.orders_taken),
+                    ack_at: at,
+                    acked_at: None,
+                    triggered_at: None,
+                });
+                self.schedule(at, Due::Ack(id));
+            }
+            Err(reason) => {
+                self.finished.insert(id.clone(), (Outcome::Rejected, at));
+                self.schedule(at, Due::Reject(id, reason));
+            }
+        }
+    }
+
+    /// Requests a cancel; unknown or finished orders get a CancelRejected report (from `advance`).
+    /// The answer lands after the cancel latency, and never before the order's own ack or reject.
+    pub fn cancel(&mut self, id: &ClientOrderId, now: Timestamp) {
+        let mut at = after(now, self.config.cancel_latency_ms);
+        if let Some(order) = self.working.iter().find(|o| &o.id == id) {
+            at = at.max(order.ack_at);
+        } else if let Some((_, finished_at)) = self.finished.get(id) {
+            at = at.max(*finished_at);
+        }
+        self.schedule(at, Due::Cancel(id.clone()));
+    }
+
+    /// Delivers every report due at or before `now` (acks, cancels), in time order, ties in
+    /// submission order.
+    pub fn advance(&mut self, now: Timestamp) -> Vec<BrokerReport> {
+        let (mut due, later): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut self.scheduled).into_iter().partition(|s| s.at <= now);
+        self.scheduled = later;
+        due.sort_by_key(|s| (s.at, s.seq));
+        due.into_iter().filter_map(|s| self.land(s)).collect()
+    }
+
+    /// Matches working, acknowledged orders of `update.symbol` against the update. Returns the
+    /// reports that came due first (see `advance`), then fills (and IOC cancels) in submission order.
+    pub fn on_market(&mut self, update: &MarketUpdate<'_>) -> Vec<BrokerReport> {
+        let mut reports = self.advance(update.at);
+        let slippage_bps = self.config.slippage_bps;
+        let mut buy_shares = update.quote.ask_size.max(1);
+        let mut sell_shares = update.quote.bid_size.max(1);
+        let mut i = 0;
+        while i < self.working.len() {
+            let order = &mut self.working[i];
+            let Some(acked_at) = order.acked_at.filter(|_| &order.symbol == update.symbol) else {
+                i += 1;
+                continue;
+            };
+            if let (Some(stop), None) = (order.stop, order.triggered_at) {
+                if stop_triggers(order.side, stop, update, acked_at) {
+                    order.triggered_at = Some(update.at);
+                }
+            }
+            let available = match order.side {
+                Side::Buy => &mut buy_shares,
+                Side::Sell => &mut sell_shares,
+            };
+            let quantity = order.remaining.min(*available);
+            let fill = fill_price(order, update, acked_at, slippage_bps).filter(|_| quantity > 0);
+            if fill.is_some() {
+                *available -= quantity;
+                order.remaining -= quantity;
+            }
+            let (id, remaining, ioc) = (order.id.clone(), order.remaining, order.time_in_force == TimeInForce::Ioc);
+            if let Some(price) = fill {
+                self.executions += 1;
+                reports.push(BrokerReport::Filled {
+                    client_order_id: id.clone(),
+                    execution: Execution {
+                        execution_id: format!("P-{}", self.executions),
+                        timestamp: update.at,
+                        quantity,
+                        price: price.to_decimal(),
+                        fee: self.config.fee_per_share * Decimal::from(quantity),
+                    },
+                });
+            }
+            let outcome = if remaining == 0 {
+                Outcome::Filled
+            } else if ioc {
+                reports.push(BrokerReport::Canceled { client_order_id: id.clone(), at: update.at });
+                Outcome::Canceled
+            } else {
+                i += 1;
+                continue;
+            };
+            self.working.remove(i);
+            self.finished.insert(id, (outcome, update.at));
+        }
+        reports
+    }
+
+    /// Expires every working DAY order (and IOC leftovers) at the session close `now`, after
+    /// delivering the reports due by then. GTC orders stay.
+    pub fn expire_day_orders(&mut self, now: Timestamp) -> Vec<BrokerReport> {
+        let mut reports = self.advance(now);
+        let (expiring, staying): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut self.working).into_iter().partition(|o| o.time_in_force != TimeInForce::Gtc);
+        self.working = staying;
+        for order in expiring {
+            reports.push(BrokerReport::Expired { client_order_id: order.id.clone(), at: now });
+            self.finished.insert(order.id, (Outcome::Expired, now));
+        }
+        reports
+    }
+
+    /// Client ids of orders still working at the broker (acknowledged or not), sorted.
+    pub fn open_orders(&self) -> Vec<ClientOrderId> {
+        let mut ids: Vec<_> = self.working.iter().map(|o| o.id.clone()).collect();
+        ids.sort();
+        ids
+    }
+
+    fn schedule(&mut self, at: Timestamp, due: Due) {
+        self.seq += 1;
+        self.scheduled.push(Scheduled { at, seq: self.seq, due });
+    }
+
+    /// Applies one due event; an ack for an order that left the book before it landed is dropped.
+    fn land(&mut self, event: Scheduled) -> Option<BrokerReport> {
+        let at = event.at;
+        match event.due {
+            Due::Ack(id) => {
+                let order = self.working.iter_mut().find(|o| o.id == id && o.acked_at.is_none())?;
+                order.acked_at = Some(at);
+                Some(BrokerReport::Accepted { client_order_id: id, broker_order_id: order.broker_order_id.clone(), at })
+            }
+            Due::Reject(id, reason) => Some(BrokerReport::Rejected { client_order_id: id, reason, at }),
+            Due::Cancel(id) => {
+                if let Some(i) = self.working.iter().position(|o| o.id == id) {
+                    self.working.remove(i);
+                    self.finished.insert(id.clone(), (Outcome::Canceled, at));
+                    return Some(BrokerReport::Canceled { client_order_id: id, at });
+                }
+                let reason = match self.finished.get(&id) {
+                    Some((outcome, _)) => outcome.cancel_reject_reason(),
+                    None => "unknown order",
+                };
+                Some(BrokerReport::CancelRejected { client_order_id: id, reason: reason.into(), at })
+            }
+        }
+    }
+}
+
+/// `at` plus a latency (negative latencies count as 0).
+fn after(at: Timestamp, ms: i64) -> Timestamp {
+    Duration::try_milliseconds(ms.max(0)).and_then(|d| at.checked_add_signed(d)).unwrap_or(at)
+}
+
+/// The order's limit and stop prices, or why it cannot be worked.
+fn validate(order: &Order) -> Result<(Option<Price>, Option<Price>), String> {
+    if order.quantity <= order.filled_quantity {
+        return Err("quantity must be positive".into());
+    }
+    let price = |needed: bool, value: Option<Decimal>, name: &str| -> Result<Option<Price>, String> {
+        if !needed {
+            return Ok(None);
+        }
+        let value = value.ok_or_else(|| format!("a {:?} order needs a {name} price", order.order_type))?;
+        match Price::from_decimal(value) {
+            Some(p) if p.0 > 0 => Ok(Some(p)),
+            _ => Err(format!("{name} price must be positive with at most 4 decimals")),
+        }
+    };
+    let limit = price(matches!(order.order_type, OrderType::Limit | OrderType::StopLimit), order.limit_price, "limit")?;
+    let stop = price(matches!(order.order_type, OrderType::Stop | OrderType::StopLimit), order.stop_price, "stop")?;
+    Ok((limit, stop))
+}
+
+/// The completed bar, if the order has been live for all of it.
+fn bar_since<'a>(update: &MarketUpdate<'a>, live_since: Timestamp) -> Option<&'a Bar> {
+    update.bar.filter(|bar| bar.start >= live_since)
+}
+
+/// A buy stop triggers on a trade or bar high at or above the stop, a sell stop on one at or below.
+fn stop_triggers(side: Side, stop: Price, update: &MarketUpdate<'_>, acked_at: Timestamp) -> bool {
+    let last = update.last;
+    let bar = bar_since(update, acked_at);
+    match side {
+        Side::Buy => (last.0 > 0 && last >= stop) || bar.is_some_and(|b| b.high >= stop),
+        Side::Sell => (last.0 > 0 && last <= stop) || bar.is_some_and(|b| b.low.0 > 0 && b.low <= stop),
+    }
+}
+
+/// The price the order fills at on this update, if it fills.
+fn fill_price(order: &Working, update: &MarketUpdate<'_>, acked_at: Timestamp, slippage_bps: f64) -> Option<Price> {
+    let quote = &update.quote;
+    match order.order_type {
+        OrderType::Market => market_price(order.side, quote, None, slippage_bps),
+        OrderType::Stop => {
+            order.triggered_at?;
+            market_price(order.side, quote, order.stop, slippage_bps)
+        }
+        OrderType::Limit => limit_price(order.side, order.limit?, quote, bar_since(update, acked_at)),
+        OrderType::StopLimit => {
+            let triggered_at = order.triggered_at?;
+            limit_price(order.side, order.limit?, quote, bar_since(update, triggered_at))
+        }
+    }
+}
+
+/// A marketable fill: the far side of the quote (for a stop, no better than the stop) plus slippage.
+fn market_price(side: Side, quote: &Quote, stop: Option<Price>, slippage_bps: f64) -> Option<Price> {
+    match side {
+        Side::Buy if quote.ask.0 > 0 => {
+            let base = stop.map_or(quote.ask, |s| quote.ask.max(s));
+            Some(with_slippage(side, base, slippage_bps))
+        }
+        Side::Sell if quote.bid.0 > 0 => {
+            let base = stop.map_or(quote.bid, |s| quote.bid.min(s));
+            Some(with_slippage(side, base, slippage_bps))
+        }
+        _ => None,
+    }
+}
+
+/// A limit fill: at the quote when it is at or better than the limit, else at the limit when the
+/// bar traded through it.
+fn limit_price(side: Side, limit: Price, quote: &Quote, bar: Option<&Bar>) -> Option<Price> {
+    match side {
+        Side::Buy if quote.ask.0 > 0 && quote.ask <= limit => Some(quote.ask),
+        Side::Buy => bar.filter(|b| b.low < limit).map(|_| limit),
+        Side::Sell if quote.bid.0 > 0 && quote.bid >= limit => Some(quote.bid),
+        Side::Sell => bar.filter(|b| b.high > limit).map(|_| limit),
+    }
+}
+
+fn tick(price: i64) -> i64 {
+    if price >= Price::SCALE {
+        100
+    } else {
+        1
+    }
+}
+
+/// `base` moved against the trader by `bps`, the move rounded to the nearest tick (halves away
+/// from zero), never negative; the result is on the tick grid (rounded against the trader if the
+/// base was not) and positive.
+fn with_slippage(side: Side, base: Price, bps: f64) -> Price {
+    let bps = if bps.is_finite() { bps.max(0.0) } else { 0.0 };
+    let step = tick(base.0);
+    let raw = base.0 as f64 * bps / 10_000.0;
+    let slip = ((raw / step as f64).round() as i64).saturating_mul(step).max(0);
+    match side {
+        Side::Buy => {
+            let p = base.0.saturating_add(slip);
+            let step = tick(p);
+            Price(p.div_euclid(step).saturating_add(i64::from(p.rem_euclid(step) != 0)).saturating_mul(step))
+        }
+        Side::Sell => {
+            let p = base.0.saturating_sub(slip);
+            Price((p.div_euclid(tick(p)) * tick(p)).max(1))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::{TimeZone, Utc};
+    use tradeops_core::orders::{OrderEvent, OrderStatus};
+
+    fn t(ms: i64) -> Timestamp {
+        Utc.with_ymd_and_hms(2026, 3, 2, 14, 30, 0).single().expect("valid") + Duration::milliseconds(ms)
+    }
+
+    fn sym() -> Symbol {
+        Symbol::parse("ABCD").expect("valid")
+    }
+
+    fn id(raw: &str) -> ClientOrderId {
+        ClientOrderId::parse(raw).expect("valid")
+    }
+
+    fn dec(raw: &str) -> Decimal {
+        raw.parse().expect("decimal")
+    }
+
+    fn px(raw: &str) -> Price {
+        Price::from_decimal(dec(raw)).expect("price")
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn order(
+        raw_id: &str,
+        side: Side,
+        order_type: OrderType,
+        tif: TimeInForce,
+        quantity: u64,
+        limit: Option<&str>,
+        stop: Option<&str>,
+    ) -> Order {
+        Order::new(id(raw_id), sym(), side, order_type, tif, quantity, limit.map(dec), stop.map(dec), t(0))
+    }
+
+    fn market(raw_id: &str, side: Side, quantity: u64) -> Order {
+        order(raw_id, side, OrderType::Market, TimeInForce::Day, quantity, None, None)
+    }
+
+    fn quote(bid: &str, ask: &str, size: u64) -> Quote {
+        Quote { bid: px(bid), ask: px(ask), bid_size: size, ask_size: size }
+    }
+
+    fn update<'a>(symbol: &'a Symbol, ms: i64, last: &str, quote: Quote, bar: Option<&'a Bar>) -> MarketUpdate<'a> {
+        MarketUpdate { symbol, at: t(ms), last: px(last), quote, bar }
+    }
+
+    /// A completed minute bar starting at `start_ms`.
+    fn bar(start_ms: i64, high: &str, low: &str) -> Bar {
+        Bar { start: t(start_ms), open: px(high), high: px(high), low: px(low), close: px(low), volume: 10_000 }
+    }
+
+    /// (client id, quantity, price) of every fill.
+    fn fills(reports: &[BrokerReport]) -> Vec<(String, u64, Decimal)> {
+        reports
+            .iter()
+            .filter_map(|r| match r {
+                BrokerReport::Filled { client_order_id, execution } => {
+                    Some((client_order_id.to_string(), execution.quantity, execution.price))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn no_slippage() -> PaperConfig {
+        PaperConfig { slippage_bps: 0.0, ..PaperConfig::default() }
+    }
+
+    /// A broker with `orders` submitted at t(0) and acknowledged at t(50).
+    fn acked(config: PaperConfig, orders: &[Order]) -> PaperBroker {
+        let mut broker = PaperBroker::new(config);
+        for o in orders {
+            broker.submit(o, t(0));
+        }
+        let acks = broker.advance(t(50));
+        assert_eq!(acks.len(), orders.len());
+        assert!(acks.iter().all(|r| matches!(r, BrokerReport::Accepted { .. })), "{acks:?}");
+        broker
+    }
+
+    #[test]
+    fn defaults_match_the_contract() {
+        let c = PaperConfig::default();
+        assert_eq!(
+            (c.ack_latency_ms, c.cancel_latency_ms, c.slippage_bps, c.fee_per_share),
+            (50, 50, 5.0, Decimal::ZERO)
+        );
+    }
+
+    #[test]
+    fn ack_arrives_after_the_latency_not_before() {
+        let s = sym();
+        let mut broker = PaperBroker::new(PaperConfig::default());
+        broker.submit(&market("a1", Side::Buy, 100), t(0));
+        assert_eq!(broker.open_orders(), vec![id("a1")], "working before the ack");
+        assert!(broker.advance(t(49)).is_empty());
+        // Not acknowledged yet: a marketable quote does not fill it.
+        assert!(broker.on_market(&update(&s, 49, "10.00", quote("9.99", "10.00", 1_000), None)).is_empty());
+        assert_eq!(
+            broker.advance(t(50)),
+            vec![BrokerReport::Accepted { client_order_id: id("a1"), broker_order_id: "PB-1".into(), at: t(50) }]
+        );
+        assert!(broker.advance(t(1_000)).is_empty(), "delivered once");
+    }
+
+    #[test]
+    fn market_buy_fills_at_ask_plus_slippage_rounded_to_the_cent() {
+        let s = sym();
+        let config = PaperConfig { fee_per_share: dec("0.005"), ..PaperConfig::default() };
+        let mut broker = acked(config, &[market("b1", Side::Buy, 100), market("s1", Side::Sell, 100)]);
+        // 5 bps of $10.00 is half a cent: rounds to one cent. 5 bps of $9.99 is 0.4995¢: rounds to none.
+        let reports = broker.on_market(&update(&s, 60, "10.00", quote("9.99", "10.00", 1_000), None));
+        assert_eq!(fills(&reports), vec![("b1".into(), 100, dec("10.01")), ("s1".into(), 100, dec("9.99"))]);
+        let BrokerReport::Filled { execution, .. } = &reports[0] else { panic!("{reports:?}") };
+        assert_eq!((execution.execution_id.as_str(), execution.timestamp, execution.fee), ("P-1", t(60), dec("0.5")));
+        assert!(broker.open_orders().is_empty());
+
+        // 5 bps of $4.00 is 0.2 cent: rounds to nothing; no slippage configured means the quote.
+        let mut broker = acked(PaperConfig::default(), &[market("b2", Side::Buy, 10)]);
+        let reports = broker.on_market(&update(&s, 60, "4.00", quote("3.99", "4.00", 1_000), None));
+        assert_eq!(fills(&reports), vec![("b2".into(), 10, dec("4.00"))]);
+        let mut broker = acked(no_slippage(), &[market("b3", Side::Buy, 10)]);
+        let reports = broker.on_market(&update(&s, 60, "10.00", quote("9.99", "10.00", 1_000), None));
+        assert_eq!(fills(&reports), vec![("b3".into(), 10, dec("10.00"))]);
+        // Sub-dollar prices slip in 1/10,000 ticks: 50 bps of $0.5000 is $0.0025.
+        let config = PaperConfig { slippage_bps: 50.0, ..PaperConfig::default() };
+        let mut broker = acked(config, &[market("b4", Side::Buy, 10)]);
+        let reports = broker.on_market(&update(&s, 60, "0.4990", quote("0.4980", "0.5000", 1_000), None));
+        assert_eq!(fills(&reports), vec![("b4".into(), 10, dec("0.5025"))]);
+    }
+
+    #[test]
+    fn slippage_is_never_negative_and_stays_on_the_tick() {
+        assert_eq!(with_slippage(Side::Buy, px("10.00"), -20.0), px("10.00"));
+        assert_eq!(with_slippage(Side::Sell, px("10.00"), f64::NAN), px("10.00"));
+        assert_eq!(with_slippage(Side::Buy, px("10.005"), 0.0), px("10.01"), "off-tick base rounds against the buyer");
+        assert_eq!(with_slippage(Side::Sell, px("10.005"), 0.0), px("10.00"), "and against the seller");
+        assert_eq!(with_slippage(Side::Sell, px("10.00"), 10.0), px("9.99"));
+        assert_eq!(with_slippage(Side::Buy, px("0.9999"), 1.0), px("1.00"), "crossing $1 lands on a cent");
+        assert_eq!(with_slippage(Side::Buy, px("0.9999"), 10.0), px("1.01"), "$1.0009 is no price: up to a cent");
+        assert_eq!(with_slippage(Side::Sell, px("0.0001"), 10_000.0), Price(1), "never zero");
+    }
+
+    #[test]
+    fn quantity_above_ask_size_fills_partially_across_updates() {
+        let s = sym();
+        let mut broker = acked(no_slippage(), &[market("b1", Side::Buy, 500)]);
+        let first = broker.on_market(&update(&s, 100, "10.00", quote("9.99", "10.00", 300), None));
+        assert_eq!(fills(&first), vec![("b1".into(), 300, dec("10.00"))]);
+        assert_eq!(broker.open_orders(), vec![id("b1")], "the rest keeps working");
+        let second = broker.on_market(&update(&s, 200, "10.01", quote("10.00", "10.01", 300), None));
+        assert_eq!(fills(&second), vec![("b1".into(), 200, dec("10.01"))]);
+        assert!(broker.open_orders().is_empty());
+        let total: u64 = fills(&first).iter().chain(&fills(&second)).map(|f| f.1).sum();
+        assert_eq!(total, 500);
+    }
+
+    #[test]
+    fn liquidity_is_shared_in_submission_order_and_never_zero() {
+        let s = sym();
+        let orders = [market("b1", Side::Buy, 300), market("b2", Side::Buy, 300), market("s1", Side::Sell, 50)];
+        let mut broker = acked(no_slippage(), &orders);
+        let reports = broker.on_market(&update(&s, 100, "10.00", quote("9.99", "10.00", 400), None));
+        assert_eq!(
+            fills(&reports),
+            vec![("b1".into(), 300, dec("10.00")), ("b2".into(), 100, dec("10.00")), ("s1".into(), 50, dec("9.99"))]
+        );
+        let reports = broker.on_market(&update(&s, 200, "10.00", quote("9.99", "10.00", 0), None));
+        assert_eq!(fills(&reports), vec![("b2".into(), 1, dec("10.00"))], "an empty size still trades one share");
+        // Another symbol's update does not touch these orders.
+        let other = Symbol::parse("WXYZ").expect("valid");
+        assert!(broker.on_market(&update(&other, 300, "10.00", quote("9.99", "10.00", 1_000), None)).is_empty());
+    }
+
+    #[test]
+    fn limit_buy_rests_until_the_ask_reaches_the_limit() {
+        let s = sym();
+        let buy = order("l1", Side::Buy, OrderType::Limit, TimeInForce::Day, 100, Some("10.00"), None);
+        let mut broker = acked(PaperConfig::default(), &[buy]);
+        assert!(broker.on_market(&update(&s, 100, "10.05", quote("10.04", "10.05", 1_000), None)).is_empty());
+        assert_eq!(broker.open_orders(), vec![id("l1")]);
+        let reports = broker.on_market(&update(&s, 200, "9.97", quote("9.97", "9.98", 1_000), None));
+        assert_eq!(fills(&reports), vec![("l1".into(), 100, dec("9.98"))], "at the better ask, no slippage");
+    }
+
+    #[test]
+    fn limit_sell_rests_until_the_bid_reaches_the_limit() {
+        let s = sym();
+        let sell = order("l1", Side::Sell, OrderType::Limit, TimeInForce::Day, 100, Some("10.00"), None);
+        let mut broker = acked(PaperConfig::default(), &[sell]);
+        assert!(broker.on_market(&update(&s, 100, "9.95", quote("9.95", "9.96", 1_000), None)).is_empty());
+        let touch = bar(0, "10.00", "9.90");
+        assert!(broker.on_market(&update(&s, 60_000, "9.95", quote("9.95", "9.96", 1_000), Some(&touch))).is_empty());
+        let reports = broker.on_market(&update(&s, 60_100, "10.02", quote("10.02", "10.03", 1_000), None));
+        assert_eq!(fills(&reports), vec![("l1".into(), 100, dec("10.02"))]);
+    }
+
+    #[test]
+    fn a_bar_that_only_touches_the_limit_does_not_fill_but_one_trading_through_does() {
+        let s = sym();
+        let buy = order("l1", Side::Buy, OrderType::Limit, TimeInForce::Day, 100, Some("10.00"), None);
+        let mut broker = acked(PaperConfig::default(), &[buy]);
+        let q = quote("10.09", "10.10", 1_000);
+        // The order has been live since t(50); bars starting later count.
+        let touch = bar(60_000, "10.20", "10.00");
+        assert!(broker.on_market(&update(&s, 120_000, "10.10", q, Some(&touch))).is_empty());
+        let through = bar(120_000, "10.20", "9.99");
+        let reports = broker.on_market(&update(&s, 180_000, "10.10", q, Some(&through)));
+        assert_eq!(fills(&reports), vec![("l1".into(), 100, dec("10.00"))], "at the limit");
+    }
+
+    #[test]
+    fn a_bar_that_began_before_the_ack_does_not_fill_or_trigger() {
+        let s = sym();
+        let buy = order("l1", Side::Buy, OrderType::Limit, TimeInForce::Day, 100, Some("10.00"), None);
+        let stop = order("s1", Side::Buy, OrderType::Stop, TimeInForce::Day, 100, None, Some("10.50"));
+        let mut broker = acked(PaperConfig::default(), &[buy, stop]);
+        let early = bar(0, "10.60", "9.50"); // began at t(0), before the ack at t(50)
+        assert!(broker
+            .on_market(&update(&s, 60_000, "10.10", quote("10.09", "10.10", 1_000), Some(&early)))
+            .is_empty());
+        assert_eq!(broker.open_orders(), vec![id("l1"), id("s1")]);
+    }
+
+    #[test]
+    fn stop_buy_triggers_on_last_at_the_stop_and_fills_at_least_at_the_stop() {
+        let s = sym();
+        let stop = |raw_id: &str| order(raw_id, Side::Buy, OrderType::Stop, TimeInForce::Gtc, 100, None, Some("10.00"));
+        let mut broker = acked(no_slippage(), &[stop("st1")]);
+        assert!(broker.on_market(&update(&s, 100, "9.95", quote("9.95", "9.96", 1_000), None)).is_empty());
+        // Last trades at the stop while the quote lags below it: the fill is no better than the stop.
+        let reports = broker.on_market(&update(&s, 200, "10.00", quote("9.98", "9.99", 1_000), None));
+        assert_eq!(fills(&reports), vec![("st1".into(), 100, dec("10.00"))]);
+
+        // With the ask above the stop it pays the ask plus slippage (5 bps of $10.20 ≈ 0.51¢ → 1¢).
+        let mut broker = acked(PaperConfig::default(), &[stop("st2")]);
+        let reports = broker.on_market(&update(&s, 200, "10.19", quote("10.19", "10.20", 1_000), None));
+        assert_eq!(fills(&reports), vec![("st2".into(), 100, dec("10.21"))]);
+
+        // A bar high at the stop triggers too.
+        let mut broker = acked(no_slippage(), &[stop("st3")]);
+        let b = bar(60_000, "10.00", "9.80");
+        let reports = broker.on_market(&update(&s, 120_000, "9.90", quote("9.89", "9.90", 1_000), Some(&b)));
+        assert_eq!(fills(&reports), vec![("st3".into(), 100, dec("10.00"))]);
+    }
+
+    #[test]
+    fn stop_limit_does_not_fill_above_its_limit_after_triggering() {
+        let s = sym();
+        let sl = order("sl1", Side::Buy, OrderType::StopLimit, TimeInForce::Day, 100, Some("10.05"), Some("10.00"));
+        let mut broker = acked(PaperConfig::default(), &[sl]);
+        assert!(broker.on_market(&update(&s, 100_000, "10.10", quote("10.11", "10.12", 1_000), None)).is_empty());
+        // Triggered, but the ask is still above the limit; and a bar that began before the trigger
+        // (its low may have come first) does not count.
+        let b = bar(60_000, "10.20", "9.90");
+        assert!(broker.on_market(&update(&s, 120_000, "10.08", quote("10.09", "10.10", 1_000), Some(&b))).is_empty());
+        assert_eq!(broker.open_orders(), vec![id("sl1")]);
+        // The trigger persists although the last trade fell back below the stop.
+        let reports = broker.on_market(&update(&s, 130_000, "9.99", quote("10.03", "10.04", 1_000), None));
+        assert_eq!(fills(&reports), vec![("sl1".into(), 100, dec("10.04"))]);
+    }
+
+    #[test]
+    fn stop_sell_is_symmetric() {
+        let s = sym();
+        let stop = |raw_id: &str| order(raw_id, Side::Sell, OrderType::Stop, TimeInForce::Day, 100, None, Some("9.50"));
+        let config = PaperConfig { slippage_bps: 10.0, ..PaperConfig::default() };
+        let mut broker = acked(config.clone(), &[stop("ss1")]);
+        assert!(broker.on_market(&update(&s, 100, "9.60", quote("9.59", "9.60", 1_000), None)).is_empty());
+        // Bid above the stop: no better than the stop, minus 10 bps (0.95¢ → 1¢).
+        let reports = broker.on_market(&update(&s, 200, "9.50", quote("9.52", "9.53", 1_000), None));
+        assert_eq!(fills(&reports), vec![("ss1".into(), 100, dec("9.49"))]);
+
+        // A bar low at the stop triggers; a bid below the stop fills at the bid minus slippage.
+        let mut broker = acked(config, &[stop("ss2")]);
+        let b = bar(60_000, "9.70", "9.50");
+        let reports = broker.on_market(&update(&s, 120_000, "9.45", quote("9.40", "9.41", 1_000), Some(&b)));
+        assert_eq!(fills(&reports), vec![("ss2".into(), 100, dec("9.39"))]);
+
+        // Stop-limit sell: triggered, but no fill below its limit.
+        let sl = order("ss3", Side::Sell, OrderType::StopLimit, TimeInForce::Day, 100, Some("9.45"), Some("9.50"));
+        let mut broker = acked(no_slippage(), &[sl]);
+        assert!(broker.on_market(&update(&s, 100, "9.40", quote("9.40", "9.41", 1_000), None)).is_empty());
+        let reports = broker.on_market(&update(&s, 200, "9.52", quote("9.46", "9.47", 1_000), None));
+        assert_eq!(fills(&reports), vec![("ss3".into(), 100, dec("9.46"))]);
+    }
+
+    #[test]
+    fn cancel_lands_after_the_cancel_latency() {
+        let mut broker = acked(PaperConfig::default(), &[market("c1", Side::Buy, 100)]);
+        broker.cancel(&id("c1"), t(100));
+        assert!(broker.advance(t(149)).is_empty());
+        assert_eq!(broker.open_orders(), vec![id("c1")], "still working until the cancel lands");
+        assert_eq!(broker.advance(t(150)), vec![BrokerReport::Canceled { client_order_id: id("c1"), at: t(150) }]);
+        assert!(broker.open_orders().is_empty());
+    }
+
+    #[test]
+    fn a_cancel_before_the_ack_lands_after_it() {
+        let config = PaperConfig { ack_latency_ms: 200, cancel_latency_ms: 10, ..PaperConfig::default() };
+        let mut broker = PaperBroker::new(config);
+        broker.submit(&market("c1", Side::Buy, 100), t(0));
+        broker.cancel(&id("c1"), t(5));
+        assert!(broker.advance(t(199)).is_empty());
+        assert_eq!(
+            broker.advance(t(200)),
+            vec![
+                BrokerReport::Accepted { client_order_id: id("c1"), broker_order_id: "PB-1".into(), at: t(200) },
+                BrokerReport::Canceled { client_order_id: id("c1"), at: t(200) },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_fill_racing_a_cancel_is_reported_and_the_state_machine_takes_it() {
+        let s = sym();
+        let mut engine_order = market("r1", Side::Buy, 500);
+        let mut broker = PaperBroker::new(no_slippage());
+        broker.submit(&engine_order, t(0));
+        let mut reports = broker.advance(t(50));
+        broker.cancel(&id("r1"), t(100));
+        engine_order.apply(OrderEvent::CancelRequested, t(100)).expect("cancel request");
+        // The quote moves before the cancel lands: the order still fills what it can.
+        let raced = broker.on_market(&update(&s, 120, "10.00", quote("9.99", "10.00", 200), None));
+        assert_eq!(fills(&raced), vec![("r1".into(), 200, dec("10.00"))]);
+        reports.extend(raced);
+        let landed = broker.on_market(&update(&s, 150, "10.00", quote("9.99", "10.00", 200), None));
+        assert_eq!(landed, vec![BrokerReport::Canceled { client_order_id: id("r1"), at: t(150) }], "no fill after it");
+        reports.extend(landed);
+        let mut last = OrderStatus::New;
+        for r in &reports {
+            last = engine_order.apply(r.order_event(), r.at()).expect("legal transition");
+        }
+        assert_eq!((last, engine_order.filled_quantity), (OrderStatus::Canceled, 200));
+
+        // If the race fills the whole order, the cancel comes back rejected.
+        let mut broker = acked(no_slippage(), &[market("r2", Side::Buy, 100)]);
+        broker.cancel(&id("r2"), t(100));
+        assert_eq!(fills(&broker.on_market(&update(&s, 120, "10.00", quote("9.99", "10.00", 200), None))).len(), 1);
+        assert_eq!(
+            broker.advance(t(150)),
+            vec![BrokerReport::CancelRejected {
+                client_order_id: id("r2"),
+                reason: "too late to cancel: order already filled".into(),
+                at: t(150)
+            }]
+        );
+    }
+
+    #[test]
+    fn cancel_of_an_unknown_id_is_rejected() {
+        let mut broker = PaperBroker::new(PaperConfig::default());
+        broker.cancel(&id("ghost"), t(0));
+        assert!(broker.advance(t(49)).is_empty());
+        assert_eq!(
+            broker.advance(t(50)),
+            vec![BrokerReport::CancelRejected {
+                client_order_id: id("ghost"),
+                reason: "unknown order".into(),
+                at: t(50)
+            }]
+        );
+    }
+
+    #[test]
+    fn malformed_and_duplicate_orders_are_rejected_at_ack_time() {
+        let mut broker = PaperBroker::new(PaperConfig::default());
+        broker.submit(&order("x1", Side::Buy, OrderType::Limit, TimeInForce::Day, 100, None, None), t(0));
+        broker.submit(&order("x2", Side::Buy, OrderType::Stop, TimeInForce::Day, 100, None, Some("0")), t(0));
+        broker.submit(&market("x3", Side::Buy, 0), t(0));
+        broker.submit(&market("ok", Side::Buy, 100), t(0));
+        broker.submit(&market("ok", Side::Buy, 100), t(10));
+        assert_eq!(broker.open_orders(), vec![id("ok")]);
+        let reports = broker.advance(t(60));
+        let kinds: Vec<_> = reports
+            .iter()
+            .map(|r| match r {
+                BrokerReport::Rejected { client_order_id, reason, at } => format!("{client_order_id} {at:?} {reason}"),
+                BrokerReport::Accepted { client_order_id, broker_order_id, .. } => {
+                    format!("{client_order_id} accepted {broker_order_id}")
+                }
+                other => format!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(kinds.len(), 5);
+        assert!(kinds[0].starts_with("x1") && kinds[0].contains("needs a limit price"), "{kinds:?}");
+        assert!(kinds[1].starts_with("x2") && kinds[1].contains("stop price must be positive"), "{kinds:?}");
+        assert!(kinds[2].starts_with("x3") && kinds[2].contains("quantity"), "{kinds:?}");
+        assert_eq!(kinds[3], "ok accepted PB-1");
+        assert!(kinds[4].starts_with("ok") && kinds[4].contains("duplicate"), "{kinds:?}");
+        assert_eq!(broker.open_orders(), vec![id("ok")], "the duplicate does not disturb the original");
+    }
+
+    #[test]
+    fn ioc_fills_what_the_first_update_allows_and_cancels_the_rest() {
+        let s = sym();
+        let ioc = order("i1", Side::Buy, OrderType::Market, TimeInForce::Ioc, 500, None, None);
+        let mut broker = PaperBroker::new(no_slippage());
+        broker.submit(&ioc, t(0));
+        // The ack lands at the start of this update, then the order takes what is there.
+        let reports = broker.on_market(&update(&s, 60, "10.00", quote("9.99", "10.00", 200), None));
+        assert_eq!(
+            reports,
+            vec![
+                BrokerReport::Accepted { client_order_id: id("i1"), broker_order_id: "PB-1".into(), at: t(50) },
+                BrokerReport::Filled {
+                    client_order_id: id("i1"),
+                    execution: Execution {
+                        execution_id: "P-1".into(),
+                        timestamp: t(60),
+                        quantity: 200,
+                        price: dec("10.00"),
+                        fee: Decimal::ZERO
+                    }
+                },
+                BrokerReport::Canceled { client_order_id: id("i1"), at: t(60) },
+            ]
+        );
+        assert!(broker.open_orders().is_empty());
+
+        // A non-marketable IOC limit is canceled whole.
+        let ioc = order("i2", Side::Buy, OrderType::Limit, TimeInForce::Ioc, 100, Some("9.90"), None);
+        let mut broker = acked(no_slippage(), &[ioc]);
+        assert_eq!(
+            broker.on_market(&update(&s, 60, "10.00", quote("9.99", "10.00", 200), None)),
+            vec![BrokerReport::Canceled { client_order_id: id("i2"), at: t(60) }]
+        );
+    }
+
+    #[test]
+    fn day_orders_expire_at_the_close_and_gtc_stays() {
+        let s = sym();
+        let orders = [
+            order("day", Side::Buy, OrderType::Limit, TimeInForce::Day, 100, Some("9.00"), None),
+            order("gtc", Side::Buy, OrderType::Limit, TimeInForce::Gtc, 100, Some("9.00"), None),
+        ];
+        let mut broker = acked(PaperConfig::default(), &orders);
+        assert!(broker.on_market(&update(&s, 100, "10.00", quote("9.99", "10.00", 1_000), None)).is_empty());
+        broker.submit(&market("late", Side::Buy, 100), t(1_000)); // not acknowledged by the close
+        let close = t(1_010);
+        assert_eq!(
+            broker.expire_day_orders(close),
+            vec![
+                BrokerReport::Expired { client_order_id: id("day"), at: close },
+                BrokerReport::Expired { client_order_id: id("late"), at: close },
+            ]
+        );
+        assert_eq!(broker.open_orders(), vec![id("gtc")]);
+        assert!(broker.advance(t(2_000)).is_empty(), "the expired order's ack is dropped");
+        let reports = broker.on_market(&update(&s, 3_000, "8.99", quote("8.98", "8.99", 1_000), None));
+        assert_eq!(fills(&reports), vec![("gtc".into(), 100, dec("8.99"))], "GTC works on");
+    }
+
+    /// A scripted session touching every path; returns every report.
+    fn session() -> Vec<BrokerReport> {
+        let s = sym();
+        let config = PaperConfig { fee_per_share: dec("0.0035"), ..PaperConfig::default() };
+        let mut broker = PaperBroker::new(config);
+        let mut reports = Vec::new();
+        broker.submit(&market("m1", Side::Buy, 700), t(0));
+        broker.submit(&order("l1", Side::Buy, OrderType::Limit, TimeInForce::Gtc, 300, Some("9.95"), None), t(5));
+        broker.submit(&order("st", Side::Sell, OrderType::Stop, TimeInForce::Day, 200, None, Some("9.90")), t(5));
+        broker.submit(&order("io", Side::Sell, OrderType::Market, TimeInForce::Ioc, 900, None, None), t(7));
+        broker.cancel(&id("nope"), t(8));
+        for (k, cents) in [1000i64, 999, 996, 993, 989, 992, 1001].into_iter().enumerate() {
+            let at = 60_000 * (k as i64 + 1);
+            let last = Price::from_cents(cents);
+            let q = Quote {
+                bid: Price::from_cents(cents - 1),
+                ask: Price::from_cents(cents),
+                bid_size: 250,
+                ask_size: 200,
+            };
+            let b = Bar {
+                start: t(at - 60_000),
+                open: last,
+                high: last,
+                low: Price::from_cents(cents - 3),
+                close: last,
+                volume: 1,
+            };
+            if k == 3 {
+                broker.cancel(&id("l1"), t(at - 10));
+            }
+            reports.extend(broker.on_market(&MarketUpdate { symbol: &s, at: t(at), last, quote: q, bar: Some(&b) }));
+        }
+        reports.extend(broker.expire_day_orders(t(600_000)));
+        reports
+    }
+
+    #[test]
+    fn the_same_inputs_produce_identical_reports() {
+        let first = session();
+        assert!(first.len() >= 8, "{first:?}");
+        assert_eq!(first, session());
+        let mut ids: Vec<_> = first
+            .iter()
+            .filter_map(|r| match r {
+                BrokerReport::Filled { execution, .. } => Some(execution.execution_id.clone()),
+                _ => None,
+            })
+            .collect();
+        let n = ids.len();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), n, "execution ids are unique");
+        assert!(first.windows(2).all(|w| w[0].at() <= w[1].at()), "reports come in time order");
+    }
+}
