@@ -120,9 +120,43 @@ pub struct PaperBroker {
     seq: u64,
     orders_taken: u64,
     executions: u64,
+    /// Makes ids unique across processes (execution ids are stored forever).
+    id_prefix: String,
 }
 
 impl PaperBroker {
+    /// Prefixes every broker order id and execution id with `prefix` (e.g. the start time), so
+    /// ids of a restarted broker never collide with stored ones.
+    pub fn with_id_prefix(mut self, prefix: &str) -> Self {
+        self.id_prefix = prefix.to_string();
+        self
+    }
+
+    /// Takes back an order the engine already knows after a restart: an acknowledged one works at
+    /// once with its broker id (no second ack); one never acknowledged is submitted afresh.
+    pub fn restore(&mut self, order: &Order, now: Timestamp) {
+        let Some(broker_order_id) = order.broker_order_id.clone() else {
+            self.submit(order, now);
+            return;
+        };
+        if let Ok((limit, stop)) = validate(order) {
+            self.working.push(Working {
+                id: order.client_order_id.clone(),
+                symbol: order.symbol.clone(),
+                side: order.side,
+                order_type: order.order_type,
+                time_in_force: order.time_in_force,
+                limit,
+                stop,
+                remaining: order.quantity.saturating_sub(order.filled_quantity),
+                broker_order_id,
+                ack_at: now,
+                acked_at: Some(now),
+                triggered_at: None,
+            });
+        }
+    }
+
     pub fn new(config: PaperConfig) -> Self {
         PaperBroker {
             config,
@@ -132,6 +166,7 @@ impl PaperBroker {
             seq: 0,
             orders_taken: 0,
             executions: 0,
+            id_prefix: String::new(),
         }
     }
 
@@ -157,7 +192,7 @@ impl PaperBroker {
                     limit,
                     stop,
                     remaining: order.quantity.saturating_sub(order.filled_quantity),
-                    broker_order_id: format!("PB-{}", self.orders_taken),
+                    broker_order_id: format!("PB-{}{}", self.id_prefix, self.orders_taken),
                     ack_at: at,
                     acked_at: None,
                     triggered_at: None,
@@ -228,7 +263,7 @@ impl PaperBroker {
                 reports.push(BrokerReport::Filled {
                     client_order_id: id.clone(),
                     execution: Execution {
-                        execution_id: format!("P-{}", self.executions),
+                        execution_id: format!("P-{}{}", self.id_prefix, self.executions),
                         timestamp: update.at,
                         quantity,
                         price: price.to_decimal(),
@@ -927,5 +962,49 @@ mod tests {
         ids.dedup();
         assert_eq!(ids.len(), n, "execution ids are unique");
         assert!(first.windows(2).all(|w| w[0].at() <= w[1].at()), "reports come in time order");
+    }
+}
+
+#[cfg(test)]
+mod restore_tests {
+    use super::*;
+    use tradeops_core::orders::OrderEvent;
+    use tradeops_core::time::parse_ts;
+
+    #[test]
+    fn restored_orders_keep_working_without_a_second_ack_and_ids_stay_unique() {
+        let at = parse_ts("2026-11-20T15:00:00Z").unwrap();
+        let mut order = Order::new(
+            ClientOrderId::parse("r-1").unwrap(),
+            Symbol::parse("ABCD").unwrap(),
+            Side::Buy,
+            OrderType::Market,
+            TimeInForce::Day,
+            10,
+            None,
+            None,
+            at,
+        );
+        order.apply(OrderEvent::Accepted { broker_order_id: "PB-old-1".into() }, at).unwrap();
+        let mut broker = PaperBroker::new(PaperConfig::default()).with_id_prefix("s2-");
+        broker.restore(&order, at);
+        assert!(broker.advance(at + chrono::Duration::seconds(1)).is_empty(), "no second ack");
+        let symbol = Symbol::parse("ABCD").unwrap();
+        let quote = tradeops_core::market::Quote {
+            bid: Price::from_cents(999),
+            ask: Price::from_cents(1000),
+            bid_size: 100,
+            ask_size: 100,
+        };
+        let update = MarketUpdate {
+            symbol: &symbol,
+            at: at + chrono::Duration::seconds(2),
+            last: Price::from_cents(1000),
+            quote,
+            bar: None,
+        };
+        let reports = broker.on_market(&update);
+        let BrokerReport::Filled { execution, .. } = &reports[0] else { panic!("{reports:?}") };
+        assert!(execution.execution_id.starts_with("P-s2-"), "{}", execution.execution_id);
     }
 }

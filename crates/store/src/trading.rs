@@ -4,8 +4,8 @@
 use crate::db::{Database, StoreError};
 use async_trait::async_trait;
 use rust_decimal::Decimal;
-use sqlx::Row;
 use sqlx::any::AnyRow;
+use sqlx::Row;
 use std::str::FromStr;
 use tradeops_core::market::Side;
 use tradeops_core::orders::{ClientOrderId, Execution, Order, OrderStatus, OrderType, TimeInForce};
@@ -69,7 +69,8 @@ fn enum_text<T: serde::Serialize>(value: &T) -> String {
 }
 
 fn parse_enum<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, StoreError> {
-    serde_json::from_value(serde_json::Value::String(text.to_string())).map_err(|e| StoreError::Corrupt(format!("{text:?}: {e}")))
+    serde_json::from_value(serde_json::Value::String(text.to_string()))
+        .map_err(|e| StoreError::Corrupt(format!("{text:?}: {e}")))
 }
 
 const ORDER_COLUMNS: &str = "client_order_id, broker_order_id, symbol, side, order_type, time_in_force, quantity, \
@@ -176,10 +177,11 @@ impl TradingRepository for Database {
     }
 
     async fn order(&self, id: &str) -> Result<Option<Order>, StoreError> {
-        let row = sqlx::query(sqlx::AssertSqlSafe(format!("SELECT {ORDER_COLUMNS} FROM orders WHERE client_order_id = $1")))
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await?;
+        let row =
+            sqlx::query(sqlx::AssertSqlSafe(format!("SELECT {ORDER_COLUMNS} FROM orders WHERE client_order_id = $1")))
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await?;
         let Some(row) = row else { return Ok(None) };
         let mut order = order_row(&row)?;
         self.executions_of(&mut order).await?;

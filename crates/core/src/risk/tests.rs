@@ -98,8 +98,7 @@ fn each_rule_refuses_with_limit_and_current() {
         check(&buy, &RiskSnapshot { open_positions: 3, position: 100, ..c.snapshot() }, now()),
         Verdict::Approved
     );
-    let Verdict::Refused(Refusal::Risk(r)) =
-        check(&buy, &RiskSnapshot { trades_today: 20, ..c.snapshot() }, now())
+    let Verdict::Refused(Refusal::Risk(r)) = check(&buy, &RiskSnapshot { trades_today: 20, ..c.snapshot() }, now())
     else {
         panic!()
     };
