@@ -173,6 +173,8 @@ pub struct Engine {
     pub cash: Decimal,
     recent: VecDeque<RecentOrder>,
     sequence: u64,
+    /// The regular session of the current date (cached: computing it takes holiday rules).
+    session: Option<(NaiveDate, Timestamp, Timestamp)>,
     /// Strategy factory by id.
     make_strategy: fn(&str) -> Option<Box<dyn Strategy>>,
 }
@@ -198,6 +200,7 @@ impl Engine {
             cash,
             recent: VecDeque::new(),
             sequence: 0,
+            session: None,
             make_strategy,
         }
     }

@@ -8,6 +8,28 @@ use crate::strategy::{Decision, StrategyContext};
 use crate::symbol::Symbol;
 use crate::time::Timestamp;
 
+/// The regular open and close of the exchange session of a New York date (09:30–16:00; NYSE
+/// early closes at 13:00). Strategies time their day by the exchange session whatever the
+/// trading calendar, so `ALWAYS_OPEN` still has a 09:30 open.
+fn regular_session(date: chrono::NaiveDate, now: Timestamp) -> (Timestamp, Timestamp) {
+    use chrono::TimeZone;
+    let nyse = crate::calendar::MarketCalendar::new(crate::settings::MarketCalendarKind::Nyse);
+    let (open, close) = match nyse.trading_day(date) {
+        Some(day) => (day.regular_open, day.regular_close),
+        None => {
+            let at = |h, m| {
+                chrono_tz::America::New_York
+                    .from_local_datetime(&date.and_hms_opt(h, m, 0).expect("valid time"))
+                    .earliest()
+                    .map(|t| t.to_utc())
+                    .unwrap_or(now)
+            };
+            (at(9, 30), at(16, 0))
+        }
+    };
+    (open, close)
+}
+
 impl Engine {
     pub(super) fn on_bar(&mut self, symbol: &Symbol, bar: &Bar, now: Timestamp, fx: &mut Vec<Effect>) {
         if self.trading_state == TradingState::Halted {
@@ -23,11 +45,16 @@ impl Engine {
             .chain(slot.exit_orders.iter())
             .any(|id| self.orders.get(id).is_some_and(|o| !o.status.is_final()));
         let market = self.market.get(symbol).copied().unwrap_or_default();
-        let calendar = self.calendar();
-        let (since_open, to_close) = match calendar.trading_day(calendar.date_of(now)) {
-            Some(day) => ((now - day.regular_open).num_minutes(), (day.regular_close - now).num_minutes()),
-            None => (-1, 0),
+        let date = self.calendar().date_of(now);
+        let (open, close) = match self.session {
+            Some((d, open, close)) if d == date => (open, close),
+            _ => {
+                let times = regular_session(date, now);
+                self.session = Some((date, times.0, times.1));
+                times
+            }
         };
+        let (since_open, to_close) = ((now - open).num_minutes(), (close - now).num_minutes());
         let ctx = StrategyContext {
             prev_close: market.prev_close,
             relative_volume: market.relative_volume,

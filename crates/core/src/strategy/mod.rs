@@ -9,6 +9,14 @@ use crate::settings::StrategyAllocatorSettings;
 use rust_decimal::Decimal;
 use serde::Serialize;
 
+/// Strategies by id, for the engine and backtests.
+pub fn make(id: &str) -> Option<Box<dyn Strategy>> {
+    match id {
+        "momentum_breakout" => Some(Box::new(momentum_breakout::MomentumBreakout::new())),
+        _ => None,
+    }
+}
+
 /// What the strategy knows besides the bar.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct StrategyContext {
