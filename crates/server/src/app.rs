@@ -52,6 +52,7 @@ pub struct Application {
     state: AppState,
     /// The admin token created on this start, to print once.
     bootstrap_token: Option<String>,
+    engine_task: JoinHandle<()>,
 }
 
 impl Application {
@@ -101,6 +102,7 @@ impl Application {
             market,
             live: Some(live),
             market_clock,
+            engine: std::sync::OnceLock::new(),
             rate_limiter: RateLimiter::new(config.auth.rate_limit_per_second, config.auth.rate_limit_burst),
             audit: Arc::new(db.clone()),
             config,
@@ -115,12 +117,15 @@ impl Application {
         if let Some(live) = &state.live {
             warm_up(&state, live.clone()).await?;
         }
+        let (engine, engine_task) =
+            crate::trading::spawn_engine(state.clone()).await.context("restoring the trading engine")?;
+        let _ = state.engine.set(engine);
         state.health.probe_all(&state).await;
 
         let listener =
             TcpListener::bind(state.config.bind).await.with_context(|| format!("binding {}", state.config.bind))?;
         let router = router(state.clone(), extra);
-        Ok(Application { listener, router, state, bootstrap_token })
+        Ok(Application { listener, router, state, bootstrap_token, engine_task })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -138,8 +143,9 @@ impl Application {
     /// Serves until `shutdown` resolves, then stops taking connections, lets in-flight requests
     /// finish (up to the configured grace), persists pending state and closes the database.
     pub async fn run_until_stopped(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
-        let Application { listener, router, state, .. } = self;
-        let background = spawn_background(&state);
+        let Application { listener, router, state, engine_task, .. } = self;
+        let mut background = spawn_background(&state);
+        background.push(engine_task);
         let grace = state.config.shutdown_grace;
         let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
         let service = router.into_make_service_with_connect_info::<SocketAddr>();
@@ -279,6 +285,7 @@ async fn run_feed(state: AppState, live: Arc<LiveMarket>) {
         let settings = state.settings.current();
         let calendar = MarketCalendar::new(settings.runtime.market_calendar);
         let (feed, filters) = (live.clone(), settings.momentum_radar.clone());
+        let before = live.next_step();
         let scans = match tokio::task::spawn_blocking(move || feed.advance_to(now, calendar, &filters)).await {
             Ok(scans) => scans,
             Err(e) => {
@@ -287,6 +294,16 @@ async fn run_feed(state: AppState, live: Arc<LiveMarket>) {
                 continue;
             }
         };
+        let after = live.next_step();
+        if let (Some(before), Some(after)) = (before, after) {
+            if after > before {
+                // A minute closed if a minute boundary lies in the steps just processed.
+                let boundary = tradeops_core::bars::minute_floor(before + chrono::Duration::seconds(59));
+                let bar_closed = boundary >= before && boundary < after;
+                let step = crate::trading::Input::MarketStep { at: now, bar_closed };
+                let _ = state.engine().input().send(step).await;
+            }
+        }
         let count = scans.len();
         for (i, scan) in scans.into_iter().enumerate() {
             let last = i + 1 == count;
@@ -295,7 +312,9 @@ async fn run_feed(state: AppState, live: Arc<LiveMarket>) {
             let top: Vec<_> = scan.rows.iter().map(|r| r.symbol.clone()).collect();
             state.radar.publish(scan, latency, last).await;
             if last && settings.strategy_allocator.auto_watch {
-                state.watchlist.auto_watch(&top, &settings).await;
+                for symbol in state.watchlist.auto_watch(&top, &settings).await {
+                    let _ = state.engine().send(tradeops_core::engine::Command::Watch { symbol }).await;
+                }
             }
         }
         let wait = live

@@ -25,6 +25,7 @@ pub struct Config {
     pub mode: Option<TradingMode>,
     pub auth: AuthConfig,
     pub sim: SimConfig,
+    pub paper: PaperConfigValues,
     pub health_probe_interval: Duration,
     pub log: LogConfig,
 }
@@ -43,6 +44,15 @@ pub struct SimConfig {
     /// Simulated seconds per real second; `None` means by mode (DEMO 60, otherwise 1).
     pub speed: Option<f64>,
     pub symbols: u32,
+}
+
+/// The paper broker's settings (`[paper]`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PaperConfigValues {
+    pub initial_cash: rust_decimal::Decimal,
+    pub ack_latency_ms: i64,
+    pub slippage_bps: f64,
+    pub fee_per_share: rust_decimal::Decimal,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -254,6 +264,12 @@ impl Reader {
         value
     }
 
+    /// A dollar amount from a number, exact to 4 decimals.
+    fn money(&mut self, key: &str, min: f64, max: f64) -> rust_decimal::Decimal {
+        let value = self.number(key, min, max);
+        rust_decimal::Decimal::try_from(value).map(|d| d.round_dp(4)).unwrap_or_default()
+    }
+
     fn build(&mut self) -> Config {
         let bind_text = self.string("server.bind");
         let bind = bind_text.parse::<SocketAddr>().unwrap_or_else(|_| {
@@ -325,6 +341,12 @@ impl Reader {
         let symbols = self.integer("simulation.symbols", 1, 20_000) as u32;
         let sim = SimConfig { seed, speed: (speed > 0.0).then_some(speed), symbols };
 
+        let paper = PaperConfigValues {
+            initial_cash: self.money("paper.initial_cash", 1.0, 1e10),
+            ack_latency_ms: self.integer("paper.ack_latency_ms", 0, 60_000),
+            slippage_bps: self.number("paper.slippage_bps", 0.0, 1_000.0),
+            fee_per_share: self.money("paper.fee_per_share", 0.0, 10.0),
+        };
         let health_probe_interval =
             Duration::from_millis(self.integer("health.probe_interval_ms", 100, 600_000) as u64);
 
@@ -350,6 +372,7 @@ impl Reader {
             mode,
             auth,
             sim,
+            paper,
             health_probe_interval,
             log: LogConfig { filter, format },
         }

@@ -21,6 +21,7 @@ pub mod routes;
 pub mod settings_service;
 pub mod state;
 pub mod telemetry;
+pub mod trading;
 pub mod watchlist;
 
 pub use app::Application;

@@ -36,11 +36,18 @@ pub struct Inner {
     pub market_clock: Arc<dyn Clock>,
     pub radar: RadarService,
     pub watchlist: WatchlistService,
+    /// Set once the engine is restored, before the service answers.
+    pub engine: std::sync::OnceLock<crate::trading::EngineHandle>,
 }
 
 impl AppState {
     pub fn new(inner: Inner) -> Self {
         AppState(Arc::new(inner))
+    }
+
+    /// The trading engine (always set before the router serves).
+    pub fn engine(&self) -> &crate::trading::EngineHandle {
+        self.engine.get().expect("the engine starts before the service answers")
     }
 }
 

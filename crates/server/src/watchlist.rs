@@ -238,18 +238,22 @@ impl WatchlistService {
     }
 
     /// The allocator: watch the top radar symbols (`source: RADAR`) while the active watchlist
-    /// has room; blocked symbols are skipped.
-    pub async fn auto_watch(&self, top: &[Symbol], settings: &Settings) {
+    /// has room; blocked symbols are skipped. Returns the symbols newly watched (their
+    /// strategies start in the engine).
+    pub async fn auto_watch(&self, top: &[Symbol], settings: &Settings) -> Vec<Symbol> {
+        let mut watched = Vec::new();
         for symbol in top.iter().take(settings.strategy_allocator.auto_watch_top_n as usize) {
             match self.watch_recording(symbol, WatchSource::Radar, settings, false).await {
                 Ok(r) if r.watchlist_status == "WATCHING" => {
-                    tracing::info!(%symbol, "allocator watched a radar symbol")
+                    tracing::info!(%symbol, "allocator watched a radar symbol");
+                    watched.push(symbol.clone());
                 }
                 Ok(_) => {}
                 Err(e) if e.code == ErrorCode::RiskBlocked => {}
                 Err(e) => tracing::warn!(%symbol, error = %e.message, "allocator could not watch"),
             }
         }
+        watched
     }
 }
 

@@ -67,7 +67,7 @@ impl Decision {
 }
 
 /// A strategy instance for one symbol.
-pub trait Strategy: Send {
+pub trait Strategy: Send + Sync {
     fn id(&self) -> &'static str;
     fn version(&self) -> &'static str;
     /// A completed 1-minute bar.

@@ -120,6 +120,19 @@ impl LiveMarket {
         self.state().symbols.get(p.index).map(|s| s.last)
     }
 
+    /// Previous close, last price and time-of-day relative volume of `symbol` now.
+    pub fn stats(&self, symbol: &Symbol) -> Option<(Price, Price, Option<f64>)> {
+        let p = self.universe.get(symbol)?;
+        let st = self.state();
+        let s = st.symbols.get(p.index)?;
+        let clock = st.clock?;
+        let at = st.next_step.unwrap_or(clock.start);
+        let minute = ((at - clock.start).num_minutes()).clamp(0, clock.minutes as i64) as u32;
+        let expected = s.average_volume as f64 * expected_cum_fraction(&clock, minute);
+        let rvol = (expected >= 1.0).then(|| s.volume as f64 / expected);
+        Some((s.prev_close, s.last, rvol))
+    }
+
     /// The quote of `symbol` around its last trade.
     pub fn quote(&self, symbol: &Symbol) -> Option<tradeops_core::market::Quote> {
         let p = self.universe.get(symbol)?;

@@ -13,7 +13,9 @@ use axum::routing::{get, post};
 use axum::Router;
 use serde::{Deserialize, Serialize};
 use tradeops_core::calendar::MarketCalendar;
+use tradeops_core::engine::{Command, CommandError};
 use tradeops_core::radar::RadarRow;
+use tradeops_core::risk::TradingState;
 use tradeops_core::{Role, Symbol};
 
 pub const RADAR_WATCH: Action = Action { name: "radar.watch", role: Role::Operator };
@@ -73,9 +75,15 @@ pub struct WatchRequest {
 pub async fn watch(State(state): State<AppState>, guard: Sensitive) -> ApiResult<ApiResponse<WatchResult>> {
     guard
         .run(RADAR_WATCH, Target::BodyField("symbol"), |_caller, req: WatchRequest| async move {
+            if state.engine().view().trading_state == TradingState::Halted {
+                return Err(CommandError::Halted.into());
+            }
             let settings = state.settings.current();
             let result =
                 state.watchlist.watch(&req.symbol, req.source.unwrap_or(WatchSource::Manual), &settings).await?;
+            if result.watchlist_status == "WATCHING" {
+                state.engine().command(Command::Watch { symbol: req.symbol.clone() }).await?;
+            }
             Ok(ApiResponse::ok(result))
         })
         .await
@@ -113,6 +121,8 @@ pub async fn block(State(state): State<AppState>, guard: Sensitive) -> ApiResult
             let scope = req.block_scope.unwrap_or(BlockScope::Today);
             let result =
                 state.watchlist.block(&req.symbol, scope, req.reason.trim(), &caller.principal.name, calendar).await?;
+            let block = Command::Block { symbol: req.symbol.clone(), reason: req.reason.trim().to_string() };
+            state.engine().command(block).await?;
             Ok(ApiResponse::ok(result))
         })
         .await
@@ -143,6 +153,8 @@ pub async fn unblock(State(state): State<AppState>, guard: Sensitive) -> ApiResu
         .run(RADAR_UNBLOCK, Target::BodyField("symbol"), |caller, req: UnblockRequest| async move {
             require_reason(&req.reason)?;
             let lifted_at = state.watchlist.unblock(&req.symbol, req.reason.trim(), &caller.principal.name).await?;
+            state.engine().command(Command::Unblock { symbol: req.symbol.clone() }).await?;
+            state.engine().command(Command::Unblock { symbol: req.symbol.clone() }).await?;
             Ok(ApiResponse::ok(UnblockResult { symbol: req.symbol, unblocked: true, lifted_at }))
         })
         .await

@@ -1,0 +1,143 @@
+//! The live side of the trading engine: [`EngineHandle`] sends commands to the runner (the only
+//! writer of trading state) and waits for the reply; [`EngineView`] is the consistent picture
+//! the read endpoints serve, published after every batch of events.
+
+mod runner;
+
+pub use runner::{spawn_engine, Input};
+
+use rust_decimal::Decimal;
+use std::sync::Arc;
+use tokio::sync::{mpsc, oneshot, watch};
+use tradeops_core::engine::{Command, CommandError, Halt, Reply, StrategyStatus};
+use tradeops_core::positions::{AlertLevel, Position};
+use tradeops_core::risk::TradingState;
+
+/// Sends commands to the engine runner.
+#[derive(Clone)]
+pub struct EngineHandle {
+    tx: mpsc::Sender<Input>,
+    view: watch::Receiver<Arc<EngineView>>,
+}
+
+/// The engine runner stopped (shutting down).
+#[derive(Debug)]
+pub struct EngineGone;
+
+impl EngineHandle {
+    pub async fn send(&self, command: Command) -> Result<Result<Reply, CommandError>, EngineGone> {
+        let (reply, answer) = oneshot::channel();
+        self.tx.send(Input::Command(command, reply)).await.map_err(|_| EngineGone)?;
+        answer.await.map_err(|_| EngineGone)
+    }
+
+    pub fn view(&self) -> Arc<EngineView> {
+        self.view.borrow().clone()
+    }
+
+    pub fn subscribe(&self) -> watch::Receiver<Arc<EngineView>> {
+        self.view.clone()
+    }
+
+    pub(crate) fn input(&self) -> mpsc::Sender<Input> {
+        self.tx.clone()
+    }
+}
+
+/// A position as the read endpoints show it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PositionView {
+    pub position: Position,
+    pub mark: Decimal,
+    pub status: StrategyStatus,
+    pub alert_level: AlertLevel,
+}
+
+/// The engine's state after the last batch.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EngineView {
+    pub trading_state: TradingState,
+    pub halt: Option<Halt>,
+    pub positions: Vec<PositionView>,
+    pub cash: Decimal,
+    pub equity: Decimal,
+    /// Cash minus what working buy orders reserve.
+    pub buying_power: Decimal,
+    pub realized_today: Decimal,
+    pub unrealized: Decimal,
+    pub daily_pnl: Decimal,
+    pub drawdown: Decimal,
+    pub start_equity: Decimal,
+    pub trades_today: u32,
+    pub open_orders: usize,
+    /// `OK`, `PENDING`, `MISMATCH` or `FAILED`.
+    pub reconciliation_status: &'static str,
+    pub reconciliation_detail: String,
+}
+
+impl Default for EngineView {
+    fn default() -> Self {
+        EngineView {
+            trading_state: TradingState::Active,
+            halt: None,
+            positions: Vec::new(),
+            cash: Decimal::ZERO,
+            equity: Decimal::ZERO,
+            buying_power: Decimal::ZERO,
+            realized_today: Decimal::ZERO,
+            unrealized: Decimal::ZERO,
+            daily_pnl: Decimal::ZERO,
+            drawdown: Decimal::ZERO,
+            start_equity: Decimal::ZERO,
+            trades_today: 0,
+            open_orders: 0,
+            reconciliation_status: "PENDING",
+            reconciliation_detail: "the engine is starting".into(),
+        }
+    }
+}
+
+impl From<CommandError> for crate::error::ApiError {
+    fn from(e: CommandError) -> Self {
+        use crate::error::{ApiError, ErrorCode};
+        use serde_json::json;
+        match e {
+            CommandError::Halted => ApiError::new(
+                ErrorCode::EmergencyHaltActive,
+                "Emergency halt is active: nothing new until an operator resumes (POST /api/risk/resume)",
+            ),
+            CommandError::Risk(r) => ApiError::new(ErrorCode::RiskBlocked, r.message.clone())
+                .with_detail(json!({"rule": r.rule, "limit": r.limit, "current": r.current})),
+            CommandError::Duplicate { existing, message } => ApiError::new(ErrorCode::DuplicateOrderBlocked, message)
+                .with_detail(json!({"existing_client_order_id": existing})),
+            CommandError::Invalid { field, reason } => ApiError::validation(field, reason),
+            CommandError::NotFound(what) => ApiError::not_found(what),
+            CommandError::PositionNotFound(symbol) => {
+                ApiError::new(ErrorCode::PositionNotFound, format!("No open position in {symbol}"))
+                    .with_detail(json!({"symbol": symbol}))
+            }
+            CommandError::NotCancellable { status } => {
+                ApiError::new(ErrorCode::OrderNotCancellable, format!("The order is {status} and cannot be cancelled"))
+                    .with_detail(json!({"status": status}))
+            }
+            CommandError::MarketClosed { next_open } => {
+                let next_open = tradeops_core::time::format_ts(&next_open);
+                ApiError::new(ErrorCode::MarketClosed, format!("The market is closed; it next opens at {next_open}"))
+                    .with_detail(json!({"next_open": next_open}))
+            }
+        }
+    }
+}
+
+impl From<EngineGone> for crate::error::ApiError {
+    fn from(_: EngineGone) -> Self {
+        crate::error::ApiError::internal("the trading engine is not running")
+    }
+}
+
+impl EngineHandle {
+    /// Sends a command; the reply or refusal as the API answers it.
+    pub async fn command(&self, command: Command) -> crate::error::ApiResult<Reply> {
+        Ok(self.send(command).await??)
+    }
+}

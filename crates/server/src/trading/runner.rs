@@ -1,0 +1,423 @@
+//! The engine runner: restores the engine from the database, then serialises every input —
+//! operator commands, market steps, paper broker reports — through `Engine::handle`, and
+//! carries out the effects in order: the trading state is persisted first, an order is
+//! persisted before it is sent (write-ahead), and the reply goes back only after its effects.
+
+use super::{EngineHandle, EngineView, PositionView};
+use crate::state::AppState;
+use rust_decimal::Decimal;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot, watch};
+use tradeops_core::broker::BrokerReport;
+use tradeops_core::engine::{Command, CommandError, Effect, Engine, Event, Halt, Reply, Slot, StrategyStatus};
+use tradeops_core::market::Side;
+use tradeops_core::risk::TradingState;
+use tradeops_core::time::{from_epoch_ms, to_epoch_ms};
+use tradeops_core::{strategy, Symbol, Timestamp};
+use tradeops_sim::paper::{MarketUpdate, PaperBroker, PaperConfig};
+use tradeops_store::{EngineStateRecord, MarketRepository, TradingRepository, ViolationRecord};
+
+/// What the runner takes in.
+pub enum Input {
+    Command(Command, oneshot::Sender<Result<Reply, CommandError>>),
+    /// The feed stepped to `at`; `bar_closed` when a minute just completed.
+    MarketStep {
+        at: Timestamp,
+        bar_closed: bool,
+    },
+}
+
+struct Runner {
+    state: AppState,
+    engine: Engine,
+    broker: PaperBroker,
+    view: watch::Sender<Arc<EngineView>>,
+    anomalies: Vec<String>,
+    last_date: Option<chrono::NaiveDate>,
+}
+
+/// Restores the engine and starts its runner; returns the handle commands go through.
+pub async fn spawn_engine(state: AppState) -> anyhow::Result<(EngineHandle, tokio::task::JoinHandle<()>)> {
+    let (tx, rx) = mpsc::channel(1024);
+    let (view_tx, view_rx) = watch::channel(Arc::new(EngineView::default()));
+    let mut runner = restore(state.clone(), view_tx).await?;
+    runner.publish();
+    let handle = EngineHandle { tx, view: view_rx };
+    let task = tokio::spawn(async move { runner.run(rx).await });
+    Ok((handle, task))
+}
+
+async fn restore(state: AppState, view: watch::Sender<Arc<EngineView>>) -> anyhow::Result<Runner> {
+    let repo: &dyn TradingRepository = &state.db;
+    let now = state.market_clock.now();
+    let settings = (*state.settings.current()).clone();
+    let saved = repo.engine_state().await?;
+    let mut engine = Engine::new(settings, state.config.paper.initial_cash, strategy::make);
+    if let Some(s) = &saved {
+        engine.cash = s.cash;
+        engine.trading_state = match s.state.as_str() {
+            "HALTED" => TradingState::Halted,
+            "REDUCING" => TradingState::Reducing,
+            _ => TradingState::Active,
+        };
+        engine.halt = s.halted_at.map(|at| Halt {
+            at: from_epoch_ms(at),
+            reason: s.halt_reason.clone().unwrap_or_default(),
+            actor: s.halt_actor.clone().unwrap_or_default(),
+        });
+        engine.day.date = s.trading_date.as_deref().and_then(|d| d.parse().ok());
+        engine.day.trades_today = s.trades_today as u32;
+        engine.day.realized_today = s.realized_today;
+        engine.day.start_equity = s.start_equity;
+        engine.day.peak_equity = s.peak_equity;
+    }
+    for p in repo.positions().await? {
+        engine.positions.insert(p.symbol.clone(), p);
+    }
+    let open = repo.open_orders().await?;
+    for o in &open {
+        engine.orders.insert(o.client_order_id.clone(), o.clone());
+    }
+    let market: &dyn MarketRepository = &state.db;
+    for block in market.active_blocks(to_epoch_ms(&now)).await? {
+        if let Ok(symbol) = Symbol::parse(&block.symbol) {
+            engine.blocked.insert(symbol);
+        }
+    }
+    for row in market.watch_rows().await? {
+        let Ok(symbol) = Symbol::parse(&row.symbol) else { continue };
+        let status = status_of(&row.strategy_status);
+        engine.slots.insert(symbol.clone(), Slot { status, ..Slot::manual() });
+        if matches!(status, StrategyStatus::Active | StrategyStatus::Buy | StrategyStatus::Hold | StrategyStatus::Sell)
+            && engine.trading_state != TradingState::Halted
+        {
+            // A fresh strategy instance takes over; a held position is handed to it.
+            engine.handle(Event::Command(Command::Restart { symbol }), now);
+        }
+    }
+    for o in &open {
+        if o.side == Side::Buy {
+            if let Some(slot) = engine.slots.get_mut(&o.symbol) {
+                if o.strategy_id.is_some() {
+                    slot.entry_order = Some(o.client_order_id.clone());
+                }
+            }
+        } else if let Some(slot) = engine.slots.get_mut(&o.symbol) {
+            slot.exit_orders.insert(o.client_order_id.clone());
+        }
+    }
+    let paper = &state.config.paper;
+    let config = PaperConfig {
+        ack_latency_ms: paper.ack_latency_ms,
+        cancel_latency_ms: paper.ack_latency_ms,
+        slippage_bps: paper.slippage_bps,
+        fee_per_share: paper.fee_per_share,
+    };
+    let mut broker = PaperBroker::new(config).with_id_prefix(&format!("{}-", to_epoch_ms(&state.clock.now())));
+    for o in &open {
+        broker.restore(o, now);
+    }
+    let last_date = Some(engine.calendar().date_of(now));
+    let mut runner = Runner { state, engine, broker, view, anomalies: Vec::new(), last_date };
+    runner.anomalies.clear();
+    tracing::info!(open_orders = open.len(), positions = runner.engine.positions.len(), "engine restored");
+    Ok(runner)
+}
+
+fn status_of(text: &str) -> StrategyStatus {
+    match text {
+        "Active" => StrategyStatus::Active,
+        "Buy" => StrategyStatus::Buy,
+        "Hold" => StrategyStatus::Hold,
+        "Sell" => StrategyStatus::Sell,
+        "Halted" => StrategyStatus::Halted,
+        _ => StrategyStatus::Closed,
+    }
+}
+
+impl Runner {
+    async fn run(&mut self, mut rx: mpsc::Receiver<Input>) {
+        let mut settings = self.state.settings.subscribe();
+        let mut tick = tokio::time::interval(Duration::from_millis(20));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                input = rx.recv() => match input {
+                    Some(Input::Command(command, reply)) => {
+                        let now = self.state.market_clock.now();
+                        self.broker_reports(now).await;
+                        let fx = self.engine.handle(Event::Command(command), now);
+                        let answer = self.apply(fx, now).await;
+                        let _ = reply.send(answer.unwrap_or(Err(CommandError::NotFound("no reply".into()))));
+                        self.publish();
+                    }
+                    Some(Input::MarketStep { at, bar_closed }) => {
+                        self.market_step(at, bar_closed).await;
+                        self.publish();
+                    }
+                    None => return,
+                },
+                _ = tick.tick() => {
+                    let now = self.state.market_clock.now();
+                    if self.broker_reports(now).await {
+                        self.publish();
+                    }
+                }
+                changed = settings.changed() => {
+                    if changed.is_err() { return; }
+                    let next = (**settings.borrow_and_update()).clone();
+                    let now = self.state.market_clock.now();
+                    let fx = self.engine.handle(Event::Command(Command::UpdateSettings(Box::new(next))), now);
+                    self.apply(fx, now).await;
+                }
+            }
+        }
+    }
+
+    /// Delivers due acks and cancels and expires DAY orders at the end of the trading day.
+    async fn broker_reports(&mut self, now: Timestamp) -> bool {
+        let mut reports = self.broker.advance(now);
+        let date = self.engine.calendar().date_of(now);
+        if self.last_date.is_some_and(|d| d != date) {
+            reports.extend(self.broker.expire_day_orders(now));
+        }
+        self.last_date = Some(date);
+        let any = !reports.is_empty();
+        self.reports(reports, now).await;
+        any
+    }
+
+    async fn reports(&mut self, reports: Vec<BrokerReport>, now: Timestamp) {
+        for report in reports {
+            let fx = self.engine.handle(Event::Broker(report), now);
+            self.apply(fx, now).await;
+        }
+    }
+
+    /// Symbols the engine cares about: watched with a strategy, held, or with working orders.
+    fn relevant(&self) -> BTreeSet<Symbol> {
+        let mut symbols: BTreeSet<Symbol> =
+            self.engine.slots.iter().filter(|(_, s)| s.strategy.is_some()).map(|(k, _)| k.clone()).collect();
+        symbols.extend(self.engine.positions.values().filter(|p| !p.is_flat()).map(|p| p.symbol.clone()));
+        symbols.extend(self.engine.orders.values().filter(|o| !o.status.is_final()).map(|o| o.symbol.clone()));
+        symbols
+    }
+
+    async fn market_step(&mut self, at: Timestamp, bar_closed: bool) {
+        self.broker_reports(at).await;
+        let Some(live) = self.state.live.clone() else { return };
+        for symbol in self.relevant() {
+            let Some((prev_close, last, rvol)) = live.stats(&symbol) else { continue };
+            let Some(quote) = live.quote(&symbol) else { continue };
+            let bar =
+                if bar_closed { live.recent_bars(&symbol).and_then(|(bars, _)| bars.last().copied()) } else { None };
+            let update = MarketUpdate { symbol: &symbol, at, last, quote, bar: bar.as_ref() };
+            let reports = self.broker.on_market(&update);
+            self.reports(reports, at).await;
+            let fx = self.engine.handle(Event::Mark { symbol: symbol.clone(), price: last.to_decimal() }, at);
+            self.apply(fx, at).await;
+            if let Some(bar) = bar {
+                let event = Event::Bar {
+                    symbol: symbol.clone(),
+                    bar,
+                    prev_close: prev_close.to_decimal(),
+                    relative_volume: rvol,
+                };
+                let fx = self.engine.handle(event, at);
+                self.apply(fx, at).await;
+            }
+        }
+    }
+
+    /// Carries out effects in order; returns the command's reply when there is one.
+    async fn apply(&mut self, fx: Vec<Effect>, now: Timestamp) -> Option<Result<Reply, CommandError>> {
+        let mut reply = None;
+        let mut state_dirty = false;
+        let mode = self.state.settings.mode().as_str();
+        let date = self.engine.calendar().date_of(now).to_string();
+        for effect in fx {
+            match effect {
+                Effect::TradingStateChanged { state, .. } => {
+                    // The latch is persisted before anything else of the batch happens.
+                    self.save_state(now).await;
+                    tracing::warn!(?state, "trading state changed");
+                }
+                Effect::Submit(order) => {
+                    let repo: &dyn TradingRepository = &self.state.db;
+                    match repo.save_order(&order, mode, &date).await {
+                        Ok(()) => self.broker.submit(&order, now),
+                        Err(e) => {
+                            tracing::error!(error = %e, order = %order.client_order_id, "order not persisted; not sent");
+                            let report = BrokerReport::Rejected {
+                                client_order_id: order.client_order_id.clone(),
+                                reason: "could not be persisted".into(),
+                                at: now,
+                            };
+                            let more = self.engine.handle(Event::Broker(report), now);
+                            Box::pin(self.apply(more, now)).await;
+                        }
+                    }
+                    state_dirty = true;
+                }
+                Effect::Cancel(id) => self.broker.cancel(&id, now),
+                Effect::OrderUpdated(order) => {
+                    let repo: &dyn TradingRepository = &self.state.db;
+                    if let Err(e) = repo.save_order(&order, mode, &date).await {
+                        tracing::error!(error = %e, order = %order.client_order_id, "order update not persisted");
+                    }
+                    state_dirty = true;
+                }
+                Effect::PositionUpdated { position, .. } => {
+                    let repo: &dyn TradingRepository = &self.state.db;
+                    if let Err(e) = repo.save_position(&position).await {
+                        tracing::error!(error = %e, symbol = %position.symbol, "position not persisted");
+                    }
+                    state_dirty = true;
+                }
+                Effect::WatchUpdated { symbol, status, reason } => self.save_watch(&symbol, status, reason, now).await,
+                Effect::Violation { rule, symbol, client_order_id, detail } => {
+                    let record = ViolationRecord {
+                        violation_id: 0,
+                        ts: to_epoch_ms(&now),
+                        rule: rule.as_str().to_string(),
+                        symbol: Some(symbol.to_string()),
+                        client_order_id: client_order_id.map(|c| c.to_string()),
+                        detail: detail.to_string(),
+                    };
+                    let repo: &dyn MarketRepository = &self.state.db;
+                    if let Err(e) = repo.insert_violation(&record).await {
+                        tracing::error!(error = %e, "violation not recorded");
+                    }
+                }
+                Effect::Decision { symbol, rule, text } => tracing::info!(%symbol, rule, "{text}"),
+                Effect::DayRolled { date } => {
+                    tracing::info!(%date, "trading day rolled");
+                    state_dirty = true;
+                }
+                Effect::Anomaly(message) => {
+                    tracing::warn!("{message}");
+                    self.anomalies.push(message);
+                }
+                Effect::Reply(r) => reply = Some(r),
+            }
+        }
+        if state_dirty {
+            self.save_state(now).await;
+        }
+        reply
+    }
+
+    async fn save_state(&self, now: Timestamp) {
+        let e = &self.engine;
+        let record = EngineStateRecord {
+            state: serde_json::to_value(e.trading_state)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default(),
+            halted_at: e.halt.as_ref().map(|h| to_epoch_ms(&h.at)),
+            halt_reason: e.halt.as_ref().map(|h| h.reason.clone()),
+            halt_actor: e.halt.as_ref().map(|h| h.actor.clone()),
+            trading_date: e.day.date.map(|d| d.to_string()),
+            trades_today: e.day.trades_today.into(),
+            realized_today: e.day.realized_today,
+            start_equity: e.day.start_equity,
+            peak_equity: e.day.peak_equity,
+            cash: e.cash,
+            updated_at: to_epoch_ms(&now),
+        };
+        let repo: &dyn TradingRepository = &self.state.db;
+        if let Err(err) = repo.save_engine_state(&record).await {
+            tracing::error!(error = %err, "engine state not persisted");
+        }
+    }
+
+    async fn save_watch(&self, symbol: &Symbol, status: StrategyStatus, reason: Option<String>, now: Timestamp) {
+        let repo: &dyn MarketRepository = &self.state.db;
+        let Ok(existing) = repo.watch_row(symbol.as_str()).await else { return };
+        let mut row = existing.unwrap_or_else(|| tradeops_store::WatchRecord {
+            symbol: symbol.to_string(),
+            source: "API".into(),
+            strategy_id: "manual".into(),
+            strategy_version: "-".into(),
+            strategy_status: status.as_str().into(),
+            polling_status: "STOPPED".into(),
+            time_added: to_epoch_ms(&now),
+            time_closed: None,
+            time_completed: None,
+            reason: None,
+        });
+        row.strategy_status = status.as_str().into();
+        row.polling_status = match status {
+            StrategyStatus::Closed | StrategyStatus::Halted => "STOPPED".into(),
+            _ => "POLLING".into(),
+        };
+        if matches!(status, StrategyStatus::Closed | StrategyStatus::Halted) && row.time_closed.is_none() {
+            row.time_closed = Some(to_epoch_ms(&now));
+        }
+        if !matches!(status, StrategyStatus::Closed | StrategyStatus::Halted) {
+            row.time_closed = None;
+        }
+        if reason.is_some() {
+            row.reason = reason;
+        }
+        if let Err(e) = repo.put_watch_row(&row).await {
+            tracing::error!(error = %e, %symbol, "watchlist row not persisted");
+        }
+    }
+
+    fn publish(&self) {
+        let e = &self.engine;
+        let limits = &e.settings.risk_controls;
+        let positions = e
+            .positions
+            .values()
+            .filter(|p| !p.is_flat())
+            .map(|p| {
+                let mark = e
+                    .market
+                    .get(&p.symbol)
+                    .map(|m| m.last)
+                    .filter(|m| *m > Decimal::ZERO)
+                    .or(p.average_entry_price())
+                    .unwrap_or_default();
+                PositionView {
+                    alert_level: p.alert_level(mark, limits),
+                    status: e.position_status(&p.symbol),
+                    mark,
+                    position: p.clone(),
+                }
+            })
+            .collect();
+        let reserved: Decimal = e
+            .orders
+            .values()
+            .filter(|o| !o.status.is_final() && o.side == Side::Buy)
+            .map(|o| Decimal::from(o.remaining()) * o.limit_price.or(o.stop_price).unwrap_or_default())
+            .sum();
+        let (status, detail) = if self.anomalies.is_empty() {
+            ("OK", format!("{} open orders match the paper broker's book", self.broker.open_orders().len()))
+        } else {
+            ("MISMATCH", self.anomalies.last().cloned().unwrap_or_default())
+        };
+        let view = EngineView {
+            trading_state: e.trading_state,
+            halt: e.halt.clone(),
+            positions,
+            cash: e.cash,
+            equity: e.equity(),
+            buying_power: (e.cash - reserved).max(Decimal::ZERO),
+            realized_today: e.day.realized_today,
+            unrealized: e.unrealized_pnl(),
+            daily_pnl: e.daily_pnl(),
+            drawdown: e.drawdown(),
+            start_equity: e.day.start_equity,
+            trades_today: e.day.trades_today,
+            open_orders: e.orders.values().filter(|o| !o.status.is_final()).count(),
+            reconciliation_status: status,
+            reconciliation_detail: detail,
+        };
+        self.view.send_replace(Arc::new(view));
+    }
+}
