@@ -45,7 +45,8 @@ pub struct OrderFilter {
 pub trait TradingRepository: Send + Sync {
     /// Inserts or updates the order and inserts executions not yet stored.
     async fn save_order(&self, order: &Order, mode: &str, trading_date: &str) -> Result<(), StoreError>;
-    async fn order(&self, id: &str) -> Result<Option<Order>, StoreError>;
+    /// The order with its executions, and the mode it was placed in.
+    async fn order(&self, id: &str) -> Result<Option<(Order, String)>, StoreError>;
     /// Orders newest first.
     async fn orders(&self, filter: &OrderFilter) -> Result<Vec<(Order, String)>, StoreError>;
     /// Orders not in a final status (to restore the engine).
@@ -176,7 +177,7 @@ impl TradingRepository for Database {
         Ok(())
     }
 
-    async fn order(&self, id: &str) -> Result<Option<Order>, StoreError> {
+    async fn order(&self, id: &str) -> Result<Option<(Order, String)>, StoreError> {
         let row =
             sqlx::query(sqlx::AssertSqlSafe(format!("SELECT {ORDER_COLUMNS} FROM orders WHERE client_order_id = $1")))
                 .bind(id)
@@ -185,7 +186,7 @@ impl TradingRepository for Database {
         let Some(row) = row else { return Ok(None) };
         let mut order = order_row(&row)?;
         self.executions_of(&mut order).await?;
-        Ok(Some(order))
+        Ok(Some((order, row.try_get("mode")?)))
     }
 
     async fn orders(&self, f: &OrderFilter) -> Result<Vec<(Order, String)>, StoreError> {

@@ -93,6 +93,8 @@ pub struct DayStats {
     pub realized_today: Decimal,
     pub start_equity: Decimal,
     pub peak_equity: Decimal,
+    /// Realized P&L (net of fees) and entries today, by symbol.
+    pub by_symbol: BTreeMap<Symbol, (Decimal, u32)>,
 }
 
 /// Inputs of the engine.
@@ -196,6 +198,7 @@ impl Engine {
                 realized_today: Decimal::ZERO,
                 start_equity: cash,
                 peak_equity: cash,
+                by_symbol: BTreeMap::new(),
             },
             cash,
             recent: VecDeque::new(),
@@ -249,6 +252,7 @@ impl Engine {
             realized_today: Decimal::ZERO,
             start_equity: equity,
             peak_equity: equity,
+            by_symbol: BTreeMap::new(),
         };
         self.recent.clear();
         if first {
@@ -405,6 +409,7 @@ impl Engine {
         order.strategy_id = strategy_id;
         if side == Side::Buy {
             self.day.trades_today += 1;
+            self.day.by_symbol.entry(symbol.clone()).or_default().1 += 1;
         }
         self.recent.push_back(RecentOrder {
             client_order_id: id.clone(),

@@ -39,6 +39,7 @@ impl Engine {
             match position.apply(&fill) {
                 Ok(realized) => {
                     self.day.realized_today += realized - execution.fee;
+                    self.day.by_symbol.entry(order.symbol.clone()).or_default().0 += realized - execution.fee;
                     let amount = execution.price * Decimal::from(execution.quantity);
                     self.cash += match order.side {
                         Side::Buy => -amount - execution.fee,

@@ -1,9 +1,13 @@
 //! One router per domain module; this assembles them.
 
+pub mod account;
 pub mod audit;
 pub mod auth;
 pub mod health;
+pub mod orders;
+pub mod positions;
 pub mod radar;
+pub mod risk;
 pub mod settings;
 pub mod system;
 pub mod watchlist;
@@ -21,6 +25,10 @@ pub fn api() -> Router<AppState> {
         .merge(system::router())
         .merge(radar::router())
         .merge(watchlist::router())
+        .merge(orders::router())
+        .merge(positions::router())
+        .merge(risk::router())
+        .merge(account::router())
 }
 
 /// `limit` of list endpoints: default 100, 1..=1000 (CONTRACT §8).

@@ -99,7 +99,7 @@ pub struct BlockRequest {
     pub reason: String,
 }
 
-fn require_reason(reason: &str) -> ApiResult<()> {
+pub fn require_reason(reason: &str) -> ApiResult<()> {
     let len = reason.trim().chars().count();
     if (1..=500).contains(&len) {
         Ok(())

@@ -4,16 +4,101 @@ use crate::auth::Caller;
 use crate::envelope::{ApiResponse, SuccessBody};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::Query;
+use crate::guard::{Action, Sensitive, Target};
 use crate::state::AppState;
 use axum::extract::State;
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::Router;
 use serde::{Deserialize, Serialize};
+use tradeops_core::engine::{Command, Reply, StrategyStatus};
 use tradeops_core::time::{format_ts, from_epoch_ms};
+use tradeops_core::Role;
 use tradeops_core::Symbol;
 
+pub const WATCHLIST_STOP: Action = Action { name: "watchlist.stop", role: Role::Operator };
+pub const WATCHLIST_RESTART: Action = Action { name: "watchlist.restart", role: Role::Operator };
+
 pub fn router() -> Router<AppState> {
-    Router::new().route("/api/watchlist", get(list))
+    Router::new()
+        .route("/api/watchlist", get(list))
+        .route("/api/watchlist/stop", post(stop))
+        .route("/api/watchlist/restart", post(restart))
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StopRequest {
+    #[schema(value_type = String)]
+    pub symbol: Symbol,
+    pub reason: String,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct StopResult {
+    pub symbol: String,
+    pub previous_status: StrategyStatus,
+    pub new_status: StrategyStatus,
+}
+
+/// Stops the symbol's strategy: `Closed` (polling `STOPPED`), working entry orders cancelled;
+/// an open position stays (`Halted`).
+#[utoipa::path(post, path = "/api/watchlist/stop", tag = "watchlist", security(("bearer" = [])), request_body = StopRequest,
+    responses((status = 200, description = "Stopped", body = inline(SuccessBody<StopResult>)),
+              (status = 404, description = "NOT_FOUND (not on the watchlist)", body = crate::envelope::ErrorBody)))]
+pub async fn stop(State(state): State<AppState>, guard: Sensitive) -> ApiResult<ApiResponse<StopResult>> {
+    guard
+        .run(WATCHLIST_STOP, Target::BodyField("symbol"), |_caller, req: StopRequest| async move {
+            super::radar::require_reason(&req.reason)?;
+            match state.engine().command(Command::StopWatch { symbol: req.symbol, reason: req.reason }).await? {
+                Reply::Status { symbol, previous, status } => Ok(ApiResponse::ok(StopResult {
+                    symbol: symbol.to_string(),
+                    previous_status: previous.unwrap_or(status),
+                    new_status: status,
+                })),
+                other => Err(ApiError::internal(format!("unexpected engine reply {other:?}"))),
+            }
+        })
+        .await
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RestartRequest {
+    #[schema(value_type = String)]
+    pub symbol: Symbol,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct RestartResult {
+    pub symbol: String,
+    pub strategy_status: StrategyStatus,
+    pub polling_status: &'static str,
+}
+
+/// `Closed` → `Active`, polling again. `EMERGENCY_HALT_ACTIVE` while halted; `RISK_BLOCKED`
+/// (`SYMBOL_BLOCKED`) for a blocked symbol.
+#[utoipa::path(post, path = "/api/watchlist/restart", tag = "watchlist", security(("bearer" = [])), request_body = RestartRequest,
+    responses((status = 200, description = "Restarted", body = inline(SuccessBody<RestartResult>)),
+              (status = 404, description = "NOT_FOUND (not on the watchlist)", body = crate::envelope::ErrorBody),
+              (status = 409, description = "EMERGENCY_HALT_ACTIVE", body = crate::envelope::ErrorBody),
+              (status = 422, description = "RISK_BLOCKED", body = crate::envelope::ErrorBody)))]
+pub async fn restart(State(state): State<AppState>, guard: Sensitive) -> ApiResult<ApiResponse<RestartResult>> {
+    guard
+        .run(WATCHLIST_RESTART, Target::BodyField("symbol"), |_caller, req: RestartRequest| async move {
+            match state.engine().command(Command::Restart { symbol: req.symbol }).await? {
+                Reply::Status { symbol, status, .. } => Ok(ApiResponse::ok(RestartResult {
+                    symbol: symbol.to_string(),
+                    strategy_status: status,
+                    polling_status: if matches!(status, StrategyStatus::Closed | StrategyStatus::Halted) {
+                        "STOPPED"
+                    } else {
+                        "POLLING"
+                    },
+                })),
+                other => Err(ApiError::internal(format!("unexpected engine reply {other:?}"))),
+            }
+        })
+        .await
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]

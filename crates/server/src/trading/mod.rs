@@ -69,6 +69,9 @@ pub struct EngineView {
     pub drawdown: Decimal,
     pub start_equity: Decimal,
     pub trades_today: u32,
+    /// The session's date and, by symbol, realized P&L (net of fees) and entries.
+    pub session: Option<chrono::NaiveDate>,
+    pub by_symbol: Vec<(tradeops_core::Symbol, Decimal, u32)>,
     pub open_orders: usize,
     /// `OK`, `PENDING`, `MISMATCH` or `FAILED`.
     pub reconciliation_status: &'static str,
@@ -90,6 +93,8 @@ impl Default for EngineView {
             drawdown: Decimal::ZERO,
             start_equity: Decimal::ZERO,
             trades_today: 0,
+            session: None,
+            by_symbol: Vec::new(),
             open_orders: 0,
             reconciliation_status: "PENDING",
             reconciliation_detail: "the engine is starting".into(),

@@ -148,6 +148,18 @@ impl Runner {
                     Some(Input::Command(command, reply)) => {
                         let now = self.state.market_clock.now();
                         self.broker_reports(now).await;
+                        if let Command::PlaceOrder(order) = &command {
+                            // The engine values orders at the last trade: mark the symbol first.
+                            if self.state.market.instrument(&order.symbol).is_none() {
+                                let unknown = format!("{} is not a symbol of the {} market", order.symbol, self.state.market.name());
+                                let _ = reply.send(Err(CommandError::NotFound(unknown)));
+                                continue;
+                            }
+                            if let Some((_, last, _)) = self.state.live.as_ref().and_then(|l| l.stats(&order.symbol)) {
+                                let fx = self.engine.handle(Event::Mark { symbol: order.symbol.clone(), price: last.to_decimal() }, now);
+                                self.apply(fx, now).await;
+                            }
+                        }
                         let fx = self.engine.handle(Event::Command(command), now);
                         let answer = self.apply(fx, now).await;
                         let _ = reply.send(answer.unwrap_or(Err(CommandError::NotFound("no reply".into()))));
@@ -176,9 +188,28 @@ impl Runner {
         }
     }
 
-    /// Delivers due acks and cancels and expires DAY orders at the end of the trading day.
+    /// Delivers due acks and cancels and expires DAY orders at the end of the trading day. An
+    /// order just acknowledged meets the current quote at once (quotes are continuous; prints
+    /// come every 15 market seconds).
     async fn broker_reports(&mut self, now: Timestamp) -> bool {
         let mut reports = self.broker.advance(now);
+        let acked: BTreeSet<Symbol> = reports
+            .iter()
+            .filter_map(|r| match r {
+                BrokerReport::Accepted { client_order_id, .. } => {
+                    self.engine.orders.get(client_order_id).map(|o| o.symbol.clone())
+                }
+                _ => None,
+            })
+            .collect();
+        if let Some(live) = self.state.live.clone() {
+            for symbol in &acked {
+                if let (Some((_, last, _)), Some(quote)) = (live.stats(symbol), live.quote(symbol)) {
+                    let update = MarketUpdate { symbol, at: now, last, quote, bar: None };
+                    reports.extend(self.broker.on_market(&update));
+                }
+            }
+        }
         let date = self.engine.calendar().date_of(now);
         if self.last_date.is_some_and(|d| d != date) {
             reports.extend(self.broker.expire_day_orders(now));
@@ -414,6 +445,8 @@ impl Runner {
             drawdown: e.drawdown(),
             start_equity: e.day.start_equity,
             trades_today: e.day.trades_today,
+            session: e.day.date,
+            by_symbol: e.day.by_symbol.iter().map(|(s, (pnl, n))| (s.clone(), *pnl, *n)).collect(),
             open_orders: e.orders.values().filter(|o| !o.status.is_final()).count(),
             reconciliation_status: status,
             reconciliation_detail: detail,

@@ -1,0 +1,133 @@
+//! Positions: `GET /api/positions`, `POST /api/positions/close`, `POST /api/positions/halt`.
+
+use crate::auth::Caller;
+use crate::envelope::{ApiResponse, SuccessBody};
+use crate::error::{ApiError, ApiResult};
+use crate::guard::{Action, Sensitive, Target};
+use crate::state::AppState;
+use axum::extract::State;
+use axum::routing::{get, post};
+use axum::Router;
+use rust_decimal::prelude::ToPrimitive;
+use serde::{Deserialize, Serialize};
+use tradeops_core::engine::{Command, Reply, StrategyStatus};
+use tradeops_core::orders::OrderStatus;
+use tradeops_core::positions::AlertLevel;
+use tradeops_core::time::format_ts;
+use tradeops_core::{Role, Symbol};
+
+pub const POSITION_CLOSE: Action = Action { name: "position.close", role: Role::Operator };
+pub const POSITION_HALT: Action = Action { name: "position.halt", role: Role::Operator };
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/positions", get(list))
+        .route("/api/positions/close", post(close))
+        .route("/api/positions/halt", post(halt))
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct PositionRow {
+    pub symbol: String,
+    pub market_price: f64,
+    pub average_entry_price: Option<f64>,
+    pub quantity: u64,
+    pub unrealized_pnl: f64,
+    /// Realized since the position opened.
+    pub realized_pnl: f64,
+    pub strategy_status: StrategyStatus,
+    pub opened_at: Option<String>,
+    pub alert_level: AlertLevel,
+}
+
+/// Open positions, marked to the last trade.
+#[utoipa::path(get, path = "/api/positions", tag = "positions", security(("bearer" = [])),
+    responses((status = 200, description = "Open positions", body = inline(SuccessBody<Vec<PositionRow>>))))]
+pub async fn list(State(state): State<AppState>, _caller: Caller) -> ApiResult<ApiResponse<Vec<PositionRow>>> {
+    let view = state.engine().view();
+    let rows = view
+        .positions
+        .iter()
+        .map(|p| PositionRow {
+            symbol: p.position.symbol.to_string(),
+            market_price: p.mark.to_f64().unwrap_or(0.0),
+            average_entry_price: p.position.average_entry_price().and_then(|d| d.to_f64()),
+            quantity: p.position.quantity,
+            unrealized_pnl: p.position.unrealized_pnl(p.mark).round_dp(2).to_f64().unwrap_or(0.0),
+            realized_pnl: p.position.realized_pnl.round_dp(2).to_f64().unwrap_or(0.0),
+            strategy_status: p.status,
+            opened_at: p.position.opened_at.as_ref().map(format_ts),
+            alert_level: p.alert_level,
+        })
+        .collect();
+    Ok(ApiResponse::list(rows))
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClosePosition {
+    #[schema(value_type = String)]
+    pub symbol: Symbol,
+    /// 1..=open quantity; default the whole position.
+    pub quantity: Option<u64>,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct CloseResult {
+    pub symbol: String,
+    pub close_order_client_order_id: String,
+    pub status: OrderStatus,
+}
+
+/// Sells all or part of a position at market. Allowed while `HALTED` and `REDUCING`.
+#[utoipa::path(post, path = "/api/positions/close", tag = "positions", security(("bearer" = [])), request_body = ClosePosition,
+    responses((status = 200, description = "Close order submitted", body = inline(SuccessBody<CloseResult>)),
+              (status = 404, description = "POSITION_NOT_FOUND", body = crate::envelope::ErrorBody),
+              (status = 409, description = "MARKET_CLOSED, DUPLICATE_ORDER_BLOCKED", body = crate::envelope::ErrorBody)))]
+pub async fn close(State(state): State<AppState>, guard: Sensitive) -> ApiResult<ApiResponse<CloseResult>> {
+    guard
+        .run(POSITION_CLOSE, Target::BodyField("symbol"), |_caller, req: ClosePosition| async move {
+            match state.engine().command(Command::ClosePosition { symbol: req.symbol, quantity: req.quantity }).await? {
+                Reply::Close { symbol, client_order_id, status } => Ok(ApiResponse::ok(CloseResult {
+                    symbol: symbol.to_string(),
+                    close_order_client_order_id: client_order_id.to_string(),
+                    status,
+                })),
+                other => Err(ApiError::internal(format!("unexpected engine reply {other:?}"))),
+            }
+        })
+        .await
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HaltPosition {
+    #[schema(value_type = String)]
+    pub symbol: Symbol,
+    pub reason: String,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct HaltResult {
+    pub symbol: String,
+    pub strategy_status: StrategyStatus,
+}
+
+/// The strategy stops managing the position (`Halted`); its working orders are cancelled and
+/// the position stays open.
+#[utoipa::path(post, path = "/api/positions/halt", tag = "positions", security(("bearer" = [])), request_body = HaltPosition,
+    responses((status = 200, description = "Halted", body = inline(SuccessBody<HaltResult>)),
+              (status = 404, description = "POSITION_NOT_FOUND", body = crate::envelope::ErrorBody)))]
+pub async fn halt(State(state): State<AppState>, guard: Sensitive) -> ApiResult<ApiResponse<HaltResult>> {
+    guard
+        .run(POSITION_HALT, Target::BodyField("symbol"), |_caller, req: HaltPosition| async move {
+            super::radar::require_reason(&req.reason)?;
+            match state.engine().command(Command::HaltPosition { symbol: req.symbol, reason: req.reason }).await? {
+                Reply::Status { symbol, status, .. } => {
+                    Ok(ApiResponse::ok(HaltResult { symbol: symbol.to_string(), strategy_status: status }))
+                }
+                other => Err(ApiError::internal(format!("unexpected engine reply {other:?}"))),
+            }
+        })
+        .await
+}

@@ -1,0 +1,194 @@
+//! Risk: `GET /api/risk/state`, `GET /api/risk/violations`, `POST /api/risk/emergency-halt`
+//! (and the deprecated `POST /api/emergency/liquidate`), `POST /api/risk/resume`.
+
+use crate::auth::Caller;
+use crate::envelope::{ApiResponse, SuccessBody};
+use crate::error::{ApiError, ApiResult};
+use crate::extract::Query;
+use crate::guard::{Action, Sensitive, Target};
+use crate::routes::list_limit;
+use crate::state::AppState;
+use crate::watchlist::BlockResult;
+use axum::extract::State;
+use axum::http::{header::HeaderName, HeaderValue};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use rust_decimal::prelude::ToPrimitive;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tradeops_core::engine::{Command, Reply};
+use tradeops_core::risk::TradingState;
+use tradeops_core::time::{format_ts, from_epoch_ms};
+use tradeops_core::Role;
+use tradeops_store::MarketRepository;
+
+pub const EMERGENCY_HALT: Action = Action { name: "risk.emergency_halt", role: Role::Operator };
+pub const RESUME: Action = Action { name: "risk.resume", role: Role::Operator };
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/risk/state", get(state))
+        .route("/api/risk/violations", get(violations))
+        .route("/api/risk/emergency-halt", post(emergency_halt))
+        .route("/api/emergency/liquidate", post(emergency_liquidate))
+        .route("/api/risk/resume", post(resume))
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct RiskState {
+    pub trading_state: TradingState,
+    pub max_daily_loss: f64,
+    /// Today's loss (realized plus unrealized), 0 when up.
+    pub current_daily_loss: f64,
+    pub max_position_size: u64,
+    pub max_trades_per_day: u32,
+    pub trades_today: u32,
+    pub active_watchlist_limit: u32,
+    pub open_position_limit: u32,
+    pub open_positions: usize,
+    pub blocked_symbols: Vec<BlockResult>,
+    /// Peak-to-current equity today, dollars.
+    pub drawdown: f64,
+    pub reconciliation_status: &'static str,
+    pub reconciliation_detail: String,
+    pub halted_at: Option<String>,
+    pub halt_reason: Option<String>,
+    pub halted_by: Option<String>,
+}
+
+/// Trading state, limits and their usage, blocks, drawdown and reconciliation.
+#[utoipa::path(get, path = "/api/risk/state", tag = "risk", security(("bearer" = [])),
+    responses((status = 200, description = "Risk state", body = inline(SuccessBody<RiskState>))))]
+pub async fn state(State(state): State<AppState>, _caller: Caller) -> ApiResult<ApiResponse<RiskState>> {
+    let view = state.engine().view();
+    let limits = state.settings.current().risk_controls.clone();
+    let f = |d: rust_decimal::Decimal| d.round_dp(2).to_f64().unwrap_or(0.0);
+    Ok(ApiResponse::ok(RiskState {
+        trading_state: view.trading_state,
+        max_daily_loss: f(limits.max_daily_loss),
+        current_daily_loss: f((-view.daily_pnl).max(rust_decimal::Decimal::ZERO)),
+        max_position_size: limits.max_position_size,
+        max_trades_per_day: limits.max_trades_per_day,
+        trades_today: view.trades_today,
+        active_watchlist_limit: limits.active_watchlist_limit,
+        open_position_limit: limits.open_position_limit,
+        open_positions: view.positions.len(),
+        blocked_symbols: state.watchlist.blocks().await?,
+        drawdown: f(view.drawdown),
+        reconciliation_status: view.reconciliation_status,
+        reconciliation_detail: view.reconciliation_detail.clone(),
+        halted_at: view.halt.as_ref().map(|h| format_ts(&h.at)),
+        halt_reason: view.halt.as_ref().map(|h| h.reason.clone()),
+        halted_by: view.halt.as_ref().map(|h| h.actor.clone()),
+    }))
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct ViolationQuery {
+    pub limit: Option<u32>,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct ViolationRow {
+    pub rule: String,
+    pub symbol: Option<String>,
+    pub client_order_id: Option<String>,
+    #[schema(value_type = Object)]
+    pub detail: Value,
+    pub timestamp: String,
+}
+
+/// Risk refusals, newest first.
+#[utoipa::path(get, path = "/api/risk/violations", tag = "risk", security(("bearer" = [])), params(ViolationQuery),
+    responses((status = 200, description = "Violations", body = inline(SuccessBody<Vec<ViolationRow>>))))]
+pub async fn violations(
+    State(state): State<AppState>,
+    _caller: Caller,
+    Query(q): Query<ViolationQuery>,
+) -> ApiResult<ApiResponse<Vec<ViolationRow>>> {
+    let repo: &dyn MarketRepository = &state.db;
+    let rows = repo
+        .violations(list_limit(q.limit)?)
+        .await?
+        .into_iter()
+        .map(|v| ViolationRow {
+            rule: v.rule,
+            symbol: v.symbol,
+            client_order_id: v.client_order_id,
+            detail: serde_json::from_str(&v.detail).unwrap_or(Value::Null),
+            timestamp: format_ts(&from_epoch_ms(v.ts)),
+        })
+        .collect();
+    Ok(ApiResponse::list(rows))
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReasonBody {
+    pub reason: String,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct HaltResult {
+    pub halted: bool,
+    /// Whether any position was open (exits were submitted).
+    pub liquidation_requested: bool,
+    pub timestamp: String,
+}
+
+async fn halt_now(state: AppState, guard: Sensitive) -> ApiResult<ApiResponse<HaltResult>> {
+    guard
+        .run(EMERGENCY_HALT, Target::Fixed("trading"), |caller, req: ReasonBody| async move {
+            super::radar::require_reason(&req.reason)?;
+            let command = Command::EmergencyHalt { reason: req.reason, actor: caller.principal.name };
+            match state.engine().command(command).await? {
+                Reply::Halted { liquidation_requested, timestamp } => Ok(ApiResponse::ok(HaltResult {
+                    halted: true,
+                    liquidation_requested,
+                    timestamp: format_ts(&timestamp),
+                })),
+                other => Err(ApiError::internal(format!("unexpected engine reply {other:?}"))),
+            }
+        })
+        .await
+}
+
+/// Emergency Liquidate & Halt: persist `HALTED`, stop every strategy, cancel every open order,
+/// submit market exits for every position. Safe to repeat (re-requests missing exits); survives
+/// a restart; only `POST /api/risk/resume` ends it.
+#[utoipa::path(post, path = "/api/risk/emergency-halt", tag = "risk", security(("bearer" = [])), request_body = ReasonBody,
+    responses((status = 200, description = "Halted", body = inline(SuccessBody<HaltResult>))))]
+pub async fn emergency_halt(State(state): State<AppState>, guard: Sensitive) -> ApiResult<ApiResponse<HaltResult>> {
+    halt_now(state, guard).await
+}
+
+/// Deprecated alias of `POST /api/risk/emergency-halt` (header `Deprecation: true`).
+#[utoipa::path(post, path = "/api/emergency/liquidate", tag = "risk", security(("bearer" = [])), request_body = ReasonBody,
+    responses((status = 200, description = "Halted", body = inline(SuccessBody<HaltResult>))))]
+pub async fn emergency_liquidate(State(state): State<AppState>, guard: Sensitive) -> Response {
+    let mut response = halt_now(state, guard).await.into_response();
+    response.headers_mut().insert(HeaderName::from_static("deprecation"), HeaderValue::from_static("true"));
+    response
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct ResumeResult {
+    pub trading_state: TradingState,
+}
+
+/// Ends an emergency halt (never automatic). Strategies stay stopped until restarted.
+#[utoipa::path(post, path = "/api/risk/resume", tag = "risk", security(("bearer" = [])), request_body = ReasonBody,
+    responses((status = 200, description = "Resumed", body = inline(SuccessBody<ResumeResult>))))]
+pub async fn resume(State(state): State<AppState>, guard: Sensitive) -> ApiResult<ApiResponse<ResumeResult>> {
+    guard
+        .run(RESUME, Target::Fixed("trading"), |caller, req: ReasonBody| async move {
+            super::radar::require_reason(&req.reason)?;
+            match state.engine().command(Command::Resume { reason: req.reason, actor: caller.principal.name }).await? {
+                Reply::Resumed { state } => Ok(ApiResponse::ok(ResumeResult { trading_state: state })),
+                other => Err(ApiError::internal(format!("unexpected engine reply {other:?}"))),
+            }
+        })
+        .await
+}
