@@ -5,6 +5,7 @@ use serde_json::Value;
 use std::sync::Arc;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
+use tradeops_core::Clock;
 use tradeops_server::app::Overrides;
 use tradeops_server::clock::SystemClock;
 use tradeops_server::{Application, Config};
@@ -269,6 +270,38 @@ impl TestApp {
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         }
         panic!("no radar scan captured at {at}");
+    }
+
+    /// `n` symbols of the market with their last prices, from a scan with the filters open.
+    pub async fn market_symbols(&self, n: usize) -> Vec<(String, f64)> {
+        let open = serde_json::json!({"momentum_radar": {"min_percentage_gain": -100, "min_relative_volume": 0,
+            "max_float": 100000000000u64, "min_volume": 0, "min_price": 0.01, "max_price": 100000}});
+        self.put_settings(ADMIN_TOKEN, open).await.assert_ok(200);
+        let next = self.market.now() + chrono::Duration::minutes(1);
+        let boundary = tradeops_core::bars::minute_floor(next);
+        self.market.set(boundary);
+        let rows = self.wait_for_scan(&tradeops_core::time::format_ts(&boundary)).await;
+        rows.data()
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| (2.0..=50.0).contains(&r["price"].as_f64().unwrap()))
+            .take(n)
+            .map(|r| (r["symbol"].as_str().unwrap().to_string(), r["price"].as_f64().unwrap()))
+            .collect()
+    }
+
+    /// Moves market time on by `seconds` and waits until the order reaches `status`.
+    pub async fn wait_for_order(&self, id: &str, status: &str) -> Value {
+        for _ in 0..100 {
+            self.market.advance(chrono::Duration::milliseconds(200));
+            let reply = self.get(&format!("/api/orders/{id}")).await;
+            if reply.data()["status"] == status {
+                return reply.data().clone();
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+        }
+        panic!("order {id} never reached {status}: {}", self.get(&format!("/api/orders/{id}")).await.body);
     }
 
     pub fn url(&self, path: &str) -> String {

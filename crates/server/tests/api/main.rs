@@ -13,3 +13,4 @@ mod hostile;
 mod openapi;
 mod radar;
 mod settings;
+mod trading;

@@ -1,0 +1,257 @@
+//! The trading engine through the API: orders on the paper broker, positions, risk refusals,
+//! the emergency halt — with the simulated market on a manual clock.
+
+use crate::helpers::*;
+use serde_json::{json, Value};
+
+async fn buy(app: &TestApp, symbol: &str, qty: u64) -> crate::helpers::Reply {
+    app.post("/api/orders", ADMIN_TOKEN, json!({"symbol": symbol, "side": "BUY", "quantity": qty})).await
+}
+
+fn id(reply: &crate::helpers::Reply) -> String {
+    reply.data()["client_order_id"].as_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn a_market_buy_fills_on_the_paper_broker_into_a_position() {
+    let app = spawn_app().await;
+    let (symbol, _) = app.market_symbols(1).await.remove(0);
+    let placed = buy(&app, &symbol, 100).await;
+    let data = placed.assert_ok(201).clone();
+    assert_eq!(
+        (data["status"].as_str(), data["side"].as_str(), data["order_type"].as_str()),
+        (Some("NEW"), Some("BUY"), Some("MARKET"))
+    );
+    assert_eq!(data["time_in_force"], "DAY");
+    let filled = app.wait_for_order(&id(&placed), "FILLED").await;
+    assert_eq!(filled["filled_quantity"], 100);
+    let executions = filled["executions"].as_array().unwrap();
+    assert_eq!(executions.iter().map(|e| e["quantity"].as_u64().unwrap()).sum::<u64>(), 100);
+    let avg = filled["average_fill_price"].as_f64().unwrap();
+    assert!(avg > 0.0 && filled["broker_order_id"].is_string());
+
+    let positions = app.get("/api/positions").await;
+    let p = &positions.data()[0];
+    assert_eq!((p["symbol"].as_str(), p["quantity"].as_u64()), (Some(symbol.as_str()), Some(100)));
+    assert_eq!(p["average_entry_price"].as_f64(), Some(avg));
+    assert_eq!(p["strategy_status"], "Halted", "a manual buy of an unwatched symbol is managed by hand");
+    assert_eq!(p["alert_level"], "NONE");
+
+    let account = app.get("/api/account/summary").await;
+    let cash = account.data()["cash"].as_f64().unwrap();
+    assert!((cash - (100_000.0 - avg * 100.0)).abs() < 0.01, "cash {cash}");
+    assert_eq!(account.data()["broker_name"], "paper");
+    let listed = app.get("/api/orders").await;
+    assert_eq!(listed.data()[0]["status"], "FILLED");
+    let perf = app.get("/api/account/performance").await;
+    assert_eq!(perf.data()[0]["trades"], 1);
+
+    // everything survives a restart
+    let app = app.restart().await;
+    assert_eq!(app.get("/api/positions").await.data()[0]["quantity"], 100);
+    assert_eq!(app.get(&format!("/api/orders/{}", id(&placed))).await.data()["status"], "FILLED");
+    assert!((app.get("/api/account/summary").await.data()["cash"].as_f64().unwrap() - cash).abs() < 1e-9);
+}
+
+#[tokio::test]
+async fn closing_and_its_refusals() {
+    let app = spawn_app().await;
+    let (symbol, _) = app.market_symbols(1).await.remove(0);
+    let placed = buy(&app, &symbol, 100).await;
+    app.wait_for_order(&id(&placed), "FILLED").await;
+    app.post("/api/positions/close", ADMIN_TOKEN, json!({"symbol": symbol, "quantity": 101}))
+        .await
+        .assert_error(400, "VALIDATION_ERROR");
+    app.post("/api/positions/close", ADMIN_TOKEN, json!({"symbol": "ZZZZ"}))
+        .await
+        .assert_error(404, "POSITION_NOT_FOUND");
+    let close = app.post("/api/positions/close", ADMIN_TOKEN, json!({"symbol": symbol, "quantity": 40})).await;
+    let close_id = close.assert_ok(200)["close_order_client_order_id"].as_str().unwrap().to_string();
+    app.wait_for_order(&close_id, "FILLED").await;
+    assert_eq!(app.get("/api/positions").await.data()[0]["quantity"], 60);
+    let halted = app.post("/api/positions/halt", ADMIN_TOKEN, json!({"symbol": symbol, "reason": "manual"})).await;
+    assert_eq!(halted.assert_ok(200)["strategy_status"], "Halted");
+    let viewer = app.token("v", "viewer").await;
+    app.post("/api/positions/close", &viewer, json!({"symbol": symbol})).await.assert_error(403, "FORBIDDEN");
+}
+
+#[tokio::test]
+async fn resting_orders_cancel_once() {
+    let app = spawn_app().await;
+    let (symbol, price) = app.market_symbols(1).await.remove(0);
+    let limit = ((price * 0.97) * 100.0).floor() / 100.0;
+    let placed = app
+        .post(
+            "/api/orders",
+            ADMIN_TOKEN,
+            json!({"symbol": symbol, "side": "BUY", "quantity": 10, "order_type": "LIMIT", "limit_price": limit}),
+        )
+        .await;
+    let order_id = id(&placed);
+    app.wait_for_order(&order_id, "ACCEPTED").await;
+    let cancel = app.post("/api/orders/cancel", ADMIN_TOKEN, json!({"client_order_id": order_id})).await;
+    assert_eq!(cancel.assert_ok(200)["status"], "PENDING_CANCEL");
+    let again = app.post("/api/orders/cancel", ADMIN_TOKEN, json!({"client_order_id": order_id})).await;
+    again.assert_error(409, "ORDER_NOT_CANCELLABLE");
+    assert_eq!(again.body["error"]["detail"]["status"], "PENDING_CANCEL");
+    app.wait_for_order(&order_id, "CANCELED").await;
+    app.post("/api/orders/cancel", ADMIN_TOKEN, json!({"client_order_id": "nope"}))
+        .await
+        .assert_error(404, "NOT_FOUND");
+    app.get("/api/orders/nope").await.assert_error(404, "NOT_FOUND");
+}
+
+#[tokio::test]
+async fn risk_duplicate_and_validation_refusals() {
+    let app = spawn_app().await;
+    let (symbol, price) = app.market_symbols(1).await.remove(0);
+    app.put_settings(ADMIN_TOKEN, json!({"risk_controls": {"max_order_value": 100}})).await.assert_ok(200);
+    let big = buy(&app, &symbol, 1000).await;
+    big.assert_error(422, "RISK_BLOCKED");
+    let detail = &big.body["error"]["detail"];
+    assert_eq!(detail["rule"], "MAX_ORDER_VALUE");
+    assert_eq!(detail["limit"], 100.0);
+    assert!(detail["current"].as_f64().unwrap() > 100.0);
+    let violations = app.get("/api/risk/violations").await;
+    assert_eq!(violations.data()[0]["rule"], "MAX_ORDER_VALUE");
+    assert_eq!(violations.data()[0]["symbol"], symbol);
+    app.put_settings(ADMIN_TOKEN, json!({"risk_controls": {"max_order_value": 25000}})).await.assert_ok(200);
+
+    let qty = (50.0 / price).floor().max(1.0) as u64;
+    buy(&app, &symbol, qty).await.assert_ok(201);
+    let dup = buy(&app, &symbol, qty).await;
+    dup.assert_error(409, "DUPLICATE_ORDER_BLOCKED");
+    assert!(dup.body["error"]["detail"]["existing_client_order_id"].is_string());
+    let reuse = json!({"symbol": symbol, "side": "BUY", "quantity": qty + 1, "client_order_id": "mine-1"});
+    app.post("/api/orders", ADMIN_TOKEN, reuse.clone()).await.assert_ok(201);
+    let mut again = reuse.clone();
+    again["quantity"] = json!(qty + 2);
+    app.post("/api/orders", ADMIN_TOKEN, again).await.assert_error(409, "DUPLICATE_ORDER_BLOCKED");
+
+    for (body, field) in [
+        (json!({"symbol": symbol, "side": "BUY", "quantity": 0}), "quantity"),
+        (json!({"symbol": symbol, "side": "HOLD", "quantity": 1}), "side"),
+        (json!({"symbol": symbol, "side": "BUY", "quantity": 1, "order_type": "LIMIT"}), "limit_price"),
+        (
+            json!({"symbol": symbol, "side": "BUY", "quantity": 1, "order_type": "LIMIT", "limit_price": 10.001}),
+            "limit_price",
+        ),
+        (json!({"symbol": symbol, "side": "SELL", "quantity": 1}), "quantity"),
+        (json!({"side": "BUY", "quantity": 1}), "symbol"),
+    ] {
+        let reply = app.post("/api/orders", ADMIN_TOKEN, body.clone()).await;
+        reply.assert_error(400, "VALIDATION_ERROR");
+        assert_eq!(reply.body["error"]["detail"]["field"], field, "{body}");
+    }
+    app.post("/api/orders", ADMIN_TOKEN, json!({"symbol": "ZZZZZZ", "side": "BUY", "quantity": 1}))
+        .await
+        .assert_error(404, "NOT_FOUND");
+}
+
+#[tokio::test]
+async fn orders_list_filters_and_pages() {
+    let app = spawn_app().await;
+    let symbols = app.market_symbols(3).await;
+    for (s, _) in &symbols {
+        buy(&app, s, 1).await.assert_ok(201);
+    }
+    let page = app.get("/api/orders?limit=2").await;
+    assert_eq!(page.body["meta"]["count"], 2);
+    let cursor = page.body["meta"]["next_cursor"].as_str().unwrap().to_string();
+    let rest = app.get(&format!("/api/orders?limit=2&cursor={cursor}")).await;
+    assert_eq!(rest.body["meta"]["count"], 1);
+    assert!(rest.body["meta"]["next_cursor"].is_null());
+    let one = app.get(&format!("/api/orders?symbol={}", symbols[1].0.to_lowercase())).await;
+    assert_eq!(one.body["meta"]["count"], 1);
+    assert_eq!(app.get("/api/orders?date=2026-11-19").await.body["meta"]["count"], 0);
+    app.get("/api/orders?date=20261120").await.assert_error(400, "VALIDATION_ERROR");
+    app.get("/api/orders?status=DONE").await.assert_error(400, "VALIDATION_ERROR");
+    app.get("/api/orders?cursor=zzz").await.assert_error(400, "VALIDATION_ERROR");
+}
+
+#[tokio::test]
+async fn order_generating_actions_wait_for_the_open() {
+    let app = spawn_app().await;
+    let (symbol, _) = app.market_symbols(1).await.remove(0);
+    app.put_settings(ADMIN_TOKEN, json!({"runtime": {"market_calendar": "NYSE"}})).await.assert_ok(200);
+    app.market.set(tradeops_core::time::parse_ts("2026-11-21T15:00:00Z").unwrap()); // Saturday
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let closed = buy(&app, &symbol, 1).await;
+    closed.assert_error(409, "MARKET_CLOSED");
+    assert_eq!(closed.body["error"]["detail"]["next_open"], "2026-11-23T09:00:00.000Z");
+}
+
+#[tokio::test]
+async fn emergency_halt_flattens_latches_and_survives_a_restart() {
+    let app = spawn_app().await;
+    let symbols = app.market_symbols(2).await;
+    let placed = buy(&app, &symbols[0].0, 50).await;
+    app.wait_for_order(&id(&placed), "FILLED").await;
+    app.post("/api/radar/watch", ADMIN_TOKEN, json!({"symbol": symbols[1].0})).await.assert_ok(200);
+
+    let halt = app.post("/api/risk/emergency-halt", ADMIN_TOKEN, json!({"reason": "runaway strategy"})).await;
+    let data = halt.assert_ok(200).clone();
+    assert_eq!((data["halted"].as_bool(), data["liquidation_requested"].as_bool()), (Some(true), Some(true)));
+    let state = app.get("/api/risk/state").await;
+    assert_eq!(state.data()["trading_state"], "HALTED");
+    assert_eq!(state.data()["halt_reason"], "runaway strategy");
+    assert_eq!(state.data()["halted_by"], "admin");
+    buy(&app, &symbols[1].0, 1).await.assert_error(409, "EMERGENCY_HALT_ACTIVE");
+    app.post("/api/radar/watch", ADMIN_TOKEN, json!({"symbol": symbols[0].0}))
+        .await
+        .assert_error(409, "EMERGENCY_HALT_ACTIVE");
+    app.post("/api/watchlist/restart", ADMIN_TOKEN, json!({"symbol": symbols[1].0}))
+        .await
+        .assert_error(409, "EMERGENCY_HALT_ACTIVE");
+    let watch = app.get("/api/watchlist").await;
+    assert_eq!(watch.data()[0]["strategy_status"], "Closed", "strategies stopped");
+
+    // the exit fills: flat
+    for _ in 0..100 {
+        app.market.advance(chrono::Duration::milliseconds(500));
+        if app.get("/api/positions").await.body["meta"]["count"] == 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+    }
+    assert_eq!(app.get("/api/positions").await.body["meta"]["count"], 0, "flat after the halt");
+
+    // the deprecated alias answers the same, marked deprecated
+    let alias = app.post("/api/emergency/liquidate", ADMIN_TOKEN, json!({"reason": "again"})).await;
+    assert_eq!(alias.assert_ok(200)["liquidation_requested"], false);
+    assert_eq!(alias.headers.get("deprecation").unwrap(), "true");
+
+    let app = app.restart().await;
+    assert_eq!(
+        app.get("/api/risk/state").await.data()["trading_state"],
+        "HALTED",
+        "a halted service comes back halted"
+    );
+    let resumed = app.post("/api/risk/resume", ADMIN_TOKEN, json!({"reason": "fixed"})).await;
+    assert_eq!(resumed.assert_ok(200)["trading_state"], "ACTIVE");
+    let audit = app.get("/api/audit?action=risk.emergency_halt").await;
+    assert_eq!(audit.body["meta"]["count"], 2);
+    let _: Value = audit.body.clone();
+}
+
+#[tokio::test]
+async fn watchlist_stop_and_restart() {
+    let app = spawn_app().await;
+    let (symbol, _) = app.market_symbols(1).await.remove(0);
+    app.post("/api/radar/watch", ADMIN_TOKEN, json!({"symbol": symbol})).await.assert_ok(200);
+    let stopped = app.post("/api/watchlist/stop", ADMIN_TOKEN, json!({"symbol": symbol, "reason": "enough"})).await;
+    let data = stopped.assert_ok(200).clone();
+    assert_eq!((data["previous_status"].as_str(), data["new_status"].as_str()), (Some("Active"), Some("Closed")));
+    assert_eq!(app.get("/api/watchlist").await.data()[0]["polling_status"], "STOPPED");
+    let restarted = app.post("/api/watchlist/restart", ADMIN_TOKEN, json!({"symbol": symbol})).await;
+    assert_eq!(restarted.assert_ok(200)["strategy_status"], "Active");
+    assert_eq!(restarted.data()["polling_status"], "POLLING");
+    assert_eq!(app.get("/api/watchlist").await.data()[0]["strategy_status"], "Active");
+    app.post("/api/radar/block", ADMIN_TOKEN, json!({"symbol": symbol, "reason": "news"})).await.assert_ok(200);
+    let blocked = app.post("/api/watchlist/restart", ADMIN_TOKEN, json!({"symbol": symbol})).await;
+    blocked.assert_error(422, "RISK_BLOCKED");
+    assert_eq!(blocked.body["error"]["detail"]["rule"], "SYMBOL_BLOCKED");
+    app.post("/api/watchlist/stop", ADMIN_TOKEN, json!({"symbol": "ZZZZ", "reason": "x"}))
+        .await
+        .assert_error(404, "NOT_FOUND");
+}
