@@ -44,7 +44,11 @@ pub struct OrderFilter {
 #[async_trait]
 pub trait TradingRepository: Send + Sync {
     /// Inserts or updates the order and inserts executions not yet stored.
-    async fn save_order(&self, order: &Order, mode: &str, trading_date: &str) -> Result<(), StoreError>;
+    async fn save_order(&self, order: &Order, mode: &str, trading_date: &str) -> Result<(), StoreError> {
+        self.save_orders(std::slice::from_ref(order), mode, trading_date).await
+    }
+    /// [`TradingRepository::save_order`] for many orders in one transaction.
+    async fn save_orders(&self, orders: &[Order], mode: &str, trading_date: &str) -> Result<(), StoreError>;
     /// The order with its executions, and the mode it was placed in.
     async fn order(&self, id: &str) -> Result<Option<(Order, String)>, StoreError>;
     /// Orders newest first.
@@ -130,48 +134,10 @@ impl Database {
 
 #[async_trait]
 impl TradingRepository for Database {
-    async fn save_order(&self, o: &Order, mode: &str, trading_date: &str) -> Result<(), StoreError> {
+    async fn save_orders(&self, orders: &[Order], mode: &str, trading_date: &str) -> Result<(), StoreError> {
         let mut tx = self.pool.begin().await?;
-        sqlx::query(sqlx::AssertSqlSafe(format!(
-            "INSERT INTO orders ({ORDER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20) \
-             ON CONFLICT (client_order_id) DO UPDATE SET broker_order_id = $2, status = $10, filled_quantity = $11, \
-             filled_notional = $12, fees = $13, reject_reason = $16, updated_at = $20"
-        )))
-        .bind(o.client_order_id.as_str())
-        .bind(&o.broker_order_id)
-        .bind(o.symbol.as_str())
-        .bind(o.side.as_str())
-        .bind(enum_text(&o.order_type))
-        .bind(enum_text(&o.time_in_force))
-        .bind(o.quantity as i64)
-        .bind(o.limit_price.map(|p| p.to_string()))
-        .bind(o.stop_price.map(|p| p.to_string()))
-        .bind(o.status.as_str())
-        .bind(o.filled_quantity as i64)
-        .bind(o.filled_notional.to_string())
-        .bind(o.fees.to_string())
-        .bind(&o.reason)
-        .bind(&o.strategy_id)
-        .bind(&o.reject_reason)
-        .bind(mode)
-        .bind(trading_date)
-        .bind(to_epoch_ms(&o.created_at))
-        .bind(to_epoch_ms(&o.updated_at))
-        .execute(&mut *tx)
-        .await?;
-        for e in &o.executions {
-            sqlx::query(
-                "INSERT INTO executions (execution_id, client_order_id, ts, quantity, price, fee) VALUES ($1, $2, $3, $4, $5, $6) \
-                 ON CONFLICT (execution_id) DO NOTHING",
-            )
-            .bind(&e.execution_id)
-            .bind(o.client_order_id.as_str())
-            .bind(to_epoch_ms(&e.timestamp))
-            .bind(e.quantity as i64)
-            .bind(e.price.to_string())
-            .bind(e.fee.to_string())
-            .execute(&mut *tx)
-            .await?;
+        for o in orders {
+            save_order_in(&mut tx, o, mode, trading_date).await?;
         }
         tx.commit().await?;
         Ok(())
@@ -308,4 +274,54 @@ impl TradingRepository for Database {
             updated_at: r.try_get("updated_at")?,
         }))
     }
+}
+
+async fn save_order_in(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    o: &Order,
+    mode: &str,
+    trading_date: &str,
+) -> Result<(), StoreError> {
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+            "INSERT INTO orders ({ORDER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20) \
+             ON CONFLICT (client_order_id) DO UPDATE SET broker_order_id = $2, status = $10, filled_quantity = $11, \
+             filled_notional = $12, fees = $13, reject_reason = $16, updated_at = $20"
+        )))
+        .bind(o.client_order_id.as_str())
+        .bind(&o.broker_order_id)
+        .bind(o.symbol.as_str())
+        .bind(o.side.as_str())
+        .bind(enum_text(&o.order_type))
+        .bind(enum_text(&o.time_in_force))
+        .bind(o.quantity as i64)
+        .bind(o.limit_price.map(|p| p.to_string()))
+        .bind(o.stop_price.map(|p| p.to_string()))
+        .bind(o.status.as_str())
+        .bind(o.filled_quantity as i64)
+        .bind(o.filled_notional.to_string())
+        .bind(o.fees.to_string())
+        .bind(&o.reason)
+        .bind(&o.strategy_id)
+        .bind(&o.reject_reason)
+        .bind(mode)
+        .bind(trading_date)
+        .bind(to_epoch_ms(&o.created_at))
+        .bind(to_epoch_ms(&o.updated_at))
+        .execute(&mut **tx)
+        .await?;
+    for e in &o.executions {
+        sqlx::query(
+                "INSERT INTO executions (execution_id, client_order_id, ts, quantity, price, fee) VALUES ($1, $2, $3, $4, $5, $6) \
+                 ON CONFLICT (execution_id) DO NOTHING",
+            )
+            .bind(&e.execution_id)
+            .bind(o.client_order_id.as_str())
+            .bind(to_epoch_ms(&e.timestamp))
+            .bind(e.quantity as i64)
+            .bind(e.price.to_string())
+            .bind(e.fee.to_string())
+            .execute(&mut **tx)
+            .await?;
+    }
+    Ok(())
 }

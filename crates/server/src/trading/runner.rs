@@ -35,7 +35,8 @@ struct Runner {
     broker: PaperBroker,
     view: watch::Sender<Arc<EngineView>>,
     anomalies: Vec<String>,
-    last_date: Option<chrono::NaiveDate>,
+    /// When the current trading session ends (DAY orders expire then).
+    session_end: Option<Timestamp>,
 }
 
 /// Restores the engine and starts its runner; returns the handle commands go through.
@@ -119,8 +120,8 @@ async fn restore(state: AppState, view: watch::Sender<Arc<EngineView>>) -> anyho
     for o in &open {
         broker.restore(o, now);
     }
-    let last_date = Some(engine.calendar().date_of(now));
-    let mut runner = Runner { state, engine, broker, view, anomalies: Vec::new(), last_date };
+    let session_end = Some(engine.calendar().end_of_trading_day(now));
+    let mut runner = Runner { state, engine, broker, view, anomalies: Vec::new(), session_end };
     runner.anomalies.clear();
     tracing::info!(open_orders = open.len(), positions = runner.engine.positions.len(), "engine restored");
     Ok(runner)
@@ -210,11 +211,14 @@ impl Runner {
                 }
             }
         }
-        let date = self.engine.calendar().date_of(now);
-        if self.last_date.is_some_and(|d| d != date) {
+        // DAY orders expire when the trading session ends (NYSE: the after-hours close).
+        let calendar = self.engine.calendar();
+        if self.session_end.is_some_and(|end| now >= end) {
             reports.extend(self.broker.expire_day_orders(now));
         }
-        self.last_date = Some(date);
+        if self.session_end.is_none_or(|end| now >= end) {
+            self.session_end = Some(calendar.end_of_trading_day(now));
+        }
         let any = !reports.is_empty();
         self.reports(reports, now).await;
         any
@@ -263,49 +267,50 @@ impl Runner {
     }
 
     /// Carries out effects in order; returns the command's reply when there is one.
+    ///
+    /// The trading state latch is persisted first; every new order of the batch is persisted
+    /// (one transaction) before any is sent; broker calls then follow the effects' order (an
+    /// emergency halt's cancels go out before its exits); order and position updates are saved
+    /// together at the end of the batch.
     async fn apply(&mut self, fx: Vec<Effect>, now: Timestamp) -> Option<Result<Reply, CommandError>> {
-        let mut reply = None;
-        let mut state_dirty = false;
         let mode = self.state.settings.mode().as_str();
         let date = self.engine.calendar().date_of(now).to_string();
+        let repo: &dyn TradingRepository = &self.state.db;
+        if fx.iter().any(|f| matches!(f, Effect::TradingStateChanged { .. })) {
+            self.save_state(now).await;
+        }
+        let new_orders: Vec<_> =
+            fx.iter().filter_map(|f| if let Effect::Submit(o) = f { Some(o.clone()) } else { None }).collect();
+        let written_ahead = match new_orders.is_empty() {
+            true => true,
+            false => match repo.save_orders(&new_orders, mode, &date).await {
+                Ok(()) => true,
+                Err(e) => {
+                    tracing::error!(error = %e, orders = new_orders.len(), "orders not persisted; not sent");
+                    false
+                }
+            },
+        };
+        let mut reply = None;
+        let mut state_dirty = !new_orders.is_empty();
+        let mut updated_orders = std::collections::BTreeMap::new();
+        let mut updated_positions = std::collections::BTreeMap::new();
+        let mut refused = Vec::new();
         for effect in fx {
             match effect {
-                Effect::TradingStateChanged { state, .. } => {
-                    // The latch is persisted before anything else of the batch happens.
-                    self.save_state(now).await;
-                    tracing::warn!(?state, "trading state changed");
-                }
-                Effect::Submit(order) => {
-                    let repo: &dyn TradingRepository = &self.state.db;
-                    match repo.save_order(&order, mode, &date).await {
-                        Ok(()) => self.broker.submit(&order, now),
-                        Err(e) => {
-                            tracing::error!(error = %e, order = %order.client_order_id, "order not persisted; not sent");
-                            let report = BrokerReport::Rejected {
-                                client_order_id: order.client_order_id.clone(),
-                                reason: "could not be persisted".into(),
-                                at: now,
-                            };
-                            let more = self.engine.handle(Event::Broker(report), now);
-                            Box::pin(self.apply(more, now)).await;
-                        }
-                    }
-                    state_dirty = true;
-                }
+                Effect::TradingStateChanged { state, .. } => tracing::warn!(?state, "trading state changed"),
+                Effect::Submit(order) if written_ahead => self.broker.submit(&order, now),
+                Effect::Submit(order) => refused.push(BrokerReport::Rejected {
+                    client_order_id: order.client_order_id.clone(),
+                    reason: "could not be persisted".into(),
+                    at: now,
+                }),
                 Effect::Cancel(id) => self.broker.cancel(&id, now),
                 Effect::OrderUpdated(order) => {
-                    let repo: &dyn TradingRepository = &self.state.db;
-                    if let Err(e) = repo.save_order(&order, mode, &date).await {
-                        tracing::error!(error = %e, order = %order.client_order_id, "order update not persisted");
-                    }
-                    state_dirty = true;
+                    updated_orders.insert(order.client_order_id.clone(), order);
                 }
                 Effect::PositionUpdated { position, .. } => {
-                    let repo: &dyn TradingRepository = &self.state.db;
-                    if let Err(e) = repo.save_position(&position).await {
-                        tracing::error!(error = %e, symbol = %position.symbol, "position not persisted");
-                    }
-                    state_dirty = true;
+                    updated_positions.insert(position.symbol.clone(), position);
                 }
                 Effect::WatchUpdated { symbol, status, reason } => self.save_watch(&symbol, status, reason, now).await,
                 Effect::Violation { rule, symbol, client_order_id, detail } => {
@@ -317,8 +322,8 @@ impl Runner {
                         client_order_id: client_order_id.map(|c| c.to_string()),
                         detail: detail.to_string(),
                     };
-                    let repo: &dyn MarketRepository = &self.state.db;
-                    if let Err(e) = repo.insert_violation(&record).await {
+                    let market: &dyn MarketRepository = &self.state.db;
+                    if let Err(e) = market.insert_violation(&record).await {
                         tracing::error!(error = %e, "violation not recorded");
                     }
                 }
@@ -334,8 +339,25 @@ impl Runner {
                 Effect::Reply(r) => reply = Some(r),
             }
         }
+        if !updated_orders.is_empty() {
+            let orders: Vec<_> = updated_orders.into_values().collect();
+            if let Err(e) = repo.save_orders(&orders, mode, &date).await {
+                tracing::error!(error = %e, orders = orders.len(), "order updates not persisted");
+            }
+            state_dirty = true;
+        }
+        for position in updated_positions.values() {
+            if let Err(e) = repo.save_position(position).await {
+                tracing::error!(error = %e, symbol = %position.symbol, "position not persisted");
+            }
+            state_dirty = true;
+        }
         if state_dirty {
             self.save_state(now).await;
+        }
+        for report in refused {
+            let more = self.engine.handle(Event::Broker(report), now);
+            Box::pin(self.apply(more, now)).await;
         }
         reply
     }

@@ -255,3 +255,21 @@ async fn watchlist_stop_and_restart() {
         .await
         .assert_error(404, "NOT_FOUND");
 }
+
+#[tokio::test]
+async fn day_orders_expire_when_the_session_ends() {
+    let app = spawn_app().await;
+    let (symbol, price) = app.market_symbols(1).await.remove(0);
+    let limit = ((price * 0.97) * 100.0).floor() / 100.0;
+    let body = |tif: &str| json!({"symbol": symbol, "side": "BUY", "quantity": 5, "order_type": "LIMIT", "limit_price": limit, "time_in_force": tif});
+    let day = app.post("/api/orders", ADMIN_TOKEN, body("DAY")).await;
+    app.wait_for_order(&id(&day), "ACCEPTED").await;
+    let mut gtc_body = body("GTC");
+    gtc_body["quantity"] = json!(6);
+    let gtc = app.post("/api/orders", ADMIN_TOKEN, gtc_body).await;
+    app.wait_for_order(&id(&gtc), "ACCEPTED").await;
+    // ALWAYS_OPEN: the session ends at midnight New York
+    app.market.set(tradeops_core::time::parse_ts("2026-11-21T05:00:01Z").unwrap());
+    app.wait_for_order(&id(&day), "EXPIRED").await;
+    assert_eq!(app.get(&format!("/api/orders/{}", id(&gtc))).await.data()["status"], "ACCEPTED");
+}
