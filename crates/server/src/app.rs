@@ -85,10 +85,17 @@ impl Application {
         let mode = settings.mode();
         let calendar = MarketCalendar::new(settings.current().runtime.market_calendar);
         let speed = config.sim.speed.unwrap_or(if mode == TradingMode::Demo { 60.0 } else { 1.0 });
+        // DEMO resumes from the latest market time anything was persisted with: a restart never
+        // rewinds the market.
+        let resume_at = {
+            let repo: &dyn tradeops_store::TradingRepository = &db;
+            repo.latest_market_time().await?.map(tradeops_core::time::from_epoch_ms)
+        };
         let market_clock: Arc<dyn Clock> = match overrides.market_clock {
             Some(c) => c,
             None if mode == TradingMode::Demo => {
-                Arc::new(ScaledClock::starting_at(demo_start(calendar, clock.now()), speed))
+                let start = demo_start(calendar, clock.now()).max(resume_at.unwrap_or_default());
+                Arc::new(ScaledClock::starting_at(start, speed))
             }
             None if speed != 1.0 => Arc::new(ScaledClock::starting_at(clock.now(), speed)),
             None => clock.clone(),

@@ -59,6 +59,9 @@ pub trait TradingRepository: Send + Sync {
     async fn positions(&self) -> Result<Vec<Position>, StoreError>;
     async fn save_engine_state(&self, state: &EngineStateRecord) -> Result<(), StoreError>;
     async fn engine_state(&self) -> Result<Option<EngineStateRecord>, StoreError>;
+    /// The latest market time anything was persisted with (epoch ms): where a simulated market
+    /// resumes so a restart never rewinds it.
+    async fn latest_market_time(&self) -> Result<Option<i64>, StoreError>;
 }
 
 fn dec(text: &str) -> Result<Decimal, StoreError> {
@@ -250,6 +253,17 @@ impl TradingRepository for Database {
         .execute(&self.pool)
         .await?;
         Ok(())
+    }
+
+    async fn latest_market_time(&self) -> Result<Option<i64>, StoreError> {
+        let row = sqlx::query(
+            "SELECT MAX(t) AS t FROM (SELECT MAX(updated_at) AS t FROM trading_state UNION ALL SELECT MAX(updated_at) FROM orders \
+             UNION ALL SELECT MAX(effective_from) FROM symbol_blocks UNION ALL SELECT MAX(time_added) FROM watchlist \
+             UNION ALL SELECT MAX(captured_at) FROM radar_rows) AS times",
+        )
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(row.try_get::<Option<i64>, _>("t")?)
     }
 
     async fn engine_state(&self) -> Result<Option<EngineStateRecord>, StoreError> {
