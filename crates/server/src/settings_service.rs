@@ -82,7 +82,14 @@ impl SettingsService {
 
     /// Applies a partial update for `caller`. Nothing changes unless every field is valid and
     /// every guard is satisfied.
-    pub async fn update(&self, patch: &Value, caller: &Principal, confirmed_live: bool) -> ApiResult<SettingsChange> {
+    /// `exposure`: open positions and working orders, which block every guarded change.
+    pub async fn update(
+        &self,
+        patch: &Value,
+        caller: &Principal,
+        confirmed_live: bool,
+        exposure: (usize, usize),
+    ) -> ApiResult<SettingsChange> {
         let mut version = self.version.lock().await;
         let current = self.current();
         let outcome = current.apply_patch(patch).map_err(ApiError::fields)?;
@@ -90,7 +97,7 @@ impl SettingsService {
             return Ok(SettingsChange { updated: vec![], settings: current, version: *version });
         }
         for guard in current.guards_for(&outcome.settings) {
-            self.check_guard(&guard, &outcome.settings, caller, confirmed_live)?;
+            self.check_guard(&guard, &outcome.settings, caller, confirmed_live, exposure)?;
         }
         self.persist(&mut version, outcome.settings, outcome.updated, &caller.name).await
     }
@@ -139,6 +146,7 @@ impl SettingsService {
         next: &Settings,
         caller: &Principal,
         confirmed: bool,
+        (positions, orders): (usize, usize),
     ) -> ApiResult<()> {
         let (fields, what): (Vec<&str>, &str) = match guard {
             SettingsGuard::SwitchToLive => (vec!["runtime.trading_mode"], "Switching to LIVE"),
@@ -154,6 +162,12 @@ impl SettingsService {
         }
         if !confirmed {
             return Err(blocked("X-Confirm-Live", format!("{what} needs header X-Confirm-Live: true")));
+        }
+        if positions > 0 || orders > 0 {
+            return Err(blocked(
+                "no_open_exposure",
+                format!("{what} is refused while {positions} positions and {orders} orders are open"),
+            ));
         }
         if *guard == SettingsGuard::SwitchToLive {
             if !next.runtime.execution_broker.is_live_capable() {

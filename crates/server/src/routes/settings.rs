@@ -57,7 +57,9 @@ pub struct SettingsUpdated {
 pub async fn put_settings(State(state): State<AppState>, guard: Sensitive) -> ApiResult<ApiResponse<SettingsUpdated>> {
     guard
         .run(SETTINGS_UPDATE, Target::Fixed("settings"), |caller, patch: Value| async move {
-            let change = state.settings.update(&patch, &caller.principal, caller.confirmed_live).await?;
+            let view = state.engine().view();
+            let exposure = (view.positions.len(), view.open_orders);
+            let change = state.settings.update(&patch, &caller.principal, caller.confirmed_live, exposure).await?;
             Ok(ApiResponse::ok(SettingsUpdated {
                 updated: change.updated,
                 effective_settings: (*change.settings).clone(),

@@ -273,3 +273,23 @@ async fn day_orders_expire_when_the_session_ends() {
     app.wait_for_order(&id(&day), "EXPIRED").await;
     assert_eq!(app.get(&format!("/api/orders/{}", id(&gtc))).await.data()["status"], "ACCEPTED");
 }
+
+#[tokio::test]
+async fn guarded_settings_changes_wait_until_flat() {
+    let app = spawn_app().await;
+    let (symbol, _) = app.market_symbols(1).await.remove(0);
+    let placed = buy(&app, &symbol, 10).await;
+    app.wait_for_order(&id(&placed), "FILLED").await;
+    let live = json!({"runtime": {"trading_mode": "LIVE"}});
+    let reply = app
+        .raw(
+            app.client
+                .put(app.url("/api/settings"))
+                .bearer_auth(ADMIN_TOKEN)
+                .header("x-confirm-live", "true")
+                .json(&live),
+        )
+        .await;
+    reply.assert_error(409, "SETTINGS_UPDATE_BLOCKED");
+    assert_eq!(reply.body["error"]["detail"]["guard"], "no_open_exposure");
+}
