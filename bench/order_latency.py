@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""POST /api/orders -> FILLED visible in GET /api/orders/{id}, on the paper broker (issue 4).
+Usage: order_latency.py BASE_URL TOKEN [ORDERS]. Alternates buys and sells of one symbol so the
+position stays small; prints p50/p99 in milliseconds."""
+import json
+import sys
+import time
+import urllib.request
+
+base, token = sys.argv[1], sys.argv[2]
+count = int(sys.argv[3]) if len(sys.argv) > 3 else 100
+
+
+def call(method, path, body=None):
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(base + path, data=data, method=method)
+    req.add_header("Authorization", "Bearer " + token)
+    if data is not None:
+        req.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(req) as resp:
+            return json.load(resp)
+    except urllib.error.HTTPError as e:
+        return json.load(e)
+
+
+call("PUT", "/api/settings", {
+    "momentum_radar": {"min_percentage_gain": -100, "min_relative_volume": 0, "max_float": 100000000000,
+                       "min_volume": 0, "min_price": 2, "max_price": 50},
+    "risk_controls": {"max_trades_per_day": 100000, "duplicate_order_window_seconds": 0},
+})
+symbol = None
+for _ in range(150):  # the next minute boundary scans with the open filters
+    rows = call("GET", "/api/radar/momentum?top_n=1")["data"]
+    if rows:
+        symbol = rows[0]["symbol"]
+        break
+    time.sleep(0.5)
+if symbol is None:
+    sys.exit("no symbol on the radar")
+
+latencies = []
+for i in range(count):
+    side = "BUY" if i % 2 == 0 else "SELL"
+    started = time.perf_counter()
+    placed = call("POST", "/api/orders", {"symbol": symbol, "side": side, "quantity": 10})
+    if not placed.get("ok"):
+        sys.exit(f"order refused: {placed}")
+    order_id = placed["data"]["client_order_id"]
+    while True:
+        order = call("GET", f"/api/orders/{order_id}")["data"]
+        if order["status"] == "FILLED":
+            break
+        if order["status"] in ("REJECTED", "CANCELED", "EXPIRED"):
+            sys.exit(f"order ended {order['status']}")
+        time.sleep(0.002)
+    latencies.append((time.perf_counter() - started) * 1000)
+
+latencies.sort()
+p = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))]
+print(f"POST /api/orders -> FILLED visible: p50 {p(0.5):.1f} ms, p99 {p(0.99):.1f} ms over {count} orders "
+      f"({symbol}, paper broker ack latency 50 ms)")
