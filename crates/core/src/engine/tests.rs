@@ -352,3 +352,89 @@ proptest! {
         }
     }
 }
+
+/// The real strategy through the engine on a scripted runner: enter on the pullback breakout,
+/// scale out half at 2R (stop to breakeven), stop out the rest at breakeven.
+#[test]
+fn momentum_breakout_enters_scales_out_and_stops_out_through_the_engine() {
+    use crate::market::Price;
+    let mut e = Engine::new(Settings::default(), d(10_000_000), crate::strategy::make);
+    let runner = sym("RUNR");
+    let open = t("2026-03-02T14:30:00Z"); // Monday 09:30 New York
+    e.handle(Event::Command(Command::Watch { symbol: runner.clone() }), open);
+    let rows: [(f64, f64, f64, f64, u64); 8] = [
+        (5.00, 5.15, 5.00, 5.14, 200_000),
+        (5.14, 5.30, 5.12, 5.28, 250_000),
+        (5.28, 5.45, 5.26, 5.43, 300_000),
+        (5.43, 5.60, 5.41, 5.58, 350_000),
+        (5.55, 5.55, 5.46, 5.48, 150_000),
+        (5.48, 5.50, 5.40, 5.47, 100_000),
+        (5.52, 5.80, 5.50, 5.78, 300_000), // through the 5.75 target
+        (5.70, 5.72, 5.50, 5.55, 200_000), // back to the 5.51 breakeven stop
+    ];
+    let mut decisions = Vec::new();
+    let mut statuses = Vec::new();
+    let mut exec = 0;
+    let mut fill_all =
+        |e: &mut Engine, fx: &[Effect], price: i64, at: Timestamp, statuses: &mut Vec<StrategyStatus>| {
+            for order in submitted(fx) {
+                exec += 1;
+                let id = order.client_order_id.clone();
+                let ack =
+                    BrokerReport::Accepted { client_order_id: id.clone(), broker_order_id: format!("b{exec}"), at };
+                let execution = Execution {
+                    execution_id: format!("x{exec}"),
+                    timestamp: at,
+                    quantity: order.quantity,
+                    price: d(price),
+                    fee: Decimal::ZERO,
+                };
+                let mut fx = e.handle(Event::Broker(ack), at);
+                fx.extend(e.handle(Event::Broker(BrokerReport::Filled { client_order_id: id, execution }), at));
+                for f in fx {
+                    if let Effect::WatchUpdated { status, .. } = f {
+                        statuses.push(status);
+                    }
+                }
+            }
+        };
+    for (i, (o, h, l, c, v)) in rows.into_iter().enumerate() {
+        let bar = Bar {
+            start: open + chrono::Duration::minutes(i as i64),
+            open: Price::from_f64_tick(o),
+            high: Price::from_f64_tick(h),
+            low: Price::from_f64_tick(l),
+            close: Price::from_f64_tick(c),
+            volume: v,
+        };
+        let now = bar.start + chrono::Duration::minutes(1);
+        let fx =
+            e.handle(Event::Bar { symbol: runner.clone(), bar, prev_close: d(450), relative_volume: Some(5.0) }, now);
+        for f in &fx {
+            match f {
+                Effect::Decision { rule, .. } => decisions.push(*rule),
+                Effect::WatchUpdated { status, .. } => statuses.push(*status),
+                _ => {}
+            }
+        }
+        let entry = submitted(&fx).into_iter().find(|o| o.side == Side::Buy);
+        if let Some(order) = &entry {
+            assert_eq!((order.order_type, order.quantity), (OrderType::StopLimit, 416));
+            assert_eq!((order.stop_price, order.limit_price), (Some(d(551)), Some(d(557))));
+        }
+        let fill_price = match i {
+            5 => 551, // the entry triggers at its stop
+            6 => 576, // scale-out
+            _ => 550, // breakeven stop
+        };
+        fill_all(&mut e, &fx, fill_price, now, &mut statuses);
+    }
+    assert_eq!(decisions, vec!["FIRST_PULLBACK_BREAKOUT", "SCALE_OUT_TARGET", "STOP_LOSS"]);
+    use StrategyStatus::*;
+    assert_eq!(statuses, vec![Buy, Hold, Sell, Hold, Sell, Active]);
+    let p = &e.positions[&runner];
+    assert!(p.is_flat());
+    // 208 × (5.76 − 5.51) + 208 × (5.50 − 5.51) = 52.00 − 2.08
+    assert_eq!(p.realized_pnl, d(4992));
+    assert_eq!(e.day.realized_today, d(4992));
+}

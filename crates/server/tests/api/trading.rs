@@ -43,6 +43,13 @@ async fn a_market_buy_fills_on_the_paper_broker_into_a_position() {
     assert_eq!(account.data()["broker_name"], "paper");
     let listed = app.get("/api/orders").await;
     assert_eq!(listed.data()[0]["status"], "FILLED");
+    let dashboard = app.get("/api/dashboard/summary").await;
+    let equity = dashboard.data()["equity"].as_f64().unwrap();
+    let unrealized = dashboard.data()["unrealized_pnl"].as_f64().unwrap();
+    assert!((equity - (cash + 100.0 * (avg + unrealized / 100.0))).abs() < 0.02, "{}", dashboard.body);
+    assert_eq!(dashboard.data()["system_health"], "HEALTHY");
+    app.get("/api/account/performance?date=2026-13-01").await.assert_error(400, "VALIDATION_ERROR");
+    assert_eq!(app.get("/api/account/performance?session_id=2026-11-19").await.body["meta"]["count"], 0);
     let perf = app.get("/api/account/performance").await;
     assert_eq!(perf.data()[0]["trades"], 1);
 
