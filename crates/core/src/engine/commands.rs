@@ -172,20 +172,7 @@ impl Engine {
                 }
                 self.ensure_open(now)?;
                 let reason = Some(format!("manual close of {quantity} {symbol}"));
-                let id = self.place(
-                    None,
-                    &symbol,
-                    Side::Sell,
-                    OrderType::Market,
-                    TimeInForce::Day,
-                    quantity,
-                    None,
-                    None,
-                    reason,
-                    None,
-                    now,
-                    fx,
-                )?;
+                let id = self.sell_at_market(&symbol, quantity, reason, None, now, fx)?;
                 if let Some(slot) = self.slots.get_mut(&symbol) {
                     slot.exit_orders.insert(id.clone());
                 }

@@ -427,6 +427,20 @@ impl Engine {
         Ok(id)
     }
 
+    /// A DAY market sell through the risk gate (closes and strategy exits).
+    fn sell_at_market(
+        &mut self,
+        symbol: &Symbol,
+        quantity: u64,
+        reason: Option<String>,
+        strategy_id: Option<String>,
+        now: Timestamp,
+        fx: &mut Vec<Effect>,
+    ) -> Result<ClientOrderId, Refusal> {
+        let (kind, tif) = (OrderType::Market, TimeInForce::Day);
+        self.place(None, symbol, Side::Sell, kind, tif, quantity, None, None, reason, strategy_id, now, fx)
+    }
+
     /// Requests the cancel of an open order (no-op for final or already pending ones).
     fn request_cancel(&mut self, id: &ClientOrderId, now: Timestamp, fx: &mut Vec<Effect>) -> bool {
         let Some(order) = self.orders.get_mut(id) else { return false };

@@ -116,20 +116,7 @@ impl Engine {
                 }
             }
             Decision::Exit { quantity, .. } => {
-                let placed = self.place(
-                    None,
-                    symbol,
-                    Side::Sell,
-                    OrderType::Market,
-                    TimeInForce::Day,
-                    quantity,
-                    None,
-                    None,
-                    reason,
-                    Some(strategy_id.to_string()),
-                    now,
-                    fx,
-                );
+                let placed = self.sell_at_market(symbol, quantity, reason, Some(strategy_id.to_string()), now, fx);
                 if let Ok(id) = placed {
                     if let Some(slot) = self.slots.get_mut(symbol) {
                         slot.exit_orders.insert(id);
