@@ -77,7 +77,7 @@ impl HealthMonitor {
         let results = [
             ("api", probe_api(state)),
             ("data_broker", probe_feed(state)),
-            ("execution_broker", probe_adapter("execution", state.settings.current().runtime.execution_broker)),
+            ("execution_broker", probe_execution(state)),
             ("risk_manager", probe_risk_manager(state).await),
             ("cache", cache),
             ("database", database),
@@ -209,15 +209,39 @@ fn probe_feed(state: &AppState) -> Probe {
     }
 }
 
-/// The risk manager's configuration: the effective limits it enforces.
+/// The risk manager: the trading state and the effective limits it enforces. A halt or the
+/// daily loss limit is a deliberate state, not a fault: the component stays `HEALTHY` and says so.
 async fn probe_risk_manager(state: &AppState) -> Probe {
     let settings = state.settings.current();
+    let view = state.engine.get().map(|e| e.view());
     Probe {
         status: HealthStatus::Healthy,
         latency: None,
         detail: json!({
+            "trading_state": view.as_ref().map(|v| v.trading_state),
+            "trades_today": view.as_ref().map(|v| v.trades_today),
             "settings_version": state.settings.version().await,
             "limits": settings.risk_controls,
+        }),
+    }
+}
+
+/// The paper broker: `HEALTHY` while its book agrees with the engine's, `DEGRADED` on a
+/// reconciliation mismatch.
+fn probe_execution(state: &AppState) -> Probe {
+    let adapter = state.settings.current().runtime.execution_broker;
+    let Some(view) = state.engine.get().map(|e| e.view()) else {
+        return probe_adapter("execution", adapter);
+    };
+    let status = if view.reconciliation_status == "OK" { HealthStatus::Healthy } else { HealthStatus::Degraded };
+    Probe {
+        status,
+        latency: None,
+        detail: json!({
+            "adapter": adapter,
+            "open_orders": view.open_orders,
+            "reconciliation_status": view.reconciliation_status,
+            "reconciliation_detail": view.reconciliation_detail,
         }),
     }
 }

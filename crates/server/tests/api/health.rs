@@ -28,7 +28,13 @@ async fn components_report_measured_probes() {
     assert_eq!(cache["detail"]["backend"], if app.config.redis_url.is_some() { "redis" } else { "memory" });
     assert_eq!(by("risk_manager")["detail"]["limits"]["max_daily_loss"], 500.0);
     assert_eq!(by("data_broker")["detail"]["adapter"], "simulated");
-    assert_eq!(by("execution_broker")["detail"]["adapter"], "paper");
+    let execution = by("execution_broker");
+    assert_eq!(
+        (execution["status"].as_str(), execution["detail"]["adapter"].as_str()),
+        (Some("HEALTHY"), Some("paper"))
+    );
+    assert_eq!(execution["detail"]["reconciliation_status"], "OK");
+    assert_eq!(by("risk_manager")["detail"]["trading_state"], "ACTIVE");
     assert!(by("api")["detail"]["uptime_seconds"].is_number());
 }
 
