@@ -38,7 +38,10 @@ fn main() {
         settings.risk_controls.max_trades_per_day = 10_000;
         let mut engine = Engine::new(settings, Decimal::new(1_000_000, 0), strategy::make);
         for (symbol, _, _) in &days {
-            engine.handle(Event::Command(Command::Watch { symbol: symbol.clone() }), days[0].2[0].start);
+            engine.handle(
+                Event::Command(Command::Watch { symbol: symbol.clone(), source: "API".into() }),
+                days[0].2[0].start,
+            );
         }
         let mut events = 0u64;
         decisions = 0;

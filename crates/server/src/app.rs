@@ -105,7 +105,7 @@ impl Application {
         let market: Arc<dyn MarketData> = Arc::new(simulated);
         let state = AppState::new(Inner {
             radar: RadarService::new(cache.clone(), Arc::new(db.clone())),
-            watchlist: WatchlistService::new(Arc::new(db.clone()), market.clone(), market_clock.clone()),
+            watchlist: WatchlistService::new(Arc::new(db.clone()), market_clock.clone()),
             market,
             live: Some(live),
             market_clock,
@@ -319,8 +319,16 @@ async fn run_feed(state: AppState, live: Arc<LiveMarket>) {
             let top: Vec<_> = scan.rows.iter().map(|r| r.symbol.clone()).collect();
             state.radar.publish(scan, latency, last).await;
             if last && settings.strategy_allocator.auto_watch {
-                for symbol in state.watchlist.auto_watch(&top, &settings).await {
-                    let _ = state.engine().send(tradeops_core::engine::Command::Watch { symbol }).await;
+                // The allocator: the engine refuses what the limit or a block forbids (no
+                // violation rows for these automatic attempts).
+                for symbol in top.iter().take(settings.strategy_allocator.auto_watch_top_n as usize) {
+                    let watch =
+                        tradeops_core::engine::Command::Watch { symbol: symbol.clone(), source: "RADAR".into() };
+                    if let Ok(Ok(tradeops_core::engine::Reply::Watch { already: false, .. })) =
+                        state.engine().send(watch).await
+                    {
+                        tracing::info!(%symbol, "allocator watched a radar symbol");
+                    }
                 }
             }
         }

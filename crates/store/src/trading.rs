@@ -56,6 +56,16 @@ pub trait TradingRepository: Send + Sync {
     /// Orders not in a final status (to restore the engine).
     async fn open_orders(&self) -> Result<Vec<Order>, StoreError>;
     async fn save_position(&self, position: &Position) -> Result<(), StoreError>;
+    /// Order updates, positions and the engine's state row of one batch, in one transaction: a
+    /// crash never leaves a fill without its position or its cash.
+    async fn save_batch(
+        &self,
+        orders: &[Order],
+        positions: &[Position],
+        state: &EngineStateRecord,
+        mode: &str,
+        trading_date: &str,
+    ) -> Result<(), StoreError>;
     async fn positions(&self) -> Result<Vec<Position>, StoreError>;
     async fn save_engine_state(&self, state: &EngineStateRecord) -> Result<(), StoreError>;
     async fn engine_state(&self) -> Result<Option<EngineStateRecord>, StoreError>;
@@ -192,21 +202,30 @@ impl TradingRepository for Database {
         Ok(orders)
     }
 
+    async fn save_batch(
+        &self,
+        orders: &[Order],
+        positions: &[Position],
+        state: &EngineStateRecord,
+        mode: &str,
+        trading_date: &str,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await?;
+        for o in orders {
+            save_order_in(&mut tx, o, mode, trading_date).await?;
+        }
+        for p in positions {
+            save_position_in(&mut tx, p).await?;
+        }
+        save_state_in(&mut tx, state).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
     async fn save_position(&self, p: &Position) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO positions (symbol, quantity, cost_basis, realized_pnl, fees, opened_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (symbol) DO UPDATE SET quantity = $2, cost_basis = $3, \
-             realized_pnl = $4, fees = $5, opened_at = $6, updated_at = $7",
-        )
-        .bind(p.symbol.as_str())
-        .bind(p.quantity as i64)
-        .bind(p.cost_basis.to_string())
-        .bind(p.realized_pnl.to_string())
-        .bind(p.fees.to_string())
-        .bind(p.opened_at.as_ref().map(to_epoch_ms))
-        .bind(p.updated_at.as_ref().map(to_epoch_ms))
-        .execute(&self.pool)
-        .await?;
+        let mut tx = self.pool.begin().await?;
+        save_position_in(&mut tx, p).await?;
+        tx.commit().await?;
         Ok(())
     }
 
@@ -232,26 +251,10 @@ impl TradingRepository for Database {
             .collect()
     }
 
-    async fn save_engine_state(&self, s: &EngineStateRecord) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO trading_state (id, state, halted_at, halt_reason, halt_actor, trading_date, trades_today, realized_today, \
-             start_equity, peak_equity, cash, updated_at) VALUES (1, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
-             ON CONFLICT (id) DO UPDATE SET state = $1, halted_at = $2, halt_reason = $3, halt_actor = $4, trading_date = $5, \
-             trades_today = $6, realized_today = $7, start_equity = $8, peak_equity = $9, cash = $10, updated_at = $11",
-        )
-        .bind(&s.state)
-        .bind(s.halted_at)
-        .bind(&s.halt_reason)
-        .bind(&s.halt_actor)
-        .bind(&s.trading_date)
-        .bind(s.trades_today)
-        .bind(s.realized_today.to_string())
-        .bind(s.start_equity.to_string())
-        .bind(s.peak_equity.to_string())
-        .bind(s.cash.to_string())
-        .bind(s.updated_at)
-        .execute(&self.pool)
-        .await?;
+    async fn save_engine_state(&self, state: &EngineStateRecord) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await?;
+        save_state_in(&mut tx, state).await?;
+        tx.commit().await?;
         Ok(())
     }
 
@@ -337,5 +340,46 @@ async fn save_order_in(
             .execute(&mut **tx)
             .await?;
     }
+    Ok(())
+}
+
+async fn save_position_in(tx: &mut sqlx::Transaction<'_, sqlx::Any>, p: &Position) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO positions (symbol, quantity, cost_basis, realized_pnl, fees, opened_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (symbol) DO UPDATE SET quantity = $2, cost_basis = $3, \
+         realized_pnl = $4, fees = $5, opened_at = $6, updated_at = $7",
+    )
+    .bind(p.symbol.as_str())
+    .bind(p.quantity as i64)
+    .bind(p.cost_basis.to_string())
+    .bind(p.realized_pnl.to_string())
+    .bind(p.fees.to_string())
+    .bind(p.opened_at.as_ref().map(to_epoch_ms))
+    .bind(p.updated_at.as_ref().map(to_epoch_ms))
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+async fn save_state_in(tx: &mut sqlx::Transaction<'_, sqlx::Any>, s: &EngineStateRecord) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO trading_state (id, state, halted_at, halt_reason, halt_actor, trading_date, trades_today, realized_today, \
+         start_equity, peak_equity, cash, updated_at) VALUES (1, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
+         ON CONFLICT (id) DO UPDATE SET state = $1, halted_at = $2, halt_reason = $3, halt_actor = $4, trading_date = $5, \
+         trades_today = $6, realized_today = $7, start_equity = $8, peak_equity = $9, cash = $10, updated_at = $11",
+    )
+    .bind(&s.state)
+    .bind(s.halted_at)
+    .bind(&s.halt_reason)
+    .bind(&s.halt_actor)
+    .bind(&s.trading_date)
+    .bind(s.trades_today)
+    .bind(s.realized_today.to_string())
+    .bind(s.start_equity.to_string())
+    .bind(s.peak_equity.to_string())
+    .bind(s.cash.to_string())
+    .bind(s.updated_at)
+    .execute(&mut **tx)
+    .await?;
     Ok(())
 }

@@ -41,9 +41,11 @@ pub enum Command {
         symbol: Symbol,
         reason: String,
     },
-    /// Start a strategy on the symbol.
+    /// Put the symbol on the watchlist and start its strategy. `source` is `MANUAL`, `RADAR`
+    /// (the allocator: its refusals leave no violation row) or `API`.
     Watch {
         symbol: Symbol,
+        source: String,
     },
     /// Stop the symbol's strategy (`Closed`; `Halted` when a position stays open).
     StopWatch {
@@ -54,12 +56,17 @@ pub enum Command {
     Restart {
         symbol: Symbol,
     },
+    /// `scope` `TODAY` (until the end of the trading day) or `PERMANENT`.
     Block {
         symbol: Symbol,
+        scope: String,
         reason: String,
+        actor: String,
     },
     Unblock {
         symbol: Symbol,
+        reason: String,
+        actor: String,
     },
     EmergencyHalt {
         reason: String,
@@ -76,11 +83,37 @@ pub enum Command {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Reply {
     Order(Box<Order>),
-    Cancel { client_order_id: ClientOrderId, status: OrderStatus },
-    Close { symbol: Symbol, client_order_id: ClientOrderId, status: OrderStatus },
-    Status { symbol: Symbol, previous: Option<StrategyStatus>, status: StrategyStatus },
-    Halted { liquidation_requested: bool, timestamp: Timestamp },
-    Resumed { state: TradingState },
+    Cancel {
+        client_order_id: ClientOrderId,
+        status: OrderStatus,
+    },
+    Close {
+        symbol: Symbol,
+        client_order_id: ClientOrderId,
+        status: OrderStatus,
+    },
+    Status {
+        symbol: Symbol,
+        previous: Option<StrategyStatus>,
+        status: StrategyStatus,
+    },
+    Halted {
+        liquidation_requested: bool,
+        timestamp: Timestamp,
+    },
+    /// `already` when the symbol was watched before; `time_added` when it was put on the list.
+    Watch {
+        symbol: Symbol,
+        already: bool,
+        time_added: Timestamp,
+    },
+    Blocked {
+        symbol: Symbol,
+        block: super::Block,
+    },
+    Resumed {
+        state: TradingState,
+    },
     Done,
 }
 
@@ -185,14 +218,51 @@ impl Engine {
                 self.stop_strategy(&symbol, StrategyStatus::Halted, Some(reason), now, fx);
                 Ok(Reply::Status { previous: None, status: StrategyStatus::Halted, symbol })
             }
-            Command::Watch { symbol } => {
+            Command::Watch { symbol, source } => {
                 if self.trading_state == TradingState::Halted {
                     return Err(CommandError::Halted);
                 }
-                if self.slots.get(&symbol).is_some_and(|s| s.status != StrategyStatus::Closed && s.strategy.is_some()) {
-                    return Ok(Reply::Status { previous: None, status: self.slots[&symbol].status, symbol });
+                if let Some(slot) =
+                    self.slots.get(&symbol).filter(|s| s.status != StrategyStatus::Closed && s.strategy.is_some())
+                {
+                    return Ok(Reply::Watch { time_added: slot.added_at.unwrap_or(now), already: true, symbol });
                 }
-                self.start_strategy(&symbol, fx)
+                let record = source != "RADAR";
+                if let Some(block) = self.blocks.get(&symbol).filter(|_| self.is_blocked(&symbol, now)) {
+                    let current = json!({"block_scope": block.scope, "reason": block.reason});
+                    let refusal = RiskRefusal {
+                        rule: RiskRule::SymbolBlocked,
+                        limit: Value::Null,
+                        current,
+                        message: format!("{symbol} is blocked: {}", block.reason),
+                    };
+                    return Err(self.refuse(refusal, &symbol, record, fx));
+                }
+                let limit = self.settings.risk_controls.active_watchlist_limit;
+                let active = self.active_watchlist();
+                if active >= limit as usize {
+                    let refusal = RiskRefusal {
+                        rule: RiskRule::ActiveWatchlistLimit,
+                        limit: json!(limit),
+                        current: json!(active),
+                        message: format!("The active watchlist is full ({active} of {limit})"),
+                    };
+                    return Err(self.refuse(refusal, &symbol, record, fx));
+                }
+                let strategy_id = self.settings.strategy_allocator.default_strategy_id.clone();
+                self.start_strategy(&symbol, fx)?;
+                let version = self.slots[&symbol].strategy.as_ref().map(|s| s.version()).unwrap_or("-").to_string();
+                if let Some(slot) = self.slots.get_mut(&symbol) {
+                    slot.added_at = Some(now);
+                }
+                fx.push(Effect::WatchStarted {
+                    symbol: symbol.clone(),
+                    source,
+                    strategy_id,
+                    strategy_version: version,
+                    at: now,
+                });
+                Ok(Reply::Watch { symbol, already: false, time_added: now })
             }
             Command::StopWatch { symbol, reason } => {
                 let previous = self
@@ -217,7 +287,7 @@ impl Engine {
                 if self.trading_state == TradingState::Halted {
                     return Err(CommandError::Halted);
                 }
-                if self.blocked.contains(&symbol) {
+                if self.is_blocked(&symbol, now) {
                     return Err(CommandError::Risk(Box::new(RiskRefusal {
                         rule: RiskRule::SymbolBlocked,
                         limit: Value::Null,
@@ -233,17 +303,27 @@ impl Engine {
                     other => other,
                 })
             }
-            Command::Block { symbol, reason } => {
-                self.blocked.insert(symbol.clone());
+            Command::Block { symbol, scope, reason, actor } => {
+                let expires_at = match scope.as_str() {
+                    "PERMANENT" => None,
+                    _ => Some(self.calendar().end_of_trading_day(now)),
+                };
+                let block = super::Block { scope, reason: reason.clone(), actor, effective_from: now, expires_at };
+                self.blocks.insert(symbol.clone(), block.clone());
+                fx.push(Effect::BlockPlaced { symbol: symbol.clone(), block: block.clone() });
                 if self.slots.get(&symbol).is_some_and(|s| s.status != StrategyStatus::Closed) {
                     let held = self.positions.get(&symbol).is_some_and(|p| !p.is_flat());
                     let status = if held { StrategyStatus::Halted } else { StrategyStatus::Closed };
                     self.stop_strategy(&symbol, status, Some(format!("blocked: {reason}")), now, fx);
                 }
-                Ok(Reply::Done)
+                Ok(Reply::Blocked { symbol, block })
             }
-            Command::Unblock { symbol } => {
-                self.blocked.remove(&symbol);
+            Command::Unblock { symbol, reason, actor } => {
+                if !self.is_blocked(&symbol, now) {
+                    return Err(CommandError::NotFound(format!("{symbol} is not blocked")));
+                }
+                self.blocks.remove(&symbol);
+                fx.push(Effect::BlockLifted { symbol, reason, actor });
                 Ok(Reply::Done)
             }
             Command::EmergencyHalt { reason, actor } => Ok(self.emergency_halt(reason, actor, now, fx)),
@@ -262,6 +342,19 @@ impl Engine {
                 Ok(Reply::Done)
             }
         }
+    }
+
+    /// A risk refusal of a command, recorded as a violation row when `record`.
+    fn refuse(&self, refusal: RiskRefusal, symbol: &Symbol, record: bool, fx: &mut Vec<Effect>) -> CommandError {
+        if record {
+            fx.push(Effect::Violation {
+                rule: refusal.rule,
+                symbol: symbol.clone(),
+                client_order_id: None,
+                detail: json!({"limit": refusal.limit, "current": refusal.current, "message": refusal.message}),
+            });
+        }
+        CommandError::Risk(Box::new(refusal))
     }
 
     fn ensure_open(&self, now: Timestamp) -> Result<(), CommandError> {
@@ -395,6 +488,7 @@ impl Slot {
     pub fn manual() -> Slot {
         Slot {
             status: StrategyStatus::Halted,
+            added_at: None,
             strategy: None,
             entry_order: None,
             exit_orders: Default::default(),

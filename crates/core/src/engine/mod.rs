@@ -61,6 +61,8 @@ impl StrategyStatus {
 /// One symbol the engine trades or watches.
 pub struct Slot {
     pub status: StrategyStatus,
+    /// When the symbol was last put on the watchlist (`None`: traded by hand, never watched).
+    pub added_at: Option<Timestamp>,
     pub strategy: Option<Box<dyn Strategy>>,
     pub entry_order: Option<ClientOrderId>,
     pub exit_orders: BTreeSet<ClientOrderId>,
@@ -83,6 +85,18 @@ pub struct Halt {
     pub at: Timestamp,
     pub reason: String,
     pub actor: String,
+}
+
+/// A block of a symbol (CONTRACT §4 `radar/block`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Block {
+    /// `TODAY` or `PERMANENT`.
+    pub scope: String,
+    pub reason: String,
+    pub actor: String,
+    pub effective_from: Timestamp,
+    /// `None` for `PERMANENT`.
+    pub expires_at: Option<Timestamp>,
 }
 
 /// Counters of the trading day.
@@ -129,6 +143,25 @@ pub enum Effect {
     Submit(Order),
     /// Ask the broker to cancel.
     Cancel(ClientOrderId),
+    /// A symbol was put on the watchlist: a new row (`source` `MANUAL`, `RADAR` or `API`).
+    WatchStarted {
+        symbol: Symbol,
+        source: String,
+        strategy_id: String,
+        strategy_version: String,
+        at: Timestamp,
+    },
+    /// A block was placed (replacing an active one).
+    BlockPlaced {
+        symbol: Symbol,
+        block: Block,
+    },
+    /// The active block was lifted.
+    BlockLifted {
+        symbol: Symbol,
+        reason: String,
+        actor: String,
+    },
     /// Persist and publish the order's new state (with its executions).
     OrderUpdated(Order),
     PositionUpdated {
@@ -169,7 +202,8 @@ pub struct Engine {
     pub orders: BTreeMap<ClientOrderId, Order>,
     pub positions: BTreeMap<Symbol, Position>,
     pub slots: BTreeMap<Symbol, Slot>,
-    pub blocked: BTreeSet<Symbol>,
+    /// Active blocks (an expired `TODAY` block stops counting at its `expires_at`).
+    pub blocks: BTreeMap<Symbol, Block>,
     pub market: BTreeMap<Symbol, SymbolMarket>,
     pub day: DayStats,
     pub cash: Decimal,
@@ -190,7 +224,7 @@ impl Engine {
             orders: BTreeMap::new(),
             positions: BTreeMap::new(),
             slots: BTreeMap::new(),
-            blocked: BTreeSet::new(),
+            blocks: BTreeMap::new(),
             market: BTreeMap::new(),
             day: DayStats {
                 date: None,
@@ -318,7 +352,13 @@ impl Engine {
     }
 
     /// The risk gate's view for an order in `symbol`.
-    fn snapshot<'a>(&'a self, symbol: &Symbol, id: &ClientOrderId, recent: &'a [RecentOrder]) -> RiskSnapshot<'a> {
+    fn snapshot<'a>(
+        &'a self,
+        symbol: &Symbol,
+        id: &ClientOrderId,
+        recent: &'a [RecentOrder],
+        now: Timestamp,
+    ) -> RiskSnapshot<'a> {
         let open_positions = self
             .orders
             .values()
@@ -338,7 +378,7 @@ impl Engine {
         RiskSnapshot {
             trading_state: self.trading_state,
             limits: &self.settings.risk_controls,
-            blocked: self.blocked.contains(symbol),
+            blocked: self.is_blocked(symbol, now),
             last_price: self.market.get(symbol).map(|m| m.last).filter(|p| *p > Decimal::ZERO),
             position: self.positions.get(symbol).map(|p| p.quantity).unwrap_or(0),
             open_buy_quantity: self.open_quantity(symbol, Side::Buy),
@@ -389,7 +429,7 @@ impl Engine {
             stop_price,
         };
         let recent: Vec<RecentOrder> = self.recent.iter().cloned().collect();
-        match crate::risk::check(&intent, &self.snapshot(symbol, &id, &recent), now) {
+        match crate::risk::check(&intent, &self.snapshot(symbol, &id, &recent, now), now) {
             crate::risk::Verdict::Approved => {}
             crate::risk::Verdict::Refused(refusal) => {
                 if let Refusal::Risk(r) = &refusal {
@@ -462,6 +502,17 @@ impl Engine {
                 fx.push(Effect::WatchUpdated { symbol: symbol.clone(), status, reason });
             }
         }
+    }
+
+    /// Whether `symbol` is blocked at `now`.
+    pub fn is_blocked(&self, symbol: &Symbol, now: Timestamp) -> bool {
+        self.blocks.get(symbol).is_some_and(|b| b.effective_from <= now && b.expires_at.is_none_or(|end| now < end))
+    }
+
+    /// Symbols with a running strategy that is not `Closed`: what counts against
+    /// `active_watchlist_limit`.
+    pub fn active_watchlist(&self) -> usize {
+        self.slots.values().filter(|s| s.strategy.is_some() && s.status != StrategyStatus::Closed).count()
     }
 
     /// The status shown on a position row: the watch status, or `Halted` when no strategy

@@ -138,7 +138,16 @@ fn a_manual_buy_fills_into_a_position_and_moves_cash() {
 #[test]
 fn refused_orders_never_reach_the_broker_and_leave_a_violation() {
     let mut e = engine();
-    e.blocked.insert(sym("ABCD"));
+    e.blocks.insert(
+        sym("ABCD"),
+        Block {
+            scope: "PERMANENT".into(),
+            reason: "test".into(),
+            actor: "t".into(),
+            effective_from: t(NOW),
+            expires_at: None,
+        },
+    );
     let (reply, fx) = command(&mut e, buy(100));
     assert!(matches!(&reply, Err(CommandError::Risk(r)) if r.rule == RiskRule::SymbolBlocked), "{reply:?}");
     assert!(submitted(&fx).is_empty());
@@ -185,7 +194,7 @@ fn closing_sells_the_position_in_full_or_in_part() {
 #[test]
 fn emergency_halt_latches_first_then_stops_cancels_and_exits() {
     let mut e = engine();
-    command(&mut e, Command::Watch { symbol: sym("WXYZ") }).0.unwrap();
+    command(&mut e, Command::Watch { symbol: sym("WXYZ"), source: "MANUAL".into() }).0.unwrap();
     let (_, fx) = command(&mut e, buy(100));
     fill(&mut e, &submitted(&fx)[0], "e1", 100, 500);
     let (_, fx) = command(&mut e, buy(50));
@@ -210,7 +219,10 @@ fn emergency_halt_latches_first_then_stops_cancels_and_exits() {
     assert!(matches!(again, Ok(Reply::Halted { .. })) && submitted(&fx).is_empty());
     // Buys are refused; the position can still be closed.
     assert_eq!(command(&mut e, buy(1)).0, Err(CommandError::Halted));
-    assert_eq!(command(&mut e, Command::Watch { symbol: sym("WXYZ") }).0, Err(CommandError::Halted));
+    assert_eq!(
+        command(&mut e, Command::Watch { symbol: sym("WXYZ"), source: "MANUAL".into() }).0,
+        Err(CommandError::Halted)
+    );
     // An exit cancelled by the broker is resubmitted while halted.
     let exit = exits[0].clone();
     e.handle(
@@ -253,8 +265,9 @@ fn reaching_the_daily_loss_turns_reducing_until_the_next_day() {
 #[test]
 fn the_strategy_moves_a_symbol_through_buy_hold_sell_active() {
     let mut e = engine();
-    let watched = command(&mut e, Command::Watch { symbol: sym("ABCD") }).0.unwrap();
-    assert!(matches!(watched, Reply::Status { status: StrategyStatus::Active, .. }));
+    let watched = command(&mut e, Command::Watch { symbol: sym("ABCD"), source: "MANUAL".into() }).0.unwrap();
+    assert!(matches!(watched, Reply::Watch { already: false, .. }));
+    assert_eq!(e.slots[&sym("ABCD")].status, StrategyStatus::Active);
     let bar = |m: i64| Bar {
         start: t(NOW) + chrono::Duration::minutes(m),
         open: crate::market::Price::from_cents(500),
@@ -361,7 +374,7 @@ fn momentum_breakout_enters_scales_out_and_stops_out_through_the_engine() {
     let mut e = Engine::new(Settings::default(), d(10_000_000), crate::strategy::make);
     let runner = sym("RUNR");
     let open = t("2026-03-02T14:30:00Z"); // Monday 09:30 New York
-    e.handle(Event::Command(Command::Watch { symbol: runner.clone() }), open);
+    e.handle(Event::Command(Command::Watch { symbol: runner.clone(), source: "MANUAL".into() }), open);
     let rows: [(f64, f64, f64, f64, u64); 8] = [
         (5.00, 5.15, 5.00, 5.14, 200_000),
         (5.14, 5.30, 5.12, 5.28, 250_000),
@@ -437,4 +450,36 @@ fn momentum_breakout_enters_scales_out_and_stops_out_through_the_engine() {
     // 208 × (5.76 − 5.51) + 208 × (5.50 − 5.51) = 52.00 − 2.08
     assert_eq!(p.realized_pnl, d(4992));
     assert_eq!(e.day.realized_today, d(4992));
+}
+
+#[test]
+fn watching_respects_the_limit_and_blocks_which_expire_with_the_day() {
+    let mut e = engine();
+    e.settings.risk_controls.active_watchlist_limit = 1;
+    let watch = |symbol: &str, source: &str| Command::Watch { symbol: sym(symbol), source: source.into() };
+    assert!(matches!(command(&mut e, watch("AAA", "MANUAL")).0, Ok(Reply::Watch { already: false, .. })));
+    assert!(matches!(command(&mut e, watch("AAA", "API")).0, Ok(Reply::Watch { already: true, .. })));
+    let (full, fx) = command(&mut e, watch("BBB", "MANUAL"));
+    assert!(matches!(&full, Err(CommandError::Risk(r)) if r.rule == RiskRule::ActiveWatchlistLimit));
+    assert!(matches!(&fx[..], [Effect::Violation { rule: RiskRule::ActiveWatchlistLimit, .. }]));
+    let (_, quiet) = command(&mut e, watch("BBB", "RADAR"));
+    assert!(quiet.is_empty(), "the allocator's refusals leave no violation row");
+
+    let block =
+        Command::Block { symbol: sym("AAA"), scope: "TODAY".into(), reason: "news".into(), actor: "ops".into() };
+    let (reply, fx) = command(&mut e, block);
+    let Ok(Reply::Blocked { block, .. }) = reply else { panic!("{reply:?}") };
+    assert_eq!(block.expires_at, Some(t("2026-11-21T05:00:00Z")), "ALWAYS_OPEN: midnight New York");
+    assert!(fx.iter().any(|f| matches!(f, Effect::WatchUpdated { status: StrategyStatus::Closed, .. })));
+    assert!(
+        matches!(command(&mut e, watch("AAA", "MANUAL")).0, Err(CommandError::Risk(r)) if r.rule == RiskRule::SymbolBlocked)
+    );
+    let next_day = t("2026-11-21T05:00:00Z");
+    let mut fx = e.handle(Event::Command(watch("AAA", "MANUAL")), next_day);
+    assert!(matches!(fx.pop(), Some(Effect::Reply(Ok(Reply::Watch { already: false, .. })))), "the block expired");
+    let unblock = Command::Unblock { symbol: sym("AAA"), reason: "x".into(), actor: "ops".into() };
+    assert!(matches!(
+        e.handle(Event::Command(unblock), next_day).pop(),
+        Some(Effect::Reply(Err(CommandError::NotFound(_))))
+    ));
 }

@@ -7,15 +7,14 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::Query;
 use crate::guard::{Action, Sensitive, Target};
 use crate::state::AppState;
-use crate::watchlist::{BlockResult, BlockScope, WatchResult, WatchSource};
+use crate::watchlist::{engine_block_result, BlockResult, BlockScope, WatchResult, WatchSource};
 use axum::extract::State;
 use axum::routing::{get, post};
 use axum::Router;
 use serde::{Deserialize, Serialize};
-use tradeops_core::calendar::MarketCalendar;
-use tradeops_core::engine::{Command, CommandError};
+use tradeops_core::engine::{Command, Reply};
 use tradeops_core::radar::RadarRow;
-use tradeops_core::risk::TradingState;
+use tradeops_core::time::format_ts;
 use tradeops_core::{Role, Symbol};
 
 pub const RADAR_WATCH: Action = Action { name: "radar.watch", role: Role::Operator };
@@ -75,18 +74,27 @@ pub struct WatchRequest {
 pub async fn watch(State(state): State<AppState>, guard: Sensitive) -> ApiResult<ApiResponse<WatchResult>> {
     guard
         .run(RADAR_WATCH, Target::BodyField("symbol"), |_caller, req: WatchRequest| async move {
-            if state.engine().view().trading_state == TradingState::Halted {
-                return Err(CommandError::Halted.into());
+            known(&state, &req.symbol)?;
+            let source = req.source.unwrap_or(WatchSource::Manual).as_str().to_string();
+            match state.engine().command(Command::Watch { symbol: req.symbol, source }).await? {
+                Reply::Watch { symbol, already, time_added } => Ok(ApiResponse::ok(WatchResult {
+                    symbol,
+                    watchlist_status: if already { "ALREADY_WATCHING" } else { "WATCHING" },
+                    time_added: format_ts(&time_added),
+                })),
+                other => Err(ApiError::internal(format!("unexpected engine reply {other:?}"))),
             }
-            let settings = state.settings.current();
-            let result =
-                state.watchlist.watch(&req.symbol, req.source.unwrap_or(WatchSource::Manual), &settings).await?;
-            if result.watchlist_status == "WATCHING" {
-                state.engine().command(Command::Watch { symbol: req.symbol.clone() }).await?;
-            }
-            Ok(ApiResponse::ok(result))
         })
         .await
+}
+
+/// `NOT_FOUND` for a symbol the data broker does not list.
+fn known(state: &AppState, symbol: &Symbol) -> ApiResult<()> {
+    match state.market.instrument(symbol) {
+        Some(_) => Ok(()),
+        None => Err(ApiError::not_found(format!("{symbol} is not a symbol of the {} market", state.market.name()))
+            .with_detail(serde_json::json!({"symbol": symbol}))),
+    }
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -117,13 +125,17 @@ pub async fn block(State(state): State<AppState>, guard: Sensitive) -> ApiResult
     guard
         .run(RADAR_BLOCK, Target::BodyField("symbol"), |caller, req: BlockRequest| async move {
             require_reason(&req.reason)?;
-            let calendar = MarketCalendar::new(state.settings.current().runtime.market_calendar);
-            let scope = req.block_scope.unwrap_or(BlockScope::Today);
-            let result =
-                state.watchlist.block(&req.symbol, scope, req.reason.trim(), &caller.principal.name, calendar).await?;
-            let block = Command::Block { symbol: req.symbol.clone(), reason: req.reason.trim().to_string() };
-            state.engine().command(block).await?;
-            Ok(ApiResponse::ok(result))
+            known(&state, &req.symbol)?;
+            let command = Command::Block {
+                symbol: req.symbol,
+                scope: req.block_scope.unwrap_or(BlockScope::Today).as_str().to_string(),
+                reason: req.reason.trim().to_string(),
+                actor: caller.principal.name,
+            };
+            match state.engine().command(command).await? {
+                Reply::Blocked { symbol, block } => Ok(ApiResponse::ok(engine_block_result(&symbol, &block))),
+                other => Err(ApiError::internal(format!("unexpected engine reply {other:?}"))),
+            }
         })
         .await
 }
@@ -152,9 +164,10 @@ pub async fn unblock(State(state): State<AppState>, guard: Sensitive) -> ApiResu
     guard
         .run(RADAR_UNBLOCK, Target::BodyField("symbol"), |caller, req: UnblockRequest| async move {
             require_reason(&req.reason)?;
-            let lifted_at = state.watchlist.unblock(&req.symbol, req.reason.trim(), &caller.principal.name).await?;
-            state.engine().command(Command::Unblock { symbol: req.symbol.clone() }).await?;
-            state.engine().command(Command::Unblock { symbol: req.symbol.clone() }).await?;
+            let reason = req.reason.trim().to_string();
+            let command = Command::Unblock { symbol: req.symbol.clone(), reason, actor: caller.principal.name };
+            state.engine().command(command).await?;
+            let lifted_at = format_ts(&state.market_clock.now());
             Ok(ApiResponse::ok(UnblockResult { symbol: req.symbol, unblocked: true, lifted_at }))
         })
         .await

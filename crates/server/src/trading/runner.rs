@@ -82,15 +82,24 @@ async fn restore(state: AppState, view: watch::Sender<Arc<EngineView>>) -> anyho
         engine.orders.insert(o.client_order_id.clone(), o.clone());
     }
     let market: &dyn MarketRepository = &state.db;
-    for block in market.active_blocks(to_epoch_ms(&now)).await? {
-        if let Ok(symbol) = Symbol::parse(&block.symbol) {
-            engine.blocked.insert(symbol);
+    for b in market.active_blocks(to_epoch_ms(&now)).await? {
+        if let Ok(symbol) = Symbol::parse(&b.symbol) {
+            let block = tradeops_core::engine::Block {
+                scope: b.block_scope,
+                reason: b.reason,
+                actor: b.actor,
+                effective_from: from_epoch_ms(b.effective_from),
+                expires_at: b.expires_at.map(from_epoch_ms),
+            };
+            engine.blocks.insert(symbol, block);
         }
     }
     for row in market.watch_rows().await? {
         let Ok(symbol) = Symbol::parse(&row.symbol) else { continue };
         let status = status_of(&row.strategy_status);
-        engine.slots.insert(symbol.clone(), Slot { status, ..Slot::manual() });
+        engine
+            .slots
+            .insert(symbol.clone(), Slot { status, added_at: Some(from_epoch_ms(row.time_added)), ..Slot::manual() });
         if matches!(status, StrategyStatus::Active | StrategyStatus::Buy | StrategyStatus::Hold | StrategyStatus::Sell)
             && engine.trading_state != TradingState::Halted
         {
@@ -313,6 +322,48 @@ impl Runner {
                     updated_positions.insert(position.symbol.clone(), position);
                 }
                 Effect::WatchUpdated { symbol, status, reason } => self.save_watch(&symbol, status, reason, now).await,
+                Effect::WatchStarted { symbol, source, strategy_id, strategy_version, at } => {
+                    let row = tradeops_store::WatchRecord {
+                        symbol: symbol.to_string(),
+                        source,
+                        strategy_id,
+                        strategy_version,
+                        strategy_status: StrategyStatus::Active.as_str().into(),
+                        polling_status: "POLLING".into(),
+                        time_added: to_epoch_ms(&at),
+                        time_closed: None,
+                        time_completed: None,
+                        reason: None,
+                    };
+                    let market: &dyn MarketRepository = &self.state.db;
+                    if let Err(e) = market.put_watch_row(&row).await {
+                        tracing::error!(error = %e, %symbol, "watchlist row not persisted");
+                    }
+                }
+                Effect::BlockPlaced { symbol, block } => {
+                    let market: &dyn MarketRepository = &self.state.db;
+                    let record = tradeops_store::BlockRecord {
+                        block_id: 0,
+                        symbol: symbol.to_string(),
+                        block_scope: block.scope.clone(),
+                        reason: block.reason.clone(),
+                        actor: block.actor.clone(),
+                        effective_from: to_epoch_ms(&block.effective_from),
+                        expires_at: block.expires_at.as_ref().map(to_epoch_ms),
+                    };
+                    let replaced = market
+                        .lift_blocks(symbol.as_str(), to_epoch_ms(&now), &block.actor, "replaced by a new block")
+                        .await;
+                    if let Err(e) = replaced.and(market.insert_block(&record).await.map(|_| 0)) {
+                        tracing::error!(error = %e, %symbol, "block not persisted");
+                    }
+                }
+                Effect::BlockLifted { symbol, reason, actor } => {
+                    let market: &dyn MarketRepository = &self.state.db;
+                    if let Err(e) = market.lift_blocks(symbol.as_str(), to_epoch_ms(&now), &actor, &reason).await {
+                        tracing::error!(error = %e, %symbol, "block lift not persisted");
+                    }
+                }
                 Effect::Violation { rule, symbol, client_order_id, detail } => {
                     let record = ViolationRecord {
                         violation_id: 0,
@@ -339,22 +390,16 @@ impl Runner {
                 Effect::Reply(r) => reply = Some(r),
             }
         }
-        if !updated_orders.is_empty() {
+        if !updated_orders.is_empty() || !updated_positions.is_empty() || state_dirty {
+            // One transaction: a crash never leaves a fill without its position or its cash.
             let orders: Vec<_> = updated_orders.into_values().collect();
-            if let Err(e) = repo.save_orders(&orders, mode, &date).await {
-                tracing::error!(error = %e, orders = orders.len(), "order updates not persisted");
+            let positions: Vec<_> = updated_positions.into_values().collect();
+            if let Err(e) = repo.save_batch(&orders, &positions, &self.state_record(now), mode, &date).await {
+                tracing::error!(error = %e, orders = orders.len(), positions = positions.len(), "batch not persisted");
             }
-            state_dirty = true;
         }
-        for position in updated_positions.values() {
-            if let Err(e) = repo.save_position(position).await {
-                tracing::error!(error = %e, symbol = %position.symbol, "position not persisted");
-            }
-            state_dirty = true;
-        }
-        if state_dirty {
-            self.save_state(now).await;
-        }
+        // Operators see a change only once it is persisted.
+        self.publish();
         for report in refused {
             let more = self.engine.handle(Event::Broker(report), now);
             Box::pin(self.apply(more, now)).await;
@@ -363,8 +408,15 @@ impl Runner {
     }
 
     async fn save_state(&self, now: Timestamp) {
+        let repo: &dyn TradingRepository = &self.state.db;
+        if let Err(err) = repo.save_engine_state(&self.state_record(now)).await {
+            tracing::error!(error = %err, "engine state not persisted");
+        }
+    }
+
+    fn state_record(&self, now: Timestamp) -> EngineStateRecord {
         let e = &self.engine;
-        let record = EngineStateRecord {
+        EngineStateRecord {
             state: serde_json::to_value(e.trading_state)
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_string))
@@ -379,10 +431,6 @@ impl Runner {
             peak_equity: e.day.peak_equity,
             cash: e.cash,
             updated_at: to_epoch_ms(&now),
-        };
-        let repo: &dyn TradingRepository = &self.state.db;
-        if let Err(err) = repo.save_engine_state(&record).await {
-            tracing::error!(error = %err, "engine state not persisted");
         }
     }
 

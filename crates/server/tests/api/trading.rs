@@ -8,6 +8,19 @@ async fn buy(app: &TestApp, symbol: &str, qty: u64) -> crate::helpers::Reply {
     app.post("/api/orders", ADMIN_TOKEN, json!({"symbol": symbol, "side": "BUY", "quantity": qty})).await
 }
 
+/// Waits (briefly) until the first position has `quantity` shares: the engine's view follows the
+/// database commit by a moment.
+async fn wait_position(app: &TestApp, quantity: u64) -> Value {
+    for _ in 0..100 {
+        let positions = app.get("/api/positions").await;
+        if positions.data()[0]["quantity"] == quantity {
+            return positions.data()[0].clone();
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("no position of {quantity}: {}", app.get("/api/positions").await.body);
+}
+
 fn id(reply: &crate::helpers::Reply) -> String {
     reply.data()["client_order_id"].as_str().unwrap().to_string()
 }
@@ -30,8 +43,7 @@ async fn a_market_buy_fills_on_the_paper_broker_into_a_position() {
     let avg = filled["average_fill_price"].as_f64().unwrap();
     assert!(avg > 0.0 && filled["broker_order_id"].is_string());
 
-    let positions = app.get("/api/positions").await;
-    let p = &positions.data()[0];
+    let p = &wait_position(&app, 100).await;
     assert_eq!((p["symbol"].as_str(), p["quantity"].as_u64()), (Some(symbol.as_str()), Some(100)));
     assert_eq!(p["average_entry_price"].as_f64(), Some(avg));
     assert_eq!(p["strategy_status"], "Halted", "a manual buy of an unwatched symbol is managed by hand");
@@ -75,7 +87,7 @@ async fn closing_and_its_refusals() {
     let close = app.post("/api/positions/close", ADMIN_TOKEN, json!({"symbol": symbol, "quantity": 40})).await;
     let close_id = close.assert_ok(200)["close_order_client_order_id"].as_str().unwrap().to_string();
     app.wait_for_order(&close_id, "FILLED").await;
-    assert_eq!(app.get("/api/positions").await.data()[0]["quantity"], 60);
+    wait_position(&app, 60).await;
     let halted = app.post("/api/positions/halt", ADMIN_TOKEN, json!({"symbol": symbol, "reason": "manual"})).await;
     assert_eq!(halted.assert_ok(200)["strategy_status"], "Halted");
     let viewer = app.token("v", "viewer").await;
