@@ -18,3 +18,14 @@ trap 'kill "${SVC:-}" 2>/dev/null || true; rm -rf "$WORK"' EXIT
 SVC=$!
 sleep 2
 python3 bench/order_latency.py http://127.0.0.1:8096 "$TOKEN" "${1:-100}"
+kill "$SVC" 2>/dev/null || true
+
+# The emergency halt through the API needs its own server (the halt latches): DEMO, so the
+# radar fills with 100 symbols quickly.
+WORK2=$(mktemp -d)
+(cd "$WORK2" && TRADEOPS_MODE=DEMO TRADEOPS_BIND=127.0.0.1:8094 TRADEOPS_ADMIN_TOKEN="$TOKEN" \
+  TRADEOPS_RATE_LIMIT_PER_SECOND=100000 TRADEOPS_RATE_LIMIT_BURST=100000 \
+  exec "$OLDPWD/target/release/tradeops" serve >"$WORK2/svc.log" 2>&1) &
+SVC=$!
+sleep 2
+python3 bench/halt_api.py http://127.0.0.1:8094 "$TOKEN"
