@@ -110,6 +110,7 @@ impl Application {
             live: Some(live),
             market_clock,
             engine: std::sync::OnceLock::new(),
+            events: crate::events::EventBus::new(clock.clone()),
             rate_limiter: RateLimiter::new(config.auth.rate_limit_per_second, config.auth.rate_limit_burst),
             audit: Arc::new(db.clone()),
             config,
@@ -317,6 +318,14 @@ async fn run_feed(state: AppState, live: Arc<LiveMarket>) {
             let behind = (state.market_clock.now() - scan.captured_at).to_std().unwrap_or_default();
             let latency = last.then(|| behind.div_f64(live.speed));
             let top: Vec<_> = scan.rows.iter().map(|r| r.symbol.clone()).collect();
+            if last {
+                let data = serde_json::json!({
+                    "captured_at": tradeops_core::time::format_ts(&scan.captured_at),
+                    "rows": scan.rows.len(),
+                    "top": scan.rows.iter().take(25).collect::<Vec<_>>(),
+                });
+                state.events.publish("radar.updated", state.settings.mode(), data);
+            }
             state.radar.publish(scan, latency, last).await;
             if last && settings.strategy_allocator.auto_watch {
                 // The allocator: the engine refuses what the limit or a block forbids (no

@@ -82,28 +82,38 @@ impl HealthMonitor {
             ("cache", cache),
             ("database", database),
         ];
-        let mut components = self.components.write().unwrap_or_else(|e| e.into_inner());
-        for (name, probe) in results {
-            self.record(&mut components, name, probe, now);
+        let mut changes = Vec::new();
+        {
+            let mut components = self.components.write().unwrap_or_else(|e| e.into_inner());
+            for (name, probe) in results {
+                if let Some(change) = self.record(&mut components, name, probe, now) {
+                    changes.push(change);
+                }
+            }
+        }
+        for change in changes {
+            state.events.publish("health.changed", state.settings.mode(), change);
         }
     }
 
+    /// Records a probe; returns the `health.changed` event when the status changed.
     fn record(
         &self,
         components: &mut BTreeMap<&'static str, ComponentHealth>,
         name: &'static str,
         probe: Probe,
         now: Timestamp,
-    ) {
+    ) -> Option<Value> {
         let previous = components.get(name);
         let last_ok_at = if probe.status == HealthStatus::Healthy {
             Some(format_ts(&now))
         } else {
             previous.and_then(|p| p.last_ok_at.clone())
         };
-        if let Some(prev) = previous.filter(|p| p.status != probe.status) {
+        let change = previous.filter(|p| p.status != probe.status).map(|prev| {
             tracing::warn!(component = name, from = ?prev.status, to = ?probe.status, detail = %probe.detail, "health changed");
-        }
+            json!({"component": name, "from": prev.status, "to": probe.status, "detail": probe.detail})
+        });
         components.insert(
             name,
             ComponentHealth {
@@ -114,6 +124,7 @@ impl HealthMonitor {
                 detail: probe.detail,
             },
         );
+        change
     }
 }
 

@@ -9,6 +9,7 @@ pub mod clock;
 pub mod config;
 pub mod envelope;
 pub mod error;
+pub mod events;
 pub mod extract;
 pub mod guard;
 pub mod health;

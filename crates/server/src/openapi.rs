@@ -57,6 +57,7 @@ CONFIRMATION_REQUIRED 428, RATE_LIMITED 429 (Retry-After), INTERNAL_ERROR 500, B
         crate::routes::account::dashboard,
         crate::routes::account::summary,
         crate::routes::account::performance,
+        crate::routes::events::events,
     ),
     components(schemas(crate::error::ErrorCode, crate::envelope::ErrorBody)),
     modifiers(&BearerAuth),
@@ -72,6 +73,7 @@ CONFIRMATION_REQUIRED 428, RATE_LIMITED 429 (Retry-After), INTERNAL_ERROR 500, B
         (name = "positions", description = "Open positions"),
         (name = "risk", description = "Risk state, violations, emergency halt"),
         (name = "account", description = "Account and dashboard"),
+        (name = "events", description = "The live event stream (Server-Sent Events)"),
     )
 )]
 pub struct ApiDoc;

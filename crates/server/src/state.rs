@@ -36,6 +36,7 @@ pub struct Inner {
     pub market_clock: Arc<dyn Clock>,
     pub radar: RadarService,
     pub watchlist: WatchlistService,
+    pub events: crate::events::EventBus,
     /// Set once the engine is restored, before the service answers.
     pub engine: std::sync::OnceLock<crate::trading::EngineHandle>,
 }

@@ -3,6 +3,7 @@
 pub mod account;
 pub mod audit;
 pub mod auth;
+pub mod events;
 pub mod health;
 pub mod orders;
 pub mod positions;
@@ -29,6 +30,7 @@ pub fn api() -> Router<AppState> {
         .merge(positions::router())
         .merge(risk::router())
         .merge(account::router())
+        .merge(events::router())
 }
 
 /// `limit` of list endpoints: default 100, 1..=1000 (CONTRACT §8).

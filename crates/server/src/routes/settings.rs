@@ -60,6 +60,10 @@ pub async fn put_settings(State(state): State<AppState>, guard: Sensitive) -> Ap
             let view = state.engine().view();
             let exposure = (view.positions.len(), view.open_orders);
             let change = state.settings.update(&patch, &caller.principal, caller.confirmed_live, exposure).await?;
+            if !change.updated.is_empty() {
+                let data = serde_json::json!({"version": change.version, "updated": change.updated, "actor": caller.principal.name});
+                state.events.publish("settings.updated", state.settings.mode(), data);
+            }
             Ok(ApiResponse::ok(SettingsUpdated {
                 updated: change.updated,
                 effective_settings: (*change.settings).clone(),

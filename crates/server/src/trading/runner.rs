@@ -37,6 +37,10 @@ struct Runner {
     anomalies: Vec<String>,
     /// When the current trading session ends (DAY orders expire then).
     session_end: Option<Timestamp>,
+    /// Open positions and orders last published during a halt.
+    last_progress: Option<(usize, usize)>,
+    /// The fill being applied, published as `execution.created` right after its order's update.
+    pending_fill: Option<(tradeops_core::orders::ClientOrderId, tradeops_core::orders::Execution)>,
 }
 
 /// Restores the engine and starts its runner; returns the handle commands go through.
@@ -130,7 +134,16 @@ async fn restore(state: AppState, view: watch::Sender<Arc<EngineView>>) -> anyho
         broker.restore(o, now);
     }
     let session_end = Some(engine.calendar().end_of_trading_day(now));
-    let mut runner = Runner { state, engine, broker, view, anomalies: Vec::new(), session_end };
+    let mut runner = Runner {
+        state,
+        engine,
+        broker,
+        view,
+        anomalies: Vec::new(),
+        session_end,
+        last_progress: None,
+        pending_fill: None,
+    };
     runner.anomalies.clear();
     tracing::info!(open_orders = open.len(), positions = runner.engine.positions.len(), "engine restored");
     Ok(runner)
@@ -235,8 +248,12 @@ impl Runner {
 
     async fn reports(&mut self, reports: Vec<BrokerReport>, now: Timestamp) {
         for report in reports {
+            if let BrokerReport::Filled { client_order_id, execution } = &report {
+                self.pending_fill = Some((client_order_id.clone(), execution.clone()));
+            }
             let fx = self.engine.handle(Event::Broker(report), now);
             self.apply(fx, now).await;
+            self.pending_fill = None;
         }
     }
 
@@ -302,13 +319,24 @@ impl Runner {
         };
         let mut reply = None;
         let mut state_dirty = !new_orders.is_empty();
+        // Published after the batch commits: operators see only what is persisted.
+        let mut events: Vec<(&'static str, serde_json::Value)> = Vec::new();
         let mut updated_orders = std::collections::BTreeMap::new();
         let mut updated_positions = std::collections::BTreeMap::new();
         let mut refused = Vec::new();
         for effect in fx {
             match effect {
-                Effect::TradingStateChanged { state, .. } => tracing::warn!(?state, "trading state changed"),
-                Effect::Submit(order) if written_ahead => self.broker.submit(&order, now),
+                Effect::TradingStateChanged { state, halt } => {
+                    tracing::warn!(?state, "trading state changed");
+                    events.push(("risk.state_changed", serde_json::json!({"trading_state": state, "halt": halt})));
+                }
+                Effect::Submit(order) if written_ahead => {
+                    self.broker.submit(&order, now);
+                    events.push((
+                        "order.updated",
+                        serde_json::to_value(crate::routes::orders::order_detail(&order, mode)).unwrap_or_default(),
+                    ));
+                }
                 Effect::Submit(order) => refused.push(BrokerReport::Rejected {
                     client_order_id: order.client_order_id.clone(),
                     reason: "could not be persisted".into(),
@@ -316,13 +344,45 @@ impl Runner {
                 }),
                 Effect::Cancel(id) => self.broker.cancel(&id, now),
                 Effect::OrderUpdated(order) => {
+                    events.push((
+                        "order.updated",
+                        serde_json::to_value(crate::routes::orders::order_detail(&order, mode)).unwrap_or_default(),
+                    ));
+                    if let Some((_, e)) = self.pending_fill.take_if(|(id, _)| *id == order.client_order_id) {
+                        events.push((
+                            "execution.created",
+                            serde_json::json!({
+                                "client_order_id": order.client_order_id, "symbol": order.symbol, "side": order.side,
+                                "execution_id": e.execution_id, "timestamp": tradeops_core::time::format_ts(&e.timestamp),
+                                "quantity": e.quantity, "price": e.price, "fee": e.fee,
+                            }),
+                        ));
+                    }
                     updated_orders.insert(order.client_order_id.clone(), order);
                 }
-                Effect::PositionUpdated { position, .. } => {
+                Effect::PositionUpdated { position, status } => {
+                    events.push((
+                        "position.updated",
+                        serde_json::json!({
+                            "symbol": position.symbol, "quantity": position.quantity,
+                            "average_entry_price": position.average_entry_price(),
+                            "realized_pnl": position.realized_pnl, "strategy_status": status,
+                        }),
+                    ));
                     updated_positions.insert(position.symbol.clone(), position);
                 }
-                Effect::WatchUpdated { symbol, status, reason } => self.save_watch(&symbol, status, reason, now).await,
+                Effect::WatchUpdated { symbol, status, reason } => {
+                    events.push((
+                        "watchlist.updated",
+                        serde_json::json!({"symbol": symbol, "strategy_status": status, "reason": reason}),
+                    ));
+                    self.save_watch(&symbol, status, reason, now).await
+                }
                 Effect::WatchStarted { symbol, source, strategy_id, strategy_version, at } => {
+                    events.push((
+                        "watchlist.updated",
+                        serde_json::json!({"symbol": symbol, "strategy_status": StrategyStatus::Active, "source": source, "time_added": tradeops_core::time::format_ts(&at)}),
+                    ));
                     let row = tradeops_store::WatchRecord {
                         symbol: symbol.to_string(),
                         source,
@@ -341,6 +401,10 @@ impl Runner {
                     }
                 }
                 Effect::BlockPlaced { symbol, block } => {
+                    events.push((
+                        "risk.state_changed",
+                        serde_json::json!({"blocked": crate::watchlist::engine_block_result(&symbol, &block)}),
+                    ));
                     let market: &dyn MarketRepository = &self.state.db;
                     let record = tradeops_store::BlockRecord {
                         block_id: 0,
@@ -359,12 +423,21 @@ impl Runner {
                     }
                 }
                 Effect::BlockLifted { symbol, reason, actor } => {
+                    events.push((
+                        "risk.state_changed",
+                        serde_json::json!({"unblocked": symbol, "reason": reason, "by": actor}),
+                    ));
                     let market: &dyn MarketRepository = &self.state.db;
                     if let Err(e) = market.lift_blocks(symbol.as_str(), to_epoch_ms(&now), &actor, &reason).await {
                         tracing::error!(error = %e, %symbol, "block lift not persisted");
                     }
                 }
                 Effect::Violation { rule, symbol, client_order_id, detail } => {
+                    events.push((
+                        "risk.violation",
+                        serde_json::json!({"rule": rule, "symbol": symbol, "client_order_id": client_order_id, "detail": detail,
+                            "timestamp": tradeops_core::time::format_ts(&now)}),
+                    ));
                     let record = ViolationRecord {
                         violation_id: 0,
                         ts: to_epoch_ms(&now),
@@ -400,6 +473,11 @@ impl Runner {
         }
         // Operators see a change only once it is persisted.
         self.publish();
+        let mode_now = self.state.settings.mode();
+        for (kind, data) in events {
+            self.state.events.publish(kind, mode_now, data);
+        }
+        self.halt_progress();
         for report in refused {
             let more = self.engine.handle(Event::Broker(report), now);
             Box::pin(self.apply(more, now)).await;
@@ -466,6 +544,25 @@ impl Runner {
         if let Err(e) = repo.put_watch_row(&row).await {
             tracing::error!(error = %e, %symbol, "watchlist row not persisted");
         }
+    }
+
+    /// While halted, each change of what is still open is published, until flat.
+    fn halt_progress(&mut self) {
+        if self.engine.trading_state != TradingState::Halted {
+            self.last_progress = None;
+            return;
+        }
+        let positions = self.engine.positions.values().filter(|p| !p.is_flat()).count();
+        let orders = self.engine.orders.values().filter(|o| !o.status.is_final()).count();
+        if self.last_progress == Some((positions, orders)) {
+            return;
+        }
+        self.last_progress = Some((positions, orders));
+        let data = serde_json::json!({
+            "trading_state": TradingState::Halted,
+            "liquidation": {"open_positions": positions, "open_orders": orders, "flat": positions == 0 && orders == 0},
+        });
+        self.state.events.publish("risk.state_changed", self.state.settings.mode(), data);
     }
 
     fn publish(&self) {

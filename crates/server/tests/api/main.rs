@@ -8,6 +8,7 @@ mod audit;
 mod auth;
 mod cli;
 mod envelope;
+mod events;
 mod health;
 mod hostile;
 mod openapi;

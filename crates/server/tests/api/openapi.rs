@@ -34,6 +34,7 @@ async fn openapi_lists_every_api_route() {
             "GET /api/auth/me",
             "GET /api/auth/tokens",
             "GET /api/dashboard/summary",
+            "GET /api/events",
             "GET /api/health",
             "GET /api/health/components",
             "GET /api/orders",

@@ -1,0 +1,139 @@
+//! `GET /api/events`: Server-Sent Events with ids, kinds, resume and auth.
+
+use crate::helpers::*;
+use reqwest::Method;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+/// A minimal SSE reader over a streaming response.
+struct Sse {
+    resp: reqwest::Response,
+    buf: String,
+}
+
+impl Sse {
+    async fn open(app: &TestApp, query: &str, last_event_id: Option<u64>) -> Sse {
+        let mut req = app.client.get(app.url(&format!("/api/events{query}"))).bearer_auth(ADMIN_TOKEN);
+        if let Some(id) = last_event_id {
+            req = req.header("last-event-id", id.to_string());
+        }
+        let resp = req.send().await.unwrap();
+        assert_eq!(resp.status(), 200);
+        assert!(resp.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
+        Sse { resp, buf: String::new() }
+    }
+
+    /// The next event: (id, kind, data), skipping heartbeats.
+    async fn next(&mut self) -> (u64, String, Value) {
+        loop {
+            if let Some(end) = self.buf.find("\n\n") {
+                let block: String = self.buf.drain(..end + 2).collect();
+                let (mut id, mut kind, mut data) = (None, None, String::new());
+                for line in block.lines() {
+                    if let Some(v) = line.strip_prefix("id:") {
+                        id = v.trim().parse().ok();
+                    } else if let Some(v) = line.strip_prefix("event:") {
+                        kind = Some(v.trim().to_string());
+                    } else if let Some(v) = line.strip_prefix("data:") {
+                        data.push_str(v.trim());
+                    }
+                }
+                if let (Some(id), Some(kind)) = (id, kind) {
+                    return (id, kind, serde_json::from_str(&data).unwrap());
+                }
+                continue;
+            }
+            let chunk =
+                tokio::time::timeout(Duration::from_secs(10), self.resp.chunk()).await.expect("an event in time");
+            let chunk = chunk.unwrap().expect("the stream stays open");
+            self.buf.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_stream_needs_a_token_and_valid_parameters() {
+    let app = spawn_app().await;
+    app.call(Method::GET, "/api/events", None, None).await.assert_error(401, "UNAUTHORIZED");
+    let bad = app.get("/api/events?kinds=order.updated,nonsense").await;
+    bad.assert_error(400, "VALIDATION_ERROR");
+    assert_eq!(bad.body["error"]["detail"]["field"], "kinds");
+    let reply =
+        app.raw(app.client.get(app.url("/api/events")).bearer_auth(ADMIN_TOKEN).header("last-event-id", "x")).await;
+    reply.assert_error(400, "VALIDATION_ERROR");
+}
+
+#[tokio::test]
+async fn events_arrive_in_order_filtered_and_resume_after_a_disconnect() {
+    let app = spawn_app().await;
+    let mut sse = Sse::open(&app, "?kinds=settings.updated", None).await;
+    for n in 21..24 {
+        app.put_settings(ADMIN_TOKEN, json!({"analytics": {"min_sample_size": n}})).await.assert_ok(200);
+    }
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let (id, kind, data) = sse.next().await;
+        assert_eq!(kind, "settings.updated");
+        assert_eq!(data["kind"], "settings.updated");
+        assert_eq!(data["mode"], "PAPER");
+        assert!(data["timestamp"].as_str().unwrap().ends_with('Z'));
+        seen.push((id, data["data"]["version"].as_i64().unwrap()));
+    }
+    assert!(seen.windows(2).all(|w| w[0].0 < w[1].0), "monotonic ids: {seen:?}");
+    assert_eq!(seen.iter().map(|s| s.1).collect::<Vec<_>>(), vec![2, 3, 4]);
+    drop(sse);
+
+    app.put_settings(ADMIN_TOKEN, json!({"analytics": {"min_sample_size": 30}})).await.assert_ok(200);
+    let mut resumed = Sse::open(&app, "?kinds=settings.updated", Some(seen[0].0)).await;
+    let versions: Vec<i64> = {
+        let mut v = Vec::new();
+        for _ in 0..3 {
+            v.push(resumed.next().await.2["data"]["version"].as_i64().unwrap());
+        }
+        v
+    };
+    assert_eq!(versions, vec![3, 4, 5], "replayed after Last-Event-ID, including what happened while away");
+}
+
+#[tokio::test]
+async fn an_order_streams_its_updates_execution_and_position() {
+    let app = spawn_app().await;
+    let (symbol, _) = app.market_symbols(1).await.remove(0);
+    let mut sse = Sse::open(&app, "?kinds=order.updated,execution.created,position.updated", None).await;
+    let placed = app.post("/api/orders", ADMIN_TOKEN, json!({"symbol": symbol, "side": "BUY", "quantity": 10})).await;
+    let id = placed.assert_ok(201)["client_order_id"].as_str().unwrap().to_string();
+    app.wait_for_order(&id, "FILLED").await;
+    let mut kinds = Vec::new();
+    let mut statuses = Vec::new();
+    while !kinds.contains(&"position.updated".to_string()) {
+        let (_, kind, data) = sse.next().await;
+        if kind == "order.updated" {
+            assert_eq!(data["data"]["client_order_id"], id);
+            statuses.push(data["data"]["status"].as_str().unwrap().to_string());
+        }
+        kinds.push(kind);
+    }
+    assert_eq!(statuses.first().map(String::as_str), Some("NEW"));
+    assert!(statuses.contains(&"FILLED".to_string()), "{statuses:?}");
+    assert!(kinds.contains(&"execution.created".to_string()), "{kinds:?}");
+}
+
+#[tokio::test]
+async fn the_emergency_halt_streams_its_progress_until_flat() {
+    let app = spawn_app().await;
+    let (symbol, _) = app.market_symbols(1).await.remove(0);
+    let placed = app.post("/api/orders", ADMIN_TOKEN, json!({"symbol": symbol, "side": "BUY", "quantity": 10})).await;
+    app.wait_for_order(placed.data()["client_order_id"].as_str().unwrap(), "FILLED").await;
+    let mut sse = Sse::open(&app, "?kinds=risk.state_changed", None).await;
+    app.post("/api/risk/emergency-halt", ADMIN_TOKEN, json!({"reason": "test"})).await.assert_ok(200);
+    let (_, _, first) = sse.next().await;
+    assert_eq!(first["data"]["trading_state"], "HALTED");
+    assert_eq!(first["data"]["halt"]["reason"], "test", "the latch comes first");
+    loop {
+        app.market.advance(chrono::Duration::milliseconds(500));
+        let (_, _, event) = sse.next().await;
+        if event["data"]["liquidation"]["flat"] == true {
+            break;
+        }
+    }
+}
