@@ -105,6 +105,11 @@ impl<T: Serialize> ApiResponse<T> {
     pub fn created(data: T) -> Self {
         Self { status: StatusCode::CREATED, ..Self::ok(data) }
     }
+
+    /// 202: queued for later.
+    pub fn accepted(data: T) -> Self {
+        Self { status: StatusCode::ACCEPTED, ..Self::ok(data) }
+    }
 }
 
 impl<T: Serialize> ApiResponse<Vec<T>> {

@@ -7,6 +7,7 @@ pub mod auth;
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod downloads;
 pub mod envelope;
 pub mod error;
 pub mod events;

@@ -58,6 +58,9 @@ CONFIRMATION_REQUIRED 428, RATE_LIMITED 429 (Retry-After), INTERNAL_ERROR 500, B
         crate::routes::account::summary,
         crate::routes::account::performance,
         crate::routes::events::events,
+        crate::routes::data::download,
+        crate::routes::data::list,
+        crate::routes::data::one,
     ),
     components(schemas(crate::error::ErrorCode, crate::envelope::ErrorBody)),
     modifiers(&BearerAuth),
@@ -74,6 +77,7 @@ CONFIRMATION_REQUIRED 428, RATE_LIMITED 429 (Retry-After), INTERNAL_ERROR 500, B
         (name = "risk", description = "Risk state, violations, emergency halt"),
         (name = "account", description = "Account and dashboard"),
         (name = "events", description = "The live event stream (Server-Sent Events)"),
+        (name = "data", description = "Historical data downloads"),
     )
 )]
 pub struct ApiDoc;

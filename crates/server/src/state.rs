@@ -37,6 +37,7 @@ pub struct Inner {
     pub radar: RadarService,
     pub watchlist: WatchlistService,
     pub events: crate::events::EventBus,
+    pub downloads: crate::downloads::DownloadQueue,
     /// Set once the engine is restored, before the service answers.
     pub engine: std::sync::OnceLock<crate::trading::EngineHandle>,
 }

@@ -4,6 +4,7 @@
 
 pub mod audit;
 pub mod cache;
+pub mod data;
 mod db;
 pub mod market;
 pub mod settings;
@@ -12,6 +13,7 @@ pub mod trading;
 
 pub use audit::{AuditEntry, AuditFilter, AuditRecord, AuditRepository};
 pub use cache::{Cache, CacheError, MemoryCache, RedisCache};
+pub use data::{DataRepository, JobRecord};
 pub use db::{Backend, Database, StoreError};
 pub use market::{BlockRecord, MarketRepository, RadarRowRecord, ViolationRecord, WatchRecord};
 pub use settings::{SettingsRepository, SettingsVersion};

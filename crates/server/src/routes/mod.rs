@@ -3,6 +3,7 @@
 pub mod account;
 pub mod audit;
 pub mod auth;
+pub mod data;
 pub mod events;
 pub mod health;
 pub mod orders;
@@ -31,6 +32,7 @@ pub fn api() -> Router<AppState> {
         .merge(risk::router())
         .merge(account::router())
         .merge(events::router())
+        .merge(data::router())
 }
 
 /// `limit` of list endpoints: default 100, 1..=1000 (CONTRACT §8).

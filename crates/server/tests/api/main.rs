@@ -7,6 +7,7 @@ mod helpers;
 mod audit;
 mod auth;
 mod cli;
+mod data;
 mod envelope;
 mod events;
 mod health;

@@ -1,0 +1,102 @@
+//! Historical data: `POST /api/data/download`, `GET /api/data/downloads`,
+//! `GET /api/data/downloads/{request_id}`.
+
+use crate::auth::Caller;
+use crate::envelope::{ApiResponse, SuccessBody};
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{Path, Query};
+use crate::guard::{Action, Sensitive, Target};
+use crate::routes::list_limit;
+use crate::state::AppState;
+use axum::extract::State;
+use axum::routing::{get, post};
+use axum::Router;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tradeops_core::market::Timeframe;
+use tradeops_core::{Role, Symbol, Timestamp};
+use tradeops_store::DataRepository;
+
+pub const DATA_DOWNLOAD: Action = Action { name: "data.download", role: Role::Operator };
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/data/download", post(download))
+        .route("/api/data/downloads", get(list))
+        .route("/api/data/downloads/{request_id}", get(one))
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DownloadRequest {
+    #[schema(value_type = String)]
+    pub symbol: Symbol,
+    /// RFC 3339, any offset.
+    #[serde(with = "tradeops_core::time::serde_ts")]
+    #[schema(value_type = String)]
+    pub start: Timestamp,
+    #[serde(with = "tradeops_core::time::serde_ts")]
+    #[schema(value_type = String)]
+    pub end: Timestamp,
+    /// `1m` (default) or `1d`.
+    pub timeframe: Option<Timeframe>,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct DownloadAccepted {
+    pub request_id: String,
+    pub status: String,
+}
+
+/// Queues a download of bars from the data broker into the database. A 1m download spans at
+/// most 366 days, a 1d one 20 years; the end may not be in the future.
+#[utoipa::path(post, path = "/api/data/download", tag = "data", security(("bearer" = [])), request_body = DownloadRequest,
+    responses((status = 202, description = "Queued", body = inline(SuccessBody<DownloadAccepted>)),
+              (status = 400, description = "VALIDATION_ERROR", body = crate::envelope::ErrorBody),
+              (status = 404, description = "NOT_FOUND (symbol)", body = crate::envelope::ErrorBody)))]
+pub async fn download(State(state): State<AppState>, guard: Sensitive) -> ApiResult<ApiResponse<DownloadAccepted>> {
+    guard
+        .run(DATA_DOWNLOAD, Target::BodyField("symbol"), |caller, req: DownloadRequest| async move {
+            let timeframe = req.timeframe.unwrap_or(Timeframe::Minute);
+            let job =
+                crate::downloads::enqueue(&state, req.symbol, timeframe, req.start, req.end, &caller.principal.name)
+                    .await?;
+            Ok(ApiResponse::accepted(DownloadAccepted { request_id: job.request_id, status: job.status }))
+        })
+        .await
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct DownloadQuery {
+    pub limit: Option<u32>,
+}
+
+/// Download jobs, newest first: `request_id`, `symbol`, `timeframe`, `start`, `end`, `status`,
+/// `progress` (0..1), `bars`, `created_at`, `finished_at`, `error`.
+#[utoipa::path(get, path = "/api/data/downloads", tag = "data", security(("bearer" = [])), params(DownloadQuery),
+    responses((status = 200, description = "Jobs", body = inline(SuccessBody<Vec<Object>>))))]
+pub async fn list(
+    State(state): State<AppState>,
+    _caller: Caller,
+    Query(q): Query<DownloadQuery>,
+) -> ApiResult<ApiResponse<Vec<Value>>> {
+    let repo: &dyn DataRepository = &state.db;
+    let jobs = repo.jobs(list_limit(q.limit)?).await?;
+    Ok(ApiResponse::list(jobs.iter().map(crate::downloads::job_json).collect()))
+}
+
+/// One download job.
+#[utoipa::path(get, path = "/api/data/downloads/{request_id}", tag = "data", security(("bearer" = [])),
+    params(("request_id" = String, Path, description = "Job id")),
+    responses((status = 200, description = "Job", body = inline(SuccessBody<Object>)),
+              (status = 404, description = "NOT_FOUND", body = crate::envelope::ErrorBody)))]
+pub async fn one(
+    State(state): State<AppState>,
+    _caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<ApiResponse<Value>> {
+    let repo: &dyn DataRepository = &state.db;
+    let job = repo.job(&id).await?.ok_or_else(|| ApiError::not_found(format!("No download {id:?}")))?;
+    Ok(ApiResponse::ok(crate::downloads::job_json(&job)))
+}

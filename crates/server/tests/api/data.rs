@@ -1,0 +1,137 @@
+//! Durable data downloads.
+
+use crate::helpers::*;
+use serde_json::{json, Value};
+use tradeops_store::DataRepository;
+
+async fn wait_done(app: &TestApp, id: &str) -> Value {
+    for _ in 0..300 {
+        let job = app.get(&format!("/api/data/downloads/{id}")).await.data().clone();
+        if job["status"] == "COMPLETED" || job["status"] == "FAILED" {
+            return job;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    panic!("download {id} never finished");
+}
+
+/// Any listed symbol will do.
+async fn a_symbol(app: &TestApp) -> String {
+    app.market_symbols(1).await.remove(0).0
+}
+
+#[tokio::test]
+async fn a_download_runs_to_completion_and_stores_the_markets_bars() {
+    let app = spawn_app().await;
+    let symbol = a_symbol(&app).await;
+    let body = json!({"symbol": symbol, "start": "2026-11-18T00:00:00-05:00", "end": "2026-11-20T05:00:00Z"});
+    let queued = app.post("/api/data/download", ADMIN_TOKEN, body).await;
+    let data = queued.assert_ok(202).clone();
+    assert_eq!(data["status"], "QUEUED");
+    let id = data["request_id"].as_str().unwrap().to_string();
+    let done = wait_done(&app, &id).await;
+    assert_eq!(done["status"], "COMPLETED", "{done}");
+    assert_eq!(done["progress"], 1.0);
+    assert_eq!(done["bars"], 2 * 1440, "two New York days of minute bars");
+    assert_eq!(done["start"], "2026-11-18T05:00:00.000Z", "normalised to UTC");
+    assert!(done["finished_at"].is_string());
+
+    let db = tradeops_store::Database::open(&app.config.database_url).await.unwrap();
+    let sym = tradeops_core::Symbol::parse(&symbol).unwrap();
+    let stored = db.bars(&sym, "1m", 0, i64::MAX).await.unwrap();
+    db.close().await;
+    let market = tradeops_server::market::SimulatedMarket::new(app.config.sim.seed, app.config.sim.symbols as usize);
+    let start = tradeops_core::time::parse_ts("2026-11-18T05:00:00Z").unwrap();
+    let end = tradeops_core::time::parse_ts("2026-11-20T05:00:00Z").unwrap();
+    let expected = market.bars_sync(&sym, tradeops_core::market::Timeframe::Minute, start, end).unwrap();
+    assert_eq!(stored, expected, "the database holds exactly the market's bars");
+
+    let list = app.get("/api/data/downloads").await;
+    assert_eq!(list.data()[0]["request_id"], id);
+    for key in
+        ["symbol", "timeframe", "start", "end", "status", "progress", "bars", "created_at", "finished_at", "error"]
+    {
+        assert!(list.data()[0].get(key).is_some(), "{key}");
+    }
+}
+
+#[tokio::test]
+async fn several_downloads_run_side_by_side() {
+    let app = spawn_app().await;
+    let symbols = app.market_symbols(3).await;
+    let mut ids = Vec::new();
+    for (s, _) in &symbols {
+        let body =
+            json!({"symbol": s, "start": "2026-01-01T00:00:00Z", "end": "2026-11-01T00:00:00Z", "timeframe": "1d"});
+        ids.push(
+            app.post("/api/data/download", ADMIN_TOKEN, body).await.assert_ok(202)["request_id"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        );
+    }
+    for id in ids {
+        let done = wait_done(&app, &id).await;
+        assert_eq!(done["status"], "COMPLETED");
+        assert!(done["bars"].as_i64().unwrap() >= 300, "{done}");
+    }
+}
+
+#[tokio::test]
+async fn bad_downloads_are_refused() {
+    let app = spawn_app().await;
+    let symbol = a_symbol(&app).await;
+    for (body, field) in [
+        (json!({"symbol": symbol, "start": "yesterday", "end": "2026-11-20T00:00:00Z"}), "start"),
+        (json!({"symbol": symbol, "start": "2026-11-20T00:00:00Z", "end": "2026-11-19T00:00:00Z"}), "end"),
+        (json!({"symbol": symbol, "start": "2026-11-20T00:00:00Z", "end": "2027-01-01T00:00:00Z"}), "end"),
+        (json!({"symbol": symbol, "start": "2020-01-01T00:00:00Z", "end": "2026-11-01T00:00:00Z"}), "end"),
+        (
+            json!({"symbol": symbol, "start": "2026-11-18T00:00:00Z", "end": "2026-11-19T00:00:00Z", "timeframe": "5m"}),
+            "timeframe",
+        ),
+        (json!({"start": "2026-11-18T00:00:00Z", "end": "2026-11-19T00:00:00Z"}), "symbol"),
+    ] {
+        let reply = app.post("/api/data/download", ADMIN_TOKEN, body.clone()).await;
+        reply.assert_error(400, "VALIDATION_ERROR");
+        assert_eq!(reply.body["error"]["detail"]["field"], field, "{body}");
+    }
+    let unknown = json!({"symbol": "ZZZZZZ", "start": "2026-11-18T00:00:00Z", "end": "2026-11-19T00:00:00Z"});
+    app.post("/api/data/download", ADMIN_TOKEN, unknown).await.assert_error(404, "NOT_FOUND");
+    let viewer = app.token("v", "viewer").await;
+    let ok = json!({"symbol": symbol, "start": "2026-11-18T00:00:00Z", "end": "2026-11-19T00:00:00Z"});
+    app.post("/api/data/download", &viewer, ok).await.assert_error(403, "FORBIDDEN");
+    app.get_as("/api/data/downloads", &viewer).await.assert_ok(200);
+    assert_eq!(app.get("/api/data/downloads").await.body["meta"]["count"], 0, "refusals queue nothing");
+    app.get("/api/data/downloads/nope").await.assert_error(404, "NOT_FOUND");
+}
+
+#[tokio::test]
+async fn a_job_interrupted_by_a_crash_resumes_and_never_stays_running() {
+    let app = spawn_app().await;
+    let symbol = a_symbol(&app).await;
+    let mut app = app;
+    app.stop().await;
+    // What a crash mid-job leaves behind: a RUNNING job, part-way.
+    let db = tradeops_store::Database::open(&app.config.database_url).await.unwrap();
+    let job = tradeops_store::JobRecord {
+        request_id: "dl-crashed".into(),
+        symbol: symbol.clone(),
+        timeframe: "1m".into(),
+        start: tradeops_core::time::to_epoch_ms(&tradeops_core::time::parse_ts("2026-11-18T05:00:00Z").unwrap()),
+        end: tradeops_core::time::to_epoch_ms(&tradeops_core::time::parse_ts("2026-11-19T05:00:00Z").unwrap()),
+        status: "RUNNING".into(),
+        progress: 0.4,
+        bars: 576,
+        error: None,
+        requested_by: "admin".into(),
+        created_at: 0,
+        started_at: Some(0),
+        finished_at: None,
+    };
+    db.insert_job(&job).await.unwrap();
+    db.close().await;
+    let app = app.restart().await;
+    let done = wait_done(&app, "dl-crashed").await;
+    assert_eq!((done["status"].as_str(), done["bars"].as_i64()), (Some("COMPLETED"), Some(1440)));
+}

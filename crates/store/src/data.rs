@@ -1,0 +1,187 @@
+//! Historical bars and download jobs.
+
+use crate::db::{Database, StoreError};
+use async_trait::async_trait;
+use sqlx::any::AnyRow;
+use sqlx::Row;
+use tradeops_core::market::{Bar, Price};
+use tradeops_core::time::{from_epoch_ms, to_epoch_ms};
+use tradeops_core::Symbol;
+
+/// A download job as stored.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobRecord {
+    pub request_id: String,
+    pub symbol: String,
+    /// `1m` or `1d`.
+    pub timeframe: String,
+    pub start: i64,
+    pub end: i64,
+    /// `QUEUED`, `RUNNING`, `COMPLETED`, `FAILED`, `CANCELED`.
+    pub status: String,
+    pub progress: f64,
+    pub bars: i64,
+    pub error: Option<String>,
+    pub requested_by: String,
+    pub created_at: i64,
+    pub started_at: Option<i64>,
+    pub finished_at: Option<i64>,
+}
+
+#[async_trait]
+pub trait DataRepository: Send + Sync {
+    /// Stores bars (a bar already stored for the same symbol, timeframe and start is replaced),
+    /// all in one transaction.
+    async fn save_bars(&self, symbol: &Symbol, timeframe: &str, bars: &[Bar], source: &str) -> Result<(), StoreError>;
+    /// Bars with `start` in `[start, end)`, oldest first.
+    async fn bars(&self, symbol: &Symbol, timeframe: &str, start: i64, end: i64) -> Result<Vec<Bar>, StoreError>;
+    async fn insert_job(&self, job: &JobRecord) -> Result<(), StoreError>;
+    async fn update_job(&self, job: &JobRecord) -> Result<(), StoreError>;
+    async fn job(&self, request_id: &str) -> Result<Option<JobRecord>, StoreError>;
+    /// Jobs newest first.
+    async fn jobs(&self, limit: u32) -> Result<Vec<JobRecord>, StoreError>;
+    /// Jobs in a status, oldest first.
+    async fn jobs_in(&self, status: &str) -> Result<Vec<JobRecord>, StoreError>;
+}
+
+fn job_row(r: &AnyRow) -> Result<JobRecord, sqlx::Error> {
+    Ok(JobRecord {
+        request_id: r.try_get("request_id")?,
+        symbol: r.try_get("symbol")?,
+        timeframe: r.try_get("timeframe")?,
+        start: r.try_get("start")?,
+        end: r.try_get("finish")?,
+        status: r.try_get("status")?,
+        progress: r.try_get("progress")?,
+        bars: r.try_get("bars")?,
+        error: r.try_get("error")?,
+        requested_by: r.try_get("requested_by")?,
+        created_at: r.try_get("created_at")?,
+        started_at: r.try_get("started_at")?,
+        finished_at: r.try_get("finished_at")?,
+    })
+}
+
+const JOB_COLUMNS: &str = "request_id, symbol, timeframe, start, finish, status, progress, bars, error, requested_by, \
+    created_at, started_at, finished_at";
+
+#[async_trait]
+impl DataRepository for Database {
+    async fn save_bars(&self, symbol: &Symbol, timeframe: &str, bars: &[Bar], source: &str) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await?;
+        for b in bars {
+            sqlx::query(
+                "INSERT INTO bars (symbol, timeframe, start, open, high, low, close, volume, source) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (symbol, timeframe, start) DO UPDATE SET \
+                 open = $4, high = $5, low = $6, close = $7, volume = $8, source = $9",
+            )
+            .bind(symbol.as_str())
+            .bind(timeframe)
+            .bind(to_epoch_ms(&b.start))
+            .bind(b.open.0)
+            .bind(b.high.0)
+            .bind(b.low.0)
+            .bind(b.close.0)
+            .bind(b.volume as i64)
+            .bind(source)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn bars(&self, symbol: &Symbol, timeframe: &str, start: i64, end: i64) -> Result<Vec<Bar>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT start, open, high, low, close, volume FROM bars WHERE symbol = $1 AND timeframe = $2 \
+             AND start >= $3 AND start < $4 ORDER BY start",
+        )
+        .bind(symbol.as_str())
+        .bind(timeframe)
+        .bind(start)
+        .bind(end)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(Bar {
+                    start: from_epoch_ms(r.try_get("start")?),
+                    open: Price(r.try_get("open")?),
+                    high: Price(r.try_get("high")?),
+                    low: Price(r.try_get("low")?),
+                    close: Price(r.try_get("close")?),
+                    volume: r.try_get::<i64, _>("volume")? as u64,
+                })
+            })
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(StoreError::from)
+    }
+
+    async fn insert_job(&self, j: &JobRecord) -> Result<(), StoreError> {
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "INSERT INTO download_jobs ({JOB_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
+        )))
+        .bind(&j.request_id)
+        .bind(&j.symbol)
+        .bind(&j.timeframe)
+        .bind(j.start)
+        .bind(j.end)
+        .bind(&j.status)
+        .bind(j.progress)
+        .bind(j.bars)
+        .bind(&j.error)
+        .bind(&j.requested_by)
+        .bind(j.created_at)
+        .bind(j.started_at)
+        .bind(j.finished_at)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn update_job(&self, j: &JobRecord) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE download_jobs SET status = $1, progress = $2, bars = $3, error = $4, started_at = $5, finished_at = $6 \
+             WHERE request_id = $7",
+        )
+        .bind(&j.status)
+        .bind(j.progress)
+        .bind(j.bars)
+        .bind(&j.error)
+        .bind(j.started_at)
+        .bind(j.finished_at)
+        .bind(&j.request_id)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn job(&self, id: &str) -> Result<Option<JobRecord>, StoreError> {
+        let row =
+            sqlx::query(sqlx::AssertSqlSafe(format!("SELECT {JOB_COLUMNS} FROM download_jobs WHERE request_id = $1")))
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await?;
+        Ok(row.as_ref().map(job_row).transpose()?)
+    }
+
+    async fn jobs(&self, limit: u32) -> Result<Vec<JobRecord>, StoreError> {
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {JOB_COLUMNS} FROM download_jobs ORDER BY created_at DESC, request_id DESC LIMIT $1"
+        )))
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(job_row).collect::<Result<_, _>>()?)
+    }
+
+    async fn jobs_in(&self, status: &str) -> Result<Vec<JobRecord>, StoreError> {
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {JOB_COLUMNS} FROM download_jobs WHERE status = $1 ORDER BY created_at, request_id"
+        )))
+        .bind(status)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(job_row).collect::<Result<_, _>>()?)
+    }
+}
