@@ -6,6 +6,7 @@ pub mod bars;
 pub mod broker;
 pub mod calendar;
 pub mod clock;
+pub mod csv_bars;
 pub mod engine;
 pub mod market;
 pub mod mode;

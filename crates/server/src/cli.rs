@@ -36,6 +36,24 @@ pub enum Command {
         #[command(subcommand)]
         command: TokenCommand,
     },
+    /// Historical data.
+    Data {
+        #[command(subcommand)]
+        command: DataCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum DataCommand {
+    /// Store bars from a CSV file (the same format as `POST /api/data/import`).
+    Import {
+        #[arg(long)]
+        symbol: String,
+        /// 1d or 1m.
+        #[arg(long, default_value = "1d")]
+        timeframe: String,
+        file: PathBuf,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -59,6 +77,18 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Migrate => {
             Database::open(&config.database_url).await?;
             println!("migrations applied to {}", redact(&config.database_url));
+            Ok(())
+        }
+        Command::Data { command: DataCommand::Import { symbol, timeframe, file } } => {
+            let symbol = tradeops_core::Symbol::parse(&symbol).map_err(|e| anyhow::anyhow!("--symbol {e}"))?;
+            let timeframe = tradeops_core::market::Timeframe::parse(&timeframe)
+                .ok_or_else(|| anyhow::anyhow!("--timeframe must be 1d or 1m"))?;
+            let body = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+            let db = Database::open(&config.database_url).await?;
+            let stored = crate::routes::data::import_bars(&db, &symbol, timeframe, &body)
+                .await
+                .map_err(|e| anyhow::anyhow!("{}: {}", file.display(), e.message))?;
+            println!("{stored} {} bars of {symbol} stored", timeframe.as_str());
             Ok(())
         }
         Command::Token { command: TokenCommand::Create { name, role } } => {

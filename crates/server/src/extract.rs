@@ -38,14 +38,15 @@ fn is_json(headers: &axum::http::HeaderMap) -> bool {
         .get(axum::http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.split(';').next())
-        .map(|mime| {
-            let mime = mime.trim().to_ascii_lowercase();
-            mime == "application/json" || (mime.starts_with("application/") && mime.ends_with("+json"))
-        })
-        .unwrap_or(false)
+        .is_some_and(|mime| is_json_type(&mime.trim().to_ascii_lowercase()))
 }
 
-fn body_rejection(rejection: BytesRejection) -> ApiError {
+/// `application/json` or an `application/*+json` type (lowercase, no parameters).
+pub(crate) fn is_json_type(mime: &str) -> bool {
+    mime == "application/json" || (mime.starts_with("application/") && mime.ends_with("+json"))
+}
+
+pub(crate) fn body_rejection(rejection: BytesRejection) -> ApiError {
     if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
         ApiError::new(ErrorCode::PayloadTooLarge, format!("Request body is larger than {MAX_BODY_BYTES} bytes"))
             .with_detail(serde_json::json!({"limit_bytes": MAX_BODY_BYTES}))

@@ -11,7 +11,7 @@
 use crate::auth::{identify, spend, Principal};
 use crate::envelope::REQUEST;
 use crate::error::{ApiError, ApiResult, ErrorCode};
-use crate::extract::{parse_json, RawBody};
+use crate::extract::{body_rejection, is_json_type, parse_json};
 use crate::state::AppState;
 use axum::extract::{FromRequest, Request};
 use axum::http::HeaderMap;
@@ -49,6 +49,8 @@ pub struct Sensitive {
     caller: ApiResult<Principal>,
     confirmed_live: bool,
     body: ApiResult<Bytes>,
+    /// The request's content type, lowercased, without parameters.
+    content_type: String,
 }
 
 /// Whether the request carries `X-Confirm-Live: true`.
@@ -63,8 +65,15 @@ impl FromRequest<AppState> for Sensitive {
         let (parts, body) = req.into_parts();
         let caller = identify(state, &parts);
         let confirmed_live = live_confirmed(&parts.headers);
-        let RawBody(body) = RawBody::from_request(Request::from_parts(parts, body), state).await?;
-        Ok(Sensitive { state: state.clone(), caller, confirmed_live, body })
+        let content_type = parts
+            .headers
+            .get(axum::http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(';').next())
+            .map(|m| m.trim().to_ascii_lowercase())
+            .unwrap_or_default();
+        let body = Bytes::from_request(Request::from_parts(parts, body), state).await.map_err(body_rejection);
+        Ok(Sensitive { state: state.clone(), caller, confirmed_live, body, content_type })
     }
 }
 
@@ -75,14 +84,56 @@ pub struct Authorized {
 }
 
 impl Sensitive {
+    /// A JSON body (`application/json`; an empty body is `{}`).
     pub async fn run<B, T, F, Fut>(self, action: Action, target: Target, act: F) -> ApiResult<T>
     where
         B: DeserializeOwned,
         F: FnOnce(Authorized, B) -> Fut,
         Fut: Future<Output = ApiResult<T>>,
     {
-        let Sensitive { state, caller, confirmed_live, body } = self;
-        let raw = body.as_ref().ok().map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
+        let decode = |body: &[u8], content_type: &str| {
+            if !is_json_type(content_type) && !body.iter().all(u8::is_ascii_whitespace) {
+                return Err(ApiError::validation("content-type", "request bodies must be sent as application/json"));
+            }
+            parse_json(body)
+        };
+        self.run_with(action, target, decode, false, act).await
+    }
+
+    /// A CSV body (`text/csv`); the audit row keeps its size, not the file.
+    pub async fn run_csv<T, F, Fut>(self, action: Action, target: Target, act: F) -> ApiResult<T>
+    where
+        F: FnOnce(Authorized, Bytes) -> Fut,
+        Fut: Future<Output = ApiResult<T>>,
+    {
+        let decode = |body: &[u8], content_type: &str| {
+            if !matches!(content_type, "text/csv" | "application/csv") {
+                return Err(ApiError::validation("content-type", "the body must be sent as text/csv"));
+            }
+            Ok(Bytes::copy_from_slice(body))
+        };
+        self.run_with(action, target, decode, true, act).await
+    }
+
+    async fn run_with<B, T, D, F, Fut>(
+        self,
+        action: Action,
+        target: Target,
+        decode: D,
+        summarize: bool,
+        act: F,
+    ) -> ApiResult<T>
+    where
+        D: FnOnce(&[u8], &str) -> ApiResult<B>,
+        F: FnOnce(Authorized, B) -> Fut,
+        Fut: Future<Output = ApiResult<T>>,
+    {
+        let Sensitive { state, caller, confirmed_live, body, content_type } = self;
+        let size = body.as_ref().map(|b| b.len()).unwrap_or(0);
+        let raw = match (&body, summarize) {
+            (Ok(b), false) => String::from_utf8_lossy(b).into_owned(),
+            _ => String::new(),
+        };
         let raw_json: Option<Value> = serde_json::from_str(&raw).ok();
         let target = match target {
             Target::Fixed(t) => t.to_string(),
@@ -110,7 +161,7 @@ impl Sensitive {
                 )
                 .with_detail(serde_json::json!({"header": "X-Confirm-Live", "action": action.name})));
             }
-            let parsed: B = parse_json(&body?)?;
+            let parsed: B = decode(&body?, &content_type)?;
             // A panic inside the action is still an audited outcome.
             AssertUnwindSafe(act(Authorized { principal, confirmed_live }, parsed)).catch_unwind().await.unwrap_or_else(
                 |panic| Err(ApiError::internal(format!("{} panicked: {}", action.name, panic_message(&*panic)))),
@@ -124,7 +175,11 @@ impl Sensitive {
             role: actor.as_ref().map(|p| p.role.as_str().to_string()),
             action: action.name.to_string(),
             target,
-            request: audited_request(raw_json, raw, outcome.is_ok()),
+            request: if summarize {
+                serde_json::json!({"content_type": content_type, "bytes": size}).to_string()
+            } else {
+                audited_request(raw_json, raw, outcome.is_ok())
+            },
             outcome: match &outcome {
                 Ok(_) => "OK".to_string(),
                 Err(e) => e.code.as_str().to_string(),

@@ -61,6 +61,7 @@ CONFIRMATION_REQUIRED 428, RATE_LIMITED 429 (Retry-After), INTERNAL_ERROR 500, B
         crate::routes::data::download,
         crate::routes::data::list,
         crate::routes::data::one,
+        crate::routes::data::import,
     ),
     components(schemas(crate::error::ErrorCode, crate::envelope::ErrorBody)),
     modifiers(&BearerAuth),

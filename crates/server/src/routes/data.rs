@@ -18,12 +18,17 @@ use tradeops_core::{Role, Symbol, Timestamp};
 use tradeops_store::DataRepository;
 
 pub const DATA_DOWNLOAD: Action = Action { name: "data.download", role: Role::Operator };
+pub const DATA_IMPORT: Action = Action { name: "data.import", role: Role::Operator };
+
+/// Largest CSV file accepted.
+pub const MAX_IMPORT_BYTES: usize = 50 * 1024 * 1024;
 
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api/data/download", post(download))
         .route("/api/data/downloads", get(list))
         .route("/api/data/downloads/{request_id}", get(one))
+        .route("/api/data/import", post(import).layer(axum::extract::DefaultBodyLimit::max(MAX_IMPORT_BYTES)))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -99,4 +104,61 @@ pub async fn one(
     let repo: &dyn DataRepository = &state.db;
     let job = repo.job(&id).await?.ok_or_else(|| ApiError::not_found(format!("No download {id:?}")))?;
     Ok(ApiResponse::ok(crate::downloads::job_json(&job)))
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct ImportQuery {
+    /// The bars' symbol.
+    pub symbol: String,
+    /// `1d` (default) or `1m`.
+    pub timeframe: Option<Timeframe>,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct ImportResult {
+    pub symbol: String,
+    pub timeframe: Timeframe,
+    /// Bars stored.
+    pub bars: usize,
+}
+
+/// Stores bars from a CSV file (`text/csv`, up to 50 MiB): a header naming a date or timestamp
+/// column and `open,high,low,close,volume`. A bad row is `VALIDATION_ERROR` naming the line
+/// (`detail.line`), and nothing of that file is stored.
+#[utoipa::path(post, path = "/api/data/import", tag = "data", security(("bearer" = [])), params(ImportQuery),
+    request_body(content = String, content_type = "text/csv"),
+    responses((status = 200, description = "Stored", body = inline(SuccessBody<ImportResult>)),
+              (status = 400, description = "VALIDATION_ERROR (detail.line)", body = crate::envelope::ErrorBody),
+              (status = 413, description = "PAYLOAD_TOO_LARGE", body = crate::envelope::ErrorBody)))]
+pub async fn import(
+    State(state): State<AppState>,
+    Query(q): Query<ImportQuery>,
+    guard: Sensitive,
+) -> ApiResult<ApiResponse<ImportResult>> {
+    let target = Target::Value(q.symbol.clone());
+    guard
+        .run_csv(DATA_IMPORT, target, |_caller, body| async move {
+            let symbol = Symbol::parse(&q.symbol).map_err(|e| ApiError::validation("symbol", e))?;
+            let timeframe = q.timeframe.unwrap_or(Timeframe::Day);
+            let bars = import_bars(&state.db, &symbol, timeframe, &body).await?;
+            Ok(ApiResponse::ok(ImportResult { symbol: symbol.to_string(), timeframe, bars }))
+        })
+        .await
+}
+
+/// Parses the whole file, then stores it in one transaction: all of it or nothing.
+pub async fn import_bars(
+    repo: &dyn DataRepository,
+    symbol: &Symbol,
+    timeframe: Timeframe,
+    body: &[u8],
+) -> ApiResult<usize> {
+    let text = std::str::from_utf8(body).map_err(|_| ApiError::validation("body", "the file is not UTF-8 text"))?;
+    let bars = tradeops_core::csv_bars::parse_bars_csv(text, timeframe).map_err(|e| {
+        ApiError::validation("body", e.to_string())
+            .with_detail(serde_json::json!({"field": "body", "line": e.line, "reason": e.reason}))
+    })?;
+    repo.save_bars(symbol, timeframe.as_str(), &bars, "csv").await?;
+    Ok(bars.len())
 }

@@ -264,3 +264,21 @@ fn a_kill_9_mid_trading_loses_nothing() {
     assert_eq!(risk["data"]["reconciliation_status"], "OK");
     assert!(terminate(&mut again.child).success());
 }
+
+#[test]
+fn data_import_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("bars.csv"), "date,open,high,low,close,volume\n2026-11-17,10,11,9,10.5,1000\n")
+        .unwrap();
+    let out = tradeops(dir.path())
+        .args(["data", "import", "--symbol", "REAL", "--timeframe", "1d", "bars.csv"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("1 1d bars of REAL stored"));
+    std::fs::write(dir.path().join("bad.csv"), "date,open,high,low,close,volume\n2026-11-17,10,9,11,10.5,1000\n")
+        .unwrap();
+    let bad = tradeops(dir.path()).args(["data", "import", "--symbol", "REAL", "bad.csv"]).output().unwrap();
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("line 2"), "{}", String::from_utf8_lossy(&bad.stderr));
+}

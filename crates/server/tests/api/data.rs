@@ -135,3 +135,41 @@ async fn a_job_interrupted_by_a_crash_resumes_and_never_stays_running() {
     let done = wait_done(&app, "dl-crashed").await;
     assert_eq!((done["status"].as_str(), done["bars"].as_i64()), (Some("COMPLETED"), Some(1440)));
 }
+
+const CSV: &str =
+    "Date,Open,High,Low,Close,Volume\n2026-11-17,10,11,9.5,10.5,1000\n2026-11-18,10.5,12,10.25,11.75,2500\n";
+
+async fn stored(app: &TestApp, symbol: &str) -> usize {
+    let db = tradeops_store::Database::open(&app.config.database_url).await.unwrap();
+    let n = db.bars(&tradeops_core::Symbol::parse(symbol).unwrap(), "1d", 0, i64::MAX).await.unwrap().len();
+    db.close().await;
+    n
+}
+
+#[tokio::test]
+async fn csv_import_stores_all_or_nothing() {
+    let app = spawn_app().await;
+    let post = |body: String, content_type: &str, query: &str| {
+        app.client
+            .post(app.url(&format!("/api/data/import{query}")))
+            .bearer_auth(ADMIN_TOKEN)
+            .header("content-type", content_type)
+            .body(body)
+    };
+    let ok = app.raw(post(CSV.into(), "text/csv", "?symbol=real&timeframe=1d")).await;
+    assert_eq!(ok.assert_ok(200)["bars"], 2);
+    assert_eq!(ok.data()["symbol"], "REAL");
+    assert_eq!(stored(&app, "REAL").await, 2);
+
+    let bad = format!("{CSV}2026-11-19,11,10,12,11,100\n");
+    let refused = app.raw(post(bad, "text/csv", "?symbol=other")).await;
+    refused.assert_error(400, "VALIDATION_ERROR");
+    assert_eq!(refused.body["error"]["detail"]["line"], 4);
+    assert_eq!(stored(&app, "OTHER").await, 0, "nothing of a bad file is stored");
+
+    app.raw(post(CSV.into(), "application/json", "?symbol=other")).await.assert_error(400, "VALIDATION_ERROR");
+    app.raw(post(CSV.into(), "text/csv", "?symbol=not%20ok")).await.assert_error(400, "VALIDATION_ERROR");
+    app.raw(post(CSV.into(), "text/csv", "")).await.assert_error(400, "VALIDATION_ERROR");
+    let audit = app.get("/api/audit?action=data.import").await;
+    assert_eq!(audit.data()[0]["request"]["content_type"], "text/csv", "the audit keeps the size, not the file");
+}

@@ -52,6 +52,7 @@ async fn openapi_lists_every_api_route() {
             "GET /api/watchlist",
             "POST /api/auth/tokens",
             "POST /api/data/download",
+            "POST /api/data/import",
             "POST /api/emergency/liquidate",
             "POST /api/orders",
             "POST /api/orders/cancel",

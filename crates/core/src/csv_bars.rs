@@ -1,0 +1,147 @@
+//! Bars from CSV (CONTRACT §4 `POST /api/data/import`): a header row naming a date or timestamp
+//! column and `open, high, low, close, volume` (any order, case-insensitive). A `YYYY-MM-DD`
+//! date is that day's session (daily bars start at 00:00 America/New_York, as the market's do);
+//! a timestamp is RFC 3339, any offset. Every row is checked — positive prices with at most 4
+//! decimals, high and low bracketing open and close, a whole non-negative volume, no repeated
+//! time, minute bars on minute boundaries — and the first bad row is reported by line number.
+
+use crate::market::{Bar, Price, Timeframe};
+use crate::time::{parse_ts, Timestamp};
+use chrono::{NaiveDate, TimeZone};
+use rust_decimal::Decimal;
+use std::collections::BTreeMap;
+use std::str::FromStr;
+
+/// The first problem of a file: `line` is 1-based, the header being line 1.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}: {reason}")]
+pub struct CsvError {
+    pub line: usize,
+    pub reason: String,
+}
+
+fn err(line: usize, reason: impl Into<String>) -> CsvError {
+    CsvError { line, reason: reason.into() }
+}
+
+const TIME_COLUMNS: &[&str] = &["timestamp", "datetime", "date", "time"];
+
+/// Parses a whole file; bars come back oldest first.
+pub fn parse_bars_csv(text: &str, timeframe: Timeframe) -> Result<Vec<Bar>, CsvError> {
+    let mut lines =
+        text.lines().enumerate().map(|(i, l)| (i + 1, l.trim_end_matches('\r'))).filter(|(_, l)| !l.trim().is_empty());
+    let (_, header) = lines.next().ok_or_else(|| err(1, "the file is empty"))?;
+    let names: Vec<String> =
+        header.trim_start_matches('\u{feff}').split(',').map(|h| h.trim().to_ascii_lowercase()).collect();
+    let col = |name: &str| names.iter().position(|n| n == name);
+    let time = TIME_COLUMNS.iter().find_map(|n| col(n)).ok_or_else(|| err(1, "no date or timestamp column"))?;
+    let mut index = [0usize; 5];
+    for (slot, name) in index.iter_mut().zip(["open", "high", "low", "close", "volume"]) {
+        *slot = col(name).ok_or_else(|| err(1, format!("no {name} column")))?;
+    }
+    let mut bars: BTreeMap<Timestamp, Bar> = BTreeMap::new();
+    for (line, row) in lines {
+        let cells: Vec<&str> = row.split(',').map(str::trim).collect();
+        if cells.len() != names.len() {
+            return Err(err(line, format!("{} fields where the header has {}", cells.len(), names.len())));
+        }
+        let start = parse_time(cells[time], timeframe).map_err(|r| err(line, r))?;
+        let price = |i: usize, name: &str| -> Result<Price, CsvError> {
+            let d =
+                Decimal::from_str(cells[i]).map_err(|_| err(line, format!("{name} {:?} is not a number", cells[i])))?;
+            if d <= Decimal::ZERO {
+                return Err(err(line, format!("{name} must be positive")));
+            }
+            Price::from_decimal(d).ok_or_else(|| err(line, format!("{name} has more than 4 decimal places")))
+        };
+        let (open, high, low, close) =
+            (price(index[0], "open")?, price(index[1], "high")?, price(index[2], "low")?, price(index[3], "close")?);
+        let volume = cells[index[4]]
+            .parse::<u64>()
+            .or_else(|_| {
+                Decimal::from_str(cells[index[4]])
+                    .ok()
+                    .filter(|d| d.fract().is_zero() && *d >= Decimal::ZERO)
+                    .and_then(|d| u64::try_from(d).ok())
+                    .ok_or(())
+            })
+            .map_err(|_| err(line, format!("volume {:?} is not a whole number of shares", cells[index[4]])))?;
+        let bar = Bar { start, open, high, low, close, volume };
+        if !bar.is_consistent() {
+            return Err(err(line, "high and low must bracket open and close"));
+        }
+        if bars.insert(start, bar).is_some() {
+            return Err(err(line, format!("a second bar for {}", crate::time::format_ts(&start))));
+        }
+    }
+    if bars.is_empty() {
+        return Err(err(1, "no bars after the header"));
+    }
+    Ok(bars.into_values().collect())
+}
+
+fn parse_time(text: &str, timeframe: Timeframe) -> Result<Timestamp, String> {
+    if let Ok(date) = NaiveDate::parse_from_str(text, "%Y-%m-%d") {
+        if timeframe == Timeframe::Minute {
+            return Err(format!("{text:?} is a date; minute bars need a timestamp"));
+        }
+        let midnight = date.and_hms_opt(0, 0, 0).expect("midnight exists");
+        return chrono_tz::America::New_York
+            .from_local_datetime(&midnight)
+            .earliest()
+            .map(|t| t.to_utc())
+            .ok_or_else(|| format!("{text} has no midnight in New York"));
+    }
+    let ts = parse_ts(text).map_err(|e| format!("{text:?}: {e}"))?;
+    if timeframe == Timeframe::Minute && (ts.timestamp() % 60 != 0 || ts.timestamp_subsec_millis() != 0) {
+        return Err(format!("{text:?} is not on a minute boundary"));
+    }
+    Ok(ts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_dates_and_timestamps_in_any_column_order() {
+        let csv = "Date,Close,Open,High,Low,Volume\n2026-11-19,10.5,10,11,9.5,1000\n2026-11-18,10,9,10.2,8.9,900\n";
+        let bars = parse_bars_csv(csv, Timeframe::Day).unwrap();
+        assert_eq!(bars.len(), 2);
+        assert_eq!(crate::time::format_ts(&bars[0].start), "2026-11-18T05:00:00.000Z", "sorted; New York midnight");
+        assert_eq!((bars[1].open, bars[1].close), (Price::from_cents(1000), Price::from_cents(1050)));
+        let minute = "timestamp,open,high,low,close,volume\n2026-11-20T09:30:00-05:00,1.2345,1.24,1.23,1.235,100\n";
+        let bars = parse_bars_csv(minute, Timeframe::Minute).unwrap();
+        assert_eq!(
+            (crate::time::format_ts(&bars[0].start).as_str(), bars[0].open),
+            ("2026-11-20T14:30:00.000Z", Price(12_345))
+        );
+    }
+
+    #[test]
+    fn the_first_bad_row_is_named_by_line() {
+        let head = "date,open,high,low,close,volume\n";
+        for (row, reason) in [
+            ("2026-11-18,10,11,9,10.5", "fields"),
+            ("18/11/2026,10,11,9,10.5,100", "RFC 3339"),
+            ("2026-11-18,ten,11,9,10.5,100", "not a number"),
+            ("2026-11-18,-1,11,9,10.5,100", "positive"),
+            ("2026-11-18,10.00001,11,9,10.5,100", "4 decimal"),
+            ("2026-11-18,10,9.9,9,10.5,100", "bracket"),
+            ("2026-11-18,10,11,9,10.5,1.5", "whole number"),
+        ] {
+            let csv = format!("{head}2026-11-17,10,11,9,10,5\n{row}\n");
+            let e = parse_bars_csv(&csv, Timeframe::Day).unwrap_err();
+            assert_eq!(e.line, 3, "{row}");
+            assert!(e.reason.contains(reason), "{row}: {}", e.reason);
+        }
+        let dup = format!("{head}2026-11-17,10,11,9,10,5\n2026-11-17,10,11,9,10,5\n");
+        assert!(parse_bars_csv(&dup, Timeframe::Day).unwrap_err().reason.contains("second bar"));
+        assert_eq!(parse_bars_csv("open,high,low,close,volume\n", Timeframe::Day).unwrap_err().line, 1);
+        assert!(parse_bars_csv(head, Timeframe::Day).is_err(), "no bars");
+        let off = "timestamp,open,high,low,close,volume\n2026-11-20T14:30:30Z,1,1,1,1,1\n";
+        assert!(parse_bars_csv(off, Timeframe::Minute).unwrap_err().reason.contains("minute boundary"));
+        let date_for_minutes = "date,open,high,low,close,volume\n2026-11-20,1,1,1,1,1\n";
+        assert!(parse_bars_csv(date_for_minutes, Timeframe::Minute).is_err());
+    }
+}
