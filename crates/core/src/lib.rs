@@ -9,6 +9,7 @@ pub mod clock;
 pub mod csv_bars;
 pub mod engine;
 pub mod market;
+pub mod metrics;
 pub mod mode;
 pub mod orders;
 pub mod positions;

@@ -1,0 +1,247 @@
+//! Backtest performance metrics (CONTRACT §4 `GET /api/backtests/{id}`), defined once here and
+//! in `docs/METRICS.md`. The conventions follow `research/domain.md` §4 and say which of the
+//! libraries' differing choices we make:
+//!
+//! - **total_return** = `(E_end − E_0) / E_0` (fraction).
+//! - **sharpe_ratio** = `mean(r) / std(r, ddof = 1) × √252` over **daily** returns `r`, risk-free
+//!   0, where a day's equity is the last point of that New York date and the first return is
+//!   measured from the initial equity (so a losing first day counts). `None` with fewer than two
+//!   daily returns or when every return is equal (the ratio is undefined).
+//! - **max_drawdown** = `max_t (1 − E_t / max_{s≤t} E_s)` over every point of the curve (marked to
+//!   market each bar, not only at closed trades), with the initial equity as the first peak;
+//!   a positive fraction.
+//! - **win_rate** = trades with P&L > 0 / all trades (a break-even trade is not a win).
+//! - **win_loss_ratio** = average winning P&L / |average losing P&L| (the payoff ratio, a ratio
+//!   of averages, not of counts); `None` without both a win and a loss.
+//! - **profit_factor** = gross profit / |gross loss| in dollars; `None` without a loss.
+//! - **expectancy** = mean trade P&L in dollars.
+//!
+//! Dollar sums stay exact (`Decimal`); ratios are `f64`.
+
+use crate::time::Timestamp;
+use chrono::NaiveDate;
+use chrono_tz::America::New_York;
+use rust_decimal::prelude::ToPrimitive;
+use rust_decimal::Decimal;
+use serde::Serialize;
+
+/// Trading days per year for annualising daily figures.
+pub const TRADING_DAYS_PER_YEAR: f64 = 252.0;
+
+/// One point of an equity curve: account value marked to market at `timestamp`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct EquityPoint {
+    #[schema(value_type = String, format = DateTime)]
+    pub timestamp: Timestamp,
+    /// Dollars.
+    #[schema(value_type = String)]
+    pub equity: Decimal,
+}
+
+/// The metrics of one run; see the module documentation for each definition.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct Metrics {
+    pub total_return: f64,
+    pub sharpe_ratio: Option<f64>,
+    pub max_drawdown: f64,
+    pub win_loss_ratio: Option<f64>,
+    pub win_rate: Option<f64>,
+    pub profit_factor: Option<f64>,
+    pub trade_count: u64,
+    /// Sum of winning trades' P&L, dollars.
+    #[schema(value_type = String)]
+    pub gross_profit: Decimal,
+    /// Sum of losing trades' P&L, dollars (zero or negative).
+    #[schema(value_type = String)]
+    pub gross_loss: Decimal,
+    /// Mean trade P&L, dollars; `None` without trades.
+    #[schema(value_type = Option<String>)]
+    pub expectancy: Option<Decimal>,
+    /// Daily returns the Sharpe ratio was computed from (a Sharpe over a handful of days says
+    /// little; show it beside this).
+    pub days: u32,
+}
+
+fn ratio(numerator: Decimal, denominator: Decimal) -> Option<f64> {
+    if denominator.is_zero() {
+        return None;
+    }
+    (numerator / denominator).to_f64()
+}
+
+/// Computes every metric from the initial equity, the marked-to-market curve (in time order) and
+/// the P&L of each completed trade (net of fees, dollars).
+pub fn compute(initial_equity: Decimal, curve: &[EquityPoint], trade_pnl: &[Decimal]) -> Metrics {
+    let final_equity = curve.last().map_or(initial_equity, |p| p.equity);
+    let total_return = ratio(final_equity - initial_equity, initial_equity).unwrap_or(0.0);
+
+    let mut peak = initial_equity;
+    let mut max_drawdown = 0.0_f64;
+    for point in curve {
+        peak = peak.max(point.equity);
+        if peak > Decimal::ZERO {
+            let drawdown = ratio(peak - point.equity, peak).unwrap_or(0.0);
+            max_drawdown = max_drawdown.max(drawdown);
+        }
+    }
+
+    let returns = daily_returns(initial_equity, curve);
+    let sharpe_ratio = sharpe(&returns);
+
+    let wins: Vec<Decimal> = trade_pnl.iter().copied().filter(|p| *p > Decimal::ZERO).collect();
+    let losses: Vec<Decimal> = trade_pnl.iter().copied().filter(|p| *p < Decimal::ZERO).collect();
+    let gross_profit: Decimal = wins.iter().sum();
+    let gross_loss: Decimal = losses.iter().sum();
+    let count = |n: usize| Decimal::from(n as u64);
+    let win_loss_ratio = if wins.is_empty() || losses.is_empty() {
+        None
+    } else {
+        ratio(gross_profit / count(wins.len()), -gross_loss / count(losses.len()))
+    };
+    let trades = trade_pnl.len();
+    Metrics {
+        total_return,
+        sharpe_ratio,
+        max_drawdown,
+        win_loss_ratio,
+        win_rate: (trades > 0).then(|| wins.len() as f64 / trades as f64),
+        profit_factor: ratio(gross_profit, -gross_loss),
+        trade_count: trades as u64,
+        gross_profit,
+        gross_loss,
+        expectancy: (trades > 0).then(|| trade_pnl.iter().sum::<Decimal>() / count(trades)),
+        days: returns.len() as u32,
+    }
+}
+
+/// Returns from one New York date's closing equity to the next, the first from the initial
+/// equity.
+pub fn daily_returns(initial_equity: Decimal, curve: &[EquityPoint]) -> Vec<f64> {
+    let mut closes: Vec<(NaiveDate, Decimal)> = Vec::new();
+    for point in curve {
+        let date = point.timestamp.with_timezone(&New_York).date_naive();
+        match closes.last_mut() {
+            Some((last, equity)) if *last == date => *equity = point.equity,
+            _ => closes.push((date, point.equity)),
+        }
+    }
+    let mut previous = initial_equity;
+    closes
+        .into_iter()
+        .map(|(_, equity)| {
+            let r = ratio(equity - previous, previous).unwrap_or(0.0);
+            previous = equity;
+            r
+        })
+        .collect()
+}
+
+/// Annualised Sharpe ratio of daily returns, risk-free 0, sample standard deviation.
+pub fn sharpe(returns: &[f64]) -> Option<f64> {
+    if returns.len() < 2 {
+        return None;
+    }
+    let n = returns.len() as f64;
+    let mean = returns.iter().sum::<f64>() / n;
+    let variance = returns.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    let std = variance.sqrt();
+    (std > 1e-12).then(|| mean / std * TRADING_DAYS_PER_YEAR.sqrt())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dec(s: &str) -> Decimal {
+        s.parse().unwrap()
+    }
+
+    fn at(s: &str, equity: &str) -> EquityPoint {
+        EquityPoint { timestamp: s.parse().unwrap(), equity: dec(equity) }
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-9
+    }
+
+    /// Three days, +10%, −10%, +10%, from 100. By hand: total (108.9 − 100)/100 = 0.089; returns
+    /// 0.1, −0.1, 0.1 have mean 1/30 and sample variance ((1/15)² + (2/15)² + (1/15)²)/2 = 1/75,
+    /// so Sharpe = (1/30)/√(1/75) × √252 = √75/30 × √252 = 4.582575695; the drawdown 110 → 99 is
+    /// 0.1 at day close, but the intraday low of 88 on day two makes it 0.2.
+    #[test]
+    fn equity_metrics_match_hand_computation() {
+        let curve = [
+            at("2026-11-16T15:00:00Z", "104"),
+            at("2026-11-16T21:00:00Z", "110"),
+            at("2026-11-17T16:00:00Z", "88"),
+            at("2026-11-17T21:00:00Z", "99"),
+            at("2026-11-18T21:00:00Z", "108.9"),
+        ];
+        let m = compute(dec("100"), &curve, &[]);
+        assert!(close(m.total_return, 0.089), "{}", m.total_return);
+        assert_eq!(daily_returns(dec("100"), &curve).len(), 3);
+        assert!(close(m.sharpe_ratio.unwrap(), 4.582575695), "{:?}", m.sharpe_ratio);
+        assert!(close(m.max_drawdown, 0.2), "{}", m.max_drawdown);
+        assert_eq!(m.days, 3);
+        assert_eq!(m.trade_count, 0);
+        assert_eq!((m.win_rate, m.win_loss_ratio, m.profit_factor, m.expectancy), (None, None, None, None));
+    }
+
+    /// A loss on the first day counts against the initial equity (a curve that only ever rises
+    /// after its first point still has a drawdown and a negative first return).
+    #[test]
+    fn the_first_day_is_measured_from_the_initial_equity() {
+        let curve = [at("2026-11-16T21:00:00Z", "95"), at("2026-11-17T21:00:00Z", "99.75")];
+        let returns = daily_returns(dec("100"), &curve);
+        assert!(close(returns[0], -0.05) && close(returns[1], 0.05), "{returns:?}");
+        let m = compute(dec("100"), &curve, &[]);
+        assert!(close(m.max_drawdown, 0.05));
+        // mean 0, so Sharpe 0 exactly.
+        assert!(close(m.sharpe_ratio.unwrap(), 0.0));
+        // One day, or no variation: undefined, not infinite.
+        assert_eq!(sharpe(&[0.01]), None);
+        assert_eq!(sharpe(&[0.01, 0.01, 0.01]), None);
+    }
+
+    /// Days are New York dates (EST, UTC−5, in November): 23:00 and 04:59 UTC the next morning
+    /// are both the 16th in New York; 05:00 UTC on the 17th is midnight, the 17th.
+    #[test]
+    fn days_are_new_york_dates() {
+        let curve =
+            [at("2026-11-16T23:00:00Z", "101"), at("2026-11-17T04:59:00Z", "102"), at("2026-11-17T05:00:00Z", "103")];
+        let returns = daily_returns(dec("100"), &curve);
+        assert_eq!(returns.len(), 2);
+        assert!(close(returns[0], 0.02) && close(returns[1], 1.0 / 102.0), "{returns:?}");
+    }
+
+    /// P&L +100, −50, +200, 0, −30, +60. By hand: 3 wins of 6 trades (the break-even one is not a
+    /// win) → 0.5; average win 360/3 = 120, average loss 80/2 = 40 → 3.0; profit factor 360/80 =
+    /// 4.5; expectancy 280/6 = 46.67 (exact to the cent once rounded).
+    #[test]
+    fn trade_metrics_match_hand_computation() {
+        let pnl: Vec<Decimal> = ["100", "-50", "200", "0", "-30", "60"].iter().map(|s| dec(s)).collect();
+        let m = compute(dec("1000"), &[], &pnl);
+        assert_eq!(m.trade_count, 6);
+        assert!(close(m.win_rate.unwrap(), 0.5));
+        assert!(close(m.win_loss_ratio.unwrap(), 3.0));
+        assert!(close(m.profit_factor.unwrap(), 4.5));
+        assert_eq!(m.gross_profit, dec("360"));
+        assert_eq!(m.gross_loss, dec("-80"));
+        assert_eq!(m.expectancy.unwrap().round_dp(2), dec("46.67"));
+        assert_eq!(m.total_return, 0.0);
+        assert_eq!(m.sharpe_ratio, None);
+    }
+
+    /// Only winners: win rate 1, but no loss to divide by, so the payoff ratio and the profit
+    /// factor are undefined (null), never infinite or a made-up cap.
+    #[test]
+    fn ratios_without_a_loss_are_undefined() {
+        let m = compute(dec("1000"), &[], &[dec("10"), dec("20")]);
+        assert_eq!(m.win_rate, Some(1.0));
+        assert_eq!((m.win_loss_ratio, m.profit_factor), (None, None));
+        let m = compute(dec("1000"), &[], &[dec("-10")]);
+        assert_eq!(m.win_rate, Some(0.0));
+        assert_eq!(m.profit_factor, Some(0.0));
+        assert_eq!(m.win_loss_ratio, None);
+    }
+}
