@@ -134,7 +134,7 @@ pub enum Verdict {
 }
 
 /// Markets buys are valued this much above the last trade for buying power (as brokers do).
-const MARKET_BUY_BUFFER: Decimal = Decimal::from_parts(103, 0, 0, false, 2);
+pub const MARKET_BUY_BUFFER: Decimal = Decimal::from_parts(103, 0, 0, false, 2);
 
 fn risk(rule: RiskRule, limit: Value, current: Value, message: String) -> Verdict {
     Verdict::Refused(Refusal::Risk(Box::new(RiskRefusal { rule, limit, current, message })))

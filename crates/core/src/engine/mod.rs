@@ -352,6 +352,19 @@ impl Engine {
     }
 
     /// The risk gate's view for an order in `symbol`.
+    /// Cash not reserved by working buy orders (at their limit, stop or the mark).
+    pub fn buying_power(&self) -> Decimal {
+        let reserved: Decimal = self
+            .orders
+            .values()
+            .filter(|o| !o.status.is_final() && o.side == Side::Buy)
+            .map(|o| {
+                Decimal::from(o.remaining()) * o.limit_price.or(o.stop_price).unwrap_or_else(|| self.mark(&o.symbol))
+            })
+            .sum();
+        (self.cash - reserved).max(Decimal::ZERO)
+    }
+
     fn snapshot<'a>(
         &'a self,
         symbol: &Symbol,
@@ -367,14 +380,6 @@ impl Engine {
             .chain(self.positions.values().filter(|p| !p.is_flat()).map(|p| &p.symbol))
             .collect::<BTreeSet<_>>()
             .len() as u32;
-        let reserved: Decimal = self
-            .orders
-            .values()
-            .filter(|o| !o.status.is_final() && o.side == Side::Buy)
-            .map(|o| {
-                Decimal::from(o.remaining()) * o.limit_price.or(o.stop_price).unwrap_or_else(|| self.mark(&o.symbol))
-            })
-            .sum();
         RiskSnapshot {
             trading_state: self.trading_state,
             limits: &self.settings.risk_controls,
@@ -386,7 +391,7 @@ impl Engine {
             open_positions,
             trades_today: self.day.trades_today,
             daily_pnl: self.daily_pnl(),
-            buying_power: (self.cash - reserved).max(Decimal::ZERO),
+            buying_power: self.buying_power(),
             client_order_id_used: self.orders.contains_key(id),
             recent_orders: recent,
         }

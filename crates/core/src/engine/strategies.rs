@@ -63,6 +63,7 @@ impl Engine {
             minutes_since_open: since_open,
             minutes_to_close: to_close,
             flatten_minutes_before_close: self.settings.runtime.flatten_minutes_before_close,
+            buying_power: self.buying_power(),
         };
         let params = self.settings.strategy_allocator.clone();
         let slot = self.slots.get_mut(symbol).expect("checked above");
@@ -82,11 +83,7 @@ impl Engine {
         fx: &mut Vec<Effect>,
     ) {
         let rule = decision.rule();
-        let text = match &decision {
-            Decision::Enter { text, .. } | Decision::Exit { text, .. } | Decision::CancelEntry { text, .. } => {
-                text.clone()
-            }
-        };
+        let text = decision.text().to_string();
         fx.push(Effect::Decision { symbol: symbol.clone(), rule, text: text.clone() });
         if let Some(slot) = self.slots.get_mut(symbol) {
             slot.last_rule = Some((rule, text.clone()));
@@ -108,6 +105,18 @@ impl Engine {
                     now,
                     fx,
                 );
+                if let Ok(id) = placed {
+                    if let Some(slot) = self.slots.get_mut(symbol) {
+                        slot.entry_order = Some(id);
+                    }
+                    self.set_status(symbol, StrategyStatus::Buy, None, fx);
+                }
+            }
+            Decision::Buy { quantity, .. } => {
+                let (kind, tif) = (OrderType::Market, TimeInForce::Day);
+                let strategy = Some(strategy_id.to_string());
+                let placed =
+                    self.place(None, symbol, Side::Buy, kind, tif, quantity, None, None, reason, strategy, now, fx);
                 if let Ok(id) = placed {
                     if let Some(slot) = self.slots.get_mut(symbol) {
                         slot.entry_order = Some(id);

@@ -483,3 +483,58 @@ fn watching_respects_the_limit_and_blocks_which_expire_with_the_day() {
         Some(Effect::Reply(Err(CommandError::NotFound(_))))
     ));
 }
+
+/// The reference strategy through the engine: its cross above becomes a market buy of all the
+/// buying power in whole shares, and its cross below a market sell of the whole position.
+#[test]
+fn sma_cross_buys_with_all_buying_power_and_sells_everything() {
+    use crate::market::Price;
+    let mut settings = Settings::default();
+    settings.strategy_allocator.default_strategy_id = "sma_cross".into();
+    let mut e = Engine::new(settings, d(100_000), crate::strategy::make);
+    let s = sym("SMAX");
+    let open = t("2026-03-02T14:30:00Z");
+    e.handle(Event::Command(Command::Watch { symbol: s.clone(), source: "MANUAL".into() }), open);
+    // SMA(10)/SMA(20): 20 bars falling from 30 to 11, then rising: the 10-bar average crosses
+    // above the 20-bar one on the rise, then below once prices fall again.
+    let closes: Vec<i64> = (0..20)
+        .map(|i| 3000 - 100 * i)
+        .chain((0..15).map(|i| 1200 + 150 * i))
+        .chain((0..12).map(|i| 3200 - 200 * i))
+        .collect();
+    let mut orders = Vec::new();
+    for (i, close) in closes.into_iter().enumerate() {
+        let p = Price::from_decimal(d(close)).unwrap();
+        let bar =
+            Bar { start: open + chrono::Duration::minutes(i as i64), open: p, high: p, low: p, close: p, volume: 1000 };
+        let now = bar.start + chrono::Duration::minutes(1);
+        let fx = e.handle(Event::Bar { symbol: s.clone(), bar, prev_close: d(3000), relative_volume: None }, now);
+        for order in submitted(&fx) {
+            let id = order.client_order_id.clone();
+            let execution = Execution {
+                execution_id: format!("x{i}"),
+                timestamp: now,
+                quantity: order.quantity,
+                price: d(close),
+                fee: Decimal::ZERO,
+            };
+            e.handle(
+                Event::Broker(BrokerReport::Accepted {
+                    client_order_id: id.clone(),
+                    broker_order_id: format!("b{i}"),
+                    at: now,
+                }),
+                now,
+            );
+            e.handle(Event::Broker(BrokerReport::Filled { client_order_id: id, execution }), now);
+            orders.push((i, order.side, order.order_type, order.quantity, close));
+        }
+    }
+    assert_eq!(orders.len(), 2, "{orders:?}");
+    let (_, side, kind, quantity, price) = orders[0];
+    assert_eq!((side, kind), (Side::Buy, OrderType::Market));
+    // All of $1,000 in whole shares at the close plus the 3% market-order buffer: 1000 / 24.72.
+    assert_eq!((price, quantity), (2400, 40));
+    assert_eq!((orders[1].1, orders[1].2, orders[1].3), (Side::Sell, OrderType::Market, quantity));
+    assert!(e.positions[&s].is_flat());
+}

@@ -3,6 +3,7 @@
 //! sentence explaining it (these become trade explanations). No clock, no randomness, no I/O.
 
 pub mod momentum_breakout;
+pub mod sma_cross;
 
 use crate::market::Bar;
 use crate::settings::StrategyAllocatorSettings;
@@ -13,6 +14,7 @@ use serde::Serialize;
 pub fn make(id: &str) -> Option<Box<dyn Strategy>> {
     match id {
         "momentum_breakout" => Some(Box::new(momentum_breakout::MomentumBreakout::new())),
+        "sma_cross" => Some(Box::new(sma_cross::SmaCross::default())),
         _ => None,
     }
 }
@@ -35,6 +37,8 @@ pub struct StrategyContext {
     /// `runtime.flatten_minutes_before_close`: flatten when `minutes_to_close` is at or below it
     /// (0 disables).
     pub flatten_minutes_before_close: u32,
+    /// Cash not reserved by working buy orders, dollars.
+    pub buying_power: Decimal,
 }
 
 /// What the strategy wants done. The engine turns decisions into orders through the risk gate.
@@ -52,6 +56,8 @@ pub enum Decision {
         rule: &'static str,
         text: String,
     },
+    /// Buy `quantity` at market (strategies that size from cash, e.g. `sma_cross`).
+    Buy { quantity: u64, rule: &'static str, text: String },
     /// Sell `quantity` at market.
     Exit { quantity: u64, rule: &'static str, text: String },
     /// Withdraw the working entry order.
@@ -59,9 +65,22 @@ pub enum Decision {
 }
 
 impl Decision {
+    /// The sentence explaining the decision.
+    pub fn text(&self) -> &str {
+        match self {
+            Decision::Enter { text, .. }
+            | Decision::Buy { text, .. }
+            | Decision::Exit { text, .. }
+            | Decision::CancelEntry { text, .. } => text,
+        }
+    }
+
     pub fn rule(&self) -> &'static str {
         match self {
-            Decision::Enter { rule, .. } | Decision::Exit { rule, .. } | Decision::CancelEntry { rule, .. } => rule,
+            Decision::Enter { rule, .. }
+            | Decision::Buy { rule, .. }
+            | Decision::Exit { rule, .. }
+            | Decision::CancelEntry { rule, .. } => rule,
         }
     }
 }

@@ -603,6 +603,7 @@ mod tests {
             minutes_since_open: minute,
             minutes_to_close: 390 - minute,
             flatten_minutes_before_close: 5,
+            buying_power: Decimal::new(100_000, 0),
         }
     }
 
@@ -673,9 +674,7 @@ mod tests {
     }
 
     fn assert_sentence(decision: &Decision, numbers: &[&str]) {
-        let text = match decision {
-            Decision::Enter { text, .. } | Decision::Exit { text, .. } | Decision::CancelEntry { text, .. } => text,
-        };
+        let text = decision.text();
         assert!(!text.trim().is_empty());
         assert!(text.ends_with('.'), "not a sentence: {text}");
         assert!(text.chars().next().is_some_and(|c| c.is_uppercase() || c.is_ascii_digit()), "{text}");
@@ -1028,6 +1027,7 @@ mod tests {
                         trigger = Some((*quantity, *stop_price));
                     }
                     Decision::Exit { quantity, .. } => position -= quantity,
+                    Decision::Buy { .. } => unreachable!("momentum_breakout enters with stop-limits"),
                     Decision::CancelEntry { .. } => {
                         working = false;
                         trigger = None;

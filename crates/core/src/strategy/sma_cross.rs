@@ -1,0 +1,232 @@
+//! `sma_cross`: the reference strategy for validating the engine against other backtesters
+//! (CONTRACT §4). Long only: when the `fast`-bar simple moving average of closes crosses above the
+//! `slow` one it buys with all buying power in whole shares at market; when it crosses below it
+//! sells everything at market. "All" is what the risk gate lets a market buy reserve: shares =
+//! floor(buying power / (close × [`MARKET_BUY_BUFFER`])), the buffer brokers hold for a market
+//! order's price moving before it fills.
+//!
+//! A cross is backtesting.py's `crossover(fast, slow)`: on the previous bar fast was strictly
+//! below slow and on this bar it is strictly above (and the reverse for a cross below), so the
+//! first signal needs `slow + 1` closes. The averages are compared exactly, in integer ticks.
+//! They run across days (the strategy is meant for daily as well as minute bars), so a new day
+//! forgets nothing.
+
+use super::{Decision, Strategy, StrategyContext};
+use crate::market::Bar;
+use crate::risk::MARKET_BUY_BUFFER;
+use crate::settings::StrategyAllocatorSettings;
+use rust_decimal::prelude::ToPrimitive;
+use rust_decimal::Decimal;
+use std::cmp::Ordering;
+use std::collections::VecDeque;
+
+pub const ID: &str = "sma_cross";
+pub const VERSION: &str = "1.0.0";
+/// backtesting.py's `SmaCross` example uses 10 and 20.
+pub const DEFAULT_FAST: u32 = 10;
+pub const DEFAULT_SLOW: u32 = 20;
+/// Longest average accepted.
+pub const MAX_WINDOW: u32 = 10_000;
+
+#[derive(Debug, Clone)]
+pub struct SmaCross {
+    fast: usize,
+    slow: usize,
+    /// The last `slow` closes, ticks.
+    closes: VecDeque<i64>,
+    fast_sum: i128,
+    slow_sum: i128,
+    /// fast vs slow on the previous bar, once both averages exist.
+    previous: Option<Ordering>,
+}
+
+impl Default for SmaCross {
+    fn default() -> Self {
+        SmaCross::new(DEFAULT_FAST, DEFAULT_SLOW).expect("defaults are valid")
+    }
+}
+
+impl SmaCross {
+    /// `1 ≤ fast < slow ≤ MAX_WINDOW`, else the reason.
+    pub fn new(fast: u32, slow: u32) -> Result<SmaCross, String> {
+        if fast == 0 || slow > MAX_WINDOW || fast >= slow {
+            return Err(format!("needs 1 ≤ fast < slow ≤ {MAX_WINDOW}, got fast {fast}, slow {slow}"));
+        }
+        Ok(SmaCross {
+            fast: fast as usize,
+            slow: slow as usize,
+            closes: VecDeque::with_capacity(slow as usize + 1),
+            fast_sum: 0,
+            slow_sum: 0,
+            previous: None,
+        })
+    }
+
+    /// Adds a close; returns fast vs slow once `slow` closes are known.
+    fn push(&mut self, close: i64) -> Option<Ordering> {
+        self.closes.push_back(close);
+        self.fast_sum += i128::from(close);
+        self.slow_sum += i128::from(close);
+        if self.closes.len() > self.fast {
+            self.fast_sum -= i128::from(self.closes[self.closes.len() - 1 - self.fast]);
+        }
+        if self.closes.len() > self.slow {
+            self.slow_sum -= i128::from(self.closes.pop_front().expect("longer than slow"));
+        }
+        // fast_sum / fast vs slow_sum / slow, without division.
+        (self.closes.len() == self.slow)
+            .then(|| (self.fast_sum * self.slow as i128).cmp(&(self.slow_sum * self.fast as i128)))
+    }
+
+    fn averages(&self) -> (Decimal, Decimal) {
+        let avg = |sum: i128, n: usize| Decimal::from_i128_with_scale(sum, 4) / Decimal::from(n as u64);
+        (avg(self.fast_sum, self.fast).round_dp(4).normalize(), avg(self.slow_sum, self.slow).round_dp(4).normalize())
+    }
+}
+
+impl Strategy for SmaCross {
+    fn id(&self) -> &'static str {
+        ID
+    }
+
+    fn version(&self) -> &'static str {
+        VERSION
+    }
+
+    fn on_bar(&mut self, bar: &Bar, ctx: &StrategyContext, _: &StrategyAllocatorSettings) -> Vec<Decision> {
+        let now = self.push(bar.close.0);
+        let previous = std::mem::replace(&mut self.previous, now);
+        let (Some(before), Some(now)) = (previous, now) else { return Vec::new() };
+        if ctx.order_working {
+            return Vec::new();
+        }
+        let (fast, slow) = self.averages();
+        let close = bar.close.to_decimal();
+        match (before, now) {
+            (Ordering::Less, Ordering::Greater) if ctx.position == 0 => {
+                let quantity = (ctx.buying_power / (close * MARKET_BUY_BUFFER)).floor().to_u64().unwrap_or(0);
+                if quantity == 0 {
+                    return Vec::new();
+                }
+                let text = format!(
+                    "SMA({}) {fast} crossed above SMA({}) {slow} at {close}; buying {quantity} shares with ${} of buying power.",
+                    self.fast,
+                    self.slow,
+                    ctx.buying_power.round_dp(2)
+                );
+                vec![Decision::Buy { quantity, rule: "SMA_CROSS_ABOVE", text }]
+            }
+            (Ordering::Greater, Ordering::Less) if ctx.position > 0 => {
+                let text = format!(
+                    "SMA({}) {fast} crossed below SMA({}) {slow} at {close}; selling all {} shares.",
+                    self.fast, self.slow, ctx.position
+                );
+                vec![Decision::Exit { quantity: ctx.position, rule: "SMA_CROSS_BELOW", text }]
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    fn on_entry_filled(&mut self, _: u64, _: Decimal) {}
+
+    fn reset_day(&mut self) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::market::Price;
+    use chrono::{Duration, TimeZone, Utc};
+
+    fn ctx(position: u64) -> StrategyContext {
+        StrategyContext {
+            prev_close: Decimal::ONE,
+            relative_volume: None,
+            position,
+            order_working: false,
+            minutes_since_open: 0,
+            minutes_to_close: 390,
+            flatten_minutes_before_close: 0,
+            buying_power: Decimal::new(1_000, 0),
+        }
+    }
+
+    fn bar(i: usize, close: f64) -> Bar {
+        let p = Price::from_f64_tick(close);
+        let start = Utc.with_ymd_and_hms(2026, 1, 5, 0, 0, 0).unwrap() + Duration::days(i as i64);
+        Bar { start, open: p, high: p, low: p, close: p, volume: 1 }
+    }
+
+    /// Runs closes through SMA(2)/SMA(3), feeding back a position that fills at once; returns
+    /// (bar index, decision) pairs.
+    fn run(closes: &[f64]) -> Vec<(usize, Decision)> {
+        let mut s = SmaCross::new(2, 3).unwrap();
+        let mut position = 0;
+        let mut out = Vec::new();
+        for (i, &c) in closes.iter().enumerate() {
+            for d in s.on_bar(&bar(i, c), &ctx(position), &StrategyAllocatorSettings::default()) {
+                match &d {
+                    Decision::Buy { quantity, .. } => position = *quantity,
+                    Decision::Exit { .. } => position = 0,
+                    _ => {}
+                }
+                out.push((i, d));
+            }
+        }
+        out
+    }
+
+    /// By hand, SMA(2) vs SMA(3) of 10, 9, 8, 9, 11, 12, 10, 8:
+    /// bar 2: 8.5 < 9; bar 3: 8.5 < 8.667; bar 4: 10 > 9.333 → cross above, buy floor(1000/(11 ×
+    /// 1.03)) = 88; bar 5: 11.5 > 10.667; bar 6: 11 = 11 (equal is not a cross); bar 7: 9 < 10 → the
+    /// relation went Greater → Equal → Less, and only Greater → Less on consecutive bars counts,
+    /// so no sell at 7. Append 7: bar 8: 7.5 < 8.333 (Less → Less) — still no sell.
+    #[test]
+    fn crosses_are_strict_on_consecutive_bars() {
+        let out = run(&[10.0, 9.0, 8.0, 9.0, 11.0, 12.0, 10.0, 8.0, 7.0]);
+        assert_eq!(out.len(), 1, "{out:?}");
+        let (i, d) = &out[0];
+        assert_eq!(*i, 4);
+        assert!(matches!(d, Decision::Buy { quantity: 88, rule: "SMA_CROSS_ABOVE", .. }), "{d:?}");
+    }
+
+    /// 10, 9, 8, 9, 11, 12, 9: bar 6 has SMA(2) 10.5 < SMA(3) 10.667 after 11.5 > 10.667 → sell
+    /// all 88; then 12: bar 7 10.5 < 11 (Less → Less) → nothing; 13: bar 8 12.5 > 11.333 → buy
+    /// again, floor(1000/(13 × 1.03)) = 74.
+    #[test]
+    fn buys_on_a_cross_above_and_sells_everything_on_a_cross_below() {
+        let out = run(&[10.0, 9.0, 8.0, 9.0, 11.0, 12.0, 9.0, 12.0, 13.0]);
+        let rules: Vec<(usize, &str)> = out.iter().map(|(i, d)| (*i, d.rule())).collect();
+        assert_eq!(rules, vec![(4, "SMA_CROSS_ABOVE"), (6, "SMA_CROSS_BELOW"), (8, "SMA_CROSS_ABOVE")]);
+        assert!(matches!(out[1].1, Decision::Exit { quantity: 88, .. }));
+        assert!(matches!(out[2].1, Decision::Buy { quantity: 74, .. }));
+        let Decision::Buy { text, .. } = &out[0].1 else { panic!() };
+        assert!(text.contains("SMA(2) 10 crossed above SMA(3) 9.3333"), "{text}");
+    }
+
+    #[test]
+    fn no_signal_while_an_order_works_or_without_cash() {
+        let mut s = SmaCross::new(2, 3).unwrap();
+        let params = StrategyAllocatorSettings::default();
+        for (i, c) in [10.0, 9.0, 8.0, 9.0].into_iter().enumerate() {
+            assert!(s.on_bar(&bar(i, c), &ctx(0), &params).is_empty());
+        }
+        let working = StrategyContext { order_working: true, ..ctx(0) };
+        assert!(s.on_bar(&bar(4, 11.0), &working, &params).is_empty());
+        let mut s = SmaCross::new(2, 3).unwrap();
+        for (i, c) in [10.0, 9.0, 8.0, 9.0].into_iter().enumerate() {
+            s.on_bar(&bar(i, c), &ctx(0), &params);
+        }
+        let broke = StrategyContext { buying_power: Decimal::new(10, 0), ..ctx(0) };
+        assert!(s.on_bar(&bar(4, 11.0), &broke, &params).is_empty(), "10 dollars buy no 11-dollar share");
+    }
+
+    #[test]
+    fn windows_are_validated() {
+        assert!(SmaCross::new(0, 3).is_err());
+        assert!(SmaCross::new(3, 3).is_err());
+        assert!(SmaCross::new(5, 3).is_err());
+        assert!(SmaCross::new(1, MAX_WINDOW + 1).is_err());
+        assert!(SmaCross::new(1, 2).is_ok());
+    }
+}
