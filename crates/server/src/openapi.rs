@@ -62,6 +62,7 @@ CONFIRMATION_REQUIRED 428, RATE_LIMITED 429 (Retry-After), INTERNAL_ERROR 500, B
         crate::routes::data::list,
         crate::routes::data::one,
         crate::routes::data::import,
+        crate::routes::strategies::list,
     ),
     components(schemas(crate::error::ErrorCode, crate::envelope::ErrorBody)),
     modifiers(&BearerAuth),
@@ -78,7 +79,8 @@ CONFIRMATION_REQUIRED 428, RATE_LIMITED 429 (Retry-After), INTERNAL_ERROR 500, B
         (name = "risk", description = "Risk state, violations, emergency halt"),
         (name = "account", description = "Account and dashboard"),
         (name = "events", description = "The live event stream (Server-Sent Events)"),
-        (name = "data", description = "Historical data downloads"),
+        (name = "data", description = "Historical data downloads and imports"),
+        (name = "strategies", description = "Built-in strategies and their parameters"),
     )
 )]
 pub struct ApiDoc;

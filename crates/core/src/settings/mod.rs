@@ -132,7 +132,7 @@ pub const LIVE_STRATEGIES: &[&str] = &["momentum_breakout"];
 /// The version of a strategy as it is assigned to watchlist rows.
 pub fn strategy_version(strategy_id: &str) -> Option<&'static str> {
     match strategy_id {
-        "momentum_breakout" => Some("1.0.0"),
+        "momentum_breakout" => Some(crate::strategy::momentum_breakout::MomentumBreakout::VERSION),
         _ => None,
     }
 }

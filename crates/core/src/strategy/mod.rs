@@ -96,3 +96,136 @@ pub trait Strategy: Send + Sync {
     /// The day rolled: forget intraday state.
     fn reset_day(&mut self);
 }
+
+/// How a parameter's value is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ParameterKind {
+    Integer,
+    Number,
+}
+
+/// One parameter of a strategy, for `GET /api/strategies` and to validate backtest `parameters`.
+#[derive(Clone, Debug, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct ParameterInfo {
+    pub name: &'static str,
+    pub kind: ParameterKind,
+    /// The value used when a run does not give one (for `momentum_breakout`, the effective
+    /// `strategy_allocator` setting).
+    pub default: f64,
+    pub minimum: f64,
+    pub maximum: f64,
+    pub description: &'static str,
+}
+
+/// A built-in strategy.
+#[derive(Clone, Debug, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct StrategyInfo {
+    pub strategy_id: &'static str,
+    pub strategy_version: &'static str,
+    pub description: &'static str,
+    /// Whether it may trade the live watchlist (`strategy_allocator.default_strategy_id`);
+    /// every strategy can be backtested.
+    pub live: bool,
+    pub timeframes: Vec<crate::market::Timeframe>,
+    pub parameters: Vec<ParameterInfo>,
+}
+
+/// Every built-in strategy, with parameter defaults taken from the effective allocator settings.
+pub fn catalog(allocator: &StrategyAllocatorSettings) -> Vec<StrategyInfo> {
+    use rust_decimal::prelude::ToPrimitive;
+    use ParameterKind::{Integer, Number};
+    let money = |d: Decimal| d.to_f64().unwrap_or(0.0);
+    let p = |name, kind, default, minimum, maximum, description| ParameterInfo {
+        name,
+        kind,
+        default,
+        minimum,
+        maximum,
+        description,
+    };
+    let strategies = [
+        StrategyInfo {
+            strategy_id: "momentum_breakout",
+            strategy_version: momentum_breakout::MomentumBreakout::VERSION,
+            description: "First-pullback breakout on 1-minute bars: buys a stop-limit above a pullback after an \
+                          impulse leg in a stock up 10%+ on 2x+ relative volume above VWAP, in the first 150 \
+                          minutes; stop below the pullback, scales out at the target, exits on a close below \
+                          VWAP or before the close.",
+            live: true,
+            timeframes: vec![crate::market::Timeframe::Minute],
+            parameters: vec![
+                p("risk_per_trade", Number, money(allocator.risk_per_trade), 0.01, 1e9, "Dollars risked per trade."),
+                p(
+                    "max_position_value",
+                    Number,
+                    money(allocator.max_position_value),
+                    0.01,
+                    1e9,
+                    "Cap on one position's entry value, dollars.",
+                ),
+                p("reward_multiple", Number, allocator.reward_multiple, 0.5, 20.0, "Target as a multiple of the risk."),
+                p(
+                    "scale_out_fraction",
+                    Number,
+                    allocator.scale_out_fraction,
+                    0.0,
+                    1.0,
+                    "Fraction of the position sold at the target.",
+                ),
+            ],
+        },
+        StrategyInfo {
+            strategy_id: sma_cross::ID,
+            strategy_version: sma_cross::VERSION,
+            description: "Reference long-only moving-average crossover: buys with all buying power in whole \
+                          shares when the fast average crosses above the slow one, sells everything when it \
+                          crosses below.",
+            live: false,
+            timeframes: vec![crate::market::Timeframe::Minute, crate::market::Timeframe::Day],
+            parameters: vec![
+                p(
+                    "fast",
+                    Integer,
+                    sma_cross::DEFAULT_FAST.into(),
+                    1.0,
+                    f64::from(sma_cross::MAX_WINDOW - 1),
+                    "Bars in the fast average.",
+                ),
+                p(
+                    "slow",
+                    Integer,
+                    sma_cross::DEFAULT_SLOW.into(),
+                    2.0,
+                    sma_cross::MAX_WINDOW.into(),
+                    "Bars in the slow average; more than fast.",
+                ),
+            ],
+        },
+    ];
+    strategies.into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The catalog names exactly the strategies `make` builds, at the versions they report, and
+    /// momentum_breakout's defaults follow the operator's settings.
+    #[test]
+    fn the_catalog_matches_the_strategies_built() {
+        let allocator = StrategyAllocatorSettings { risk_per_trade: Decimal::new(125, 0), ..Default::default() };
+        let catalog = catalog(&allocator);
+        for info in &catalog {
+            let built = make(info.strategy_id).expect("every listed strategy is built");
+            assert_eq!((built.id(), built.version()), (info.strategy_id, info.strategy_version));
+            assert_eq!(info.live, crate::settings::LIVE_STRATEGIES.contains(&info.strategy_id));
+            for p in &info.parameters {
+                assert!(p.minimum <= p.default && p.default <= p.maximum, "{}: {p:?}", info.strategy_id);
+            }
+        }
+        assert_eq!(catalog.iter().map(|s| s.strategy_id).collect::<Vec<_>>(), ["momentum_breakout", "sma_cross"]);
+        assert_eq!(catalog[0].parameters[0].default, 125.0);
+        assert!(make("nope").is_none());
+    }
+}

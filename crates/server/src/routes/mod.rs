@@ -11,6 +11,7 @@ pub mod positions;
 pub mod radar;
 pub mod risk;
 pub mod settings;
+pub mod strategies;
 pub mod system;
 pub mod watchlist;
 
@@ -33,6 +34,7 @@ pub fn api() -> Router<AppState> {
         .merge(account::router())
         .merge(events::router())
         .merge(data::router())
+        .merge(strategies::router())
 }
 
 /// `limit` of list endpoints: default 100, 1..=1000 (CONTRACT §8).

@@ -15,4 +15,5 @@ mod hostile;
 mod openapi;
 mod radar;
 mod settings;
+mod strategies;
 mod trading;

@@ -48,6 +48,7 @@ async fn openapi_lists_every_api_route() {
             "GET /api/risk/violations",
             "GET /api/settings",
             "GET /api/settings/history",
+            "GET /api/strategies",
             "GET /api/version",
             "GET /api/watchlist",
             "POST /api/auth/tokens",
