@@ -2,26 +2,13 @@
 """Emergency halt through the API (issue 4): with 100 open positions and 500 working orders on
 the paper broker, the time of POST /api/risk/emergency-halt — which answers once the latch, every
 cancel and every exit have been persisted and handed to the broker. Usage: halt_api.py BASE TOKEN"""
-import json
 import sys
 import time
-import urllib.request
+
+from api_client import client
 
 base, token = sys.argv[1], sys.argv[2]
-
-
-def call(method, path, body=None):
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(base + path, data=data, method=method)
-    req.add_header("Authorization", "Bearer " + token)
-    if data is not None:
-        req.add_header("Content-Type", "application/json")
-    try:
-        with urllib.request.urlopen(req) as resp:
-            return json.load(resp)
-    except urllib.error.HTTPError as e:
-        return json.load(e)
-
+call = client(base, token)
 
 ok = call("PUT", "/api/settings", {
     "momentum_radar": {"min_percentage_gain": -100, "min_relative_volume": 0, "max_float": 100000000000,

@@ -2,27 +2,14 @@
 """POST /api/orders -> FILLED visible in GET /api/orders/{id}, on the paper broker (issue 4).
 Usage: order_latency.py BASE_URL TOKEN [ORDERS]. Alternates buys and sells of one symbol so the
 position stays small; prints p50/p99 in milliseconds."""
-import json
 import sys
 import time
-import urllib.request
+
+from api_client import client
 
 base, token = sys.argv[1], sys.argv[2]
 count = int(sys.argv[3]) if len(sys.argv) > 3 else 100
-
-
-def call(method, path, body=None):
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(base + path, data=data, method=method)
-    req.add_header("Authorization", "Bearer " + token)
-    if data is not None:
-        req.add_header("Content-Type", "application/json")
-    try:
-        with urllib.request.urlopen(req) as resp:
-            return json.load(resp)
-    except urllib.error.HTTPError as e:
-        return json.load(e)
-
+call = client(base, token)
 
 call("PUT", "/api/settings", {
     "momentum_radar": {"min_percentage_gain": -100, "min_relative_volume": 0, "max_float": 100000000000,

@@ -76,9 +76,4 @@ impl EventBus {
         };
         (replay, self.tx.subscribe())
     }
-
-    /// The id of the newest event (0 before any).
-    pub fn last_id(&self) -> u64 {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner()).0
-    }
 }

@@ -23,12 +23,6 @@ impl Rng {
         (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
     }
 
-    /// Uniform in [lo, hi).
-    #[inline]
-    pub fn range(&mut self, lo: f64, hi: f64) -> f64 {
-        lo + (hi - lo) * self.uniform()
-    }
-
     /// Standard normal (Box–Muller, one value per call).
     #[inline]
     pub fn normal(&mut self) -> f64 {

@@ -43,11 +43,7 @@ pub struct OrderFilter {
 
 #[async_trait]
 pub trait TradingRepository: Send + Sync {
-    /// Inserts or updates the order and inserts executions not yet stored.
-    async fn save_order(&self, order: &Order, mode: &str, trading_date: &str) -> Result<(), StoreError> {
-        self.save_orders(std::slice::from_ref(order), mode, trading_date).await
-    }
-    /// [`TradingRepository::save_order`] for many orders in one transaction.
+    /// Inserts or updates each order and inserts executions not yet stored, in one transaction.
     async fn save_orders(&self, orders: &[Order], mode: &str, trading_date: &str) -> Result<(), StoreError>;
     /// The order with its executions, and the mode it was placed in.
     async fn order(&self, id: &str) -> Result<Option<(Order, String)>, StoreError>;
@@ -55,7 +51,6 @@ pub trait TradingRepository: Send + Sync {
     async fn orders(&self, filter: &OrderFilter) -> Result<Vec<(Order, String)>, StoreError>;
     /// Orders not in a final status (to restore the engine).
     async fn open_orders(&self) -> Result<Vec<Order>, StoreError>;
-    async fn save_position(&self, position: &Position) -> Result<(), StoreError>;
     /// Order updates, positions and the engine's state row of one batch, in one transaction: a
     /// crash never leaves a fill without its position or its cash.
     async fn save_batch(
@@ -218,13 +213,6 @@ impl TradingRepository for Database {
             save_position_in(&mut tx, p).await?;
         }
         save_state_in(&mut tx, state).await?;
-        tx.commit().await?;
-        Ok(())
-    }
-
-    async fn save_position(&self, p: &Position) -> Result<(), StoreError> {
-        let mut tx = self.pool.begin().await?;
-        save_position_in(&mut tx, p).await?;
         tx.commit().await?;
         Ok(())
     }

@@ -129,14 +129,6 @@ impl Default for MomentumRadarSettings {
 /// Strategies that may trade the live watchlist.
 pub const LIVE_STRATEGIES: &[&str] = &["momentum_breakout"];
 
-/// The version of a strategy as it is assigned to watchlist rows.
-pub fn strategy_version(strategy_id: &str) -> Option<&'static str> {
-    match strategy_id {
-        "momentum_breakout" => Some(crate::strategy::momentum_breakout::MomentumBreakout::VERSION),
-        _ => None,
-    }
-}
-
 /// Which strategy trades watched symbols, auto-watching, and position sizing.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, default)]

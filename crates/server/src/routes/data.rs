@@ -1,5 +1,6 @@
 //! Historical data: `POST /api/data/download`, `GET /api/data/downloads`,
-//! `GET /api/data/downloads/{request_id}`.
+//! `GET /api/data/downloads/{request_id}`, and `POST /api/data/import` (CSV; the CLI's
+//! `tradeops data import` stores through the same [`import_bars`]).
 
 use crate::auth::Caller;
 use crate::envelope::{ApiResponse, SuccessBody};

@@ -237,6 +237,12 @@ impl TestApp {
         self.call(Method::PUT, "/api/settings", Some(token), Some(body)).await
     }
 
+    /// `PUT /api/settings` with `X-Confirm-Live: true`.
+    pub async fn put_settings_confirmed(&self, token: &str, body: &Value) -> Reply {
+        let req = self.client.put(self.url("/api/settings")).bearer_auth(token).header("x-confirm-live", "true");
+        self.raw(req.json(body)).await
+    }
+
     /// Creates a token with `role` as the admin and returns its secret.
     pub async fn token(&self, name: &str, role: &str) -> String {
         let reply = self

@@ -114,15 +114,7 @@ async fn switching_to_live_is_guarded() {
     reply.assert_error(409, "SETTINGS_UPDATE_BLOCKED");
     assert_eq!(reply.body["error"]["detail"]["guard"], "X-Confirm-Live");
 
-    let reply = app
-        .raw(
-            app.client
-                .put(app.url("/api/settings"))
-                .bearer_auth(ADMIN_TOKEN)
-                .header("x-confirm-live", "true")
-                .json(&live),
-        )
-        .await;
+    let reply = app.put_settings_confirmed(ADMIN_TOKEN, &live).await;
     reply.assert_error(409, "SETTINGS_UPDATE_BLOCKED");
     assert_eq!(reply.body["error"]["detail"]["guard"], "live_capable_broker");
     assert_eq!(app.get("/api/settings").await.data()["runtime"]["trading_mode"], "PAPER");
@@ -140,16 +132,13 @@ async fn live_mode_requires_confirmation_and_guards_raised_limits() {
 
     let tighten = json!({"risk_controls": {"max_daily_loss": 400}});
     app.put_settings(&operator, tighten.clone()).await.assert_error(428, "CONFIRMATION_REQUIRED");
-    let confirmed = |token: &str, body: &serde_json::Value| {
-        app.client.put(app.url("/api/settings")).bearer_auth(token).header("x-confirm-live", "true").json(body)
-    };
-    app.raw(confirmed(&operator, &tighten)).await.assert_ok(200);
+    app.put_settings_confirmed(&operator, &tighten).await.assert_ok(200);
 
     let raise = json!({"risk_controls": {"max_daily_loss": 900}});
-    let reply = app.raw(confirmed(&operator, &raise)).await;
+    let reply = app.put_settings_confirmed(&operator, &raise).await;
     reply.assert_error(409, "SETTINGS_UPDATE_BLOCKED");
     assert_eq!(reply.body["error"]["detail"]["fields"], json!(["risk_controls.max_daily_loss"]));
-    app.raw(confirmed(ADMIN_TOKEN, &raise)).await.assert_ok(200);
+    app.put_settings_confirmed(ADMIN_TOKEN, &raise).await.assert_ok(200);
 
     let audit = app.get("/api/audit?action=settings.update").await;
     let outcomes: Vec<_> =

@@ -300,15 +300,7 @@ async fn guarded_settings_changes_wait_until_flat() {
     let placed = buy(&app, &symbol, 10).await;
     app.wait_for_order(&id(&placed), "FILLED").await;
     let live = json!({"runtime": {"trading_mode": "LIVE"}});
-    let reply = app
-        .raw(
-            app.client
-                .put(app.url("/api/settings"))
-                .bearer_auth(ADMIN_TOKEN)
-                .header("x-confirm-live", "true")
-                .json(&live),
-        )
-        .await;
+    let reply = app.put_settings_confirmed(ADMIN_TOKEN, &live).await;
     reply.assert_error(409, "SETTINGS_UPDATE_BLOCKED");
     assert_eq!(reply.body["error"]["detail"]["guard"], "no_open_exposure");
 }
