@@ -326,7 +326,7 @@ fn easter_sunday(year: i32) -> Option<NaiveDate> {
 /// 04:00–20:00) never fall in a DST gap or overlap (the switch happens at 02:00), but the
 /// conversion is total anyway: an overlap takes the earlier instant, a gap the instant the
 /// clock jumps to.
-fn ny_instant(date: NaiveDate, (hour, minute): (u32, u32)) -> Timestamp {
+pub fn ny_instant(date: NaiveDate, (hour, minute): (u32, u32)) -> Timestamp {
     let time = NaiveTime::from_hms_opt(hour, minute, 0).unwrap_or(NaiveTime::MIN);
     let local = date.and_time(time);
     New_York
@@ -335,6 +335,34 @@ fn ny_instant(date: NaiveDate, (hour, minute): (u32, u32)) -> Timestamp {
         .or_else(|| New_York.from_local_datetime(&(local + Duration::hours(1))).earliest())
         .map(|t| t.with_timezone(&Utc))
         .unwrap_or_else(|| Utc.from_utc_datetime(&local))
+}
+
+/// The New York date of a stream of timestamps without a time-zone conversion per call: the
+/// current date's bounds are kept and only a timestamp outside them is converted.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NyDay {
+    bounds: Option<(NaiveDate, Timestamp, Timestamp)>,
+}
+
+impl NyDay {
+    /// The New York date of `at`.
+    pub fn date_of(&mut self, at: Timestamp) -> NaiveDate {
+        self.locate(at).0
+    }
+
+    /// The New York date of `at` and the minutes since that date's midnight.
+    pub fn locate(&mut self, at: Timestamp) -> (NaiveDate, u32) {
+        match self.bounds {
+            Some((date, start, end)) if at >= start && at < end => (date, ((at - start).num_minutes()) as u32),
+            _ => {
+                let date = at.with_timezone(&New_York).date_naive();
+                let start = ny_instant(date, (0, 0));
+                let end = ny_instant(date + Duration::days(1), (0, 0));
+                self.bounds = Some((date, start, end));
+                (date, ((at - start).num_minutes()).max(0) as u32)
+            }
+        }
+    }
 }
 
 #[cfg(test)]

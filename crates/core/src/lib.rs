@@ -2,6 +2,7 @@
 //! settings model with its validation. Nothing here performs I/O or reads the wall clock; the
 //! compiler keeps it that way because this crate depends on no runtime, database or HTTP crate.
 
+pub mod backtest;
 pub mod bars;
 pub mod broker;
 pub mod calendar;
@@ -20,6 +21,7 @@ pub mod settings;
 pub mod strategy;
 pub mod symbol;
 pub mod time;
+pub mod trades;
 
 pub use clock::{Clock, ManualClock};
 pub use mode::TradingMode;

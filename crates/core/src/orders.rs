@@ -29,6 +29,17 @@ pub enum OrderType {
     StopLimit,
 }
 
+impl OrderType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OrderType::Market => "MARKET",
+            OrderType::Limit => "LIMIT",
+            OrderType::Stop => "STOP",
+            OrderType::StopLimit => "STOP_LIMIT",
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum TimeInForce {
@@ -193,6 +204,9 @@ pub struct Order {
     /// Why it was placed (strategy rule or operator's words).
     pub reason: Option<String>,
     pub strategy_id: Option<String>,
+    /// The protective stop the strategy planned for an entry (what one R of risk is measured
+    /// from); not an order at the broker.
+    pub stop_loss: Option<Decimal>,
     pub reject_reason: Option<String>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
@@ -227,6 +241,7 @@ impl Order {
             filled_notional: Decimal::ZERO,
             fees: Decimal::ZERO,
             executions: Vec::new(),
+            stop_loss: None,
             reason: None,
             strategy_id: None,
             reject_reason: None,

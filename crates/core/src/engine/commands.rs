@@ -443,6 +443,19 @@ impl Engine {
     /// Submits market sells for every share not already being sold by a liquidation order.
     /// Returns whether any position is open.
     pub(super) fn submit_liquidation(&mut self, now: Timestamp, fx: &mut Vec<Effect>) -> bool {
+        self.submit_exits(LIQUIDATION_REASON, now, fx)
+    }
+
+    /// Sells every share of every open position not already being sold, at market with `reason`,
+    /// outside the risk gate (closing only reduces risk): a backtest's close after its last bar,
+    /// once its working orders are cancelled.
+    pub fn close_out(&mut self, reason: &str, now: Timestamp) -> Vec<Effect> {
+        let mut fx = Vec::new();
+        self.submit_exits(reason, now, &mut fx);
+        fx
+    }
+
+    fn submit_exits(&mut self, reason: &str, now: Timestamp, fx: &mut Vec<Effect>) -> bool {
         let positions: Vec<(Symbol, u64)> =
             self.positions.values().filter(|p| !p.is_flat()).map(|p| (p.symbol.clone(), p.quantity)).collect();
         for (symbol, held) in &positions {
@@ -468,7 +481,7 @@ impl Engine {
                 None,
                 now,
             );
-            order.reason = Some(LIQUIDATION_REASON.into());
+            order.reason = Some(reason.into());
             self.orders.insert(id, order.clone());
             fx.push(Effect::Submit(order));
         }

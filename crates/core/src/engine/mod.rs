@@ -26,7 +26,7 @@ use rust_decimal::Decimal;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-pub use commands::{Command, CommandError, ManualOrder, Reply};
+pub use commands::{Command, CommandError, ManualOrder, Reply, LIQUIDATION_REASON};
 
 /// A watched symbol's strategy status (CONTRACT §3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize, utoipa::ToSchema)]
@@ -211,6 +211,8 @@ pub struct Engine {
     sequence: u64,
     /// The regular session of the current date (cached: computing it takes holiday rules).
     session: Option<(NaiveDate, Timestamp, Timestamp)>,
+    /// The New York date of the events (cached bounds: no time-zone conversion per event).
+    ny_day: crate::calendar::NyDay,
     /// Strategy factory by id.
     make_strategy: fn(&str) -> Option<Box<dyn Strategy>>,
 }
@@ -238,6 +240,7 @@ impl Engine {
             recent: VecDeque::new(),
             sequence: 0,
             session: None,
+            ny_day: Default::default(),
             make_strategy,
         }
     }
@@ -274,7 +277,7 @@ impl Engine {
     }
 
     fn roll_day(&mut self, now: Timestamp, fx: &mut Vec<Effect>) {
-        let date = self.calendar().date_of(now);
+        let date = self.ny_day.date_of(now);
         if self.day.date == Some(date) {
             return;
         }

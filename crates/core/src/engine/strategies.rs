@@ -45,7 +45,7 @@ impl Engine {
             .chain(slot.exit_orders.iter())
             .any(|id| self.orders.get(id).is_some_and(|o| !o.status.is_final()));
         let market = self.market.get(symbol).copied().unwrap_or_default();
-        let date = self.calendar().date_of(now);
+        let date = self.ny_day.date_of(now);
         let (open, close) = match self.session {
             Some((d, open, close)) if d == date => (open, close),
             _ => {
@@ -90,7 +90,7 @@ impl Engine {
         }
         let reason = Some(format!("{rule}: {text}"));
         match decision {
-            Decision::Enter { quantity, stop_price, limit_price, .. } => {
+            Decision::Enter { quantity, stop_price, limit_price, stop_loss, .. } => {
                 let placed = self.place(
                     None,
                     symbol,
@@ -106,6 +106,11 @@ impl Engine {
                     fx,
                 );
                 if let Ok(id) = placed {
+                    // `place` ends with the Submit effect of the order it made.
+                    if let (Some(order), Some(Effect::Submit(submitted))) = (self.orders.get_mut(&id), fx.last_mut()) {
+                        order.stop_loss = Some(stop_loss);
+                        submitted.stop_loss = Some(stop_loss);
+                    }
                     if let Some(slot) = self.slots.get_mut(symbol) {
                         slot.entry_order = Some(id);
                     }

@@ -1,0 +1,318 @@
+//! The simulated matching engine of backtests (CONTRACT §4 `fill`, research/domain.md §5.2 and
+//! §5.5): bar-based, deterministic, no partial fills.
+//!
+//! - Orders are accepted at once.
+//! - **Market** orders fill at the next bar's open (`NEXT_OPEN`), or at the close of the bar
+//!   the decision was taken on (`CLOSE`).
+//! - **Stop** buys trigger when a bar's high reaches the stop and fill at `max(open, stop)` — the
+//!   open when the bar gaps through the stop; stop sells mirror it with the low.
+//! - **Stop-limit** buys trigger the same way and then fill at `max(open, stop)` when that is
+//!   within the limit; when the bar opened above the limit they fill at the limit only if the bar
+//!   came back down to it; a triggered order that did not fill rests as a limit order.
+//! - **Limit** buys fill when the low reaches the limit, at `min(open, limit)`; sells mirror it.
+//! - Slippage moves every fill price `slippage_bps` against the order (never past its limit),
+//!   rounded to the 1/10,000 dollar tick. Commission is `commission_rate` × the fill's value.
+//! - Unfilled stop and limit DAY orders expire when the New York date changes; market orders
+//!   always fill at the next bar (a bar-based backtest has no intraday book to queue them in).
+
+use crate::broker::BrokerReport;
+use crate::market::{Bar, Price, Side};
+use crate::orders::{ClientOrderId, Execution, Order, OrderType, TimeInForce};
+use crate::time::Timestamp;
+use rust_decimal::Decimal;
+
+/// When a market order fills (CONTRACT §4 `fill`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum FillModel {
+    /// A decision on a bar's close fills at the next bar's open.
+    #[default]
+    NextOpen,
+    /// At the close of the bar the decision was taken on.
+    Close,
+}
+
+struct Working {
+    id: ClientOrderId,
+    side: Side,
+    order_type: OrderType,
+    tif: TimeInForce,
+    quantity: u64,
+    limit: Option<Price>,
+    stop: Option<Price>,
+    triggered: bool,
+}
+
+/// The backtest broker.
+pub struct BarBroker {
+    fill: FillModel,
+    commission_rate: Decimal,
+    /// `slippage_bps` / 10,000.
+    slippage: Decimal,
+    working: Vec<Working>,
+    executions: u64,
+}
+
+impl BarBroker {
+    pub fn new(fill: FillModel, commission_rate: Decimal, slippage_bps: Decimal) -> BarBroker {
+        BarBroker {
+            fill,
+            commission_rate,
+            slippage: slippage_bps / Decimal::from(10_000),
+            working: Vec::new(),
+            executions: 0,
+        }
+    }
+
+    pub fn has_working(&self) -> bool {
+        !self.working.is_empty()
+    }
+
+    /// A new order at `now`, decided on `bar`: accepted, and filled at once when it is a market
+    /// order under `CLOSE`.
+    pub fn submit(&mut self, order: &Order, bar: &Bar, now: Timestamp) -> Vec<BrokerReport> {
+        let mut reports = vec![BrokerReport::Accepted {
+            client_order_id: order.client_order_id.clone(),
+            broker_order_id: format!("bt-{}", order.client_order_id),
+            at: now,
+        }];
+        let tick = |d: Option<Decimal>| d.and_then(Price::from_decimal);
+        let working = Working {
+            id: order.client_order_id.clone(),
+            side: order.side,
+            order_type: order.order_type,
+            tif: order.time_in_force,
+            quantity: order.quantity,
+            limit: tick(order.limit_price),
+            stop: tick(order.stop_price),
+            triggered: false,
+        };
+        if order.order_type == OrderType::Market && self.fill == FillModel::Close {
+            reports.push(self.execute(&working, bar.close, now));
+        } else {
+            self.working.push(working);
+        }
+        reports
+    }
+
+    /// Changes when market orders submitted from now on fill.
+    pub fn set_fill(&mut self, fill: FillModel) {
+        self.fill = fill;
+    }
+
+    pub fn cancel(&mut self, id: &ClientOrderId, now: Timestamp) -> Vec<BrokerReport> {
+        match self.working.iter().position(|w| &w.id == id) {
+            Some(i) => {
+                self.working.remove(i);
+                vec![BrokerReport::Canceled { client_order_id: id.clone(), at: now }]
+            }
+            None => vec![BrokerReport::CancelRejected {
+                client_order_id: id.clone(),
+                reason: "not working".into(),
+                at: now,
+            }],
+        }
+    }
+
+    /// The trading date changed: unfilled stop and limit DAY orders expire.
+    pub fn expire_day_orders(&mut self, now: Timestamp) -> Vec<BrokerReport> {
+        let mut reports = Vec::new();
+        self.working.retain(|w| {
+            let expires = w.tif == TimeInForce::Day && w.order_type != OrderType::Market;
+            if expires {
+                reports.push(BrokerReport::Expired { client_order_id: w.id.clone(), at: now });
+            }
+            !expires
+        });
+        reports
+    }
+
+    /// Matches working orders against a new bar; fills are stamped at the bar's start.
+    pub fn on_bar(&mut self, bar: &Bar) -> Vec<BrokerReport> {
+        if self.working.is_empty() {
+            return Vec::new();
+        }
+        let mut reports = Vec::new();
+        let mut i = 0;
+        while i < self.working.len() {
+            match match_bar(&mut self.working[i], bar) {
+                Some(price) => {
+                    let working = self.working.remove(i);
+                    reports.push(self.execute(&working, price, bar.start));
+                }
+                None => i += 1,
+            }
+        }
+        reports
+    }
+
+    fn execute(&mut self, w: &Working, reference: Price, at: Timestamp) -> BrokerReport {
+        let price = slipped(reference.to_decimal(), w.side, self.slippage, w.limit.map(Price::to_decimal));
+        self.executions += 1;
+        let fee = self.commission_rate * price * Decimal::from(w.quantity);
+        BrokerReport::Filled {
+            client_order_id: w.id.clone(),
+            execution: Execution {
+                execution_id: format!("bt-x{}", self.executions),
+                timestamp: at,
+                quantity: w.quantity,
+                price,
+                fee,
+            },
+        }
+    }
+}
+
+/// `price` moved `slippage` (a fraction) against `side`, on the tick, never past `limit`.
+fn slipped(price: Decimal, side: Side, slippage: Decimal, limit: Option<Decimal>) -> Decimal {
+    if slippage.is_zero() {
+        return price;
+    }
+    let moved = match side {
+        Side::Buy => price * (Decimal::ONE + slippage),
+        Side::Sell => price * (Decimal::ONE - slippage),
+    }
+    .round_dp(4);
+    match (side, limit) {
+        (Side::Buy, Some(limit)) => moved.min(limit.max(price)),
+        (Side::Sell, Some(limit)) => moved.max(limit.min(price)),
+        _ => moved,
+    }
+}
+
+/// The price `w` fills at within `bar`, if it does.
+fn match_bar(w: &mut Working, bar: &Bar) -> Option<Price> {
+    let buy = w.side == Side::Buy;
+    let limit_fill = |limit: Price| -> Option<Price> {
+        if buy {
+            (bar.low <= limit).then(|| bar.open.min(limit))
+        } else {
+            (bar.high >= limit).then(|| bar.open.max(limit))
+        }
+    };
+    match w.order_type {
+        OrderType::Market => Some(bar.open),
+        OrderType::Limit => limit_fill(w.limit?),
+        OrderType::Stop | OrderType::StopLimit if w.triggered => match w.limit {
+            Some(limit) => limit_fill(limit),
+            None => Some(bar.open),
+        },
+        OrderType::Stop | OrderType::StopLimit => {
+            let stop = w.stop?;
+            let (touched, at) =
+                if buy { (bar.high >= stop, bar.open.max(stop)) } else { (bar.low <= stop, bar.open.min(stop)) };
+            if !touched {
+                return None;
+            }
+            w.triggered = true;
+            match w.limit {
+                None => Some(at),
+                Some(limit) if (buy && at <= limit) || (!buy && at >= limit) => Some(at),
+                // Gapped through the limit: fills only if the bar came back to it.
+                Some(limit) => {
+                    if buy {
+                        (bar.low <= limit).then_some(limit)
+                    } else {
+                        (bar.high >= limit).then_some(limit)
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::orders::OrderStatus;
+    use crate::symbol::Symbol;
+    use chrono::TimeZone;
+
+    fn px(text: &str) -> Price {
+        Price::from_decimal(text.parse().unwrap()).unwrap()
+    }
+
+    fn bar(minute: i64, o: &str, h: &str, l: &str, c: &str) -> Bar {
+        let start = chrono::Utc.with_ymd_and_hms(2026, 3, 2, 15, 0, 0).unwrap() + chrono::Duration::minutes(minute);
+        Bar { start, open: px(o), high: px(h), low: px(l), close: px(c), volume: 1000 }
+    }
+
+    fn order(side: Side, kind: OrderType, limit: Option<&str>, stop: Option<&str>) -> Order {
+        let id = ClientOrderId::parse("t-1").unwrap();
+        let d = |s: Option<&str>| s.map(|s| s.parse().unwrap());
+        let at = bar(0, "1", "1", "1", "1").start;
+        let mut o =
+            Order::new(id, Symbol::parse("ABC").unwrap(), side, kind, TimeInForce::Day, 100, d(limit), d(stop), at);
+        o.status = OrderStatus::New;
+        o
+    }
+
+    fn filled_at(reports: &[BrokerReport]) -> Option<(Decimal, Decimal, Timestamp)> {
+        reports.iter().find_map(|r| match r {
+            BrokerReport::Filled { execution, .. } => Some((execution.price, execution.fee, execution.timestamp)),
+            _ => None,
+        })
+    }
+
+    #[test]
+    fn market_orders_fill_at_the_next_open_or_the_close() {
+        let decided = bar(0, "10", "10.5", "9.9", "10.2");
+        let next = bar(1, "10.3", "10.4", "10.1", "10.2");
+        let mut b = BarBroker::new(FillModel::NextOpen, Decimal::ZERO, Decimal::ZERO);
+        let reports = b.submit(&order(Side::Buy, OrderType::Market, None, None), &decided, next.start);
+        assert!(matches!(reports.as_slice(), [BrokerReport::Accepted { .. }]));
+        let (price, _, at) = filled_at(&b.on_bar(&next)).unwrap();
+        assert_eq!((price, at), ("10.3".parse().unwrap(), next.start));
+
+        let mut b = BarBroker::new(FillModel::Close, Decimal::ZERO, Decimal::ZERO);
+        let (price, ..) = filled_at(&b.submit(&order(Side::Buy, OrderType::Market, None, None), &decided, next.start))
+            .expect("CLOSE fills at once");
+        assert_eq!(price, "10.2".parse().unwrap());
+        assert!(!b.has_working());
+    }
+
+    #[test]
+    fn slippage_and_commission_go_against_the_order() {
+        let decided = bar(0, "10", "10", "10", "10");
+        let next = bar(1, "20", "20", "20", "20");
+        let mut b = BarBroker::new(FillModel::NextOpen, "0.001".parse().unwrap(), Decimal::from(50));
+        b.submit(&order(Side::Buy, OrderType::Market, None, None), &decided, next.start);
+        let (price, fee, _) = filled_at(&b.on_bar(&next)).unwrap();
+        assert_eq!(price, "20.1".parse::<Decimal>().unwrap(), "50 bps above 20");
+        assert_eq!(fee, "2.01".parse::<Decimal>().unwrap(), "0.1% of 100 × 20.10");
+        let mut b = BarBroker::new(FillModel::NextOpen, Decimal::ZERO, Decimal::from(50));
+        b.submit(&order(Side::Sell, OrderType::Market, None, None), &decided, next.start);
+        assert_eq!(filled_at(&b.on_bar(&next)).unwrap().0, "19.9".parse::<Decimal>().unwrap());
+    }
+
+    #[test]
+    fn stop_limit_buys_trigger_on_the_high_and_respect_the_limit() {
+        let decided = bar(0, "10", "10", "10", "10");
+        let mut b = BarBroker::new(FillModel::NextOpen, Decimal::ZERO, Decimal::ZERO);
+        b.submit(&order(Side::Buy, OrderType::StopLimit, Some("10.60"), Some("10.50")), &decided, decided.start);
+        assert!(b.on_bar(&bar(1, "10.1", "10.4", "10", "10.3")).is_empty(), "high below the stop");
+        let (price, ..) = filled_at(&b.on_bar(&bar(2, "10.3", "10.8", "10.2", "10.7"))).unwrap();
+        assert_eq!(price, "10.5".parse().unwrap(), "fills at the stop when traded through");
+
+        // Gap above the stop but within the limit: the open.
+        b.submit(&order(Side::Buy, OrderType::StopLimit, Some("10.60"), Some("10.50")), &decided, decided.start);
+        assert_eq!(filled_at(&b.on_bar(&bar(3, "10.55", "10.9", "10.5", "10.8"))).unwrap().0, "10.55".parse().unwrap());
+
+        // Gap above the limit and never back: triggered, rests as a limit order, then fills.
+        b.submit(&order(Side::Buy, OrderType::StopLimit, Some("10.60"), Some("10.50")), &decided, decided.start);
+        assert!(b.on_bar(&bar(4, "11", "11.2", "10.9", "11.1")).is_empty());
+        assert_eq!(filled_at(&b.on_bar(&bar(5, "10.7", "10.8", "10.4", "10.5"))).unwrap().0, "10.6".parse().unwrap());
+    }
+
+    #[test]
+    fn day_orders_expire_but_market_orders_wait_for_the_next_bar() {
+        let decided = bar(0, "10", "10", "10", "10");
+        let mut b = BarBroker::new(FillModel::NextOpen, Decimal::ZERO, Decimal::ZERO);
+        b.submit(&order(Side::Buy, OrderType::StopLimit, Some("10.60"), Some("10.50")), &decided, decided.start);
+        b.submit(&order(Side::Sell, OrderType::Market, None, None), &decided, decided.start);
+        let expired = b.expire_day_orders(decided.start);
+        assert_eq!(expired.len(), 1);
+        assert!(matches!(expired[0], BrokerReport::Expired { .. }));
+        assert!(b.has_working(), "the market order still fills at the next open");
+    }
+}

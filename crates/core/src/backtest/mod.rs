@@ -1,0 +1,438 @@
+//! Backtests (CONTRACT §4, DESIGN.md "One engine, two clocks"): the live [`Engine`] — the same
+//! strategies, risk gate and order state machine — fed stored bars in time order by a manual
+//! clock, with the bar-based [`fills::BarBroker`] in place of the execution broker. Pure and
+//! deterministic: the same request and bars give the same result, bit for bit.
+//!
+//! Each bar is an engine `Bar` event stamped at the bar's end (a 1-minute bar at `start + 1m`,
+//! a daily bar at 16:00 New York of its date); orders decided on it are accepted at once and
+//! fill by the fill model, their reports stamped at the fill. The symbol is watched before the
+//! first bar, as an operator would. After the last bar working orders are cancelled and an open
+//! position is sold at the last bar's close. The equity curve is the engine's equity (cash plus
+//! the position at the last close) after each bar.
+
+pub mod fills;
+
+use crate::broker::BrokerReport;
+use crate::calendar::{ny_instant, NyDay};
+use crate::engine::{Command, Effect, Engine, Event};
+use crate::market::{Bar, Timeframe};
+use crate::metrics::{self, EquityPoint, Metrics};
+use crate::settings::{FieldError, Settings};
+use crate::strategy::{self, sma_cross::SmaCross, ParameterKind, Strategy};
+use crate::symbol::Symbol;
+use crate::time::Timestamp;
+use crate::trades::{enrich, MarketContext, Trade, TradeBuilder, END_OF_DATA_REASON};
+use chrono::NaiveDate;
+use fills::{BarBroker, FillModel};
+use rust_decimal::prelude::{FromPrimitive, ToPrimitive};
+use rust_decimal::Decimal;
+use std::collections::{BTreeMap, VecDeque};
+
+/// What to run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BacktestSpec {
+    pub strategy_id: String,
+    pub symbol: Symbol,
+    pub timeframe: Timeframe,
+    /// Validated by [`validate_parameters`].
+    pub parameters: BTreeMap<String, f64>,
+    pub initial_cash: Decimal,
+    /// Fraction of traded value.
+    pub commission_rate: Decimal,
+    pub slippage_bps: Decimal,
+    pub fill: FillModel,
+}
+
+/// What a run produced.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BacktestOutput {
+    pub metrics: Metrics,
+    pub trades: Vec<Trade>,
+    /// At most [`MAX_CURVE_POINTS`] points (see [`downsample`]); metrics use every bar.
+    pub equity_curve: Vec<EquityPoint>,
+    pub final_equity: Decimal,
+    pub bars: u64,
+    pub orders: u64,
+    /// Orders the risk gate refused, by rule.
+    pub refusals: BTreeMap<String, u64>,
+}
+
+/// The most equity points a result keeps.
+pub const MAX_CURVE_POINTS: usize = 2_000;
+
+/// What the run knows of the market besides the symbol's bars: the previous close and relative
+/// volume the radar gives the live engine, and the instrument's float and sector.
+pub trait History {
+    /// The last regular-session close before `date`.
+    fn prev_close(&mut self, date: NaiveDate) -> Option<Decimal>;
+    /// Time-of-day relative volume at `at` (its New York date and minute of day), with
+    /// `volume` traded so far that date.
+    fn relative_volume(&mut self, date: NaiveDate, minute_of_day: u32, volume: u64) -> Option<f64>;
+    fn float(&self) -> Option<u64> {
+        None
+    }
+    fn sector(&self) -> Option<String> {
+        None
+    }
+}
+
+/// [`History`] measured from the bars themselves (data imported from a file, say): the previous
+/// close is the last close of the previous date in the data (16:00 New York or earlier, for
+/// minute bars); relative volume compares the volume by this minute with the average volume by
+/// the same minute over the previous (up to 10) dates of the data, and is unknown on the first.
+pub struct BarHistory {
+    closes: BTreeMap<NaiveDate, Decimal>,
+    /// Per date, cumulative volume by minute of day (daily bars: one entry per date).
+    cumulative: BTreeMap<NaiveDate, Vec<u64>>,
+    daily: bool,
+}
+
+impl BarHistory {
+    pub fn new(bars: &[Bar], timeframe: Timeframe) -> BarHistory {
+        let daily = timeframe == Timeframe::Day;
+        let mut closes = BTreeMap::new();
+        let mut cumulative: BTreeMap<NaiveDate, Vec<u64>> = BTreeMap::new();
+        let mut day = NyDay::default();
+        for bar in bars {
+            let (date, minute) = day.locate(bar.start);
+            if daily || minute < 16 * 60 {
+                closes.insert(date, bar.close.to_decimal());
+            } else {
+                closes.entry(date).or_insert_with(|| bar.close.to_decimal());
+            }
+            let slots = cumulative.entry(date).or_insert_with(|| vec![0; if daily { 1 } else { 1440 }]);
+            let from = if daily { 0 } else { minute as usize };
+            for slot in &mut slots[from..] {
+                *slot += bar.volume;
+            }
+        }
+        BarHistory { closes, cumulative, daily }
+    }
+}
+
+impl History for BarHistory {
+    fn prev_close(&mut self, date: NaiveDate) -> Option<Decimal> {
+        self.closes.range(..date).next_back().map(|(_, c)| *c)
+    }
+
+    fn relative_volume(&mut self, date: NaiveDate, minute_of_day: u32, volume: u64) -> Option<f64> {
+        let index = if self.daily { 0 } else { minute_of_day.min(1439) as usize };
+        let previous: Vec<u64> = self.cumulative.range(..date).rev().take(10).map(|(_, v)| v[index]).collect();
+        if previous.is_empty() {
+            return None;
+        }
+        let expected = previous.iter().sum::<u64>() as f64 / previous.len() as f64;
+        (expected >= 1.0).then(|| volume as f64 / expected)
+    }
+}
+
+/// Why a run could not be made.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum BacktestError {
+    #[error("no bars for {symbol} {timeframe} in the requested range")]
+    NoData { symbol: Symbol, timeframe: &'static str },
+    #[error("the engine refused to watch {symbol}: {reason}")]
+    Refused { symbol: Symbol, reason: String },
+}
+
+/// Checks a run's `strategy_id`, `timeframe` and `parameters` against the catalog
+/// (`GET /api/strategies`); returns every parameter's value, defaults filled in.
+pub fn validate_parameters(
+    strategy_id: &str,
+    timeframe: Timeframe,
+    parameters: &serde_json::Map<String, serde_json::Value>,
+    settings: &Settings,
+) -> Result<BTreeMap<String, f64>, Vec<FieldError>> {
+    let catalog = strategy::catalog(&settings.strategy_allocator);
+    let Some(info) = catalog.iter().find(|s| s.strategy_id == strategy_id) else {
+        let known: Vec<&str> = catalog.iter().map(|s| s.strategy_id).collect();
+        return Err(vec![FieldError::new("strategy_id", format!("unknown strategy; one of {}", known.join(", ")))]);
+    };
+    let mut errors = Vec::new();
+    if !info.timeframes.contains(&timeframe) {
+        let allowed: Vec<&str> = info.timeframes.iter().map(|t| t.as_str()).collect();
+        errors.push(FieldError::new("timeframe", format!("{strategy_id} runs on {}", allowed.join(", "))));
+    }
+    for name in parameters.keys() {
+        if !info.parameters.iter().any(|p| p.name == name) {
+            let known: Vec<&str> = info.parameters.iter().map(|p| p.name).collect();
+            errors.push(FieldError::new(
+                format!("parameters.{name}"),
+                format!("unknown parameter of {strategy_id}; one of {}", known.join(", ")),
+            ));
+        }
+    }
+    let mut values = BTreeMap::new();
+    for p in &info.parameters {
+        let field = format!("parameters.{}", p.name);
+        let value = match parameters.get(p.name) {
+            None => p.default,
+            Some(v) => match v.as_f64() {
+                Some(x) if x.is_finite() => x,
+                _ => {
+                    errors.push(FieldError::new(field, "must be a number"));
+                    continue;
+                }
+            },
+        };
+        if p.kind == ParameterKind::Integer && value.fract() != 0.0 {
+            errors.push(FieldError::new(field, "must be a whole number"));
+        } else if value < p.minimum || value > p.maximum {
+            errors.push(FieldError::new(field, format!("must be between {} and {}", p.minimum, p.maximum)));
+        } else {
+            values.insert(p.name.to_string(), value);
+        }
+    }
+    if strategy_id == strategy::sma_cross::ID {
+        if let (Some(fast), Some(slow)) = (values.get("fast"), values.get("slow")) {
+            if fast >= slow {
+                errors.push(FieldError::new("parameters.fast", "must be less than slow"));
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(values)
+    } else {
+        Err(errors)
+    }
+}
+
+/// The settings a run trades under: the operator's, with the strategy's parameters applied and
+/// the allocator's auto-watch off (the run watches its one symbol itself).
+fn run_settings(spec: &BacktestSpec, settings: &Settings) -> Settings {
+    let mut s = settings.clone();
+    s.strategy_allocator.default_strategy_id = spec.strategy_id.clone();
+    s.strategy_allocator.auto_watch = false;
+    let a = &mut s.strategy_allocator;
+    for (name, value) in &spec.parameters {
+        let money = Decimal::from_f64(*value).map(|d| d.round_dp(4));
+        match name.as_str() {
+            "risk_per_trade" => a.risk_per_trade = money.unwrap_or(a.risk_per_trade),
+            "max_position_value" => a.max_position_value = money.unwrap_or(a.max_position_value),
+            "reward_multiple" => a.reward_multiple = *value,
+            "scale_out_fraction" => a.scale_out_fraction = *value,
+            _ => {}
+        }
+    }
+    s
+}
+
+fn strategy_for(spec: &BacktestSpec) -> Option<Box<dyn Strategy>> {
+    if spec.strategy_id == strategy::sma_cross::ID {
+        let window = |name, default: u32| spec.parameters.get(name).map_or(default, |v| *v as u32);
+        let fast = window("fast", strategy::sma_cross::DEFAULT_FAST);
+        let slow = window("slow", strategy::sma_cross::DEFAULT_SLOW);
+        return SmaCross::new(fast, slow).ok().map(|s| Box::new(s) as Box<dyn Strategy>);
+    }
+    strategy::make(&spec.strategy_id)
+}
+
+/// When the engine sees a bar: at its end.
+fn bar_end(bar: &Bar, timeframe: Timeframe, day: &mut NyDay) -> Timestamp {
+    match timeframe {
+        Timeframe::Minute => bar.start + chrono::Duration::minutes(1),
+        Timeframe::Day => ny_instant(day.date_of(bar.start), (16, 0)).max(bar.start),
+    }
+}
+
+struct Run {
+    engine: Engine,
+    broker: BarBroker,
+    trades: TradeBuilder,
+    completed: Vec<Trade>,
+    orders: u64,
+    refusals: BTreeMap<String, u64>,
+}
+
+impl Run {
+    /// Carries out the engine's effects, feeding the broker's reports back until none are left.
+    fn apply(&mut self, fx: Vec<Effect>, bar: &Bar, now: Timestamp) {
+        let mut queue: VecDeque<Effect> = fx.into();
+        while let Some(effect) = queue.pop_front() {
+            let reports = match effect {
+                Effect::Submit(order) => {
+                    self.orders += 1;
+                    if let Some(stop) = order.stop_loss {
+                        self.trades.entry_stop(&order.symbol, stop);
+                    }
+                    self.completed.extend(self.trades.order(&order));
+                    self.broker.submit(&order, bar, now)
+                }
+                Effect::Cancel(id) => self.broker.cancel(&id, now),
+                Effect::OrderUpdated(order) => {
+                    self.completed.extend(self.trades.order(&order));
+                    continue;
+                }
+                Effect::Violation { rule, .. } => {
+                    *self.refusals.entry(rule.as_str().to_string()).or_default() += 1;
+                    continue;
+                }
+                _ => continue,
+            };
+            self.report(reports, &mut queue);
+        }
+    }
+
+    fn report(&mut self, reports: Vec<BrokerReport>, queue: &mut VecDeque<Effect>) {
+        for report in reports {
+            let at = report.at();
+            queue.extend(self.engine.handle(Event::Broker(report), at));
+        }
+    }
+
+    fn fills(&mut self, reports: Vec<BrokerReport>, bar: &Bar) {
+        let mut queue = VecDeque::new();
+        self.report(reports, &mut queue);
+        let now = bar.start;
+        self.apply(queue.into(), bar, now);
+    }
+}
+
+/// Runs `spec` over `bars` (oldest first, of `spec.symbol` and `spec.timeframe`), calling
+/// `progress` with the fraction done now and then.
+pub fn run(
+    spec: &BacktestSpec,
+    settings: &Settings,
+    bars: &[Bar],
+    history: &mut dyn History,
+    progress: &mut dyn FnMut(f64),
+) -> Result<BacktestOutput, BacktestError> {
+    let Some(first) = bars.first() else {
+        return Err(BacktestError::NoData { symbol: spec.symbol.clone(), timeframe: spec.timeframe.as_str() });
+    };
+    let settings = run_settings(spec, settings);
+    let breakeven = settings.analytics.breakeven_threshold;
+    let mut engine = Engine::new(settings, spec.initial_cash, strategy::make);
+    let symbol = &spec.symbol;
+    let watch = Command::Watch { symbol: symbol.clone(), source: "API".into() };
+    let fx = engine.handle(Event::Command(watch), first.start);
+    if let Some(Effect::Reply(Err(e))) = fx.iter().find(|f| matches!(f, Effect::Reply(_))) {
+        return Err(BacktestError::Refused { symbol: symbol.clone(), reason: format!("{e:?}") });
+    }
+    if let Some(slot) = engine.slots.get_mut(symbol) {
+        slot.strategy = strategy_for(spec);
+    }
+    let mut run = Run {
+        engine,
+        broker: BarBroker::new(spec.fill, spec.commission_rate, spec.slippage_bps),
+        trades: TradeBuilder::new("BACKTEST", breakeven),
+        completed: Vec::new(),
+        orders: 0,
+        refusals: BTreeMap::new(),
+    };
+    let mut curve = Vec::with_capacity(bars.len());
+    let mut day = NyDay::default();
+    let mut end_day = NyDay::default();
+    let mut date = None;
+    let (mut prev_close, mut volume) = (Decimal::ZERO, 0u64);
+    let step = (bars.len() / 100).max(1);
+    for (i, bar) in bars.iter().enumerate() {
+        let (today, minute) = day.locate(bar.start);
+        if date != Some(today) {
+            if date.is_some() {
+                let expired = run.broker.expire_day_orders(bar.start);
+                run.fills(expired, bar);
+            }
+            date = Some(today);
+            volume = 0;
+            prev_close = history.prev_close(today).unwrap_or(Decimal::ZERO);
+        }
+        if run.broker.has_working() {
+            let reports = run.broker.on_bar(bar);
+            run.fills(reports, bar);
+        }
+        volume += bar.volume;
+        let now = bar_end(bar, spec.timeframe, &mut end_day);
+        let relative_volume = history.relative_volume(today, minute + 1, volume);
+        let event = Event::Bar { symbol: symbol.clone(), bar: *bar, prev_close, relative_volume };
+        let fx = run.engine.handle(event, now);
+        if !fx.is_empty() {
+            run.apply(fx, bar, now);
+        }
+        curve.push(EquityPoint { timestamp: now, equity: run.engine.equity() });
+        if i % step == 0 {
+            progress(i as f64 / bars.len() as f64);
+        }
+    }
+    // Close what is open at the last bar's close.
+    let last = bars.last().expect("not empty");
+    let now = bar_end(last, spec.timeframe, &mut end_day);
+    let working: Vec<_> =
+        run.engine.orders.values().filter(|o| o.status.is_cancellable()).map(|o| o.client_order_id.clone()).collect();
+    for id in working {
+        let fx = run.engine.handle(Event::Command(Command::CancelOrder { client_order_id: id }), now);
+        run.apply(fx, last, now);
+    }
+    let fx = run.engine.close_out(END_OF_DATA_REASON, now);
+    let exits: Vec<_> = fx
+        .iter()
+        .filter_map(|f| if let Effect::Submit(o) = f { Some(o.client_order_id.clone()) } else { None })
+        .collect();
+    // There is no next bar: the close-out fills at the last close whatever the fill model.
+    run.broker.set_fill(FillModel::Close);
+    run.apply(fx, last, now);
+    if !exits.is_empty() {
+        if let Some(point) = curve.last_mut() {
+            point.equity = run.engine.equity();
+        }
+    }
+    progress(1.0);
+
+    let mut trades = run.completed;
+    enrich_all(&mut trades, bars, spec.timeframe, history);
+    let pnl: Vec<Decimal> = trades.iter().map(|t| t.net_pnl).collect();
+    let metrics = metrics::compute(spec.initial_cash, &curve, &pnl);
+    Ok(BacktestOutput {
+        metrics,
+        trades,
+        final_equity: run.engine.equity(),
+        equity_curve: downsample(&curve, MAX_CURVE_POINTS),
+        bars: bars.len() as u64,
+        orders: run.orders,
+        refusals: run.refusals,
+    })
+}
+
+/// Features at entry and excursions for each trade, from the run's bars.
+fn enrich_all(trades: &mut [Trade], bars: &[Bar], timeframe: Timeframe, history: &mut dyn History) {
+    let mut day = NyDay::default();
+    for trade in trades {
+        let date = day.date_of(trade.entry_time);
+        let day_start = ny_instant(date, (0, 0));
+        let from = bars.partition_point(|b| b.start < day_start);
+        let to = bars.partition_point(|b| b.start <= trade.exit_time);
+        let window = &bars[from..to.max(from)];
+        let (_, minute) = day.locate(trade.entry_time);
+        let volume: u64 = window.iter().take_while(|b| b.start < trade.entry_time).map(|b| b.volume).sum();
+        let ctx = MarketContext {
+            prev_close: history.prev_close(date),
+            float: history.float(),
+            sector: history.sector(),
+            relative_volume: history.relative_volume(date, minute, volume),
+            regular_open: ny_instant(date, (9, 30)),
+        };
+        if timeframe == Timeframe::Minute {
+            enrich(trade, window, day_start, &ctx);
+        } else {
+            // Daily bars: no intraday state at entry; excursions over the days held.
+            enrich(trade, window, day_start, &MarketContext { relative_volume: None, ..ctx });
+        }
+    }
+}
+
+/// At most `max` points: the last point of each of `max` equal runs of the curve (so the final
+/// equity is kept exactly).
+pub fn downsample(curve: &[EquityPoint], max: usize) -> Vec<EquityPoint> {
+    if curve.len() <= max || max == 0 {
+        return curve.to_vec();
+    }
+    (1..=max).map(|k| curve[(k * curve.len()).div_ceil(max) - 1]).collect()
+}
+
+/// Dollars as `f64` for JSON (exact values stay `Decimal` inside).
+pub fn dollars(d: Decimal) -> f64 {
+    d.to_f64().unwrap_or(0.0)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,221 @@
+use super::*;
+use crate::market::Price;
+use crate::trades::Label;
+use chrono::TimeZone;
+
+fn d(text: &str) -> Decimal {
+    text.parse().unwrap()
+}
+
+fn px(text: &str) -> Price {
+    Price::from_decimal(d(text)).unwrap()
+}
+
+/// One-minute bars from 10:00 New York on 2026-03-02, each `(open, close)`.
+fn bars(series: &[(&str, &str)]) -> Vec<Bar> {
+    let start = chrono::Utc.with_ymd_and_hms(2026, 3, 2, 15, 0, 0).unwrap();
+    series
+        .iter()
+        .enumerate()
+        .map(|(i, (o, c))| {
+            let (o, c) = (px(o), px(c));
+            Bar {
+                start: start + chrono::Duration::minutes(i as i64),
+                open: o,
+                high: o.max(c),
+                low: o.min(c),
+                close: c,
+                volume: 1_000,
+            }
+        })
+        .collect()
+}
+
+/// fast 2 / slow 3: the averages cross above on bar 4 (close 12) and below on bar 6 (close 11).
+const SERIES: [(&str, &str); 9] = [
+    ("12", "12"),
+    ("12", "11"),
+    ("11", "10"),
+    ("10", "10.5"),
+    ("10.5", "12"),
+    ("12.2", "12.5"),
+    ("12.5", "11"),
+    ("10.8", "9"),
+    ("9", "8"),
+];
+
+fn spec(fill: FillModel) -> BacktestSpec {
+    BacktestSpec {
+        strategy_id: "sma_cross".into(),
+        symbol: Symbol::parse("ABC").unwrap(),
+        timeframe: Timeframe::Minute,
+        parameters: [("fast".to_string(), 2.0), ("slow".to_string(), 3.0)].into(),
+        initial_cash: d("10000"),
+        commission_rate: Decimal::ZERO,
+        slippage_bps: Decimal::ZERO,
+        fill,
+    }
+}
+
+fn settings() -> Settings {
+    let mut s = Settings::default();
+    s.risk_controls.max_daily_loss = d("1000000");
+    s
+}
+
+fn run_on(spec: &BacktestSpec, bars: &[Bar]) -> BacktestOutput {
+    let mut history = BarHistory::new(bars, spec.timeframe);
+    run(spec, &settings(), bars, &mut history, &mut |_| {}).expect("runs")
+}
+
+/// Worked by hand: buy floor(10000 / (12 × 1.03)) = 809 shares decided on bar 4's close, filled
+/// at bar 5's open 12.20 (9,869.80); sell decided on bar 6's close, filled at bar 7's open 10.80
+/// (8,737.20). Cash ends at 8,867.40.
+#[test]
+fn sma_cross_trades_at_the_next_open_as_worked_by_hand() {
+    let bars = bars(&SERIES);
+    let out = run_on(&spec(FillModel::NextOpen), &bars);
+    assert_eq!(out.trades.len(), 1, "{:?}", out.trades);
+    let t = &out.trades[0];
+    assert_eq!((t.entry_time, t.exit_time), (bars[5].start, bars[7].start));
+    assert_eq!((t.quantity, t.entry_price, t.exit_price), (809, d("12.2"), d("10.8")));
+    assert_eq!((t.gross_pnl, t.net_pnl, t.fees), (d("-1132.6"), d("-1132.6"), Decimal::ZERO));
+    assert_eq!(t.winner_loser_label, Label::Loser);
+    assert_eq!(t.strategy_id.as_deref(), Some("sma_cross"));
+    assert_eq!(t.detail.outcomes.exit_reason, "SMA_CROSS_BELOW");
+    assert_eq!(t.detail.outcomes.hold_seconds, 120);
+    let rules: Vec<&str> = t.detail.explanations.iter().map(|e| e.rule.as_str()).collect();
+    assert_eq!(rules, ["SMA_CROSS_ABOVE", "SMA_CROSS_BELOW"]);
+    assert_eq!(out.final_equity, d("8867.4"));
+    assert_eq!(out.metrics.total_return, -0.11326);
+    // Peak 130.20 + 809 × 12.50 = 10,242.70 after bar 5; trough 8,867.40.
+    let expected_dd = 1375.3 / 10242.7;
+    assert!((out.metrics.max_drawdown - expected_dd).abs() < 1e-12, "{}", out.metrics.max_drawdown);
+    assert_eq!((out.metrics.trade_count, out.metrics.win_rate), (1, Some(0.0)));
+    assert_eq!(out.equity_curve.len(), bars.len());
+    assert_eq!(out.equity_curve[5].equity, d("10242.7"));
+    assert_eq!((out.orders, out.bars), (2, 9));
+    // MFE: the best high while open was 12.50 (bar 5) over 12.20; MAE: the low 10.80 at the exit.
+    let o = &t.detail.outcomes;
+    assert!((o.mfe.unwrap() - 0.3 / 12.2).abs() < 1e-12 && (o.mae.unwrap() - 1.4 / 12.2).abs() < 1e-12, "{o:?}");
+}
+
+/// `CLOSE` fills on the decision bar's close; commission and slippage are charged on each fill.
+#[test]
+fn close_fills_with_commission_and_slippage() {
+    let bars = bars(&SERIES);
+    let mut s = spec(FillModel::Close);
+    s.commission_rate = d("0.001");
+    s.slippage_bps = d("10");
+    let out = run_on(&s, &bars);
+    let t = &out.trades[0];
+    // Buy 809 at 12 × 1.001 = 12.012; sell at 11 × 0.999 = 10.989.
+    assert_eq!((t.entry_time, t.exit_time), (bars[5].start, bars[7].start));
+    assert_eq!((t.entry_price, t.exit_price), (d("12.012"), d("10.989")));
+    let fees = d("0.001") * (d("12.012") + d("10.989")) * d("809");
+    assert_eq!(t.fees, fees);
+    assert_eq!(t.net_pnl, d("809") * (d("10.989") - d("12.012")) - fees);
+    assert_eq!(out.final_equity, d("10000") + t.net_pnl);
+}
+
+/// A position still open after the last bar is sold at its close.
+#[test]
+fn an_open_position_is_closed_at_the_last_close() {
+    let bars = bars(&SERIES[..6]);
+    let out = run_on(&spec(FillModel::NextOpen), &bars);
+    assert_eq!(out.trades.len(), 1);
+    let t = &out.trades[0];
+    assert_eq!((t.exit_price, t.net_pnl), (d("12.5"), d("242.7")));
+    assert_eq!(t.detail.outcomes.exit_reason, "END_OF_DATA");
+    assert_eq!(t.winner_loser_label, Label::Winner);
+    assert_eq!(out.final_equity, d("10242.7"));
+    assert_eq!(out.equity_curve.last().unwrap().equity, d("10242.7"));
+}
+
+/// The same request on the same bars gives the same result, bit for bit.
+#[test]
+fn runs_are_deterministic() {
+    let bars = bars(&SERIES);
+    let a = run_on(&spec(FillModel::NextOpen), &bars);
+    let b = run_on(&spec(FillModel::NextOpen), &bars);
+    assert_eq!(a, b);
+}
+
+/// The operator's risk gate applies: an entry over `max_order_value` is refused and counted.
+#[test]
+fn the_risk_gate_refuses_in_backtests_too() {
+    let bars = bars(&SERIES);
+    let mut history = BarHistory::new(&bars, Timeframe::Minute);
+    let mut s = settings();
+    s.risk_controls.max_order_value = d("1000");
+    let out = run(&spec(FillModel::NextOpen), &s, &bars, &mut history, &mut |_| {}).unwrap();
+    assert!(out.trades.is_empty());
+    assert_eq!(out.refusals.get("MAX_ORDER_VALUE"), Some(&1), "{:?}", out.refusals);
+    assert_eq!(out.final_equity, d("10000"));
+}
+
+#[test]
+fn no_bars_is_an_error_and_progress_reaches_one() {
+    let mut history = BarHistory::new(&[], Timeframe::Minute);
+    let err = run(&spec(FillModel::NextOpen), &settings(), &[], &mut history, &mut |_| {}).unwrap_err();
+    assert!(matches!(err, BacktestError::NoData { .. }));
+    let bars = bars(&SERIES);
+    let mut seen = Vec::new();
+    let mut history = BarHistory::new(&bars, Timeframe::Minute);
+    run(&spec(FillModel::NextOpen), &settings(), &bars, &mut history, &mut |p| seen.push(p)).unwrap();
+    assert_eq!(seen.last(), Some(&1.0));
+    assert!(seen.windows(2).all(|w| w[0] <= w[1]));
+}
+
+#[test]
+fn parameters_are_checked_against_the_catalog() {
+    let s = Settings::default();
+    let params = |v: serde_json::Value| v.as_object().unwrap().clone();
+    let ok = validate_parameters("sma_cross", Timeframe::Day, &params(serde_json::json!({"fast": 5})), &s).unwrap();
+    assert_eq!(ok, [("fast".to_string(), 5.0), ("slow".to_string(), 20.0)].into());
+    let fields = |r: Result<_, Vec<FieldError>>| r.unwrap_err().into_iter().map(|e| e.field).collect::<Vec<_>>();
+    let bad = serde_json::json!({"fast": 2.5, "slow": "x", "nope": 1});
+    assert_eq!(
+        fields(validate_parameters("sma_cross", Timeframe::Minute, &params(bad), &s)),
+        ["parameters.nope", "parameters.fast", "parameters.slow"]
+    );
+    let crossed = serde_json::json!({"fast": 30, "slow": 20});
+    assert_eq!(fields(validate_parameters("sma_cross", Timeframe::Minute, &params(crossed), &s)), ["parameters.fast"]);
+    assert_eq!(
+        fields(validate_parameters("momentum_breakout", Timeframe::Day, &params(serde_json::json!({})), &s)),
+        ["timeframe"]
+    );
+    assert_eq!(
+        fields(validate_parameters("nope", Timeframe::Minute, &params(serde_json::json!({})), &s)),
+        ["strategy_id"]
+    );
+}
+
+#[test]
+fn bar_history_measures_previous_close_and_relative_volume() {
+    let day = |date: u32, hour: u32, volume: u64, close: &str| Bar {
+        start: chrono::Utc.with_ymd_and_hms(2026, 3, date, hour, 0, 0).unwrap(),
+        open: px(close),
+        high: px(close),
+        low: px(close),
+        close: px(close),
+        volume,
+    };
+    // 15:00Z is 10:00 New York, 21:00Z is 16:00 (after the close: not the day's close).
+    let bars = [day(2, 15, 100, "10"), day(2, 21, 50, "11"), day(3, 15, 300, "12")];
+    let mut h = BarHistory::new(&bars, Timeframe::Minute);
+    let march = |d| NaiveDate::from_ymd_opt(2026, 3, d).unwrap();
+    assert_eq!(h.prev_close(march(3)), Some(d("10")));
+    assert_eq!(h.prev_close(march(2)), None);
+    assert_eq!(h.relative_volume(march(2), 600, 100), None, "no earlier day");
+    assert_eq!(h.relative_volume(march(3), 601, 300), Some(3.0), "100 by 10:01 the day before");
+}
+
+#[test]
+fn downsampling_keeps_the_last_point_of_each_run() {
+    let t = chrono::Utc.with_ymd_and_hms(2026, 3, 2, 15, 0, 0).unwrap();
+    let curve: Vec<EquityPoint> = (0..10).map(|i| EquityPoint { timestamp: t, equity: Decimal::from(i) }).collect();
+    let kept: Vec<Decimal> = downsample(&curve, 4).iter().map(|p| p.equity).collect();
+    assert_eq!(kept, [d("2"), d("4"), d("7"), d("9")]);
+    assert_eq!(downsample(&curve, 20).len(), 10);
+}
