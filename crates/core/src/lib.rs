@@ -2,6 +2,7 @@
 //! settings model with its validation. Nothing here performs I/O or reads the wall clock; the
 //! compiler keeps it that way because this crate depends on no runtime, database or HTTP crate.
 
+pub mod analytics;
 pub mod backtest;
 pub mod bars;
 pub mod broker;

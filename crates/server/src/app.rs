@@ -112,6 +112,8 @@ impl Application {
             engine: std::sync::OnceLock::new(),
             events: crate::events::EventBus::new(clock.clone()),
             downloads: Default::default(),
+            backtests: Default::default(),
+            trade_cache: Default::default(),
             rate_limiter: RateLimiter::new(config.auth.rate_limit_per_second, config.auth.rate_limit_burst),
             audit: Arc::new(db.clone()),
             config,
@@ -247,7 +249,9 @@ fn spawn_background(state: &AppState) -> Vec<JoinHandle<()>> {
             }
         })
     };
-    let mut tasks = vec![health, token_usage, tokio::spawn(crate::downloads::run_worker(state.clone()))];
+    let mut tasks = vec![health, token_usage, tokio::spawn(crate::downloads::run_worker(state.clone())),
+        tokio::spawn(crate::backtests::run_worker(state.clone())),
+    ];
     if let Some(live) = &state.live {
         tasks.push(tokio::spawn(run_feed(state.clone(), live.clone())));
     }

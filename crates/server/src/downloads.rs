@@ -74,6 +74,42 @@ pub async fn enqueue(
     Ok(job)
 }
 
+/// Downloads a range now (a backtest's missing bars): the job is recorded like any other, as
+/// `RUNNING` from the start so the worker leaves it alone, and its outcome is returned.
+pub async fn download_now(
+    state: &AppState,
+    symbol: &Symbol,
+    timeframe: Timeframe,
+    start: Timestamp,
+    end: Timestamp,
+    actor: &str,
+) -> Result<JobRecord, String> {
+    let job = JobRecord {
+        request_id: format!("dl-{}", uuid::Uuid::new_v4().simple()),
+        symbol: symbol.to_string(),
+        timeframe: timeframe.as_str().into(),
+        start: to_epoch_ms(&start),
+        end: to_epoch_ms(&end),
+        status: "RUNNING".into(),
+        progress: 0.0,
+        bars: 0,
+        error: None,
+        requested_by: actor.to_string(),
+        created_at: to_epoch_ms(&state.clock.now()),
+        started_at: None,
+        finished_at: None,
+    };
+    let repo: &dyn DataRepository = &state.db;
+    repo.insert_job(&job).await.map_err(|e| e.to_string())?;
+    let id = job.request_id.clone();
+    run_job(state, job).await;
+    let done = repo.job(&id).await.map_err(|e| e.to_string())?.ok_or("the download job vanished")?;
+    match done.status.as_str() {
+        "COMPLETED" => Ok(done),
+        _ => Err(done.error.unwrap_or_else(|| "the download failed".into())),
+    }
+}
+
 /// The `download.updated` event and the list row share this shape.
 pub fn job_json(j: &JobRecord) -> serde_json::Value {
     let ts = |ms: i64| tradeops_core::time::format_ts(&from_epoch_ms(ms));

@@ -7,6 +7,7 @@ pub mod auth;
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod backtests;
 pub mod downloads;
 pub mod envelope;
 pub mod error;
@@ -23,6 +24,7 @@ pub mod routes;
 pub mod settings_service;
 pub mod state;
 pub mod telemetry;
+pub mod trades;
 pub mod trading;
 pub mod watchlist;
 

@@ -63,6 +63,12 @@ CONFIRMATION_REQUIRED 428, RATE_LIMITED 429 (Retry-After), INTERNAL_ERROR 500, B
         crate::routes::data::one,
         crate::routes::data::import,
         crate::routes::strategies::list,
+        crate::routes::backtests::run,
+        crate::routes::backtests::list,
+        crate::routes::backtests::one,
+        crate::routes::trades::list,
+        crate::routes::trades::one,
+        crate::routes::trades::recommendations,
     ),
     components(schemas(crate::error::ErrorCode, crate::envelope::ErrorBody)),
     modifiers(&BearerAuth),
@@ -81,6 +87,8 @@ CONFIRMATION_REQUIRED 428, RATE_LIMITED 429 (Retry-After), INTERNAL_ERROR 500, B
         (name = "events", description = "The live event stream (Server-Sent Events)"),
         (name = "data", description = "Historical data downloads and imports"),
         (name = "strategies", description = "Built-in strategies and their parameters"),
+        (name = "backtests", description = "Backtests on the live engine"),
+        (name = "trades", description = "Completed trades, their deep dives and recommendations"),
     )
 )]
 pub struct ApiDoc;

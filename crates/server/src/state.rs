@@ -38,6 +38,8 @@ pub struct Inner {
     pub watchlist: WatchlistService,
     pub events: crate::events::EventBus,
     pub downloads: crate::downloads::DownloadQueue,
+    pub backtests: crate::backtests::BacktestQueue,
+    pub trade_cache: crate::trades::TradeCache,
     /// Set once the engine is restored, before the service answers.
     pub engine: std::sync::OnceLock<crate::trading::EngineHandle>,
 }

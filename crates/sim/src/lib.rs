@@ -5,6 +5,7 @@
 //! so they agree bit for bit. Pure: no I/O, no wall clock, no unseeded randomness.
 
 pub mod day;
+pub mod history;
 pub mod paper;
 pub mod profile;
 pub mod quote;

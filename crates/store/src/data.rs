@@ -35,6 +35,8 @@ pub trait DataRepository: Send + Sync {
     async fn save_bars(&self, symbol: &Symbol, timeframe: &str, bars: &[Bar], source: &str) -> Result<(), StoreError>;
     /// Bars with `start` in `[start, end)`, oldest first.
     async fn bars(&self, symbol: &Symbol, timeframe: &str, start: i64, end: i64) -> Result<Vec<Bar>, StoreError>;
+    /// Whether any bar has `start` in `[start, end)`.
+    async fn has_bars(&self, symbol: &Symbol, timeframe: &str, start: i64, end: i64) -> Result<bool, StoreError>;
     async fn insert_job(&self, job: &JobRecord) -> Result<(), StoreError>;
     async fn update_job(&self, job: &JobRecord) -> Result<(), StoreError>;
     async fn job(&self, request_id: &str) -> Result<Option<JobRecord>, StoreError>;
@@ -115,6 +117,19 @@ impl DataRepository for Database {
             })
             .collect::<Result<_, sqlx::Error>>()
             .map_err(StoreError::from)
+    }
+
+    async fn has_bars(&self, symbol: &Symbol, timeframe: &str, start: i64, end: i64) -> Result<bool, StoreError> {
+        let row = sqlx::query(
+            "SELECT start FROM bars WHERE symbol = $1 AND timeframe = $2 AND start >= $3 AND start < $4 LIMIT 1",
+        )
+        .bind(symbol.as_str())
+        .bind(timeframe)
+        .bind(start)
+        .bind(end)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.is_some())
     }
 
     async fn insert_job(&self, j: &JobRecord) -> Result<(), StoreError> {

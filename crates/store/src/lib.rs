@@ -3,6 +3,7 @@
 //! Redis). This crate and the server are the only places that do I/O.
 
 pub mod audit;
+pub mod backtests;
 pub mod cache;
 pub mod data;
 mod db;
@@ -12,6 +13,7 @@ pub mod tokens;
 pub mod trading;
 
 pub use audit::{AuditEntry, AuditFilter, AuditRecord, AuditRepository};
+pub use backtests::{BacktestRecord, BacktestRepository};
 pub use cache::{Cache, CacheError, MemoryCache, RedisCache};
 pub use data::{DataRepository, JobRecord};
 pub use db::{Backend, Database, StoreError};

@@ -51,6 +51,11 @@ pub trait TradingRepository: Send + Sync {
     async fn orders(&self, filter: &OrderFilter) -> Result<Vec<(Order, String)>, StoreError>;
     /// Orders not in a final status (to restore the engine).
     async fn open_orders(&self) -> Result<Vec<Order>, StoreError>;
+    /// Every order with its executions and mode, oldest first (trades are built from them).
+    async fn all_orders(&self) -> Result<Vec<(Order, String)>, StoreError>;
+    /// How many orders and executions exist and the latest order update: changes whenever
+    /// anything trades are built from does.
+    async fn orders_version(&self) -> Result<(i64, i64, i64), StoreError>;
     /// Order updates, positions and the engine's state row of one batch, in one transaction: a
     /// crash never leaves a fill without its position or its cash.
     async fn save_batch(
@@ -180,6 +185,48 @@ impl TradingRepository for Database {
         .fetch_all(&self.pool)
         .await?;
         rows.iter().map(|r| Ok((order_row(r)?, r.try_get::<String, _>("mode")?))).collect()
+    }
+
+    async fn all_orders(&self) -> Result<Vec<(Order, String)>, StoreError> {
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {ORDER_COLUMNS} FROM orders ORDER BY created_at, client_order_id"
+        )))
+        .fetch_all(&self.pool)
+        .await?;
+        let mut orders = rows
+            .iter()
+            .map(|r| Ok((order_row(r)?, r.try_get::<String, _>("mode")?)))
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        let index: std::collections::HashMap<String, usize> =
+            orders.iter().enumerate().map(|(i, (o, _))| (o.client_order_id.as_str().to_string(), i)).collect();
+        let executions = sqlx::query(
+            "SELECT execution_id, client_order_id, ts, quantity, price, fee FROM executions ORDER BY ts, execution_id",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        for r in &executions {
+            let id: String = r.try_get("client_order_id")?;
+            if let Some(&i) = index.get(&id) {
+                orders[i].0.executions.push(Execution {
+                    execution_id: r.try_get("execution_id")?,
+                    timestamp: from_epoch_ms(r.try_get("ts")?),
+                    quantity: r.try_get::<i64, _>("quantity")? as u64,
+                    price: dec(&r.try_get::<String, _>("price")?)?,
+                    fee: dec(&r.try_get::<String, _>("fee")?)?,
+                });
+            }
+        }
+        Ok(orders)
+    }
+
+    async fn orders_version(&self) -> Result<(i64, i64, i64), StoreError> {
+        let row = sqlx::query(
+            "SELECT (SELECT COUNT(*) FROM orders) AS n, (SELECT COUNT(*) FROM executions) AS x, \
+             (SELECT COALESCE(MAX(updated_at), 0) FROM orders) AS latest",
+        )
+        .fetch_one(&self.pool)
+        .await?;
+        Ok((row.try_get("n")?, row.try_get("x")?, row.try_get("latest")?))
     }
 
     async fn open_orders(&self) -> Result<Vec<Order>, StoreError> {

@@ -43,6 +43,16 @@ pub trait MarketData: Send + Sync {
         start: Timestamp,
         end: Timestamp,
     ) -> Result<Vec<Bar>, MarketDataError>;
+    /// What a backtest of `symbol` knows besides its bars (previous close, relative volume,
+    /// float, sector) as this market gives them live; `None` when the market cannot say, and the
+    /// backtest measures them from the bars.
+    fn history(
+        &self,
+        _symbol: &Symbol,
+        _calendar: tradeops_core::calendar::MarketCalendar,
+    ) -> Option<Box<dyn tradeops_core::backtest::History + Send>> {
+        None
+    }
 }
 
 /// The simulated market: every day a pure function of (seed, symbol, date).
@@ -116,6 +126,15 @@ impl MarketData for SimulatedMarket {
         end: Timestamp,
     ) -> Result<Vec<Bar>, MarketDataError> {
         self.bars_sync(symbol, timeframe, start, end)
+    }
+
+    fn history(
+        &self,
+        symbol: &Symbol,
+        calendar: tradeops_core::calendar::MarketCalendar,
+    ) -> Option<Box<dyn tradeops_core::backtest::History + Send>> {
+        let profile = self.universe.get(symbol)?.clone();
+        Some(Box::new(tradeops_sim::history::SimHistory::new(self.universe.clone(), profile, calendar)))
     }
 }
 

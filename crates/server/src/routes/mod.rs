@@ -3,6 +3,7 @@
 pub mod account;
 pub mod audit;
 pub mod auth;
+pub mod backtests;
 pub mod data;
 pub mod events;
 pub mod health;
@@ -13,6 +14,7 @@ pub mod risk;
 pub mod settings;
 pub mod strategies;
 pub mod system;
+pub mod trades;
 pub mod watchlist;
 
 use crate::state::AppState;
@@ -35,6 +37,8 @@ pub fn api() -> Router<AppState> {
         .merge(events::router())
         .merge(data::router())
         .merge(strategies::router())
+        .merge(backtests::router())
+        .merge(trades::router())
 }
 
 /// `limit` of list endpoints: default 100, 1..=1000 (CONTRACT §8).

@@ -1,0 +1,422 @@
+//! Durable backtest runs (`POST /api/backtests/run`): a row `QUEUED → RUNNING` (with
+//! `progress`) `→ COMPLETED` (with the result) or `FAILED`. A worker runs up to
+//! [`PARALLEL_RUNS`] at once on the blocking pool: bars come from the database, downloaded from
+//! the data broker first when none are stored, and go through `tradeops_core::backtest::run` —
+//! the live engine with a manual clock. A run a crash left `RUNNING` is run again from the start
+//! at the next start (runs are deterministic), so none stays `RUNNING`.
+
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+use rust_decimal::Decimal;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use tokio::sync::Notify;
+use tradeops_core::backtest::{self, fills::FillModel, BacktestSpec, BarHistory, History};
+use tradeops_core::market::Timeframe;
+use tradeops_core::time::{format_ts, from_epoch_ms, to_epoch_ms};
+use tradeops_core::{Settings, Symbol, Timestamp};
+use tradeops_store::{BacktestRecord, BacktestRepository, DataRepository};
+
+/// Runs at once (each takes a core while it runs).
+pub const PARALLEL_RUNS: usize = 2;
+
+#[derive(Default)]
+pub struct BacktestQueue {
+    pub wake: Notify,
+}
+
+/// `POST /api/backtests/run`.
+#[derive(Clone, Debug, Deserialize, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BacktestRequest {
+    /// A strategy of `GET /api/strategies`.
+    pub strategy_id: String,
+    #[schema(value_type = String)]
+    pub symbol: Symbol,
+    /// RFC 3339: bars starting at or after it.
+    #[serde(with = "tradeops_core::time::serde_ts")]
+    #[schema(value_type = String)]
+    pub start: Timestamp,
+    /// RFC 3339: bars starting before it.
+    #[serde(with = "tradeops_core::time::serde_ts")]
+    #[schema(value_type = String)]
+    pub end: Timestamp,
+    /// `1m` (default) or `1d`.
+    pub timeframe: Option<Timeframe>,
+    /// Strategy parameters (see `GET /api/strategies`); defaults fill what is left out.
+    #[schema(value_type = Option<Object>)]
+    pub parameters: Option<Map<String, Value>>,
+    /// Dollars (default 100,000).
+    #[schema(value_type = Option<f64>)]
+    #[serde(default, with = "rust_decimal::serde::float_option")]
+    pub initial_cash: Option<Decimal>,
+    /// Fraction of traded value charged on every fill (default 0).
+    #[schema(value_type = Option<f64>)]
+    #[serde(default, with = "rust_decimal::serde::float_option")]
+    pub commission_rate: Option<Decimal>,
+    /// Basis points every fill moves against the order (default 0).
+    #[schema(value_type = Option<f64>)]
+    #[serde(default, with = "rust_decimal::serde::float_option")]
+    pub slippage_bps: Option<Decimal>,
+    /// `NEXT_OPEN` (default) or `CLOSE`.
+    pub fill: Option<FillModel>,
+    /// Overrides of the effective settings for this run only, in the shape of a
+    /// `PUT /api/settings` body (for example `{"risk_controls": {"max_daily_loss": 5000}}`),
+    /// validated the same way. The run otherwise trades under the operator's settings — the same
+    /// risk gate as live.
+    #[schema(value_type = Option<Object>)]
+    pub settings: Option<Map<String, Value>>,
+}
+
+/// A validated run, as stored in the row's `request`.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+struct Stored {
+    strategy_id: String,
+    strategy_version: String,
+    symbol: String,
+    #[serde(with = "tradeops_core::time::serde_ts")]
+    start: Timestamp,
+    #[serde(with = "tradeops_core::time::serde_ts")]
+    end: Timestamp,
+    timeframe: Timeframe,
+    parameters: std::collections::BTreeMap<String, f64>,
+    #[serde(with = "rust_decimal::serde::str")]
+    initial_cash: Decimal,
+    #[serde(with = "rust_decimal::serde::str")]
+    commission_rate: Decimal,
+    #[serde(with = "rust_decimal::serde::str")]
+    slippage_bps: Decimal,
+    fill: FillModel,
+    settings: Option<Map<String, Value>>,
+    /// The settings the run trades under (the operator's at the request, overrides applied).
+    effective_settings: Value,
+}
+
+fn bounded(field: &'static str, value: Decimal, min: Decimal, max: Decimal) -> Result<Decimal, ApiError> {
+    if value < min || value > max {
+        return Err(ApiError::validation(field, format!("must be between {min} and {max}")));
+    }
+    Ok(value)
+}
+
+/// Validates and queues a run.
+pub async fn enqueue(state: &AppState, req: BacktestRequest, actor: &str) -> ApiResult<BacktestRecord> {
+    let timeframe = req.timeframe.unwrap_or(Timeframe::Minute);
+    let current = state.settings.current();
+    let settings: Settings = match &req.settings {
+        None => (*current).clone(),
+        Some(patch) => {
+            current
+                .apply_patch(&Value::Object(patch.clone()))
+                .map_err(|errors| {
+                    ApiError::fields(
+                        errors
+                            .into_iter()
+                            .map(|mut e| {
+                                e.field = format!("settings.{}", e.field);
+                                e
+                            })
+                            .collect(),
+                    )
+                })?
+                .settings
+        }
+    };
+    let empty = Map::new();
+    let parameters =
+        backtest::validate_parameters(&req.strategy_id, timeframe, req.parameters.as_ref().unwrap_or(&empty), &settings)
+            .map_err(ApiError::fields)?;
+    if req.start >= req.end {
+        return Err(ApiError::validation("end", "must be after start"));
+    }
+    let max_days = match timeframe {
+        Timeframe::Minute => crate::downloads::MAX_MINUTE_DAYS,
+        Timeframe::Day => crate::downloads::MAX_DAILY_DAYS,
+    };
+    if req.end - req.start > chrono::Duration::days(max_days) {
+        return Err(ApiError::validation("end", format!("a {} backtest spans at most {max_days} days", timeframe.as_str())));
+    }
+    let initial_cash = bounded(
+        "initial_cash",
+        req.initial_cash.unwrap_or(Decimal::from(100_000)),
+        Decimal::ONE,
+        Decimal::from(1_000_000_000_000u64),
+    )?;
+    let commission_rate =
+        bounded("commission_rate", req.commission_rate.unwrap_or_default(), Decimal::ZERO, Decimal::new(1, 1))?;
+    let slippage_bps = bounded("slippage_bps", req.slippage_bps.unwrap_or_default(), Decimal::ZERO, Decimal::from(1000))?;
+    let known = state.market.instrument(&req.symbol).is_some();
+    let repo: &dyn DataRepository = &state.db;
+    if !known
+        && !repo
+            .has_bars(&req.symbol, timeframe.as_str(), to_epoch_ms(&req.start), to_epoch_ms(&req.end))
+            .await?
+    {
+        return Err(ApiError::not_found(format!(
+            "{} is not a symbol of the {} market and no {} bars of it are stored in the range",
+            req.symbol,
+            state.market.name(),
+            timeframe.as_str()
+        )));
+    }
+    let version = tradeops_core::strategy::make(&req.strategy_id).map(|s| s.version().to_string()).unwrap_or_default();
+    let stored = Stored {
+        strategy_id: req.strategy_id.clone(),
+        strategy_version: version,
+        symbol: req.symbol.to_string(),
+        start: req.start,
+        end: req.end,
+        timeframe,
+        parameters,
+        initial_cash: initial_cash.normalize(),
+        commission_rate: commission_rate.normalize(),
+        slippage_bps: slippage_bps.normalize(),
+        fill: req.fill.unwrap_or_default(),
+        settings: req.settings.clone(),
+        effective_settings: settings.to_json(),
+    };
+    let record = BacktestRecord {
+        backtest_id: format!("bt-{}", uuid::Uuid::new_v4().simple()),
+        strategy_id: stored.strategy_id.clone(),
+        symbol: stored.symbol.clone(),
+        status: "QUEUED".into(),
+        progress: 0.0,
+        request: serde_json::to_string(&stored).map_err(ApiError::internal)?,
+        result: None,
+        error: None,
+        requested_by: actor.to_string(),
+        created_at: to_epoch_ms(&state.clock.now()),
+        started_at: None,
+        finished_at: None,
+    };
+    let runs: &dyn BacktestRepository = &state.db;
+    runs.insert_backtest(&record).await?;
+    publish(state, &record);
+    state.backtests.wake.notify_one();
+    Ok(record)
+}
+
+const METRICS: [&str; 7] =
+    ["total_return", "sharpe_ratio", "max_drawdown", "win_loss_ratio", "win_rate", "profit_factor", "trade_count"];
+
+/// `GET /api/backtests/{id}` (with the result) and the list row and event (without).
+pub fn run_json(r: &BacktestRecord, with_result: bool) -> Value {
+    let ts = |ms: i64| format_ts(&from_epoch_ms(ms));
+    let mut out = json!({
+        "backtest_id": r.backtest_id, "status": r.status, "progress": r.progress,
+    });
+    let fields = out.as_object_mut().expect("an object");
+    if let Ok(Value::Object(request)) = serde_json::from_str::<Value>(&r.request) {
+        for (k, v) in request {
+            if k == "effective_settings" && !with_result {
+                continue;
+            }
+            let v = match k.as_str() {
+                "initial_cash" | "commission_rate" | "slippage_bps" => {
+                    v.as_str().and_then(|s| s.parse::<f64>().ok()).map(Value::from).unwrap_or(v)
+                }
+                _ => v,
+            };
+            fields.insert(k, v);
+        }
+    }
+    fields.insert("requested_by".into(), json!(r.requested_by));
+    fields.insert("created_at".into(), json!(ts(r.created_at)));
+    fields.insert("started_at".into(), json!(r.started_at.map(ts)));
+    fields.insert("finished_at".into(), json!(r.finished_at.map(ts)));
+    fields.insert("error".into(), json!(r.error));
+    let result = r.result.as_deref().and_then(|text| serde_json::from_str::<Value>(text).ok());
+    match result {
+        Some(Value::Object(result)) => {
+            for (k, v) in result {
+                if with_result || METRICS.contains(&k.as_str()) {
+                    fields.insert(k, v);
+                }
+            }
+        }
+        _ => {
+            for k in METRICS {
+                fields.insert(k.into(), Value::Null);
+            }
+            if with_result {
+                fields.insert("trades".into(), Value::Null);
+                fields.insert("equity_curve".into(), Value::Null);
+            }
+        }
+    }
+    out
+}
+
+fn publish(state: &AppState, r: &BacktestRecord) {
+    state.events.publish("backtest.updated", state.settings.mode(), run_json(r, false));
+}
+
+/// The worker: requeues runs a restart interrupted, then runs queued ones as they come.
+pub async fn run_worker(state: AppState) {
+    let repo: &dyn BacktestRepository = &state.db;
+    match repo.backtests_in("RUNNING").await {
+        Ok(interrupted) => {
+            for mut run in interrupted {
+                tracing::warn!(backtest_id = %run.backtest_id, "running again a backtest interrupted by a restart");
+                run.status = "QUEUED".into();
+                run.progress = 0.0;
+                if let Err(e) = repo.update_backtest(&run).await {
+                    tracing::error!(error = %e, "could not requeue an interrupted backtest");
+                }
+            }
+        }
+        Err(e) => tracing::error!(error = %e, "could not look for interrupted backtests"),
+    }
+    let running: Arc<std::sync::Mutex<BTreeSet<String>>> = Arc::default();
+    loop {
+        let queued = repo.backtests_in("QUEUED").await.unwrap_or_else(|e| {
+            tracing::error!(error = %e, "could not read the backtest queue");
+            Vec::new()
+        });
+        for run in queued {
+            let mut active = running.lock().unwrap_or_else(|e| e.into_inner());
+            if active.len() >= PARALLEL_RUNS || active.contains(&run.backtest_id) {
+                continue;
+            }
+            active.insert(run.backtest_id.clone());
+            let (state, running) = (state.clone(), running.clone());
+            tokio::spawn(async move {
+                let id = run.backtest_id.clone();
+                execute(&state, run).await;
+                running.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+                state.backtests.wake.notify_one();
+            });
+        }
+        tokio::select! {
+            _ = state.backtests.wake.notified() => {}
+            _ = tokio::time::sleep(std::time::Duration::from_millis(500)) => {}
+        }
+    }
+}
+
+async fn execute(state: &AppState, mut run: BacktestRecord) {
+    let repo: &dyn BacktestRepository = &state.db;
+    run.status = "RUNNING".into();
+    run.progress = 0.0;
+    run.started_at = Some(to_epoch_ms(&state.clock.now()));
+    if repo.update_backtest(&run).await.is_err() {
+        return;
+    }
+    publish(state, &run);
+    let outcome = compute(state, &mut run).await;
+    run.finished_at = Some(to_epoch_ms(&state.clock.now()));
+    match outcome {
+        Ok(result) => {
+            run.status = "COMPLETED".into();
+            run.progress = 1.0;
+            run.result = Some(result.to_string());
+        }
+        Err(reason) => {
+            tracing::warn!(backtest_id = %run.backtest_id, %reason, "backtest failed");
+            run.status = "FAILED".into();
+            run.error = Some(reason);
+        }
+    }
+    if let Err(e) = repo.update_backtest(&run).await {
+        tracing::error!(error = %e, backtest_id = %run.backtest_id, "backtest outcome not persisted");
+    }
+    publish(state, &run);
+}
+
+async fn compute(state: &AppState, run: &mut BacktestRecord) -> Result<Value, String> {
+    let stored: Stored = serde_json::from_str(&run.request).map_err(|e| format!("unreadable request: {e}"))?;
+    let settings = Settings::from_json(&stored.effective_settings)
+        .map_err(|e| format!("unreadable settings: {}", e.first().map(|f| f.reason.as_str()).unwrap_or("")))?;
+    let symbol = Symbol::parse(&stored.symbol).map_err(|e| format!("bad symbol: {e}"))?;
+    let (start, end) = (to_epoch_ms(&stored.start), to_epoch_ms(&stored.end));
+    let data: &dyn DataRepository = &state.db;
+    let tf = stored.timeframe.as_str();
+    if !data.has_bars(&symbol, tf, start, end).await.map_err(|e| e.to_string())? {
+        if state.market.instrument(&symbol).is_none() {
+            return Err(format!("no {tf} bars of {symbol} are stored in the range"));
+        }
+        let by = format!("backtest {}", run.backtest_id);
+        crate::downloads::download_now(state, &symbol, stored.timeframe, stored.start, stored.end, &by)
+            .await
+            .map_err(|e| format!("downloading the missing bars failed: {e}"))?;
+    }
+    let bars = data.bars(&symbol, tf, start, end).await.map_err(|e| e.to_string())?;
+    let calendar = tradeops_core::calendar::MarketCalendar::new(settings.runtime.market_calendar);
+    let history: Box<dyn History + Send> = match state.market.history(&symbol, calendar) {
+        Some(h) => h,
+        None => Box::new(BarHistory::new(&bars, stored.timeframe)),
+    };
+    let spec = BacktestSpec {
+        strategy_id: stored.strategy_id.clone(),
+        symbol,
+        timeframe: stored.timeframe,
+        parameters: stored.parameters.clone(),
+        initial_cash: stored.initial_cash,
+        commission_rate: stored.commission_rate,
+        slippage_bps: stored.slippage_bps,
+        fill: stored.fill,
+    };
+    let (progress_tx, mut progress_rx) = tokio::sync::watch::channel(0.0_f64);
+    let task = tokio::task::spawn_blocking(move || {
+        let mut history = history;
+        backtest::run(&spec, &settings, &bars, history.as_mut(), &mut |p| {
+            progress_tx.send_if_modified(|old| {
+                // Every 5%: enough for a progress bar, few writes.
+                let changed = p >= *old + 0.05 || (p >= 1.0 && *old < 1.0);
+                if changed {
+                    *old = p;
+                }
+                changed
+            });
+        })
+    });
+    tokio::pin!(task);
+    let repo: &dyn BacktestRepository = &state.db;
+    let output = loop {
+        tokio::select! {
+            done = &mut task => break done.map_err(|e| format!("the run panicked: {e}"))?.map_err(|e| e.to_string())?,
+            changed = progress_rx.changed() => {
+                if changed.is_ok() {
+                    run.progress = (*progress_rx.borrow_and_update()).min(0.99);
+                    if repo.update_backtest(run).await.is_ok() {
+                        publish(state, run);
+                    }
+                }
+            }
+        }
+    };
+    Ok(result_json(&output))
+}
+
+/// The stored result: every metric of CONTRACT §4, the trades (rows as `GET /api/trades`) and
+/// the equity curve, plus what explains them.
+pub fn result_json(o: &backtest::BacktestOutput) -> Value {
+    let m = &o.metrics;
+    let trades: Vec<Value> = o.trades.iter().map(crate::trades::trade_row).collect();
+    let curve: Vec<Value> = o
+        .equity_curve
+        .iter()
+        .map(|p| json!({"timestamp": format_ts(&p.timestamp), "equity": backtest::dollars(p.equity)}))
+        .collect();
+    json!({
+        "total_return": m.total_return,
+        "sharpe_ratio": m.sharpe_ratio,
+        "max_drawdown": m.max_drawdown,
+        "win_loss_ratio": m.win_loss_ratio,
+        "win_rate": m.win_rate,
+        "profit_factor": m.profit_factor,
+        "trade_count": m.trade_count,
+        "expectancy": m.expectancy.map(backtest::dollars),
+        "gross_profit": backtest::dollars(m.gross_profit),
+        "gross_loss": backtest::dollars(m.gross_loss),
+        "sharpe_days": m.days,
+        "final_equity": backtest::dollars(o.final_equity),
+        "bars": o.bars,
+        "orders": o.orders,
+        "refusals": o.refusals,
+        "trades": trades,
+        "equity_curve": curve,
+    })
+}

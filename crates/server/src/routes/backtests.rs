@@ -1,0 +1,84 @@
+//! Backtests: `POST /api/backtests/run`, `GET /api/backtests`, `GET /api/backtests/{backtest_id}`
+//! (CONTRACT §4). Runs are durable jobs of [`crate::backtests`].
+
+use crate::auth::Caller;
+use crate::backtests::{run_json, BacktestRequest};
+use crate::envelope::{ApiResponse, SuccessBody};
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{Path, Query};
+use crate::guard::{Action, Sensitive, Target};
+use crate::routes::list_limit;
+use crate::state::AppState;
+use axum::extract::State;
+use axum::routing::{get, post};
+use axum::Router;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tradeops_core::Role;
+use tradeops_store::BacktestRepository;
+
+pub const BACKTEST_RUN: Action = Action { name: "backtest.run", role: Role::Operator };
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/backtests/run", post(run))
+        .route("/api/backtests", get(list))
+        .route("/api/backtests/{backtest_id}", get(one))
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct BacktestAccepted {
+    pub backtest_id: String,
+    pub status: String,
+}
+
+/// Queues a backtest of a strategy on one symbol: the live engine, strategies and risk gate on
+/// stored bars (downloaded from the data broker first when none are stored), with the simulated
+/// fill model. Follow it with `GET /api/backtests/{backtest_id}` or `backtest.updated` events.
+#[utoipa::path(post, path = "/api/backtests/run", tag = "backtests", security(("bearer" = [])),
+    request_body = BacktestRequest,
+    responses((status = 202, description = "Queued", body = inline(SuccessBody<BacktestAccepted>)),
+              (status = 400, description = "VALIDATION_ERROR (fields named in detail)", body = crate::envelope::ErrorBody),
+              (status = 404, description = "NOT_FOUND (no such symbol nor stored bars)", body = crate::envelope::ErrorBody)))]
+pub async fn run(State(state): State<AppState>, guard: Sensitive) -> ApiResult<ApiResponse<BacktestAccepted>> {
+    guard
+        .run(BACKTEST_RUN, Target::BodyField("symbol"), |caller, req: BacktestRequest| async move {
+            let record = crate::backtests::enqueue(&state, req, &caller.principal.name).await?;
+            Ok(ApiResponse::accepted(BacktestAccepted { backtest_id: record.backtest_id, status: record.status }))
+        })
+        .await
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct BacktestQuery {
+    pub limit: Option<u32>,
+}
+
+/// Runs, newest first: the request fields, `status`, `progress` and the headline metrics (null
+/// until `COMPLETED`).
+#[utoipa::path(get, path = "/api/backtests", tag = "backtests", security(("bearer" = [])), params(BacktestQuery),
+    responses((status = 200, description = "Runs", body = inline(SuccessBody<Vec<Object>>))))]
+pub async fn list(
+    State(state): State<AppState>,
+    _caller: Caller,
+    Query(q): Query<BacktestQuery>,
+) -> ApiResult<ApiResponse<Vec<Value>>> {
+    let repo: &dyn BacktestRepository = &state.db;
+    let runs = repo.backtests(list_limit(q.limit)?).await?;
+    Ok(ApiResponse::list(runs.iter().map(|r| run_json(r, false)).collect()))
+}
+
+/// One run: `backtest_id`, `status`, `progress`, the request fields (with the settings it
+/// traded under), and once `COMPLETED` every metric (`total_return`, `sharpe_ratio`,
+/// `max_drawdown`, `win_loss_ratio`, `win_rate`, `profit_factor`, `trade_count`, …), `trades`
+/// (rows as `GET /api/trades`) and `equity_curve` (`timestamp`, `equity`; at most 2,000 points).
+#[utoipa::path(get, path = "/api/backtests/{backtest_id}", tag = "backtests", security(("bearer" = [])),
+    params(("backtest_id" = String, Path, description = "Run id")),
+    responses((status = 200, description = "Run", body = inline(SuccessBody<Object>)),
+              (status = 404, description = "NOT_FOUND", body = crate::envelope::ErrorBody)))]
+pub async fn one(State(state): State<AppState>, _caller: Caller, Path(id): Path<String>) -> ApiResult<ApiResponse<Value>> {
+    let repo: &dyn BacktestRepository = &state.db;
+    let run = repo.backtest(&id).await?.ok_or_else(|| ApiError::not_found(format!("No backtest {id:?}")))?;
+    Ok(ApiResponse::ok(run_json(&run, true)))
+}

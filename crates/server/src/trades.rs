@@ -1,0 +1,163 @@
+//! Completed trades of live and paper trading (`GET /api/trades`), built from what the database
+//! holds — every order with its executions — by the same `TradeBuilder` backtests use, so they
+//! survive any restart and never disagree with the orders. Features at entry and excursions come
+//! from the data broker's minute bars around each trade; operator actions on the symbol while
+//! the trade was open come from the audit log. The list is rebuilt only when orders or
+//! executions changed.
+
+use crate::error::ApiResult;
+use crate::state::AppState;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use tradeops_core::calendar::{ny_instant, MarketCalendar, NyDay};
+use tradeops_core::market::Timeframe;
+use tradeops_core::orders::{Order, OrderStatus};
+use tradeops_core::trades::{enrich, MarketContext, Trade, TradeBuilder, TradeEvent};
+use tradeops_store::{AuditFilter, TradingRepository};
+
+/// The last build, by the orders' version.
+#[derive(Default)]
+pub struct TradeCache {
+    built: Mutex<Option<((i64, i64, i64), Arc<Vec<Trade>>)>>,
+}
+
+/// A trade row (CONTRACT §4): the seed's columns plus `quantity`, `entry_price`, `exit_price`,
+/// `fees`, `mode`, and the headline outcomes.
+pub fn trade_row(t: &Trade) -> Value {
+    let mut row = serde_json::to_value(t).unwrap_or(Value::Null);
+    if let Value::Object(fields) = &mut row {
+        let o = &t.detail.outcomes;
+        fields.insert("return_pct".into(), json!(o.return_pct));
+        fields.insert("r_multiple".into(), json!(o.r_multiple));
+        fields.insert("hold_seconds".into(), json!(o.hold_seconds));
+        fields.insert("exit_reason".into(), json!(o.exit_reason));
+    }
+    row
+}
+
+/// The deep dive: `trade`, `events`, `features`, `outcomes`, `explanations`.
+pub fn trade_detail(t: &Trade) -> Value {
+    json!({
+        "trade": trade_row(t),
+        "events": t.detail.events,
+        "features": t.detail.features,
+        "outcomes": t.detail.outcomes,
+        "explanations": t.detail.explanations,
+    })
+}
+
+/// Every completed trade, oldest exit first.
+pub async fn completed(state: &AppState) -> ApiResult<Arc<Vec<Trade>>> {
+    let repo: &dyn TradingRepository = &state.db;
+    let version = repo.orders_version().await?;
+    if let Some((v, trades)) = state.trade_cache.built.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        if *v == version {
+            return Ok(trades.clone());
+        }
+    }
+    let orders = repo.all_orders().await?;
+    let settings = state.settings.current();
+    let mut trades = build(&orders, settings.analytics.breakeven_threshold);
+    let calendar = MarketCalendar::new(settings.runtime.market_calendar);
+    for trade in &mut trades {
+        add_market_detail(state, trade, calendar).await;
+    }
+    add_operator_actions(state, &mut trades).await?;
+    let trades = Arc::new(trades);
+    *state.trade_cache.built.lock().unwrap_or_else(|e| e.into_inner()) = Some((version, trades.clone()));
+    Ok(trades)
+}
+
+/// Replays every order's life — submission, each execution, its end — in time order through a
+/// builder per mode (paper and live are different accounts).
+pub fn build(orders: &[(Order, String)], breakeven_threshold: rust_decimal::Decimal) -> Vec<Trade> {
+    // (when, sequence, order index, executions seen, final)
+    let mut steps = Vec::new();
+    for (i, (order, _)) in orders.iter().enumerate() {
+        steps.push((order.created_at, 0usize, i, 0usize, false));
+        for (k, e) in order.executions.iter().enumerate() {
+            steps.push((e.timestamp, 1, i, k + 1, false));
+        }
+        if order.status.is_final() {
+            steps.push((order.updated_at.max(order.created_at), 2, i, order.executions.len(), true));
+        }
+    }
+    steps.sort_by(|a, b| (a.0, a.2, a.1, a.3).cmp(&(b.0, b.2, b.1, b.3)));
+    let mut builders: BTreeMap<&str, TradeBuilder> = BTreeMap::new();
+    let mut trades = Vec::new();
+    for (_, _, i, seen, last) in steps {
+        let (order, mode) = &orders[i];
+        let builder = builders.entry(mode.as_str()).or_insert_with(|| TradeBuilder::new(mode, breakeven_threshold));
+        let mut snapshot = order.clone();
+        snapshot.executions.truncate(seen);
+        if !last {
+            snapshot.status = if seen == 0 { OrderStatus::New } else { OrderStatus::PartiallyFilled };
+        }
+        if seen == 0 && !last {
+            if let Some(stop) = order.stop_loss {
+                builder.entry_stop(&order.symbol, stop);
+            }
+        }
+        trades.extend(builder.order(&snapshot));
+    }
+    trades.sort_by(|a, b| (a.exit_time, &a.trade_id).cmp(&(b.exit_time, &b.trade_id)));
+    trades
+}
+
+/// Features at entry and excursions from the data broker's minute bars of the entry's day.
+async fn add_market_detail(state: &AppState, trade: &mut Trade, calendar: MarketCalendar) {
+    let date = NyDay::default().date_of(trade.entry_time);
+    let day_start = ny_instant(date, (0, 0));
+    let end = trade.exit_time + chrono::Duration::minutes(1);
+    let bars = state.market.bars(&trade.symbol, Timeframe::Minute, day_start, end).await.unwrap_or_default();
+    let instrument = state.market.instrument(&trade.symbol);
+    let mut history = state.market.history(&trade.symbol, calendar);
+    let minute = (trade.entry_time - day_start).num_minutes().max(0) as u32;
+    let volume: u64 = bars.iter().take_while(|b| b.start + chrono::Duration::minutes(1) <= trade.entry_time).map(|b| b.volume).sum();
+    let ctx = MarketContext {
+        prev_close: history.as_mut().and_then(|h| h.prev_close(date)),
+        float: instrument.as_ref().map(|i| i.float),
+        sector: instrument.as_ref().map(|i| i.sector.to_string()),
+        relative_volume: history.as_mut().and_then(|h| h.relative_volume(date, minute, volume)),
+        regular_open: ny_instant(date, (9, 30)),
+    };
+    enrich(trade, &bars, day_start, &ctx);
+}
+
+/// Operator actions on each trade's symbol while it was open (from the audit log) join its
+/// timeline; the timeline is then put in time order.
+async fn add_operator_actions(state: &AppState, trades: &mut [Trade]) -> ApiResult<()> {
+    if trades.is_empty() {
+        return Ok(());
+    }
+    let filter = AuditFilter { outcome: Some("OK".into()), limit: 1000, ..Default::default() };
+    let entries = state.audit.list_audit(&filter).await?;
+    for trade in trades.iter_mut() {
+        for e in entries.iter().map(|r| &r.entry) {
+            let at = tradeops_core::time::from_epoch_ms(e.ts);
+            if e.target == trade.symbol.as_str() && at >= trade.entry_time && at <= trade.exit_time {
+                trade.detail.events.push(TradeEvent {
+                    timestamp: at,
+                    kind: format!("OPERATOR_{}", e.action.to_uppercase().replace(['.', '/'], "_")),
+                    detail: format!("{} ({}) {}", e.actor, e.role.as_deref().unwrap_or("-"), e.action),
+                });
+            }
+        }
+        trade.detail.events.sort_by_key(|e| e.timestamp);
+    }
+    Ok(())
+}
+
+/// `GET /api/trades` filters.
+pub struct TradeFilter<'a> {
+    pub date: Option<chrono::NaiveDate>,
+    pub strategy_id: Option<&'a str>,
+    pub symbol: Option<&'a str>,
+}
+
+pub fn matches(t: &Trade, f: &TradeFilter<'_>) -> bool {
+    f.date.is_none_or(|d| NyDay::default().date_of(t.entry_time) == d)
+        && f.strategy_id.is_none_or(|s| t.strategy_id.as_deref().unwrap_or("manual") == s)
+        && f.symbol.is_none_or(|s| t.symbol.as_str() == s)
+}
