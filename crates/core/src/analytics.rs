@@ -176,7 +176,8 @@ pub fn normal_cdf(x: f64) -> f64 {
             + t * (0.37409196
                 + t * (0.09678418
                     + t * (-0.18628806
-                        + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))));
+                        + t * (0.27886807
+                            + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))));
     let erfc = t * poly.exp();
     if x >= 0.0 {
         1.0 - 0.5 * erfc
@@ -259,8 +260,7 @@ pub fn recommendations(trades: &[Trade], min_sample_size: u32, confidence_level:
             let p_value = two_proportion_p_value(wins, n, wins_all - wins, total - n);
             let confidence = (1.0 - p_value).clamp(0.0, 1.0);
             let interval = wilson_interval(wins, n, confidence_level);
-            let average =
-                group.iter().map(|t| t.net_pnl.to_f64().unwrap_or(0.0)).sum::<f64>() / n as f64;
+            let average = group.iter().map(|t| t.net_pnl.to_f64().unwrap_or(0.0)).sum::<f64>() / n as f64;
             let advice = if confidence < confidence_level {
                 format!("the difference is not yet significant (confidence {confidence:.2})")
             } else if rate < baseline {
@@ -311,7 +311,7 @@ mod tests {
         let net = if win { Decimal::from(30) } else { Decimal::from(-20) };
         Trade {
             trade_id: format!("T{i}"),
-            symbol: crate::Symbol::parse(if i % 2 == 0 { "AAA" } else { "BBB" }).unwrap(),
+            symbol: crate::Symbol::parse(if i.is_multiple_of(2) { "AAA" } else { "BBB" }).unwrap(),
             strategy_id: Some("momentum_breakout".into()),
             entry_time: entry,
             exit_time: entry + chrono::Duration::minutes(10),
@@ -323,7 +323,10 @@ mod tests {
             exit_price: Decimal::from(4),
             fees: Decimal::ZERO,
             mode: "PAPER".into(),
-            detail: TradeDetail { outcomes: Outcomes { hold_seconds: 600, ..Default::default() }, ..Default::default() },
+            detail: TradeDetail {
+                outcomes: Outcomes { hold_seconds: 600, ..Default::default() },
+                ..Default::default()
+            },
         }
     }
 
@@ -351,7 +354,9 @@ mod tests {
              −$7.50 a trade; consider avoiding them or tightening the entry rules for them."
         );
         let late = recs.iter().find(|r| r.recommendation_id == "TIME_OF_DAY:10:30-12:00").expect("a row");
-        assert!(late.recommendation_text.contains("won 75% of 60 trades") && late.recommendation_text.contains("favouring"));
+        assert!(
+            late.recommendation_text.contains("won 75% of 60 trades") && late.recommendation_text.contains("favouring")
+        );
     }
 
     #[test]

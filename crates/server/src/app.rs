@@ -249,7 +249,10 @@ fn spawn_background(state: &AppState) -> Vec<JoinHandle<()>> {
             }
         })
     };
-    let mut tasks = vec![health, token_usage, tokio::spawn(crate::downloads::run_worker(state.clone())),
+    let mut tasks = vec![
+        health,
+        token_usage,
+        tokio::spawn(crate::downloads::run_worker(state.clone())),
         tokio::spawn(crate::backtests::run_worker(state.clone())),
     ];
     if let Some(live) = &state.live {

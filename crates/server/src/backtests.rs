@@ -125,9 +125,13 @@ pub async fn enqueue(state: &AppState, req: BacktestRequest, actor: &str) -> Api
         }
     };
     let empty = Map::new();
-    let parameters =
-        backtest::validate_parameters(&req.strategy_id, timeframe, req.parameters.as_ref().unwrap_or(&empty), &settings)
-            .map_err(ApiError::fields)?;
+    let parameters = backtest::validate_parameters(
+        &req.strategy_id,
+        timeframe,
+        req.parameters.as_ref().unwrap_or(&empty),
+        &settings,
+    )
+    .map_err(ApiError::fields)?;
     if req.start >= req.end {
         return Err(ApiError::validation("end", "must be after start"));
     }
@@ -136,7 +140,10 @@ pub async fn enqueue(state: &AppState, req: BacktestRequest, actor: &str) -> Api
         Timeframe::Day => crate::downloads::MAX_DAILY_DAYS,
     };
     if req.end - req.start > chrono::Duration::days(max_days) {
-        return Err(ApiError::validation("end", format!("a {} backtest spans at most {max_days} days", timeframe.as_str())));
+        return Err(ApiError::validation(
+            "end",
+            format!("a {} backtest spans at most {max_days} days", timeframe.as_str()),
+        ));
     }
     let initial_cash = bounded(
         "initial_cash",
@@ -146,13 +153,11 @@ pub async fn enqueue(state: &AppState, req: BacktestRequest, actor: &str) -> Api
     )?;
     let commission_rate =
         bounded("commission_rate", req.commission_rate.unwrap_or_default(), Decimal::ZERO, Decimal::new(1, 1))?;
-    let slippage_bps = bounded("slippage_bps", req.slippage_bps.unwrap_or_default(), Decimal::ZERO, Decimal::from(1000))?;
+    let slippage_bps =
+        bounded("slippage_bps", req.slippage_bps.unwrap_or_default(), Decimal::ZERO, Decimal::from(1000))?;
     let known = state.market.instrument(&req.symbol).is_some();
     let repo: &dyn DataRepository = &state.db;
-    if !known
-        && !repo
-            .has_bars(&req.symbol, timeframe.as_str(), to_epoch_ms(&req.start), to_epoch_ms(&req.end))
-            .await?
+    if !known && !repo.has_bars(&req.symbol, timeframe.as_str(), to_epoch_ms(&req.start), to_epoch_ms(&req.end)).await?
     {
         return Err(ApiError::not_found(format!(
             "{} is not a symbol of the {} market and no {} bars of it are stored in the range",

@@ -4,10 +4,10 @@
 
 pub mod app;
 pub mod auth;
+pub mod backtests;
 pub mod cli;
 pub mod clock;
 pub mod config;
-pub mod backtests;
 pub mod downloads;
 pub mod envelope;
 pub mod error;

@@ -16,10 +16,13 @@ use tradeops_core::orders::{Order, OrderStatus};
 use tradeops_core::trades::{enrich, MarketContext, Trade, TradeBuilder, TradeEvent};
 use tradeops_store::{AuditFilter, TradingRepository};
 
+/// Orders, executions and the latest order update: what a build depends on.
+type OrdersVersion = (i64, i64, i64);
+
 /// The last build, by the orders' version.
 #[derive(Default)]
 pub struct TradeCache {
-    built: Mutex<Option<((i64, i64, i64), Arc<Vec<Trade>>)>>,
+    built: Mutex<Option<(OrdersVersion, Arc<Vec<Trade>>)>>,
 }
 
 /// A trade row (CONTRACT §4): the seed's columns plus `quantity`, `entry_price`, `exit_price`,
@@ -83,7 +86,7 @@ pub fn build(orders: &[(Order, String)], breakeven_threshold: rust_decimal::Deci
             steps.push((order.updated_at.max(order.created_at), 2, i, order.executions.len(), true));
         }
     }
-    steps.sort_by(|a, b| (a.0, a.2, a.1, a.3).cmp(&(b.0, b.2, b.1, b.3)));
+    steps.sort_by_key(|s| (s.0, s.2, s.1, s.3));
     let mut builders: BTreeMap<&str, TradeBuilder> = BTreeMap::new();
     let mut trades = Vec::new();
     for (_, _, i, seen, last) in steps {
@@ -114,7 +117,8 @@ async fn add_market_detail(state: &AppState, trade: &mut Trade, calendar: Market
     let instrument = state.market.instrument(&trade.symbol);
     let mut history = state.market.history(&trade.symbol, calendar);
     let minute = (trade.entry_time - day_start).num_minutes().max(0) as u32;
-    let volume: u64 = bars.iter().take_while(|b| b.start + chrono::Duration::minutes(1) <= trade.entry_time).map(|b| b.volume).sum();
+    let volume: u64 =
+        bars.iter().take_while(|b| b.start + chrono::Duration::minutes(1) <= trade.entry_time).map(|b| b.volume).sum();
     let ctx = MarketContext {
         prev_close: history.as_mut().and_then(|h| h.prev_close(date)),
         float: instrument.as_ref().map(|i| i.float),

@@ -31,7 +31,7 @@ pub trait BacktestRepository: Send + Sync {
     /// Saves status, progress, result, error and times.
     async fn update_backtest(&self, run: &BacktestRecord) -> Result<(), StoreError>;
     async fn backtest(&self, id: &str) -> Result<Option<BacktestRecord>, StoreError>;
-    /// Runs newest first, without their results.
+    /// Runs newest first, with their results.
     async fn backtests(&self, limit: u32) -> Result<Vec<BacktestRecord>, StoreError>;
     /// Runs in a status, oldest first, without their results.
     async fn backtests_in(&self, status: &str) -> Result<Vec<BacktestRecord>, StoreError>;
@@ -110,12 +110,12 @@ impl BacktestRepository for Database {
 
     async fn backtests(&self, limit: u32) -> Result<Vec<BacktestRecord>, StoreError> {
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT {LIST_COLUMNS} FROM backtests ORDER BY created_at DESC, backtest_id DESC LIMIT $1"
+            "SELECT {LIST_COLUMNS}, result FROM backtests ORDER BY created_at DESC, backtest_id DESC LIMIT $1"
         )))
         .bind(i64::from(limit))
         .fetch_all(&self.pool)
         .await?;
-        Ok(rows.iter().map(|r| record(r, false)).collect::<Result<_, _>>()?)
+        Ok(rows.iter().map(|r| record(r, true)).collect::<Result<_, _>>()?)
     }
 
     async fn backtests_in(&self, status: &str) -> Result<Vec<BacktestRecord>, StoreError> {

@@ -12,6 +12,7 @@
 //! - **Limit** buys fill when the low reaches the limit, at `min(open, limit)`; sells mirror it.
 //! - Slippage moves every fill price `slippage_bps` against the order (never past its limit),
 //!   rounded to the 1/10,000 dollar tick. Commission is `commission_rate` × the fill's value.
+//! - Fills are stamped at the bar's open: its start for minute bars, 09:30 New York for daily ones.
 //! - Unfilled stop and limit DAY orders expire when the New York date changes; market orders
 //!   always fill at the next bar (a bar-based backtest has no intraday book to queue them in).
 
@@ -127,8 +128,8 @@ impl BarBroker {
         reports
     }
 
-    /// Matches working orders against a new bar; fills are stamped at the bar's start.
-    pub fn on_bar(&mut self, bar: &Bar) -> Vec<BrokerReport> {
+    /// Matches working orders against a new bar; fills are stamped `at` (the bar's open).
+    pub fn on_bar(&mut self, bar: &Bar, at: Timestamp) -> Vec<BrokerReport> {
         if self.working.is_empty() {
             return Vec::new();
         }
@@ -138,7 +139,7 @@ impl BarBroker {
             match match_bar(&mut self.working[i], bar) {
                 Some(price) => {
                     let working = self.working.remove(i);
-                    reports.push(self.execute(&working, price, bar.start));
+                    reports.push(self.execute(&working, price, at));
                 }
                 None => i += 1,
             }
@@ -261,7 +262,7 @@ mod tests {
         let mut b = BarBroker::new(FillModel::NextOpen, Decimal::ZERO, Decimal::ZERO);
         let reports = b.submit(&order(Side::Buy, OrderType::Market, None, None), &decided, next.start);
         assert!(matches!(reports.as_slice(), [BrokerReport::Accepted { .. }]));
-        let (price, _, at) = filled_at(&b.on_bar(&next)).unwrap();
+        let (price, _, at) = filled_at(&b.on_bar(&next, next.start)).unwrap();
         assert_eq!((price, at), ("10.3".parse().unwrap(), next.start));
 
         let mut b = BarBroker::new(FillModel::Close, Decimal::ZERO, Decimal::ZERO);
@@ -277,12 +278,12 @@ mod tests {
         let next = bar(1, "20", "20", "20", "20");
         let mut b = BarBroker::new(FillModel::NextOpen, "0.001".parse().unwrap(), Decimal::from(50));
         b.submit(&order(Side::Buy, OrderType::Market, None, None), &decided, next.start);
-        let (price, fee, _) = filled_at(&b.on_bar(&next)).unwrap();
+        let (price, fee, _) = filled_at(&b.on_bar(&next, next.start)).unwrap();
         assert_eq!(price, "20.1".parse::<Decimal>().unwrap(), "50 bps above 20");
         assert_eq!(fee, "2.01".parse::<Decimal>().unwrap(), "0.1% of 100 × 20.10");
         let mut b = BarBroker::new(FillModel::NextOpen, Decimal::ZERO, Decimal::from(50));
         b.submit(&order(Side::Sell, OrderType::Market, None, None), &decided, next.start);
-        assert_eq!(filled_at(&b.on_bar(&next)).unwrap().0, "19.9".parse::<Decimal>().unwrap());
+        assert_eq!(filled_at(&b.on_bar(&next, next.start)).unwrap().0, "19.9".parse::<Decimal>().unwrap());
     }
 
     #[test]
@@ -290,18 +291,24 @@ mod tests {
         let decided = bar(0, "10", "10", "10", "10");
         let mut b = BarBroker::new(FillModel::NextOpen, Decimal::ZERO, Decimal::ZERO);
         b.submit(&order(Side::Buy, OrderType::StopLimit, Some("10.60"), Some("10.50")), &decided, decided.start);
-        assert!(b.on_bar(&bar(1, "10.1", "10.4", "10", "10.3")).is_empty(), "high below the stop");
-        let (price, ..) = filled_at(&b.on_bar(&bar(2, "10.3", "10.8", "10.2", "10.7"))).unwrap();
+        assert!(b.on_bar(&bar(1, "10.1", "10.4", "10", "10.3"), decided.start).is_empty(), "high below the stop");
+        let (price, ..) = filled_at(&b.on_bar(&bar(2, "10.3", "10.8", "10.2", "10.7"), decided.start)).unwrap();
         assert_eq!(price, "10.5".parse().unwrap(), "fills at the stop when traded through");
 
         // Gap above the stop but within the limit: the open.
         b.submit(&order(Side::Buy, OrderType::StopLimit, Some("10.60"), Some("10.50")), &decided, decided.start);
-        assert_eq!(filled_at(&b.on_bar(&bar(3, "10.55", "10.9", "10.5", "10.8"))).unwrap().0, "10.55".parse().unwrap());
+        assert_eq!(
+            filled_at(&b.on_bar(&bar(3, "10.55", "10.9", "10.5", "10.8"), decided.start)).unwrap().0,
+            "10.55".parse().unwrap()
+        );
 
         // Gap above the limit and never back: triggered, rests as a limit order, then fills.
         b.submit(&order(Side::Buy, OrderType::StopLimit, Some("10.60"), Some("10.50")), &decided, decided.start);
-        assert!(b.on_bar(&bar(4, "11", "11.2", "10.9", "11.1")).is_empty());
-        assert_eq!(filled_at(&b.on_bar(&bar(5, "10.7", "10.8", "10.4", "10.5"))).unwrap().0, "10.6".parse().unwrap());
+        assert!(b.on_bar(&bar(4, "11", "11.2", "10.9", "11.1"), decided.start).is_empty());
+        assert_eq!(
+            filled_at(&b.on_bar(&bar(5, "10.7", "10.8", "10.4", "10.5"), decided.start)).unwrap().0,
+            "10.6".parse().unwrap()
+        );
     }
 
     #[test]

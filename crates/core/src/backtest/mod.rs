@@ -280,11 +280,10 @@ impl Run {
         }
     }
 
-    fn fills(&mut self, reports: Vec<BrokerReport>, bar: &Bar) {
+    fn fills(&mut self, reports: Vec<BrokerReport>, bar: &Bar, at: Timestamp) {
         let mut queue = VecDeque::new();
         self.report(reports, &mut queue);
-        let now = bar.start;
-        self.apply(queue.into(), bar, now);
+        self.apply(queue.into(), bar, at);
     }
 }
 
@@ -331,15 +330,19 @@ pub fn run(
         if date != Some(today) {
             if date.is_some() {
                 let expired = run.broker.expire_day_orders(bar.start);
-                run.fills(expired, bar);
+                run.fills(expired, bar, bar.start);
             }
             date = Some(today);
             volume = 0;
             prev_close = history.prev_close(today).unwrap_or(Decimal::ZERO);
         }
         if run.broker.has_working() {
-            let reports = run.broker.on_bar(bar);
-            run.fills(reports, bar);
+            let open = match spec.timeframe {
+                Timeframe::Minute => bar.start,
+                Timeframe::Day => ny_instant(today, (9, 30)).max(bar.start),
+            };
+            let reports = run.broker.on_bar(bar, open);
+            run.fills(reports, bar, open);
         }
         volume += bar.volume;
         let now = bar_end(bar, spec.timeframe, &mut end_day);

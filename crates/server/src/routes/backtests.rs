@@ -77,7 +77,11 @@ pub async fn list(
     params(("backtest_id" = String, Path, description = "Run id")),
     responses((status = 200, description = "Run", body = inline(SuccessBody<Object>)),
               (status = 404, description = "NOT_FOUND", body = crate::envelope::ErrorBody)))]
-pub async fn one(State(state): State<AppState>, _caller: Caller, Path(id): Path<String>) -> ApiResult<ApiResponse<Value>> {
+pub async fn one(
+    State(state): State<AppState>,
+    _caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<ApiResponse<Value>> {
     let repo: &dyn BacktestRepository = &state.db;
     let run = repo.backtest(&id).await?.ok_or_else(|| ApiError::not_found(format!("No backtest {id:?}")))?;
     Ok(ApiResponse::ok(run_json(&run, true)))

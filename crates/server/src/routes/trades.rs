@@ -38,7 +38,11 @@ pub struct TradeQuery {
 #[utoipa::path(get, path = "/api/trades", tag = "trades", security(("bearer" = [])), params(TradeQuery),
     responses((status = 200, description = "Trades", body = inline(SuccessBody<Vec<Object>>)),
               (status = 400, description = "VALIDATION_ERROR", body = crate::envelope::ErrorBody)))]
-pub async fn list(State(state): State<AppState>, _caller: Caller, Query(q): Query<TradeQuery>) -> ApiResult<ApiResponse<Vec<Value>>> {
+pub async fn list(
+    State(state): State<AppState>,
+    _caller: Caller,
+    Query(q): Query<TradeQuery>,
+) -> ApiResult<ApiResponse<Vec<Value>>> {
     let date = q
         .date
         .as_deref()
@@ -59,9 +63,14 @@ pub async fn list(State(state): State<AppState>, _caller: Caller, Query(q): Quer
     params(("trade_id" = String, Path, description = "Trade id")),
     responses((status = 200, description = "Deep dive", body = inline(SuccessBody<Object>)),
               (status = 404, description = "NOT_FOUND", body = crate::envelope::ErrorBody)))]
-pub async fn one(State(state): State<AppState>, _caller: Caller, Path(id): Path<String>) -> ApiResult<ApiResponse<Value>> {
+pub async fn one(
+    State(state): State<AppState>,
+    _caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<ApiResponse<Value>> {
     let trades = completed(&state).await?;
-    let trade = trades.iter().find(|t| t.trade_id == id).ok_or_else(|| ApiError::not_found(format!("No trade {id:?}")))?;
+    let trade =
+        trades.iter().find(|t| t.trade_id == id).ok_or_else(|| ApiError::not_found(format!("No trade {id:?}")))?;
     Ok(ApiResponse::ok(trade_detail(trade)))
 }
 

@@ -6,6 +6,7 @@ mod helpers;
 
 mod audit;
 mod auth;
+mod backtests;
 mod cli;
 mod data;
 mod envelope;

@@ -1,0 +1,182 @@
+//! Backtests through the API: the golden run, determinism, validation, missing data downloaded
+//! first, and a run interrupted by a restart.
+
+use crate::helpers::*;
+use serde_json::{json, Value};
+
+const GOLDEN_CSV: &str = include_str!("fixtures/golden_daily.csv");
+
+async fn wait_done(app: &TestApp, id: &str) -> Value {
+    for _ in 0..600 {
+        let run = app.get(&format!("/api/backtests/{id}")).await.data().clone();
+        if run["status"] == "COMPLETED" || run["status"] == "FAILED" {
+            return run;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    panic!("backtest {id} never finished: {}", app.get(&format!("/api/backtests/{id}")).await.body);
+}
+
+async fn import_golden(app: &TestApp) {
+    let req = app
+        .client
+        .post(app.url("/api/data/import?symbol=GOLDN&timeframe=1d"))
+        .bearer_auth(ADMIN_TOKEN)
+        .header("content-type", "text/csv")
+        .body(GOLDEN_CSV);
+    assert_eq!(app.raw(req).await.assert_ok(200)["bars"], 80);
+}
+
+/// The golden request: sma_cross 5/10 on 80 fixed daily bars, with commission and slippage,
+/// under risk limits wide enough for an all-in strategy.
+fn golden_request() -> Value {
+    json!({
+        "strategy_id": "sma_cross", "symbol": "GOLDN", "timeframe": "1d",
+        "start": "2026-01-01T00:00:00Z", "end": "2026-05-01T00:00:00Z",
+        "parameters": {"fast": 5, "slow": 10},
+        "initial_cash": 10000, "commission_rate": 0.001, "slippage_bps": 5,
+        "settings": {"risk_controls": {"max_daily_loss": 100000, "max_position_size": 100000, "max_order_value": 1000000}}
+    })
+}
+
+async fn run(app: &TestApp, body: Value) -> Value {
+    let queued = app.post("/api/backtests/run", ADMIN_TOKEN, body).await;
+    let data = queued.assert_ok(202).clone();
+    assert_eq!(data["status"], "QUEUED");
+    wait_done(app, data["backtest_id"].as_str().unwrap()).await
+}
+
+/// The result without what differs between runs (ids, times).
+fn stable(mut run: Value) -> Value {
+    for key in ["backtest_id", "created_at", "started_at", "finished_at", "requested_by"] {
+        run.as_object_mut().unwrap().remove(key);
+    }
+    run
+}
+
+#[tokio::test]
+async fn the_golden_backtest_gives_the_recorded_result_every_time() {
+    let app = spawn_app().await;
+    import_golden(&app).await;
+    let first = run(&app, golden_request()).await;
+    assert_eq!(first["status"], "COMPLETED", "{first}");
+    assert_eq!(first["progress"], 1.0);
+    for key in [
+        "total_return",
+        "sharpe_ratio",
+        "max_drawdown",
+        "win_loss_ratio",
+        "win_rate",
+        "profit_factor",
+        "trades",
+        "trade_count",
+        "equity_curve",
+    ] {
+        assert!(first.get(key).is_some_and(|v| !v.is_null()), "{key} in {first}");
+    }
+    let trades = first["trades"].as_array().unwrap();
+    assert!(trades.len() >= 3, "the fixture crosses several times: {trades:?}");
+    assert_eq!(first["trade_count"], trades.len());
+    for key in
+        ["trade_id", "symbol", "strategy_id", "entry_time", "exit_time", "gross_pnl", "net_pnl", "winner_loser_label"]
+    {
+        assert!(trades[0].get(key).is_some(), "{key}");
+    }
+    assert_eq!(first["equity_curve"].as_array().unwrap().len(), 80);
+    // Metrics agree with the trades and the curve.
+    let last = first["equity_curve"].as_array().unwrap().last().unwrap()["equity"].as_f64().unwrap();
+    assert!((first["total_return"].as_f64().unwrap() - (last - 10000.0) / 10000.0).abs() < 1e-9);
+    let net: f64 = trades.iter().map(|t| t["net_pnl"].as_f64().unwrap()).sum();
+    assert!((net - (last - 10000.0)).abs() < 1e-6, "all P&L is in closed trades: {net} vs {last}");
+
+    insta::assert_json_snapshot!("golden_backtest", stable(first.clone()));
+
+    let second = run(&app, golden_request()).await;
+    assert_eq!(stable(second), stable(first), "the same request twice gives the same result");
+
+    let list = app.get("/api/backtests").await;
+    assert_eq!(list.body["meta"]["count"], 2);
+    assert!(list.data()[0]["total_return"].is_number() && list.data()[0].get("equity_curve").is_none());
+    let audit = app.get("/api/audit?action=backtest.run").await;
+    assert_eq!(audit.body["meta"]["count"], 2);
+}
+
+#[tokio::test]
+async fn bad_runs_are_refused_and_nothing_is_queued() {
+    let app = spawn_app().await;
+    import_golden(&app).await;
+    let with = |patch: Value| {
+        let mut body = golden_request();
+        for (k, v) in patch.as_object().unwrap() {
+            body[k] = v.clone();
+        }
+        body
+    };
+    let field = |reply: &Reply| reply.body["error"]["detail"]["field"].as_str().unwrap_or("").to_string();
+    for (patch, expected) in [
+        (json!({"strategy_id": "nope"}), "strategy_id"),
+        (json!({"parameters": {"fast": 20, "slow": 10}}), "parameters.fast"),
+        (json!({"parameters": {"fast": 2.5}}), "parameters.fast"),
+        (json!({"parameters": {"speed": 1}}), "parameters.speed"),
+        (json!({"strategy_id": "momentum_breakout"}), "timeframe"),
+        (json!({"end": "2025-01-01T00:00:00Z"}), "end"),
+        (json!({"initial_cash": 0}), "initial_cash"),
+        (json!({"commission_rate": -0.1}), "commission_rate"),
+        (json!({"slippage_bps": 5000}), "slippage_bps"),
+        (json!({"settings": {"risk_controls": {"max_daily_loss": -1}}}), "settings.risk_controls.max_daily_loss"),
+    ] {
+        let reply = app.post("/api/backtests/run", ADMIN_TOKEN, with(patch.clone())).await;
+        reply.assert_error(400, "VALIDATION_ERROR");
+        assert_eq!(field(&reply), expected, "{patch}: {}", reply.body);
+    }
+    app.post("/api/backtests/run", ADMIN_TOKEN, with(json!({"fill": "LATER"})))
+        .await
+        .assert_error(400, "VALIDATION_ERROR");
+    app.post("/api/backtests/run", ADMIN_TOKEN, with(json!({"symbol": "NODATA"}))).await.assert_error(404, "NOT_FOUND");
+    let viewer = app.token("v", "viewer").await;
+    app.post("/api/backtests/run", &viewer, golden_request()).await.assert_error(403, "FORBIDDEN");
+    assert_eq!(app.get("/api/backtests").await.body["meta"]["count"], 0, "nothing queued");
+    app.get("/api/backtests/bt-nope").await.assert_error(404, "NOT_FOUND");
+}
+
+/// A symbol of the simulated market with no stored bars is downloaded first; the run trades
+/// the simulated day like the live engine would.
+#[tokio::test]
+async fn missing_bars_are_downloaded_before_the_run() {
+    let app = spawn_app().await;
+    let (symbol, _) = app.market_symbols(1).await.remove(0);
+    let body = json!({
+        "strategy_id": "sma_cross", "symbol": symbol, "start": "2026-11-18T14:30:00Z", "end": "2026-11-18T21:00:00Z",
+        "settings": {"risk_controls": {"max_daily_loss": 100000, "max_position_size": 1000000, "max_order_value": 1000000}}
+    });
+    let done = run(&app, body).await;
+    assert_eq!(done["status"], "COMPLETED", "{done}");
+    assert_eq!(done["bars"], 390, "the regular session's minute bars");
+    assert_eq!(done["fill"], "NEXT_OPEN");
+    assert_eq!(done["initial_cash"], 100000.0);
+    let downloads = app.get("/api/data/downloads").await;
+    assert_eq!(downloads.data()[0]["status"], "COMPLETED");
+    assert_eq!(downloads.data()[0]["symbol"], symbol);
+    assert_eq!(done["effective_settings"]["risk_controls"]["max_daily_loss"], 100000.0);
+}
+
+/// A run a crash left RUNNING is run again at the next start and completes.
+#[tokio::test]
+async fn a_run_interrupted_by_a_restart_completes_after_it() {
+    let app = spawn_app().await;
+    import_golden(&app).await;
+    let first = run(&app, golden_request()).await;
+    let id = first["backtest_id"].as_str().unwrap().to_string();
+    let db = tradeops_store::Database::open(&app.config.database_url).await.unwrap();
+    use tradeops_store::BacktestRepository;
+    let mut record = db.backtest(&id).await.unwrap().unwrap();
+    record.status = "RUNNING".into();
+    record.progress = 0.4;
+    record.result = None;
+    db.update_backtest(&record).await.unwrap();
+    db.close().await;
+    let app = app.restart().await;
+    let again = wait_done(&app, &id).await;
+    assert_eq!(again["status"], "COMPLETED");
+    assert_eq!(stable(again), stable(first));
+}
