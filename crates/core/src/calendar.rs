@@ -341,7 +341,8 @@ pub fn ny_instant(date: NaiveDate, (hour, minute): (u32, u32)) -> Timestamp {
 /// current date's bounds are kept and only a timestamp outside them is converted.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NyDay {
-    bounds: Option<(NaiveDate, Timestamp, Timestamp)>,
+    /// The date and its bounds in epoch seconds.
+    bounds: Option<(NaiveDate, i64, i64)>,
 }
 
 impl NyDay {
@@ -352,14 +353,15 @@ impl NyDay {
 
     /// The New York date of `at` and the minutes since that date's midnight.
     pub fn locate(&mut self, at: Timestamp) -> (NaiveDate, u32) {
+        let seconds = at.timestamp();
         match self.bounds {
-            Some((date, start, end)) if at >= start && at < end => (date, ((at - start).num_minutes()) as u32),
+            Some((date, start, end)) if seconds >= start && seconds < end => (date, ((seconds - start) / 60) as u32),
             _ => {
                 let date = at.with_timezone(&New_York).date_naive();
-                let start = ny_instant(date, (0, 0));
-                let end = ny_instant(date + Duration::days(1), (0, 0));
+                let start = ny_instant(date, (0, 0)).timestamp();
+                let end = ny_instant(date + Duration::days(1), (0, 0)).timestamp();
                 self.bounds = Some((date, start, end));
-                (date, ((at - start).num_minutes()).max(0) as u32)
+                (date, ((seconds - start) / 60).max(0) as u32)
             }
         }
     }

@@ -20,7 +20,6 @@
 
 use crate::time::Timestamp;
 use chrono::NaiveDate;
-use chrono_tz::America::New_York;
 use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::Decimal;
 use serde::Serialize;
@@ -72,68 +71,130 @@ fn ratio(numerator: Decimal, denominator: Decimal) -> Option<f64> {
 /// Computes every metric from the initial equity, the marked-to-market curve (in time order) and
 /// the P&L of each completed trade (net of fees, dollars).
 pub fn compute(initial_equity: Decimal, curve: &[EquityPoint], trade_pnl: &[Decimal]) -> Metrics {
-    let final_equity = curve.last().map_or(initial_equity, |p| p.equity);
-    let total_return = ratio(final_equity - initial_equity, initial_equity).unwrap_or(0.0);
-
-    let mut peak = initial_equity;
-    let mut max_drawdown = 0.0_f64;
+    let mut stats = CurveStats::new(initial_equity);
     for point in curve {
-        peak = peak.max(point.equity);
-        if peak > Decimal::ZERO {
-            let drawdown = ratio(peak - point.equity, peak).unwrap_or(0.0);
-            max_drawdown = max_drawdown.max(drawdown);
+        stats.push(point.timestamp, point.equity);
+    }
+    stats.finish(trade_pnl)
+}
+
+/// The curve's metrics accumulated point by point, without keeping the curve: O(1) work per
+/// point (comparisons; one division per drawdown episode; a time-zone conversion per date).
+#[derive(Clone, Debug)]
+pub struct CurveStats {
+    initial: Decimal,
+    last: Decimal,
+    peak: Decimal,
+    /// The lowest equity since `peak` was set.
+    trough: Decimal,
+    max_drawdown: f64,
+    day: crate::calendar::NyDay,
+    /// Closing equity of each New York date so far.
+    closes: Vec<(NaiveDate, Decimal)>,
+}
+
+impl CurveStats {
+    pub fn new(initial_equity: Decimal) -> CurveStats {
+        CurveStats {
+            initial: initial_equity,
+            last: initial_equity,
+            peak: initial_equity,
+            trough: initial_equity,
+            max_drawdown: 0.0,
+            day: Default::default(),
+            closes: Vec::new(),
         }
     }
 
-    let returns = daily_returns(initial_equity, curve);
-    let sharpe_ratio = sharpe(&returns);
+    pub fn push(&mut self, at: Timestamp, equity: Decimal) {
+        self.last = equity;
+        if equity > self.peak {
+            self.close_episode();
+            self.peak = equity;
+            self.trough = equity;
+        } else if equity < self.trough {
+            self.trough = equity;
+        }
+        let date = self.day.date_of(at);
+        match self.closes.last_mut() {
+            Some((last, close)) if *last == date => *close = equity,
+            _ => self.closes.push((date, equity)),
+        }
+    }
 
-    let wins: Vec<Decimal> = trade_pnl.iter().copied().filter(|p| *p > Decimal::ZERO).collect();
-    let losses: Vec<Decimal> = trade_pnl.iter().copied().filter(|p| *p < Decimal::ZERO).collect();
-    let gross_profit: Decimal = wins.iter().sum();
-    let gross_loss: Decimal = losses.iter().sum();
-    let count = |n: usize| Decimal::from(n as u64);
-    let win_loss_ratio = if wins.is_empty() || losses.is_empty() {
-        None
-    } else {
-        ratio(gross_profit / count(wins.len()), -gross_loss / count(losses.len()))
-    };
-    let trades = trade_pnl.len();
-    Metrics {
-        total_return,
-        sharpe_ratio,
-        max_drawdown,
-        win_loss_ratio,
-        win_rate: (trades > 0).then(|| wins.len() as f64 / trades as f64),
-        profit_factor: ratio(gross_profit, -gross_loss),
-        trade_count: trades as u64,
-        gross_profit,
-        gross_loss,
-        expectancy: (trades > 0).then(|| trade_pnl.iter().sum::<Decimal>() / count(trades)),
-        days: returns.len() as u32,
+    /// Replaces the last point's equity (a backtest's close-out after its last bar).
+    pub fn amend_last(&mut self, equity: Decimal) {
+        self.last = equity;
+        if equity < self.trough {
+            self.trough = equity;
+        }
+        if let Some((_, close)) = self.closes.last_mut() {
+            *close = equity;
+        }
+    }
+
+    fn close_episode(&mut self) {
+        if self.peak > Decimal::ZERO && self.trough < self.peak {
+            let drawdown = ratio(self.peak - self.trough, self.peak).unwrap_or(0.0);
+            self.max_drawdown = self.max_drawdown.max(drawdown);
+        }
+    }
+
+    /// Returns from one New York date's closing equity to the next, the first from the initial
+    /// equity.
+    pub fn daily_returns(&self) -> Vec<f64> {
+        let mut previous = self.initial;
+        self.closes
+            .iter()
+            .map(|(_, equity)| {
+                let r = ratio(*equity - previous, previous).unwrap_or(0.0);
+                previous = *equity;
+                r
+            })
+            .collect()
+    }
+
+    /// Every metric, with the P&L of each completed trade.
+    pub fn finish(mut self, trade_pnl: &[Decimal]) -> Metrics {
+        self.close_episode();
+        let total_return = ratio(self.last - self.initial, self.initial).unwrap_or(0.0);
+        let returns = self.daily_returns();
+        let sharpe_ratio = sharpe(&returns);
+        let wins: Vec<Decimal> = trade_pnl.iter().copied().filter(|p| *p > Decimal::ZERO).collect();
+        let losses: Vec<Decimal> = trade_pnl.iter().copied().filter(|p| *p < Decimal::ZERO).collect();
+        let gross_profit: Decimal = wins.iter().sum();
+        let gross_loss: Decimal = losses.iter().sum();
+        let count = |n: usize| Decimal::from(n as u64);
+        let win_loss_ratio = if wins.is_empty() || losses.is_empty() {
+            None
+        } else {
+            ratio(gross_profit / count(wins.len()), -gross_loss / count(losses.len()))
+        };
+        let trades = trade_pnl.len();
+        Metrics {
+            total_return,
+            sharpe_ratio,
+            max_drawdown: self.max_drawdown,
+            win_loss_ratio,
+            win_rate: (trades > 0).then(|| wins.len() as f64 / trades as f64),
+            profit_factor: ratio(gross_profit, -gross_loss),
+            trade_count: trades as u64,
+            gross_profit,
+            gross_loss,
+            expectancy: (trades > 0).then(|| trade_pnl.iter().sum::<Decimal>() / count(trades)),
+            days: returns.len() as u32,
+        }
     }
 }
 
 /// Returns from one New York date's closing equity to the next, the first from the initial
 /// equity.
 pub fn daily_returns(initial_equity: Decimal, curve: &[EquityPoint]) -> Vec<f64> {
-    let mut closes: Vec<(NaiveDate, Decimal)> = Vec::new();
+    let mut stats = CurveStats::new(initial_equity);
     for point in curve {
-        let date = point.timestamp.with_timezone(&New_York).date_naive();
-        match closes.last_mut() {
-            Some((last, equity)) if *last == date => *equity = point.equity,
-            _ => closes.push((date, point.equity)),
-        }
+        stats.push(point.timestamp, point.equity);
     }
-    let mut previous = initial_equity;
-    closes
-        .into_iter()
-        .map(|(_, equity)| {
-            let r = ratio(equity - previous, previous).unwrap_or(0.0);
-            previous = equity;
-            r
-        })
-        .collect()
+    stats.daily_returns()
 }
 
 /// Annualised Sharpe ratio of daily returns, risk-free 0, sample standard deviation.

@@ -246,7 +246,7 @@ impl TradeBuilder {
     pub fn order(&mut self, order: &Order) -> Vec<Trade> {
         let seen = self.seen.get(&order.client_order_id).copied();
         let mut done = Vec::new();
-        if seen.is_none() {
+        if seen.is_none() && self.is_open(&order.symbol) {
             self.note(&order.symbol, order.created_at, "ORDER_SUBMITTED", describe(order));
         }
         let from = seen.unwrap_or(0);
@@ -263,7 +263,7 @@ impl TradeBuilder {
                 OrderStatus::Expired => Some("ORDER_EXPIRED"),
                 _ => None,
             };
-            if let Some(kind) = kind {
+            if let Some(kind) = kind.filter(|_| self.is_open(&order.symbol)) {
                 let detail = format!(
                     "{} {} {} {}: {} of {} filled{}",
                     order.client_order_id,
@@ -436,8 +436,10 @@ pub fn enrich(trade: &mut Trade, bars: &[Bar], day_start: Timestamp, ctx: &Marke
     let minute = chrono::Duration::minutes(1);
     let entry = trade.entry_time;
     let entry_price = trade.entry_price.to_f64().unwrap_or(0.0);
-    // Bars completed before the entry, from the start of its day.
-    let before: Vec<&Bar> = bars.iter().filter(|b| b.start >= day_start && b.start + minute <= entry).collect();
+    // Bars completed before the entry, from the start of its day (`bars` is in time order).
+    let from = bars.partition_point(|b| b.start < day_start);
+    let to = bars.partition_point(|b| b.start + minute <= entry).max(from);
+    let before = &bars[from..to];
     let price = entry_price;
     let pct = |from: f64, to: f64| (from > 0.0).then(|| (to - from) / from * 100.0);
     let close_back = |n: usize| before.len().checked_sub(n + 1).map(|i| before[i].close.to_f64());
@@ -462,7 +464,8 @@ pub fn enrich(trade: &mut Trade, bars: &[Bar], day_start: Timestamp, ctx: &Marke
     });
     // Excursions over the bars that began while the trade was open (the entry's bar included)
     // and the exit price itself.
-    let during = bars.iter().filter(|b| b.start + minute > entry && b.start < trade.exit_time);
+    let last = bars.partition_point(|b| b.start < trade.exit_time).max(to);
+    let during = &bars[to..last];
     let exit_price = trade.exit_price.to_f64();
     let (mut best, mut worst) = (exit_price, exit_price);
     for bar in during {

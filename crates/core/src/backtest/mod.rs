@@ -16,7 +16,7 @@ use crate::broker::BrokerReport;
 use crate::calendar::{ny_instant, NyDay};
 use crate::engine::{Command, Effect, Engine, Event};
 use crate::market::{Bar, Timeframe};
-use crate::metrics::{self, EquityPoint, Metrics};
+use crate::metrics::{CurveStats, EquityPoint, Metrics};
 use crate::settings::{FieldError, Settings};
 use crate::strategy::{self, sma_cross::SmaCross, ParameterKind, Strategy};
 use crate::symbol::Symbol;
@@ -48,7 +48,7 @@ pub struct BacktestSpec {
 pub struct BacktestOutput {
     pub metrics: Metrics,
     pub trades: Vec<Trade>,
-    /// At most [`MAX_CURVE_POINTS`] points (see [`downsample`]); metrics use every bar.
+    /// At most [`MAX_CURVE_POINTS`] points (see [`curve_index`]); metrics use every bar.
     pub equity_curve: Vec<EquityPoint>,
     pub final_equity: Decimal,
     pub bars: u64,
@@ -261,6 +261,9 @@ impl Run {
                 Effect::Cancel(id) => self.broker.cancel(&id, now),
                 Effect::OrderUpdated(order) => {
                     self.completed.extend(self.trades.order(&order));
+                    if order.status.is_final() {
+                        self.engine.forget_final_order(&order.client_order_id);
+                    }
                     continue;
                 }
                 Effect::Violation { rule, .. } => {
@@ -319,7 +322,11 @@ pub fn run(
         orders: 0,
         refusals: BTreeMap::new(),
     };
-    let mut curve = Vec::with_capacity(bars.len());
+    // Metrics see every bar; the curve keeps the last point of each of MAX_CURVE_POINTS runs.
+    let mut stats = CurveStats::new(spec.initial_cash);
+    let kept = bars.len().min(MAX_CURVE_POINTS);
+    let mut curve = Vec::with_capacity(kept);
+    let mut next_kept = curve_index(1, bars.len(), kept);
     let mut day = NyDay::default();
     let mut end_day = NyDay::default();
     let mut date = None;
@@ -352,7 +359,12 @@ pub fn run(
         if !fx.is_empty() {
             run.apply(fx, bar, now);
         }
-        curve.push(EquityPoint { timestamp: now, equity: run.engine.equity() });
+        let equity = run.engine.equity();
+        stats.push(now, equity);
+        if i == next_kept {
+            curve.push(EquityPoint { timestamp: now, equity });
+            next_kept = curve_index(curve.len() + 1, bars.len(), kept);
+        }
         if i % step == 0 {
             progress(i as f64 / bars.len() as f64);
         }
@@ -375,8 +387,10 @@ pub fn run(
     run.broker.set_fill(FillModel::Close);
     run.apply(fx, last, now);
     if !exits.is_empty() {
+        let equity = run.engine.equity();
+        stats.amend_last(equity);
         if let Some(point) = curve.last_mut() {
-            point.equity = run.engine.equity();
+            point.equity = equity;
         }
     }
     progress(1.0);
@@ -384,12 +398,12 @@ pub fn run(
     let mut trades = run.completed;
     enrich_all(&mut trades, bars, spec.timeframe, history);
     let pnl: Vec<Decimal> = trades.iter().map(|t| t.net_pnl).collect();
-    let metrics = metrics::compute(spec.initial_cash, &curve, &pnl);
+    let metrics = stats.finish(&pnl);
     Ok(BacktestOutput {
         metrics,
         trades,
         final_equity: run.engine.equity(),
-        equity_curve: downsample(&curve, MAX_CURVE_POINTS),
+        equity_curve: curve,
         bars: bars.len() as u64,
         orders: run.orders,
         refusals: run.refusals,
@@ -423,13 +437,13 @@ fn enrich_all(trades: &mut [Trade], bars: &[Bar], timeframe: Timeframe, history:
     }
 }
 
-/// At most `max` points: the last point of each of `max` equal runs of the curve (so the final
-/// equity is kept exactly).
-pub fn downsample(curve: &[EquityPoint], max: usize) -> Vec<EquityPoint> {
-    if curve.len() <= max || max == 0 {
-        return curve.to_vec();
+/// The index of the `k`-th (from 1) of `kept` points taken from a curve of `n`: the last point
+/// of each of `kept` equal runs, so the final equity is always kept (`usize::MAX` past the end).
+pub fn curve_index(k: usize, n: usize, kept: usize) -> usize {
+    if k == 0 || k > kept {
+        return usize::MAX;
     }
-    (1..=max).map(|k| curve[(k * curve.len()).div_ceil(max) - 1]).collect()
+    (k * n).div_ceil(kept) - 1
 }
 
 /// Dollars as `f64` for JSON (exact values stay `Decimal` inside).

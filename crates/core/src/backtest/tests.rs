@@ -212,10 +212,9 @@ fn bar_history_measures_previous_close_and_relative_volume() {
 }
 
 #[test]
-fn downsampling_keeps_the_last_point_of_each_run() {
-    let t = chrono::Utc.with_ymd_and_hms(2026, 3, 2, 15, 0, 0).unwrap();
-    let curve: Vec<EquityPoint> = (0..10).map(|i| EquityPoint { timestamp: t, equity: Decimal::from(i) }).collect();
-    let kept: Vec<Decimal> = downsample(&curve, 4).iter().map(|p| p.equity).collect();
-    assert_eq!(kept, [d("2"), d("4"), d("7"), d("9")]);
-    assert_eq!(downsample(&curve, 20).len(), 10);
+fn the_curve_keeps_the_last_point_of_each_run() {
+    let kept: Vec<usize> = (1..=4).map(|k| curve_index(k, 10, 4)).collect();
+    assert_eq!(kept, [2, 4, 7, 9]);
+    assert_eq!(curve_index(5, 10, 4), usize::MAX);
+    assert_eq!((1..=10).map(|k| curve_index(k, 10, 10)).collect::<Vec<_>>(), (0..10).collect::<Vec<_>>());
 }

@@ -255,8 +255,13 @@ impl Engine {
         self.roll_day(now, &mut fx);
         match event {
             Event::Bar { symbol, bar, prev_close, relative_volume } => {
-                let m = self.market.entry(symbol.clone()).or_default();
-                m.last = bar.close.to_decimal();
+                // Unnormalised: exact, and cheaper than `Price::to_decimal` on every bar.
+                let last = Decimal::new(bar.close.0, 4);
+                let m = match self.market.get_mut(&symbol) {
+                    Some(m) => m,
+                    None => self.market.entry(symbol.clone()).or_default(),
+                };
+                m.last = last;
                 m.prev_close = prev_close;
                 m.relative_volume = relative_volume;
                 self.on_bar(&symbol, &bar, now, &mut fx);
@@ -308,9 +313,22 @@ impl Engine {
         fx.push(Effect::DayRolled { date });
     }
 
+    /// Drops a final order from memory. Backtests do so as each order ends, so the scans of
+    /// working orders stay short over millions of bars; live keeps final orders for the day, to
+    /// accept a late report about one (the database keeps them all).
+    pub fn forget_final_order(&mut self, id: &ClientOrderId) {
+        if self.orders.get(id).is_some_and(|o| o.status.is_final()) {
+            self.orders.remove(id);
+        }
+    }
+
     /// Cash plus positions at their last prices.
     pub fn equity(&self) -> Decimal {
-        self.cash + self.positions.values().map(|p| self.mark(&p.symbol) * Decimal::from(p.quantity)).sum::<Decimal>()
+        let mut equity = self.cash;
+        for p in self.positions.values().filter(|p| !p.is_flat()) {
+            equity += self.mark(&p.symbol) * Decimal::from(p.quantity);
+        }
+        equity
     }
 
     fn mark(&self, symbol: &Symbol) -> Decimal {
@@ -321,7 +339,7 @@ impl Engine {
     }
 
     pub fn unrealized_pnl(&self) -> Decimal {
-        self.positions.values().map(|p| p.unrealized_pnl(self.mark(&p.symbol))).sum()
+        self.positions.values().filter(|p| !p.is_flat()).map(|p| p.unrealized_pnl(self.mark(&p.symbol))).sum()
     }
 
     /// Realized today plus unrealized now.

@@ -54,7 +54,9 @@ impl Engine {
                 times
             }
         };
-        let (since_open, to_close) = ((now - open).num_minutes(), (close - now).num_minutes());
+        // Whole minutes, truncated toward zero (as `Duration::num_minutes`), in integer seconds.
+        let seconds = now.timestamp();
+        let (since_open, to_close) = ((seconds - open.timestamp()) / 60, (close.timestamp() - seconds) / 60);
         let ctx = StrategyContext {
             prev_close: market.prev_close,
             relative_volume: market.relative_volume,
@@ -65,10 +67,10 @@ impl Engine {
             flatten_minutes_before_close: self.settings.runtime.flatten_minutes_before_close,
             buying_power: self.buying_power(),
         };
-        let params = self.settings.strategy_allocator.clone();
+        let params = &self.settings.strategy_allocator;
         let slot = self.slots.get_mut(symbol).expect("checked above");
         let strategy = slot.strategy.as_mut().expect("checked above");
-        let (strategy_id, decisions) = (strategy.id(), strategy.on_bar(bar, &ctx, &params));
+        let (strategy_id, decisions) = (strategy.id(), strategy.on_bar(bar, &ctx, params));
         for decision in decisions {
             self.act(symbol, strategy_id, decision, now, fx);
         }

@@ -100,10 +100,10 @@ impl Strategy for SmaCross {
         if ctx.order_working {
             return Vec::new();
         }
-        let (fast, slow) = self.averages();
-        let close = bar.close.to_decimal();
         match (before, now) {
             (Ordering::Less, Ordering::Greater) if ctx.position == 0 => {
+                let (fast, slow) = self.averages();
+                let close = bar.close.to_decimal();
                 let quantity = (ctx.buying_power / (close * MARKET_BUY_BUFFER)).floor().to_u64().unwrap_or(0);
                 if quantity == 0 {
                     return Vec::new();
@@ -117,6 +117,8 @@ impl Strategy for SmaCross {
                 vec![Decision::Buy { quantity, rule: "SMA_CROSS_ABOVE", text }]
             }
             (Ordering::Greater, Ordering::Less) if ctx.position > 0 => {
+                let (fast, slow) = self.averages();
+                let close = bar.close.to_decimal();
                 let text = format!(
                     "SMA({}) {fast} crossed below SMA({}) {slow} at {close}; selling all {} shares.",
                     self.fast, self.slow, ctx.position

@@ -1,0 +1,143 @@
+//! Backtest benchmarks (issue 5), end to end through `tradeops_core::backtest::run` with the
+//! bars already in memory:
+//!
+//! - `sma`: `sma_cross` (10/20) over N one-minute bars of one simulated symbol (default
+//!   1,000,000), as bars per second;
+//! - `momentum`: `momentum_breakout` over one year of minute bars (252 trading days × 24 h) for
+//!   50 simulated symbols — one run per symbol, as the API runs them — as total seconds.
+//!
+//! `cargo run --release -p tradeops-server --example backtest_bench -- sma [bars] [runs] [csv]`
+//! `cargo run --release -p tradeops-server --example backtest_bench -- momentum [symbols] [runs]`
+//!
+//! With a `csv` path, `sma` also writes its bars there (for `bench/backtesting_py.py`).
+
+use chrono::NaiveDate;
+use rust_decimal::Decimal;
+use std::io::Write;
+use std::sync::Arc;
+use std::time::Instant;
+use tradeops_core::backtest::{self, fills::FillModel, BacktestSpec};
+use tradeops_core::calendar::MarketCalendar;
+use tradeops_core::market::{Bar, Timeframe};
+use tradeops_core::settings::{MarketCalendarKind, Settings};
+use tradeops_sim::history::SimHistory;
+use tradeops_sim::{DayGenerator, SymbolProfile, Universe};
+
+fn bars_of(universe: &Universe, p: &SymbolProfile, from: NaiveDate, days: usize, weekdays_only: bool) -> Vec<Bar> {
+    let mut bars = Vec::with_capacity(days * 1440);
+    let mut date = from;
+    let mut taken = 0;
+    while taken < days {
+        use chrono::Datelike;
+        if !weekdays_only || date.weekday().num_days_from_monday() < 5 {
+            bars.extend(DayGenerator::for_symbol(universe, p, date).remaining_bars());
+            taken += 1;
+        }
+        date = date.succ_opt().expect("valid");
+    }
+    bars
+}
+
+fn settings() -> Settings {
+    let mut s = Settings::default();
+    s.risk_controls.max_daily_loss = Decimal::new(1_000_000_000, 0);
+    s.risk_controls.max_position_size = 100_000_000;
+    s.risk_controls.max_order_value = Decimal::new(1_000_000_000, 0);
+    s
+}
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    xs[xs.len() / 2]
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let kind = args.first().map(String::as_str).unwrap_or("sma");
+    let n: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(if kind == "sma" { 1_000_000 } else { 50 });
+    let runs: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(5);
+    let universe = Arc::new(Universe::generate(20261121, 500));
+    let start = NaiveDate::from_ymd_opt(2024, 1, 1).expect("valid");
+    let calendar = MarketCalendar::new(MarketCalendarKind::AlwaysOpen);
+    match kind {
+        "sma" => {
+            let p = &universe.symbols[0];
+            let mut bars = bars_of(&universe, p, start, n.div_ceil(1440), false);
+            bars.truncate(n);
+            if let Some(path) = args.get(3) {
+                let mut out = std::io::BufWriter::new(std::fs::File::create(path).expect("csv"));
+                writeln!(out, "timestamp,open,high,low,close,volume").expect("write");
+                for b in &bars {
+                    let ts = tradeops_core::time::format_ts(&b.start);
+                    writeln!(out, "{ts},{},{},{},{},{}", b.open, b.high, b.low, b.close, b.volume).expect("write");
+                }
+            }
+            let spec = BacktestSpec {
+                strategy_id: "sma_cross".into(),
+                symbol: p.symbol.clone(),
+                timeframe: Timeframe::Minute,
+                parameters: [("fast".to_string(), 10.0), ("slow".to_string(), 20.0)].into(),
+                initial_cash: Decimal::new(100_000, 0),
+                commission_rate: Decimal::ZERO,
+                slippage_bps: Decimal::ZERO,
+                fill: FillModel::NextOpen,
+            };
+            let settings = settings();
+            let mut rates = Vec::new();
+            let mut last = None;
+            for _ in 0..runs {
+                let mut history = SimHistory::new(universe.clone(), p.clone(), calendar);
+                let started = Instant::now();
+                let out = backtest::run(&spec, &settings, &bars, &mut history, &mut |_| {}).expect("runs");
+                let seconds = started.elapsed().as_secs_f64();
+                rates.push(bars.len() as f64 / seconds);
+                last = Some((out, seconds));
+            }
+            let (out, seconds) = last.expect("at least one run");
+            println!(
+                "sma_cross 10/20: {} bars, {} trades, total_return {:.6}, last run {:.3} s; median {:.2} M bars/s over {runs} runs",
+                bars.len(),
+                out.trades.len(),
+                out.metrics.total_return,
+                seconds,
+                median(rates) / 1e6
+            );
+        }
+        "momentum" => {
+            // Runner-prone names first: the strategy trades runners.
+            let chosen: Vec<&SymbolProfile> = universe.symbols.iter().take(n).collect();
+            let loaded: Vec<(SymbolProfile, Vec<Bar>)> =
+                chosen.iter().map(|p| ((*p).clone(), bars_of(&universe, p, start, 252, true))).collect();
+            let total_bars: usize = loaded.iter().map(|(_, b)| b.len()).sum();
+            let settings = settings();
+            let mut times = Vec::new();
+            let mut trades = 0;
+            for _ in 0..runs {
+                trades = 0;
+                let started = Instant::now();
+                for (p, bars) in &loaded {
+                    let spec = BacktestSpec {
+                        strategy_id: "momentum_breakout".into(),
+                        symbol: p.symbol.clone(),
+                        timeframe: Timeframe::Minute,
+                        parameters: Default::default(),
+                        initial_cash: Decimal::new(100_000, 0),
+                        commission_rate: Decimal::ZERO,
+                        slippage_bps: Decimal::ZERO,
+                        fill: FillModel::NextOpen,
+                    };
+                    let mut history = SimHistory::new(universe.clone(), p.clone(), calendar);
+                    let out = backtest::run(&spec, &settings, bars, &mut history, &mut |_| {}).expect("runs");
+                    trades += out.trades.len();
+                }
+                times.push(started.elapsed().as_secs_f64());
+            }
+            println!(
+                "momentum_breakout: {n} symbols × 252 days = {total_bars} bars, {trades} trades; median {:.3} s over {runs} runs ({:.2} M bars/s)",
+                median(times.clone()),
+                total_bars as f64 / median(times) / 1e6
+            );
+        }
+        other => eprintln!("unknown benchmark {other}: sma or momentum"),
+    }
+}
