@@ -477,3 +477,159 @@ pub fn enrich(trade: &mut Trade, bars: &[Bar], day_start: Timestamp, ctx: &Marke
         trade.detail.outcomes.mae = worst.map(|w| ((entry_price - w) / entry_price).max(0.0));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::orders::{OrderType, TimeInForce};
+    use chrono::TimeZone;
+
+    fn t(minute: i64) -> Timestamp {
+        chrono::Utc.with_ymd_and_hms(2026, 3, 2, 15, 0, 0).unwrap() + chrono::Duration::minutes(minute)
+    }
+
+    fn d(text: &str) -> Decimal {
+        text.parse().unwrap()
+    }
+
+    fn order(id: &str, side: Side, quantity: u64, at: i64, reason: &str, strategy: Option<&str>) -> Order {
+        let mut o = Order::new(
+            ClientOrderId::parse(id).unwrap(),
+            Symbol::parse("ABC").unwrap(),
+            side,
+            OrderType::Market,
+            TimeInForce::Day,
+            quantity,
+            None,
+            None,
+            t(at),
+        );
+        o.reason = Some(reason.into());
+        o.strategy_id = strategy.map(str::to_string);
+        o
+    }
+
+    fn fill(o: &mut Order, quantity: u64, price: &str, at: i64) {
+        let n = o.executions.len();
+        let execution = Execution {
+            execution_id: format!("{}-x{n}", o.client_order_id),
+            timestamp: t(at),
+            quantity,
+            price: d(price),
+            fee: d("0.5"),
+        };
+        o.apply(crate::orders::OrderEvent::Filled(execution), t(at)).unwrap();
+    }
+
+    /// An entry filled in two parts, a scale-out at the target, then an operator's close: one
+    /// trade, with average prices over every fill.
+    #[test]
+    fn partial_fills_scale_outs_and_a_manual_close_make_one_trade() {
+        let mut b = TradeBuilder::new("PAPER", d("1"));
+        let mut entry = order("e1", Side::Buy, 200, 0, "FIRST_PULLBACK_BREAKOUT: broke out above 5.10.", Some("mb"));
+        entry.apply(crate::orders::OrderEvent::Accepted { broker_order_id: "b1".into() }, t(0)).unwrap();
+        b.entry_stop(&entry.symbol, d("4.90"));
+        assert!(b.order(&entry).is_empty());
+        fill(&mut entry, 120, "5.10", 1);
+        assert!(b.order(&entry).is_empty(), "120 held");
+        fill(&mut entry, 80, "5.15", 2);
+        assert!(b.order(&entry).is_empty(), "200 held");
+        let mut target = order("s1", Side::Sell, 100, 5, "TAKE_PROFIT: reached the 2R target 5.50.", Some("mb"));
+        fill(&mut target, 100, "5.50", 6);
+        assert!(b.order(&target).is_empty(), "100 still held");
+        let mut close = order("s2", Side::Sell, 100, 9, "manual close of 100 ABC", None);
+        fill(&mut close, 100, "5.30", 10);
+        let done = b.order(&close);
+        assert_eq!(done.len(), 1);
+        let trade = &done[0];
+        // Bought 120 × 5.10 + 80 × 5.15 = 1,024; sold 100 × 5.50 + 100 × 5.30 = 1,080; 4 fees of 0.50.
+        assert_eq!((trade.quantity, trade.entry_price, trade.exit_price), (200, d("5.12"), d("5.4")));
+        assert_eq!((trade.gross_pnl, trade.fees, trade.net_pnl), (d("56"), d("2"), d("54")));
+        assert_eq!((trade.entry_time, trade.exit_time), (t(1), t(10)));
+        assert_eq!(trade.winner_loser_label, Label::Winner);
+        assert_eq!(trade.trade_id, "ABC-20260302T150100");
+        let o = &trade.detail.outcomes;
+        assert_eq!((o.exit_reason.as_str(), o.hold_seconds), ("MANUAL_CLOSE", 540));
+        // Risk: (5.10 − 4.90) × 200 = 40 dollars; 54 / 40.
+        assert_eq!(o.r_multiple, Some(1.35));
+        assert!((o.return_pct - 54.0 / 1024.0).abs() < 1e-12);
+        let rules: Vec<&str> = trade.detail.explanations.iter().map(|e| e.rule.as_str()).collect();
+        assert_eq!(rules, ["FIRST_PULLBACK_BREAKOUT", "TAKE_PROFIT", "MANUAL_CLOSE"]);
+        let kinds: Vec<&str> = trade.detail.events.iter().map(|e| e.kind.as_str()).collect();
+        assert_eq!(kinds, ["ORDER_SUBMITTED", "FILL", "FILL", "ORDER_SUBMITTED", "FILL", "ORDER_SUBMITTED", "FILL"]);
+        assert!(!b.is_open(&trade.symbol));
+    }
+
+    /// Flat → long → flat twice is two trades; a sell with nothing open is not a trade.
+    #[test]
+    fn each_round_trip_is_its_own_trade() {
+        let mut b = TradeBuilder::new("LIVE", d("1"));
+        let mut stray = order("s0", Side::Sell, 10, 0, "", None);
+        fill(&mut stray, 10, "5", 0);
+        assert!(b.order(&stray).is_empty());
+        let mut trades = Vec::new();
+        for (i, exit) in [(0, "5.004"), (1, "4")] {
+            let mut buy = order(&format!("b{i}"), Side::Buy, 100, 10 * i + 1, "", None);
+            fill(&mut buy, 100, "5", 10 * i + 1);
+            trades.extend(b.order(&buy));
+            let mut sell = order(&format!("x{i}"), Side::Sell, 100, 10 * i + 2, "emergency liquidation", None);
+            fill(&mut sell, 100, exit, 10 * i + 2);
+            trades.extend(b.order(&sell));
+        }
+        assert_eq!(trades.len(), 2);
+        assert_eq!(trades[0].net_pnl, d("-0.6"), "0.40 gross less two 0.50 fees");
+        assert_eq!(trades[0].winner_loser_label, Label::Breakeven, "|−0.60| is under the 1.00 threshold");
+        assert_eq!(trades[1].winner_loser_label, Label::Loser);
+        assert_eq!(trades[1].detail.outcomes.exit_reason, "EMERGENCY_HALT");
+        assert_eq!(trades[0].detail.explanations[0].rule, "MANUAL_ORDER");
+        assert_eq!(trades[0].detail.outcomes.r_multiple, None, "no stop, no R");
+        assert_eq!(trades[0].mode, "LIVE");
+    }
+
+    #[test]
+    fn features_and_excursions_come_from_the_bars() {
+        let bar = |minute: i64, low: &str, high: &str, close: &str, volume: u64| Bar {
+            start: t(minute),
+            open: crate::market::Price::from_decimal(d(close)).unwrap(),
+            high: crate::market::Price::from_decimal(d(high)).unwrap(),
+            low: crate::market::Price::from_decimal(d(low)).unwrap(),
+            close: crate::market::Price::from_decimal(d(close)).unwrap(),
+            volume,
+        };
+        // Six bars before the entry at minute 6, two while open.
+        let bars = [
+            bar(0, "9", "10", "10", 100),
+            bar(1, "10", "11", "11", 100),
+            bar(2, "10", "12", "11", 100),
+            bar(3, "10", "11", "10", 100),
+            bar(4, "10", "11", "10.5", 100),
+            bar(5, "10", "11", "11", 100),
+            bar(6, "10.5", "11.5", "11", 100),
+            bar(7, "10", "13", "12", 100),
+        ];
+        let mut b = TradeBuilder::new("BACKTEST", d("1"));
+        let mut buy = order("b", Side::Buy, 10, 6, "", None);
+        fill(&mut buy, 10, "11", 6);
+        b.order(&buy);
+        let mut sell = order("s", Side::Sell, 10, 8, "", None);
+        fill(&mut sell, 10, "12", 8);
+        let mut trade = b.order(&sell).remove(0);
+        let ctx = MarketContext {
+            prev_close: Some(d("10")),
+            float: Some(5_000_000),
+            sector: Some("Technology".into()),
+            relative_volume: Some(4.5),
+            regular_open: t(-30),
+        };
+        enrich(&mut trade, &bars, t(-600), &ctx);
+        let f = trade.detail.features.clone().unwrap();
+        assert_eq!((f.price, f.minutes_since_open, f.relative_volume), (11.0, 36, Some(4.5)));
+        assert!((f.percentage_gain.unwrap() - 10.0).abs() < 1e-9);
+        assert!((f.change_1m.unwrap() - (11.0 - 10.5) / 10.5 * 100.0).abs() < 1e-9);
+        assert!((f.change_5m.unwrap() - (11.0 - 10.0) / 10.0 * 100.0).abs() < 1e-9, "{f:?}");
+        assert!((f.distance_from_high_pct.unwrap() - (12.0 - 11.0) / 12.0 * 100.0).abs() < 1e-9);
+        assert!(f.distance_from_vwap_pct.unwrap() > 0.0);
+        let o = &trade.detail.outcomes;
+        assert!((o.mfe.unwrap() - 2.0 / 11.0).abs() < 1e-12 && (o.mae.unwrap() - 1.0 / 11.0).abs() < 1e-12, "{o:?}");
+    }
+}

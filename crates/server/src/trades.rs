@@ -129,8 +129,10 @@ async fn add_market_detail(state: &AppState, trade: &mut Trade, calendar: Market
     enrich(trade, &bars, day_start, &ctx);
 }
 
-/// Operator actions on each trade's symbol while it was open (from the audit log) join its
-/// timeline; the timeline is then put in time order.
+/// Operator actions on each trade's symbol while it was open (from the audit log: halts, stops,
+/// blocks — closes already show as their orders) join its timeline, which is then put in time
+/// order. Audit rows carry the wall clock, trades market time: the two agree in PAPER and LIVE;
+/// in DEMO, where market time runs faster, actions are not matched.
 async fn add_operator_actions(state: &AppState, trades: &mut [Trade]) -> ApiResult<()> {
     if trades.is_empty() {
         return Ok(());

@@ -353,12 +353,19 @@ impl Engine {
     }
 
     fn check_daily_loss(&mut self, fx: &mut Vec<Effect>) {
-        let equity = self.equity();
+        // One pass over the open positions for both equity and unrealized P&L.
+        let (mut value, mut unrealized) = (Decimal::ZERO, Decimal::ZERO);
+        for p in self.positions.values().filter(|p| !p.is_flat()) {
+            let mark = self.mark(&p.symbol);
+            value += mark * Decimal::from(p.quantity);
+            unrealized += p.unrealized_pnl(mark);
+        }
+        let equity = self.cash + value;
         if equity > self.day.peak_equity {
             self.day.peak_equity = equity;
         }
-        if self.trading_state == TradingState::Active && -self.daily_pnl() >= self.settings.risk_controls.max_daily_loss
-        {
+        let daily_pnl = self.day.realized_today + unrealized;
+        if self.trading_state == TradingState::Active && -daily_pnl >= self.settings.risk_controls.max_daily_loss {
             self.trading_state = TradingState::Reducing;
             fx.push(Effect::TradingStateChanged { state: self.trading_state, halt: None });
         }

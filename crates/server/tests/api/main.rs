@@ -17,4 +17,5 @@ mod openapi;
 mod radar;
 mod settings;
 mod strategies;
+mod trades;
 mod trading;
