@@ -16,6 +16,11 @@ pub struct MinuteBarBuilder {
 }
 
 impl MinuteBarBuilder {
+    /// The bar being built, if a trade of it came in.
+    pub fn in_progress(&self) -> Option<&Bar> {
+        self.current.as_ref()
+    }
+
     /// Adds a trade. A trade of a later minute first completes the bar in progress, which is
     /// returned (a feed that closes bars with [`MinuteBarBuilder::close`] never sees this).
     pub fn on_trade(&mut self, trade: &Trade) -> Option<Bar> {

@@ -354,7 +354,8 @@ async fn run_feed(state: AppState, live: Arc<LiveMarket>) {
             .and_then(|t| (t - state.market_clock.now()).to_std().ok())
             .map(|d| d.div_f64(live.speed))
             .unwrap_or_default();
-        tokio::time::sleep(wait.clamp(Duration::from_millis(1), Duration::from_millis(250))).await;
+        // At most 50 ms: a clock set forward (tests, a resumed machine) is noticed quickly.
+        tokio::time::sleep(wait.clamp(Duration::from_millis(1), Duration::from_millis(50))).await;
     }
 }
 

@@ -14,6 +14,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use tokio::sync::Notify;
 use tradeops_core::backtest::{self, fills::FillModel, BacktestSpec, BarHistory, History};
+use tradeops_core::calendar::{ny_instant, NyDay};
 use tradeops_core::market::Timeframe;
 use tradeops_core::time::{format_ts, from_epoch_ms, to_epoch_ms};
 use tradeops_core::{Settings, Symbol, Timestamp};
@@ -343,11 +344,21 @@ async fn compute(state: &AppState, run: &mut BacktestRecord) -> Result<Value, St
             return Err(format!("no {tf} bars of {symbol} are stored in the range"));
         }
         let by = format!("backtest {}", run.backtest_id);
-        crate::downloads::download_now(state, &symbol, stored.timeframe, stored.start, stored.end, &by)
+        let from = match stored.timeframe {
+            Timeframe::Minute => ny_instant(NyDay::default().date_of(stored.start), (0, 0)).min(stored.start),
+            Timeframe::Day => stored.start,
+        };
+        crate::downloads::download_now(state, &symbol, stored.timeframe, from, stored.end, &by)
             .await
             .map_err(|e| format!("downloading the missing bars failed: {e}"))?;
     }
-    let bars = data.bars(&symbol, tf, start, end).await.map_err(|e| e.to_string())?;
+    // Minute bars from the start of the first date: its earlier volume counts toward relative
+    // volume (the strategy still starts at `start`).
+    let from = match stored.timeframe {
+        Timeframe::Minute => to_epoch_ms(&ny_instant(NyDay::default().date_of(stored.start), (0, 0))).min(start),
+        Timeframe::Day => start,
+    };
+    let bars = data.bars(&symbol, tf, from, end).await.map_err(|e| e.to_string())?;
     let calendar = tradeops_core::calendar::MarketCalendar::new(settings.runtime.market_calendar);
     let history: Box<dyn History + Send> = match state.market.history(&symbol, calendar) {
         Some(h) => h,
@@ -357,6 +368,7 @@ async fn compute(state: &AppState, run: &mut BacktestRecord) -> Result<Value, St
         strategy_id: stored.strategy_id.clone(),
         symbol,
         timeframe: stored.timeframe,
+        start: stored.start,
         parameters: stored.parameters.clone(),
         initial_cash: stored.initial_cash,
         commission_rate: stored.commission_rate,

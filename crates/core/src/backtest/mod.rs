@@ -34,6 +34,9 @@ pub struct BacktestSpec {
     pub strategy_id: String,
     pub symbol: Symbol,
     pub timeframe: Timeframe,
+    /// The first bar traded starts at or after this. Earlier bars of the same New York date
+    /// only count toward the day's volume (relative volume counts the whole day, as the radar's).
+    pub start: Timestamp,
     /// Validated by [`validate_parameters`].
     pub parameters: BTreeMap<String, f64>,
     pub initial_cash: Decimal,
@@ -53,6 +56,8 @@ pub struct BacktestOutput {
     pub final_equity: Decimal,
     pub bars: u64,
     pub orders: u64,
+    /// Every order as it was submitted, in order (what the strategy asked for, and why).
+    pub order_log: Vec<crate::orders::Order>,
     /// Orders the risk gate refused, by rule.
     pub refusals: BTreeMap<String, u64>,
 }
@@ -240,7 +245,7 @@ struct Run {
     broker: BarBroker,
     trades: TradeBuilder,
     completed: Vec<Trade>,
-    orders: u64,
+    orders: Vec<crate::orders::Order>,
     refusals: BTreeMap<String, u64>,
 }
 
@@ -251,7 +256,7 @@ impl Run {
         while let Some(effect) = queue.pop_front() {
             let reports = match effect {
                 Effect::Submit(order) => {
-                    self.orders += 1;
+                    self.orders.push(order.clone());
                     if let Some(stop) = order.stop_loss {
                         self.trades.entry_stop(&order.symbol, stop);
                     }
@@ -299,6 +304,8 @@ pub fn run(
     history: &mut dyn History,
     progress: &mut dyn FnMut(f64),
 ) -> Result<BacktestOutput, BacktestError> {
+    let warmup = bars.partition_point(|b| b.start < spec.start);
+    let (early, bars) = bars.split_at(warmup);
     let Some(first) = bars.first() else {
         return Err(BacktestError::NoData { symbol: spec.symbol.clone(), timeframe: spec.timeframe.as_str() });
     };
@@ -319,7 +326,7 @@ pub fn run(
         broker: BarBroker::new(spec.fill, spec.commission_rate, spec.slippage_bps),
         trades: TradeBuilder::new("BACKTEST", breakeven),
         completed: Vec::new(),
-        orders: 0,
+        orders: Vec::new(),
         refusals: BTreeMap::new(),
     };
     // Metrics see every bar; the curve keeps the last point of each of MAX_CURVE_POINTS runs.
@@ -329,8 +336,12 @@ pub fn run(
     let mut next_kept = curve_index(1, bars.len(), kept);
     let mut day = NyDay::default();
     let mut end_day = NyDay::default();
-    let mut date = None;
     let (mut prev_close, mut volume) = (Decimal::ZERO, 0u64);
+    let mut date = Some(day.date_of(first.start));
+    volume += early.iter().filter(|b| day.date_of(b.start) == date.unwrap_or_default()).map(|b| b.volume).sum::<u64>();
+    if let Some(today) = date {
+        prev_close = history.prev_close(today).unwrap_or(Decimal::ZERO);
+    }
     let step = (bars.len() / 100).max(1);
     for (i, bar) in bars.iter().enumerate() {
         let (today, minute) = day.locate(bar.start);
@@ -405,7 +416,8 @@ pub fn run(
         final_equity: run.engine.equity(),
         equity_curve: curve,
         bars: bars.len() as u64,
-        orders: run.orders,
+        orders: run.orders.len() as u64,
+        order_log: run.orders,
         refusals: run.refusals,
     })
 }

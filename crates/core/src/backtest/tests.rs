@@ -49,6 +49,7 @@ fn spec(fill: FillModel) -> BacktestSpec {
         strategy_id: "sma_cross".into(),
         symbol: Symbol::parse("ABC").unwrap(),
         timeframe: Timeframe::Minute,
+        start: chrono::Utc.with_ymd_and_hms(2026, 3, 2, 0, 0, 0).unwrap(),
         parameters: [("fast".to_string(), 2.0), ("slow".to_string(), 3.0)].into(),
         initial_cash: d("10000"),
         commission_rate: Decimal::ZERO,

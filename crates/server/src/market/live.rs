@@ -133,6 +133,21 @@ impl LiveMarket {
         Some((s.prev_close, s.last, rvol))
     }
 
+    /// Time-of-day relative volume of `symbol` as of its last completed minute bar: the volume
+    /// of the bar in progress (the print at the boundary starts the next bar) is left out, so
+    /// the engine's `Bar` event sees what a backtest of the same bars sees.
+    pub fn bar_relative_volume(&self, symbol: &Symbol) -> Option<f64> {
+        let p = self.universe.get(symbol)?;
+        let st = self.state();
+        let s = st.symbols.get(p.index)?;
+        let clock = st.clock?;
+        let at = st.next_step.unwrap_or(clock.start);
+        let minute = ((at - clock.start).num_minutes()).clamp(0, clock.minutes as i64) as u32;
+        let expected = s.average_volume as f64 * expected_cum_fraction(&clock, minute);
+        let partial = s.builder.in_progress().map_or(0, |b| b.volume);
+        (expected >= 1.0).then(|| s.volume.saturating_sub(partial) as f64 / expected)
+    }
+
     /// The quote of `symbol` around its last trade.
     pub fn quote(&self, symbol: &Symbol) -> Option<tradeops_core::market::Quote> {
         let p = self.universe.get(symbol)?;

@@ -270,7 +270,7 @@ impl Runner {
         self.broker_reports(at).await;
         let Some(live) = self.state.live.clone() else { return };
         for symbol in self.relevant() {
-            let Some((prev_close, last, rvol)) = live.stats(&symbol) else { continue };
+            let Some((prev_close, last, _)) = live.stats(&symbol) else { continue };
             let Some(quote) = live.quote(&symbol) else { continue };
             let bar =
                 if bar_closed { live.recent_bars(&symbol).and_then(|(bars, _)| bars.last().copied()) } else { None };
@@ -284,7 +284,7 @@ impl Runner {
                     symbol: symbol.clone(),
                     bar,
                     prev_close: prev_close.to_decimal(),
-                    relative_volume: rvol,
+                    relative_volume: live.bar_relative_volume(&symbol),
                 };
                 let fx = self.engine.handle(event, at);
                 self.apply(fx, at).await;

@@ -14,6 +14,7 @@ mod events;
 mod health;
 mod hostile;
 mod openapi;
+mod parity;
 mod radar;
 mod settings;
 mod strategies;
