@@ -43,6 +43,7 @@ fn settings() -> Settings {
     s.risk_controls.max_daily_loss = Decimal::new(1_000_000_000, 0);
     s.risk_controls.max_position_size = 100_000_000;
     s.risk_controls.max_order_value = Decimal::new(1_000_000_000, 0);
+    s.risk_controls.max_trades_per_day = 1_000_000;
     s
 }
 
@@ -96,9 +97,10 @@ fn main() {
             }
             let (out, seconds) = last.expect("at least one run");
             println!(
-                "sma_cross 10/20: {} bars, {} trades, total_return {:.6}, last run {:.3} s; median {:.2} M bars/s over {runs} runs",
+                "sma_cross 10/20: {} bars, {} trades, {} refusals, total_return {:.6}, last run {:.3} s; median {:.2} M bars/s over {runs} runs",
                 bars.len(),
                 out.trades.len(),
+                out.refusals.values().sum::<u64>(),
                 out.metrics.total_return,
                 seconds,
                 median(rates) / 1e6
