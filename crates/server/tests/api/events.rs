@@ -137,3 +137,29 @@ async fn the_emergency_halt_streams_its_progress_until_flat() {
         }
     }
 }
+
+#[tokio::test]
+async fn a_backtest_streams_its_progress_until_completed() {
+    let app = spawn_app().await;
+    let (symbol, _) = app.market_symbols(1).await.remove(0);
+    let mut sse = Sse::open(&app, "?kinds=backtest.updated", None).await;
+    let body = json!({"strategy_id": "sma_cross", "symbol": symbol, "start": "2026-11-18T14:30:00Z",
+        "end": "2026-11-18T21:00:00Z"});
+    let id = app.post("/api/backtests/run", ADMIN_TOKEN, body).await.assert_ok(202)["backtest_id"].clone();
+    let mut seen = Vec::new();
+    loop {
+        let (_, kind, event) = sse.next().await;
+        assert_eq!(kind, "backtest.updated");
+        let run = &event["data"];
+        assert_eq!(run["backtest_id"], id);
+        seen.push((run["status"].as_str().unwrap().to_string(), run["progress"].as_f64().unwrap()));
+        if run["status"] == "COMPLETED" {
+            assert!(run["total_return"].is_number(), "{run}");
+            break;
+        }
+    }
+    assert_eq!(seen.first().map(|s| s.0.as_str()), Some("QUEUED"));
+    assert!(seen.iter().any(|s| s.0 == "RUNNING"));
+    assert!(seen.windows(2).all(|w| w[0].1 <= w[1].1), "progress only grows: {seen:?}");
+    assert_eq!(seen.last().unwrap().1, 1.0);
+}
