@@ -52,13 +52,29 @@ pub async fn enqueue(
             format!("a {} download spans at most {max_days} days", timeframe.as_str()),
         ));
     }
-    let job = JobRecord {
+    let job = new_job(state, &symbol, timeframe, (start, end), "QUEUED", actor);
+    let repo: &dyn DataRepository = &state.db;
+    repo.insert_job(&job).await?;
+    publish(state, &job);
+    state.downloads.wake.notify_one();
+    Ok(job)
+}
+
+fn new_job(
+    state: &AppState,
+    symbol: &Symbol,
+    timeframe: Timeframe,
+    (start, end): (Timestamp, Timestamp),
+    status: &str,
+    actor: &str,
+) -> JobRecord {
+    JobRecord {
         request_id: format!("dl-{}", uuid::Uuid::new_v4().simple()),
         symbol: symbol.to_string(),
         timeframe: timeframe.as_str().into(),
         start: to_epoch_ms(&start),
         end: to_epoch_ms(&end),
-        status: "QUEUED".into(),
+        status: status.into(),
         progress: 0.0,
         bars: 0,
         error: None,
@@ -66,12 +82,7 @@ pub async fn enqueue(
         created_at: to_epoch_ms(&state.clock.now()),
         started_at: None,
         finished_at: None,
-    };
-    let repo: &dyn DataRepository = &state.db;
-    repo.insert_job(&job).await?;
-    publish(state, &job);
-    state.downloads.wake.notify_one();
-    Ok(job)
+    }
 }
 
 /// Downloads a range now (a backtest's missing bars): the job is recorded like any other, as
@@ -84,21 +95,7 @@ pub async fn download_now(
     end: Timestamp,
     actor: &str,
 ) -> Result<JobRecord, String> {
-    let job = JobRecord {
-        request_id: format!("dl-{}", uuid::Uuid::new_v4().simple()),
-        symbol: symbol.to_string(),
-        timeframe: timeframe.as_str().into(),
-        start: to_epoch_ms(&start),
-        end: to_epoch_ms(&end),
-        status: "RUNNING".into(),
-        progress: 0.0,
-        bars: 0,
-        error: None,
-        requested_by: actor.to_string(),
-        created_at: to_epoch_ms(&state.clock.now()),
-        started_at: None,
-        finished_at: None,
-    };
+    let job = new_job(state, symbol, timeframe, (start, end), "RUNNING", actor);
     let repo: &dyn DataRepository = &state.db;
     repo.insert_job(&job).await.map_err(|e| e.to_string())?;
     let id = job.request_id.clone();

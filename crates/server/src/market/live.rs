@@ -125,12 +125,7 @@ impl LiveMarket {
         let p = self.universe.get(symbol)?;
         let st = self.state();
         let s = st.symbols.get(p.index)?;
-        let clock = st.clock?;
-        let at = st.next_step.unwrap_or(clock.start);
-        let minute = ((at - clock.start).num_minutes()).clamp(0, clock.minutes as i64) as u32;
-        let expected = s.average_volume as f64 * expected_cum_fraction(&clock, minute);
-        let rvol = (expected >= 1.0).then(|| s.volume as f64 / expected);
-        Some((s.prev_close, s.last, rvol))
+        Some((s.prev_close, s.last, relative_volume(&st, s, s.volume)))
     }
 
     /// Time-of-day relative volume of `symbol` as of its last completed minute bar: the volume
@@ -140,12 +135,8 @@ impl LiveMarket {
         let p = self.universe.get(symbol)?;
         let st = self.state();
         let s = st.symbols.get(p.index)?;
-        let clock = st.clock?;
-        let at = st.next_step.unwrap_or(clock.start);
-        let minute = ((at - clock.start).num_minutes()).clamp(0, clock.minutes as i64) as u32;
-        let expected = s.average_volume as f64 * expected_cum_fraction(&clock, minute);
         let partial = s.builder.in_progress().map_or(0, |b| b.volume);
-        (expected >= 1.0).then(|| s.volume.saturating_sub(partial) as f64 / expected)
+        relative_volume(&st, s, s.volume.saturating_sub(partial))
     }
 
     /// The quote of `symbol` around its last trade.
@@ -293,6 +284,15 @@ impl LiveMarket {
         st.date = Some(date);
         st.clock = Some(DayClock::for_date(date));
     }
+}
+
+/// `volume` over what an average day has traded by the next step's minute.
+fn relative_volume(st: &LiveState, s: &SymbolLive, volume: u64) -> Option<f64> {
+    let clock = st.clock?;
+    let at = st.next_step.unwrap_or(clock.start);
+    let minute = ((at - clock.start).num_minutes()).clamp(0, clock.minutes as i64) as u32;
+    let expected = s.average_volume as f64 * expected_cum_fraction(&clock, minute);
+    (expected >= 1.0).then(|| volume as f64 / expected)
 }
 
 fn push_recent(recent: &mut Vec<Bar>, bar: Bar) {
