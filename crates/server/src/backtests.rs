@@ -10,8 +10,6 @@ use crate::state::AppState;
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
-use std::collections::BTreeSet;
-use std::sync::Arc;
 use tokio::sync::Notify;
 use tradeops_core::backtest::{self, fills::FillModel, BacktestSpec, BarHistory, History};
 use tradeops_core::calendar::{ny_instant, NyDay};
@@ -275,31 +273,16 @@ pub async fn run_worker(state: AppState) {
         }
         Err(e) => tracing::error!(error = %e, "could not look for interrupted backtests"),
     }
-    let running: Arc<std::sync::Mutex<BTreeSet<String>>> = Arc::default();
-    loop {
-        let queued = repo.backtests_in("QUEUED").await.unwrap_or_else(|e| {
-            tracing::error!(error = %e, "could not read the backtest queue");
-            Vec::new()
-        });
-        for run in queued {
-            let mut active = running.lock().unwrap_or_else(|e| e.into_inner());
-            if active.len() >= PARALLEL_RUNS || active.contains(&run.backtest_id) {
-                continue;
-            }
-            active.insert(run.backtest_id.clone());
-            let (state, running) = (state.clone(), running.clone());
-            tokio::spawn(async move {
-                let id = run.backtest_id.clone();
-                execute(&state, run).await;
-                running.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
-                state.backtests.wake.notify_one();
-            });
-        }
-        tokio::select! {
-            _ = state.backtests.wake.notified() => {}
-            _ = tokio::time::sleep(std::time::Duration::from_millis(500)) => {}
-        }
+    crate::jobs::Pool {
+        name: "backtests",
+        parallel: PARALLEL_RUNS,
+        wake: |state| &state.backtests.wake,
+        id: |run: &BacktestRecord| run.backtest_id.clone(),
+        queued: |state| Box::pin(async move { Ok(state.db.backtests_in("QUEUED").await?) }),
+        run: |state, run| Box::pin(async move { execute(&state, run).await }),
     }
+    .run(state)
+    .await
 }
 
 async fn execute(state: &AppState, mut run: BacktestRecord) {
@@ -339,26 +322,22 @@ async fn compute(state: &AppState, run: &mut BacktestRecord) -> Result<Value, St
     let (start, end) = (to_epoch_ms(&stored.start), to_epoch_ms(&stored.end));
     let data: &dyn DataRepository = &state.db;
     let tf = stored.timeframe.as_str();
+    // Minute bars from the start of the first date: its earlier volume counts toward relative
+    // volume (the strategy still starts at `start`).
+    let from = match stored.timeframe {
+        Timeframe::Minute => ny_instant(NyDay::default().date_of(stored.start), (0, 0)).min(stored.start),
+        Timeframe::Day => stored.start,
+    };
     if !data.has_bars(&symbol, tf, start, end).await.map_err(|e| e.to_string())? {
         if state.market.instrument(&symbol).is_none() {
             return Err(format!("no {tf} bars of {symbol} are stored in the range"));
         }
         let by = format!("backtest {}", run.backtest_id);
-        let from = match stored.timeframe {
-            Timeframe::Minute => ny_instant(NyDay::default().date_of(stored.start), (0, 0)).min(stored.start),
-            Timeframe::Day => stored.start,
-        };
         crate::downloads::download_now(state, &symbol, stored.timeframe, from, stored.end, &by)
             .await
             .map_err(|e| format!("downloading the missing bars failed: {e}"))?;
     }
-    // Minute bars from the start of the first date: its earlier volume counts toward relative
-    // volume (the strategy still starts at `start`).
-    let from = match stored.timeframe {
-        Timeframe::Minute => to_epoch_ms(&ny_instant(NyDay::default().date_of(stored.start), (0, 0))).min(start),
-        Timeframe::Day => start,
-    };
-    let bars = data.bars(&symbol, tf, from, end).await.map_err(|e| e.to_string())?;
+    let bars = data.bars(&symbol, tf, to_epoch_ms(&from), end).await.map_err(|e| e.to_string())?;
     let calendar = tradeops_core::calendar::MarketCalendar::new(settings.runtime.market_calendar);
     let history: Box<dyn History + Send> = match state.market.history(&symbol, calendar) {
         Some(h) => h,

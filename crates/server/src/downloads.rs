@@ -7,8 +7,6 @@
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 use chrono::Duration;
-use std::collections::BTreeSet;
-use std::sync::Arc;
 use tokio::sync::Notify;
 use tradeops_core::market::Timeframe;
 use tradeops_core::time::{from_epoch_ms, to_epoch_ms};
@@ -136,34 +134,16 @@ pub async fn run_worker(state: AppState) {
         }
         Err(e) => tracing::error!(error = %e, "could not look for interrupted downloads"),
     }
-    let running: Arc<std::sync::Mutex<BTreeSet<String>>> = Arc::default();
-    loop {
-        let queued = match repo.jobs_in("QUEUED").await {
-            Ok(jobs) => jobs,
-            Err(e) => {
-                tracing::error!(error = %e, "could not read the download queue");
-                Vec::new()
-            }
-        };
-        for job in queued {
-            let mut active = running.lock().unwrap_or_else(|e| e.into_inner());
-            if active.len() >= PARALLEL_JOBS || active.contains(&job.request_id) {
-                continue;
-            }
-            active.insert(job.request_id.clone());
-            let (state, running) = (state.clone(), running.clone());
-            tokio::spawn(async move {
-                let id = job.request_id.clone();
-                run_job(&state, job).await;
-                running.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
-                state.downloads.wake.notify_one();
-            });
-        }
-        tokio::select! {
-            _ = state.downloads.wake.notified() => {}
-            _ = tokio::time::sleep(std::time::Duration::from_millis(500)) => {}
-        }
+    crate::jobs::Pool {
+        name: "downloads",
+        parallel: PARALLEL_JOBS,
+        wake: |state| &state.downloads.wake,
+        id: |job: &JobRecord| job.request_id.clone(),
+        queued: |state| Box::pin(async move { Ok(state.db.jobs_in("QUEUED").await?) }),
+        run: |state, job| Box::pin(async move { run_job(&state, job).await }),
     }
+    .run(state)
+    .await
 }
 
 async fn run_job(state: &AppState, mut job: JobRecord) {

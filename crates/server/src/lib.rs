@@ -16,6 +16,7 @@ pub mod extract;
 pub mod guard;
 pub mod health;
 pub mod http;
+pub mod jobs;
 pub mod market;
 pub mod metrics;
 pub mod openapi;

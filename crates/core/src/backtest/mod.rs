@@ -336,12 +336,10 @@ pub fn run(
     let mut next_kept = curve_index(1, bars.len(), kept);
     let mut day = NyDay::default();
     let mut end_day = NyDay::default();
-    let (mut prev_close, mut volume) = (Decimal::ZERO, 0u64);
-    let mut date = Some(day.date_of(first.start));
-    volume += early.iter().filter(|b| day.date_of(b.start) == date.unwrap_or_default()).map(|b| b.volume).sum::<u64>();
-    if let Some(today) = date {
-        prev_close = history.prev_close(today).unwrap_or(Decimal::ZERO);
-    }
+    let first_date = day.date_of(first.start);
+    let mut date = Some(first_date);
+    let mut prev_close = history.prev_close(first_date).unwrap_or(Decimal::ZERO);
+    let mut volume: u64 = early.iter().filter(|b| day.date_of(b.start) == first_date).map(|b| b.volume).sum();
     let step = (bars.len() / 100).max(1);
     for (i, bar) in bars.iter().enumerate() {
         let (today, minute) = day.locate(bar.start);
