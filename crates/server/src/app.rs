@@ -192,6 +192,7 @@ pub fn router(state: AppState, extra: Router<AppState>) -> Router {
         .merge(routes::api())
         .merge(extra)
         .merge(docs)
+        .merge(crate::console::router())
         .route("/metrics", get(metrics))
         .fallback(http::not_found)
         .method_not_allowed_fallback(http::method_not_allowed)

@@ -28,6 +28,9 @@ pub struct Config {
     pub paper: PaperConfigValues,
     pub health_probe_interval: Duration,
     pub log: LogConfig,
+    /// Serve the console from this folder instead of the copy built into the binary (for
+    /// working on the console: `npm run build` there, reload the page).
+    pub console_dir: Option<std::path::PathBuf>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -98,6 +101,7 @@ const ENV_KEYS: &[(&str, &str)] = &[
     ("TRADEOPS_SIM_SYMBOLS", "simulation.symbols"),
     ("TRADEOPS_LOG", "log.filter"),
     ("TRADEOPS_LOG_FORMAT", "log.format"),
+    ("TRADEOPS_CONSOLE_DIR", "console.dir"),
 ];
 
 /// Variables that are not configuration keys but are allowed to be set.
@@ -297,6 +301,15 @@ impl Reader {
             }
         }
         let cache_key_prefix = self.string("cache.key_prefix");
+        let console_dir = Some(self.string("console.dir")).filter(|d| !d.is_empty()).map(std::path::PathBuf::from);
+        if let Some(dir) = &console_dir {
+            if !dir.join("index.html").is_file() {
+                self.problems.push(format!(
+                    "console.dir: {} has no index.html (run `npm run build` in console/)",
+                    dir.display()
+                ));
+            }
+        }
 
         let mode = match self.take("runtime.mode") {
             None => None,
@@ -374,6 +387,7 @@ impl Reader {
             sim,
             paper,
             health_probe_interval,
+            console_dir,
             log: LogConfig { filter, format },
         }
     }

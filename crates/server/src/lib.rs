@@ -8,6 +8,7 @@ pub mod backtests;
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod console;
 pub mod downloads;
 pub mod envelope;
 pub mod error;

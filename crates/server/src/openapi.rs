@@ -69,6 +69,7 @@ CONFIRMATION_REQUIRED 428, RATE_LIMITED 429 (Retry-After), INTERNAL_ERROR 500, B
         crate::routes::trades::list,
         crate::routes::trades::one,
         crate::routes::trades::recommendations,
+        crate::routes::market::bars,
     ),
     components(schemas(crate::error::ErrorCode, crate::envelope::ErrorBody)),
     modifiers(&BearerAuth),
@@ -89,6 +90,7 @@ CONFIRMATION_REQUIRED 428, RATE_LIMITED 429 (Retry-After), INTERNAL_ERROR 500, B
         (name = "strategies", description = "Built-in strategies and their parameters"),
         (name = "backtests", description = "Backtests on the live engine"),
         (name = "trades", description = "Completed trades, their deep dives and recommendations"),
+        (name = "market", description = "Market data from the data broker, for charts"),
     )
 )]
 pub struct ApiDoc;

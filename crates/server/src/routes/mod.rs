@@ -7,6 +7,7 @@ pub mod backtests;
 pub mod data;
 pub mod events;
 pub mod health;
+pub mod market;
 pub mod orders;
 pub mod positions;
 pub mod radar;
@@ -39,6 +40,7 @@ pub fn api() -> Router<AppState> {
         .merge(strategies::router())
         .merge(backtests::router())
         .merge(trades::router())
+        .merge(market::router())
 }
 
 /// `limit` of list endpoints: default 100, 1..=1000 (CONTRACT §8).

@@ -10,6 +10,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, watch};
+use tradeops_core::backtest::dollars;
 use tradeops_core::broker::BrokerReport;
 use tradeops_core::engine::{Command, CommandError, Effect, Engine, Event, Halt, Reply, Slot, StrategyStatus};
 use tradeops_core::market::Side;
@@ -354,7 +355,7 @@ impl Runner {
                             serde_json::json!({
                                 "client_order_id": order.client_order_id, "symbol": order.symbol, "side": order.side,
                                 "execution_id": e.execution_id, "timestamp": tradeops_core::time::format_ts(&e.timestamp),
-                                "quantity": e.quantity, "price": e.price, "fee": e.fee,
+                                "quantity": e.quantity, "price": dollars(e.price), "fee": dollars(e.fee),
                             }),
                         ));
                     }
@@ -365,8 +366,8 @@ impl Runner {
                         "position.updated",
                         serde_json::json!({
                             "symbol": position.symbol, "quantity": position.quantity,
-                            "average_entry_price": position.average_entry_price(),
-                            "realized_pnl": position.realized_pnl, "strategy_status": status,
+                            "average_entry_price": position.average_entry_price().map(dollars),
+                            "realized_pnl": dollars(position.realized_pnl), "strategy_status": status,
                         }),
                     ));
                     updated_positions.insert(position.symbol.clone(), position);

@@ -111,6 +111,15 @@ async fn an_order_streams_its_updates_execution_and_position() {
             assert_eq!(data["data"]["client_order_id"], id);
             statuses.push(data["data"]["status"].as_str().unwrap().to_string());
         }
+        // Money and prices are JSON numbers in events as everywhere (seed §2.1).
+        if kind == "execution.created" {
+            assert!(data["data"]["price"].as_f64().is_some_and(|p| p > 0.0), "{data}");
+            assert!(data["data"]["fee"].is_number(), "{data}");
+        }
+        if kind == "position.updated" {
+            assert!(data["data"]["average_entry_price"].as_f64().is_some_and(|p| p > 0.0), "{data}");
+            assert!(data["data"]["realized_pnl"].is_number(), "{data}");
+        }
         kinds.push(kind);
     }
     assert_eq!(statuses.first().map(String::as_str), Some("NEW"));

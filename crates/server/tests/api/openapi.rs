@@ -41,6 +41,7 @@ async fn openapi_lists_every_api_route() {
             "GET /api/events",
             "GET /api/health",
             "GET /api/health/components",
+            "GET /api/market/bars",
             "GET /api/orders",
             "GET /api/orders/{client_order_id}",
             "GET /api/positions",

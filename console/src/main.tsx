@@ -1,0 +1,338 @@
+// The operator console: sign-in, the header (account metrics, mode badge, theme, emergency
+// control), the halted banner, and the tabs. Data arrives through the event stream; the only
+// timers are the header's 10-second account refresh and the radar's scan rhythm.
+import "./styles.css";
+import { render } from "preact";
+import { signal } from "@preact/signals";
+import { useEffect, useState } from "preact/hooks";
+import { ApiError, checkToken, get, mode, post, setConfirmLive, signIn, signOut, signOutReason, token } from "./api";
+import { startStream, stopStream, streamStatus, useEvents } from "./events";
+import { money, pnl, sign, dateTime, marketClock, time } from "./format";
+import { route } from "./route";
+import { canOperate, me, theme, toggleTheme, type Role } from "./session";
+import { Confirm, ErrorBanner, Field, Modal, Stat, Toasts, notify, describe, useThrottled } from "./ui";
+import { account, liquidating, loadAccount, loadMarketClock, loadPositions, loadRisk, openPositions, risk } from "./store";
+import { RadarTab } from "./tabs/radar";
+import { PositionsTab } from "./tabs/positions";
+import { OrdersTab } from "./tabs/orders";
+import { PnlTab } from "./tabs/pnl";
+import { HealthTab } from "./tabs/health";
+import { SettingsTab } from "./tabs/settings";
+import { AccountTab } from "./tabs/account";
+import { DataTab } from "./tabs/data";
+import { AuditTab } from "./tabs/audit";
+
+// Take the token of a sign-in link (`/#token=…`) and drop it from the address bar at once.
+{
+  const m = location.hash.match(/^#token=([^&]+)/);
+  if (m) {
+    signIn(decodeURIComponent(m[1]));
+    history.replaceState(null, "", location.pathname + location.search + "#/radar");
+  }
+}
+
+interface Tab {
+  id: string;
+  label: string;
+  view: () => preact.JSX.Element;
+  /** Least role that sees the tab (default: every role). */
+  role?: "operator";
+}
+
+const TABS: Tab[] = [
+  { id: "radar", label: "Radar", view: RadarTab },
+  { id: "positions", label: "Positions", view: PositionsTab },
+  { id: "orders", label: "Orders", view: OrdersTab },
+  { id: "pnl", label: "P&L", view: PnlTab },
+  { id: "health", label: "Health", view: HealthTab },
+  { id: "settings", label: "Settings", view: SettingsTab },
+  { id: "account", label: "Account", view: AccountTab },
+  { id: "data", label: "Data & Backtests", view: DataTab },
+  { id: "audit", label: "Audit", view: AuditTab, role: "operator" },
+];
+
+// ---------------------------------------------------------------------------------------------
+// Sign-in
+
+function SignIn() {
+  const [secret, setSecret] = useState("");
+  const [error, setError] = useState<ApiError | undefined>();
+  const [busy, setBusy] = useState(false);
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(undefined);
+    try {
+      await checkToken(secret.trim());
+      signIn(secret.trim());
+    } catch (err) {
+      setError(err instanceof ApiError ? err : new ApiError(0, "CLIENT", String(err)));
+      setBusy(false);
+    }
+  };
+  return (
+    <div class="signin">
+      <section class="panel">
+        <div class="panel-head">
+          <h2>tradeops — sign in</h2>
+        </div>
+        <form class="panel-body" onSubmit={submit}>
+          <p>
+            Paste an API token. On its first start the service prints a link that signs you in directly; an admin can
+            create more with <code>tradeops token create</code>.
+          </p>
+          {signOutReason.value && !error && <div class="banner info">{signOutReason.value}</div>}
+          <ErrorBanner error={error} />
+          <Field label="Token">
+            <input
+              type="password"
+              name="token"
+              autoComplete="current-password"
+              value={secret}
+              onInput={(e) => setSecret(e.currentTarget.value)}
+              autoFocus
+              required
+            />
+          </Field>
+          <button class="btn primary" type="submit" disabled={busy || !secret.trim()}>
+            Sign in
+          </button>
+        </form>
+      </section>
+    </div>
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Header
+
+function ModeBadge() {
+  const m = mode.value || "…";
+  return (
+    <span class={`mode-badge ${m}`} data-testid="mode-badge" title={m === "LIVE" ? "Real money: orders go to the broker" : "No real money"}>
+      {m === "LIVE" ? "● LIVE TRADING" : m}
+    </span>
+  );
+}
+
+function EmergencyControl() {
+  const [asking, setAsking] = useState(false);
+  if (!canOperate.value) return null;
+  const halted = risk.value?.trading_state === "HALTED";
+  if (halted) return null; // the banner below the header offers Resume
+  return (
+    <>
+      <button class="btn emergency" data-testid="emergency" onClick={() => setAsking(true)}>
+        Emergency Liquidate &amp; Halt
+      </button>
+      {asking && (
+        <Confirm
+          title="Emergency Liquidate & Halt"
+          confirmLabel="Liquidate everything and halt"
+          danger
+          reason
+          testid="emergency-confirm"
+          onClose={() => setAsking(false)}
+          onConfirm={async (reason) => {
+            const r = await post<{ halted: boolean; liquidation_requested: boolean }>("/api/risk/emergency-halt", { reason });
+            liquidating.value = r.liquidation_requested;
+            notify("info", r.liquidation_requested ? "Halted. Closing every position…" : "Halted. No position was open.");
+            await Promise.all([loadRisk(), loadPositions()]);
+          }}
+        >
+          <p>
+            This cancels every open order, sells every position at market, and stops all strategies until someone
+            resumes trading. {mode.value === "LIVE" && <strong>Trading is LIVE: these are real orders.</strong>}
+          </p>
+        </Confirm>
+      )}
+    </>
+  );
+}
+
+function HaltedBanner() {
+  const [asking, setAsking] = useState(false);
+  const r = risk.value;
+  if (r?.trading_state !== "HALTED") return null;
+  const open = openPositions.value;
+  return (
+    <div class="halted-banner" role="alert" data-testid="halted-banner">
+      <strong>TRADING HALTED</strong>
+      <span>
+        {dateTime(r.halted_at)} by {r.halted_by ?? "the risk manager"}: {r.halt_reason ?? "no reason given"}
+      </span>
+      <span data-testid="liquidation-progress">
+        {open === null ? "" : open === 0 ? "All positions flat." : `Liquidating: ${open} position${open === 1 ? "" : "s"} still open…`}
+      </span>
+      <span style={{ flex: 1 }} />
+      {canOperate.value && (
+        <button class="btn" data-testid="resume" onClick={() => setAsking(true)}>
+          Resume trading
+        </button>
+      )}
+      {asking && (
+        <Confirm
+          title="Resume trading"
+          confirmLabel="Resume"
+          reason
+          testid="resume-confirm"
+          onClose={() => setAsking(false)}
+          onConfirm={async (reason) => {
+            await post("/api/risk/resume", { reason });
+            notify("ok", "Trading resumed.");
+            await loadRisk();
+          }}
+        >
+          <p>Strategies start placing orders again on the symbols that are still watched.</p>
+        </Confirm>
+      )}
+    </div>
+  );
+}
+
+function Header() {
+  const a = account.value;
+  const live = mode.value === "LIVE";
+  return (
+    <>
+      {live && <div class="live-stripe" />}
+      <header class={`top ${live ? "live" : ""}`}>
+        <div class="brand">
+          <span>tradeops</span>
+          <ModeBadge />
+        </div>
+        <div class="header-stats" data-testid="header-stats">
+          <Stat label="Equity" value={money(a?.equity)} testid="stat-equity" />
+          <Stat label="Buying power" value={money(a?.buying_power)} />
+          <Stat label="Day P&L" value={pnl(a?.day_pnl)} cls={sign(a?.day_pnl)} testid="stat-day-pnl" />
+          <Stat label="Realized" value={pnl(a?.realized_pnl)} cls={sign(a?.realized_pnl)} />
+          <Stat label="Unrealized" value={pnl(a?.unrealized_pnl)} cls={sign(a?.unrealized_pnl)} />
+          <Stat label="Market (NY)" value={marketClock.value ? `${marketClock.value.date.slice(5)} ${time(marketClock.value.time).slice(0, 5)}` : "—"} testid="stat-market" />
+        </div>
+        <div class="header-right">
+          <span class="stream" title="Live updates" data-testid="stream-status">
+            <span class={`dot ${streamStatus.value}`} />
+            {streamStatus.value === "live" ? "live" : streamStatus.value === "connecting" ? "connecting…" : "reconnecting…"}
+          </span>
+          <button class="btn ghost" onClick={toggleTheme} data-testid="theme-toggle" title="Light or dark theme">
+            {theme.value === "dark" ? "☀ Light" : "☾ Dark"}
+          </button>
+          <span class="muted" data-testid="whoami">
+            {me.value ? `${me.value.name} · ${me.value.role}` : ""}
+          </span>
+          <button class="btn ghost" onClick={() => signOut("Signed out.")}>
+            Sign out
+          </button>
+          <EmergencyControl />
+        </div>
+      </header>
+    </>
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// LIVE confirmation for guarded writes
+
+const livePrompt = signal<{ message: string; resolve: (ok: boolean) => void } | null>(null);
+setConfirmLive((message) => new Promise((resolve) => (livePrompt.value = { message, resolve })));
+
+function LivePrompt() {
+  const p = livePrompt.value;
+  if (!p) return null;
+  const answer = (ok: boolean) => {
+    livePrompt.value = null;
+    p.resolve(ok);
+  };
+  return (
+    <Modal title="Confirm a LIVE action" onClose={() => answer(false)} testid="live-confirm">
+      <p>
+        <span class="mode-badge LIVE">LIVE</span> {p.message}
+      </p>
+      <p>This acts on the real brokerage account.</p>
+      <div class="modal-actions">
+        <button class="btn ghost" onClick={() => answer(false)}>
+          Cancel
+        </button>
+        <button class="btn danger" onClick={() => answer(true)}>
+          Confirm LIVE action
+        </button>
+      </div>
+    </Modal>
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shell
+
+function Shell() {
+  const [error, setError] = useState<ApiError | undefined>();
+  useEffect(() => {
+    get<{ name: string; role: Role }>("/api/auth/me").then(
+      (who) => (me.value = { name: who.name, role: who.role }),
+      (e) => setError(e),
+    );
+    loadAccount();
+    loadRisk();
+    loadPositions();
+    loadMarketClock();
+    startStream();
+    // Unrealized P&L moves with every print; the header refreshes on the radar's 10 s rhythm,
+    // and at once on fills and risk changes through the stream.
+    const timer = setInterval(() => {
+      loadAccount();
+      loadMarketClock();
+    }, 10_000);
+    return () => {
+      clearInterval(timer);
+      stopStream();
+    };
+  }, []);
+  const refresh = useThrottled(() => {
+    loadAccount();
+    loadPositions();
+  }, 1000);
+  useEvents(["execution.created", "position.updated"], refresh);
+  useEvents(["risk.state_changed"], () => {
+    loadRisk();
+    loadPositions();
+  });
+  useEffect(() => {
+    document.title = `${mode.value === "LIVE" ? "● LIVE — " : ""}tradeops`;
+  }, [mode.value]);
+
+  const visible = TABS.filter((t) => !t.role || canOperate.value);
+  const current = visible.find((t) => t.id === route.value.tab) ?? visible[0];
+  const View = current.view;
+  return (
+    <>
+      <Header />
+      <HaltedBanner />
+      <nav class="tabs" role="tablist">
+        {visible.map((t) => (
+          <a key={t.id} href={`#/${t.id}`} role="tab" aria-selected={t.id === current.id} class={t.id === current.id ? "active" : ""} data-tab={t.id}>
+            {t.label}
+          </a>
+        ))}
+      </nav>
+      <main>
+        <ErrorBanner error={error} />
+        <View key={current.id} />
+      </main>
+    </>
+  );
+}
+
+function App() {
+  return (
+    <>
+      {token.value ? <Shell /> : <SignIn />}
+      <Toasts />
+      <LivePrompt />
+    </>
+  );
+}
+
+render(<App />, document.getElementById("app")!);
+
+// Surface unexpected failures rather than failing silently.
+window.addEventListener("unhandledrejection", (e) => notify("error", describe(e.reason)));

@@ -1,0 +1,529 @@
+// One backtest run (GET /api/backtests/{id}): every metric, the refusals of the risk gate, the
+// equity curve with its drawdown, the trades, and the parameters and settings it ran under.
+// Shown in a wide dialog from the Data & Backtests tab; follows `backtest.updated` while the run
+// is queued or running.
+import { Fragment, type ComponentChildren } from "preact";
+import { useCallback } from "preact/hooks";
+import { get, post } from "../api";
+import { ChartView, cssVar, timeTick } from "../chart";
+import { useEvents, type StreamEvent } from "../events";
+import { compact, date, dateTime, duration, fixed, frac, int, money, pnl, pct, price, sign } from "../format";
+import { canOperate } from "../session";
+import type { Trade } from "../types";
+import { Action, Badge, ErrorBanner, Modal, Table, useLoad, useThrottled, type Column } from "../ui";
+
+// ---------------------------------------------------------------------------------------------
+// Types (the API's backtest resources)
+
+export type Status = "QUEUED" | "RUNNING" | "COMPLETED" | "FAILED" | string;
+
+/** A row of GET /api/backtests, and the payload of `backtest.updated`. */
+export interface BacktestRow {
+  backtest_id: string;
+  status: Status;
+  /** 0..1 */
+  progress: number;
+  strategy_id: string;
+  strategy_version: string;
+  symbol: string;
+  start: string;
+  end: string;
+  timeframe: string;
+  parameters: Record<string, number>;
+  initial_cash: number;
+  commission_rate: number;
+  slippage_bps: number;
+  fill: string;
+  settings: Record<string, Record<string, unknown>> | null;
+  requested_by: string;
+  created_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+  error: string | null;
+  /** Fractions (docs/METRICS.md): 0.12 = +12%. Null until COMPLETED. */
+  total_return: number | null;
+  sharpe_ratio: number | null;
+  max_drawdown: number | null;
+  win_loss_ratio: number | null;
+  win_rate: number | null;
+  profit_factor: number | null;
+  trade_count: number | null;
+}
+
+/** GET /api/backtests/{id}: the row, the effective settings and, once COMPLETED, the result. */
+export interface BacktestDetail extends BacktestRow {
+  effective_settings?: Record<string, Record<string, unknown>>;
+  expectancy?: number | null;
+  gross_profit?: number | null;
+  gross_loss?: number | null;
+  sharpe_days?: number | null;
+  final_equity?: number | null;
+  bars?: number | null;
+  orders?: number | null;
+  refusals?: Record<string, number> | null;
+  trades?: Trade[] | null;
+  equity_curve?: { timestamp: string; equity: number }[] | null;
+}
+
+export const isActive = (s: Status) => s === "QUEUED" || s === "RUNNING";
+
+// ---------------------------------------------------------------------------------------------
+// Small shared helpers (also used by the tab)
+
+/**
+ * A range bound as the operator entered it: midnight UTC (what the console sends) shows as that
+ * calendar day, midnight New York as the New York day, anything else as a New York time.
+ */
+export function day(iso: string | null | undefined): string {
+  if (!iso) return "—";
+  if (/T00:00:00(\.0+)?Z$/.test(iso)) return iso.slice(0, 10);
+  const ny = dateTime(iso);
+  return ny.endsWith(" 00:00:00") ? ny.slice(0, 10) : ny.slice(0, 16);
+}
+
+/** A fraction with its sign: 0.045 → "+4.50%". */
+export const signedFrac = (v: number | null | undefined, digits = 2) => (v === null || v === undefined ? "—" : pct(v * 100, digits));
+
+/** A progress bar with its percentage, for queued and running jobs. */
+export function Progress({ value, label }: { value: number; label?: string }) {
+  const p = Math.max(0, Math.min(1, value || 0));
+  return (
+    <span class="dt-progress" title={label ?? `${(p * 100).toFixed(0)}% done`}>
+      <span class="progress" role="progressbar" aria-valuemin={0} aria-valuemax={100} aria-valuenow={Math.round(p * 100)}>
+        <div style={{ width: `${(p * 100).toFixed(1)}%` }} />
+      </span>
+      <span class="muted">{(p * 100).toFixed(0)}%</span>
+    </span>
+  );
+}
+
+/** Status badge, with the progress bar while the job is queued or running. */
+export function StatusCell({ status, progress }: { status: Status; progress: number }) {
+  return (
+    <span class="dt-status">
+      <Badge text={status} />
+      {isActive(status) && <Progress value={progress} />}
+    </span>
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Risk refusals: which override lets the run past which rule
+
+const RULES: Record<string, { what: string; fix: string }> = {
+  MAX_POSITION_SIZE: { what: "the position would exceed the maximum shares held", fix: "raise max position size in the risk overrides" },
+  MAX_ORDER_VALUE: { what: "the order's value was above the maximum order value", fix: "raise max order value in the risk overrides" },
+  MAX_DAILY_LOSS: { what: "the day's loss had reached the maximum daily loss", fix: "raise max daily loss in the risk overrides" },
+  MAX_TRADES_PER_DAY: { what: "the day's trade count had reached its limit", fix: "raise max trades per day in the risk overrides" },
+  BUYING_POWER: { what: "the order cost more than the cash available", fix: "raise the initial cash or lower the strategy's position size" },
+  PRICE_COLLAR: { what: "the order's price was too far from the market", fix: "price_collar_pct is an operator setting (Settings tab)" },
+  OPEN_POSITION_LIMIT: { what: "too many positions were open", fix: "open_position_limit is an operator setting (Settings tab)" },
+  SYMBOL_BLOCKED: { what: "the symbol was blocked", fix: "unblock it on the Radar tab" },
+  ACTIVE_WATCHLIST_LIMIT: { what: "the watchlist was full", fix: "active_watchlist_limit is an operator setting (Settings tab)" },
+};
+
+function Refusals({ refusals, orders }: { refusals: Record<string, number>; orders: number | null | undefined }) {
+  const entries = Object.entries(refusals).filter(([, n]) => n > 0).sort((a, b) => b[1] - a[1]);
+  if (entries.length === 0) return null;
+  const total = entries.reduce((s, [, n]) => s + n, 0);
+  return (
+    <div class="banner dt-warn dt-refusals" role="note" data-testid="backtest-refusals">
+      <strong>
+        The risk gate refused {int(total)} order{total === 1 ? "" : "s"}
+      </strong>{" "}
+      ({int(orders ?? 0)} placed). A backtest trades through the same risk checks as live trading, under the settings shown
+      below; a refused order never reached the simulated market, so the figures above leave those trades out.
+      <ul>
+        {entries.map(([rule, n]) => (
+          <li key={rule}>
+            <code>{rule}</code> × {int(n)} — {RULES[rule]?.what ?? "refused by this rule"}
+            {RULES[rule] && <span class="muted"> · to test without it, {RULES[rule].fix}</span>}
+          </li>
+        ))}
+      </ul>
+      <span class="muted">Risk overrides apply to that run only: the live settings do not change.</span>
+    </div>
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Coverage: a run replays the bars stored in its range, downloading only when none are stored
+
+function Coverage({ d }: { d: BacktestDetail }) {
+  const c = d.equity_curve ?? [];
+  if (c.length === 0) return null;
+  const first = Date.parse(c[0].timestamp);
+  const last = Date.parse(c[c.length - 1].timestamp);
+  const slack = (d.timeframe === "1d" ? 5 : 3) * 86_400_000;
+  const late = first - Date.parse(d.start) > slack;
+  const early = Date.parse(d.end) - last > slack && Date.parse(d.end) <= Date.now();
+  if (!late && !early) return null;
+  return (
+    <div class="banner dt-warn" role="note" data-testid="backtest-coverage">
+      <strong>Part of the range was not tested.</strong> The stored {d.timeframe} bars of {d.symbol} cover {date(c[0].timestamp)} →{" "}
+      {date(c[c.length - 1].timestamp)} of the requested {day(d.start)} → {day(d.end)}: a backtest downloads bars only when none of its range
+      is stored. Download the whole range, then run it again.{" "}
+      <Action
+        run={() => post("/api/data/download", { symbol: d.symbol, timeframe: d.timeframe, start: d.start, end: d.end })}
+        done={`Download of ${d.symbol} ${d.timeframe} bars queued; its progress shows under Downloads.`}
+        testid="download-range"
+      >
+        Download {day(d.start)} → {day(d.end)}
+      </Action>
+    </div>
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Metrics
+
+function Metric({ label, value, cls, sub, title }: { label: string; value: ComponentChildren; cls?: string; sub?: ComponentChildren; title?: string }) {
+  return (
+    <div class="dt-metric" title={title}>
+      <span class="stat-label">{label}</span>
+      <span class={`stat-value ${cls ?? ""}`}>{value}</span>
+      {sub !== undefined && <span class="dt-sub">{sub}</span>}
+    </div>
+  );
+}
+
+/** "—" with why the metric is undefined (docs/METRICS.md). */
+const undef = (v: unknown, why: string) => (v === null || v === undefined ? why : undefined);
+
+function Metrics({ d }: { d: BacktestDetail }) {
+  const net = d.final_equity !== null && d.final_equity !== undefined ? d.final_equity - d.initial_cash : null;
+  return (
+    <div class="dt-metrics" data-testid="backtest-metrics">
+      <Metric label="Total return" value={signedFrac(d.total_return)} cls={sign(d.total_return)} sub={`${pnl(net)} on ${money(d.initial_cash)}`} title="(final equity − initial cash) / initial cash" />
+      <Metric label="Final equity" value={money(d.final_equity)} sub={`started ${money(d.initial_cash)}`} />
+      <Metric label="Max drawdown" value={d.max_drawdown ? `−${frac(d.max_drawdown)}` : frac(d.max_drawdown)} cls={d.max_drawdown ? "down" : ""} sub="largest fall from a peak, every bar" title="max over the curve of 1 − equity / running peak" />
+      <Metric
+        label="Sharpe ratio"
+        value={fixed(d.sharpe_ratio, 2)}
+        cls={sign(d.sharpe_ratio)}
+        sub={undef(d.sharpe_ratio, "needs two or more unequal daily returns") ?? `annualized, over ${int(d.sharpe_days)} daily return${d.sharpe_days === 1 ? "" : "s"}`}
+        title="mean / standard deviation of daily returns × √252, risk-free rate 0"
+      />
+      <Metric label="Trades" value={int(d.trade_count)} sub={`${int(d.orders)} orders over ${int(d.bars)} ${d.timeframe} bars`} />
+      <Metric label="Win rate" value={frac(d.win_rate, 1)} sub={undef(d.win_rate, "no trades") ?? "trades with P&L > 0"} />
+      <Metric label="Profit factor" value={fixed(d.profit_factor, 2)} cls={d.profit_factor === null || d.profit_factor === undefined ? "" : d.profit_factor >= 1 ? "up" : "down"} sub={undef(d.profit_factor, d.trade_count ? "no losing trade" : "no trades") ?? "gross profit / |gross loss|"} />
+      <Metric label="Win/loss ratio" value={fixed(d.win_loss_ratio, 2)} sub={undef(d.win_loss_ratio, "needs a win and a loss") ?? "average win / |average loss|"} />
+      <Metric label="Expectancy" value={pnl(d.expectancy)} cls={sign(d.expectancy)} sub={undef(d.expectancy, "no trades") ?? "average net P&L per trade"} />
+      <Metric label="Gross profit" value={money(d.gross_profit)} cls={d.gross_profit ? "up" : ""} sub="sum of winning trades" />
+      <Metric label="Gross loss" value={money(d.gross_loss)} cls={d.gross_loss ? "down" : ""} sub="sum of losing trades" />
+      <Metric label="Bars" value={int(d.bars)} sub={`${d.timeframe} bars replayed`} />
+    </div>
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Charts
+
+/** A theme colour (#rrggbb) with an alpha, for chart fills (canvas takes no color-mix). */
+function alpha(hex: string, a: number): string {
+  const m = hex.match(/^#([0-9a-f]{2})([0-9a-f]{2})([0-9a-f]{2})$/i);
+  return m ? `rgba(${parseInt(m[1], 16)}, ${parseInt(m[2], 16)}, ${parseInt(m[3], 16)}, ${a})` : hex;
+}
+
+function EquityCharts({ d }: { d: BacktestDetail }) {
+  const curve = d.equity_curve ?? [];
+  if (curve.length === 0) return <div class="note">The run produced no equity curve (no bars in the range).</div>;
+  const xs = curve.map((p) => Date.parse(p.timestamp));
+  const span = xs[xs.length - 1] - xs[0];
+  let peak = d.initial_cash;
+  const dd = curve.map((p, i) => {
+    peak = Math.max(peak, p.equity);
+    return { x: xs[i], y: peak > 0 ? (p.equity / peak - 1) * 100 : 0 };
+  });
+  const tip = (x: number) => (span <= 36 * 3600_000 ? dateTime(new Date(x).toISOString()).slice(0, 16) : date(new Date(x).toISOString()));
+  const xScale = { type: "linear" as const, min: xs[0], max: xs[xs.length - 1], ticks: { callback: timeTick(span), maxTicksLimit: 8 } };
+  return (
+    <>
+      <ChartView
+        label={`Equity of backtest ${d.backtest_id}`}
+        testid="equity-chart"
+        height={260}
+        deps={[d.backtest_id, curve]}
+        config={() => ({
+          type: "line",
+          data: {
+            datasets: [
+              {
+                label: "Equity",
+                data: curve.map((p, i) => ({ x: xs[i], y: p.equity })),
+                borderColor: cssVar("--accent"),
+                backgroundColor: "transparent",
+                borderWidth: 1.6,
+                pointRadius: 0,
+                tension: 0,
+              },
+              {
+                label: "Initial cash",
+                data: [
+                  { x: xs[0], y: d.initial_cash },
+                  { x: xs[xs.length - 1], y: d.initial_cash },
+                ],
+                borderColor: cssVar("--muted"),
+                borderDash: [4, 4],
+                borderWidth: 1,
+                pointRadius: 0,
+              },
+            ],
+          },
+          options: {
+            interaction: { mode: "index", intersect: false },
+            scales: { x: xScale, y: { ticks: { callback: (v) => `$${compact(Number(v))}` } } },
+            plugins: {
+              legend: { display: true, position: "bottom" },
+              tooltip: {
+                callbacks: {
+                  title: (items) => (items.length ? tip(items[0].parsed.x ?? 0) : ""),
+                  label: (item) => `${item.dataset.label}: ${money(item.parsed.y)}`,
+                },
+              },
+            },
+          },
+        })}
+      />
+      <ChartView
+        label={`Drawdown of backtest ${d.backtest_id}`}
+        testid="drawdown-chart"
+        height={120}
+        deps={[d.backtest_id, curve]}
+        config={() => ({
+          type: "line",
+          data: {
+            datasets: [
+              {
+                label: "Drawdown",
+                data: dd,
+                borderColor: cssVar("--down"),
+                backgroundColor: alpha(cssVar("--down"), 0.22),
+                fill: "origin",
+                borderWidth: 1,
+                pointRadius: 0,
+                tension: 0,
+              },
+            ],
+          },
+          options: {
+            interaction: { mode: "index", intersect: false },
+            scales: { x: xScale, y: { max: 0, suggestedMin: -1, ticks: { callback: (v) => `${Number(Number(v).toFixed(1))}%`, maxTicksLimit: 4 } } },
+            plugins: {
+              legend: { display: false },
+              tooltip: {
+                callbacks: {
+                  title: (items) => (items.length ? tip(items[0].parsed.x ?? 0) : ""),
+                  label: (item) => `Drawdown: ${(item.parsed.y ?? 0).toFixed(2)}%`,
+                },
+              },
+            },
+          },
+        })}
+      />
+      <div class="note">
+        Drawdown from the running peak of the curve above{curve.length >= 2000 ? " (sampled to 2,000 points; the max drawdown figure uses every bar)" : ""}. Times in New York.
+      </div>
+    </>
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Trades
+
+const tradeColumns: Column<Trade>[] = [
+  { key: "symbol", label: "Symbol", render: (t) => <strong>{t.symbol}</strong> },
+  { key: "entry_time", label: "Entry (NY)", render: (t) => <span title={t.entry_time}>{dateTime(t.entry_time).slice(0, 16)}</span> },
+  { key: "exit_time", label: "Exit (NY)", render: (t) => <span title={t.exit_time}>{dateTime(t.exit_time).slice(0, 16)}</span> },
+  { key: "hold_seconds", label: "Held", num: true, render: (t) => duration(t.hold_seconds) },
+  { key: "quantity", label: "Qty", num: true, render: (t) => int(t.quantity) },
+  { key: "entry_price", label: "Entry", num: true, render: (t) => price(t.entry_price) },
+  { key: "exit_price", label: "Exit", num: true, render: (t) => price(t.exit_price) },
+  { key: "fees", label: "Fees", num: true, render: (t) => money(t.fees) },
+  { key: "net_pnl", label: "Net P&L", num: true, render: (t) => pnl(t.net_pnl), class: (t) => sign(t.net_pnl) },
+  { key: "return_pct", label: "Return", num: true, render: (t) => signedFrac(t.return_pct), class: (t) => sign(t.return_pct) },
+  { key: "r_multiple", label: "R", num: true, title: "P&L as a multiple of the risk taken at entry", render: (t) => (t.r_multiple === null ? "—" : `${fixed(t.r_multiple, 2)}R`), class: (t) => sign(t.r_multiple) },
+  { key: "exit_reason", label: "Exit reason", render: (t) => <code>{t.exit_reason}</code> },
+  { key: "winner_loser_label", label: "Label", render: (t) => <Badge text={t.winner_loser_label} /> },
+];
+
+// ---------------------------------------------------------------------------------------------
+// Parameters and settings
+
+function show(v: unknown): string {
+  if (v === null || v === undefined) return "—";
+  if (Array.isArray(v)) return v.length ? v.join(", ") : "(none)";
+  if (typeof v === "object") return JSON.stringify(v);
+  return String(v);
+}
+
+function Settings({ d }: { d: BacktestDetail }) {
+  const overrides = d.settings ?? {};
+  const eff = d.effective_settings ?? {};
+  const overridden = (group: string, key: string) => overrides[group] && key in overrides[group];
+  const overrideList = Object.entries(overrides).flatMap(([g, kv]) => Object.entries(kv ?? {}).map(([k, v]) => [`${g}.${k}`, v] as const));
+  return (
+    <details class="dt-details" data-testid="backtest-settings">
+      <summary>
+        Parameters and settings{" "}
+        <span class="muted">
+          · {Object.keys(d.parameters ?? {}).length} parameter{Object.keys(d.parameters ?? {}).length === 1 ? "" : "s"} ·{" "}
+          {overrideList.length ? `${overrideList.length} override${overrideList.length === 1 ? "" : "s"} for this run` : "operator's settings, no override"}
+        </span>
+      </summary>
+      <div class="dt-settings">
+        <div>
+          <h3>Strategy parameters</h3>
+          <dl class="kv">
+            {Object.entries(d.parameters ?? {}).map(([k, v]) => (
+              <Fragment key={k}>
+                <dt>{k}</dt>
+                <dd class="mono">{show(v)}</dd>
+              </Fragment>
+            ))}
+          </dl>
+          <h3>Simulation</h3>
+          <dl class="kv">
+            <dt>Initial cash</dt>
+            <dd>{money(d.initial_cash)}</dd>
+            <dt>Commission</dt>
+            <dd>{frac(d.commission_rate, 3)} of traded value</dd>
+            <dt>Slippage</dt>
+            <dd>{fixed(d.slippage_bps, 1)} bps</dd>
+            <dt>Fill</dt>
+            <dd>{d.fill === "NEXT_OPEN" ? "NEXT_OPEN (next bar's open)" : d.fill === "CLOSE" ? "CLOSE (signal bar's close)" : d.fill}</dd>
+          </dl>
+          <h3>Overrides for this run</h3>
+          {overrideList.length ? (
+            <dl class="kv">
+              {overrideList.map(([k, v]) => (
+                <Fragment key={k}>
+                  <dt>{k}</dt>
+                  <dd class="mono warn">{show(v)}</dd>
+                </Fragment>
+              ))}
+            </dl>
+          ) : (
+            <p class="note">None: the run traded under the operator's settings of the time.</p>
+          )}
+        </div>
+        <div>
+          <h3>Effective settings</h3>
+          {Object.keys(eff).length === 0 && <p class="note">Not recorded.</p>}
+          {Object.entries(eff).map(([group, kv]) => (
+            <div key={group}>
+              <div class="dt-group">{group}</div>
+              <dl class="kv">
+                {Object.entries(kv ?? {}).map(([k, v]) => (
+                  <Fragment key={k}>
+                    <dt>{k}</dt>
+                    <dd class={`mono ${overridden(group, k) ? "warn" : ""}`} title={overridden(group, k) ? "Overridden for this run" : undefined}>
+                      {show(v)}
+                      {overridden(group, k) ? " (override)" : ""}
+                    </dd>
+                  </Fragment>
+                ))}
+              </dl>
+            </div>
+          ))}
+        </div>
+      </div>
+    </details>
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The dialog
+
+export function BacktestDetailModal({
+  id,
+  onClose,
+  onRerun,
+}: {
+  id: string;
+  onClose: () => void;
+  /** Copies the run's inputs into the run form. */
+  onRerun?: (run: BacktestDetail) => void;
+}) {
+  const run = useLoad(() => get<BacktestDetail>(`/api/backtests/${encodeURIComponent(id)}`), [id]);
+  const reload = useThrottled(run.reload, 1000);
+  const onEvent = useCallback(
+    (e: StreamEvent<BacktestRow>) => {
+      if (e.data?.backtest_id === id) reload();
+    },
+    [id, reload],
+  );
+  useEvents(["backtest.updated"], onEvent);
+  const d = run.data;
+
+  const title = d ? (
+    <>
+      {d.strategy_id} <span class="muted">{d.strategy_version}</span> on {d.symbol} · {d.timeframe} · {day(d.start)} → {day(d.end)}{" "}
+      <Badge text={d.status} />
+    </>
+  ) : (
+    `Backtest ${id}`
+  );
+
+  return (
+    <Modal title={title} onClose={onClose} wide testid="backtest-detail">
+      <ErrorBanner error={run.error} />
+      {!d && !run.error && <div class="note">Loading the run…</div>}
+      {d && (
+        <div class="dt-detail">
+          <div class="dt-runinfo">
+            <span class="mono" title="Run id">{d.backtest_id}</span>
+            <span>requested by {d.requested_by}</span>
+            <span>created {dateTime(d.created_at)}</span>
+            {d.started_at && d.finished_at && <span>ran {duration((Date.parse(d.finished_at) - Date.parse(d.started_at)) / 1000)}</span>}
+            {d.started_at && !d.finished_at && <span>started {dateTime(d.started_at)}</span>}
+            <span style={{ flex: 1 }} />
+            {onRerun && canOperate.value && !isActive(d.status) && (
+              <button class="btn" data-testid="rerun-backtest" onClick={() => onRerun(d)} title="Copy this run's inputs into the run form to change and run again">
+                Edit &amp; run again
+              </button>
+            )}
+          </div>
+          {d.status === "FAILED" && (
+            <div class="banner error" role="alert" data-testid="backtest-error">
+              <strong>The run failed.</strong> {d.error ?? "The service recorded no reason."}
+            </div>
+          )}
+          {isActive(d.status) && (
+            <div class="banner info">
+              {d.status === "QUEUED" ? "Waiting for the backtest worker…" : "Replaying bars…"} <Progress value={d.progress} />
+              <div class="muted">Results appear here when the run completes.</div>
+            </div>
+          )}
+          {d.status === "COMPLETED" && (
+            <>
+              <Metrics d={d} />
+              <Coverage d={d} />
+              <Refusals refusals={d.refusals ?? {}} orders={d.orders} />
+              <h3 class="dt-h">Equity</h3>
+              <EquityCharts d={d} />
+              <h3 class="dt-h">
+                Trades <span class="muted">· {int(d.trades?.length ?? 0)}</span>
+              </h3>
+              <Table
+                testid="backtest-trades"
+                columns={tradeColumns}
+                rows={d.trades ?? []}
+                rowKey={(t) => t.trade_id}
+                sort={{ key: "entry_time", desc: false }}
+                empty={
+                  (d.refusals && Object.values(d.refusals).some((n) => n > 0))
+                    ? "No completed trade: the risk gate refused the orders (see above)."
+                    : (d.orders ?? 0) > 0
+                      ? "Orders were placed, but no position was closed within the range."
+                      : "The strategy's entry conditions never met in this range. Try a longer range, another symbol or other parameters."
+                }
+              />
+            </>
+          )}
+          <Settings d={d} />
+        </div>
+      )}
+    </Modal>
+  );
+}

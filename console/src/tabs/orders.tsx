@@ -1,0 +1,778 @@
+// Orders: the order blotter of a trading day, filtered by status and symbol, paged with the
+// contract's cursor, and kept current by the stream (order.updated carries the full row, so
+// rows change in place). A row opens the order with its executions; operators cancel working
+// orders and enter manual orders through the same risk gate the strategies pass.
+import "./orders.css";
+import type { ComponentChildren } from "preact";
+import { useCallback, useEffect, useMemo, useRef, useState } from "preact/hooks";
+import { ApiError, call, get, mode, post, withQuery } from "../api";
+import { useEvents, type StreamEvent } from "../events";
+import { date as nyDate, dateTime, int, money, price, time, todayNy } from "../format";
+import { href, route } from "../route";
+import { canOperate } from "../session";
+import { risk } from "../store";
+import { OPEN_STATUSES, type Order, type OrderDetail, type Position } from "../types";
+import { Badge, Confirm, ErrorBanner, Field, Modal, Section, Stat, Table, notify, onInput, useLoad, useThrottled, type Column } from "../ui";
+
+const STATUSES = ["NEW", "ACCEPTED", "PARTIALLY_FILLED", "FILLED", "PENDING_CANCEL", "CANCELED", "REJECTED", "EXPIRED"];
+const ORDER_TYPES = ["MARKET", "LIMIT", "STOP", "STOP_LIMIT"];
+const TIFS: Record<string, string> = {
+  DAY: "Works until the session closes",
+  GTC: "Works until filled or cancelled",
+  IOC: "Fills what it can at once; the rest is cancelled",
+};
+const PAGE = 100;
+
+const isOpen = (o: Order) => OPEN_STATUSES.includes(o.status);
+const byNewest = (a: Order, b: Order) => Date.parse(b.submitted_at) - Date.parse(a.submitted_at);
+const pathOf = (id: string) => `/api/orders/${encodeURIComponent(id)}`;
+
+interface Filters {
+  date: string;
+  status: string;
+  symbol: string;
+}
+
+function filtersFromRoute(): Filters {
+  const p = route.value.params;
+  const status = (p.get("status") ?? "").toUpperCase();
+  return {
+    date: /^\d{4}-\d{2}-\d{2}$/.test(p.get("date") ?? "") ? p.get("date")! : "",
+    status: STATUSES.includes(status) ? status : "",
+    symbol: (p.get("symbol") ?? "").trim().toUpperCase(),
+  };
+}
+
+/** Whether an order (from an event) belongs in the list the filters ask for. */
+function matches(o: Order, f: Filters): boolean {
+  if (f.status && o.status !== f.status) return false;
+  if (f.symbol && o.symbol.toUpperCase() !== f.symbol) return false;
+  // No date: the current session, which is where every live update happens.
+  if (f.date && nyDate(o.submitted_at) !== f.date) return false;
+  return true;
+}
+
+/** Only the fields of a list row (an event carries the whole detail). */
+function rowOf(o: Order): Order {
+  const { submitted_at, status, symbol, side, quantity, filled_quantity, order_type, price, broker_name, client_order_id, broker_order_id, reason, strategy_id, mode } = o;
+  return { submitted_at, status, symbol, side, quantity, filled_quantity, order_type, price, broker_name, client_order_id, broker_order_id, reason, strategy_id, mode };
+}
+
+export function OrdersTab() {
+  const initial = useMemo(filtersFromRoute, []);
+  const [date, setDate] = useState(initial.date);
+  const [status, setStatus] = useState(initial.status);
+  const [symbolText, setSymbolText] = useState(initial.symbol);
+  const [symbol, setSymbol] = useState(initial.symbol);
+  const filters = useMemo<Filters>(() => ({ date, status, symbol }), [date, status, symbol]);
+
+  const [rows, setRows] = useState<Order[] | undefined>(undefined);
+  const [cursor, setCursor] = useState<string | null>(null);
+  const [pages, setPages] = useState(0);
+  const [loading, setLoading] = useState(false);
+  const [error, setError] = useState<ApiError | undefined>();
+  const [flash, setFlash] = useState<Set<string>>(new Set());
+  const [detail, setDetail] = useState<string | null>(null);
+  const [cancel, setCancel] = useState<Order | null>(null);
+  const [creating, setCreating] = useState(false);
+  const seq = useRef(0);
+
+  // A typed symbol filters after a short pause rather than on each key.
+  useEffect(() => {
+    const t = setTimeout(() => setSymbol(symbolText.trim().toUpperCase()), 350);
+    return () => clearTimeout(t);
+  }, [symbolText]);
+
+  // Another link into the tab (#/orders?symbol=…) while it is open.
+  const routeValue = route.value;
+  const firstRoute = useRef(true);
+  useEffect(() => {
+    if (firstRoute.current) {
+      firstRoute.current = false;
+      return;
+    }
+    if (routeValue.tab !== "orders") return;
+    const f = filtersFromRoute();
+    setDate(f.date);
+    setStatus(f.status);
+    setSymbolText(f.symbol);
+    setSymbol(f.symbol);
+  }, [routeValue]);
+
+  // Keep the address in step with the filters, so the view can be bookmarked or shared.
+  useEffect(() => {
+    if (route.value.tab !== "orders") return;
+    const params: Record<string, string> = {};
+    if (date) params.date = date;
+    if (status) params.status = status;
+    if (symbol) params.symbol = symbol;
+    const target = href("orders", params);
+    if (location.hash !== target) history.replaceState(null, "", target);
+  }, [date, status, symbol]);
+
+  const query = (f: Filters, after?: string | null) =>
+    withQuery("/api/orders", { date: f.date, status: f.status, symbol: f.symbol, limit: PAGE, cursor: after ?? undefined });
+
+  /** First page for the filters, replacing the list. */
+  const load = useCallback(() => {
+    const n = ++seq.current;
+    setLoading(true);
+    call<Order[]>("GET", query(filters)).then(
+      (env) => {
+        if (n !== seq.current) return;
+        setRows(env.data);
+        setCursor(env.meta.next_cursor ?? null);
+        setPages(1);
+        setError(undefined);
+        setLoading(false);
+      },
+      (e) => {
+        if (n !== seq.current) return;
+        setError(e instanceof ApiError ? e : new ApiError(0, "CLIENT", String(e)));
+        setLoading(false);
+      },
+    );
+  }, [filters]);
+  useEffect(() => {
+    setRows(undefined);
+    load();
+  }, [load]);
+
+  /** Fetches the first page again and merges it, keeping the older pages already loaded. */
+  const refresh = useCallback(() => {
+    const n = seq.current;
+    call<Order[]>("GET", query(filters)).then(
+      (env) => {
+        if (n !== seq.current) return;
+        setError(undefined);
+        if (pages <= 1) {
+          setRows(env.data);
+          setCursor(env.meta.next_cursor ?? null);
+          return;
+        }
+        setRows((prev) => {
+          const fresh = new Set(env.data.map((o) => o.client_order_id));
+          const oldest = env.data.length ? Date.parse(env.data[env.data.length - 1].submitted_at) : Infinity;
+          const older = (prev ?? []).filter((o) => !fresh.has(o.client_order_id) && Date.parse(o.submitted_at) <= oldest);
+          return [...env.data, ...older];
+        });
+      },
+      () => {
+        /* the next event or a manual refresh tries again */
+      },
+    );
+  }, [filters, pages]);
+
+  const more = () => {
+    if (!cursor) return;
+    const n = seq.current;
+    setLoading(true);
+    call<Order[]>("GET", query(filters, cursor)).then(
+      (env) => {
+        if (n !== seq.current) return;
+        setRows((prev) => {
+          const have = new Set((prev ?? []).map((o) => o.client_order_id));
+          return [...(prev ?? []), ...env.data.filter((o) => !have.has(o.client_order_id))];
+        });
+        setCursor(env.meta.next_cursor ?? null);
+        setPages((p) => p + 1);
+        setLoading(false);
+      },
+      (e) => {
+        if (n !== seq.current) return;
+        setError(e instanceof ApiError ? e : new ApiError(0, "CLIENT", String(e)));
+        setLoading(false);
+      },
+    );
+  };
+
+  const highlight = (id: string) => {
+    setFlash((s) => new Set(s).add(id));
+    setTimeout(
+      () =>
+        setFlash((s) => {
+          const next = new Set(s);
+          next.delete(id);
+          return next;
+        }),
+      1600,
+    );
+  };
+
+  /** Puts a full order row in place, in or out of the list as the filters say. */
+  const upsert = useCallback(
+    (o: Order) => {
+      const row = rowOf(o);
+      setRows((prev) => {
+        if (!prev) return prev;
+        const i = prev.findIndex((x) => x.client_order_id === row.client_order_id);
+        if (!matches(row, filters)) return i < 0 ? prev : prev.filter((_, j) => j !== i);
+        if (i >= 0) return prev.map((x, j) => (j === i ? row : x));
+        return [row, ...prev].sort(byNewest);
+      });
+      highlight(row.client_order_id);
+    },
+    [filters],
+  );
+
+  const reload = useThrottled(refresh, 1000);
+  useEvents(
+    ["order.updated"],
+    useCallback(
+      (e: StreamEvent<Order>) => {
+        if (e.data && typeof e.data.client_order_id === "string" && typeof e.data.status === "string") upsert(e.data);
+        else reload();
+      },
+      [upsert, reload],
+    ),
+  );
+  useEvents(["execution.created"], reload);
+
+  const list = rows ?? [];
+  const openCount = list.filter(isOpen).length;
+  const filled = list.filter((o) => o.status === "FILLED").length;
+  const refused = list.filter((o) => o.status === "REJECTED").length;
+  const bought = list.filter((o) => o.side === "BUY" && o.price !== null).reduce((s, o) => s + o.filled_quantity * (o.price ?? 0), 0);
+  const sold = list.filter((o) => o.side === "SELL" && o.price !== null).reduce((s, o) => s + o.filled_quantity * (o.price ?? 0), 0);
+  const anyFilter = !!(date || status || symbol);
+  const multiDay = !date;
+
+  const askCancel = (o: Order) => (e: Event) => {
+    e.stopPropagation();
+    setCancel(o);
+  };
+
+  const columns: Column<Order>[] = [
+    {
+      key: "submitted_at",
+      label: "Submitted",
+      sortValue: (o) => Date.parse(o.submitted_at),
+      render: (o) => <span title={dateTime(o.submitted_at)}>{multiDay && nyDate(o.submitted_at) !== todayNy() ? dateTime(o.submitted_at) : time(o.submitted_at)}</span>,
+    },
+    { key: "symbol", label: "Symbol", render: (o) => <strong>{o.symbol}</strong> },
+    { key: "side", label: "Side", render: (o) => <Badge text={o.side} kind={`ord-side ${o.side.toLowerCase()}`} /> },
+    { key: "order_type", label: "Type", render: (o) => <span class="ord-type">{o.order_type.replace("_", " ")}</span> },
+    { key: "quantity", label: "Qty", num: true, render: (o) => int(o.quantity) },
+    {
+      key: "filled_quantity",
+      label: "Filled",
+      num: true,
+      sortValue: (o) => (o.quantity ? o.filled_quantity / o.quantity : 0),
+      render: (o) => <FillBar filled={o.filled_quantity} quantity={o.quantity} />,
+    },
+    { key: "price", label: "Price", num: true, title: "Limit price, else the average fill price", render: (o) => price(o.price) },
+    { key: "status", label: "Status", render: (o) => <StatusBadge status={o.status} /> },
+    {
+      key: "reason",
+      label: "Reason",
+      render: (o) =>
+        o.reason ? (
+          <span class="ord-reason" title={o.reason}>
+            {o.reason}
+          </span>
+        ) : (
+          <span class="muted">—</span>
+        ),
+    },
+    { key: "strategy_id", label: "Strategy", sortValue: (o) => o.strategy_id ?? "", render: (o) => (o.strategy_id ? o.strategy_id : <span class="muted">manual</span>) },
+    { key: "client_order_id", label: "Client order id", render: (o) => <span class="mono">{o.client_order_id}</span> },
+    { key: "broker_order_id", label: "Broker order id", render: (o) => (o.broker_order_id ? <span class="mono">{o.broker_order_id}</span> : <span class="muted">—</span>) },
+    { key: "broker_name", label: "Broker" },
+  ];
+  if (canOperate.value) {
+    columns.push({
+      key: "actions",
+      label: "",
+      sortValue: (o) => (isOpen(o) ? 0 : 1),
+      render: (o) =>
+        isOpen(o) ? (
+          <button
+            class="btn danger"
+            data-testid={`cancel-${o.client_order_id}`}
+            disabled={o.status === "PENDING_CANCEL"}
+            title={o.status === "PENDING_CANCEL" ? "Cancel requested; waiting for the broker" : "Cancel this order"}
+            onClick={askCancel(o)}
+          >
+            {o.status === "PENDING_CANCEL" ? "Cancelling…" : "Cancel"}
+          </button>
+        ) : null,
+    });
+  }
+
+  const dayLabel = date ? date : "current session";
+  return (
+    <div data-testid="tab-orders">
+      <Section
+        title={
+          <>
+            Orders{" "}
+            <span class="muted">
+              · {dayLabel} · {rows ? `${int(list.length)}${cursor ? "+" : ""} shown` : "…"}
+            </span>
+          </>
+        }
+        actions={
+          <>
+            <button class="btn ghost" onClick={load} disabled={loading} title="Reload from the first page">
+              {loading ? "Loading…" : "↻ Refresh"}
+            </button>
+            {canOperate.value && (
+              <button class="btn primary" data-testid="new-order" onClick={() => setCreating(true)}>
+                + New order
+              </button>
+            )}
+          </>
+        }
+      >
+        <div class="toolbar ord-toolbar" role="search" aria-label="Filters">
+          <Field label="Trading day (NY)">
+            <input type="date" name="date" value={date} max={todayNy()} title="Empty: the current session" onInput={onInput(setDate)} />
+          </Field>
+          <Field label="Status">
+            <select name="status" value={status} onChange={onInput(setStatus)}>
+              <option value="">All statuses</option>
+              {STATUSES.map((s) => (
+                <option value={s}>{s.replace("_", " ")}</option>
+              ))}
+            </select>
+          </Field>
+          <Field label="Symbol">
+            <input
+              type="text"
+              name="symbol"
+              value={symbolText}
+              placeholder="All"
+              autoComplete="off"
+              spellcheck={false}
+              class="ord-symbol-input"
+              onInput={(e) => setSymbolText(e.currentTarget.value.toUpperCase())}
+            />
+          </Field>
+          {anyFilter && (
+            <button
+              type="button"
+              class="btn ghost"
+              onClick={() => {
+                setDate("");
+                setStatus("");
+                setSymbolText("");
+                setSymbol("");
+              }}
+            >
+              Clear filters
+            </button>
+          )}
+        </div>
+        <div class="stats">
+          <Stat label="Shown" value={rows ? `${int(list.length)}${cursor ? "+" : ""}` : "…"} />
+          <Stat label="Open" value={int(openCount)} cls={openCount ? "warn" : ""} testid="stat-open-orders" />
+          <Stat label="Filled" value={int(filled)} />
+          <Stat label="Rejected" value={int(refused)} cls={refused ? "down" : ""} />
+          <Stat label="Bought" value={money(bought)} />
+          <Stat label="Sold" value={money(sold)} />
+        </div>
+        <ErrorBanner error={error} />
+        {!rows && !error ? (
+          <div class="note">Loading orders…</div>
+        ) : (
+          <Table
+            testid="orders-table"
+            columns={columns}
+            rows={list}
+            rowKey={(o) => o.client_order_id}
+            sort={{ key: "submitted_at", desc: true }}
+            onRowClick={(o) => setDetail(o.client_order_id)}
+            selected={detail}
+            rowClass={(o) => `${flash.has(o.client_order_id) ? "ord-flash" : ""} ${o.status === "REJECTED" ? "ord-rejected" : isOpen(o) ? "ord-open" : ""}`}
+            empty={
+              anyFilter
+                ? `No order matches these filters${date ? ` on ${date}` : " in the current session"}. Clear a filter to see more.`
+                : `No order in the current session yet. Strategies place them from the watchlist; ${canOperate.value ? "“New order” places one by hand." : "an operator can place one by hand."}`
+            }
+          />
+        )}
+        {cursor && (
+          <div class="ord-more">
+            <button class="btn" onClick={more} disabled={loading} data-testid="load-more">
+              {loading ? "Loading…" : `Load ${PAGE} more`}
+            </button>
+          </div>
+        )}
+        {rows && !cursor && pages > 1 && <div class="note">All {int(list.length)} orders loaded.</div>}
+      </Section>
+
+      {detail && <OrderDetailModal id={detail} onClose={() => setDetail(null)} onCancel={(o) => setCancel(o)} />}
+      {cancel && (
+        <Confirm
+          title={`Cancel ${cancel.side} ${int(cancel.quantity)} ${cancel.symbol}`}
+          confirmLabel="Request cancel"
+          danger
+          testid="confirm"
+          onClose={() => setCancel(null)}
+          onConfirm={async () => {
+            const r = await post<{ client_order_id: string; status: string }>("/api/orders/cancel", { client_order_id: cancel.client_order_id });
+            notify("ok", `Cancel requested for ${r.client_order_id}: ${r.status}.`);
+            setRows((prev) => prev?.map((o) => (o.client_order_id === r.client_order_id ? { ...o, status: r.status } : o)));
+          }}
+        >
+          <p>
+            Asks the broker to cancel <span class="mono">{cancel.client_order_id}</span> ({cancel.order_type.replace("_", " ")}
+            {cancel.price !== null ? ` @ ${price(cancel.price)}` : ""}, {cancel.status.replace("_", " ")}).{" "}
+            {cancel.filled_quantity > 0 ? `The ${int(cancel.filled_quantity)} of ${int(cancel.quantity)} shares already filled stay filled. ` : "Nothing has filled yet. "}
+            The order shows PENDING CANCEL until the broker confirms; a fill may still arrive meanwhile.
+          </p>
+        </Confirm>
+      )}
+      {creating && (
+        <NewOrder
+          symbol={symbol}
+          onClose={() => setCreating(false)}
+          onPlaced={(o) => {
+            upsert(o);
+            notify("ok", `${o.side} ${int(o.quantity)} ${o.symbol} ${o.order_type.replace("_", " ")} placed: ${o.status} (${o.client_order_id}).`);
+          }}
+        />
+      )}
+    </div>
+  );
+}
+
+function StatusBadge({ status }: { status: string }) {
+  return <Badge text={status.replace("_", " ")} kind={`ord-status ${status.toLowerCase()}`} />;
+}
+
+function FillBar({ filled, quantity }: { filled: number; quantity: number }) {
+  const ratio = quantity ? Math.min(1, filled / quantity) : 0;
+  return (
+    <span class="ord-fill" title={`${int(filled)} of ${int(quantity)} filled`}>
+      <span class={filled === 0 ? "muted" : ""}>
+        {int(filled)}/{int(quantity)}
+      </span>
+      <span class="ord-fill-bar">
+        <span style={{ width: `${ratio * 100}%` }} class={ratio >= 1 ? "full" : ""} />
+      </span>
+    </span>
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Detail
+
+function OrderDetailModal({ id, onClose, onCancel }: { id: string; onClose: () => void; onCancel: (o: Order) => void }) {
+  const d = useLoad(() => get<OrderDetail>(pathOf(id)), [id]);
+  const reload = useThrottled(d.reload, 1000);
+  useEvents(
+    ["order.updated"],
+    useCallback(
+      (e: StreamEvent<OrderDetail>) => {
+        if (e.data?.client_order_id !== id) return;
+        if (Array.isArray(e.data.executions)) d.set(e.data);
+        else reload();
+      },
+      [id, reload],
+    ),
+  );
+  useEvents(
+    ["execution.created"],
+    useCallback((e: StreamEvent) => e.data?.client_order_id === id && reload(), [id, reload]),
+  );
+
+  const o = d.data;
+  const execColumns: Column<OrderDetail["executions"][number]>[] = [
+    { key: "timestamp", label: "Time", sortValue: (x) => Date.parse(x.timestamp), render: (x) => <span title={dateTime(x.timestamp)}>{time(x.timestamp)}</span> },
+    { key: "quantity", label: "Qty", num: true, render: (x) => int(x.quantity) },
+    { key: "price", label: "Price", num: true, render: (x) => price(x.price) },
+    { key: "notional", label: "Notional", num: true, sortValue: (x) => x.price * x.quantity, render: (x) => money(x.price * x.quantity) },
+    { key: "fee", label: "Fee", num: true, render: (x) => money(x.fee) },
+    { key: "execution_id", label: "Execution id", render: (x) => <span class="mono">{x.execution_id}</span> },
+  ];
+  const notional = o?.executions.reduce((s, x) => s + x.price * x.quantity, 0) ?? 0;
+
+  return (
+    <Modal
+      wide
+      testid="order-detail"
+      onClose={onClose}
+      title={
+        o ? (
+          <>
+            <Badge text={o.side} kind={`ord-side ${o.side.toLowerCase()}`} /> {int(o.quantity)} {o.symbol} {o.order_type.replace("_", " ")} <StatusBadge status={o.status} />
+          </>
+        ) : (
+          <span class="mono">{id}</span>
+        )
+      }
+    >
+      <ErrorBanner error={d.error} />
+      {!o && !d.error && <div class="note">Loading the order…</div>}
+      {o && (
+        <>
+          {o.status === "REJECTED" && o.reject_reason && (
+            <div class="banner error">
+              <strong>Rejected</strong> {o.reject_reason}
+            </div>
+          )}
+          <div class="ord-detail-grid">
+            <dl class="kv">
+              <Kv k="Client order id">
+                <span class="mono">{o.client_order_id}</span>
+              </Kv>
+              <Kv k="Broker order id">{o.broker_order_id ? <span class="mono">{o.broker_order_id}</span> : <span class="muted">not yet acknowledged</span>}</Kv>
+              <Kv k="Broker">{o.broker_name}</Kv>
+              <Kv k="Mode">
+                <span class={`mode-badge ${o.mode}`}>{o.mode}</span>
+              </Kv>
+              <Kv k="Strategy">{o.strategy_id ?? <span class="muted">manual</span>}</Kv>
+              <Kv k="Submitted">{dateTime(o.submitted_at)} NY</Kv>
+              <Kv k="Updated">{dateTime(o.updated_at)} NY</Kv>
+            </dl>
+            <dl class="kv">
+              <Kv k="Side">{o.side}</Kv>
+              <Kv k="Type">{o.order_type.replace("_", " ")}</Kv>
+              <Kv k="Time in force">{o.time_in_force}</Kv>
+              <Kv k="Quantity">{int(o.quantity)}</Kv>
+              <Kv k="Filled">
+                {int(o.filled_quantity)} of {int(o.quantity)}
+                {o.quantity > 0 && <span class="muted"> ({Math.round((o.filled_quantity / o.quantity) * 100)}%)</span>}
+              </Kv>
+              <Kv k="Limit price">{price(o.limit_price)}</Kv>
+              <Kv k="Stop price">{price(o.stop_price)}</Kv>
+              <Kv k="Avg fill price">{price(o.average_fill_price)}</Kv>
+              <Kv k="Filled value">{money(notional)}</Kv>
+              <Kv k="Fees">{money(o.fees)}</Kv>
+              <Kv k="Reject reason">{o.reject_reason ?? <span class="muted">—</span>}</Kv>
+            </dl>
+          </div>
+          {o.reason && (
+            <div class="ord-reason-full">
+              <h3>Reason</h3>
+              <p>{o.reason}</p>
+            </div>
+          )}
+          <h3 class="ord-subhead">Executions · {o.executions.length}</h3>
+          <Table
+            testid="executions-table"
+            columns={execColumns}
+            rows={o.executions}
+            rowKey={(x) => x.execution_id}
+            sort={{ key: "timestamp", desc: false }}
+            empty={isOpen(o) ? "No fill yet: the order is working." : "This order never filled."}
+          />
+          <div class="modal-actions">
+            <a class="btn ghost" href={href("positions", { symbol: o.symbol })} onClick={onClose}>
+              {o.symbol} position
+            </a>
+            {isOpen(o) && canOperate.value && (
+              <button class="btn danger" data-testid="detail-cancel" disabled={o.status === "PENDING_CANCEL"} onClick={() => onCancel(o)}>
+                {o.status === "PENDING_CANCEL" ? "Cancel requested…" : "Cancel order"}
+              </button>
+            )}
+            <button class="btn" onClick={onClose}>
+              Close
+            </button>
+          </div>
+        </>
+      )}
+    </Modal>
+  );
+}
+
+function Kv({ k, children }: { k: string; children: ComponentChildren }) {
+  return (
+    <>
+      <dt>{k}</dt>
+      <dd>{children}</dd>
+    </>
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// New order
+
+/** The refusal of a write, with the risk rule and figures when the contract gives them. */
+function Refusal({ error }: { error: ApiError }) {
+  const d = error.detail;
+  const extra = Object.entries(d).filter(([k, v]) => !["field", "reason", "errors", "rule"].includes(k) && (typeof v === "string" || typeof v === "number"));
+  return (
+    <div class="banner error" role="alert" data-testid="order-refusal">
+      <strong>{error.code}</strong> {error.message}
+      {(typeof d["rule"] === "string" || extra.length > 0) && (
+        <div class="ord-refusal-detail">
+          {typeof d["rule"] === "string" && (
+            <span>
+              Rule <span class="mono">{d["rule"]}</span>
+            </span>
+          )}
+          {extra.map(([k, v]) => (
+            <span>
+              {k} <strong>{String(v)}</strong>
+            </span>
+          ))}
+        </div>
+      )}
+    </div>
+  );
+}
+
+const FIELDS = ["symbol", "side", "quantity", "order_type", "limit_price", "stop_price", "time_in_force", "reason"];
+
+function NewOrder({ symbol: initialSymbol, onClose, onPlaced }: { symbol: string; onClose: () => void; onPlaced: (o: OrderDetail) => void }) {
+  const [symbol, setSymbol] = useState(initialSymbol);
+  const [side, setSide] = useState<"BUY" | "SELL">("BUY");
+  const [quantity, setQuantity] = useState("");
+  const [orderType, setOrderType] = useState("MARKET");
+  const [limit, setLimit] = useState("");
+  const [stop, setStop] = useState("");
+  const [tif, setTif] = useState("DAY");
+  const [reason, setReason] = useState("");
+  const [tried, setTried] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<ApiError | undefined>();
+  const positions = useLoad(() => get<Position[]>("/api/positions"));
+
+  const needsLimit = orderType === "LIMIT" || orderType === "STOP_LIMIT";
+  const needsStop = orderType === "STOP" || orderType === "STOP_LIMIT";
+  const sym = symbol.trim().toUpperCase();
+  const qty = Number(quantity);
+  const lim = Number(limit);
+  const stp = Number(stop);
+  const held = positions.data?.find((p) => p.symbol === sym && p.quantity > 0);
+
+  const local: Record<string, string> = {};
+  if (!sym) local.symbol = "Enter a symbol.";
+  if (quantity.trim() === "") local.quantity = "Enter a quantity.";
+  else if (!Number.isInteger(qty) || qty < 1) local.quantity = "Whole shares, at least 1.";
+  if (needsLimit && (limit.trim() === "" || !(lim > 0))) local.limit_price = "A positive limit price is required.";
+  if (needsStop && (stop.trim() === "" || !(stp > 0))) local.stop_price = "A positive stop price is required.";
+
+  const server = error?.code === "VALIDATION_ERROR" ? error.fieldErrors : {};
+  const fieldError = (f: string) => server[f] ?? (tried ? local[f] : undefined);
+  const unplaced = Object.keys(server).filter((f) => !FIELDS.includes(f));
+  const showBanner = error && (error.code !== "VALIDATION_ERROR" || Object.keys(server).length === 0 || unplaced.length > 0);
+
+  // What the order is worth, from its own price or the position's last mark.
+  const ref = needsLimit && lim > 0 ? lim : needsStop && stp > 0 ? stp : held ? held.market_price : null;
+  const estimate = ref !== null && Number.isInteger(qty) && qty > 0 ? ref * qty : null;
+
+  const change = (set: (v: string) => void, field: string) => (e: { currentTarget: { value: string } }) => {
+    set(e.currentTarget.value);
+    if (error && (error.code !== "VALIDATION_ERROR" || server[field])) setError(undefined);
+  };
+
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setTried(true);
+    if (Object.keys(local).length > 0) return;
+    setBusy(true);
+    setError(undefined);
+    const body: Record<string, unknown> = { symbol: sym, side, quantity: qty, order_type: orderType, time_in_force: tif };
+    if (needsLimit) body.limit_price = lim;
+    if (needsStop) body.stop_price = stp;
+    if (reason.trim()) body.reason = reason.trim();
+    try {
+      const placed = await post<OrderDetail>("/api/orders", body);
+      onPlaced(placed);
+      onClose();
+    } catch (err) {
+      setError(err instanceof ApiError ? err : new ApiError(0, "CLIENT", String(err)));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const halted = risk.value?.trading_state === "HALTED";
+  return (
+    <Modal title="New order" onClose={onClose} testid="new-order-dialog">
+      <form onSubmit={submit} noValidate class="ord-form">
+        {mode.value === "LIVE" && (
+          <div class="banner error">
+            <strong>LIVE</strong> This order goes to the real brokerage account.
+          </div>
+        )}
+        {halted && <div class="banner info">Trading is halted: the risk manager refuses new orders until trading resumes (closing positions is still allowed from Positions).</div>}
+        <div class="ord-form-grid">
+          <Field label="Symbol" error={fieldError("symbol")}>
+            <input
+              name="symbol"
+              value={symbol}
+              onInput={change((v) => setSymbol(v.toUpperCase()), "symbol")}
+              autoComplete="off"
+              spellcheck={false}
+              autoFocus={!initialSymbol}
+              required
+            />
+          </Field>
+          <Field label="Side" error={fieldError("side")}>
+            <select name="side" value={side} onChange={change((v) => setSide(v as "BUY" | "SELL"), "side")} class={`ord-side-select ${side.toLowerCase()}`}>
+              <option value="BUY">BUY</option>
+              <option value="SELL">SELL</option>
+            </select>
+          </Field>
+          <Field
+            label="Quantity (shares)"
+            error={fieldError("quantity")}
+            hint={
+              held
+                ? side === "SELL" && Number.isInteger(qty) && qty > held.quantity
+                  ? `More than the ${int(held.quantity)} held: trading is long only.`
+                  : `Position: ${int(held.quantity)} @ ${price(held.average_entry_price)}, last ${price(held.market_price)}`
+                : side === "SELL" && sym && positions.data
+                  ? `No open ${sym} position: a sell must reduce one (long only).`
+                  : undefined
+            }
+          >
+            <input name="quantity" type="number" inputMode="numeric" min={1} step={1} value={quantity} onInput={change(setQuantity, "quantity")} autoFocus={!!initialSymbol} required />
+          </Field>
+          <Field label="Order type" error={fieldError("order_type")}>
+            <select name="order_type" value={orderType} onChange={change(setOrderType, "order_type")}>
+              {ORDER_TYPES.map((t) => (
+                <option value={t}>{t.replace("_", " ")}</option>
+              ))}
+            </select>
+          </Field>
+          {needsStop && (
+            <Field label="Stop price" error={fieldError("stop_price")} hint={orderType === "STOP" ? "Becomes a market order when traded through" : "Becomes a limit order when traded through"}>
+              <input name="stop_price" type="number" inputMode="decimal" min={0} step="0.01" value={stop} onInput={change(setStop, "stop_price")} required />
+            </Field>
+          )}
+          {needsLimit && (
+            <Field label="Limit price" error={fieldError("limit_price")} hint={side === "BUY" ? "Highest price paid" : "Lowest price accepted"}>
+              <input name="limit_price" type="number" inputMode="decimal" min={0} step="0.01" value={limit} onInput={change(setLimit, "limit_price")} required />
+            </Field>
+          )}
+          <Field label="Time in force" error={fieldError("time_in_force")} hint={TIFS[tif]}>
+            <select name="time_in_force" value={tif} onChange={change(setTif, "time_in_force")}>
+              {Object.keys(TIFS).map((t) => (
+                <option value={t}>{t}</option>
+              ))}
+            </select>
+          </Field>
+        </div>
+        <Field label="Reason (recorded with the order)" error={fieldError("reason")}>
+          <input name="reason" value={reason} onInput={change(setReason, "reason")} maxLength={500} placeholder="Why this order" />
+        </Field>
+        <div class="ord-summary" data-testid="order-summary">
+          <Badge text={side} kind={`ord-side ${side.toLowerCase()}`} /> {Number.isInteger(qty) && qty > 0 ? int(qty) : "—"} {sym || "—"} {orderType.replace("_", " ")}
+          {needsStop && stp > 0 ? ` stop ${price(stp)}` : ""}
+          {needsLimit && lim > 0 ? ` limit ${price(lim)}` : ""} · {tif}
+          {estimate !== null && (
+            <span class="muted">
+              {" "}
+              · ≈ {money(estimate)}
+              {!needsLimit && !needsStop ? " at the last mark" : ""}
+            </span>
+          )}
+        </div>
+        {showBanner && error && <Refusal error={error} />}
+        <div class="modal-actions">
+          <button type="button" class="btn ghost" onClick={onClose}>
+            Cancel
+          </button>
+          <button type="submit" class={`btn ${side === "SELL" ? "danger" : "primary"}`} data-testid="submit-order" disabled={busy}>
+            {busy ? "Placing…" : `Place ${side}`}
+          </button>
+        </div>
+      </form>
+    </Modal>
+  );
+}

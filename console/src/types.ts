@@ -1,0 +1,157 @@
+// The API's resources as the console reads them (see /api/openapi.json for the full schemas).
+
+export interface AccountSummary {
+  buying_power: number;
+  equity: number;
+  cash: number;
+  margin_available: number;
+  day_pnl: number;
+  realized_pnl: number;
+  unrealized_pnl: number;
+  broker_name: string;
+  account_status: string;
+}
+
+export interface RiskState {
+  trading_state: "ACTIVE" | "HALTED" | string;
+  max_daily_loss: number;
+  current_daily_loss: number;
+  max_position_size: number;
+  max_trades_per_day: number;
+  trades_today: number;
+  active_watchlist_limit: number;
+  open_position_limit: number;
+  open_positions: number;
+  /** Today's blocks (the same rows as GET /api/radar/blocks). */
+  blocked_symbols: Block[];
+  drawdown: number;
+  reconciliation_status: string;
+  reconciliation_detail: string;
+  halted_at: string | null;
+  halt_reason: string | null;
+  halted_by: string | null;
+}
+
+export interface RadarRow {
+  rank: number;
+  symbol: string;
+  price: number;
+  percentage_gain: number;
+  change_1m: number;
+  change_5m: number;
+  volume: number;
+  average_volume: number;
+  relative_volume: number;
+  float: number;
+  sector: string;
+  captured_at: string;
+}
+
+export interface Block {
+  symbol: string;
+  block_scope: string;
+  effective_from: string;
+  expires_at: string | null;
+  reason: string;
+  blocked_by: string;
+}
+
+export interface WatchlistRow {
+  symbol: string;
+  current_price: number | null;
+  time_added: string;
+  time_closed: string | null;
+  time_completed: string | null;
+  strategy_status: string;
+  strategy_id: string;
+  strategy_version: string;
+  polling_status: string;
+  source: string;
+  reason: string | null;
+}
+
+export interface Position {
+  symbol: string;
+  market_price: number;
+  average_entry_price: number;
+  quantity: number;
+  unrealized_pnl: number;
+  realized_pnl: number;
+  strategy_status: string;
+  opened_at: string;
+  alert_level: "NORMAL" | "WARNING" | "CRITICAL" | string;
+}
+
+export interface Execution {
+  execution_id: string;
+  timestamp: string;
+  quantity: number;
+  price: number;
+  fee: number;
+}
+
+export interface Order {
+  submitted_at: string;
+  status: string;
+  symbol: string;
+  side: "BUY" | "SELL";
+  quantity: number;
+  filled_quantity: number;
+  order_type: string;
+  price: number | null;
+  broker_name: string;
+  client_order_id: string;
+  broker_order_id: string | null;
+  reason: string | null;
+  strategy_id: string | null;
+  mode: string;
+}
+
+export interface OrderDetail extends Order {
+  time_in_force: string;
+  limit_price: number | null;
+  stop_price: number | null;
+  average_fill_price: number | null;
+  fees: number;
+  reject_reason: string | null;
+  updated_at: string;
+  executions: Execution[];
+}
+
+export interface Trade {
+  trade_id: string;
+  symbol: string;
+  strategy_id: string | null;
+  entry_time: string;
+  exit_time: string;
+  gross_pnl: number;
+  net_pnl: number;
+  winner_loser_label: "WINNER" | "LOSER" | "BREAKEVEN" | string;
+  quantity: number;
+  entry_price: number;
+  exit_price: number;
+  fees: number;
+  mode: string;
+  return_pct: number;
+  r_multiple: number | null;
+  hold_seconds: number;
+  exit_reason: string;
+}
+
+export interface TradeDetail {
+  trade: Trade;
+  events: { timestamp: string; kind: string; detail: string }[];
+  features: Record<string, number | string | null>;
+  outcomes: {
+    return_pct: number;
+    r_multiple: number | null;
+    hold_seconds: number;
+    mfe: number | null;
+    mae: number | null;
+    exit_reason: string;
+  };
+  explanations: { rule: string; text: string }[];
+}
+
+/** Open-order statuses: the ones that can still be cancelled. */
+export const OPEN_STATUSES = ["NEW", "ACCEPTED", "PARTIALLY_FILLED", "PENDING_CANCEL"];

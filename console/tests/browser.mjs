@@ -1,0 +1,313 @@
+// Browser test of the operator console, in headless Chromium driven by playwright-core.
+//
+// Run by the Rust API test `browser::the_console_works_in_a_browser`, which starts the real
+// service (with a market clock that moves 20× faster than the wall clock) and passes:
+//   BASE_URL, ADMIN_TOKEN, VIEWER_TOKEN, SCREENSHOT_DIR, CHROMIUM (default /usr/bin/chromium)
+// It signs in, walks every tab in both themes (screenshots in SCREENSHOT_DIR), watches a symbol
+// from the radar, places and cancels an order, closes a position, triggers and resumes an
+// emergency halt, and checks that each effect reaches the page through the event stream.
+import { chromium } from "playwright-core";
+import assert from "node:assert/strict";
+import { mkdirSync, rmSync } from "node:fs";
+
+const BASE = process.env.BASE_URL;
+const ADMIN = process.env.ADMIN_TOKEN;
+const VIEWER = process.env.VIEWER_TOKEN;
+const SHOTS = process.env.SCREENSHOT_DIR ?? "target/screenshots";
+const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
+assert(BASE && ADMIN && VIEWER, "BASE_URL, ADMIN_TOKEN and VIEWER_TOKEN are required");
+mkdirSync(SHOTS, { recursive: true });
+rmSync(`${SHOTS}/failure.png`, { force: true });
+
+const TABS = ["radar", "positions", "orders", "pnl", "health", "settings", "account", "data", "audit"];
+const figures = {};
+
+const browser = await chromium.launch({
+  executablePath: CHROMIUM,
+  args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"],
+});
+const problems = [];
+let step = "start";
+let page;
+
+function log(text) {
+  console.log(`[browser] ${text}`);
+}
+
+/** Calls the API directly (outside the page), as another operator would. */
+async function api(method, path, body, token = ADMIN) {
+  const res = await fetch(BASE + path, {
+    method,
+    headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const json = await res.json();
+  if (!json.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json.error)}`);
+  return json.data;
+}
+
+async function newPage(theme = "light") {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+  await context.addInitScript((t) => {
+    if (!localStorage.getItem("tradeops.theme")) localStorage.setItem("tradeops.theme", t);
+  }, theme);
+  const p = await context.newPage();
+  p.setDefaultTimeout(15_000);
+  p.on("pageerror", (e) => problems.push(`page error during "${step}": ${e.message}`));
+  // Refusals the test provokes log "Failed to load resource"; what matters is script errors,
+  // server errors and rate limiting.
+  p.on("console", (m) => {
+    if (m.type() === "error" && !m.text().startsWith("Failed to load resource")) problems.push(`console error during "${step}": ${m.text()}`);
+  });
+  p.on("response", (r) => {
+    if (r.status() === 429 || r.status() >= 500) problems.push(`${r.status()} during "${step}": ${r.url()}`);
+  });
+  return p;
+}
+
+async function run(name, fn) {
+  step = name;
+  const t0 = Date.now();
+  try {
+    await fn();
+    log(`ok   ${name} (${Date.now() - t0} ms)`);
+  } catch (e) {
+    log(`FAIL ${name}: ${e.stack ?? e}`);
+    if (page) await page.screenshot({ path: `${SHOTS}/failure.png`, fullPage: true }).catch(() => {});
+    await browser.close();
+    process.exit(1);
+  }
+}
+
+const tab = (id) => page.locator(`nav.tabs a[data-tab="${id}"]`);
+async function open(id) {
+  await tab(id).click();
+  await page.locator(`[data-testid="tab-${id}"]`).waitFor();
+}
+/** Confirms the open dialog, giving a reason when it asks for one. */
+async function confirm(testid = "confirm", reason = "browser test") {
+  const dialog = page.locator(`[data-testid="${testid}"]`);
+  await dialog.waitFor();
+  const field = dialog.locator('input[name="reason"]');
+  if (await field.count()) await field.fill(reason);
+  await dialog.locator('button[type="submit"]').click();
+  await dialog.waitFor({ state: "detached" });
+}
+function row(table, key) {
+  return page.locator(`[data-testid="${table}"] tbody tr[data-key="${key}"]`);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+await run("sign-in refuses a wrong token and shows the service's message", async () => {
+  page = await newPage();
+  await page.goto(BASE + "/");
+  await page.locator('input[name="token"]').fill("tro_wrong_token_000000000000");
+  await page.locator('button[type="submit"]').click();
+  await page.locator(".banner.error").filter({ hasText: "UNAUTHORIZED" }).waitFor();
+});
+
+await run("sign-in with a token; the header shows who, the mode and the account", async () => {
+  await page.locator('input[name="token"]').fill(ADMIN);
+  await page.locator('button[type="submit"]').click();
+  await page.locator('[data-testid="whoami"]').filter({ hasText: "admin · admin" }).waitFor();
+  assert.equal(await page.locator('[data-testid="mode-badge"]').textContent(), "PAPER");
+  await page.locator('[data-testid="stat-equity"]').filter({ hasText: "$" }).waitFor();
+  await page.locator('[data-testid="stream-status"]').filter({ hasText: "live" }).waitFor();
+});
+
+await run("the printed sign-in link signs in directly and leaves no token in the address", async () => {
+  const other = await newPage();
+  await other.goto(`${BASE}/#token=${ADMIN}`);
+  await other.locator('[data-testid="whoami"]').filter({ hasText: "admin" }).waitFor();
+  assert(!other.url().includes(ADMIN), `token left in ${other.url()}`);
+  await other.context().close();
+});
+
+let symbol;
+await run("radar: 200 ranked rows with RVol render; a new scan arrives through the stream", async () => {
+  await page.locator('[data-testid="tab-radar"]').waitFor();
+  const rows = page.locator('[data-testid="radar-table"] tbody tr[data-key]');
+  await rows.first().waitFor();
+  await page.locator('[data-testid="tab-radar"] select').selectOption("200");
+  const t0 = Date.now();
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid="radar-table"] tbody tr[data-key]').length === 200);
+  figures.radar_200_rows_ms = Date.now() - t0;
+  const render = await page.evaluate(() => {
+    // Re-render cost alone: sort the 200 rows by another column and time the paint.
+    const th = [...document.querySelectorAll('[data-testid="radar-table"] th')].find((h) => h.textContent.startsWith("RVol"));
+    const t = performance.now();
+    th.click();
+    return new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(performance.now() - t))));
+  });
+  figures.radar_200_rows_resort_ms = Math.round(render);
+  assert.match(await page.locator('[data-testid="radar-table"] thead').textContent(), /RVol/);
+  const before = await page.locator('[data-testid="tab-radar"] .panel-head h2').first().textContent();
+  await page.waitForFunction(
+    (b) => document.querySelector('[data-testid="tab-radar"] .panel-head h2').textContent !== b,
+    before,
+    { timeout: 20_000 },
+  );
+  const first = await rows.first().getAttribute("data-key");
+  assert(first);
+});
+
+await run("watch a symbol from the radar; it joins the watchlist", async () => {
+  const button = page.locator('[data-testid="radar-table"] [data-testid^="watch-"]').first();
+  const id = await button.getAttribute("data-testid");
+  symbol = id.slice("watch-".length);
+  await button.click();
+  await row("watchlist-table", symbol).waitFor();
+  await row("radar-table", symbol).locator(".badge", { hasText: "Watching" }).waitFor();
+});
+
+await run("a watch made elsewhere arrives through the stream", async () => {
+  const rows = await api("GET", "/api/radar/momentum?top_n=50");
+  const watched = new Set((await api("GET", "/api/watchlist")).map((w) => w.symbol));
+  const other = rows.find((r) => !watched.has(r.symbol)).symbol;
+  await api("POST", "/api/radar/watch", { symbol: other });
+  await row("watchlist-table", other).waitFor();
+});
+
+await run("place a limit order, see it accepted live, cancel it", async () => {
+  await open("orders");
+  const quote = (await api("GET", "/api/radar/momentum?top_n=200")).find((r) => r.symbol === symbol);
+  const limit = (Math.floor(quote.price * 0.97 * 100) / 100).toFixed(2);
+  await page.locator('[data-testid="new-order"]').click();
+  const form = page.locator('[data-testid="new-order-dialog"]');
+  await form.locator('input[name="symbol"]').fill(symbol);
+  await form.locator('select[name="side"]').selectOption("BUY");
+  await form.locator('input[name="quantity"]').fill("10");
+  await form.locator('select[name="order_type"]').selectOption("LIMIT");
+  await form.locator('input[name="limit_price"]').fill(limit);
+  await form.locator('input[name="reason"]').fill("browser test limit");
+  await form.locator('[data-testid="submit-order"]').click();
+  await form.waitFor({ state: "detached" });
+  const order = page.locator('[data-testid="orders-table"] tbody tr', { hasText: "browser test limit" });
+  await order.filter({ hasText: "ACCEPTED" }).waitFor();
+  const id = await order.getAttribute("data-key");
+  await page.locator(`[data-testid="cancel-${id}"]`).click();
+  await confirm();
+  await row("orders-table", id).filter({ hasText: "CANCELED" }).waitFor();
+});
+
+await run("a refused order shows the contract's error at the field", async () => {
+  await page.locator('[data-testid="new-order"]').click();
+  const form = page.locator('[data-testid="new-order-dialog"]');
+  await form.locator('input[name="symbol"]').fill(symbol);
+  await form.locator('input[name="quantity"]').fill("999999");
+  await form.locator('select[name="order_type"]').selectOption("MARKET");
+  await form.locator('[data-testid="submit-order"]').click();
+  await form.locator('[data-testid="order-refusal"], .field-error').first().waitFor();
+  const text = await form.textContent();
+  assert.match(text, /RISK_BLOCKED|VALIDATION_ERROR/);
+  await page.keyboard.press("Escape");
+  await form.waitFor({ state: "detached" });
+});
+
+await run("a market buy fills and the position arrives through the stream", async () => {
+  await page.locator('[data-testid="new-order"]').click();
+  const form = page.locator('[data-testid="new-order-dialog"]');
+  await form.locator('input[name="symbol"]').fill(symbol);
+  await form.locator('select[name="side"]').selectOption("BUY");
+  await form.locator('input[name="quantity"]').fill("20");
+  await form.locator('select[name="order_type"]').selectOption("MARKET");
+  await form.locator('input[name="reason"]').fill("browser test entry");
+  await form.locator('[data-testid="submit-order"]').click();
+  await form.waitFor({ state: "detached" });
+  await page.locator('[data-testid="orders-table"] tbody tr', { hasText: "browser test entry" }).filter({ hasText: "FILLED" }).waitFor();
+  await open("positions");
+  await row("positions-table", symbol).waitFor();
+});
+
+await run("partially close, then close the position", async () => {
+  await page.locator(`[data-testid="partial-${symbol}"]`).click();
+  const dialog = page.locator('[data-testid="partial-close"]');
+  await dialog.locator('input[name="quantity"]').fill("5");
+  await dialog.locator('button[type="submit"]').click();
+  await dialog.waitFor({ state: "detached" });
+  await page.waitForFunction(
+    (s) => {
+      const r = document.querySelector(`[data-testid="positions-table"] tbody tr[data-key="${s}"]`);
+      return r && r.cells[1].textContent.trim() === "15";
+    },
+    symbol,
+  );
+  await page.locator(`[data-testid="close-${symbol}"]`).click();
+  await confirm();
+  await page.waitForFunction((s) => {
+    const r = document.querySelector(`[data-testid="positions-table"] tbody tr[data-key="${s}"]`);
+    return !r || /flat/.test(r.textContent);
+  }, symbol);
+});
+
+await run("emergency liquidate & halt: confirm with a reason, progress until flat, resume", async () => {
+  await api("POST", "/api/orders", { symbol, side: "BUY", quantity: 10, order_type: "MARKET", reason: "browser test halt" });
+  await row("positions-table", symbol).filter({ hasNotText: "flat" }).waitFor();
+  await page.locator('[data-testid="emergency"]').click();
+  await confirm("emergency-confirm", "browser test emergency");
+  const banner = page.locator('[data-testid="halted-banner"]');
+  await banner.filter({ hasText: "browser test emergency" }).waitFor();
+  await page.locator('[data-testid="liquidation-progress"]').filter({ hasText: "All positions flat." }).waitFor();
+  assert.equal(await page.locator('[data-testid="emergency"]').count(), 0, "no second halt while halted");
+  await page.locator('[data-testid="resume"]').click();
+  await confirm("resume-confirm", "browser test resume");
+  await banner.waitFor({ state: "detached" });
+  await page.locator('[data-testid="emergency"]').waitFor();
+});
+
+await run("a halt made elsewhere shows at once through the stream", async () => {
+  await api("POST", "/api/risk/emergency-halt", { reason: "halted from the API" });
+  await page.locator('[data-testid="halted-banner"]').filter({ hasText: "halted from the API" }).waitFor();
+  await api("POST", "/api/risk/resume", { reason: "resumed from the API" });
+  await page.locator('[data-testid="halted-banner"]').waitFor({ state: "detached" });
+});
+
+await run("the audit view shows who did each action", async () => {
+  await open("audit");
+  const table = page.locator('[data-testid="audit-table"]');
+  for (const action of ["radar.watch", "order.create", "order.cancel", "position.close", "risk.emergency_halt", "risk.resume"]) {
+    await table.locator("tbody tr", { hasText: action }).first().filter({ hasText: "admin" }).waitFor();
+  }
+});
+
+await run("every tab renders, in light and in dark (screenshots)", async () => {
+  for (const theme of ["light", "dark"]) {
+    const current = await page.evaluate(() => document.documentElement.dataset.theme);
+    if (current !== theme) await page.locator('[data-testid="theme-toggle"]').click();
+    assert.equal(await page.evaluate(() => document.documentElement.dataset.theme), theme);
+    for (const id of TABS) {
+      step = `tab ${id} (${theme})`;
+      await open(id);
+      // The event stream keeps a request open, so "network idle" never comes: give the tab's
+      // loads a moment instead.
+      await page.waitForTimeout(800);
+      await page.screenshot({ path: `${SHOTS}/${id}-${theme}.png`, fullPage: true });
+    }
+  }
+});
+
+await run("a viewer sees no action buttons and no audit tab", async () => {
+  const viewer = await newPage();
+  await viewer.goto(`${BASE}/#token=${VIEWER}`);
+  await viewer.locator('[data-testid="whoami"]').filter({ hasText: "viewer" }).waitFor();
+  await viewer.locator('[data-testid="radar-table"] tbody tr[data-key]').first().waitFor();
+  assert.equal(await viewer.locator('[data-testid="emergency"]').count(), 0);
+  assert.equal(await viewer.locator('[data-testid^="watch-"], [data-testid^="block-"]').count(), 0);
+  assert.equal(await viewer.locator('nav.tabs a[data-tab="audit"]').count(), 0);
+  await viewer.locator('nav.tabs a[data-tab="orders"]').click();
+  await viewer.locator('[data-testid="tab-orders"]').waitFor();
+  assert.equal(await viewer.locator('[data-testid="new-order"], [data-testid^="cancel-"]').count(), 0);
+  await viewer.locator('nav.tabs a[data-tab="positions"]').click();
+  await viewer.locator('[data-testid="tab-positions"]').waitFor();
+  assert.equal(await viewer.locator('[data-testid^="close-"], [data-testid^="halt-"]').count(), 0);
+  await viewer.screenshot({ path: `${SHOTS}/viewer-positions.png` });
+  await viewer.context().close();
+});
+
+await run("no script errors and no rate limiting on the way", async () => {
+  assert.deepEqual(problems, []);
+});
+
+await browser.close();
+console.log(`[browser] figures ${JSON.stringify(figures)}`);

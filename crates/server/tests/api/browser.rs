@@ -1,0 +1,75 @@
+//! The console in a real browser: `console/tests/browser.mjs` drives headless Chromium through
+//! playwright-core against this service (see that file for what it checks). Screenshots of every
+//! tab, light and dark, land in `target/screenshots/`.
+//!
+//! Needs Node.js, `npm ci` in `console/` and Debian's `chromium`; without them the test says so
+//! and passes, unless `TRADEOPS_REQUIRE_BROWSER=1` (set by `.ci/run`), which makes it fail.
+
+use crate::helpers::*;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+use tradeops_core::Clock;
+
+fn console_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../console")
+}
+
+/// What is missing to run the browser test, if anything.
+fn missing(chromium: &str) -> Option<String> {
+    if Command::new("node").arg("--version").output().is_err() {
+        return Some("Node.js (`node`) is not installed".into());
+    }
+    if !console_dir().join("node_modules/playwright-core").is_dir() {
+        return Some("console/node_modules is missing: run `npm ci --prefix console`".into());
+    }
+    if !Path::new(chromium).exists() {
+        return Some(format!("{chromium} is missing: install Debian's `chromium` package"));
+    }
+    None
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_console_works_in_a_browser() {
+    let chromium = std::env::var("TRADEOPS_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    if let Some(why) = missing(&chromium) {
+        if std::env::var("TRADEOPS_REQUIRE_BROWSER").is_ok_and(|v| v == "1") {
+            panic!("the browser test cannot run: {why}");
+        }
+        eprintln!("SKIPPED the_console_works_in_a_browser: {why}");
+        return;
+    }
+    let app = spawn_app().await;
+    // Open radar filters, so the radar has its full 200 rows.
+    app.market_symbols(1).await;
+    let viewer = app.token("browser-viewer", "viewer").await;
+    // The market moves 20× faster than the wall clock: a scan every 3 s, fills within a second.
+    let clock = app.market.clone();
+    let ticker = tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            clock.advance(chrono::Duration::seconds(2));
+        }
+    });
+    let shots = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/screenshots");
+    let (base, dir) = (app.base.clone(), console_dir());
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new("node")
+            .arg("tests/browser.mjs")
+            .current_dir(dir)
+            .env("BASE_URL", base)
+            .env("ADMIN_TOKEN", ADMIN_TOKEN)
+            .env("VIEWER_TOKEN", viewer)
+            .env("SCREENSHOT_DIR", shots)
+            .env("CHROMIUM", chromium)
+            .output()
+    })
+    .await
+    .unwrap()
+    .expect("node runs");
+    ticker.abort();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    println!("{stdout}");
+    assert!(output.status.success(), "browser test failed:\n{stdout}\n{stderr}");
+}
