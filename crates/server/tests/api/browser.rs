@@ -9,7 +9,6 @@ use crate::helpers::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
-use tradeops_core::Clock;
 
 fn console_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../console")
