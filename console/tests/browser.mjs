@@ -271,6 +271,45 @@ await run("the audit view shows who did each action", async () => {
   }
 });
 
+await run("a completed trade opens its deep dive with the price chart and fills", async () => {
+  await open("pnl");
+  await page.locator('[data-testid="trades-table"] tbody tr[data-key]').first().click();
+  const detail = page.locator('[data-testid="trade-detail"]');
+  await detail.locator('[data-testid="trade-fills"]').waitFor();
+  await detail.locator('[data-testid="price-chart"] canvas').waitFor();
+  await detail.locator('[data-testid="trade-events"]').waitFor();
+  await page.waitForTimeout(500);
+  await page.screenshot({ path: `${SHOTS}/trade-deep-dive-light.png` });
+  await page.keyboard.press("Escape");
+  await detail.waitFor({ state: "detached" });
+});
+
+await run("download bars and run a backtest; both complete live, the result draws its equity curve", async () => {
+  await open("data");
+  const download = page.locator('[data-testid="download-form"]');
+  await download.locator('input[name="symbol"]').fill(symbol);
+  await download.locator('select[name="timeframe"]').selectOption("1d");
+  await download.locator('[data-testid="download-submit"]').click();
+  await page.locator('[data-testid="downloads-table"] tbody tr', { hasText: symbol }).filter({ hasText: "COMPLETED" }).waitFor({ timeout: 30_000 });
+
+  const form = page.locator('[data-testid="backtest-form"]');
+  await form.locator('select[name="strategy_id"]').selectOption("sma_cross");
+  await form.locator('input[name="symbol"]').fill(symbol);
+  await form.locator('select[name="timeframe"]').selectOption("1d");
+  await form.locator('input[name="start"]').fill("2026-03-02");
+  await form.locator('input[name="end"]').fill("2026-11-20");
+  await form.locator('[data-testid="run-backtest"]').click();
+  const run = page.locator('[data-testid="backtests-table"] tbody tr', { hasText: symbol }).filter({ hasText: "COMPLETED" });
+  await run.waitFor({ timeout: 60_000 });
+  await run.click();
+  const detail = page.locator('[data-testid="backtest-detail"]');
+  await detail.locator('[data-testid="equity-chart"] canvas').waitFor();
+  await page.waitForTimeout(500);
+  await page.screenshot({ path: `${SHOTS}/backtest-detail-light.png` });
+  await page.keyboard.press("Escape");
+  await detail.waitFor({ state: "detached" });
+});
+
 await run("every tab renders, in light and in dark (screenshots)", async () => {
   for (const theme of ["light", "dark"]) {
     const current = await page.evaluate(() => document.documentElement.dataset.theme);

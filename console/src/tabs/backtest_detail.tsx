@@ -7,7 +7,7 @@ import { useCallback } from "preact/hooks";
 import { get, post } from "../api";
 import { ChartView, cssVar, timeTick } from "../chart";
 import { useEvents, type StreamEvent } from "../events";
-import { compact, date, dateTime, duration, fixed, frac, int, money, pnl, pct, price, sign } from "../format";
+import { compact, date, dateTime, duration, fixed, frac, int, marketClock, money, pnl, pct, price, sign } from "../format";
 import { canOperate } from "../session";
 import type { Trade } from "../types";
 import { Action, Badge, ErrorBanner, Modal, Table, useLoad, useThrottled, type Column } from "../ui";
@@ -156,7 +156,7 @@ function Coverage({ d }: { d: BacktestDetail }) {
   const last = Date.parse(c[c.length - 1].timestamp);
   const slack = (d.timeframe === "1d" ? 5 : 3) * 86_400_000;
   const late = first - Date.parse(d.start) > slack;
-  const early = Date.parse(d.end) - last > slack && Date.parse(d.end) <= Date.now();
+  const early = Date.parse(d.end) - last > slack && Date.parse(d.end) <= (marketClock.value ? Date.parse(marketClock.value.time) : Date.now());
   if (!late && !early) return null;
   return (
     <div class="banner dt-warn" role="note" data-testid="backtest-coverage">

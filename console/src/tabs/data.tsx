@@ -6,7 +6,7 @@ import "./data.css";
 import { useCallback, useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { ApiError, authHeaders, confirmLive, get, mode, post, signOut, withQuery } from "../api";
 import { useEvents, type StreamEvent } from "../events";
-import { dateTime, fixed, frac, int } from "../format";
+import { dateTime, fixed, frac, int, todayNy } from "../format";
 import { navigate, route } from "../route";
 import { canOperate } from "../session";
 import type { RadarRow } from "../types";
@@ -75,7 +75,11 @@ const toApiError = (e: unknown) => (e instanceof ApiError ? e : new ApiError(0, 
 
 /** YYYY-MM-DD of a Date, in UTC (the day the console sends as midnight UTC). */
 const utcDay = (d: Date) => d.toISOString().slice(0, 10);
-const daysAgo = (n: number) => utcDay(new Date(Date.now() - n * 86_400_000));
+/** N days before the market's trading date (negative: after it). */
+const daysAgo = (n: number) => {
+  const [y, m, d] = todayNy().split("-").map(Number);
+  return utcDay(new Date(Date.UTC(y, m - 1, d - n)));
+};
 /** A date input's value as the API's RFC 3339 timestamp. */
 const rfc = (d: string) => `${d}T00:00:00Z`;
 /** A stored range bound back to a date input's value. */
