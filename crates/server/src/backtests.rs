@@ -308,10 +308,11 @@ async fn execute(state: &AppState, mut run: BacktestRecord) {
             run.error = Some(reason);
         }
     }
-    if let Err(e) = repo.update_backtest(&run).await {
-        tracing::error!(error = %e, backtest_id = %run.backtest_id, "backtest outcome not persisted");
+    // Announce only what is stored: a console must never show COMPLETED for a run the
+    // database still calls RUNNING.
+    if crate::jobs::persist("backtest outcome", &run.backtest_id, || repo.update_backtest(&run)).await {
+        publish(state, &run);
     }
-    publish(state, &run);
 }
 
 async fn compute(state: &AppState, run: &mut BacktestRecord) -> Result<Value, String> {

@@ -169,10 +169,9 @@ async fn run_job(state: &AppState, mut job: JobRecord) {
             job.error = Some(reason);
         }
     }
-    if let Err(e) = repo.update_job(&job).await {
-        tracing::error!(error = %e, request_id = %job.request_id, "download outcome not persisted");
+    if crate::jobs::persist("download outcome", &job.request_id, || repo.update_job(&job)).await {
+        publish(state, &job);
     }
-    publish(state, &job);
 }
 
 /// Fetches and stores the range a day at a time, reporting progress after each stored day.

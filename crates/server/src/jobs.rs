@@ -49,3 +49,66 @@ impl<J: Send + 'static> Pool<J> {
         }
     }
 }
+
+/// Writes a job's outcome, retrying for about a minute: on SQLite a write waits at most the busy
+/// timeout (5 s) for another writer's lock, and a job's result must not be lost to a long write
+/// elsewhere (a large download, say). True once written; false when every attempt failed, in
+/// which case the job stays RUNNING in the database and runs again after a restart.
+pub async fn persist<F, Fut, E>(what: &str, id: &str, mut write: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<(), E>>,
+    E: std::fmt::Display,
+{
+    const ATTEMPTS: u32 = 8;
+    let mut delay = std::time::Duration::from_millis(200);
+    for attempt in 1..=ATTEMPTS {
+        match write().await {
+            Ok(()) => return true,
+            Err(e) if attempt < ATTEMPTS => {
+                tracing::warn!(error = %e, id, attempt, "{what} not persisted yet; retrying");
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(std::time::Duration::from_secs(5));
+            }
+            Err(e) => tracing::error!(error = %e, id, "{what} not persisted; the job runs again after a restart"),
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::persist;
+    use std::cell::Cell;
+
+    #[tokio::test(start_paused = true)]
+    async fn an_outcome_write_is_retried_until_it_lands() {
+        let calls = Cell::new(0);
+        let ok = persist("outcome", "job-1", || {
+            calls.set(calls.get() + 1);
+            let n = calls.get();
+            async move {
+                if n < 3 {
+                    Err("database is locked")
+                } else {
+                    Ok(())
+                }
+            }
+        })
+        .await;
+        assert!(ok);
+        assert_eq!(calls.get(), 3);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_write_that_never_lands_is_reported() {
+        let calls = Cell::new(0);
+        let ok = persist("outcome", "job-2", || {
+            calls.set(calls.get() + 1);
+            async { Err::<(), _>("database is locked") }
+        })
+        .await;
+        assert!(!ok);
+        assert_eq!(calls.get(), 8);
+    }
+}
