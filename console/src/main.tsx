@@ -322,7 +322,21 @@ function Shell() {
   );
 }
 
+/** With authentication off (loopback only), the service answers without a token: no sign-in. */
+async function signInIfAuthIsOff() {
+  try {
+    const res = await fetch("/api/auth/me", { headers: { Accept: "application/json" } });
+    const body = await res.json();
+    if (res.ok && body?.data?.auth_enabled === false) signIn("local");
+  } catch {
+    /* the sign-in screen stays */
+  }
+}
+
 function App() {
+  useEffect(() => {
+    if (!token.value) signInIfAuthIsOff();
+  }, []);
   return (
     <>
       {token.value ? <Shell /> : <SignIn />}

@@ -118,9 +118,21 @@ await run("sign-in with a token; the header shows who, the mode and the account"
 
 await run("the printed sign-in link signs in directly and leaves no token in the address", async () => {
   const other = await newPage();
+  const t0 = Date.now();
   await other.goto(`${BASE}/#token=${ADMIN}`);
   await other.locator('[data-testid="whoami"]').filter({ hasText: "admin" }).waitFor();
+  await other.locator('[data-testid="radar-table"] tbody tr[data-key]').first().waitFor();
+  figures.first_load_to_radar_rows_ms = Date.now() - t0;
   assert(!other.url().includes(ADMIN), `token left in ${other.url()}`);
+  // What the first load transferred: the page and its assets (API calls excluded).
+  const assets = await other.evaluate(() =>
+    [...performance.getEntriesByType("navigation"), ...performance.getEntriesByType("resource")]
+      .filter((e) => e.entryType === "navigation" || !e.name.includes("/api/"))
+      .map((e) => ({ name: e.name.replace(location.origin, ""), transferred: e.transferSize, decoded: e.decodedBodySize })),
+  );
+  figures.first_load_assets = assets;
+  figures.first_load_transferred_bytes = assets.reduce((n, a) => n + a.transferred, 0);
+  assert(figures.first_load_transferred_bytes < 500 * 1024, `first load transferred ${figures.first_load_transferred_bytes} bytes`);
   await other.context().close();
 });
 

@@ -67,6 +67,18 @@ export function OrdersTab() {
   const filters = useMemo<Filters>(() => ({ date, status, symbol }), [date, status, symbol]);
 
   const [rows, setRows] = useState<Order[] | undefined>(undefined);
+  /**
+   * The newest full row seen per order (from the stream or a submit's answer), with when it
+   * arrived: an answer or a list fetched before it must not put an older state back (the
+   * broker's ACCEPTED often arrives before the submit's own NEW answer).
+   */
+  const latest = useRef(new Map<string, { row: Order; updated: string; at: number }>());
+  /** Rows of a list fetched at `started`, with newer rows the stream delivered meanwhile. */
+  const fresher = (list: Order[], started: number) =>
+    list.map((o) => {
+      const seen = latest.current.get(o.client_order_id);
+      return seen && seen.at > started ? seen.row : o;
+    });
   const [cursor, setCursor] = useState<string | null>(null);
   const [pages, setPages] = useState(0);
   const [loading, setLoading] = useState(false);
@@ -116,11 +128,12 @@ export function OrdersTab() {
   /** First page for the filters, replacing the list. */
   const load = useCallback(() => {
     const n = ++seq.current;
+    const started = performance.now();
     setLoading(true);
     call<Order[]>("GET", query(filters)).then(
       (env) => {
         if (n !== seq.current) return;
-        setRows(env.data);
+        setRows(fresher(env.data, started));
         setCursor(env.meta.next_cursor ?? null);
         setPages(1);
         setError(undefined);
@@ -141,20 +154,22 @@ export function OrdersTab() {
   /** Fetches the first page again and merges it, keeping the older pages already loaded. */
   const refresh = useCallback(() => {
     const n = seq.current;
+    const started = performance.now();
     call<Order[]>("GET", query(filters)).then(
       (env) => {
         if (n !== seq.current) return;
         setError(undefined);
+        const data = fresher(env.data, started);
         if (pages <= 1) {
-          setRows(env.data);
+          setRows(data);
           setCursor(env.meta.next_cursor ?? null);
           return;
         }
         setRows((prev) => {
-          const fresh = new Set(env.data.map((o) => o.client_order_id));
-          const oldest = env.data.length ? Date.parse(env.data[env.data.length - 1].submitted_at) : Infinity;
+          const fresh = new Set(data.map((o) => o.client_order_id));
+          const oldest = data.length ? Date.parse(data[data.length - 1].submitted_at) : Infinity;
           const older = (prev ?? []).filter((o) => !fresh.has(o.client_order_id) && Date.parse(o.submitted_at) <= oldest);
-          return [...env.data, ...older];
+          return [...data, ...older];
         });
       },
       () => {
@@ -203,6 +218,10 @@ export function OrdersTab() {
   const upsert = useCallback(
     (o: Order) => {
       const row = rowOf(o);
+      const updated = (o as Partial<OrderDetail>).updated_at ?? "";
+      const seen = latest.current.get(row.client_order_id);
+      if (seen && updated && seen.updated > updated) return; // an older state, arriving late
+      latest.current.set(row.client_order_id, { row, updated, at: performance.now() });
       setRows((prev) => {
         if (!prev) return prev;
         const i = prev.findIndex((x) => x.client_order_id === row.client_order_id);
@@ -410,9 +429,13 @@ export function OrdersTab() {
           testid="confirm"
           onClose={() => setCancel(null)}
           onConfirm={async () => {
+            const started = performance.now();
             const r = await post<{ client_order_id: string; status: string }>("/api/orders/cancel", { client_order_id: cancel.client_order_id });
             notify("ok", `Cancel requested for ${r.client_order_id}: ${r.status}.`);
-            setRows((prev) => prev?.map((o) => (o.client_order_id === r.client_order_id ? { ...o, status: r.status } : o)));
+            // The stream may already have brought the outcome (CANCELED); don't put PENDING_CANCEL back.
+            if (!((latest.current.get(r.client_order_id)?.at ?? 0) > started)) {
+              setRows((prev) => prev?.map((o) => (o.client_order_id === r.client_order_id ? { ...o, status: r.status } : o)));
+            }
           }}
         >
           <p>
