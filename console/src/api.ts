@@ -93,8 +93,14 @@ function wantsLiveConfirmation(e: ApiError): boolean {
   return e.code === "CONFIRMATION_REQUIRED" || (e.code === "SETTINGS_UPDATE_BLOCKED" && e.detail["guard"] === "X-Confirm-Live");
 }
 
+/** A request body that is not JSON (a CSV file, say), with its content type. */
+export interface RawBody {
+  raw: BodyInit;
+  contentType: string;
+}
+
 /** Calls the API; resolves to the whole envelope, or throws an ApiError. */
-export async function call<T>(method: string, path: string, body?: unknown): Promise<Envelope<T>> {
+export async function call<T>(method: string, path: string, body?: unknown | RawBody): Promise<Envelope<T>> {
   try {
     return await send<T>(method, path, body, false);
   } catch (e) {
@@ -105,13 +111,24 @@ export async function call<T>(method: string, path: string, body?: unknown): Pro
   }
 }
 
+function isRaw(body: unknown): body is RawBody {
+  return typeof body === "object" && body !== null && "raw" in body && "contentType" in body;
+}
+
 async function send<T>(method: string, path: string, body: unknown, confirmed: boolean): Promise<Envelope<T>> {
   const headers: Record<string, string> = { ...authHeaders(), Accept: "application/json" };
-  if (body !== undefined) headers["Content-Type"] = "application/json";
+  let payload: BodyInit | undefined;
+  if (isRaw(body)) {
+    headers["Content-Type"] = body.contentType;
+    payload = body.raw;
+  } else if (body !== undefined) {
+    headers["Content-Type"] = "application/json";
+    payload = JSON.stringify(body);
+  }
   if (confirmed) headers["X-Confirm-Live"] = "true";
   let res: Response;
   try {
-    res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    res = await fetch(path, { method, headers, body: payload });
   } catch {
     throw new ApiError(0, "NETWORK", "The service cannot be reached. Is it running?");
   }

@@ -296,13 +296,26 @@ await run("a completed trade opens its deep dive with the price chart and fills"
   await detail.waitFor({ state: "detached" });
 });
 
-await run("download bars and run a backtest; both complete live, the result draws its equity curve", async () => {
+await run("import a CSV (a bad row refused), download bars and run a backtest; both jobs complete live, the result draws its equity curve", async () => {
   await open("data");
   const download = page.locator('[data-testid="download-form"]');
   await download.locator('input[name="symbol"]').fill(symbol);
   await download.locator('select[name="timeframe"]').selectOption("1d");
   await download.locator('[data-testid="download-submit"]').click();
   await page.locator('[data-testid="downloads-table"] tbody tr', { hasText: symbol }).filter({ hasText: "COMPLETED" }).waitFor({ timeout: 30_000 });
+
+  // CSV import: a bad row refuses the whole file with the service's message; a good file stores.
+  const csv = page.locator('[data-testid="import-form"]');
+  const upload = async (rows) => {
+    await csv.locator('input[type="file"]').setInputFiles({ name: "bars.csv", mimeType: "text/csv", buffer: Buffer.from(rows.join("\n") + "\n") });
+    await csv.locator('input[name="symbol"]').fill(symbol);
+    await csv.locator('select[name="timeframe"]').selectOption("1d");
+    await csv.locator('[data-testid="import-submit"]').click();
+  };
+  await upload(["date,open,high,low,close,volume", "2025-01-06,10,11,9,10.5,1000", "2025-01-07,10,9,11,10,1000"]);
+  await csv.locator('[data-testid="import-error"]').filter({ hasText: "line 3" }).filter({ hasText: "Nothing from this file was stored" }).waitFor();
+  await upload(["date,open,high,low,close,volume", "2025-01-06,10,11,9,10.5,1000", "2025-01-07,10.5,11,10,10.8,1200"]);
+  await csv.locator('[data-testid="import-result"]').waitFor();
 
   const form = page.locator('[data-testid="backtest-form"]');
   await form.locator('select[name="strategy_id"]').selectOption("sma_cross");

@@ -4,7 +4,7 @@
 // list row, so the tables update in place without polling.
 import "./data.css";
 import { useCallback, useEffect, useMemo, useRef, useState } from "preact/hooks";
-import { ApiError, authHeaders, confirmLive, get, mode, post, signOut, withQuery } from "../api";
+import { ApiError, call, get, post, withQuery } from "../api";
 import { useEvents, type StreamEvent } from "../events";
 import { dateTime, fixed, frac, int, todayNy } from "../format";
 import { navigate, route } from "../route";
@@ -658,38 +658,10 @@ type ImportOutcome =
   | { ok: true; file: string; symbol: string; timeframe: string; bars: number }
   | { ok: false; file: string; error: ApiError; line?: number; reason?: string; excerpt: { n: number; text: string }[]; others: CsvIssue[] };
 
-/** POST /api/data/import: the file as `text/csv`, which the shared JSON client cannot send. */
+/** POST /api/data/import: the file as `text/csv`. */
 async function sendCsv(symbol: string, timeframe: string, file: Blob): Promise<{ symbol: string; timeframe: string; bars: number }> {
   const path = withQuery("/api/data/import", { symbol, timeframe });
-  const attempt = async (confirmed: boolean) => {
-    const headers: Record<string, string> = { ...authHeaders(), Accept: "application/json", "Content-Type": "text/csv" };
-    if (confirmed) headers["X-Confirm-Live"] = "true";
-    let res: Response;
-    try {
-      res = await fetch(path, { method: "POST", headers, body: file });
-    } catch {
-      throw new ApiError(0, "NETWORK", "The service cannot be reached. Is it running?");
-    }
-    let env: { ok: boolean; data: { symbol: string; timeframe: string; bars: number }; meta?: { mode?: string }; error?: { code: string; message: string; detail?: Record<string, unknown> } };
-    try {
-      env = await res.json();
-    } catch {
-      throw new ApiError(res.status, "BAD_RESPONSE", `The service answered ${res.status} without a JSON body`);
-    }
-    if (env.meta?.mode) mode.value = env.meta.mode;
-    if (!res.ok || !env.ok) {
-      const e = env.error ?? { code: "UNKNOWN", message: `HTTP ${res.status}` };
-      if (res.status === 401) signOut(e.message);
-      throw new ApiError(res.status, e.code, e.message, e.detail ?? {});
-    }
-    return env.data;
-  };
-  try {
-    return await attempt(false);
-  } catch (e) {
-    if (e instanceof ApiError && e.code === "CONFIRMATION_REQUIRED" && (await confirmLive(e.message))) return attempt(true);
-    throw e;
-  }
+  return (await call<{ symbol: string; timeframe: string; bars: number }>("POST", path, { raw: file, contentType: "text/csv" })).data;
 }
 
 const DECIMAL = /^[+-]?(\d+\.?\d*|\.\d+)$/;

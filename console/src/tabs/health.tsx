@@ -10,6 +10,7 @@ import { call, get, withQuery } from "../api";
 import { useEvents, type StreamEvent } from "../events";
 import { dateTime, duration, int, money, time } from "../format";
 import { href } from "../route";
+import type { Block, RiskState } from "../types";
 import { Badge, ErrorBanner, Section, Table, useLoad, useThrottled, type Column } from "../ui";
 
 // ---------------------------------------------------------------------------------------------
@@ -31,33 +32,9 @@ interface ComponentRow {
   detail: Record<string, unknown>;
 }
 
-interface BlockRow {
-  symbol: string;
-  block_scope: string;
-  effective_from: string;
-  expires_at: string | null;
-  reason: string;
-  blocked_by: string;
-}
+type BlockRow = Block;
 
-interface RiskStateRow {
-  trading_state: "ACTIVE" | "REDUCING" | "HALTED" | string;
-  max_daily_loss: number;
-  current_daily_loss: number;
-  max_position_size: number;
-  max_trades_per_day: number;
-  trades_today: number;
-  active_watchlist_limit: number;
-  open_position_limit: number;
-  open_positions: number;
-  blocked_symbols: BlockRow[];
-  drawdown: number;
-  reconciliation_status: string;
-  reconciliation_detail: string;
-  halted_at?: string | null;
-  halt_reason?: string | null;
-  halted_by?: string | null;
-}
+type RiskStateRow = RiskState;
 
 interface Violation {
   rule: string;
