@@ -65,7 +65,8 @@ async fn asset(State(state): State<AppState>, Path(name): Path<String>, headers:
 /// The built-in files, each with its gzip body and entity tag, prepared once.
 struct Prepared {
     asset: &'static Asset,
-    gzip: Vec<u8>,
+    /// Shared, so a response costs a reference count rather than a copy.
+    gzip: bytes::Bytes,
     etag: String,
 }
 
@@ -77,7 +78,7 @@ fn prepared() -> &'static [Prepared] {
             .map(|asset| {
                 let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
                 gz.write_all(asset.bytes).expect("writing to memory");
-                let gzip = gz.finish().expect("writing to memory");
+                let gzip = bytes::Bytes::from(gz.finish().expect("writing to memory"));
                 let etag = format!("\"{}\"", &hex::encode(Sha256::digest(asset.bytes))[..20]);
                 Prepared { asset, gzip, etag }
             })

@@ -48,12 +48,7 @@ pub struct BarRow {
 }
 
 fn parse_time(field: &str, text: Option<&str>) -> ApiResult<Option<Timestamp>> {
-    text.map(|t| {
-        chrono::DateTime::parse_from_rfc3339(t)
-            .map(|d| d.to_utc())
-            .map_err(|e| ApiError::validation(field, format!("not an RFC 3339 timestamp ({e})")))
-    })
-    .transpose()
+    text.map(|t| tradeops_core::time::parse_ts(t).map_err(|reason| ApiError::validation(field, reason))).transpose()
 }
 
 /// Bars whose start lies in `[start, end)`, oldest first; only closed bars of the market's

@@ -30,7 +30,7 @@ async fn the_console_is_served_at_the_root_from_the_binary() {
             assert!(!text.contains(needle), "{} references an external resource ({needle})", asset.name);
         }
     }
-    // The sign-in link the service prints is a fragment: the token never reaches a server log.
+    // Only the console's own files are served; index.html only at the root.
     assert!(app.client.get(app.url("/assets/nope.js")).send().await.unwrap().status() == 404);
     let reply = app.get("/assets/index.html").await;
     reply.assert_error(404, "NOT_FOUND");
