@@ -7,7 +7,7 @@ compared with the Rust backtester on the same bars.
 The input CSV (header ``timestamp,open,high,low,close,volume``, RFC 3339 UTC
 timestamps) is produced by:
 
-    cargo run --release -p tradeops-server --example backtest_bench -- \
+    cargo run --release -p tradeops-sim --example backtest_bench -- \
         sma 1000000 3 /tmp/sma_bars.csv
 
 Run:

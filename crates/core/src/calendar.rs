@@ -353,10 +353,15 @@ impl NyDay {
 
     /// The New York date of `at` and the minutes since that date's midnight.
     pub fn locate(&mut self, at: Timestamp) -> (NaiveDate, u32) {
-        let seconds = at.timestamp();
+        self.locate_seconds(at.timestamp())
+    }
+
+    /// [`NyDay::locate`] of an instant given in seconds since the epoch.
+    pub fn locate_seconds(&mut self, seconds: i64) -> (NaiveDate, u32) {
         match self.bounds {
             Some((date, start, end)) if seconds >= start && seconds < end => (date, ((seconds - start) / 60) as u32),
             _ => {
+                let at = chrono::DateTime::from_timestamp(seconds, 0).expect("instants of the market are in range");
                 let date = at.with_timezone(&New_York).date_naive();
                 let start = ny_instant(date, (0, 0)).timestamp();
                 let end = ny_instant(date + Duration::days(1), (0, 0)).timestamp();

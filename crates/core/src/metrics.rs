@@ -107,6 +107,12 @@ impl CurveStats {
     }
 
     pub fn push(&mut self, at: Timestamp, equity: Decimal) {
+        let date = self.day.date_of(at);
+        self.push_on(date, equity);
+    }
+
+    /// [`CurveStats::push`] of a point on New York date `date`.
+    pub fn push_on(&mut self, date: NaiveDate, equity: Decimal) {
         self.last = equity;
         if equity > self.peak {
             self.close_episode();
@@ -115,10 +121,16 @@ impl CurveStats {
         } else if equity < self.trough {
             self.trough = equity;
         }
-        let date = self.day.date_of(at);
         match self.closes.last_mut() {
             Some((last, close)) if *last == date => *close = equity,
             _ => self.closes.push((date, equity)),
+        }
+    }
+
+    /// A point on `date` at the same equity as the last one.
+    pub fn repeat_on(&mut self, date: NaiveDate) {
+        if self.closes.last().is_none_or(|(last, _)| *last != date) {
+            self.closes.push((date, self.last));
         }
     }
 

@@ -4,30 +4,56 @@
 use serde::{Deserialize, Deserializer, Serialize};
 use std::fmt;
 
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, utoipa::ToSchema)]
+/// Held inline (no allocation): a symbol is cloned onto every bar event and looked up in every
+/// per-symbol map, millions of times a second in a backtest.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, utoipa::ToSchema)]
 #[schema(value_type = String, example = "ABCD")]
-pub struct Symbol(String);
+pub struct Symbol(Inline);
+
+/// Up to [`Symbol::MAX_LEN`] ASCII bytes, zero-padded. The bytes are never zero, so comparing the
+/// padded arrays orders symbols exactly as their strings.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+struct Inline {
+    bytes: [u8; Symbol::MAX_LEN],
+    len: u8,
+}
 
 impl Symbol {
+    pub const MAX_LEN: usize = 10;
+
     pub fn parse(raw: &str) -> Result<Self, String> {
         let upper = raw.trim().to_ascii_uppercase();
-        if upper.is_empty() || upper.len() > 10 {
+        if upper.is_empty() || upper.len() > Self::MAX_LEN {
             return Err("must be 1 to 10 characters".into());
         }
         if !upper.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '.' || c == '-') {
             return Err("may only contain A-Z, 0-9, '.' and '-'".into());
         }
-        Ok(Symbol(upper))
+        let mut bytes = [0; Self::MAX_LEN];
+        bytes[..upper.len()].copy_from_slice(upper.as_bytes());
+        Ok(Symbol(Inline { bytes, len: upper.len() as u8 }))
     }
 
     pub fn as_str(&self) -> &str {
-        &self.0
+        std::str::from_utf8(&self.0.bytes[..usize::from(self.0.len)]).expect("symbols are ASCII")
     }
 }
 
 impl fmt::Display for Symbol {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.as_str())
+    }
+}
+
+impl fmt::Debug for Symbol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl Serialize for Symbol {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
     }
 }
 
@@ -54,5 +80,17 @@ mod tests {
         for raw in ["", "ABCDEFGHIJK", "AB CD", "ÄPFEL", "A$", "😀"] {
             assert!(Symbol::parse(raw).is_err(), "{raw:?} should be refused");
         }
+    }
+
+    /// Maps keyed by symbol list them alphabetically, as the strings sort.
+    #[test]
+    fn orders_as_strings() {
+        let mut raw = ["ABC", "AB", "A", "B", "AB.C", "AB-C", "ZZZZZZZZZZ", "A1", "9", "ABCDEFGHIJ"];
+        let mut symbols: Vec<Symbol> = raw.iter().map(|r| Symbol::parse(r).unwrap()).collect();
+        raw.sort();
+        symbols.sort();
+        assert_eq!(symbols.iter().map(Symbol::as_str).collect::<Vec<_>>(), raw);
+        assert_eq!(serde_json::to_string(&symbols[0]).unwrap(), "\"9\"");
+        assert_eq!(format!("{:?}", symbols[0]), "\"9\"");
     }
 }

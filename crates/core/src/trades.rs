@@ -7,7 +7,7 @@
 //! excursions of its `outcomes` come from the bars around it ([`enrich`]).
 
 use crate::engine::LIQUIDATION_REASON;
-use crate::market::{Bar, Side};
+use crate::market::{Bar, Price, Side};
 use crate::orders::{ClientOrderId, Execution, Order, OrderStatus};
 use crate::symbol::Symbol;
 use crate::time::Timestamp;
@@ -434,22 +434,63 @@ pub struct MarketContext {
 /// after the exit are ignored).
 pub fn enrich(trade: &mut Trade, bars: &[Bar], day_start: Timestamp, ctx: &MarketContext) {
     let minute = chrono::Duration::minutes(1);
+    let from = bars.partition_point(|b| b.start < day_start);
+    let to = bars.partition_point(|b| b.start + minute <= trade.entry_time).max(from);
+    let day = DayRunning::of(&bars[from..to]);
+    enrich_with(trade, bars, from, to, day.last().copied(), ctx);
+}
+
+/// What the bars of a day so far add up to, bar by bar: the running sums behind VWAP and the
+/// high of day, so a run's many trades need not each re-read their day's bars.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct DayRunning {
+    /// Σ typical price × volume, and Σ volume.
+    pv: f64,
+    volume: u64,
+    high: Option<Price>,
+}
+
+impl DayRunning {
+    /// The running values after each of `bars` (one day's, in time order).
+    pub fn of(bars: &[Bar]) -> Vec<DayRunning> {
+        let mut running = DayRunning::default();
+        bars.iter().map(|b| running.add(b)).collect()
+    }
+
+    /// Adds a bar; returns the values after it.
+    pub fn add(&mut self, b: &Bar) -> DayRunning {
+        let typical = (b.high.to_f64() + b.low.to_f64() + b.close.to_f64()) / 3.0;
+        self.pv += typical * b.volume as f64;
+        self.volume += b.volume;
+        self.high = Some(self.high.map_or(b.high, |h| h.max(b.high)));
+        *self
+    }
+
+    /// Shares traded so far this day.
+    pub fn volume(&self) -> u64 {
+        self.volume
+    }
+}
+
+/// [`enrich`] with the trade's bars located: `bars[from..to]` completed before the entry since
+/// the start of its day, `before` their running values after `bars[to - 1]` (`None` if none).
+pub fn enrich_with(
+    trade: &mut Trade,
+    bars: &[Bar],
+    from: usize,
+    to: usize,
+    before: Option<DayRunning>,
+    ctx: &MarketContext,
+) {
     let entry = trade.entry_time;
     let entry_price = trade.entry_price.to_f64().unwrap_or(0.0);
-    // Bars completed before the entry, from the start of its day (`bars` is in time order).
-    let from = bars.partition_point(|b| b.start < day_start);
-    let to = bars.partition_point(|b| b.start + minute <= entry).max(from);
-    let before = &bars[from..to];
     let price = entry_price;
     let pct = |from: f64, to: f64| (from > 0.0).then(|| (to - from) / from * 100.0);
-    let close_back = |n: usize| before.len().checked_sub(n + 1).map(|i| before[i].close.to_f64());
-    let last_close = before.last().map(|b| b.close.to_f64());
-    let high = before.iter().map(|b| b.high).max().map(|h| h.to_f64().max(price));
-    let (pv, v) = before.iter().fold((0.0, 0u64), |(pv, v), b| {
-        let typical = (b.high.to_f64() + b.low.to_f64() + b.close.to_f64()) / 3.0;
-        (pv + typical * b.volume as f64, v + b.volume)
-    });
-    let vwap = (v > 0).then(|| pv / v as f64);
+    let close_back = |n: usize| (to - from).checked_sub(n + 1).map(|i| bars[from + i].close.to_f64());
+    let last_close = (to > from).then(|| bars[to - 1].close.to_f64());
+    let before = before.unwrap_or_default();
+    let high = before.high.map(|h| h.to_f64().max(price));
+    let vwap = (before.volume > 0).then(|| before.pv / before.volume as f64);
     trade.detail.features = Some(Features {
         price,
         percentage_gain: ctx.prev_close.and_then(|p| p.to_f64()).and_then(|p| pct(p, price)),
@@ -464,7 +505,7 @@ pub fn enrich(trade: &mut Trade, bars: &[Bar], day_start: Timestamp, ctx: &Marke
     });
     // Excursions over the bars that began while the trade was open (the entry's bar included)
     // and the exit price itself.
-    let last = bars.partition_point(|b| b.start < trade.exit_time).max(to);
+    let last = to + bars[to..].partition_point(|b| b.start < trade.exit_time);
     let during = &bars[to..last];
     let exit_price = trade.exit_price.to_f64();
     let (mut best, mut worst) = (exit_price, exit_price);

@@ -21,21 +21,43 @@ pub struct SimHistory {
     universe: Arc<Universe>,
     profile: SymbolProfile,
     calendar: MarketCalendar,
-    /// The date, its clock and average volume last asked for.
-    day: Option<(NaiveDate, DayClock, u64)>,
+    /// The date last asked for, its average volume and the index in `fractions` of its clock.
+    day: Option<(NaiveDate, u64, usize)>,
+    /// The expected cumulative fraction of the day's volume by each minute, per distinct day
+    /// clock (a run meets two or three: standard time, daylight time, the changeover days),
+    /// computed once rather than once per bar.
+    fractions: Vec<(DayClock, Vec<f64>)>,
 }
 
 impl SimHistory {
     pub fn new(universe: Arc<Universe>, profile: SymbolProfile, calendar: MarketCalendar) -> SimHistory {
-        SimHistory { universe, profile, calendar, day: None }
+        SimHistory { universe, profile, calendar, day: None, fractions: Vec::new() }
     }
 
-    fn day(&mut self, date: NaiveDate) -> (DayClock, u64) {
-        if let Some((d, clock, average)) = self.day {
-            if d == date {
-                return (clock, average);
+    /// `date`'s average volume and the fraction of it expected by each minute of the day (the
+    /// last entry for every minute past the day's end).
+    fn expected(&mut self, date: NaiveDate) -> (u64, &[f64]) {
+        let (average, index) = match self.day {
+            Some((d, average, index)) if d == date => (average, index),
+            _ => {
+                let (clock, average) = self.day_volume(date);
+                let same = |c: &DayClock| (c.minutes, c.pre_open, c.open, c.close, c.after_close);
+                let index = match self.fractions.iter().position(|(c, _)| same(c) == same(&clock)) {
+                    Some(i) => i,
+                    None => {
+                        let table = (0..=clock.minutes).map(|m| expected_cum_fraction(&clock, m)).collect();
+                        self.fractions.push((clock, table));
+                        self.fractions.len() - 1
+                    }
+                };
+                self.day = Some((date, average, index));
+                (average, index)
             }
-        }
+        };
+        (average, &self.fractions[index].1)
+    }
+
+    fn day_volume(&self, date: NaiveDate) -> (DayClock, u64) {
         let previous: Vec<NaiveDate> =
             std::iter::successors(Some(date), |d| Some(self.calendar.previous_trading_day(*d)))
                 .skip(1)
@@ -43,9 +65,7 @@ impl SimHistory {
                 .collect();
         let average = previous.iter().map(|d| daily_volume(&self.universe, &self.profile, *d)).sum::<u64>()
             / previous.len().max(1) as u64;
-        let clock = DayClock::for_date(date);
-        self.day = Some((date, clock, average));
-        (clock, average)
+        (DayClock::for_date(date), average)
     }
 }
 
@@ -56,8 +76,8 @@ impl History for SimHistory {
     }
 
     fn relative_volume(&mut self, date: NaiveDate, minute_of_day: u32, volume: u64) -> Option<f64> {
-        let (clock, average) = self.day(date);
-        let expected = average as f64 * expected_cum_fraction(&clock, minute_of_day.min(clock.minutes));
+        let (average, fractions) = self.expected(date);
+        let expected = average as f64 * fractions[(minute_of_day as usize).min(fractions.len() - 1)];
         (expected >= 1.0).then(|| volume as f64 / expected)
     }
 

@@ -21,7 +21,7 @@ use crate::settings::{FieldError, Settings};
 use crate::strategy::{self, sma_cross::SmaCross, ParameterKind, Strategy};
 use crate::symbol::Symbol;
 use crate::time::Timestamp;
-use crate::trades::{enrich, MarketContext, Trade, TradeBuilder, END_OF_DATA_REASON};
+use crate::trades::{enrich_with, DayRunning, MarketContext, Trade, TradeBuilder, END_OF_DATA_REASON};
 use chrono::NaiveDate;
 use fills::{BarBroker, FillModel};
 use rust_decimal::prelude::{FromPrimitive, ToPrimitive};
@@ -232,11 +232,13 @@ fn strategy_for(spec: &BacktestSpec) -> Option<Box<dyn Strategy>> {
     strategy::make(&spec.strategy_id)
 }
 
-/// When the engine sees a bar: at its end.
-fn bar_end(bar: &Bar, timeframe: Timeframe, day: &mut NyDay) -> Timestamp {
+/// When the engine sees a bar: at its end (`start`: the bar's start in seconds since the epoch).
+fn bar_end(bar: &Bar, start: i64, timeframe: Timeframe, day: &mut NyDay) -> Timestamp {
     match timeframe {
-        Timeframe::Minute => bar.start + chrono::Duration::minutes(1),
-        Timeframe::Day => ny_instant(day.date_of(bar.start), (16, 0)).max(bar.start),
+        Timeframe::Minute => {
+            Timestamp::from_timestamp(start + 60, bar.start.timestamp_subsec_nanos()).unwrap_or(bar.start)
+        }
+        Timeframe::Day => ny_instant(day.locate_seconds(start).0, (16, 0)).max(bar.start),
     }
 }
 
@@ -341,8 +343,11 @@ pub fn run(
     let mut prev_close = history.prev_close(first_date).unwrap_or(Decimal::ZERO);
     let mut volume: u64 = early.iter().filter(|b| day.date_of(b.start) == first_date).map(|b| b.volume).sum();
     let step = (bars.len() / 100).max(1);
+    // Equity after the last bar, and the engine's equity version then (see the loop).
+    let (mut equity, mut equity_version) = (spec.initial_cash, u64::MAX);
     for (i, bar) in bars.iter().enumerate() {
-        let (today, minute) = day.locate(bar.start);
+        let start = bar.start.timestamp();
+        let (today, minute) = day.locate_seconds(start);
         if date != Some(today) {
             if date.is_some() {
                 let expired = run.broker.expire_day_orders(bar.start);
@@ -361,15 +366,24 @@ pub fn run(
             run.fills(reports, bar, open);
         }
         volume += bar.volume;
-        let now = bar_end(bar, spec.timeframe, &mut end_day);
+        let now = bar_end(bar, start, spec.timeframe, &mut end_day);
         let relative_volume = history.relative_volume(today, minute + 1, volume);
         let event = Event::Bar { symbol: symbol.clone(), bar: *bar, prev_close, relative_volume };
         let fx = run.engine.handle(event, now);
-        if !fx.is_empty() {
+        let fx_applied = !fx.is_empty();
+        if fx_applied {
             run.apply(fx, bar, now);
         }
-        let equity = run.engine.equity();
-        stats.push(now, equity);
+        let end = if spec.timeframe == Timeframe::Minute { start + 60 } else { now.timestamp() };
+        let date = end_day.locate_seconds(end).0;
+        let version = run.engine.equity_version();
+        if fx_applied || version != equity_version {
+            equity_version = version;
+            equity = if fx_applied { run.engine.equity() } else { run.engine.current_equity() };
+            stats.push_on(date, equity);
+        } else {
+            stats.repeat_on(date);
+        }
         if i == next_kept {
             curve.push(EquityPoint { timestamp: now, equity });
             next_kept = curve_index(curve.len() + 1, bars.len(), kept);
@@ -380,7 +394,7 @@ pub fn run(
     }
     // Close what is open at the last bar's close.
     let last = bars.last().expect("not empty");
-    let now = bar_end(last, spec.timeframe, &mut end_day);
+    let now = bar_end(last, last.start.timestamp(), spec.timeframe, &mut end_day);
     let working: Vec<_> =
         run.engine.orders.values().filter(|o| o.status.is_cancellable()).map(|o| o.client_order_id.clone()).collect();
     for id in working {
@@ -420,30 +434,61 @@ pub fn run(
     })
 }
 
-/// Features at entry and excursions for each trade, from the run's bars.
+/// Features at entry and excursions for each trade, from the run's bars. The day's running
+/// values (VWAP sums, high, volume) are carried forward from trade to trade rather than re-read
+/// from each trade's day start.
 fn enrich_all(trades: &mut [Trade], bars: &[Bar], timeframe: Timeframe, history: &mut dyn History) {
     let mut day = NyDay::default();
+    let mut running = Running { from: 0, next: 0, values: DayRunning::default() };
     for trade in trades {
         let date = day.date_of(trade.entry_time);
         let day_start = ny_instant(date, (0, 0));
         let from = bars.partition_point(|b| b.start < day_start);
-        let to = bars.partition_point(|b| b.start <= trade.exit_time);
-        let window = &bars[from..to.max(from)];
+        // Bars completed before the entry; bars begun before it (the day's volume by then).
+        let to = from + bars[from..].partition_point(|b| b.start + chrono::Duration::minutes(1) <= trade.entry_time);
+        let begun = from + bars[from..].partition_point(|b| b.start < trade.entry_time);
+        let (first, second) = (to.min(begun), to.max(begun));
+        let at_first = running.after(bars, from, first);
+        let at_second = running.after(bars, from, second);
+        let (before, by_entry) = if to <= begun { (at_first, at_second) } else { (at_second, at_first) };
         let (_, minute) = day.locate(trade.entry_time);
-        let volume: u64 = window.iter().take_while(|b| b.start < trade.entry_time).map(|b| b.volume).sum();
         let ctx = MarketContext {
             prev_close: history.prev_close(date),
             float: history.float(),
             sector: history.sector(),
-            relative_volume: history.relative_volume(date, minute, volume),
+            relative_volume: history.relative_volume(date, minute, by_entry.map_or(0, |r| r.volume())),
             regular_open: ny_instant(date, (9, 30)),
         };
         if timeframe == Timeframe::Minute {
-            enrich(trade, window, day_start, &ctx);
+            enrich_with(trade, bars, from, to, before, &ctx);
         } else {
             // Daily bars: no intraday state at entry; excursions over the days held.
-            enrich(trade, window, day_start, &MarketContext { relative_volume: None, ..ctx });
+            enrich_with(trade, bars, from, to, before, &MarketContext { relative_volume: None, ..ctx });
         }
+    }
+}
+
+/// A day's running values, moved forward bar by bar (back to the day's start only when asked
+/// for an earlier point).
+struct Running {
+    /// The day's first bar, and the next bar to add.
+    from: usize,
+    next: usize,
+    values: DayRunning,
+}
+
+impl Running {
+    /// The running values of the day starting at `bars[from]` after `bars[end - 1]` (`None` when
+    /// `end == from`).
+    fn after(&mut self, bars: &[Bar], from: usize, end: usize) -> Option<DayRunning> {
+        if self.from != from || self.next > end {
+            *self = Running { from, next: from, values: DayRunning::default() };
+        }
+        for bar in &bars[self.next..end] {
+            self.values.add(bar);
+        }
+        self.next = end;
+        (end > from).then_some(self.values)
     }
 }
 

@@ -210,9 +210,20 @@ pub struct Engine {
     recent: VecDeque<RecentOrder>,
     sequence: u64,
     /// The regular session of the current date (cached: computing it takes holiday rules).
-    session: Option<(NaiveDate, Timestamp, Timestamp)>,
+    /// The open and close are in seconds since the epoch.
+    session: Option<(NaiveDate, i64, i64)>,
     /// The New York date of the events (cached bounds: no time-zone conversion per event).
     ny_day: crate::calendar::NyDay,
+    /// Whether the daily loss limit must be checked on the next bar whatever its symbol: set by
+    /// every event but a bar (fills, commands and marks move cash, positions and limits), cleared
+    /// by a check. A bar only moves its own symbol's mark, so a bar of a symbol with no open
+    /// position cannot change the check's outcome and skips it.
+    check_due: bool,
+    /// Equity at the last daily-loss check.
+    checked_equity: Decimal,
+    /// Counts the daily-loss checks and the events that may have moved equity (see
+    /// [`Engine::equity_version`]).
+    equity_version: u64,
     /// Strategy factory by id.
     make_strategy: fn(&str) -> Option<Box<dyn Strategy>>,
 }
@@ -241,6 +252,9 @@ impl Engine {
             sequence: 0,
             session: None,
             ny_day: Default::default(),
+            check_due: true,
+            checked_equity: cash,
+            equity_version: 0,
             make_strategy,
         }
     }
@@ -252,7 +266,13 @@ impl Engine {
     /// The one entry point.
     pub fn handle(&mut self, event: Event, now: Timestamp) -> Vec<Effect> {
         let mut fx = Vec::new();
-        self.roll_day(now, &mut fx);
+        let seconds = now.timestamp();
+        let (date, _) = self.ny_day.locate_seconds(seconds);
+        self.roll_day(date, &mut fx);
+        if !matches!(event, Event::Bar { .. }) {
+            self.check_due = true;
+            self.equity_version += 1;
+        }
         match event {
             Event::Bar { symbol, bar, prev_close, relative_volume } => {
                 // Unnormalised: exact, and cheaper than `Price::to_decimal` on every bar.
@@ -264,8 +284,10 @@ impl Engine {
                 m.last = last;
                 m.prev_close = prev_close;
                 m.relative_volume = relative_volume;
-                self.on_bar(&symbol, &bar, now, &mut fx);
-                self.check_daily_loss(&mut fx);
+                self.on_bar(&symbol, &bar, now, seconds, date, &mut fx);
+                if self.check_due || self.positions.get(&symbol).is_some_and(|p| !p.is_flat()) {
+                    self.check_daily_loss(&mut fx);
+                }
             }
             Event::Mark { symbol, price } => {
                 self.market.entry(symbol).or_default().last = price;
@@ -281,11 +303,11 @@ impl Engine {
         fx
     }
 
-    fn roll_day(&mut self, now: Timestamp, fx: &mut Vec<Effect>) {
-        let date = self.ny_day.date_of(now);
+    fn roll_day(&mut self, date: NaiveDate, fx: &mut Vec<Effect>) {
         if self.day.date == Some(date) {
             return;
         }
+        self.check_due = true;
         let first = self.day.date.is_none();
         let equity = self.equity();
         self.day = DayStats {
@@ -331,6 +353,22 @@ impl Engine {
         equity
     }
 
+    /// Changes whenever equity may have moved: while it stays the same (bars of symbols without
+    /// a position), so does [`Engine::current_equity`].
+    pub fn equity_version(&self) -> u64 {
+        self.equity_version
+    }
+
+    /// [`Engine::equity`], without recomputing it when the last event was a bar that left the
+    /// book as the last daily-loss check saw it.
+    pub fn current_equity(&self) -> Decimal {
+        if self.check_due {
+            self.equity()
+        } else {
+            self.checked_equity
+        }
+    }
+
     fn mark(&self, symbol: &Symbol) -> Decimal {
         match self.market.get(symbol) {
             Some(m) if m.last > Decimal::ZERO => m.last,
@@ -356,11 +394,15 @@ impl Engine {
         // One pass over the open positions for both equity and unrealized P&L.
         let (mut value, mut unrealized) = (Decimal::ZERO, Decimal::ZERO);
         for p in self.positions.values().filter(|p| !p.is_flat()) {
-            let mark = self.mark(&p.symbol);
-            value += mark * Decimal::from(p.quantity);
-            unrealized += p.unrealized_pnl(mark);
+            // The position's value once: unrealized is value − cost basis (`Position::unrealized_pnl`).
+            let position_value = self.mark(&p.symbol) * Decimal::from(p.quantity);
+            value += position_value;
+            unrealized += position_value - p.cost_basis;
         }
         let equity = self.cash + value;
+        self.checked_equity = equity;
+        self.check_due = false;
+        self.equity_version += 1;
         if equity > self.day.peak_equity {
             self.day.peak_equity = equity;
         }
@@ -382,10 +424,11 @@ impl Engine {
     /// The risk gate's view for an order in `symbol`.
     /// Cash not reserved by working buy orders (at their limit, stop or the mark).
     pub fn buying_power(&self) -> Decimal {
-        let reserved: Decimal = self
-            .orders
-            .values()
-            .filter(|o| !o.status.is_final() && o.side == Side::Buy)
+        let mut working_buys = self.orders.values().filter(|o| !o.status.is_final() && o.side == Side::Buy).peekable();
+        if working_buys.peek().is_none() {
+            return self.cash.max(Decimal::ZERO);
+        }
+        let reserved: Decimal = working_buys
             .map(|o| {
                 Decimal::from(o.remaining()) * o.limit_price.or(o.stop_price).unwrap_or_else(|| self.mark(&o.symbol))
             })
@@ -427,7 +470,21 @@ impl Engine {
 
     fn next_client_order_id(&mut self, symbol: &Symbol, now: Timestamp) -> ClientOrderId {
         self.sequence += 1;
-        let id = format!("to-{}-{}-{}", symbol.as_str(), now.format("%Y%m%d%H%M%S"), self.sequence);
+        // `to-SYMBOL-YYYYMMDDHHMMSS-N` (UTC), written without chrono's format parser.
+        use chrono::{Datelike, Timelike};
+        use std::fmt::Write;
+        let mut id = String::with_capacity(40);
+        let _ = write!(
+            id,
+            "to-{symbol}-{:04}{:02}{:02}{:02}{:02}{:02}-{}",
+            now.year(),
+            now.month(),
+            now.day(),
+            now.hour(),
+            now.minute(),
+            now.second(),
+            self.sequence
+        );
         ClientOrderId::parse(&id).expect("generated ids are valid")
     }
 

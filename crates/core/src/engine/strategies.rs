@@ -31,7 +31,16 @@ fn regular_session(date: chrono::NaiveDate, now: Timestamp) -> (Timestamp, Times
 }
 
 impl Engine {
-    pub(super) fn on_bar(&mut self, symbol: &Symbol, bar: &Bar, now: Timestamp, fx: &mut Vec<Effect>) {
+    /// `seconds` and `date`: `now` in seconds since the epoch, and its New York date.
+    pub(super) fn on_bar(
+        &mut self,
+        symbol: &Symbol,
+        bar: &Bar,
+        now: Timestamp,
+        seconds: i64,
+        date: chrono::NaiveDate,
+        fx: &mut Vec<Effect>,
+    ) {
         if self.trading_state == TradingState::Halted {
             return;
         }
@@ -45,18 +54,17 @@ impl Engine {
             .chain(slot.exit_orders.iter())
             .any(|id| self.orders.get(id).is_some_and(|o| !o.status.is_final()));
         let market = self.market.get(symbol).copied().unwrap_or_default();
-        let date = self.ny_day.date_of(now);
         let (open, close) = match self.session {
             Some((d, open, close)) if d == date => (open, close),
             _ => {
-                let times = regular_session(date, now);
+                let (open, close) = regular_session(date, now);
+                let times = (open.timestamp(), close.timestamp());
                 self.session = Some((date, times.0, times.1));
                 times
             }
         };
         // Whole minutes, truncated toward zero (as `Duration::num_minutes`), in integer seconds.
-        let seconds = now.timestamp();
-        let (since_open, to_close) = ((seconds - open.timestamp()) / 60, (close.timestamp() - seconds) / 60);
+        let (since_open, to_close) = ((seconds - open) / 60, (close - seconds) / 60);
         let ctx = StrategyContext {
             prev_close: market.prev_close,
             relative_volume: market.relative_volume,

@@ -18,7 +18,6 @@ use crate::settings::StrategyAllocatorSettings;
 use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::Decimal;
 use std::cmp::Ordering;
-use std::collections::VecDeque;
 
 pub const ID: &str = "sma_cross";
 pub const VERSION: &str = "1.0.0";
@@ -32,8 +31,10 @@ pub const MAX_WINDOW: u32 = 10_000;
 pub struct SmaCross {
     fast: usize,
     slow: usize,
-    /// The last `slow` closes, ticks.
-    closes: VecDeque<i64>,
+    /// The last `slow` closes, ticks: a ring, `closes[seen % slow]` the next to overwrite.
+    closes: Vec<i64>,
+    /// Closes pushed so far.
+    seen: usize,
     fast_sum: i128,
     slow_sum: i128,
     /// fast vs slow on the previous bar, once both averages exist.
@@ -55,7 +56,8 @@ impl SmaCross {
         Ok(SmaCross {
             fast: fast as usize,
             slow: slow as usize,
-            closes: VecDeque::with_capacity(slow as usize + 1),
+            closes: vec![0; slow as usize],
+            seen: 0,
             fast_sum: 0,
             slow_sum: 0,
             previous: None,
@@ -64,18 +66,22 @@ impl SmaCross {
 
     /// Adds a close; returns fast vs slow once `slow` closes are known.
     fn push(&mut self, close: i64) -> Option<Ordering> {
-        self.closes.push_back(close);
+        let (fast, slow) = (self.fast, self.slow);
+        let slot = self.seen % slow;
+        // The close leaving the slow window (the one `slow` back) sits in the slot overwritten;
+        // the one leaving the fast window is `fast` back.
+        if self.seen >= slow {
+            self.slow_sum -= i128::from(self.closes[slot]);
+        }
+        if self.seen >= fast {
+            self.fast_sum -= i128::from(self.closes[(self.seen - fast) % slow]);
+        }
+        self.closes[slot] = close;
         self.fast_sum += i128::from(close);
         self.slow_sum += i128::from(close);
-        if self.closes.len() > self.fast {
-            self.fast_sum -= i128::from(self.closes[self.closes.len() - 1 - self.fast]);
-        }
-        if self.closes.len() > self.slow {
-            self.slow_sum -= i128::from(self.closes.pop_front().expect("longer than slow"));
-        }
+        self.seen += 1;
         // fast_sum / fast vs slow_sum / slow, without division.
-        (self.closes.len() == self.slow)
-            .then(|| (self.fast_sum * self.slow as i128).cmp(&(self.slow_sum * self.fast as i128)))
+        (self.seen >= slow).then(|| (self.fast_sum * slow as i128).cmp(&(self.slow_sum * fast as i128)))
     }
 
     fn averages(&self) -> (Decimal, Decimal) {

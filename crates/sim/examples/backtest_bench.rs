@@ -6,8 +6,8 @@
 //! - `momentum`: `momentum_breakout` over one year of minute bars (252 trading days × 24 h) for
 //!   50 simulated symbols — one run per symbol, as the API runs them — as total seconds.
 //!
-//! `cargo run --release -p tradeops-server --example backtest_bench -- sma [bars] [runs] [csv]`
-//! `cargo run --release -p tradeops-server --example backtest_bench -- momentum [symbols] [runs]`
+//! `cargo run --release -p tradeops-sim --example backtest_bench -- sma [bars] [runs] [csv]`
+//! `cargo run --release -p tradeops-sim --example backtest_bench -- momentum [symbols] [runs]`
 //!
 //! With a `csv` path, `sma` also writes its bars there (for `bench/backtesting_py.py`).
 
