@@ -11,11 +11,32 @@ use std::fmt;
 pub struct Symbol(Inline);
 
 /// Up to [`Symbol::MAX_LEN`] ASCII bytes, zero-padded. The bytes are never zero, so comparing the
-/// padded arrays orders symbols exactly as their strings.
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// padded arrays orders symbols exactly as their strings; they are compared as one big-endian
+/// integer (map lookups by symbol compare on every bar).
+#[derive(Clone, PartialEq, Eq, Hash)]
 struct Inline {
     bytes: [u8; Symbol::MAX_LEN],
     len: u8,
+}
+
+impl Inline {
+    fn key(&self) -> u128 {
+        let mut wide = [0; 16];
+        wide[..Symbol::MAX_LEN].copy_from_slice(&self.bytes);
+        u128::from_be_bytes(wide)
+    }
+}
+
+impl Ord for Inline {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.key().cmp(&other.key())
+    }
+}
+
+impl PartialOrd for Inline {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
 }
 
 impl Symbol {

@@ -404,14 +404,16 @@ fn describe(order: &Order) -> String {
         order.symbol,
         order.order_type.as_str()
     );
+    use std::fmt::Write;
     if let Some(stop) = order.stop_price {
-        text.push_str(&format!(" stop {}", stop.normalize()));
+        let _ = write!(text, " stop {}", stop.normalize());
     }
     if let Some(limit) = order.limit_price {
-        text.push_str(&format!(" limit {}", limit.normalize()));
+        let _ = write!(text, " limit {}", limit.normalize());
     }
     if let Some(reason) = &order.reason {
-        text.push_str(&format!(" — {reason}"));
+        text.push_str(" — ");
+        text.push_str(reason);
     }
     text
 }

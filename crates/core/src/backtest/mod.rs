@@ -233,12 +233,33 @@ fn strategy_for(spec: &BacktestSpec) -> Option<Box<dyn Strategy>> {
 }
 
 /// When the engine sees a bar: at its end (`start`: the bar's start in seconds since the epoch).
-fn bar_end(bar: &Bar, start: i64, timeframe: Timeframe, day: &mut NyDay) -> Timestamp {
+fn bar_end(bar: &Bar, start: i64, timeframe: Timeframe, day: &mut NyDay, utc: &mut UtcDay) -> Timestamp {
     match timeframe {
-        Timeframe::Minute => {
-            Timestamp::from_timestamp(start + 60, bar.start.timestamp_subsec_nanos()).unwrap_or(bar.start)
-        }
+        Timeframe::Minute => utc.at(start + 60, bar.start.timestamp_subsec_nanos()).unwrap_or(bar.start),
         Timeframe::Day => ny_instant(day.locate_seconds(start).0, (16, 0)).max(bar.start),
+    }
+}
+
+/// Instants from seconds since the epoch, the UTC date cached (a minute bar's end is made once
+/// per bar; the calendar arithmetic of a date, once per day).
+#[derive(Default)]
+struct UtcDay {
+    day: Option<(i64, NaiveDate)>,
+}
+
+impl UtcDay {
+    fn at(&mut self, seconds: i64, nanos: u32) -> Option<Timestamp> {
+        let (number, within) = (seconds.div_euclid(86_400), seconds.rem_euclid(86_400));
+        let date = match self.day {
+            Some((n, date)) if n == number => date,
+            _ => {
+                let date = Timestamp::from_timestamp(number * 86_400, 0)?.date_naive();
+                self.day = Some((number, date));
+                date
+            }
+        };
+        let time = chrono::NaiveTime::from_num_seconds_from_midnight_opt(within as u32, nanos)?;
+        Some(date.and_time(time).and_utc())
     }
 }
 
@@ -258,12 +279,13 @@ impl Run {
         while let Some(effect) = queue.pop_front() {
             let reports = match effect {
                 Effect::Submit(order) => {
-                    self.orders.push(order.clone());
                     if let Some(stop) = order.stop_loss {
                         self.trades.entry_stop(&order.symbol, stop);
                     }
                     self.completed.extend(self.trades.order(&order));
-                    self.broker.submit(&order, bar, now)
+                    let reports = self.broker.submit(&order, bar, now);
+                    self.orders.push(order);
+                    reports
                 }
                 Effect::Cancel(id) => self.broker.cancel(&id, now),
                 Effect::OrderUpdated(order) => {
@@ -338,6 +360,7 @@ pub fn run(
     let mut next_kept = curve_index(1, bars.len(), kept);
     let mut day = NyDay::default();
     let mut end_day = NyDay::default();
+    let mut utc = UtcDay::default();
     let first_date = day.date_of(first.start);
     let mut date = Some(first_date);
     let mut prev_close = history.prev_close(first_date).unwrap_or(Decimal::ZERO);
@@ -366,7 +389,7 @@ pub fn run(
             run.fills(reports, bar, open);
         }
         volume += bar.volume;
-        let now = bar_end(bar, start, spec.timeframe, &mut end_day);
+        let now = bar_end(bar, start, spec.timeframe, &mut end_day, &mut utc);
         let relative_volume = history.relative_volume(today, minute + 1, volume);
         let event = Event::Bar { symbol: symbol.clone(), bar: *bar, prev_close, relative_volume };
         let fx = run.engine.handle(event, now);
@@ -394,7 +417,7 @@ pub fn run(
     }
     // Close what is open at the last bar's close.
     let last = bars.last().expect("not empty");
-    let now = bar_end(last, last.start.timestamp(), spec.timeframe, &mut end_day);
+    let now = bar_end(last, last.start.timestamp(), spec.timeframe, &mut end_day, &mut utc);
     let working: Vec<_> =
         run.engine.orders.values().filter(|o| o.status.is_cancellable()).map(|o| o.client_order_id.clone()).collect();
     for id in working {

@@ -22,6 +22,7 @@ use crate::strategy::Strategy;
 use crate::symbol::Symbol;
 use crate::time::Timestamp;
 use chrono::NaiveDate;
+use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::Decimal;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -76,6 +77,27 @@ pub struct SymbolMarket {
     pub last: Decimal,
     pub prev_close: Decimal,
     pub relative_volume: Option<f64>,
+}
+
+/// The daily-loss check of a bar when one position is open and the bar is of its symbol: all
+/// else stands as the last full check saw it, so the check reduces to comparing the position's
+/// value, `quantity × close` in ticks (1/10,000 dollar), with two thresholds.
+#[derive(Clone, Debug, PartialEq)]
+struct QuickCheck {
+    symbol: Symbol,
+    quantity: u64,
+    /// Equity without the position: cash.
+    base: Decimal,
+    /// A value above this (ticks) makes a new peak equity.
+    peak_above: i128,
+    /// At or below this (ticks) the daily loss limit is reached.
+    loss_at: i128,
+    /// The value at the last bar checked this way (`None`: none since the full check).
+    value: Option<i128>,
+}
+
+fn ticks_to_decimal(ticks: i128) -> Decimal {
+    Decimal::try_from_i128_with_scale(ticks, 4).unwrap_or(Decimal::MAX)
 }
 
 /// The emergency halt latch.
@@ -221,6 +243,9 @@ pub struct Engine {
     check_due: bool,
     /// Equity at the last daily-loss check.
     checked_equity: Decimal,
+    /// The last full check's figures for the bars of the one open position, if there is exactly
+    /// one (see [`QuickCheck`]); valid while `check_due` is false.
+    quick: Option<QuickCheck>,
     /// Counts the daily-loss checks and the events that may have moved equity (see
     /// [`Engine::equity_version`]).
     equity_version: u64,
@@ -254,6 +279,7 @@ impl Engine {
             ny_day: Default::default(),
             check_due: true,
             checked_equity: cash,
+            quick: None,
             equity_version: 0,
             make_strategy,
         }
@@ -284,8 +310,13 @@ impl Engine {
                 m.last = last;
                 m.prev_close = prev_close;
                 m.relative_volume = relative_volume;
-                self.on_bar(&symbol, &bar, now, seconds, date, &mut fx);
-                if self.check_due || self.positions.get(&symbol).is_some_and(|p| !p.is_flat()) {
+                let market = *m;
+                self.on_bar(&symbol, &bar, market, now, seconds, date, &mut fx);
+                if self.check_due {
+                    self.check_daily_loss(&mut fx);
+                } else if self.quick.as_ref().is_some_and(|q| q.symbol == symbol) {
+                    self.quick_check(bar.close.0, &mut fx);
+                } else if self.positions.get(&symbol).is_some_and(|p| !p.is_flat()) {
                     self.check_daily_loss(&mut fx);
                 }
             }
@@ -362,10 +393,10 @@ impl Engine {
     /// [`Engine::equity`], without recomputing it when the last event was a bar that left the
     /// book as the last daily-loss check saw it.
     pub fn current_equity(&self) -> Decimal {
-        if self.check_due {
-            self.equity()
-        } else {
-            self.checked_equity
+        match &self.quick {
+            _ if self.check_due => self.equity(),
+            Some(QuickCheck { base, value: Some(value), .. }) => *base + ticks_to_decimal(*value),
+            _ => self.checked_equity,
         }
     }
 
@@ -411,6 +442,51 @@ impl Engine {
             self.trading_state = TradingState::Reducing;
             fx.push(Effect::TradingStateChanged { state: self.trading_state, halt: None });
         }
+        self.quick = self.quick_check_figures();
+    }
+
+    /// The figures of a [`QuickCheck`], when exactly one position is open and marked at a
+    /// positive price.
+    fn quick_check_figures(&self) -> Option<QuickCheck> {
+        let mut open = self.positions.values().filter(|p| !p.is_flat());
+        let (p, None) = (open.next()?, open.next()) else { return None };
+        if self.market.get(&p.symbol).is_none_or(|m| m.last <= Decimal::ZERO) {
+            return None;
+        }
+        // Value in ticks strictly above `peak - cash` sets a new peak; at or below
+        // `cost - realized - limit` the loss limit is reached (whole ticks: floor either side).
+        let ticks = |dollars: Decimal| (dollars * Decimal::from(10_000)).floor().to_i128();
+        let loss_at = if self.trading_state == TradingState::Active {
+            ticks(p.cost_basis - self.day.realized_today - self.settings.risk_controls.max_daily_loss)?
+        } else {
+            i128::MIN
+        };
+        Some(QuickCheck {
+            symbol: p.symbol.clone(),
+            quantity: p.quantity,
+            base: self.cash,
+            peak_above: ticks(self.day.peak_equity - self.cash)?,
+            loss_at,
+            value: None,
+        })
+    }
+
+    /// [`Engine::check_daily_loss`] for a bar of the one open position closing at `close` ticks:
+    /// integer comparisons against the last full check's thresholds; a new peak is written as
+    /// the full check would write it, and reaching the limit runs the full check.
+    fn quick_check(&mut self, close: i64, fx: &mut Vec<Effect>) {
+        let Some(q) = self.quick.as_mut() else { return };
+        let value = i128::from(q.quantity) * i128::from(close);
+        if close <= 0 || value <= q.loss_at {
+            self.check_daily_loss(fx);
+            return;
+        }
+        q.value = Some(value);
+        self.equity_version += 1;
+        if value > q.peak_above {
+            q.peak_above = value;
+            self.day.peak_equity = q.base + ticks_to_decimal(value);
+        }
     }
 
     fn open_orders_of<'a>(&'a self, symbol: &'a Symbol) -> impl Iterator<Item = &'a Order> + 'a {
@@ -426,7 +502,7 @@ impl Engine {
     pub fn buying_power(&self) -> Decimal {
         let mut working_buys = self.orders.values().filter(|o| !o.status.is_final() && o.side == Side::Buy).peekable();
         if working_buys.peek().is_none() {
-            return self.cash.max(Decimal::ZERO);
+            return if self.cash.is_sign_negative() { Decimal::ZERO } else { self.cash };
         }
         let reserved: Decimal = working_buys
             .map(|o| {

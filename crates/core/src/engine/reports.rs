@@ -18,13 +18,13 @@ impl Engine {
             return;
         };
         let before = order.status;
+        let updated_at = fx.len();
         if let Err(e) = order.apply(report.order_event(), report.at()) {
             // Duplicate or impossible report: the order stays as it was.
             fx.push(Effect::Anomaly(format!("broker report refused for order {id}: {e}")));
             return;
         }
         let order = order.clone();
-        fx.push(Effect::OrderUpdated(order.clone()));
 
         if let BrokerReport::Filled { execution, .. } = &report {
             let position =
@@ -67,8 +67,11 @@ impl Engine {
             self.check_daily_loss(fx);
         }
 
-        if order.status.is_final() && !before.is_final() {
-            self.order_finished(&order.symbol, &id, order.status, now, fx);
+        let (symbol, status) = (order.symbol.clone(), order.status);
+        // The update goes out before what the fill caused (the order's own snapshot first).
+        fx.insert(updated_at, Effect::OrderUpdated(order));
+        if status.is_final() && !before.is_final() {
+            self.order_finished(&symbol, &id, status, now, fx);
         }
     }
 

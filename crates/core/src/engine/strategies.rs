@@ -1,8 +1,8 @@
 //! Completed bars reach the symbol's strategy; its decisions become orders through the risk gate.
 
-use super::{Effect, Engine, StrategyStatus};
+use super::{Effect, Engine, StrategyStatus, SymbolMarket};
 use crate::market::{Bar, Side};
-use crate::orders::{OrderType, TimeInForce};
+use crate::orders::{ClientOrderId, OrderType, TimeInForce};
 use crate::risk::TradingState;
 use crate::strategy::{Decision, StrategyContext};
 use crate::symbol::Symbol;
@@ -31,11 +31,14 @@ fn regular_session(date: chrono::NaiveDate, now: Timestamp) -> (Timestamp, Times
 }
 
 impl Engine {
-    /// `seconds` and `date`: `now` in seconds since the epoch, and its New York date.
+    /// `seconds` and `date`: `now` in seconds since the epoch, and its New York date; `market`:
+    /// what the engine knows of the symbol's market with this bar.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn on_bar(
         &mut self,
         symbol: &Symbol,
         bar: &Bar,
+        market: SymbolMarket,
         now: Timestamp,
         seconds: i64,
         date: chrono::NaiveDate,
@@ -48,12 +51,8 @@ impl Engine {
         if slot.strategy.is_none() || matches!(slot.status, StrategyStatus::Closed | StrategyStatus::Halted) {
             return;
         }
-        let working = slot
-            .entry_order
-            .iter()
-            .chain(slot.exit_orders.iter())
-            .any(|id| self.orders.get(id).is_some_and(|o| !o.status.is_final()));
-        let market = self.market.get(symbol).copied().unwrap_or_default();
+        let is_working = |id: &ClientOrderId| self.orders.get(id).is_some_and(|o| !o.status.is_final());
+        let working = slot.entry_order.as_ref().is_some_and(is_working) || slot.exit_orders.iter().any(is_working);
         let (open, close) = match self.session {
             Some((d, open, close)) if d == date => (open, close),
             _ => {

@@ -538,3 +538,39 @@ fn sma_cross_buys_with_all_buying_power_and_sells_everything() {
     assert_eq!((orders[1].1, orders[1].2, orders[1].3), (Side::Sell, OrderType::Market, quantity));
     assert!(e.positions[&s].is_flat());
 }
+
+/// Bars of the one open position take the quick daily-loss check: after every bar, equity and
+/// the day's peak are what the full definitions give, and the limit trips on the exact tick
+/// (loss 500 ≥ 500 at $4.50; 499.90 at $4.5001 does not).
+#[test]
+fn the_daily_loss_check_on_bars_matches_its_definition_to_the_tick() {
+    use crate::market::Price;
+    let mut e = engine();
+    let (_, fx) = command(&mut e, buy(1000));
+    fill(&mut e, &submitted(&fx)[0], "e1", 1000, 500);
+    let bar = |ticks: i64| {
+        let p = Price(ticks);
+        Bar { start: t(NOW), open: p, high: p, low: p, close: p, volume: 100 }
+    };
+    let mut peak = e.day.peak_equity;
+    let closes = [51_000, 50_500, 52_000, 52_001, 47_000, 45_001];
+    for (i, close) in closes.into_iter().enumerate() {
+        for symbol in ["ABCD", "ZZZZ"] {
+            let event = Event::Bar { symbol: sym(symbol), bar: bar(close), prev_close: d(500), relative_volume: None };
+            let fx = e.handle(event, t(NOW));
+            assert!(fx.is_empty(), "bar {i} of {symbol}: {fx:?}");
+            let equity = e.equity();
+            assert_eq!(e.current_equity(), equity, "bar {i} of {symbol}");
+            peak = peak.max(equity);
+            assert_eq!(e.day.peak_equity, peak, "bar {i} of {symbol}");
+        }
+    }
+    assert_eq!(e.day.peak_equity, d(10_000_000) - d(500_000) + d(520_010), "the peak at $5.2001");
+    assert_eq!(e.trading_state, TradingState::Active);
+    let fx = e.handle(
+        Event::Bar { symbol: sym("ABCD"), bar: bar(45_000), prev_close: d(500), relative_volume: None },
+        t(NOW),
+    );
+    assert_eq!(fx, vec![Effect::TradingStateChanged { state: TradingState::Reducing, halt: None }]);
+    assert_eq!(e.current_equity(), e.equity());
+}

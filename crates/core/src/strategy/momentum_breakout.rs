@@ -25,7 +25,7 @@
 //! the same bars and contexts always give the same decisions.
 
 use super::{Decision, Strategy, StrategyContext};
-use crate::market::Bar;
+use crate::market::{Bar, Price};
 use crate::settings::StrategyAllocatorSettings;
 use rust_decimal::prelude::{FromPrimitive, ToPrimitive};
 use rust_decimal::{Decimal, RoundingStrategy};
@@ -148,21 +148,25 @@ impl PendingExit {
 }
 
 /// Session VWAP from the regular open: Σ((h + l + c) × v) / (3 × Σ v), exact in decimals.
+/// Exact sums in integer ticks (every bar, so no decimal arithmetic); the value is a decimal
+/// division, made only when a rule asks for it.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 struct Vwap {
-    hlc_volume: Decimal,
+    /// Σ (high + low + close) × volume, ticks.
+    hlc_volume: i128,
     volume: u64,
 }
 
 impl Vwap {
     fn add(&mut self, bar: &Bar) {
-        let hlc = bar.high.to_decimal() + bar.low.to_decimal() + bar.close.to_decimal();
-        self.hlc_volume += hlc * Decimal::from(bar.volume);
+        let hlc = i128::from(bar.high.0) + i128::from(bar.low.0) + i128::from(bar.close.0);
+        self.hlc_volume += hlc * i128::from(bar.volume);
         self.volume = self.volume.saturating_add(bar.volume);
     }
 
     fn value(&self) -> Option<Decimal> {
-        (self.volume > 0).then(|| self.hlc_volume / (Decimal::from(self.volume) * Decimal::from(3)))
+        let sum = Decimal::try_from_i128_with_scale(self.hlc_volume, 4).ok()?;
+        (self.volume > 0).then(|| sum / (Decimal::from(self.volume) * Decimal::from(3)))
     }
 }
 
@@ -179,7 +183,7 @@ struct Pattern {
 #[derive(Clone, Debug, PartialEq)]
 pub struct MomentumBreakout {
     vwap: Vwap,
-    high_of_day: Option<Decimal>,
+    high_of_day: Option<Price>,
     bars: VecDeque<Bar>,
     phase: Phase,
     /// The last entry planned today: levels for a fill that arrives after a cancel was sent.
@@ -217,8 +221,7 @@ impl MomentumBreakout {
     fn observe(&mut self, bar: &Bar, ctx: &StrategyContext) {
         if ctx.minutes_since_open >= 0 {
             self.vwap.add(bar);
-            let high = bar.high.to_decimal();
-            self.high_of_day = Some(self.high_of_day.map_or(high, |h| h.max(high)));
+            self.high_of_day = Some(self.high_of_day.map_or(bar.high, |h| h.max(bar.high)));
         }
         if self.bars.len() == PATTERN_BARS {
             self.bars.pop_front();
@@ -302,7 +305,7 @@ impl MomentumBreakout {
         let plan = Plan { stop_price, stop_loss, target };
         self.phase = Phase::EntryWorking { plan, bars_waited: 0 };
         self.last_plan = Some(plan);
-        let hod = self.high_of_day.map(|h| format!(", high of day {}", px(h))).unwrap_or_default();
+        let hod = self.high_of_day.map(|h| format!(", high of day {}", px(h.to_decimal()))).unwrap_or_default();
         let text = format!(
             "Up {}% on {:.1}x relative volume after a {}% run-up from {} to {}{hod}, pulled back {} bar{} to {} \
              above VWAP {}; buying the break of {} (limit {}) with a stop at {} (risk {}/share), target {} \
@@ -705,7 +708,7 @@ mod tests {
         assert_eq!(s.vwap.value(), None, "pre-market bars do not count");
         feed(&mut s, &bars(&runner()), ctx);
         assert_eq!(s.vwap.value().unwrap(), d("21742000") / d("4050000"));
-        assert_eq!(s.high_of_day, Some(d("5.60")));
+        assert_eq!(s.high_of_day.map(Price::to_decimal), Some(d("5.60")));
     }
 
     #[test]
