@@ -4,10 +4,11 @@
 //! - `sma`: `sma_cross` (10/20) over N one-minute bars of one simulated symbol (default
 //!   1,000,000), as bars per second;
 //! - `momentum`: `momentum_breakout` over one year of minute bars (252 trading days × 24 h) for
-//!   50 simulated symbols — one run per symbol, as the API runs them — as total seconds.
+//!   50 simulated symbols — one run per symbol, as the API runs them — as total seconds, on
+//!   `threads` threads (default 1; the service runs 2 backtests at once).
 //!
 //! `cargo run --release -p tradeops-sim --example backtest_bench -- sma [bars] [runs] [csv]`
-//! `cargo run --release -p tradeops-sim --example backtest_bench -- momentum [symbols] [runs]`
+//! `cargo run --release -p tradeops-sim --example backtest_bench -- momentum [symbols] [runs] [threads]`
 //!
 //! With a `csv` path, `sma` also writes its bars there (for `bench/backtesting_py.py`).
 
@@ -113,31 +114,47 @@ fn main() {
                 chosen.iter().map(|p| ((*p).clone(), bars_of(&universe, p, start, 252, true))).collect();
             let total_bars: usize = loaded.iter().map(|(_, b)| b.len()).sum();
             let settings = settings();
+            let threads: usize = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(1).max(1);
             let mut times = Vec::new();
             let mut trades = 0;
+            let run_one = |(p, bars): &(SymbolProfile, Vec<Bar>)| {
+                let spec = BacktestSpec {
+                    strategy_id: "momentum_breakout".into(),
+                    symbol: p.symbol.clone(),
+                    timeframe: Timeframe::Minute,
+                    start: bars[0].start,
+                    parameters: Default::default(),
+                    initial_cash: Decimal::new(100_000, 0),
+                    commission_rate: Decimal::ZERO,
+                    slippage_bps: Decimal::ZERO,
+                    fill: FillModel::NextOpen,
+                };
+                let mut history = SimHistory::new(universe.clone(), p.clone(), calendar);
+                backtest::run(&spec, &settings, bars, &mut history, &mut |_| {}).expect("runs").trades.len()
+            };
             for _ in 0..runs {
-                trades = 0;
+                // Each thread takes the next symbol not yet taken, as the service's job pool does.
+                let next = std::sync::atomic::AtomicUsize::new(0);
                 let started = Instant::now();
-                for (p, bars) in &loaded {
-                    let spec = BacktestSpec {
-                        strategy_id: "momentum_breakout".into(),
-                        symbol: p.symbol.clone(),
-                        timeframe: Timeframe::Minute,
-                        start: bars[0].start,
-                        parameters: Default::default(),
-                        initial_cash: Decimal::new(100_000, 0),
-                        commission_rate: Decimal::ZERO,
-                        slippage_bps: Decimal::ZERO,
-                        fill: FillModel::NextOpen,
-                    };
-                    let mut history = SimHistory::new(universe.clone(), p.clone(), calendar);
-                    let out = backtest::run(&spec, &settings, bars, &mut history, &mut |_| {}).expect("runs");
-                    trades += out.trades.len();
-                }
+                trades = std::thread::scope(|scope| {
+                    let workers: Vec<_> = (0..threads)
+                        .map(|_| {
+                            scope.spawn(|| {
+                                let mut trades = 0;
+                                loop {
+                                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                                    let Some(job) = loaded.get(i) else { return trades };
+                                    trades += run_one(job);
+                                }
+                            })
+                        })
+                        .collect();
+                    workers.into_iter().map(|w| w.join().expect("worker")).sum::<usize>()
+                });
                 times.push(started.elapsed().as_secs_f64());
             }
             println!(
-                "momentum_breakout: {n} symbols × 252 days = {total_bars} bars, {trades} trades; median {:.3} s over {runs} runs ({:.2} M bars/s)",
+                "momentum_breakout: {n} symbols × 252 days = {total_bars} bars, {trades} trades, {threads} thread(s); median {:.3} s over {runs} runs ({:.2} M bars/s)",
                 median(times.clone()),
                 total_bars as f64 / median(times) / 1e6
             );

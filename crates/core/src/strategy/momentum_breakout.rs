@@ -268,8 +268,9 @@ impl MomentumBreakout {
         if ctx.prev_close <= Decimal::ZERO {
             return None;
         }
-        let gain = (close - ctx.prev_close) / ctx.prev_close;
-        if gain < min_day_gain() {
+        // gain = (close − prev) / prev < 10%, as a product (exact, and no division on every bar
+        // of the entry window); the gain itself only for the explanation.
+        if close - ctx.prev_close < ctx.prev_close * min_day_gain() {
             return None;
         }
         let rvol = ctx.relative_volume.filter(|r| r.is_finite() && *r >= MIN_RELATIVE_VOLUME)?;
@@ -305,6 +306,7 @@ impl MomentumBreakout {
         let plan = Plan { stop_price, stop_loss, target };
         self.phase = Phase::EntryWorking { plan, bars_waited: 0 };
         self.last_plan = Some(plan);
+        let gain = (close - ctx.prev_close) / ctx.prev_close;
         let hod = self.high_of_day.map(|h| format!(", high of day {}", px(h.to_decimal()))).unwrap_or_default();
         let text = format!(
             "Up {}% on {:.1}x relative volume after a {}% run-up from {} to {}{hod}, pulled back {} bar{} to {} \
@@ -500,7 +502,11 @@ impl Strategy for MomentumBreakout {
             }
             Phase::Flat => {}
         }
-        self.entry(bar, ctx, params).into_iter().collect()
+        // No decision, no allocation (most bars).
+        match self.entry(bar, ctx, params) {
+            Some(decision) => vec![decision],
+            None => Vec::new(),
+        }
     }
 
     fn on_entry_filled(&mut self, quantity: u64, price: Decimal) {
