@@ -438,8 +438,11 @@ pub fn enrich(trade: &mut Trade, bars: &[Bar], day_start: Timestamp, ctx: &Marke
     let minute = chrono::Duration::minutes(1);
     let from = bars.partition_point(|b| b.start < day_start);
     let to = bars.partition_point(|b| b.start + minute <= trade.entry_time).max(from);
-    let day = DayRunning::of(&bars[from..to]);
-    enrich_with(trade, bars, from, to, day.last().copied(), ctx);
+    let mut day = DayRunning::default();
+    for bar in &bars[from..to] {
+        day.add(bar);
+    }
+    enrich_with(trade, bars, from, to, (to > from).then_some(day), ctx);
 }
 
 /// What the bars of a day so far add up to, bar by bar: the running sums behind VWAP and the
@@ -453,19 +456,12 @@ pub struct DayRunning {
 }
 
 impl DayRunning {
-    /// The running values after each of `bars` (one day's, in time order).
-    pub fn of(bars: &[Bar]) -> Vec<DayRunning> {
-        let mut running = DayRunning::default();
-        bars.iter().map(|b| running.add(b)).collect()
-    }
-
-    /// Adds a bar; returns the values after it.
-    pub fn add(&mut self, b: &Bar) -> DayRunning {
+    /// Adds a bar.
+    pub fn add(&mut self, b: &Bar) {
         let typical = (b.high.to_f64() + b.low.to_f64() + b.close.to_f64()) / 3.0;
         self.pv += typical * b.volume as f64;
         self.volume += b.volume;
         self.high = Some(self.high.map_or(b.high, |h| h.max(b.high)));
-        *self
     }
 
     /// Shares traded so far this day.

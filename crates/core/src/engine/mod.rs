@@ -96,8 +96,9 @@ struct QuickCheck {
     value: Option<i128>,
 }
 
-fn ticks_to_decimal(ticks: i128) -> Decimal {
-    Decimal::try_from_i128_with_scale(ticks, 4).unwrap_or(Decimal::MAX)
+/// Dollars of a value in ticks (`None` beyond what a decimal holds).
+fn ticks_to_decimal(ticks: i128) -> Option<Decimal> {
+    Decimal::try_from_i128_with_scale(ticks, 4).ok()
 }
 
 /// The emergency halt latch.
@@ -395,7 +396,9 @@ impl Engine {
     pub fn current_equity(&self) -> Decimal {
         match &self.quick {
             _ if self.check_due => self.equity(),
-            Some(QuickCheck { base, value: Some(value), .. }) => *base + ticks_to_decimal(*value),
+            Some(QuickCheck { base, value: Some(value), .. }) => {
+                ticks_to_decimal(*value).map_or_else(|| self.equity(), |value| *base + value)
+            }
             _ => self.checked_equity,
         }
     }
@@ -477,16 +480,21 @@ impl Engine {
     fn quick_check(&mut self, close: i64, fx: &mut Vec<Effect>) {
         let Some(q) = self.quick.as_mut() else { return };
         let value = i128::from(q.quantity) * i128::from(close);
-        if close <= 0 || value <= q.loss_at {
+        let Some(dollars) = ticks_to_decimal(value).filter(|_| close > 0 && value > q.loss_at) else {
             self.check_daily_loss(fx);
             return;
-        }
+        };
         q.value = Some(value);
         self.equity_version += 1;
         if value > q.peak_above {
             q.peak_above = value;
-            self.day.peak_equity = q.base + ticks_to_decimal(value);
+            self.day.peak_equity = q.base + dollars;
         }
+    }
+
+    /// Whether order `id` is known and not final.
+    fn is_working(&self, id: &ClientOrderId) -> bool {
+        self.orders.get(id).is_some_and(|o| !o.status.is_final())
     }
 
     fn open_orders_of<'a>(&'a self, symbol: &'a Symbol) -> impl Iterator<Item = &'a Order> + 'a {

@@ -81,16 +81,9 @@ impl Engine {
         if slot.strategy.is_none() {
             return slot.status;
         }
-        let exiting = slot.exit_orders.iter().any(|id| self.orders.get(id).is_some_and(|o| !o.status.is_final()));
+        let exiting = slot.exit_orders.iter().any(|id| self.is_working(id));
         match (position.is_flat(), exiting) {
-            (true, _)
-                if slot
-                    .entry_order
-                    .as_ref()
-                    .is_some_and(|id| self.orders.get(id).is_some_and(|o| !o.status.is_final())) =>
-            {
-                StrategyStatus::Buy
-            }
+            (true, _) if slot.entry_order.as_ref().is_some_and(|id| self.is_working(id)) => StrategyStatus::Buy,
             (true, _) => StrategyStatus::Active,
             (false, true) => StrategyStatus::Sell,
             (false, false) => StrategyStatus::Hold,

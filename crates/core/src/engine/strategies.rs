@@ -2,7 +2,7 @@
 
 use super::{Effect, Engine, StrategyStatus, SymbolMarket};
 use crate::market::{Bar, Side};
-use crate::orders::{ClientOrderId, OrderType, TimeInForce};
+use crate::orders::{OrderType, TimeInForce};
 use crate::risk::TradingState;
 use crate::strategy::{Decision, StrategyContext};
 use crate::symbol::Symbol;
@@ -51,8 +51,8 @@ impl Engine {
         if slot.strategy.is_none() || matches!(slot.status, StrategyStatus::Closed | StrategyStatus::Halted) {
             return;
         }
-        let is_working = |id: &ClientOrderId| self.orders.get(id).is_some_and(|o| !o.status.is_final());
-        let working = slot.entry_order.as_ref().is_some_and(is_working) || slot.exit_orders.iter().any(is_working);
+        let working = slot.entry_order.as_ref().is_some_and(|id| self.is_working(id))
+            || slot.exit_orders.iter().any(|id| self.is_working(id));
         let (open, close) = match self.session {
             Some((d, open, close)) if d == date => (open, close),
             _ => {
