@@ -357,18 +357,25 @@ impl NyDay {
     }
 
     /// [`NyDay::locate`] of an instant given in seconds since the epoch.
+    #[inline]
     pub fn locate_seconds(&mut self, seconds: i64) -> (NaiveDate, u32) {
         match self.bounds {
             Some((date, start, end)) if seconds >= start && seconds < end => (date, ((seconds - start) / 60) as u32),
-            _ => {
-                let at = chrono::DateTime::from_timestamp(seconds, 0).expect("instants of the market are in range");
-                let date = at.with_timezone(&New_York).date_naive();
-                let start = ny_instant(date, (0, 0)).timestamp();
-                let end = ny_instant(date + Duration::days(1), (0, 0)).timestamp();
-                self.bounds = Some((date, start, end));
-                (date, ((seconds - start) / 60).max(0) as u32)
-            }
+            _ => self.move_to(seconds),
         }
+    }
+
+    /// The date changed: finds it and its bounds (once a day; kept out of line so the common
+    /// path above stays a compare and a division).
+    #[cold]
+    #[inline(never)]
+    fn move_to(&mut self, seconds: i64) -> (NaiveDate, u32) {
+        let at = chrono::DateTime::from_timestamp(seconds, 0).expect("instants of the market are in range");
+        let date = at.with_timezone(&New_York).date_naive();
+        let start = ny_instant(date, (0, 0)).timestamp();
+        let end = ny_instant(date + Duration::days(1), (0, 0)).timestamp();
+        self.bounds = Some((date, start, end));
+        (date, ((seconds - start) / 60).max(0) as u32)
     }
 }
 

@@ -61,6 +61,17 @@ pub struct Metrics {
     pub days: u32,
 }
 
+/// `a` against `b`, exactly: the integers compared directly when both have the same scale (as
+/// the equity of one run mostly has), else `Decimal`'s own comparison.
+#[inline]
+fn cmp_money(a: &Decimal, b: &Decimal) -> std::cmp::Ordering {
+    if a.scale() == b.scale() {
+        a.mantissa().cmp(&b.mantissa())
+    } else {
+        a.cmp(b)
+    }
+}
+
 fn ratio(numerator: Decimal, denominator: Decimal) -> Option<f64> {
     if denominator.is_zero() {
         return None;
@@ -114,11 +125,11 @@ impl CurveStats {
     /// [`CurveStats::push`] of a point on New York date `date`.
     pub fn push_on(&mut self, date: NaiveDate, equity: Decimal) {
         self.last = equity;
-        if equity > self.peak {
+        if cmp_money(&equity, &self.peak).is_gt() {
             self.close_episode();
             self.peak = equity;
             self.trough = equity;
-        } else if equity < self.trough {
+        } else if cmp_money(&equity, &self.trough).is_lt() {
             self.trough = equity;
         }
         match self.closes.last_mut() {
@@ -235,6 +246,18 @@ mod tests {
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 1e-9
+    }
+
+    proptest::proptest! {
+        /// The peak and trough comparisons order money exactly as `Decimal` does, whatever the
+        /// scales and signs.
+        #[test]
+        fn money_compares_as_decimal(a in -10_000_000_000i64..10_000_000_000, b in -10_000_000_000i64..10_000_000_000, sa in 0u32..9, sb in 0u32..9, same in proptest::bool::ANY) {
+            let x = Decimal::new(a, sa);
+            let y = if same { Decimal::new(b, sa) } else { Decimal::new(b, sb) };
+            proptest::prop_assert_eq!(cmp_money(&x, &y), x.cmp(&y));
+            proptest::prop_assert_eq!(cmp_money(&x, &x), std::cmp::Ordering::Equal);
+        }
     }
 
     /// Three days, +10%, −10%, +10%, from 100. By hand: total (108.9 − 100)/100 = 0.089; returns

@@ -99,13 +99,22 @@ pub struct ClientOrderId(String);
 
 impl ClientOrderId {
     pub fn parse(raw: &str) -> Result<ClientOrderId, String> {
-        let ok =
-            !raw.is_empty() && raw.len() <= 64 && raw.chars().all(|c| c.is_ascii_alphanumeric() || "_-.:".contains(c));
-        if ok {
+        if Self::is_valid(raw) {
             Ok(ClientOrderId(raw.to_string()))
         } else {
             Err("must be 1 to 64 characters of A-Z, a-z, 0-9, _ - . :".into())
         }
+    }
+
+    fn is_valid(raw: &str) -> bool {
+        !raw.is_empty() && raw.len() <= 64 && raw.bytes().all(|c| c.is_ascii_alphanumeric() || b"_-.:".contains(&c))
+    }
+
+    /// An id the engine generated, valid by construction (checked in debug builds), taken
+    /// without copying it again.
+    pub(crate) fn generated(id: String) -> ClientOrderId {
+        debug_assert!(Self::is_valid(&id), "generated id {id} is valid");
+        ClientOrderId(id)
     }
 
     pub fn as_str(&self) -> &str {

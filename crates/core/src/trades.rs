@@ -206,6 +206,8 @@ struct OpenTrade {
 pub struct TradeBuilder {
     mode: String,
     breakeven_threshold: Decimal,
+    /// Whether trades get their events timeline (see [`TradeBuilder::without_timeline`]).
+    timeline: bool,
     open: BTreeMap<Symbol, OpenTrade>,
     /// Executions already applied, per order (orders are observed as whole snapshots).
     seen: BTreeMap<ClientOrderId, usize>,
@@ -218,10 +220,20 @@ impl TradeBuilder {
         TradeBuilder {
             mode: mode.to_string(),
             breakeven_threshold,
+            timeline: true,
             open: BTreeMap::new(),
             seen: BTreeMap::new(),
             entry_stops: BTreeMap::new(),
         }
+    }
+
+    /// Builds the trades without their events timeline (`detail.events` stays empty); rows,
+    /// outcomes and explanations are the same. For backtests: a stored run keeps trade rows
+    /// (CONTRACT §4), and writing a timeline sentence for every order of millions of bars is
+    /// most of what their orders cost.
+    pub fn without_timeline(mut self) -> TradeBuilder {
+        self.timeline = false;
+        self
     }
 
     /// Whether a round trip of `symbol` is in progress.
@@ -236,6 +248,9 @@ impl TradeBuilder {
 
     /// An event of `symbol`'s timeline (an operator action); kept when a trade is open.
     pub fn note(&mut self, symbol: &Symbol, timestamp: Timestamp, kind: &str, detail: String) {
+        if !self.timeline {
+            return;
+        }
         if let Some(open) = self.open.get_mut(symbol) {
             open.events.push(TradeEvent { timestamp, kind: kind.to_string(), detail });
         }
@@ -246,7 +261,7 @@ impl TradeBuilder {
     pub fn order(&mut self, order: &Order) -> Vec<Trade> {
         let seen = self.seen.get(&order.client_order_id).copied();
         let mut done = Vec::new();
-        if seen.is_none() && self.is_open(&order.symbol) {
+        if seen.is_none() && self.timeline && self.is_open(&order.symbol) {
             self.note(&order.symbol, order.created_at, "ORDER_SUBMITTED", describe(order));
         }
         let from = seen.unwrap_or(0);
@@ -263,7 +278,7 @@ impl TradeBuilder {
                 OrderStatus::Expired => Some("ORDER_EXPIRED"),
                 _ => None,
             };
-            if let Some(kind) = kind.filter(|_| self.is_open(&order.symbol)) {
+            if let Some(kind) = kind.filter(|_| self.timeline && self.is_open(&order.symbol)) {
                 let detail = format!(
                     "{} {} {} {}: {} of {} filled{}",
                     order.client_order_id,
@@ -292,8 +307,11 @@ impl TradeBuilder {
             let explanation = explain(order);
             let risk =
                 self.entry_stops.remove(symbol).map(|stop| execution.price - stop).filter(|r| *r > Decimal::ZERO);
-            let submitted =
-                TradeEvent { timestamp: order.created_at, kind: "ORDER_SUBMITTED".into(), detail: describe(order) };
+            let submitted = self.timeline.then(|| TradeEvent {
+                timestamp: order.created_at,
+                kind: "ORDER_SUBMITTED".into(),
+                detail: describe(order),
+            });
             self.open.insert(
                 symbol.clone(),
                 OpenTrade {
@@ -306,7 +324,7 @@ impl TradeBuilder {
                     buy_value: Decimal::ZERO,
                     sell_value: Decimal::ZERO,
                     fees: Decimal::ZERO,
-                    events: vec![submitted],
+                    events: submitted.into_iter().collect(),
                     explanations: vec![explanation],
                     exit_reason: String::new(),
                     risk_per_share: risk,
@@ -337,17 +355,19 @@ impl TradeBuilder {
                 "sold"
             }
         };
-        open.events.push(TradeEvent {
-            timestamp: execution.timestamp,
-            kind: "FILL".into(),
-            detail: format!(
-                "{verb} {} at {} (fee {}), {} held",
-                execution.quantity,
-                execution.price.normalize(),
-                execution.fee.normalize(),
-                open.position
-            ),
-        });
+        if self.timeline {
+            open.events.push(TradeEvent {
+                timestamp: execution.timestamp,
+                kind: "FILL".into(),
+                detail: format!(
+                    "{verb} {} at {} (fee {}), {} held",
+                    execution.quantity,
+                    execution.price.normalize(),
+                    execution.fee.normalize(),
+                    open.position
+                ),
+            });
+        }
         if open.position > 0 {
             return None;
         }
@@ -564,7 +584,25 @@ mod tests {
     /// trade, with average prices over every fill.
     #[test]
     fn partial_fills_scale_outs_and_a_manual_close_make_one_trade() {
-        let mut b = TradeBuilder::new("PAPER", d("1"));
+        let trade = scale_out_and_manual_close(TradeBuilder::new("PAPER", d("1")));
+        let kinds: Vec<&str> = trade.detail.events.iter().map(|e| e.kind.as_str()).collect();
+        assert_eq!(kinds, ["ORDER_SUBMITTED", "FILL", "FILL", "ORDER_SUBMITTED", "FILL", "ORDER_SUBMITTED", "FILL"]);
+    }
+
+    /// A backtest's builder makes the same trade — row, outcomes, explanations — without the
+    /// events timeline.
+    #[test]
+    fn a_builder_without_timeline_makes_the_same_trade_without_events() {
+        let with = scale_out_and_manual_close(TradeBuilder::new("PAPER", d("1")));
+        let without = scale_out_and_manual_close(TradeBuilder::new("PAPER", d("1")).without_timeline());
+        assert!(without.detail.events.is_empty());
+        let events_dropped = Trade { detail: TradeDetail { events: Vec::new(), ..with.detail.clone() }, ..with };
+        assert_eq!(without, events_dropped);
+    }
+
+    /// The trade of [`partial_fills_scale_outs_and_a_manual_close_make_one_trade`], its row,
+    /// outcomes and explanations checked.
+    fn scale_out_and_manual_close(mut b: TradeBuilder) -> Trade {
         let mut entry = order("e1", Side::Buy, 200, 0, "FIRST_PULLBACK_BREAKOUT: broke out above 5.10.", Some("mb"));
         entry.apply(crate::orders::OrderEvent::Accepted { broker_order_id: "b1".into() }, t(0)).unwrap();
         b.entry_stop(&entry.symbol, d("4.90"));
@@ -594,9 +632,8 @@ mod tests {
         assert!((o.return_pct - 54.0 / 1024.0).abs() < 1e-12);
         let rules: Vec<&str> = trade.detail.explanations.iter().map(|e| e.rule.as_str()).collect();
         assert_eq!(rules, ["FIRST_PULLBACK_BREAKOUT", "TAKE_PROFIT", "MANUAL_CLOSE"]);
-        let kinds: Vec<&str> = trade.detail.events.iter().map(|e| e.kind.as_str()).collect();
-        assert_eq!(kinds, ["ORDER_SUBMITTED", "FILL", "FILL", "ORDER_SUBMITTED", "FILL", "ORDER_SUBMITTED", "FILL"]);
         assert!(!b.is_open(&trade.symbol));
+        done.into_iter().next().expect("one trade")
     }
 
     /// Flat → long → flat twice is two trades; a sell with nothing open is not a trade.

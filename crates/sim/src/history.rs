@@ -21,8 +21,9 @@ pub struct SimHistory {
     universe: Arc<Universe>,
     profile: SymbolProfile,
     calendar: MarketCalendar,
-    /// The date last asked for, its average volume and the index in `fractions` of its clock.
-    day: Option<(NaiveDate, u64, usize)>,
+    /// The date last asked for, and the volume expected by each minute of it (the average
+    /// volume × its clock's fractions; the last entry for every minute past the day's end).
+    day: Option<(NaiveDate, Vec<f64>)>,
     /// The expected cumulative fraction of the day's volume by each minute, per distinct day
     /// clock (a run meets two or three: standard time, daylight time, the changeover days),
     /// computed once rather than once per bar.
@@ -34,27 +35,27 @@ impl SimHistory {
         SimHistory { universe, profile, calendar, day: None, fractions: Vec::new() }
     }
 
-    /// `date`'s average volume and the fraction of it expected by each minute of the day (the
-    /// last entry for every minute past the day's end).
-    fn expected(&mut self, date: NaiveDate) -> (u64, &[f64]) {
-        let (average, index) = match self.day {
-            Some((d, average, index)) if d == date => (average, index),
-            _ => {
-                let (clock, average) = self.day_volume(date);
-                let same = |c: &DayClock| (c.minutes, c.pre_open, c.open, c.close, c.after_close);
-                let index = match self.fractions.iter().position(|(c, _)| same(c) == same(&clock)) {
-                    Some(i) => i,
-                    None => {
-                        let table = (0..=clock.minutes).map(|m| expected_cum_fraction(&clock, m)).collect();
-                        self.fractions.push((clock, table));
-                        self.fractions.len() - 1
-                    }
-                };
-                self.day = Some((date, average, index));
-                (average, index)
-            }
-        };
-        (average, &self.fractions[index].1)
+    /// The volume expected by each minute of `date` (the last entry for every minute past the
+    /// day's end).
+    fn expected(&mut self, date: NaiveDate) -> &[f64] {
+        if self.day.as_ref().is_none_or(|(d, _)| *d != date) {
+            let (clock, average) = self.day_volume(date);
+            let same = |c: &DayClock| (c.minutes, c.pre_open, c.open, c.close, c.after_close);
+            let index = match self.fractions.iter().position(|(c, _)| same(c) == same(&clock)) {
+                Some(i) => i,
+                None => {
+                    let table = (0..=clock.minutes).map(|m| expected_cum_fraction(&clock, m)).collect();
+                    self.fractions.push((clock, table));
+                    self.fractions.len() - 1
+                }
+            };
+            // Reuses the previous day's table (no allocation per day).
+            let mut volumes = self.day.take().map(|(_, v)| v).unwrap_or_default();
+            volumes.clear();
+            volumes.extend(self.fractions[index].1.iter().map(|f| average as f64 * f));
+            self.day = Some((date, volumes));
+        }
+        &self.day.as_ref().expect("set above").1
     }
 
     fn day_volume(&self, date: NaiveDate) -> (DayClock, u64) {
@@ -76,8 +77,8 @@ impl History for SimHistory {
     }
 
     fn relative_volume(&mut self, date: NaiveDate, minute_of_day: u32, volume: u64) -> Option<f64> {
-        let (average, fractions) = self.expected(date);
-        let expected = average as f64 * fractions[(minute_of_day as usize).min(fractions.len() - 1)];
+        let volumes = self.expected(date);
+        let expected = volumes[(minute_of_day as usize).min(volumes.len() - 1)];
         (expected >= 1.0).then(|| volume as f64 / expected)
     }
 

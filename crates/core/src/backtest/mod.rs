@@ -8,7 +8,9 @@
 //! fill by the fill model, their reports stamped at the fill. The symbol is watched before the
 //! first bar, as an operator would. After the last bar working orders are cancelled and an open
 //! position is sold at the last bar's close. The equity curve is the engine's equity (cash plus
-//! the position at the last close) after each bar.
+//! the position at the last close) after each bar. Trades carry their row, outcomes, features
+//! and explanations; not the live deep dive's events timeline, which a stored run does not keep
+//! (its trades are rows, CONTRACT §4) and which would be most of what a run's orders cost.
 
 pub mod fills;
 
@@ -348,7 +350,7 @@ pub fn run(
     let mut run = Run {
         engine,
         broker: BarBroker::new(spec.fill, spec.commission_rate, spec.slippage_bps),
-        trades: TradeBuilder::new("BACKTEST", breakeven),
+        trades: TradeBuilder::new("BACKTEST", breakeven).without_timeline(),
         completed: Vec::new(),
         orders: Vec::new(),
         refusals: BTreeMap::new(),
@@ -365,7 +367,7 @@ pub fn run(
     let mut date = Some(first_date);
     let mut prev_close = history.prev_close(first_date).unwrap_or(Decimal::ZERO);
     let mut volume: u64 = early.iter().filter(|b| day.date_of(b.start) == first_date).map(|b| b.volume).sum();
-    let step = (bars.len() / 100).max(1);
+    let (step, mut next_progress) = ((bars.len() / 100).max(1), 0);
     // Equity after the last bar, and the engine's equity version then (see the loop).
     let (mut equity, mut equity_version) = (spec.initial_cash, u64::MAX);
     for (i, bar) in bars.iter().enumerate() {
@@ -411,8 +413,9 @@ pub fn run(
             curve.push(EquityPoint { timestamp: now, equity });
             next_kept = curve_index(curve.len() + 1, bars.len(), kept);
         }
-        if i % step == 0 {
+        if i == next_progress {
             progress(i as f64 / bars.len() as f64);
+            next_progress += step;
         }
     }
     // Close what is open at the last bar's close.

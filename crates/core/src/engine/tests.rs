@@ -135,6 +135,29 @@ fn a_manual_buy_fills_into_a_position_and_moves_cash() {
     assert_eq!(e.day.trades_today, 1);
 }
 
+/// Generated ids: `to-SYMBOL-YYYYMMDDHHMMSS-N`, UTC, zero-padded, numbered from 1.
+#[test]
+fn generated_order_ids_name_symbol_time_and_sequence() {
+    let mut e = engine();
+    let (first, _) = command(&mut e, buy(1));
+    let (second, _) = command(&mut e, buy(2));
+    let ids: Vec<String> = [first, second]
+        .into_iter()
+        .map(|r| match r {
+            Ok(Reply::Order(o)) => o.client_order_id.to_string(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    let stamp = t(NOW).format("%Y%m%d%H%M%S").to_string();
+    assert_eq!(ids, [format!("to-ABCD-{stamp}-1"), format!("to-ABCD-{stamp}-2")]);
+    let mut padded = String::new();
+    super::push_digits(&mut padded, 7, 2);
+    super::push_digits(&mut padded, 0, 1);
+    super::push_digits(&mut padded, 12345, 2);
+    super::push_digits(&mut padded, u64::MAX, 1);
+    assert_eq!(padded, format!("07012345{}", u64::MAX));
+}
+
 #[test]
 fn refused_orders_never_reach_the_broker_and_leave_a_violation() {
     let mut e = engine();

@@ -31,8 +31,11 @@ pub const MAX_WINDOW: u32 = 10_000;
 pub struct SmaCross {
     fast: usize,
     slow: usize,
-    /// The last `slow` closes, ticks: a ring, `closes[seen % slow]` the next to overwrite.
+    /// The last `slow` closes, ticks: a ring, `closes[next]` the next to overwrite (the close
+    /// `slow` back once full) and `closes[fast_out]` the close `fast` back.
     closes: Vec<i64>,
+    next: usize,
+    fast_out: usize,
     /// Closes pushed so far.
     seen: usize,
     fast_sum: i128,
@@ -57,6 +60,8 @@ impl SmaCross {
             fast: fast as usize,
             slow: slow as usize,
             closes: vec![0; slow as usize],
+            next: 0,
+            fast_out: slow as usize - fast as usize,
             seen: 0,
             fast_sum: 0,
             slow_sum: 0,
@@ -67,19 +72,20 @@ impl SmaCross {
     /// Adds a close; returns fast vs slow once `slow` closes are known.
     fn push(&mut self, close: i64) -> Option<Ordering> {
         let (fast, slow) = (self.fast, self.slow);
-        let slot = self.seen % slow;
         // The close leaving the slow window (the one `slow` back) sits in the slot overwritten;
         // the one leaving the fast window is `fast` back.
         if self.seen >= slow {
-            self.slow_sum -= i128::from(self.closes[slot]);
+            self.slow_sum -= i128::from(self.closes[self.next]);
         }
         if self.seen >= fast {
-            self.fast_sum -= i128::from(self.closes[(self.seen - fast) % slow]);
+            self.fast_sum -= i128::from(self.closes[self.fast_out]);
         }
-        self.closes[slot] = close;
+        self.closes[self.next] = close;
         self.fast_sum += i128::from(close);
         self.slow_sum += i128::from(close);
         self.seen += 1;
+        let step = |i: usize| if i + 1 == slow { 0 } else { i + 1 };
+        (self.next, self.fast_out) = (step(self.next), step(self.fast_out));
         // fast_sum / fast vs slow_sum / slow, without division.
         (self.seen >= slow).then(|| (self.fast_sum * slow as i128).cmp(&(self.slow_sum * fast as i128)))
     }
