@@ -44,9 +44,21 @@ impl Price {
     }
 }
 
+/// As [`Price::to_decimal`] displays (no trailing zeros), from the integer.
 impl fmt::Display for Price {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.to_decimal())
+        let sign = if self.0 < 0 { "-" } else { "" };
+        let ticks = self.0.unsigned_abs();
+        let (whole, mut fraction) = (ticks / Self::SCALE as u64, ticks % Self::SCALE as u64);
+        if fraction == 0 {
+            return write!(f, "{sign}{whole}");
+        }
+        let mut digits = 4;
+        while fraction % 10 == 0 {
+            fraction /= 10;
+            digits -= 1;
+        }
+        write!(f, "{sign}{whole}.{fraction:0digits$}")
     }
 }
 
@@ -156,6 +168,21 @@ pub struct Trade {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// A price displays exactly as its decimal does.
+        #[test]
+        fn prices_display_as_their_decimal(ticks in proptest::prelude::any::<i64>()) {
+            let p = Price(ticks);
+            proptest::prop_assert_eq!(p.to_string(), p.to_decimal().to_string());
+        }
+    }
+
+    #[test]
+    fn prices_display_without_trailing_zeros() {
+        let shown: Vec<String> = [0, 1, 10, 12_500, 123_450, 10_000, -5_000].map(|t| Price(t).to_string()).into();
+        assert_eq!(shown, ["0", "0.0001", "0.001", "1.25", "12.345", "1", "-0.5"]);
+    }
 
     #[test]
     fn ticks_are_cents_above_a_dollar_and_exact() {

@@ -93,14 +93,15 @@ impl fmt::Display for OrderStatus {
 }
 
 /// The client's id of an order: 1–64 characters of `A-Z a-z 0-9 _ - . :`.
+// Shared, not copied: an id is cloned into every map, report and effect about its order.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, utoipa::ToSchema)]
 #[schema(value_type = String)]
-pub struct ClientOrderId(String);
+pub struct ClientOrderId(std::sync::Arc<str>);
 
 impl ClientOrderId {
     pub fn parse(raw: &str) -> Result<ClientOrderId, String> {
         if Self::is_valid(raw) {
-            Ok(ClientOrderId(raw.to_string()))
+            Ok(ClientOrderId(raw.into()))
         } else {
             Err("must be 1 to 64 characters of A-Z, a-z, 0-9, _ - . :".into())
         }
@@ -114,7 +115,7 @@ impl ClientOrderId {
     /// without copying it again.
     pub(crate) fn generated(id: String) -> ClientOrderId {
         debug_assert!(Self::is_valid(&id), "generated id {id} is valid");
-        ClientOrderId(id)
+        ClientOrderId(id.into())
     }
 
     pub fn as_str(&self) -> &str {

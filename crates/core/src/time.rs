@@ -28,6 +28,39 @@ pub fn from_epoch_ms(ms: i64) -> Timestamp {
     Utc.timestamp_millis_opt(ms).single().unwrap_or_default()
 }
 
+/// Appends `at` in UTC as `YYYYMMDD`, `separator`, `HHMMSS` (ids made of a time), digit by
+/// digit: ids are made for every order of a backtest, and chrono's format parser would be most
+/// of their cost.
+pub fn push_compact_utc(out: &mut String, at: &Timestamp, separator: &str) {
+    use chrono::{Datelike, Timelike};
+    let year = u64::try_from(at.year()).unwrap_or(0);
+    push_digits(out, year, 4);
+    push_digits(out, at.month().into(), 2);
+    push_digits(out, at.day().into(), 2);
+    out.push_str(separator);
+    push_digits(out, at.hour().into(), 2);
+    push_digits(out, at.minute().into(), 2);
+    push_digits(out, at.second().into(), 2);
+}
+
+/// Appends `value` in decimal, zero-padded to at least `width` digits.
+pub fn push_digits(out: &mut String, value: u64, width: usize) {
+    let mut digits = [0u8; 20];
+    let (mut rest, mut start) = (value, digits.len());
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    for _ in (digits.len() - start)..width {
+        out.push('0');
+    }
+    out.extend(digits[start..].iter().map(|&d| char::from(d)));
+}
+
 /// Serde adapter writing a [`Timestamp`] in the contract's format.
 pub mod serde_ts {
     use super::*;
@@ -75,6 +108,22 @@ mod tests {
         for bad in ["2026-11-21", "yesterday", "2026-13-01T00:00:00Z", "", "2026-11-21T14:30:05"] {
             assert!(parse_ts(bad).is_err(), "{bad} should be refused");
         }
+    }
+
+    #[test]
+    fn compact_times_and_digits_match_chrono_and_std_formatting() {
+        for text in ["2026-11-21T09:03:05.123Z", "0999-01-02T23:59:59Z", "2026-12-31T00:00:00Z"] {
+            let ts = parse_ts(text).unwrap();
+            let mut out = String::from("x-");
+            push_compact_utc(&mut out, &ts, "T");
+            assert_eq!(out, format!("x-{}", ts.format("%Y%m%dT%H%M%S")));
+        }
+        let mut out = String::new();
+        for (value, width) in [(7, 2), (0, 1), (12_345, 2), (u64::MAX, 1), (42, 6)] {
+            push_digits(&mut out, value, width);
+            out.push(' ');
+        }
+        assert_eq!(out, format!("07 0 12345 {} 000042 ", u64::MAX));
     }
 
     #[test]

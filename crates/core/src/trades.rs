@@ -391,7 +391,7 @@ impl TradeBuilder {
             exit_reason: open.exit_reason,
         };
         Trade {
-            trade_id: format!("{}-{}", symbol, open.entry_time.format("%Y%m%dT%H%M%S")),
+            trade_id: trade_id(symbol, &open.entry_time),
             symbol: symbol.clone(),
             strategy_id: open.strategy_id,
             entry_time: open.entry_time,
@@ -413,6 +413,15 @@ impl TradeBuilder {
             },
         }
     }
+}
+
+/// `<SYMBOL>-<yyyymmddThhmmss>` of the entry, UTC.
+fn trade_id(symbol: &Symbol, entry_time: &Timestamp) -> String {
+    let mut id = String::with_capacity(32);
+    id.push_str(symbol.as_str());
+    id.push('-');
+    crate::time::push_compact_utc(&mut id, entry_time, "T");
+    id
 }
 
 fn describe(order: &Order) -> String {

@@ -254,24 +254,6 @@ pub struct Engine {
     make_strategy: fn(&str) -> Option<Box<dyn Strategy>>,
 }
 
-/// Appends `value` in decimal, zero-padded to at least `width` digits.
-fn push_digits(out: &mut String, value: u64, width: usize) {
-    let mut digits = [0u8; 20];
-    let (mut rest, mut start) = (value, digits.len());
-    loop {
-        start -= 1;
-        digits[start] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
-    for _ in (digits.len() - start)..width {
-        out.push('0');
-    }
-    out.extend(digits[start..].iter().map(|&d| char::from(d)));
-}
-
 impl Engine {
     pub fn new(settings: Settings, cash: Decimal, make_strategy: fn(&str) -> Option<Box<dyn Strategy>>) -> Engine {
         Engine {
@@ -572,21 +554,14 @@ impl Engine {
 
     fn next_client_order_id(&mut self, symbol: &Symbol, now: Timestamp) -> ClientOrderId {
         self.sequence += 1;
-        // `to-SYMBOL-YYYYMMDDHHMMSS-N` (UTC), digit by digit (no format machinery per order).
-        use chrono::{Datelike, Timelike};
+        // `to-SYMBOL-YYYYMMDDHHMMSS-N` (UTC).
         let mut id = String::with_capacity(48);
         id.push_str("to-");
         id.push_str(symbol.as_str());
         id.push('-');
-        let year = u64::try_from(now.year()).unwrap_or(0);
-        for (value, width) in [(year, 4), (now.month().into(), 2), (now.day().into(), 2)] {
-            push_digits(&mut id, value, width);
-        }
-        for (value, width) in [(now.hour().into(), 2), (now.minute().into(), 2), (now.second().into(), 2)] {
-            push_digits(&mut id, value, width);
-        }
+        crate::time::push_compact_utc(&mut id, &now, "");
         id.push('-');
-        push_digits(&mut id, self.sequence, 1);
+        crate::time::push_digits(&mut id, self.sequence, 1);
         ClientOrderId::generated(id)
     }
 

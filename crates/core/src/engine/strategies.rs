@@ -97,7 +97,7 @@ impl Engine {
         if let Some(slot) = self.slots.get_mut(symbol) {
             slot.last_rule = Some((rule, text.clone()));
         }
-        let reason = Some(format!("{rule}: {text}"));
+        let reason = Some([rule, ": ", &text].concat());
         match decision {
             Decision::Enter { quantity, stop_price, limit_price, stop_loss, .. } => {
                 let placed = self.place(

@@ -12,7 +12,7 @@
 //! forgets nothing.
 
 use super::{Decision, Strategy, StrategyContext};
-use crate::market::Bar;
+use crate::market::{Bar, Price};
 use crate::risk::MARKET_BUY_BUFFER;
 use crate::settings::StrategyAllocatorSettings;
 use rust_decimal::prelude::ToPrimitive;
@@ -90,9 +90,19 @@ impl SmaCross {
         (self.seen >= slow).then(|| (self.fast_sum * slow as i128).cmp(&(self.slow_sum * fast as i128)))
     }
 
-    fn averages(&self) -> (Decimal, Decimal) {
-        let avg = |sum: i128, n: usize| Decimal::from_i128_with_scale(sum, 4) / Decimal::from(n as u64);
-        (avg(self.fast_sum, self.fast).round_dp(4).normalize(), avg(self.slow_sum, self.slow).round_dp(4).normalize())
+    /// The two averages for a sentence, to the tick (half to even, as `Decimal::round_dp`).
+    fn averages(&self) -> (Price, Price) {
+        let avg = |sum: i128, n: usize| {
+            let n = n as i128;
+            let (q, r) = (sum.div_euclid(n), sum.rem_euclid(n));
+            let up = match (2 * r).cmp(&n) {
+                Ordering::Greater => true,
+                Ordering::Equal => q % 2 != 0,
+                Ordering::Less => false,
+            };
+            Price(i64::try_from(q + i128::from(up)).unwrap_or(i64::MAX))
+        };
+        (avg(self.fast_sum, self.fast), avg(self.slow_sum, self.slow))
     }
 }
 
@@ -115,8 +125,9 @@ impl Strategy for SmaCross {
         match (before, now) {
             (Ordering::Less, Ordering::Greater) if ctx.position == 0 => {
                 let (fast, slow) = self.averages();
-                let close = bar.close.to_decimal();
-                let quantity = (ctx.buying_power / (close * MARKET_BUY_BUFFER)).floor().to_u64().unwrap_or(0);
+                let close = bar.close;
+                let quantity =
+                    (ctx.buying_power / (close.to_decimal() * MARKET_BUY_BUFFER)).floor().to_u64().unwrap_or(0);
                 if quantity == 0 {
                     return Vec::new();
                 }
@@ -130,7 +141,7 @@ impl Strategy for SmaCross {
             }
             (Ordering::Greater, Ordering::Less) if ctx.position > 0 => {
                 let (fast, slow) = self.averages();
-                let close = bar.close.to_decimal();
+                let close = bar.close;
                 let text = format!(
                     "SMA({}) {fast} crossed below SMA({}) {slow} at {close}; selling all {} shares.",
                     self.fast, self.slow, ctx.position
@@ -233,6 +244,25 @@ mod tests {
         }
         let broke = StrategyContext { buying_power: Decimal::new(10, 0), ..ctx(0) };
         assert!(s.on_bar(&bar(4, 11.0), &broke, &params).is_empty(), "10 dollars buy no 11-dollar share");
+    }
+
+    proptest::proptest! {
+        /// The averages a sentence quotes are the exact averages rounded to the tick, half to
+        /// even, as `Decimal` rounds them.
+        #[test]
+        fn sentence_averages_round_as_decimal(closes in proptest::collection::vec(1i64..100_000_000, 3..40), fast in 1u32..5) {
+            let mut s = SmaCross::new(fast, fast + 2).unwrap();
+            for &c in &closes {
+                s.push(c);
+            }
+            let exact = |n: usize| {
+                let window = &closes[closes.len().saturating_sub(n)..];
+                let sum: i128 = window.iter().map(|&c| i128::from(c)).sum();
+                (Decimal::from_i128_with_scale(sum, 4) / Decimal::from(n as u64)).round_dp(4).normalize().to_string()
+            };
+            let (f, sl) = s.averages();
+            proptest::prop_assert_eq!((f.to_string(), sl.to_string()), (exact(fast as usize), exact(fast as usize + 2)));
+        }
     }
 
     #[test]
