@@ -11,20 +11,25 @@ use std::fmt;
 #[schema(value_type = String, example = "ABCD")]
 pub struct Symbol(Inline);
 
-/// Up to [`Symbol::MAX_LEN`] ASCII bytes, zero-padded. The bytes are never zero, so comparing the
-/// padded arrays orders symbols exactly as their strings; they are compared as one big-endian
-/// integer (map lookups by symbol compare on every bar).
+/// Up to [`Symbol::MAX_LEN`] ASCII bytes, zero-padded to 15, then the length. The bytes are
+/// never zero, so comparing the padded arrays orders symbols exactly as their strings (the
+/// length decides nothing: equal bytes mean equal lengths); aligned, they are compared as one
+/// big-endian integer loaded at once (map lookups by symbol compare on every bar).
 #[derive(Clone, PartialEq, Eq, Hash)]
+#[repr(align(16))]
 struct Inline {
-    bytes: [u8; Symbol::MAX_LEN],
-    len: u8,
+    bytes: [u8; 16],
 }
 
 impl Inline {
+    const LEN_AT: usize = 15;
+
     fn key(&self) -> u128 {
-        let mut wide = [0; 16];
-        wide[..Symbol::MAX_LEN].copy_from_slice(&self.bytes);
-        u128::from_be_bytes(wide)
+        u128::from_be_bytes(self.bytes)
+    }
+
+    fn len(&self) -> usize {
+        usize::from(self.bytes[Self::LEN_AT])
     }
 }
 
@@ -51,13 +56,14 @@ impl Symbol {
         if !upper.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '.' || c == '-') {
             return Err("may only contain A-Z, 0-9, '.' and '-'".into());
         }
-        let mut bytes = [0; Self::MAX_LEN];
+        let mut bytes = [0; 16];
         bytes[..upper.len()].copy_from_slice(upper.as_bytes());
-        Ok(Symbol(Inline { bytes, len: upper.len() as u8 }))
+        bytes[Inline::LEN_AT] = upper.len() as u8;
+        Ok(Symbol(Inline { bytes }))
     }
 
     pub fn as_str(&self) -> &str {
-        std::str::from_utf8(&self.0.bytes[..usize::from(self.0.len)]).expect("symbols are ASCII")
+        std::str::from_utf8(&self.0.bytes[..self.0.len()]).expect("symbols are ASCII")
     }
 }
 

@@ -242,6 +242,9 @@ pub struct Engine {
     /// by a check. A bar only moves its own symbol's mark, so a bar of a symbol with no open
     /// position cannot change the check's outcome and skips it.
     check_due: bool,
+    /// Open positions at the last daily-loss check; valid while `check_due` is false (only
+    /// reports change positions, and they set it).
+    open_at_check: usize,
     /// Equity at the last daily-loss check.
     checked_equity: Decimal,
     /// The last full check's figures for the bars of the one open position, if there is exactly
@@ -252,6 +255,35 @@ pub struct Engine {
     equity_version: u64,
     /// Strategy factory by id.
     make_strategy: fn(&str) -> Option<Box<dyn Strategy>>,
+}
+
+/// The price a position of `symbol` is valued at: the last price, else its average entry.
+fn mark_of(market: &BTreeMap<Symbol, SymbolMarket>, positions: &BTreeMap<Symbol, Position>, symbol: &Symbol) -> Decimal {
+    match market.get(symbol) {
+        Some(m) if m.last > Decimal::ZERO => m.last,
+        _ => positions.get(symbol).and_then(|p| p.average_entry_price()).unwrap_or_default(),
+    }
+}
+
+/// [`Engine::buying_power`] from the fields it reads (so it can be taken while a slot is
+/// borrowed).
+fn buying_power_of(
+    orders: &BTreeMap<ClientOrderId, Order>,
+    cash: Decimal,
+    market: &BTreeMap<Symbol, SymbolMarket>,
+    positions: &BTreeMap<Symbol, Position>,
+) -> Decimal {
+    let mut working_buys = orders.values().filter(|o| !o.status.is_final() && o.side == Side::Buy).peekable();
+    if working_buys.peek().is_none() {
+        return if cash.is_sign_negative() { Decimal::ZERO } else { cash };
+    }
+    let reserved: Decimal = working_buys
+        .map(|o| {
+            Decimal::from(o.remaining())
+                * o.limit_price.or(o.stop_price).unwrap_or_else(|| mark_of(market, positions, &o.symbol))
+        })
+        .sum();
+    (cash - reserved).max(Decimal::ZERO)
 }
 
 impl Engine {
@@ -279,6 +311,7 @@ impl Engine {
             session: None,
             ny_day: Default::default(),
             check_due: true,
+            open_at_check: 0,
             checked_equity: cash,
             quick: None,
             equity_version: 0,
@@ -317,7 +350,7 @@ impl Engine {
                     self.check_daily_loss(&mut fx);
                 } else if self.quick.as_ref().is_some_and(|q| q.symbol == symbol) {
                     self.quick_check(bar.close.0, &mut fx);
-                } else if self.positions.get(&symbol).is_some_and(|p| !p.is_flat()) {
+                } else if self.open_at_check > 0 && self.positions.get(&symbol).is_some_and(|p| !p.is_flat()) {
                     self.check_daily_loss(&mut fx);
                 }
             }
@@ -404,10 +437,7 @@ impl Engine {
     }
 
     fn mark(&self, symbol: &Symbol) -> Decimal {
-        match self.market.get(symbol) {
-            Some(m) if m.last > Decimal::ZERO => m.last,
-            _ => self.positions.get(symbol).and_then(|p| p.average_entry_price()).unwrap_or_default(),
-        }
+        mark_of(&self.market, &self.positions, symbol)
     }
 
     pub fn unrealized_pnl(&self) -> Decimal {
@@ -426,8 +456,9 @@ impl Engine {
 
     fn check_daily_loss(&mut self, fx: &mut Vec<Effect>) {
         // One pass over the open positions for both equity and unrealized P&L.
-        let (mut value, mut unrealized) = (Decimal::ZERO, Decimal::ZERO);
+        let (mut value, mut unrealized, mut open) = (Decimal::ZERO, Decimal::ZERO, 0);
         for p in self.positions.values().filter(|p| !p.is_flat()) {
+            open += 1;
             // The position's value once: unrealized is value − cost basis (`Position::unrealized_pnl`).
             let position_value = self.mark(&p.symbol) * Decimal::from(p.quantity);
             value += position_value;
@@ -435,6 +466,7 @@ impl Engine {
         }
         let equity = self.cash + value;
         self.checked_equity = equity;
+        self.open_at_check = open;
         self.check_due = false;
         self.equity_version += 1;
         if equity > self.day.peak_equity {
@@ -508,16 +540,7 @@ impl Engine {
     /// The risk gate's view for an order in `symbol`.
     /// Cash not reserved by working buy orders (at their limit, stop or the mark).
     pub fn buying_power(&self) -> Decimal {
-        let mut working_buys = self.orders.values().filter(|o| !o.status.is_final() && o.side == Side::Buy).peekable();
-        if working_buys.peek().is_none() {
-            return if self.cash.is_sign_negative() { Decimal::ZERO } else { self.cash };
-        }
-        let reserved: Decimal = working_buys
-            .map(|o| {
-                Decimal::from(o.remaining()) * o.limit_price.or(o.stop_price).unwrap_or_else(|| self.mark(&o.symbol))
-            })
-            .sum();
-        (self.cash - reserved).max(Decimal::ZERO)
+        buying_power_of(&self.orders, self.cash, &self.market, &self.positions)
     }
 
     fn snapshot<'a>(

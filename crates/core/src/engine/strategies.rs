@@ -32,7 +32,8 @@ fn regular_session(date: chrono::NaiveDate, now: Timestamp) -> (Timestamp, Times
 
 impl Engine {
     /// `seconds` and `date`: `now` in seconds since the epoch, and its New York date; `market`:
-    /// what the engine knows of the symbol's market with this bar.
+    /// what the engine knows of the symbol's market with this bar. One lookup of the slot and
+    /// one of the position per bar.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn on_bar(
         &mut self,
@@ -47,12 +48,13 @@ impl Engine {
         if self.trading_state == TradingState::Halted {
             return;
         }
-        let Some(slot) = self.slots.get(symbol) else { return };
+        let Some(slot) = self.slots.get_mut(symbol) else { return };
         if slot.strategy.is_none() || matches!(slot.status, StrategyStatus::Closed | StrategyStatus::Halted) {
             return;
         }
-        let working = slot.entry_order.as_ref().is_some_and(|id| self.is_working(id))
-            || slot.exit_orders.iter().any(|id| self.is_working(id));
+        let orders = &self.orders;
+        let is_working = |id: &crate::orders::ClientOrderId| orders.get(id).is_some_and(|o| !o.status.is_final());
+        let working = slot.entry_order.as_ref().is_some_and(is_working) || slot.exit_orders.iter().any(is_working);
         let (open, close) = match self.session {
             Some((d, open, close)) if d == date => (open, close),
             _ => {
@@ -72,10 +74,9 @@ impl Engine {
             minutes_since_open: since_open,
             minutes_to_close: to_close,
             flatten_minutes_before_close: self.settings.runtime.flatten_minutes_before_close,
-            buying_power: self.buying_power(),
+            buying_power: super::buying_power_of(&self.orders, self.cash, &self.market, &self.positions),
         };
         let params = &self.settings.strategy_allocator;
-        let slot = self.slots.get_mut(symbol).expect("checked above");
         let strategy = slot.strategy.as_mut().expect("checked above");
         let (strategy_id, decisions) = (strategy.id(), strategy.on_bar(bar, &ctx, params));
         for decision in decisions {
