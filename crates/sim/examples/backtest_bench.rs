@@ -8,17 +8,20 @@
 //!   `threads` threads (default 1; the service runs 2 backtests at once).
 //!
 //! `cargo run --release -p tradeops-sim --example backtest_bench -- sma [bars] [runs] [csv]`
-//! `cargo run --release -p tradeops-sim --example backtest_bench -- momentum [symbols] [runs] [threads]`
+//! `cargo run --release -p tradeops-sim --example backtest_bench -- momentum [symbols] [runs] [threads] [dir]`
 //!
-//! With a `csv` path, `sma` also writes its bars there (for `bench/backtesting_py.py`).
+//! With a `csv` path, `sma` also writes its bars there (for `bench/backtesting_py.py`). With a
+//! `dir`, `momentum` also writes each symbol's bars to `dir/<SYMBOL>.csv`, with the previous
+//! close and relative volume the run feeds the engine on each bar (for
+//! `bench/backtesting_py_momentum.py`).
 
 use chrono::NaiveDate;
 use rust_decimal::Decimal;
 use std::io::Write;
 use std::sync::Arc;
 use std::time::Instant;
-use tradeops_core::backtest::{self, fills::FillModel, BacktestSpec};
-use tradeops_core::calendar::MarketCalendar;
+use tradeops_core::backtest::{self, fills::FillModel, BacktestSpec, History};
+use tradeops_core::calendar::{MarketCalendar, NyDay};
 use tradeops_core::market::{Bar, Timeframe};
 use tradeops_core::settings::{MarketCalendarKind, Settings};
 use tradeops_sim::history::SimHistory;
@@ -46,6 +49,31 @@ fn settings() -> Settings {
     s.risk_controls.max_order_value = Decimal::new(1_000_000_000, 0);
     s.risk_controls.max_trades_per_day = 1_000_000;
     s
+}
+
+/// Writes `bars` to `path` with, per bar, the previous close and relative volume
+/// `backtest::run` gives the engine with it (empty when unknown; the run uses a previous close
+/// of 0 then): the previous close of the bar's New York date, and the relative volume by the
+/// end of its minute with the date's volume so far.
+fn write_momentum_csv(path: &std::path::Path, bars: &[Bar], history: &mut dyn History) -> std::io::Result<()> {
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
+    writeln!(out, "timestamp,open,high,low,close,volume,prev_close,relative_volume")?;
+    let mut day = NyDay::default();
+    let (mut date, mut prev_close, mut volume) = (None, None, 0u64);
+    for b in bars {
+        let (today, minute) = day.locate(b.start);
+        if date != Some(today) {
+            date = Some(today);
+            prev_close = history.prev_close(today);
+            volume = 0;
+        }
+        volume += b.volume;
+        let ts = tradeops_core::time::format_ts(&b.start);
+        let prev = prev_close.map(|p| p.to_string()).unwrap_or_default();
+        let rvol = history.relative_volume(today, minute + 1, volume).map(|r| r.to_string()).unwrap_or_default();
+        writeln!(out, "{ts},{},{},{},{},{},{prev},{rvol}", b.open, b.high, b.low, b.close, b.volume)?;
+    }
+    out.flush()
 }
 
 fn median(mut xs: Vec<f64>) -> f64 {
@@ -115,6 +143,14 @@ fn main() {
             let total_bars: usize = loaded.iter().map(|(_, b)| b.len()).sum();
             let settings = settings();
             let threads: usize = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(1).max(1);
+            if let Some(dir) = args.get(4).map(std::path::Path::new) {
+                std::fs::create_dir_all(dir).expect("csv directory");
+                for (p, bars) in &loaded {
+                    let mut history = SimHistory::new(universe.clone(), p.clone(), calendar);
+                    let path = dir.join(format!("{}.csv", p.symbol));
+                    write_momentum_csv(&path, bars, &mut history).expect("write csv");
+                }
+            }
             let mut times = Vec::new();
             let mut trades = 0;
             let run_one = |(p, bars): &(SymbolProfile, Vec<Bar>)| {
