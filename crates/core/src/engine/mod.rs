@@ -258,7 +258,11 @@ pub struct Engine {
 }
 
 /// The price a position of `symbol` is valued at: the last price, else its average entry.
-fn mark_of(market: &BTreeMap<Symbol, SymbolMarket>, positions: &BTreeMap<Symbol, Position>, symbol: &Symbol) -> Decimal {
+fn mark_of(
+    market: &BTreeMap<Symbol, SymbolMarket>,
+    positions: &BTreeMap<Symbol, Position>,
+    symbol: &Symbol,
+) -> Decimal {
     match market.get(symbol) {
         Some(m) if m.last > Decimal::ZERO => m.last,
         _ => positions.get(symbol).and_then(|p| p.average_entry_price()).unwrap_or_default(),
