@@ -269,6 +269,11 @@ fn mark_of(
     }
 }
 
+/// [`Engine::is_working`] from the orders alone (so it can be asked while a slot is borrowed).
+fn is_working_in(orders: &BTreeMap<ClientOrderId, Order>, id: &ClientOrderId) -> bool {
+    orders.get(id).is_some_and(|o| !o.status.is_final())
+}
+
 /// [`Engine::buying_power`] from the fields it reads (so it can be taken while a slot is
 /// borrowed).
 fn buying_power_of(
@@ -530,7 +535,7 @@ impl Engine {
 
     /// Whether order `id` is known and not final.
     fn is_working(&self, id: &ClientOrderId) -> bool {
-        self.orders.get(id).is_some_and(|o| !o.status.is_final())
+        is_working_in(&self.orders, id)
     }
 
     fn open_orders_of<'a>(&'a self, symbol: &'a Symbol) -> impl Iterator<Item = &'a Order> + 'a {

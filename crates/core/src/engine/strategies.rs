@@ -52,8 +52,7 @@ impl Engine {
         if slot.strategy.is_none() || matches!(slot.status, StrategyStatus::Closed | StrategyStatus::Halted) {
             return;
         }
-        let orders = &self.orders;
-        let is_working = |id: &crate::orders::ClientOrderId| orders.get(id).is_some_and(|o| !o.status.is_final());
+        let is_working = |id: &crate::orders::ClientOrderId| super::is_working_in(&self.orders, id);
         let working = slot.entry_order.as_ref().is_some_and(is_working) || slot.exit_orders.iter().any(is_working);
         let (open, close) = match self.session {
             Some((d, open, close)) if d == date => (open, close),
