@@ -248,11 +248,17 @@ impl TradeBuilder {
 
     /// An event of `symbol`'s timeline (an operator action); kept when a trade is open.
     pub fn note(&mut self, symbol: &Symbol, timestamp: Timestamp, kind: &str, detail: String) {
+        self.record(symbol, timestamp, kind, || detail);
+    }
+
+    /// Adds an event to `symbol`'s open trade, its detail written only when it is kept (a
+    /// trade is open and the builder keeps timelines).
+    fn record(&mut self, symbol: &Symbol, timestamp: Timestamp, kind: &str, detail: impl FnOnce() -> String) {
         if !self.timeline {
             return;
         }
         if let Some(open) = self.open.get_mut(symbol) {
-            open.events.push(TradeEvent { timestamp, kind: kind.to_string(), detail });
+            open.events.push(TradeEvent { timestamp, kind: kind.to_string(), detail: detail() });
         }
     }
 
@@ -261,8 +267,8 @@ impl TradeBuilder {
     pub fn order(&mut self, order: &Order) -> Vec<Trade> {
         let seen = self.seen.get(&order.client_order_id).copied();
         let mut done = Vec::new();
-        if seen.is_none() && self.timeline && self.is_open(&order.symbol) {
-            self.note(&order.symbol, order.created_at, "ORDER_SUBMITTED", describe(order));
+        if seen.is_none() {
+            self.record(&order.symbol, order.created_at, "ORDER_SUBMITTED", || describe(order));
         }
         let from = seen.unwrap_or(0);
         for execution in order.executions.iter().skip(from) {
@@ -278,18 +284,19 @@ impl TradeBuilder {
                 OrderStatus::Expired => Some("ORDER_EXPIRED"),
                 _ => None,
             };
-            if let Some(kind) = kind.filter(|_| self.timeline && self.is_open(&order.symbol)) {
-                let detail = format!(
-                    "{} {} {} {}: {} of {} filled{}",
-                    order.client_order_id,
-                    order.side.as_str(),
-                    order.quantity,
-                    order.symbol,
-                    order.filled_quantity,
-                    order.quantity,
-                    order.reject_reason.as_ref().map(|r| format!(" ({r})")).unwrap_or_default()
-                );
-                self.note(&order.symbol, order.updated_at, kind, detail);
+            if let Some(kind) = kind {
+                self.record(&order.symbol, order.updated_at, kind, || {
+                    format!(
+                        "{} {} {} {}: {} of {} filled{}",
+                        order.client_order_id,
+                        order.side.as_str(),
+                        order.quantity,
+                        order.symbol,
+                        order.filled_quantity,
+                        order.quantity,
+                        order.reject_reason.as_ref().map(|r| format!(" ({r})")).unwrap_or_default()
+                    )
+                });
             }
         } else {
             self.seen.insert(order.client_order_id.clone(), order.executions.len());

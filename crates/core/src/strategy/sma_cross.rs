@@ -100,7 +100,7 @@ impl SmaCross {
                 Ordering::Equal => q % 2 != 0,
                 Ordering::Less => false,
             };
-            Price(i64::try_from(q + i128::from(up)).unwrap_or(i64::MAX))
+            Price(i64::try_from(q + i128::from(up)).expect("an average of tick prices is a tick price"))
         };
         (avg(self.fast_sum, self.fast), avg(self.slow_sum, self.slow))
     }
