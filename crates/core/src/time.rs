@@ -61,6 +61,55 @@ pub fn push_digits(out: &mut String, value: u64, width: usize) {
     out.extend(digits[start..].iter().map(|&d| char::from(d)));
 }
 
+/// Seconds since the epoch of a stream of instants, the date's calendar arithmetic done once
+/// per UTC date: chrono's `timestamp` decodes the date (year, ordinal, leap years) on every call,
+/// and a backtest asks for millions of bars' instants that share a date a thousand at a time.
+/// The same value as `Timestamp::timestamp`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct EpochSeconds {
+    /// The last date seen and its midnight in seconds since the epoch.
+    day: Option<(chrono::NaiveDate, i64)>,
+}
+
+impl EpochSeconds {
+    #[inline]
+    pub fn of(&mut self, at: &Timestamp) -> i64 {
+        use chrono::Timelike;
+        let naive = at.naive_utc();
+        let midnight = match self.day {
+            Some((date, midnight)) if date == naive.date() => midnight,
+            _ => self.move_to(naive.date()),
+        };
+        midnight + i64::from(naive.time().num_seconds_from_midnight())
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn move_to(&mut self, date: chrono::NaiveDate) -> i64 {
+        let midnight = date.and_time(chrono::NaiveTime::MIN).and_utc().timestamp();
+        self.day = Some((date, midnight));
+        midnight
+    }
+}
+
+/// `at` plus `seconds` (at most a day): within the same UTC date (a minute bar's end, but for
+/// the day's last minute) only the time of day moves, without chrono's date arithmetic.
+#[inline]
+pub fn plus_seconds(at: &Timestamp, seconds: u32) -> Timestamp {
+    use chrono::Timelike;
+    let naive = at.naive_utc();
+    let time = naive.time();
+    let within = time.num_seconds_from_midnight() + seconds;
+    // A leap second (nanoseconds past 10⁹) takes chrono's path, which knows its rules.
+    let moved = (within < 86_400 && time.nanosecond() < 1_000_000_000)
+        .then(|| chrono::NaiveTime::from_num_seconds_from_midnight_opt(within, time.nanosecond()))
+        .flatten();
+    match moved {
+        Some(moved) => naive.date().and_time(moved).and_utc(),
+        None => *at + chrono::TimeDelta::seconds(seconds.into()),
+    }
+}
+
 /// Serde adapter writing a [`Timestamp`] in the contract's format.
 pub mod serde_ts {
     use super::*;
@@ -124,6 +173,28 @@ mod tests {
             out.push(' ');
         }
         assert_eq!(out, format!("07 0 12345 {} 000042 ", u64::MAX));
+    }
+
+    proptest::proptest! {
+        /// Instants in time order, as a run asks for them (dates change now and then, leap
+        /// seconds included), and a jump back to an earlier date.
+        #[test]
+        fn epoch_seconds_and_plus_seconds_match_chrono(
+            start in -2_000_000_000i64..4_000_000_000,
+            steps in proptest::collection::vec((0i64..200_000, 0u32..2_000_000_000, 0u32..=86_400), 1..40),
+        ) {
+            let mut seconds = EpochSeconds::default();
+            let mut at = start;
+            for (step, nanos, plus) in steps {
+                at += step;
+                // Past 10⁹ nanoseconds only at a minute's last second (a leap second).
+                let Some(ts) = chrono::DateTime::from_timestamp(at, nanos) else { continue };
+                proptest::prop_assert_eq!(seconds.of(&ts), ts.timestamp());
+                proptest::prop_assert_eq!(plus_seconds(&ts, plus), ts + chrono::TimeDelta::seconds(plus.into()));
+            }
+            let back = chrono::DateTime::from_timestamp(start - 86_400 * 3, 0).expect("in range");
+            proptest::prop_assert_eq!(seconds.of(&back), back.timestamp());
+        }
     }
 
     #[test]

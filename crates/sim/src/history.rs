@@ -35,29 +35,6 @@ impl SimHistory {
         SimHistory { universe, profile, calendar, day: None, fractions: Vec::new() }
     }
 
-    /// The volume expected by each minute of `date` (the last entry for every minute past the
-    /// day's end).
-    fn expected(&mut self, date: NaiveDate) -> &[f64] {
-        if self.day.as_ref().is_none_or(|(d, _)| *d != date) {
-            let (clock, average) = self.day_volume(date);
-            let same = |c: &DayClock| (c.minutes, c.pre_open, c.open, c.close, c.after_close);
-            let index = match self.fractions.iter().position(|(c, _)| same(c) == same(&clock)) {
-                Some(i) => i,
-                None => {
-                    let table = (0..=clock.minutes).map(|m| expected_cum_fraction(&clock, m)).collect();
-                    self.fractions.push((clock, table));
-                    self.fractions.len() - 1
-                }
-            };
-            // Reuses the previous day's table (no allocation per day).
-            let mut volumes = self.day.take().map(|(_, v)| v).unwrap_or_default();
-            volumes.clear();
-            volumes.extend(self.fractions[index].1.iter().map(|f| average as f64 * f));
-            self.day = Some((date, volumes));
-        }
-        &self.day.as_ref().expect("set above").1
-    }
-
     fn day_volume(&self, date: NaiveDate) -> (DayClock, u64) {
         let previous: Vec<NaiveDate> =
             std::iter::successors(Some(date), |d| Some(self.calendar.previous_trading_day(*d)))
@@ -76,10 +53,27 @@ impl History for SimHistory {
         Some(Price::from_f64_tick(close_of(&self.universe, &self.profile, previous)).to_decimal())
     }
 
-    fn relative_volume(&mut self, date: NaiveDate, minute_of_day: u32, volume: u64) -> Option<f64> {
-        let volumes = self.expected(date);
-        let expected = volumes[(minute_of_day as usize).min(volumes.len() - 1)];
-        (expected >= 1.0).then(|| volume as f64 / expected)
+    /// The average volume × the day clock's expected fraction by each minute (the last entry for
+    /// every minute past the day's end).
+    fn expected_volume(&mut self, date: NaiveDate) -> &[f64] {
+        if self.day.as_ref().is_none_or(|(d, _)| *d != date) {
+            let (clock, average) = self.day_volume(date);
+            let same = |c: &DayClock| (c.minutes, c.pre_open, c.open, c.close, c.after_close);
+            let index = match self.fractions.iter().position(|(c, _)| same(c) == same(&clock)) {
+                Some(i) => i,
+                None => {
+                    let table = (0..=clock.minutes).map(|m| expected_cum_fraction(&clock, m)).collect();
+                    self.fractions.push((clock, table));
+                    self.fractions.len() - 1
+                }
+            };
+            // Reuses the previous day's table (no allocation per day).
+            let mut volumes = self.day.take().map(|(_, v)| v).unwrap_or_default();
+            volumes.clear();
+            volumes.extend(self.fractions[index].1.iter().map(|f| average as f64 * f));
+            self.day = Some((date, volumes));
+        }
+        &self.day.as_ref().expect("set above").1
     }
 
     fn float(&self) -> Option<u64> {

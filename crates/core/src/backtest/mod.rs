@@ -72,15 +72,31 @@ pub const MAX_CURVE_POINTS: usize = 2_000;
 pub trait History {
     /// The last regular-session close before `date`.
     fn prev_close(&mut self, date: NaiveDate) -> Option<Decimal>;
-    /// Time-of-day relative volume at `at` (its New York date and minute of day), with
-    /// `volume` traded so far that date.
-    fn relative_volume(&mut self, date: NaiveDate, minute_of_day: u32, volume: u64) -> Option<f64>;
+    /// The volume expected by each minute of New York `date`, the denominator of time-of-day
+    /// relative volume: entry `m` is the volume expected by minute `m` of the day, the last entry
+    /// standing for every later minute (daily bars: one entry, the day's). Empty when unknown.
+    /// Asked once per date; a run divides by it on every bar.
+    fn expected_volume(&mut self, date: NaiveDate) -> &[f64];
+    /// Time-of-day relative volume at minute `minute_of_day` of New York `date`, with `volume`
+    /// traded so far that date.
+    fn relative_volume(&mut self, date: NaiveDate, minute_of_day: u32, volume: u64) -> Option<f64> {
+        relative_volume_from(self.expected_volume(date), minute_of_day, volume)
+    }
     fn float(&self) -> Option<u64> {
         None
     }
     fn sector(&self) -> Option<String> {
         None
     }
+}
+
+/// Relative volume from a date's [`History::expected_volume`]: `volume` over the volume expected
+/// by `minute_of_day`; unknown where nothing (or less than one share) is expected.
+#[inline]
+pub fn relative_volume_from(expected: &[f64], minute_of_day: u32, volume: u64) -> Option<f64> {
+    let last = expected.len().checked_sub(1)?;
+    let expected = expected[(minute_of_day as usize).min(last)];
+    (expected >= 1.0).then(|| volume as f64 / expected)
 }
 
 /// [`History`] measured from the bars themselves (data imported from a file, say): the previous
@@ -91,7 +107,8 @@ pub struct BarHistory {
     closes: BTreeMap<NaiveDate, Decimal>,
     /// Per date, cumulative volume by minute of day (daily bars: one entry per date).
     cumulative: BTreeMap<NaiveDate, Vec<u64>>,
-    daily: bool,
+    /// The date last asked for and its expected volume by minute.
+    expected: Option<(NaiveDate, Vec<f64>)>,
 }
 
 impl BarHistory {
@@ -113,7 +130,7 @@ impl BarHistory {
                 *slot += bar.volume;
             }
         }
-        BarHistory { closes, cumulative, daily }
+        BarHistory { closes, cumulative, expected: None }
     }
 }
 
@@ -122,14 +139,22 @@ impl History for BarHistory {
         self.closes.range(..date).next_back().map(|(_, c)| *c)
     }
 
-    fn relative_volume(&mut self, date: NaiveDate, minute_of_day: u32, volume: u64) -> Option<f64> {
-        let index = if self.daily { 0 } else { minute_of_day.min(1439) as usize };
-        let previous: Vec<u64> = self.cumulative.range(..date).rev().take(10).map(|(_, v)| v[index]).collect();
-        if previous.is_empty() {
-            return None;
+    /// The average, over the previous (up to 10) dates of the data, of the volume by each minute.
+    fn expected_volume(&mut self, date: NaiveDate) -> &[f64] {
+        if self.expected.as_ref().is_none_or(|(d, _)| *d != date) {
+            // The previous date's table is reused (no allocation per date).
+            let mut table = self.expected.take().map(|(_, t)| t).unwrap_or_default();
+            table.clear();
+            let previous: Vec<&Vec<u64>> = self.cumulative.range(..date).rev().take(10).map(|(_, v)| v).collect();
+            if let Some(first) = previous.first() {
+                let n = previous.len() as f64;
+                table.extend(
+                    (0..first.len()).map(|m| previous.iter().map(|by_minute| by_minute[m]).sum::<u64>() as f64 / n),
+                );
+            }
+            self.expected = Some((date, table));
         }
-        let expected = previous.iter().sum::<u64>() as f64 / previous.len() as f64;
-        (expected >= 1.0).then(|| volume as f64 / expected)
+        &self.expected.as_ref().expect("set above").1
     }
 }
 
@@ -235,33 +260,10 @@ fn strategy_for(spec: &BacktestSpec) -> Option<Box<dyn Strategy>> {
 }
 
 /// When the engine sees a bar: at its end (`start`: the bar's start in seconds since the epoch).
-fn bar_end(bar: &Bar, start: i64, timeframe: Timeframe, day: &mut NyDay, utc: &mut UtcDay) -> Timestamp {
+fn bar_end(bar: &Bar, start: i64, timeframe: Timeframe, day: &mut NyDay) -> Timestamp {
     match timeframe {
-        Timeframe::Minute => utc.at(start + 60, bar.start.timestamp_subsec_nanos()).unwrap_or(bar.start),
+        Timeframe::Minute => crate::time::plus_seconds(&bar.start, 60),
         Timeframe::Day => ny_instant(day.locate_seconds(start).0, (16, 0)).max(bar.start),
-    }
-}
-
-/// Instants from seconds since the epoch, the UTC date cached (a minute bar's end is made once
-/// per bar; the calendar arithmetic of a date, once per day).
-#[derive(Default)]
-struct UtcDay {
-    day: Option<(i64, NaiveDate)>,
-}
-
-impl UtcDay {
-    fn at(&mut self, seconds: i64, nanos: u32) -> Option<Timestamp> {
-        let (number, within) = (seconds.div_euclid(86_400), seconds.rem_euclid(86_400));
-        let date = match self.day {
-            Some((n, date)) if n == number => date,
-            _ => {
-                let date = Timestamp::from_timestamp(number * 86_400, 0)?.date_naive();
-                self.day = Some((number, date));
-                date
-            }
-        };
-        let time = chrono::NaiveTime::from_num_seconds_from_midnight_opt(within as u32, nanos)?;
-        Some(date.and_time(time).and_utc())
     }
 }
 
@@ -362,16 +364,17 @@ pub fn run(
     let mut next_kept = curve_index(1, bars.len(), kept);
     let mut day = NyDay::default();
     let mut end_day = NyDay::default();
-    let mut utc = UtcDay::default();
+    let mut epoch = crate::time::EpochSeconds::default();
     let first_date = day.date_of(first.start);
     let mut date = Some(first_date);
     let mut prev_close = history.prev_close(first_date).unwrap_or(Decimal::ZERO);
+    let mut expected_volume = history.expected_volume(first_date).to_vec();
     let mut volume: u64 = early.iter().filter(|b| day.date_of(b.start) == first_date).map(|b| b.volume).sum();
     let (step, mut next_progress) = ((bars.len() / 100).max(1), 0);
     // Equity after the last bar, and the engine's equity version then (see the loop).
     let (mut equity, mut equity_version) = (spec.initial_cash, u64::MAX);
     for (i, bar) in bars.iter().enumerate() {
-        let start = bar.start.timestamp();
+        let start = epoch.of(&bar.start);
         let (today, minute) = day.locate_seconds(start);
         if date != Some(today) {
             if date.is_some() {
@@ -381,6 +384,8 @@ pub fn run(
             date = Some(today);
             volume = 0;
             prev_close = history.prev_close(today).unwrap_or(Decimal::ZERO);
+            expected_volume.clear();
+            expected_volume.extend_from_slice(history.expected_volume(today));
         }
         if run.broker.has_working() {
             let open = match spec.timeframe {
@@ -391,8 +396,8 @@ pub fn run(
             run.fills(reports, bar, open);
         }
         volume += bar.volume;
-        let now = bar_end(bar, start, spec.timeframe, &mut end_day, &mut utc);
-        let relative_volume = history.relative_volume(today, minute + 1, volume);
+        let now = bar_end(bar, start, spec.timeframe, &mut end_day);
+        let relative_volume = relative_volume_from(&expected_volume, minute + 1, volume);
         let event = Event::Bar { symbol: symbol.clone(), bar: *bar, prev_close, relative_volume };
         let fx = run.engine.handle(event, now);
         let fx_applied = !fx.is_empty();
@@ -420,7 +425,7 @@ pub fn run(
     }
     // Close what is open at the last bar's close.
     let last = bars.last().expect("not empty");
-    let now = bar_end(last, last.start.timestamp(), spec.timeframe, &mut end_day, &mut utc);
+    let now = bar_end(last, last.start.timestamp(), spec.timeframe, &mut end_day);
     let working: Vec<_> =
         run.engine.orders.values().filter(|o| o.status.is_cancellable()).map(|o| o.client_order_id.clone()).collect();
     for id in working {

@@ -203,13 +203,21 @@ fn bar_history_measures_previous_close_and_relative_volume() {
         volume,
     };
     // 15:00Z is 10:00 New York, 21:00Z is 16:00 (after the close: not the day's close).
-    let bars = [day(2, 15, 100, "10"), day(2, 21, 50, "11"), day(3, 15, 300, "12")];
+    let bars = [day(2, 15, 100, "10"), day(2, 21, 50, "11"), day(3, 15, 300, "12"), day(4, 15, 10, "13")];
     let mut h = BarHistory::new(&bars, Timeframe::Minute);
     let march = |d| NaiveDate::from_ymd_opt(2026, 3, d).unwrap();
     assert_eq!(h.prev_close(march(3)), Some(d("10")));
     assert_eq!(h.prev_close(march(2)), None);
     assert_eq!(h.relative_volume(march(2), 600, 100), None, "no earlier day");
     assert_eq!(h.relative_volume(march(3), 601, 300), Some(3.0), "100 by 10:01 the day before");
+    assert_eq!(h.relative_volume(march(3), 599, 300), None, "nothing by 09:59 the day before");
+    // March 4: by 10:01, (100 + 300) / 2 expected; by the day's end (and past it), (150 + 300) / 2.
+    assert_eq!(h.relative_volume(march(4), 601, 100), Some(0.5));
+    assert_eq!(h.expected_volume(march(4)).len(), 1440);
+    assert_eq!(h.relative_volume(march(4), 5000, 450), Some(2.0));
+    assert_eq!(h.relative_volume(march(3), 601, 300), Some(3.0), "an earlier date asked again");
+    let mut daily = BarHistory::new(&bars, Timeframe::Day);
+    assert_eq!(daily.expected_volume(march(4)), [(150.0 + 300.0) / 2.0], "daily bars: the day's volume");
 }
 
 #[test]

@@ -237,6 +237,8 @@ pub struct Engine {
     session: Option<(NaiveDate, i64, i64)>,
     /// The New York date of the events (cached bounds: no time-zone conversion per event).
     ny_day: crate::calendar::NyDay,
+    /// Seconds since the epoch of the events' instants (the UTC date's arithmetic once a day).
+    epoch: crate::time::EpochSeconds,
     /// Whether the daily loss limit must be checked on the next bar whatever its symbol: set by
     /// every event but a bar (fills, commands and marks move cash, positions and limits), cleared
     /// by a check. A bar only moves its own symbol's mark, so a bar of a symbol with no open
@@ -282,9 +284,14 @@ fn buying_power_of(
     market: &BTreeMap<Symbol, SymbolMarket>,
     positions: &BTreeMap<Symbol, Position>,
 ) -> Decimal {
+    let available = if cash.is_sign_negative() { Decimal::ZERO } else { cash };
+    // The common case of a bar (no order at all) without setting up an iteration.
+    if orders.is_empty() {
+        return available;
+    }
     let mut working_buys = orders.values().filter(|o| !o.status.is_final() && o.side == Side::Buy).peekable();
     if working_buys.peek().is_none() {
-        return if cash.is_sign_negative() { Decimal::ZERO } else { cash };
+        return available;
     }
     let reserved: Decimal = working_buys
         .map(|o| {
@@ -319,6 +326,7 @@ impl Engine {
             sequence: 0,
             session: None,
             ny_day: Default::default(),
+            epoch: Default::default(),
             check_due: true,
             open_at_check: 0,
             checked_equity: cash,
@@ -335,7 +343,7 @@ impl Engine {
     /// The one entry point.
     pub fn handle(&mut self, event: Event, now: Timestamp) -> Vec<Effect> {
         let mut fx = Vec::new();
-        let seconds = now.timestamp();
+        let seconds = self.epoch.of(&now);
         let (date, _) = self.ny_day.locate_seconds(seconds);
         self.roll_day(date, &mut fx);
         if !matches!(event, Event::Bar { .. }) {
