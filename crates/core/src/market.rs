@@ -37,6 +37,46 @@ impl Price {
         Decimal::new(self.0, 4).normalize()
     }
 
+    /// Appends the price as it displays (decision sentences quote prices on every order of a
+    /// backtest, where the format machinery would be most of their cost).
+    pub fn push_to(self, out: &mut String) {
+        out.push_str(self.text(&mut [0; 24]));
+    }
+
+    /// The price's decimal text (no trailing zeros), written from the end of `buf`.
+    fn text(self, buf: &mut [u8; 24]) -> &str {
+        let ticks = self.0.unsigned_abs();
+        let (mut whole, mut fraction) = (ticks / Self::SCALE as u64, ticks % Self::SCALE as u64);
+        let mut at = buf.len();
+        let mut put = |byte: u8| {
+            at -= 1;
+            buf[at] = byte;
+        };
+        if fraction != 0 {
+            let mut digits = 4;
+            while fraction % 10 == 0 {
+                fraction /= 10;
+                digits -= 1;
+            }
+            for _ in 0..digits {
+                put(b'0' + (fraction % 10) as u8);
+                fraction /= 10;
+            }
+            put(b'.');
+        }
+        loop {
+            put(b'0' + (whole % 10) as u8);
+            whole /= 10;
+            if whole == 0 {
+                break;
+            }
+        }
+        if self.0 < 0 {
+            put(b'-');
+        }
+        std::str::from_utf8(&buf[at..]).expect("ASCII digits")
+    }
+
     /// The price as a decimal if it has at most 4 decimal places.
     pub fn from_decimal(value: Decimal) -> Option<Price> {
         let scaled = value.checked_mul(Decimal::from(Self::SCALE))?;
@@ -47,18 +87,7 @@ impl Price {
 /// As [`Price::to_decimal`] displays (no trailing zeros), from the integer.
 impl fmt::Display for Price {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let sign = if self.0 < 0 { "-" } else { "" };
-        let ticks = self.0.unsigned_abs();
-        let (whole, mut fraction) = (ticks / Self::SCALE as u64, ticks % Self::SCALE as u64);
-        if fraction == 0 {
-            return write!(f, "{sign}{whole}");
-        }
-        let mut digits = 4;
-        while fraction % 10 == 0 {
-            fraction /= 10;
-            digits -= 1;
-        }
-        write!(f, "{sign}{whole}.{fraction:0digits$}")
+        f.write_str(self.text(&mut [0; 24]))
     }
 }
 
@@ -175,6 +204,9 @@ mod tests {
         fn prices_display_as_their_decimal(ticks in proptest::prelude::any::<i64>()) {
             let p = Price(ticks);
             proptest::prop_assert_eq!(p.to_string(), p.to_decimal().to_string());
+            let mut pushed = String::from("at ");
+            p.push_to(&mut pushed);
+            proptest::prop_assert_eq!(pushed, format!("at {}", p.to_decimal()));
         }
     }
 

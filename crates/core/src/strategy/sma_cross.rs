@@ -15,9 +15,11 @@ use super::{Decision, Strategy, StrategyContext};
 use crate::market::{Bar, Price};
 use crate::risk::MARKET_BUY_BUFFER;
 use crate::settings::StrategyAllocatorSettings;
+use crate::time::push_digits;
 use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::Decimal;
 use std::cmp::Ordering;
+use std::fmt::Write;
 
 pub const ID: &str = "sma_cross";
 pub const VERSION: &str = "1.0.0";
@@ -90,6 +92,29 @@ impl SmaCross {
         (self.seen >= slow).then(|| (self.fast_sum * slow as i128).cmp(&(self.slow_sum * fast as i128)))
     }
 
+    /// `SMA(10) 2.1 crossed above SMA(20) 2.05 at 2.11; `: the start of a decision's sentence,
+    /// written piece by piece (there is one per order of a backtest, and `format!` would be most
+    /// of the decision's cost).
+    fn cross(&self, direction: &str, close: Price) -> String {
+        let (fast, slow) = self.averages();
+        let average = |text: &mut String, window: usize, value: Price| {
+            text.push_str("SMA(");
+            push_digits(text, window as u64, 1);
+            text.push_str(") ");
+            value.push_to(text);
+        };
+        let mut text = String::with_capacity(128);
+        average(&mut text, self.fast, fast);
+        text.push_str(" crossed ");
+        text.push_str(direction);
+        text.push(' ');
+        average(&mut text, self.slow, slow);
+        text.push_str(" at ");
+        close.push_to(&mut text);
+        text.push_str("; ");
+        text
+    }
+
     /// The two averages for a sentence, to the tick (half to even, as `Decimal::round_dp`).
     fn averages(&self) -> (Price, Price) {
         let avg = |sum: i128, n: usize| {
@@ -124,28 +149,23 @@ impl Strategy for SmaCross {
         }
         match (before, now) {
             (Ordering::Less, Ordering::Greater) if ctx.position == 0 => {
-                let (fast, slow) = self.averages();
-                let close = bar.close;
                 let quantity =
-                    (ctx.buying_power / (close.to_decimal() * MARKET_BUY_BUFFER)).floor().to_u64().unwrap_or(0);
+                    (ctx.buying_power / (bar.close.to_decimal() * MARKET_BUY_BUFFER)).floor().to_u64().unwrap_or(0);
                 if quantity == 0 {
                     return Vec::new();
                 }
-                let text = format!(
-                    "SMA({}) {fast} crossed above SMA({}) {slow} at {close}; buying {quantity} shares with ${} of buying power.",
-                    self.fast,
-                    self.slow,
-                    ctx.buying_power.round_dp(2)
-                );
+                let mut text = self.cross("above", bar.close);
+                text.push_str("buying ");
+                push_digits(&mut text, quantity, 1);
+                // The buying power as `Decimal` displays it (its scale kept).
+                let _ = write!(text, " shares with ${} of buying power.", ctx.buying_power.round_dp(2));
                 vec![Decision::Buy { quantity, rule: "SMA_CROSS_ABOVE", text }]
             }
             (Ordering::Greater, Ordering::Less) if ctx.position > 0 => {
-                let (fast, slow) = self.averages();
-                let close = bar.close;
-                let text = format!(
-                    "SMA({}) {fast} crossed below SMA({}) {slow} at {close}; selling all {} shares.",
-                    self.fast, self.slow, ctx.position
-                );
+                let mut text = self.cross("below", bar.close);
+                text.push_str("selling all ");
+                push_digits(&mut text, ctx.position, 1);
+                text.push_str(" shares.");
                 vec![Decision::Exit { quantity: ctx.position, rule: "SMA_CROSS_BELOW", text }]
             }
             _ => Vec::new(),
@@ -225,8 +245,15 @@ mod tests {
         assert_eq!(rules, vec![(4, "SMA_CROSS_ABOVE"), (6, "SMA_CROSS_BELOW"), (8, "SMA_CROSS_ABOVE")]);
         assert!(matches!(out[1].1, Decision::Exit { quantity: 88, .. }));
         assert!(matches!(out[2].1, Decision::Buy { quantity: 74, .. }));
-        let Decision::Buy { text, .. } = &out[0].1 else { panic!() };
-        assert!(text.contains("SMA(2) 10 crossed above SMA(3) 9.3333"), "{text}");
+        let sentences: Vec<&str> = out.iter().map(|(_, d)| d.text()).collect();
+        assert_eq!(
+            sentences,
+            [
+                "SMA(2) 10 crossed above SMA(3) 9.3333 at 11; buying 88 shares with $1000 of buying power.",
+                "SMA(2) 10.5 crossed below SMA(3) 10.6667 at 9; selling all 88 shares.",
+                "SMA(2) 12.5 crossed above SMA(3) 11.3333 at 13; buying 74 shares with $1000 of buying power.",
+            ]
+        );
     }
 
     #[test]
