@@ -9,6 +9,7 @@ use crate::profile::{expected_cum_fraction, DayClock};
 use crate::universe::{SymbolProfile, Universe};
 use chrono::NaiveDate;
 use rust_decimal::Decimal;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use tradeops_core::backtest::History;
 use tradeops_core::calendar::MarketCalendar;
@@ -28,29 +29,44 @@ pub struct SimHistory {
     /// clock (a run meets two or three: standard time, daylight time, the changeover days),
     /// computed once rather than once per bar.
     fractions: Vec<(DayClock, Vec<f64>)>,
+    /// The previous close last asked for, by date (a run asks again for each trade of the day).
+    prev_close: Option<(NaiveDate, Decimal)>,
+    /// Each trading day's volume, once computed (every date's average reads the ten before it).
+    volumes: BTreeMap<NaiveDate, u64>,
 }
 
 impl SimHistory {
     pub fn new(universe: Arc<Universe>, profile: SymbolProfile, calendar: MarketCalendar) -> SimHistory {
-        SimHistory { universe, profile, calendar, day: None, fractions: Vec::new() }
+        let (day, prev_close, volumes) = (None, None, BTreeMap::new());
+        SimHistory { universe, profile, calendar, day, fractions: Vec::new(), prev_close, volumes }
     }
 
-    fn day_volume(&self, date: NaiveDate) -> (DayClock, u64) {
+    fn day_volume(&mut self, date: NaiveDate) -> (DayClock, u64) {
         let previous: Vec<NaiveDate> =
             std::iter::successors(Some(date), |d| Some(self.calendar.previous_trading_day(*d)))
                 .skip(1)
                 .take(AVERAGE_VOLUME_DAYS)
                 .collect();
-        let average = previous.iter().map(|d| daily_volume(&self.universe, &self.profile, *d)).sum::<u64>()
-            / previous.len().max(1) as u64;
-        (DayClock::for_date(date), average)
+        let (universe, profile) = (&self.universe, &self.profile);
+        let mut total = 0;
+        for d in &previous {
+            total += *self.volumes.entry(*d).or_insert_with(|| daily_volume(universe, profile, *d));
+        }
+        (DayClock::for_date(date), total / previous.len().max(1) as u64)
     }
 }
 
 impl History for SimHistory {
     fn prev_close(&mut self, date: NaiveDate) -> Option<Decimal> {
+        if let Some((d, close)) = self.prev_close {
+            if d == date {
+                return Some(close);
+            }
+        }
         let previous = self.calendar.previous_trading_day(date);
-        Some(Price::from_f64_tick(close_of(&self.universe, &self.profile, previous)).to_decimal())
+        let close = Price::from_f64_tick(close_of(&self.universe, &self.profile, previous)).to_decimal();
+        self.prev_close = Some((date, close));
+        Some(close)
     }
 
     /// The average volume × the day clock's expected fraction by each minute (the last entry for
