@@ -33,19 +33,31 @@ pub fn from_epoch_ms(ms: i64) -> Timestamp {
 /// of their cost.
 pub fn push_compact_utc(out: &mut String, at: &Timestamp, separator: &str) {
     use chrono::{Datelike, Timelike};
-    let year = u64::try_from(at.year()).unwrap_or(0);
-    push_digits(out, year, 4);
-    push_digits(out, at.month().into(), 2);
-    push_digits(out, at.day().into(), 2);
+    // The UTC fields as stored (`DateTime`'s own accessors convert to local time on each call).
+    let (date, time) = (at.naive_utc().date(), at.naive_utc().time());
+    let year = u64::try_from(date.year()).unwrap_or(0);
+    if year > 9999 {
+        push_digits(out, year, 4);
+    } else {
+        push_pairs(out, [year / 100, year % 100]);
+    }
+    push_pairs(out, [date.month().into(), date.day().into()]);
     out.push_str(separator);
-    push_digits(out, at.hour().into(), 2);
-    push_digits(out, at.minute().into(), 2);
-    push_digits(out, at.second().into(), 2);
+    push_pairs(out, [time.hour().into(), time.minute().into(), time.second().into()]);
+}
+
+/// Appends each value (below 100) as two digits.
+fn push_pairs<const N: usize>(out: &mut String, values: [u64; N]) {
+    for value in values {
+        out.push(char::from(b'0' + (value / 10) as u8));
+        out.push(char::from(b'0' + (value % 10) as u8));
+    }
 }
 
 /// Appends `value` in decimal, zero-padded to at least `width` digits.
 pub fn push_digits(out: &mut String, value: u64, width: usize) {
-    let mut digits = [0u8; 20];
+    // Written from the end of a buffer of zeros, so the padding is already there.
+    let mut digits = [b'0'; 20];
     let (mut rest, mut start) = (value, digits.len());
     loop {
         start -= 1;
@@ -55,9 +67,10 @@ pub fn push_digits(out: &mut String, value: u64, width: usize) {
             break;
         }
     }
-    for _ in (digits.len() - start)..width {
+    for _ in digits.len()..width {
         out.push('0');
     }
+    let start = start.min(digits.len().saturating_sub(width));
     out.extend(digits[start..].iter().map(|&d| char::from(d)));
 }
 
@@ -161,18 +174,19 @@ mod tests {
 
     #[test]
     fn compact_times_and_digits_match_chrono_and_std_formatting() {
-        for text in ["2026-11-21T09:03:05.123Z", "0999-01-02T23:59:59Z", "2026-12-31T00:00:00Z"] {
+        for text in ["2026-11-21T09:03:05.123Z", "0999-01-02T23:59:59Z", "2026-12-31T00:00:00Z", "0000-03-01T00:00:09Z"]
+        {
             let ts = parse_ts(text).unwrap();
             let mut out = String::from("x-");
             push_compact_utc(&mut out, &ts, "T");
             assert_eq!(out, format!("x-{}", ts.format("%Y%m%dT%H%M%S")));
         }
         let mut out = String::new();
-        for (value, width) in [(7, 2), (0, 1), (12_345, 2), (u64::MAX, 1), (42, 6)] {
+        for (value, width) in [(7, 2), (0, 1), (12_345, 2), (u64::MAX, 1), (42, 6), (0, 3), (42, 22), (7, 0)] {
             push_digits(&mut out, value, width);
             out.push(' ');
         }
-        assert_eq!(out, format!("07 0 12345 {} 000042 ", u64::MAX));
+        assert_eq!(out, format!("07 0 12345 {} 000042 000 {:022} 7 ", u64::MAX, 42));
     }
 
     proptest::proptest! {

@@ -635,8 +635,9 @@ impl Engine {
             limit_price,
             stop_price,
         };
-        let recent: Vec<RecentOrder> = self.recent.iter().cloned().collect();
-        match crate::risk::check(&intent, &self.snapshot(symbol, &id, &recent, now), now) {
+        // The recent orders as one slice, read in place.
+        self.recent.make_contiguous();
+        match crate::risk::check(&intent, &self.snapshot(symbol, &id, self.recent.as_slices().0, now), now) {
             crate::risk::Verdict::Approved => {}
             crate::risk::Verdict::Refused(refusal) => {
                 if let Refusal::Risk(r) = &refusal {
