@@ -6,7 +6,7 @@ use crate::time::Timestamp;
 /// One report from the execution broker.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum BrokerReport {
-    Accepted { client_order_id: ClientOrderId, broker_order_id: String, at: Timestamp },
+    Accepted { client_order_id: ClientOrderId, broker_order_id: std::sync::Arc<str>, at: Timestamp },
     Filled { client_order_id: ClientOrderId, execution: Execution },
     Canceled { client_order_id: ClientOrderId, at: Timestamp },
     CancelRejected { client_order_id: ClientOrderId, reason: String, at: Timestamp },

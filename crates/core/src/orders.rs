@@ -19,6 +19,7 @@ use crate::time::Timestamp;
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use std::fmt;
+use std::sync::Arc;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
@@ -138,7 +139,7 @@ impl<'de> Deserialize<'de> for ClientOrderId {
 /// One fill of an order.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Execution {
-    pub execution_id: String,
+    pub execution_id: Arc<str>,
     #[serde(with = "crate::time::serde_ts")]
     pub timestamp: Timestamp,
     pub quantity: u64,
@@ -153,7 +154,7 @@ pub struct Execution {
 pub enum OrderEvent {
     /// The broker acknowledged it.
     Accepted {
-        broker_order_id: String,
+        broker_order_id: Arc<str>,
     },
     Filled(Execution),
     /// We asked the broker to cancel.
@@ -197,7 +198,7 @@ pub enum OrderError {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Order {
     pub client_order_id: ClientOrderId,
-    pub broker_order_id: Option<String>,
+    pub broker_order_id: Option<Arc<str>>,
     pub symbol: Symbol,
     pub side: Side,
     pub order_type: OrderType,
@@ -212,8 +213,8 @@ pub struct Order {
     pub fees: Decimal,
     pub executions: Vec<Execution>,
     /// Why it was placed (strategy rule or operator's words).
-    pub reason: Option<String>,
-    pub strategy_id: Option<String>,
+    pub reason: Option<Arc<str>>,
+    pub strategy_id: Option<Arc<str>>,
     /// The protective stop the strategy planned for an entry (what one R of risk is measured
     /// from); not an order at the broker.
     pub stop_loss: Option<Decimal>,
@@ -297,7 +298,7 @@ impl Order {
                     return Err(OrderError::InvalidFill);
                 }
                 if self.executions.iter().any(|e| e.execution_id == exec.execution_id) {
-                    return Err(OrderError::DuplicateExecution(exec.execution_id.clone()));
+                    return Err(OrderError::DuplicateExecution(exec.execution_id.to_string()));
                 }
                 if matches!(from, Filled | Rejected) || exec.quantity > self.remaining() {
                     return Err(OrderError::Overfill {

@@ -157,7 +157,7 @@ pub struct TradeDetail {
 /// The rule and sentence an order carries in its `reason`: a strategy order's reason is
 /// `RULE: sentence`; operator orders are named by what made them.
 pub fn explain(order: &Order) -> Explanation {
-    let reason = order.reason.clone().unwrap_or_default();
+    let reason = order.reason.as_deref().unwrap_or_default();
     if order.strategy_id.is_some() {
         if let Some((rule, text)) = reason.split_once(": ") {
             return Explanation { rule: rule.to_string(), text: text.to_string() };
@@ -187,7 +187,7 @@ pub fn explain(order: &Order) -> Explanation {
 pub const END_OF_DATA_REASON: &str = "end of backtest data";
 
 struct OpenTrade {
-    strategy_id: Option<String>,
+    strategy_id: Option<std::sync::Arc<str>>,
     entry_time: Timestamp,
     position: u64,
     max_position: u64,
@@ -400,7 +400,7 @@ impl TradeBuilder {
         Trade {
             trade_id: trade_id(symbol, &open.entry_time),
             symbol: symbol.clone(),
-            strategy_id: open.strategy_id,
+            strategy_id: open.strategy_id.as_deref().map(str::to_string),
             entry_time: open.entry_time,
             exit_time,
             gross_pnl: gross,
@@ -580,14 +580,14 @@ mod tests {
             t(at),
         );
         o.reason = Some(reason.into());
-        o.strategy_id = strategy.map(str::to_string);
+        o.strategy_id = strategy.map(Into::into);
         o
     }
 
     fn fill(o: &mut Order, quantity: u64, price: &str, at: i64) {
         let n = o.executions.len();
         let execution = Execution {
-            execution_id: format!("{}-x{n}", o.client_order_id),
+            execution_id: format!("{}-x{n}", o.client_order_id).into(),
             timestamp: t(at),
             quantity,
             price: d(price),

@@ -50,7 +50,7 @@ fn main() {
                 now,
             );
             broker.submit(&o, now);
-            o.apply(OrderEvent::Accepted { broker_order_id: format!("b-{i}") }, now).expect("ack applies");
+            o.apply(OrderEvent::Accepted { broker_order_id: format!("b-{i}").into() }, now).expect("ack applies");
             engine.orders.insert(id, o);
         }
         broker.advance(now + chrono::Duration::seconds(1));

@@ -64,7 +64,7 @@ struct Working {
     limit: Option<Price>,
     stop: Option<Price>,
     remaining: u64,
-    broker_order_id: String,
+    broker_order_id: std::sync::Arc<str>,
     /// When the ack is (or was) due.
     ack_at: Timestamp,
     /// Set when the ack has been delivered; only then does the order match.
@@ -192,7 +192,7 @@ impl PaperBroker {
                     limit,
                     stop,
                     remaining: order.quantity.saturating_sub(order.filled_quantity),
-                    broker_order_id: format!("PB-{}{}", self.id_prefix, self.orders_taken),
+                    broker_order_id: format!("PB-{}{}", self.id_prefix, self.orders_taken).into(),
                     ack_at: at,
                     acked_at: None,
                     triggered_at: None,
@@ -263,7 +263,7 @@ impl PaperBroker {
                 reports.push(BrokerReport::Filled {
                     client_order_id: id.clone(),
                     execution: Execution {
-                        execution_id: format!("P-{}{}", self.id_prefix, self.executions),
+                        execution_id: format!("P-{}{}", self.id_prefix, self.executions).into(),
                         timestamp: update.at,
                         quantity,
                         price: price.to_decimal(),
@@ -569,7 +569,7 @@ mod tests {
         let reports = broker.on_market(&update(&s, 60, "10.00", quote("9.99", "10.00", 1_000), None));
         assert_eq!(fills(&reports), vec![("b1".into(), 100, dec("10.01")), ("s1".into(), 100, dec("9.99"))]);
         let BrokerReport::Filled { execution, .. } = &reports[0] else { panic!("{reports:?}") };
-        assert_eq!((execution.execution_id.as_str(), execution.timestamp, execution.fee), ("P-1", t(60), dec("0.5")));
+        assert_eq!((&*execution.execution_id, execution.timestamp, execution.fee), ("P-1", t(60), dec("0.5")));
         assert!(broker.open_orders().is_empty());
 
         // 5 bps of $4.00 is 0.2 cent: rounds to nothing; no slippage configured means the quote.

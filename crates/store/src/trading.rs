@@ -341,7 +341,7 @@ async fn save_order_in(
              filled_notional = $12, fees = $13, reject_reason = $16, updated_at = $20"
         )))
         .bind(o.client_order_id.as_str())
-        .bind(&o.broker_order_id)
+        .bind(o.broker_order_id.as_deref())
         .bind(o.symbol.as_str())
         .bind(o.side.as_str())
         .bind(enum_text(&o.order_type))
@@ -353,8 +353,8 @@ async fn save_order_in(
         .bind(o.filled_quantity as i64)
         .bind(o.filled_notional.to_string())
         .bind(o.fees.to_string())
-        .bind(&o.reason)
-        .bind(&o.strategy_id)
+        .bind(o.reason.as_deref())
+        .bind(o.strategy_id.as_deref())
         .bind(&o.reject_reason)
         .bind(mode)
         .bind(trading_date)
@@ -368,7 +368,7 @@ async fn save_order_in(
                 "INSERT INTO executions (execution_id, client_order_id, ts, quantity, price, fee) VALUES ($1, $2, $3, $4, $5, $6) \
                  ON CONFLICT (execution_id) DO NOTHING",
             )
-            .bind(&e.execution_id)
+            .bind(&*e.execution_id)
             .bind(o.client_order_id.as_str())
             .bind(to_epoch_ms(&e.timestamp))
             .bind(e.quantity as i64)

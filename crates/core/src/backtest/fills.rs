@@ -74,7 +74,7 @@ impl BarBroker {
     pub fn submit(&mut self, order: &Order, bar: &Bar, now: Timestamp) -> Vec<BrokerReport> {
         let mut reports = vec![BrokerReport::Accepted {
             client_order_id: order.client_order_id.clone(),
-            broker_order_id: ["bt-", order.client_order_id.as_str()].concat(),
+            broker_order_id: ["bt-", order.client_order_id.as_str()].concat().into(),
             at: now,
         }];
         let tick = |d: Option<Decimal>| d.and_then(Price::from_decimal);
@@ -157,7 +157,7 @@ impl BarBroker {
                 execution_id: {
                     let mut id = String::from("bt-x");
                     crate::time::push_digits(&mut id, self.executions, 1);
-                    id
+                    id.into()
                 },
                 timestamp: at,
                 quantity: w.quantity,

@@ -168,7 +168,7 @@ impl Engine {
                     m.quantity,
                     m.limit_price,
                     m.stop_price,
-                    m.reason,
+                    m.reason.map(Into::into),
                     None,
                     now,
                     fx,
@@ -205,7 +205,7 @@ impl Engine {
                 }
                 self.ensure_open(now)?;
                 let reason = Some(format!("manual close of {quantity} {symbol}"));
-                let id = self.sell_at_market(&symbol, quantity, reason, None, now, fx)?;
+                let id = self.sell_at_market(&symbol, quantity, reason.map(Into::into), None, now, fx)?;
                 if let Some(slot) = self.slots.get_mut(&symbol) {
                     slot.exit_orders.insert(id.clone());
                 }

@@ -26,6 +26,7 @@ use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::Decimal;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
 
 pub use commands::{Command, CommandError, ManualOrder, Reply, LIQUIDATION_REASON};
 
@@ -617,8 +618,8 @@ impl Engine {
         quantity: u64,
         limit_price: Option<Decimal>,
         stop_price: Option<Decimal>,
-        reason: Option<String>,
-        strategy_id: Option<String>,
+        reason: Option<Arc<str>>,
+        strategy_id: Option<Arc<str>>,
         now: Timestamp,
         fx: &mut Vec<Effect>,
     ) -> Result<ClientOrderId, Refusal> {
@@ -680,8 +681,8 @@ impl Engine {
         &mut self,
         symbol: &Symbol,
         quantity: u64,
-        reason: Option<String>,
-        strategy_id: Option<String>,
+        reason: Option<Arc<str>>,
+        strategy_id: Option<Arc<str>>,
         now: Timestamp,
         fx: &mut Vec<Effect>,
     ) -> Result<ClientOrderId, Refusal> {

@@ -7,6 +7,7 @@ use crate::risk::TradingState;
 use crate::strategy::{Decision, StrategyContext};
 use crate::symbol::Symbol;
 use crate::time::Timestamp;
+use std::sync::Arc;
 
 /// The regular open and close of the exchange session of a New York date (09:30–16:00; NYSE
 /// early closes at 13:00). Strategies time their day by the exchange session whatever the
@@ -100,7 +101,7 @@ impl Engine {
         if let Some(slot) = self.slots.get_mut(symbol) {
             slot.last_rule = Some((rule, text.clone()));
         }
-        let reason = Some([rule, ": ", &text].concat());
+        let reason = Some(Arc::from([rule, ": ", &text].concat()));
         match decision {
             Decision::Enter { quantity, stop_price, limit_price, stop_loss, .. } => {
                 let placed = self.place(
@@ -113,7 +114,7 @@ impl Engine {
                     Some(limit_price),
                     Some(stop_price),
                     reason,
-                    Some(strategy_id.to_string()),
+                    Some(Arc::from(strategy_id)),
                     now,
                     fx,
                 );
@@ -131,7 +132,7 @@ impl Engine {
             }
             Decision::Buy { quantity, .. } => {
                 let (kind, tif) = (OrderType::Market, TimeInForce::Day);
-                let strategy = Some(strategy_id.to_string());
+                let strategy = Some(Arc::from(strategy_id));
                 let placed =
                     self.place(None, symbol, Side::Buy, kind, tif, quantity, None, None, reason, strategy, now, fx);
                 if let Ok(id) = placed {
@@ -142,7 +143,7 @@ impl Engine {
                 }
             }
             Decision::Exit { quantity, .. } => {
-                let placed = self.sell_at_market(symbol, quantity, reason, Some(strategy_id.to_string()), now, fx);
+                let placed = self.sell_at_market(symbol, quantity, reason, Some(Arc::from(strategy_id)), now, fx);
                 if let Ok(id) = placed {
                     if let Some(slot) = self.slots.get_mut(symbol) {
                         slot.exit_orders.insert(id);

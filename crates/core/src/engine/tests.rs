@@ -100,7 +100,7 @@ fn fill(e: &mut Engine, order: &Order, exec: &str, qty: u64, cents: i64) -> Vec<
     let mut fx = e.handle(
         Event::Broker(BrokerReport::Accepted {
             client_order_id: id.clone(),
-            broker_order_id: format!("b-{exec}"),
+            broker_order_id: format!("b-{exec}").into(),
             at: t(NOW),
         }),
         t(NOW),
@@ -405,29 +405,32 @@ fn momentum_breakout_enters_scales_out_and_stops_out_through_the_engine() {
     let mut decisions = Vec::new();
     let mut statuses = Vec::new();
     let mut exec = 0;
-    let mut fill_all =
-        |e: &mut Engine, fx: &[Effect], price: i64, at: Timestamp, statuses: &mut Vec<StrategyStatus>| {
-            for order in submitted(fx) {
-                exec += 1;
-                let id = order.client_order_id.clone();
-                let ack =
-                    BrokerReport::Accepted { client_order_id: id.clone(), broker_order_id: format!("b{exec}"), at };
-                let execution = Execution {
-                    execution_id: format!("x{exec}"),
-                    timestamp: at,
-                    quantity: order.quantity,
-                    price: d(price),
-                    fee: Decimal::ZERO,
-                };
-                let mut fx = e.handle(Event::Broker(ack), at);
-                fx.extend(e.handle(Event::Broker(BrokerReport::Filled { client_order_id: id, execution }), at));
-                for f in fx {
-                    if let Effect::WatchUpdated { status, .. } = f {
-                        statuses.push(status);
-                    }
+    let mut fill_all = |e: &mut Engine,
+                        fx: &[Effect],
+                        price: i64,
+                        at: Timestamp,
+                        statuses: &mut Vec<StrategyStatus>| {
+        for order in submitted(fx) {
+            exec += 1;
+            let id = order.client_order_id.clone();
+            let ack =
+                BrokerReport::Accepted { client_order_id: id.clone(), broker_order_id: format!("b{exec}").into(), at };
+            let execution = Execution {
+                execution_id: format!("x{exec}").into(),
+                timestamp: at,
+                quantity: order.quantity,
+                price: d(price),
+                fee: Decimal::ZERO,
+            };
+            let mut fx = e.handle(Event::Broker(ack), at);
+            fx.extend(e.handle(Event::Broker(BrokerReport::Filled { client_order_id: id, execution }), at));
+            for f in fx {
+                if let Effect::WatchUpdated { status, .. } = f {
+                    statuses.push(status);
                 }
             }
-        };
+        }
+    };
     for (i, (o, h, l, c, v)) in rows.into_iter().enumerate() {
         let bar = Bar {
             start: open + chrono::Duration::minutes(i as i64),
@@ -529,7 +532,7 @@ fn sma_cross_buys_with_all_buying_power_and_sells_everything() {
         for order in submitted(&fx) {
             let id = order.client_order_id.clone();
             let execution = Execution {
-                execution_id: format!("x{i}"),
+                execution_id: format!("x{i}").into(),
                 timestamp: now,
                 quantity: order.quantity,
                 price: d(close),
@@ -538,7 +541,7 @@ fn sma_cross_buys_with_all_buying_power_and_sells_everything() {
             e.handle(
                 Event::Broker(BrokerReport::Accepted {
                     client_order_id: id.clone(),
-                    broker_order_id: format!("b{i}"),
+                    broker_order_id: format!("b{i}").into(),
                     at: now,
                 }),
                 now,

@@ -91,9 +91,9 @@ pub fn order_row(o: &Order, mode: &str) -> OrderRow {
         price: o.limit_price.or(o.average_fill_price()).map(money),
         broker_name: "paper",
         client_order_id: o.client_order_id.to_string(),
-        broker_order_id: o.broker_order_id.clone(),
-        reason: o.reason.clone(),
-        strategy_id: o.strategy_id.clone(),
+        broker_order_id: o.broker_order_id.as_deref().map(str::to_string),
+        reason: o.reason.as_deref().map(str::to_string),
+        strategy_id: o.strategy_id.as_deref().map(str::to_string),
         mode: mode.to_string(),
     }
 }
@@ -114,7 +114,7 @@ pub fn order_detail(o: &Order, mode: &str) -> OrderDetail {
 
 fn execution_row(e: &Execution) -> ExecutionRow {
     ExecutionRow {
-        execution_id: e.execution_id.clone(),
+        execution_id: e.execution_id.to_string(),
         timestamp: format_ts(&e.timestamp),
         quantity: e.quantity,
         price: money(e.price),
