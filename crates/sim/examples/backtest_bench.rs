@@ -27,6 +27,11 @@ use tradeops_core::settings::{MarketCalendarKind, Settings};
 use tradeops_sim::history::SimHistory;
 use tradeops_sim::{DayGenerator, SymbolProfile, Universe};
 
+/// The service's allocator (`crates/server/src/main.rs`): backtests run inside the service, so
+/// the benchmark measures them as it runs them.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn bars_of(universe: &Universe, p: &SymbolProfile, from: NaiveDate, days: usize, weekdays_only: bool) -> Vec<Bar> {
     let mut bars = Vec::with_capacity(days * 1440);
     let mut date = from;
