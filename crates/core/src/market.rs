@@ -46,33 +46,21 @@ impl Price {
     /// The price's decimal text (no trailing zeros), written from the end of `buf`.
     fn text(self, buf: &mut [u8; 24]) -> &str {
         let ticks = self.0.unsigned_abs();
-        let (mut whole, mut fraction) = (ticks / Self::SCALE as u64, ticks % Self::SCALE as u64);
+        let (whole, mut fraction) = (ticks / Self::SCALE as u64, ticks % Self::SCALE as u64);
         let mut at = buf.len();
-        let mut put = |byte: u8| {
-            at -= 1;
-            buf[at] = byte;
-        };
         if fraction != 0 {
             let mut digits = 4;
             while fraction % 10 == 0 {
                 fraction /= 10;
                 digits -= 1;
             }
-            for _ in 0..digits {
-                put(b'0' + (fraction % 10) as u8);
-                fraction /= 10;
-            }
-            put(b'.');
+            at = crate::time::write_digits(buf, at, fraction, digits) - 1;
+            buf[at] = b'.';
         }
-        loop {
-            put(b'0' + (whole % 10) as u8);
-            whole /= 10;
-            if whole == 0 {
-                break;
-            }
-        }
+        at = crate::time::write_digits(buf, at, whole, 1);
         if self.0 < 0 {
-            put(b'-');
+            at -= 1;
+            buf[at] = b'-';
         }
         std::str::from_utf8(&buf[at..]).expect("ASCII digits")
     }

@@ -36,42 +36,49 @@ pub fn push_compact_utc(out: &mut String, at: &Timestamp, separator: &str) {
     // The UTC fields as stored (`DateTime`'s own accessors convert to local time on each call).
     let (date, time) = (at.naive_utc().date(), at.naive_utc().time());
     let year = u64::try_from(date.year()).unwrap_or(0);
-    if year > 9999 {
-        push_digits(out, year, 4);
-    } else {
-        push_pairs(out, [year / 100, year % 100]);
+    // `YYYYMMDD` (a year past 9999 takes its digits) and `HHMMSS`, each written backwards.
+    let mut buf = [0u8; 28];
+    let mut at = buf.len();
+    for (value, width) in [(date.day().into(), 2), (date.month().into(), 2), (year, 4)] {
+        at = write_digits(&mut buf, at, value, width);
     }
-    push_pairs(out, [date.month().into(), date.day().into()]);
+    push_ascii(out, &buf[at..]);
     out.push_str(separator);
-    push_pairs(out, [time.hour().into(), time.minute().into(), time.second().into()]);
-}
-
-/// Appends each value (below 100) as two digits.
-fn push_pairs<const N: usize>(out: &mut String, values: [u64; N]) {
-    for value in values {
-        out.push(char::from(b'0' + (value / 10) as u8));
-        out.push(char::from(b'0' + (value % 10) as u8));
+    at = buf.len();
+    for value in [time.second(), time.minute(), time.hour()] {
+        at = write_digits(&mut buf, at, value.into(), 2);
     }
+    push_ascii(out, &buf[at..]);
 }
 
 /// Appends `value` in decimal, zero-padded to at least `width` digits.
 pub fn push_digits(out: &mut String, value: u64, width: usize) {
-    // Written from the end of a buffer of zeros, so the padding is already there.
-    let mut digits = [b'0'; 20];
-    let (mut rest, mut start) = (value, digits.len());
-    loop {
-        start -= 1;
-        digits[start] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
-    for _ in digits.len()..width {
+    let mut buf = [0u8; 20];
+    for _ in buf.len()..width {
         out.push('0');
     }
-    let start = start.min(digits.len().saturating_sub(width));
-    out.extend(digits[start..].iter().map(|&d| char::from(d)));
+    let start = write_digits(&mut buf, 20, value, width.min(20));
+    push_ascii(out, &buf[start..]);
+}
+
+/// Writes `value` in decimal, zero-padded to at least `width` digits, to end just before `end`
+/// in `buf`; returns where it starts. The one digit writer of ids, sentences and prices (the
+/// format machinery would be most of their cost on every order of a backtest).
+pub(crate) fn write_digits(buf: &mut [u8], end: usize, value: u64, width: usize) -> usize {
+    let (mut rest, mut at) = (value, end);
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 && end - at >= width {
+            return at;
+        }
+    }
+}
+
+/// Appends ASCII bytes (digits) as text.
+fn push_ascii(out: &mut String, bytes: &[u8]) {
+    out.extend(bytes.iter().map(|&b| char::from(b)));
 }
 
 /// Seconds since the epoch of a stream of instants, the date's calendar arithmetic done once

@@ -158,7 +158,8 @@ impl Strategy for SmaCross {
                 text.push_str("buying ");
                 push_digits(&mut text, quantity, 1);
                 // The buying power as `Decimal` displays it (its scale kept).
-                let _ = write!(text, " shares with ${} of buying power.", ctx.buying_power.round_dp(2));
+                write!(text, " shares with ${} of buying power.", ctx.buying_power.round_dp(2))
+                    .expect("writing to a String cannot fail");
                 vec![Decision::Buy { quantity, rule: "SMA_CROSS_ABOVE", text }]
             }
             (Ordering::Greater, Ordering::Less) if ctx.position > 0 => {
