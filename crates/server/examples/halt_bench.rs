@@ -51,7 +51,7 @@ fn main() {
             );
             broker.submit(&o, now);
             o.apply(OrderEvent::Accepted { broker_order_id: format!("b-{i}").into() }, now).expect("ack applies");
-            engine.orders.insert(id, o);
+            engine.orders.insert(id, std::sync::Arc::new(o));
         }
         broker.advance(now + chrono::Duration::seconds(1));
         let started = Instant::now();

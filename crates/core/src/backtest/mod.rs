@@ -58,8 +58,9 @@ pub struct BacktestOutput {
     pub final_equity: Decimal,
     pub bars: u64,
     pub orders: u64,
-    /// Every order as it was submitted, in order (what the strategy asked for, and why).
-    pub order_log: Vec<crate::orders::Order>,
+    /// Every order as it was submitted, in order (what the strategy asked for, and why). The
+    /// engine's own order until it changes: the engine copies an order it changes while shared.
+    pub order_log: Vec<std::sync::Arc<crate::orders::Order>>,
     /// Orders the risk gate refused, by rule.
     pub refusals: BTreeMap<String, u64>,
 }
@@ -272,15 +273,30 @@ struct Run {
     broker: BarBroker,
     trades: TradeBuilder,
     completed: Vec<Trade>,
-    orders: Vec<crate::orders::Order>,
+    orders: Vec<std::sync::Arc<crate::orders::Order>>,
     refusals: BTreeMap<String, u64>,
+    /// Effects not yet carried out, oldest first, and the effects of the event being handled:
+    /// kept from event to event (several per order), so handling one allocates nothing.
+    queue: VecDeque<Effect>,
+    fx: Vec<Effect>,
 }
 
 impl Run {
-    /// Carries out the engine's effects, feeding the broker's reports back until none are left.
-    fn apply(&mut self, fx: Vec<Effect>, bar: &Bar, now: Timestamp) {
-        let mut queue: VecDeque<Effect> = fx.into();
-        while let Some(effect) = queue.pop_front() {
+    /// The engine handles `event` at `now` (decided on `bar`); its effects are carried out, the
+    /// broker's reports fed back until none are left. Whether it had any effect.
+    fn handle(&mut self, event: Event, now: Timestamp, bar: &Bar) -> bool {
+        self.engine.handle_into(event, now, &mut self.fx);
+        if self.fx.is_empty() {
+            return false;
+        }
+        self.queue.extend(self.fx.drain(..));
+        self.carry_out(bar, now);
+        true
+    }
+
+    /// Carries out the queued effects, feeding the broker's reports back until none are left.
+    fn carry_out(&mut self, bar: &Bar, now: Timestamp) {
+        while let Some(effect) = self.queue.pop_front() {
             let reports = match effect {
                 Effect::Submit(order) => {
                     if let Some(stop) = order.stop_loss {
@@ -305,21 +321,23 @@ impl Run {
                 }
                 _ => continue,
             };
-            self.report(reports, &mut queue);
+            self.report(reports);
         }
     }
 
-    fn report(&mut self, reports: Vec<BrokerReport>, queue: &mut VecDeque<Effect>) {
+    /// Queues what the engine makes of the broker's reports.
+    fn report(&mut self, reports: Vec<BrokerReport>) {
         for report in reports {
             let at = report.at();
-            queue.extend(self.engine.handle(Event::Broker(report), at));
+            self.engine.handle_into(Event::Broker(report), at, &mut self.fx);
+            self.queue.extend(self.fx.drain(..));
         }
     }
 
+    /// The broker's reports of a bar (fills, expiries), and what follows from them.
     fn fills(&mut self, reports: Vec<BrokerReport>, bar: &Bar, at: Timestamp) {
-        let mut queue = VecDeque::new();
-        self.report(reports, &mut queue);
-        self.apply(queue.into(), bar, at);
+        self.report(reports);
+        self.carry_out(bar, at);
     }
 }
 
@@ -356,6 +374,8 @@ pub fn run(
         completed: Vec::new(),
         orders: Vec::new(),
         refusals: BTreeMap::new(),
+        queue: VecDeque::new(),
+        fx: Vec::new(),
     };
     // Metrics see every bar; the curve keeps the last point of each of MAX_CURVE_POINTS runs.
     let mut stats = CurveStats::new(spec.initial_cash);
@@ -399,11 +419,7 @@ pub fn run(
         let now = bar_end(bar, start, spec.timeframe, &mut end_day);
         let relative_volume = relative_volume_from(&expected_volume, minute + 1, volume);
         let event = Event::Bar { symbol: symbol.clone(), bar: *bar, prev_close, relative_volume };
-        let fx = run.engine.handle(event, now);
-        let fx_applied = !fx.is_empty();
-        if fx_applied {
-            run.apply(fx, bar, now);
-        }
+        let fx_applied = run.handle(event, now, bar);
         let end = if spec.timeframe == Timeframe::Minute { start + 60 } else { now.timestamp() };
         let date = end_day.locate_seconds(end).0;
         let version = run.engine.equity_version();
@@ -429,8 +445,7 @@ pub fn run(
     let working: Vec<_> =
         run.engine.orders.values().filter(|o| o.status.is_cancellable()).map(|o| o.client_order_id.clone()).collect();
     for id in working {
-        let fx = run.engine.handle(Event::Command(Command::CancelOrder { client_order_id: id }), now);
-        run.apply(fx, last, now);
+        run.handle(Event::Command(Command::CancelOrder { client_order_id: id }), now, last);
     }
     let fx = run.engine.close_out(END_OF_DATA_REASON, now);
     let exits: Vec<_> = fx
@@ -439,7 +454,8 @@ pub fn run(
         .collect();
     // There is no next bar: the close-out fills at the last close whatever the fill model.
     run.broker.set_fill(FillModel::Close);
-    run.apply(fx, last, now);
+    run.queue.extend(fx);
+    run.carry_out(last, now);
     if !exits.is_empty() {
         let equity = run.engine.equity();
         stats.amend_last(equity);

@@ -170,6 +170,7 @@ impl Engine {
                     m.stop_price,
                     m.reason.map(Into::into),
                     None,
+                    None,
                     now,
                     fx,
                 )?;
@@ -177,7 +178,7 @@ impl Engine {
                     // A manual buy of an unwatched symbol is managed by hand.
                     self.slots.insert(m.symbol.clone(), Slot::manual());
                 }
-                Ok(Reply::Order(Box::new(self.orders[&id].clone())))
+                Ok(Reply::Order(Box::new(Order::clone(&self.orders[&id]))))
             }
             Command::CancelOrder { client_order_id } => {
                 let status = self
@@ -482,6 +483,7 @@ impl Engine {
                 now,
             );
             order.reason = Some(reason.into());
+            let order = std::sync::Arc::new(order);
             self.orders.insert(id, order.clone());
             fx.push(Effect::Submit(order));
         }

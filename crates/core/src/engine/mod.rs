@@ -163,8 +163,9 @@ pub enum Effect {
         state: TradingState,
         halt: Option<Halt>,
     },
-    /// A new order: persist (status NEW), then send to the broker.
-    Submit(Order),
+    /// A new order: persist (status NEW), then send to the broker. Shared with the engine's
+    /// book (an order is not copied for each effect about it).
+    Submit(Arc<Order>),
     /// Ask the broker to cancel.
     Cancel(ClientOrderId),
     /// A symbol was put on the watchlist: a new row (`source` `MANUAL`, `RADAR` or `API`).
@@ -186,8 +187,9 @@ pub enum Effect {
         reason: String,
         actor: String,
     },
-    /// Persist and publish the order's new state (with its executions).
-    OrderUpdated(Order),
+    /// Persist and publish the order's new state (with its executions): the book's order, shared
+    /// (the engine copies it on its next change only while an effect still holds it).
+    OrderUpdated(Arc<Order>),
     PositionUpdated {
         position: Position,
         status: StrategyStatus,
@@ -223,7 +225,7 @@ pub struct Engine {
     pub settings: Settings,
     pub trading_state: TradingState,
     pub halt: Option<Halt>,
-    pub orders: BTreeMap<ClientOrderId, Order>,
+    pub orders: BTreeMap<ClientOrderId, Arc<Order>>,
     pub positions: BTreeMap<Symbol, Position>,
     pub slots: BTreeMap<Symbol, Slot>,
     /// Active blocks (an expired `TODAY` block stops counting at its `expires_at`).
@@ -273,14 +275,14 @@ fn mark_of(
 }
 
 /// [`Engine::is_working`] from the orders alone (so it can be asked while a slot is borrowed).
-fn is_working_in(orders: &BTreeMap<ClientOrderId, Order>, id: &ClientOrderId) -> bool {
+fn is_working_in(orders: &BTreeMap<ClientOrderId, Arc<Order>>, id: &ClientOrderId) -> bool {
     orders.get(id).is_some_and(|o| !o.status.is_final())
 }
 
 /// [`Engine::buying_power`] from the fields it reads (so it can be taken while a slot is
 /// borrowed).
 fn buying_power_of(
-    orders: &BTreeMap<ClientOrderId, Order>,
+    orders: &BTreeMap<ClientOrderId, Arc<Order>>,
     cash: Decimal,
     market: &BTreeMap<Symbol, SymbolMarket>,
     positions: &BTreeMap<Symbol, Position>,
@@ -344,9 +346,17 @@ impl Engine {
     /// The one entry point.
     pub fn handle(&mut self, event: Event, now: Timestamp) -> Vec<Effect> {
         let mut fx = Vec::new();
+        self.handle_into(event, now, &mut fx);
+        fx
+    }
+
+    /// [`Engine::handle`], appending the effects to `fx`: for a runner that reuses one buffer
+    /// (a backtest handles several events per order, and a new vector for each would be a
+    /// good part of an order's cost).
+    pub fn handle_into(&mut self, event: Event, now: Timestamp, fx: &mut Vec<Effect>) {
         let seconds = self.epoch.of(&now);
         let (date, _) = self.ny_day.locate_seconds(seconds);
-        self.roll_day(date, &mut fx);
+        self.roll_day(date, fx);
         if !matches!(event, Event::Bar { .. }) {
             self.check_due = true;
             self.equity_version += 1;
@@ -363,27 +373,26 @@ impl Engine {
                 m.prev_close = prev_close;
                 m.relative_volume = relative_volume;
                 let market = *m;
-                self.on_bar(&symbol, &bar, market, now, seconds, date, &mut fx);
+                self.on_bar(&symbol, &bar, market, now, seconds, date, fx);
                 if self.check_due {
-                    self.check_daily_loss(&mut fx);
+                    self.check_daily_loss(fx);
                 } else if self.quick.as_ref().is_some_and(|q| q.symbol == symbol) {
-                    self.quick_check(bar.close.0, &mut fx);
+                    self.quick_check(bar.close.0, fx);
                 } else if self.open_at_check > 0 && self.positions.get(&symbol).is_some_and(|p| !p.is_flat()) {
-                    self.check_daily_loss(&mut fx);
+                    self.check_daily_loss(fx);
                 }
             }
             Event::Mark { symbol, price } => {
                 self.market.entry(symbol).or_default().last = price;
-                self.check_daily_loss(&mut fx);
+                self.check_daily_loss(fx);
             }
-            Event::Broker(report) => self.on_report(report, now, &mut fx),
+            Event::Broker(report) => self.on_report(report, now, fx),
             Event::Command(command) => {
-                let reply = self.on_command(command, now, &mut fx);
+                let reply = self.on_command(command, now, fx);
                 fx.push(Effect::Reply(reply));
             }
             Event::Tick => {}
         }
-        fx
     }
 
     fn roll_day(&mut self, date: NaiveDate, fx: &mut Vec<Effect>) {
@@ -548,7 +557,7 @@ impl Engine {
     }
 
     fn open_orders_of<'a>(&'a self, symbol: &'a Symbol) -> impl Iterator<Item = &'a Order> + 'a {
-        self.orders.values().filter(move |o| &o.symbol == symbol && !o.status.is_final())
+        self.orders.values().map(Arc::as_ref).filter(move |o| &o.symbol == symbol && !o.status.is_final())
     }
 
     fn open_quantity(&self, symbol: &Symbol, side: Side) -> u64 {
@@ -620,6 +629,7 @@ impl Engine {
         stop_price: Option<Decimal>,
         reason: Option<Arc<str>>,
         strategy_id: Option<Arc<str>>,
+        stop_loss: Option<Decimal>,
         now: Timestamp,
         fx: &mut Vec<Effect>,
     ) -> Result<ClientOrderId, Refusal> {
@@ -656,6 +666,7 @@ impl Engine {
             Order::new(id.clone(), symbol.clone(), side, order_type, tif, quantity, limit_price, stop_price, now);
         order.reason = reason;
         order.strategy_id = strategy_id;
+        order.stop_loss = stop_loss;
         if side == Side::Buy {
             self.day.trades_today += 1;
             self.day.by_symbol.entry(symbol.clone()).or_default().1 += 1;
@@ -671,6 +682,7 @@ impl Engine {
         while self.recent.front().is_some_and(|r| now - r.submitted_at >= window) {
             self.recent.pop_front();
         }
+        let order = Arc::new(order);
         self.orders.insert(id.clone(), order.clone());
         fx.push(Effect::Submit(order));
         Ok(id)
@@ -687,7 +699,7 @@ impl Engine {
         fx: &mut Vec<Effect>,
     ) -> Result<ClientOrderId, Refusal> {
         let (kind, tif) = (OrderType::Market, TimeInForce::Day);
-        self.place(None, symbol, Side::Sell, kind, tif, quantity, None, None, reason, strategy_id, now, fx)
+        self.place(None, symbol, Side::Sell, kind, tif, quantity, None, None, reason, strategy_id, None, now, fx)
     }
 
     /// Requests the cancel of an open order (no-op for final or already pending ones).
@@ -696,7 +708,7 @@ impl Engine {
         if !order.status.is_cancellable() {
             return false;
         }
-        if order.apply(crate::orders::OrderEvent::CancelRequested, now).is_ok() {
+        if Arc::make_mut(order).apply(crate::orders::OrderEvent::CancelRequested, now).is_ok() {
             fx.push(Effect::Cancel(id.clone()));
             fx.push(Effect::OrderUpdated(order.clone()));
             return true;

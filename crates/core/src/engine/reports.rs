@@ -19,7 +19,7 @@ impl Engine {
         };
         let before = order.status;
         let updated_at = fx.len();
-        if let Err(e) = order.apply(report.order_event(), report.at()) {
+        if let Err(e) = std::sync::Arc::make_mut(order).apply(report.order_event(), report.at()) {
             // Duplicate or impossible report: the order stays as it was.
             fx.push(Effect::Anomaly(format!("broker report refused for order {id}: {e}")));
             return;

@@ -115,15 +115,11 @@ impl Engine {
                     Some(stop_price),
                     reason,
                     Some(Arc::from(strategy_id)),
+                    Some(stop_loss),
                     now,
                     fx,
                 );
                 if let Ok(id) = placed {
-                    // `place` ends with the Submit effect of the order it made.
-                    if let (Some(order), Some(Effect::Submit(submitted))) = (self.orders.get_mut(&id), fx.last_mut()) {
-                        order.stop_loss = Some(stop_loss);
-                        submitted.stop_loss = Some(stop_loss);
-                    }
                     if let Some(slot) = self.slots.get_mut(symbol) {
                         slot.entry_order = Some(id);
                     }
@@ -133,8 +129,21 @@ impl Engine {
             Decision::Buy { quantity, .. } => {
                 let (kind, tif) = (OrderType::Market, TimeInForce::Day);
                 let strategy = Some(Arc::from(strategy_id));
-                let placed =
-                    self.place(None, symbol, Side::Buy, kind, tif, quantity, None, None, reason, strategy, now, fx);
+                let placed = self.place(
+                    None,
+                    symbol,
+                    Side::Buy,
+                    kind,
+                    tif,
+                    quantity,
+                    None,
+                    None,
+                    reason,
+                    strategy,
+                    None,
+                    now,
+                    fx,
+                );
                 if let Ok(id) = placed {
                     if let Some(slot) = self.slots.get_mut(symbol) {
                         slot.entry_order = Some(id);

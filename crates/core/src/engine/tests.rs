@@ -92,7 +92,7 @@ fn buy(qty: u64) -> Command {
 }
 
 fn submitted(fx: &[Effect]) -> Vec<Order> {
-    fx.iter().filter_map(|f| if let Effect::Submit(o) = f { Some(o.clone()) } else { None }).collect()
+    fx.iter().filter_map(|f| if let Effect::Submit(o) = f { Some(Order::clone(o)) } else { None }).collect()
 }
 
 fn fill(e: &mut Engine, order: &Order, exec: &str, qty: u64, cents: i64) -> Vec<Effect> {

@@ -84,7 +84,7 @@ async fn restore(state: AppState, view: watch::Sender<Arc<EngineView>>) -> anyho
     }
     let open = repo.open_orders().await?;
     for o in &open {
-        engine.orders.insert(o.client_order_id.clone(), o.clone());
+        engine.orders.insert(o.client_order_id.clone(), Arc::new(o.clone()));
     }
     let market: &dyn MarketRepository = &state.db;
     for b in market.active_blocks(to_epoch_ms(&now)).await? {
@@ -306,8 +306,10 @@ impl Runner {
         if fx.iter().any(|f| matches!(f, Effect::TradingStateChanged { .. })) {
             self.save_state(now).await;
         }
-        let new_orders: Vec<_> =
-            fx.iter().filter_map(|f| if let Effect::Submit(o) = f { Some(o.clone()) } else { None }).collect();
+        let new_orders: Vec<_> = fx
+            .iter()
+            .filter_map(|f| if let Effect::Submit(o) = f { Some(tradeops_core::orders::Order::clone(o)) } else { None })
+            .collect();
         let written_ahead = match new_orders.is_empty() {
             true => true,
             false => match repo.save_orders(&new_orders, mode, &date).await {
@@ -466,7 +468,7 @@ impl Runner {
         }
         if !updated_orders.is_empty() || !updated_positions.is_empty() || state_dirty {
             // One transaction: a crash never leaves a fill without its position or its cash.
-            let orders: Vec<_> = updated_orders.into_values().collect();
+            let orders: Vec<_> = updated_orders.into_values().map(Arc::unwrap_or_clone).collect();
             let positions: Vec<_> = updated_positions.into_values().collect();
             if let Err(e) = repo.save_batch(&orders, &positions, &self.state_record(now), mode, &date).await {
                 tracing::error!(error = %e, orders = orders.len(), positions = positions.len(), "batch not persisted");

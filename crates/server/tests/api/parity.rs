@@ -67,7 +67,7 @@ fn backtest_orders(app: &TestApp, symbol: &Symbol) -> Vec<tradeops_core::orders:
     };
     let out = backtest::run(&spec, &settings(), &bars, &mut history, &mut |_| {}).unwrap();
     // The backtest's own close after its last bar is not a strategy decision.
-    out.order_log.into_iter().filter(|o| o.strategy_id.is_some()).collect()
+    out.order_log.into_iter().filter(|o| o.strategy_id.is_some()).map(std::sync::Arc::unwrap_or_clone).collect()
 }
 
 /// Waits until the feed has processed the step at `at`.
