@@ -76,9 +76,9 @@ pub(crate) fn write_digits(buf: &mut [u8], end: usize, value: u64, width: usize)
     }
 }
 
-/// Appends ASCII bytes (digits) as text.
+/// Appends ASCII bytes (digits) as text, in one copy.
 fn push_ascii(out: &mut String, bytes: &[u8]) {
-    out.extend(bytes.iter().map(|&b| char::from(b)));
+    out.push_str(std::str::from_utf8(bytes).expect("ASCII digits"));
 }
 
 /// Seconds since the epoch of a stream of instants, the date's calendar arithmetic done once

@@ -209,8 +209,9 @@ pub struct TradeBuilder {
     /// Whether trades get their events timeline (see [`TradeBuilder::without_timeline`]).
     timeline: bool,
     open: BTreeMap<Symbol, OpenTrade>,
-    /// Executions already applied, per order (orders are observed as whole snapshots).
-    seen: BTreeMap<ClientOrderId, usize>,
+    /// Executions already applied, per working order (orders are observed as whole snapshots):
+    /// a short list, searched from its end (the order observed last is usually asked again).
+    seen: Vec<(ClientOrderId, usize)>,
     /// The entry stop a strategy named for each symbol's working entry (for the R multiple).
     entry_stops: BTreeMap<Symbol, Decimal>,
 }
@@ -222,7 +223,7 @@ impl TradeBuilder {
             breakeven_threshold,
             timeline: true,
             open: BTreeMap::new(),
-            seen: BTreeMap::new(),
+            seen: Vec::new(),
             entry_stops: BTreeMap::new(),
         }
     }
@@ -263,21 +264,26 @@ impl TradeBuilder {
     }
 
     /// Observes an order snapshot: applies executions not seen before, and records its
-    /// submission and its end in the open trade's timeline. Returns the trades it completed.
-    pub fn order(&mut self, order: &Order) -> Vec<Trade> {
-        let seen = self.seen.get(&order.client_order_id).copied();
-        let mut done = Vec::new();
+    /// submission and its end in the open trade's timeline. Returns the trade it completed: an
+    /// order is of one side, so its fills end at most one round trip (a sell past flat is not a
+    /// trade).
+    pub fn order(&mut self, order: &Order) -> Option<Trade> {
+        let at = self.seen.iter().rposition(|(id, _)| *id == order.client_order_id);
+        let seen = at.map(|i| self.seen[i].1);
+        let mut done = None;
         if seen.is_none() {
             self.record(&order.symbol, order.created_at, "ORDER_SUBMITTED", || describe(order));
         }
         let from = seen.unwrap_or(0);
         for execution in order.executions.iter().skip(from) {
             if let Some(trade) = self.fill(order, execution) {
-                done.push(trade);
+                done = Some(trade);
             }
         }
         if order.status.is_final() {
-            self.seen.remove(&order.client_order_id);
+            if let Some(i) = at {
+                self.seen.swap_remove(i);
+            }
             let kind = match order.status {
                 OrderStatus::Canceled => Some("ORDER_CANCELED"),
                 OrderStatus::Rejected => Some("ORDER_REJECTED"),
@@ -298,8 +304,10 @@ impl TradeBuilder {
                     )
                 });
             }
+        } else if let Some(i) = at {
+            self.seen[i].1 = order.executions.len();
         } else {
-            self.seen.insert(order.client_order_id.clone(), order.executions.len());
+            self.seen.push((order.client_order_id.clone(), order.executions.len()));
         }
         done
     }
@@ -622,19 +630,17 @@ mod tests {
         let mut entry = order("e1", Side::Buy, 200, 0, "FIRST_PULLBACK_BREAKOUT: broke out above 5.10.", Some("mb"));
         entry.apply(crate::orders::OrderEvent::Accepted { broker_order_id: "b1".into() }, t(0)).unwrap();
         b.entry_stop(&entry.symbol, d("4.90"));
-        assert!(b.order(&entry).is_empty());
+        assert!(b.order(&entry).is_none());
         fill(&mut entry, 120, "5.10", 1);
-        assert!(b.order(&entry).is_empty(), "120 held");
+        assert!(b.order(&entry).is_none(), "120 held");
         fill(&mut entry, 80, "5.15", 2);
-        assert!(b.order(&entry).is_empty(), "200 held");
+        assert!(b.order(&entry).is_none(), "200 held");
         let mut target = order("s1", Side::Sell, 100, 5, "TAKE_PROFIT: reached the 2R target 5.50.", Some("mb"));
         fill(&mut target, 100, "5.50", 6);
-        assert!(b.order(&target).is_empty(), "100 still held");
+        assert!(b.order(&target).is_none(), "100 still held");
         let mut close = order("s2", Side::Sell, 100, 9, "manual close of 100 ABC", None);
         fill(&mut close, 100, "5.30", 10);
-        let done = b.order(&close);
-        assert_eq!(done.len(), 1);
-        let trade = &done[0];
+        let trade = b.order(&close).expect("the close completes the round trip");
         // Bought 120 × 5.10 + 80 × 5.15 = 1,024; sold 100 × 5.50 + 100 × 5.30 = 1,080; 4 fees of 0.50.
         assert_eq!((trade.quantity, trade.entry_price, trade.exit_price), (200, d("5.12"), d("5.4")));
         assert_eq!((trade.gross_pnl, trade.fees, trade.net_pnl), (d("56"), d("2"), d("54")));
@@ -649,7 +655,7 @@ mod tests {
         let rules: Vec<&str> = trade.detail.explanations.iter().map(|e| e.rule.as_str()).collect();
         assert_eq!(rules, ["FIRST_PULLBACK_BREAKOUT", "TAKE_PROFIT", "MANUAL_CLOSE"]);
         assert!(!b.is_open(&trade.symbol));
-        done.into_iter().next().expect("one trade")
+        trade
     }
 
     /// Flat → long → flat twice is two trades; a sell with nothing open is not a trade.
@@ -658,7 +664,7 @@ mod tests {
         let mut b = TradeBuilder::new("LIVE", d("1"));
         let mut stray = order("s0", Side::Sell, 10, 0, "", None);
         fill(&mut stray, 10, "5", 0);
-        assert!(b.order(&stray).is_empty());
+        assert!(b.order(&stray).is_none());
         let mut trades = Vec::new();
         for (i, exit) in [(0, "5.004"), (1, "4")] {
             let mut buy = order(&format!("b{i}"), Side::Buy, 100, 10 * i + 1, "", None);
@@ -705,7 +711,7 @@ mod tests {
         b.order(&buy);
         let mut sell = order("s", Side::Sell, 10, 8, "", None);
         fill(&mut sell, 10, "12", 8);
-        let mut trade = b.order(&sell).remove(0);
+        let mut trade = b.order(&sell).expect("the sell completes the trade");
         let ctx = MarketContext {
             prev_close: Some(d("10")),
             float: Some(5_000_000),

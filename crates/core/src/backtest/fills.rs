@@ -52,6 +52,8 @@ pub struct BarBroker {
     slippage: Decimal,
     working: Vec<Working>,
     executions: u64,
+    /// Where ids are written before they are shared (one allocation per id).
+    scratch: String,
 }
 
 impl BarBroker {
@@ -62,6 +64,7 @@ impl BarBroker {
             slippage: slippage_bps / Decimal::from(10_000),
             working: Vec::new(),
             executions: 0,
+            scratch: String::new(),
         }
     }
 
@@ -72,9 +75,11 @@ impl BarBroker {
     /// A new order at `now`, decided on `bar`: accepted, and filled at once when it is a market
     /// order under `CLOSE`.
     pub fn submit(&mut self, order: &Order, bar: &Bar, now: Timestamp) -> Vec<BrokerReport> {
+        self.scratch.clear();
+        self.scratch.extend(["bt-", order.client_order_id.as_str()]);
         let mut reports = vec![BrokerReport::Accepted {
             client_order_id: order.client_order_id.clone(),
-            broker_order_id: ["bt-", order.client_order_id.as_str()].concat().into(),
+            broker_order_id: self.scratch.as_str().into(),
             at: now,
         }];
         let tick = |d: Option<Decimal>| d.and_then(Price::from_decimal);
@@ -150,15 +155,17 @@ impl BarBroker {
     fn execute(&mut self, w: &Working, reference: Price, at: Timestamp) -> BrokerReport {
         let price = slipped(reference.to_decimal(), w.side, self.slippage, w.limit.map(Price::to_decimal));
         self.executions += 1;
-        let fee = self.commission_rate * price * Decimal::from(w.quantity);
+        let fee = match self.commission_rate.is_zero() {
+            true => Decimal::ZERO,
+            false => self.commission_rate * price * Decimal::from(w.quantity),
+        };
+        self.scratch.clear();
+        self.scratch.push_str("bt-x");
+        crate::time::push_digits(&mut self.scratch, self.executions, 1);
         BrokerReport::Filled {
             client_order_id: w.id.clone(),
             execution: Execution {
-                execution_id: {
-                    let mut id = String::from("bt-x");
-                    crate::time::push_digits(&mut id, self.executions, 1);
-                    id.into()
-                },
+                execution_id: self.scratch.as_str().into(),
                 timestamp: at,
                 quantity: w.quantity,
                 price,

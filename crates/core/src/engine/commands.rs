@@ -507,7 +507,6 @@ impl Slot {
             strategy: None,
             entry_order: None,
             exit_orders: Default::default(),
-            last_rule: None,
         }
     }
 }

@@ -68,8 +68,6 @@ pub struct Slot {
     pub strategy: Option<Box<dyn Strategy>>,
     pub entry_order: Option<ClientOrderId>,
     pub exit_orders: BTreeSet<ClientOrderId>,
-    /// Why the last decision was taken (rule, sentence), for explanations.
-    pub last_rule: Option<(&'static str, String)>,
 }
 
 /// What the engine knows of a symbol's market.
@@ -260,6 +258,8 @@ pub struct Engine {
     equity_version: u64,
     /// Strategy factory by id.
     make_strategy: fn(&str) -> Option<Box<dyn Strategy>>,
+    /// Where an order's reason is written before it is shared (no new buffer per decision).
+    scratch: String,
 }
 
 /// The price a position of `symbol` is valued at: the last price, else its average entry.
@@ -336,6 +336,7 @@ impl Engine {
             quick: None,
             equity_version: 0,
             make_strategy,
+            scratch: String::new(),
         }
     }
 

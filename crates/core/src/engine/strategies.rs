@@ -96,12 +96,15 @@ impl Engine {
         fx: &mut Vec<Effect>,
     ) {
         let rule = decision.rule();
-        let text = decision.text().to_string();
-        fx.push(Effect::Decision { symbol: symbol.clone(), rule, text: text.clone() });
-        if let Some(slot) = self.slots.get_mut(symbol) {
-            slot.last_rule = Some((rule, text.clone()));
-        }
-        let reason = Some(Arc::from([rule, ": ", &text].concat()));
+        // The order's reason, `RULE: sentence`, written once into the shared text.
+        let reason = {
+            let (text, scratch) = (decision.text(), &mut self.scratch);
+            scratch.clear();
+            scratch.extend([rule, ": ", text]);
+            Some(Arc::from(scratch.as_str()))
+        };
+        let mut decision = decision;
+        fx.push(Effect::Decision { symbol: symbol.clone(), rule, text: decision.take_text() });
         match decision {
             Decision::Enter { quantity, stop_price, limit_price, stop_loss, .. } => {
                 let placed = self.place(

@@ -75,6 +75,16 @@ impl Decision {
         }
     }
 
+    /// Takes the sentence out, leaving it empty (the engine moves it into its effect).
+    pub fn take_text(&mut self) -> String {
+        match self {
+            Decision::Enter { text, .. }
+            | Decision::Buy { text, .. }
+            | Decision::Exit { text, .. }
+            | Decision::CancelEntry { text, .. } => std::mem::take(text),
+        }
+    }
+
     pub fn rule(&self) -> &'static str {
         match self {
             Decision::Enter { rule, .. }

@@ -131,6 +131,41 @@ impl SmaCross {
     }
 }
 
+/// Whole shares a market buy at `close` can take with `buying_power`: floor(buying power /
+/// (close × [`MARKET_BUY_BUFFER`])), exactly, in integers where they hold it (else in `Decimal`).
+fn shares_for(buying_power: Decimal, close: Price) -> u64 {
+    // buying power = m / 10^s dollars, close = c / 10^4, the buffer 103 / 100:
+    // floor(m × 10^6 / (10^s × c × 103)).
+    let exact = || {
+        let numerator = buying_power.mantissa().checked_mul(1_000_000)?.max(0);
+        let denominator =
+            10i128.checked_pow(buying_power.scale())?.checked_mul(i128::from(close.0))?.checked_mul(103)?;
+        u64::try_from(numerator.checked_div(denominator.max(0))?).ok()
+    };
+    debug_assert_eq!(MARKET_BUY_BUFFER, Decimal::new(103, 2), "the buffer the integers use");
+    exact().unwrap_or_else(|| (buying_power / (close.to_decimal() * MARKET_BUY_BUFFER)).floor().to_u64().unwrap_or(0))
+}
+
+/// Appends `value` as `Decimal` displays it (its scale kept: 1000.50), digit by digit where its
+/// mantissa fits 64 bits (one sentence per order of a backtest quotes the buying power).
+fn push_decimal(text: &mut String, value: Decimal) {
+    let scale = value.scale();
+    match u64::try_from(value.mantissa()) {
+        Ok(mantissa) if scale <= 19 && !value.is_sign_negative() => {
+            let mut buf = [0u8; 48];
+            let mut at = buf.len();
+            let unit = 10u64.pow(scale);
+            if scale > 0 {
+                at = crate::time::write_digits(&mut buf, at, mantissa % unit, scale as usize) - 1;
+                buf[at] = b'.';
+            }
+            at = crate::time::write_digits(&mut buf, at, mantissa / unit, 1);
+            text.push_str(std::str::from_utf8(&buf[at..]).expect("ASCII digits"));
+        }
+        _ => write!(text, "{value}").expect("writing to a String cannot fail"),
+    }
+}
+
 impl Strategy for SmaCross {
     fn id(&self) -> &'static str {
         ID
@@ -149,17 +184,16 @@ impl Strategy for SmaCross {
         }
         match (before, now) {
             (Ordering::Less, Ordering::Greater) if ctx.position == 0 => {
-                let quantity =
-                    (ctx.buying_power / (bar.close.to_decimal() * MARKET_BUY_BUFFER)).floor().to_u64().unwrap_or(0);
+                let quantity = shares_for(ctx.buying_power, bar.close);
                 if quantity == 0 {
                     return Vec::new();
                 }
                 let mut text = self.cross("above", bar.close);
                 text.push_str("buying ");
                 push_digits(&mut text, quantity, 1);
-                // The buying power as `Decimal` displays it (its scale kept).
-                write!(text, " shares with ${} of buying power.", ctx.buying_power.round_dp(2))
-                    .expect("writing to a String cannot fail");
+                text.push_str(" shares with $");
+                push_decimal(&mut text, ctx.buying_power.round_dp(2));
+                text.push_str(" of buying power.");
                 vec![Decision::Buy { quantity, rule: "SMA_CROSS_ABOVE", text }]
             }
             (Ordering::Greater, Ordering::Less) if ctx.position > 0 => {
@@ -290,6 +324,27 @@ mod tests {
             };
             let (f, sl) = s.averages();
             proptest::prop_assert_eq!((f.to_string(), sl.to_string()), (exact(fast as usize), exact(fast as usize + 2)));
+        }
+    }
+
+    proptest::proptest! {
+        /// The integer share count is `Decimal`'s floor(buying power / (close × buffer)).
+        #[test]
+        fn shares_are_decimal_floor(mantissa in 0i64..i64::MAX, scale in 0u32..12, close in 1i64..10_000_000_000) {
+            let buying_power = Decimal::new(mantissa, scale);
+            let price = Price(close);
+            let by_decimal =
+                (buying_power / (price.to_decimal() * MARKET_BUY_BUFFER)).floor().to_u64().unwrap_or(0);
+            proptest::prop_assert_eq!(shares_for(buying_power, price), by_decimal);
+        }
+
+        /// Dollars are written as `Decimal` displays them, scale kept.
+        #[test]
+        fn dollars_display_as_decimal(mantissa in proptest::prelude::any::<i64>(), scale in 0u32..28) {
+            let value = Decimal::new(mantissa, scale);
+            let mut text = String::from("$");
+            push_decimal(&mut text, value);
+            proptest::prop_assert_eq!(text, format!("${value}"));
         }
     }
 
