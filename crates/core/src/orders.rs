@@ -112,10 +112,10 @@ impl ClientOrderId {
         !raw.is_empty() && raw.len() <= 64 && raw.bytes().all(|c| c.is_ascii_alphanumeric() || b"_-.:".contains(&c))
     }
 
-    /// An id the engine generated, valid by construction (checked in debug builds), taken
-    /// without copying it again.
-    pub(crate) fn generated(id: String) -> ClientOrderId {
-        debug_assert!(Self::is_valid(&id), "generated id {id} is valid");
+    /// An id the engine generated, valid by construction (checked in debug builds, not
+    /// re-checked in release).
+    pub(crate) fn generated(id: &str) -> ClientOrderId {
+        debug_assert!(Self::is_valid(id), "generated id {id} is valid");
         ClientOrderId(id.into())
     }
 

@@ -28,25 +28,29 @@ pub fn from_epoch_ms(ms: i64) -> Timestamp {
     Utc.timestamp_millis_opt(ms).single().unwrap_or_default()
 }
 
-/// Appends `at` in UTC as `YYYYMMDD`, `separator`, `HHMMSS` (ids made of a time), digit by
+/// Appends `at` in UTC as `YYYYMMDD`, the separator if any, `HHMMSS` (ids made of a time), digit by
 /// digit: ids are made for every order of a backtest, and chrono's format parser would be most
 /// of their cost.
-pub fn push_compact_utc(out: &mut String, at: &Timestamp, separator: &str) {
+pub fn push_compact_utc(out: &mut String, at: &Timestamp, separator: Option<char>) {
     use chrono::{Datelike, Timelike};
     // The UTC fields as stored (`DateTime`'s own accessors convert to local time on each call).
     let (date, time) = (at.naive_utc().date(), at.naive_utc().time());
     let year = u64::try_from(date.year()).unwrap_or(0);
-    // `YYYYMMDD` (a year past 9999 takes its digits) and `HHMMSS`, each written backwards.
-    let mut buf = [0u8; 28];
+    // `YYYYMMDD` (a year past 9999 takes its digits) and `HHMMSS`, written backwards into one
+    // buffer around the separator, then appended at once.
+    let mut buf = [0u8; 64];
     let mut at = buf.len();
-    for (value, width) in [(date.day().into(), 2), (date.month().into(), 2), (year, 4)] {
-        at = write_digits(&mut buf, at, value, width);
-    }
-    push_ascii(out, &buf[at..]);
-    out.push_str(separator);
-    at = buf.len();
     for value in [time.second(), time.minute(), time.hour()] {
         at = write_digits(&mut buf, at, value.into(), 2);
+    }
+    if let Some(separator) = separator {
+        let mut bytes = [0u8; 4];
+        let bytes = separator.encode_utf8(&mut bytes).as_bytes();
+        at -= bytes.len();
+        buf[at..at + bytes.len()].copy_from_slice(bytes);
+    }
+    for (value, width) in [(date.day().into(), 2), (date.month().into(), 2), (year, 4)] {
+        at = write_digits(&mut buf, at, value, width);
     }
     push_ascii(out, &buf[at..]);
 }
@@ -185,8 +189,10 @@ mod tests {
         {
             let ts = parse_ts(text).unwrap();
             let mut out = String::from("x-");
-            push_compact_utc(&mut out, &ts, "T");
-            assert_eq!(out, format!("x-{}", ts.format("%Y%m%dT%H%M%S")));
+            push_compact_utc(&mut out, &ts, Some('T'));
+            out.push('-');
+            push_compact_utc(&mut out, &ts, None);
+            assert_eq!(out, format!("x-{}-{}", ts.format("%Y%m%dT%H%M%S"), ts.format("%Y%m%d%H%M%S")));
         }
         let mut out = String::new();
         for (value, width) in [(7, 2), (0, 1), (12_345, 2), (u64::MAX, 1), (42, 6), (0, 3), (42, 22), (7, 0)] {

@@ -435,7 +435,7 @@ fn trade_id(symbol: &Symbol, entry_time: &Timestamp) -> String {
     let mut id = String::with_capacity(32);
     id.push_str(symbol.as_str());
     id.push('-');
-    crate::time::push_compact_utc(&mut id, entry_time, "T");
+    crate::time::push_compact_utc(&mut id, entry_time, Some('T'));
     id
 }
 

@@ -258,8 +258,11 @@ pub struct Engine {
     equity_version: u64,
     /// Strategy factory by id.
     make_strategy: fn(&str) -> Option<Box<dyn Strategy>>,
-    /// Where an order's reason is written before it is shared (no new buffer per decision).
+    /// Where an order's id and reason are written before they are shared (no new buffer for
+    /// each).
     scratch: String,
+    /// Each strategy id as shared text, made once (an order carries its strategy's id).
+    strategy_ids: Vec<Arc<str>>,
 }
 
 /// The price a position of `symbol` is valued at: the last price, else its average entry.
@@ -337,6 +340,7 @@ impl Engine {
             equity_version: 0,
             make_strategy,
             scratch: String::new(),
+            strategy_ids: Vec::new(),
         }
     }
 
@@ -578,14 +582,14 @@ impl Engine {
         recent: &'a [RecentOrder],
         now: Timestamp,
     ) -> RiskSnapshot<'a> {
-        let open_positions = self
-            .orders
-            .values()
-            .filter(|o| !o.status.is_final() && o.side == Side::Buy)
-            .map(|o| &o.symbol)
-            .chain(self.positions.values().filter(|p| !p.is_flat()).map(|p| &p.symbol))
-            .collect::<BTreeSet<_>>()
-            .len() as u32;
+        // Symbols held or being bought, each once (counted in place: few orders work at once).
+        let held = |s: &Symbol| self.positions.get(s).is_some_and(|p| !p.is_flat());
+        let buying = || self.orders.values().filter(|o| !o.status.is_final() && o.side == Side::Buy);
+        let only_bought = buying()
+            .enumerate()
+            .filter(|(i, o)| !held(&o.symbol) && !buying().take(*i).any(|earlier| earlier.symbol == o.symbol))
+            .count();
+        let open_positions = (self.positions.values().filter(|p| !p.is_flat()).count() + only_bought) as u32;
         RiskSnapshot {
             trading_state: self.trading_state,
             limits: &self.settings.risk_controls,
@@ -605,15 +609,28 @@ impl Engine {
 
     fn next_client_order_id(&mut self, symbol: &Symbol, now: Timestamp) -> ClientOrderId {
         self.sequence += 1;
-        // `to-SYMBOL-YYYYMMDDHHMMSS-N` (UTC).
-        let mut id = String::with_capacity(48);
+        // `to-SYMBOL-YYYYMMDDHHMMSS-N` (UTC), written where reasons are, then shared.
+        let id = &mut self.scratch;
+        id.clear();
         id.push_str("to-");
         id.push_str(symbol.as_str());
         id.push('-');
-        crate::time::push_compact_utc(&mut id, &now, "");
+        crate::time::push_compact_utc(id, &now, None);
         id.push('-');
-        crate::time::push_digits(&mut id, self.sequence, 1);
+        crate::time::push_digits(id, self.sequence, 1);
         ClientOrderId::generated(id)
+    }
+
+    /// `id` as shared text, made once per strategy.
+    fn strategy_id(&mut self, id: &'static str) -> Arc<str> {
+        match self.strategy_ids.iter().find(|known| ***known == *id) {
+            Some(known) => known.clone(),
+            None => {
+                let shared: Arc<str> = Arc::from(id);
+                self.strategy_ids.push(shared.clone());
+                shared
+            }
+        }
     }
 
     /// Builds, checks and (when approved) submits an order.

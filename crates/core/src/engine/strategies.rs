@@ -105,6 +105,7 @@ impl Engine {
         };
         let mut decision = decision;
         fx.push(Effect::Decision { symbol: symbol.clone(), rule, text: decision.take_text() });
+        let strategy = Some(self.strategy_id(strategy_id));
         match decision {
             Decision::Enter { quantity, stop_price, limit_price, stop_loss, .. } => {
                 let placed = self.place(
@@ -117,7 +118,7 @@ impl Engine {
                     Some(limit_price),
                     Some(stop_price),
                     reason,
-                    Some(Arc::from(strategy_id)),
+                    strategy,
                     Some(stop_loss),
                     now,
                     fx,
@@ -131,7 +132,6 @@ impl Engine {
             }
             Decision::Buy { quantity, .. } => {
                 let (kind, tif) = (OrderType::Market, TimeInForce::Day);
-                let strategy = Some(Arc::from(strategy_id));
                 let placed = self.place(
                     None,
                     symbol,
@@ -155,7 +155,7 @@ impl Engine {
                 }
             }
             Decision::Exit { quantity, .. } => {
-                let placed = self.sell_at_market(symbol, quantity, reason, Some(Arc::from(strategy_id)), now, fx);
+                let placed = self.sell_at_market(symbol, quantity, reason, strategy, now, fx);
                 if let Ok(id) = placed {
                     if let Some(slot) = self.slots.get_mut(symbol) {
                         slot.exit_orders.insert(id);
