@@ -91,7 +91,7 @@ impl Engine {
         &mut self,
         symbol: &Symbol,
         strategy_id: &'static str,
-        decision: Decision,
+        mut decision: Decision,
         now: Timestamp,
         fx: &mut Vec<Effect>,
     ) {
@@ -103,7 +103,6 @@ impl Engine {
             scratch.extend([rule, ": ", text]);
             Some(Arc::from(scratch.as_str()))
         };
-        let mut decision = decision;
         fx.push(Effect::Decision { symbol: symbol.clone(), rule, text: decision.take_text() });
         let strategy = Some(self.strategy_id(strategy_id));
         match decision {
