@@ -486,7 +486,8 @@ pub fn enrich(trade: &mut Trade, bars: &[Bar], day_start: Timestamp, ctx: &Marke
     for bar in &bars[from..to] {
         day.add(bar);
     }
-    enrich_with(trade, bars, from, to, (to > from).then_some(day), ctx);
+    let last = to + bars[to..].partition_point(|b| b.start < trade.exit_time);
+    enrich_with(trade, bars, from, to, last, (to > from).then_some(day), ctx);
 }
 
 /// What the bars of a day so far add up to, bar by bar: the running sums behind VWAP and the
@@ -515,12 +516,14 @@ impl DayRunning {
 }
 
 /// [`enrich`] with the trade's bars located: `bars[from..to]` completed before the entry since
-/// the start of its day, `before` their running values after `bars[to - 1]` (`None` if none).
+/// the start of its day, `before` their running values after `bars[to - 1]` (`None` if none),
+/// and `bars[to..last]` the bars begun while the trade was open.
 pub fn enrich_with(
     trade: &mut Trade,
     bars: &[Bar],
     from: usize,
     to: usize,
+    last: usize,
     before: Option<DayRunning>,
     ctx: &MarketContext,
 ) {
@@ -546,15 +549,16 @@ pub fn enrich_with(
         distance_from_vwap_pct: vwap.and_then(|w| pct(w, price)),
     });
     // Excursions over the bars that began while the trade was open (the entry's bar included)
-    // and the exit price itself.
-    let last = to + bars[to..].partition_point(|b| b.start < trade.exit_time);
+    // and the exit price itself: the extremes in ticks, converted once.
     let during = &bars[to..last];
+    let high = during.iter().map(|b| b.high).max().map(Price::to_f64);
+    let low = during.iter().map(|b| b.low).min().map(Price::to_f64);
     let exit_price = trade.exit_price.to_f64();
-    let (mut best, mut worst) = (exit_price, exit_price);
-    for bar in during {
-        best = Some(best.map_or(bar.high.to_f64(), |x| x.max(bar.high.to_f64())));
-        worst = Some(worst.map_or(bar.low.to_f64(), |x| x.min(bar.low.to_f64())));
-    }
+    let extreme = |a: Option<f64>, b: Option<f64>, pick: fn(f64, f64) -> f64| match (a, b) {
+        (Some(a), Some(b)) => Some(pick(a, b)),
+        (a, b) => a.or(b),
+    };
+    let (best, worst) = (extreme(exit_price, high, f64::max), extreme(exit_price, low, f64::min));
     if entry_price > 0.0 {
         trade.detail.outcomes.mfe = best.map(|b| ((b - entry_price) / entry_price).max(0.0));
         trade.detail.outcomes.mae = worst.map(|w| ((entry_price - w) / entry_price).max(0.0));

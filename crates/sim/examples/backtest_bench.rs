@@ -131,13 +131,14 @@ fn main() {
             }
             let (out, seconds) = last.expect("at least one run");
             println!(
-                "sma_cross 10/20: {} bars, {} trades, {} refusals, total_return {:.6}, last run {:.3} s; median {:.2} M bars/s over {runs} runs",
+                "sma_cross 10/20: {} bars, {} trades, {} refusals, total_return {:.6}, last run {:.3} s; median {:.2} M bars/s over {runs} runs (best {:.2})",
                 bars.len(),
                 out.trades.len(),
                 out.refusals.values().sum::<u64>(),
                 out.metrics.total_return,
                 seconds,
-                median(rates) / 1e6
+                median(rates.clone()) / 1e6,
+                rates.iter().copied().fold(0.0, f64::max) / 1e6
             );
         }
         "momentum" => {

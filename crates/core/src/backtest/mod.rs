@@ -393,6 +393,7 @@ pub fn run(
     let (step, mut next_progress) = ((bars.len() / 100).max(1), 0);
     // Equity after the last bar, and the engine's equity version then (see the loop).
     let (mut equity, mut equity_version) = (spec.initial_cash, u64::MAX);
+    let mut enricher = Enricher::new();
     for (i, bar) in bars.iter().enumerate() {
         let start = epoch.of(&bar.start);
         let (today, minute) = day.locate_seconds(start);
@@ -430,6 +431,9 @@ pub fn run(
         } else {
             stats.repeat_on(date);
         }
+        if enricher.done < run.completed.len() {
+            enricher.catch_up(&mut run.completed, bars, spec.timeframe, history);
+        }
         if i == next_kept {
             curve.push(EquityPoint { timestamp: now, equity });
             next_kept = curve_index(curve.len() + 1, bars.len(), kept);
@@ -466,7 +470,7 @@ pub fn run(
     progress(1.0);
 
     let mut trades = run.completed;
-    enrich_all(&mut trades, bars, spec.timeframe, history);
+    enricher.catch_up(&mut trades, bars, spec.timeframe, history);
     let pnl: Vec<Decimal> = trades.iter().map(|t| t.net_pnl).collect();
     let metrics = stats.finish(&pnl);
     Ok(BacktestOutput {
@@ -481,37 +485,96 @@ pub fn run(
     })
 }
 
-/// Features at entry and excursions for each trade, from the run's bars. The day's running
-/// values (VWAP sums, high, volume) are carried forward from trade to trade rather than re-read
-/// from each trade's day start.
-fn enrich_all(trades: &mut [Trade], bars: &[Bar], timeframe: Timeframe, history: &mut dyn History) {
-    let mut day = NyDay::default();
-    let mut running = Running { from: 0, next: 0, values: DayRunning::default() };
-    for trade in trades {
-        let date = day.date_of(trade.entry_time);
-        let day_start = ny_instant(date, (0, 0));
-        let from = bars.partition_point(|b| b.start < day_start);
+/// Adds features at entry and excursions to each trade as it completes, from the run's bars:
+/// they are then among the last read, in cache (after the run, each trade's bars come from
+/// memory, and that was a fifth of a minute-bar run's time). The day's running values (VWAP
+/// sums, high, volume) are carried forward from trade to trade rather than re-read from each
+/// trade's day start, and each trade's bars are found from the previous trade's (see [`seek`]).
+struct Enricher {
+    day: NyDay,
+    running: Running,
+    /// The entry date of the last trade, its first bar and its 09:30 open.
+    current: Option<(NaiveDate, usize, Timestamp)>,
+    /// Where the last search ended.
+    hint: usize,
+    /// Trades of the run enriched so far.
+    done: usize,
+}
+
+impl Enricher {
+    fn new() -> Enricher {
+        let running = Running { from: 0, next: 0, values: DayRunning::default() };
+        Enricher { day: NyDay::default(), running, current: None, hint: 0, done: 0 }
+    }
+
+    /// Enriches the trades completed since the last call, in order.
+    fn catch_up(&mut self, trades: &mut [Trade], bars: &[Bar], timeframe: Timeframe, history: &mut dyn History) {
+        while let Some(trade) = trades.get_mut(self.done) {
+            self.enrich(trade, bars, timeframe, history);
+            self.done += 1;
+        }
+    }
+
+    fn enrich(&mut self, trade: &mut Trade, bars: &[Bar], timeframe: Timeframe, history: &mut dyn History) {
+        let (date, minute_of_day) = self.day.locate(trade.entry_time);
+        let (from, regular_open) = match self.current {
+            Some((d, from, open)) if d == date => (from, open),
+            _ => {
+                let day_start = ny_instant(date, (0, 0));
+                let from = seek(bars, 0, self.hint, |b| b.start < day_start);
+                let open = ny_instant(date, (9, 30));
+                self.current = Some((date, from, open));
+                (from, open)
+            }
+        };
         // Bars completed before the entry; bars begun before it (the day's volume by then).
-        let to = from + bars[from..].partition_point(|b| b.start + chrono::Duration::minutes(1) <= trade.entry_time);
-        let begun = from + bars[from..].partition_point(|b| b.start < trade.entry_time);
+        let completed_by = trade.entry_time - chrono::Duration::minutes(1);
+        let to = seek(bars, from, self.hint, |b| b.start <= completed_by);
+        let begun = seek(bars, from, to, |b| b.start < trade.entry_time);
+        self.hint = to;
         let (first, second) = (to.min(begun), to.max(begun));
-        let at_first = running.after(bars, from, first);
-        let at_second = running.after(bars, from, second);
+        let at_first = self.running.after(bars, from, first);
+        let at_second = self.running.after(bars, from, second);
         let (before, by_entry) = if to <= begun { (at_first, at_second) } else { (at_second, at_first) };
-        let (_, minute) = day.locate(trade.entry_time);
         let ctx = MarketContext {
             prev_close: history.prev_close(date),
             float: history.float(),
             sector: history.sector(),
-            relative_volume: history.relative_volume(date, minute, by_entry.map_or(0, |r| r.volume())),
-            regular_open: ny_instant(date, (9, 30)),
+            relative_volume: history.relative_volume(date, minute_of_day, by_entry.map_or(0, |r| r.volume())),
+            regular_open,
         };
+        let exit_time = trade.exit_time;
+        let last = seek(bars, to, to, |b| b.start < exit_time);
         if timeframe == Timeframe::Minute {
-            enrich_with(trade, bars, from, to, before, &ctx);
+            enrich_with(trade, bars, from, to, last, before, &ctx);
         } else {
             // Daily bars: no intraday state at entry; excursions over the days held.
-            enrich_with(trade, bars, from, to, before, &MarketContext { relative_volume: None, ..ctx });
+            enrich_with(trade, bars, from, to, last, before, &MarketContext { relative_volume: None, ..ctx });
         }
+    }
+}
+
+/// The first index at or after `lo` whose bar fails `holds` (true of a leading run of
+/// `bars[lo..]`), searched forward from `hint` in doubling steps: the answer is usually near the
+/// hint, so the search reads a few bars near it rather than halving the whole slice. Correct
+/// whatever the hint.
+fn seek(bars: &[Bar], lo: usize, hint: usize, holds: impl Fn(&Bar) -> bool) -> usize {
+    let hint = hint.clamp(lo, bars.len());
+    if hint > lo && !holds(&bars[hint - 1]) {
+        return lo + bars[lo..hint].partition_point(holds);
+    }
+    // Every bar before `known` holds.
+    let (mut known, mut step) = (hint, 1);
+    loop {
+        let probe = known + step - 1;
+        if probe >= bars.len() {
+            return known + bars[known..].partition_point(holds);
+        }
+        if !holds(&bars[probe]) {
+            return known + bars[known..probe].partition_point(holds);
+        }
+        known = probe + 1;
+        step *= 2;
     }
 }
 

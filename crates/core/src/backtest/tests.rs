@@ -231,3 +231,17 @@ fn the_curve_keeps_the_last_point_of_each_run() {
     assert_eq!(curve_index(5, 10, 4), usize::MAX);
     assert_eq!((1..=10).map(|k| curve_index(k, 10, 10)).collect::<Vec<_>>(), (0..10).collect::<Vec<_>>());
 }
+
+proptest::proptest! {
+    /// `seek` finds what a binary search over the whole slice finds, wherever its hint points:
+    /// the trades' features and excursions rest on it.
+    #[test]
+    fn seek_agrees_with_a_binary_search(n in 0usize..300, lo in 0usize..300, hint in 0usize..400, cut in 0i64..320) {
+        let series: Vec<(&str, &str)> = vec![("10", "10"); n];
+        let bars = bars(&series);
+        let lo = lo.min(n);
+        let start = chrono::Utc.with_ymd_and_hms(2026, 3, 2, 15, 0, 0).unwrap() + chrono::Duration::minutes(cut);
+        let holds = |b: &Bar| b.start < start;
+        proptest::prop_assert_eq!(seek(&bars, lo, hint, holds), lo + bars[lo..].partition_point(holds));
+    }
+}
