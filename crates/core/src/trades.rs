@@ -494,8 +494,9 @@ pub fn enrich(trade: &mut Trade, bars: &[Bar], day_start: Timestamp, ctx: &Marke
 /// high of day, so a run's many trades need not each re-read their day's bars.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct DayRunning {
-    /// Σ typical price × volume, and Σ volume.
-    pv: f64,
+    /// Σ (high + low + close) × volume, in ticks (three times the typical price: exact, and no
+    /// division per bar), and Σ volume.
+    pv3: i128,
     volume: u64,
     high: Option<Price>,
 }
@@ -503,10 +504,15 @@ pub struct DayRunning {
 impl DayRunning {
     /// Adds a bar.
     pub fn add(&mut self, b: &Bar) {
-        let typical = (b.high.to_f64() + b.low.to_f64() + b.close.to_f64()) / 3.0;
-        self.pv += typical * b.volume as f64;
+        let sum = i128::from(b.high.0) + i128::from(b.low.0) + i128::from(b.close.0);
+        self.pv3 += sum * i128::from(b.volume);
         self.volume += b.volume;
         self.high = Some(self.high.map_or(b.high, |h| h.max(b.high)));
+    }
+
+    /// The volume-weighted average of the typical price (high + low + close) / 3 so far, dollars.
+    pub fn vwap(&self) -> Option<f64> {
+        (self.volume > 0).then(|| self.pv3 as f64 / (3.0 * Price::SCALE as f64 * self.volume as f64))
     }
 
     /// Shares traded so far this day.
@@ -535,7 +541,7 @@ pub fn enrich_with(
     let last_close = (to > from).then(|| bars[to - 1].close.to_f64());
     let before = before.unwrap_or_default();
     let high = before.high.map(|h| h.to_f64().max(price));
-    let vwap = (before.volume > 0).then(|| before.pv / before.volume as f64);
+    let vwap = before.vwap();
     trade.detail.features = Some(Features {
         price,
         percentage_gain: ctx.prev_close.and_then(|p| p.to_f64()).and_then(|p| pct(p, price)),
@@ -606,6 +612,23 @@ mod tests {
             fee: d("0.5"),
         };
         o.apply(crate::orders::OrderEvent::Filled(execution), t(at)).unwrap();
+    }
+
+    /// The day's VWAP is the volume-weighted average of (high + low + close) / 3, and its high
+    /// the highest high, as the features quote them.
+    #[test]
+    fn day_running_values_match_hand_computation() {
+        let bar = |h: &str, l: &str, c: &str, volume| {
+            let p = |x: &str| Price::from_decimal(d(x)).unwrap();
+            Bar { start: t(0), open: p(c), high: p(h), low: p(l), close: p(c), volume }
+        };
+        let mut day = DayRunning::default();
+        assert_eq!(day.vwap(), None);
+        day.add(&bar("10.03", "9.97", "10", 100));
+        day.add(&bar("11", "10", "10.5", 300));
+        // (10 × 100 + 10.5 × 300) / 400
+        assert!((day.vwap().unwrap() - 10.375).abs() < 1e-12);
+        assert_eq!((day.volume(), day.high), (400, Some(Price::from_cents(1_100))));
     }
 
     /// An entry filled in two parts, a scale-out at the target, then an operator's close: one
