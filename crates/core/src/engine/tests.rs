@@ -96,27 +96,32 @@ fn submitted(fx: &[Effect]) -> Vec<Order> {
 }
 
 fn fill(e: &mut Engine, order: &Order, exec: &str, qty: u64, cents: i64) -> Vec<Effect> {
+    fill_at(e, order, exec, qty, cents, t(NOW))
+}
+
+/// The broker accepts `order` and fills `qty` of it at `cents`, both at `at`.
+fn fill_at(e: &mut Engine, order: &Order, exec: &str, qty: u64, cents: i64, at: Timestamp) -> Vec<Effect> {
     let id = order.client_order_id.clone();
     let mut fx = e.handle(
         Event::Broker(BrokerReport::Accepted {
             client_order_id: id.clone(),
             broker_order_id: format!("b-{exec}").into(),
-            at: t(NOW),
+            at,
         }),
-        t(NOW),
+        at,
     );
     fx.extend(e.handle(
         Event::Broker(BrokerReport::Filled {
             client_order_id: id,
             execution: Execution {
                 execution_id: exec.into(),
-                timestamp: t(NOW),
+                timestamp: at,
                 quantity: qty,
                 price: d(cents),
                 fee: Decimal::ZERO,
             },
         }),
-        t(NOW),
+        at,
     ));
     fx
 }
@@ -405,32 +410,17 @@ fn momentum_breakout_enters_scales_out_and_stops_out_through_the_engine() {
     let mut decisions = Vec::new();
     let mut statuses = Vec::new();
     let mut exec = 0;
-    let mut fill_all = |e: &mut Engine,
-                        fx: &[Effect],
-                        price: i64,
-                        at: Timestamp,
-                        statuses: &mut Vec<StrategyStatus>| {
-        for order in submitted(fx) {
-            exec += 1;
-            let id = order.client_order_id.clone();
-            let ack =
-                BrokerReport::Accepted { client_order_id: id.clone(), broker_order_id: format!("b{exec}").into(), at };
-            let execution = Execution {
-                execution_id: format!("x{exec}").into(),
-                timestamp: at,
-                quantity: order.quantity,
-                price: d(price),
-                fee: Decimal::ZERO,
-            };
-            let mut fx = e.handle(Event::Broker(ack), at);
-            fx.extend(e.handle(Event::Broker(BrokerReport::Filled { client_order_id: id, execution }), at));
-            for f in fx {
-                if let Effect::WatchUpdated { status, .. } = f {
-                    statuses.push(status);
+    let mut fill_all =
+        |e: &mut Engine, fx: &[Effect], price: i64, at: Timestamp, statuses: &mut Vec<StrategyStatus>| {
+            for order in submitted(fx) {
+                exec += 1;
+                for f in fill_at(e, &order, &format!("x{exec}"), order.quantity, price, at) {
+                    if let Effect::WatchUpdated { status, .. } = f {
+                        statuses.push(status);
+                    }
                 }
             }
-        }
-    };
+        };
     for (i, (o, h, l, c, v)) in rows.into_iter().enumerate() {
         let bar = Bar {
             start: open + chrono::Duration::minutes(i as i64),
@@ -530,23 +520,7 @@ fn sma_cross_buys_with_all_buying_power_and_sells_everything() {
         let now = bar.start + chrono::Duration::minutes(1);
         let fx = e.handle(Event::Bar { symbol: s.clone(), bar, prev_close: d(3000), relative_volume: None }, now);
         for order in submitted(&fx) {
-            let id = order.client_order_id.clone();
-            let execution = Execution {
-                execution_id: format!("x{i}").into(),
-                timestamp: now,
-                quantity: order.quantity,
-                price: d(close),
-                fee: Decimal::ZERO,
-            };
-            e.handle(
-                Event::Broker(BrokerReport::Accepted {
-                    client_order_id: id.clone(),
-                    broker_order_id: format!("b{i}").into(),
-                    at: now,
-                }),
-                now,
-            );
-            e.handle(Event::Broker(BrokerReport::Filled { client_order_id: id, execution }), now);
+            fill_at(&mut e, &order, &format!("x{i}"), order.quantity, close, now);
             orders.push((i, order.side, order.order_type, order.quantity, close));
         }
     }
