@@ -37,6 +37,14 @@ impl Price {
         Decimal::new(self.0, 4).normalize()
     }
 
+    /// The price as a `Decimal` of scale 4, not normalised (12.5000): exact, and built in place
+    /// (the engine marks every bar's close).
+    #[inline]
+    pub fn as_decimal(self) -> Decimal {
+        let ticks = self.0.unsigned_abs();
+        Decimal::from_parts(ticks as u32, (ticks >> 32) as u32, 0, self.0 < 0, 4)
+    }
+
     /// Appends the price as it displays (decision sentences quote prices on every order of a
     /// backtest, where the format machinery would be most of their cost).
     pub fn push_to(self, out: &mut String) {
@@ -182,6 +190,22 @@ pub struct Trade {
     pub size: u64,
 }
 
+/// `d` as `f64`: the value `Decimal::to_f64` gives, bit for bit, without its 128-bit division
+/// when the mantissa is below 2^48 (every price and position value of a run): then `to_f64`
+/// rounds to the same `mantissa / 10^scale`, which one division of two exactly represented
+/// numbers gives correctly rounded. Trades convert several amounts each.
+pub fn decimal_to_f64(d: Decimal) -> f64 {
+    const POW10: [f64; 23] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19,
+        1e20, 1e21, 1e22,
+    ];
+    let (mantissa, scale) = (d.mantissa(), d.scale() as usize);
+    match POW10.get(scale) {
+        Some(unit) if mantissa.unsigned_abs() < 1 << 48 => mantissa as f64 / unit,
+        _ => rust_decimal::prelude::ToPrimitive::to_f64(&d).unwrap_or(0.0),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -195,6 +219,21 @@ mod tests {
             let mut pushed = String::from("at ");
             p.push_to(&mut pushed);
             proptest::prop_assert_eq!(pushed, format!("at {}", p.to_decimal()));
+        }
+
+        /// Money converts to `f64` exactly as `rust_decimal` converts it.
+        #[test]
+        fn decimal_to_f64_is_to_f64_bit_for_bit(mantissa in -(1i64 << 50)..(1i64 << 50), scale in 0u32..=28) {
+            let d = Decimal::new(mantissa, scale);
+            let expected = rust_decimal::prelude::ToPrimitive::to_f64(&d).unwrap();
+            proptest::prop_assert_eq!(decimal_to_f64(d).to_bits(), expected.to_bits(), "{}", d);
+        }
+
+        /// A close marks at its exact decimal.
+        #[test]
+        fn as_decimal_is_the_price(ticks in proptest::num::i64::ANY) {
+            let (built, expected) = (Price(ticks).as_decimal(), Decimal::new(ticks, 4));
+            proptest::prop_assert_eq!((built.mantissa(), built.scale()), (expected.mantissa(), expected.scale()));
         }
     }
 

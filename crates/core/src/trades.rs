@@ -7,7 +7,7 @@
 //! excursions of its `outcomes` come from the bars around it ([`enrich`]).
 
 use crate::engine::LIQUIDATION_REASON;
-use crate::market::{Bar, Price, Side};
+use crate::market::{decimal_to_f64, Bar, Price, Side};
 use crate::orders::{ClientOrderId, Execution, Order, OrderStatus};
 use crate::symbol::Symbol;
 use crate::time::Timestamp;
@@ -534,7 +534,7 @@ pub fn enrich_with(
     ctx: &MarketContext,
 ) {
     let entry = trade.entry_time;
-    let entry_price = trade.entry_price.to_f64().unwrap_or(0.0);
+    let entry_price = decimal_to_f64(trade.entry_price);
     let price = entry_price;
     let pct = |from: f64, to: f64| (from > 0.0).then(|| (to - from) / from * 100.0);
     let close_back = |n: usize| (to - from).checked_sub(n + 1).map(|i| bars[from + i].close.to_f64());
@@ -544,7 +544,7 @@ pub fn enrich_with(
     let vwap = before.vwap();
     trade.detail.features = Some(Features {
         price,
-        percentage_gain: ctx.prev_close.and_then(|p| p.to_f64()).and_then(|p| pct(p, price)),
+        percentage_gain: ctx.prev_close.map(decimal_to_f64).and_then(|p| pct(p, price)),
         relative_volume: ctx.relative_volume,
         float: ctx.float,
         change_1m: close_back(1).zip(last_close).and_then(|(a, b)| pct(a, b)),
@@ -559,7 +559,7 @@ pub fn enrich_with(
     let during = &bars[to..last];
     let high = during.iter().map(|b| b.high).max().map(Price::to_f64);
     let low = during.iter().map(|b| b.low).min().map(Price::to_f64);
-    let exit_price = trade.exit_price.to_f64();
+    let exit_price = Some(decimal_to_f64(trade.exit_price));
     let extreme = |a: Option<f64>, b: Option<f64>, pick: fn(f64, f64) -> f64| match (a, b) {
         (Some(a), Some(b)) => Some(pick(a, b)),
         (a, b) => a.or(b),

@@ -54,6 +54,9 @@ pub struct BarBroker {
     executions: u64,
     /// Where ids are written before they are shared (one allocation per id).
     scratch: String,
+    /// Reports not yet taken ([`BarBroker::take_reports`]): one buffer for the whole run, not a
+    /// vector per order and per fill.
+    reports: Vec<BrokerReport>,
 }
 
 impl BarBroker {
@@ -65,6 +68,7 @@ impl BarBroker {
             working: Vec::new(),
             executions: 0,
             scratch: String::new(),
+            reports: Vec::new(),
         }
     }
 
@@ -72,16 +76,22 @@ impl BarBroker {
         !self.working.is_empty()
     }
 
+    /// Takes the reports of the calls so far (acceptances, fills, cancels, expiries), oldest
+    /// first.
+    pub fn take_reports(&mut self) -> std::vec::Drain<'_, BrokerReport> {
+        self.reports.drain(..)
+    }
+
     /// A new order at `now`, decided on `bar`: accepted, and filled at once when it is a market
     /// order under `CLOSE`.
-    pub fn submit(&mut self, order: &Order, bar: &Bar, now: Timestamp) -> Vec<BrokerReport> {
+    pub fn submit(&mut self, order: &Order, bar: &Bar, now: Timestamp) {
         self.scratch.clear();
         self.scratch.extend(["bt-", order.client_order_id.as_str()]);
-        let mut reports = vec![BrokerReport::Accepted {
+        self.reports.push(BrokerReport::Accepted {
             client_order_id: order.client_order_id.clone(),
             broker_order_id: self.scratch.as_str().into(),
             at: now,
-        }];
+        });
         let tick = |d: Option<Decimal>| d.and_then(Price::from_decimal);
         let working = Working {
             id: order.client_order_id.clone(),
@@ -94,11 +104,11 @@ impl BarBroker {
             triggered: false,
         };
         if order.order_type == OrderType::Market && self.fill == FillModel::Close {
-            reports.push(self.execute(&working, bar.close, now));
+            let fill = self.execute(&working, bar.close, now);
+            self.reports.push(fill);
         } else {
             self.working.push(working);
         }
-        reports
     }
 
     /// Changes when market orders submitted from now on fill.
@@ -106,23 +116,20 @@ impl BarBroker {
         self.fill = fill;
     }
 
-    pub fn cancel(&mut self, id: &ClientOrderId, now: Timestamp) -> Vec<BrokerReport> {
-        match self.working.iter().position(|w| &w.id == id) {
+    pub fn cancel(&mut self, id: &ClientOrderId, now: Timestamp) {
+        let report = match self.working.iter().position(|w| &w.id == id) {
             Some(i) => {
                 self.working.remove(i);
-                vec![BrokerReport::Canceled { client_order_id: id.clone(), at: now }]
+                BrokerReport::Canceled { client_order_id: id.clone(), at: now }
             }
-            None => vec![BrokerReport::CancelRejected {
-                client_order_id: id.clone(),
-                reason: "not working".into(),
-                at: now,
-            }],
-        }
+            None => BrokerReport::CancelRejected { client_order_id: id.clone(), reason: "not working".into(), at: now },
+        };
+        self.reports.push(report);
     }
 
     /// The trading date changed: unfilled stop and limit DAY orders expire.
-    pub fn expire_day_orders(&mut self, now: Timestamp) -> Vec<BrokerReport> {
-        let mut reports = Vec::new();
+    pub fn expire_day_orders(&mut self, now: Timestamp) {
+        let reports = &mut self.reports;
         self.working.retain(|w| {
             let expires = w.tif == TimeInForce::Day && w.order_type != OrderType::Market;
             if expires {
@@ -130,26 +137,21 @@ impl BarBroker {
             }
             !expires
         });
-        reports
     }
 
     /// Matches working orders against a new bar; fills are stamped `at` (the bar's open).
-    pub fn on_bar(&mut self, bar: &Bar, at: Timestamp) -> Vec<BrokerReport> {
-        if self.working.is_empty() {
-            return Vec::new();
-        }
-        let mut reports = Vec::new();
+    pub fn on_bar(&mut self, bar: &Bar, at: Timestamp) {
         let mut i = 0;
         while i < self.working.len() {
             match match_bar(&mut self.working[i], bar) {
                 Some(price) => {
                     let working = self.working.remove(i);
-                    reports.push(self.execute(&working, price, at));
+                    let fill = self.execute(&working, price, at);
+                    self.reports.push(fill);
                 }
                 None => i += 1,
             }
         }
-        reports
     }
 
     fn execute(&mut self, w: &Working, reference: Price, at: Timestamp) -> BrokerReport {
@@ -259,6 +261,22 @@ mod tests {
         o
     }
 
+    // Each call with the reports it made.
+    fn submit(b: &mut BarBroker, order: &Order, bar: &Bar, now: Timestamp) -> Vec<BrokerReport> {
+        b.submit(order, bar, now);
+        b.take_reports().collect()
+    }
+
+    fn on_bar(b: &mut BarBroker, bar: &Bar, at: Timestamp) -> Vec<BrokerReport> {
+        b.on_bar(bar, at);
+        b.take_reports().collect()
+    }
+
+    fn expire(b: &mut BarBroker, now: Timestamp) -> Vec<BrokerReport> {
+        b.expire_day_orders(now);
+        b.take_reports().collect()
+    }
+
     fn filled_at(reports: &[BrokerReport]) -> Option<(Decimal, Decimal, Timestamp)> {
         reports.iter().find_map(|r| match r {
             BrokerReport::Filled { execution, .. } => Some((execution.price, execution.fee, execution.timestamp)),
@@ -271,14 +289,15 @@ mod tests {
         let decided = bar(0, "10", "10.5", "9.9", "10.2");
         let next = bar(1, "10.3", "10.4", "10.1", "10.2");
         let mut b = BarBroker::new(FillModel::NextOpen, Decimal::ZERO, Decimal::ZERO);
-        let reports = b.submit(&order(Side::Buy, OrderType::Market, None, None), &decided, next.start);
+        let reports = submit(&mut b, &order(Side::Buy, OrderType::Market, None, None), &decided, next.start);
         assert!(matches!(reports.as_slice(), [BrokerReport::Accepted { .. }]));
-        let (price, _, at) = filled_at(&b.on_bar(&next, next.start)).unwrap();
+        let (price, _, at) = filled_at(&on_bar(&mut b, &next, next.start)).unwrap();
         assert_eq!((price, at), ("10.3".parse().unwrap(), next.start));
 
         let mut b = BarBroker::new(FillModel::Close, Decimal::ZERO, Decimal::ZERO);
-        let (price, ..) = filled_at(&b.submit(&order(Side::Buy, OrderType::Market, None, None), &decided, next.start))
-            .expect("CLOSE fills at once");
+        let (price, ..) =
+            filled_at(&submit(&mut b, &order(Side::Buy, OrderType::Market, None, None), &decided, next.start))
+                .expect("CLOSE fills at once");
         assert_eq!(price, "10.2".parse().unwrap());
         assert!(!b.has_working());
     }
@@ -288,36 +307,36 @@ mod tests {
         let decided = bar(0, "10", "10", "10", "10");
         let next = bar(1, "20", "20", "20", "20");
         let mut b = BarBroker::new(FillModel::NextOpen, "0.001".parse().unwrap(), Decimal::from(50));
-        b.submit(&order(Side::Buy, OrderType::Market, None, None), &decided, next.start);
-        let (price, fee, _) = filled_at(&b.on_bar(&next, next.start)).unwrap();
+        submit(&mut b, &order(Side::Buy, OrderType::Market, None, None), &decided, next.start);
+        let (price, fee, _) = filled_at(&on_bar(&mut b, &next, next.start)).unwrap();
         assert_eq!(price, "20.1".parse::<Decimal>().unwrap(), "50 bps above 20");
         assert_eq!(fee, "2.01".parse::<Decimal>().unwrap(), "0.1% of 100 × 20.10");
         let mut b = BarBroker::new(FillModel::NextOpen, Decimal::ZERO, Decimal::from(50));
-        b.submit(&order(Side::Sell, OrderType::Market, None, None), &decided, next.start);
-        assert_eq!(filled_at(&b.on_bar(&next, next.start)).unwrap().0, "19.9".parse::<Decimal>().unwrap());
+        submit(&mut b, &order(Side::Sell, OrderType::Market, None, None), &decided, next.start);
+        assert_eq!(filled_at(&on_bar(&mut b, &next, next.start)).unwrap().0, "19.9".parse::<Decimal>().unwrap());
     }
 
     #[test]
     fn stop_limit_buys_trigger_on_the_high_and_respect_the_limit() {
         let decided = bar(0, "10", "10", "10", "10");
         let mut b = BarBroker::new(FillModel::NextOpen, Decimal::ZERO, Decimal::ZERO);
-        b.submit(&order(Side::Buy, OrderType::StopLimit, Some("10.60"), Some("10.50")), &decided, decided.start);
-        assert!(b.on_bar(&bar(1, "10.1", "10.4", "10", "10.3"), decided.start).is_empty(), "high below the stop");
-        let (price, ..) = filled_at(&b.on_bar(&bar(2, "10.3", "10.8", "10.2", "10.7"), decided.start)).unwrap();
+        submit(&mut b, &order(Side::Buy, OrderType::StopLimit, Some("10.60"), Some("10.50")), &decided, decided.start);
+        assert!(on_bar(&mut b, &bar(1, "10.1", "10.4", "10", "10.3"), decided.start).is_empty(), "high below the stop");
+        let (price, ..) = filled_at(&on_bar(&mut b, &bar(2, "10.3", "10.8", "10.2", "10.7"), decided.start)).unwrap();
         assert_eq!(price, "10.5".parse().unwrap(), "fills at the stop when traded through");
 
         // Gap above the stop but within the limit: the open.
-        b.submit(&order(Side::Buy, OrderType::StopLimit, Some("10.60"), Some("10.50")), &decided, decided.start);
+        submit(&mut b, &order(Side::Buy, OrderType::StopLimit, Some("10.60"), Some("10.50")), &decided, decided.start);
         assert_eq!(
-            filled_at(&b.on_bar(&bar(3, "10.55", "10.9", "10.5", "10.8"), decided.start)).unwrap().0,
+            filled_at(&on_bar(&mut b, &bar(3, "10.55", "10.9", "10.5", "10.8"), decided.start)).unwrap().0,
             "10.55".parse().unwrap()
         );
 
         // Gap above the limit and never back: triggered, rests as a limit order, then fills.
-        b.submit(&order(Side::Buy, OrderType::StopLimit, Some("10.60"), Some("10.50")), &decided, decided.start);
-        assert!(b.on_bar(&bar(4, "11", "11.2", "10.9", "11.1"), decided.start).is_empty());
+        submit(&mut b, &order(Side::Buy, OrderType::StopLimit, Some("10.60"), Some("10.50")), &decided, decided.start);
+        assert!(on_bar(&mut b, &bar(4, "11", "11.2", "10.9", "11.1"), decided.start).is_empty());
         assert_eq!(
-            filled_at(&b.on_bar(&bar(5, "10.7", "10.8", "10.4", "10.5"), decided.start)).unwrap().0,
+            filled_at(&on_bar(&mut b, &bar(5, "10.7", "10.8", "10.4", "10.5"), decided.start)).unwrap().0,
             "10.6".parse().unwrap()
         );
     }
@@ -326,9 +345,9 @@ mod tests {
     fn day_orders_expire_but_market_orders_wait_for_the_next_bar() {
         let decided = bar(0, "10", "10", "10", "10");
         let mut b = BarBroker::new(FillModel::NextOpen, Decimal::ZERO, Decimal::ZERO);
-        b.submit(&order(Side::Buy, OrderType::StopLimit, Some("10.60"), Some("10.50")), &decided, decided.start);
-        b.submit(&order(Side::Sell, OrderType::Market, None, None), &decided, decided.start);
-        let expired = b.expire_day_orders(decided.start);
+        submit(&mut b, &order(Side::Buy, OrderType::StopLimit, Some("10.60"), Some("10.50")), &decided, decided.start);
+        submit(&mut b, &order(Side::Sell, OrderType::Market, None, None), &decided, decided.start);
+        let expired = expire(&mut b, decided.start);
         assert_eq!(expired.len(), 1);
         assert!(matches!(expired[0], BrokerReport::Expired { .. }));
         assert!(b.has_working(), "the market order still fills at the next open");

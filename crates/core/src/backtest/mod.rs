@@ -14,7 +14,6 @@
 
 pub mod fills;
 
-use crate::broker::BrokerReport;
 use crate::calendar::{ny_instant, NyDay};
 use crate::engine::{Command, Effect, Engine, Event};
 use crate::market::{Bar, Timeframe};
@@ -26,7 +25,7 @@ use crate::time::Timestamp;
 use crate::trades::{enrich_with, DayRunning, MarketContext, Trade, TradeBuilder, END_OF_DATA_REASON};
 use chrono::NaiveDate;
 use fills::{BarBroker, FillModel};
-use rust_decimal::prelude::{FromPrimitive, ToPrimitive};
+use rust_decimal::prelude::FromPrimitive;
 use rust_decimal::Decimal;
 use std::collections::{BTreeMap, VecDeque};
 
@@ -297,15 +296,14 @@ impl Run {
     /// Carries out the queued effects, feeding the broker's reports back until none are left.
     fn carry_out(&mut self, bar: &Bar, now: Timestamp) {
         while let Some(effect) = self.queue.pop_front() {
-            let reports = match effect {
+            match effect {
                 Effect::Submit(order) => {
                     if let Some(stop) = order.stop_loss {
                         self.trades.entry_stop(&order.symbol, stop);
                     }
                     self.completed.extend(self.trades.order(&order));
-                    let reports = self.broker.submit(&order, bar, now);
+                    self.broker.submit(&order, bar, now);
                     self.orders.push(order);
-                    reports
                 }
                 Effect::Cancel(id) => self.broker.cancel(&id, now),
                 Effect::OrderUpdated(order) => {
@@ -321,13 +319,13 @@ impl Run {
                 }
                 _ => continue,
             };
-            self.report(reports);
+            self.report();
         }
     }
 
     /// Queues what the engine makes of the broker's reports.
-    fn report(&mut self, reports: Vec<BrokerReport>) {
-        for report in reports {
+    fn report(&mut self) {
+        for report in self.broker.take_reports() {
             let at = report.at();
             self.engine.handle_into(Event::Broker(report), at, &mut self.fx);
             self.queue.extend(self.fx.drain(..));
@@ -335,8 +333,8 @@ impl Run {
     }
 
     /// The broker's reports of a bar (fills, expiries), and what follows from them.
-    fn fills(&mut self, reports: Vec<BrokerReport>, bar: &Bar, at: Timestamp) {
-        self.report(reports);
+    fn fills(&mut self, bar: &Bar, at: Timestamp) {
+        self.report();
         self.carry_out(bar, at);
     }
 }
@@ -399,8 +397,8 @@ pub fn run(
         let (today, minute) = day.locate_seconds(start);
         if date != Some(today) {
             if date.is_some() {
-                let expired = run.broker.expire_day_orders(bar.start);
-                run.fills(expired, bar, bar.start);
+                run.broker.expire_day_orders(bar.start);
+                run.fills(bar, bar.start);
             }
             date = Some(today);
             volume = 0;
@@ -413,8 +411,8 @@ pub fn run(
                 Timeframe::Minute => bar.start,
                 Timeframe::Day => ny_instant(today, (9, 30)).max(bar.start),
             };
-            let reports = run.broker.on_bar(bar, open);
-            run.fills(reports, bar, open);
+            run.broker.on_bar(bar, open);
+            run.fills(bar, open);
         }
         volume += bar.volume;
         let now = bar_end(bar, start, spec.timeframe, &mut end_day);
@@ -613,7 +611,7 @@ pub fn curve_index(k: usize, n: usize, kept: usize) -> usize {
 
 /// Dollars as `f64` for JSON (exact values stay `Decimal` inside).
 pub fn dollars(d: Decimal) -> f64 {
-    d.to_f64().unwrap_or(0.0)
+    crate::market::decimal_to_f64(d)
 }
 
 #[cfg(test)]

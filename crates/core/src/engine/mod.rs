@@ -369,7 +369,7 @@ impl Engine {
         match event {
             Event::Bar { symbol, bar, prev_close, relative_volume } => {
                 // Unnormalised: exact, and cheaper than `Price::to_decimal` on every bar.
-                let last = Decimal::new(bar.close.0, 4);
+                let last = bar.close.as_decimal();
                 let m = match self.market.get_mut(&symbol) {
                     Some(m) => m,
                     None => self.market.entry(symbol.clone()).or_default(),
