@@ -72,6 +72,11 @@ fn cmp_money(a: &Decimal, b: &Decimal) -> std::cmp::Ordering {
     }
 }
 
+/// `base` plus `value` ticks.
+fn split_sum(base: Decimal, value: i128) -> Decimal {
+    base + Decimal::from_i128_with_scale(value, 4)
+}
+
 fn ratio(numerator: Decimal, denominator: Decimal) -> Option<f64> {
     if denominator.is_zero() {
         return None;
@@ -100,9 +105,25 @@ pub struct CurveStats {
     trough: Decimal,
     max_drawdown: f64,
     day: crate::calendar::NyDay,
-    /// Closing equity of each New York date so far.
+    /// Closing equity of each New York date so far (the last one stale while `split` holds it).
     closes: Vec<(NaiveDate, Decimal)>,
+    /// The last point when it came as a base and a value in ticks ([`CurveStats::push_split_on`])
+    /// and has not been added up yet: `last` and the last close are stale meanwhile.
+    split: Option<(Decimal, i128)>,
+    /// For `split`'s base: the values in ticks strictly above which a point makes a new peak and
+    /// strictly below which a new trough, so most points compare two integers.
+    bounds: Option<SplitBounds>,
 }
+
+#[derive(Clone, Copy, Debug)]
+struct SplitBounds {
+    base: Decimal,
+    peak_above: i128,
+    trough_below: i128,
+}
+
+/// Ticks (1/10,000 dollar) per dollar.
+const TICKS: i64 = 10_000;
 
 impl CurveStats {
     pub fn new(initial_equity: Decimal) -> CurveStats {
@@ -114,6 +135,8 @@ impl CurveStats {
             max_drawdown: 0.0,
             day: Default::default(),
             closes: Vec::new(),
+            split: None,
+            bounds: None,
         }
     }
 
@@ -124,13 +147,17 @@ impl CurveStats {
 
     /// [`CurveStats::push`] of a point on New York date `date`.
     pub fn push_on(&mut self, date: NaiveDate, equity: Decimal) {
+        // A split point of an earlier date closes that date.
+        self.settle();
         self.last = equity;
         if cmp_money(&equity, &self.peak).is_gt() {
             self.close_episode();
             self.peak = equity;
             self.trough = equity;
+            self.bounds = None;
         } else if cmp_money(&equity, &self.trough).is_lt() {
             self.trough = equity;
+            self.bounds = None;
         }
         match self.closes.last_mut() {
             Some((last, close)) if *last == date => *close = equity,
@@ -138,18 +165,72 @@ impl CurveStats {
         }
     }
 
+    /// [`CurveStats::push_on`] of `base + value` ticks (1/10,000 dollar), `value` within what a
+    /// `Decimal` holds: a backtest's equity while one position is open is its cash and the
+    /// position's value in ticks, and most bars neither make a new peak nor a new trough. Those
+    /// compare the value with two integers and add nothing up until the point is read; the
+    /// metrics are exactly those of pushing each sum.
+    pub fn push_split_on(&mut self, date: NaiveDate, base: Decimal, value: i128) {
+        let bounds = match self.bounds {
+            Some(b) if b.base == base => b,
+            _ => match self.split_bounds(base) {
+                Some(b) => b,
+                None => return self.push_on(date, split_sum(base, value)),
+            },
+        };
+        if value > bounds.peak_above || value < bounds.trough_below {
+            return self.push_on(date, split_sum(base, value));
+        }
+        if self.closes.last().is_none_or(|(last, _)| *last != date) {
+            self.settle();
+            self.closes.push((date, self.last));
+        }
+        self.split = Some((base, value));
+    }
+
+    /// The bounds of [`SplitBounds`] for `base` (`None` past what ticks hold).
+    fn split_bounds(&mut self, base: Decimal) -> Option<SplitBounds> {
+        // value > (peak − base) × 10,000 ⟺ value > floor(that), for an integer value; and
+        // value < (trough − base) × 10,000 ⟺ value < ceil(that).
+        let ticks = |dollars: Decimal| dollars.checked_mul(Decimal::from(TICKS));
+        let peak_above = ticks(self.peak - base)?.floor().to_i128()?;
+        let trough_below = ticks(self.trough - base)?.ceil().to_i128()?;
+        let bounds = SplitBounds { base, peak_above, trough_below };
+        self.bounds = Some(bounds);
+        Some(bounds)
+    }
+
+    /// Adds up a split last point into `last` and the last close.
+    fn settle(&mut self) {
+        if let Some((base, value)) = self.split.take() {
+            self.last = split_sum(base, value);
+            if let Some((_, close)) = self.closes.last_mut() {
+                *close = self.last;
+            }
+        }
+    }
+
+    /// The last point's equity.
+    pub fn last(&mut self) -> Decimal {
+        self.settle();
+        self.last
+    }
+
     /// A point on `date` at the same equity as the last one.
     pub fn repeat_on(&mut self, date: NaiveDate) {
         if self.closes.last().is_none_or(|(last, _)| *last != date) {
+            self.settle();
             self.closes.push((date, self.last));
         }
     }
 
     /// Replaces the last point's equity (a backtest's close-out after its last bar).
     pub fn amend_last(&mut self, equity: Decimal) {
+        self.split = None;
         self.last = equity;
         if equity < self.trough {
             self.trough = equity;
+            self.bounds = None;
         }
         if let Some((_, close)) = self.closes.last_mut() {
             *close = equity;
@@ -165,7 +246,8 @@ impl CurveStats {
 
     /// Returns from one New York date's closing equity to the next, the first from the initial
     /// equity.
-    pub fn daily_returns(&self) -> Vec<f64> {
+    pub fn daily_returns(&mut self) -> Vec<f64> {
+        self.settle();
         let mut previous = self.initial;
         self.closes
             .iter()
@@ -179,6 +261,7 @@ impl CurveStats {
 
     /// Every metric, with the P&L of each completed trade.
     pub fn finish(mut self, trade_pnl: &[Decimal]) -> Metrics {
+        self.settle();
         self.close_episode();
         let total_return = ratio(self.last - self.initial, self.initial).unwrap_or(0.0);
         let returns = self.daily_returns();
@@ -257,6 +340,31 @@ mod tests {
             let y = if same { Decimal::new(b, sa) } else { Decimal::new(b, sb) };
             proptest::prop_assert_eq!(cmp_money(&x, &y), x.cmp(&y));
             proptest::prop_assert_eq!(cmp_money(&x, &x), std::cmp::Ordering::Equal);
+        }
+
+        /// Points pushed as a base and a value in ticks give exactly the metrics, closes and last
+        /// point of pushing their sums, whatever the bases, dates and order of the two kinds.
+        #[test]
+        fn split_points_are_their_sums(points in proptest::collection::vec((0u32..4, -1i64..2, -120i64..120, proptest::bool::ANY, 0u32..3), 1..60)) {
+            let start = NaiveDate::from_ymd_opt(2026, 3, 2).unwrap();
+            let (mut split, mut summed) = (CurveStats::new(dec("90000")), CurveStats::new(dec("90000")));
+            let mut day = 0;
+            for (base_choice, base_cents, value, as_split, next_day) in points {
+                day += u64::from(next_day == 0);
+                let date = start + chrono::Days::new(day);
+                // A few bases, some at more than four decimals (fees), so bounds round both ways.
+                let base = Decimal::new(90_000_00 + base_cents, 2) + Decimal::new(i64::from(base_choice), 7);
+                let sum = base + Decimal::new(value, 4);
+                summed.push_on(date, sum);
+                if as_split {
+                    split.push_split_on(date, base, value.into());
+                } else {
+                    split.push_on(date, sum);
+                }
+            }
+            proptest::prop_assert_eq!(split.last(), summed.last());
+            proptest::prop_assert_eq!(split.daily_returns(), summed.daily_returns());
+            proptest::prop_assert_eq!(split.finish(&[]), summed.finish(&[]));
         }
     }
 

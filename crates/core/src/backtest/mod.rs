@@ -389,8 +389,8 @@ pub fn run(
     let mut expected_volume = history.expected_volume(first_date).to_vec();
     let mut volume: u64 = early.iter().filter(|b| day.date_of(b.start) == first_date).map(|b| b.volume).sum();
     let (step, mut next_progress) = ((bars.len() / 100).max(1), 0);
-    // Equity after the last bar, and the engine's equity version then (see the loop).
-    let (mut equity, mut equity_version) = (spec.initial_cash, u64::MAX);
+    // The engine's equity version after the last bar (see the loop).
+    let mut equity_version = u64::MAX;
     let mut enricher = Enricher::new();
     for (i, bar) in bars.iter().enumerate() {
         let start = epoch.of(&bar.start);
@@ -424,8 +424,13 @@ pub fn run(
         let version = run.engine.equity_version();
         if fx_applied || version != equity_version {
             equity_version = version;
-            equity = if fx_applied { run.engine.equity() } else { run.engine.current_equity() };
-            stats.push_on(date, equity);
+            match run.engine.current_equity_split().filter(|_| !fx_applied) {
+                Some((cash, value)) => stats.push_split_on(date, cash, value),
+                None => {
+                    let equity = if fx_applied { run.engine.equity() } else { run.engine.current_equity() };
+                    stats.push_on(date, equity);
+                }
+            }
         } else {
             stats.repeat_on(date);
         }
@@ -433,7 +438,7 @@ pub fn run(
             enricher.catch_up(&mut run.completed, bars, spec.timeframe, history);
         }
         if i == next_kept {
-            curve.push(EquityPoint { timestamp: now, equity });
+            curve.push(EquityPoint { timestamp: now, equity: stats.last() });
             next_kept = curve_index(curve.len() + 1, bars.len(), kept);
         }
         if i == next_progress {

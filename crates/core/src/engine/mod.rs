@@ -468,6 +468,18 @@ impl Engine {
         }
     }
 
+    /// [`Engine::current_equity`] as cash and the one open position's value in ticks, when the
+    /// last event was a bar of that position and the book stands as the last full check saw it:
+    /// the sum is left to whoever needs it (a backtest's curve compares the value with integers).
+    pub fn current_equity_split(&self) -> Option<(Decimal, i128)> {
+        match &self.quick {
+            Some(QuickCheck { base, value: Some(value), .. }) if !self.check_due && value.unsigned_abs() < 1 << 96 => {
+                Some((*base, *value))
+            }
+            _ => None,
+        }
+    }
+
     fn mark(&self, symbol: &Symbol) -> Decimal {
         mark_of(&self.market, &self.positions, symbol)
     }
