@@ -27,7 +27,7 @@ use chrono::NaiveDate;
 use fills::{BarBroker, FillModel};
 use rust_decimal::prelude::FromPrimitive;
 use rust_decimal::Decimal;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 
 /// What to run.
 #[derive(Clone, Debug, PartialEq)]
@@ -274,10 +274,13 @@ struct Run {
     completed: Vec<Trade>,
     orders: Vec<std::sync::Arc<crate::orders::Order>>,
     refusals: BTreeMap<String, u64>,
-    /// Effects not yet carried out, oldest first, and the effects of the event being handled:
-    /// kept from event to event (several per order), so handling one allocates nothing.
-    queue: VecDeque<Effect>,
+    /// Effects not yet carried out, oldest first: the engine appends to it. Carried out a
+    /// generation at a time (the effects of the reports of one generation's orders make the
+    /// next), which is first in, first out; `carrying` holds the generation being carried out.
+    /// Both kept from event to event, so handling one allocates nothing and an effect is moved
+    /// once.
     fx: Vec<Effect>,
+    carrying: Vec<Effect>,
 }
 
 impl Run {
@@ -288,39 +291,48 @@ impl Run {
         if self.fx.is_empty() {
             return false;
         }
-        self.queue.extend(self.fx.drain(..));
         self.carry_out(bar, now);
         true
     }
 
     /// Carries out the queued effects, feeding the broker's reports back until none are left.
     fn carry_out(&mut self, bar: &Bar, now: Timestamp) {
-        while let Some(effect) = self.queue.pop_front() {
-            match effect {
-                Effect::Submit(order) => {
-                    if let Some(stop) = order.stop_loss {
-                        self.trades.entry_stop(&order.symbol, stop);
-                    }
-                    self.completed.extend(self.trades.order(&order));
-                    self.broker.submit(&order, bar, now);
-                    self.orders.push(order);
-                }
-                Effect::Cancel(id) => self.broker.cancel(&id, now),
-                Effect::OrderUpdated(order) => {
-                    self.completed.extend(self.trades.order(&order));
-                    if order.status.is_final() {
-                        self.engine.forget_final_order(&order.client_order_id);
-                    }
-                    continue;
-                }
-                Effect::Violation { rule, .. } => {
-                    *self.refusals.entry(rule.as_str().to_string()).or_default() += 1;
-                    continue;
-                }
-                _ => continue,
-            };
-            self.report();
+        while !self.fx.is_empty() {
+            let mut generation = std::mem::take(&mut self.carrying);
+            std::mem::swap(&mut generation, &mut self.fx);
+            for effect in generation.drain(..) {
+                self.carry_out_one(effect, bar, now);
+            }
+            self.carrying = generation;
         }
+    }
+
+    /// Carries out one effect; the engine's effects of the broker's reports to it are queued.
+    fn carry_out_one(&mut self, effect: Effect, bar: &Bar, now: Timestamp) {
+        match effect {
+            Effect::Submit(order) => {
+                if let Some(stop) = order.stop_loss {
+                    self.trades.entry_stop(&order.symbol, stop);
+                }
+                self.completed.extend(self.trades.order(&order));
+                self.broker.submit(&order, bar, now);
+                self.orders.push(order);
+            }
+            Effect::Cancel(id) => self.broker.cancel(&id, now),
+            Effect::OrderUpdated(order) => {
+                self.completed.extend(self.trades.order(&order));
+                if order.status.is_final() {
+                    self.engine.forget_final_order(&order.client_order_id);
+                }
+                return;
+            }
+            Effect::Violation { rule, .. } => {
+                *self.refusals.entry(rule.as_str().to_string()).or_default() += 1;
+                return;
+            }
+            _ => return,
+        }
+        self.report();
     }
 
     /// Queues what the engine makes of the broker's reports.
@@ -328,7 +340,6 @@ impl Run {
         for report in self.broker.take_reports() {
             let at = report.at();
             self.engine.handle_into(Event::Broker(report), at, &mut self.fx);
-            self.queue.extend(self.fx.drain(..));
         }
     }
 
@@ -372,8 +383,8 @@ pub fn run(
         completed: Vec::new(),
         orders: Vec::new(),
         refusals: BTreeMap::new(),
-        queue: VecDeque::new(),
         fx: Vec::new(),
+        carrying: Vec::new(),
     };
     // Metrics see every bar; the curve keeps the last point of each of MAX_CURVE_POINTS runs.
     let mut stats = CurveStats::new(spec.initial_cash);
@@ -461,7 +472,7 @@ pub fn run(
         .collect();
     // There is no next bar: the close-out fills at the last close whatever the fill model.
     run.broker.set_fill(FillModel::Close);
-    run.queue.extend(fx);
+    run.fx.extend(fx);
     run.carry_out(last, now);
     if !exits.is_empty() {
         let equity = run.engine.equity();

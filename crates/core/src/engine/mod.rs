@@ -91,8 +91,15 @@ struct QuickCheck {
     peak_above: i128,
     /// At or below this (ticks) the daily loss limit is reached.
     loss_at: i128,
-    /// The value at the last bar checked this way (`None`: none since the full check).
-    value: Option<i128>,
+    /// The value at the last bar checked this way, when `valued` (none since the full check
+    /// otherwise).
+    value: i128,
+    valued: bool,
+}
+
+/// Whether a value in ticks is within what a `Decimal` holds (a 96-bit mantissa).
+fn fits_decimal(ticks: i128) -> bool {
+    ticks.unsigned_abs() < 1 << 96
 }
 
 /// Dollars of a value in ticks (`None` beyond what a decimal holds).
@@ -461,7 +468,7 @@ impl Engine {
     pub fn current_equity(&self) -> Decimal {
         match &self.quick {
             _ if self.check_due => self.equity(),
-            Some(QuickCheck { base, value: Some(value), .. }) => {
+            Some(QuickCheck { base, value, valued: true, .. }) => {
                 ticks_to_decimal(*value).map_or_else(|| self.equity(), |value| *base + value)
             }
             _ => self.checked_equity,
@@ -473,7 +480,7 @@ impl Engine {
     /// the sum is left to whoever needs it (a backtest's curve compares the value with integers).
     pub fn current_equity_split(&self) -> Option<(Decimal, i128)> {
         match &self.quick {
-            Some(QuickCheck { base, value: Some(value), .. }) if !self.check_due && value.unsigned_abs() < 1 << 96 => {
+            Some(QuickCheck { base, value, valued: true, .. }) if !self.check_due && fits_decimal(*value) => {
                 Some((*base, *value))
             }
             _ => None,
@@ -546,7 +553,8 @@ impl Engine {
             base: self.cash,
             peak_above: ticks(self.day.peak_equity - self.cash)?,
             loss_at,
-            value: None,
+            value: 0,
+            valued: false,
         })
     }
 
@@ -556,15 +564,15 @@ impl Engine {
     fn quick_check(&mut self, close: i64, fx: &mut Vec<Effect>) {
         let Some(q) = self.quick.as_mut() else { return };
         let value = i128::from(q.quantity) * i128::from(close);
-        let Some(dollars) = ticks_to_decimal(value).filter(|_| close > 0 && value > q.loss_at) else {
+        if close <= 0 || value <= q.loss_at || !fits_decimal(value) {
             self.check_daily_loss(fx);
             return;
-        };
-        q.value = Some(value);
+        }
+        (q.value, q.valued) = (value, true);
         self.equity_version += 1;
         if value > q.peak_above {
             q.peak_above = value;
-            self.day.peak_equity = q.base + dollars;
+            self.day.peak_equity = q.base + Decimal::from_i128_with_scale(value, 4);
         }
     }
 
