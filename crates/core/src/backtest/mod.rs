@@ -18,6 +18,7 @@ use crate::calendar::{ny_instant, NyDay};
 use crate::engine::{Command, Effect, Engine, Event};
 use crate::market::{Bar, Timeframe};
 use crate::metrics::{CurveStats, EquityPoint, Metrics};
+use crate::orders::{ClientOrderId, Order};
 use crate::settings::{FieldError, Settings};
 use crate::strategy::{self, sma_cross::SmaCross, ParameterKind, Strategy};
 use crate::symbol::Symbol;
@@ -28,6 +29,7 @@ use fills::{BarBroker, FillModel};
 use rust_decimal::prelude::FromPrimitive;
 use rust_decimal::Decimal;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// What to run.
 #[derive(Clone, Debug, PartialEq)]
@@ -57,9 +59,10 @@ pub struct BacktestOutput {
     pub final_equity: Decimal,
     pub bars: u64,
     pub orders: u64,
-    /// Every order as it was submitted, in order (what the strategy asked for, and why). The
-    /// engine's own order until it changes: the engine copies an order it changes while shared.
-    pub order_log: Vec<std::sync::Arc<crate::orders::Order>>,
+    /// Every order of the run in the order submitted (what the strategy asked for, and why), as
+    /// it ended: the engine's own order, taken when it became final (not shared before, so the
+    /// engine never copies one to change it).
+    pub order_log: Vec<Arc<Order>>,
     /// Orders the risk gate refused, by rule.
     pub refusals: BTreeMap<String, u64>,
 }
@@ -272,7 +275,10 @@ struct Run {
     broker: BarBroker,
     trades: TradeBuilder,
     completed: Vec<Trade>,
-    orders: Vec<std::sync::Arc<crate::orders::Order>>,
+    /// The order log by submission, each filled in when its order becomes final, and the log
+    /// places of the orders still working.
+    orders: Vec<Option<Arc<Order>>>,
+    working: Vec<(ClientOrderId, usize)>,
     refusals: BTreeMap<String, u64>,
     /// Effects not yet carried out, oldest first: the engine appends to it. Carried out a
     /// generation at a time (the effects of the reports of one generation's orders make the
@@ -316,13 +322,18 @@ impl Run {
                 }
                 self.completed.extend(self.trades.order(&order));
                 self.broker.submit(&order, bar, now);
-                self.orders.push(order);
+                self.working.push((order.client_order_id.clone(), self.orders.len()));
+                self.orders.push(None);
             }
             Effect::Cancel(id) => self.broker.cancel(&id, now),
             Effect::OrderUpdated(order) => {
                 self.completed.extend(self.trades.order(&order));
                 if order.status.is_final() {
                     self.engine.forget_final_order(&order.client_order_id);
+                    if let Some(i) = self.working.iter().rposition(|(id, _)| *id == order.client_order_id) {
+                        let (_, at) = self.working.swap_remove(i);
+                        self.orders[at] = Some(order);
+                    }
                 }
                 return;
             }
@@ -382,6 +393,7 @@ pub fn run(
         trades: TradeBuilder::new("BACKTEST", breakeven).without_timeline(),
         completed: Vec::new(),
         orders: Vec::new(),
+        working: Vec::new(),
         refusals: BTreeMap::new(),
         fx: Vec::new(),
         carrying: Vec::new(),
@@ -482,6 +494,9 @@ pub fn run(
         }
     }
     progress(1.0);
+    for (id, at) in std::mem::take(&mut run.working) {
+        run.orders[at] = run.engine.orders.get(&id).cloned();
+    }
 
     let mut trades = run.completed;
     enricher.catch_up(&mut trades, bars, spec.timeframe, history);
@@ -494,7 +509,7 @@ pub fn run(
         equity_curve: curve,
         bars: bars.len() as u64,
         orders: run.orders.len() as u64,
-        order_log: run.orders,
+        order_log: run.orders.into_iter().flatten().collect(),
         refusals: run.refusals,
     })
 }

@@ -1,5 +1,5 @@
 use super::*;
-use crate::market::Price;
+use crate::market::{Price, Side};
 use crate::orders::OrderStatus;
 use crate::trades::Label;
 use chrono::TimeZone;
@@ -97,9 +97,9 @@ fn sma_cross_trades_at_the_next_open_as_worked_by_hand() {
     assert_eq!(out.equity_curve.len(), bars.len());
     assert_eq!(out.equity_curve[5].equity, d("10242.7"));
     assert_eq!((out.orders, out.bars), (2, 9));
-    // The log keeps each order as submitted, though the engine shared it and then filled it.
-    let logged: Vec<_> = out.order_log.iter().map(|o| (o.status, o.executions.len(), o.quantity)).collect();
-    assert_eq!(logged, [(OrderStatus::New, 0, 809), (OrderStatus::New, 0, 809)]);
+    // The log keeps each order as it ended, in the order submitted.
+    let logged: Vec<_> = out.order_log.iter().map(|o| (o.side, o.status, o.executions.len(), o.quantity)).collect();
+    assert_eq!(logged, [(Side::Buy, OrderStatus::Filled, 1, 809), (Side::Sell, OrderStatus::Filled, 1, 809)]);
     // MFE: the best high while open was 12.50 (bar 5) over 12.20; MAE: the low 10.80 at the exit.
     let o = &t.detail.outcomes;
     assert!((o.mfe.unwrap() - 0.3 / 12.2).abs() < 1e-12 && (o.mae.unwrap() - 1.4 / 12.2).abs() < 1e-12, "{o:?}");

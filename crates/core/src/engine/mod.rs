@@ -290,18 +290,28 @@ fn is_working_in(orders: &BTreeMap<ClientOrderId, Arc<Order>>, id: &ClientOrderI
 }
 
 /// [`Engine::buying_power`] from the fields it reads (so it can be taken while a slot is
-/// borrowed).
+/// borrowed). Inline for the common case of a bar, no order at all.
+#[inline]
 fn buying_power_of(
     orders: &BTreeMap<ClientOrderId, Arc<Order>>,
     cash: Decimal,
     market: &BTreeMap<Symbol, SymbolMarket>,
     positions: &BTreeMap<Symbol, Position>,
 ) -> Decimal {
-    let available = if cash.is_sign_negative() { Decimal::ZERO } else { cash };
-    // The common case of a bar (no order at all) without setting up an iteration.
     if orders.is_empty() {
-        return available;
+        return if cash.is_sign_negative() { Decimal::ZERO } else { cash };
     }
+    reserved_buying_power(orders, cash, market, positions)
+}
+
+/// [`buying_power_of`] with orders in the book.
+fn reserved_buying_power(
+    orders: &BTreeMap<ClientOrderId, Arc<Order>>,
+    cash: Decimal,
+    market: &BTreeMap<Symbol, SymbolMarket>,
+    positions: &BTreeMap<Symbol, Position>,
+) -> Decimal {
+    let available = if cash.is_sign_negative() { Decimal::ZERO } else { cash };
     let mut working_buys = orders.values().filter(|o| !o.status.is_final() && o.side == Side::Buy).peekable();
     if working_buys.peek().is_none() {
         return available;

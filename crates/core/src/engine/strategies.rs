@@ -78,10 +78,11 @@ impl Engine {
         };
         let params = &self.settings.strategy_allocator;
         let strategy = slot.strategy.as_mut().expect("checked above");
-        let (strategy_id, decisions) = (strategy.id(), strategy.on_bar(bar, &ctx, params));
+        let decisions = strategy.on_bar(bar, &ctx, params);
         if decisions.is_empty() {
             return;
         }
+        let strategy_id = strategy.id();
         for decision in decisions {
             self.act(symbol, strategy_id, decision, now, fx);
         }
