@@ -60,8 +60,8 @@ pub struct BacktestOutput {
     pub bars: u64,
     pub orders: u64,
     /// Every order of the run in the order submitted (what the strategy asked for, and why), as
-    /// it ended: the engine's own order, taken when it became final (not shared before, so the
-    /// engine never copies one to change it).
+    /// it ended: the engine's own order, taken when it became final (the log does not share it
+    /// before, so the engine copies an order to change it only while an effect still holds it).
     pub order_log: Vec<Arc<Order>>,
     /// Orders the risk gate refused, by rule.
     pub refusals: BTreeMap<String, u64>,
