@@ -353,7 +353,7 @@ mod tests {
                 day += u64::from(next_day == 0);
                 let date = start + chrono::Days::new(day);
                 // A few bases, some at more than four decimals (fees), so bounds round both ways.
-                let base = Decimal::new(90_000_00 + base_cents, 2) + Decimal::new(i64::from(base_choice), 7);
+                let base = Decimal::new(9_000_000 + base_cents, 2) + Decimal::new(i64::from(base_choice), 7);
                 let sum = base + Decimal::new(value, 4);
                 summed.push_on(date, sum);
                 if as_split {
