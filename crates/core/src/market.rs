@@ -190,6 +190,24 @@ pub struct Trade {
     pub size: u64,
 }
 
+/// Whether an amount in ticks (1/10,000 dollar) is within what a `Decimal` holds (a 96-bit
+/// mantissa).
+pub fn ticks_fit_dollars(ticks: i128) -> bool {
+    ticks.unsigned_abs() < 1 << 96
+}
+
+/// Dollars of an amount in ticks (`None` beyond what a `Decimal` holds).
+pub fn ticks_to_dollars(ticks: i128) -> Option<Decimal> {
+    Decimal::try_from_i128_with_scale(ticks, 4).ok()
+}
+
+/// Whole ticks of `dollars`, rounded down, or up when `up` (`None` beyond an `i128`): the
+/// integer bounds a value in ticks is compared with.
+pub fn whole_ticks(dollars: Decimal, up: bool) -> Option<i128> {
+    let ticks = dollars.checked_mul(Decimal::from(Price::SCALE))?;
+    rust_decimal::prelude::ToPrimitive::to_i128(&if up { ticks.ceil() } else { ticks.floor() })
+}
+
 /// `d` as `f64`: the value `Decimal::to_f64` gives, bit for bit, without its 128-bit division
 /// when the mantissa is below 2^48 (every price and position value of a run): then `to_f64`
 /// rounds to the same `mantissa / 10^scale`, which one division of two exactly represented

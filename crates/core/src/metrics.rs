@@ -18,6 +18,7 @@
 //!
 //! Dollar sums stay exact (`Decimal`); ratios are `f64`.
 
+use crate::market::{ticks_to_dollars, whole_ticks};
 use crate::time::Timestamp;
 use chrono::NaiveDate;
 use rust_decimal::prelude::ToPrimitive;
@@ -72,9 +73,10 @@ fn cmp_money(a: &Decimal, b: &Decimal) -> std::cmp::Ordering {
     }
 }
 
-/// `base` plus `value` ticks.
+/// `base` plus `value` ticks (within what a `Decimal` holds, as [`CurveStats::push_split_on`]
+/// asks).
 fn split_sum(base: Decimal, value: i128) -> Decimal {
-    base + Decimal::from_i128_with_scale(value, 4)
+    base + ticks_to_dollars(value).expect("a split point's value fits a Decimal")
 }
 
 fn ratio(numerator: Decimal, denominator: Decimal) -> Option<f64> {
@@ -121,9 +123,6 @@ struct SplitBounds {
     peak_above: i128,
     trough_below: i128,
 }
-
-/// Ticks (1/10,000 dollar) per dollar.
-const TICKS: i64 = 10_000;
 
 impl CurveStats {
     pub fn new(initial_equity: Decimal) -> CurveStats {
@@ -192,9 +191,8 @@ impl CurveStats {
     fn split_bounds(&mut self, base: Decimal) -> Option<SplitBounds> {
         // value > (peak − base) × 10,000 ⟺ value > floor(that), for an integer value; and
         // value < (trough − base) × 10,000 ⟺ value < ceil(that).
-        let ticks = |dollars: Decimal| dollars.checked_mul(Decimal::from(TICKS));
-        let peak_above = ticks(self.peak - base)?.floor().to_i128()?;
-        let trough_below = ticks(self.trough - base)?.ceil().to_i128()?;
+        let peak_above = whole_ticks(self.peak - base, false)?;
+        let trough_below = whole_ticks(self.trough - base, true)?;
         let bounds = SplitBounds { base, peak_above, trough_below };
         self.bounds = Some(bounds);
         Some(bounds)

@@ -13,7 +13,7 @@ mod strategies;
 
 use crate::broker::BrokerReport;
 use crate::calendar::MarketCalendar;
-use crate::market::{Bar, Side};
+use crate::market::{ticks_fit_dollars, ticks_to_dollars, whole_ticks, Bar, Side};
 use crate::orders::{ClientOrderId, Order, OrderType, TimeInForce};
 use crate::positions::Position;
 use crate::risk::{RecentOrder, Refusal, RiskRule, RiskSnapshot, TradingState};
@@ -22,7 +22,6 @@ use crate::strategy::Strategy;
 use crate::symbol::Symbol;
 use crate::time::Timestamp;
 use chrono::NaiveDate;
-use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::Decimal;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -91,20 +90,8 @@ struct QuickCheck {
     peak_above: i128,
     /// At or below this (ticks) the daily loss limit is reached.
     loss_at: i128,
-    /// The value at the last bar checked this way, when `valued` (none since the full check
-    /// otherwise).
-    value: i128,
-    valued: bool,
-}
-
-/// Whether a value in ticks is within what a `Decimal` holds (a 96-bit mantissa).
-fn fits_decimal(ticks: i128) -> bool {
-    ticks.unsigned_abs() < 1 << 96
-}
-
-/// Dollars of a value in ticks (`None` beyond what a decimal holds).
-fn ticks_to_decimal(ticks: i128) -> Option<Decimal> {
-    Decimal::try_from_i128_with_scale(ticks, 4).ok()
+    /// The value at the last bar checked this way (`None`: none since the full check).
+    value: Option<i128>,
 }
 
 /// The emergency halt latch.
@@ -478,8 +465,8 @@ impl Engine {
     pub fn current_equity(&self) -> Decimal {
         match &self.quick {
             _ if self.check_due => self.equity(),
-            Some(QuickCheck { base, value, valued: true, .. }) => {
-                ticks_to_decimal(*value).map_or_else(|| self.equity(), |value| *base + value)
+            Some(QuickCheck { base, value: Some(value), .. }) => {
+                ticks_to_dollars(*value).map_or_else(|| self.equity(), |value| *base + value)
             }
             _ => self.checked_equity,
         }
@@ -490,7 +477,7 @@ impl Engine {
     /// the sum is left to whoever needs it (a backtest's curve compares the value with integers).
     pub fn current_equity_split(&self) -> Option<(Decimal, i128)> {
         match &self.quick {
-            Some(QuickCheck { base, value, valued: true, .. }) if !self.check_due && fits_decimal(*value) => {
+            Some(QuickCheck { base, value: Some(value), .. }) if !self.check_due && ticks_fit_dollars(*value) => {
                 Some((*base, *value))
             }
             _ => None,
@@ -551,9 +538,8 @@ impl Engine {
         }
         // Value in ticks strictly above `peak - cash` sets a new peak; at or below
         // `cost - realized - limit` the loss limit is reached (whole ticks: floor either side).
-        let ticks = |dollars: Decimal| (dollars * Decimal::from(10_000)).floor().to_i128();
         let loss_at = if self.trading_state == TradingState::Active {
-            ticks(p.cost_basis - self.day.realized_today - self.settings.risk_controls.max_daily_loss)?
+            whole_ticks(p.cost_basis - self.day.realized_today - self.settings.risk_controls.max_daily_loss, false)?
         } else {
             i128::MIN
         };
@@ -561,10 +547,9 @@ impl Engine {
             symbol: p.symbol.clone(),
             quantity: p.quantity,
             base: self.cash,
-            peak_above: ticks(self.day.peak_equity - self.cash)?,
+            peak_above: whole_ticks(self.day.peak_equity - self.cash, false)?,
             loss_at,
-            value: 0,
-            valued: false,
+            value: None,
         })
     }
 
@@ -574,15 +559,15 @@ impl Engine {
     fn quick_check(&mut self, close: i64, fx: &mut Vec<Effect>) {
         let Some(q) = self.quick.as_mut() else { return };
         let value = i128::from(q.quantity) * i128::from(close);
-        if close <= 0 || value <= q.loss_at || !fits_decimal(value) {
+        if close <= 0 || value <= q.loss_at || !ticks_fit_dollars(value) {
             self.check_daily_loss(fx);
             return;
         }
-        (q.value, q.valued) = (value, true);
+        q.value = Some(value);
         self.equity_version += 1;
         if value > q.peak_above {
             q.peak_above = value;
-            self.day.peak_equity = q.base + Decimal::from_i128_with_scale(value, 4);
+            self.day.peak_equity = q.base + ticks_to_dollars(value).expect("checked to fit above");
         }
     }
 
