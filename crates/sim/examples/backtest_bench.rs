@@ -107,12 +107,21 @@ fn main() {
                     writeln!(out, "{ts},{},{},{},{},{}", b.open, b.high, b.low, b.close, b.volume).expect("write");
                 }
             }
+            // `SMA_WINDOWS=2000,4000` (windows that never cross over these bars) times the bar
+            // path alone: the same run without a single order.
+            let (fast, slow) = std::env::var("SMA_WINDOWS")
+                .ok()
+                .and_then(|w| {
+                    let (f, s) = w.split_once(',')?;
+                    Some((f.trim().parse::<f64>().ok()?, s.trim().parse::<f64>().ok()?))
+                })
+                .unwrap_or((10.0, 20.0));
             let spec = BacktestSpec {
                 strategy_id: "sma_cross".into(),
                 symbol: p.symbol.clone(),
                 timeframe: Timeframe::Minute,
                 start: bars[0].start,
-                parameters: [("fast".to_string(), 10.0), ("slow".to_string(), 20.0)].into(),
+                parameters: [("fast".to_string(), fast), ("slow".to_string(), slow)].into(),
                 initial_cash: Decimal::new(100_000, 0),
                 commission_rate: Decimal::ZERO,
                 slippage_bps: Decimal::ZERO,
@@ -131,7 +140,7 @@ fn main() {
             }
             let (out, seconds) = last.expect("at least one run");
             println!(
-                "sma_cross 10/20: {} bars, {} trades, {} refusals, total_return {:.6}, last run {:.3} s; median {:.2} M bars/s over {runs} runs (best {:.2})",
+                "sma_cross {fast}/{slow}: {} bars, {} trades, {} refusals, total_return {:.6}, last run {:.3} s; median {:.2} M bars/s over {runs} runs (best {:.2})",
                 bars.len(),
                 out.trades.len(),
                 out.refusals.values().sum::<u64>(),

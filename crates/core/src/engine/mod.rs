@@ -363,34 +363,17 @@ impl Engine {
     /// (a backtest handles several events per order, and a new vector for each would be a
     /// good part of an order's cost).
     pub fn handle_into(&mut self, event: Event, now: Timestamp, fx: &mut Vec<Effect>) {
+        if let Event::Bar { symbol, bar, prev_close, relative_volume } = event {
+            self.bar_into(&symbol, &bar, prev_close, relative_volume, now, fx);
+            return;
+        }
         let seconds = self.epoch.of(&now);
         let (date, _) = self.ny_day.locate_seconds(seconds);
         self.roll_day(date, fx);
-        if !matches!(event, Event::Bar { .. }) {
-            self.check_due = true;
-            self.equity_version += 1;
-        }
+        self.check_due = true;
+        self.equity_version += 1;
         match event {
-            Event::Bar { symbol, bar, prev_close, relative_volume } => {
-                // Unnormalised: exact, and cheaper than `Price::to_decimal` on every bar.
-                let last = bar.close.as_decimal();
-                let m = match self.market.get_mut(&symbol) {
-                    Some(m) => m,
-                    None => self.market.entry(symbol.clone()).or_default(),
-                };
-                m.last = last;
-                m.prev_close = prev_close;
-                m.relative_volume = relative_volume;
-                let market = *m;
-                self.on_bar(&symbol, &bar, market, now, seconds, date, fx);
-                if self.check_due {
-                    self.check_daily_loss(fx);
-                } else if self.quick.as_ref().is_some_and(|q| q.symbol == symbol) {
-                    self.quick_check(bar.close.0, fx);
-                } else if self.open_at_check > 0 && self.positions.get(&symbol).is_some_and(|p| !p.is_flat()) {
-                    self.check_daily_loss(fx);
-                }
-            }
+            Event::Bar { .. } => unreachable!("handled above"),
             Event::Mark { symbol, price } => {
                 self.market.entry(symbol).or_default().last = price;
                 self.check_daily_loss(fx);
@@ -401,6 +384,40 @@ impl Engine {
                 fx.push(Effect::Reply(reply));
             }
             Event::Tick => {}
+        }
+    }
+
+    /// [`Engine::handle_into`] of an [`Event::Bar`], from its parts: a backtest calls it for every
+    /// bar, without building the event and matching it again.
+    pub fn bar_into(
+        &mut self,
+        symbol: &Symbol,
+        bar: &Bar,
+        prev_close: Decimal,
+        relative_volume: Option<f64>,
+        now: Timestamp,
+        fx: &mut Vec<Effect>,
+    ) {
+        let seconds = self.epoch.of(&now);
+        let (date, _) = self.ny_day.locate_seconds(seconds);
+        self.roll_day(date, fx);
+        // Unnormalised: exact, and cheaper than `Price::to_decimal` on every bar.
+        let last = bar.close.as_decimal();
+        let m = match self.market.get_mut(symbol) {
+            Some(m) => m,
+            None => self.market.entry(symbol.clone()).or_default(),
+        };
+        m.last = last;
+        m.prev_close = prev_close;
+        m.relative_volume = relative_volume;
+        let market = *m;
+        self.on_bar(symbol, bar, market, now, seconds, date, fx);
+        if self.check_due {
+            self.check_daily_loss(fx);
+        } else if self.quick.as_ref().is_some_and(|q| q.symbol == *symbol) {
+            self.quick_check(bar.close.0, fx);
+        } else if self.open_at_check > 0 && self.positions.get(symbol).is_some_and(|p| !p.is_flat()) {
+            self.check_daily_loss(fx);
         }
     }
 
