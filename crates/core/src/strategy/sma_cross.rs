@@ -44,6 +44,8 @@ pub struct SmaCross {
     slow_sum: i128,
     /// fast vs slow on the previous bar, once both averages exist.
     previous: Option<Ordering>,
+    /// `SMA(fast) ` and `SMA(slow) `, the averages' names in a decision's sentence (written once).
+    names: (String, String),
 }
 
 impl Default for SmaCross {
@@ -68,6 +70,7 @@ impl SmaCross {
             fast_sum: 0,
             slow_sum: 0,
             previous: None,
+            names: (format!("SMA({fast}) "), format!("SMA({slow}) ")),
         })
     }
 
@@ -97,18 +100,14 @@ impl SmaCross {
     /// of the decision's cost).
     fn cross(&self, direction: &str, close: Price) -> String {
         let (fast, slow) = self.averages();
-        let average = |text: &mut String, window: usize, value: Price| {
-            text.push_str("SMA(");
-            push_digits(text, window as u64, 1);
-            text.push_str(") ");
-            value.push_to(text);
-        };
         let mut text = String::with_capacity(128);
-        average(&mut text, self.fast, fast);
+        text.push_str(&self.names.0);
+        fast.push_to(&mut text);
         text.push_str(" crossed ");
         text.push_str(direction);
         text.push(' ');
-        average(&mut text, self.slow, slow);
+        text.push_str(&self.names.1);
+        slow.push_to(&mut text);
         text.push_str(" at ");
         close.push_to(&mut text);
         text.push_str("; ");
@@ -118,8 +117,18 @@ impl SmaCross {
     /// The two averages for a sentence, to the tick (half to even, as `Decimal::round_dp`).
     fn averages(&self) -> (Price, Price) {
         let avg = |sum: i128, n: usize| {
-            let n = n as i128;
-            let (q, r) = (sum.div_euclid(n), sum.rem_euclid(n));
+            // Divided in 64 bits where the sum fits (always, but for prices past $92 billion a
+            // share): a 128-bit division is a call of its own.
+            let (q, r, n) = match i64::try_from(sum) {
+                Ok(sum) => {
+                    let n = n as i64;
+                    (i128::from(sum.div_euclid(n)), i128::from(sum.rem_euclid(n)), i128::from(n))
+                }
+                Err(_) => {
+                    let n = n as i128;
+                    (sum.div_euclid(n), sum.rem_euclid(n), n)
+                }
+            };
             let up = match (2 * r).cmp(&n) {
                 Ordering::Greater => true,
                 Ordering::Equal => q % 2 != 0,
@@ -310,9 +319,13 @@ mod tests {
 
     proptest::proptest! {
         /// The averages a sentence quotes are the exact averages rounded to the tick, half to
-        /// even, as `Decimal` rounds them.
+        /// even, as `Decimal` rounds them: for sums that fit 64 bits and for those that do not
+        /// (closes near `i64::MAX` ticks).
         #[test]
-        fn sentence_averages_round_as_decimal(closes in proptest::collection::vec(1i64..100_000_000, 3..40), fast in 1u32..5) {
+        fn sentence_averages_round_as_decimal(
+            closes in proptest::collection::vec(proptest::prop_oneof![1i64..100_000_000, i64::MAX / 4..i64::MAX], 3..40),
+            fast in 1u32..5,
+        ) {
             let mut s = SmaCross::new(fast, fast + 2).unwrap();
             for &c in &closes {
                 s.push(c);
