@@ -297,20 +297,8 @@ impl Run {
         self.carry_out_any(bar, now)
     }
 
-    /// [`Run::handle`] of the bar `bar` of `symbol` (see [`Engine::bar_into`]).
-    fn handle_bar(
-        &mut self,
-        symbol: &Symbol,
-        bar: &Bar,
-        prev_close: Decimal,
-        relative_volume: Option<f64>,
-        now: Timestamp,
-    ) -> bool {
-        self.engine.bar_into(symbol, bar, prev_close, relative_volume, now, &mut self.fx);
-        self.carry_out_any(bar, now)
-    }
-
-    /// Carries out what the last event queued; whether there was anything.
+    /// Carries out what the last event (or bar, [`Engine::bar_into`]) queued; whether there was
+    /// anything.
     fn carry_out_any(&mut self, bar: &Bar, now: Timestamp) -> bool {
         if self.fx.is_empty() {
             return false;
@@ -458,7 +446,8 @@ pub fn run(
         volume += bar.volume;
         let now = bar_end(bar, start, spec.timeframe, &mut end_day);
         let relative_volume = relative_volume_from(&expected_volume, minute + 1, volume);
-        let fx_applied = run.handle_bar(symbol, bar, prev_close, relative_volume, now);
+        run.engine.bar_into(symbol, bar, prev_close, relative_volume, now, &mut run.fx);
+        let fx_applied = run.carry_out_any(bar, now);
         let end = if spec.timeframe == Timeframe::Minute { start + 60 } else { now.timestamp() };
         let date = end_day.locate_seconds(end).0;
         let version = run.engine.equity_version();
