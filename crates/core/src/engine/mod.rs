@@ -363,28 +363,36 @@ impl Engine {
     /// (a backtest handles several events per order, and a new vector for each would be a
     /// good part of an order's cost).
     pub fn handle_into(&mut self, event: Event, now: Timestamp, fx: &mut Vec<Effect>) {
-        if let Event::Bar { symbol, bar, prev_close, relative_volume } = event {
-            self.bar_into(&symbol, &bar, prev_close, relative_volume, now, fx);
-            return;
+        match event {
+            Event::Bar { symbol, bar, prev_close, relative_volume } => {
+                self.bar_into(&symbol, &bar, prev_close, relative_volume, now, fx);
+            }
+            Event::Mark { symbol, price } => {
+                self.begin(now, fx);
+                self.market.entry(symbol).or_default().last = price;
+                self.check_daily_loss(fx);
+            }
+            Event::Broker(report) => {
+                self.begin(now, fx);
+                self.on_report(report, now, fx);
+            }
+            Event::Command(command) => {
+                self.begin(now, fx);
+                let reply = self.on_command(command, now, fx);
+                fx.push(Effect::Reply(reply));
+            }
+            Event::Tick => self.begin(now, fx),
         }
+    }
+
+    /// What every event but a bar starts with: the day roll, and the next bar's daily-loss check
+    /// made in full (the event may have changed the book).
+    fn begin(&mut self, now: Timestamp, fx: &mut Vec<Effect>) {
         let seconds = self.epoch.of(&now);
         let (date, _) = self.ny_day.locate_seconds(seconds);
         self.roll_day(date, fx);
         self.check_due = true;
         self.equity_version += 1;
-        match event {
-            Event::Bar { .. } => unreachable!("handled above"),
-            Event::Mark { symbol, price } => {
-                self.market.entry(symbol).or_default().last = price;
-                self.check_daily_loss(fx);
-            }
-            Event::Broker(report) => self.on_report(report, now, fx),
-            Event::Command(command) => {
-                let reply = self.on_command(command, now, fx);
-                fx.push(Effect::Reply(reply));
-            }
-            Event::Tick => {}
-        }
     }
 
     /// [`Engine::handle_into`] of an [`Event::Bar`], from its parts: a backtest calls it for every
