@@ -81,7 +81,7 @@ pub(crate) fn write_digits(buf: &mut [u8], end: usize, value: u64, width: usize)
 }
 
 /// Appends ASCII bytes (digits) as text, in one copy.
-fn push_ascii(out: &mut String, bytes: &[u8]) {
+pub(crate) fn push_ascii(out: &mut String, bytes: &[u8]) {
     out.push_str(std::str::from_utf8(bytes).expect("ASCII digits"));
 }
 

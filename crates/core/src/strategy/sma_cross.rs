@@ -169,7 +169,7 @@ fn push_decimal(text: &mut String, value: Decimal) {
                 buf[at] = b'.';
             }
             at = crate::time::write_digits(&mut buf, at, mantissa / unit, 1);
-            text.push_str(std::str::from_utf8(&buf[at..]).expect("ASCII digits"));
+            crate::time::push_ascii(text, &buf[at..]);
         }
         _ => write!(text, "{value}").expect("writing to a String cannot fail"),
     }
