@@ -1,7 +1,7 @@
 //! Durable backtest runs (`POST /api/backtests/run`): a row `QUEUED → RUNNING` (with
 //! `progress`) `→ COMPLETED` (with the result) or `FAILED`. A worker runs up to
-//! [`PARALLEL_RUNS`] at once on the blocking pool: bars come from the database, downloaded from
-//! the data broker first when none are stored, and go through `tradeops_core::backtest::run` —
+//! [`PARALLEL_RUNS`] at once on the blocking pool: bars come from the database, the trading days
+//! missing from it downloaded from the data broker first, and go through `tradeops_core::backtest::run` —
 //! the live engine with a manual clock. A run a crash left `RUNNING` is run again from the start
 //! at the next start (runs are deterministic), so none stays `RUNNING`.
 
@@ -11,7 +11,7 @@ use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use tokio::sync::Notify;
-use tradeops_core::backtest::{self, fills::FillModel, BacktestSpec, BarHistory, History};
+use tradeops_core::backtest::{self, coverage, fills::FillModel, BacktestSpec, BarHistory, History};
 use tradeops_core::calendar::{ny_instant, NyDay};
 use tradeops_core::market::Timeframe;
 use tradeops_core::time::{format_ts, from_epoch_ms, to_epoch_ms};
@@ -131,19 +131,7 @@ pub async fn enqueue(state: &AppState, req: BacktestRequest, actor: &str) -> Api
         &settings,
     )
     .map_err(ApiError::fields)?;
-    if req.start >= req.end {
-        return Err(ApiError::validation("end", "must be after start"));
-    }
-    let max_days = match timeframe {
-        Timeframe::Minute => crate::downloads::MAX_MINUTE_DAYS,
-        Timeframe::Day => crate::downloads::MAX_DAILY_DAYS,
-    };
-    if req.end - req.start > chrono::Duration::days(max_days) {
-        return Err(ApiError::validation(
-            "end",
-            format!("a {} backtest spans at most {max_days} days", timeframe.as_str()),
-        ));
-    }
+    crate::downloads::check_range(state, timeframe, req.start, req.end, "backtest")?;
     let initial_cash = bounded(
         "initial_cash",
         req.initial_cash.unwrap_or(Decimal::from(100_000)),
@@ -329,17 +317,25 @@ async fn compute(state: &AppState, run: &mut BacktestRecord) -> Result<Value, St
         Timeframe::Minute => ny_instant(NyDay::default().date_of(stored.start), (0, 0)).min(stored.start),
         Timeframe::Day => stored.start,
     };
-    if !data.has_bars(&symbol, tf, start, end).await.map_err(|e| e.to_string())? {
-        if state.market.instrument(&symbol).is_none() {
-            return Err(format!("no {tf} bars of {symbol} are stored in the range"));
-        }
-        let by = format!("backtest {}", run.backtest_id);
-        crate::downloads::download_now(state, &symbol, stored.timeframe, from, stored.end, &by)
-            .await
-            .map_err(|e| format!("downloading the missing bars failed: {e}"))?;
-    }
-    let bars = data.bars(&symbol, tf, to_epoch_ms(&from), end).await.map_err(|e| e.to_string())?;
     let calendar = tradeops_core::calendar::MarketCalendar::new(settings.runtime.market_calendar);
+    let from_ms = to_epoch_ms(&from);
+    let mut bars = data.bars(&symbol, tf, from_ms, end).await.map_err(|e| e.to_string())?;
+    // Trading days with no stored bar that no completed download already asked for are
+    // downloaded first, then the bars read again: a run never quietly covers part of its range.
+    if state.market.instrument(&symbol).is_some() {
+        let downloaded = data.downloaded_ranges(&symbol, tf, from_ms, end).await.map_err(|e| e.to_string())?;
+        let downloaded: Vec<_> = downloaded.into_iter().map(|(a, b)| (from_epoch_ms(a), from_epoch_ms(b))).collect();
+        if let Some((a, b)) = coverage::missing_span(&bars, &downloaded, calendar, from, stored.end) {
+            let by = format!("backtest {}", run.backtest_id);
+            crate::downloads::download_now(state, &symbol, stored.timeframe, a, b, &by)
+                .await
+                .map_err(|e| format!("downloading the missing bars failed: {e}"))?;
+            bars = data.bars(&symbol, tf, from_ms, end).await.map_err(|e| e.to_string())?;
+        }
+    }
+    if !bars.iter().any(|b| to_epoch_ms(&b.start) >= start) {
+        return Err(format!("no {tf} bars of {symbol} are stored in the range"));
+    }
     let history: Box<dyn History + Send> = match state.market.history(&symbol, calendar) {
         Some(h) => h,
         None => Box::new(BarHistory::new(&bars, stored.timeframe)),

@@ -37,6 +37,25 @@ pub async fn enqueue(
     if state.market.instrument(&symbol).is_none() {
         return Err(ApiError::not_found(format!("{symbol} is not a symbol of the {} market", state.market.name())));
     }
+    check_range(state, timeframe, start, end, "download")?;
+    let job = new_job(state, &symbol, timeframe, (start, end), "QUEUED", actor);
+    let repo: &dyn DataRepository = &state.db;
+    repo.insert_job(&job).await?;
+    publish(state, &job);
+    state.downloads.wake.notify_one();
+    Ok(job)
+}
+
+/// The range rules downloads and backtests share: `end` after `start`, not in the future (a day
+/// of slack for time zones), and at most [`MAX_MINUTE_DAYS`] of minute bars or
+/// [`MAX_DAILY_DAYS`] of daily ones. `what` names the request in the message.
+pub fn check_range(
+    state: &AppState,
+    timeframe: Timeframe,
+    start: Timestamp,
+    end: Timestamp,
+    what: &str,
+) -> ApiResult<()> {
     if start >= end {
         return Err(ApiError::validation("end", "must be after start"));
     }
@@ -47,15 +66,10 @@ pub async fn enqueue(
     if end - start > Duration::days(max_days) {
         return Err(ApiError::validation(
             "end",
-            format!("a {} download spans at most {max_days} days", timeframe.as_str()),
+            format!("a {} {what} spans at most {max_days} days", timeframe.as_str()),
         ));
     }
-    let job = new_job(state, &symbol, timeframe, (start, end), "QUEUED", actor);
-    let repo: &dyn DataRepository = &state.db;
-    repo.insert_job(&job).await?;
-    publish(state, &job);
-    state.downloads.wake.notify_one();
-    Ok(job)
+    Ok(())
 }
 
 fn new_job(

@@ -44,6 +44,15 @@ pub trait DataRepository: Send + Sync {
     async fn jobs(&self, limit: u32) -> Result<Vec<JobRecord>, StoreError>;
     /// Jobs in a status, oldest first.
     async fn jobs_in(&self, status: &str) -> Result<Vec<JobRecord>, StoreError>;
+    /// The `[start, end)` ranges of the completed downloads of a symbol and timeframe that
+    /// overlap `[start, end)`: what the data broker was asked for, bars or not.
+    async fn downloaded_ranges(
+        &self,
+        symbol: &Symbol,
+        timeframe: &str,
+        start: i64,
+        end: i64,
+    ) -> Result<Vec<(i64, i64)>, StoreError>;
 }
 
 fn job_row(r: &AnyRow) -> Result<JobRecord, sqlx::Error> {
@@ -198,5 +207,25 @@ impl DataRepository for Database {
         .fetch_all(&self.pool)
         .await?;
         Ok(rows.iter().map(job_row).collect::<Result<_, _>>()?)
+    }
+
+    async fn downloaded_ranges(
+        &self,
+        symbol: &Symbol,
+        timeframe: &str,
+        start: i64,
+        end: i64,
+    ) -> Result<Vec<(i64, i64)>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT start, finish FROM download_jobs WHERE symbol = $1 AND timeframe = $2 \
+             AND status = 'COMPLETED' AND start < $4 AND finish > $3 ORDER BY start",
+        )
+        .bind(symbol.as_str())
+        .bind(timeframe)
+        .bind(start)
+        .bind(end)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(|r| Ok((r.try_get("start")?, r.try_get("finish")?))).collect::<Result<_, sqlx::Error>>()?)
     }
 }

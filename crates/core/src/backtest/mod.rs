@@ -12,6 +12,7 @@
 //! and explanations; not the live deep dive's events timeline, which a stored run does not keep
 //! (its trades are rows, CONTRACT §4) and which would be most of what a run's orders cost.
 
+pub mod coverage;
 pub mod fills;
 
 use crate::calendar::{ny_instant, NyDay};

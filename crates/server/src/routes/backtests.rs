@@ -33,8 +33,11 @@ pub struct BacktestAccepted {
 }
 
 /// Queues a backtest of a strategy on one symbol: the live engine, strategies and risk gate on
-/// stored bars (downloaded from the data broker first when none are stored), with the simulated
-/// fill model. Follow it with `GET /api/backtests/{backtest_id}` or `backtest.updated` events.
+/// stored bars, with the simulated fill model. Trading days of the range with no stored bar that
+/// no completed download already asked for are downloaded from the data broker first (one job,
+/// listed in `GET /api/data/downloads`). The range follows the download rules: `end` after
+/// `start`, not in the future, at most 366 days of `1m` bars or 20 years of `1d`. Follow it with
+/// `GET /api/backtests/{backtest_id}` or `backtest.updated` events.
 #[utoipa::path(post, path = "/api/backtests/run", tag = "backtests", security(("bearer" = [])),
     request_body = BacktestRequest,
     responses((status = 202, description = "Queued", body = inline(SuccessBody<BacktestAccepted>)),

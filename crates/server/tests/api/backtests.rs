@@ -120,6 +120,7 @@ async fn bad_runs_are_refused_and_nothing_is_queued() {
         (json!({"parameters": {"speed": 1}}), "parameters.speed"),
         (json!({"strategy_id": "momentum_breakout"}), "timeframe"),
         (json!({"end": "2025-01-01T00:00:00Z"}), "end"),
+        (json!({"start": "2026-11-02T00:00:00Z", "end": "2026-12-01T00:00:00Z"}), "end"),
         (json!({"initial_cash": 0}), "initial_cash"),
         (json!({"commission_rate": -0.1}), "commission_rate"),
         (json!({"slippage_bps": 5000}), "slippage_bps"),
@@ -158,6 +159,41 @@ async fn missing_bars_are_downloaded_before_the_run() {
     assert_eq!(downloads.data()[0]["status"], "COMPLETED");
     assert_eq!(downloads.data()[0]["symbol"], symbol);
     assert_eq!(done["effective_settings"]["risk_controls"]["max_daily_loss"], 100000.0);
+}
+
+/// A range stored only in part is completed before the run: the days with no bars are
+/// downloaded as one job, and a second run over the same range downloads nothing.
+#[tokio::test]
+async fn a_range_stored_in_part_is_completed_before_the_run() {
+    let app = spawn_app().await;
+    let (symbol, _) = app.market_symbols(1).await.remove(0);
+    // Tuesday the 17th (New York) is stored; Wednesday the 18th is not.
+    let day = json!({"symbol": symbol, "start": "2026-11-17T05:00:00Z", "end": "2026-11-18T05:00:00Z"});
+    let id = app.post("/api/data/download", ADMIN_TOKEN, day).await.assert_ok(202)["request_id"].clone();
+    for _ in 0..300 {
+        if app.get(&format!("/api/data/downloads/{}", id.as_str().unwrap())).await.data()["status"] == "COMPLETED" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let body = json!({
+        "strategy_id": "sma_cross", "symbol": symbol, "start": "2026-11-17T14:30:00Z", "end": "2026-11-18T21:00:00Z",
+        "settings": {"risk_controls": {"max_daily_loss": 100000, "max_position_size": 1000000, "max_order_value": 1000000}}
+    });
+    let done = run(&app, body.clone()).await;
+    assert_eq!(done["status"], "COMPLETED", "{done}");
+    assert_eq!(done["bars"], 1830, "every minute from 09:30 on the 17th to 16:00 on the 18th, not the 17th alone");
+    let downloads = app.get("/api/data/downloads").await;
+    assert_eq!(downloads.body["meta"]["count"], 2, "{}", downloads.body);
+    let filled = &downloads.data()[0];
+    assert_eq!(filled["status"], "COMPLETED");
+    assert_eq!(
+        (filled["start"].as_str(), filled["end"].as_str()),
+        (Some("2026-11-18T05:00:00.000Z"), Some("2026-11-18T21:00:00.000Z"))
+    );
+    let again = run(&app, body).await;
+    assert_eq!(stable(again), stable(done));
+    assert_eq!(app.get("/api/data/downloads").await.body["meta"]["count"], 2, "nothing left to download");
 }
 
 /// A run a crash left RUNNING is run again at the next start and completes.
