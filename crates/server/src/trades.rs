@@ -14,6 +14,7 @@ use tradeops_core::calendar::{ny_instant, MarketCalendar, NyDay};
 use tradeops_core::market::Timeframe;
 use tradeops_core::orders::{Order, OrderStatus};
 use tradeops_core::trades::{enrich, MarketContext, Trade, TradeBuilder, TradeEvent};
+use tradeops_core::Symbol;
 use tradeops_store::{AuditFilter, TradingRepository};
 
 /// Orders, executions and the latest order update: what a build depends on.
@@ -134,36 +135,53 @@ async fn add_market_detail(state: &AppState, trade: &mut Trade, calendar: Market
 /// order. Audit rows carry the wall clock, trades market time: the two agree in PAPER and LIVE;
 /// in DEMO, where market time runs faster, actions are not matched.
 async fn add_operator_actions(state: &AppState, trades: &mut [Trade]) -> ApiResult<()> {
-    if trades.is_empty() {
-        return Ok(());
-    }
-    let filter = AuditFilter { outcome: Some("OK".into()), limit: 1000, ..Default::default() };
-    let entries = state.audit.list_audit(&filter).await?;
-    for trade in trades.iter_mut() {
-        for e in entries.iter().map(|r| &r.entry) {
-            let at = tradeops_core::time::from_epoch_ms(e.ts);
-            if e.target == trade.symbol.as_str() && at >= trade.entry_time && at <= trade.exit_time {
-                trade.detail.events.push(TradeEvent {
-                    timestamp: at,
-                    kind: format!("OPERATOR_{}", e.action.to_uppercase().replace(['.', '/'], "_")),
-                    detail: format!("{} ({}) {}", e.actor, e.role.as_deref().unwrap_or("-"), e.action),
-                });
+    let symbols: std::collections::BTreeSet<Symbol> = trades.iter().map(|t| t.symbol.clone()).collect();
+    for symbol in symbols {
+        let entries = audit_of(state, &symbol).await?;
+        for trade in trades.iter_mut().filter(|t| t.symbol == symbol) {
+            for e in &entries {
+                let at = tradeops_core::time::from_epoch_ms(e.ts);
+                if at >= trade.entry_time && at <= trade.exit_time {
+                    trade.detail.events.push(TradeEvent {
+                        timestamp: at,
+                        kind: format!("OPERATOR_{}", e.action.to_uppercase().replace(['.', '/'], "_")),
+                        detail: format!("{} ({}) {}", e.actor, e.role.as_deref().unwrap_or("-"), e.action),
+                    });
+                }
             }
+            trade.detail.events.sort_by_key(|e| e.timestamp);
         }
-        trade.detail.events.sort_by_key(|e| e.timestamp);
     }
     Ok(())
+}
+
+/// Every successful audited action on a symbol, page by page: a trade keeps its operator
+/// actions however long the log grows.
+async fn audit_of(state: &AppState, symbol: &Symbol) -> ApiResult<Vec<tradeops_store::AuditEntry>> {
+    const PAGE: u32 = 500;
+    let mut filter =
+        AuditFilter { outcome: Some("OK".into()), target: Some(symbol.to_string()), limit: PAGE, ..Default::default() };
+    let mut entries = Vec::new();
+    loop {
+        let page = state.audit.list_audit(&filter).await?;
+        let (count, last) = (page.len(), page.last().map(|r| r.audit_id));
+        entries.extend(page.into_iter().map(|r| r.entry));
+        match last {
+            Some(id) if count == PAGE as usize => filter.before_id = Some(id),
+            _ => return Ok(entries),
+        }
+    }
 }
 
 /// `GET /api/trades` filters.
 pub struct TradeFilter<'a> {
     pub date: Option<chrono::NaiveDate>,
     pub strategy_id: Option<&'a str>,
-    pub symbol: Option<&'a str>,
+    pub symbol: Option<&'a Symbol>,
 }
 
 pub fn matches(t: &Trade, f: &TradeFilter<'_>) -> bool {
     f.date.is_none_or(|d| NyDay::default().date_of(t.entry_time) == d)
         && f.strategy_id.is_none_or(|s| t.strategy_id.as_deref().unwrap_or("manual") == s)
-        && f.symbol.is_none_or(|s| t.symbol.as_str() == s)
+        && f.symbol.is_none_or(|s| t.symbol == *s)
 }

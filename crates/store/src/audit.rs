@@ -33,6 +33,8 @@ pub struct AuditFilter {
     pub action: Option<String>,
     pub actor: Option<String>,
     pub outcome: Option<String>,
+    /// Only rows about this target (a symbol, an order id, a setting).
+    pub target: Option<String>,
     /// Only rows with `audit_id` below this (the cursor of the previous page).
     pub before_id: Option<i64>,
     pub limit: u32,
@@ -73,6 +75,7 @@ impl AuditRepository for Database {
              FROM audit_log \
              WHERE ($1 IS NULL OR action = $1) AND ($2 IS NULL OR actor = $2) \
                AND ($3 IS NULL OR outcome = $3) AND ($4 IS NULL OR audit_id < $4) \
+               AND ($6 IS NULL OR target = $6) \
              ORDER BY audit_id DESC LIMIT $5",
         )
         .bind(&f.action)
@@ -80,6 +83,7 @@ impl AuditRepository for Database {
         .bind(&f.outcome)
         .bind(f.before_id)
         .bind(i64::from(f.limit))
+        .bind(&f.target)
         .fetch_all(&self.pool)
         .await?;
         rows.iter()

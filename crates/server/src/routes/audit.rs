@@ -66,6 +66,7 @@ pub async fn list_audit(
         action: q.action,
         actor: q.actor,
         outcome: q.outcome,
+        target: None,
         before_id: parse_cursor(q.cursor.as_deref())?,
         limit: limit + 1,
     };

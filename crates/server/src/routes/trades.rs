@@ -13,6 +13,7 @@ use axum::Router;
 use serde::Deserialize;
 use serde_json::Value;
 use tradeops_core::analytics::{recommendations as recommend, Recommendation, ScopeType};
+use tradeops_core::Symbol;
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -28,6 +29,7 @@ pub struct TradeQuery {
     pub date: Option<String>,
     /// A strategy id, or `manual` for trades opened by hand.
     pub strategy_id: Option<String>,
+    /// A symbol, in any case.
     pub symbol: Option<String>,
 }
 
@@ -51,7 +53,8 @@ pub async fn list(
                 .map_err(|_| ApiError::validation("date", "must be a date as YYYY-MM-DD"))
         })
         .transpose()?;
-    let filter = TradeFilter { date, strategy_id: q.strategy_id.as_deref(), symbol: q.symbol.as_deref() };
+    let symbol = q.symbol.as_deref().map(Symbol::parse).transpose().map_err(|e| ApiError::validation("symbol", e))?;
+    let filter = TradeFilter { date, strategy_id: q.strategy_id.as_deref(), symbol: symbol.as_ref() };
     let trades = completed(&state).await?;
     Ok(ApiResponse::list(trades.iter().rev().filter(|t| matches(t, &filter)).map(trade_row).collect()))
 }

@@ -73,6 +73,8 @@ async fn a_round_trip_becomes_a_trade_with_its_deep_dive() {
     // Filters, refusals, and a restart changes nothing.
     round_trip(&app, &b).await;
     assert_eq!(trades(&app, &format!("?symbol={b}")).await.len(), 1);
+    assert_eq!(trades(&app, &format!("?symbol={}", b.to_lowercase())).await.len(), 1, "symbols in any case");
+    app.get("/api/trades?symbol=no%20such").await.assert_error(400, "VALIDATION_ERROR");
     assert_eq!(trades(&app, "?date=2026-11-20").await.len(), 2);
     assert_eq!(trades(&app, "?date=2026-11-19").await.len(), 0);
     assert_eq!(trades(&app, "?strategy_id=manual").await.len(), 2);
@@ -81,6 +83,45 @@ async fn a_round_trip_becomes_a_trade_with_its_deep_dive() {
     let app = app.restart().await;
     assert_eq!(trades(&app, "").await.len(), 2);
     assert_eq!(app.get(&format!("/api/trades/{id}")).await.assert_ok(200)["trade"]["trade_id"], id);
+}
+
+/// An operator action on the symbol while the trade was open stays in its timeline however
+/// many audit rows about other things come after it.
+#[tokio::test]
+async fn operator_actions_stay_in_the_timeline_as_the_audit_log_grows() {
+    use tradeops_store::{AuditEntry, AuditRepository};
+    let app = spawn_app().await;
+    let symbol = app.market_symbols(1).await.remove(0).0;
+    round_trip(&app, &symbol).await;
+    let row = trades(&app, "").await.remove(0);
+    let entry = tradeops_core::time::parse_ts(row["entry_time"].as_str().unwrap()).unwrap();
+    let db = tradeops_store::Database::open(&app.config.database_url).await.unwrap();
+    let audit = |target: &str, action: &str| AuditEntry {
+        ts: tradeops_core::time::to_epoch_ms(&entry),
+        actor: "desk".into(),
+        role: Some("operator".into()),
+        action: action.into(),
+        target: target.into(),
+        request: "{}".into(),
+        outcome: "OK".into(),
+        mode: "PAPER".into(),
+        request_id: "req".into(),
+    };
+    db.append_audit(&audit(&symbol, "position.halt")).await.unwrap();
+    for _ in 0..1_200 {
+        db.append_audit(&audit("OTHER", "settings.update")).await.unwrap();
+    }
+    db.close().await;
+    let app = app.restart().await;
+    let dive = app.get(&format!("/api/trades/{}", row["trade_id"].as_str().unwrap())).await;
+    let kinds: Vec<String> = dive.assert_ok(200)["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap().to_string())
+        .collect();
+    assert!(kinds.contains(&"OPERATOR_POSITION_HALT".to_string()), "{kinds:?}");
+    assert!(!kinds.contains(&"OPERATOR_SETTINGS_UPDATE".to_string()), "other targets stay out: {kinds:?}");
 }
 
 #[tokio::test]
