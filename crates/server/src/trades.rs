@@ -185,3 +185,117 @@ pub fn matches(t: &Trade, f: &TradeFilter<'_>) -> bool {
         && f.strategy_id.is_none_or(|s| t.strategy_id.as_deref().unwrap_or("manual") == s)
         && f.symbol.is_none_or(|s| t.symbol == *s)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+    use rust_decimal::Decimal;
+    use tradeops_core::market::Side;
+    use tradeops_core::orders::{ClientOrderId, Execution, OrderEvent, OrderType, TimeInForce};
+    use tradeops_core::trades::Label;
+    use tradeops_core::Timestamp;
+
+    fn t(minute: i64) -> Timestamp {
+        chrono::Utc.with_ymd_and_hms(2026, 3, 2, 15, 0, 0).unwrap() + chrono::Duration::minutes(minute)
+    }
+
+    fn d(text: &str) -> Decimal {
+        text.parse().unwrap()
+    }
+
+    fn order(id: &str, side: Side, quantity: u64, at: i64, reason: &str) -> Order {
+        let mut o = Order::new(
+            ClientOrderId::parse(id).unwrap(),
+            Symbol::parse("ABC").unwrap(),
+            side,
+            OrderType::Market,
+            TimeInForce::Day,
+            quantity,
+            None,
+            None,
+            t(at),
+        );
+        o.reason = Some(reason.into());
+        o.apply(OrderEvent::Accepted { broker_order_id: format!("b-{id}").into() }, t(at)).unwrap();
+        o
+    }
+
+    fn fill(o: &mut Order, quantity: u64, price: &str, at: i64) {
+        let n = o.executions.len();
+        let execution = Execution {
+            execution_id: format!("{}-x{n}", o.client_order_id).into(),
+            timestamp: t(at),
+            quantity,
+            price: d(price),
+            fee: d("0.5"),
+        };
+        o.apply(OrderEvent::Filled(execution), t(at)).unwrap();
+    }
+
+    /// Orders as the database holds them — final, with every execution — replayed in time
+    /// order: an entry filled in two parts then cancelled, a scale-out, and an operator's close
+    /// filled in two parts make one PAPER trade; a LIVE round trip in between is its own trade
+    /// (another account), listed first as it ended first.
+    #[test]
+    fn stored_orders_with_partial_fills_scale_outs_and_a_manual_close_replay_into_trades() {
+        let mut entry = order("e1", Side::Buy, 300, 0, "FIRST_PULLBACK_BREAKOUT: broke out above 5.10.");
+        entry.strategy_id = Some("momentum_breakout".into());
+        entry.stop_loss = Some(d("4.90"));
+        fill(&mut entry, 120, "5.10", 1);
+        fill(&mut entry, 80, "5.15", 2);
+        entry.apply(OrderEvent::Canceled, t(3)).unwrap();
+        let mut target = order("s1", Side::Sell, 100, 5, "TAKE_PROFIT: reached the 2R target 5.50.");
+        target.strategy_id = Some("momentum_breakout".into());
+        fill(&mut target, 100, "5.50", 6);
+        let mut close = order("s2", Side::Sell, 100, 9, "manual close of 100 ABC");
+        fill(&mut close, 60, "5.30", 10);
+        fill(&mut close, 40, "5.30", 11);
+        let mut live_buy = order("l1", Side::Buy, 50, 4, "manual order");
+        fill(&mut live_buy, 50, "6", 4);
+        let mut live_sell = order("l2", Side::Sell, 50, 7, "manual close of 50 ABC");
+        fill(&mut live_sell, 50, "6.5", 8);
+        // The database lists orders by id, not by time.
+        let stored: Vec<(Order, String)> =
+            [(close, "PAPER"), (live_sell, "LIVE"), (entry, "PAPER"), (target, "PAPER"), (live_buy, "LIVE")]
+                .into_iter()
+                .map(|(o, mode)| (o, mode.to_string()))
+                .collect();
+
+        let trades = build(&stored, d("1"));
+        assert_eq!(trades.len(), 2, "{trades:#?}");
+        let (live, paper) = (&trades[0], &trades[1]);
+        assert_eq!((live.mode.as_str(), live.quantity, live.gross_pnl, live.fees), ("LIVE", 50, d("25"), d("1")));
+        assert_eq!((live.entry_time, live.exit_time), (t(4), t(8)));
+
+        assert_eq!(paper.mode, "PAPER");
+        // Bought 120 × 5.10 + 80 × 5.15 = 1,024 (the other 100 cancelled); sold 100 × 5.50 and
+        // 100 × 5.30 = 1,080; five fills of 0.50.
+        assert_eq!((paper.quantity, paper.entry_price, paper.exit_price), (200, d("5.12"), d("5.4")));
+        assert_eq!((paper.gross_pnl, paper.fees, paper.net_pnl), (d("56"), d("2.5"), d("53.5")));
+        assert_eq!((paper.entry_time, paper.exit_time), (t(1), t(11)));
+        assert_eq!(paper.winner_loser_label, Label::Winner);
+        assert_eq!(paper.strategy_id.as_deref(), Some("momentum_breakout"));
+        let o = &paper.detail.outcomes;
+        assert_eq!((o.exit_reason.as_str(), o.hold_seconds), ("MANUAL_CLOSE", 600));
+        // Risk: (5.10 − 4.90) × 200 = 40 dollars; 53.5 / 40.
+        assert_eq!(o.r_multiple, Some(1.3375));
+        let kinds: Vec<&str> = paper.detail.events.iter().map(|e| e.kind.as_str()).collect();
+        assert_eq!(
+            kinds,
+            [
+                "ORDER_SUBMITTED",
+                "FILL",
+                "FILL",
+                "ORDER_CANCELED",
+                "ORDER_SUBMITTED",
+                "FILL",
+                "ORDER_SUBMITTED",
+                "FILL",
+                "FILL"
+            ]
+        );
+        let rules: Vec<&str> = paper.detail.explanations.iter().map(|e| e.rule.as_str()).collect();
+        assert_eq!(rules, ["FIRST_PULLBACK_BREAKOUT", "TAKE_PROFIT", "MANUAL_CLOSE"]);
+    }
+}
