@@ -350,13 +350,20 @@ async fn run_feed(state: AppState, live: Arc<LiveMarket>) {
                 }
             }
         }
-        let wait = live
-            .next_step()
+        let next = live.next_step();
+        let wait = next
             .and_then(|t| (t - state.market_clock.now()).to_std().ok())
             .map(|d| d.div_f64(live.speed))
             .unwrap_or_default();
-        // At most 50 ms: a clock set forward (tests, a resumed machine) is noticed quickly.
-        tokio::time::sleep(wait.clamp(Duration::from_millis(1), Duration::from_millis(50))).await;
+        // At most 50 ms, in slices of 5 ms that end once the market clock reaches the next step:
+        // a clock set forward (a manual clock, a resumed machine) is noticed within a slice.
+        let until = tokio::time::Instant::now() + wait.clamp(Duration::from_millis(1), Duration::from_millis(50));
+        loop {
+            tokio::time::sleep_until(until.min(tokio::time::Instant::now() + Duration::from_millis(5))).await;
+            if tokio::time::Instant::now() >= until || next.is_some_and(|t| state.market_clock.now() >= t) {
+                break;
+            }
+        }
     }
 }
 

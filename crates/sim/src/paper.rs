@@ -389,9 +389,40 @@ fn fill_price(order: &Working, update: &MarketUpdate<'_>, acked_at: Timestamp, s
         }
         OrderType::Limit => limit_price(order.side, order.limit?, quote, bar_since(update, acked_at)),
         OrderType::StopLimit => {
-            let triggered_at = order.triggered_at?;
-            limit_price(order.side, order.limit?, quote, bar_since(update, triggered_at))
+            let (triggered_at, limit) = (order.triggered_at?, order.limit?);
+            limit_price(order.side, limit, quote, bar_since(update, triggered_at))
+                .or_else(|| triggered_in_bar(order, limit, update, acked_at))
         }
+    }
+}
+
+/// A stop-limit order triggered during the bar this update completes, having been live for all
+/// of it: the bar traded through the stop, so it fills as the backtests' bar fill model fills it
+/// (`tradeops_core::backtest::fills`) — at the stop, or the open when the bar opened past the
+/// stop, if the limit allows; when the bar opened past the limit too (the trigger was its first
+/// trade), at the limit if the bar came back to it. The quotes seen in between, a few a minute,
+/// may all have been past the limit while the bar traded within it.
+fn triggered_in_bar(order: &Working, limit: Price, update: &MarketUpdate<'_>, acked_at: Timestamp) -> Option<Price> {
+    let triggered_at = order.triggered_at?;
+    let (stop, bar) = (order.stop?, bar_since(update, acked_at).filter(|b| triggered_at >= b.start)?);
+    match order.side {
+        Side::Buy if bar.high >= stop => {
+            let at = bar.open.max(stop);
+            if at <= limit {
+                Some(at)
+            } else {
+                (bar.low <= limit).then_some(limit)
+            }
+        }
+        Side::Sell if bar.low.0 > 0 && bar.low <= stop => {
+            let at = bar.open.min(stop);
+            if at >= limit {
+                Some(at)
+            } else {
+                (bar.high >= limit).then_some(limit)
+            }
+        }
+        _ => None,
     }
 }
 
@@ -705,16 +736,51 @@ mod tests {
     fn stop_limit_does_not_fill_above_its_limit_after_triggering() {
         let s = sym();
         let sl = order("sl1", Side::Buy, OrderType::StopLimit, TimeInForce::Day, 100, Some("10.05"), Some("10.00"));
-        let mut broker = acked(PaperConfig::default(), &[sl]);
-        assert!(broker.on_market(&update(&s, 100_000, "10.10", quote("10.11", "10.12", 1_000), None)).is_empty());
-        // Triggered, but the ask is still above the limit; and a bar that began before the trigger
-        // (its low may have come first) does not count.
-        let b = bar(60_000, "10.20", "9.90");
-        assert!(broker.on_market(&update(&s, 120_000, "10.08", quote("10.09", "10.10", 1_000), Some(&b))).is_empty());
+        let mut broker = acked(PaperConfig::default(), &[sl.clone()]);
+        assert!(broker.on_market(&update(&s, 30_000, "10.10", quote("10.11", "10.12", 1_000), None)).is_empty());
+        // Triggered, but the ask is still above the limit; a bar that began before the order was
+        // live (its low may have come before) does not count.
+        let early = bar(0, "10.20", "9.90");
+        assert!(broker
+            .on_market(&update(&s, 60_000, "10.08", quote("10.09", "10.10", 1_000), Some(&early)))
+            .is_empty());
         assert_eq!(broker.open_orders(), vec![id("sl1")]);
         // The trigger persists although the last trade fell back below the stop.
         let reports = broker.on_market(&update(&s, 130_000, "9.99", quote("10.03", "10.04", 1_000), None));
         assert_eq!(fills(&reports), vec![("sl1".into(), 100, dec("10.04"))]);
+
+        // A bar the order was live for that opened past the stop and the limit: the trigger was
+        // its first trade, so its low came after it, and the order fills at its limit, as a
+        // backtest fills it.
+        let mut broker = acked(PaperConfig::default(), &[sl.clone()]);
+        assert!(broker.on_market(&update(&s, 100_000, "10.10", quote("10.11", "10.12", 1_000), None)).is_empty());
+        let gapped = bar(60_000, "10.20", "9.90");
+        let reports = broker.on_market(&update(&s, 120_000, "10.08", quote("10.09", "10.10", 1_000), Some(&gapped)));
+        assert_eq!(fills(&reports), vec![("sl1".into(), 100, dec("10.05"))]);
+        // One that never came back to the limit does not fill it.
+        let mut broker = acked(PaperConfig::default(), &[sl]);
+        assert!(broker.on_market(&update(&s, 100_000, "10.10", quote("10.11", "10.12", 1_000), None)).is_empty());
+        let above = bar(60_000, "10.20", "10.06");
+        assert!(broker
+            .on_market(&update(&s, 120_000, "10.08", quote("10.09", "10.10", 1_000), Some(&above)))
+            .is_empty());
+    }
+
+    /// A stop-limit buy whose stop the bar traded through between two quotes, both past the
+    /// limit, fills at the stop when the bar completes: the price the backtest gives it, which
+    /// keeps live and backtest trading the same day the same way.
+    #[test]
+    fn stop_limit_triggered_between_quotes_fills_at_the_stop_the_bar_traded() {
+        let s = sym();
+        let sl = order("sl2", Side::Buy, OrderType::StopLimit, TimeInForce::Day, 100, Some("10.05"), Some("10.00"));
+        let mut broker = acked(PaperConfig::default(), &[sl]);
+        assert!(broker.on_market(&update(&s, 75_000, "9.95", quote("9.95", "9.96", 1_000), None)).is_empty());
+        // The next quote is already past the limit: triggered, not filled.
+        assert!(broker.on_market(&update(&s, 90_000, "10.10", quote("10.10", "10.11", 1_000), None)).is_empty());
+        // The bar opened at 9.94, below the stop, and rose through it to 10.12.
+        let b = Bar { open: px("9.94"), ..bar(60_000, "10.12", "9.90") };
+        let reports = broker.on_market(&update(&s, 120_000, "10.09", quote("10.09", "10.10", 1_000), Some(&b)));
+        assert_eq!(fills(&reports), vec![("sl2".into(), 100, dec("10.00"))]);
     }
 
     #[test]
