@@ -3,7 +3,8 @@
 //! survive any restart and never disagree with the orders. Features at entry and excursions come
 //! from the data broker's minute bars around each trade; operator actions on the symbol while
 //! the trade was open come from the audit log. The list is rebuilt only when orders or
-//! executions changed.
+//! executions changed, and a trade's features and excursions are fetched once, not at every
+//! rebuild.
 
 use crate::error::ApiResult;
 use crate::state::AppState;
@@ -20,10 +21,21 @@ use tradeops_store::{AuditFilter, TradingRepository};
 /// Orders, executions and the latest order update: what a build depends on.
 type OrdersVersion = (i64, i64, i64);
 
-/// The last build, by the orders' version.
+/// The last build, by the orders' version; and each trade's market detail, kept across builds so
+/// a new order does not fetch the bars of every earlier trade again.
 #[derive(Default)]
 pub struct TradeCache {
     built: Mutex<Option<(OrdersVersion, Arc<Vec<Trade>>)>>,
+    /// By (mode, trade id): the trade as built from its orders, and the same trade with its
+    /// features and excursions. Reused while the built trade is unchanged.
+    detailed: Mutex<BTreeMap<(String, String), (Trade, Trade)>>,
+}
+
+impl TradeCache {
+    fn detailed(&self, built: &Trade) -> Option<Trade> {
+        let detailed = self.detailed.lock().unwrap_or_else(|e| e.into_inner());
+        detailed.get(&(built.mode.clone(), built.trade_id.clone())).filter(|(b, _)| b == built).map(|(_, d)| d.clone())
+    }
 }
 
 /// A trade row (CONTRACT §4): the seed's columns plus `quantity`, `entry_price`, `exit_price`,
@@ -64,9 +76,20 @@ pub async fn completed(state: &AppState) -> ApiResult<Arc<Vec<Trade>>> {
     let settings = state.settings.current();
     let mut trades = build(&orders, settings.analytics.breakeven_threshold);
     let calendar = MarketCalendar::new(settings.runtime.market_calendar);
+    let mut kept = BTreeMap::new();
     for trade in &mut trades {
-        add_market_detail(state, trade, calendar).await;
+        let built = trade.clone();
+        match state.trade_cache.detailed(&built) {
+            Some(detailed) => *trade = detailed,
+            // A trade whose bars could not be fetched is shown without them, and tried again at
+            // the next build.
+            None if !add_market_detail(state, trade, calendar).await => continue,
+            None => {}
+        }
+        kept.insert((built.mode.clone(), built.trade_id.clone()), (built, trade.clone()));
     }
+    // Only the trades of this build: the map never outgrows the trade list.
+    *state.trade_cache.detailed.lock().unwrap_or_else(|e| e.into_inner()) = kept;
     add_operator_actions(state, &mut trades).await?;
     let trades = Arc::new(trades);
     *state.trade_cache.built.lock().unwrap_or_else(|e| e.into_inner()) = Some((version, trades.clone()));
@@ -109,12 +132,18 @@ pub fn build(orders: &[(Order, String)], breakeven_threshold: rust_decimal::Deci
     trades
 }
 
-/// Features at entry and excursions from the data broker's minute bars of the entry's day.
-async fn add_market_detail(state: &AppState, trade: &mut Trade, calendar: MarketCalendar) {
+/// Features at entry and excursions from the data broker's minute bars of the entry's day;
+/// `false` when the bars could not be fetched (the features then come from what else is known).
+async fn add_market_detail(state: &AppState, trade: &mut Trade, calendar: MarketCalendar) -> bool {
     let date = NyDay::default().date_of(trade.entry_time);
     let day_start = ny_instant(date, (0, 0));
     let end = trade.exit_time + chrono::Duration::minutes(1);
-    let bars = state.market.bars(&trade.symbol, Timeframe::Minute, day_start, end).await.unwrap_or_default();
+    let fetched = state.market.bars(&trade.symbol, Timeframe::Minute, day_start, end).await;
+    if let Err(e) = &fetched {
+        tracing::warn!(trade_id = %trade.trade_id, error = %e, "no bars for a trade's features and excursions");
+    }
+    let complete = fetched.is_ok();
+    let bars = fetched.unwrap_or_default();
     let instrument = state.market.instrument(&trade.symbol);
     let mut history = state.market.history(&trade.symbol, calendar);
     let minute = (trade.entry_time - day_start).num_minutes().max(0) as u32;
@@ -128,6 +157,7 @@ async fn add_market_detail(state: &AppState, trade: &mut Trade, calendar: Market
         regular_open: ny_instant(date, (9, 30)),
     };
     enrich(trade, &bars, day_start, &ctx);
+    complete
 }
 
 /// Operator actions on each trade's symbol while it was open (from the audit log: halts, stops,
@@ -231,6 +261,32 @@ mod tests {
             fee: d("0.5"),
         };
         o.apply(OrderEvent::Filled(execution), t(at)).unwrap();
+    }
+
+    /// A trade's market detail is reused only for the same trade as built from its orders: a
+    /// later fill that changes it (or another account's trade of the same id) is fetched anew.
+    #[test]
+    fn market_detail_is_reused_only_for_an_unchanged_trade() {
+        let mut buy = order("b1", Side::Buy, 100, 0, "manual order");
+        fill(&mut buy, 100, "5", 0);
+        let mut sell = order("s1", Side::Sell, 100, 5, "manual close of 100 ABC");
+        fill(&mut sell, 100, "5.5", 5);
+        let stored = vec![(buy, "PAPER".to_string()), (sell, "PAPER".to_string())];
+        let built = build(&stored, d("1")).remove(0);
+        let mut detailed = built.clone();
+        detailed.detail.outcomes.mfe = Some(0.25);
+        let cache = TradeCache::default();
+        assert_eq!(cache.detailed(&built), None);
+        cache
+            .detailed
+            .lock()
+            .unwrap()
+            .insert((built.mode.clone(), built.trade_id.clone()), (built.clone(), detailed.clone()));
+        assert_eq!(cache.detailed(&built), Some(detailed));
+        let changed = Trade { fees: d("2"), ..built.clone() };
+        assert_eq!(cache.detailed(&changed), None, "a changed trade is enriched again");
+        let live = Trade { mode: "LIVE".into(), ..built };
+        assert_eq!(cache.detailed(&live), None, "another account's trade");
     }
 
     /// Orders as the database holds them — final, with every execution — replayed in time
