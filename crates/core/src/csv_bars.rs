@@ -1,5 +1,6 @@
 //! Bars from CSV (CONTRACT §4 `POST /api/data/import`): a header row naming a date or timestamp
-//! column and `open, high, low, close, volume` (any order, case-insensitive). A `YYYY-MM-DD`
+//! column and `open, high, low, close, volume` (any order, case-insensitive; fields may be
+//! double-quoted, as spreadsheets write them). A `YYYY-MM-DD`
 //! date is that day's session (daily bars start at 00:00 America/New_York, as the market's do);
 //! a timestamp is RFC 3339, any offset. Every row is checked — positive prices with at most 4
 //! decimals, high and low bracketing open and close, a whole non-negative volume, no repeated
@@ -26,13 +27,57 @@ fn err(line: usize, reason: impl Into<String>) -> CsvError {
 
 const TIME_COLUMNS: &[&str] = &["timestamp", "datetime", "date", "time"];
 
+/// The fields of a line, trimmed; a field may be double-quoted (RFC 4180, as spreadsheets write
+/// them), with `""` for a quote inside it and commas allowed there.
+fn fields(line: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let mut chars = line.chars().peekable();
+    loop {
+        let mut field = String::new();
+        while chars.peek().is_some_and(|c| *c == ' ' || *c == '\t') {
+            chars.next();
+        }
+        if chars.peek() == Some(&'"') {
+            chars.next();
+            loop {
+                match chars.next() {
+                    Some('"') if chars.peek() == Some(&'"') => {
+                        chars.next();
+                        field.push('"');
+                    }
+                    Some('"') => break,
+                    Some(c) => field.push(c),
+                    None => return Err("a quoted field is not closed".into()),
+                }
+            }
+            while chars.peek().is_some_and(|c| *c != ',') {
+                if !chars.next().is_some_and(char::is_whitespace) {
+                    return Err("text after a quoted field".into());
+                }
+            }
+        } else {
+            while let Some(c) = chars.peek().copied().filter(|c| *c != ',') {
+                chars.next();
+                field.push(c);
+            }
+        }
+        out.push(field.trim().to_string());
+        if chars.next().is_none() {
+            return Ok(out);
+        }
+    }
+}
+
 /// Parses a whole file; bars come back oldest first.
 pub fn parse_bars_csv(text: &str, timeframe: Timeframe) -> Result<Vec<Bar>, CsvError> {
     let mut lines =
         text.lines().enumerate().map(|(i, l)| (i + 1, l.trim_end_matches('\r'))).filter(|(_, l)| !l.trim().is_empty());
     let (_, header) = lines.next().ok_or_else(|| err(1, "the file is empty"))?;
-    let names: Vec<String> =
-        header.trim_start_matches('\u{feff}').split(',').map(|h| h.trim().to_ascii_lowercase()).collect();
+    let names: Vec<String> = fields(header.trim_start_matches('\u{feff}'))
+        .map_err(|r| err(1, r))?
+        .into_iter()
+        .map(|h| h.to_ascii_lowercase())
+        .collect();
     let col = |name: &str| names.iter().position(|n| n == name);
     let time = TIME_COLUMNS.iter().find_map(|n| col(n)).ok_or_else(|| err(1, "no date or timestamp column"))?;
     let mut index = [0usize; 5];
@@ -41,7 +86,8 @@ pub fn parse_bars_csv(text: &str, timeframe: Timeframe) -> Result<Vec<Bar>, CsvE
     }
     let mut bars: BTreeMap<Timestamp, Bar> = BTreeMap::new();
     for (line, row) in lines {
-        let cells: Vec<&str> = row.split(',').map(str::trim).collect();
+        let cells = fields(row).map_err(|r| err(line, r))?;
+        let cells: Vec<&str> = cells.iter().map(String::as_str).collect();
         if cells.len() != names.len() {
             return Err(err(line, format!("{} fields where the header has {}", cells.len(), names.len())));
         }
@@ -102,6 +148,24 @@ fn parse_time(text: &str, timeframe: Timeframe) -> Result<Timestamp, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Spreadsheets quote fields: a quoted header and cells read as plain ones, `""` is a quote,
+    /// a comma inside quotes is not a separator, and an unclosed quote names its line.
+    #[test]
+    fn quoted_fields_are_read_as_their_text() {
+        let csv =
+            "\"Date\",\"Open\",\"High\",\"Low\",\"Close\",\"Volume\"\n\"2026-11-18\", \"10\" ,11,9.5,10.5,\"1000\"\n";
+        let bars = parse_bars_csv(csv, Timeframe::Day).unwrap();
+        assert_eq!((bars[0].open, bars[0].volume), (Price::from_cents(1000), 1000));
+        assert_eq!(fields(r#"a,"b ""c"", d",,e"#).unwrap(), ["a", r#"b "c", d"#, "", "e"]);
+        let unclosed = "Date,Open,High,Low,Close,Volume\n2026-11-18,\"10,11,9.5,10.5,1000\n";
+        assert_eq!(parse_bars_csv(unclosed, Timeframe::Day).unwrap_err(), err(2, "a quoted field is not closed"));
+        let trailing = "Date,Open,High,Low,Close,Volume\n2026-11-18,\"10\"x,11,9.5,10.5,1000\n";
+        assert_eq!(parse_bars_csv(trailing, Timeframe::Day).unwrap_err(), err(2, "text after a quoted field"));
+        // A thousands separator inside quotes is one field, and not a number.
+        let grouped = "Date,Open,High,Low,Close,Volume\n2026-11-18,10,11,9.5,10.5,\"1,000\"\n";
+        assert_eq!(parse_bars_csv(grouped, Timeframe::Day).unwrap_err().line, 2);
+    }
 
     #[test]
     fn reads_dates_and_timestamps_in_any_column_order() {

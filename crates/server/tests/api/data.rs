@@ -112,7 +112,8 @@ async fn a_job_interrupted_by_a_crash_resumes_and_never_stays_running() {
     let symbol = a_symbol(&app).await;
     let mut app = app;
     app.stop().await;
-    // What a crash mid-job leaves behind: a RUNNING job, part-way.
+    // What a crash mid-job leaves behind: a RUNNING job, part-way; and one of a symbol the
+    // market no longer lists, which cannot resume.
     let db = tradeops_store::Database::open(&app.config.database_url).await.unwrap();
     let job = tradeops_store::JobRecord {
         request_id: "dl-crashed".into(),
@@ -130,10 +131,16 @@ async fn a_job_interrupted_by_a_crash_resumes_and_never_stays_running() {
         finished_at: None,
     };
     db.insert_job(&job).await.unwrap();
+    let delisted = tradeops_store::JobRecord { request_id: "dl-delisted".into(), symbol: "ZZZZZZ".into(), ..job };
+    db.insert_job(&delisted).await.unwrap();
     db.close().await;
     let app = app.restart().await;
     let done = wait_done(&app, "dl-crashed").await;
     assert_eq!((done["status"].as_str(), done["bars"].as_i64()), (Some("COMPLETED"), Some(1440)));
+    let failed = wait_done(&app, "dl-delisted").await;
+    assert_eq!(failed["status"], "FAILED", "{failed}");
+    assert!(failed["error"].as_str().unwrap().contains("ZZZZZZ"), "the error names the cause: {failed}");
+    assert!(failed["finished_at"].is_string());
 }
 
 const CSV: &str =
@@ -172,4 +179,16 @@ async fn csv_import_stores_all_or_nothing() {
     app.raw(post(CSV.into(), "text/csv", "")).await.assert_error(400, "VALIDATION_ERROR");
     let audit = app.get("/api/audit?action=data.import").await;
     assert_eq!(audit.data()[0]["request"]["content_type"], "text/csv", "the audit keeps the size, not the file");
+
+    // A file far past the 64 KiB limit of other request bodies: 3,000 days of bars, with the
+    // quoted header a spreadsheet writes.
+    let mut big = String::from("\"Date\",\"Open\",\"High\",\"Low\",\"Close\",\"Volume\"\n");
+    let first = chrono::NaiveDate::from_ymd_opt(2010, 1, 4).unwrap();
+    for i in 0..3_000 {
+        big.push_str(&format!("{},10.00,11.00,9.50,10.50,{}\n", first + chrono::Duration::days(i), 1_000 + i));
+    }
+    assert!(big.len() > 100 * 1024);
+    let ok = app.raw(post(big, "text/csv", "?symbol=LONG&timeframe=1d")).await;
+    assert_eq!(ok.assert_ok(200)["bars"], 3_000);
+    assert_eq!(stored(&app, "LONG").await, 3_000);
 }
