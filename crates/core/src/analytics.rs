@@ -380,6 +380,71 @@ mod tests {
         assert!(aaa.recommendation_text.ends_with("the difference is not yet significant (confidence 0.00)."));
     }
 
+    /// Each scope names the group of a trade from its own field: price, float, relative volume
+    /// and gain bands at their edges, the sector, hold time and weekday.
+    #[test]
+    fn every_scope_groups_a_trade_by_its_own_feature() {
+        let mut t = trade(1, 9, 35, true);
+        t.entry_price = Decimal::from(5);
+        t.entry_time = New_York.with_ymd_and_hms(2026, 3, 5, 9, 35, 0).unwrap().to_utc();
+        t.detail.outcomes.hold_seconds = 15 * 60;
+        t.detail.features = Some(crate::trades::Features {
+            float: Some(9_999_999),
+            relative_volume: Some(5.0),
+            percentage_gain: Some(19.99),
+            sector: Some("Healthcare".into()),
+            ..Default::default()
+        });
+        let group = |t: &Trade, scope| scope_of(t, scope).map(|(value, _)| value);
+        let expected = [
+            (ScopeType::Symbol, "BBB"),
+            (ScopeType::Strategy, "momentum_breakout"),
+            (ScopeType::Sector, "Healthcare"),
+            (ScopeType::TimeOfDay, "09:30-09:45"),
+            (ScopeType::PriceBand, "5-10"),
+            (ScopeType::FloatBand, "<10M"),
+            (ScopeType::RvolBand, "5-10"),
+            (ScopeType::GainBand, "10-20%"),
+            (ScopeType::HoldTime, "15-60m"),
+            (ScopeType::DayOfWeek, "THURSDAY"),
+        ];
+        for (scope, value) in expected {
+            assert_eq!(group(&t, scope).as_deref(), Some(value), "{scope:?}");
+        }
+        assert_eq!(scope_of(&t, ScopeType::FloatBand).unwrap().1, "Stocks with a float of under 10M");
+        // A trade without features is in no feature group.
+        t.detail.features = None;
+        assert_eq!(group(&t, ScopeType::FloatBand), None);
+        assert_eq!(group(&t, ScopeType::PriceBand).as_deref(), Some("5-10"), "the price is the trade's own");
+    }
+
+    /// 30 low-float entries winning 24 against 30 others winning 6: 80% against 50% overall.
+    #[test]
+    fn low_float_entries_are_favoured_with_a_known_interval_and_confidence() {
+        let trades: Vec<Trade> = (0..60)
+            .map(|i| {
+                let low = i < 30;
+                let mut t = trade(i, 10, 45, if low { i < 24 } else { i < 36 });
+                let float = if low { 5_000_000 } else { 80_000_000 };
+                t.detail.features = Some(crate::trades::Features { float: Some(float), ..Default::default() });
+                t
+            })
+            .collect();
+        let recs = recommendations(&trades, 20, 0.95);
+        let low = recs.iter().find(|r| r.recommendation_id == "FLOAT_BAND:<10M").expect("a row");
+        assert_eq!((low.sample_size, low.win_rate, low.baseline_win_rate), (30, 0.8, 0.5));
+        // Pooled p = 0.5, se = √(0.25 × 2/30) = 0.129099, z = 0.6 / se = 4.6476: p ≈ 3.36e-6.
+        assert!((low.confidence_score - (1.0 - 3.3585e-6)).abs() < 1e-8, "{}", low.confidence_score);
+        // Wilson at 95% of 24/30: 0.62694–0.90495.
+        assert!((low.win_rate_interval[0] - 0.62694).abs() < 1e-4, "{:?}", low.win_rate_interval);
+        assert!((low.win_rate_interval[1] - 0.90495).abs() < 1e-4, "{:?}", low.win_rate_interval);
+        assert!(low
+            .recommendation_text
+            .starts_with("Stocks with a float of under 10M won 80% of 30 trades against 50% overall"));
+        let high = recs.iter().find(|r| r.recommendation_id == "FLOAT_BAND:50M+").expect("a row");
+        assert_eq!((high.sample_size, high.win_rate), (30, 0.2));
+    }
+
     #[test]
     fn the_normal_distribution_is_accurate() {
         assert!((normal_cdf(1.959964) - 0.975).abs() < 1e-6);
