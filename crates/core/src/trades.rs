@@ -571,21 +571,28 @@ pub fn enrich_with(
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::orders::{OrderType, TimeInForce};
+/// Orders and fills for tests of what is built from them, here and in the crates above
+/// (`--features fixtures`).
+#[cfg(any(test, feature = "fixtures"))]
+pub mod fixtures {
+    use crate::market::Side;
+    use crate::orders::{ClientOrderId, Execution, Order, OrderEvent, OrderType, TimeInForce};
+    use crate::symbol::Symbol;
+    use crate::time::Timestamp;
     use chrono::TimeZone;
+    use rust_decimal::Decimal;
 
-    fn t(minute: i64) -> Timestamp {
+    /// `minute` minutes after 15:00 UTC on Monday 2026-03-02.
+    pub fn t(minute: i64) -> Timestamp {
         chrono::Utc.with_ymd_and_hms(2026, 3, 2, 15, 0, 0).unwrap() + chrono::Duration::minutes(minute)
     }
 
-    fn d(text: &str) -> Decimal {
+    pub fn d(text: &str) -> Decimal {
         text.parse().unwrap()
     }
 
-    fn order(id: &str, side: Side, quantity: u64, at: i64, reason: &str, strategy: Option<&str>) -> Order {
+    /// A market DAY order of ABC created at minute `at`, with its reason and strategy.
+    pub fn order(id: &str, side: Side, quantity: u64, at: i64, reason: &str, strategy: Option<&str>) -> Order {
         let mut o = Order::new(
             ClientOrderId::parse(id).unwrap(),
             Symbol::parse("ABC").unwrap(),
@@ -602,7 +609,8 @@ mod tests {
         o
     }
 
-    fn fill(o: &mut Order, quantity: u64, price: &str, at: i64) {
+    /// A fill of `quantity` at `price` at minute `at`, with a fee of $0.50.
+    pub fn fill(o: &mut Order, quantity: u64, price: &str, at: i64) {
         let n = o.executions.len();
         let execution = Execution {
             execution_id: format!("{}-x{n}", o.client_order_id).into(),
@@ -611,8 +619,14 @@ mod tests {
             price: d(price),
             fee: d("0.5"),
         };
-        o.apply(crate::orders::OrderEvent::Filled(execution), t(at)).unwrap();
+        o.apply(OrderEvent::Filled(execution), t(at)).unwrap();
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fixtures::{d, fill, order, t};
+    use super::*;
 
     /// The day's VWAP is the volume-weighted average of (high + low + close) / 3, and its high
     /// the highest high, as the features quote them.

@@ -1,8 +1,8 @@
 //! Durable backtest runs (`POST /api/backtests/run`): a row `QUEUED → RUNNING` (with
 //! `progress`) `→ COMPLETED` (with the result) or `FAILED`. A worker runs up to
-//! [`PARALLEL_RUNS`] at once on the blocking pool: bars come from the database, the trading days
-//! missing from it downloaded from the data broker first, and go through `tradeops_core::backtest::run` —
-//! the live engine with a manual clock. A run a crash left `RUNNING` is run again from the start
+//! [`PARALLEL_RUNS`] at once on the blocking pool: bars come from the database (the trading
+//! days missing from it downloaded from the data broker first) and go through
+//! `tradeops_core::backtest::run` — the live engine with a manual clock. A run a crash left `RUNNING` is run again from the start
 //! at the next start (runs are deterministic), so none stays `RUNNING`.
 
 use crate::error::{ApiError, ApiResult};

@@ -219,57 +219,18 @@ pub fn matches(t: &Trade, f: &TradeFilter<'_>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chrono::TimeZone;
-    use rust_decimal::Decimal;
     use tradeops_core::market::Side;
-    use tradeops_core::orders::{ClientOrderId, Execution, OrderEvent, OrderType, TimeInForce};
+    use tradeops_core::orders::OrderEvent;
+    use tradeops_core::trades::fixtures::{d, fill, order, t};
     use tradeops_core::trades::Label;
-    use tradeops_core::Timestamp;
-
-    fn t(minute: i64) -> Timestamp {
-        chrono::Utc.with_ymd_and_hms(2026, 3, 2, 15, 0, 0).unwrap() + chrono::Duration::minutes(minute)
-    }
-
-    fn d(text: &str) -> Decimal {
-        text.parse().unwrap()
-    }
-
-    fn order(id: &str, side: Side, quantity: u64, at: i64, reason: &str) -> Order {
-        let mut o = Order::new(
-            ClientOrderId::parse(id).unwrap(),
-            Symbol::parse("ABC").unwrap(),
-            side,
-            OrderType::Market,
-            TimeInForce::Day,
-            quantity,
-            None,
-            None,
-            t(at),
-        );
-        o.reason = Some(reason.into());
-        o.apply(OrderEvent::Accepted { broker_order_id: format!("b-{id}").into() }, t(at)).unwrap();
-        o
-    }
-
-    fn fill(o: &mut Order, quantity: u64, price: &str, at: i64) {
-        let n = o.executions.len();
-        let execution = Execution {
-            execution_id: format!("{}-x{n}", o.client_order_id).into(),
-            timestamp: t(at),
-            quantity,
-            price: d(price),
-            fee: d("0.5"),
-        };
-        o.apply(OrderEvent::Filled(execution), t(at)).unwrap();
-    }
 
     /// A trade's market detail is reused only for the same trade as built from its orders: a
     /// later fill that changes it (or another account's trade of the same id) is fetched anew.
     #[test]
     fn market_detail_is_reused_only_for_an_unchanged_trade() {
-        let mut buy = order("b1", Side::Buy, 100, 0, "manual order");
+        let mut buy = order("b1", Side::Buy, 100, 0, "manual order", None);
         fill(&mut buy, 100, "5", 0);
-        let mut sell = order("s1", Side::Sell, 100, 5, "manual close of 100 ABC");
+        let mut sell = order("s1", Side::Sell, 100, 5, "manual close of 100 ABC", None);
         fill(&mut sell, 100, "5.5", 5);
         let stored = vec![(buy, "PAPER".to_string()), (sell, "PAPER".to_string())];
         let built = build(&stored, d("1")).remove(0);
@@ -295,21 +256,20 @@ mod tests {
     /// (another account), listed first as it ended first.
     #[test]
     fn stored_orders_with_partial_fills_scale_outs_and_a_manual_close_replay_into_trades() {
-        let mut entry = order("e1", Side::Buy, 300, 0, "FIRST_PULLBACK_BREAKOUT: broke out above 5.10.");
-        entry.strategy_id = Some("momentum_breakout".into());
+        let mb = Some("momentum_breakout");
+        let mut entry = order("e1", Side::Buy, 300, 0, "FIRST_PULLBACK_BREAKOUT: broke out above 5.10.", mb);
         entry.stop_loss = Some(d("4.90"));
         fill(&mut entry, 120, "5.10", 1);
         fill(&mut entry, 80, "5.15", 2);
         entry.apply(OrderEvent::Canceled, t(3)).unwrap();
-        let mut target = order("s1", Side::Sell, 100, 5, "TAKE_PROFIT: reached the 2R target 5.50.");
-        target.strategy_id = Some("momentum_breakout".into());
+        let mut target = order("s1", Side::Sell, 100, 5, "TAKE_PROFIT: reached the 2R target 5.50.", mb);
         fill(&mut target, 100, "5.50", 6);
-        let mut close = order("s2", Side::Sell, 100, 9, "manual close of 100 ABC");
+        let mut close = order("s2", Side::Sell, 100, 9, "manual close of 100 ABC", None);
         fill(&mut close, 60, "5.30", 10);
         fill(&mut close, 40, "5.30", 11);
-        let mut live_buy = order("l1", Side::Buy, 50, 4, "manual order");
+        let mut live_buy = order("l1", Side::Buy, 50, 4, "manual order", None);
         fill(&mut live_buy, 50, "6", 4);
-        let mut live_sell = order("l2", Side::Sell, 50, 7, "manual close of 50 ABC");
+        let mut live_sell = order("l2", Side::Sell, 50, 7, "manual close of 50 ABC", None);
         fill(&mut live_sell, 50, "6.5", 8);
         // The database lists orders by id, not by time.
         let stored: Vec<(Order, String)> =

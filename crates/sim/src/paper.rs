@@ -736,7 +736,7 @@ mod tests {
     fn stop_limit_does_not_fill_above_its_limit_after_triggering() {
         let s = sym();
         let sl = order("sl1", Side::Buy, OrderType::StopLimit, TimeInForce::Day, 100, Some("10.05"), Some("10.00"));
-        let mut broker = acked(PaperConfig::default(), &[sl.clone()]);
+        let mut broker = acked(PaperConfig::default(), std::slice::from_ref(&sl));
         assert!(broker.on_market(&update(&s, 30_000, "10.10", quote("10.11", "10.12", 1_000), None)).is_empty());
         // Triggered, but the ask is still above the limit; a bar that began before the order was
         // live (its low may have come before) does not count.
@@ -752,7 +752,7 @@ mod tests {
         // A bar the order was live for that opened past the stop and the limit: the trigger was
         // its first trade, so its low came after it, and the order fills at its limit, as a
         // backtest fills it.
-        let mut broker = acked(PaperConfig::default(), &[sl.clone()]);
+        let mut broker = acked(PaperConfig::default(), std::slice::from_ref(&sl));
         assert!(broker.on_market(&update(&s, 100_000, "10.10", quote("10.11", "10.12", 1_000), None)).is_empty());
         let gapped = bar(60_000, "10.20", "9.90");
         let reports = broker.on_market(&update(&s, 120_000, "10.08", quote("10.09", "10.10", 1_000), Some(&gapped)));
