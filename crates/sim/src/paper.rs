@@ -17,6 +17,7 @@
 use chrono::Duration;
 use rust_decimal::Decimal;
 use std::collections::BTreeMap;
+use tradeops_core::backtest::fills::stop_in_bar;
 use tradeops_core::broker::BrokerReport;
 use tradeops_core::market::{Bar, Price, Quote, Side};
 use tradeops_core::orders::{ClientOrderId, Execution, Order, OrderType, TimeInForce};
@@ -398,32 +399,11 @@ fn fill_price(order: &Working, update: &MarketUpdate<'_>, acked_at: Timestamp, s
 
 /// A stop-limit order triggered during the bar this update completes, having been live for all
 /// of it: the bar traded through the stop, so it fills as the backtests' bar fill model fills it
-/// (`tradeops_core::backtest::fills`) — at the stop, or the open when the bar opened past the
-/// stop, if the limit allows; when the bar opened past the limit too (the trigger was its first
-/// trade), at the limit if the bar came back to it. The quotes seen in between, a few a minute,
-/// may all have been past the limit while the bar traded within it.
+/// ([`stop_in_bar`]) even if the quotes seen in between, a few a minute, were all past the limit.
 fn triggered_in_bar(order: &Working, limit: Price, update: &MarketUpdate<'_>, acked_at: Timestamp) -> Option<Price> {
     let triggered_at = order.triggered_at?;
-    let (stop, bar) = (order.stop?, bar_since(update, acked_at).filter(|b| triggered_at >= b.start)?);
-    match order.side {
-        Side::Buy if bar.high >= stop => {
-            let at = bar.open.max(stop);
-            if at <= limit {
-                Some(at)
-            } else {
-                (bar.low <= limit).then_some(limit)
-            }
-        }
-        Side::Sell if bar.low.0 > 0 && bar.low <= stop => {
-            let at = bar.open.min(stop);
-            if at >= limit {
-                Some(at)
-            } else {
-                (bar.high >= limit).then_some(limit)
-            }
-        }
-        _ => None,
-    }
+    let bar = bar_since(update, acked_at).filter(|b| triggered_at >= b.start)?;
+    stop_in_bar(order.side, order.stop?, Some(limit), bar).flatten()
 }
 
 /// A marketable fill: the far side of the quote (for a stop, no better than the stop) plus slippage.

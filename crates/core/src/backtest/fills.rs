@@ -212,27 +212,40 @@ fn match_bar(w: &mut Working, bar: &Bar) -> Option<Price> {
             None => Some(bar.open),
         },
         OrderType::Stop | OrderType::StopLimit => {
-            let stop = w.stop?;
-            let (touched, at) =
-                if buy { (bar.high >= stop, bar.open.max(stop)) } else { (bar.low <= stop, bar.open.min(stop)) };
-            if !touched {
-                return None;
-            }
+            let fill = stop_in_bar(w.side, w.stop?, w.limit, bar)?;
             w.triggered = true;
-            match w.limit {
-                None => Some(at),
-                Some(limit) if (buy && at <= limit) || (!buy && at >= limit) => Some(at),
-                // Gapped through the limit: fills only if the bar came back to it.
-                Some(limit) => {
-                    if buy {
-                        (bar.low <= limit).then_some(limit)
-                    } else {
-                        (bar.high >= limit).then_some(limit)
-                    }
-                }
-            }
+            fill
         }
     }
+}
+
+/// A stop (`limit` `None`) or stop-limit order working for all of `bar`: `None` when the bar does
+/// not reach the stop; else triggered, filling at the stop, or the open when the bar opened past
+/// it — within the limit; when it opened past the limit too (the trigger was its first trade), at
+/// the limit if the bar came back to it (`Some(None)`: triggered, no fill). The paper broker fills
+/// a stop-limit triggered within a bar by the same rule, so live and backtest agree.
+pub fn stop_in_bar(side: Side, stop: Price, limit: Option<Price>, bar: &Bar) -> Option<Option<Price>> {
+    let buy = side == Side::Buy;
+    let (touched, at) = if buy {
+        (bar.high >= stop, bar.open.max(stop))
+    } else {
+        (bar.low.0 > 0 && bar.low <= stop, bar.open.min(stop))
+    };
+    if !touched {
+        return None;
+    }
+    Some(match limit {
+        None => Some(at),
+        Some(limit) if (buy && at <= limit) || (!buy && at >= limit) => Some(at),
+        // Gapped through the limit: fills only if the bar came back to it.
+        Some(limit) => {
+            if buy {
+                (bar.low <= limit).then_some(limit)
+            } else {
+                (bar.high >= limit).then_some(limit)
+            }
+        }
+    })
 }
 
 #[cfg(test)]
