@@ -51,3 +51,22 @@ impl BrokerReport {
         }
     }
 }
+
+/// An order the broker is still working, as it reports its open orders.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BrokerOpenOrder {
+    pub client_order_id: ClientOrderId,
+    /// A cancel of it is on its way (requested and not yet answered).
+    pub cancel_pending: bool,
+}
+
+/// What the broker knows of one client order id.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BrokerLookup {
+    /// Never received: an order written ahead and lost before it was sent.
+    Unknown,
+    /// Still working.
+    Open(BrokerOpenOrder),
+    /// It left the broker's book (filled, cancelled, expired or rejected).
+    Closed,
+}

@@ -16,6 +16,7 @@ pub mod mode;
 pub mod orders;
 pub mod positions;
 pub mod radar;
+pub mod reconcile;
 pub mod risk;
 pub mod role;
 pub mod settings;

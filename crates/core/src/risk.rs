@@ -39,6 +39,9 @@ pub enum RiskRule {
     BuyingPower,
     PriceCollar,
     MaxOrderValue,
+    /// Not a refusal: an order the emergency halt was cancelling filled while `HALTED` (the
+    /// shares are exited at once). Recorded as a violation row.
+    FillWhileHalted,
 }
 
 impl RiskRule {
@@ -53,6 +56,7 @@ impl RiskRule {
             RiskRule::BuyingPower => "BUYING_POWER",
             RiskRule::PriceCollar => "PRICE_COLLAR",
             RiskRule::MaxOrderValue => "MAX_ORDER_VALUE",
+            RiskRule::FillWhileHalted => "FILL_WHILE_HALTED",
         }
     }
 }

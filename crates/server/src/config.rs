@@ -54,6 +54,7 @@ pub struct SimConfig {
 pub struct PaperConfigValues {
     pub initial_cash: rust_decimal::Decimal,
     pub ack_latency_ms: i64,
+    pub cancel_latency_ms: i64,
     pub slippage_bps: f64,
     pub fee_per_share: rust_decimal::Decimal,
 }
@@ -357,6 +358,7 @@ impl Reader {
         let paper = PaperConfigValues {
             initial_cash: self.money("paper.initial_cash", 1.0, 1e10),
             ack_latency_ms: self.integer("paper.ack_latency_ms", 0, 60_000),
+            cancel_latency_ms: self.integer("paper.cancel_latency_ms", 0, 3_600_000),
             slippage_bps: self.number("paper.slippage_bps", 0.0, 1_000.0),
             fee_per_share: self.money("paper.fee_per_share", 0.0, 10.0),
         };

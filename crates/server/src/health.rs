@@ -251,6 +251,7 @@ fn probe_execution(state: &AppState) -> Probe {
         detail: json!({
             "adapter": adapter,
             "open_orders": view.open_orders,
+            "broker_open_orders": view.broker_open_orders,
             "reconciliation_status": view.reconciliation_status,
             "reconciliation_detail": view.reconciliation_detail,
         }),

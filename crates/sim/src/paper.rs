@@ -18,7 +18,7 @@ use chrono::Duration;
 use rust_decimal::Decimal;
 use std::collections::BTreeMap;
 use tradeops_core::backtest::fills::stop_in_bar;
-use tradeops_core::broker::BrokerReport;
+use tradeops_core::broker::{BrokerLookup, BrokerOpenOrder, BrokerReport};
 use tradeops_core::market::{Bar, Price, Quote, Side};
 use tradeops_core::orders::{ClientOrderId, Execution, Order, OrderType, TimeInForce};
 use tradeops_core::symbol::Symbol;
@@ -133,13 +133,13 @@ impl PaperBroker {
         self
     }
 
-    /// Takes back an order the engine already knows after a restart: an acknowledged one works at
-    /// once with its broker id (no second ack); one never acknowledged is submitted afresh.
-    pub fn restore(&mut self, order: &Order, now: Timestamp) {
-        let Some(broker_order_id) = order.broker_order_id.clone() else {
-            self.submit(order, now);
-            return;
-        };
+    /// Takes back an order the engine already knows after a restart (the paper account's book
+    /// is the engine's stored orders): an acknowledged one works at once with its broker id (no
+    /// second ack). Returns false for an order never acknowledged, which the broker cannot
+    /// have kept (its [`PaperBroker::lookup`] answers `Unknown`): the caller decides whether to
+    /// send it.
+    pub fn restore(&mut self, order: &Order, now: Timestamp) -> bool {
+        let Some(broker_order_id) = order.broker_order_id.clone() else { return false };
         if let Ok((limit, stop)) = validate(order) {
             self.working.push(Working {
                 id: order.client_order_id.clone(),
@@ -156,6 +156,33 @@ impl PaperBroker {
                 triggered_at: None,
             });
         }
+        true
+    }
+
+    /// What the broker knows of an order, by client order id.
+    pub fn lookup(&self, id: &ClientOrderId) -> BrokerLookup {
+        if self.working.iter().any(|o| &o.id == id) {
+            BrokerLookup::Open(BrokerOpenOrder { client_order_id: id.clone(), cancel_pending: self.cancel_pending(id) })
+        } else if self.finished.contains_key(id) {
+            BrokerLookup::Closed
+        } else {
+            BrokerLookup::Unknown
+        }
+    }
+
+    /// Every order still working, with whether a cancel of it is on its way, by client id.
+    pub fn open_order_states(&self) -> Vec<BrokerOpenOrder> {
+        let mut open: Vec<_> = self
+            .working
+            .iter()
+            .map(|o| BrokerOpenOrder { client_order_id: o.id.clone(), cancel_pending: self.cancel_pending(&o.id) })
+            .collect();
+        open.sort_by(|a, b| a.client_order_id.cmp(&b.client_order_id));
+        open
+    }
+
+    fn cancel_pending(&self, id: &ClientOrderId) -> bool {
+        self.scheduled.iter().any(|s| matches!(&s.due, Due::Cancel(c) if c == id))
     }
 
     pub fn new(config: PaperConfig) -> Self {
@@ -209,7 +236,11 @@ impl PaperBroker {
 
     /// Requests a cancel; unknown or finished orders get a CancelRejected report (from `advance`).
     /// The answer lands after the cancel latency, and never before the order's own ack or reject.
+    /// A cancel of an order whose cancel is already on its way changes nothing (one answer).
     pub fn cancel(&mut self, id: &ClientOrderId, now: Timestamp) {
+        if self.cancel_pending(id) {
+            return;
+        }
         let mut at = after(now, self.config.cancel_latency_ms);
         if let Some(order) = self.working.iter().find(|o| &o.id == id) {
             at = at.max(order.ack_at);
@@ -1033,7 +1064,7 @@ mod restore_tests {
         );
         order.apply(OrderEvent::Accepted { broker_order_id: "PB-old-1".into() }, at).unwrap();
         let mut broker = PaperBroker::new(PaperConfig::default()).with_id_prefix("s2-");
-        broker.restore(&order, at);
+        assert!(broker.restore(&order, at));
         assert!(broker.advance(at + chrono::Duration::seconds(1)).is_empty(), "no second ack");
         let symbol = Symbol::parse("ABCD").unwrap();
         let quote = tradeops_core::market::Quote {
@@ -1052,5 +1083,41 @@ mod restore_tests {
         let reports = broker.on_market(&update);
         let BrokerReport::Filled { execution, .. } = &reports[0] else { panic!("{reports:?}") };
         assert!(execution.execution_id.starts_with("P-s2-"), "{}", execution.execution_id);
+    }
+
+    #[test]
+    fn lookup_tells_working_cancelling_closed_and_unknown_orders_apart() {
+        let at = parse_ts("2026-11-20T15:00:00Z").unwrap();
+        let make = |id: &str| {
+            Order::new(
+                ClientOrderId::parse(id).unwrap(),
+                Symbol::parse("ABCD").unwrap(),
+                Side::Buy,
+                OrderType::Limit,
+                TimeInForce::Gtc,
+                10,
+                Some(Decimal::new(5, 0)),
+                None,
+                at,
+            )
+        };
+        let mut broker = PaperBroker::new(PaperConfig::default());
+        let never_acked = make("written-ahead");
+        assert!(!broker.restore(&never_acked, at), "an order never acknowledged is not taken back");
+        assert_eq!(broker.lookup(&never_acked.client_order_id), BrokerLookup::Unknown);
+
+        let mut acked = make("acked");
+        acked.apply(OrderEvent::Accepted { broker_order_id: "PB-1".into() }, at).unwrap();
+        assert!(broker.restore(&acked, at));
+        let id = acked.client_order_id.clone();
+        let open = |cancel_pending| BrokerOpenOrder { client_order_id: id.clone(), cancel_pending };
+        assert_eq!(broker.lookup(&id), BrokerLookup::Open(open(false)));
+        broker.cancel(&id, at);
+        assert_eq!(broker.lookup(&id), BrokerLookup::Open(open(true)));
+        assert_eq!(broker.open_order_states(), vec![open(true)]);
+        let reports = broker.advance(at + chrono::Duration::seconds(1));
+        assert!(matches!(&reports[..], [BrokerReport::Canceled { .. }]), "{reports:?}");
+        assert_eq!(broker.lookup(&id), BrokerLookup::Closed);
+        assert!(broker.open_order_states().is_empty());
     }
 }

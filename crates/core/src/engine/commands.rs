@@ -186,6 +186,13 @@ impl Engine {
                     .get(&client_order_id)
                     .map(|o| o.status)
                     .ok_or_else(|| CommandError::NotFound(format!("No order {client_order_id}")))?;
+                if status == OrderStatus::PendingCancel {
+                    // The cancel may have been lost (a restart, a broker that never answered):
+                    // asking again is safe, the broker answers a second cancel of a cancelled
+                    // order with a refusal the engine ignores.
+                    fx.push(Effect::Cancel(client_order_id.clone()));
+                    return Ok(Reply::Cancel { status, client_order_id });
+                }
                 if !status.is_cancellable() {
                     return Err(CommandError::NotCancellable { status });
                 }
@@ -413,32 +420,69 @@ impl Engine {
 
     /// Latch HALTED first, stop every strategy, cancel every open order, then exit every
     /// position (market sells for what is not already being sold). Repeating it re-requests the
-    /// exits still missing.
+    /// exits still missing and sends again every cancel not yet answered.
     fn emergency_halt(&mut self, reason: String, actor: String, now: Timestamp, fx: &mut Vec<Effect>) -> Reply {
         if self.trading_state != TradingState::Halted {
             self.trading_state = TradingState::Halted;
             self.halt = Some(Halt { at: now, reason, actor });
             fx.push(Effect::TradingStateChanged { state: TradingState::Halted, halt: self.halt.clone() });
         }
+        let liquidation_requested = self.halt_everything(false, now, fx);
+        Reply::Halted { liquidation_requested, timestamp: self.halt.as_ref().map(|h| h.at).unwrap_or(now) }
+    }
+
+    /// Stops every strategy, cancels every order that is not one of the halt's own exits — a
+    /// cancel already requested is sent again, since its answer may have been lost — and
+    /// submits market exits for every share not already being sold. Returns whether any
+    /// position is open. `again` (a standing halt re-applied) stops only strategies still
+    /// running, so a complete halt applied again changes nothing.
+    fn halt_everything(&mut self, again: bool, now: Timestamp, fx: &mut Vec<Effect>) -> bool {
         let symbols: Vec<Symbol> = self.slots.keys().cloned().collect();
         for symbol in &symbols {
             let held = self.positions.get(symbol).is_some_and(|p| !p.is_flat());
-            if self.slots[symbol].strategy.is_some() || self.slots[symbol].status != StrategyStatus::Closed {
+            let slot = &self.slots[symbol];
+            if slot.strategy.is_some() || (!again && slot.status != StrategyStatus::Closed) {
                 let status = if held { StrategyStatus::Halted } else { StrategyStatus::Closed };
                 self.stop_strategy(symbol, status, Some("emergency halt".into()), now, fx);
             }
         }
-        let open: Vec<ClientOrderId> = self
+        let open: Vec<(ClientOrderId, OrderStatus)> = self
             .orders
             .values()
-            .filter(|o| o.status.is_cancellable() && !is_liquidation(o))
-            .map(|o| o.client_order_id.clone())
+            .filter(|o| !o.status.is_final() && !is_liquidation(o))
+            .map(|o| (o.client_order_id.clone(), o.status))
             .collect();
-        for id in open {
-            self.request_cancel(&id, now, fx);
+        for (id, status) in &open {
+            if *status == OrderStatus::PendingCancel {
+                fx.push(Effect::Cancel(id.clone()));
+            } else {
+                self.request_cancel(id, now, fx);
+            }
         }
-        let liquidation_requested = self.submit_liquidation(now, fx);
-        Reply::Halted { liquidation_requested, timestamp: self.halt.as_ref().map(|h| h.at).unwrap_or(now) }
+        self.submit_liquidation(now, fx)
+    }
+
+    /// Applies a standing halt again (after a restart, or when a check finds it incomplete):
+    /// every strategy stopped, every order that is not one of the halt's own exits cancelled —
+    /// a cancel already requested is sent again, since its answer may have been lost — and
+    /// market exits for every share not already being sold. Returns what is still open:
+    /// orders that are not the halt's exits, and positions (nothing when the halt is complete).
+    /// Does nothing unless `HALTED`.
+    pub fn reassert_halt(&mut self, now: Timestamp) -> (Vec<Effect>, HaltProgress) {
+        let mut fx = Vec::new();
+        if self.trading_state != TradingState::Halted {
+            return (fx, HaltProgress::default());
+        }
+        self.halt_everything(true, now, &mut fx);
+        (fx, self.halt_progress())
+    }
+
+    /// What a halt still has to do: orders other than its own exits, and open positions.
+    pub fn halt_progress(&self) -> HaltProgress {
+        HaltProgress {
+            open_orders: self.orders.values().filter(|o| !o.status.is_final() && !is_liquidation(o)).count(),
+            open_positions: self.positions.values().filter(|p| !p.is_flat()).count(),
+        }
     }
 
     /// Submits market sells for every share not already being sold by a liquidation order.
@@ -494,7 +538,21 @@ impl Engine {
 /// Reason on the kill switch's own exit orders.
 pub const LIQUIDATION_REASON: &str = "emergency liquidation";
 
-fn is_liquidation(order: &Order) -> bool {
+/// What a standing halt has not finished (see [`Engine::reassert_halt`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HaltProgress {
+    /// Open orders that are not the halt's own exits (each is being cancelled).
+    pub open_orders: usize,
+    pub open_positions: usize,
+}
+
+impl HaltProgress {
+    pub fn is_complete(self) -> bool {
+        self.open_orders == 0 && self.open_positions == 0
+    }
+}
+
+pub(super) fn is_liquidation(order: &Order) -> bool {
     order.reason.as_deref() == Some(LIQUIDATION_REASON)
 }
 

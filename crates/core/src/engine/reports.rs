@@ -6,7 +6,7 @@ use crate::broker::BrokerReport;
 use crate::market::Side;
 use crate::orders::OrderStatus;
 use crate::positions::{Position, PositionFill};
-use crate::risk::TradingState;
+use crate::risk::{RiskRule, TradingState};
 use crate::time::Timestamp;
 use rust_decimal::Decimal;
 
@@ -18,6 +18,11 @@ impl Engine {
             return;
         };
         let before = order.status;
+        if matches!(report, BrokerReport::CancelRejected { .. }) && before.is_final() {
+            // The answer to a cancel sent again (after a restart, or by an operator) for an
+            // order that has since ended: nothing to change.
+            return;
+        }
         let updated_at = fx.len();
         if let Err(e) = std::sync::Arc::make_mut(order).apply(report.order_event(), report.at()) {
             // Duplicate or impossible report: the order stays as it was.
@@ -65,6 +70,27 @@ impl Engine {
             self.set_status(&order.symbol, status, None, fx);
             fx.push(Effect::PositionUpdated { status: self.position_status(&order.symbol), position });
             self.check_daily_loss(fx);
+            if self.trading_state == TradingState::Halted && order.side == Side::Buy {
+                // An order the halt is cancelling filled first (a cancel racing a fill, or one
+                // lost in a crash): the shares are recorded, exited at once, and the operator
+                // told.
+                fx.push(Effect::Violation {
+                    rule: RiskRule::FillWhileHalted,
+                    symbol: order.symbol.clone(),
+                    client_order_id: Some(id.clone()),
+                    detail: serde_json::json!({
+                        "message": format!(
+                            "{} shares of {} bought while HALTED: order {id} filled before its cancel landed; \
+                             the halt sells them at market",
+                            execution.quantity, order.symbol
+                        ),
+                        "quantity": execution.quantity,
+                        "price": execution.price,
+                        "order_status": order.status,
+                    }),
+                });
+                self.submit_liquidation(now, fx);
+            }
         }
 
         let (symbol, status) = (order.symbol.clone(), order.status);

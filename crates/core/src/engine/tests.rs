@@ -185,8 +185,18 @@ fn cancel_and_its_refusals() {
     let (reply, fx) = command(&mut e, Command::CancelOrder { client_order_id: order.client_order_id.clone() });
     assert!(matches!(reply, Ok(Reply::Cancel { status: OrderStatus::PendingCancel, .. })));
     assert!(fx.contains(&Effect::Cancel(order.client_order_id.clone())));
-    let (again, _) = command(&mut e, Command::CancelOrder { client_order_id: order.client_order_id.clone() });
-    assert_eq!(again, Err(CommandError::NotCancellable { status: OrderStatus::PendingCancel }));
+    // Asking again re-sends the cancel (its answer may have been lost) and stays PENDING_CANCEL.
+    let (again, fx) = command(&mut e, Command::CancelOrder { client_order_id: order.client_order_id.clone() });
+    assert!(matches!(again, Ok(Reply::Cancel { status: OrderStatus::PendingCancel, .. })), "{again:?}");
+    assert_eq!(fx, vec![Effect::Cancel(order.client_order_id.clone())]);
+    assert_eq!(e.orders[&order.client_order_id].status, OrderStatus::PendingCancel);
+    // Once the order has ended, a cancel is refused.
+    let _ = e.handle(
+        Event::Broker(BrokerReport::Canceled { client_order_id: order.client_order_id.clone(), at: t(NOW) }),
+        t(NOW),
+    );
+    let (ended, _) = command(&mut e, Command::CancelOrder { client_order_id: order.client_order_id.clone() });
+    assert_eq!(ended, Err(CommandError::NotCancellable { status: OrderStatus::Canceled }));
     let unknown = ClientOrderId::parse("nope").unwrap();
     assert!(matches!(
         command(&mut e, Command::CancelOrder { client_order_id: unknown }).0,
@@ -265,6 +275,97 @@ fn emergency_halt_latches_first_then_stops_cancels_and_exits() {
         command(&mut e, Command::Resume { reason: "ok".into(), actor: "ops".into() }).0,
         Ok(Reply::Resumed { state: TradingState::Active })
     ));
+}
+
+#[test]
+fn a_fill_that_lands_while_halted_is_recorded_exited_and_a_violation() {
+    let mut e = engine();
+    let (_, fx) = command(&mut e, buy(40));
+    let working = submitted(&fx)[0].clone();
+    e.handle(
+        Event::Broker(BrokerReport::Accepted {
+            client_order_id: working.client_order_id.clone(),
+            broker_order_id: "b-1".into(),
+            at: t(NOW),
+        }),
+        t(NOW),
+    );
+    let (reply, _) = command(&mut e, Command::EmergencyHalt { reason: "test".into(), actor: "ops".into() });
+    assert!(matches!(reply, Ok(Reply::Halted { liquidation_requested: false, .. })), "nothing held yet");
+    assert_eq!(e.orders[&working.client_order_id].status, OrderStatus::PendingCancel);
+
+    // The broker filled the buy before the cancel reached it.
+    let fx = e.handle(
+        Event::Broker(BrokerReport::Filled {
+            client_order_id: working.client_order_id.clone(),
+            execution: Execution {
+                execution_id: "late".into(),
+                timestamp: t(NOW),
+                quantity: 40,
+                price: d(500),
+                fee: Decimal::ZERO,
+            },
+        }),
+        t(NOW),
+    );
+    assert_eq!(e.positions[&sym("ABCD")].quantity, 40, "the fill is recorded");
+    assert!(
+        fx.iter()
+            .any(|f| matches!(f, Effect::Violation { rule: RiskRule::FillWhileHalted, client_order_id: Some(id), .. }
+            if *id == working.client_order_id)),
+        "{fx:?}"
+    );
+    let exits = submitted(&fx);
+    assert_eq!(exits.len(), 1, "{fx:?}");
+    assert_eq!((exits[0].side, exits[0].quantity, exits[0].order_type), (Side::Sell, 40, OrderType::Market));
+    assert_eq!(exits[0].reason.as_deref(), Some(LIQUIDATION_REASON));
+
+    // The halt's own exit filling is no violation.
+    let fx = fill(&mut e, &exits[0], "x1", 40, 499);
+    assert!(!fx.iter().any(|f| matches!(f, Effect::Violation { .. })), "{fx:?}");
+    assert!(e.halt_progress().is_complete());
+}
+
+#[test]
+fn a_standing_halt_applied_again_resends_cancels_and_exits_what_is_left() {
+    let mut e = engine();
+    let (_, fx) = command(&mut e, buy(100));
+    fill(&mut e, &submitted(&fx)[0], "e1", 100, 500);
+    let (_, fx) = command(&mut e, buy(50));
+    let working = submitted(&fx)[0].clone();
+    assert_eq!(e.reassert_halt(t(NOW)), (vec![], HaltProgress::default()), "nothing to do unless HALTED");
+
+    let (_, fx) = command(&mut e, Command::EmergencyHalt { reason: "test".into(), actor: "ops".into() });
+    let exit = submitted(&fx)[0].clone();
+    assert_eq!(e.halt_progress(), HaltProgress { open_orders: 1, open_positions: 1 });
+
+    // After a restart the cancel's answer may have been lost: it goes out again; the exit is
+    // still working, so no second exit.
+    let (fx, progress) = e.reassert_halt(t(NOW));
+    assert_eq!(fx, vec![Effect::Cancel(working.client_order_id.clone())], "{fx:?}");
+    assert_eq!(progress, HaltProgress { open_orders: 1, open_positions: 1 });
+    e.handle(
+        Event::Broker(BrokerReport::Canceled { client_order_id: working.client_order_id.clone(), at: t(NOW) }),
+        t(NOW),
+    );
+    // The exit is refused by the broker: the halt sends another, and applying it again sends
+    // no third.
+    let fx = e.handle(
+        Event::Broker(BrokerReport::Rejected {
+            client_order_id: exit.client_order_id.clone(),
+            reason: "lost".into(),
+            at: t(NOW),
+        }),
+        t(NOW),
+    );
+    let again = submitted(&fx);
+    assert_eq!(again.iter().map(|o| (o.side, o.quantity)).collect::<Vec<_>>(), vec![(Side::Sell, 100)], "{fx:?}");
+    let (fx, progress) = e.reassert_halt(t(NOW));
+    assert!(submitted(&fx).is_empty(), "{fx:?}");
+    assert_eq!(progress, HaltProgress { open_orders: 0, open_positions: 1 });
+    fill(&mut e, &again[0], "x2", 100, 499);
+    assert!(e.halt_progress().is_complete());
+    assert_eq!(e.reassert_halt(t(NOW)).0, vec![], "a complete halt sends nothing");
 }
 
 #[test]

@@ -283,10 +283,13 @@ pub struct CancelResult {
 }
 
 /// Requests the cancel of a working order.
+///
+/// Asking again for an order already `PENDING_CANCEL` sends its cancel to the broker again (a cancel whose answer was lost is never stuck) and
+/// answers `PENDING_CANCEL`; like every cancel it is audited.
 #[utoipa::path(post, path = "/api/orders/cancel", tag = "orders", security(("bearer" = [])), request_body = CancelOrder,
-    responses((status = 200, description = "Cancel requested", body = inline(SuccessBody<CancelResult>)),
+    responses((status = 200, description = "Cancel requested (or requested again)", body = inline(SuccessBody<CancelResult>)),
               (status = 404, description = "NOT_FOUND", body = crate::envelope::ErrorBody),
-              (status = 409, description = "ORDER_NOT_CANCELLABLE", body = crate::envelope::ErrorBody)))]
+              (status = 409, description = "ORDER_NOT_CANCELLABLE: the order has ended (FILLED, CANCELED, REJECTED, EXPIRED)", body = crate::envelope::ErrorBody)))]
 pub async fn cancel(State(state): State<AppState>, guard: Sensitive) -> ApiResult<ApiResponse<CancelResult>> {
     guard
         .run(ORDER_CANCEL, Target::BodyField("client_order_id"), |_caller, req: CancelOrder| async move {

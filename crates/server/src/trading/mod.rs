@@ -73,6 +73,8 @@ pub struct EngineView {
     pub session: Option<chrono::NaiveDate>,
     pub by_symbol: Vec<(tradeops_core::Symbol, Decimal, u32)>,
     pub open_orders: usize,
+    /// Orders the execution broker is still working.
+    pub broker_open_orders: usize,
     /// `OK`, `PENDING`, `MISMATCH` or `FAILED`.
     pub reconciliation_status: &'static str,
     pub reconciliation_detail: String,
@@ -96,6 +98,7 @@ impl Default for EngineView {
             session: None,
             by_symbol: Vec::new(),
             open_orders: 0,
+            broker_open_orders: 0,
             reconciliation_status: "PENDING",
             reconciliation_detail: "the engine is starting".into(),
         }

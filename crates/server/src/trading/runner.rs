@@ -11,9 +11,10 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, watch};
 use tradeops_core::backtest::dollars;
-use tradeops_core::broker::BrokerReport;
+use tradeops_core::broker::{BrokerLookup, BrokerReport};
 use tradeops_core::engine::{Command, CommandError, Effect, Engine, Event, Halt, Reply, Slot, StrategyStatus};
 use tradeops_core::market::Side;
+use tradeops_core::reconcile::Discrepancy;
 use tradeops_core::risk::TradingState;
 use tradeops_core::time::{from_epoch_ms, to_epoch_ms};
 use tradeops_core::{strategy, Symbol, Timestamp};
@@ -42,20 +43,67 @@ struct Runner {
     last_progress: Option<(usize, usize)>,
     /// The fill being applied, published as `execution.created` right after its order's update.
     pending_fill: Option<(tradeops_core::orders::ClientOrderId, tradeops_core::orders::Execution)>,
+    /// What the last reconciliation pass found wrong (and corrected), in words.
+    mismatches: Vec<String>,
+    /// The last disagreement corrected, and when: shown once the books agree again.
+    last_corrected: Option<(Timestamp, String)>,
+    /// Where a crash test stops the process inside an emergency halt (see [`CrashPoint`]).
+    crash_point: Option<CrashPoint>,
 }
+
+/// A point inside the emergency halt at which the crash tests end the process as `kill -9`
+/// would (`std::process::abort`: no destructor, no flush), chosen with the environment variable
+/// `TRADEOPS_TEST_CRASH_POINT`. Never set in operation; the configuration ignores `TRADEOPS_TEST_*`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CrashPoint {
+    /// `HALTED` is persisted; no cancel or exit has been written or sent.
+    HaltLatched,
+    /// The halt's exits are written ahead; no cancel or exit has reached the broker.
+    HaltWrittenAhead,
+}
+
+impl CrashPoint {
+    fn from_env() -> Option<CrashPoint> {
+        match std::env::var("TRADEOPS_TEST_CRASH_POINT").ok()?.as_str() {
+            "halt-latched" => Some(CrashPoint::HaltLatched),
+            "halt-written-ahead" => Some(CrashPoint::HaltWrittenAhead),
+            other => {
+                tracing::warn!(point = other, "TRADEOPS_TEST_CRASH_POINT: unknown point, ignored");
+                None
+            }
+        }
+    }
+
+    fn crash_if(me: Option<CrashPoint>, here: CrashPoint) {
+        if me == Some(here) {
+            eprintln!("TRADEOPS_TEST_CRASH_POINT: stopping the process at {here:?}");
+            std::process::abort();
+        }
+    }
+}
+
+/// How often the runner reconciles its book with the broker's and, while `HALTED`, checks that
+/// the halt is complete (no working order at the broker, every position flat).
+const RECONCILE_EVERY: Duration = Duration::from_secs(1);
 
 /// Restores the engine and starts its runner; returns the handle commands go through.
 pub async fn spawn_engine(state: AppState) -> anyhow::Result<(EngineHandle, tokio::task::JoinHandle<()>)> {
     let (tx, rx) = mpsc::channel(1024);
     let (view_tx, view_rx) = watch::channel(Arc::new(EngineView::default()));
-    let mut runner = restore(state.clone(), view_tx).await?;
+    let (mut runner, unsent) = restore(state.clone(), view_tx).await?;
+    runner.recover(unsent, state.market_clock.now()).await;
     runner.publish();
     let handle = EngineHandle { tx, view: view_rx };
     let task = tokio::spawn(async move { runner.run(rx).await });
     Ok((handle, task))
 }
 
-async fn restore(state: AppState, view: watch::Sender<Arc<EngineView>>) -> anyhow::Result<Runner> {
+/// Rebuilds the engine and the paper broker's book from the database. Returns the runner and
+/// the orders written ahead that the broker never acknowledged (see [`Runner::recover`]).
+async fn restore(
+    state: AppState,
+    view: watch::Sender<Arc<EngineView>>,
+) -> anyhow::Result<(Runner, Vec<tradeops_core::orders::ClientOrderId>)> {
     let repo: &dyn TradingRepository = &state.db;
     let now = state.market_clock.now();
     let settings = (*state.settings.current()).clone();
@@ -126,13 +174,18 @@ async fn restore(state: AppState, view: watch::Sender<Arc<EngineView>>) -> anyho
     let paper = &state.config.paper;
     let config = PaperConfig {
         ack_latency_ms: paper.ack_latency_ms,
-        cancel_latency_ms: paper.ack_latency_ms,
+        cancel_latency_ms: paper.cancel_latency_ms,
         slippage_bps: paper.slippage_bps,
         fee_per_share: paper.fee_per_share,
     };
     let mut broker = PaperBroker::new(config).with_id_prefix(&format!("{}-", to_epoch_ms(&state.clock.now())));
+    let mut unsent = Vec::new();
     for o in &open {
-        broker.restore(o, now);
+        // An order being cancelled is taken back working, as the broker last knew it: the
+        // reconciliation that follows finds its cancel missing and sends it again.
+        if !broker.restore(o, now) {
+            unsent.push(o.client_order_id.clone());
+        }
     }
     let session_end = Some(engine.calendar().end_of_trading_day(now));
     let mut runner = Runner {
@@ -144,10 +197,13 @@ async fn restore(state: AppState, view: watch::Sender<Arc<EngineView>>) -> anyho
         session_end,
         last_progress: None,
         pending_fill: None,
+        mismatches: Vec::new(),
+        last_corrected: None,
+        crash_point: CrashPoint::from_env(),
     };
     runner.anomalies.clear();
     tracing::info!(open_orders = open.len(), positions = runner.engine.positions.len(), "engine restored");
-    Ok(runner)
+    Ok((runner, unsent))
 }
 
 fn status_of(text: &str) -> StrategyStatus {
@@ -162,10 +218,89 @@ fn status_of(text: &str) -> StrategyStatus {
 }
 
 impl Runner {
+    /// Drives every order that was not final at the last stop: an order written ahead that the
+    /// broker does not know is sent now, or — while `HALTED`, or when its cancel was already
+    /// requested — marked as never sent (`REJECTED`, never sent at all). The books are then
+    /// reconciled (a cancel that never reached the broker is sent again), and a standing halt
+    /// applied again.
+    async fn recover(&mut self, unsent: Vec<tradeops_core::orders::ClientOrderId>, now: Timestamp) {
+        let halted = self.engine.trading_state == TradingState::Halted;
+        let mut never_sent = Vec::new();
+        for id in unsent {
+            let Some(order) = self.engine.orders.get(&id).cloned() else { continue };
+            if self.broker.lookup(&id) != BrokerLookup::Unknown {
+                continue; // the broker has it: its reports follow
+            }
+            let why = if halted {
+                Some("trading is HALTED")
+            } else if order.status == tradeops_core::orders::OrderStatus::PendingCancel {
+                Some("its cancel was requested")
+            } else {
+                None
+            };
+            match why {
+                Some(why) => never_sent.push(BrokerReport::Rejected {
+                    client_order_id: id,
+                    reason: format!("never sent: the service stopped before sending it, and {why}"),
+                    at: now,
+                }),
+                None => {
+                    tracing::info!(client_order_id = %id, "order written ahead but never acknowledged: sending it");
+                    self.broker.submit(&order, now);
+                }
+            }
+        }
+        if !never_sent.is_empty() {
+            tracing::warn!(orders = never_sent.len(), "orders written ahead were never sent; marked REJECTED");
+        }
+        self.reports(never_sent, now).await;
+        // Reconcile first, so what the broker still works against our book is reported as a
+        // mismatch (and corrected) before the halt, applied again, cancels it anyway.
+        self.reconcile(now).await;
+        if halted {
+            let (fx, progress) = self.engine.reassert_halt(now);
+            tracing::warn!(
+                open_orders = progress.open_orders,
+                open_positions = progress.open_positions,
+                "trading is HALTED: the halt is applied again"
+            );
+            self.apply(fx, now).await;
+        }
+    }
+
+    /// Compares the broker's open orders with the engine's and corrects what disagrees: a
+    /// working broker order the engine holds cancelled (or ended), or is cancelling with no
+    /// cancel on its way, is cancelled at the broker. While `HALTED`, an incomplete halt is
+    /// applied again (orders cancelled, exits sent) until nothing is open.
+    async fn reconcile(&mut self, now: Timestamp) {
+        let found = tradeops_core::reconcile::compare(&self.engine.orders, &self.broker.open_order_states());
+        for d in &found {
+            tracing::warn!(client_order_id = %d.client_order_id(), "reconciliation: {}", d.describe());
+            match d {
+                Discrepancy::LiveButEnded { client_order_id, .. } | Discrepancy::CancelNotSent { client_order_id } => {
+                    self.broker.cancel(client_order_id, now)
+                }
+                Discrepancy::Unknown { .. } | Discrepancy::Missing { .. } => {}
+            }
+        }
+        if let Some(last) = found.last() {
+            self.last_corrected = Some((now, last.describe()));
+        }
+        self.mismatches = found.iter().map(Discrepancy::describe).collect();
+        if self.engine.trading_state == TradingState::Halted && !self.engine.halt_progress().is_complete() {
+            let (fx, _) = self.engine.reassert_halt(now);
+            if !fx.is_empty() {
+                self.apply(fx, now).await;
+            }
+        }
+    }
+
     async fn run(&mut self, mut rx: mpsc::Receiver<Input>) {
         let mut settings = self.state.settings.subscribe();
         let mut tick = tokio::time::interval(Duration::from_millis(20));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut check = tokio::time::interval(RECONCILE_EVERY);
+        check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 input = rx.recv() => match input {
@@ -200,6 +335,12 @@ impl Runner {
                     if self.broker_reports(now).await {
                         self.publish();
                     }
+                }
+                _ = check.tick() => {
+                    let now = self.state.market_clock.now();
+                    self.broker_reports(now).await;
+                    self.reconcile(now).await;
+                    self.publish();
                 }
                 changed = settings.changed() => {
                     if changed.is_err() { return; }
@@ -303,8 +444,12 @@ impl Runner {
         let mode = self.state.settings.mode().as_str();
         let date = self.engine.calendar().date_of(now).to_string();
         let repo: &dyn TradingRepository = &self.state.db;
+        let halting = fx.iter().any(|f| matches!(f, Effect::TradingStateChanged { state: TradingState::Halted, .. }));
         if fx.iter().any(|f| matches!(f, Effect::TradingStateChanged { .. })) {
             self.save_state(now).await;
+        }
+        if halting {
+            CrashPoint::crash_if(self.crash_point, CrashPoint::HaltLatched);
         }
         let new_orders: Vec<_> = fx
             .iter()
@@ -320,6 +465,9 @@ impl Runner {
                 }
             },
         };
+        if halting {
+            CrashPoint::crash_if(self.crash_point, CrashPoint::HaltWrittenAhead);
+        }
         let mut reply = None;
         let mut state_dirty = !new_orders.is_empty();
         // Published after the batch commits: operators see only what is persisted.
@@ -597,10 +745,18 @@ impl Runner {
             .filter(|o| !o.status.is_final() && o.side == Side::Buy)
             .map(|o| Decimal::from(o.remaining()) * o.limit_price.or(o.stop_price).unwrap_or_default())
             .sum();
-        let (status, detail) = if self.anomalies.is_empty() {
-            ("OK", format!("{} open orders match the paper broker's book", self.broker.open_orders().len()))
+        let broker_open_orders = self.broker.open_orders().len();
+        let (status, detail) = if let Some(anomaly) = self.anomalies.last() {
+            ("MISMATCH", anomaly.clone())
+        } else if !self.mismatches.is_empty() {
+            ("MISMATCH", self.mismatches.join("; "))
         } else {
-            ("MISMATCH", self.anomalies.last().cloned().unwrap_or_default())
+            let mut detail = format!("{broker_open_orders} open orders match the paper broker's book");
+            if let Some((at, what)) = &self.last_corrected {
+                detail
+                    .push_str(&format!("; last mismatch corrected at {}: {what}", tradeops_core::time::format_ts(at)));
+            }
+            ("OK", detail)
         };
         let view = EngineView {
             trading_state: e.trading_state,
@@ -618,6 +774,7 @@ impl Runner {
             session: e.day.date,
             by_symbol: e.day.by_symbol.iter().map(|(s, (pnl, n))| (s.clone(), *pnl, *n)).collect(),
             open_orders: e.orders.values().filter(|o| !o.status.is_final()).count(),
+            broker_open_orders,
             reconciliation_status: status,
             reconciliation_detail: detail,
         };

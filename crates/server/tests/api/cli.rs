@@ -4,7 +4,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-fn tradeops(dir: &std::path::Path) -> Command {
+pub(crate) fn tradeops(dir: &std::path::Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_tradeops"));
     cmd.env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
@@ -36,7 +36,7 @@ fn serve(dir: &std::path::Path) -> (Child, String, Vec<String>) {
     (child, base, lines)
 }
 
-fn terminate(child: &mut Child) -> std::process::ExitStatus {
+pub(crate) fn terminate(child: &mut Child) -> std::process::ExitStatus {
     Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
     for _ in 0..100 {
         if let Some(status) = child.try_wait().unwrap() {
@@ -125,144 +125,6 @@ fn migrate_applies_and_reports() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains("migrations applied"));
     assert!(dir.path().join("tradeops.db").exists());
-}
-
-/// A running `tradeops serve` child on its own SQLite file, in DEMO (market 60x).
-struct Child_ {
-    child: Child,
-    base: String,
-}
-
-const CRASH_TOKEN: &str = "tro_crash_test_admin_token_0123456789";
-
-fn start_demo(dir: &std::path::Path) -> Child_ {
-    let mut child = tradeops(dir)
-        .arg("serve")
-        .env("TRADEOPS_MODE", "DEMO")
-        .env("TRADEOPS_ADMIN_TOKEN", CRASH_TOKEN)
-        .env("TRADEOPS_RATE_LIMIT_BURST", "100000")
-        .env("TRADEOPS_RATE_LIMIT_PER_SECOND", "100000")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
-    let base =
-        first.split("listening on ").nth(1).and_then(|r| r.split_whitespace().next()).expect("address").to_string();
-    Child_ { child, base }
-}
-
-async fn call(
-    client: &reqwest::Client,
-    base: &str,
-    method: reqwest::Method,
-    path: &str,
-    body: Option<serde_json::Value>,
-) -> serde_json::Value {
-    let mut req = client.request(method, format!("{base}{path}")).bearer_auth(CRASH_TOKEN);
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    req.send().await.unwrap().json().await.unwrap()
-}
-
-/// The facts a crash must not lose.
-async fn facts(client: &reqwest::Client, base: &str) -> serde_json::Value {
-    use reqwest::Method;
-    let orders = call(client, base, Method::GET, "/api/orders?limit=1000", None).await;
-    let orders: Vec<_> = orders["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|o| {
-            serde_json::json!([o["client_order_id"], o["status"], o["filled_quantity"], o["symbol"], o["quantity"]])
-        })
-        .collect();
-    let positions = call(client, base, Method::GET, "/api/positions", None).await;
-    let positions: Vec<_> = positions["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| serde_json::json!([p["symbol"], p["quantity"], p["average_entry_price"], p["strategy_status"]]))
-        .collect();
-    let account = call(client, base, Method::GET, "/api/account/summary", None).await;
-    let risk = call(client, base, Method::GET, "/api/risk/state", None).await;
-    let watch = call(client, base, Method::GET, "/api/watchlist", None).await;
-    let watch: Vec<_> = watch["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|w| serde_json::json!([w["symbol"], w["strategy_status"]]))
-        .collect();
-    let blocks = call(client, base, Method::GET, "/api/radar/blocks", None).await;
-    let blocks: Vec<_> = blocks["data"].as_array().unwrap().iter().map(|b| b["symbol"].clone()).collect();
-    serde_json::json!({
-        "orders": orders, "positions": positions, "cash": account["data"]["cash"],
-        "trading_state": risk["data"]["trading_state"], "trades_today": risk["data"]["trades_today"],
-        "watchlist": watch, "blocks": blocks,
-    })
-}
-
-#[test]
-fn a_kill_9_mid_trading_loses_nothing() {
-    use reqwest::Method;
-    let dir = tempfile::tempdir().unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let client = reqwest::Client::new();
-    let mut running = start_demo(dir.path());
-    let before = rt.block_on(async {
-        let base = running.base.clone();
-        let open = serde_json::json!({"momentum_radar": {"min_percentage_gain": -100, "min_relative_volume": 0,
-            "max_float": 100000000000u64, "min_volume": 0, "min_price": 2, "max_price": 50},
-            "risk_controls": {"open_position_limit": 10}});
-        let set = call(&client, &base, Method::PUT, "/api/settings", Some(open)).await;
-        assert_eq!(set["ok"], true, "{set}");
-        let mut symbols = Vec::new();
-        for _ in 0..100 {
-            let radar = call(&client, &base, Method::GET, "/api/radar/momentum?top_n=10", None).await;
-            symbols = radar["data"].as_array().unwrap().iter().map(|r| (r["symbol"].as_str().unwrap().to_string(), r["price"].as_f64().unwrap())).collect();
-            if symbols.len() >= 5 {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-        assert!(symbols.len() >= 5, "the radar filled up");
-        let mut ids = Vec::new();
-        for (s, _) in &symbols[..3] {
-            let placed = call(&client, &base, Method::POST, "/api/orders", Some(serde_json::json!({"symbol": s, "side": "BUY", "quantity": 10}))).await;
-            ids.push(placed["data"]["client_order_id"].as_str().expect("placed").to_string());
-        }
-        let (resting, price) = &symbols[3];
-        let limit = ((price * 0.97) * 100.0).floor() / 100.0;
-        let rest = call(&client, &base, Method::POST, "/api/orders", Some(serde_json::json!({"symbol": resting, "side": "BUY", "quantity": 5, "order_type": "LIMIT", "limit_price": limit, "time_in_force": "GTC"}))).await;
-        assert_eq!(rest["ok"], true, "{rest}");
-        let watched = call(&client, &base, Method::POST, "/api/radar/watch", Some(serde_json::json!({"symbol": symbols[4].0}))).await;
-        assert_eq!(watched["ok"], true, "{watched}");
-        let blocked = call(&client, &base, Method::POST, "/api/radar/block", Some(serde_json::json!({"symbol": symbols[0].0, "reason": "crash test", "block_scope": "PERMANENT"}))).await;
-        assert_eq!(blocked["ok"], true, "{blocked}");
-
-        for id in &ids {
-            for _ in 0..100 {
-                let o = call(&client, &base, Method::GET, &format!("/api/orders/{id}"), None).await;
-                if o["data"]["status"] == "FILLED" {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        }
-        facts(&client, &base).await
-    });
-    assert_eq!(before["positions"].as_array().unwrap().len(), 3, "{before}");
-    running.child.kill().unwrap(); // SIGKILL: no graceful anything
-    running.child.wait().unwrap();
-
-    let mut again = start_demo(dir.path());
-    let after = rt.block_on(facts(&client, &again.base));
-    assert_eq!(after, before, "state after kill -9 and restart");
-    let risk = rt.block_on(call(&client, &again.base, Method::GET, "/api/risk/state", None));
-    assert_eq!(risk["data"]["reconciliation_status"], "OK");
-    assert!(terminate(&mut again.child).success());
 }
 
 #[test]

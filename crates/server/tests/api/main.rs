@@ -10,6 +10,7 @@ mod backtests;
 mod browser;
 mod cli;
 mod console;
+mod crash;
 mod data;
 mod envelope;
 mod events;

@@ -95,7 +95,7 @@ async fn closing_and_its_refusals() {
 }
 
 #[tokio::test]
-async fn resting_orders_cancel_once() {
+async fn a_cancel_can_be_asked_again_until_the_order_ends() {
     let app = spawn_app().await;
     let (symbol, price) = app.market_symbols(1).await.remove(0);
     let limit = ((price * 0.97) * 100.0).floor() / 100.0;
@@ -110,10 +110,20 @@ async fn resting_orders_cancel_once() {
     app.wait_for_order(&order_id, "ACCEPTED").await;
     let cancel = app.post("/api/orders/cancel", ADMIN_TOKEN, json!({"client_order_id": order_id})).await;
     assert_eq!(cancel.assert_ok(200)["status"], "PENDING_CANCEL");
+    // Asking again while PENDING_CANCEL re-sends the cancel (its answer may have been lost):
+    // idempotent, and audited like the first.
     let again = app.post("/api/orders/cancel", ADMIN_TOKEN, json!({"client_order_id": order_id})).await;
-    again.assert_error(409, "ORDER_NOT_CANCELLABLE");
-    assert_eq!(again.body["error"]["detail"]["status"], "PENDING_CANCEL");
+    assert_eq!(again.assert_ok(200)["status"], "PENDING_CANCEL");
+    let audited = app.get("/api/audit?action=order.cancel").await;
+    let rows: Vec<_> = audited.data().as_array().unwrap().iter().filter(|r| r["target"] == order_id.as_str()).collect();
+    assert_eq!(rows.len(), 2, "both requests audited: {}", audited.body);
+    assert!(rows.iter().all(|r| r["outcome"] == "OK"), "{rows:?}");
     app.wait_for_order(&order_id, "CANCELED").await;
+    let ended = app.post("/api/orders/cancel", ADMIN_TOKEN, json!({"client_order_id": order_id})).await;
+    ended.assert_error(409, "ORDER_NOT_CANCELLABLE");
+    assert_eq!(ended.body["error"]["detail"]["status"], "CANCELED");
+    let executions = app.get(&format!("/api/orders/{order_id}")).await;
+    assert_eq!(executions.data()["filled_quantity"], 0, "{}", executions.body);
     app.post("/api/orders/cancel", ADMIN_TOKEN, json!({"client_order_id": "nope"}))
         .await
         .assert_error(404, "NOT_FOUND");
@@ -309,4 +319,33 @@ async fn guarded_settings_changes_wait_until_flat() {
     let reply = app.put_settings_confirmed(ADMIN_TOKEN, &live).await;
     reply.assert_error(409, "SETTINGS_UPDATE_BLOCKED");
     assert_eq!(reply.body["error"]["detail"]["guard"], "no_open_exposure");
+}
+
+/// An order written ahead that the broker never received is looked up after a restart: sent
+/// then while trading is `ACTIVE`, marked as never sent (`REJECTED`) once a halt is cancelling
+/// it — a halted service never sends it at all.
+#[tokio::test]
+async fn orders_written_ahead_but_never_sent_are_sent_or_refused_after_a_restart() {
+    // The broker takes a market minute to acknowledge: a restart inside it loses the submit.
+    let app = spawn_app_with(|c| c.paper.ack_latency_ms = 60_000).await;
+    let (symbol, price) = app.market_symbols(1).await.remove(0);
+    let limit = ((price * 0.97) * 100.0).floor() / 100.0;
+    let order = json!({"symbol": symbol, "side": "BUY", "quantity": 10, "order_type": "LIMIT",
+        "limit_price": limit, "time_in_force": "GTC"});
+    let active = id(&app.post("/api/orders", ADMIN_TOKEN, order.clone()).await);
+    let app = app.restart().await;
+    app.market.advance(chrono::Duration::seconds(60));
+    let sent = app.wait_for_order(&active, "ACCEPTED").await;
+    assert_eq!(sent["reject_reason"], Value::Null, "{sent}");
+
+    let halted = id(&app.post("/api/orders", ADMIN_TOKEN, order).await);
+    app.post("/api/risk/emergency-halt", ADMIN_TOKEN, json!({"reason": "test"})).await.assert_ok(200);
+    assert_eq!(app.get(&format!("/api/orders/{halted}")).await.data()["status"], "PENDING_CANCEL");
+    let app = app.restart().await;
+    let never = app.wait_for_order(&halted, "REJECTED").await;
+    app.market.advance(chrono::Duration::seconds(60));
+    let why = never["reject_reason"].as_str().unwrap_or_default();
+    assert!(why.contains("never sent") && why.contains("HALTED"), "{never}");
+    assert_eq!(never["filled_quantity"], 0);
+    app.wait_for_order(&active, "CANCELED").await;
 }
