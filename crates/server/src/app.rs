@@ -250,9 +250,23 @@ fn spawn_background(state: &AppState) -> Vec<JoinHandle<()>> {
             }
         })
     };
+    // Outages are noticed within a probe: requests are then refused at once with
+    // SERVICE_UNAVAILABLE instead of each waiting for a connection.
+    let database = {
+        let db = state.db.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(tradeops_store::PROBE_EVERY);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let _ = db.probe().await;
+            }
+        })
+    };
     let mut tasks = vec![
         health,
         token_usage,
+        database,
         tokio::spawn(crate::downloads::run_worker(state.clone())),
         tokio::spawn(crate::backtests::run_worker(state.clone())),
     ];

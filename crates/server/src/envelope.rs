@@ -107,6 +107,12 @@ impl<T: Serialize> ApiResponse<T> {
     }
 
     /// 202: queued for later.
+    /// The success envelope with another status (`GET /api/health` answers 503 when `DOWN`).
+    pub fn with_status(mut self, status: StatusCode) -> Self {
+        self.status = status;
+        self
+    }
+
     pub fn accepted(data: T) -> Self {
         Self { status: StatusCode::ACCEPTED, ..Self::ok(data) }
     }

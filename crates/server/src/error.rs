@@ -30,6 +30,7 @@ pub enum ErrorCode {
     RateLimited,
     InternalError,
     BrokerUnavailable,
+    ServiceUnavailable,
 }
 
 impl ErrorCode {
@@ -52,7 +53,7 @@ impl ErrorCode {
             ConfirmationRequired => StatusCode::PRECONDITION_REQUIRED,
             RateLimited => StatusCode::TOO_MANY_REQUESTS,
             InternalError => StatusCode::INTERNAL_SERVER_ERROR,
-            BrokerUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+            BrokerUnavailable | ServiceUnavailable => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 
@@ -76,6 +77,7 @@ impl ErrorCode {
             RateLimited => "RATE_LIMITED",
             InternalError => "INTERNAL_ERROR",
             BrokerUnavailable => "BROKER_UNAVAILABLE",
+            ServiceUnavailable => "SERVICE_UNAVAILABLE",
         }
     }
 }
@@ -157,8 +159,23 @@ impl ApiError {
     }
 }
 
+/// Seconds a client is told to wait before retrying while the database is unavailable.
+pub const DATABASE_RETRY_AFTER: u64 = 2;
+
+impl ApiError {
+    /// `SERVICE_UNAVAILABLE`: the database cannot be reached (or cannot write) now.
+    pub fn database_unavailable() -> Self {
+        ApiError::new(ErrorCode::ServiceUnavailable, "The database is unavailable; retry shortly")
+            .with_retry_after(DATABASE_RETRY_AFTER)
+    }
+}
+
 impl From<tradeops_store::StoreError> for ApiError {
     fn from(e: tradeops_store::StoreError) -> Self {
+        if e.is_unavailable() {
+            tracing::warn!(error = %e, "refused: the database is unavailable");
+            return ApiError::database_unavailable();
+        }
         ApiError::internal(e)
     }
 }
@@ -211,6 +228,7 @@ mod tests {
             (RateLimited, 429),
             (InternalError, 500),
             (BrokerUnavailable, 503),
+            (ServiceUnavailable, 503),
         ];
         for (code, status) in table {
             assert_eq!(code.status().as_u16(), status, "{code:?}");

@@ -130,7 +130,7 @@ impl HealthMonitor {
 
 async fn probe_database(state: &AppState) -> Probe {
     let backend = state.db.backend().name();
-    match tokio::time::timeout(PROBE_TIMEOUT, state.db.ping()).await {
+    match tokio::time::timeout(PROBE_TIMEOUT, state.db.probe()).await {
         Ok(Ok(latency)) => Probe {
             status: if latency > SLOW_DATABASE { HealthStatus::Degraded } else { HealthStatus::Healthy },
             latency: Some(latency),
@@ -230,6 +230,8 @@ async fn probe_risk_manager(state: &AppState) -> Probe {
         latency: None,
         detail: json!({
             "trading_state": view.as_ref().map(|v| v.trading_state),
+            "state_persisted": view.as_ref().map(|v| v.state_persisted),
+            "unsaved_writes": view.as_ref().map(|v| v.unsaved_writes),
             "trades_today": view.as_ref().map(|v| v.trades_today),
             "settings_version": state.settings.version().await,
             "limits": settings.risk_controls,

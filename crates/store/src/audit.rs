@@ -62,7 +62,7 @@ impl AuditRepository for Database {
         .bind(&e.outcome)
         .bind(&e.mode)
         .bind(&e.request_id)
-        .fetch_one(&self.pool)
+        .fetch_one(self.pool()?)
         .await?;
         Ok(row.try_get("audit_id")?)
     }
@@ -84,7 +84,7 @@ impl AuditRepository for Database {
         .bind(f.before_id)
         .bind(i64::from(f.limit))
         .bind(&f.target)
-        .fetch_all(&self.pool)
+        .fetch_all(self.pool()?)
         .await?;
         rows.iter()
             .map(|row| {

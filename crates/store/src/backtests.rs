@@ -76,7 +76,7 @@ impl BacktestRepository for Database {
         .bind(b.created_at)
         .bind(b.started_at)
         .bind(b.finished_at)
-        .execute(&self.pool)
+        .execute(self.pool()?)
         .await?;
         Ok(())
     }
@@ -93,7 +93,7 @@ impl BacktestRepository for Database {
         .bind(b.started_at)
         .bind(b.finished_at)
         .bind(&b.backtest_id)
-        .execute(&self.pool)
+        .execute(self.pool()?)
         .await?;
         Ok(())
     }
@@ -103,7 +103,7 @@ impl BacktestRepository for Database {
             "SELECT {LIST_COLUMNS}, result FROM backtests WHERE backtest_id = $1"
         )))
         .bind(id)
-        .fetch_optional(&self.pool)
+        .fetch_optional(self.pool()?)
         .await?;
         Ok(row.as_ref().map(|r| record(r, true)).transpose()?)
     }
@@ -113,7 +113,7 @@ impl BacktestRepository for Database {
             "SELECT {LIST_COLUMNS}, result FROM backtests ORDER BY created_at DESC, backtest_id DESC LIMIT $1"
         )))
         .bind(i64::from(limit))
-        .fetch_all(&self.pool)
+        .fetch_all(self.pool()?)
         .await?;
         Ok(rows.iter().map(|r| record(r, true)).collect::<Result<_, _>>()?)
     }
@@ -123,7 +123,7 @@ impl BacktestRepository for Database {
             "SELECT {LIST_COLUMNS} FROM backtests WHERE status = $1 ORDER BY created_at, backtest_id"
         )))
         .bind(status)
-        .fetch_all(&self.pool)
+        .fetch_all(self.pool()?)
         .await?;
         Ok(rows.iter().map(|r| record(r, false)).collect::<Result<_, _>>()?)
     }

@@ -79,7 +79,7 @@ const JOB_COLUMNS: &str = "request_id, symbol, timeframe, start, finish, status,
 #[async_trait]
 impl DataRepository for Database {
     async fn save_bars(&self, symbol: &Symbol, timeframe: &str, bars: &[Bar], source: &str) -> Result<(), StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.pool()?.begin().await?;
         for b in bars {
             sqlx::query(
                 "INSERT INTO bars (symbol, timeframe, start, open, high, low, close, volume, source) \
@@ -111,7 +111,7 @@ impl DataRepository for Database {
         .bind(timeframe)
         .bind(start)
         .bind(end)
-        .fetch_all(&self.pool)
+        .fetch_all(self.pool()?)
         .await?;
         rows.iter()
             .map(|r| {
@@ -136,7 +136,7 @@ impl DataRepository for Database {
         .bind(timeframe)
         .bind(start)
         .bind(end)
-        .fetch_optional(&self.pool)
+        .fetch_optional(self.pool()?)
         .await?;
         Ok(row.is_some())
     }
@@ -158,7 +158,7 @@ impl DataRepository for Database {
         .bind(j.created_at)
         .bind(j.started_at)
         .bind(j.finished_at)
-        .execute(&self.pool)
+        .execute(self.pool()?)
         .await?;
         Ok(())
     }
@@ -175,7 +175,7 @@ impl DataRepository for Database {
         .bind(j.started_at)
         .bind(j.finished_at)
         .bind(&j.request_id)
-        .execute(&self.pool)
+        .execute(self.pool()?)
         .await?;
         Ok(())
     }
@@ -184,7 +184,7 @@ impl DataRepository for Database {
         let row =
             sqlx::query(sqlx::AssertSqlSafe(format!("SELECT {JOB_COLUMNS} FROM download_jobs WHERE request_id = $1")))
                 .bind(id)
-                .fetch_optional(&self.pool)
+                .fetch_optional(self.pool()?)
                 .await?;
         Ok(row.as_ref().map(job_row).transpose()?)
     }
@@ -194,7 +194,7 @@ impl DataRepository for Database {
             "SELECT {JOB_COLUMNS} FROM download_jobs ORDER BY created_at DESC, request_id DESC LIMIT $1"
         )))
         .bind(i64::from(limit))
-        .fetch_all(&self.pool)
+        .fetch_all(self.pool()?)
         .await?;
         Ok(rows.iter().map(job_row).collect::<Result<_, _>>()?)
     }
@@ -204,7 +204,7 @@ impl DataRepository for Database {
             "SELECT {JOB_COLUMNS} FROM download_jobs WHERE status = $1 ORDER BY created_at, request_id"
         )))
         .bind(status)
-        .fetch_all(&self.pool)
+        .fetch_all(self.pool()?)
         .await?;
         Ok(rows.iter().map(job_row).collect::<Result<_, _>>()?)
     }
@@ -224,7 +224,7 @@ impl DataRepository for Database {
         .bind(timeframe)
         .bind(start)
         .bind(end)
-        .fetch_all(&self.pool)
+        .fetch_all(self.pool()?)
         .await?;
         Ok(rows.iter().map(|r| Ok((r.try_get("start")?, r.try_get("finish")?))).collect::<Result<_, sqlx::Error>>()?)
     }

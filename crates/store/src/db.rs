@@ -3,19 +3,37 @@
 //! The `Any` driver carries bool/int/float/text/bytes only, so timestamps are stored as epoch
 //! milliseconds, money as decimal text and flags as 0/1. Queries use `$1` placeholders, which
 //! both backends accept. DDL differs only in identity columns, hence two migration folders.
+//!
+//! Outages fail fast: an error that says the database cannot be reached or cannot write (a
+//! refused or dropped connection, PostgreSQL shutting down, a full disk, a SQLite I/O error) is
+//! [`StoreError::Unavailable`]; a connection is waited for at most [`ACQUIRE_TIMEOUT`]; and
+//! once [`Database::probe`] (run every [`PROBE_EVERY`] by the server) finds the database
+//! unreachable, every operation is refused at once until a probe reaches it again.
 
 use sqlx::any::{install_default_drivers, AnyPoolOptions};
 use sqlx::migrate::Migrator;
-use sqlx::{AnyPool, Executor};
+use sqlx::{AnyConnection, AnyPool, Connection, Executor};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+/// The longest an operation waits for a connection (a refused connection is retried until
+/// then): a request that needs the database is answered within a second even as it goes down.
+pub const ACQUIRE_TIMEOUT: Duration = Duration::from_millis(700);
+/// How often the server probes the database, and the longest a probe waits.
+pub const PROBE_EVERY: Duration = Duration::from_millis(250);
+pub const PROBE_TIMEOUT: Duration = Duration::from_millis(500);
 
 static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("./migrations/sqlite");
 static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("./migrations/postgres");
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
+    /// The database cannot be reached or cannot write (see the module doc): retry later.
+    #[error("the database is unavailable: {0}")]
+    Unavailable(String),
     #[error("database error: {0}")]
-    Db(#[from] sqlx::Error),
+    Db(sqlx::Error),
     #[error("migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("unsupported database URL {0:?}: use sqlite://… or postgres://…")]
@@ -24,6 +42,63 @@ pub enum StoreError {
     Corrupt(String),
     #[error("{0}")]
     Conflict(String),
+}
+
+impl StoreError {
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, StoreError::Unavailable(_))
+    }
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> Self {
+        if is_outage(&e) {
+            StoreError::Unavailable(e.to_string())
+        } else {
+            StoreError::Db(e)
+        }
+    }
+}
+
+/// Whether an error says the database cannot be reached or cannot write, rather than that a
+/// statement was wrong: connection and I/O failures, PostgreSQL's connection exceptions (class
+/// 08), shutdown (57P01–57P03), insufficient resources (53: disk full, out of memory, too many
+/// connections) and system errors (58); SQLite's I/O error, full disk, unopenable file, read-only
+/// database and locked-out writer.
+fn is_outage(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::Protocol(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(db) => db.code().is_some_and(|code| outage_code(&code)),
+        _ => false,
+    }
+}
+
+fn outage_code(code: &str) -> bool {
+    if let Ok(sqlite) = code.parse::<i32>() {
+        // Primary result codes: SQLITE_BUSY 5, SQLITE_READONLY 8, SQLITE_IOERR 10,
+        // SQLITE_FULL 13, SQLITE_CANTOPEN 14.
+        return matches!(sqlite & 0xff, 5 | 8 | 10 | 13 | 14);
+    }
+    code.starts_with("08")
+        || code.starts_with("53")
+        || code.starts_with("58")
+        || matches!(code, "57P01" | "57P02" | "57P03")
+}
+
+/// What the last probe found, and the probe's own connection: probes never wait behind a
+/// busy pool, so a saturated pool is not mistaken for an outage.
+#[derive(Debug)]
+struct Availability {
+    down: AtomicBool,
+    /// Why the last probe failed.
+    reason: Mutex<String>,
+    url: String,
+    connection: tokio::sync::Mutex<Option<AnyConnection>>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,8 +129,9 @@ impl Backend {
 /// A connected, migrated database. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct Database {
-    pub(crate) pool: AnyPool,
+    pool: AnyPool,
     backend: Backend,
+    availability: Arc<Availability>,
 }
 
 impl Database {
@@ -63,7 +139,7 @@ impl Database {
     pub async fn connect(url: &str) -> Result<Database, StoreError> {
         install_default_drivers();
         let backend = Backend::from_url(url)?;
-        let mut options = AnyPoolOptions::new().acquire_timeout(Duration::from_secs(5));
+        let mut options = AnyPoolOptions::new().acquire_timeout(ACQUIRE_TIMEOUT);
         let url = match backend {
             Backend::Sqlite => {
                 ensure_sqlite_folder(url);
@@ -86,7 +162,51 @@ impl Database {
             }
         };
         let pool = options.connect(&url).await?;
-        Ok(Database { pool, backend })
+        let availability = Availability {
+            down: AtomicBool::new(false),
+            reason: Mutex::new(String::new()),
+            url,
+            connection: tokio::sync::Mutex::new(None),
+        };
+        Ok(Database { pool, backend, availability: Arc::new(availability) })
+    }
+
+    /// The pool, or [`StoreError::Unavailable`] at once while the last probe found the
+    /// database unreachable.
+    pub(crate) fn pool(&self) -> Result<&AnyPool, StoreError> {
+        if self.availability.down.load(Ordering::Acquire) {
+            let reason = self.availability.reason.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            return Err(StoreError::Unavailable(reason));
+        }
+        Ok(&self.pool)
+    }
+
+    /// Whether the last probe reached the database.
+    pub fn is_available(&self) -> bool {
+        !self.availability.down.load(Ordering::Acquire)
+    }
+
+    /// Probes the database (a round trip, bounded by [`PROBE_TIMEOUT`]) and records the
+    /// result: while it fails, every operation is refused at once. Returns the round trip.
+    pub async fn probe(&self) -> Result<Duration, StoreError> {
+        let result = match tokio::time::timeout(PROBE_TIMEOUT, self.probe_round_trip()).await {
+            Ok(r) => r,
+            Err(_) => Err(StoreError::Unavailable(format!("no answer within {PROBE_TIMEOUT:?}"))),
+        };
+        match &result {
+            Ok(_) => {
+                if self.availability.down.swap(false, Ordering::AcqRel) {
+                    tracing::warn!(backend = self.backend.name(), "the database is reachable again");
+                }
+            }
+            Err(e) => {
+                *self.availability.reason.lock().unwrap_or_else(|p| p.into_inner()) = e.to_string();
+                if !self.availability.down.swap(true, Ordering::AcqRel) {
+                    tracing::error!(backend = self.backend.name(), error = %e, "the database is unavailable");
+                }
+            }
+        }
+        result
     }
 
     /// Connects and applies every embedded migration not yet applied.
@@ -111,6 +231,26 @@ impl Database {
 
     /// A round trip to the database; returns how long it took.
     pub async fn ping(&self) -> Result<Duration, StoreError> {
+        self.pool()?;
+        self.round_trip().await
+    }
+
+    /// A round trip on the probe's own connection, opened again after a failure.
+    async fn probe_round_trip(&self) -> Result<Duration, StoreError> {
+        let started = Instant::now();
+        let mut slot = self.availability.connection.lock().await;
+        if slot.is_none() {
+            *slot = Some(AnyConnection::connect(&self.availability.url).await?);
+        }
+        let Some(connection) = slot.as_mut() else { unreachable!("connected above") };
+        if let Err(e) = sqlx::query("SELECT 1").execute(&mut *connection).await {
+            *slot = None;
+            return Err(e.into());
+        }
+        Ok(started.elapsed())
+    }
+
+    async fn round_trip(&self) -> Result<Duration, StoreError> {
         let started = Instant::now();
         sqlx::query("SELECT 1").execute(&self.pool).await?;
         Ok(started.elapsed())

@@ -16,7 +16,7 @@ pub use audit::{AuditEntry, AuditFilter, AuditRecord, AuditRepository};
 pub use backtests::{BacktestRecord, BacktestRepository};
 pub use cache::{Cache, CacheError, MemoryCache, RedisCache};
 pub use data::{DataRepository, JobRecord};
-pub use db::{Backend, Database, StoreError};
+pub use db::{Backend, Database, StoreError, PROBE_EVERY};
 pub use market::{BlockRecord, MarketRepository, RadarRowRecord, ViolationRecord, WatchRecord};
 pub use settings::{SettingsRepository, SettingsVersion};
 pub use tokens::{TokenRecord, TokenRepository};

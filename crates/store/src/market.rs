@@ -137,7 +137,7 @@ const ACTIVE_BLOCK: &str = "lifted_at IS NULL AND effective_from <= $1 AND (expi
 #[async_trait]
 impl MarketRepository for Database {
     async fn insert_radar_rows(&self, rows: &[RadarRowRecord]) -> Result<(), StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.pool()?.begin().await?;
         for r in rows {
             sqlx::query(
                 "INSERT INTO radar_rows (captured_at, rank, symbol, price, percentage_gain, change_1m, change_5m, volume, \
@@ -168,7 +168,7 @@ impl MarketRepository for Database {
              ORDER BY rank",
         )
         .bind(at)
-        .fetch_all(&self.pool)
+        .fetch_all(self.pool()?)
         .await?;
         Ok(rows.iter().map(radar_row).collect::<Result<_, _>>()?)
     }
@@ -176,7 +176,7 @@ impl MarketRepository for Database {
     async fn watch_row(&self, symbol: &str) -> Result<Option<WatchRecord>, StoreError> {
         let row = sqlx::query(sqlx::AssertSqlSafe(format!("SELECT {WATCH_COLUMNS} FROM watchlist WHERE symbol = $1")))
             .bind(symbol)
-            .fetch_optional(&self.pool)
+            .fetch_optional(self.pool()?)
             .await?;
         Ok(row.as_ref().map(watch_row).transpose()?)
     }
@@ -198,7 +198,7 @@ impl MarketRepository for Database {
         .bind(w.time_closed)
         .bind(w.time_completed)
         .bind(&w.reason)
-        .execute(&self.pool)
+        .execute(self.pool()?)
         .await?;
         Ok(())
     }
@@ -207,14 +207,14 @@ impl MarketRepository for Database {
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
             "SELECT {WATCH_COLUMNS} FROM watchlist ORDER BY time_added DESC, symbol"
         )))
-        .fetch_all(&self.pool)
+        .fetch_all(self.pool()?)
         .await?;
         Ok(rows.iter().map(watch_row).collect::<Result<_, _>>()?)
     }
 
     async fn count_active_watch_rows(&self) -> Result<i64, StoreError> {
         let row = sqlx::query("SELECT COUNT(*) AS n FROM watchlist WHERE strategy_status <> 'Closed'")
-            .fetch_one(&self.pool)
+            .fetch_one(self.pool()?)
             .await?;
         Ok(row.try_get("n")?)
     }
@@ -225,7 +225,7 @@ impl MarketRepository for Database {
         )))
         .bind(now)
         .bind(symbol)
-        .fetch_optional(&self.pool)
+        .fetch_optional(self.pool()?)
         .await?;
         Ok(row.as_ref().map(block_row).transpose()?)
     }
@@ -235,7 +235,7 @@ impl MarketRepository for Database {
             "SELECT {BLOCK_COLUMNS} FROM symbol_blocks WHERE {ACTIVE_BLOCK} ORDER BY symbol, block_id"
         )))
         .bind(now)
-        .fetch_all(&self.pool)
+        .fetch_all(self.pool()?)
         .await?;
         Ok(rows.iter().map(block_row).collect::<Result<_, _>>()?)
     }
@@ -251,7 +251,7 @@ impl MarketRepository for Database {
         .bind(&b.actor)
         .bind(b.effective_from)
         .bind(b.expires_at)
-        .fetch_one(&self.pool)
+        .fetch_one(self.pool()?)
         .await?;
         Ok(row.try_get("block_id")?)
     }
@@ -264,7 +264,7 @@ impl MarketRepository for Database {
         .bind(by)
         .bind(reason)
         .bind(symbol)
-        .execute(&self.pool)
+        .execute(self.pool()?)
         .await?;
         Ok(done.rows_affected())
     }
@@ -278,7 +278,7 @@ impl MarketRepository for Database {
         .bind(&v.symbol)
         .bind(&v.client_order_id)
         .bind(&v.detail)
-        .fetch_one(&self.pool)
+        .fetch_one(self.pool()?)
         .await?;
         Ok(row.try_get("violation_id")?)
     }
@@ -288,7 +288,7 @@ impl MarketRepository for Database {
             "SELECT violation_id, ts, rule, symbol, client_order_id, detail FROM risk_violations ORDER BY violation_id DESC LIMIT $1",
         )
         .bind(i64::from(limit))
-        .fetch_all(&self.pool)
+        .fetch_all(self.pool()?)
         .await?;
         rows.iter()
             .map(|r| {

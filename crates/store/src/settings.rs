@@ -41,7 +41,7 @@ impl SettingsRepository for Database {
         let row = sqlx::query(
             "SELECT version, settings, updated, actor, created_at FROM settings_versions ORDER BY version DESC LIMIT 1",
         )
-        .fetch_optional(&self.pool)
+        .fetch_optional(self.pool()?)
         .await?;
         Ok(row.as_ref().map(version).transpose()?)
     }
@@ -55,7 +55,7 @@ impl SettingsRepository for Database {
         .bind(&v.updated)
         .bind(&v.actor)
         .bind(v.created_at)
-        .execute(&self.pool)
+        .execute(self.pool()?)
         .await;
         match result {
             Ok(_) => Ok(()),
@@ -73,7 +73,7 @@ impl SettingsRepository for Database {
         )
         .bind(before)
         .bind(i64::from(limit))
-        .fetch_all(&self.pool)
+        .fetch_all(self.pool()?)
         .await?;
         Ok(rows.iter().map(version).collect::<Result<_, _>>()?)
     }

@@ -50,7 +50,7 @@ impl TokenRepository for Database {
         .bind(&t.token_hash)
         .bind(t.created_at)
         .bind(&t.created_by)
-        .execute(&self.pool)
+        .execute(self.pool()?)
         .await;
         match result {
             Ok(_) => Ok(()),
@@ -71,7 +71,7 @@ impl TokenRepository for Database {
             "SELECT name, role, token_hash, created_at, created_by, last_used_at FROM api_tokens \
              WHERE revoked_at IS NULL ORDER BY name",
         )
-        .fetch_all(&self.pool)
+        .fetch_all(self.pool()?)
         .await?;
         Ok(rows.iter().map(record).collect::<Result<_, _>>()?)
     }
@@ -80,13 +80,13 @@ impl TokenRepository for Database {
         let done = sqlx::query("UPDATE api_tokens SET revoked_at = $1 WHERE name = $2 AND revoked_at IS NULL")
             .bind(at)
             .bind(name)
-            .execute(&self.pool)
+            .execute(self.pool()?)
             .await?;
         Ok(done.rows_affected() > 0)
     }
 
     async fn touch_tokens(&self, used: &[(String, i64)]) -> Result<(), StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.pool()?.begin().await?;
         for (name, at) in used {
             sqlx::query("UPDATE api_tokens SET last_used_at = $1 WHERE name = $2 AND revoked_at IS NULL")
                 .bind(*at)

@@ -128,7 +128,7 @@ impl Database {
             "SELECT execution_id, ts, quantity, price, fee FROM executions WHERE client_order_id = $1 ORDER BY ts, execution_id",
         )
         .bind(order.client_order_id.as_str())
-        .fetch_all(&self.pool)
+        .fetch_all(self.pool()?)
         .await?;
         order.executions = rows
             .iter()
@@ -149,7 +149,7 @@ impl Database {
 #[async_trait]
 impl TradingRepository for Database {
     async fn save_orders(&self, orders: &[Order], mode: &str, trading_date: &str) -> Result<(), StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.pool()?.begin().await?;
         for o in orders {
             save_order_in(&mut tx, o, mode, trading_date).await?;
         }
@@ -161,7 +161,7 @@ impl TradingRepository for Database {
         let row =
             sqlx::query(sqlx::AssertSqlSafe(format!("SELECT {ORDER_COLUMNS} FROM orders WHERE client_order_id = $1")))
                 .bind(id)
-                .fetch_optional(&self.pool)
+                .fetch_optional(self.pool()?)
                 .await?;
         let Some(row) = row else { return Ok(None) };
         let mut order = order_row(&row)?;
@@ -182,7 +182,7 @@ impl TradingRepository for Database {
         .bind(before_at)
         .bind(before_id)
         .bind(i64::from(f.limit))
-        .fetch_all(&self.pool)
+        .fetch_all(self.pool()?)
         .await?;
         rows.iter().map(|r| Ok((order_row(r)?, r.try_get::<String, _>("mode")?))).collect()
     }
@@ -191,7 +191,7 @@ impl TradingRepository for Database {
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
             "SELECT {ORDER_COLUMNS} FROM orders ORDER BY created_at, client_order_id"
         )))
-        .fetch_all(&self.pool)
+        .fetch_all(self.pool()?)
         .await?;
         let mut orders = rows
             .iter()
@@ -202,7 +202,7 @@ impl TradingRepository for Database {
         let executions = sqlx::query(
             "SELECT execution_id, client_order_id, ts, quantity, price, fee FROM executions ORDER BY ts, execution_id",
         )
-        .fetch_all(&self.pool)
+        .fetch_all(self.pool()?)
         .await?;
         for r in &executions {
             let id: String = r.try_get("client_order_id")?;
@@ -224,7 +224,7 @@ impl TradingRepository for Database {
             "SELECT (SELECT COUNT(*) FROM orders) AS n, (SELECT COUNT(*) FROM executions) AS x, \
              (SELECT COALESCE(MAX(updated_at), 0) FROM orders) AS latest",
         )
-        .fetch_one(&self.pool)
+        .fetch_one(self.pool()?)
         .await?;
         Ok((row.try_get("n")?, row.try_get("x")?, row.try_get("latest")?))
     }
@@ -234,7 +234,7 @@ impl TradingRepository for Database {
             "SELECT {ORDER_COLUMNS} FROM orders WHERE status IN ('NEW', 'ACCEPTED', 'PARTIALLY_FILLED', 'PENDING_CANCEL') \
              ORDER BY created_at, client_order_id"
         )))
-        .fetch_all(&self.pool)
+        .fetch_all(self.pool()?)
         .await?;
         let mut orders = Vec::with_capacity(rows.len());
         for row in &rows {
@@ -253,7 +253,7 @@ impl TradingRepository for Database {
         mode: &str,
         trading_date: &str,
     ) -> Result<(), StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.pool()?.begin().await?;
         for o in orders {
             save_order_in(&mut tx, o, mode, trading_date).await?;
         }
@@ -269,7 +269,7 @@ impl TradingRepository for Database {
         let rows = sqlx::query(
             "SELECT symbol, quantity, cost_basis, realized_pnl, fees, opened_at, updated_at FROM positions ORDER BY symbol",
         )
-        .fetch_all(&self.pool)
+        .fetch_all(self.pool()?)
         .await?;
         rows.iter()
             .map(|r| {
@@ -288,7 +288,7 @@ impl TradingRepository for Database {
     }
 
     async fn save_engine_state(&self, state: &EngineStateRecord) -> Result<(), StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.pool()?.begin().await?;
         save_state_in(&mut tx, state).await?;
         tx.commit().await?;
         Ok(())
@@ -300,7 +300,7 @@ impl TradingRepository for Database {
              UNION ALL SELECT MAX(effective_from) FROM symbol_blocks UNION ALL SELECT MAX(time_added) FROM watchlist \
              UNION ALL SELECT MAX(captured_at) FROM radar_rows) AS times",
         )
-        .fetch_one(&self.pool)
+        .fetch_one(self.pool()?)
         .await?;
         Ok(row.try_get::<Option<i64>, _>("t")?)
     }
@@ -310,7 +310,7 @@ impl TradingRepository for Database {
             "SELECT state, halted_at, halt_reason, halt_actor, trading_date, trades_today, realized_today, start_equity, \
              peak_equity, cash, updated_at FROM trading_state WHERE id = 1",
         )
-        .fetch_optional(&self.pool)
+        .fetch_optional(self.pool()?)
         .await?;
         let Some(r) = row else { return Ok(None) };
         Ok(Some(EngineStateRecord {

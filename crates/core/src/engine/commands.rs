@@ -136,6 +136,9 @@ pub enum CommandError {
     NotCancellable { status: OrderStatus },
     /// `MARKET_CLOSED`
     MarketClosed { next_open: Timestamp },
+    /// `SERVICE_UNAVAILABLE`: the order could not be written ahead, so it was not sent (set by
+    /// the live runner, never by the engine).
+    NotPersisted(String),
 }
 
 impl From<Refusal> for CommandError {

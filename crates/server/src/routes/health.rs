@@ -6,6 +6,7 @@ use crate::error::ApiResult;
 use crate::health::{ComponentHealth, HealthMonitor, HealthStatus};
 use crate::state::AppState;
 use axum::extract::State;
+use axum::http::StatusCode;
 use axum::routing::get;
 use axum::Router;
 use serde::Serialize;
@@ -24,17 +25,20 @@ pub struct PlatformHealth {
     pub components: BTreeMap<&'static str, HealthStatus>,
 }
 
-/// Overall and per-component status. Public (no token), for load balancers and the console's
-/// sign-in page. Always 200; `status` says `HEALTHY`, `DEGRADED` or `DOWN`.
+/// Overall and per-component status.
+///
+/// Public (no token), for load balancers and the console's sign-in page. `status` says
+/// `HEALTHY`, `DEGRADED` or `DOWN`; the HTTP status is 200, or 503 (same body) while `DOWN`, so
+/// a load balancer takes the instance out.
 #[utoipa::path(get, path = "/api/health", tag = "health",
-    responses((status = 200, description = "Platform health", body = inline(crate::envelope::SuccessBody<PlatformHealth>))))]
+    responses((status = 200, description = "Platform health: HEALTHY or DEGRADED", body = inline(crate::envelope::SuccessBody<PlatformHealth>)),
+              (status = 503, description = "Platform health: DOWN (same body)", body = inline(crate::envelope::SuccessBody<PlatformHealth>))))]
 pub async fn health(State(state): State<AppState>) -> ApiResponse<PlatformHealth> {
     let statuses = state.health.statuses();
-    ApiResponse::ok(PlatformHealth {
-        status: HealthMonitor::overall(statuses.iter().map(|(_, s)| *s)),
-        mode: state.settings.mode(),
-        components: statuses.into_iter().collect(),
-    })
+    let status = HealthMonitor::overall(statuses.iter().map(|(_, s)| *s));
+    let http = if status == HealthStatus::Down { StatusCode::SERVICE_UNAVAILABLE } else { StatusCode::OK };
+    ApiResponse::ok(PlatformHealth { status, mode: state.settings.mode(), components: statuses.into_iter().collect() })
+        .with_status(http)
 }
 
 /// Every component with its latency, last healthy time and detail.

@@ -136,6 +136,10 @@ pub struct HaltResult {
     /// Whether any position was open (exits were submitted).
     pub liquidation_requested: bool,
     pub timestamp: String,
+    /// Whether `HALTED` is stored in the database yet. The halt acts at once in memory
+    /// (strategies stopped, orders cancelled, exits sent) even while the database is
+    /// unavailable; it is then stored as soon as the database is back.
+    pub persisted: bool,
 }
 
 async fn halt_now(state: AppState, guard: Sensitive) -> ApiResult<ApiResponse<HaltResult>> {
@@ -148,6 +152,7 @@ async fn halt_now(state: AppState, guard: Sensitive) -> ApiResult<ApiResponse<Ha
                     halted: true,
                     liquidation_requested,
                     timestamp: format_ts(&timestamp),
+                    persisted: state.engine().view().state_persisted,
                 })),
                 other => Err(ApiError::internal(format!("unexpected engine reply {other:?}"))),
             }

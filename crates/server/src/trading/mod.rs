@@ -75,6 +75,11 @@ pub struct EngineView {
     pub open_orders: usize,
     /// Orders the execution broker is still working.
     pub broker_open_orders: usize,
+    /// Whether the trading state (the halt latch, cash, day counters) as shown is stored; false
+    /// while the database is unavailable, until it is back.
+    pub state_persisted: bool,
+    /// Orders, positions and violations held in memory during a database outage.
+    pub unsaved_writes: usize,
     /// `OK`, `PENDING`, `MISMATCH` or `FAILED`.
     pub reconciliation_status: &'static str,
     pub reconciliation_detail: String,
@@ -99,6 +104,8 @@ impl Default for EngineView {
             by_symbol: Vec::new(),
             open_orders: 0,
             broker_open_orders: 0,
+            state_persisted: true,
+            unsaved_writes: 0,
             reconciliation_status: "PENDING",
             reconciliation_detail: "the engine is starting".into(),
         }
@@ -128,6 +135,7 @@ impl From<CommandError> for crate::error::ApiError {
                 ApiError::new(ErrorCode::OrderNotCancellable, format!("The order is {status} and cannot be cancelled"))
                     .with_detail(json!({"status": status}))
             }
+            CommandError::NotPersisted(why) => ApiError::database_unavailable().with_detail(json!({"reason": why})),
             CommandError::MarketClosed { next_open } => {
                 let next_open = tradeops_core::time::format_ts(&next_open);
                 ApiError::new(ErrorCode::MarketClosed, format!("The market is closed; it next opens at {next_open}"))

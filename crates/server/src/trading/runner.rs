@@ -12,7 +12,9 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, watch};
 use tradeops_core::backtest::dollars;
 use tradeops_core::broker::{BrokerLookup, BrokerReport};
-use tradeops_core::engine::{Command, CommandError, Effect, Engine, Event, Halt, Reply, Slot, StrategyStatus};
+use tradeops_core::engine::{
+    Command, CommandError, Effect, Engine, Event, Halt, Reply, Slot, StrategyStatus, LIQUIDATION_REASON,
+};
 use tradeops_core::market::Side;
 use tradeops_core::reconcile::Discrepancy;
 use tradeops_core::risk::TradingState;
@@ -49,6 +51,30 @@ struct Runner {
     last_corrected: Option<(Timestamp, String)>,
     /// Where a crash test stops the process inside an emergency halt (see [`CrashPoint`]).
     crash_point: Option<CrashPoint>,
+    /// What the database refused while it was unavailable, written as soon as it is back.
+    unsaved: Unsaved,
+}
+
+/// Writes held in memory while the database is unavailable (the engine's book stays the truth
+/// meanwhile): written, newest version of each, at the next batch or the next check.
+#[derive(Default)]
+struct Unsaved {
+    orders: std::collections::BTreeMap<tradeops_core::orders::ClientOrderId, Arc<tradeops_core::orders::Order>>,
+    positions: std::collections::BTreeMap<Symbol, tradeops_core::positions::Position>,
+    /// The engine state record (trading state and halt latch, cash, day counters).
+    state: bool,
+    violations: Vec<ViolationRecord>,
+    /// A write failed since the last complete save (logged once the database is back).
+    outage: bool,
+}
+
+/// Violations held in memory during an outage, at most (the oldest are kept).
+const MAX_HELD_VIOLATIONS: usize = 10_000;
+
+impl Unsaved {
+    fn is_empty(&self) -> bool {
+        self.orders.is_empty() && self.positions.is_empty() && !self.state && self.violations.is_empty()
+    }
 }
 
 /// A point inside the emergency halt at which the crash tests end the process as `kill -9`
@@ -200,6 +226,7 @@ async fn restore(
         mismatches: Vec::new(),
         last_corrected: None,
         crash_point: CrashPoint::from_env(),
+        unsaved: Unsaved::default(),
     };
     runner.anomalies.clear();
     tracing::info!(open_orders = open.len(), positions = runner.engine.positions.len(), "engine restored");
@@ -338,6 +365,9 @@ impl Runner {
                 }
                 _ = check.tick() => {
                     let now = self.state.market_clock.now();
+                    if !self.unsaved.is_empty() && self.state.db.is_available() {
+                        self.save_unsaved(now).await;
+                    }
                     self.broker_reports(now).await;
                     self.reconcile(now).await;
                     self.publish();
@@ -444,9 +474,21 @@ impl Runner {
         let mode = self.state.settings.mode().as_str();
         let date = self.engine.calendar().date_of(now).to_string();
         let repo: &dyn TradingRepository = &self.state.db;
+        // Once a write finds the database unavailable, the batch's other writes are held in
+        // memory rather than each waiting for it: the halt answers at once during an outage.
+        let mut reachable = self.state.db.is_available();
         let halting = fx.iter().any(|f| matches!(f, Effect::TradingStateChanged { state: TradingState::Halted, .. }));
         if fx.iter().any(|f| matches!(f, Effect::TradingStateChanged { .. })) {
-            self.save_state(now).await;
+            let saved = match reachable {
+                true => repo.save_engine_state(&self.state_record(now)).await,
+                false => Err(tradeops_store::StoreError::Unavailable("the database is unavailable".into())),
+            };
+            if let Err(e) = saved {
+                tracing::error!(error = %e, "trading state not persisted yet: held in memory, written when the database is back");
+                reachable &= !e.is_unavailable();
+                self.unsaved.state = true;
+                self.unsaved.outage = true;
+            }
         }
         if halting {
             CrashPoint::crash_if(self.crash_point, CrashPoint::HaltLatched);
@@ -455,12 +497,14 @@ impl Runner {
             .iter()
             .filter_map(|f| if let Effect::Submit(o) = f { Some(tradeops_core::orders::Order::clone(o)) } else { None })
             .collect();
-        let written_ahead = match new_orders.is_empty() {
-            true => true,
-            false => match repo.save_orders(&new_orders, mode, &date).await {
+        let written_ahead = match (new_orders.is_empty(), reachable) {
+            (true, _) => true,
+            (false, false) => false,
+            (false, true) => match repo.save_orders(&new_orders, mode, &date).await {
                 Ok(()) => true,
                 Err(e) => {
-                    tracing::error!(error = %e, orders = new_orders.len(), "orders not persisted; not sent");
+                    tracing::error!(error = %e, orders = new_orders.len(), "orders not written ahead");
+                    reachable &= !e.is_unavailable();
                     false
                 }
             },
@@ -488,9 +532,17 @@ impl Runner {
                         serde_json::to_value(crate::routes::orders::order_detail(&order, mode)).unwrap_or_default(),
                     ));
                 }
+                Effect::Submit(order) if order.reason.as_deref() == Some(LIQUIDATION_REASON) => {
+                    // The emergency halt's exits go out even when they cannot be written ahead:
+                    // a halt acts at once, whatever the database. Written when it is back.
+                    tracing::warn!(client_order_id = %order.client_order_id, "halt exit sent before it could be written");
+                    self.unsaved.outage = true;
+                    self.broker.submit(&order, now);
+                    self.unsaved.orders.insert(order.client_order_id.clone(), order);
+                }
                 Effect::Submit(order) => refused.push(BrokerReport::Rejected {
                     client_order_id: order.client_order_id.clone(),
-                    reason: "could not be persisted".into(),
+                    reason: "not sent: it could not be written ahead (the database is unavailable)".into(),
                     at: now,
                 }),
                 Effect::Cancel(id) => self.broker.cancel(&id, now),
@@ -598,8 +650,17 @@ impl Runner {
                         detail: detail.to_string(),
                     };
                     let market: &dyn MarketRepository = &self.state.db;
-                    if let Err(e) = market.insert_violation(&record).await {
-                        tracing::error!(error = %e, "violation not recorded");
+                    let recorded = match reachable {
+                        true => market.insert_violation(&record).await,
+                        false => Err(tradeops_store::StoreError::Unavailable("the database is unavailable".into())),
+                    };
+                    if let Err(e) = recorded {
+                        tracing::error!(error = %e, "violation not recorded yet: held in memory");
+                        reachable &= !e.is_unavailable();
+                        self.unsaved.outage = true;
+                        if self.unsaved.violations.len() < MAX_HELD_VIOLATIONS {
+                            self.unsaved.violations.push(record);
+                        }
                     }
                 }
                 Effect::Decision { symbol, rule, text } => tracing::info!(%symbol, rule, "{text}"),
@@ -615,11 +676,18 @@ impl Runner {
             }
         }
         if !updated_orders.is_empty() || !updated_positions.is_empty() || state_dirty {
-            // One transaction: a crash never leaves a fill without its position or its cash.
-            let orders: Vec<_> = updated_orders.into_values().map(Arc::unwrap_or_clone).collect();
-            let positions: Vec<_> = updated_positions.into_values().collect();
-            if let Err(e) = repo.save_batch(&orders, &positions, &self.state_record(now), mode, &date).await {
-                tracing::error!(error = %e, orders = orders.len(), positions = positions.len(), "batch not persisted");
+            self.unsaved.orders.extend(updated_orders);
+            self.unsaved.positions.extend(updated_positions);
+            self.unsaved.state = true;
+        }
+        if !self.unsaved.is_empty() && reachable {
+            self.save_unsaved(now).await;
+        }
+        if !refused.is_empty() {
+            if let Some(Ok(_)) = reply {
+                reply = Some(Err(CommandError::NotPersisted(
+                    "the order could not be written ahead: the database is unavailable, and nothing was sent".into(),
+                )));
             }
         }
         // Operators see a change only once it is persisted.
@@ -636,10 +704,38 @@ impl Runner {
         reply
     }
 
-    async fn save_state(&self, now: Timestamp) {
+    /// Writes what is held in memory: orders, positions and the engine state in one
+    /// transaction (a fill is never stored without its position or its cash), then violations.
+    /// What fails stays held for the next try.
+    async fn save_unsaved(&mut self, now: Timestamp) {
+        let mode = self.state.settings.mode().as_str();
+        let date = self.engine.calendar().date_of(now).to_string();
         let repo: &dyn TradingRepository = &self.state.db;
-        if let Err(err) = repo.save_engine_state(&self.state_record(now)).await {
-            tracing::error!(error = %err, "engine state not persisted");
+        let orders: Vec<_> = self.unsaved.orders.values().map(|o| tradeops_core::orders::Order::clone(o)).collect();
+        let positions: Vec<_> = self.unsaved.positions.values().cloned().collect();
+        if let Err(e) = repo.save_batch(&orders, &positions, &self.state_record(now), mode, &date).await {
+            tracing::error!(error = %e, orders = orders.len(), positions = positions.len(), "batch not persisted yet: held in memory");
+            self.unsaved.outage = true;
+            return;
+        }
+        let held = (orders.len(), positions.len());
+        self.unsaved.orders.clear();
+        self.unsaved.positions.clear();
+        self.unsaved.state = false;
+        let market: &dyn MarketRepository = &self.state.db;
+        while let Some(record) = self.unsaved.violations.first() {
+            if let Err(e) = market.insert_violation(record).await {
+                tracing::error!(error = %e, "violation not recorded yet: held in memory");
+                return;
+            }
+            self.unsaved.violations.remove(0);
+        }
+        if std::mem::take(&mut self.unsaved.outage) {
+            tracing::warn!(
+                orders = held.0,
+                positions = held.1,
+                "the writes held during the database outage are stored"
+            );
         }
     }
 
@@ -775,6 +871,8 @@ impl Runner {
             by_symbol: e.day.by_symbol.iter().map(|(s, (pnl, n))| (s.clone(), *pnl, *n)).collect(),
             open_orders: e.orders.values().filter(|o| !o.status.is_final()).count(),
             broker_open_orders,
+            state_persisted: !self.unsaved.state,
+            unsaved_writes: self.unsaved.orders.len() + self.unsaved.positions.len() + self.unsaved.violations.len(),
             reconciliation_status: status,
             reconciliation_detail: detail,
         };

@@ -20,6 +20,8 @@ pub enum TestDb {
         admin_url: String,
         name: String,
     },
+    /// A database the test manages itself (its own PostgreSQL cluster).
+    External,
 }
 
 impl TestDb {

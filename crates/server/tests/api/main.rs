@@ -17,6 +17,7 @@ mod events;
 mod health;
 mod hostile;
 mod openapi;
+mod outage;
 mod parity;
 mod radar;
 mod settings;
