@@ -203,3 +203,102 @@ async fn a_database_outage_fails_fast_and_never_blocks_the_halt() {
     assert_eq!(sells.len(), 1, "one exit, stored once: {}", exits.body);
     assert_eq!((sells[0]["status"].clone(), sells[0]["filled_quantity"].clone()), (json!("FILLED"), json!(10)));
 }
+
+/// A small filesystem of the test's own (tmpfs), for a disk that fills up.
+struct SmallDisk {
+    dir: tempfile::TempDir,
+}
+
+impl SmallDisk {
+    /// `None` (the test skips, saying why) where this process may not mount a tmpfs.
+    fn mount(megabytes: u32) -> Option<SmallDisk> {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mounted = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={megabytes}m"), "tmpfs"])
+            .arg(dir.path())
+            .output();
+        match mounted {
+            Ok(out) if out.status.success() => Some(SmallDisk { dir }),
+            Ok(out) => {
+                eprintln!("SKIPPED: cannot mount a tmpfs here: {}", String::from_utf8_lossy(&out.stderr).trim());
+                None
+            }
+            Err(e) => {
+                eprintln!("SKIPPED: cannot run mount: {e}");
+                None
+            }
+        }
+    }
+
+    /// Writes a filler file until the disk is full.
+    fn fill(&self) {
+        use std::io::Write;
+        let mut filler = std::fs::File::create(self.dir.path().join("filler")).unwrap();
+        let block = vec![0u8; 64 * 1024];
+        while filler.write_all(&block).is_ok() {}
+        let _ = filler.flush();
+    }
+
+    fn free(&self) {
+        std::fs::remove_file(self.dir.path().join("filler")).unwrap();
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(self.dir.path()).status();
+    }
+}
+
+#[tokio::test]
+async fn a_full_disk_refuses_writes_with_503_and_the_halt_still_acts() {
+    let Some(disk) = SmallDisk::mount(48) else { return };
+    let path = disk.dir.path().join("tradeops.db");
+    let mut config = test_config(format!("sqlite://{}", path.display()));
+    config.redis_url = None;
+    let app = start(config, std::sync::Arc::new(TestDb::External), axum::Router::new()).await;
+    let symbols = app.market_symbols(2).await;
+    let (held, _) = &symbols[0];
+    let bought = app.post("/api/orders", ADMIN_TOKEN, json!({"symbol": held, "side": "BUY", "quantity": 10})).await;
+    let bought = bought.assert_ok(201)["client_order_id"].as_str().unwrap().to_string();
+    app.wait_for_order(&bought, "FILLED").await;
+
+    // Empty the write-ahead log into the database file, so the next write must grow it.
+    let direct = tradeops_store::Database::connect(&format!("sqlite://{}", path.display())).await.unwrap();
+    direct.execute_raw("PRAGMA wal_checkpoint(TRUNCATE)").await.unwrap();
+    direct.close().await;
+    disk.fill();
+
+    let (refused_symbol, _) = &symbols[1];
+    assert_unavailable(
+        &app,
+        reqwest::Method::POST,
+        "/api/orders",
+        Some(json!({"symbol": refused_symbol, "side": "BUY", "quantity": 7})),
+    )
+    .await;
+    // Reads still work: the database is there, it cannot grow.
+    app.get("/api/orders").await.assert_ok(200);
+    let halt = app.post("/api/risk/emergency-halt", ADMIN_TOKEN, json!({"reason": "disk full"})).await;
+    assert_eq!(halt.assert_ok(200)["persisted"], false, "{}", halt.body);
+
+    disk.free();
+    let mut stored = false;
+    for _ in 0..100 {
+        app.market.advance(chrono::Duration::milliseconds(200));
+        let health = app.get("/api/health/components").await;
+        let risk = health.data().as_array().unwrap().iter().find(|c| c["name"] == "risk_manager").cloned().unwrap();
+        let flat = app.get("/api/positions").await.data().as_array().is_some_and(|p| p.is_empty());
+        if flat && risk["detail"]["state_persisted"] == true && risk["detail"]["unsaved_writes"] == 0 {
+            stored = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(stored, "the writes held while the disk was full were stored");
+    let app = app.restart().await;
+    assert_eq!(app.get("/api/risk/state").await.data()["trading_state"], "HALTED");
+    assert!(app.get("/api/positions").await.data().as_array().unwrap().is_empty());
+    let orders = app.get(&format!("/api/orders?symbol={refused_symbol}")).await;
+    assert!(orders.data().as_array().unwrap().iter().all(|o| o["status"] == "REJECTED"), "{}", orders.body);
+}
