@@ -115,7 +115,7 @@ impl Application {
             backtests: Default::default(),
             trade_cache: Default::default(),
             rate_limiter: RateLimiter::new(config.auth.rate_limit_per_second, config.auth.rate_limit_burst),
-            audit: Arc::new(db.clone()),
+            audit: crate::audit_outbox::AuditOutbox::wrap(Arc::new(db.clone())),
             config,
             clock,
             db,

@@ -3,6 +3,7 @@
 //! same application.
 
 pub mod app;
+pub mod audit_outbox;
 pub mod auth;
 pub mod backtests;
 pub mod cli;

@@ -143,13 +143,30 @@ impl Database {
         let url = match backend {
             Backend::Sqlite => {
                 ensure_sqlite_folder(url);
-                options = options.max_connections(8).after_connect(|conn, _| {
-                    Box::pin(async move {
-                        conn.execute("PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")
-                            .await?;
-                        Ok(())
+                options = options
+                    .max_connections(8)
+                    .after_connect(|conn, _| {
+                        Box::pin(async move {
+                            conn.execute("PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")
+                                .await?;
+                            Ok(())
+                        })
                     })
-                });
+                    .after_release(|conn, _| {
+                        // A write that failed on I/O (a full disk) can leave SQLite inside a
+                        // transaction the driver believes ended (SQLite rolls back on its own,
+                        // the driver's ROLLBACK then fails and its nesting count drifts). Such a
+                        // connection would run later writes inside that transaction, never
+                        // committed, and hold the write lock. A `BEGIN` succeeds only outside
+                        // a transaction: otherwise the connection is closed (which rolls back).
+                        Box::pin(async move {
+                            if conn.execute("BEGIN").await.is_err() {
+                                tracing::warn!("a SQLite connection left inside a transaction is closed");
+                                return Ok(false);
+                            }
+                            Ok(conn.execute("ROLLBACK").await.is_ok())
+                        })
+                    });
                 if url.contains('?') || url.contains(":memory:") {
                     url.to_string()
                 } else {

@@ -198,6 +198,20 @@ async fn a_database_outage_fails_fast_and_never_blocks_the_halt() {
         assert_eq!(o["status"], "REJECTED", "the order refused during the outage was never sent: {o}");
         assert_eq!(o["filled_quantity"], 0);
     }
+    // The halt taken during the outage, and the order refused then, kept their audit rows.
+    let audit = app.get("/api/audit?action=risk.emergency_halt").await;
+    assert!(
+        audit
+            .data()
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["outcome"] == "OK" && r["request"]["reason"] == "outage test"),
+        "{}",
+        audit.body
+    );
+    let audit = app.get("/api/audit?action=order.create&outcome=SERVICE_UNAVAILABLE").await;
+    assert_eq!(audit.data().as_array().unwrap().len(), 1, "{}", audit.body);
     let exits = app.get(&format!("/api/orders?symbol={held}")).await;
     let sells: Vec<_> = exits.data().as_array().unwrap().iter().filter(|o| o["side"] == "SELL").collect();
     assert_eq!(sells.len(), 1, "one exit, stored once: {}", exits.body);

@@ -1,0 +1,200 @@
+//! Audit rows survive a database outage: a row whose write finds the database unavailable is
+//! held in memory, in order, and written as soon as the database answers again (the halt taken
+//! during an outage keeps its row). At most [`MAX_HELD`] rows are held; past that the count of
+//! rows that could not be kept is written as one row of its own when the database is back.
+
+use async_trait::async_trait;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+use tradeops_store::{AuditEntry, AuditFilter, AuditRecord, AuditRepository, StoreError};
+
+/// Rows held during an outage, at most.
+pub const MAX_HELD: usize = 10_000;
+/// How often held rows are retried.
+const RETRY_EVERY: Duration = Duration::from_millis(500);
+
+pub struct AuditOutbox {
+    inner: Arc<dyn AuditRepository>,
+    held: Mutex<Held>,
+}
+
+#[derive(Default)]
+struct Held {
+    rows: VecDeque<AuditEntry>,
+    /// Rows not kept because [`MAX_HELD`] were held already, and the newest of them.
+    lost: u64,
+    last_lost: Option<AuditEntry>,
+}
+
+impl AuditOutbox {
+    /// Wraps the audit log; a background task retries held rows while the outbox lives.
+    pub fn wrap(inner: Arc<dyn AuditRepository>) -> Arc<AuditOutbox> {
+        let outbox = Arc::new(AuditOutbox { inner, held: Mutex::new(Held::default()) });
+        let weak: Weak<AuditOutbox> = Arc::downgrade(&outbox);
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                loop {
+                    tokio::time::sleep(RETRY_EVERY).await;
+                    let Some(outbox) = weak.upgrade() else { return };
+                    outbox.flush().await;
+                }
+            });
+        }
+        outbox
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Held> {
+        self.held.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Rows waiting for the database.
+    pub fn held(&self) -> usize {
+        self.lock().rows.len()
+    }
+
+    fn hold(&self, entry: &AuditEntry) {
+        let mut held = self.lock();
+        if held.rows.len() < MAX_HELD {
+            held.rows.push_back(entry.clone());
+        } else {
+            held.lost += 1;
+            held.last_lost = Some(entry.clone());
+        }
+    }
+
+    /// Writes the held rows, oldest first, until one fails.
+    pub async fn flush(&self) {
+        loop {
+            let next = self.lock().rows.front().cloned();
+            let Some(entry) = next else { break };
+            if self.inner.append_audit(&entry).await.is_err() {
+                return;
+            }
+            self.lock().rows.pop_front();
+        }
+        let lost = {
+            let mut held = self.lock();
+            let count = std::mem::take(&mut held.lost);
+            held.last_lost.take().filter(|_| count > 0).map(|last| (count, last))
+        };
+        if let Some((count, last)) = lost {
+            let summary = AuditEntry {
+                actor: "tradeops".into(),
+                role: None,
+                action: "audit.rows_lost".into(),
+                target: "audit".into(),
+                request: serde_json::json!({"count": count, "reason": "the database was unavailable and the outbox was full"})
+                    .to_string(),
+                outcome: "SERVICE_UNAVAILABLE".into(),
+                ..last
+            };
+            if self.inner.append_audit(&summary).await.is_err() {
+                let mut held = self.lock();
+                held.lost += count;
+                held.last_lost.get_or_insert(summary);
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl AuditRepository for AuditOutbox {
+    /// Appends the row, behind any still held. While the database is unavailable the row is held
+    /// and `Ok(0)` returned (no id yet).
+    async fn append_audit(&self, entry: &AuditEntry) -> Result<i64, StoreError> {
+        if self.held() > 0 {
+            self.flush().await;
+            if self.held() > 0 {
+                self.hold(entry);
+                return Ok(0);
+            }
+        }
+        match self.inner.append_audit(entry).await {
+            Err(e) if e.is_unavailable() => {
+                tracing::warn!(action = %entry.action, "audit row held until the database is back");
+                self.hold(entry);
+                Ok(0)
+            }
+            other => other,
+        }
+    }
+
+    async fn list_audit(&self, filter: &AuditFilter) -> Result<Vec<AuditRecord>, StoreError> {
+        self.inner.list_audit(filter).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    /// An audit log that is down until told otherwise.
+    #[derive(Default)]
+    struct Flaky {
+        up: AtomicBool,
+        rows: Mutex<Vec<AuditEntry>>,
+    }
+
+    #[async_trait]
+    impl AuditRepository for Flaky {
+        async fn append_audit(&self, entry: &AuditEntry) -> Result<i64, StoreError> {
+            if !self.up.load(Ordering::SeqCst) {
+                return Err(StoreError::Unavailable("down".into()));
+            }
+            let mut rows = self.rows.lock().unwrap();
+            rows.push(entry.clone());
+            Ok(rows.len() as i64)
+        }
+        async fn list_audit(&self, _: &AuditFilter) -> Result<Vec<AuditRecord>, StoreError> {
+            Ok(vec![])
+        }
+    }
+
+    fn entry(action: &str) -> AuditEntry {
+        AuditEntry {
+            ts: 1,
+            actor: "ops".into(),
+            role: Some("operator".into()),
+            action: action.into(),
+            target: "trading".into(),
+            request: "{}".into(),
+            outcome: "OK".into(),
+            mode: "PAPER".into(),
+            request_id: "r".into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn rows_written_during_an_outage_are_stored_in_order_when_it_ends() {
+        let log = Arc::new(Flaky::default());
+        let outbox = AuditOutbox::wrap(log.clone());
+        assert_eq!(outbox.append_audit(&entry("first")).await.unwrap(), 0);
+        assert_eq!(outbox.append_audit(&entry("second")).await.unwrap(), 0);
+        assert_eq!(outbox.held(), 2);
+        log.up.store(true, Ordering::SeqCst);
+        // A new row goes behind the held ones.
+        assert_eq!(outbox.append_audit(&entry("third")).await.unwrap(), 3);
+        let actions: Vec<_> = log.rows.lock().unwrap().iter().map(|r| r.action.clone()).collect();
+        assert_eq!(actions, ["first", "second", "third"]);
+        assert_eq!(outbox.held(), 0);
+    }
+
+    #[tokio::test]
+    async fn past_the_bound_the_rows_not_kept_are_counted_in_one_row() {
+        let log = Arc::new(Flaky::default());
+        let outbox = AuditOutbox::wrap(log.clone());
+        for _ in 0..MAX_HELD + 5 {
+            outbox.append_audit(&entry("flood")).await.unwrap();
+        }
+        assert_eq!(outbox.held(), MAX_HELD);
+        log.up.store(true, Ordering::SeqCst);
+        outbox.flush().await;
+        let rows = log.rows.lock().unwrap();
+        assert_eq!(rows.len(), MAX_HELD + 1);
+        let summary = rows.last().unwrap();
+        assert_eq!(summary.action, "audit.rows_lost");
+        assert!(summary.request.contains("\"count\":5"), "{}", summary.request);
+    }
+}
