@@ -233,6 +233,23 @@ async fn restore(
     Ok((runner, unsent))
 }
 
+/// Commands an operator expects to outlast a restart (the watchlist, blocks, resuming) are
+/// refused while the database is unavailable rather than made in memory only. Orders and
+/// closes are refused by their write-ahead; cancels and the emergency halt act regardless
+/// (they reduce risk) and are stored when the database is back.
+fn needs_storage(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Watch { .. }
+            | Command::StopWatch { .. }
+            | Command::Restart { .. }
+            | Command::Block { .. }
+            | Command::Unblock { .. }
+            | Command::HaltPosition { .. }
+            | Command::Resume { .. }
+    )
+}
+
 fn status_of(text: &str) -> StrategyStatus {
     match text {
         "Active" => StrategyStatus::Active,
@@ -333,6 +350,11 @@ impl Runner {
                 input = rx.recv() => match input {
                     Some(Input::Command(command, reply)) => {
                         let now = self.state.market_clock.now();
+                        if needs_storage(&command) && !self.state.db.is_available() {
+                            let why = "the database is unavailable: this change could not be stored, so it was not made";
+                            let _ = reply.send(Err(CommandError::NotPersisted(why.into())));
+                            continue;
+                        }
                         self.broker_reports(now).await;
                         if let Command::PlaceOrder(order) = &command {
                             // The engine values orders at the last trade: mark the symbol first.

@@ -137,10 +137,45 @@ async fn a_database_outage_fails_fast_and_never_blocks_the_halt() {
     assert_eq!(health.status.as_u16(), 503, "health answers 503 while DOWN: {}", health.body);
     assert_eq!(health.data()["status"], "DOWN");
 
+    // Every read answers at once: from memory (200), or refused (503); never a 500 or a hang.
+    // (Endpoints with path parameters are covered by the order lookup below.)
+    let doc = app.call(reqwest::Method::GET, "/api/openapi.json", None, None).await.body;
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        if path.contains('{') || item.get("get").is_none() || path == "/api/events" {
+            continue;
+        }
+        let started = Instant::now();
+        let reply = app.get(path).await;
+        let took = started.elapsed();
+        assert!(took < Duration::from_secs(3), "GET {path} answered after {took:?}");
+        match reply.status.as_u16() {
+            200 => {}
+            400 => reply.assert_error(400, "VALIDATION_ERROR"), // a required query parameter
+            503 if path == "/api/health" => {}
+            503 => reply.assert_error(503, "SERVICE_UNAVAILABLE"),
+            other => panic!("GET {path} during the outage answered {other}: {}", reply.body),
+        }
+    }
     assert_unavailable(&app, reqwest::Method::GET, "/api/orders", None).await;
     assert_unavailable(&app, reqwest::Method::GET, &format!("/api/orders/{resting}"), None).await;
     assert_unavailable(&app, reqwest::Method::GET, "/api/trades", None).await;
     assert_unavailable(&app, reqwest::Method::GET, "/api/audit", None).await;
+    // Writes that need the database are refused, and change nothing (checked after the outage).
+    let (watch_symbol, _) = &symbols[2];
+    let writes = [
+        (reqwest::Method::PUT, "/api/settings", json!({"risk_controls": {"max_daily_loss": 777}})),
+        (reqwest::Method::POST, "/api/radar/watch", json!({"symbol": watch_symbol})),
+        (reqwest::Method::POST, "/api/radar/block", json!({"symbol": watch_symbol, "reason": "outage"})),
+        (reqwest::Method::POST, "/api/auth/tokens", json!({"name": "during-outage", "role": "viewer"})),
+        (
+            reqwest::Method::POST,
+            "/api/data/download",
+            json!({"symbol": watch_symbol, "start": "2026-11-02T14:30:00Z", "end": "2026-11-03T21:00:00Z"}),
+        ),
+    ];
+    for (method, path, body) in writes {
+        assert_unavailable(&app, method, path, Some(body)).await;
+    }
     // A new order cannot be written ahead: refused, and never sent.
     let (refused_symbol, _) = &symbols[2];
     assert_unavailable(
@@ -172,6 +207,9 @@ async fn a_database_outage_fails_fast_and_never_blocks_the_halt() {
     }
     assert!(flat, "the halt's exit filled during the outage");
 
+    // Resuming is not a change made in memory only.
+    assert_unavailable(&app, reqwest::Method::POST, "/api/risk/resume", Some(json!({"reason": "too early"}))).await;
+
     pg.ctl_start();
     let health = wait_health(&app, "HEALTHY").await;
     assert_eq!(health.status.as_u16(), 200, "{}", health.body);
@@ -198,6 +236,18 @@ async fn a_database_outage_fails_fast_and_never_blocks_the_halt() {
         assert_eq!(o["status"], "REJECTED", "the order refused during the outage was never sent: {o}");
         assert_eq!(o["filled_quantity"], 0);
     }
+    assert_ne!(app.get("/api/settings").await.data()["risk_controls"]["max_daily_loss"], 777);
+    assert!(app
+        .get("/api/watchlist")
+        .await
+        .data()
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|w| w["symbol"] != watch_symbol.as_str()));
+    assert!(app.get("/api/radar/blocks").await.data().as_array().unwrap().is_empty());
+    assert!(app.get("/api/auth/tokens").await.data().as_array().unwrap().iter().all(|t| t["name"] != "during-outage"));
+    assert!(app.get("/api/data/downloads").await.data().as_array().unwrap().is_empty());
     // The halt taken during the outage, and the order refused then, kept their audit rows.
     let audit = app.get("/api/audit?action=risk.emergency_halt").await;
     assert!(
