@@ -109,6 +109,23 @@ async fn assert_unavailable(app: &TestApp, method: reqwest::Method, path: &str, 
     assert!(took < Duration::from_secs(3), "{path} answered after {took:?}");
 }
 
+/// Moves the market on until the position is flat (the halt's exit filled) and what was held in
+/// memory during the outage is stored (`risk_manager` health: `state_persisted`, no
+/// `unsaved_writes`).
+async fn wait_until_stored(app: &TestApp) {
+    for _ in 0..100 {
+        app.market.advance(chrono::Duration::milliseconds(200));
+        let health = app.get("/api/health/components").await;
+        let risk = health.data().as_array().unwrap().iter().find(|c| c["name"] == "risk_manager").cloned().unwrap();
+        let flat = app.get("/api/positions").await.data().as_array().is_some_and(|p| p.is_empty());
+        if flat && risk["detail"]["state_persisted"] == true && risk["detail"]["unsaved_writes"] == 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the writes held during the outage were never stored");
+}
+
 #[tokio::test]
 async fn a_database_outage_fails_fast_and_never_blocks_the_halt() {
     let Some(pg) = OwnPostgres::start() else { return };
@@ -214,18 +231,7 @@ async fn a_database_outage_fails_fast_and_never_blocks_the_halt() {
     let health = wait_health(&app, "HEALTHY").await;
     assert_eq!(health.status.as_u16(), 200, "{}", health.body);
     // What was held in memory is stored: the halt, the exit, the cancel, the position.
-    let mut stored = false;
-    for _ in 0..100 {
-        let health = app.get("/api/health/components").await;
-        let risk = health.data().as_array().unwrap().iter().find(|c| c["name"] == "risk_manager").cloned().unwrap();
-        if risk["detail"]["state_persisted"] == true && risk["detail"]["unsaved_writes"] == 0 {
-            stored = true;
-            break;
-        }
-        app.market.advance(chrono::Duration::milliseconds(200));
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(stored, "the writes held during the outage were stored");
+    wait_until_stored(&app).await;
     let app = app.restart().await;
     let risk = app.get("/api/risk/state").await;
     assert_eq!(risk.assert_ok(200)["trading_state"], "HALTED", "the halt survived the outage and a restart");
@@ -347,19 +353,7 @@ async fn a_full_disk_refuses_writes_with_503_and_the_halt_still_acts() {
     assert_eq!(halt.assert_ok(200)["persisted"], false, "{}", halt.body);
 
     disk.free();
-    let mut stored = false;
-    for _ in 0..100 {
-        app.market.advance(chrono::Duration::milliseconds(200));
-        let health = app.get("/api/health/components").await;
-        let risk = health.data().as_array().unwrap().iter().find(|c| c["name"] == "risk_manager").cloned().unwrap();
-        let flat = app.get("/api/positions").await.data().as_array().is_some_and(|p| p.is_empty());
-        if flat && risk["detail"]["state_persisted"] == true && risk["detail"]["unsaved_writes"] == 0 {
-            stored = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(stored, "the writes held while the disk was full were stored");
+    wait_until_stored(&app).await;
     let app = app.restart().await;
     assert_eq!(app.get("/api/risk/state").await.data()["trading_state"], "HALTED");
     assert!(app.get("/api/positions").await.data().as_array().unwrap().is_empty());
