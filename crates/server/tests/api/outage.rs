@@ -150,6 +150,8 @@ async fn a_database_outage_fails_fast_and_never_blocks_the_halt() {
     app.wait_for_order(&resting, "ACCEPTED").await;
 
     pg.ctl_stop();
+    // At once, before the probe may have noticed: the request waits for a connection at most.
+    assert_unavailable(&app, reqwest::Method::GET, "/api/orders?limit=5", None).await;
     let health = wait_health(&app, "DOWN").await;
     assert_eq!(health.status.as_u16(), 503, "health answers 503 while DOWN: {}", health.body);
     assert_eq!(health.data()["status"], "DOWN");
