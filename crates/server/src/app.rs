@@ -177,6 +177,7 @@ impl Application {
             task.abort();
         }
         state.tokens.flush_usage().await;
+        state.audit.flush_held().await;
         state.db.close().await;
         tracing::info!("stopped");
         result

@@ -17,6 +17,8 @@ const RETRY_EVERY: Duration = Duration::from_millis(500);
 pub struct AuditOutbox {
     inner: Arc<dyn AuditRepository>,
     held: Mutex<Held>,
+    /// One flush at a time: two would write the same front row twice.
+    flushing: tokio::sync::Mutex<()>,
 }
 
 #[derive(Default)]
@@ -30,7 +32,8 @@ struct Held {
 impl AuditOutbox {
     /// Wraps the audit log; a background task retries held rows while the outbox lives.
     pub fn wrap(inner: Arc<dyn AuditRepository>) -> Arc<AuditOutbox> {
-        let outbox = Arc::new(AuditOutbox { inner, held: Mutex::new(Held::default()) });
+        let outbox =
+            Arc::new(AuditOutbox { inner, held: Mutex::new(Held::default()), flushing: tokio::sync::Mutex::new(()) });
         let weak: Weak<AuditOutbox> = Arc::downgrade(&outbox);
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
@@ -63,13 +66,18 @@ impl AuditOutbox {
         }
     }
 
-    /// Writes the held rows, oldest first, until one fails.
+    /// Writes the held rows, oldest first, until the database is unavailable again (a row
+    /// refused for any other reason is logged and set aside, so it cannot block the rest). Does
+    /// nothing while another flush runs.
     pub async fn flush(&self) {
+        let Ok(_only) = self.flushing.try_lock() else { return };
         loop {
             let next = self.lock().rows.front().cloned();
             let Some(entry) = next else { break };
-            if self.inner.append_audit(&entry).await.is_err() {
-                return;
+            match self.inner.append_audit(&entry).await {
+                Ok(_) => {}
+                Err(e) if e.is_unavailable() => return,
+                Err(e) => tracing::error!(error = %e, action = %entry.action, "held audit row refused; set aside"),
             }
             self.lock().rows.pop_front();
         }
@@ -100,15 +108,13 @@ impl AuditOutbox {
 
 #[async_trait]
 impl AuditRepository for AuditOutbox {
-    /// Appends the row, behind any still held. While the database is unavailable the row is held
-    /// and `Ok(0)` returned (no id yet).
+    /// Appends the row, behind any still held (the background task writes those; a request
+    /// never waits for them). While the database is unavailable the row is held and `Ok(0)`
+    /// returned (no id yet).
     async fn append_audit(&self, entry: &AuditEntry) -> Result<i64, StoreError> {
         if self.held() > 0 {
-            self.flush().await;
-            if self.held() > 0 {
-                self.hold(entry);
-                return Ok(0);
-            }
+            self.hold(entry);
+            return Ok(0);
         }
         match self.inner.append_audit(entry).await {
             Err(e) if e.is_unavailable() => {
@@ -122,6 +128,10 @@ impl AuditRepository for AuditOutbox {
 
     async fn list_audit(&self, filter: &AuditFilter) -> Result<Vec<AuditRecord>, StoreError> {
         self.inner.list_audit(filter).await
+    }
+
+    async fn flush_held(&self) {
+        self.flush().await;
     }
 }
 
@@ -174,11 +184,14 @@ mod tests {
         assert_eq!(outbox.append_audit(&entry("second")).await.unwrap(), 0);
         assert_eq!(outbox.held(), 2);
         log.up.store(true, Ordering::SeqCst);
-        // A new row goes behind the held ones.
-        assert_eq!(outbox.append_audit(&entry("third")).await.unwrap(), 3);
+        // A new row goes behind the held ones, which the flush writes in order, once each even
+        // when two flushes run at once.
+        assert_eq!(outbox.append_audit(&entry("third")).await.unwrap(), 0);
+        tokio::join!(outbox.flush(), outbox.flush());
         let actions: Vec<_> = log.rows.lock().unwrap().iter().map(|r| r.action.clone()).collect();
         assert_eq!(actions, ["first", "second", "third"]);
         assert_eq!(outbox.held(), 0);
+        assert_eq!(outbox.append_audit(&entry("fourth")).await.unwrap(), 4, "written at once again");
     }
 
     #[tokio::test]

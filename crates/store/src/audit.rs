@@ -44,6 +44,8 @@ pub struct AuditFilter {
 pub trait AuditRepository: Send + Sync {
     async fn append_audit(&self, entry: &AuditEntry) -> Result<i64, StoreError>;
     async fn list_audit(&self, filter: &AuditFilter) -> Result<Vec<AuditRecord>, StoreError>;
+    /// Writes rows an implementation holds back (during an outage); nothing by default.
+    async fn flush_held(&self) {}
 }
 
 #[async_trait]

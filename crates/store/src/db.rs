@@ -79,15 +79,40 @@ fn is_outage(e: &sqlx::Error) -> bool {
 }
 
 fn outage_code(code: &str) -> bool {
-    if let Ok(sqlite) = code.parse::<i32>() {
-        // Primary result codes: SQLITE_BUSY 5, SQLITE_READONLY 8, SQLITE_IOERR 10,
-        // SQLITE_FULL 13, SQLITE_CANTOPEN 14.
-        return matches!(sqlite & 0xff, 5 | 8 | 10 | 13 | 14);
+    // A PostgreSQL SQLSTATE is always five characters (often all digits: 08006); SQLite's
+    // extended result codes are decimal numbers below 10,000.
+    if code.len() == 5 {
+        return code.starts_with("08")
+            || code.starts_with("53")
+            || code.starts_with("58")
+            || matches!(code, "57P01" | "57P02" | "57P03");
     }
-    code.starts_with("08")
-        || code.starts_with("53")
-        || code.starts_with("58")
-        || matches!(code, "57P01" | "57P02" | "57P03")
+    // Primary result codes: SQLITE_BUSY 5, SQLITE_READONLY 8, SQLITE_IOERR 10, SQLITE_FULL 13,
+    // SQLITE_CANTOPEN 14.
+    code.parse::<i32>().is_ok_and(|sqlite| matches!(sqlite & 0xff, 5 | 8 | 10 | 13 | 14))
+}
+
+#[cfg(test)]
+mod outage_tests {
+    use super::outage_code;
+
+    #[test]
+    fn postgres_and_sqlite_codes_that_mean_an_outage() {
+        for code in ["08006", "08001", "53100", "53300", "58030", "57P01", "57P03"] {
+            assert!(outage_code(code), "PostgreSQL {code}");
+        }
+        for code in ["42501", "23505", "42P01", "40001", "22003"] {
+            assert!(!outage_code(code), "PostgreSQL {code} is the statement's fault");
+        }
+        // SQLITE_FULL, SQLITE_IOERR_WRITE (778), SQLITE_BUSY, SQLITE_CANTOPEN, SQLITE_READONLY.
+        for code in ["13", "778", "5", "14", "8"] {
+            assert!(outage_code(code), "SQLite {code}");
+        }
+        // SQLITE_CONSTRAINT_UNIQUE (2067), SQLITE_ERROR, SQLITE_CONSTRAINT_FOREIGNKEY (787).
+        for code in ["2067", "1", "787"] {
+            assert!(!outage_code(code), "SQLite {code} is the statement's fault");
+        }
+    }
 }
 
 /// What the last probe found, and the probe's own connection: probes never wait behind a
@@ -95,6 +120,9 @@ fn outage_code(code: &str) -> bool {
 #[derive(Debug)]
 struct Availability {
     down: AtomicBool,
+    /// Writes fail although the database answers (a full disk, a read-only file): set by
+    /// [`Database::writes_failed`], cleared when the probe's own write succeeds again.
+    writes_failing: AtomicBool,
     /// Why the last probe failed.
     reason: Mutex<String>,
     url: String,
@@ -181,6 +209,7 @@ impl Database {
         let pool = options.connect(&url).await?;
         let availability = Availability {
             down: AtomicBool::new(false),
+            writes_failing: AtomicBool::new(false),
             reason: Mutex::new(String::new()),
             url,
             connection: tokio::sync::Mutex::new(None),
@@ -203,13 +232,43 @@ impl Database {
         !self.availability.down.load(Ordering::Acquire)
     }
 
+    /// Whether writes can be expected to succeed: the database is reachable and no write has
+    /// failed for want of space or I/O since the probe's last successful write.
+    pub fn is_writable(&self) -> bool {
+        self.is_available() && !self.availability.writes_failing.load(Ordering::Acquire)
+    }
+
+    /// Records a failed write: when it says the database cannot write ([`StoreError::Unavailable`]),
+    /// writes are expected to fail ([`Database::is_writable`] is false) until the probe's own
+    /// write succeeds again.
+    pub fn writes_failed(&self, e: &StoreError) {
+        if e.is_unavailable() && !self.availability.writes_failing.swap(true, Ordering::AcqRel) {
+            tracing::error!(backend = self.backend.name(), error = %e, "writes to the database fail");
+        }
+    }
+
     /// Probes the database (a round trip, bounded by [`PROBE_TIMEOUT`]) and records the
-    /// result: while it fails, every operation is refused at once. Returns the round trip.
+    /// result: while it fails, every operation is refused at once. While writes are failing it
+    /// also tries a write of its own, and says the database is unavailable until one succeeds
+    /// (reads go on meanwhile). Returns the round trip.
     pub async fn probe(&self) -> Result<Duration, StoreError> {
         let result = match tokio::time::timeout(PROBE_TIMEOUT, self.probe_round_trip()).await {
             Ok(r) => r,
             Err(_) => Err(StoreError::Unavailable(format!("no answer within {PROBE_TIMEOUT:?}"))),
         };
+        if result.is_ok() && self.availability.writes_failing.load(Ordering::Acquire) {
+            let written = match tokio::time::timeout(PROBE_TIMEOUT, self.probe_write()).await {
+                Ok(r) => r,
+                Err(_) => Err(StoreError::Unavailable(format!("no write within {PROBE_TIMEOUT:?}"))),
+            };
+            match written {
+                Ok(()) => {
+                    self.availability.writes_failing.store(false, Ordering::Release);
+                    tracing::warn!(backend = self.backend.name(), "writes to the database succeed again");
+                }
+                Err(e) => return Err(StoreError::Unavailable(format!("writes fail: {e}"))),
+            }
+        }
         match &result {
             Ok(_) => {
                 if self.availability.down.swap(false, Ordering::AcqRel) {
@@ -265,6 +324,21 @@ impl Database {
             return Err(e.into());
         }
         Ok(started.elapsed())
+    }
+
+    /// A write on the probe's own connection (one row of `health_probe`).
+    async fn probe_write(&self) -> Result<(), StoreError> {
+        let mut slot = self.availability.connection.lock().await;
+        let Some(connection) = slot.as_mut() else {
+            return Err(StoreError::Unavailable("the probe is not connected".into()));
+        };
+        sqlx::query(
+            "INSERT INTO health_probe (id, probed_at) VALUES (1, 0) \
+             ON CONFLICT (id) DO UPDATE SET probed_at = health_probe.probed_at + 1",
+        )
+        .execute(&mut *connection)
+        .await?;
+        Ok(())
     }
 
     async fn round_trip(&self) -> Result<Duration, StoreError> {

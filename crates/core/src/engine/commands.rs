@@ -136,9 +136,10 @@ pub enum CommandError {
     NotCancellable { status: OrderStatus },
     /// `MARKET_CLOSED`
     MarketClosed { next_open: Timestamp },
-    /// `SERVICE_UNAVAILABLE`: the order could not be written ahead, so it was not sent (set by
-    /// the live runner, never by the engine).
-    NotPersisted(String),
+    /// The change could not be stored, so it was not made (an order not written ahead is not
+    /// sent): `SERVICE_UNAVAILABLE` when the database is unavailable, else `INTERNAL_ERROR`. Set
+    /// by the live runner, never by the engine.
+    NotPersisted { reason: String, unavailable: bool },
 }
 
 impl From<Refusal> for CommandError {
@@ -190,11 +191,12 @@ impl Engine {
                     .map(|o| o.status)
                     .ok_or_else(|| CommandError::NotFound(format!("No order {client_order_id}")))?;
                 if status == OrderStatus::PendingCancel {
-                    // The cancel may have been lost (a restart, a broker that never answered):
-                    // asking again is safe, the broker answers a second cancel of a cancelled
-                    // order with a refusal the engine ignores.
+                    // The cancel may have been lost (a restart, a broker that never answered): it
+                    // is sent again, and the answer stays the contract's ORDER_NOT_CANCELLABLE
+                    // for an order already PENDING_CANCEL (CONTRACT §2). A second cancel of a
+                    // cancelled order is refused by the broker, which the engine ignores.
                     fx.push(Effect::Cancel(client_order_id.clone()));
-                    return Ok(Reply::Cancel { status, client_order_id });
+                    return Err(CommandError::NotCancellable { status });
                 }
                 if !status.is_cancellable() {
                     return Err(CommandError::NotCancellable { status });
@@ -437,14 +439,17 @@ impl Engine {
     /// Stops every strategy, cancels every order that is not one of the halt's own exits — a
     /// cancel already requested is sent again, since its answer may have been lost — and
     /// submits market exits for every share not already being sold. Returns whether any
-    /// position is open. `again` (a standing halt re-applied) stops only strategies still
-    /// running, so a complete halt applied again changes nothing.
+    /// position is open. `again`: a standing halt applied again (see below).
     fn halt_everything(&mut self, again: bool, now: Timestamp, fx: &mut Vec<Effect>) -> bool {
         let symbols: Vec<Symbol> = self.slots.keys().cloned().collect();
         for symbol in &symbols {
             let held = self.positions.get(symbol).is_some_and(|p| !p.is_flat());
             let slot = &self.slots[symbol];
-            if slot.strategy.is_some() || (!again && slot.status != StrategyStatus::Closed) {
+            // Applied again, a slot already stopped (Closed, or Halted: left to the operator)
+            // is left alone, so a complete halt applied again changes nothing; a slot still
+            // shown as trading (its stop lost in a crash) is stopped.
+            let stopped = slot.status == StrategyStatus::Closed || (again && slot.status == StrategyStatus::Halted);
+            if slot.strategy.is_some() || !stopped {
                 let status = if held { StrategyStatus::Halted } else { StrategyStatus::Closed };
                 self.stop_strategy(symbol, status, Some("emergency halt".into()), now, fx);
             }
@@ -478,6 +483,35 @@ impl Engine {
         }
         self.halt_everything(true, now, &mut fx);
         (fx, self.halt_progress())
+    }
+
+    /// Takes back an order that was never sent (the live runner could not write it ahead) as
+    /// if it had not been placed: it leaves the book, the duplicate window and the day's trade
+    /// count, so a refusal changes nothing and the client may retry with the same id. Only an
+    /// order still `NEW` with no broker id and no fill; returns whether it was taken back.
+    pub fn withdraw_unsent(&mut self, id: &ClientOrderId) -> bool {
+        let unsent = self
+            .orders
+            .get(id)
+            .is_some_and(|o| o.status == OrderStatus::New && o.broker_order_id.is_none() && o.filled_quantity == 0);
+        if !unsent {
+            return false;
+        }
+        let Some(order) = self.orders.remove(id) else { return false };
+        self.recent.retain(|r| &r.client_order_id != id);
+        if order.side == Side::Buy {
+            self.day.trades_today = self.day.trades_today.saturating_sub(1);
+            if let Some((_, count)) = self.day.by_symbol.get_mut(&order.symbol) {
+                *count = count.saturating_sub(1);
+            }
+        }
+        for slot in self.slots.values_mut() {
+            if slot.entry_order.as_ref() == Some(id) {
+                slot.entry_order = None;
+            }
+            slot.exit_orders.remove(id);
+        }
+        true
     }
 
     /// What a halt still has to do: orders other than its own exits, and open positions.

@@ -18,9 +18,10 @@ impl Engine {
             return;
         };
         let before = order.status;
-        if matches!(report, BrokerReport::CancelRejected { .. }) && before.is_final() {
-            // The answer to a cancel sent again (after a restart, or by an operator) for an
-            // order that has since ended: nothing to change.
+        if matches!(report, BrokerReport::CancelRejected { .. } | BrokerReport::Canceled { .. }) && before.is_final() {
+            // The answer to a cancel sent again (after a restart, by an operator, or by
+            // reconciliation for a broker order still working that we hold ended): the order
+            // has ended here already, so nothing changes.
             return;
         }
         let updated_at = fx.len();

@@ -185,9 +185,10 @@ fn cancel_and_its_refusals() {
     let (reply, fx) = command(&mut e, Command::CancelOrder { client_order_id: order.client_order_id.clone() });
     assert!(matches!(reply, Ok(Reply::Cancel { status: OrderStatus::PendingCancel, .. })));
     assert!(fx.contains(&Effect::Cancel(order.client_order_id.clone())));
-    // Asking again re-sends the cancel (its answer may have been lost) and stays PENDING_CANCEL.
+    // Asking again re-sends the cancel (its answer may have been lost), answered as the contract
+    // says of an order already PENDING_CANCEL.
     let (again, fx) = command(&mut e, Command::CancelOrder { client_order_id: order.client_order_id.clone() });
-    assert!(matches!(again, Ok(Reply::Cancel { status: OrderStatus::PendingCancel, .. })), "{again:?}");
+    assert_eq!(again, Err(CommandError::NotCancellable { status: OrderStatus::PendingCancel }));
     assert_eq!(fx, vec![Effect::Cancel(order.client_order_id.clone())]);
     assert_eq!(e.orders[&order.client_order_id].status, OrderStatus::PendingCancel);
     // Once the order has ended, a cancel is refused.
@@ -195,8 +196,15 @@ fn cancel_and_its_refusals() {
         Event::Broker(BrokerReport::Canceled { client_order_id: order.client_order_id.clone(), at: t(NOW) }),
         t(NOW),
     );
-    let (ended, _) = command(&mut e, Command::CancelOrder { client_order_id: order.client_order_id.clone() });
+    let (ended, fx) = command(&mut e, Command::CancelOrder { client_order_id: order.client_order_id.clone() });
     assert_eq!(ended, Err(CommandError::NotCancellable { status: OrderStatus::Canceled }));
+    assert!(fx.is_empty(), "nothing sent for an order that has ended: {fx:?}");
+    // The answer to a cancel sent again after the order ended changes nothing (no anomaly).
+    let late = e.handle(
+        Event::Broker(BrokerReport::Canceled { client_order_id: order.client_order_id.clone(), at: t(NOW) }),
+        t(NOW),
+    );
+    assert!(late.is_empty(), "{late:?}");
     let unknown = ClientOrderId::parse("nope").unwrap();
     assert!(matches!(
         command(&mut e, Command::CancelOrder { client_order_id: unknown }).0,
@@ -366,6 +374,26 @@ fn a_standing_halt_applied_again_resends_cancels_and_exits_what_is_left() {
     fill(&mut e, &again[0], "x2", 100, 499);
     assert!(e.halt_progress().is_complete());
     assert_eq!(e.reassert_halt(t(NOW)).0, vec![], "a complete halt sends nothing");
+}
+
+#[test]
+fn an_order_never_sent_is_withdrawn_as_if_never_placed() {
+    let mut e = engine();
+    let (_, fx) = command(&mut e, buy(100));
+    let order = submitted(&fx)[0].clone();
+    assert_eq!(e.day.trades_today, 1);
+    assert!(e.withdraw_unsent(&order.client_order_id));
+    assert!(e.orders.is_empty() && e.day.trades_today == 0);
+    // The same order again is no duplicate, and may take the same id.
+    let mut again = buy(100);
+    if let Command::PlaceOrder(m) = &mut again {
+        m.client_order_id = Some(order.client_order_id.clone());
+    }
+    let (reply, _) = command(&mut e, again);
+    assert!(reply.is_ok(), "{reply:?}");
+    // An order the broker has acknowledged is never withdrawn.
+    fill(&mut e, &order, "e1", 10, 500);
+    assert!(!e.withdraw_unsent(&order.client_order_id));
 }
 
 #[test]

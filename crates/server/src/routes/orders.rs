@@ -284,12 +284,14 @@ pub struct CancelResult {
 
 /// Requests the cancel of a working order.
 ///
-/// Asking again for an order already `PENDING_CANCEL` sends its cancel to the broker again (a cancel whose answer was lost is never stuck) and
-/// answers `PENDING_CANCEL`; like every cancel it is audited.
+/// For an order already `PENDING_CANCEL` its cancel is sent to the broker again (a cancel
+/// whose answer was lost is never stuck), answered `ORDER_NOT_CANCELLABLE` with
+/// `detail.status: PENDING_CANCEL` and `detail.cancel_sent_again: true` as CONTRACT §2 says;
+/// like every cancel it is audited.
 #[utoipa::path(post, path = "/api/orders/cancel", tag = "orders", security(("bearer" = [])), request_body = CancelOrder,
-    responses((status = 200, description = "Cancel requested (or requested again)", body = inline(SuccessBody<CancelResult>)),
+    responses((status = 200, description = "Cancel requested", body = inline(SuccessBody<CancelResult>)),
               (status = 404, description = "NOT_FOUND", body = crate::envelope::ErrorBody),
-              (status = 409, description = "ORDER_NOT_CANCELLABLE: the order has ended (FILLED, CANCELED, REJECTED, EXPIRED)", body = crate::envelope::ErrorBody)))]
+              (status = 409, description = "ORDER_NOT_CANCELLABLE: the order has ended, or is already PENDING_CANCEL (its cancel is then sent again)", body = crate::envelope::ErrorBody)))]
 pub async fn cancel(State(state): State<AppState>, guard: Sensitive) -> ApiResult<ApiResponse<CancelResult>> {
     guard
         .run(ORDER_CANCEL, Target::BodyField("client_order_id"), |_caller, req: CancelOrder| async move {

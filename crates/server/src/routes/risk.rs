@@ -52,6 +52,11 @@ pub struct RiskState {
     pub drawdown: f64,
     pub reconciliation_status: &'static str,
     pub reconciliation_detail: String,
+    /// Whether the trading state shown (the halt latch, cash, day counters) is stored; false
+    /// while the database is unavailable, until it is back.
+    pub state_persisted: bool,
+    /// Orders, positions and other changes held in memory while the database is unavailable.
+    pub unsaved_writes: usize,
     pub halted_at: Option<String>,
     pub halt_reason: Option<String>,
     pub halted_by: Option<String>,
@@ -78,6 +83,8 @@ pub async fn state(State(state): State<AppState>, _caller: Caller) -> ApiResult<
         drawdown: f(view.drawdown),
         reconciliation_status: view.reconciliation_status,
         reconciliation_detail: view.reconciliation_detail.clone(),
+        state_persisted: view.state_persisted,
+        unsaved_writes: view.unsaved_writes,
         halted_at: view.halt.as_ref().map(|h| format_ts(&h.at)),
         halt_reason: view.halt.as_ref().map(|h| h.reason.clone()),
         halted_by: view.halt.as_ref().map(|h| h.actor.clone()),

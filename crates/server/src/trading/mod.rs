@@ -2,6 +2,7 @@
 //! writer of trading state) and waits for the reply; [`EngineView`] is the consistent picture
 //! the read endpoints serve, published after every batch of events.
 
+mod held;
 mod runner;
 
 pub use runner::{spawn_engine, Input};
@@ -131,11 +132,21 @@ impl From<CommandError> for crate::error::ApiError {
                 ApiError::new(ErrorCode::PositionNotFound, format!("No open position in {symbol}"))
                     .with_detail(json!({"symbol": symbol}))
             }
+            CommandError::NotCancellable { status: status @ tradeops_core::orders::OrderStatus::PendingCancel } => {
+                ApiError::new(
+                    ErrorCode::OrderNotCancellable,
+                    "The order is already PENDING_CANCEL: its cancel was sent to the broker again",
+                )
+                .with_detail(json!({"status": status, "cancel_sent_again": true}))
+            }
             CommandError::NotCancellable { status } => {
                 ApiError::new(ErrorCode::OrderNotCancellable, format!("The order is {status} and cannot be cancelled"))
                     .with_detail(json!({"status": status}))
             }
-            CommandError::NotPersisted(why) => ApiError::database_unavailable().with_detail(json!({"reason": why})),
+            CommandError::NotPersisted { reason, unavailable: true } => {
+                ApiError::database_unavailable().with_detail(json!({"reason": reason}))
+            }
+            CommandError::NotPersisted { reason, unavailable: false } => ApiError::internal(reason),
             CommandError::MarketClosed { next_open } => {
                 let next_open = tradeops_core::time::format_ts(&next_open);
                 ApiError::new(ErrorCode::MarketClosed, format!("The market is closed; it next opens at {next_open}"))

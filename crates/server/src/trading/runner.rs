@@ -3,6 +3,7 @@
 //! carries out the effects in order: the trading state is persisted first, an order is
 //! persisted before it is sent (write-ahead), and the reply goes back only after its effects.
 
+use super::held::{self, HeldWrite};
 use super::{EngineHandle, EngineView, PositionView};
 use crate::state::AppState;
 use rust_decimal::Decimal;
@@ -52,29 +53,7 @@ struct Runner {
     /// Where a crash test stops the process inside an emergency halt (see [`CrashPoint`]).
     crash_point: Option<CrashPoint>,
     /// What the database refused while it was unavailable, written as soon as it is back.
-    unsaved: Unsaved,
-}
-
-/// Writes held in memory while the database is unavailable (the engine's book stays the truth
-/// meanwhile): written, newest version of each, at the next batch or the next check.
-#[derive(Default)]
-struct Unsaved {
-    orders: std::collections::BTreeMap<tradeops_core::orders::ClientOrderId, Arc<tradeops_core::orders::Order>>,
-    positions: std::collections::BTreeMap<Symbol, tradeops_core::positions::Position>,
-    /// The engine state record (trading state and halt latch, cash, day counters).
-    state: bool,
-    violations: Vec<ViolationRecord>,
-    /// A write failed since the last complete save (logged once the database is back).
-    outage: bool,
-}
-
-/// Violations held in memory during an outage, at most (the oldest are kept).
-const MAX_HELD_VIOLATIONS: usize = 10_000;
-
-impl Unsaved {
-    fn is_empty(&self) -> bool {
-        self.orders.is_empty() && self.positions.is_empty() && !self.state && self.violations.is_empty()
-    }
+    unsaved: held::Unsaved,
 }
 
 /// A point inside the emergency halt at which the crash tests end the process as `kill -9`
@@ -226,21 +205,23 @@ async fn restore(
         mismatches: Vec::new(),
         last_corrected: None,
         crash_point: CrashPoint::from_env(),
-        unsaved: Unsaved::default(),
+        unsaved: held::Unsaved::default(),
     };
     runner.anomalies.clear();
     tracing::info!(open_orders = open.len(), positions = runner.engine.positions.len(), "engine restored");
     Ok((runner, unsent))
 }
 
-/// Commands an operator expects to outlast a restart (the watchlist, blocks, resuming) are
-/// refused while the database is unavailable rather than made in memory only. Orders and
-/// closes are refused by their write-ahead; cancels and the emergency halt act regardless
-/// (they reduce risk) and are stored when the database is back.
+/// Commands an operator expects to outlast a restart (orders, closes, the watchlist, blocks,
+/// resuming) are refused while the database cannot be written, before the engine sees them, so
+/// a refusal changes nothing (no trade counted, no client order id taken). Cancels and the
+/// emergency halt act regardless (they reduce risk) and are stored when the database is back.
 fn needs_storage(command: &Command) -> bool {
     matches!(
         command,
-        Command::Watch { .. }
+        Command::PlaceOrder(_)
+            | Command::ClosePosition { .. }
+            | Command::Watch { .. }
             | Command::StopWatch { .. }
             | Command::Restart { .. }
             | Command::Block { .. }
@@ -318,19 +299,21 @@ impl Runner {
     /// applied again (orders cancelled, exits sent) until nothing is open.
     async fn reconcile(&mut self, now: Timestamp) {
         let found = tradeops_core::reconcile::compare(&self.engine.orders, &self.broker.open_order_states());
-        for d in &found {
-            tracing::warn!(client_order_id = %d.client_order_id(), "reconciliation: {}", d.describe());
+        let described: Vec<String> = found.iter().map(Discrepancy::describe).collect();
+        for (d, text) in found.iter().zip(&described) {
+            // Logged when first found, not at every pass while it lasts.
+            if !self.mismatches.contains(text) {
+                tracing::warn!(client_order_id = %d.client_order_id(), "reconciliation: {text}");
+            }
             match d {
                 Discrepancy::LiveButEnded { client_order_id, .. } | Discrepancy::CancelNotSent { client_order_id } => {
-                    self.broker.cancel(client_order_id, now)
+                    self.broker.cancel(client_order_id, now);
+                    self.last_corrected = Some((now, text.clone()));
                 }
                 Discrepancy::Unknown { .. } | Discrepancy::Missing { .. } => {}
             }
         }
-        if let Some(last) = found.last() {
-            self.last_corrected = Some((now, last.describe()));
-        }
-        self.mismatches = found.iter().map(Discrepancy::describe).collect();
+        self.mismatches = described;
         if self.engine.trading_state == TradingState::Halted && !self.engine.halt_progress().is_complete() {
             let (fx, _) = self.engine.reassert_halt(now);
             if !fx.is_empty() {
@@ -350,9 +333,9 @@ impl Runner {
                 input = rx.recv() => match input {
                     Some(Input::Command(command, reply)) => {
                         let now = self.state.market_clock.now();
-                        if needs_storage(&command) && !self.state.db.is_available() {
-                            let why = "the database is unavailable: this change could not be stored, so it was not made";
-                            let _ = reply.send(Err(CommandError::NotPersisted(why.into())));
+                        if needs_storage(&command) && !self.state.db.is_writable() {
+                            let reason = "the database is unavailable: this change could not be stored, so it was not made";
+                            let _ = reply.send(Err(CommandError::NotPersisted { reason: reason.into(), unavailable: true }));
                             continue;
                         }
                         self.broker_reports(now).await;
@@ -387,7 +370,7 @@ impl Runner {
                 }
                 _ = check.tick() => {
                     let now = self.state.market_clock.now();
-                    if !self.unsaved.is_empty() && self.state.db.is_available() {
+                    if !self.unsaved.is_empty() && self.state.db.is_writable() {
                         self.save_unsaved(now).await;
                     }
                     self.broker_reports(now).await;
@@ -498,7 +481,7 @@ impl Runner {
         let repo: &dyn TradingRepository = &self.state.db;
         // Once a write finds the database unavailable, the batch's other writes are held in
         // memory rather than each waiting for it: the halt answers at once during an outage.
-        let mut reachable = self.state.db.is_available();
+        let mut reachable = self.state.db.is_writable();
         let halting = fx.iter().any(|f| matches!(f, Effect::TradingStateChanged { state: TradingState::Halted, .. }));
         if fx.iter().any(|f| matches!(f, Effect::TradingStateChanged { .. })) {
             let saved = match reachable {
@@ -507,6 +490,7 @@ impl Runner {
             };
             if let Err(e) = saved {
                 tracing::error!(error = %e, "trading state not persisted yet: held in memory, written when the database is back");
+                self.state.db.writes_failed(&e);
                 reachable &= !e.is_unavailable();
                 self.unsaved.state = true;
                 self.unsaved.outage = true;
@@ -519,6 +503,8 @@ impl Runner {
             .iter()
             .filter_map(|f| if let Effect::Submit(o) = f { Some(tradeops_core::orders::Order::clone(o)) } else { None })
             .collect();
+        // Whether the write-ahead failed because the database is unavailable (else: a bug).
+        let mut unsent_because = None;
         let written_ahead = match (new_orders.is_empty(), reachable) {
             (true, _) => true,
             (false, false) => false,
@@ -526,6 +512,8 @@ impl Runner {
                 Ok(()) => true,
                 Err(e) => {
                     tracing::error!(error = %e, orders = new_orders.len(), "orders not written ahead");
+                    self.state.db.writes_failed(&e);
+                    unsent_because = Some(e.is_unavailable());
                     reachable &= !e.is_unavailable();
                     false
                 }
@@ -534,6 +522,8 @@ impl Runner {
         if halting {
             CrashPoint::crash_if(self.crash_point, CrashPoint::HaltWrittenAhead);
         }
+        let answers_command = fx.iter().any(|f| matches!(f, Effect::Reply(_)));
+        let mut withdrawn = false;
         let mut reply = None;
         let mut state_dirty = !new_orders.is_empty();
         // Published after the batch commits: operators see only what is persisted.
@@ -561,6 +551,11 @@ impl Runner {
                     self.unsaved.outage = true;
                     self.broker.submit(&order, now);
                     self.unsaved.orders.insert(order.client_order_id.clone(), order);
+                }
+                // An operator's order (the batch answers a command) is taken back, so the 503
+                // changes nothing; a strategy's is rejected, which its strategy sees.
+                Effect::Submit(order) if answers_command && self.engine.withdraw_unsent(&order.client_order_id) => {
+                    withdrawn = true;
                 }
                 Effect::Submit(order) => refused.push(BrokerReport::Rejected {
                     client_order_id: order.client_order_id.clone(),
@@ -601,7 +596,8 @@ impl Runner {
                         "watchlist.updated",
                         serde_json::json!({"symbol": symbol, "strategy_status": status, "reason": reason}),
                     ));
-                    self.save_watch(&symbol, status, reason, now).await
+                    let write = HeldWrite::WatchStatus { symbol, status, reason, at: now };
+                    self.write_or_hold(write, &mut reachable).await;
                 }
                 Effect::WatchStarted { symbol, source, strategy_id, strategy_version, at } => {
                     events.push((
@@ -620,17 +616,13 @@ impl Runner {
                         time_completed: None,
                         reason: None,
                     };
-                    let market: &dyn MarketRepository = &self.state.db;
-                    if let Err(e) = market.put_watch_row(&row).await {
-                        tracing::error!(error = %e, %symbol, "watchlist row not persisted");
-                    }
+                    self.write_or_hold(HeldWrite::WatchStarted(row), &mut reachable).await;
                 }
                 Effect::BlockPlaced { symbol, block } => {
                     events.push((
                         "risk.state_changed",
                         serde_json::json!({"blocked": crate::watchlist::engine_block_result(&symbol, &block)}),
                     ));
-                    let market: &dyn MarketRepository = &self.state.db;
                     let record = tradeops_store::BlockRecord {
                         block_id: 0,
                         symbol: symbol.to_string(),
@@ -640,22 +632,14 @@ impl Runner {
                         effective_from: to_epoch_ms(&block.effective_from),
                         expires_at: block.expires_at.as_ref().map(to_epoch_ms),
                     };
-                    let replaced = market
-                        .lift_blocks(symbol.as_str(), to_epoch_ms(&now), &block.actor, "replaced by a new block")
-                        .await;
-                    if let Err(e) = replaced.and(market.insert_block(&record).await.map(|_| 0)) {
-                        tracing::error!(error = %e, %symbol, "block not persisted");
-                    }
+                    self.write_or_hold(HeldWrite::Block { record, at: now }, &mut reachable).await;
                 }
                 Effect::BlockLifted { symbol, reason, actor } => {
                     events.push((
                         "risk.state_changed",
                         serde_json::json!({"unblocked": symbol, "reason": reason, "by": actor}),
                     ));
-                    let market: &dyn MarketRepository = &self.state.db;
-                    if let Err(e) = market.lift_blocks(symbol.as_str(), to_epoch_ms(&now), &actor, &reason).await {
-                        tracing::error!(error = %e, %symbol, "block lift not persisted");
-                    }
+                    self.write_or_hold(HeldWrite::Unblock { symbol, reason, actor, at: now }, &mut reachable).await;
                 }
                 Effect::Violation { rule, symbol, client_order_id, detail } => {
                     events.push((
@@ -671,19 +655,7 @@ impl Runner {
                         client_order_id: client_order_id.map(|c| c.to_string()),
                         detail: detail.to_string(),
                     };
-                    let market: &dyn MarketRepository = &self.state.db;
-                    let recorded = match reachable {
-                        true => market.insert_violation(&record).await,
-                        false => Err(tradeops_store::StoreError::Unavailable("the database is unavailable".into())),
-                    };
-                    if let Err(e) = recorded {
-                        tracing::error!(error = %e, "violation not recorded yet: held in memory");
-                        reachable &= !e.is_unavailable();
-                        self.unsaved.outage = true;
-                        if self.unsaved.violations.len() < MAX_HELD_VIOLATIONS {
-                            self.unsaved.violations.push(record);
-                        }
-                    }
+                    self.write_or_hold(HeldWrite::Violation(record), &mut reachable).await;
                 }
                 Effect::Decision { symbol, rule, text } => tracing::info!(%symbol, rule, "{text}"),
                 Effect::DayRolled { date } => {
@@ -705,11 +677,14 @@ impl Runner {
         if !self.unsaved.is_empty() && reachable {
             self.save_unsaved(now).await;
         }
-        if !refused.is_empty() {
+        if !refused.is_empty() || withdrawn {
             if let Some(Ok(_)) = reply {
-                reply = Some(Err(CommandError::NotPersisted(
-                    "the order could not be written ahead: the database is unavailable, and nothing was sent".into(),
-                )));
+                let unavailable = unsent_because.unwrap_or(true);
+                let reason = match unavailable {
+                    true => "the order could not be written ahead: the database is unavailable, and nothing was sent",
+                    false => "the order could not be written ahead, and nothing was sent",
+                };
+                reply = Some(Err(CommandError::NotPersisted { reason: reason.into(), unavailable }));
             }
         }
         // Operators see a change only once it is persisted.
@@ -737,6 +712,7 @@ impl Runner {
         let positions: Vec<_> = self.unsaved.positions.values().cloned().collect();
         if let Err(e) = repo.save_batch(&orders, &positions, &self.state_record(now), mode, &date).await {
             tracing::error!(error = %e, orders = orders.len(), positions = positions.len(), "batch not persisted yet: held in memory");
+            self.state.db.writes_failed(&e);
             self.unsaved.outage = true;
             return;
         }
@@ -744,13 +720,16 @@ impl Runner {
         self.unsaved.orders.clear();
         self.unsaved.positions.clear();
         self.unsaved.state = false;
-        let market: &dyn MarketRepository = &self.state.db;
-        while let Some(record) = self.unsaved.violations.first() {
-            if let Err(e) = market.insert_violation(record).await {
-                tracing::error!(error = %e, "violation not recorded yet: held in memory");
+        while let Some(write) = self.unsaved.writes.first() {
+            if let Err(e) = write.write(&self.state.db).await {
+                tracing::error!(error = %e, "held writes not stored yet");
+                self.state.db.writes_failed(&e);
                 return;
             }
-            self.unsaved.violations.remove(0);
+            self.unsaved.writes.remove(0);
+        }
+        if std::mem::take(&mut self.unsaved.dropped) > 0 {
+            tracing::error!("writes beyond the held bound during the outage were not kept");
         }
         if std::mem::take(&mut self.unsaved.outage) {
             tracing::warn!(
@@ -781,38 +760,25 @@ impl Runner {
         }
     }
 
-    async fn save_watch(&self, symbol: &Symbol, status: StrategyStatus, reason: Option<String>, now: Timestamp) {
-        let repo: &dyn MarketRepository = &self.state.db;
-        let Ok(existing) = repo.watch_row(symbol.as_str()).await else { return };
-        let mut row = existing.unwrap_or_else(|| tradeops_store::WatchRecord {
-            symbol: symbol.to_string(),
-            source: "API".into(),
-            strategy_id: "manual".into(),
-            strategy_version: "-".into(),
-            strategy_status: status.as_str().into(),
-            polling_status: "STOPPED".into(),
-            time_added: to_epoch_ms(&now),
-            time_closed: None,
-            time_completed: None,
-            reason: None,
-        });
-        row.strategy_status = status.as_str().into();
-        row.polling_status = match status {
-            StrategyStatus::Closed | StrategyStatus::Halted => "STOPPED".into(),
-            _ => "POLLING".into(),
-        };
-        if matches!(status, StrategyStatus::Closed | StrategyStatus::Halted) && row.time_closed.is_none() {
-            row.time_closed = Some(to_epoch_ms(&now));
+    /// Writes now while the database takes writes; otherwise (or when this write finds it
+    /// unavailable) holds the write for [`Runner::save_unsaved`]. Writes are kept in order:
+    /// while any is held, the next is held behind it.
+    async fn write_or_hold(&mut self, write: HeldWrite, reachable: &mut bool) {
+        if *reachable && self.unsaved.writes.is_empty() {
+            match write.write(&self.state.db).await {
+                Ok(()) => return,
+                Err(e) if e.is_unavailable() => {
+                    tracing::error!(error = %e, "write held until the database is back");
+                    self.state.db.writes_failed(&e);
+                    *reachable = false;
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, ?write, "write failed");
+                    return;
+                }
+            }
         }
-        if !matches!(status, StrategyStatus::Closed | StrategyStatus::Halted) {
-            row.time_closed = None;
-        }
-        if reason.is_some() {
-            row.reason = reason;
-        }
-        if let Err(e) = repo.put_watch_row(&row).await {
-            tracing::error!(error = %e, %symbol, "watchlist row not persisted");
-        }
+        self.unsaved.hold(write);
     }
 
     /// While halted, each change of what is still open is published, until flat.
@@ -894,7 +860,7 @@ impl Runner {
             open_orders: e.orders.values().filter(|o| !o.status.is_final()).count(),
             broker_open_orders,
             state_persisted: !self.unsaved.state,
-            unsaved_writes: self.unsaved.orders.len() + self.unsaved.positions.len() + self.unsaved.violations.len(),
+            unsaved_writes: self.unsaved.len(),
             reconciliation_status: status,
             reconciliation_detail: detail,
         };

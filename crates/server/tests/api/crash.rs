@@ -177,7 +177,10 @@ fn a_halt_interrupted_by_a_crash_completes_after_restart(kill: Kill) {
     let mut running = start_demo(dir.path(), &env);
     let resting = rt.block_on(async {
         let base = running.base.clone();
-        let symbols = radar_symbols(&client, &base, 6).await;
+        let symbols = radar_symbols(&client, &base, 7).await;
+        // A watched symbol: its strategy must stay stopped after the restart.
+        let watched = call(&client, &base, Method::POST, "/api/radar/watch", Some(json!({"symbol": symbols[6].0}))).await;
+        assert_eq!(watched["ok"], true, "{watched}");
         let mut bought = Vec::new();
         for (s, _) in &symbols[..2] {
             let placed = call(&client, &base, Method::POST, "/api/orders", Some(json!({"symbol": s, "side": "BUY", "quantity": 10}))).await;
@@ -210,13 +213,16 @@ fn a_halt_interrupted_by_a_crash_completes_after_restart(kill: Kill) {
             }
         }
         if let Kill::AfterExitsFilled = kill {
+            let mut flat = false;
             for _ in 0..200 {
                 let positions = call(&client, &base, Method::GET, "/api/positions", None).await;
                 if positions["data"].as_array().unwrap().is_empty() {
+                    flat = true;
                     break;
                 }
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
+            assert!(flat, "the halt's exits filled before the kill");
             for id in &resting {
                 let o = call(&client, &base, Method::GET, &format!("/api/orders/{id}"), None).await;
                 assert_eq!(o["data"]["status"], "PENDING_CANCEL", "the slow broker has not answered: {o}");
@@ -257,6 +263,9 @@ fn a_halt_interrupted_by_a_crash_completes_after_restart(kill: Kill) {
         for id in &resting {
             let o = call(&client, &base, Method::GET, &format!("/api/orders/{id}"), None).await;
             assert_eq!(o["data"]["status"], "CANCELED", "{kill:?}: {o}");
+        }
+        for w in state["watchlist"].as_array().unwrap() {
+            assert!(["Closed", "Halted"].contains(&w[1].as_str().unwrap()), "{kill:?}: a strategy left running: {w}");
         }
         if let Kill::AfterReply | Kill::AfterExitsFilled = kill {
             // The restarted broker was still working the orders whose cancels were lost with

@@ -110,14 +110,16 @@ async fn a_cancel_can_be_asked_again_until_the_order_ends() {
     app.wait_for_order(&order_id, "ACCEPTED").await;
     let cancel = app.post("/api/orders/cancel", ADMIN_TOKEN, json!({"client_order_id": order_id})).await;
     assert_eq!(cancel.assert_ok(200)["status"], "PENDING_CANCEL");
-    // Asking again while PENDING_CANCEL re-sends the cancel (its answer may have been lost):
-    // idempotent, and audited like the first.
+    // Asking again while PENDING_CANCEL re-sends the cancel (its answer may have been lost),
+    // answered as CONTRACT §2 says of an order already PENDING_CANCEL, and audited.
     let again = app.post("/api/orders/cancel", ADMIN_TOKEN, json!({"client_order_id": order_id})).await;
-    assert_eq!(again.assert_ok(200)["status"], "PENDING_CANCEL");
+    again.assert_error(409, "ORDER_NOT_CANCELLABLE");
+    assert_eq!(again.body["error"]["detail"]["status"], "PENDING_CANCEL");
+    assert_eq!(again.body["error"]["detail"]["cancel_sent_again"], true);
     let audited = app.get("/api/audit?action=order.cancel").await;
     let rows: Vec<_> = audited.data().as_array().unwrap().iter().filter(|r| r["target"] == order_id.as_str()).collect();
-    assert_eq!(rows.len(), 2, "both requests audited: {}", audited.body);
-    assert!(rows.iter().all(|r| r["outcome"] == "OK"), "{rows:?}");
+    let outcomes: Vec<_> = rows.iter().map(|r| r["outcome"].as_str().unwrap()).collect();
+    assert_eq!(outcomes, ["ORDER_NOT_CANCELLABLE", "OK"], "both requests audited, newest first: {}", audited.body);
     app.wait_for_order(&order_id, "CANCELED").await;
     let ended = app.post("/api/orders/cancel", ADMIN_TOKEN, json!({"client_order_id": order_id})).await;
     ended.assert_error(409, "ORDER_NOT_CANCELLABLE");
