@@ -199,6 +199,7 @@ pub fn router(state: AppState, extra: Router<AppState>) -> Router {
         .method_not_allowed_fallback(http::method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(CatchPanicLayer::custom(http::panic_response))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), crate::deadline::database_deadline))
         .layer(TraceLayer::new_for_http().make_span_with(http::make_span))
         .layer(axum::middleware::from_fn_with_state(state.clone(), http::request_context))
         .with_state(state)

@@ -13,6 +13,8 @@ use tradeops_store::{AuditEntry, AuditFilter, AuditRecord, AuditRepository, Stor
 pub const MAX_HELD: usize = 10_000;
 /// How often held rows are retried.
 const RETRY_EVERY: Duration = Duration::from_millis(500);
+/// The longest a request waits for its audit row to be written before the row is held.
+const APPEND_TIMEOUT: Duration = Duration::from_millis(200);
 
 pub struct AuditOutbox {
     inner: Arc<dyn AuditRepository>,
@@ -116,7 +118,13 @@ impl AuditRepository for AuditOutbox {
             self.hold(entry);
             return Ok(0);
         }
-        match self.inner.append_audit(entry).await {
+        let written = match tokio::time::timeout(APPEND_TIMEOUT, self.inner.append_audit(entry)).await {
+            Ok(written) => written,
+            // Not answered in time (a database that stopped answering): held, so the request
+            // is not held up; if the first write lands after all, the row is stored twice.
+            Err(_) => Err(StoreError::Unavailable(format!("no answer within {APPEND_TIMEOUT:?}"))),
+        };
+        match written {
             Err(e) if e.is_unavailable() => {
                 tracing::warn!(action = %entry.action, "audit row held until the database is back");
                 self.hold(entry);

@@ -10,6 +10,7 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod console;
+pub mod deadline;
 pub mod downloads;
 pub mod envelope;
 pub mod error;

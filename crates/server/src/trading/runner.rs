@@ -22,6 +22,7 @@ use tradeops_core::risk::TradingState;
 use tradeops_core::time::{from_epoch_ms, to_epoch_ms};
 use tradeops_core::{strategy, Symbol, Timestamp};
 use tradeops_sim::paper::{MarketUpdate, PaperBroker, PaperConfig};
+use tradeops_store::StoreError;
 use tradeops_store::{EngineStateRecord, MarketRepository, TradingRepository, ViolationRecord};
 
 /// What the runner takes in.
@@ -210,6 +211,20 @@ async fn restore(
     runner.anomalies.clear();
     tracing::info!(open_orders = open.len(), positions = runner.engine.positions.len(), "engine restored");
     Ok((runner, unsent))
+}
+
+/// The longest the runner waits for one write: a database that stops answering (a frozen
+/// server, a partition) never holds the engine, so the emergency halt behind it still acts at
+/// once. A write not answered in time is held and written again (writes are idempotent).
+const WRITE_TIMEOUT: Duration = Duration::from_millis(300);
+const NO_ANSWER: &str = "no answer from the database within";
+
+/// A write bounded by [`WRITE_TIMEOUT`]; past it, [`StoreError::Unavailable`].
+async fn bounded<T>(write: impl std::future::Future<Output = Result<T, StoreError>>) -> Result<T, StoreError> {
+    match tokio::time::timeout(WRITE_TIMEOUT, write).await {
+        Ok(result) => result,
+        Err(_) => Err(StoreError::Unavailable(format!("{NO_ANSWER} {WRITE_TIMEOUT:?}"))),
+    }
 }
 
 /// Commands an operator expects to outlast a restart (orders, closes, the watchlist, blocks,
@@ -485,7 +500,7 @@ impl Runner {
         let halting = fx.iter().any(|f| matches!(f, Effect::TradingStateChanged { state: TradingState::Halted, .. }));
         if fx.iter().any(|f| matches!(f, Effect::TradingStateChanged { .. })) {
             let saved = match reachable {
-                true => repo.save_engine_state(&self.state_record(now)).await,
+                true => bounded(repo.save_engine_state(&self.state_record(now))).await,
                 false => Err(tradeops_store::StoreError::Unavailable("the database is unavailable".into())),
             };
             if let Err(e) = saved {
@@ -505,15 +520,19 @@ impl Runner {
             .collect();
         // Whether the write-ahead failed because the database is unavailable (else: a bug).
         let mut unsent_because = None;
+        let mut ambiguous = false;
         let written_ahead = match (new_orders.is_empty(), reachable) {
             (true, _) => true,
             (false, false) => false,
-            (false, true) => match repo.save_orders(&new_orders, mode, &date).await {
+            (false, true) => match bounded(repo.save_orders(&new_orders, mode, &date)).await {
                 Ok(()) => true,
                 Err(e) => {
                     tracing::error!(error = %e, orders = new_orders.len(), "orders not written ahead");
                     self.state.db.writes_failed(&e);
                     unsent_because = Some(e.is_unavailable());
+                    // A write that did not answer in time may still land: its orders are
+                    // rejected (and that stored later) rather than taken back without a trace.
+                    ambiguous = e.to_string().contains(NO_ANSWER);
                     reachable &= !e.is_unavailable();
                     false
                 }
@@ -554,7 +573,9 @@ impl Runner {
                 }
                 // An operator's order (the batch answers a command) is taken back, so the 503
                 // changes nothing; a strategy's is rejected, which its strategy sees.
-                Effect::Submit(order) if answers_command && self.engine.withdraw_unsent(&order.client_order_id) => {
+                Effect::Submit(order)
+                    if answers_command && !ambiguous && self.engine.withdraw_unsent(&order.client_order_id) =>
+                {
                     withdrawn = true;
                 }
                 Effect::Submit(order) => refused.push(BrokerReport::Rejected {
@@ -710,7 +731,7 @@ impl Runner {
         let repo: &dyn TradingRepository = &self.state.db;
         let orders: Vec<_> = self.unsaved.orders.values().map(|o| tradeops_core::orders::Order::clone(o)).collect();
         let positions: Vec<_> = self.unsaved.positions.values().cloned().collect();
-        if let Err(e) = repo.save_batch(&orders, &positions, &self.state_record(now), mode, &date).await {
+        if let Err(e) = bounded(repo.save_batch(&orders, &positions, &self.state_record(now), mode, &date)).await {
             tracing::error!(error = %e, orders = orders.len(), positions = positions.len(), "batch not persisted yet: held in memory");
             self.state.db.writes_failed(&e);
             self.unsaved.outage = true;
@@ -721,7 +742,7 @@ impl Runner {
         self.unsaved.positions.clear();
         self.unsaved.state = false;
         while let Some(write) = self.unsaved.writes.first() {
-            if let Err(e) = write.write(&self.state.db).await {
+            if let Err(e) = bounded(write.write(&self.state.db)).await {
                 tracing::error!(error = %e, "held writes not stored yet");
                 self.state.db.writes_failed(&e);
                 return;
@@ -765,7 +786,7 @@ impl Runner {
     /// while any is held, the next is held behind it.
     async fn write_or_hold(&mut self, write: HeldWrite, reachable: &mut bool) {
         if *reachable && self.unsaved.writes.is_empty() {
-            match write.write(&self.state.db).await {
+            match bounded(write.write(&self.state.db)).await {
                 Ok(()) => return,
                 Err(e) if e.is_unavailable() => {
                     tracing::error!(error = %e, "write held until the database is back");

@@ -72,9 +72,34 @@ impl OwnPostgres {
     }
 }
 
+impl OwnPostgres {
+    /// Every process of this cluster (the postmaster, from its data folder, and its children).
+    fn processes(&self) -> Vec<String> {
+        let pid = std::fs::read_to_string(Path::new(&self.data()).join("postmaster.pid")).unwrap();
+        let pid = pid.lines().next().unwrap().trim().to_string();
+        let children = Command::new("pgrep").args(["-P", &pid]).output().unwrap();
+        let mut all: Vec<String> =
+            String::from_utf8_lossy(&children.stdout).split_whitespace().map(String::from).collect();
+        all.push(pid);
+        all
+    }
+
+    /// Freezes the cluster (SIGSTOP): it stops answering without closing a connection.
+    fn freeze(&self) {
+        let status = Command::new("kill").arg("-STOP").args(self.processes()).status().unwrap();
+        assert!(status.success());
+    }
+
+    fn thaw(&self) {
+        let status = Command::new("kill").arg("-CONT").args(self.processes()).status().unwrap();
+        assert!(status.success());
+    }
+}
+
 impl Drop for OwnPostgres {
     fn drop(&mut self) {
         if Path::new(&self.data()).join("postmaster.pid").exists() {
+            let _ = std::panic::catch_unwind(|| self.thaw());
             let _ = std::panic::catch_unwind(|| self.run("pg_ctl", &["-D", &self.data(), "-m", "immediate", "stop"]));
         }
     }
@@ -364,4 +389,48 @@ async fn a_full_disk_refuses_writes_with_503_and_the_halt_still_acts() {
         orders.body
     );
     assert_eq!(app.get("/api/risk/state").await.data()["trades_today"], 1, "the refused order counts no trade");
+}
+
+#[tokio::test]
+async fn a_frozen_database_never_holds_a_request_or_the_halt() {
+    let Some(pg) = OwnPostgres::start() else { return };
+    let mut config = test_config(pg.url());
+    config.redis_url = None;
+    let app = start(config, std::sync::Arc::new(TestDb::External), axum::Router::new()).await;
+    let (held, _) = app.market_symbols(1).await.remove(0);
+    let bought = app.post("/api/orders", ADMIN_TOKEN, json!({"symbol": held, "side": "BUY", "quantity": 10})).await;
+    let bought = bought.assert_ok(201)["client_order_id"].as_str().unwrap().to_string();
+    app.wait_for_order(&bought, "FILLED").await;
+
+    // The server stops answering but keeps every connection open: nothing fails, all waits.
+    // The halt at once, before the probe has noticed: its writes wait a bounded time each.
+    pg.freeze();
+    let started = Instant::now();
+    let halt = app.post("/api/risk/emergency-halt", ADMIN_TOKEN, json!({"reason": "frozen database"})).await;
+    let took = started.elapsed();
+    eprintln!("frozen database: the emergency halt answered in {took:?}");
+    let halted = halt.assert_ok(200);
+    assert_eq!(halted["persisted"], false, "{}", halt.body);
+    assert!(took < Duration::from_secs(3), "the halt answered after {took:?}");
+    assert_unavailable(&app, reqwest::Method::GET, "/api/orders?limit=5", None).await;
+    assert_unavailable(&app, reqwest::Method::GET, &format!("/api/orders/{bought}"), None).await;
+    let mut flat = false;
+    for _ in 0..100 {
+        app.market.advance(chrono::Duration::milliseconds(200));
+        if app.get("/api/positions").await.data().as_array().is_some_and(|p| p.is_empty()) {
+            flat = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(30)).await;
+    }
+    assert!(flat, "the halt's exit filled while the database was frozen");
+
+    pg.thaw();
+    wait_health(&app, "HEALTHY").await;
+    wait_until_stored(&app).await;
+    let app = app.restart().await;
+    assert_eq!(app.get("/api/risk/state").await.data()["trading_state"], "HALTED");
+    assert!(app.get("/api/positions").await.data().as_array().unwrap().is_empty());
+    let audit = app.get("/api/audit?action=risk.emergency_halt").await;
+    assert!(!audit.data().as_array().unwrap().is_empty(), "{}", audit.body);
 }
