@@ -17,6 +17,7 @@ use tradeops_core::engine::{
     Command, CommandError, Effect, Engine, Event, Halt, Reply, Slot, StrategyStatus, LIQUIDATION_REASON,
 };
 use tradeops_core::market::Side;
+use tradeops_core::orders::TimeInForce;
 use tradeops_core::reconcile::Discrepancy;
 use tradeops_core::risk::TradingState;
 use tradeops_core::time::{from_epoch_ms, to_epoch_ms};
@@ -271,10 +272,17 @@ impl Runner {
             if self.broker.lookup(&id) != BrokerLookup::Unknown {
                 continue; // the broker has it: its reports follow
             }
+            let calendar = self.engine.calendar();
             let why = if halted {
                 Some("trading is HALTED")
             } else if order.status == tradeops_core::orders::OrderStatus::PendingCancel {
                 Some("its cancel was requested")
+            } else if order.time_in_force == TimeInForce::Ioc {
+                Some("an immediate-or-cancel order cannot be sent later")
+            } else if order.time_in_force == TimeInForce::Day
+                && calendar.date_of(order.created_at) != calendar.date_of(now)
+            {
+                Some("its trading day has ended")
             } else {
                 None
             };

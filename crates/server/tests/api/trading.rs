@@ -335,7 +335,14 @@ async fn orders_written_ahead_but_never_sent_are_sent_or_refused_after_a_restart
     let order = json!({"symbol": symbol, "side": "BUY", "quantity": 10, "order_type": "LIMIT",
         "limit_price": limit, "time_in_force": "GTC"});
     let active = id(&app.post("/api/orders", ADMIN_TOKEN, order.clone()).await);
+    let mut now_or_never = order.clone();
+    now_or_never["time_in_force"] = json!("IOC");
+    now_or_never["quantity"] = json!(11); // not a duplicate of the first
+    let ioc = id(&app.post("/api/orders", ADMIN_TOKEN, now_or_never).await);
     let app = app.restart().await;
+    let late = app.get(&format!("/api/orders/{ioc}")).await;
+    assert_eq!(late.data()["status"], "REJECTED", "an IOC is not sent after a restart: {}", late.body);
+    assert!(late.data()["reject_reason"].as_str().unwrap().contains("immediate-or-cancel"), "{}", late.body);
     app.market.advance(chrono::Duration::seconds(60));
     let sent = app.wait_for_order(&active, "ACCEPTED").await;
     assert_eq!(sent["reject_reason"], Value::Null, "{sent}");
