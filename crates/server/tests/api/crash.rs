@@ -15,6 +15,16 @@ struct Running {
     base: String,
 }
 
+/// A test that fails part-way leaves no server behind.
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
 const CRASH_TOKEN: &str = "tro_crash_test_admin_token_0123456789";
 
 fn start_demo(dir: &std::path::Path, env: &[(&str, &str)]) -> Running {
