@@ -3,14 +3,27 @@
 //! The `Any` driver carries bool/int/float/text/bytes only, so timestamps are stored as epoch
 //! milliseconds, money as decimal text and flags as 0/1. Queries use `$1` placeholders, which
 //! both backends accept. DDL differs only in identity columns, hence two migration folders.
+//!
+//! SQLite's write-ahead log is kept bounded: the automatic checkpoint every
+//! [`WAL_AUTOCHECKPOINT_PAGES`] pages cannot reset the log while readers keep using it, so under
+//! sustained writes from the pool's connections it grows without end; the service therefore also
+//! calls [`Database::checkpoint_wal`] periodically (a `TRUNCATE` checkpoint waits for readers and
+//! empties the file), and `journal_size_limit` cuts the file back after every reset.
 
 use sqlx::any::{install_default_drivers, AnyPoolOptions};
 use sqlx::migrate::Migrator;
-use sqlx::{AnyPool, Executor};
+use sqlx::AnyPool;
 use std::time::{Duration, Instant};
 
 static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("./migrations/sqlite");
 static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("./migrations/postgres");
+
+/// SQLite's automatic (passive) checkpoint threshold, in pages of 4 KiB: SQLite's own default,
+/// set explicitly so no connection runs with it off.
+pub const WAL_AUTOCHECKPOINT_PAGES: u32 = 1000;
+/// Bytes the WAL file is cut back to after a checkpoint resets it (SQLite otherwise keeps the
+/// file at its largest size ever).
+pub const WAL_SIZE_LIMIT_BYTES: u64 = 16 * 1024 * 1024;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -69,8 +82,12 @@ impl Database {
                 ensure_sqlite_folder(url);
                 options = options.max_connections(8).after_connect(|conn, _| {
                     Box::pin(async move {
-                        conn.execute("PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")
-                            .await?;
+                        let pragmas = format!(
+                            "PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000; PRAGMA synchronous = NORMAL; \
+                             PRAGMA foreign_keys = ON; PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT_PAGES}; \
+                             PRAGMA journal_size_limit = {WAL_SIZE_LIMIT_BYTES};"
+                        );
+                        sqlx::raw_sql(sqlx::AssertSqlSafe(pragmas)).execute(&mut *conn).await?;
                         Ok(())
                     })
                 });
@@ -116,6 +133,20 @@ impl Database {
         Ok(started.elapsed())
     }
 
+    /// Copies SQLite's write-ahead log into the database file and truncates the log to zero
+    /// bytes; waits (up to the busy timeout) for readers still using it. Returns false when a
+    /// reader or writer kept it from completing (the next call tries again). PostgreSQL manages
+    /// its own log: always true there.
+    pub async fn checkpoint_wal(&self) -> Result<bool, StoreError> {
+        if self.backend != Backend::Sqlite {
+            return Ok(true);
+        }
+        let row = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").fetch_one(&self.pool).await?;
+        // Columns: busy (1 when blocked), frames in the log, frames checkpointed.
+        let busy: i64 = sqlx::Row::try_get(&row, 0)?;
+        Ok(busy == 0)
+    }
+
     /// Runs one statement outside any repository (administration: creating test databases).
     pub async fn execute_raw(&self, sql: &str) -> Result<(), StoreError> {
         sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_string())).execute(&self.pool).await?;
@@ -138,5 +169,69 @@ fn ensure_sqlite_folder(url: &str) {
         if !parent.as_os_str().is_empty() {
             let _ = std::fs::create_dir_all(parent);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{AuditEntry, AuditFilter, AuditRepository};
+
+    fn wal_bytes(path: &std::path::Path) -> u64 {
+        std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
+    }
+
+    /// Eight writers and a reader at once never leave the log without a reader, so SQLite's
+    /// automatic checkpoint cannot reset it and the file only grows; the periodic `TRUNCATE`
+    /// checkpoint (what the service runs every few seconds) keeps it bounded whatever the volume.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn periodic_checkpoints_keep_the_wal_bounded_under_sustained_writes() {
+        const ROUNDS: usize = 30;
+        const ROWS_PER_WRITER: usize = 50;
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(&format!("sqlite://{}/t.db", dir.path().display())).await.unwrap();
+        let wal = dir.path().join("t.db-wal");
+        let request = serde_json::json!({"note": "x".repeat(1000)}).to_string();
+        let mut largest = 0;
+        for round in 0..ROUNDS {
+            let mut tasks = tokio::task::JoinSet::new();
+            for writer in 0..8 {
+                let (db, request) = (db.clone(), request.clone());
+                tasks.spawn(async move {
+                    for n in 0..ROWS_PER_WRITER {
+                        let entry = AuditEntry {
+                            ts: (round * 10_000 + writer * 1_000 + n) as i64,
+                            actor: "anonymous".into(),
+                            role: None,
+                            action: "risk.emergency_halt".into(),
+                            target: String::new(),
+                            request: request.clone(),
+                            outcome: "UNAUTHORIZED".into(),
+                            mode: "PAPER".into(),
+                            request_id: format!("r{round}-{writer}-{n}"),
+                        };
+                        db.append_audit(&entry).await.unwrap();
+                    }
+                });
+            }
+            let reader = db.clone();
+            tasks.spawn(async move {
+                for _ in 0..ROWS_PER_WRITER {
+                    reader.list_audit(&AuditFilter { limit: 5, ..Default::default() }).await.unwrap();
+                }
+            });
+            while let Some(done) = tasks.join_next().await {
+                done.unwrap();
+            }
+            largest = largest.max(wal_bytes(&wal));
+            db.checkpoint_wal().await.unwrap();
+        }
+        let written = ROUNDS * 8 * ROWS_PER_WRITER;
+        assert!(
+            largest < WAL_SIZE_LIMIT_BYTES,
+            "the WAL reached {largest} bytes over {written} rows (bound {WAL_SIZE_LIMIT_BYTES})"
+        );
+        assert_eq!(db.checkpoint_wal().await.unwrap(), true);
+        assert_eq!(wal_bytes(&wal), 0, "a TRUNCATE checkpoint empties the file");
     }
 }
