@@ -115,6 +115,11 @@ impl Application {
             backtests: Default::default(),
             trade_cache: Default::default(),
             rate_limiter: RateLimiter::new(config.auth.rate_limit_per_second, config.auth.rate_limit_burst),
+            client_limiter: crate::client_limit::ClientLimiter::new(
+                config.auth.anonymous_rate_limit_per_second,
+                config.auth.anonymous_rate_limit_burst,
+            ),
+            refusals: Default::default(),
             audit: Arc::new(db.clone()),
             config,
             clock,
@@ -177,6 +182,8 @@ impl Application {
             task.abort();
         }
         state.tokens.flush_usage().await;
+        // Every refusal counted so far reaches the audit log, whatever minute it is.
+        state.refusals.flush(state.audit.as_ref(), state.clock.now().timestamp_millis(), true).await;
         state.db.close().await;
         tracing::info!("stopped");
         result
@@ -255,6 +262,7 @@ fn spawn_background(state: &AppState) -> Vec<JoinHandle<()>> {
         token_usage,
         tokio::spawn(crate::downloads::run_worker(state.clone())),
         tokio::spawn(crate::backtests::run_worker(state.clone())),
+        tokio::spawn(crate::housekeeping::run(state.clone())),
     ];
     if let Some(live) = &state.live {
         tasks.push(tokio::spawn(run_feed(state.clone(), live.clone())));

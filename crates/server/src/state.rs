@@ -25,6 +25,10 @@ pub struct Inner {
     pub audit: Arc<dyn AuditRepository>,
     pub tokens: TokenRegistry,
     pub rate_limiter: RateLimiter,
+    /// The budget of callers without a valid token, per client address.
+    pub client_limiter: crate::client_limit::ClientLimiter,
+    /// Refusals before identification, counted per source and minute.
+    pub refusals: crate::refusals::RefusalLog,
     pub settings: SettingsService,
     pub health: HealthMonitor,
     pub metrics: Metrics,

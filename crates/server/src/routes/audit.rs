@@ -1,4 +1,5 @@
-//! `GET /api/audit` (operator+): who did what, refusals included, newest first.
+//! `GET /api/audit` (operator+): who did what, refusals included, newest first. Refusals before
+//! identification are one row per source and minute with a count (`crate::refusals`).
 
 use crate::auth::Caller;
 use crate::envelope::{ApiResponse, SuccessBody};
@@ -62,6 +63,8 @@ pub async fn list_audit(
 ) -> ApiResult<ApiResponse<Vec<AuditRow>>> {
     caller.require(Role::Operator)?;
     let limit = list_limit(q.limit)?;
+    // Aggregated refusals show their count as of now.
+    state.refusals.flush(state.audit.as_ref(), state.clock.now().timestamp_millis(), false).await;
     let filter = AuditFilter {
         action: q.action,
         actor: q.actor,
