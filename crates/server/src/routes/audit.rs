@@ -43,7 +43,8 @@ pub struct AuditRow {
     pub role: Option<String>,
     pub action: String,
     pub target: String,
-    /// The request body as sent (JSON, or a string when it was not JSON).
+    /// The request body as sent (JSON, or a string when it was not JSON); for an aggregate
+    /// row of refusals, `{"source", "count", "first", "last"}`.
     #[schema(value_type = Object)]
     pub request: Value,
     /// `OK` or the error code of the refusal.
@@ -53,6 +54,12 @@ pub struct AuditRow {
 }
 
 /// Audit rows, newest first, paginated.
+///
+/// One row per sensitive action of an identified caller. Refusals before identification (no or an invalid token, a spent rate budget) are one row per
+/// source, action, outcome and minute: `actor` `anonymous` (or the token over its budget),
+/// `target` the client address, `request` `{"source", "count", "first", "last"}`, `timestamp`
+/// and `request_id` of the first refusal; the row appears at the first refusal and its count is
+/// current whenever this list is read. Rows older than `audit.retention_days` are deleted.
 #[utoipa::path(get, path = "/api/audit", tag = "audit", security(("bearer" = [])), params(AuditQuery),
     responses((status = 200, description = "Audit rows", body = inline(SuccessBody<Vec<AuditRow>>)),
               (status = 403, description = "FORBIDDEN (viewer)", body = crate::envelope::ErrorBody)))]
