@@ -7,8 +7,9 @@
 //! SQLite's write-ahead log is kept bounded: the automatic checkpoint every
 //! [`WAL_AUTOCHECKPOINT_PAGES`] pages cannot reset the log while readers keep using it, so under
 //! sustained writes from the pool's connections it grows without end; the service therefore also
-//! calls [`Database::checkpoint_wal`] periodically (a `TRUNCATE` checkpoint waits for readers and
-//! empties the file), and `journal_size_limit` cuts the file back after every reset.
+//! calls [`Database::checkpoint_wal`] periodically (past [`WAL_TRUNCATE_ABOVE_FRAMES`] a
+//! `TRUNCATE` checkpoint waits for readers and empties the file), and `journal_size_limit` cuts
+//! the file back after every reset.
 
 use sqlx::any::{install_default_drivers, AnyPoolOptions};
 use sqlx::migrate::Migrator;
@@ -24,6 +25,9 @@ pub const WAL_AUTOCHECKPOINT_PAGES: u32 = 1000;
 /// Bytes the WAL file is cut back to after a checkpoint resets it (SQLite otherwise keeps the
 /// file at its largest size ever).
 pub const WAL_SIZE_LIMIT_BYTES: u64 = 16 * 1024 * 1024;
+/// Frames (pages) in the WAL past which [`Database::checkpoint_wal`] truncates it (8 MiB): below
+/// it the WAL is being reset by the automatic checkpoints and a passive checkpoint suffices.
+pub const WAL_TRUNCATE_ABOVE_FRAMES: i64 = 2048;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -133,18 +137,33 @@ impl Database {
         Ok(started.elapsed())
     }
 
-    /// Copies SQLite's write-ahead log into the database file and truncates the log to zero
-    /// bytes; waits (up to the busy timeout) for readers still using it. Returns false when a
-    /// reader or writer kept it from completing (the next call tries again). PostgreSQL manages
-    /// its own log: always true there.
+    /// Copies SQLite's write-ahead log into the database file without blocking writers (a
+    /// passive checkpoint); when the log has grown past [`WAL_TRUNCATE_ABOVE_FRAMES`] (readers
+    /// kept the automatic checkpoints from resetting it), checkpoints again in `TRUNCATE` mode,
+    /// which blocks writers while it waits (up to the busy timeout) for readers, then empties
+    /// the file. Truncating only then keeps a checkpoint's pause (and its fsync) away from
+    /// writers on a quiet log. Returns false when something kept it from completing (the next
+    /// call tries again). PostgreSQL manages its own log: always true there.
     pub async fn checkpoint_wal(&self) -> Result<bool, StoreError> {
         if self.backend != Backend::Sqlite {
             return Ok(true);
         }
-        let row = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").fetch_one(&self.pool).await?;
+        let (busy, frames) = self.sqlite_checkpoint("PASSIVE").await?;
+        if frames < WAL_TRUNCATE_ABOVE_FRAMES {
+            return Ok(!busy);
+        }
+        let (busy, _) = self.sqlite_checkpoint("TRUNCATE").await?;
+        Ok(!busy)
+    }
+
+    /// `PRAGMA wal_checkpoint(MODE)`: whether it was blocked, and the frames in the log.
+    async fn sqlite_checkpoint(&self, mode: &'static str) -> Result<(bool, i64), StoreError> {
+        let sql = format!("PRAGMA wal_checkpoint({mode})");
+        let row = sqlx::query(sqlx::AssertSqlSafe(sql)).fetch_one(&self.pool).await?;
         // Columns: busy (1 when blocked), frames in the log, frames checkpointed.
         let busy: i64 = sqlx::Row::try_get(&row, 0)?;
-        Ok(busy == 0)
+        let frames: i64 = sqlx::Row::try_get(&row, 1)?;
+        Ok((busy != 0, frames))
     }
 
     /// Runs one statement outside any repository (administration: creating test databases).
@@ -182,12 +201,12 @@ mod tests {
     }
 
     /// Eight writers and a reader at once never leave the log without a reader, so SQLite's
-    /// automatic checkpoint cannot reset it and the file only grows; the periodic `TRUNCATE`
-    /// checkpoint (what the service runs every few seconds) keeps it bounded whatever the volume.
+    /// automatic checkpoint cannot reset it and the file only grows; the periodic checkpoint
+    /// (what the service runs every few seconds) keeps it bounded whatever the volume.
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn periodic_checkpoints_keep_the_wal_bounded_under_sustained_writes() {
         const ROUNDS: usize = 30;
-        const ROWS_PER_WRITER: usize = 50;
+        const ROWS_PER_WRITER: usize = 40;
         let dir = tempfile::tempdir().unwrap();
         let db = Database::open(&format!("sqlite://{}/t.db", dir.path().display())).await.unwrap();
         let wal = dir.path().join("t.db-wal");
@@ -232,6 +251,36 @@ mod tests {
             "the WAL reached {largest} bytes over {written} rows (bound {WAL_SIZE_LIMIT_BYTES})"
         );
         assert!(db.checkpoint_wal().await.unwrap(), "nothing else uses the database now");
+    }
+
+    /// A reader holding its snapshot keeps every checkpoint from resetting the log; once the log
+    /// is past the threshold, the next periodic checkpoint empties the file.
+    #[tokio::test]
+    async fn a_log_left_long_by_a_reader_is_truncated() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(&format!("sqlite://{}/t.db", dir.path().display())).await.unwrap();
+        let wal = dir.path().join("t.db-wal");
+        let mut reader = db.pool.begin().await.unwrap();
+        sqlx::query("SELECT COUNT(*) FROM audit_log").fetch_one(&mut *reader).await.unwrap();
+        let request = serde_json::json!({"note": "x".repeat(1000)}).to_string();
+        for n in 0..1_000 {
+            let entry = AuditEntry {
+                ts: n,
+                actor: "anonymous".into(),
+                role: None,
+                action: "risk.emergency_halt".into(),
+                target: String::new(),
+                request: request.clone(),
+                outcome: "UNAUTHORIZED".into(),
+                mode: "PAPER".into(),
+                request_id: format!("r{n}"),
+            };
+            db.append_audit(&entry).await.unwrap();
+        }
+        let long = wal_bytes(&wal);
+        assert!(long > WAL_TRUNCATE_ABOVE_FRAMES as u64 * 4096, "the reader kept the log growing: {long} bytes");
+        reader.rollback().await.unwrap();
+        assert!(db.checkpoint_wal().await.unwrap());
         assert_eq!(wal_bytes(&wal), 0, "a TRUNCATE checkpoint empties the file");
     }
 }
