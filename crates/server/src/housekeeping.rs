@@ -1,7 +1,8 @@
 //! Housekeeping that keeps the disk bounded (issue 20), woken every second and timed by the
 //! injected clock: aggregated refusals are written ([`crate::refusals`]), audit rows older than
 //! `audit.retention_days` are pruned every hour (first at start), and SQLite's write-ahead log
-//! is checkpointed and truncated every [`WAL_CHECKPOINT_EVERY`].
+//! is checkpointed every [`WAL_CHECKPOINT_EVERY`] (truncated when long: see
+//! `Database::checkpoint_wal`).
 
 use crate::state::AppState;
 use chrono::Duration as Span;
@@ -10,8 +11,9 @@ use tradeops_core::Timestamp;
 
 /// How often the audit log is pruned.
 pub const PRUNE_EVERY: Span = Span::hours(1);
-/// How often SQLite's WAL is checkpointed and truncated: often enough that a burst of writes
-/// cannot pile up gigabytes, rarely enough that the pause (waiting for readers) is unnoticed.
+/// How often SQLite's WAL is checkpointed: often enough that a burst of writes cannot pile up
+/// gigabytes (at most 8 MiB plus ten seconds of writes before a truncation), rarely enough that
+/// a truncation's pause (writers wait for readers) is rare.
 pub const WAL_CHECKPOINT_EVERY: Span = Span::seconds(10);
 
 /// When each periodic job is next due.
