@@ -1,8 +1,8 @@
 //! Authentication (CONTRACT §6): bearer tokens stored only as SHA-256 hashes, three roles, a
 //! bootstrap admin token, a per-token rate limit, and a per-address one for callers without a
-//! valid token. Active tokens are held in memory so a
-//! request costs one hash and one map lookup; revoking removes the token from memory after the
-//! database, so a revoked token is refused at once.
+//! valid token. Active tokens are held in memory so a request costs one hash and one map
+//! lookup; revoking removes the token from memory after the database, so a revoked token is
+//! refused at once.
 
 use crate::client_limit::ClientAddr;
 use crate::error::{ApiError, ApiResult, ErrorCode};
