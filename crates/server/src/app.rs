@@ -115,7 +115,13 @@ impl Application {
             backtests: Default::default(),
             trade_cache: Default::default(),
             rate_limiter: RateLimiter::new(config.auth.rate_limit_per_second, config.auth.rate_limit_burst),
+            client_limiter: crate::client_limit::ClientLimiter::new(
+                config.auth.anonymous_rate_limit_per_second,
+                config.auth.anonymous_rate_limit_burst,
+            ),
+            refusals: Default::default(),
             audit: crate::audit_outbox::AuditOutbox::wrap(Arc::new(db.clone())),
+            audit_store: Arc::new(db.clone()),
             config,
             clock,
             db,
@@ -177,6 +183,9 @@ impl Application {
             task.abort();
         }
         state.tokens.flush_usage().await;
+        // Every refusal counted so far reaches the audit log, whatever minute it is; then the
+        // rows held during a database outage are written.
+        state.refusals.flush(state.audit_store.as_ref(), state.clock.now().timestamp_millis(), true).await;
         state.audit.flush_held().await;
         state.db.close().await;
         tracing::info!("stopped");
@@ -271,6 +280,7 @@ fn spawn_background(state: &AppState) -> Vec<JoinHandle<()>> {
         database,
         tokio::spawn(crate::downloads::run_worker(state.clone())),
         tokio::spawn(crate::backtests::run_worker(state.clone())),
+        tokio::spawn(crate::housekeeping::run(state.clone())),
     ];
     if let Some(live) = &state.live {
         tasks.push(tokio::spawn(run_feed(state.clone(), live.clone())));

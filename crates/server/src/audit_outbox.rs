@@ -138,6 +138,14 @@ impl AuditRepository for AuditOutbox {
         self.inner.list_audit(filter).await
     }
 
+    async fn update_audit_request(&self, audit_id: i64, request: &str) -> Result<(), StoreError> {
+        self.inner.update_audit_request(audit_id, request).await
+    }
+
+    async fn prune_audit(&self, before_ts: i64) -> Result<u64, StoreError> {
+        self.inner.prune_audit(before_ts).await
+    }
+
     async fn flush_held(&self) {
         self.flush().await;
     }
@@ -167,6 +175,12 @@ mod tests {
         }
         async fn list_audit(&self, _: &AuditFilter) -> Result<Vec<AuditRecord>, StoreError> {
             Ok(vec![])
+        }
+        async fn update_audit_request(&self, _: i64, _: &str) -> Result<(), StoreError> {
+            Ok(())
+        }
+        async fn prune_audit(&self, _: i64) -> Result<u64, StoreError> {
+            Ok(0)
         }
     }
 

@@ -1,16 +1,17 @@
 //! Authentication (CONTRACT §6): bearer tokens stored only as SHA-256 hashes, three roles, a
-//! bootstrap admin token, and a per-token rate limit. Active tokens are held in memory so a
-//! request costs one hash and one map lookup; revoking removes the token from memory after the
-//! database, so a revoked token is refused at once.
+//! bootstrap admin token, a per-token rate limit, and a per-address one for callers without a
+//! valid token. Active tokens are held in memory so a request costs one hash and one map
+//! lookup; revoking removes the token from memory after the database, so a revoked token is
+//! refused at once.
 
+use crate::client_limit::ClientAddr;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::state::AppState;
-use axum::extract::{ConnectInfo, FromRequestParts};
+use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use rand::RngCore;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::{Mutex, RwLock};
 use std::time::Instant;
@@ -173,8 +174,11 @@ impl RateLimiter {
 }
 
 /// Identifies the caller: `local` admin when auth is off, else the bearer token's principal.
-/// An unidentified caller spends from its address's budget, so guessing tokens or flooding
-/// refused requests (each one audited) is throttled like any token.
+/// A caller without a valid token spends from its client address's budget
+/// ([`crate::client_limit`]) and is refused from memory: `RATE_LIMITED` once the budget is
+/// spent, else `UNAUTHORIZED`. The only work before that is reading the header and, for a
+/// token, one SHA-256 and a map lookup; it must come first, or a flood from an operator's own
+/// address would refuse the operator's valid token too.
 pub fn identify(state: &AppState, parts: &Parts) -> ApiResult<Principal> {
     if !state.config.auth.enabled {
         return Ok(Principal { name: "local".into(), role: Role::Admin });
@@ -184,26 +188,28 @@ pub fn identify(state: &AppState, parts: &Parts) -> ApiResult<Principal> {
         .and_then(|h| h.split_once(' '))
         .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
         .map(|(_, token)| token.trim());
+    let now_ms = state.clock.now().timestamp_millis();
     let refusal = match token {
         None => ApiError::new(ErrorCode::Unauthorized, "Missing bearer token (Authorization: Bearer <token>)"),
-        Some(token) => match state.tokens.resolve(token, state.clock.now().timestamp_millis()) {
+        Some(token) => match state.tokens.resolve(token, now_ms) {
             Some(principal) => return Ok(principal),
             None => ApiError::new(ErrorCode::Unauthorized, "Invalid or revoked token"),
         },
     };
-    let peer = parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip().to_string()).unwrap_or_default();
-    // Addresses and token names share one map; `@` cannot occur in a token name.
-    spend(state, &format!("@{peer}"))?;
+    let client = ClientAddr::of_request(parts, state.config.auth.trust_forwarded_for);
+    state.client_limiter.check(client, now_ms).map_err(rate_limited)?;
     Err(refusal)
 }
 
 /// Spends one request of `key`'s rate budget.
 pub fn spend(state: &AppState, key: &str) -> ApiResult<()> {
-    state.rate_limiter.check(key).map_err(|retry| {
-        ApiError::new(ErrorCode::RateLimited, "Too many requests; slow down")
-            .with_detail(serde_json::json!({"retry_after_seconds": retry}))
-            .with_retry_after(retry)
-    })
+    state.rate_limiter.check(key).map_err(rate_limited)
+}
+
+fn rate_limited(retry_after: u64) -> ApiError {
+    ApiError::new(ErrorCode::RateLimited, "Too many requests; slow down")
+        .with_detail(serde_json::json!({"retry_after_seconds": retry_after}))
+        .with_retry_after(retry_after)
 }
 
 /// Identifies the caller and spends one request of its budget.

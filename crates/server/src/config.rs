@@ -24,6 +24,7 @@ pub struct Config {
     /// Applied at start as a settings change when set.
     pub mode: Option<TradingMode>,
     pub auth: AuthConfig,
+    pub audit: AuditConfig,
     pub sim: SimConfig,
     pub paper: PaperConfigValues,
     pub health_probe_interval: Duration,
@@ -39,6 +40,17 @@ pub struct AuthConfig {
     pub admin_token: Option<String>,
     pub rate_limit_per_second: u32,
     pub rate_limit_burst: u32,
+    /// Budget of requests without a valid token, per client address.
+    pub anonymous_rate_limit_per_second: u32,
+    pub anonymous_rate_limit_burst: u32,
+    /// Take the client address from `X-Forwarded-For` (behind a trusted reverse proxy only).
+    pub trust_forwarded_for: bool,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct AuditConfig {
+    /// Rows older than this many days are pruned.
+    pub retention_days: u32,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -97,6 +109,10 @@ const ENV_KEYS: &[(&str, &str)] = &[
     ("TRADEOPS_ADMIN_TOKEN", "auth.admin_token"),
     ("TRADEOPS_RATE_LIMIT_PER_SECOND", "auth.rate_limit_per_second"),
     ("TRADEOPS_RATE_LIMIT_BURST", "auth.rate_limit_burst"),
+    ("TRADEOPS_ANONYMOUS_RATE_LIMIT_PER_SECOND", "auth.anonymous_rate_limit_per_second"),
+    ("TRADEOPS_ANONYMOUS_RATE_LIMIT_BURST", "auth.anonymous_rate_limit_burst"),
+    ("TRADEOPS_TRUST_FORWARDED_FOR", "auth.trust_forwarded_for"),
+    ("TRADEOPS_AUDIT_RETENTION_DAYS", "audit.retention_days"),
     ("TRADEOPS_SIM_SEED", "simulation.seed"),
     ("TRADEOPS_SIM_SPEED", "simulation.speed"),
     ("TRADEOPS_SIM_SYMBOLS", "simulation.symbols"),
@@ -332,7 +348,11 @@ impl Reader {
             admin_token: Some(self.string("auth.admin_token")).filter(|t| !t.is_empty()),
             rate_limit_per_second: self.integer("auth.rate_limit_per_second", 1, 10_000_000) as u32,
             rate_limit_burst: self.integer("auth.rate_limit_burst", 1, 10_000_000) as u32,
+            anonymous_rate_limit_per_second: self.integer("auth.anonymous_rate_limit_per_second", 1, 10_000_000) as u32,
+            anonymous_rate_limit_burst: self.integer("auth.anonymous_rate_limit_burst", 1, 10_000_000) as u32,
+            trust_forwarded_for: self.boolean("auth.trust_forwarded_for"),
         };
+        let audit = AuditConfig { retention_days: self.integer("audit.retention_days", 1, 36_500) as u32 };
         if let Some(token) = &auth.admin_token {
             if token.len() < 16 || token.len() > 256 || !token.chars().all(|c| c.is_ascii_graphic()) {
                 self.problems.push("auth.admin_token: must be 16 to 256 printable ASCII characters".into());
@@ -386,6 +406,7 @@ impl Reader {
             cache_key_prefix,
             mode,
             auth,
+            audit,
             sim,
             paper,
             health_probe_interval,
@@ -452,6 +473,9 @@ mod tests {
         assert_eq!(c.mode, None);
         assert!(c.auth.enabled);
         assert_eq!((c.auth.rate_limit_per_second, c.auth.rate_limit_burst), (20, 40));
+        assert_eq!((c.auth.anonymous_rate_limit_per_second, c.auth.anonymous_rate_limit_burst), (5, 20));
+        assert!(!c.auth.trust_forwarded_for);
+        assert_eq!(c.audit.retention_days, 90);
         assert_eq!(c.sim.symbols, 500);
     }
 
@@ -508,5 +532,31 @@ mod tests {
         assert!(errs.contains("loopback"), "{errs}");
         assert!(errs.contains("live-capable"), "{errs}");
         assert!(Config::from_sources(None, &env(&[("TRADEOPS_AUTH_ENABLED", "false")])).is_ok());
+    }
+
+    #[test]
+    fn flood_settings_are_validated() {
+        let c = Config::from_sources(
+            None,
+            &env(&[
+                ("TRADEOPS_ANONYMOUS_RATE_LIMIT_PER_SECOND", "2"),
+                ("TRADEOPS_ANONYMOUS_RATE_LIMIT_BURST", "8"),
+                ("TRADEOPS_TRUST_FORWARDED_FOR", "true"),
+                ("TRADEOPS_AUDIT_RETENTION_DAYS", "30"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!((c.auth.anonymous_rate_limit_per_second, c.auth.anonymous_rate_limit_burst), (2, 8));
+        assert!(c.auth.trust_forwarded_for);
+        assert_eq!(c.audit.retention_days, 30);
+        let errs = Config::from_sources(
+            Some("[audit]\nretention_days = 0\n"),
+            &env(&[("TRADEOPS_ANONYMOUS_RATE_LIMIT_BURST", "0"), ("TRADEOPS_TRUST_FORWARDED_FOR", "sometimes")]),
+        )
+        .unwrap_err()
+        .to_string();
+        for needle in ["audit.retention_days", "auth.anonymous_rate_limit_burst", "TRADEOPS_TRUST_FORWARDED_FOR"] {
+            assert!(errs.contains(needle), "{needle} missing from:\n{errs}");
+        }
     }
 }

@@ -1,6 +1,9 @@
 //! The guard every sensitive action goes through, in one call per handler:
 //! authenticate → role check → LIVE confirmation → parse the body → act → audit row.
-//! Every outcome, refusals included, writes the audit row (CONTRACT §6).
+//! Every outcome, refusals included, is audited (CONTRACT §6): one row per action of an
+//! identified caller; refusals before that (no or an invalid token, a spent rate budget) are
+//! counted per source and minute into one row ([`crate::refusals`]), so a flood of them cannot
+//! fill the disk.
 //!
 //! ```text
 //! async fn update(guard: Sensitive) -> ApiResult<ApiResponse<Out>> {
@@ -9,9 +12,11 @@
 //! ```
 
 use crate::auth::{identify, spend, Principal};
+use crate::client_limit::ClientAddr;
 use crate::envelope::REQUEST;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::extract::{body_rejection, is_json_type, parse_json};
+use crate::refusals::RefusalKey;
 use crate::state::AppState;
 use axum::extract::{FromRequest, Request};
 use axum::http::HeaderMap;
@@ -47,6 +52,8 @@ pub enum Target {
 pub struct Sensitive {
     state: AppState,
     caller: ApiResult<Principal>,
+    /// Where the request came from: the source of an aggregated refusal.
+    client: ClientAddr,
     confirmed_live: bool,
     body: ApiResult<Bytes>,
     /// The request's content type, lowercased, without parameters.
@@ -64,6 +71,7 @@ impl FromRequest<AppState> for Sensitive {
     async fn from_request(req: Request, state: &AppState) -> Result<Self, Self::Rejection> {
         let (parts, body) = req.into_parts();
         let caller = identify(state, &parts);
+        let client = ClientAddr::of_request(&parts, state.config.auth.trust_forwarded_for);
         let confirmed_live = live_confirmed(&parts.headers);
         let content_type = parts
             .headers
@@ -73,7 +81,7 @@ impl FromRequest<AppState> for Sensitive {
             .map(|m| m.trim().to_ascii_lowercase())
             .unwrap_or_default();
         let body = Bytes::from_request(Request::from_parts(parts, body), state).await.map_err(body_rejection);
-        Ok(Sensitive { state: state.clone(), caller, confirmed_live, body, content_type })
+        Ok(Sensitive { state: state.clone(), caller, client, confirmed_live, body, content_type })
     }
 }
 
@@ -128,7 +136,23 @@ impl Sensitive {
         F: FnOnce(Authorized, B) -> Fut,
         Fut: Future<Output = ApiResult<T>>,
     {
-        let Sensitive { state, caller, confirmed_live, body, content_type } = self;
+        let Sensitive { state, caller, client, confirmed_live, body, content_type } = self;
+        let mode = REQUEST.try_with(|c| c.mode).unwrap_or_default();
+        // Refused before the caller is known, or over its budget: counted, not a row each.
+        let caller = match caller {
+            Ok(principal) => match spend(&state, &principal.name) {
+                Ok(()) => Ok(principal),
+                Err(refusal) => Err((Some(principal), refusal)),
+            },
+            Err(refusal) => Err((None, refusal)),
+        };
+        let principal = match caller {
+            Ok(principal) => principal,
+            Err((known, refusal)) => {
+                record_refusal(&state, action, client, mode, known.as_ref(), &refusal).await;
+                return Err(refusal);
+            }
+        };
         let size = body.as_ref().map(|b| b.len()).unwrap_or(0);
         let raw = match (&body, summarize) {
             (Ok(b), false) => String::from_utf8_lossy(b).into_owned(),
@@ -147,12 +171,9 @@ impl Sensitive {
         // Control characters (NUL is refused by PostgreSQL) never reach the audit log.
         let target: String =
             target.chars().take(200).map(|c| if c.is_control() { char::REPLACEMENT_CHARACTER } else { c }).collect();
-        let actor = caller.as_ref().ok().cloned();
-        let mode = REQUEST.try_with(|c| c.mode).unwrap_or_default();
+        let actor = principal.clone();
 
         let outcome = async {
-            let principal = caller?;
-            spend(&state, &principal.name)?;
             principal.require(action.role)?;
             if mode == TradingMode::Live && !confirmed_live {
                 return Err(ApiError::new(
@@ -171,8 +192,8 @@ impl Sensitive {
 
         let entry = AuditEntry {
             ts: state.clock.now().timestamp_millis(),
-            actor: actor.as_ref().map(|p| p.name.clone()).unwrap_or_else(|| "anonymous".into()),
-            role: actor.as_ref().map(|p| p.role.as_str().to_string()),
+            actor: actor.name,
+            role: Some(actor.role.as_str().to_string()),
             action: action.name.to_string(),
             target,
             request: if summarize {
@@ -191,6 +212,34 @@ impl Sensitive {
             tracing::error!(error = %e, action = action.name, "could not write the audit row");
         }
         outcome
+    }
+}
+
+/// Counts a refusal of `action` before it was considered; the first of its source's minute
+/// writes the aggregate row, the others only count in memory.
+async fn record_refusal(
+    state: &AppState,
+    action: Action,
+    client: ClientAddr,
+    mode: TradingMode,
+    known: Option<&Principal>,
+    refusal: &ApiError,
+) {
+    let key = RefusalKey {
+        actor: known.map(|p| p.name.clone()).unwrap_or_else(|| "anonymous".into()),
+        role: known.map(|p| p.role.as_str().to_string()),
+        source: client.to_string(),
+        action: action.name,
+        outcome: refusal.code.as_str(),
+    };
+    let request_id = REQUEST.try_with(|c| c.request_id.clone()).unwrap_or_default();
+    let now_ms = state.clock.now().timestamp_millis();
+    if let Some((entry, ticket)) = state.refusals.record(key, now_ms, mode.as_str(), &request_id) {
+        let written = state.audit_store.append_audit(&entry).await;
+        if let Err(e) = &written {
+            tracing::error!(error = %e, action = action.name, "could not write the audit row");
+        }
+        state.refusals.inserted(ticket, written.ok());
     }
 }
 

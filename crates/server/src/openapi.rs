@@ -16,7 +16,11 @@ List endpoints add `meta.count` and, when paginated, `meta.next_cursor` (null on
 Timestamps are RFC 3339 UTC with milliseconds. Money is a JSON number, exact to the cent internally.\n\n\
 Authentication: `Authorization: Bearer <token>`; roles viewer < operator < admin. `GET /api/health`, this document \
 and `/api/docs` are public. Sensitive actions need operator (tokens: admin) and, while LIVE, header `X-Confirm-Live: true`; \
-every one, refusals included, is audited.\n\n\
+every one, refusals included, is audited. Refusals before identification (no or an invalid token: UNAUTHORIZED; a spent \
+budget: RATE_LIMITED) are audited in aggregate: one row per source address, action, outcome and minute, with \
+`request` = `{source, count, first, last}` and `target` = the source. Requests without a valid token have a budget per \
+client address (IPv6: per /64; default 5/s, burst 20), tokens their own (default 20/s, burst 40); over it: \
+RATE_LIMITED with Retry-After.\n\n\
 Errors: VALIDATION_ERROR 400, UNAUTHORIZED 401, FORBIDDEN 403, NOT_FOUND 404, POSITION_NOT_FOUND 404, \
 METHOD_NOT_ALLOWED 405, ORDER_NOT_CANCELLABLE 409, DUPLICATE_ORDER_BLOCKED 409, MARKET_CLOSED 409, \
 EMERGENCY_HALT_ACTIVE 409, SETTINGS_UPDATE_BLOCKED 409, PAYLOAD_TOO_LARGE 413 (bodies over 64 KiB), RISK_BLOCKED 422, \

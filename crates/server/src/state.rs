@@ -22,9 +22,18 @@ pub struct Inner {
     pub clock: Arc<dyn Clock>,
     pub db: Database,
     pub cache: Arc<dyn Cache>,
+    /// The audit log as actions write it: rows that find the database unavailable are held
+    /// and written once it is back ([`crate::audit_outbox`]).
     pub audit: Arc<dyn AuditRepository>,
+    /// The audit log itself, for the aggregated refusals, which keep their own counts and write
+    /// them again until stored ([`crate::refusals`]).
+    pub audit_store: Arc<dyn AuditRepository>,
     pub tokens: TokenRegistry,
     pub rate_limiter: RateLimiter,
+    /// The budget of callers without a valid token, per client address.
+    pub client_limiter: crate::client_limit::ClientLimiter,
+    /// Refusals before identification, counted per source and minute.
+    pub refusals: crate::refusals::RefusalLog,
     pub settings: SettingsService,
     pub health: HealthMonitor,
     pub metrics: Metrics,

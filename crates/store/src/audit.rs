@@ -1,4 +1,7 @@
-//! The audit log: one row per sensitive action or refused attempt, newest first.
+//! The audit log: one row per sensitive action or refused attempt, newest first. Refusals
+//! before identification are stored as one row per source and minute whose count is brought up
+//! to date in place ([`AuditRepository::update_audit_request`]); rows older than the retention
+//! are pruned in batches ([`AuditRepository::prune_audit`]).
 
 use crate::db::{Database, StoreError};
 use async_trait::async_trait;
@@ -44,9 +47,17 @@ pub struct AuditFilter {
 pub trait AuditRepository: Send + Sync {
     async fn append_audit(&self, entry: &AuditEntry) -> Result<i64, StoreError>;
     async fn list_audit(&self, filter: &AuditFilter) -> Result<Vec<AuditRecord>, StoreError>;
+    /// Replaces the `request` of one row: an aggregate row's count grows while its minute lasts.
+    async fn update_audit_request(&self, audit_id: i64, request: &str) -> Result<(), StoreError>;
+    /// Deletes the rows with a timestamp before `before_ts`; returns how many.
+    async fn prune_audit(&self, before_ts: i64) -> Result<u64, StoreError>;
     /// Writes rows an implementation holds back (during an outage); nothing by default.
     async fn flush_held(&self) {}
 }
+
+/// Rows deleted per statement while pruning, so one prune never holds a long write
+/// transaction (nor grows SQLite's WAL by the whole backlog at once).
+const PRUNE_BATCH: i64 = 5_000;
 
 #[async_trait]
 impl AuditRepository for Database {
@@ -67,6 +78,35 @@ impl AuditRepository for Database {
         .fetch_one(self.pool()?)
         .await?;
         Ok(row.try_get("audit_id")?)
+    }
+
+    async fn update_audit_request(&self, audit_id: i64, request: &str) -> Result<(), StoreError> {
+        sqlx::query("UPDATE audit_log SET request = $1 WHERE audit_id = $2")
+            .bind(request)
+            .bind(audit_id)
+            .execute(self.pool()?)
+            .await?;
+        Ok(())
+    }
+
+    async fn prune_audit(&self, before_ts: i64) -> Result<u64, StoreError> {
+        let mut deleted = 0;
+        loop {
+            // A subquery with LIMIT: both backends accept it, neither accepts DELETE … LIMIT.
+            let batch = sqlx::query(
+                "DELETE FROM audit_log WHERE audit_id IN \
+                 (SELECT audit_id FROM audit_log WHERE ts < $1 ORDER BY audit_id LIMIT $2)",
+            )
+            .bind(before_ts)
+            .bind(PRUNE_BATCH)
+            .execute(self.pool()?)
+            .await?
+            .rows_affected();
+            deleted += batch;
+            if batch < PRUNE_BATCH as u64 {
+                return Ok(deleted);
+            }
+        }
     }
 
     async fn list_audit(&self, f: &AuditFilter) -> Result<Vec<AuditRecord>, StoreError> {

@@ -1,4 +1,5 @@
-//! `GET /api/audit` (operator+): who did what, refusals included, newest first.
+//! `GET /api/audit` (operator+): who did what, refusals included, newest first. Refusals before
+//! identification are one row per source and minute with a count (`crate::refusals`).
 
 use crate::auth::Caller;
 use crate::envelope::{ApiResponse, SuccessBody};
@@ -42,7 +43,8 @@ pub struct AuditRow {
     pub role: Option<String>,
     pub action: String,
     pub target: String,
-    /// The request body as sent (JSON, or a string when it was not JSON).
+    /// The request body as sent (JSON, or a string when it was not JSON); for an aggregate
+    /// row of refusals, `{"source", "count", "first", "last"}`.
     #[schema(value_type = Object)]
     pub request: Value,
     /// `OK` or the error code of the refusal.
@@ -52,6 +54,12 @@ pub struct AuditRow {
 }
 
 /// Audit rows, newest first, paginated.
+///
+/// One row per sensitive action of an identified caller. Refusals before identification (no or an invalid token, a spent rate budget) are one row per
+/// source, action, outcome and minute: `actor` `anonymous` (or the token over its budget),
+/// `target` the client address, `request` `{"source", "count", "first", "last"}`, `timestamp`
+/// and `request_id` of the first refusal; the row appears at the first refusal and its count is
+/// current whenever this list is read. Rows older than `audit.retention_days` are deleted.
 #[utoipa::path(get, path = "/api/audit", tag = "audit", security(("bearer" = [])), params(AuditQuery),
     responses((status = 200, description = "Audit rows", body = inline(SuccessBody<Vec<AuditRow>>)),
               (status = 403, description = "FORBIDDEN (viewer)", body = crate::envelope::ErrorBody)))]
@@ -62,6 +70,8 @@ pub async fn list_audit(
 ) -> ApiResult<ApiResponse<Vec<AuditRow>>> {
     caller.require(Role::Operator)?;
     let limit = list_limit(q.limit)?;
+    // Aggregated refusals show their count as of now.
+    state.refusals.flush(state.audit_store.as_ref(), state.clock.now().timestamp_millis(), false).await;
     let filter = AuditFilter {
         action: q.action,
         actor: q.actor,

@@ -86,6 +86,8 @@ pub struct TestApp {
     pub config: Config,
     pub client: reqwest::Client,
     pub db: Arc<TestDb>,
+    /// The service's clock (the wall clock unless a test drives it).
+    pub clock: Arc<dyn Clock>,
     shutdown: Option<oneshot::Sender<()>>,
     server: Option<JoinHandle<anyhow::Result<()>>>,
 }
@@ -178,21 +180,56 @@ pub async fn start_at(
     extra: axum::Router<tradeops_server::state::AppState>,
     market: tradeops_core::ManualClock,
 ) -> TestApp {
+    start_with_clock(config, db, extra, market, Arc::new(SystemClock)).await
+}
+
+/// A test app whose service clock (audit time, budgets, housekeeping) is `clock`.
+pub async fn spawn_app_with_clock(clock: tradeops_core::ManualClock, adjust: impl FnOnce(&mut Config)) -> TestApp {
+    let (db, url) = TestDb::new().await;
+    let mut config = test_config(url);
+    adjust(&mut config);
+    let market = tradeops_core::ManualClock::new(tradeops_core::time::parse_ts(MARKET_START).unwrap());
+    start_with_clock(config, Arc::new(db), axum::Router::new(), market, Arc::new(clock)).await
+}
+
+pub async fn start_with_clock(
+    config: Config,
+    db: Arc<TestDb>,
+    extra: axum::Router<tradeops_server::state::AppState>,
+    market: tradeops_core::ManualClock,
+    clock: Arc<dyn Clock>,
+) -> TestApp {
     let overrides = Overrides { market_clock: Some(Arc::new(market.clone())), extra_routes: extra };
-    let app = Application::build_with(config.clone(), Arc::new(SystemClock), overrides).await.expect("app builds");
+    let app = Application::build_with(config.clone(), clock.clone(), overrides).await.expect("app builds");
     let base = format!("http://{}", app.local_addr());
     let (tx, rx) = oneshot::channel();
     let server = tokio::spawn(app.run_until_stopped(async {
         let _ = rx.await;
     }));
-    TestApp { base, market, config, client: reqwest::Client::new(), db, shutdown: Some(tx), server: Some(server) }
+    TestApp {
+        base,
+        market,
+        config,
+        client: reqwest::Client::new(),
+        db,
+        clock,
+        shutdown: Some(tx),
+        server: Some(server),
+    }
 }
 
 impl TestApp {
     /// Stops gracefully and starts again on the same database.
     pub async fn restart(mut self) -> TestApp {
         self.stop().await;
-        start_at(self.config.clone(), self.db.clone(), axum::Router::new(), self.market.clone()).await
+        start_with_clock(
+            self.config.clone(),
+            self.db.clone(),
+            axum::Router::new(),
+            self.market.clone(),
+            self.clock.clone(),
+        )
+        .await
     }
 
     pub async fn stop(&mut self) {

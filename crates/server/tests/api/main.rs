@@ -14,6 +14,7 @@ mod crash;
 mod data;
 mod envelope;
 mod events;
+mod flood;
 mod health;
 mod hostile;
 mod openapi;

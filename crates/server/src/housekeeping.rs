@@ -1,0 +1,71 @@
+//! Housekeeping that keeps the disk bounded (issue 20), woken every second and timed by the
+//! injected clock: aggregated refusals are written ([`crate::refusals`]), audit rows older than
+//! `audit.retention_days` are pruned every hour (first at start), and SQLite's write-ahead log
+//! is checkpointed every [`WAL_CHECKPOINT_EVERY`] (truncated when long: see
+//! `Database::checkpoint_wal`).
+
+use crate::state::AppState;
+use chrono::Duration as Span;
+use std::time::Duration;
+use tradeops_core::Timestamp;
+
+/// How often the audit log is pruned.
+pub const PRUNE_EVERY: Span = Span::hours(1);
+/// How often SQLite's WAL is checkpointed: often enough that a burst of writes cannot pile up
+/// gigabytes (at most 8 MiB plus ten seconds of writes before a truncation), rarely enough that
+/// a truncation's pause (writers wait for readers) is rare.
+pub const WAL_CHECKPOINT_EVERY: Span = Span::seconds(10);
+
+/// When each periodic job is next due.
+pub struct Schedule {
+    next_prune: Timestamp,
+    next_checkpoint: Timestamp,
+}
+
+impl Schedule {
+    /// Everything due at once: the first prune happens at start.
+    pub fn starting(now: Timestamp) -> Schedule {
+        Schedule { next_prune: now, next_checkpoint: now + WAL_CHECKPOINT_EVERY }
+    }
+}
+
+/// One round: whatever is due at the clock's current time.
+pub async fn run_due(state: &AppState, schedule: &mut Schedule) {
+    let now = state.clock.now();
+    state.refusals.flush(state.audit_store.as_ref(), now.timestamp_millis(), false).await;
+    if now >= schedule.next_prune {
+        schedule.next_prune = now + PRUNE_EVERY;
+        prune_audit(state, now).await;
+    }
+    if now >= schedule.next_checkpoint {
+        schedule.next_checkpoint = now + WAL_CHECKPOINT_EVERY;
+        match state.db.checkpoint_wal().await {
+            Ok(true) => {}
+            Ok(false) => tracing::debug!("WAL checkpoint incomplete (readers busy); next round retries"),
+            Err(e) => tracing::warn!(error = %e, "WAL checkpoint failed"),
+        }
+    }
+}
+
+/// Deletes audit rows older than the retention.
+pub async fn prune_audit(state: &AppState, now: Timestamp) {
+    let cutoff = now - Span::days(state.config.audit.retention_days.into());
+    match state.audit.prune_audit(cutoff.timestamp_millis()).await {
+        Ok(0) => {}
+        Ok(deleted) => {
+            tracing::info!(deleted, retention_days = state.config.audit.retention_days, "pruned the audit log")
+        }
+        Err(e) => tracing::warn!(error = %e, "could not prune the audit log"),
+    }
+}
+
+/// The background task.
+pub async fn run(state: AppState) {
+    let mut schedule = Schedule::starting(state.clock.now());
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        run_due(&state, &mut schedule).await;
+    }
+}
