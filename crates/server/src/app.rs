@@ -114,6 +114,7 @@ impl Application {
             downloads: Default::default(),
             backtests: Default::default(),
             trade_cache: Default::default(),
+            order_pages: Default::default(),
             rate_limiter: RateLimiter::new(config.auth.rate_limit_per_second, config.auth.rate_limit_burst),
             audit: Arc::new(db.clone()),
             config,
