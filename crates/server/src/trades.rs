@@ -9,6 +9,7 @@
 use crate::error::ApiResult;
 use crate::state::AppState;
 use chrono::NaiveDate;
+use rust_decimal::Decimal;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -51,7 +52,8 @@ impl CompletedTrades {
 /// a new order does not fetch the bars of every earlier trade again.
 #[derive(Default)]
 pub struct TradeCache {
-    built: Mutex<Option<(OrdersVersion, Arc<CompletedTrades>)>>,
+    /// With the breakeven threshold its labels were given by (a setting).
+    built: Mutex<Option<(OrdersVersion, Decimal, Arc<CompletedTrades>)>>,
     /// Held while building: requests that find the build stale wait for the one build in
     /// progress instead of each rebuilding every trade at once.
     building: tokio::sync::Mutex<()>,
@@ -66,10 +68,11 @@ impl TradeCache {
         detailed.get(&(built.mode.clone(), built.trade_id.clone())).filter(|(b, _)| b == built).map(|(_, d)| d.clone())
     }
 
-    /// The last build when it is of `version` or later (the counter only moves forward).
-    fn built_since(&self, version: OrdersVersion) -> Option<Arc<CompletedTrades>> {
+    /// The last build when it is of `version` or later (the counter only moves forward) and
+    /// labelled with `breakeven`.
+    fn built_since(&self, version: OrdersVersion, breakeven: Decimal) -> Option<Arc<CompletedTrades>> {
         let built = self.built.lock().unwrap_or_else(|e| e.into_inner());
-        built.as_ref().filter(|(v, _)| *v >= version).map(|(_, trades)| trades.clone())
+        built.as_ref().filter(|(v, b, _)| *v >= version && *b == breakeven).map(|(_, _, trades)| trades.clone())
     }
 }
 
@@ -102,18 +105,19 @@ pub fn trade_detail(t: &Trade) -> Value {
 /// written since, else a new one.
 pub async fn completed(state: &AppState) -> ApiResult<Arc<CompletedTrades>> {
     let repo: &dyn TradingRepository = &state.db;
+    let settings = state.settings.current();
+    let breakeven = settings.analytics.breakeven_threshold;
     let version = repo.orders_version().await?;
-    if let Some(trades) = state.trade_cache.built_since(version) {
+    if let Some(trades) = state.trade_cache.built_since(version, breakeven) {
         return Ok(trades);
     }
     let _building = state.trade_cache.building.lock().await;
     // Built meanwhile by the request this one waited for.
-    if let Some(trades) = state.trade_cache.built_since(version) {
+    if let Some(trades) = state.trade_cache.built_since(version, breakeven) {
         return Ok(trades);
     }
     let orders = repo.all_orders().await?;
-    let settings = state.settings.current();
-    let mut trades = build(&orders, settings.analytics.breakeven_threshold);
+    let mut trades = build(&orders, breakeven);
     let calendar = MarketCalendar::new(settings.runtime.market_calendar);
     let mut kept = BTreeMap::new();
     for trade in &mut trades {
@@ -131,13 +135,13 @@ pub async fn completed(state: &AppState) -> ApiResult<Arc<CompletedTrades>> {
     *state.trade_cache.detailed.lock().unwrap_or_else(|e| e.into_inner()) = kept;
     add_operator_actions(state, &mut trades).await?;
     let trades = Arc::new(CompletedTrades::new(trades));
-    *state.trade_cache.built.lock().unwrap_or_else(|e| e.into_inner()) = Some((version, trades.clone()));
+    *state.trade_cache.built.lock().unwrap_or_else(|e| e.into_inner()) = Some((version, breakeven, trades.clone()));
     Ok(trades)
 }
 
 /// Replays every order's life — submission, each execution, its end — in time order through a
 /// builder per mode (paper and live are different accounts).
-pub fn build(orders: &[(Order, String)], breakeven_threshold: rust_decimal::Decimal) -> Vec<Trade> {
+pub fn build(orders: &[(Order, String)], breakeven_threshold: Decimal) -> Vec<Trade> {
     // (when, sequence, order index, executions seen, final)
     let mut steps = Vec::new();
     for (i, (order, _)) in orders.iter().enumerate() {
