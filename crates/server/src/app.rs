@@ -114,6 +114,7 @@ impl Application {
             downloads: Default::default(),
             backtests: Default::default(),
             trade_cache: Default::default(),
+            order_pages: Default::default(),
             rate_limiter: RateLimiter::new(config.auth.rate_limit_per_second, config.auth.rate_limit_burst),
             client_limiter: crate::client_limit::ClientLimiter::new(
                 config.auth.anonymous_rate_limit_per_second,
@@ -307,7 +308,8 @@ fn demo_start(calendar: MarketCalendar, now: tradeops_core::Timestamp) -> tradeo
 }
 
 /// Brings the live market to the market clock's time before the service answers, and publishes
-/// the scan made there, so the first radar request already has data.
+/// the scan made there (the stored one when that minute was scanned before a restart), so the
+/// first radar request already has data.
 async fn warm_up(state: &AppState, live: Arc<LiveMarket>) -> anyhow::Result<()> {
     let now = state.market_clock.now();
     let settings = state.settings.current();
@@ -315,7 +317,7 @@ async fn warm_up(state: &AppState, live: Arc<LiveMarket>) -> anyhow::Result<()> 
     let filters = settings.momentum_radar.clone();
     let scans = tokio::task::spawn_blocking(move || live.advance_to(now, calendar, &filters)).await?;
     if let Some(scan) = scans.into_iter().last() {
-        state.radar.publish(scan, None, true).await;
+        state.radar.resume(scan).await;
     }
     Ok(())
 }

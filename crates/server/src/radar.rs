@@ -1,12 +1,15 @@
 //! The radar's results: the latest scan in memory and in the cache store (where every replica
-//! reads it), every scan's rows in the database, and the allocator's auto-watch.
+//! reads it), every scan's rows in the database — each capture stored once, as first made — and
+//! the allocator's auto-watch.
 
 use crate::market::live::RadarScan;
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
+use tradeops_core::market::Price;
 use tradeops_core::radar::RadarRow;
-use tradeops_core::time::to_epoch_ms;
+use tradeops_core::time::{from_epoch_ms, to_epoch_ms};
+use tradeops_core::Symbol;
 use tradeops_store::{Cache, MarketRepository, RadarRowRecord};
 
 /// Cache key of the latest scan.
@@ -38,25 +41,53 @@ impl RadarService {
 
     /// Publishes a scan: memory, cache (the latest only) and database.
     pub async fn publish(&self, scan: RadarScan, latency: Option<Duration>, latest: bool) {
+        let records: Vec<RadarRowRecord> = scan.rows.iter().map(record).collect();
+        if latest {
+            self.serve(&scan, latency).await;
+        }
+        if !records.is_empty() {
+            match self.repo.insert_radar_scan(&records).await {
+                Ok(true) => {}
+                Ok(false) => {
+                    tracing::debug!(captured_at = %scan.captured_at, "radar scan already stored; kept as it was")
+                }
+                Err(e) => tracing::warn!(error = %e, "radar rows not stored"),
+            }
+        }
+    }
+
+    /// Publishes the scan a start makes of the current minute. When that minute's scan is
+    /// already stored — a restart within the minute the service stopped in — operators saw the
+    /// stored one: it is served again as it was (not this rescan, which settings changed since
+    /// may have altered), and nothing is written.
+    pub async fn resume(&self, scan: RadarScan) {
+        let at = to_epoch_ms(&scan.captured_at);
+        let stored = match self.repo.radar_scan_at(at).await {
+            Ok(rows) => rows.iter().filter(|r| r.captured_at == at).map(radar_row).collect::<Option<Vec<_>>>(),
+            Err(e) => {
+                tracing::warn!(error = %e, "stored radar scan not read");
+                None
+            }
+        };
+        match stored {
+            Some(rows) if !rows.is_empty() => self.serve(&RadarScan { rows, ..scan }, None).await,
+            _ => self.publish(scan, None, true).await,
+        }
+    }
+
+    /// Makes `scan` the latest: this process's copy and the cache store's.
+    async fn serve(&self, scan: &RadarScan, latency: Option<Duration>) {
         let snapshot = Arc::new(RadarSnapshot {
             captured_at: Some(scan.captured_at),
-            rows: scan.rows,
+            rows: scan.rows.clone(),
             scanned: scan.scanned,
             scan_micros: scan.scan_micros,
             latency_ms: latency.map(|d| (d.as_secs_f64() * 1e6).round() / 1e3),
         });
-        let records: Vec<RadarRowRecord> = snapshot.rows.iter().map(record).collect();
-        if latest {
-            *self.latest.write().unwrap_or_else(|e| e.into_inner()) = snapshot.clone();
-            let json = serde_json::to_string(&*snapshot).expect("snapshots serialise");
-            if let Err(e) = self.cache.set(LATEST_KEY, &json, Some(Duration::from_secs(600))).await {
-                tracing::debug!(error = %e, "radar snapshot not cached");
-            }
-        }
-        if !records.is_empty() {
-            if let Err(e) = self.repo.insert_radar_rows(&records).await {
-                tracing::warn!(error = %e, "radar rows not stored");
-            }
+        *self.latest.write().unwrap_or_else(|e| e.into_inner()) = snapshot.clone();
+        let json = serde_json::to_string(&*snapshot).expect("snapshots serialise");
+        if let Err(e) = self.cache.set(LATEST_KEY, &json, Some(Duration::from_secs(600))).await {
+            tracing::debug!(error = %e, "radar snapshot not cached");
         }
     }
 
@@ -74,6 +105,24 @@ impl RadarService {
     pub fn local(&self) -> Arc<RadarSnapshot> {
         self.latest.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
+}
+
+/// A stored row as served; `None` when it is not one this service could have stored.
+fn radar_row(r: &RadarRowRecord) -> Option<RadarRow> {
+    Some(RadarRow {
+        rank: u32::try_from(r.rank).ok()?,
+        symbol: Symbol::parse(&r.symbol).ok()?,
+        price: Price::from_decimal(r.price.parse().ok()?)?,
+        percentage_gain: r.percentage_gain,
+        change_1m: r.change_1m,
+        change_5m: r.change_5m,
+        volume: u64::try_from(r.volume).ok()?,
+        average_volume: u64::try_from(r.average_volume).ok()?,
+        relative_volume: r.relative_volume,
+        float: u64::try_from(r.float_shares).ok()?,
+        sector: r.sector.clone(),
+        captured_at: from_epoch_ms(r.captured_at),
+    })
 }
 
 fn record(row: &RadarRow) -> RadarRowRecord {

@@ -8,6 +8,9 @@
 
 use crate::error::ApiResult;
 use crate::state::AppState;
+use chrono::NaiveDate;
+use rust_decimal::Decimal;
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -15,17 +18,45 @@ use tradeops_core::calendar::{ny_instant, MarketCalendar, NyDay};
 use tradeops_core::market::Timeframe;
 use tradeops_core::orders::{Order, OrderStatus};
 use tradeops_core::trades::{enrich, MarketContext, Trade, TradeBuilder, TradeEvent};
-use tradeops_core::Symbol;
+use tradeops_core::{Symbol, Timestamp};
 use tradeops_store::{AuditFilter, TradingRepository};
 
-/// Orders, executions and the latest order update: what a build depends on.
-type OrdersVersion = (i64, i64, i64);
+/// The store's change counter of orders and executions: what a build depends on.
+type OrdersVersion = i64;
+
+/// Completed trades of one build, each with its list row serialised once: a list request copies
+/// the rows it returns instead of serialising every trade again.
+pub struct CompletedTrades {
+    /// Oldest exit first.
+    pub trades: Vec<Trade>,
+    /// [`trade_row`] of each trade, as JSON text.
+    rows: Vec<Arc<RawValue>>,
+}
+
+impl CompletedTrades {
+    fn new(trades: Vec<Trade>) -> CompletedTrades {
+        let rows = trades
+            .iter()
+            .map(|t| Arc::from(serde_json::value::to_raw_value(&trade_row(t)).expect("a JSON value serialises")))
+            .collect();
+        CompletedTrades { trades, rows }
+    }
+
+    /// The rows of the trades `filter` keeps, newest exit first.
+    pub fn rows(&self, filter: &TradeFilter<'_>) -> Vec<Arc<RawValue>> {
+        self.trades.iter().zip(&self.rows).rev().filter(|(t, _)| filter.matches(t)).map(|(_, r)| r.clone()).collect()
+    }
+}
 
 /// The last build, by the orders' version; and each trade's market detail, kept across builds so
 /// a new order does not fetch the bars of every earlier trade again.
 #[derive(Default)]
 pub struct TradeCache {
-    built: Mutex<Option<(OrdersVersion, Arc<Vec<Trade>>)>>,
+    /// With the breakeven threshold its labels were given by (a setting).
+    built: Mutex<Option<(OrdersVersion, Decimal, Arc<CompletedTrades>)>>,
+    /// Held while building: requests that find the build stale wait for the one build in
+    /// progress instead of each rebuilding every trade at once.
+    building: tokio::sync::Mutex<()>,
     /// By (mode, trade id): the trade as built from its orders, and the same trade with its
     /// features and excursions. Reused while the built trade is unchanged.
     detailed: Mutex<BTreeMap<(String, String), (Trade, Trade)>>,
@@ -35,6 +66,13 @@ impl TradeCache {
     fn detailed(&self, built: &Trade) -> Option<Trade> {
         let detailed = self.detailed.lock().unwrap_or_else(|e| e.into_inner());
         detailed.get(&(built.mode.clone(), built.trade_id.clone())).filter(|(b, _)| b == built).map(|(_, d)| d.clone())
+    }
+
+    /// The last build when it is of `version` or later (the counter only moves forward) and
+    /// labelled with `breakeven`.
+    fn built_since(&self, version: OrdersVersion, breakeven: Decimal) -> Option<Arc<CompletedTrades>> {
+        let built = self.built.lock().unwrap_or_else(|e| e.into_inner());
+        built.as_ref().filter(|(v, b, _)| *v >= version && *b == breakeven).map(|(_, _, trades)| trades.clone())
     }
 }
 
@@ -63,18 +101,23 @@ pub fn trade_detail(t: &Trade) -> Value {
     })
 }
 
-/// Every completed trade, oldest exit first.
-pub async fn completed(state: &AppState) -> ApiResult<Arc<Vec<Trade>>> {
+/// Every completed trade, oldest exit first: the last build while no order or execution was
+/// written since, else a new one.
+pub async fn completed(state: &AppState) -> ApiResult<Arc<CompletedTrades>> {
     let repo: &dyn TradingRepository = &state.db;
+    let settings = state.settings.current();
+    let breakeven = settings.analytics.breakeven_threshold;
     let version = repo.orders_version().await?;
-    if let Some((v, trades)) = state.trade_cache.built.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
-        if *v == version {
-            return Ok(trades.clone());
-        }
+    if let Some(trades) = state.trade_cache.built_since(version, breakeven) {
+        return Ok(trades);
+    }
+    let _building = state.trade_cache.building.lock().await;
+    // Built meanwhile by the request this one waited for.
+    if let Some(trades) = state.trade_cache.built_since(version, breakeven) {
+        return Ok(trades);
     }
     let orders = repo.all_orders().await?;
-    let settings = state.settings.current();
-    let mut trades = build(&orders, settings.analytics.breakeven_threshold);
+    let mut trades = build(&orders, breakeven);
     let calendar = MarketCalendar::new(settings.runtime.market_calendar);
     let mut kept = BTreeMap::new();
     for trade in &mut trades {
@@ -91,14 +134,14 @@ pub async fn completed(state: &AppState) -> ApiResult<Arc<Vec<Trade>>> {
     // Only the trades of this build: the map never outgrows the trade list.
     *state.trade_cache.detailed.lock().unwrap_or_else(|e| e.into_inner()) = kept;
     add_operator_actions(state, &mut trades).await?;
-    let trades = Arc::new(trades);
-    *state.trade_cache.built.lock().unwrap_or_else(|e| e.into_inner()) = Some((version, trades.clone()));
+    let trades = Arc::new(CompletedTrades::new(trades));
+    *state.trade_cache.built.lock().unwrap_or_else(|e| e.into_inner()) = Some((version, breakeven, trades.clone()));
     Ok(trades)
 }
 
 /// Replays every order's life — submission, each execution, its end — in time order through a
 /// builder per mode (paper and live are different accounts).
-pub fn build(orders: &[(Order, String)], breakeven_threshold: rust_decimal::Decimal) -> Vec<Trade> {
+pub fn build(orders: &[(Order, String)], breakeven_threshold: Decimal) -> Vec<Trade> {
     // (when, sequence, order index, executions seen, final)
     let mut steps = Vec::new();
     for (i, (order, _)) in orders.iter().enumerate() {
@@ -205,15 +248,26 @@ async fn audit_of(state: &AppState, symbol: &Symbol) -> ApiResult<Vec<tradeops_s
 
 /// `GET /api/trades` filters.
 pub struct TradeFilter<'a> {
-    pub date: Option<chrono::NaiveDate>,
-    pub strategy_id: Option<&'a str>,
-    pub symbol: Option<&'a Symbol>,
+    /// Entered on a New York date: that date's instants [start, end), found once per request
+    /// rather than converting every trade's entry time to New York time.
+    entered: Option<(Timestamp, Timestamp)>,
+    strategy_id: Option<&'a str>,
+    symbol: Option<&'a Symbol>,
 }
 
-pub fn matches(t: &Trade, f: &TradeFilter<'_>) -> bool {
-    f.date.is_none_or(|d| NyDay::default().date_of(t.entry_time) == d)
-        && f.strategy_id.is_none_or(|s| t.strategy_id.as_deref().unwrap_or("manual") == s)
-        && f.symbol.is_none_or(|s| t.symbol == *s)
+impl<'a> TradeFilter<'a> {
+    /// Trades entered on `date` (New York), of `strategy_id` (`manual`: opened by hand), of
+    /// `symbol`; each `None` keeps every trade.
+    pub fn new(date: Option<NaiveDate>, strategy_id: Option<&'a str>, symbol: Option<&'a Symbol>) -> Self {
+        let entered = date.map(|d| (ny_instant(d, (0, 0)), ny_instant(d + chrono::Duration::days(1), (0, 0))));
+        TradeFilter { entered, strategy_id, symbol }
+    }
+
+    pub fn matches(&self, t: &Trade) -> bool {
+        self.entered.is_none_or(|(start, end)| t.entry_time >= start && t.entry_time < end)
+            && self.strategy_id.is_none_or(|s| t.strategy_id.as_deref().unwrap_or("manual") == s)
+            && self.symbol.is_none_or(|s| t.symbol == *s)
+    }
 }
 
 #[cfg(test)]

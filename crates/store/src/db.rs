@@ -30,6 +30,8 @@ pub const ACQUIRE_TIMEOUT: Duration = Duration::from_millis(700);
 /// How often the server probes the database, and the longest a probe waits.
 pub const PROBE_EVERY: Duration = Duration::from_millis(250);
 pub const PROBE_TIMEOUT: Duration = Duration::from_millis(500);
+/// How long a pooled connection may sit idle and still be handed out without a ping.
+const IDLE_BEFORE_PING: Duration = Duration::from_secs(1);
 
 static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("./migrations/sqlite");
 static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("./migrations/postgres");
@@ -184,7 +186,20 @@ impl Database {
     pub async fn connect(url: &str) -> Result<Database, StoreError> {
         install_default_drivers();
         let backend = Backend::from_url(url)?;
-        let mut options = AnyPoolOptions::new().acquire_timeout(ACQUIRE_TIMEOUT);
+        // A connection is pinged before use only when it sat idle for a while: one that
+        // answered a query a moment ago is known to be alive, and pinging it anyway doubled the
+        // round trips of every request under load (the pool's default pings on every acquire).
+        let mut options = AnyPoolOptions::new()
+            .acquire_timeout(ACQUIRE_TIMEOUT)
+            .test_before_acquire(false)
+            .before_acquire(|conn, meta| {
+                Box::pin(async move {
+                    if meta.idle_for > IDLE_BEFORE_PING {
+                        conn.ping().await?;
+                    }
+                    Ok(true)
+                })
+            });
         let url = match backend {
             Backend::Sqlite => {
                 ensure_sqlite_folder(url);

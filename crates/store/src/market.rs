@@ -63,7 +63,10 @@ pub struct ViolationRecord {
 
 #[async_trait]
 pub trait MarketRepository: Send + Sync {
-    async fn insert_radar_rows(&self, rows: &[RadarRowRecord]) -> Result<(), StoreError>;
+    /// Stores the rows of one scan (one `captured_at`, ranked from 1) unless a scan captured then
+    /// is already stored: then nothing is written, the stored scan stays the one operators saw,
+    /// and `false` is returned. A restart scans again the minute it stopped in.
+    async fn insert_radar_scan(&self, rows: &[RadarRowRecord]) -> Result<bool, StoreError>;
     /// Rows of the newest scan at or before `at` (all rows of that scan, by rank).
     async fn radar_scan_at(&self, at: i64) -> Result<Vec<RadarRowRecord>, StoreError>;
 
@@ -136,13 +139,17 @@ const ACTIVE_BLOCK: &str = "lifted_at IS NULL AND effective_from <= $1 AND (expi
 
 #[async_trait]
 impl MarketRepository for Database {
-    async fn insert_radar_rows(&self, rows: &[RadarRowRecord]) -> Result<(), StoreError> {
+    async fn insert_radar_scan(&self, rows: &[RadarRowRecord]) -> Result<bool, StoreError> {
         let mut tx = self.pool()?.begin().await?;
-        for r in rows {
-            sqlx::query(
+        for (i, r) in rows.iter().enumerate() {
+            // The first row claims the capture: a stored scan of that time holds the same key
+            // (captured_at, its top rank), so nothing is inserted and the transaction is dropped.
+            // A concurrent writer of the same capture waits on that key, then finds it taken.
+            let claim = if i == 0 { " ON CONFLICT (captured_at, rank) DO NOTHING" } else { "" };
+            let inserted = sqlx::query(sqlx::AssertSqlSafe(format!(
                 "INSERT INTO radar_rows (captured_at, rank, symbol, price, percentage_gain, change_1m, change_5m, volume, \
-                 average_volume, relative_volume, float_shares, sector) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
-            )
+                 average_volume, relative_volume, float_shares, sector) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12){claim}"
+            )))
             .bind(r.captured_at)
             .bind(r.rank)
             .bind(&r.symbol)
@@ -157,9 +164,12 @@ impl MarketRepository for Database {
             .bind(&r.sector)
             .execute(&mut *tx)
             .await?;
+            if inserted.rows_affected() == 0 {
+                return Ok(false);
+            }
         }
         tx.commit().await?;
-        Ok(())
+        Ok(!rows.is_empty())
     }
 
     async fn radar_scan_at(&self, at: i64) -> Result<Vec<RadarRowRecord>, StoreError> {
@@ -303,5 +313,44 @@ impl MarketRepository for Database {
             })
             .collect::<Result<_, sqlx::Error>>()
             .map_err(StoreError::from)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(captured_at: i64, rank: i64, symbol: &str) -> RadarRowRecord {
+        RadarRowRecord {
+            captured_at,
+            rank,
+            symbol: symbol.into(),
+            price: "4.5".into(),
+            percentage_gain: 12.5,
+            change_1m: Some(0.5),
+            change_5m: None,
+            volume: 1_000_000,
+            average_volume: 100_000,
+            relative_volume: Some(10.0),
+            float_shares: 5_000_000,
+            sector: "Technology".into(),
+        }
+    }
+
+    /// A restart scans the minute it stopped in again: storing a capture a second time (even
+    /// ranked differently) writes nothing and is no error, and the first scan stays as stored.
+    #[tokio::test]
+    async fn a_capture_already_stored_is_kept_not_stored_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(&format!("sqlite://{}/t.db", dir.path().display())).await.unwrap();
+        let seen = vec![row(60_000, 1, "ABC"), row(60_000, 2, "XYZ")];
+        assert!(db.insert_radar_scan(&seen).await.unwrap());
+        let rescan = vec![row(60_000, 1, "XYZ"), row(60_000, 2, "ABC"), row(60_000, 3, "NEW")];
+        assert!(!db.insert_radar_scan(&rescan).await.unwrap(), "the capture is already stored");
+        assert_eq!(db.radar_scan_at(60_000).await.unwrap(), seen);
+        let next = vec![row(120_000, 1, "XYZ")];
+        assert!(db.insert_radar_scan(&next).await.unwrap(), "the next minute is stored");
+        assert_eq!(db.radar_scan_at(120_000).await.unwrap(), next);
+        db.close().await;
     }
 }

@@ -30,8 +30,8 @@ pub struct EngineStateRecord {
     pub updated_at: i64,
 }
 
-/// Narrowing of the order list.
-#[derive(Clone, Debug, Default)]
+/// Narrowing of the order list (also the key of a page kept by its caller).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct OrderFilter {
     pub trading_date: Option<String>,
     pub status: Option<String>,
@@ -53,9 +53,9 @@ pub trait TradingRepository: Send + Sync {
     async fn open_orders(&self) -> Result<Vec<Order>, StoreError>;
     /// Every order with its executions and mode, oldest first (trades are built from them).
     async fn all_orders(&self) -> Result<Vec<(Order, String)>, StoreError>;
-    /// How many orders and executions exist and the latest order update: changes whenever
-    /// anything trades are built from does.
-    async fn orders_version(&self) -> Result<(i64, i64, i64), StoreError>;
+    /// A counter moved by every transaction that writes orders or executions: it changes
+    /// whenever anything trades are built from does, and reading it costs one row.
+    async fn orders_version(&self) -> Result<i64, StoreError>;
     /// Order updates, positions and the engine's state row of one batch, in one transaction: a
     /// crash never leaves a fill without its position or its cash.
     async fn save_batch(
@@ -122,6 +122,37 @@ fn order_row(r: &AnyRow) -> Result<Order, StoreError> {
     })
 }
 
+/// A bound value of a query built at run time.
+enum Arg<'a> {
+    Text(&'a str),
+    Int(i64),
+}
+
+/// The order list's query: only the filters given become conditions, each a plain comparison.
+/// `($1 IS NULL OR trading_date = $1)` cannot use an index, so every request scanned and sorted
+/// every order ever stored; with the day given, the page is read from `orders_day_page` in
+/// order and stops after `limit` rows.
+fn orders_query(f: &OrderFilter) -> (String, Vec<Arg<'_>>) {
+    let (mut args, mut conditions) = (Vec::new(), Vec::new());
+    for (column, value) in [("trading_date", &f.trading_date), ("status", &f.status), ("symbol", &f.symbol)] {
+        if let Some(value) = value {
+            args.push(Arg::Text(value));
+            conditions.push(format!("{column} = ${}", args.len()));
+        }
+    }
+    if let Some((at, id)) = &f.before {
+        args.extend([Arg::Int(*at), Arg::Text(id)]);
+        conditions.push(format!("(created_at, client_order_id) < (${}, ${})", args.len() - 1, args.len()));
+    }
+    args.push(Arg::Int(i64::from(f.limit)));
+    let filter = if conditions.is_empty() { String::new() } else { format!("WHERE {}", conditions.join(" AND ")) };
+    let sql = format!(
+        "SELECT {ORDER_COLUMNS} FROM orders {filter} ORDER BY created_at DESC, client_order_id DESC LIMIT ${}",
+        args.len()
+    );
+    (sql, args)
+}
+
 impl Database {
     async fn executions_of(&self, order: &mut Order) -> Result<(), StoreError> {
         let rows = sqlx::query(
@@ -150,9 +181,7 @@ impl Database {
 impl TradingRepository for Database {
     async fn save_orders(&self, orders: &[Order], mode: &str, trading_date: &str) -> Result<(), StoreError> {
         let mut tx = self.pool()?.begin().await?;
-        for o in orders {
-            save_order_in(&mut tx, o, mode, trading_date).await?;
-        }
+        save_orders_in(&mut tx, orders, mode, trading_date).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -170,20 +199,15 @@ impl TradingRepository for Database {
     }
 
     async fn orders(&self, f: &OrderFilter) -> Result<Vec<(Order, String)>, StoreError> {
-        let (before_at, before_id) = f.before.clone().unzip();
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT {ORDER_COLUMNS} FROM orders WHERE ($1 IS NULL OR trading_date = $1) AND ($2 IS NULL OR status = $2) \
-             AND ($3 IS NULL OR symbol = $3) AND ($4 IS NULL OR created_at < $4 OR (created_at = $4 AND client_order_id < $5)) \
-             ORDER BY created_at DESC, client_order_id DESC LIMIT $6"
-        )))
-        .bind(&f.trading_date)
-        .bind(&f.status)
-        .bind(&f.symbol)
-        .bind(before_at)
-        .bind(before_id)
-        .bind(i64::from(f.limit))
-        .fetch_all(self.pool()?)
-        .await?;
+        let (sql, args) = orders_query(f);
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for arg in args {
+            query = match arg {
+                Arg::Text(text) => query.bind(text),
+                Arg::Int(n) => query.bind(n),
+            };
+        }
+        let rows = query.fetch_all(self.pool()?).await?;
         rows.iter().map(|r| Ok((order_row(r)?, r.try_get::<String, _>("mode")?))).collect()
     }
 
@@ -219,14 +243,9 @@ impl TradingRepository for Database {
         Ok(orders)
     }
 
-    async fn orders_version(&self) -> Result<(i64, i64, i64), StoreError> {
-        let row = sqlx::query(
-            "SELECT (SELECT COUNT(*) FROM orders) AS n, (SELECT COUNT(*) FROM executions) AS x, \
-             (SELECT COALESCE(MAX(updated_at), 0) FROM orders) AS latest",
-        )
-        .fetch_one(self.pool()?)
-        .await?;
-        Ok((row.try_get("n")?, row.try_get("x")?, row.try_get("latest")?))
+    async fn orders_version(&self) -> Result<i64, StoreError> {
+        let row = sqlx::query("SELECT seq FROM orders_changes WHERE id = 1").fetch_one(self.pool()?).await?;
+        Ok(row.try_get("seq")?)
     }
 
     async fn open_orders(&self) -> Result<Vec<Order>, StoreError> {
@@ -254,9 +273,7 @@ impl TradingRepository for Database {
         trading_date: &str,
     ) -> Result<(), StoreError> {
         let mut tx = self.pool()?.begin().await?;
-        for o in orders {
-            save_order_in(&mut tx, o, mode, trading_date).await?;
-        }
+        save_orders_in(&mut tx, orders, mode, trading_date).await?;
         for p in positions {
             save_position_in(&mut tx, p).await?;
         }
@@ -327,6 +344,23 @@ impl TradingRepository for Database {
             updated_at: r.try_get("updated_at")?,
         }))
     }
+}
+
+/// Saves the orders and, when there are any, moves the change counter in the same transaction:
+/// the counter can never say "unchanged" about orders that were written.
+async fn save_orders_in(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    orders: &[Order],
+    mode: &str,
+    trading_date: &str,
+) -> Result<(), StoreError> {
+    for o in orders {
+        save_order_in(tx, o, mode, trading_date).await?;
+    }
+    if !orders.is_empty() {
+        sqlx::query("UPDATE orders_changes SET seq = seq + 1 WHERE id = 1").execute(&mut **tx).await?;
+    }
+    Ok(())
 }
 
 async fn save_order_in(
@@ -419,4 +453,71 @@ async fn save_state_in(tx: &mut sqlx::Transaction<'_, sqlx::Any>, s: &EngineStat
     .execute(&mut **tx)
     .await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tradeops_core::time::from_epoch_ms;
+
+    async fn database() -> (tempfile::TempDir, Database) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(&format!("sqlite://{}/t.db", dir.path().display())).await.unwrap();
+        (dir, db)
+    }
+
+    fn order(id: &str, at_ms: i64) -> Order {
+        let id = ClientOrderId::parse(id).unwrap();
+        let symbol = Symbol::parse("ABC").unwrap();
+        Order::new(id, symbol, Side::Buy, OrderType::Market, TimeInForce::Day, 10, None, None, from_epoch_ms(at_ms))
+    }
+
+    /// Trades are rebuilt only when the version moves, so it must move on every write — also a
+    /// status change of an older order that adds no execution and is not the latest update
+    /// (counting rows and taking the latest update missed it).
+    #[tokio::test]
+    async fn every_write_of_orders_moves_the_version() {
+        let (_dir, db) = database().await;
+        let (mut older, newer) = (order("o-1", 1_000), order("o-2", 5_000));
+        db.save_orders(&[older.clone(), newer], "PAPER", "2026-11-20").await.unwrap();
+        let before = db.orders_version().await.unwrap();
+        older.status = OrderStatus::Canceled;
+        older.updated_at = from_epoch_ms(2_000);
+        db.save_orders(&[older], "PAPER", "2026-11-20").await.unwrap();
+        assert!(db.orders_version().await.unwrap() > before, "a cancel of an older order is a change");
+        let after = db.orders_version().await.unwrap();
+        db.save_orders(&[], "PAPER", "2026-11-20").await.unwrap();
+        assert_eq!(db.orders_version().await.unwrap(), after, "writing nothing changes nothing");
+        db.close().await;
+    }
+
+    /// A day's page of orders is read from the index in page order: neither a scan of every
+    /// order ever stored nor a sort, however long the history grows — also the next pages.
+    #[tokio::test]
+    async fn a_days_page_of_orders_is_read_from_the_index_in_order() {
+        let (_dir, db) = database().await;
+        let day = OrderFilter { trading_date: Some("2026-11-20".into()), limit: 101, ..Default::default() };
+        let next = OrderFilter { before: Some((5_000, "o-9".into())), ..day.clone() };
+        let of_symbol = OrderFilter { symbol: Some("ABC".into()), ..next.clone() };
+        for filter in [day, next, of_symbol] {
+            let (sql, args) = orders_query(&filter);
+            let mut query = sqlx::query(sqlx::AssertSqlSafe(format!("EXPLAIN QUERY PLAN {sql}")));
+            for arg in args {
+                query = match arg {
+                    Arg::Text(text) => query.bind(text),
+                    Arg::Int(n) => query.bind(n),
+                };
+            }
+            let plan: Vec<String> = query
+                .fetch_all(db.pool().unwrap())
+                .await
+                .unwrap()
+                .iter()
+                .map(|r| r.try_get("detail").unwrap())
+                .collect();
+            assert!(plan.iter().any(|step| step.contains("USING INDEX orders_day_page")), "{filter:?}: {plan:?}");
+            assert!(!plan.iter().any(|step| step.contains("B-TREE")), "no sort for {filter:?}: {plan:?}");
+        }
+        db.close().await;
+    }
 }

@@ -14,6 +14,9 @@ use axum::Router;
 use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use tradeops_core::engine::{Command, ManualOrder, Reply};
 use tradeops_core::market::Side;
 use tradeops_core::orders::{ClientOrderId, Execution, Order, OrderStatus, OrderType, TimeInForce};
@@ -209,7 +212,7 @@ pub async fn list(
     State(state): State<AppState>,
     _caller: Caller,
     Query(q): Query<OrderQuery>,
-) -> ApiResult<ApiResponse<Vec<OrderRow>>> {
+) -> ApiResult<ApiResponse<Vec<Arc<RawValue>>>> {
     let limit = list_limit(q.limit)?;
     let date = match &q.date {
         Some(text) => chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d")
@@ -238,15 +241,67 @@ pub async fn list(
         limit: limit + 1,
     };
     let repo: &dyn TradingRepository = &state.db;
-    let mut rows = repo.orders(&filter).await?;
-    let more = rows.len() > limit as usize;
-    rows.truncate(limit as usize);
-    let next = if more {
-        rows.last().map(|(o, _)| format!("{}~{}", to_epoch_ms(&o.created_at), o.client_order_id))
-    } else {
-        None
+    // The version first: a page read after it is at least as new as the version it is kept under.
+    let version = repo.orders_version().await?;
+    let page = match state.order_pages.get(version, &filter) {
+        Some(page) => page,
+        None => {
+            let mut rows = repo.orders(&filter).await?;
+            let more = rows.len() > limit as usize;
+            rows.truncate(limit as usize);
+            let next = if more {
+                rows.last().map(|(o, _)| format!("{}~{}", to_epoch_ms(&o.created_at), o.client_order_id))
+            } else {
+                None
+            };
+            let rows = rows.iter().map(|(o, mode)| raw_row(&order_row(o, mode))).collect();
+            state.order_pages.put(version, filter, Arc::new(OrderPage { rows, next }))
+        }
     };
-    Ok(ApiResponse::page(rows.iter().map(|(o, mode)| order_row(o, mode)).collect(), next))
+    Ok(ApiResponse::page(page.rows.clone(), page.next.clone()))
+}
+
+fn raw_row(row: &OrderRow) -> Arc<RawValue> {
+    Arc::from(serde_json::value::to_raw_value(row).expect("an order row serialises"))
+}
+
+/// One page of `GET /api/orders` as served: its rows as JSON text, and the next page's cursor.
+pub struct OrderPage {
+    rows: Vec<Arc<RawValue>>,
+    next: Option<String>,
+}
+
+/// Pages of `GET /api/orders` as served, by filter, while the store's change counter of orders
+/// stays where it was when they were read: a console polling the list costs a one-row read, not
+/// reading and serialising a page of orders. Every write of orders or executions moves the
+/// counter in its own transaction, so a page is never served once the orders it shows changed.
+#[derive(Default)]
+pub struct OrderPages {
+    pages: Mutex<(i64, HashMap<OrderFilter, Arc<OrderPage>>)>,
+}
+
+impl OrderPages {
+    /// Distinct filters kept for one version (dates, statuses, symbols, cursors): enough for
+    /// every console's pages; beyond it pages are simply read again.
+    const MAX_PAGES: usize = 256;
+
+    fn get(&self, version: i64, filter: &OrderFilter) -> Option<Arc<OrderPage>> {
+        let pages = self.pages.lock().unwrap_or_else(|e| e.into_inner());
+        (pages.0 == version).then(|| pages.1.get(filter).cloned()).flatten()
+    }
+
+    /// Keeps `page`, read at `version`, and returns it. Pages of an earlier version are dropped;
+    /// a page of an earlier version than those kept is not kept.
+    fn put(&self, version: i64, filter: OrderFilter, page: Arc<OrderPage>) -> Arc<OrderPage> {
+        let mut pages = self.pages.lock().unwrap_or_else(|e| e.into_inner());
+        if version > pages.0 {
+            *pages = (version, HashMap::new());
+        }
+        if version == pages.0 && pages.1.len() < Self::MAX_PAGES {
+            pages.1.insert(filter, page.clone());
+        }
+        page
+    }
 }
 
 /// One order with its executions.

@@ -6,12 +6,14 @@ use crate::envelope::{ApiResponse, SuccessBody};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Path, Query};
 use crate::state::AppState;
-use crate::trades::{completed, matches, trade_detail, trade_row, TradeFilter};
+use crate::trades::{completed, trade_detail, TradeFilter};
 use axum::extract::State;
 use axum::routing::get;
 use axum::Router;
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::Value;
+use std::sync::Arc;
 use tradeops_core::analytics::{recommendations as recommend, Recommendation, ScopeType};
 use tradeops_core::Symbol;
 
@@ -44,7 +46,7 @@ pub async fn list(
     State(state): State<AppState>,
     _caller: Caller,
     Query(q): Query<TradeQuery>,
-) -> ApiResult<ApiResponse<Vec<Value>>> {
+) -> ApiResult<ApiResponse<Vec<Arc<RawValue>>>> {
     let date = q
         .date
         .as_deref()
@@ -54,9 +56,8 @@ pub async fn list(
         })
         .transpose()?;
     let symbol = q.symbol.as_deref().map(Symbol::parse).transpose().map_err(|e| ApiError::validation("symbol", e))?;
-    let filter = TradeFilter { date, strategy_id: q.strategy_id.as_deref(), symbol: symbol.as_ref() };
-    let trades = completed(&state).await?;
-    Ok(ApiResponse::list(trades.iter().rev().filter(|t| matches(t, &filter)).map(trade_row).collect()))
+    let filter = TradeFilter::new(date, q.strategy_id.as_deref(), symbol.as_ref());
+    Ok(ApiResponse::list(completed(&state).await?.rows(&filter)))
 }
 
 /// The deep dive of one trade: `trade` (the row), `events` (timeline), `features` (market state
@@ -71,9 +72,12 @@ pub async fn one(
     _caller: Caller,
     Path(id): Path<String>,
 ) -> ApiResult<ApiResponse<Value>> {
-    let trades = completed(&state).await?;
-    let trade =
-        trades.iter().find(|t| t.trade_id == id).ok_or_else(|| ApiError::not_found(format!("No trade {id:?}")))?;
+    let completed = completed(&state).await?;
+    let trade = completed
+        .trades
+        .iter()
+        .find(|t| t.trade_id == id)
+        .ok_or_else(|| ApiError::not_found(format!("No trade {id:?}")))?;
     Ok(ApiResponse::ok(trade_detail(trade)))
 }
 
@@ -110,8 +114,7 @@ pub async fn recommendations(
         })
         .transpose()?;
     let analytics = state.settings.current().analytics.clone();
-    let trades = completed(&state).await?;
-    let rows = recommend(&trades, analytics.min_sample_size, analytics.confidence_level)
+    let rows = recommend(&completed(&state).await?.trades, analytics.min_sample_size, analytics.confidence_level)
         .into_iter()
         .filter(|r| scope.is_none_or(|s| r.scope_type == s))
         .filter(|r| q.scope_value.as_deref().is_none_or(|v| r.scope_value == v))

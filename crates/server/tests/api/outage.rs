@@ -155,6 +155,8 @@ async fn a_database_outage_fails_fast_and_never_blocks_the_halt() {
     let Some(pg) = OwnPostgres::start() else { return };
     let mut config = test_config(pg.url());
     config.redis_url = None;
+    // The test walks every endpoint quickly: the per-token budget is not what it tests.
+    (config.auth.rate_limit_per_second, config.auth.rate_limit_burst) = (10_000, 10_000);
     let app = start(config, std::sync::Arc::new(TestDb::External), axum::Router::new()).await;
     let symbols = app.market_symbols(3).await;
     let (held, _) = &symbols[0];
@@ -396,6 +398,8 @@ async fn a_frozen_database_never_holds_a_request_or_the_halt() {
     let Some(pg) = OwnPostgres::start() else { return };
     let mut config = test_config(pg.url());
     config.redis_url = None;
+    // The test walks every endpoint quickly: the per-token budget is not what it tests.
+    (config.auth.rate_limit_per_second, config.auth.rate_limit_burst) = (10_000, 10_000);
     let app = start(config, std::sync::Arc::new(TestDb::External), axum::Router::new()).await;
     let (held, _) = app.market_symbols(1).await.remove(0);
     let bought = app.post("/api/orders", ADMIN_TOKEN, json!({"symbol": held, "side": "BUY", "quantity": 10})).await;

@@ -243,3 +243,45 @@ async fn scans_are_kept_in_the_database() {
     let expected: Vec<_> = served.iter().map(|r| r["symbol"].as_str().unwrap().to_string()).collect();
     assert_eq!(symbols, expected);
 }
+
+/// The rows stored for the scan captured at `at`, once `count` of them are (the radar stores a
+/// scan just after serving it).
+async fn stored_scan(app: &TestApp, at: &str, count: usize) -> Vec<tradeops_store::RadarRowRecord> {
+    use tradeops_store::MarketRepository;
+    let db = tradeops_store::Database::open(&app.config.database_url).await.unwrap();
+    let at = tradeops_core::time::to_epoch_ms(&tradeops_core::time::parse_ts(at).unwrap());
+    let mut stored = db.radar_scan_at(at).await.unwrap();
+    for _ in 0..20 {
+        if stored.len() == count {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        stored = db.radar_scan_at(at).await.unwrap();
+    }
+    db.close().await;
+    stored
+}
+
+/// A restart within the minute the service stopped in scans that minute again. The scan
+/// operators saw stays stored as it was — no second insert of it, which failed on its key at
+/// every restart — and is the one served again, though the filters changed since (a rescan with
+/// them keeps fewer rows).
+#[tokio::test]
+async fn a_restart_keeps_and_serves_the_scan_operators_saw() {
+    use tradeops_store::MarketRepository;
+    let app = spawn_app().await;
+    let seen = app.wait_for_scan(FIRST_SCAN).await.data().as_array().unwrap().clone();
+    let gains: Vec<f64> = seen.iter().map(|r| r["percentage_gain"].as_f64().unwrap()).collect();
+    assert!(gains.len() >= 2 && gains[0] > gains[gains.len() - 1], "rows of different gains: {gains:?}");
+    let stored = stored_scan(&app, FIRST_SCAN, seen.len()).await;
+    assert_eq!(stored.len(), seen.len());
+    app.put_settings(ADMIN_TOKEN, json!({"momentum_radar": {"min_percentage_gain": gains[0]}})).await.assert_ok(200);
+
+    let app = app.restart().await;
+    let served = app.wait_for_scan(FIRST_SCAN).await;
+    assert_eq!(served.data().as_array().unwrap(), &seen, "the scan operators saw is served again");
+    assert_eq!(stored_scan(&app, FIRST_SCAN, seen.len()).await, stored, "the stored scan is unchanged");
+    let db = tradeops_store::Database::open(&app.config.database_url).await.unwrap();
+    assert!(!db.insert_radar_scan(&stored).await.unwrap(), "storing it again writes nothing and is no error");
+    db.close().await;
+}

@@ -148,3 +148,16 @@ async fn recommendations_need_the_minimum_sample() {
     assert_eq!(one.assert_ok(200).as_array().unwrap().len(), 1);
     app.get("/api/trades/recommendations?scope_type=MOON").await.assert_error(400, "VALIDATION_ERROR");
 }
+
+/// Trades are kept built while no order changes; a new breakeven threshold relabels them at
+/// once all the same: a trade whose net P&L is within it reads BREAKEVEN in the next list.
+#[tokio::test]
+async fn a_new_breakeven_threshold_relabels_trades_at_once() {
+    let app = spawn_app().await;
+    let (symbol, _) = app.market_symbols(1).await.remove(0);
+    round_trip(&app, &symbol).await;
+    let net = trades(&app, "").await[0]["net_pnl"].as_f64().unwrap();
+    let wider = (net.abs() + 1.0).ceil();
+    app.put_settings(ADMIN_TOKEN, json!({"analytics": {"breakeven_threshold": wider}})).await.assert_ok(200);
+    assert_eq!(trades(&app, "").await[0]["winner_loser_label"], "BREAKEVEN", "net {net} within {wider}");
+}

@@ -200,6 +200,26 @@ async fn orders_list_filters_and_pages() {
     app.get("/api/orders?cursor=zzz").await.assert_error(400, "VALIDATION_ERROR");
 }
 
+/// The order list is served from a page kept while no order changed: each change — a new order,
+/// its fill — shows in the very next list, never a page read before it.
+#[tokio::test]
+async fn the_order_list_shows_each_change_at_once() {
+    let app = spawn_app().await;
+    let (symbol, _) = app.market_symbols(1).await.remove(0);
+    assert_eq!(app.get("/api/orders").await.body["meta"]["count"], 0);
+    let placed = buy(&app, &symbol, 10).await;
+    placed.assert_ok(201);
+    let listed = app.get("/api/orders").await;
+    assert_eq!(listed.body["meta"]["count"], 1, "{}", listed.body);
+    assert_eq!(listed.data()[0]["client_order_id"], id(&placed).as_str());
+    app.wait_for_order(&id(&placed), "FILLED").await;
+    let listed = app.get("/api/orders").await;
+    assert_eq!(
+        (listed.data()[0]["status"].as_str(), listed.data()[0]["filled_quantity"].as_u64()),
+        (Some("FILLED"), Some(10))
+    );
+}
+
 #[tokio::test]
 async fn order_generating_actions_wait_for_the_open() {
     let app = spawn_app().await;
