@@ -425,6 +425,21 @@ mod tests {
     use super::*;
     use crate::{AuditEntry, AuditFilter, AuditRepository};
 
+    /// An audit row of a refused halt, about 1 KB.
+    fn refusal(ts: i64, request: &str) -> AuditEntry {
+        AuditEntry {
+            ts,
+            actor: "anonymous".into(),
+            role: None,
+            action: "risk.emergency_halt".into(),
+            target: String::new(),
+            request: request.to_string(),
+            outcome: "UNAUTHORIZED".into(),
+            mode: "PAPER".into(),
+            request_id: format!("r{ts}"),
+        }
+    }
+
     fn wal_bytes(path: &std::path::Path) -> u64 {
         std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
     }
@@ -447,17 +462,7 @@ mod tests {
                 let (db, request) = (db.clone(), request.clone());
                 tasks.spawn(async move {
                     for n in 0..ROWS_PER_WRITER {
-                        let entry = AuditEntry {
-                            ts: (round * 10_000 + writer * 1_000 + n) as i64,
-                            actor: "anonymous".into(),
-                            role: None,
-                            action: "risk.emergency_halt".into(),
-                            target: String::new(),
-                            request: request.clone(),
-                            outcome: "UNAUTHORIZED".into(),
-                            mode: "PAPER".into(),
-                            request_id: format!("r{round}-{writer}-{n}"),
-                        };
+                        let entry = refusal((round * 10_000 + writer * 1_000 + n) as i64, &request);
                         db.append_audit(&entry).await.unwrap();
                     }
                 });
@@ -493,18 +498,7 @@ mod tests {
         sqlx::query("SELECT COUNT(*) FROM audit_log").fetch_one(&mut *reader).await.unwrap();
         let request = serde_json::json!({"note": "x".repeat(1000)}).to_string();
         for n in 0..1_000 {
-            let entry = AuditEntry {
-                ts: n,
-                actor: "anonymous".into(),
-                role: None,
-                action: "risk.emergency_halt".into(),
-                target: String::new(),
-                request: request.clone(),
-                outcome: "UNAUTHORIZED".into(),
-                mode: "PAPER".into(),
-                request_id: format!("r{n}"),
-            };
-            db.append_audit(&entry).await.unwrap();
+            db.append_audit(&refusal(n, &request)).await.unwrap();
         }
         let long = wal_bytes(&wal);
         assert!(long > WAL_TRUNCATE_ABOVE_FRAMES as u64 * 4096, "the reader kept the log growing: {long} bytes");

@@ -134,6 +134,27 @@ async fn assert_unavailable(app: &TestApp, method: reqwest::Method, path: &str, 
     assert!(took < Duration::from_secs(3), "{path} answered after {took:?}");
 }
 
+/// The emergency halt sent during an outage (timed from `started`): it answers at once, acts in
+/// memory with `persisted: false`, and its exit fills through the broker while the database is
+/// still unavailable.
+async fn halt_during_the_outage(app: &TestApp, started: Instant, reason: &str) {
+    let halt = app.post("/api/risk/emergency-halt", ADMIN_TOKEN, json!({"reason": reason})).await;
+    let took = started.elapsed();
+    eprintln!("{reason}: the emergency halt answered in {took:?}");
+    let halted = halt.assert_ok(200);
+    assert_eq!((halted["halted"].clone(), halted["liquidation_requested"].clone()), (json!(true), json!(true)));
+    assert_eq!(halted["persisted"], false, "{}", halt.body);
+    assert!(took < Duration::from_secs(3), "the halt answered after {took:?}");
+    for _ in 0..100 {
+        app.market.advance(chrono::Duration::milliseconds(200));
+        if app.get("/api/positions").await.data().as_array().is_some_and(|p| p.is_empty()) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(30)).await;
+    }
+    panic!("the halt's exit never filled during the outage");
+}
+
 /// Moves the market on until the position is flat (the halt's exit filled) and what was held in
 /// memory during the outage is stored (`GET /api/risk/state`: `state_persisted`, no
 /// `unsaved_writes`; read live, not from the health probes' last snapshot).
@@ -233,24 +254,7 @@ async fn a_database_outage_fails_fast_and_never_blocks_the_halt() {
 
     // The halt acts at once in memory and says the latch is not stored yet.
     let started = Instant::now();
-    let halt = app.post("/api/risk/emergency-halt", ADMIN_TOKEN, json!({"reason": "outage test"})).await;
-    let took = started.elapsed();
-    eprintln!("during the outage: the emergency halt answered in {took:?}");
-    let halted = halt.assert_ok(200);
-    assert_eq!((halted["halted"].clone(), halted["liquidation_requested"].clone()), (json!(true), json!(true)));
-    assert_eq!(halted["persisted"], false, "{}", halt.body);
-    assert!(took < Duration::from_secs(3), "the halt answered after {took:?}");
-    // Its exit goes through the broker while the database is still down.
-    let mut flat = false;
-    for _ in 0..100 {
-        app.market.advance(chrono::Duration::milliseconds(200));
-        if app.get("/api/positions").await.data().as_array().is_some_and(|p| p.is_empty()) {
-            flat = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(30)).await;
-    }
-    assert!(flat, "the halt's exit filled during the outage");
+    halt_during_the_outage(&app, started, "outage test").await;
 
     // Resuming is not a change made in memory only.
     assert_unavailable(&app, reqwest::Method::POST, "/api/risk/resume", Some(json!({"reason": "too early"}))).await;
@@ -410,24 +414,9 @@ async fn a_frozen_database_never_holds_a_request_or_the_halt() {
     // The halt at once, before the probe has noticed: its writes wait a bounded time each.
     pg.freeze();
     let started = Instant::now();
-    let halt = app.post("/api/risk/emergency-halt", ADMIN_TOKEN, json!({"reason": "frozen database"})).await;
-    let took = started.elapsed();
-    eprintln!("frozen database: the emergency halt answered in {took:?}");
-    let halted = halt.assert_ok(200);
-    assert_eq!(halted["persisted"], false, "{}", halt.body);
-    assert!(took < Duration::from_secs(3), "the halt answered after {took:?}");
+    halt_during_the_outage(&app, started, "frozen database").await;
     assert_unavailable(&app, reqwest::Method::GET, "/api/orders?limit=5", None).await;
     assert_unavailable(&app, reqwest::Method::GET, &format!("/api/orders/{bought}"), None).await;
-    let mut flat = false;
-    for _ in 0..100 {
-        app.market.advance(chrono::Duration::milliseconds(200));
-        if app.get("/api/positions").await.data().as_array().is_some_and(|p| p.is_empty()) {
-            flat = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(30)).await;
-    }
-    assert!(flat, "the halt's exit filled while the database was frozen");
 
     pg.thaw();
     wait_health(&app, "HEALTHY").await;
