@@ -30,18 +30,10 @@ kill -0 "$SVC" 2>/dev/null || { echo "the service exited:"; cat "$WORK/svc.log";
 IDLE_KB=$(awk '/VmRSS/ {print $2}' "/proc/$SVC/status")
 echo "idle resident memory after start: $((IDLE_KB / 1024)) MiB ($IDLE_KB kB)"
 
+# shellcheck source=bench/wrk.sh
+. bench/wrk.sh
 # Prints "requests/s p50_ms p99_ms" for one wrk run.
-run() {
-  wrk -t"$THREADS" -c"$CONNS" -d"${DURATION}s" --latency "$@" 2>&1 | awk '
-    function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
-    /^Requests\/sec/ { rps = $2 }
-    /^ +50%/ { p50 = ms($2) }
-    /^ +99%/ { p99 = ms($2) }
-    /Non-2xx/ { bad = $NF }
-    END { if (bad) print "NON-2XX:" bad > "/dev/stderr"; printf "%.0f %.3f %.3f\n", rps, p50, p99 }'
-}
-
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+run() { wrk_run "$@"; }
 
 # bench NAME ID URL [HEADER]: one table row, median of $RUNS runs; requests/s kept as rps.ID.
 bench() {

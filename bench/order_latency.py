@@ -5,26 +5,13 @@ position stays small; prints p50/p99 in milliseconds."""
 import sys
 import time
 
-from api_client import client
+from api_client import client, open_radar_symbol
 
 base, token = sys.argv[1], sys.argv[2]
 count = int(sys.argv[3]) if len(sys.argv) > 3 else 100
 call = client(base, token)
 
-call("PUT", "/api/settings", {
-    "momentum_radar": {"min_percentage_gain": -100, "min_relative_volume": 0, "max_float": 100000000000,
-                       "min_volume": 0, "min_price": 2, "max_price": 50},
-    "risk_controls": {"max_trades_per_day": 100000, "duplicate_order_window_seconds": 0},
-})
-symbol = None
-for _ in range(150):  # the next minute boundary scans with the open filters
-    rows = call("GET", "/api/radar/momentum?top_n=1")["data"]
-    if rows:
-        symbol = rows[0]["symbol"]
-        break
-    time.sleep(0.5)
-if symbol is None:
-    sys.exit("no symbol on the radar")
+symbol = open_radar_symbol(call)
 
 latencies = []
 for i in range(count):

@@ -122,7 +122,7 @@ impl AuditRepository for AuditOutbox {
             Ok(written) => written,
             // Not answered in time (a database that stopped answering): held, so the request
             // is not held up; if the first write lands after all, the row is stored twice.
-            Err(_) => Err(StoreError::Unavailable(format!("no answer within {APPEND_TIMEOUT:?}"))),
+            Err(_) => Err(StoreError::TimedOut(APPEND_TIMEOUT)),
         };
         match written {
             Err(e) if e.is_unavailable() => {

@@ -51,6 +51,10 @@ pub enum StoreError {
     /// The database cannot be reached or cannot write (see the module doc): retry later.
     #[error("the database is unavailable: {0}")]
     Unavailable(String),
+    /// The database did not answer within the caller's bound: unavailable too, but the write
+    /// may still land.
+    #[error("no answer from the database within {0:?}")]
+    TimedOut(std::time::Duration),
     #[error("database error: {0}")]
     Db(sqlx::Error),
     #[error("migration failed: {0}")]
@@ -65,7 +69,7 @@ pub enum StoreError {
 
 impl StoreError {
     pub fn is_unavailable(&self) -> bool {
-        matches!(self, StoreError::Unavailable(_))
+        matches!(self, StoreError::Unavailable(_) | StoreError::TimedOut(_))
     }
 }
 
@@ -273,12 +277,12 @@ impl Database {
     pub async fn probe(&self) -> Result<Duration, StoreError> {
         let result = match tokio::time::timeout(PROBE_TIMEOUT, self.probe_round_trip()).await {
             Ok(r) => r,
-            Err(_) => Err(StoreError::Unavailable(format!("no answer within {PROBE_TIMEOUT:?}"))),
+            Err(_) => Err(StoreError::TimedOut(PROBE_TIMEOUT)),
         };
         if result.is_ok() && self.availability.writes_failing.load(Ordering::Acquire) {
             let written = match tokio::time::timeout(PROBE_TIMEOUT, self.probe_write()).await {
                 Ok(r) => r,
-                Err(_) => Err(StoreError::Unavailable(format!("no write within {PROBE_TIMEOUT:?}"))),
+                Err(_) => Err(StoreError::TimedOut(PROBE_TIMEOUT)),
             };
             match written {
                 Ok(()) => {
@@ -324,12 +328,6 @@ impl Database {
         self.backend
     }
 
-    /// A round trip to the database; returns how long it took.
-    pub async fn ping(&self) -> Result<Duration, StoreError> {
-        self.pool()?;
-        self.round_trip().await
-    }
-
     /// A round trip on the probe's own connection, opened again after a failure.
     async fn probe_round_trip(&self) -> Result<Duration, StoreError> {
         let started = Instant::now();
@@ -358,12 +356,6 @@ impl Database {
         .execute(&mut *connection)
         .await?;
         Ok(())
-    }
-
-    async fn round_trip(&self) -> Result<Duration, StoreError> {
-        let started = Instant::now();
-        sqlx::query("SELECT 1").execute(self.pool()?).await?;
-        Ok(started.elapsed())
     }
 
     /// Copies SQLite's write-ahead log into the database file without blocking writers (a

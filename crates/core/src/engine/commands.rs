@@ -589,7 +589,8 @@ impl HaltProgress {
     }
 }
 
-pub(super) fn is_liquidation(order: &Order) -> bool {
+/// Whether an order is one of the emergency halt's own exits.
+pub fn is_liquidation(order: &Order) -> bool {
     order.reason.as_deref() == Some(LIQUIDATION_REASON)
 }
 

@@ -27,7 +27,7 @@ use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
-pub use commands::{Command, CommandError, HaltProgress, ManualOrder, Reply, LIQUIDATION_REASON};
+pub use commands::{is_liquidation, Command, CommandError, HaltProgress, ManualOrder, Reply, LIQUIDATION_REASON};
 
 /// A watched symbol's strategy status (CONTRACT §3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize, utoipa::ToSchema)]

@@ -4,7 +4,7 @@
 //! happened — as soon as the database can write again.
 
 use super::StrategyStatus;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use tradeops_core::orders::{ClientOrderId, Order};
 use tradeops_core::positions::Position;
@@ -23,7 +23,7 @@ pub(super) struct Unsaved {
     /// The engine state record (trading state and halt latch, cash, day counters).
     pub state: bool,
     /// Other writes, in order.
-    pub writes: Vec<HeldWrite>,
+    pub writes: VecDeque<HeldWrite>,
     /// Writes not kept past [`MAX_HELD_WRITES`].
     pub dropped: usize,
     /// A write failed since the last complete save (logged once the database is back).
@@ -43,7 +43,7 @@ impl Unsaved {
     pub fn hold(&mut self, write: HeldWrite) {
         self.outage = true;
         if self.writes.len() < MAX_HELD_WRITES {
-            self.writes.push(write);
+            self.writes.push_back(write);
         } else {
             self.dropped += 1;
         }

@@ -14,7 +14,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tradeops_core::backtest::dollars;
 use tradeops_core::broker::{BrokerLookup, BrokerReport};
 use tradeops_core::engine::{
-    Command, CommandError, Effect, Engine, Event, Halt, Reply, Slot, StrategyStatus, LIQUIDATION_REASON,
+    is_liquidation, Command, CommandError, Effect, Engine, Event, Halt, Reply, Slot, StrategyStatus,
 };
 use tradeops_core::market::Side;
 use tradeops_core::orders::TimeInForce;
@@ -218,13 +218,12 @@ async fn restore(
 /// server, a partition) never holds the engine, so the emergency halt behind it still acts at
 /// once. A write not answered in time is held and written again (writes are idempotent).
 const WRITE_TIMEOUT: Duration = Duration::from_millis(300);
-const NO_ANSWER: &str = "no answer from the database within";
 
-/// A write bounded by [`WRITE_TIMEOUT`]; past it, [`StoreError::Unavailable`].
+/// A write bounded by [`WRITE_TIMEOUT`]; past it, [`StoreError::TimedOut`].
 async fn bounded<T>(write: impl std::future::Future<Output = Result<T, StoreError>>) -> Result<T, StoreError> {
     match tokio::time::timeout(WRITE_TIMEOUT, write).await {
         Ok(result) => result,
-        Err(_) => Err(StoreError::Unavailable(format!("{NO_ANSWER} {WRITE_TIMEOUT:?}"))),
+        Err(_) => Err(StoreError::TimedOut(WRITE_TIMEOUT)),
     }
 }
 
@@ -509,7 +508,7 @@ impl Runner {
         if fx.iter().any(|f| matches!(f, Effect::TradingStateChanged { .. })) {
             let saved = match reachable {
                 true => bounded(repo.save_engine_state(&self.state_record(now))).await,
-                false => Err(tradeops_store::StoreError::Unavailable("the database is unavailable".into())),
+                false => Err(StoreError::Unavailable("the database is unavailable".into())),
             };
             if let Err(e) = saved {
                 tracing::error!(error = %e, "trading state not persisted yet: held in memory, written when the database is back");
@@ -540,7 +539,7 @@ impl Runner {
                     unsent_because = Some(e.is_unavailable());
                     // A write that did not answer in time may still land: its orders are
                     // rejected (and that stored later) rather than taken back without a trace.
-                    ambiguous = e.to_string().contains(NO_ANSWER);
+                    ambiguous = matches!(e, StoreError::TimedOut(_));
                     reachable &= !e.is_unavailable();
                     false
                 }
@@ -571,7 +570,7 @@ impl Runner {
                         serde_json::to_value(crate::routes::orders::order_detail(&order, mode)).unwrap_or_default(),
                     ));
                 }
-                Effect::Submit(order) if order.reason.as_deref() == Some(LIQUIDATION_REASON) => {
+                Effect::Submit(order) if is_liquidation(&order) => {
                     // The emergency halt's exits go out even when they cannot be written ahead:
                     // a halt acts at once, whatever the database. Written when it is back.
                     tracing::warn!(client_order_id = %order.client_order_id, "halt exit sent before it could be written");
@@ -731,8 +730,8 @@ impl Runner {
     }
 
     /// Writes what is held in memory: orders, positions and the engine state in one
-    /// transaction (a fill is never stored without its position or its cash), then violations.
-    /// What fails stays held for the next try.
+    /// transaction (a fill is never stored without its position or its cash), then the other
+    /// held writes in order. What fails stays held for the next try.
     async fn save_unsaved(&mut self, now: Timestamp) {
         let mode = self.state.settings.mode().as_str();
         let date = self.engine.calendar().date_of(now).to_string();
@@ -749,13 +748,13 @@ impl Runner {
         self.unsaved.orders.clear();
         self.unsaved.positions.clear();
         self.unsaved.state = false;
-        while let Some(write) = self.unsaved.writes.first() {
+        while let Some(write) = self.unsaved.writes.front() {
             if let Err(e) = bounded(write.write(&self.state.db)).await {
                 tracing::error!(error = %e, "held writes not stored yet");
                 self.state.db.writes_failed(&e);
                 return;
             }
-            self.unsaved.writes.remove(0);
+            self.unsaved.writes.pop_front();
         }
         if std::mem::take(&mut self.unsaved.dropped) > 0 {
             tracing::error!("writes beyond the held bound during the outage were not kept");

@@ -109,6 +109,23 @@ fn nix_is_root() -> bool {
     Command::new("id").arg("-u").output().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
 }
 
+/// The service on `pg`, Redis off. The tests walk every endpoint quickly: the per-token budget
+/// is not what they test.
+async fn start_on(pg: &OwnPostgres) -> TestApp {
+    let mut config = test_config(pg.url());
+    config.redis_url = None;
+    (config.auth.rate_limit_per_second, config.auth.rate_limit_burst) = (10_000, 10_000);
+    start(config, std::sync::Arc::new(TestDb::External), axum::Router::new()).await
+}
+
+/// Buys 10 shares of `symbol` at market and waits for the fill; returns the order's id.
+async fn buy_filled(app: &TestApp, symbol: &str) -> String {
+    let bought = app.post("/api/orders", ADMIN_TOKEN, json!({"symbol": symbol, "side": "BUY", "quantity": 10})).await;
+    let bought = bought.assert_ok(201)["client_order_id"].as_str().unwrap().to_string();
+    app.wait_for_order(&bought, "FILLED").await;
+    bought
+}
+
 /// Polls `GET /api/health` until the database component is `want`; returns the last reply.
 async fn wait_health(app: &TestApp, want: &str) -> Reply {
     for _ in 0..100 {
@@ -174,16 +191,10 @@ async fn wait_until_stored(app: &TestApp) {
 #[tokio::test]
 async fn a_database_outage_fails_fast_and_never_blocks_the_halt() {
     let Some(pg) = OwnPostgres::start() else { return };
-    let mut config = test_config(pg.url());
-    config.redis_url = None;
-    // The test walks every endpoint quickly: the per-token budget is not what it tests.
-    (config.auth.rate_limit_per_second, config.auth.rate_limit_burst) = (10_000, 10_000);
-    let app = start(config, std::sync::Arc::new(TestDb::External), axum::Router::new()).await;
+    let app = start_on(&pg).await;
     let symbols = app.market_symbols(3).await;
     let (held, _) = &symbols[0];
-    let bought = app.post("/api/orders", ADMIN_TOKEN, json!({"symbol": held, "side": "BUY", "quantity": 10})).await;
-    let bought = bought.assert_ok(201)["client_order_id"].as_str().unwrap().to_string();
-    app.wait_for_order(&bought, "FILLED").await;
+    buy_filled(&app, held).await;
     let (resting_symbol, price) = &symbols[1];
     let limit = ((price * 0.97) * 100.0).floor() / 100.0;
     let resting = app
@@ -244,13 +255,8 @@ async fn a_database_outage_fails_fast_and_never_blocks_the_halt() {
     }
     // A new order cannot be written ahead: refused, and never sent.
     let (refused_symbol, _) = &symbols[2];
-    assert_unavailable(
-        &app,
-        reqwest::Method::POST,
-        "/api/orders",
-        Some(json!({"symbol": refused_symbol, "side": "BUY", "quantity": 7})),
-    )
-    .await;
+    let order = json!({"symbol": refused_symbol, "side": "BUY", "quantity": 7});
+    assert_unavailable(&app, reqwest::Method::POST, "/api/orders", Some(order)).await;
 
     // The halt acts at once in memory and says the latch is not stored yet.
     let started = Instant::now();
@@ -359,9 +365,7 @@ async fn a_full_disk_refuses_writes_with_503_and_the_halt_still_acts() {
     let app = start(config, std::sync::Arc::new(TestDb::External), axum::Router::new()).await;
     let symbols = app.market_symbols(2).await;
     let (held, _) = &symbols[0];
-    let bought = app.post("/api/orders", ADMIN_TOKEN, json!({"symbol": held, "side": "BUY", "quantity": 10})).await;
-    let bought = bought.assert_ok(201)["client_order_id"].as_str().unwrap().to_string();
-    app.wait_for_order(&bought, "FILLED").await;
+    buy_filled(&app, held).await;
 
     // Empty the write-ahead log into the database file, so the next write must grow it.
     let direct = tradeops_store::Database::connect(&format!("sqlite://{}", path.display())).await.unwrap();
@@ -370,13 +374,8 @@ async fn a_full_disk_refuses_writes_with_503_and_the_halt_still_acts() {
     disk.fill();
 
     let (refused_symbol, _) = &symbols[1];
-    assert_unavailable(
-        &app,
-        reqwest::Method::POST,
-        "/api/orders",
-        Some(json!({"symbol": refused_symbol, "side": "BUY", "quantity": 7})),
-    )
-    .await;
+    let order = json!({"symbol": refused_symbol, "side": "BUY", "quantity": 7});
+    assert_unavailable(&app, reqwest::Method::POST, "/api/orders", Some(order)).await;
     // Reads still work: the database is there, it cannot grow.
     app.get("/api/orders").await.assert_ok(200);
     let halt = app.post("/api/risk/emergency-halt", ADMIN_TOKEN, json!({"reason": "disk full"})).await;
@@ -400,15 +399,9 @@ async fn a_full_disk_refuses_writes_with_503_and_the_halt_still_acts() {
 #[tokio::test]
 async fn a_frozen_database_never_holds_a_request_or_the_halt() {
     let Some(pg) = OwnPostgres::start() else { return };
-    let mut config = test_config(pg.url());
-    config.redis_url = None;
-    // The test walks every endpoint quickly: the per-token budget is not what it tests.
-    (config.auth.rate_limit_per_second, config.auth.rate_limit_burst) = (10_000, 10_000);
-    let app = start(config, std::sync::Arc::new(TestDb::External), axum::Router::new()).await;
+    let app = start_on(&pg).await;
     let (held, _) = app.market_symbols(1).await.remove(0);
-    let bought = app.post("/api/orders", ADMIN_TOKEN, json!({"symbol": held, "side": "BUY", "quantity": 10})).await;
-    let bought = bought.assert_ok(201)["client_order_id"].as_str().unwrap().to_string();
-    app.wait_for_order(&bought, "FILLED").await;
+    let bought = buy_filled(&app, &held).await;
 
     // The server stops answering but keeps every connection open: nothing fails, all waits.
     // The halt at once, before the probe has noticed: its writes wait a bounded time each.
