@@ -227,8 +227,7 @@ async fn bootstrap_admin(config: &Config, tokens: &TokenRegistry, clock: &dyn Cl
     let fail = |e: crate::error::ApiError| anyhow::anyhow!("bootstrap admin token: {}", e.message);
     if let Some(secret) = &config.auth.admin_token {
         if tokens.resolve(secret, now).is_none() {
-            tokens.revoke(BOOTSTRAP_TOKEN_NAME, now).await.map_err(fail)?;
-            tokens.create(BOOTSTRAP_TOKEN_NAME, Role::Admin, secret, "config", now).await.map_err(fail)?;
+            tokens.replace(BOOTSTRAP_TOKEN_NAME, Role::Admin, secret, "config", now).await.map_err(fail)?;
         }
         return Ok(None);
     }
@@ -262,6 +261,32 @@ fn spawn_background(state: &AppState) -> Vec<JoinHandle<()>> {
             }
         })
     };
+    // Tokens created or revoked elsewhere (the CLI, another node) take effect within a poll;
+    // a failed poll (the database is down) keeps the tokens already known.
+    let token_changes = {
+        let state = state.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(crate::auth::TOKEN_POLL_EVERY);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let mut failing = false;
+            loop {
+                tick.tick().await;
+                match state.tokens.refresh().await {
+                    Ok(reloaded) => {
+                        if reloaded {
+                            tracing::debug!("tokens changed in the database; reloaded");
+                        }
+                        failing = false;
+                    }
+                    Err(e) if !failing => {
+                        failing = true;
+                        tracing::warn!(error = %e.message, "could not look for token changes; known tokens stay valid");
+                    }
+                    Err(_) => {}
+                }
+            }
+        })
+    };
     // Outages are noticed within a probe: requests are then refused at once with
     // SERVICE_UNAVAILABLE instead of each waiting for a connection.
     let database = {
@@ -278,6 +303,7 @@ fn spawn_background(state: &AppState) -> Vec<JoinHandle<()>> {
     let mut tasks = vec![
         health,
         token_usage,
+        token_changes,
         database,
         tokio::spawn(crate::downloads::run_worker(state.clone())),
         tokio::spawn(crate::backtests::run_worker(state.clone())),

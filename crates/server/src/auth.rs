@@ -1,8 +1,15 @@
 //! Authentication (CONTRACT §6): bearer tokens stored only as SHA-256 hashes, three roles, a
 //! bootstrap admin token, a per-token rate limit, and a per-address one for callers without a
 //! valid token. Active tokens are held in memory so a request costs one hash and one map
-//! lookup; revoking removes the token from memory after the database, so a revoked token is
+//! lookup, whether the token is known or not (a flood of bad tokens never reaches the
+//! database); revoking removes the token from memory after the database, so a revoked token is
 //! refused at once.
+//!
+//! Tokens written elsewhere (the `tradeops token` CLI, another node) reach memory through the
+//! token version the store bumps with every token write: the service polls it every
+//! [`TOKEN_POLL_EVERY`] ([`TokenRegistry::refresh`], one single-row read) and reloads the
+//! active tokens when it moved. While the database is unavailable the poll fails and the tokens
+//! already in memory keep working.
 
 use crate::client_limit::ClientAddr;
 use crate::error::{ApiError, ApiResult, ErrorCode};
@@ -12,11 +19,19 @@ use axum::http::request::Parts;
 use rand::RngCore;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::sync::{Mutex, RwLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tradeops_core::Role;
-use tradeops_store::{TokenRecord, TokenRepository};
+use tradeops_store::{Revocation, TokenRecord, TokenRepository};
+
+/// How often the service looks for token writes made elsewhere: a token created or revoked by
+/// the CLI takes effect within this (plus one reload).
+pub const TOKEN_POLL_EVERY: Duration = Duration::from_millis(250);
+
+/// The guard named by a refused revoke of the last active admin token.
+pub const LAST_ADMIN_GUARD: &str = "last_admin_token";
 
 /// Who is calling.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -56,25 +71,48 @@ pub struct TokenRegistry {
     repo: Arc<dyn TokenRepository>,
     by_hash: RwLock<HashMap<String, Principal>>,
     last_used: Mutex<HashMap<String, i64>>,
-    /// Serialises create and revoke so memory always ends as the database does.
+    /// Serialises create, revoke and reload so memory always ends as the database does.
     writes: tokio::sync::Mutex<()>,
+    /// The token version (see the store's `token_changes`) the map was loaded at.
+    version: AtomicI64,
 }
 
 impl TokenRegistry {
     pub async fn load(repo: Arc<dyn TokenRepository>) -> ApiResult<TokenRegistry> {
-        let registry =
-            TokenRegistry { repo, by_hash: RwLock::default(), last_used: Mutex::default(), writes: Default::default() };
+        let registry = TokenRegistry {
+            repo,
+            by_hash: RwLock::default(),
+            last_used: Mutex::default(),
+            writes: Default::default(),
+            version: AtomicI64::new(i64::MIN),
+        };
         registry.reload().await?;
         Ok(registry)
     }
 
+    /// Reloads the active tokens when the stored token version moved since the last load:
+    /// one single-row read otherwise. True when it reloaded. An error (the database is
+    /// unavailable) leaves the tokens in memory as they were.
+    pub async fn refresh(&self) -> ApiResult<bool> {
+        if self.repo.token_version().await? == self.version.load(Ordering::Acquire) {
+            return Ok(false);
+        }
+        self.reload().await?;
+        Ok(true)
+    }
+
     async fn reload(&self) -> ApiResult<()> {
+        let _write = self.writes.lock().await;
+        // The version first: a write landing between the two reads moves it past what is
+        // recorded here, so the next refresh loads again.
+        let version = self.repo.token_version().await?;
         let mut map = HashMap::new();
         for t in self.repo.active_tokens().await? {
             let role = t.role.parse::<Role>().map_err(ApiError::internal)?;
             map.insert(t.token_hash, Principal { name: t.name, role });
         }
         *self.by_hash.write().unwrap_or_else(|e| e.into_inner()) = map;
+        self.version.store(version, Ordering::Release);
         Ok(())
     }
 
@@ -97,14 +135,7 @@ impl TokenRegistry {
     /// Stores a token under `name`; returns an error naming the clash when the name is taken.
     pub async fn create(&self, name: &str, role: Role, secret: &str, created_by: &str, now_ms: i64) -> ApiResult<()> {
         let _write = self.writes.lock().await;
-        let record = TokenRecord {
-            name: name.to_string(),
-            role: role.as_str().to_string(),
-            token_hash: hash_token(secret),
-            created_at: now_ms,
-            created_by: created_by.to_string(),
-            last_used_at: None,
-        };
+        let record = token_record(name, role, secret, created_by, now_ms);
         match self.repo.insert_token(&record).await {
             Ok(()) => {}
             Err(tradeops_store::StoreError::Conflict(reason)) => return Err(ApiError::validation("name", reason)),
@@ -117,12 +148,41 @@ impl TokenRegistry {
         Ok(())
     }
 
-    /// Revokes the token named `name`; false when no active token has that name.
+    /// Makes `secret` the one active token named `name`, revoking the one it replaces in the
+    /// same transaction (so replacing the only admin token never leaves none).
+    pub async fn replace(&self, name: &str, role: Role, secret: &str, created_by: &str, now_ms: i64) -> ApiResult<()> {
+        let _write = self.writes.lock().await;
+        let record = token_record(name, role, secret, created_by, now_ms);
+        match self.repo.replace_token(&record).await {
+            Ok(()) => {}
+            Err(tradeops_store::StoreError::Conflict(reason)) => return Err(ApiError::validation("name", reason)),
+            Err(e) => return Err(e.into()),
+        }
+        let mut by_hash = self.by_hash.write().unwrap_or_else(|e| e.into_inner());
+        by_hash.retain(|_, p| p.name != name);
+        by_hash.insert(record.token_hash, Principal { name: name.to_string(), role });
+        Ok(())
+    }
+
+    /// Revokes the token named `name`; false when no active token has that name. The last
+    /// active admin token is not revoked: `SETTINGS_UPDATE_BLOCKED` (guard
+    /// [`LAST_ADMIN_GUARD`]), since nobody could then manage tokens without shell access.
     pub async fn revoke(&self, name: &str, now_ms: i64) -> ApiResult<bool> {
         let _write = self.writes.lock().await;
-        let revoked = self.repo.revoke_token(name, now_ms).await?;
+        match self.repo.revoke_token(name, now_ms).await? {
+            Revocation::Revoked => {}
+            Revocation::NotFound => return Ok(false),
+            Revocation::LastAdmin => {
+                let reason = format!(
+                    "{name:?} is the last active admin token: create another admin token before revoking it, \
+                     or nobody could manage tokens or guarded settings"
+                );
+                return Err(ApiError::new(ErrorCode::SettingsUpdateBlocked, reason.clone())
+                    .with_detail(serde_json::json!({"guard": LAST_ADMIN_GUARD, "reason": reason, "name": name})));
+            }
+        }
         self.by_hash.write().unwrap_or_else(|e| e.into_inner()).retain(|_, p| p.name != name);
-        Ok(revoked)
+        Ok(true)
     }
 
     pub async fn list(&self) -> ApiResult<Vec<TokenRecord>> {
@@ -139,6 +199,18 @@ impl TokenRegistry {
         if let Err(e) = self.repo.touch_tokens(&pending).await {
             tracing::warn!(error = %e, "could not record token usage");
         }
+    }
+}
+
+fn token_record(name: &str, role: Role, secret: &str, created_by: &str, now_ms: i64) -> TokenRecord {
+    TokenRecord {
+        name: name.to_string(),
+        role: role.as_str().to_string(),
+        token_hash: hash_token(secret),
+        created_at: now_ms,
+        created_by: created_by.to_string(),
+        last_used_at: None,
+        revoked_at: None,
     }
 }
 
