@@ -315,6 +315,43 @@ mod tests {
         assert_ne!(hash_token(&a), a);
     }
 
+    async fn sqlite() -> (tempfile::TempDir, tradeops_store::Database) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = tradeops_store::Database::open(&format!("sqlite://{}/t.db", dir.path().display())).await.unwrap();
+        (dir, db)
+    }
+
+    /// A token written by another process (here: another registry, as the CLI does) is picked
+    /// up by the next refresh, and a revoke too; no change costs one read and no reload.
+    #[tokio::test]
+    async fn refresh_picks_up_tokens_written_elsewhere() {
+        let (_dir, db) = sqlite().await;
+        let service = TokenRegistry::load(Arc::new(db.clone())).await.unwrap();
+        let cli = TokenRegistry::load(Arc::new(db.clone())).await.unwrap();
+        cli.create("root", Role::Admin, "tro_root", "cli", 1).await.unwrap();
+        cli.create("bot", Role::Viewer, "tro_bot", "cli", 2).await.unwrap();
+        assert_eq!(service.resolve("tro_bot", 3), None, "not loaded yet");
+        assert!(service.refresh().await.unwrap());
+        assert_eq!(service.resolve("tro_bot", 3).map(|p| p.role), Some(Role::Viewer));
+        assert!(!service.refresh().await.unwrap(), "nothing changed: no reload");
+        assert!(cli.revoke("bot", 4).await.unwrap());
+        assert!(service.refresh().await.unwrap());
+        assert_eq!(service.resolve("tro_bot", 5), None);
+        assert!(service.resolve("tro_root", 5).is_some());
+    }
+
+    /// While the database cannot be read, refreshing fails and the known tokens keep working.
+    #[tokio::test]
+    async fn known_tokens_survive_a_database_outage() {
+        let (_dir, db) = sqlite().await;
+        let service = TokenRegistry::load(Arc::new(db.clone())).await.unwrap();
+        service.create("root", Role::Admin, "tro_root", "test", 1).await.unwrap();
+        db.close().await;
+        assert!(service.refresh().await.is_err());
+        assert_eq!(service.resolve("tro_root", 2).map(|p| p.name), Some("root".to_string()));
+        assert_eq!(service.resolve("tro_unknown", 2), None);
+    }
+
     #[test]
     fn rate_limiter_allows_the_burst_then_refuses() {
         let limiter = RateLimiter::new(1, 3);

@@ -162,7 +162,13 @@ async fn token_list(db: &Database) -> anyhow::Result<()> {
 
 /// Writes the audit row of a token command (actor `cli`, no role: whoever runs it has the
 /// database itself); a row that cannot be written is reported, not fatal.
-async fn audit<T>(db: &Database, action: Action, target: &str, request: serde_json::Value, outcome: &Result<T, ApiError>) {
+async fn audit<T>(
+    db: &Database,
+    action: Action,
+    target: &str,
+    request: serde_json::Value,
+    outcome: &Result<T, ApiError>,
+) {
     let mode = match db.latest_settings().await {
         Ok(Some(v)) => serde_json::from_str(&v.settings)
             .ok()

@@ -124,10 +124,81 @@ async fn auth_disabled_acts_as_local_admin() {
 #[tokio::test]
 async fn configured_admin_token_is_reactivated_at_start_after_revocation() {
     let app = spawn_app().await;
-    app.call(Method::DELETE, "/api/auth/tokens/admin", Some(ADMIN_TOKEN), None).await.assert_ok(200);
+    // Another admin first: the last active admin token cannot be revoked.
+    let backup = app.token("backup-admin", "admin").await;
+    app.call(Method::DELETE, "/api/auth/tokens/admin", Some(&backup), None).await.assert_ok(200);
     app.get("/api/settings").await.assert_error(401, "UNAUTHORIZED");
     let app = app.restart().await;
     app.get("/api/settings").await.assert_ok(200);
+    let names: Vec<_> =
+        app.get("/api/auth/tokens").await.data().as_array().unwrap().iter().map(|t| t["name"].clone()).collect();
+    assert_eq!(names, vec![json!("admin"), json!("backup-admin")]);
+}
+
+/// The names of the active admin tokens, read as `token`.
+async fn active_admins(app: &TestApp, token: &str) -> Vec<String> {
+    let reply = app.get_as("/api/auth/tokens", token).await;
+    let rows = reply.assert_ok(200).as_array().unwrap().clone();
+    rows.iter().filter(|t| t["role"] == "admin").map(|t| t["name"].as_str().unwrap().to_string()).collect()
+}
+
+#[tokio::test]
+async fn revoking_the_last_admin_token_is_refused_and_audited() {
+    let app = spawn_app().await;
+    let viewer = app.token("wall-screen", "viewer").await;
+    let refused = app.call(Method::DELETE, "/api/auth/tokens/admin", Some(ADMIN_TOKEN), None).await;
+    refused.assert_error(409, "SETTINGS_UPDATE_BLOCKED");
+    let detail = &refused.body["error"]["detail"];
+    assert_eq!(detail["guard"], "last_admin_token");
+    assert!(detail["reason"].as_str().unwrap().contains("last active admin token"), "{detail}");
+    // Nothing changed: the admin still works, and the other tokens too.
+    assert_eq!(active_admins(&app, ADMIN_TOKEN).await, vec!["admin"]);
+    app.get_as("/api/auth/me", &viewer).await.assert_ok(200);
+    let audit = app.get("/api/audit?action=token.revoke").await;
+    let row = &audit.data()[0];
+    assert_eq!((row["target"].as_str(), row["outcome"].as_str()), (Some("admin"), Some("SETTINGS_UPDATE_BLOCKED")));
+    assert_eq!(row["actor"], "admin");
+
+    // With a second admin, either can go, but not both.
+    let second = app.token("second-admin", "admin").await;
+    app.call(Method::DELETE, "/api/auth/tokens/admin", Some(&second), None).await.assert_ok(200);
+    app.call(Method::DELETE, "/api/auth/tokens/second-admin", Some(&second), None)
+        .await
+        .assert_error(409, "SETTINGS_UPDATE_BLOCKED");
+    assert_eq!(active_admins(&app, &second).await, vec!["second-admin"]);
+    // Other roles are not guarded.
+    app.call(Method::DELETE, "/api/auth/tokens/wall-screen", Some(&second), None).await.assert_ok(200);
+}
+
+/// Two revokes racing for the last two admin tokens: one wins, the other is refused (or, when
+/// its caller's own token went first, unauthorized); one admin always stays.
+#[tokio::test]
+async fn concurrent_revokes_of_the_last_two_admins_leave_one() {
+    let app = spawn_app().await;
+    let mut keeper = ADMIN_TOKEN.to_string();
+    let mut keeper_name = "admin".to_string();
+    for round in 0..6 {
+        let (a, b) = (format!("a{round}"), format!("b{round}"));
+        let create = |name: String| {
+            let body = json!({"name": name, "role": "admin"});
+            app.call(Method::POST, "/api/auth/tokens", Some(&keeper), Some(body))
+        };
+        let a_secret = create(a.clone()).await.assert_ok(201)["token"].as_str().unwrap().to_string();
+        let b_secret = create(b.clone()).await.assert_ok(201)["token"].as_str().unwrap().to_string();
+        app.call(Method::DELETE, &format!("/api/auth/tokens/{keeper_name}"), Some(&a_secret), None)
+            .await
+            .assert_ok(200);
+        let (a_path, b_path) = (format!("/api/auth/tokens/{a}"), format!("/api/auth/tokens/{b}"));
+        let (x, y) = tokio::join!(
+            app.call(Method::DELETE, &a_path, Some(&b_secret), None),
+            app.call(Method::DELETE, &b_path, Some(&a_secret), None),
+        );
+        let statuses = [x.status.as_u16(), y.status.as_u16()];
+        assert_eq!(statuses.iter().filter(|s| **s == 200).count(), 1, "round {round}: {statuses:?}");
+        assert!(statuses.iter().all(|s| [200, 401, 409].contains(s)), "round {round}: {statuses:?}");
+        (keeper, keeper_name) = if x.status == 200 { (b_secret, b) } else { (a_secret, a) };
+        assert_eq!(active_admins(&app, &keeper).await, vec![keeper_name.clone()], "round {round}");
+    }
 }
 
 #[tokio::test]
