@@ -252,25 +252,6 @@ mod tests {
         assert_eq!(all.iter().find(|t| t.name == "root").unwrap().revoked_at, Some(10));
     }
 
-    /// Two revokes of the last two admin tokens at once: one succeeds, one is refused.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-    async fn concurrent_revokes_never_leave_no_admin() {
-        let (_dir, db) = sqlite().await;
-        for round in 0..10 {
-            let (a, b) = (format!("a{round}"), format!("b{round}"));
-            db.insert_token(&token(&a, "admin", round)).await.unwrap();
-            db.insert_token(&token(&b, "admin", round)).await.unwrap();
-            for old in db.active_tokens().await.unwrap().into_iter().filter(|t| t.name != a && t.name != b) {
-                assert_eq!(db.revoke_token(&old.name, 100).await.unwrap(), Revocation::Revoked);
-            }
-            let (x, y) = tokio::join!(db.revoke_token(&a, 200), db.revoke_token(&b, 200));
-            let mut outcomes = vec![x.unwrap(), y.unwrap()];
-            outcomes.sort_by_key(|o| *o as u8);
-            assert_eq!(outcomes, vec![Revocation::Revoked, Revocation::LastAdmin], "round {round}");
-            assert_eq!(db.active_tokens().await.unwrap().len(), 1);
-        }
-    }
-
     #[tokio::test]
     async fn replacing_keeps_exactly_one_active_token_of_the_name() {
         let (_dir, db) = sqlite().await;

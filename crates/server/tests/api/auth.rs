@@ -244,3 +244,37 @@ async fn anonymous_callers_are_rate_limited_by_address_and_refused_bodies_cut() 
     assert!(row["request"]["prefix"].as_str().unwrap().len() <= 4096);
     assert!(row["request"]["bytes"].as_u64().unwrap() > 20_000);
 }
+
+/// The same race between processes (the CLI and a service, two nodes), which no lock in one
+/// service can order: two connections revoke the last two admin tokens at once, on the test's
+/// backend. The store serialises token writes on its version row, so one is refused.
+#[tokio::test]
+async fn racing_revokes_from_separate_connections_keep_one_admin() {
+    use tradeops_store::{Database, Revocation, TokenRecord, TokenRepository};
+    let (db, url) = TestDb::new().await;
+    let (first, second) = (Database::open(&url).await.unwrap(), Database::connect(&url).await.unwrap());
+    let admin = |name: String, at: i64| TokenRecord {
+        token_hash: format!("hash-{name}"),
+        name,
+        role: "admin".into(),
+        created_at: at,
+        created_by: "test".into(),
+        last_used_at: None,
+        revoked_at: None,
+    };
+    for round in 0..20 {
+        let (a, b) = (format!("a{round}"), format!("b{round}"));
+        first.insert_token(&admin(a.clone(), round)).await.unwrap();
+        first.insert_token(&admin(b.clone(), round)).await.unwrap();
+        for old in first.active_tokens().await.unwrap().into_iter().filter(|t| t.name != a && t.name != b) {
+            assert_eq!(first.revoke_token(&old.name, round).await.unwrap(), Revocation::Revoked);
+        }
+        let (x, y) = tokio::join!(first.revoke_token(&a, round), second.revoke_token(&b, round));
+        let outcomes = [x.unwrap(), y.unwrap()];
+        assert_eq!(outcomes.iter().filter(|o| **o == Revocation::Revoked).count(), 1, "round {round}: {outcomes:?}");
+        assert_eq!(first.active_tokens().await.unwrap().len(), 1, "round {round}");
+    }
+    first.close().await;
+    second.close().await;
+    drop(db);
+}
