@@ -113,9 +113,11 @@ pub struct RevokedToken {
     pub revoked_at: String,
 }
 
-/// Revokes a token at once: its next request is `UNAUTHORIZED`. The last active admin token
-/// cannot be revoked (create another admin token first): otherwise nobody could manage tokens
-/// or guarded settings without shell access to the database.
+/// Revokes a token at once: its next request is `UNAUTHORIZED`.
+///
+/// The last active admin token cannot be revoked (create another admin token first):
+/// otherwise nobody could manage tokens or guarded settings without shell access to the
+/// database.
 #[utoipa::path(delete, path = "/api/auth/tokens/{name}", tag = "auth", security(("bearer" = [])),
     params(("name" = String, Path, description = "Token name")),
     responses((status = 200, description = "Revoked", body = inline(SuccessBody<RevokedToken>)),
