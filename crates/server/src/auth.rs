@@ -136,11 +136,7 @@ impl TokenRegistry {
     pub async fn create(&self, name: &str, role: Role, secret: &str, created_by: &str, now_ms: i64) -> ApiResult<()> {
         let _write = self.writes.lock().await;
         let record = token_record(name, role, secret, created_by, now_ms);
-        match self.repo.insert_token(&record).await {
-            Ok(()) => {}
-            Err(tradeops_store::StoreError::Conflict(reason)) => return Err(ApiError::validation("name", reason)),
-            Err(e) => return Err(e.into()),
-        }
+        self.repo.insert_token(&record).await.map_err(name_clash)?;
         self.by_hash
             .write()
             .unwrap_or_else(|e| e.into_inner())
@@ -153,11 +149,7 @@ impl TokenRegistry {
     pub async fn replace(&self, name: &str, role: Role, secret: &str, created_by: &str, now_ms: i64) -> ApiResult<()> {
         let _write = self.writes.lock().await;
         let record = token_record(name, role, secret, created_by, now_ms);
-        match self.repo.replace_token(&record).await {
-            Ok(()) => {}
-            Err(tradeops_store::StoreError::Conflict(reason)) => return Err(ApiError::validation("name", reason)),
-            Err(e) => return Err(e.into()),
-        }
+        self.repo.replace_token(&record).await.map_err(name_clash)?;
         let mut by_hash = self.by_hash.write().unwrap_or_else(|e| e.into_inner());
         by_hash.retain(|_, p| p.name != name);
         by_hash.insert(record.token_hash, Principal { name: name.to_string(), role });
@@ -199,6 +191,15 @@ impl TokenRegistry {
         if let Err(e) = self.repo.touch_tokens(&pending).await {
             tracing::warn!(error = %e, "could not record token usage");
         }
+    }
+}
+
+/// A store error as the API says it: a clash with an active token's name or secret is a
+/// `VALIDATION_ERROR` of `name`.
+fn name_clash(e: tradeops_store::StoreError) -> ApiError {
+    match e {
+        tradeops_store::StoreError::Conflict(reason) => ApiError::validation("name", reason),
+        e => e.into(),
     }
 }
 

@@ -140,6 +140,17 @@ pub fn assert_meta(body: &Value, headers: &HeaderMap) {
     assert_eq!(headers.get("x-trading-mode").and_then(|v| v.to_str().ok()), Some(mode));
 }
 
+/// The rows of a `GET /api/audit` body as `action target outcome`, newest first.
+pub fn audit_rows(body: &Value) -> Vec<String> {
+    let rows = body["data"].as_array().expect("audit rows");
+    rows.iter()
+        .map(|r| {
+            let field = |name: &str| r[name].as_str().unwrap_or_default().to_string();
+            format!("{} {} {}", field("action"), field("target"), field("outcome"))
+        })
+        .collect()
+}
+
 pub fn test_config(database_url: String) -> Config {
     let mut config = Config {
         bind: "127.0.0.1:0".parse().unwrap(),
