@@ -206,6 +206,7 @@ async fn a_database_outage_fails_fast_and_never_blocks_the_halt() {
         .await;
     let resting = resting.assert_ok(201)["client_order_id"].as_str().unwrap().to_string();
     app.wait_for_order(&resting, "ACCEPTED").await;
+    let viewer = app.token("outage-viewer", "viewer").await;
 
     pg.ctl_stop();
     // At once, before the probe may have noticed: the request waits for a connection at most.
@@ -213,6 +214,11 @@ async fn a_database_outage_fails_fast_and_never_blocks_the_halt() {
     let health = wait_health(&app, "DOWN").await;
     assert_eq!(health.status.as_u16(), 503, "health answers 503 while DOWN: {}", health.body);
     assert_eq!(health.data()["status"], "DOWN");
+    // Tokens known before the outage keep signing in while the token poll fails (issue 21.1);
+    // an unknown one is refused from memory, never waiting for the database.
+    let me = app.get_as("/api/auth/me", &viewer).await;
+    assert_eq!(me.assert_ok(200)["name"], "outage-viewer");
+    app.get_as("/api/auth/me", "tro_unknown_during_outage").await.assert_error(401, "UNAUTHORIZED");
 
     // Every read answers at once: from memory (200), or refused (503); never a 500 or a hang.
     // (Endpoints with path parameters are covered by the order lookup below.)
