@@ -261,8 +261,25 @@ fn spawn_background(state: &AppState) -> Vec<JoinHandle<()>> {
             }
         })
     };
-    // Tokens created or revoked elsewhere (the CLI, another node) take effect within a poll;
-    // a failed poll (the database is down) keeps the tokens already known.
+    // Tokens created or revoked elsewhere (the CLI, another node) take effect within a poll,
+    // and on PostgreSQL at once, when their write's notification arrives; a failed poll (the
+    // database is down) keeps the tokens already known.
+    let announced = Arc::new(tokio::sync::Notify::new());
+    let token_notices = state.db.token_change_listener().map(|mut listener| {
+        let announced = announced.clone();
+        tokio::spawn(async move {
+            loop {
+                match listener.next().await {
+                    // A change, or a (re)connection after which one may have gone unannounced.
+                    Ok(_) => announced.notify_one(),
+                    Err(e) => {
+                        tracing::debug!(error = %e, "cannot listen for token changes; polling only");
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                    }
+                }
+            }
+        })
+    });
     let token_changes = {
         let state = state.clone();
         tokio::spawn(async move {
@@ -270,7 +287,10 @@ fn spawn_background(state: &AppState) -> Vec<JoinHandle<()>> {
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             let mut failing = false;
             loop {
-                tick.tick().await;
+                tokio::select! {
+                    _ = tick.tick() => {}
+                    _ = announced.notified() => {}
+                }
                 match state.tokens.refresh().await {
                     Ok(reloaded) => {
                         if reloaded {
@@ -312,6 +332,7 @@ fn spawn_background(state: &AppState) -> Vec<JoinHandle<()>> {
     if let Some(live) = &state.live {
         tasks.push(tokio::spawn(run_feed(state.clone(), live.clone())));
     }
+    tasks.extend(token_notices);
     tasks
 }
 

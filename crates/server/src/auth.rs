@@ -8,8 +8,10 @@
 //! Tokens written elsewhere (the `tradeops token` CLI, another node) reach memory through the
 //! token version the store bumps with every token write: the service polls it every
 //! [`TOKEN_POLL_EVERY`] ([`TokenRegistry::refresh`], one single-row read) and reloads the
-//! active tokens when it moved. While the database is unavailable the poll fails and the tokens
-//! already in memory keep working.
+//! active tokens when it moved; on PostgreSQL the write's notification (LISTEN/NOTIFY) triggers
+//! the same refresh at once, and the poll remains for notifications a lost connection missed.
+//! While the database is unavailable the poll fails and the tokens already in memory keep
+//! working.
 
 use crate::client_limit::ClientAddr;
 use crate::error::{ApiError, ApiResult, ErrorCode};

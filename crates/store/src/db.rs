@@ -328,6 +328,11 @@ impl Database {
         self.backend
     }
 
+    /// The URL connected to (for connections of their own: the probe, a listener).
+    pub(crate) fn url(&self) -> &str {
+        &self.availability.url
+    }
+
     /// A round trip on the probe's own connection, opened again after a failure.
     async fn probe_round_trip(&self) -> Result<Duration, StoreError> {
         let started = Instant::now();

@@ -5,11 +5,20 @@
 //! and reloads its tokens when it moves, so writes made elsewhere (the CLI, another node) take
 //! effect without a restart; and since the bump locks that row until the write commits, token
 //! writes are serialised on both backends, which is what lets a revoke check "another admin
-//! stays active" and revoke in one step without a race.
+//! stays active" and revoke in one step without a race. On PostgreSQL the write also notifies
+//! [`TOKEN_CHANNEL`] (delivered on commit), so a service listening there
+//! ([`TokenChangeListener`]) reloads at once instead of at its next poll.
 
-use crate::db::{Database, StoreError};
+use crate::db::{Backend, Database, StoreError};
 use async_trait::async_trait;
+use sqlx::postgres::PgListener;
 use sqlx::Row;
+use std::time::Duration;
+
+/// PostgreSQL: the channel every token write notifies when it commits.
+pub const TOKEN_CHANNEL: &str = "tradeops_token_changes";
+/// The longest [`TokenChangeListener::next`] waits for its connection.
+pub const LISTEN_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The role whose last active token may not be revoked.
 pub const ADMIN_ROLE: &str = "admin";
@@ -72,9 +81,15 @@ const COLUMNS: &str = "name, role, token_hash, created_at, created_by, last_used
 type Tx<'a> = sqlx::Transaction<'a, sqlx::Any>;
 
 /// Bumps the token version; the first statement of every token write, so it also takes the
-/// lock that serialises them (a row lock on PostgreSQL, the write lock on SQLite).
-async fn bump_version(tx: &mut Tx<'_>) -> Result<(), StoreError> {
+/// lock that serialises them (a row lock on PostgreSQL, the write lock on SQLite). On
+/// PostgreSQL it also notifies [`TOKEN_CHANNEL`], which listeners receive once (and only if) the
+/// transaction commits.
+async fn bump_version(tx: &mut Tx<'_>, backend: Backend) -> Result<(), StoreError> {
     sqlx::query("UPDATE token_changes SET version = version + 1 WHERE id = 1").execute(&mut **tx).await?;
+    if backend == Backend::Postgres {
+        let notify = format!("NOTIFY {TOKEN_CHANNEL}");
+        sqlx::raw_sql(sqlx::AssertSqlSafe(notify)).execute(&mut **tx).await?;
+    }
     Ok(())
 }
 
@@ -108,7 +123,7 @@ async fn insert(tx: &mut Tx<'_>, t: &TokenRecord) -> Result<(), StoreError> {
 impl TokenRepository for Database {
     async fn insert_token(&self, t: &TokenRecord) -> Result<(), StoreError> {
         let mut tx = self.pool()?.begin().await?;
-        bump_version(&mut tx).await?;
+        bump_version(&mut tx, self.backend()).await?;
         insert(&mut tx, t).await?;
         tx.commit().await?;
         Ok(())
@@ -130,7 +145,7 @@ impl TokenRepository for Database {
         let mut tx = self.pool()?.begin().await?;
         // Locked first: a concurrent revoke waits here, then sees this one's result (each
         // statement of PostgreSQL's READ COMMITTED reads what committed before it).
-        bump_version(&mut tx).await?;
+        bump_version(&mut tx, self.backend()).await?;
         let done = sqlx::query(
             "UPDATE api_tokens SET revoked_at = $1 WHERE name = $2 AND revoked_at IS NULL \
              AND (role <> $3 OR EXISTS (SELECT 1 FROM api_tokens other \
@@ -159,7 +174,7 @@ impl TokenRepository for Database {
 
     async fn replace_token(&self, t: &TokenRecord) -> Result<(), StoreError> {
         let mut tx = self.pool()?.begin().await?;
-        bump_version(&mut tx).await?;
+        bump_version(&mut tx, self.backend()).await?;
         sqlx::query("UPDATE api_tokens SET revoked_at = $1 WHERE name = $2 AND revoked_at IS NULL")
             .bind(t.created_at)
             .bind(&t.name)
@@ -189,6 +204,56 @@ impl TokenRepository for Database {
         }
         tx.commit().await?;
         Ok(())
+    }
+}
+
+/// Token changes announced by any connection to the same PostgreSQL database (LISTEN on
+/// [`TOKEN_CHANNEL`]), on a connection of its own.
+pub struct TokenChangeListener {
+    url: String,
+    listener: Option<PgListener>,
+}
+
+impl TokenChangeListener {
+    /// Waits for the next announcement, connecting first when not connected (bounded by
+    /// [`LISTEN_CONNECT_TIMEOUT`]). `Ok(true)`: tokens changed. `Ok(false)`: the listener just
+    /// (re)connected or lost its connection, so changes may have gone unannounced. `Err`: it
+    /// could not connect; call again later.
+    pub async fn next(&mut self) -> Result<bool, StoreError> {
+        let Some(listener) = self.listener.as_mut() else {
+            let connect = async {
+                let mut listener = PgListener::connect(&self.url).await?;
+                listener.eager_reconnect(false);
+                listener.listen(TOKEN_CHANNEL).await?;
+                Ok::<_, sqlx::Error>(listener)
+            };
+            let listener = tokio::time::timeout(LISTEN_CONNECT_TIMEOUT, connect)
+                .await
+                .map_err(|_| StoreError::TimedOut(LISTEN_CONNECT_TIMEOUT))??;
+            self.listener = Some(listener);
+            return Ok(false);
+        };
+        match listener.try_recv().await {
+            Ok(Some(_)) => Ok(true),
+            Ok(None) => {
+                self.listener = None;
+                Ok(false)
+            }
+            Err(e) => {
+                self.listener = None;
+                Err(e.into())
+            }
+        }
+    }
+}
+
+impl Database {
+    /// A listener for token changes: PostgreSQL only (SQLite has no notifications; the service
+    /// polls [`TokenRepository::token_version`] there, and on PostgreSQL as well, for changes
+    /// a lost connection missed).
+    pub fn token_change_listener(&self) -> Option<TokenChangeListener> {
+        (self.backend() == Backend::Postgres)
+            .then(|| TokenChangeListener { url: self.url().to_string(), listener: None })
     }
 }
 

@@ -278,3 +278,38 @@ async fn racing_revokes_from_separate_connections_keep_one_admin() {
     second.close().await;
     drop(db);
 }
+
+/// On PostgreSQL a token write is announced to listeners when it commits, so services reload at
+/// once rather than at their next poll.
+#[tokio::test]
+async fn postgres_announces_committed_token_writes() {
+    use tradeops_store::{Database, TokenRecord, TokenRepository};
+    let (db, url) = TestDb::new().await;
+    let store = Database::open(&url).await.unwrap();
+    let Some(mut listener) = store.token_change_listener() else {
+        eprintln!(
+            "SKIPPED postgres_announces_committed_token_writes: set TRADEOPS_TEST_DATABASE_URL (PostgreSQL only)"
+        );
+        return;
+    };
+    assert!(!listener.next().await.unwrap(), "the first call connects: changes before it are unknown");
+    let token = |name: &str, role: &str| TokenRecord {
+        name: name.into(),
+        role: role.into(),
+        token_hash: format!("hash-{name}"),
+        created_at: 1,
+        created_by: "test".into(),
+        last_used_at: None,
+        revoked_at: None,
+    };
+    store.insert_token(&token("only-admin", "admin")).await.unwrap();
+    // A hang guard, not a timing assertion: the announcement arrives within milliseconds.
+    let bound = std::time::Duration::from_secs(10);
+    let next = tokio::time::timeout(bound, listener.next()).await.expect("the create was announced");
+    assert!(next.unwrap());
+    store.insert_token(&token("viewer", "viewer")).await.unwrap();
+    let next = tokio::time::timeout(bound, listener.next()).await.expect("the second create was announced");
+    assert!(next.unwrap());
+    store.close().await;
+    drop(db);
+}
