@@ -245,27 +245,31 @@ async fn anonymous_callers_are_rate_limited_by_address_and_refused_bodies_cut() 
     assert!(row["request"]["bytes"].as_u64().unwrap() > 20_000);
 }
 
+/// A token row as the store keeps it, written straight to the store (as the CLI does).
+fn stored_token(name: &str, role: &str, at: i64) -> tradeops_store::TokenRecord {
+    tradeops_store::TokenRecord {
+        name: name.into(),
+        role: role.into(),
+        token_hash: format!("hash-{name}"),
+        created_at: at,
+        created_by: "test".into(),
+        last_used_at: None,
+        revoked_at: None,
+    }
+}
+
 /// The same race between processes (the CLI and a service, two nodes), which no lock in one
 /// service can order: two connections revoke the last two admin tokens at once, on the test's
 /// backend. The store serialises token writes on its version row, so one is refused.
 #[tokio::test]
 async fn racing_revokes_from_separate_connections_keep_one_admin() {
-    use tradeops_store::{Database, Revocation, TokenRecord, TokenRepository};
+    use tradeops_store::{Database, Revocation, TokenRepository};
     let (db, url) = TestDb::new().await;
     let (first, second) = (Database::open(&url).await.unwrap(), Database::connect(&url).await.unwrap());
-    let admin = |name: String, at: i64| TokenRecord {
-        token_hash: format!("hash-{name}"),
-        name,
-        role: "admin".into(),
-        created_at: at,
-        created_by: "test".into(),
-        last_used_at: None,
-        revoked_at: None,
-    };
     for round in 0..20 {
         let (a, b) = (format!("a{round}"), format!("b{round}"));
-        first.insert_token(&admin(a.clone(), round)).await.unwrap();
-        first.insert_token(&admin(b.clone(), round)).await.unwrap();
+        first.insert_token(&stored_token(&a, "admin", round)).await.unwrap();
+        first.insert_token(&stored_token(&b, "admin", round)).await.unwrap();
         for old in first.active_tokens().await.unwrap().into_iter().filter(|t| t.name != a && t.name != b) {
             assert_eq!(first.revoke_token(&old.name, round).await.unwrap(), Revocation::Revoked);
         }
@@ -283,7 +287,7 @@ async fn racing_revokes_from_separate_connections_keep_one_admin() {
 /// once rather than at their next poll.
 #[tokio::test]
 async fn postgres_announces_committed_token_writes() {
-    use tradeops_store::{Database, TokenRecord, TokenRepository};
+    use tradeops_store::{Database, TokenRepository};
     let (db, url) = TestDb::new().await;
     let store = Database::open(&url).await.unwrap();
     let Some(mut listener) = store.token_change_listener() else {
@@ -293,21 +297,12 @@ async fn postgres_announces_committed_token_writes() {
         return;
     };
     assert!(!listener.next().await.unwrap(), "the first call connects: changes before it are unknown");
-    let token = |name: &str, role: &str| TokenRecord {
-        name: name.into(),
-        role: role.into(),
-        token_hash: format!("hash-{name}"),
-        created_at: 1,
-        created_by: "test".into(),
-        last_used_at: None,
-        revoked_at: None,
-    };
-    store.insert_token(&token("only-admin", "admin")).await.unwrap();
+    store.insert_token(&stored_token("only-admin", "admin", 1)).await.unwrap();
     // A hang guard, not a timing assertion: the announcement arrives within milliseconds.
     let bound = std::time::Duration::from_secs(10);
     let next = tokio::time::timeout(bound, listener.next()).await.expect("the create was announced");
     assert!(next.unwrap());
-    store.insert_token(&token("viewer", "viewer")).await.unwrap();
+    store.insert_token(&stored_token("viewer", "viewer", 2)).await.unwrap();
     let next = tokio::time::timeout(bound, listener.next()).await.expect("the second create was announced");
     assert!(next.unwrap());
     store.close().await;
