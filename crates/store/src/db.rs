@@ -22,7 +22,8 @@ use sqlx::migrate::Migrator;
 use sqlx::{AnyConnection, AnyPool, Connection};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 /// The longest an operation waits for a connection (a refused connection is retried until
 /// then): a request that needs the database is answered within a second even as it goes down.

@@ -40,7 +40,7 @@ async fn scans_follow_the_market_clock_minute_by_minute() {
     let app = spawn_app().await;
     app.wait_for_scan(FIRST_SCAN).await;
     app.market.advance(chrono::Duration::seconds(59));
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    app.wait_for_feed("2026-11-20T15:00:45.000Z").await;
     assert_eq!(
         app.get("/api/radar/momentum").await.data()[0]["captured_at"],
         FIRST_SCAN,

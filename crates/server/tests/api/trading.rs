@@ -226,7 +226,6 @@ async fn order_generating_actions_wait_for_the_open() {
     let (symbol, _) = app.market_symbols(1).await.remove(0);
     app.put_settings(ADMIN_TOKEN, json!({"runtime": {"market_calendar": "NYSE"}})).await.assert_ok(200);
     app.market.set(tradeops_core::time::parse_ts("2026-11-21T15:00:00Z").unwrap()); // Saturday
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     let closed = buy(&app, &symbol, 1).await;
     closed.assert_error(409, "MARKET_CLOSED");
     assert_eq!(closed.body["error"]["detail"]["next_open"], "2026-11-23T09:00:00.000Z");

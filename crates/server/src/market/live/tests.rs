@@ -21,8 +21,21 @@ fn open_filters() -> MomentumRadarSettings {
 
 fn market(symbols: usize) -> (SimulatedMarket, LiveMarket) {
     let sim = SimulatedMarket::new(20261121, symbols);
-    let live = LiveMarket::new(sim.universe.clone(), 1.0);
+    let service = tradeops_core::ManualClock::new(ts("2026-11-20T15:00:00Z"));
+    let live = LiveMarket::new(sim.universe.clone(), 1.0, std::sync::Arc::new(service));
     (sim, live)
+}
+
+#[test]
+fn the_feed_age_is_read_on_the_service_clock() {
+    let sim = SimulatedMarket::new(20261121, 5);
+    let service = tradeops_core::ManualClock::new(ts("2026-11-25T10:00:00Z"));
+    let live = LiveMarket::new(sim.universe.clone(), 1.0, std::sync::Arc::new(service.clone()));
+    assert_eq!(live.status().since_last_step, None, "never stepped");
+    live.advance_to(ts("2026-11-20T15:00:20Z"), NYSE, &open_filters());
+    assert_eq!(live.status().since_last_step, Some(std::time::Duration::ZERO));
+    service.advance(chrono::Duration::milliseconds(4_250));
+    assert_eq!(live.status().since_last_step, Some(std::time::Duration::from_millis(4_250)));
 }
 
 const NYSE: MarketCalendar = MarketCalendar::new(MarketCalendarKind::Nyse);
