@@ -149,10 +149,11 @@ async fn risk_duplicate_and_validation_refusals() {
     app.put_settings(ADMIN_TOKEN, json!({"risk_controls": {"max_order_value": 25000}})).await.assert_ok(200);
 
     let qty = (50.0 / price).floor().max(1.0) as u64;
-    buy(&app, &symbol, qty).await.assert_ok(201);
+    let first = buy(&app, &symbol, qty).await;
+    first.assert_ok(201);
     let dup = buy(&app, &symbol, qty).await;
     dup.assert_error(409, "DUPLICATE_ORDER_BLOCKED");
-    assert!(dup.body["error"]["detail"]["existing_client_order_id"].is_string());
+    assert_eq!(dup.body["error"]["detail"]["existing_client_order_id"], id(&first));
     let reuse = json!({"symbol": symbol, "side": "BUY", "quantity": qty + 1, "client_order_id": "mine-1"});
     app.post("/api/orders", ADMIN_TOKEN, reuse.clone()).await.assert_ok(201);
     let mut again = reuse.clone();
@@ -281,7 +282,6 @@ async fn emergency_halt_flattens_latches_and_survives_a_restart() {
     assert_eq!(resumed.assert_ok(200)["trading_state"], "ACTIVE");
     let audit = app.get("/api/audit?action=risk.emergency_halt").await;
     assert_eq!(audit.body["meta"]["count"], 2);
-    let _: Value = audit.body.clone();
 }
 
 #[tokio::test]
