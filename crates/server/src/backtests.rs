@@ -95,7 +95,7 @@ struct Stored {
 
 fn bounded(field: &'static str, value: Decimal, min: Decimal, max: Decimal) -> Result<Decimal, ApiError> {
     if value < min || value > max {
-        return Err(ApiError::validation(field, format!("must be between {min} and {max}")));
+        return Err(crate::fields::refuse(field));
     }
     Ok(value)
 }

@@ -30,7 +30,7 @@ pub fn validate_token_name(name: &str) -> ApiResult<()> {
     if ok {
         Ok(())
     } else {
-        Err(ApiError::validation("name", "must be 1 to 64 characters of A-Z, a-z, 0-9, '_', '.', '-'"))
+        Err(crate::fields::refuse("name"))
     }
 }
 

@@ -48,7 +48,7 @@ pub struct BarRow {
 }
 
 fn parse_time(field: &str, text: Option<&str>) -> ApiResult<Option<Timestamp>> {
-    text.map(|t| tradeops_core::time::parse_ts(t).map_err(|reason| ApiError::validation(field, reason))).transpose()
+    text.map(|t| tradeops_core::time::parse_ts(t).map_err(|_| crate::fields::refuse(field))).transpose()
 }
 
 /// Bars whose start lies in `[start, end)`, oldest first; only closed bars of the market's

@@ -24,6 +24,9 @@ use tradeops_core::time::{format_ts, to_epoch_ms};
 use tradeops_core::{Role, Symbol};
 use tradeops_store::{OrderFilter, TradingRepository};
 
+/// Most shares one order may ask for (a face check; the risk gate bounds it further).
+pub const MAX_ORDER_QUANTITY: u64 = 10_000_000;
+
 pub const ORDER_CREATE: Action = Action { name: "order.create", role: Role::Operator };
 pub const ORDER_CANCEL: Action = Action { name: "order.cancel", role: Role::Operator };
 
@@ -171,8 +174,8 @@ pub async fn create(State(state): State<AppState>, guard: Sensitive) -> ApiResul
         .run(ORDER_CREATE, Target::BodyField("symbol"), |_caller, req: CreateOrder| async move {
             check_price("limit_price", req.limit_price)?;
             check_price("stop_price", req.stop_price)?;
-            if req.quantity == 0 || req.quantity > 10_000_000 {
-                return Err(ApiError::validation("quantity", "must be between 1 and 10000000"));
+            if req.quantity == 0 || req.quantity > MAX_ORDER_QUANTITY {
+                return Err(crate::fields::refuse("quantity"));
             }
             let order = ManualOrder {
                 client_order_id: req.client_order_id,
@@ -215,8 +218,7 @@ pub async fn list(
 ) -> ApiResult<ApiResponse<Vec<Arc<RawValue>>>> {
     let limit = list_limit(q.limit)?;
     let date = match &q.date {
-        Some(text) => chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d")
-            .map_err(|_| ApiError::validation("date", "must be a YYYY-MM-DD trading day"))?,
+        Some(text) => chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d").map_err(|_| crate::fields::refuse("date"))?,
         None => {
             let calendar =
                 tradeops_core::calendar::MarketCalendar::new(state.settings.current().runtime.market_calendar);
@@ -230,7 +232,7 @@ pub async fn list(
         .map(|c| {
             c.split_once('~')
                 .and_then(|(at, id)| Some((at.parse::<i64>().ok()?, id.to_string())))
-                .ok_or_else(|| ApiError::validation("cursor", "not a cursor returned by this endpoint"))
+                .ok_or_else(|| crate::fields::refuse("cursor"))
         })
         .transpose()?;
     let filter = OrderFilter {

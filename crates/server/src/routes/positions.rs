@@ -4,6 +4,7 @@ use crate::auth::Caller;
 use crate::envelope::{ApiResponse, SuccessBody};
 use crate::error::{ApiError, ApiResult};
 use crate::guard::{Action, Sensitive, Target};
+use crate::routes::orders::MAX_ORDER_QUANTITY;
 use crate::state::AppState;
 use axum::extract::State;
 use axum::routing::{get, post};
@@ -87,6 +88,10 @@ pub struct CloseResult {
 pub async fn close(State(state): State<AppState>, guard: Sensitive) -> ApiResult<ApiResponse<CloseResult>> {
     guard
         .run(POSITION_CLOSE, Target::BodyField("symbol"), |_caller, req: ClosePosition| async move {
+            // Malformed on its face whether or not the position exists.
+            if req.quantity.is_some_and(|q| q == 0 || q > MAX_ORDER_QUANTITY) {
+                return Err(crate::fields::refuse("quantity"));
+            }
             match state.engine().command(Command::ClosePosition { symbol: req.symbol, quantity: req.quantity }).await? {
                 Reply::Close { symbol, client_order_id, status } => Ok(ApiResponse::ok(CloseResult {
                     symbol: symbol.to_string(),

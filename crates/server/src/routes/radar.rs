@@ -49,7 +49,7 @@ pub async fn momentum(
 ) -> ApiResult<ApiResponse<Vec<RadarRow>>> {
     let top_n = match q.top_n.unwrap_or(25) {
         n @ 1..=200 => n as usize,
-        _ => return Err(ApiError::validation("top_n", "must be between 1 and 200")),
+        _ => return Err(crate::fields::refuse("top_n")),
     };
     let latest = state.radar.latest().await;
     Ok(ApiResponse::list(latest.rows.iter().take(top_n).cloned().collect()))
@@ -112,7 +112,7 @@ pub fn require_reason(reason: &str) -> ApiResult<()> {
     if (1..=500).contains(&len) {
         Ok(())
     } else {
-        Err(ApiError::validation("reason", "must be 1 to 500 characters"))
+        Err(crate::fields::refuse("reason"))
     }
 }
 

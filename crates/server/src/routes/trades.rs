@@ -50,10 +50,7 @@ pub async fn list(
     let date = q
         .date
         .as_deref()
-        .map(|text| {
-            chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d")
-                .map_err(|_| ApiError::validation("date", "must be a date as YYYY-MM-DD"))
-        })
+        .map(|text| chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d").map_err(|_| crate::fields::refuse("date")))
         .transpose()?;
     let symbol = q.symbol.as_deref().map(Symbol::parse).transpose().map_err(|e| ApiError::validation("symbol", e))?;
     let filter = TradeFilter::new(date, q.strategy_id.as_deref(), symbol.as_ref());
@@ -109,7 +106,7 @@ pub async fn recommendations(
         .map(|s| {
             ScopeType::parse(s).ok_or_else(|| {
                 let all: Vec<&str> = ScopeType::ALL.iter().map(|s| s.as_str()).collect();
-                ApiError::validation("scope_type", format!("one of {}", all.join(", ")))
+                ApiError::validation("scope_type", format!("must be one of {}", all.join(", ")))
             })
         })
         .transpose()?;
