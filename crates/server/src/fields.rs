@@ -142,6 +142,29 @@ pub fn explain(path: &str, error: &str, source: Source) -> FieldError {
     }
 }
 
+/// Serde adapter for a whole number of shares: JSON Schema counts `10.0` as the integer 10, so
+/// it is one here too; `10.5`, negatives and non-numbers are refused.
+pub mod whole_number {
+    use serde::de::Error;
+    use serde::{Deserialize, Deserializer};
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+        let n = serde_json::Number::deserialize(d)?;
+        n.as_u64()
+            .or_else(|| n.as_f64().filter(|f| f.fract() == 0.0 && (0.0..=9.0e15).contains(f)).map(|f| f as u64))
+            .ok_or_else(|| D::Error::custom("not a whole number"))
+    }
+
+    /// The same for an optional field (with `#[serde(default)]`).
+    pub mod option {
+        use serde::Deserializer;
+
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+            super::deserialize(d).map(Some)
+        }
+    }
+}
+
 /// The values an enumeration's serde accepts, asked of serde itself.
 fn variants<T: DeserializeOwned>() -> Vec<String> {
     match serde_json::from_value::<T>(serde_json::Value::String(String::new())) {

@@ -37,6 +37,7 @@ pub fn validate_token_name(name: &str) -> ApiResult<()> {
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateToken {
+    #[schema(pattern = "^[A-Za-z0-9_.-]{1,64}$")]
     pub name: String,
     pub role: Role,
 }
@@ -115,7 +116,7 @@ pub struct RevokedToken {
 
 /// Revokes a token at once: its next request is `UNAUTHORIZED`.
 #[utoipa::path(delete, path = "/api/auth/tokens/{name}", tag = "auth", security(("bearer" = [])),
-    params(("name" = String, Path, description = "Token name")),
+    params(("name" = String, Path, description = "Token name", pattern = "^[A-Za-z0-9_.-]{1,64}$")),
     responses((status = 200, description = "Revoked", body = inline(SuccessBody<RevokedToken>)),
               (status = 404, description = "NOT_FOUND", body = crate::envelope::ErrorBody)))]
 pub async fn revoke_token(

@@ -25,14 +25,14 @@ pub fn router() -> Router<AppState> {
 #[derive(Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
 pub struct BarsQuery {
-    #[param(value_type = String)]
     pub symbol: Symbol,
     /// RFC 3339; default: the start of the market's current day (New York midnight).
+    #[param(format = DateTime)]
     pub start: Option<String>,
     /// RFC 3339; default and latest: the market's present.
+    #[param(format = DateTime)]
     pub end: Option<String>,
     /// `1m` (default) or `1d`.
-    #[param(value_type = Option<String>)]
     pub timeframe: Option<Timeframe>,
 }
 

@@ -131,23 +131,30 @@ fn execution_row(e: &Execution) -> ExecutionRow {
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateOrder {
-    #[schema(value_type = String)]
     pub symbol: Symbol,
     pub side: Side,
+    /// Whole shares.
+    #[schema(minimum = 1, maximum = 10000000)]
+    #[serde(deserialize_with = "crate::fields::whole_number::deserialize")]
     pub quantity: u64,
     /// `MARKET` (default), `LIMIT`, `STOP`, `STOP_LIMIT`.
+    #[schema(nullable = false)]
     pub order_type: Option<OrderType>,
-    #[schema(value_type = Option<f64>)]
+    /// Required by `LIMIT` and `STOP_LIMIT`. Whole cents at or above $1, at most 4 decimal places below.
+    #[schema(value_type = Option<f64>, nullable = false, exclusive_minimum = 0)]
     #[serde(default, with = "rust_decimal::serde::float_option")]
     pub limit_price: Option<Decimal>,
-    #[schema(value_type = Option<f64>)]
+    /// Required by `STOP` and `STOP_LIMIT`; the tick rule of `limit_price`.
+    #[schema(value_type = Option<f64>, nullable = false, exclusive_minimum = 0)]
     #[serde(default, with = "rust_decimal::serde::float_option")]
     pub stop_price: Option<Decimal>,
     /// `DAY` (default), `GTC`, `IOC`.
+    #[schema(nullable = false)]
     pub time_in_force: Option<TimeInForce>,
     /// Generated when absent.
-    #[schema(value_type = Option<String>)]
+    #[schema(nullable = false)]
     pub client_order_id: Option<ClientOrderId>,
+    #[schema(nullable = false)]
     pub reason: Option<String>,
 }
 
@@ -167,6 +174,7 @@ fn check_price(field: &'static str, price: Option<Decimal>) -> ApiResult<()> {
 #[utoipa::path(post, path = "/api/orders", tag = "orders", security(("bearer" = [])), request_body = CreateOrder,
     responses((status = 201, description = "Accepted for sending (status NEW)", body = inline(SuccessBody<OrderDetail>)),
               (status = 400, description = "VALIDATION_ERROR", body = crate::envelope::ErrorBody),
+              (status = 404, description = "NOT_FOUND (not a symbol of the market)", body = crate::envelope::ErrorBody),
               (status = 409, description = "DUPLICATE_ORDER_BLOCKED, MARKET_CLOSED, EMERGENCY_HALT_ACTIVE", body = crate::envelope::ErrorBody),
               (status = 422, description = "RISK_BLOCKED", body = crate::envelope::ErrorBody)))]
 pub async fn create(State(state): State<AppState>, guard: Sensitive) -> ApiResult<ApiResponse<OrderDetail>> {
@@ -200,10 +208,14 @@ pub async fn create(State(state): State<AppState>, guard: Sensitive) -> ApiResul
 #[serde(deny_unknown_fields)]
 pub struct OrderQuery {
     /// Trading day `YYYY-MM-DD` (America/New_York); default the current session.
+    #[param(value_type = Option<crate::openapi::TradingDay>)]
     pub date: Option<String>,
     pub status: Option<OrderStatus>,
+    #[param(value_type = Option<Symbol>)]
     pub symbol: Option<String>,
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u32>,
+    #[param(value_type = Option<crate::openapi::OrderCursor>)]
     pub cursor: Option<String>,
 }
 
@@ -328,7 +340,6 @@ pub async fn detail(
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CancelOrder {
-    #[schema(value_type = String)]
     pub client_order_id: ClientOrderId,
 }
 

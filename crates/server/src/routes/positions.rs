@@ -67,9 +67,10 @@ pub async fn list(State(state): State<AppState>, _caller: Caller) -> ApiResult<A
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClosePosition {
-    #[schema(value_type = String)]
     pub symbol: Symbol,
     /// 1..=open quantity; default the whole position.
+    #[schema(nullable = false, minimum = 1, maximum = 10000000)]
+    #[serde(default, deserialize_with = "crate::fields::whole_number::option::deserialize")]
     pub quantity: Option<u64>,
 }
 
@@ -107,8 +108,8 @@ pub async fn close(State(state): State<AppState>, guard: Sensitive) -> ApiResult
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HaltPosition {
-    #[schema(value_type = String)]
     pub symbol: Symbol,
+    #[schema(value_type = crate::openapi::ReasonText)]
     pub reason: String,
 }
 

@@ -34,6 +34,7 @@ pub fn router() -> Router<AppState> {
 #[serde(deny_unknown_fields)]
 pub struct MomentumQuery {
     /// Rows to return, 1..=200 (default 25).
+    #[param(minimum = 1, maximum = 200)]
     pub top_n: Option<u32>,
 }
 
@@ -58,9 +59,9 @@ pub async fn momentum(
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WatchRequest {
-    #[schema(value_type = String)]
     pub symbol: Symbol,
     /// `MANUAL` (default), `RADAR` or `API`.
+    #[schema(nullable = false)]
     pub source: Option<WatchSource>,
 }
 
@@ -100,16 +101,17 @@ fn known(state: &AppState, symbol: &Symbol) -> ApiResult<()> {
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BlockRequest {
-    #[schema(value_type = String)]
     pub symbol: Symbol,
     /// `TODAY` (default: until the end of the trading day) or `PERMANENT`.
+    #[schema(nullable = false)]
     pub block_scope: Option<BlockScope>,
+    #[schema(value_type = crate::openapi::ReasonText)]
     pub reason: String,
 }
 
 pub fn require_reason(reason: &str) -> ApiResult<()> {
-    let len = reason.trim().chars().count();
-    if (1..=500).contains(&len) {
+    // At most 500 characters as sent, and not only white space.
+    if reason.chars().count() <= 500 && !reason.trim().is_empty() {
         Ok(())
     } else {
         Err(crate::fields::refuse("reason"))
@@ -143,8 +145,8 @@ pub async fn block(State(state): State<AppState>, guard: Sensitive) -> ApiResult
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UnblockRequest {
-    #[schema(value_type = String)]
     pub symbol: Symbol,
+    #[schema(value_type = crate::openapi::ReasonText)]
     pub reason: String,
 }
 

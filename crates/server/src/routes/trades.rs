@@ -28,10 +28,12 @@ pub fn router() -> Router<AppState> {
 #[serde(deny_unknown_fields)]
 pub struct TradeQuery {
     /// `YYYY-MM-DD`: trades entered on that New York date.
+    #[param(value_type = Option<crate::openapi::TradingDay>)]
     pub date: Option<String>,
     /// A strategy id, or `manual` for trades opened by hand.
     pub strategy_id: Option<String>,
     /// A symbol, in any case.
+    #[param(value_type = Option<Symbol>)]
     pub symbol: Option<String>,
 }
 
@@ -83,6 +85,7 @@ pub async fn one(
 pub struct RecommendationQuery {
     /// `SYMBOL`, `STRATEGY`, `SECTOR`, `TIME_OF_DAY`, `PRICE_BAND`, `FLOAT_BAND`, `RVOL_BAND`,
     /// `GAIN_BAND`, `HOLD_TIME`, `DAY_OF_WEEK`.
+    #[param(value_type = Option<crate::openapi::ScopeTypeName>)]
     pub scope_type: Option<String>,
     pub scope_value: Option<String>,
 }

@@ -372,3 +372,16 @@ async fn query_parameters_are_named_on_every_endpoint() {
         assert_names(&reply, field, query);
     }
 }
+
+/// The served schema and the validators agree at the edges a generated client meets: a whole
+/// number sent as `5.0` is an integer (as JSON Schema counts it), and `reason` is at most 500
+/// characters as sent (its `maxLength`), not after trimming.
+#[tokio::test]
+async fn validators_agree_with_the_schema_at_its_edges() {
+    let app = spawn_app().await;
+    let reply = app.post("/api/positions/close", ADMIN_TOKEN, json!({"symbol": "ABCD", "quantity": 5.0})).await;
+    reply.assert_error(404, "POSITION_NOT_FOUND");
+    let padded = format!("{}{}", " ".repeat(10), "x".repeat(495));
+    let reply = app.post("/api/radar/unblock", ADMIN_TOKEN, json!({"symbol": "ABCD", "reason": padded})).await;
+    assert_names(&reply, "reason", "a reason of 505 characters as sent");
+}
