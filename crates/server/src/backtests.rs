@@ -32,40 +32,41 @@ pub struct BacktestQueue {
 pub struct BacktestRequest {
     /// A strategy of `GET /api/strategies`.
     pub strategy_id: String,
-    #[schema(value_type = String)]
     pub symbol: Symbol,
     /// RFC 3339: bars starting at or after it.
     #[serde(with = "tradeops_core::time::serde_ts")]
-    #[schema(value_type = String)]
+    #[schema(value_type = String, format = DateTime)]
     pub start: Timestamp,
     /// RFC 3339: bars starting before it.
     #[serde(with = "tradeops_core::time::serde_ts")]
-    #[schema(value_type = String)]
+    #[schema(value_type = String, format = DateTime)]
     pub end: Timestamp,
     /// `1m` (default) or `1d`.
+    #[schema(nullable = false)]
     pub timeframe: Option<Timeframe>,
     /// Strategy parameters (see `GET /api/strategies`); defaults fill what is left out.
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<Object>, nullable = false)]
     pub parameters: Option<Map<String, Value>>,
     /// Dollars (default 100,000).
-    #[schema(value_type = Option<f64>)]
+    #[schema(value_type = Option<f64>, nullable = false, minimum = 1, maximum = 1000000000000.0)]
     #[serde(default, with = "rust_decimal::serde::float_option")]
     pub initial_cash: Option<Decimal>,
     /// Fraction of traded value charged on every fill (default 0).
-    #[schema(value_type = Option<f64>)]
+    #[schema(value_type = Option<f64>, nullable = false, minimum = 0, maximum = 0.1)]
     #[serde(default, with = "rust_decimal::serde::float_option")]
     pub commission_rate: Option<Decimal>,
     /// Basis points every fill moves against the order (default 0).
-    #[schema(value_type = Option<f64>)]
+    #[schema(value_type = Option<f64>, nullable = false, minimum = 0, maximum = 1000)]
     #[serde(default, with = "rust_decimal::serde::float_option")]
     pub slippage_bps: Option<Decimal>,
     /// `NEXT_OPEN` (default) or `CLOSE`.
+    #[schema(nullable = false)]
     pub fill: Option<FillModel>,
     /// Overrides of the effective settings for this run only, in the shape of a
     /// `PUT /api/settings` body (for example `{"risk_controls": {"max_daily_loss": 5000}}`),
     /// validated the same way. The run otherwise trades under the operator's settings — the same
     /// risk gate as live.
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<Object>, nullable = false)]
     pub settings: Option<Map<String, Value>>,
 }
 
@@ -95,7 +96,7 @@ struct Stored {
 
 fn bounded(field: &'static str, value: Decimal, min: Decimal, max: Decimal) -> Result<Decimal, ApiError> {
     if value < min || value > max {
-        return Err(ApiError::validation(field, format!("must be between {min} and {max}")));
+        return Err(crate::fields::refuse(field));
     }
     Ok(value)
 }

@@ -18,6 +18,7 @@ pub mod envelope;
 pub mod error;
 pub mod events;
 pub mod extract;
+pub mod fields;
 pub mod guard;
 pub mod health;
 pub mod housekeeping;

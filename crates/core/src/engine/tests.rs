@@ -229,6 +229,11 @@ fn closing_sells_the_position_in_full_or_in_part() {
         command(&mut e, Command::ClosePosition { symbol: sym("ZZZ"), quantity: None }).0,
         Err(CommandError::PositionNotFound(sym("ZZZ")))
     );
+    // Malformed on its face before any lookup: no position is needed to refuse it.
+    assert!(matches!(
+        command(&mut e, Command::ClosePosition { symbol: sym("ZZZ"), quantity: Some(0) }).0,
+        Err(CommandError::Invalid { field: "quantity", .. })
+    ));
 }
 
 #[test]

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
 mod validate;
-pub use validate::FieldError;
+pub use validate::{expected_names, FieldError};
 
 /// Effective settings. Groups use `#[serde(default)]` so settings persisted by an older version
 /// gain new fields with their defaults when read back.
@@ -232,6 +232,32 @@ impl Default for AnalyticsSettings {
     }
 }
 
+/// Why the value at `path` (dotted) of a patched document is not of its field's type, in words:
+/// the field's current value says what kind it is; an enumeration lists its values, asked of
+/// serde with a value it cannot accept.
+fn type_reason(current: &Value, merged: &Value, path: &str) -> String {
+    let pointer = format!("/{}", path.replace('.', "/"));
+    match current.pointer(&pointer) {
+        Some(Value::Bool(_)) => "must be true or false".into(),
+        Some(Value::Number(n)) if n.is_f64() => "must be a number".into(),
+        Some(Value::Number(_)) => "must be a whole number".into(),
+        Some(Value::Array(_)) => "must be a list of symbols".into(),
+        Some(Value::String(_)) => {
+            let mut probe = merged.clone();
+            if let Some(slot) = probe.pointer_mut(&pointer) {
+                *slot = Value::String(String::new());
+            }
+            match serde_json::from_value::<Settings>(probe) {
+                Err(e) if e.to_string().starts_with("unknown variant") => {
+                    format!("must be one of {}", expected_names(&e.to_string()).join(", "))
+                }
+                _ => "must be text".into(),
+            }
+        }
+        _ => "has the wrong type".into(),
+    }
+}
+
 /// A guard a settings change needs before it may apply (CONTRACT §4 `PUT /api/settings`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SettingsGuard {
@@ -277,7 +303,12 @@ impl Settings {
         let mut errors = Vec::new();
         for (group, fields) in groups {
             let Some(target) = merged.get_mut(group).and_then(Value::as_object_mut) else {
-                errors.push(FieldError::new(group.as_str(), "unknown settings group"));
+                let groups: Vec<&str> =
+                    current.as_object().into_iter().flat_map(|g| g.keys()).map(String::as_str).collect();
+                errors.push(FieldError::new(
+                    group.as_str(),
+                    format!("is not a settings group; the groups are {}", groups.join(", ")),
+                ));
                 continue;
             };
             let Some(fields) = fields.as_object() else {
@@ -287,14 +318,24 @@ impl Settings {
             for (field, value) in fields {
                 match target.get_mut(field) {
                     Some(slot) => *slot = value.clone(),
-                    None => errors.push(FieldError::new(format!("{group}.{field}"), "unknown field")),
+                    None => {
+                        let known: Vec<&str> = target.keys().map(String::as_str).collect();
+                        errors.push(FieldError::new(
+                            format!("{group}.{field}"),
+                            format!("is not a field of {group}; its fields are {}", known.join(", ")),
+                        ))
+                    }
                 }
             }
         }
         if !errors.is_empty() {
             return Err(errors);
         }
-        let settings = Settings::from_json(&merged)?;
+        let settings: Settings = serde_path_to_error::deserialize(&merged).map_err(|e| {
+            let path = e.path().to_string();
+            vec![FieldError::new(path.clone(), type_reason(&current, &merged, &path))]
+        })?;
+        settings.validate()?;
         let updated = changed_paths(&current, &settings.to_json());
         Ok(SettingsPatchOutcome { settings, updated })
     }

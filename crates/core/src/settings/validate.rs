@@ -19,6 +19,13 @@ impl FieldError {
     }
 }
 
+/// The backquoted names serde lists after "expected" in a message (``unknown variant `x`,
+/// expected one of `A`, `B` ``, ``unknown field `y`, expected `a` or `b` ``).
+pub fn expected_names(message: &str) -> Vec<String> {
+    let Some((_, list)) = message.split_once("expected") else { return Vec::new() };
+    list.split('`').skip(1).step_by(2).map(str::to_string).collect()
+}
+
 #[derive(Default)]
 struct Problems(Vec<FieldError>);
 

@@ -55,6 +55,7 @@ pub async fn run(State(state): State<AppState>, guard: Sensitive) -> ApiResult<A
 #[derive(Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
 pub struct BacktestQuery {
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u32>,
 }
 

@@ -35,16 +35,17 @@ pub fn router() -> Router<AppState> {
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DownloadRequest {
-    #[schema(value_type = String)]
     pub symbol: Symbol,
     /// RFC 3339, any offset.
     #[serde(with = "tradeops_core::time::serde_ts")]
-    #[schema(value_type = String)]
+    #[schema(value_type = String, format = DateTime)]
     pub start: Timestamp,
+    /// RFC 3339, after `start` and not in the future; at most 366 days of `1m` bars or 20 years of `1d`.
     #[serde(with = "tradeops_core::time::serde_ts")]
-    #[schema(value_type = String)]
+    #[schema(value_type = String, format = DateTime)]
     pub end: Timestamp,
     /// `1m` (default) or `1d`.
+    #[schema(nullable = false)]
     pub timeframe: Option<Timeframe>,
 }
 
@@ -75,6 +76,7 @@ pub async fn download(State(state): State<AppState>, guard: Sensitive) -> ApiRes
 #[derive(Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
 pub struct DownloadQuery {
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u32>,
 }
 
@@ -111,6 +113,7 @@ pub async fn one(
 #[serde(deny_unknown_fields)]
 pub struct ImportQuery {
     /// The bars' symbol.
+    #[param(value_type = Symbol)]
     pub symbol: String,
     /// `1d` (default) or `1m`.
     pub timeframe: Option<Timeframe>,

@@ -69,7 +69,8 @@ async fn invalid_updates_name_the_field_and_change_nothing() {
         (json!({"momentum_radar": {"universe": ["AAPL", "AAPL"]}}), "momentum_radar.universe"),
         (json!({"strategy_allocator": {"default_strategy_id": "yolo"}}), "strategy_allocator.default_strategy_id"),
         (json!({"analytics": {"confidence_level": 1.5}}), "analytics.confidence_level"),
-        (json!([1, 2, 3]), ""),
+        // Not an object of groups: the body itself is what is wrong.
+        (json!([1, 2, 3]), "body"),
     ] {
         let reply = app.put_settings(ADMIN_TOKEN, body.clone()).await;
         reply.assert_error(400, "VALIDATION_ERROR");
