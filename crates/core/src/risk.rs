@@ -91,6 +91,9 @@ pub struct RiskSnapshot<'a> {
     pub blocked: bool,
     /// Last trade of the symbol; `None` when the market has none.
     pub last_price: Option<Decimal>,
+    /// The price a market order sent now fills at, when the venue states it (a backtest's fill
+    /// model: the next bar's open); `None` live, where the last trade stands for it.
+    pub market_fill: Option<Decimal>,
     /// Shares held.
     pub position: u64,
     /// Shares still to fill on working buy and sell orders of the symbol.
@@ -137,15 +140,78 @@ pub enum Verdict {
     Refused(Refusal),
 }
 
-/// Markets buys are valued this much above the last trade for buying power (as brokers do).
-pub const MARKET_BUY_BUFFER: Decimal = Decimal::from_parts(103, 0, 0, false, 2);
-
 fn risk(rule: RiskRule, limit: Value, current: Value, message: String) -> Verdict {
     Verdict::Refused(Refusal::Risk(Box::new(RiskRefusal { rule, limit, current, message })))
 }
 
 fn f64_of(d: Decimal) -> f64 {
     d.to_f64().unwrap_or(0.0)
+}
+
+/// What a buy is valued at: its limit, else its stop, else the market order's fill price where
+/// known, else the last trade.
+fn reference_price(limit: Option<Decimal>, stop: Option<Decimal>, s: &RiskSnapshot<'_>) -> Option<Decimal> {
+    limit.or(stop).or(s.market_fill).or(s.last_price)
+}
+
+/// The size rules of a buy, in the gate's order: the most shares each allows.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BuyRoom {
+    /// The price the buy is valued at (see [`check`]).
+    pub reference: Decimal,
+    /// `MAX_ORDER_VALUE`: floor(max order value / reference).
+    pub order_value: u64,
+    /// `MAX_POSITION_SIZE`: the maximum position less what is held and being bought.
+    pub position_size: u64,
+    /// `BUYING_POWER`: floor(buying power / (reference × the market buy factor for market orders)).
+    pub buying_power: u64,
+}
+
+impl BuyRoom {
+    /// The room of a buy of `order_type` at `limit`/`stop` under `s`; `None` without a price to
+    /// value it at.
+    pub fn of(
+        order_type: OrderType,
+        limit: Option<Decimal>,
+        stop: Option<Decimal>,
+        s: &RiskSnapshot<'_>,
+    ) -> Option<BuyRoom> {
+        let reference = reference_price(limit, stop, s).filter(|p| *p > Decimal::ZERO)?;
+        let shares = |dollars: Decimal, per_share: Decimal| -> u64 {
+            if dollars <= Decimal::ZERO {
+                return 0;
+            }
+            (dollars / per_share).floor().to_u64().unwrap_or(u64::MAX)
+        };
+        let per_share =
+            if order_type == OrderType::Market { reference * s.limits.market_buy_factor() } else { reference };
+        Some(BuyRoom {
+            reference,
+            order_value: shares(s.limits.max_order_value, reference),
+            position_size: s.limits.max_position_size.saturating_sub(s.position + s.open_buy_quantity),
+            buying_power: shares(s.buying_power, per_share),
+        })
+    }
+
+    /// The largest buy of at most `wanted` shares (`None`: as many as buying power takes) these
+    /// rules allow, and the rule that bound it below `wanted` (`None` when nothing did, and for
+    /// buying power when it was all that was asked for).
+    pub fn size(&self, wanted: Option<u64>) -> (u64, Option<(RiskRule, u64)>) {
+        let mut size = wanted.unwrap_or(self.buying_power);
+        let mut bound = None;
+        let rules = [
+            (RiskRule::MaxOrderValue, self.order_value),
+            (RiskRule::MaxPositionSize, self.position_size),
+            (RiskRule::BuyingPower, self.buying_power),
+        ];
+        for (rule, room) in rules {
+            if room < size {
+                size = room;
+                bound = Some((rule, room));
+            }
+        }
+        (size, bound)
+    }
 }
 
 /// Checks one order. Fails fast in a fixed order.
@@ -253,7 +319,7 @@ pub fn check(order: &OrderIntent<'_>, s: &RiskSnapshot<'_>, now: Timestamp) -> V
     if s.blocked {
         return risk(RiskRule::SymbolBlocked, json!(null), json!(order.symbol), format!("{} is blocked", order.symbol));
     }
-    let Some(reference) = order.limit_price.or(order.stop_price).or(s.last_price) else {
+    let Some(reference) = reference_price(order.limit_price, order.stop_price, s) else {
         return Verdict::Refused(Refusal::Invalid {
             field: "symbol",
             reason: "has no market price to value the order".into(),
@@ -302,7 +368,7 @@ pub fn check(order: &OrderIntent<'_>, s: &RiskSnapshot<'_>, now: Timestamp) -> V
             format!("Today's loss {} reached the limit {}", (-s.daily_pnl).round_dp(2), limits.max_daily_loss),
         );
     }
-    let reserve = if order.order_type == OrderType::Market { notional * MARKET_BUY_BUFFER } else { notional };
+    let reserve = if order.order_type == OrderType::Market { notional * limits.market_buy_factor() } else { notional };
     if reserve > s.buying_power {
         return risk(
             RiskRule::BuyingPower,

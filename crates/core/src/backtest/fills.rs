@@ -111,6 +111,17 @@ impl BarBroker {
         }
     }
 
+    /// The price a market buy decided on `decided_on` fills at, slippage included: `next`'s open
+    /// under `NEXT_OPEN` (`None` on the last bar: there is no next one), the decision bar's close
+    /// under `CLOSE`. The engine sizes and checks market entries at it.
+    pub fn market_buy_fill(&self, decided_on: &Bar, next: Option<&Bar>) -> Option<Decimal> {
+        let reference = match self.fill {
+            FillModel::NextOpen => next?.open,
+            FillModel::Close => decided_on.close,
+        };
+        Some(slipped(reference.to_decimal(), Side::Buy, self.slippage, None))
+    }
+
     /// Changes when market orders submitted from now on fill.
     pub fn set_fill(&mut self, fill: FillModel) {
         self.fill = fill;

@@ -75,6 +75,10 @@ pub struct SymbolMarket {
     pub last: Decimal,
     pub prev_close: Decimal,
     pub relative_volume: Option<f64>,
+    /// The price a market order sent now fills at, when the venue states it: a backtest's fill
+    /// model ([`Engine::set_market_fill`]). Live it is unknown (`None`) and the last trade, with
+    /// `risk_controls.market_buy_buffer_pct`, stands for it.
+    pub fill: Option<Decimal>,
 }
 
 /// The daily-loss check of a bar when one position is open and the bar is of its symbol: all
@@ -461,6 +465,20 @@ impl Engine {
         fx.push(Effect::DayRolled { date });
     }
 
+    /// States the price a market order of `symbol` sent from now on fills at (`None`: unknown).
+    /// A backtest's runner calls it before each bar with what its fill model will pay (the next
+    /// bar's open under `NEXT_OPEN`), so entries are sized and checked at their fill price; live
+    /// never does.
+    pub fn set_market_fill(&mut self, symbol: &Symbol, price: Option<Decimal>) {
+        match self.market.get_mut(symbol) {
+            Some(m) => m.fill = price,
+            None if price.is_some() => {
+                self.market.entry(symbol.clone()).or_default().fill = price;
+            }
+            None => {}
+        }
+    }
+
     /// Drops a final order from memory. Backtests do so as each order ends, so the scans of
     /// working orders stay short over millions of bars; live keeps final orders for the day, to
     /// accept a late report about one (the database keeps them all).
@@ -635,6 +653,7 @@ impl Engine {
             limits: &self.settings.risk_controls,
             blocked: self.is_blocked(symbol, now),
             last_price: self.market.get(symbol).map(|m| m.last).filter(|p| *p > Decimal::ZERO),
+            market_fill: self.market.get(symbol).and_then(|m| m.fill).filter(|p| *p > Decimal::ZERO),
             position: self.positions.get(symbol).map(|p| p.quantity).unwrap_or(0),
             open_buy_quantity: self.open_quantity(symbol, Side::Buy),
             open_sell_quantity: self.open_quantity(symbol, Side::Sell),

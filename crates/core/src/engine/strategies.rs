@@ -3,10 +3,12 @@
 use super::{Effect, Engine, StrategyStatus, SymbolMarket};
 use crate::market::{Bar, Side};
 use crate::orders::{OrderType, TimeInForce};
-use crate::risk::TradingState;
+use crate::risk::{BuyRoom, RiskRule, TradingState};
 use crate::strategy::{Decision, StrategyContext};
 use crate::symbol::Symbol;
 use crate::time::Timestamp;
+use rust_decimal::Decimal;
+use std::fmt::Write as _;
 use std::sync::Arc;
 
 /// The regular open and close of the exchange session of a New York date (09:30–16:00; NYSE
@@ -97,6 +99,25 @@ impl Engine {
         fx: &mut Vec<Effect>,
     ) {
         let rule = decision.rule();
+        // Entries are sized within the gate's size rules; the decision says how.
+        let quantity = match &decision {
+            Decision::Enter { quantity, limit_price, stop_price, .. } => self.size_entry(
+                symbol,
+                OrderType::StopLimit,
+                Some(*limit_price),
+                Some(*stop_price),
+                Some(*quantity),
+                now,
+            ),
+            Decision::Buy { quantity, .. } => self.size_entry(symbol, OrderType::Market, None, None, *quantity, now),
+            _ => None,
+        };
+        if let Some((_, sentence)) = &quantity {
+            if let Decision::Enter { text, .. } | Decision::Buy { text, .. } = &mut decision {
+                text.push_str(sentence);
+            }
+        }
+        let quantity = quantity.map(|(q, _)| q);
         // The order's reason, `RULE: sentence`, written once into the shared text.
         let reason = {
             let (text, scratch) = (decision.text(), &mut self.scratch);
@@ -107,7 +128,8 @@ impl Engine {
         fx.push(Effect::Decision { symbol: symbol.clone(), rule, text: decision.take_text() });
         let strategy = Some(self.strategy_id(strategy_id));
         match decision {
-            Decision::Enter { quantity, stop_price, limit_price, stop_loss, .. } => {
+            Decision::Enter { quantity: wanted, stop_price, limit_price, stop_loss, .. } => {
+                let quantity = quantity.unwrap_or(wanted);
                 let placed = self.place(
                     None,
                     symbol,
@@ -130,7 +152,8 @@ impl Engine {
                     self.set_status(symbol, StrategyStatus::Buy, None, fx);
                 }
             }
-            Decision::Buy { quantity, .. } => {
+            Decision::Buy { quantity: wanted, .. } => {
+                let quantity = quantity.or(wanted).unwrap_or(1);
                 let (kind, tif) = (OrderType::Market, TimeInForce::Day);
                 let placed = self.place(
                     None,
@@ -169,5 +192,81 @@ impl Engine {
                 }
             }
         }
+    }
+}
+
+/// `value` with at most two decimals, as a sentence quotes dollars and limits.
+fn push_amount(text: &mut String, value: Decimal) {
+    let _ = write!(text, "{}", value.round_dp(2).normalize());
+}
+
+impl Engine {
+    /// Sizes an entry of `wanted` shares (`None`: all the buying power) within the risk gate's
+    /// size rules — `MAX_ORDER_VALUE`, `MAX_POSITION_SIZE`, `BUYING_POWER` — at the price the
+    /// gate values it at (a market buy at its fill price where known, else the last trade plus
+    /// `market_buy_buffer_pct`): the largest quantity the gate allows, and the sentence the
+    /// decision records about it. When nothing fits, the quantity asked for (one share all in)
+    /// goes to the gate, which refuses it naming the rule (a violation, counted by a backtest).
+    /// `None` when there is no price to size at (the gate then refuses the order as it is).
+    fn size_entry(
+        &mut self,
+        symbol: &Symbol,
+        kind: OrderType,
+        limit: Option<Decimal>,
+        stop: Option<Decimal>,
+        wanted: Option<u64>,
+        now: Timestamp,
+    ) -> Option<(u64, String)> {
+        let probe = crate::orders::ClientOrderId::generated("sizing");
+        self.recent.make_contiguous();
+        let snapshot = self.snapshot(symbol, &probe, self.recent.as_slices().0, now);
+        let room = BuyRoom::of(kind, limit, stop, &snapshot)?;
+        let buying_power = snapshot.buying_power;
+        let limits = &self.settings.risk_controls;
+        let (size, bound) = room.size(wanted);
+        let mut text = String::new();
+        let quantity = match (size, wanted) {
+            (0, Some(w)) => w,
+            (0, None) => {
+                let _ = write!(text, " No whole share at {} fits the risk limits.", room.reference.normalize());
+                1
+            }
+            (size, _) => size,
+        };
+        if size == 0 {
+            return Some((quantity, text));
+        }
+        if wanted.is_none() {
+            let _ = write!(text, " {size} shares at {}", room.reference.normalize());
+            if kind == OrderType::Market && limits.market_buy_buffer_pct > 0.0 {
+                let _ = write!(text, " (+{}% for the fill)", limits.market_buy_buffer_pct);
+            }
+            text.push_str(" with $");
+            push_amount(&mut text, buying_power);
+            text.push_str(" of buying power.");
+        }
+        if let Some((rule, _)) = bound {
+            match wanted {
+                Some(w) => {
+                    let _ = write!(text, " Sized down from {w} to {size} shares by {}", rule.as_str());
+                }
+                None => {
+                    let _ = write!(text, " Capped at {size} shares by {}", rule.as_str());
+                }
+            }
+            text.push_str(" (limit ");
+            match rule {
+                RiskRule::MaxOrderValue => push_amount(&mut text, limits.max_order_value),
+                RiskRule::MaxPositionSize => {
+                    let _ = write!(text, "{} shares", limits.max_position_size);
+                }
+                _ => {
+                    text.push('$');
+                    push_amount(&mut text, buying_power);
+                }
+            }
+            text.push_str(").");
+        }
+        Some((quantity, text))
     }
 }
