@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STARTED=$(date +%s.%N)
-VENV="${BTPY_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/tradeops/backtesting-py-0.6.6}"
+VENV="${BTPY_VENV:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/tradeops/backtesting-py-0.6.6}"
 if ! "$VENV/bin/python" -c 'import backtesting, sys; sys.exit(backtesting.__version__ != "0.6.6")' 2>/dev/null; then
   rm -rf "$VENV"
   python3 -m venv "$VENV"
