@@ -119,7 +119,8 @@ impl BarBroker {
             FillModel::NextOpen => next?.open,
             FillModel::Close => decided_on.close,
         };
-        Some(slipped(reference.to_decimal(), Side::Buy, self.slippage, None))
+        // Built in place, unnormalised (asked on every bar).
+        Some(slipped(reference.as_decimal(), Side::Buy, self.slippage, None))
     }
 
     /// Changes when market orders submitted from now on fill.

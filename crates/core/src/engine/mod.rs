@@ -76,7 +76,7 @@ pub struct SymbolMarket {
     pub prev_close: Decimal,
     pub relative_volume: Option<f64>,
     /// The price a market order sent now fills at, when the venue states it: a backtest's fill
-    /// model ([`Engine::set_market_fill`]). Live it is unknown (`None`) and the last trade, with
+    /// model, given with each bar ([`Engine::bar_into`]). Live it is unknown (`None`) and the last trade, with
     /// `risk_controls.market_buy_buffer_pct`, stands for it.
     pub fill: Option<Decimal>,
 }
@@ -369,7 +369,7 @@ impl Engine {
     pub fn handle_into(&mut self, event: Event, now: Timestamp, fx: &mut Vec<Effect>) {
         match event {
             Event::Bar { symbol, bar, prev_close, relative_volume } => {
-                self.bar_into(&symbol, &bar, prev_close, relative_volume, now, fx);
+                self.bar_into(&symbol, &bar, prev_close, relative_volume, None, now, fx);
             }
             Event::Mark { symbol, price } => {
                 self.begin(now, fx);
@@ -400,13 +400,18 @@ impl Engine {
     }
 
     /// [`Engine::handle_into`] of an [`Event::Bar`], from its parts: a backtest calls it for every
-    /// bar, without building the event and matching it again.
+    /// bar, without building the event and matching it again. `fill`: the price a market order
+    /// sent on this bar fills at, where the venue states it (a backtest's fill model: the next
+    /// bar's open under `NEXT_OPEN`), so entries are sized and checked at it; `None` live, where
+    /// the last trade and `risk_controls.market_buy_buffer_pct` stand for it.
+    #[allow(clippy::too_many_arguments)]
     pub fn bar_into(
         &mut self,
         symbol: &Symbol,
         bar: &Bar,
         prev_close: Decimal,
         relative_volume: Option<f64>,
+        fill: Option<Decimal>,
         now: Timestamp,
         fx: &mut Vec<Effect>,
     ) {
@@ -422,6 +427,7 @@ impl Engine {
         m.last = last;
         m.prev_close = prev_close;
         m.relative_volume = relative_volume;
+        m.fill = fill;
         let market = *m;
         self.on_bar(symbol, bar, market, now, seconds, date, fx);
         if self.check_due {
@@ -463,20 +469,6 @@ impl Engine {
             fx.push(Effect::TradingStateChanged { state: self.trading_state, halt: None });
         }
         fx.push(Effect::DayRolled { date });
-    }
-
-    /// States the price a market order of `symbol` sent from now on fills at (`None`: unknown).
-    /// A backtest's runner calls it before each bar with what its fill model will pay (the next
-    /// bar's open under `NEXT_OPEN`), so entries are sized and checked at their fill price; live
-    /// never does.
-    pub fn set_market_fill(&mut self, symbol: &Symbol, price: Option<Decimal>) {
-        match self.market.get_mut(symbol) {
-            Some(m) => m.fill = price,
-            None if price.is_some() => {
-                self.market.entry(symbol.clone()).or_default().fill = price;
-            }
-            None => {}
-        }
     }
 
     /// Drops a final order from memory. Backtests do so as each order ends, so the scans of
