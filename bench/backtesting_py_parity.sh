@@ -5,7 +5,7 @@
 # trade by trade (bench/backtesting_py_parity.py). Exits non-zero on any difference.
 #
 # Usage: bench/backtesting_py_parity.sh   (BTPY_VENV overrides where the environment lives;
-# TRADEOPS_BIN a prebuilt service binary, else the debug build is made)
+# PARITY_SERVICE_BIN names a prebuilt service binary, else the debug build is made)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STARTED=$(date +%s.%N)
@@ -15,20 +15,28 @@ if ! "$VENV/bin/python" -c 'import backtesting, sys; sys.exit(backtesting.__vers
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install --quiet --disable-pip-version-check backtesting==0.6.6
 fi
-if [ -z "${TRADEOPS_BIN:-}" ]; then
+BIN="${PARITY_SERVICE_BIN:-}"
+if [ -z "$BIN" ]; then
   cargo build --quiet --bin tradeops
-  TRADEOPS_BIN="$PWD/target/debug/tradeops"
+  BIN="$PWD/target/debug/tradeops"
 fi
 
 TOKEN="tro_parity_admin_token_0123456789abcdef"
 PORT="${PARITY_PORT:-8097}"
 WORK=$(mktemp -d)
 trap 'kill "${SVC:-}" 2>/dev/null || true; wait "${SVC:-}" 2>/dev/null || true; rm -rf "$WORK"' EXIT
-(cd "$WORK" && TRADEOPS_BIND="127.0.0.1:$PORT" TRADEOPS_ADMIN_TOKEN="$TOKEN" exec "$TRADEOPS_BIN" serve \
-  >"$WORK/svc.log" 2>&1) &
+# The service refuses TRADEOPS_* variables it does not know (CI exports test URLs): it starts
+# with none but its own.
+(cd "$WORK" && for v in $(compgen -e | grep '^TRADEOPS_'); do unset "$v"; done &&
+  TRADEOPS_BIND="127.0.0.1:$PORT" TRADEOPS_ADMIN_TOKEN="$TOKEN" exec "$BIN" serve >"$WORK/svc.log" 2>&1) &
 SVC=$!
 for _ in $(seq 1 100); do
-  curl -fs "http://127.0.0.1:$PORT/api/health" >/dev/null 2>&1 && break
+  curl -s -o /dev/null "http://127.0.0.1:$PORT/api/health" && break
+  if ! kill -0 "$SVC" 2>/dev/null; then
+    echo "the service did not start:" >&2
+    cat "$WORK/svc.log" >&2
+    exit 1
+  fi
   sleep 0.1
 done
 if ! "$VENV/bin/python" bench/backtesting_py_parity.py "http://127.0.0.1:$PORT" "$TOKEN" \
