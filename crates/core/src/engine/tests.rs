@@ -71,6 +71,18 @@ fn engine() -> Engine {
     e
 }
 
+/// A quiet minute bar of ABCD around 5.00, `m` minutes after `NOW`.
+fn bar(m: i64) -> Bar {
+    Bar {
+        start: t(NOW) + chrono::Duration::minutes(m),
+        open: crate::market::Price::from_cents(500),
+        high: crate::market::Price::from_cents(505),
+        low: crate::market::Price::from_cents(495),
+        close: crate::market::Price::from_cents(500),
+        volume: 10_000,
+    }
+}
+
 fn command(e: &mut Engine, c: Command) -> (Result<Reply, CommandError>, Vec<Effect>) {
     let mut fx = e.handle(Event::Command(c), t(NOW));
     let Some(Effect::Reply(reply)) = fx.pop() else { panic!("a command ends with its reply") };
@@ -419,14 +431,6 @@ fn the_strategy_moves_a_symbol_through_buy_hold_sell_active() {
     let watched = command(&mut e, Command::Watch { symbol: sym("ABCD"), source: "MANUAL".into() }).0.unwrap();
     assert!(matches!(watched, Reply::Watch { already: false, .. }));
     assert_eq!(e.slots[&sym("ABCD")].status, StrategyStatus::Active);
-    let bar = |m: i64| Bar {
-        start: t(NOW) + chrono::Duration::minutes(m),
-        open: crate::market::Price::from_cents(500),
-        high: crate::market::Price::from_cents(505),
-        low: crate::market::Price::from_cents(495),
-        close: crate::market::Price::from_cents(500),
-        volume: 10_000,
-    };
     let mut statuses = Vec::new();
     let mut entry = None;
     let mut exit = None;
@@ -718,14 +722,6 @@ fn strategy_entries_are_sized_down_to_the_limits() {
     let mut e = engine();
     e.settings.risk_controls.max_order_value = d(30_000);
     command(&mut e, Command::Watch { symbol: sym("ABCD"), source: "MANUAL".into() }).0.unwrap();
-    let bar = |m: i64| Bar {
-        start: t(NOW) + chrono::Duration::minutes(m),
-        open: crate::market::Price::from_cents(500),
-        high: crate::market::Price::from_cents(505),
-        low: crate::market::Price::from_cents(495),
-        close: crate::market::Price::from_cents(500),
-        volume: 10_000,
-    };
     let mut fx = Vec::new();
     for m in 0..3 {
         fx.extend(e.handle(

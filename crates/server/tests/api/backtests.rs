@@ -17,14 +17,19 @@ async fn wait_done(app: &TestApp, id: &str) -> Value {
     panic!("backtest {id} never finished: {}", app.get(&format!("/api/backtests/{id}")).await.body);
 }
 
-async fn import_golden(app: &TestApp) {
+/// Imports daily bars of `symbol` from `csv`, which holds `bars` of them.
+async fn import_daily(app: &TestApp, symbol: &str, csv: &'static str, bars: u64) {
     let req = app
         .client
-        .post(app.url("/api/data/import?symbol=GOLDN&timeframe=1d"))
+        .post(app.url(&format!("/api/data/import?symbol={symbol}&timeframe=1d")))
         .bearer_auth(ADMIN_TOKEN)
         .header("content-type", "text/csv")
-        .body(GOLDEN_CSV);
-    assert_eq!(app.raw(req).await.assert_ok(200)["bars"], 80);
+        .body(csv);
+    assert_eq!(app.raw(req).await.assert_ok(200)["bars"], bars);
+}
+
+async fn import_golden(app: &TestApp) {
+    import_daily(app, "GOLDN", GOLDEN_CSV, 80).await;
 }
 
 /// The golden request: sma_cross 5/10 on 80 fixed daily bars, with commission and slippage,
@@ -222,13 +227,7 @@ async fn a_run_interrupted_by_a_restart_completes_after_it() {
 const GOOG_CSV: &str = include_str!("../../../core/src/backtest/goog_daily.csv");
 
 async fn import_goog(app: &TestApp) {
-    let req = app
-        .client
-        .post(app.url("/api/data/import?symbol=GOOG&timeframe=1d"))
-        .bearer_auth(ADMIN_TOKEN)
-        .header("content-type", "text/csv")
-        .body(GOOG_CSV);
-    assert_eq!(app.raw(req).await.assert_ok(200)["bars"], 2148);
+    import_daily(app, "GOOG", GOOG_CSV, 2148).await;
 }
 
 fn goog_request(settings: Value) -> Value {
