@@ -1,7 +1,8 @@
 //! Building and running the service: storage, cache, tokens, settings, health, router, listener.
 //! Tests build exactly this, on port 0.
 
-use crate::auth::{generate_token, RateLimiter, TokenRegistry};
+use crate::auth::{generate_token, TokenRegistry};
+use crate::budget::RateLimiter;
 use crate::clock::ScaledClock;
 use crate::config::{redact, Config};
 use crate::extract::MAX_BODY_BYTES;
@@ -101,7 +102,7 @@ impl Application {
             None => clock.clone(),
         };
         let simulated = SimulatedMarket::new(config.sim.seed, config.sim.symbols as usize);
-        let live = Arc::new(LiveMarket::new(simulated.universe.clone(), speed));
+        let live = Arc::new(LiveMarket::new(simulated.universe.clone(), speed, clock.clone()));
         let market: Arc<dyn MarketData> = Arc::new(simulated);
         let state = AppState::new(Inner {
             radar: RadarService::new(cache.clone(), Arc::new(db.clone())),
@@ -124,13 +125,13 @@ impl Application {
             audit: crate::audit_outbox::AuditOutbox::wrap(Arc::new(db.clone())),
             audit_store: Arc::new(db.clone()),
             config,
-            clock,
+            clock: clock.clone(),
             db,
             cache,
             tokens,
             settings,
             health: HealthMonitor::default(),
-            metrics: Metrics::default(),
+            metrics: Metrics::new(clock.clone()),
         });
         if let Some(live) = &state.live {
             warm_up(&state, live.clone()).await?;

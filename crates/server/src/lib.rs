@@ -6,6 +6,7 @@ pub mod app;
 pub mod audit_outbox;
 pub mod auth;
 pub mod backtests;
+pub mod budget;
 pub mod cli;
 pub mod client_limit;
 pub mod clock;

@@ -132,7 +132,8 @@ async fn configured_admin_token_is_reactivated_at_start_after_revocation() {
 
 #[tokio::test]
 async fn rate_limited_callers_are_audited_by_name() {
-    let app = spawn_app_with(|c| {
+    let clock = tradeops_core::ManualClock::new(tradeops_core::time::parse_ts("2026-11-25T15:00:00Z").unwrap());
+    let app = spawn_app_with_clock(clock.clone(), |c| {
         c.auth.rate_limit_per_second = 1;
         c.auth.rate_limit_burst = 2;
     })
@@ -140,7 +141,11 @@ async fn rate_limited_callers_are_audited_by_name() {
     for _ in 0..3 {
         app.put_settings(ADMIN_TOKEN, json!({"analytics": {"min_sample_size": 21}})).await;
     }
-    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+    app.get("/api/audit").await.assert_error(429, "RATE_LIMITED");
+    // The budget refills on the service clock: one request a second.
+    clock.advance(chrono::Duration::milliseconds(999));
+    app.get("/api/audit").await.assert_error(429, "RATE_LIMITED");
+    clock.advance(chrono::Duration::milliseconds(1));
     let audit = app.get("/api/audit").await;
     let newest = &audit.data()[0];
     assert_eq!(newest["outcome"], "RATE_LIMITED");

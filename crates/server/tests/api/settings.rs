@@ -1,7 +1,6 @@
 //! `GET/PUT /api/settings`: validation, guards, versions, persistence.
 
 use crate::helpers::*;
-use reqwest::Method;
 use serde_json::json;
 
 #[tokio::test]
@@ -196,5 +195,4 @@ async fn configured_mode_is_applied_at_start_as_an_audited_version() {
     let history = app.get("/api/settings/history").await;
     assert_eq!(history.data()[0]["actor"], "config");
     assert_eq!(history.data()[0]["updated"], json!(["runtime.trading_mode"]));
-    let _ = Method::GET;
 }
