@@ -149,9 +149,15 @@ fn f64_of(d: Decimal) -> f64 {
 }
 
 /// What a buy is valued at: its limit, else its stop, else the market order's fill price where
-/// known, else the last trade.
-fn reference_price(limit: Option<Decimal>, stop: Option<Decimal>, s: &RiskSnapshot<'_>) -> Option<Decimal> {
-    limit.or(stop).or(s.market_fill).or(s.last_price)
+/// known (`market_fill`), else the last trade; positive prices only.
+pub fn reference_price(
+    limit: Option<Decimal>,
+    stop: Option<Decimal>,
+    market_fill: Option<Decimal>,
+    last: Option<Decimal>,
+) -> Option<Decimal> {
+    let positive = |p: &Decimal| *p > Decimal::ZERO;
+    limit.or(stop).or(market_fill.filter(positive)).or(last.filter(positive))
 }
 
 /// The size rules of a buy, in the gate's order: the most shares each allows.
@@ -176,7 +182,19 @@ impl BuyRoom {
         stop: Option<Decimal>,
         s: &RiskSnapshot<'_>,
     ) -> Option<BuyRoom> {
-        let reference = reference_price(limit, stop, s).filter(|p| *p > Decimal::ZERO)?;
+        let reference = reference_price(limit, stop, s.market_fill, s.last_price).filter(|p| *p > Decimal::ZERO)?;
+        Some(BuyRoom::new(s.limits, order_type, reference, s.position + s.open_buy_quantity, s.buying_power))
+    }
+
+    /// The room of a buy of `order_type` valued at `reference` (see [`reference_price`]), with
+    /// `held` shares held and being bought and `buying_power` left.
+    pub fn new(
+        limits: &RiskControls,
+        order_type: OrderType,
+        reference: Decimal,
+        held: u64,
+        buying_power: Decimal,
+    ) -> BuyRoom {
         let shares = |dollars: Decimal, per_share: Decimal| -> u64 {
             if dollars <= Decimal::ZERO {
                 return 0;
@@ -184,13 +202,13 @@ impl BuyRoom {
             (dollars / per_share).floor().to_u64().unwrap_or(u64::MAX)
         };
         let per_share =
-            if order_type == OrderType::Market { reference * s.limits.market_buy_factor() } else { reference };
-        Some(BuyRoom {
+            if order_type == OrderType::Market { reference * limits.market_buy_factor() } else { reference };
+        BuyRoom {
             reference,
-            order_value: shares(s.limits.max_order_value, reference),
-            position_size: s.limits.max_position_size.saturating_sub(s.position + s.open_buy_quantity),
-            buying_power: shares(s.buying_power, per_share),
-        })
+            order_value: shares(limits.max_order_value, reference),
+            position_size: limits.max_position_size.saturating_sub(held),
+            buying_power: shares(buying_power, per_share),
+        }
     }
 
     /// The largest buy of at most `wanted` shares (`None`: as many as buying power takes) these
@@ -319,7 +337,7 @@ pub fn check(order: &OrderIntent<'_>, s: &RiskSnapshot<'_>, now: Timestamp) -> V
     if s.blocked {
         return risk(RiskRule::SymbolBlocked, json!(null), json!(order.symbol), format!("{} is blocked", order.symbol));
     }
-    let Some(reference) = reference_price(order.limit_price, order.stop_price, s) else {
+    let Some(reference) = reference_price(order.limit_price, order.stop_price, s.market_fill, s.last_price) else {
         return Verdict::Refused(Refusal::Invalid {
             field: "symbol",
             reason: "has no market price to value the order".into(),

@@ -6,6 +6,7 @@ use crate::orders::{OrderType, TimeInForce};
 use crate::risk::{BuyRoom, RiskRule, TradingState};
 use crate::strategy::{Decision, StrategyContext};
 use crate::symbol::Symbol;
+use crate::time::push_digits;
 use crate::time::Timestamp;
 use rust_decimal::Decimal;
 use std::fmt::Write as _;
@@ -101,15 +102,10 @@ impl Engine {
         let rule = decision.rule();
         // Entries are sized within the gate's size rules; the decision says how.
         let quantity = match &decision {
-            Decision::Enter { quantity, limit_price, stop_price, .. } => self.size_entry(
-                symbol,
-                OrderType::StopLimit,
-                Some(*limit_price),
-                Some(*stop_price),
-                Some(*quantity),
-                now,
-            ),
-            Decision::Buy { quantity, .. } => self.size_entry(symbol, OrderType::Market, None, None, *quantity, now),
+            Decision::Enter { quantity, limit_price, stop_price, .. } => {
+                self.size_entry(symbol, OrderType::StopLimit, Some(*limit_price), Some(*stop_price), Some(*quantity))
+            }
+            Decision::Buy { quantity, .. } => self.size_entry(symbol, OrderType::Market, None, None, *quantity),
             _ => None,
         };
         if let Some((_, sentence)) = &quantity {
@@ -195,9 +191,32 @@ impl Engine {
     }
 }
 
-/// `value` with at most two decimals, as a sentence quotes dollars and limits.
+/// Appends `value` as `Decimal` displays it (its scale kept: 1000.50), digit by digit where its
+/// mantissa fits 64 bits: an entry's sentence quotes prices and dollars on every entry of a
+/// backtest, where the format machinery would be much of the entry's cost.
+fn push_decimal(text: &mut String, value: Decimal) {
+    let scale = value.scale();
+    match u64::try_from(value.mantissa()) {
+        Ok(mantissa) if scale <= 19 && !value.is_sign_negative() => {
+            let mut buf = [0u8; 48];
+            let mut at = buf.len();
+            let unit = 10u64.pow(scale);
+            if scale > 0 {
+                at = crate::time::write_digits(&mut buf, at, mantissa % unit, scale as usize) - 1;
+                buf[at] = b'.';
+            }
+            at = crate::time::write_digits(&mut buf, at, mantissa / unit, 1);
+            crate::time::push_ascii(text, &buf[at..]);
+        }
+        _ => {
+            let _ = write!(text, "{value}");
+        }
+    }
+}
+
+/// Dollars and limits to the cent, as a sentence quotes them (`1000`, `8853.4`).
 fn push_amount(text: &mut String, value: Decimal) {
-    let _ = write!(text, "{}", value.round_dp(2).normalize());
+    push_decimal(text, value.round_dp(2).normalize());
 }
 
 impl Engine {
@@ -215,20 +234,21 @@ impl Engine {
         limit: Option<Decimal>,
         stop: Option<Decimal>,
         wanted: Option<u64>,
-        now: Timestamp,
     ) -> Option<(u64, String)> {
-        let probe = crate::orders::ClientOrderId::generated("sizing");
-        self.recent.make_contiguous();
-        let snapshot = self.snapshot(symbol, &probe, self.recent.as_slices().0, now);
-        let room = BuyRoom::of(kind, limit, stop, &snapshot)?;
-        let buying_power = snapshot.buying_power;
+        let market = self.market.get(symbol);
+        let reference = crate::risk::reference_price(limit, stop, market.and_then(|m| m.fill), market.map(|m| m.last))?;
+        let held = self.positions.get(symbol).map_or(0, |p| p.quantity) + self.open_quantity(symbol, Side::Buy);
+        let buying_power = self.buying_power();
         let limits = &self.settings.risk_controls;
+        let room = BuyRoom::new(limits, kind, reference, held, buying_power);
         let (size, bound) = room.size(wanted);
         let mut text = String::new();
         let quantity = match (size, wanted) {
             (0, Some(w)) => w,
             (0, None) => {
-                let _ = write!(text, " No whole share at {} fits the risk limits.", room.reference.normalize());
+                text.push_str(" No whole share at ");
+                push_decimal(&mut text, reference.normalize());
+                text.push_str(" fits the risk limits.");
                 1
             }
             (size, _) => size,
@@ -237,9 +257,19 @@ impl Engine {
             return Some((quantity, text));
         }
         if wanted.is_none() {
-            let _ = write!(text, " {size} shares at {}", room.reference.normalize());
-            if kind == OrderType::Market && limits.market_buy_buffer_pct > 0.0 {
-                let _ = write!(text, " (+{}% for the fill)", limits.market_buy_buffer_pct);
+            text.push(' ');
+            push_digits(&mut text, size, 1);
+            text.push_str(" shares at ");
+            push_decimal(&mut text, reference.normalize());
+            let buffer = limits.market_buy_buffer_pct;
+            if kind == OrderType::Market && buffer > 0.0 {
+                text.push_str(" (+");
+                if buffer.fract() == 0.0 && buffer < 1e15 {
+                    push_digits(&mut text, buffer as u64, 1);
+                } else {
+                    let _ = write!(text, "{buffer}");
+                }
+                text.push_str("% for the fill)");
             }
             text.push_str(" with $");
             push_amount(&mut text, buying_power);
@@ -248,17 +278,21 @@ impl Engine {
         if let Some((rule, _)) = bound {
             match wanted {
                 Some(w) => {
-                    let _ = write!(text, " Sized down from {w} to {size} shares by {}", rule.as_str());
+                    text.push_str(" Sized down from ");
+                    push_digits(&mut text, w, 1);
+                    text.push_str(" to ");
                 }
-                None => {
-                    let _ = write!(text, " Capped at {size} shares by {}", rule.as_str());
-                }
+                None => text.push_str(" Capped at "),
             }
+            push_digits(&mut text, size, 1);
+            text.push_str(" shares by ");
+            text.push_str(rule.as_str());
             text.push_str(" (limit ");
             match rule {
                 RiskRule::MaxOrderValue => push_amount(&mut text, limits.max_order_value),
                 RiskRule::MaxPositionSize => {
-                    let _ = write!(text, "{} shares", limits.max_position_size);
+                    push_digits(&mut text, limits.max_position_size, 1);
+                    text.push_str(" shares");
                 }
                 _ => {
                     text.push('$');
@@ -268,5 +302,21 @@ impl Engine {
             text.push_str(").");
         }
         Some((quantity, text))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    proptest::proptest! {
+        /// Dollars are written as `Decimal` displays them, scale kept.
+        #[test]
+        fn dollars_display_as_decimal(mantissa in proptest::prelude::any::<i64>(), scale in 0u32..28) {
+            let value = Decimal::new(mantissa, scale);
+            let mut text = String::from("$");
+            push_decimal(&mut text, value);
+            proptest::prop_assert_eq!(text, format!("${value}"));
+        }
     }
 }
