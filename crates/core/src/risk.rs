@@ -160,6 +160,22 @@ pub fn reference_price(
     limit.or(stop).or(market_fill.filter(positive)).or(last.filter(positive))
 }
 
+/// floor(`dollars` / `per_share`) whole shares (0 for no dollars), exactly: in 128-bit integers
+/// where they hold the operands (every entry is sized, and a `Decimal` division costs more than the
+/// rest of the sizing), else in `Decimal`.
+pub fn whole_shares(dollars: Decimal, per_share: Decimal) -> u64 {
+    if dollars <= Decimal::ZERO || per_share <= Decimal::ZERO {
+        return 0;
+    }
+    // dollars = a / 10^s, per share = b / 10^t: floor(a × 10^t / (b × 10^s)).
+    let exact = || {
+        let numerator = dollars.mantissa().checked_mul(10i128.checked_pow(per_share.scale())?)?;
+        let denominator = per_share.mantissa().checked_mul(10i128.checked_pow(dollars.scale())?)?;
+        Some(u64::try_from(numerator / denominator).unwrap_or(u64::MAX))
+    };
+    exact().unwrap_or_else(|| (dollars / per_share).floor().to_u64().unwrap_or(u64::MAX))
+}
+
 /// The size rules of a buy, in the gate's order: the most shares each allows.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BuyRoom {
@@ -195,12 +211,7 @@ impl BuyRoom {
         held: u64,
         buying_power: Decimal,
     ) -> BuyRoom {
-        let shares = |dollars: Decimal, per_share: Decimal| -> u64 {
-            if dollars <= Decimal::ZERO {
-                return 0;
-            }
-            (dollars / per_share).floor().to_u64().unwrap_or(u64::MAX)
-        };
+        let shares = whole_shares;
         let per_share =
             if order_type == OrderType::Market { reference * limits.market_buy_factor() } else { reference };
         BuyRoom {

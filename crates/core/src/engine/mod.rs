@@ -78,7 +78,7 @@ pub struct SymbolMarket {
     /// The price a market order sent now fills at, when the venue states it: a backtest's fill
     /// model, given with each bar ([`Engine::bar_into`]). Live it is unknown (`None`) and the last trade, with
     /// `risk_controls.market_buy_buffer_pct`, stands for it.
-    pub fill: Option<Decimal>,
+    pub fill: Option<crate::market::Price>,
 }
 
 /// The daily-loss check of a bar when one position is open and the bar is of its symbol: all
@@ -411,7 +411,7 @@ impl Engine {
         bar: &Bar,
         prev_close: Decimal,
         relative_volume: Option<f64>,
-        fill: Option<Decimal>,
+        fill: Option<crate::market::Price>,
         now: Timestamp,
         fx: &mut Vec<Effect>,
     ) {
@@ -645,7 +645,7 @@ impl Engine {
             limits: &self.settings.risk_controls,
             blocked: self.is_blocked(symbol, now),
             last_price: self.market.get(symbol).map(|m| m.last).filter(|p| *p > Decimal::ZERO),
-            market_fill: self.market.get(symbol).and_then(|m| m.fill).filter(|p| *p > Decimal::ZERO),
+            market_fill: self.market.get(symbol).and_then(|m| m.fill).map(crate::market::Price::to_decimal),
             position: self.positions.get(symbol).map(|p| p.quantity).unwrap_or(0),
             open_buy_quantity: self.open_quantity(symbol, Side::Buy),
             open_sell_quantity: self.open_quantity(symbol, Side::Sell),

@@ -1,7 +1,7 @@
 //! Completed bars reach the symbol's strategy; its decisions become orders through the risk gate.
 
 use super::{Effect, Engine, StrategyStatus, SymbolMarket};
-use crate::market::{Bar, Side};
+use crate::market::{Bar, Price, Side};
 use crate::orders::{OrderType, TimeInForce};
 use crate::risk::{BuyRoom, RiskRule, TradingState};
 use crate::strategy::{Decision, StrategyContext};
@@ -236,7 +236,12 @@ impl Engine {
         wanted: Option<u64>,
     ) -> Option<(u64, String)> {
         let market = self.market.get(symbol);
-        let reference = crate::risk::reference_price(limit, stop, market.and_then(|m| m.fill), market.map(|m| m.last))?;
+        let reference = crate::risk::reference_price(
+            limit,
+            stop,
+            market.and_then(|m| m.fill).map(Price::to_decimal),
+            market.map(|m| m.last),
+        )?;
         let held = self.positions.get(symbol).map_or(0, |p| p.quantity) + self.open_quantity(symbol, Side::Buy);
         let buying_power = self.buying_power();
         let limits = &self.settings.risk_controls;

@@ -293,3 +293,15 @@ fn sizing_names_the_rule_that_bound_it() {
     let market = BuyRoom::of(OrderType::Market, None, None, &s).unwrap();
     assert_eq!(market.buying_power, 200, "1,030 / (5 × 1.03)");
 }
+
+proptest! {
+    /// Whole shares in integers are `Decimal`'s floor of the quotient.
+    #[test]
+    fn whole_shares_are_the_decimal_floor(
+        dollars in 0i64..i64::MAX, dollar_scale in 0u32..12, price in 1i64..i64::MAX, price_scale in 0u32..12,
+    ) {
+        let (dollars, per_share) = (Decimal::new(dollars, dollar_scale), Decimal::new(price, price_scale));
+        let by_decimal = (dollars / per_share).floor().to_u64().unwrap_or(u64::MAX);
+        prop_assert_eq!(whole_shares(dollars, per_share), by_decimal);
+    }
+}

@@ -330,9 +330,10 @@ impl RiskControls {
     /// What a market buy is valued at per dollar of its reference price: 1 +
     /// `market_buy_buffer_pct` / 100, exact to the 1/10,000 of a percent.
     pub fn market_buy_factor(&self) -> Decimal {
-        use rust_decimal::prelude::FromPrimitive;
-        let pct = Decimal::from_f64(self.market_buy_buffer_pct).unwrap_or_default().round_dp(4);
-        Decimal::ONE + pct / Decimal::ONE_HUNDRED
+        // In integers (asked for every buy the gate checks): 10^-4 percent is 10^-6 of a dollar.
+        let millionths = (self.market_buy_buffer_pct * 10_000.0).round();
+        let millionths = if millionths.is_finite() { millionths.clamp(0.0, 1e12) as i64 } else { 0 };
+        Decimal::new(1_000_000 + millionths, 6)
     }
 
     /// Dotted paths of the limits that `next` makes looser than `self`.
