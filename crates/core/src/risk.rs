@@ -5,6 +5,11 @@
 //! Trading is long only: a `BUY` opens or adds risk, a `SELL` reduces it. While `HALTED` only
 //! sells pass (closing positions stays possible); while `REDUCING` (the daily loss limit was
 //! reached) buys are refused as `MAX_DAILY_LOSS`.
+//!
+//! The size rules (`MAX_ORDER_VALUE`, `MAX_POSITION_SIZE`, `BUYING_POWER`) also size entries:
+//! [`BuyRoom`] is the most shares each allows, so the engine sends the largest entry the gate
+//! approves rather than one it refuses. A market buy is valued at its fill price where the venue
+//! states it (a backtest), else at the last trade, plus `risk_controls.market_buy_buffer_pct`.
 
 use crate::market::Side;
 use crate::orders::{ClientOrderId, OrderType};

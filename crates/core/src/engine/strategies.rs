@@ -1,4 +1,6 @@
-//! Completed bars reach the symbol's strategy; its decisions become orders through the risk gate.
+//! Completed bars reach the symbol's strategy; its decisions become orders through the risk gate,
+//! entries first sized within the gate's size rules (the decision's sentence says when a rule
+//! capped one).
 
 use super::{Effect, Engine, StrategyStatus, SymbolMarket};
 use crate::market::{Bar, Price, Side};
