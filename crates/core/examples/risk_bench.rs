@@ -42,6 +42,7 @@ fn main() {
         limits: &limits,
         blocked: false,
         last_price: Some(Decimal::new(500, 2)),
+        market_fill: None,
         position: 100,
         open_buy_quantity: 0,
         open_sell_quantity: 0,

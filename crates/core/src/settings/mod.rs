@@ -189,6 +189,10 @@ pub struct RiskControls {
     pub max_order_value: Decimal,
     /// Maximum distance of a limit price from the last trade, in percent.
     pub price_collar_pct: f64,
+    /// How much above its reference price a market buy is valued for buying power, in percent:
+    /// live, the fill price is not known when the order leaves (the reference is the last
+    /// trade), so brokers hold a margin; a backtest knows its fill price and a run can set 0.
+    pub market_buy_buffer_pct: f64,
     /// Unrealised loss, in percent of cost, at which a position's alert level is `WARNING`.
     pub alert_warning_loss_pct: f64,
     /// Unrealised loss, in percent of cost, at which a position's alert level is `CRITICAL`.
@@ -206,6 +210,7 @@ impl Default for RiskControls {
             duplicate_order_window_seconds: 10,
             max_order_value: Decimal::new(25_000, 0),
             price_collar_pct: 5.0,
+            market_buy_buffer_pct: 3.0,
             alert_warning_loss_pct: 2.0,
             alert_critical_loss_pct: 5.0,
         }
@@ -363,6 +368,15 @@ impl Settings {
 }
 
 impl RiskControls {
+    /// What a market buy is valued at per dollar of its reference price: 1 +
+    /// `market_buy_buffer_pct` / 100, exact to the 1/10,000 of a percent.
+    pub fn market_buy_factor(&self) -> Decimal {
+        // In integers (asked for every buy the gate checks): 10^-4 percent is 10^-6 of a dollar.
+        let millionths = (self.market_buy_buffer_pct * 10_000.0).round();
+        let millionths = if millionths.is_finite() { millionths.clamp(0.0, 1e12) as i64 } else { 0 };
+        Decimal::new(1_000_000 + millionths, 6)
+    }
+
     /// Dotted paths of the limits that `next` makes looser than `self`.
     pub fn loosened_by(&self, next: &RiskControls) -> Vec<&'static str> {
         let mut raised = Vec::new();
@@ -378,6 +392,7 @@ impl RiskControls {
         check(next.open_position_limit > self.open_position_limit, "risk_controls.open_position_limit");
         check(next.max_order_value > self.max_order_value, "risk_controls.max_order_value");
         check(next.price_collar_pct > self.price_collar_pct, "risk_controls.price_collar_pct");
+        check(next.market_buy_buffer_pct < self.market_buy_buffer_pct, "risk_controls.market_buy_buffer_pct");
         check(
             next.duplicate_order_window_seconds < self.duplicate_order_window_seconds,
             "risk_controls.duplicate_order_window_seconds",

@@ -128,7 +128,8 @@ pub struct ImportResult {
 }
 
 /// Stores bars from a CSV file (`text/csv`, up to 50 MiB): a header naming a date or timestamp
-/// column and `open,high,low,close,volume`. A bad row is `VALIDATION_ERROR` naming the line
+/// column (or leaving the first column unnamed, as pandas writes an index) and
+/// `open,high,low,close,volume`. A bad row is `VALIDATION_ERROR` naming the line
 /// (`detail.line`), and nothing of that file is stored.
 #[utoipa::path(post, path = "/api/data/import", tag = "data", security(("bearer" = [])), params(ImportQuery),
     request_body(content = String, content_type = "text/csv"),
