@@ -142,6 +142,9 @@ impl Application {
 
         let listener =
             TcpListener::bind(state.config.bind).await.with_context(|| format!("binding {}", state.config.bind))?;
+        if let Ok(addr) = listener.local_addr() {
+            state.health.listening_on(addr);
+        }
         let router = router(state.clone(), extra);
         Ok(Application { listener, router, state, bootstrap_token, engine_task })
     }

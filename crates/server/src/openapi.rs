@@ -58,6 +58,7 @@ CONFIRMATION_REQUIRED 428, RATE_LIMITED 429 (Retry-After), INTERNAL_ERROR 500, B
         crate::routes::risk::emergency_halt,
         crate::routes::risk::emergency_liquidate,
         crate::routes::risk::resume,
+        crate::routes::risk::resume_strategies,
         crate::routes::account::dashboard,
         crate::routes::account::summary,
         crate::routes::account::performance,
