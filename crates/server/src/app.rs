@@ -285,6 +285,7 @@ fn spawn_background(state: &AppState) -> Vec<JoinHandle<()>> {
         tokio::spawn(crate::downloads::run_worker(state.clone())),
         tokio::spawn(crate::backtests::run_worker(state.clone())),
         tokio::spawn(crate::housekeeping::run(state.clone())),
+        tokio::spawn(crate::account_feed::run(state.clone())),
     ];
     if let Some(live) = &state.live {
         tasks.push(tokio::spawn(run_feed(state.clone(), live.clone())));
