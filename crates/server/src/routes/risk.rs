@@ -198,7 +198,8 @@ pub struct ResumeResult {
     pub trading_state: TradingState,
 }
 
-/// Ends an emergency halt (never automatic). Strategies stay stopped until restarted.
+/// Ends an emergency halt (never automatic). The strategies the halt stopped stay stopped: risk
+/// state `stopped_by_halt` lists them, and `POST /api/risk/resume-strategies` restarts them.
 #[utoipa::path(post, path = "/api/risk/resume", tag = "risk", security(("bearer" = [])), request_body = ReasonBody,
     responses((status = 200, description = "Resumed", body = inline(SuccessBody<ResumeResult>))))]
 pub async fn resume(State(state): State<AppState>, guard: Sensitive) -> ApiResult<ApiResponse<ResumeResult>> {
