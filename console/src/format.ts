@@ -42,7 +42,7 @@ export const clean = (v: number) => (Number.isFinite(v) ? Number(v.toPrecision(1
 export function round(v: number, digits = 2): number {
   const f = 10 ** digits;
   const c = clean(v);
-  const r = (Math.sign(c) * Math.round(Math.abs(c) * f)) / f;
+  const r = (Math.sign(c) * Math.round(clean(Math.abs(c) * f))) / f;
   return r === 0 ? 0 : r;
 }
 
@@ -93,7 +93,8 @@ export function anyValue(v: unknown): string {
 
 /** Decimals that show a tick step exactly (0.25 → 2, 5 → 0), at most 6. */
 export function stepDigits(step: number): number {
-  const s = String(clean(Math.abs(step)));
+  // Six significant digits: a step is a round number, the difference of two ticks need not be.
+  const s = String(Number(Math.abs(step).toPrecision(6)));
   if (s.includes("e-")) return 6;
   const dot = s.indexOf(".");
   return dot < 0 ? 0 : Math.min(6, s.length - dot - 1);
