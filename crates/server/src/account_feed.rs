@@ -24,15 +24,16 @@ pub async fn run(state: AppState) {
         }
         let view = views.borrow_and_update().clone();
         let market_time = state.market_clock.now();
+        let summary = serde_json::to_value(AccountSummary::of(&view)).unwrap_or_default();
         let figures = json!({
-            "account": AccountSummary::of(&view),
+            "account": summary,
             "trading_state": view.trading_state,
             "market_minute": format_ts(&tradeops_core::bars::minute_floor(market_time)),
         });
         if last.as_ref() == Some(&figures) {
             continue;
         }
-        let mut data = serde_json::to_value(AccountSummary::of(&view)).unwrap_or_default();
+        let mut data = summary;
         if let Value::Object(fields) = &mut data {
             fields.insert("trading_state".into(), json!(view.trading_state));
             fields.insert("market_time".into(), json!(format_ts(&market_time)));
