@@ -1,5 +1,6 @@
 // Charts, drawn by Chart.js (tree-shaken to the parts used). Time axes are linear in epoch
-// milliseconds and labelled in New York time, so no date adapter is needed.
+// milliseconds with ticks on round times labelled in New York time (format.ts), so no date
+// adapter is needed.
 import {
   BarController,
   BarElement,
@@ -16,6 +17,7 @@ import {
   type ChartConfiguration,
 } from "chart.js";
 import { useEffect, useRef } from "preact/hooks";
+import { timeAxis } from "./format";
 import { theme } from "./session";
 
 Chart.register(
@@ -37,14 +39,21 @@ export function cssVar(name: string): string {
   return getComputedStyle(document.documentElement).getPropertyValue(name).trim();
 }
 
-const nyHm = new Intl.DateTimeFormat("en-US", { timeZone: "America/New_York", hour: "2-digit", minute: "2-digit", hour12: false });
-const nyMd = new Intl.DateTimeFormat("en-US", { timeZone: "America/New_York", month: "short", day: "numeric" });
-
-/** Tick label for an epoch-ms axis: time of day within one day, else the date. */
-export function timeTick(spanMs: number) {
-  return (v: number | string) => {
-    const d = new Date(Number(v));
-    return spanMs <= 36 * 3600_000 ? nyHm.format(d) : nyMd.format(d);
+/**
+ * An x axis in epoch milliseconds from `min` to `max`: ticks on round times with distinct labels
+ * (see `timeAxis` in format.ts). `label` also titles tooltips.
+ */
+export function timeScale(min: number, max: number) {
+  const axis = timeAxis(min, max);
+  return {
+    type: "linear" as const,
+    min,
+    max,
+    afterBuildTicks: (scale: { ticks: { value: number }[] }) => {
+      scale.ticks = axis.ticks.map((value) => ({ value }));
+    },
+    ticks: { callback: (v: number | string) => axis.label(Number(v)), autoSkip: false, maxRotation: 0 },
+    label: axis.label,
   };
 }
 
@@ -70,6 +79,17 @@ export function ChartView({
     Chart.defaults.font.family = getComputedStyle(document.body).fontFamily;
     const cfg = config();
     cfg.options = { responsive: true, maintainAspectRatio: false, animation: false, ...cfg.options };
+    // The axes' labels as drawn, on the chart's element (`data-ticks`): what an operator reads,
+    // there for tests and assistive tools (a canvas has no text).
+    const holder = canvas.current.parentElement;
+    const exposeTicks = {
+      id: "exposeTicks",
+      afterUpdate: (chart: Chart) => {
+        const ticks = Object.fromEntries(Object.entries(chart.scales).map(([id, scale]) => [id, scale.ticks.map((t) => String(t.label ?? ""))]));
+        if (holder) holder.dataset.ticks = JSON.stringify(ticks);
+      },
+    };
+    cfg.plugins = [...(cfg.plugins ?? []), exposeTicks];
     const chart = new Chart(canvas.current, cfg);
     return () => chart.destroy();
   }, [...deps, theme.value]);

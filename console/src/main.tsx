@@ -1,17 +1,20 @@
-// The operator console: sign-in, the header (account metrics, mode badge, theme, emergency
-// control), the halted banner, and the tabs. Data arrives through the event stream; the only
-// timers are the header's 10-second account refresh and the radar's scan rhythm.
+// The operator console: sign-in (also by a sign-in link opened in a tab already open), the header
+// (account metrics, trading state, market clock, mode badge, theme, emergency control), the
+// halted banner, the offer to restart the strategies a halt stopped, and the tabs. Data arrives
+// through the event stream: the header follows `account.updated`; the only timer is the radar's
+// scan rhythm.
 import "./styles.css";
 import { render } from "preact";
 import { signal } from "@preact/signals";
 import { useEffect, useState } from "preact/hooks";
 import { ApiError, checkToken, get, mode, post, setConfirmLive, signIn, signOut, signOutReason, token } from "./api";
-import { startStream, stopStream, streamStatus, useEvents } from "./events";
-import { money, pnl, sign, dateTime, marketClock, time } from "./format";
+import { startStream, stopStream, streamStatus, useEvents, type StreamEvent } from "./events";
+import { money, pnl, sign, dateTime, marketClock, time, todayNy } from "./format";
 import { route } from "./route";
 import { canOperate, me, theme, toggleTheme, type Role } from "./session";
 import { Confirm, ErrorBanner, Field, Modal, Stat, Toasts, notify, describe, useThrottled } from "./ui";
 import { account, liquidating, loadAccount, loadMarketClock, loadPositions, loadRisk, openPositions, risk } from "./store";
+import type { AccountSummary } from "./types";
 import { RadarTab } from "./tabs/radar";
 import { PositionsTab } from "./tabs/positions";
 import { OrdersTab } from "./tabs/orders";
@@ -22,14 +25,29 @@ import { AccountTab } from "./tabs/account";
 import { DataTab } from "./tabs/data";
 import { AuditTab } from "./tabs/audit";
 
-// Take the token of a sign-in link (`/#token=…`) and drop it from the address bar at once.
-{
+// A sign-in link (`/#token=…`, printed by the service on its first start) signs in, whether it
+// opens a new tab or is pasted into a console already open (hashchange). The token leaves the
+// address bar at once; it is checked before it replaces the session, and a refused one says so.
+async function takeSignInLink() {
   const m = location.hash.match(/^#token=([^&]+)/);
-  if (m) {
-    signIn(decodeURIComponent(m[1]));
-    history.replaceState(null, "", location.pathname + location.search + "#/radar");
+  if (!m) return;
+  const secret = decodeURIComponent(m[1]);
+  history.replaceState(null, "", location.pathname + location.search + "#/radar");
+  window.dispatchEvent(new HashChangeEvent("hashchange")); // the router reads the new route
+  try {
+    await checkToken(secret);
+    signIn(secret);
+  } catch (err) {
+    const why = err instanceof ApiError ? `${err.code}: ${err.message}` : String(err);
+    const text = `The sign-in link was refused (${why}). Ask an admin for a new link or token.`;
+    if (token.value) notify("error", `${text} You are still signed in as before.`);
+    else signOutReason.value = text;
   }
 }
+takeSignInLink();
+window.addEventListener("hashchange", () => {
+  if (location.hash.startsWith("#token=")) takeSignInLink();
+});
 
 interface Tab {
   id: string;
@@ -81,7 +99,11 @@ function SignIn() {
             Paste an API token. On its first start the service prints a link that signs you in directly; an admin can
             create more with <code>tradeops token create</code>.
           </p>
-          {signOutReason.value && !error && <div class="banner info">{signOutReason.value}</div>}
+          {signOutReason.value && !error && (
+            <div class="banner info" data-testid="signout-reason">
+              {signOutReason.value}
+            </div>
+          )}
           <ErrorBanner error={error} />
           <Field label="Token">
             <input
@@ -183,7 +205,56 @@ function HaltedBanner() {
             await loadRisk();
           }}
         >
-          <p>Strategies start placing orders again on the symbols that are still watched.</p>
+          <p>
+            New orders are allowed again. The strategies the halt stopped stay stopped: restart them afterwards with one
+            action, or one by one from the watchlist.
+          </p>
+        </Confirm>
+      )}
+    </div>
+  );
+}
+
+/** After a resume: the strategies the halt stopped, and the one action that restarts them. */
+function HaltStoppedBanner() {
+  const [asking, setAsking] = useState(false);
+  const r = risk.value;
+  const stopped = r?.stopped_by_halt ?? [];
+  if (!r || r.trading_state === "HALTED" || stopped.length === 0) return null;
+  const list = stopped.join(", ");
+  return (
+    <div class="banner info halt-stopped" role="status" data-testid="stopped-by-halt-banner">
+      <span>
+        The emergency halt stopped {stopped.length === 1 ? "the strategy" : `${stopped.length} strategies`} on{" "}
+        <strong data-testid="stopped-by-halt-list">{list}</strong>; resuming left {stopped.length === 1 ? "it" : "them"} stopped.
+      </span>
+      {canOperate.value && (
+        <button class="btn" data-testid="restart-halted" onClick={() => setAsking(true)}>
+          Restart the strategies the halt stopped
+        </button>
+      )}
+      {asking && (
+        <Confirm
+          title="Restart the strategies the halt stopped"
+          confirmLabel={`Restart ${stopped.length}`}
+          reason
+          testid="restart-halted-confirm"
+          onClose={() => setAsking(false)}
+          onConfirm={async (reason) => {
+            const res = await post<{ restarted: { symbol: string }[]; skipped: { symbol: string; reason: string }[] }>(
+              "/api/risk/resume-strategies",
+              { reason },
+            );
+            const done = res.restarted.map((x) => x.symbol).join(", ");
+            notify("ok", res.restarted.length ? `Restarted: ${done}.` : "No strategy was restarted.");
+            for (const s of res.skipped) notify("info", `Not restarted: ${s.symbol} — ${s.reason}.`);
+            await loadRisk();
+          }}
+        >
+          <p>
+            Starts the strategy again on <strong>{list}</strong>. A symbol blocked or taken off the watchlist since is skipped,
+            and you are told why. {mode.value === "LIVE" && <strong>Trading is LIVE: these strategies place real orders.</strong>}
+          </p>
         </Confirm>
       )}
     </div>
@@ -207,6 +278,12 @@ function Header() {
           <Stat label="Day P&L" value={pnl(a?.day_pnl)} cls={sign(a?.day_pnl)} testid="stat-day-pnl" />
           <Stat label="Realized" value={pnl(a?.realized_pnl)} cls={sign(a?.realized_pnl)} />
           <Stat label="Unrealized" value={pnl(a?.unrealized_pnl)} cls={sign(a?.unrealized_pnl)} />
+          <Stat
+            label="Trading"
+            value={risk.value?.trading_state ?? "—"}
+            cls={risk.value?.trading_state === "ACTIVE" ? "up" : risk.value ? "down" : ""}
+            testid="stat-trading"
+          />
           <Stat label="Market (NY)" value={marketClock.value ? `${marketClock.value.date.slice(5)} ${time(marketClock.value.time).slice(0, 5)}` : "—"} testid="stat-market" />
         </div>
         <div class="header-right">
@@ -264,6 +341,17 @@ function LivePrompt() {
 // ---------------------------------------------------------------------------------------------
 // Shell
 
+/** `account.updated`: the account summary with the trading state and the market clock. */
+function onAccountUpdated(e: StreamEvent<AccountSummary & { trading_state: string; market_time: string; trading_date: string | null }>) {
+  const { trading_state, market_time, trading_date, ...summary } = e.data;
+  account.value = summary;
+  marketClock.value = { date: trading_date ?? todayNy(), time: market_time };
+  if (risk.value && risk.value.trading_state !== trading_state) {
+    risk.value = { ...risk.value, trading_state };
+    loadRisk(); // the halt's who, when and why
+  }
+}
+
 function Shell() {
   const [error, setError] = useState<ApiError | undefined>();
   useEffect(() => {
@@ -276,17 +364,10 @@ function Shell() {
     loadPositions();
     loadMarketClock();
     startStream();
-    // Unrealized P&L moves with every print; the header refreshes on the radar's 10 s rhythm,
-    // and at once on fills and risk changes through the stream.
-    const timer = setInterval(() => {
-      loadAccount();
-      loadMarketClock();
-    }, 10_000);
-    return () => {
-      clearInterval(timer);
-      stopStream();
-    };
+    return () => stopStream();
   }, []);
+  // The header's figures, trading state and market clock, as they change (at most once a second).
+  useEvents(["account.updated"], onAccountUpdated);
   const refresh = useThrottled(() => {
     loadAccount();
     loadPositions();
@@ -307,6 +388,7 @@ function Shell() {
     <>
       <Header />
       <HaltedBanner />
+      <HaltStoppedBanner />
       <nav class="tabs" role="tablist">
         {visible.map((t) => (
           <a key={t.id} href={`#/${t.id}`} role="tab" aria-selected={t.id === current.id} class={t.id === current.id ? "active" : ""} data-tab={t.id}>
@@ -339,7 +421,7 @@ function App() {
   }, []);
   return (
     <>
-      {token.value ? <Shell /> : <SignIn />}
+      {token.value ? <Shell key={token.value} /> : <SignIn />}
       <Toasts />
       <LivePrompt />
     </>

@@ -1,8 +1,8 @@
 // Intraday price of one symbol (one-minute closes from GET /api/market/bars) with entries and
 // exits marked: green triangles up for buys, red triangles down for sells.
 import { get, withQuery } from "./api";
-import { ChartView, cssVar, timeTick } from "./chart";
-import { price as fmtPrice } from "./format";
+import { ChartView, cssVar, timeScale } from "./chart";
+import { axisLabel, price as fmtPrice, time } from "./format";
 import { ErrorBanner, useLoad } from "./ui";
 
 export interface Bar {
@@ -28,7 +28,8 @@ export function PriceChart({ symbol, from, to, marks, height = 280 }: { symbol: 
   if (!bars.data) return <div class="note">Loading {symbol} prices…</div>;
   if (bars.data.length === 0) return <div class="note">No {symbol} bars in this range.</div>;
   const data = bars.data;
-  const span = Date.parse(data[data.length - 1].timestamp) - Date.parse(data[0].timestamp);
+  const xs = [...data.map((b) => Date.parse(b.timestamp)), ...marks.map((m) => Date.parse(m.time))];
+  const x = timeScale(Math.min(...xs), Math.max(...xs));
   return (
     <ChartView
       label={`${symbol} one-minute closes with entries and exits`}
@@ -71,14 +72,14 @@ export function PriceChart({ symbol, from, to, marks, height = 280 }: { symbol: 
         options: {
           interaction: { mode: "nearest", intersect: false },
           scales: {
-            x: { type: "linear", ticks: { callback: timeTick(span), maxTicksLimit: 8 } },
-            y: { ticks: { callback: (v) => fmtPrice(Number(v)) } },
+            x,
+            y: { ticks: { callback: axisLabel("money") } },
           },
           plugins: {
             legend: { display: true, position: "bottom" },
             tooltip: {
               callbacks: {
-                title: (items) => (items.length ? timeTick(0)(items[0].parsed.x ?? 0) : ""),
+                title: (items) => (items.length ? time(new Date(items[0].parsed.x ?? 0).toISOString()) : ""),
                 label: (item) => `${item.dataset.label}: ${fmtPrice(item.parsed.y)}`,
               },
             },

@@ -30,6 +30,8 @@ export interface RiskState {
   halted_at: string | null;
   halt_reason: string | null;
   halted_by: string | null;
+  /** Watched symbols whose strategy the emergency halt stopped and nobody has restarted. */
+  stopped_by_halt: string[];
 }
 
 export interface RadarRow {

@@ -3,9 +3,11 @@
 // Run by the Rust API test `browser::the_console_works_in_a_browser`, which starts the real
 // service (with a market clock that moves 20× faster than the wall clock) and passes:
 //   BASE_URL, ADMIN_TOKEN, VIEWER_TOKEN, SCREENSHOT_DIR, CHROMIUM (default /usr/bin/chromium)
-// It signs in, walks every tab in both themes (screenshots in SCREENSHOT_DIR), watches a symbol
-// from the radar, places and cancels an order, closes a position, triggers and resumes an
-// emergency halt, and checks that each effect reaches the page through the event stream.
+// It signs in (also by a sign-in link opened in a tab already open), walks every tab in both
+// themes (screenshots in SCREENSHOT_DIR), watches a symbol from the radar, places and cancels an
+// order, closes a position, triggers and resumes an emergency halt and restarts the strategies it
+// stopped, reads the violations table and a backtest's chart axes, and checks that each effect
+// reaches the page through the event stream (the header's clock and trading state included).
 import { chromium } from "playwright-core";
 import assert from "node:assert/strict";
 import { mkdirSync, rmSync } from "node:fs";
@@ -116,6 +118,22 @@ await run("sign-in with a token; the header shows who, the mode and the account"
   await page.locator('[data-testid="stream-status"]').filter({ hasText: "live" }).waitFor();
 });
 
+await run("the header's market clock and trading state follow the event stream, not a 10 s poll", async () => {
+  await page.locator('[data-testid="stat-trading"]').filter({ hasText: "ACTIVE" }).waitFor();
+  // The test's market runs 20x: a market minute every 3 s. Two new minutes within 9 s can only
+  // come from the stream (the header used to refresh every 10 s: one change at most).
+  const clock = page.locator('[data-testid="stat-market"] .stat-value');
+  await clock.filter({ hasText: ":" }).waitFor();
+  const seen = [await clock.textContent()];
+  const deadline = Date.now() + 9_000;
+  while (seen.length < 3) {
+    await page.waitForFunction((known) => !known.includes(document.querySelector('[data-testid="stat-market"] .stat-value').textContent), seen, {
+      timeout: Math.max(1, deadline - Date.now()),
+    });
+    seen.push(await clock.textContent());
+  }
+});
+
 await run("the printed sign-in link signs in directly and leaves no token in the address", async () => {
   const other = await newPage();
   const t0 = Date.now();
@@ -134,6 +152,24 @@ await run("the printed sign-in link signs in directly and leaves no token in the
   figures.first_load_transferred_bytes = assets.reduce((n, a) => n + a.transferred, 0);
   assert(figures.first_load_transferred_bytes < 500 * 1024, `first load transferred ${figures.first_load_transferred_bytes} bytes`);
   await other.context().close();
+});
+
+await run("a sign-in link opened in a console already open signs in; a wrong one says why", async () => {
+  const other = await newPage();
+  await other.goto(`${BASE}/#token=${ADMIN}`);
+  await other.locator('[data-testid="whoami"]').filter({ hasText: "admin · admin" }).waitFor();
+  await other.evaluate((t) => (location.hash = `#token=${t}`), VIEWER);
+  await other.locator('[data-testid="whoami"]').filter({ hasText: "viewer" }).waitFor();
+  assert(!other.url().includes(VIEWER), `token left in ${other.url()}`);
+  await other.evaluate(() => (location.hash = "#token=tro_wrong_token_000000000000"));
+  await other.locator('[data-testid="toast"]').filter({ hasText: "sign-in link was refused" }).filter({ hasText: "UNAUTHORIZED" }).waitFor();
+  await other.locator('[data-testid="whoami"]').filter({ hasText: "viewer" }).waitFor();
+  await other.context().close();
+  // Not signed in: the sign-in page says the link was refused.
+  const fresh = await newPage();
+  await fresh.goto(`${BASE}/#token=tro_wrong_token_000000000000`);
+  await fresh.locator('[data-testid="signout-reason"]').filter({ hasText: "sign-in link was refused" }).waitFor();
+  await fresh.context().close();
 });
 
 let symbol;
@@ -217,6 +253,28 @@ await run("a refused order shows the contract's error at the field", async () =>
   await form.waitFor({ state: "detached" });
 });
 
+await run("the violations table shows each refusal's rule, limit and current value", async () => {
+  const rows = await api("GET", "/api/radar/momentum?top_n=200");
+  const watched = new Set((await api("GET", "/api/watchlist")).map((w) => w.symbol));
+  const blocked = rows.find((r) => !watched.has(r.symbol) && r.symbol !== symbol).symbol;
+  await api("POST", "/api/radar/block", { symbol: blocked, reason: "browser test news", block_scope: "TODAY" });
+  await assert.rejects(api("POST", "/api/radar/watch", { symbol: blocked }), /SYMBOL_BLOCKED/);
+  await open("health");
+  const table = page.locator('[data-testid="violations-table"]');
+  const row = table.locator("tbody tr", { hasText: "SYMBOL_BLOCKED" }).filter({ hasText: blocked }).first();
+  await row.waitFor();
+  assert.equal(await row.locator('[data-col="limit"]').textContent(), "no trading");
+  assert.equal(await row.locator('[data-col="current"]').textContent(), "blocked TODAY: browser test news");
+  // The order refused above: a money limit and value.
+  const order = table.locator("tbody tr", { hasNotText: "SYMBOL_BLOCKED" }).first();
+  await order.waitFor();
+  assert.match(await order.locator('[data-col="limit"]').textContent(), /^(\$[\d,]+\.\d\d|[\d,]+( sh)?)$/);
+  assert.match(await order.locator('[data-col="current"]').textContent(), /^(\$[\d,]+\.\d\d|[\d,]+( sh)?)$/);
+  assert(!(await table.textContent()).includes("[object Object]"), "no [object Object] in the violations table");
+  await api("POST", "/api/radar/unblock", { symbol: blocked, reason: "browser test done" });
+  await open("orders");
+});
+
 await run("a market buy fills and the position arrives through the stream", async () => {
   await page.locator('[data-testid="new-order"]').click();
   const form = page.locator('[data-testid="new-order-dialog"]');
@@ -262,10 +320,32 @@ await run("emergency liquidate & halt: confirm with a reason, progress until fla
   await banner.filter({ hasText: "browser test emergency" }).waitFor();
   await page.locator('[data-testid="liquidation-progress"]').filter({ hasText: "All positions flat." }).waitFor();
   assert.equal(await page.locator('[data-testid="emergency"]').count(), 0, "no second halt while halted");
+  // One story: the header, the Health tab's card and its risk manager all say HALTED.
+  await page.locator('[data-testid="stat-trading"]').filter({ hasText: "HALTED" }).waitFor();
+  await open("health");
+  await page.locator('[data-testid="health-trading-state"][data-state="HALTED"]').waitFor();
+  await page.locator('[data-component="risk_manager"]').filter({ hasText: "HALTED" }).waitFor();
+  await page.locator('[data-testid="trading-state"][data-state="HALTED"]').waitFor();
   await page.locator('[data-testid="resume"]').click();
   await confirm("resume-confirm", "browser test resume");
   await banner.waitFor({ state: "detached" });
   await page.locator('[data-testid="emergency"]').waitFor();
+  await page.locator('[data-testid="health-trading-state"][data-state="ACTIVE"]').waitFor();
+  await page.locator('[data-component="risk_manager"]').filter({ hasText: "ACTIVE" }).waitFor();
+  await page.locator('[data-testid="stat-trading"]').filter({ hasText: "ACTIVE" }).waitFor();
+  // Resume left the watched strategies stopped: one action restarts exactly those.
+  const stopped = page.locator('[data-testid="stopped-by-halt-banner"]');
+  await stopped.locator('[data-testid="stopped-by-halt-list"]').filter({ hasText: symbol }).waitFor();
+  const halted = (await api("GET", "/api/risk/state")).stopped_by_halt;
+  assert(halted.includes(symbol), `${symbol} in ${halted}`);
+  // Stopped: Closed, or Halted when the halt found a position it then sold.
+  assert.match((await api("GET", "/api/watchlist")).find((w) => w.symbol === symbol).strategy_status, /^(Closed|Halted)$/);
+  await page.locator('[data-testid="restart-halted"]').click();
+  await confirm("restart-halted-confirm", "browser test restart");
+  await stopped.waitFor({ state: "detached" });
+  await page.locator('[data-testid="toast"]').filter({ hasText: "Restarted:" }).filter({ hasText: symbol }).waitFor();
+  assert.equal((await api("GET", "/api/watchlist")).find((w) => w.symbol === symbol).strategy_status, "Active");
+  await open("positions");
 });
 
 await run("a halt made elsewhere shows at once through the stream", async () => {
@@ -278,7 +358,7 @@ await run("a halt made elsewhere shows at once through the stream", async () => 
 await run("the audit view shows who did each action", async () => {
   await open("audit");
   const table = page.locator('[data-testid="audit-table"]');
-  for (const action of ["radar.watch", "order.create", "order.cancel", "position.close", "risk.emergency_halt", "risk.resume"]) {
+  for (const action of ["radar.watch", "order.create", "order.cancel", "position.close", "risk.emergency_halt", "risk.resume", "risk.resume_strategies"]) {
     await table.locator("tbody tr", { hasText: action }).first().filter({ hasText: "admin" }).waitFor();
   }
 });
@@ -329,6 +409,15 @@ await run("import a CSV (a bad row refused), download bars and run a backtest; b
   await run.click();
   const detail = page.locator('[data-testid="backtest-detail"]');
   await detail.locator('[data-testid="equity-chart"] canvas').waitFor();
+  // Axis labels: distinct, and rounded (money to the cent at most, no float drift).
+  for (const chart of ["equity-chart", "drawdown-chart"]) {
+    const ticks = JSON.parse(await detail.locator(`[data-testid="${chart}"]`).getAttribute("data-ticks"));
+    for (const [axis, labels] of Object.entries(ticks)) {
+      assert(labels.length >= 2, `${chart} ${axis}: ${labels}`);
+      assert.equal(new Set(labels).size, labels.length, `${chart} ${axis} repeats labels: ${labels}`);
+      for (const l of labels) assert(!/\d\.\d{3,}/.test(l), `${chart} ${axis} label ${l} is not rounded`);
+    }
+  }
   await page.waitForTimeout(500);
   await page.screenshot({ path: `${SHOTS}/backtest-detail-light.png` });
   await page.keyboard.press("Escape");

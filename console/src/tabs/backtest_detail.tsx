@@ -5,9 +5,9 @@
 import { Fragment, type ComponentChildren } from "preact";
 import { useCallback } from "preact/hooks";
 import { get, post } from "../api";
-import { ChartView, cssVar, timeTick } from "../chart";
+import { ChartView, cssVar, timeScale } from "../chart";
 import { useEvents, type StreamEvent } from "../events";
-import { compact, date, dateTime, duration, fixed, frac, int, marketClock, money, pnl, pct, price, sign } from "../format";
+import { anyValue, axisLabel, date, dateTime, duration, fixed, frac, int, marketClock, money, pnl, pct, price, sign } from "../format";
 import { canOperate } from "../session";
 import type { Trade } from "../types";
 import { Action, Badge, ErrorBanner, Modal, Table, useLoad, useThrottled, type Column } from "../ui";
@@ -91,11 +91,11 @@ export const signedFrac = (v: number | null | undefined, digits = 2) => (v === n
 export function Progress({ value, label }: { value: number; label?: string }) {
   const p = Math.max(0, Math.min(1, value || 0));
   return (
-    <span class="dt-progress" title={label ?? `${(p * 100).toFixed(0)}% done`}>
+    <span class="dt-progress" title={label ?? `${frac(p, 0)} done`}>
       <span class="progress" role="progressbar" aria-valuemin={0} aria-valuemax={100} aria-valuenow={Math.round(p * 100)}>
-        <div style={{ width: `${(p * 100).toFixed(1)}%` }} />
+        <div style={{ width: frac(p, 1) }} />
       </span>
-      <span class="muted">{(p * 100).toFixed(0)}%</span>
+      <span class="muted">{frac(p, 0)}</span>
     </span>
   );
 }
@@ -234,13 +234,13 @@ function EquityCharts({ d }: { d: BacktestDetail }) {
   if (curve.length === 0) return <div class="note">The run produced no equity curve (no bars in the range).</div>;
   const xs = curve.map((p) => Date.parse(p.timestamp));
   const span = xs[xs.length - 1] - xs[0];
+  const xScale = timeScale(xs[0], xs[xs.length - 1]);
   let peak = d.initial_cash;
   const dd = curve.map((p, i) => {
     peak = Math.max(peak, p.equity);
     return { x: xs[i], y: peak > 0 ? (p.equity / peak - 1) * 100 : 0 };
   });
   const tip = (x: number) => (span <= 36 * 3600_000 ? dateTime(new Date(x).toISOString()).slice(0, 16) : date(new Date(x).toISOString()));
-  const xScale = { type: "linear" as const, min: xs[0], max: xs[xs.length - 1], ticks: { callback: timeTick(span), maxTicksLimit: 8 } };
   return (
     <>
       <ChartView
@@ -276,7 +276,7 @@ function EquityCharts({ d }: { d: BacktestDetail }) {
           },
           options: {
             interaction: { mode: "index", intersect: false },
-            scales: { x: xScale, y: { ticks: { callback: (v) => `$${compact(Number(v))}` } } },
+            scales: { x: xScale, y: { ticks: { callback: axisLabel("money") } } },
             plugins: {
               legend: { display: true, position: "bottom" },
               tooltip: {
@@ -312,13 +312,13 @@ function EquityCharts({ d }: { d: BacktestDetail }) {
           },
           options: {
             interaction: { mode: "index", intersect: false },
-            scales: { x: xScale, y: { max: 0, suggestedMin: -1, ticks: { callback: (v) => `${Number(Number(v).toFixed(1))}%`, maxTicksLimit: 4 } } },
+            scales: { x: xScale, y: { max: 0, suggestedMin: -1, ticks: { callback: axisLabel("percent"), maxTicksLimit: 4 } } },
             plugins: {
               legend: { display: false },
               tooltip: {
                 callbacks: {
                   title: (items) => (items.length ? tip(items[0].parsed.x ?? 0) : ""),
-                  label: (item) => `Drawdown: ${(item.parsed.y ?? 0).toFixed(2)}%`,
+                  label: (item) => `Drawdown: ${fixed(item.parsed.y ?? 0, 2)}%`,
                 },
               },
             },
@@ -354,12 +354,7 @@ const tradeColumns: Column<Trade>[] = [
 // ---------------------------------------------------------------------------------------------
 // Parameters and settings
 
-function show(v: unknown): string {
-  if (v === null || v === undefined) return "—";
-  if (Array.isArray(v)) return v.length ? v.join(", ") : "(none)";
-  if (typeof v === "object") return JSON.stringify(v);
-  return String(v);
-}
+const show = anyValue;
 
 function Settings({ d }: { d: BacktestDetail }) {
   const overrides = d.settings ?? {};

@@ -6,7 +6,7 @@ import "./data.css";
 import { useCallback, useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { ApiError, call, get, post, withQuery } from "../api";
 import { useEvents, type StreamEvent } from "../events";
-import { dateTime, fixed, frac, int, todayNy } from "../format";
+import { dateTime, fixed, frac, inputNumber, int, plain, todayNy } from "../format";
 import { navigate, route } from "../route";
 import { canOperate } from "../session";
 import type { RadarRow } from "../types";
@@ -100,8 +100,7 @@ const tomorrow = () => daysAgo(-1);
 /** The range a timeframe starts with: a trading week of minutes, half a year of days. */
 const defaultDays = (tf: string) => (tf === "1m" ? 5 : 182);
 
-const plain = new Intl.NumberFormat("en-US", { maximumFractionDigits: 6 });
-const num = (v: number | null | undefined) => (v === null || v === undefined ? "—" : plain.format(v));
+const num = plain;
 const shortId = (id: string) => (id.length > 14 ? `${id.slice(0, 11)}…` : id);
 
 /** Parses a number input: undefined when empty, NaN when not a number. */
@@ -276,7 +275,7 @@ function formFromRun(r: BacktestDetail): RunForm {
     commission_rate: String(r.commission_rate ?? ""),
     slippage_bps: String(r.slippage_bps ?? ""),
     fill: r.fill ?? "NEXT_OPEN",
-    params: Object.fromEntries(Object.entries(r.parameters ?? {}).map(([k, v]) => [k, String(v)])),
+    params: Object.fromEntries(Object.entries(r.parameters ?? {}).map(([k, v]) => [k, typeof v === "number" ? inputNumber(v) : String(v)])),
     risk: Object.fromEntries(RISK_FIELDS.filter((f) => rc[f.key] !== undefined && rc[f.key] !== null).map((f) => [f.key, String(rc[f.key])])),
   };
 }
@@ -770,7 +769,7 @@ function ImportForm() {
     ev.preventDefault();
     const local: Record<string, string> = {};
     if (!file) local["file"] = "Choose a CSV file.";
-    else if (file.size > MAX_IMPORT_BYTES) local["file"] = `The file is ${(file.size / 1048576).toFixed(1)} MiB; the service takes at most 50 MiB.`;
+    else if (file.size > MAX_IMPORT_BYTES) local["file"] = `The file is ${fixed(file.size / 1048576, 1)} MiB; the service takes at most 50 MiB.`;
     if (!symbol.trim()) local["symbol"] = "Enter the bars' symbol.";
     setLocalError(local);
     if (Object.keys(local).length || !file) return;
@@ -811,7 +810,7 @@ function ImportForm() {
   return (
     <form data-testid="import-form" onSubmit={submit} noValidate>
       <div class="form-grid">
-        <Field label="CSV file" error={fieldErr("file") ?? fieldErr("content-type")} hint={file ? `${file.name} · ${(file.size / 1024).toFixed(1)} KiB` : "Up to 50 MiB."}>
+        <Field label="CSV file" error={fieldErr("file") ?? fieldErr("content-type")} hint={file ? `${file.name} · ${fixed(file.size / 1024, 1)} KiB` : "Up to 50 MiB."}>
           <input ref={fileInput} type="file" name="file" accept=".csv,text/csv" onChange={(ev) => pick(ev.currentTarget.files?.[0] ?? null)} />
         </Field>
         <Field label="Symbol" error={fieldErr("symbol")}>

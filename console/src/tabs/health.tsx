@@ -1,14 +1,16 @@
-// Health: every component of the service with its status, probe latency, last healthy time and
-// what its probe reported; the risk manager's state (trading state, limits and how much of each
-// is used, reconciliation, blocks); and the risk refusals. Reloads on `health.changed`, on risk
-// and fill events, and on `risk.violation`; component details also refresh every 15 s so ages
-// and latencies stay current.
+// Health: every component of the service with its status, probe latency (or why it has none),
+// last healthy time and what its probe reported; the risk manager's state (trading state, limits
+// and how much of each is used, reconciliation, blocks); and the risk refusals with rule, limit
+// and current value. The trading state shown anywhere here is the service's one source (the
+// engine, read when asked): components reload on `health.changed` and `risk.state_changed`, the
+// risk state on risk and fill events, violations on `risk.violation`; component details also
+// refresh every 15 s so ages and latencies stay current.
 import "./health.css";
 import { Fragment, type ComponentChildren } from "preact";
 import { useEffect, useMemo, useState } from "preact/hooks";
 import { call, get, withQuery } from "../api";
 import { useEvents, type StreamEvent } from "../events";
-import { dateTime, duration, int, money, time } from "../format";
+import { anyValue, dateTime, duration, int, money, plain, round, time } from "../format";
 import { href } from "../route";
 import type { Block, RiskState } from "../types";
 import { Badge, ErrorBanner, Section, Table, useLoad, useThrottled, type Column } from "../ui";
@@ -21,6 +23,7 @@ type HealthStatus = "HEALTHY" | "DEGRADED" | "DOWN" | "DISABLED" | string;
 interface Overall {
   status: HealthStatus;
   mode: string;
+  trading_state: string | null;
   components: Record<string, HealthStatus>;
 }
 
@@ -28,6 +31,7 @@ interface ComponentRow {
   name: string;
   status: HealthStatus;
   latency_ms: number | null;
+  unprobed_reason: string | null;
   last_ok_at: string | null;
   detail: Record<string, unknown>;
 }
@@ -102,10 +106,7 @@ function humanize(key: string): string {
   return words.charAt(0).toUpperCase() + words.slice(1);
 }
 
-function plainNumber(v: number): string {
-  if (Number.isInteger(v)) return int(v);
-  return v.toLocaleString("en-US", { maximumFractionDigits: 3 });
-}
+const plainNumber = (v: number) => plain(round(v, 3));
 
 function formatValue(key: string, v: unknown): ComponentChildren {
   if (v === null || v === undefined) return <span class="muted">—</span>;
@@ -124,7 +125,7 @@ function formatValue(key: string, v: unknown): ComponentChildren {
     if (key.endsWith("_status") || key === "trading_state") return <Badge text={v} kind={v === "OK" || v === "ACTIVE" ? "ok" : v === "HALTED" ? "halted" : "warning"} />;
     return v;
   }
-  if (Array.isArray(v)) return v.length === 0 ? <span class="muted">none</span> : v.map((x) => (typeof x === "object" ? JSON.stringify(x) : String(x))).join(", ");
+  if (Array.isArray(v)) return v.length === 0 ? <span class="muted">none</span> : anyValue(v);
   if (typeof v === "object") return <DetailList detail={v as Record<string, unknown>} nested />;
   return String(v);
 }
@@ -218,7 +219,7 @@ function Components() {
     components.reload();
   }, 1000);
   useEvents(
-    ["health.changed"],
+    ["health.changed", "risk.state_changed"],
     useMemo(
       () => (e: StreamEvent) => {
         const d = e.data ?? {};
@@ -248,6 +249,11 @@ function Components() {
           {status && (
             <span class={`overall ${statusKind(status)}`} data-testid="overall-status">
               <span class={`dot ${status}`} /> {status}
+            </span>
+          )}
+          {overall.data?.trading_state && (
+            <span class="health-trading" data-testid="health-trading-state" data-state={overall.data.trading_state}>
+              trading <Badge text={overall.data.trading_state} kind={overall.data.trading_state === "ACTIVE" ? "ok" : overall.data.trading_state === "HALTED" ? "halted" : "warning"} />
             </span>
           )}
           <span class="muted health-sub">
@@ -290,7 +296,15 @@ function Components() {
                 <div class="component-stats">
                   <span title="Latency of the last probe">
                     <span class="stat-label">Latency</span>
-                    <span class="stat-value">{c.latency_ms === null ? <span class="muted" title="This component is not probed over a connection">n/a</span> : `${plainNumber(c.latency_ms)} ms`}</span>
+                    <span class="stat-value" data-testid={`latency-${c.name}`}>
+                      {c.latency_ms === null ? (
+                        <span class="muted" title={c.unprobed_reason ?? "Not measured"}>
+                          not measured: {c.unprobed_reason ?? "no reason given"}
+                        </span>
+                      ) : (
+                        `${plainNumber(c.latency_ms)} ms`
+                      )}
+                    </span>
                   </span>
                   <span title={c.last_ok_at ? dateTime(c.last_ok_at) + " NY" : "Never seen healthy"}>
                     <span class="stat-label">Last OK</span>
@@ -433,10 +447,21 @@ function RiskState() {
   );
 }
 
-/** A violation's limit or current value in the rule's unit. */
-function ruleValue(rule: string, v: unknown): string {
+/**
+ * A violation's limit or current value in the rule's unit. `SYMBOL_BLOCKED` has no number: its
+ * limit is that a blocked symbol may not be traded, its current value the block (scope, reason).
+ */
+function ruleValue(rule: string, v: unknown, which: "limit" | "current"): string {
+  if (rule === "SYMBOL_BLOCKED") {
+    if (which === "limit") return "no trading";
+    if (v !== null && typeof v === "object" && !Array.isArray(v)) {
+      const b = v as { block_scope?: unknown; reason?: unknown };
+      return `blocked${b.block_scope ? ` ${String(b.block_scope)}` : ""}${b.reason ? `: ${String(b.reason)}` : ""}`;
+    }
+    return typeof v === "string" ? `${v} blocked` : anyValue(v);
+  }
   if (v === null || v === undefined) return "—";
-  if (typeof v !== "number") return String(v);
+  if (typeof v !== "number") return anyValue(v);
   switch (rule) {
     case "MAX_DAILY_LOSS":
     case "BUYING_POWER":
@@ -466,8 +491,8 @@ function Violations() {
     { key: "symbol", label: "Symbol", render: (v) => (v.symbol ? <a href={href("orders", { symbol: v.symbol })}>{v.symbol}</a> : <span class="muted">—</span>) },
     { key: "client_order_id", label: "Client order id", render: (v) => <span class="mono">{v.client_order_id ?? "—"}</span> },
     { key: "message", label: "What happened", sortValue: (v) => v.detail?.message ?? "", render: (v) => <span class="wrap">{v.detail?.message ?? "—"}</span> },
-    { key: "limit", label: "Limit", num: true, sortValue: (v) => (typeof v.detail?.limit === "number" ? v.detail.limit : null), render: (v) => ruleValue(v.rule, v.detail?.limit) },
-    { key: "current", label: "Current", num: true, sortValue: (v) => (typeof v.detail?.current === "number" ? v.detail.current : null), render: (v) => <span class="down">{ruleValue(v.rule, v.detail?.current)}</span> },
+    { key: "limit", label: "Limit", num: true, sortValue: (v) => (typeof v.detail?.limit === "number" ? v.detail.limit : null), render: (v) => <span data-col="limit">{ruleValue(v.rule, v.detail?.limit, "limit")}</span> },
+    { key: "current", label: "Current", num: true, sortValue: (v) => (typeof v.detail?.current === "number" ? v.detail.current : null), render: (v) => <span class="down" data-col="current">{ruleValue(v.rule, v.detail?.current, "current")}</span> },
   ];
 
   return (

@@ -7,7 +7,7 @@ import { useEffect, useMemo, useState } from "preact/hooks";
 import { get, withQuery } from "../api";
 import { ChartView, cssVar } from "../chart";
 import { useEvents } from "../events";
-import { dateTime, duration, fixed, frac, int, money, pnl, price, sign, time, todayNy } from "../format";
+import { axisLabel, dateTime, duration, fixed, frac, int, money, pnl, price, sign, time, todayNy } from "../format";
 import { route } from "../route";
 import { TradeDeepDiveModal, humanize } from "../trade_detail";
 import type { Trade } from "../types";
@@ -275,7 +275,7 @@ function Performance({ day, perf }: { day: string; perf: Loaded<PerfRow[]> }) {
                 options: {
                   indexAxis: "y",
                   scales: {
-                    x: { ticks: { callback: (v) => money(Number(v)).replace(/\.00$/, "") }, grid: { color: cssVar("--grid") } },
+                    x: { ticks: { callback: axisLabel("money") }, grid: { color: cssVar("--grid") } },
                     y: { grid: { display: false } },
                   },
                   plugins: {

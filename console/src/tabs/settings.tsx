@@ -8,7 +8,7 @@ import { Fragment, type ComponentChildren } from "preact";
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { ApiError, call, get, put, withQuery } from "../api";
 import { useEvents, type StreamEvent } from "../events";
-import { dateTime } from "../format";
+import { anyValue, dateTime, inputNumber } from "../format";
 import { canOperate, isAdmin, me } from "../session";
 import { Confirm, ErrorBanner, Field, Section, Table, useLoad, useThrottled, type Column } from "../ui";
 
@@ -191,7 +191,7 @@ function toInput(f: FieldSpec, v: unknown): string | boolean {
   if (f.kind === "bool") return Boolean(v);
   if (f.kind === "symbols") return Array.isArray(v) ? v.join(", ") : "";
   if (v === null || v === undefined) return "";
-  return String(v);
+  return typeof v === "number" ? inputNumber(v) : String(v);
 }
 
 function parseSymbols(text: string): string[] {
@@ -221,7 +221,7 @@ function show(v: unknown): string {
   if (v === undefined) return "?";
   if (Array.isArray(v)) return v.length ? v.join(", ") : "(all)";
   if (typeof v === "boolean") return v ? "on" : "off";
-  return String(v);
+  return anyValue(v);
 }
 
 /** `risk_controls.max_daily_loss` or `momentum_radar.universe[1]` → field key within `group`. */

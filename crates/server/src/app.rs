@@ -143,6 +143,9 @@ impl Application {
 
         let listener =
             TcpListener::bind(state.config.bind).await.with_context(|| format!("binding {}", state.config.bind))?;
+        if let Ok(addr) = listener.local_addr() {
+            state.health.listening_on(addr);
+        }
         let router = router(state.clone(), extra);
         Ok(Application { listener, router, state, bootstrap_token, engine_task })
     }
@@ -329,6 +332,7 @@ fn spawn_background(state: &AppState) -> Vec<JoinHandle<()>> {
         tokio::spawn(crate::downloads::run_worker(state.clone())),
         tokio::spawn(crate::backtests::run_worker(state.clone())),
         tokio::spawn(crate::housekeeping::run(state.clone())),
+        tokio::spawn(crate::account_feed::run(state.clone())),
     ];
     if let Some(live) = &state.live {
         tasks.push(tokio::spawn(run_feed(state.clone(), live.clone())));

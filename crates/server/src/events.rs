@@ -24,6 +24,7 @@ pub const KINDS: &[&str] = &[
     "download.updated",
     "backtest.updated",
     "health.changed",
+    "account.updated",
 ];
 
 /// Events kept for resume.

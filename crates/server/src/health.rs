@@ -1,14 +1,21 @@
-//! Component health (CONTRACT §3): real probes of the database and cache with measured latency
-//! and `last_ok_at`, the API's and risk manager's own state, and the configured broker adapters.
-//! Probes run in the background every `health.probe_interval_ms`; requests read the latest
-//! results, so a health check never waits on a slow dependency.
+//! Component health (CONTRACT §3): every component is probed with a real round trip whose
+//! latency is measured — the API over its own listener (what a load balancer sees), the market
+//! data adapter with a bar request, the risk manager and the execution broker through the
+//! engine runner's queue (every command and order takes it), the cache and the database with a
+//! ping — and `last_ok_at` is when it was last healthy. A component that cannot be probed says
+//! why (`unprobed_reason`, with `latency_ms` null). Probes run in the background every
+//! `health.probe_interval_ms`; requests read the latest results, so a health check never waits
+//! on a slow dependency. The trading state is read from the engine at request time, the one
+//! source `/api/health`, the risk manager's row and `/api/risk/state` share.
 
 use crate::state::AppState;
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::sync::RwLock;
 use std::time::Duration;
+use tradeops_core::risk::TradingState;
 use tradeops_core::time::format_ts;
 use tradeops_core::Timestamp;
 
@@ -26,8 +33,10 @@ pub enum HealthStatus {
 pub struct ComponentHealth {
     pub name: String,
     pub status: HealthStatus,
-    /// Latency of the last probe, in milliseconds.
+    /// Latency of the last probe, in milliseconds; `null` when it could not be measured.
     pub latency_ms: Option<f64>,
+    /// Why the last probe measured no latency (not listening yet, no answer, an error).
+    pub unprobed_reason: Option<String>,
     /// When the component was last seen healthy.
     pub last_ok_at: Option<String>,
     #[schema(value_type = Object)]
@@ -44,15 +53,23 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 #[derive(Default)]
 pub struct HealthMonitor {
     components: RwLock<BTreeMap<&'static str, ComponentHealth>>,
+    /// Where the API listens (set once bound): the API probe's address.
+    api_addr: std::sync::OnceLock<SocketAddr>,
 }
 
 struct Probe {
     status: HealthStatus,
-    latency: Option<Duration>,
+    /// The measured round trip, or why there is none.
+    latency: Result<Duration, String>,
     detail: Value,
 }
 
 impl HealthMonitor {
+    /// Records where the API listens, so the API probe can reach it.
+    pub fn listening_on(&self, addr: SocketAddr) {
+        let _ = self.api_addr.set(addr);
+    }
+
     /// The latest result of every component, in [`COMPONENTS`] order.
     pub fn snapshot(&self) -> Vec<ComponentHealth> {
         let components = self.components.read().unwrap_or_else(|e| e.into_inner());
@@ -73,12 +90,18 @@ impl HealthMonitor {
     /// Runs every probe once and records the results.
     pub async fn probe_all(&self, state: &AppState) {
         let now = state.clock.now();
-        let (database, cache) = tokio::join!(probe_database(state), probe_cache(state));
+        let (database, cache, api, feed, engine) = tokio::join!(
+            probe_database(state),
+            probe_cache(state),
+            probe_api(state, self.api_addr.get().copied()),
+            probe_feed(state),
+            probe_engine(state),
+        );
         let results = [
-            ("api", probe_api(state)),
-            ("data_broker", probe_feed(state)),
-            ("execution_broker", probe_execution(state)),
-            ("risk_manager", probe_risk_manager(state).await),
+            ("api", api),
+            ("data_broker", feed),
+            ("execution_broker", probe_execution(state, &engine)),
+            ("risk_manager", probe_risk_manager(state, &engine).await),
             ("cache", cache),
             ("database", database),
         ];
@@ -119,7 +142,8 @@ impl HealthMonitor {
             ComponentHealth {
                 name: name.to_string(),
                 status: probe.status,
-                latency_ms: probe.latency.map(|d| (d.as_secs_f64() * 1e6).round() / 1e3),
+                latency_ms: probe.latency.as_ref().ok().map(|d| (d.as_secs_f64() * 1e6).round() / 1e3),
+                unprobed_reason: probe.latency.err(),
                 last_ok_at,
                 detail: probe.detail,
             },
@@ -133,20 +157,24 @@ async fn probe_database(state: &AppState) -> Probe {
     match tokio::time::timeout(PROBE_TIMEOUT, state.db.probe()).await {
         Ok(Ok(latency)) => Probe {
             status: if latency > SLOW_DATABASE { HealthStatus::Degraded } else { HealthStatus::Healthy },
-            latency: Some(latency),
+            latency: Ok(latency),
             detail: json!({"backend": backend}),
         },
         Ok(Err(e)) => Probe {
             status: HealthStatus::Down,
-            latency: None,
+            latency: Err(format!("the probe failed: {e}")),
             detail: json!({"backend": backend, "error": e.to_string()}),
         },
         Err(_) => Probe {
             status: HealthStatus::Down,
-            latency: None,
-            detail: json!({"backend": backend, "error": format!("no answer within {PROBE_TIMEOUT:?}")}),
+            latency: Err(no_answer()),
+            detail: json!({"backend": backend, "error": no_answer()}),
         },
     }
+}
+
+fn no_answer() -> String {
+    format!("no answer within {PROBE_TIMEOUT:?}")
 }
 
 /// The cache is an accelerator: when it is unreachable the service keeps working, `DEGRADED`.
@@ -154,28 +182,42 @@ async fn probe_cache(state: &AppState) -> Probe {
     let backend = state.cache.backend();
     match tokio::time::timeout(PROBE_TIMEOUT, state.cache.ping()).await {
         Ok(Ok(latency)) => {
-            Probe { status: HealthStatus::Healthy, latency: Some(latency), detail: json!({"backend": backend}) }
+            Probe { status: HealthStatus::Healthy, latency: Ok(latency), detail: json!({"backend": backend}) }
         }
         Ok(Err(e)) => Probe {
             status: HealthStatus::Degraded,
-            latency: None,
+            latency: Err(format!("the probe failed: {e}")),
             detail: json!({"backend": backend, "error": e.to_string()}),
         },
         Err(_) => Probe {
             status: HealthStatus::Degraded,
-            latency: None,
-            detail: json!({"backend": backend, "error": format!("no answer within {PROBE_TIMEOUT:?}")}),
+            latency: Err(no_answer()),
+            detail: json!({"backend": backend, "error": no_answer()}),
         },
     }
 }
 
-/// The API reports its own traffic; any server error in the last minute makes it `DEGRADED`.
-fn probe_api(state: &AppState) -> Probe {
+/// `GET /api/health` over the API's own listener, as a load balancer asks it: the time to a
+/// complete answer. Any server error in the last minute makes the API `DEGRADED`.
+async fn probe_api(state: &AppState, addr: Option<SocketAddr>) -> Probe {
     let m = &state.metrics;
     let recent_errors = m.server_errors_within(Duration::from_secs(60));
+    let latency = match addr {
+        None => Err("the API is not listening yet".to_string()),
+        Some(addr) => match tokio::time::timeout(PROBE_TIMEOUT, http_round_trip(loopback(addr))).await {
+            Ok(Ok(latency)) => Ok(latency),
+            Ok(Err(e)) => Err(format!("the probe failed: {e}")),
+            Err(_) => Err(no_answer()),
+        },
+    };
+    let status = match (&latency, recent_errors) {
+        (Err(_), _) if addr.is_some() => HealthStatus::Down,
+        (_, true) => HealthStatus::Degraded,
+        _ => HealthStatus::Healthy,
+    };
     Probe {
-        status: if recent_errors { HealthStatus::Degraded } else { HealthStatus::Healthy },
-        latency: None,
+        status,
+        latency,
         detail: json!({
             "bind": state.config.bind.to_string(),
             "uptime_seconds": m.uptime().as_secs(),
@@ -186,15 +228,54 @@ fn probe_api(state: &AppState) -> Probe {
     }
 }
 
-/// The market data feed: fresh while steps keep coming at the pace the market clock sets.
-fn probe_feed(state: &AppState) -> Probe {
+/// The address to reach a listener on: loopback when it listens on every interface.
+fn loopback(addr: SocketAddr) -> SocketAddr {
+    match addr.ip() {
+        ip if !ip.is_unspecified() => addr,
+        std::net::IpAddr::V4(_) => SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, addr.port())),
+        std::net::IpAddr::V6(_) => SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, addr.port())),
+    }
+}
+
+/// One `GET /api/health` on a fresh connection, read to its end; the time it took.
+async fn http_round_trip(addr: SocketAddr) -> std::io::Result<Duration> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let started = std::time::Instant::now();
+    let mut stream = tokio::net::TcpStream::connect(addr).await?;
+    let request =
+        format!("GET /api/health HTTP/1.1\r\nHost: {addr}\r\nAccept: application/json\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await?;
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).await?;
+    let status_line = response.split(|b| *b == b'\n').next().unwrap_or_default();
+    let status_line = String::from_utf8_lossy(status_line);
+    // 503 is the API answering that the platform is DOWN: the API itself works.
+    if status_line.starts_with("HTTP/1.1 200") || status_line.starts_with("HTTP/1.1 503") {
+        Ok(started.elapsed())
+    } else {
+        Err(std::io::Error::other(format!("answered {:?}", status_line.trim())))
+    }
+}
+
+/// The market data adapter: a bar request's round trip, and fresh while steps keep coming at
+/// the pace the market clock sets.
+async fn probe_feed(state: &AppState) -> Probe {
     let Some(live) = &state.live else {
         return probe_adapter("market data", state.settings.current().runtime.market_data_broker);
+    };
+    let latency = {
+        let started = std::time::Instant::now();
+        match tokio::time::timeout(PROBE_TIMEOUT, state.market.ping(state.market_clock.now())).await {
+            Ok(Ok(())) => Ok(started.elapsed()),
+            Ok(Err(e)) => Err(format!("the probe failed: {e}")),
+            Err(_) => Err(no_answer()),
+        }
     };
     let feed = live.status();
     let step = Duration::from_secs_f64(crate::market::live::STEP_SECONDS as f64 / live.speed);
     let fresh = step * 2 + Duration::from_secs(1);
     let status = match feed.since_last_step {
+        _ if latency.is_err() => HealthStatus::Down,
         Some(age) if age <= fresh => HealthStatus::Healthy,
         Some(age) if age <= fresh + Duration::from_secs(60) => HealthStatus::Degraded,
         // Not stepped yet: starting, unless it has been far too long.
@@ -204,7 +285,7 @@ fn probe_feed(state: &AppState) -> Probe {
     let radar = state.radar.local();
     Probe {
         status,
-        latency: None,
+        latency,
         detail: json!({
             "adapter": state.market.name(),
             "symbols": feed.symbols,
@@ -220,40 +301,70 @@ fn probe_feed(state: &AppState) -> Probe {
     }
 }
 
-/// The risk manager: the trading state and the effective limits it enforces. A halt or the
-/// daily loss limit is a deliberate state, not a fault: the component stays `HEALTHY` and says so.
-async fn probe_risk_manager(state: &AppState) -> Probe {
-    let settings = state.settings.current();
-    let view = state.engine.get().map(|e| e.view());
-    Probe {
-        status: HealthStatus::Healthy,
-        latency: None,
-        detail: json!({
-            "trading_state": view.as_ref().map(|v| v.trading_state),
-            "state_persisted": view.as_ref().map(|v| v.state_persisted),
-            "unsaved_writes": view.as_ref().map(|v| v.unsaved_writes),
-            "trades_today": view.as_ref().map(|v| v.trades_today),
-            "settings_version": state.settings.version().await,
-            "limits": settings.risk_controls,
-        }),
+/// A round trip through the engine runner's queue to the execution broker, or why there is none.
+type EngineProbe = Result<(Duration, usize), String>;
+
+async fn probe_engine(state: &AppState) -> EngineProbe {
+    let Some(engine) = state.engine.get() else {
+        return Err("the trading engine is not running yet".into());
+    };
+    match tokio::time::timeout(PROBE_TIMEOUT, engine.probe()).await {
+        Ok(Ok(answer)) => Ok(answer),
+        Ok(Err(_)) => Err("the trading engine has stopped".into()),
+        Err(_) => Err(format!("the trading engine did not answer within {PROBE_TIMEOUT:?}")),
     }
 }
 
-/// The paper broker: `HEALTHY` while its book agrees with the engine's, `DEGRADED` on a
-/// reconciliation mismatch.
-fn probe_execution(state: &AppState) -> Probe {
+/// The live trading state: what `GET /api/health` and the risk manager's row report, read from
+/// the engine when asked (`None` before the engine runs).
+pub fn trading_state(state: &AppState) -> Option<TradingState> {
+    state.engine.get().map(|e| e.view().trading_state)
+}
+
+/// The risk manager's detail as of now: the trading state and the limits it enforces.
+pub async fn risk_manager_detail(state: &AppState) -> Value {
+    let settings = state.settings.current();
+    let view = state.engine.get().map(|e| e.view());
+    json!({
+        "trading_state": view.as_ref().map(|v| v.trading_state),
+        "halted_at": view.as_ref().and_then(|v| v.halt.as_ref()).map(|h| format_ts(&h.at)),
+        "state_persisted": view.as_ref().map(|v| v.state_persisted),
+        "unsaved_writes": view.as_ref().map(|v| v.unsaved_writes),
+        "trades_today": view.as_ref().map(|v| v.trades_today),
+        "settings_version": state.settings.version().await,
+        "limits": settings.risk_controls,
+    })
+}
+
+/// The risk manager (the engine): the round trip of its command queue. A halt or the daily
+/// loss limit is a deliberate state, not a fault: the component stays `HEALTHY` and says so.
+async fn probe_risk_manager(state: &AppState, engine: &EngineProbe) -> Probe {
+    Probe {
+        status: if engine.is_ok() { HealthStatus::Healthy } else { HealthStatus::Down },
+        latency: engine.as_ref().map(|(latency, _)| *latency).map_err(Clone::clone),
+        detail: risk_manager_detail(state).await,
+    }
+}
+
+/// The paper broker, reached through the runner that owns it: `HEALTHY` while its book agrees
+/// with the engine's, `DEGRADED` on a reconciliation mismatch.
+fn probe_execution(state: &AppState, engine: &EngineProbe) -> Probe {
     let adapter = state.settings.current().runtime.execution_broker;
     let Some(view) = state.engine.get().map(|e| e.view()) else {
         return probe_adapter("execution", adapter);
     };
-    let status = if view.reconciliation_status == "OK" { HealthStatus::Healthy } else { HealthStatus::Degraded };
+    let status = match engine {
+        Err(_) => HealthStatus::Down,
+        Ok(_) if view.reconciliation_status == "OK" => HealthStatus::Healthy,
+        Ok(_) => HealthStatus::Degraded,
+    };
     Probe {
         status,
-        latency: None,
+        latency: engine.as_ref().map(|(latency, _)| *latency).map_err(Clone::clone),
         detail: json!({
             "adapter": adapter,
             "open_orders": view.open_orders,
-            "broker_open_orders": view.broker_open_orders,
+            "broker_open_orders": engine.as_ref().map(|(_, open)| *open).unwrap_or(view.broker_open_orders),
             "reconciliation_status": view.reconciliation_status,
             "reconciliation_detail": view.reconciliation_detail,
         }),
@@ -264,12 +375,10 @@ fn probe_execution(state: &AppState) -> Probe {
 /// configured adapter is reported as `DISABLED` with the reason.
 fn probe_adapter(kind: &str, adapter: impl Serialize) -> Probe {
     let adapter = serde_json::to_value(adapter).unwrap_or(Value::Null);
+    let reason = format!("the {kind} adapter {adapter} is configured but not running in this build");
     Probe {
         status: HealthStatus::Disabled,
-        latency: None,
-        detail: json!({
-            "adapter": adapter,
-            "reason": format!("the {kind} adapter {adapter} is configured but not running in this build"),
-        }),
+        latency: Err(reason.clone()),
+        detail: json!({"adapter": adapter, "reason": reason}),
     }
 }

@@ -2,6 +2,7 @@
 //! the CLI's commands. `main.rs` only parses arguments and calls into here, so tests build the
 //! same application.
 
+pub mod account_feed;
 pub mod app;
 pub mod audit_outbox;
 pub mod auth;

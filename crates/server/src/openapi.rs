@@ -65,6 +65,7 @@ the refused field by its path in `detail.field` and says what it accepts in `det
         crate::routes::risk::emergency_halt,
         crate::routes::risk::emergency_liquidate,
         crate::routes::risk::resume,
+        crate::routes::risk::resume_strategies,
         crate::routes::account::dashboard,
         crate::routes::account::summary,
         crate::routes::account::performance,

@@ -21,6 +21,8 @@ pub struct EngineStateRecord {
     pub halted_at: Option<i64>,
     pub halt_reason: Option<String>,
     pub halt_actor: Option<String>,
+    /// Watched symbols whose strategy the emergency halt stopped, not yet restarted.
+    pub halt_stopped: Vec<String>,
     pub trading_date: Option<String>,
     pub trades_today: i64,
     pub realized_today: Decimal,
@@ -324,7 +326,7 @@ impl TradingRepository for Database {
 
     async fn engine_state(&self) -> Result<Option<EngineStateRecord>, StoreError> {
         let row = sqlx::query(
-            "SELECT state, halted_at, halt_reason, halt_actor, trading_date, trades_today, realized_today, start_equity, \
+            "SELECT state, halted_at, halt_reason, halt_actor, halt_stopped, trading_date, trades_today, realized_today, start_equity, \
              peak_equity, cash, updated_at FROM trading_state WHERE id = 1",
         )
         .fetch_optional(self.pool()?)
@@ -335,6 +337,12 @@ impl TradingRepository for Database {
             halted_at: r.try_get("halted_at")?,
             halt_reason: r.try_get("halt_reason")?,
             halt_actor: r.try_get("halt_actor")?,
+            halt_stopped: r
+                .try_get::<String, _>("halt_stopped")?
+                .split(',')
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .collect(),
             trading_date: r.try_get("trading_date")?,
             trades_today: r.try_get("trades_today")?,
             realized_today: dec(&r.try_get::<String, _>("realized_today")?)?,
@@ -435,9 +443,10 @@ async fn save_position_in(tx: &mut sqlx::Transaction<'_, sqlx::Any>, p: &Positio
 async fn save_state_in(tx: &mut sqlx::Transaction<'_, sqlx::Any>, s: &EngineStateRecord) -> Result<(), StoreError> {
     sqlx::query(
         "INSERT INTO trading_state (id, state, halted_at, halt_reason, halt_actor, trading_date, trades_today, realized_today, \
-         start_equity, peak_equity, cash, updated_at) VALUES (1, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
+         start_equity, peak_equity, cash, updated_at, halt_stopped) VALUES (1, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
          ON CONFLICT (id) DO UPDATE SET state = $1, halted_at = $2, halt_reason = $3, halt_actor = $4, trading_date = $5, \
-         trades_today = $6, realized_today = $7, start_equity = $8, peak_equity = $9, cash = $10, updated_at = $11",
+         trades_today = $6, realized_today = $7, start_equity = $8, peak_equity = $9, cash = $10, updated_at = $11, \
+         halt_stopped = $12",
     )
     .bind(&s.state)
     .bind(s.halted_at)
@@ -450,6 +459,7 @@ async fn save_state_in(tx: &mut sqlx::Transaction<'_, sqlx::Any>, s: &EngineStat
     .bind(s.peak_equity.to_string())
     .bind(s.cash.to_string())
     .bind(s.updated_at)
+    .bind(s.halt_stopped.join(","))
     .execute(&mut **tx)
     .await?;
     Ok(())

@@ -76,6 +76,9 @@ pub enum Command {
         reason: String,
         actor: String,
     },
+    /// Restart exactly the strategies the emergency halt stopped ([`Engine::halt_stopped`]);
+    /// refused while `HALTED`. A symbol that cannot be restarted is skipped with the reason.
+    RestartHaltStopped,
     UpdateSettings(Box<Settings>),
 }
 
@@ -113,6 +116,11 @@ pub enum Reply {
     },
     Resumed {
         state: TradingState,
+    },
+    /// The strategies the halt stopped: restarted (with their new status) and skipped (why).
+    HaltStoppedRestarted {
+        restarted: Vec<(Symbol, StrategyStatus)>,
+        skipped: Vec<(Symbol, String)>,
     },
     Done,
 }
@@ -292,33 +300,44 @@ impl Engine {
                 if previous != StrategyStatus::Closed {
                     self.stop_strategy(&symbol, status, Some(reason), now, fx);
                 }
+                // The operator stopped it on purpose: restarting what the halt stopped leaves it.
+                self.forget_halt_stopped(&symbol, fx);
                 let now_status = self.slots.get(&symbol).map(|s| s.status).unwrap_or(status);
                 Ok(Reply::Status { symbol, previous: Some(previous), status: now_status })
             }
             Command::Restart { symbol } => {
-                let previous = self
-                    .slots
-                    .get(&symbol)
-                    .map(|s| s.status)
-                    .ok_or_else(|| CommandError::NotFound(format!("{symbol} is not on the watchlist")))?;
+                let reply = self.restart(&symbol, now, fx)?;
+                self.forget_halt_stopped(&symbol, fx);
+                Ok(reply)
+            }
+            Command::RestartHaltStopped => {
                 if self.trading_state == TradingState::Halted {
                     return Err(CommandError::Halted);
                 }
-                if self.is_blocked(&symbol, now) {
-                    return Err(CommandError::Risk(Box::new(RiskRefusal {
-                        rule: RiskRule::SymbolBlocked,
-                        limit: Value::Null,
-                        current: json!(symbol),
-                        message: format!("{symbol} is blocked"),
-                    })));
+                let mut restarted = Vec::new();
+                let mut skipped = Vec::new();
+                for symbol in std::mem::take(&mut self.halt_stopped) {
+                    match self.restart(&symbol, now, fx) {
+                        Ok(Reply::Status { previous: Some(previous), status, .. }) if previous == status => {
+                            let why = format!("already running ({}): restarted since the halt", status.as_str());
+                            skipped.push((symbol, why));
+                        }
+                        Ok(Reply::Status { status, .. }) => restarted.push((symbol, status)),
+                        Ok(_) => restarted.push((symbol, StrategyStatus::Active)),
+                        Err(CommandError::NotFound(_)) => {
+                            skipped.push((symbol, "no longer on the watchlist".into()));
+                        }
+                        Err(CommandError::Risk(r)) => skipped.push((symbol, r.message)),
+                        Err(CommandError::Invalid { field, reason }) => {
+                            skipped.push((symbol, format!("its strategy cannot start: {field} {reason}")))
+                        }
+                        Err(e) => skipped.push((symbol, format!("it cannot be restarted: {e:?}"))),
+                    }
                 }
-                if previous != StrategyStatus::Closed && previous != StrategyStatus::Halted {
-                    return Ok(Reply::Status { symbol, previous: Some(previous), status: previous });
+                if !restarted.is_empty() || !skipped.is_empty() {
+                    fx.push(Effect::HaltStoppedChanged { symbols: Vec::new() });
                 }
-                self.start_strategy(&symbol, fx).map(|r| match r {
-                    Reply::Status { symbol, status, .. } => Reply::Status { symbol, previous: Some(previous), status },
-                    other => other,
-                })
+                Ok(Reply::HaltStoppedRestarted { restarted, skipped })
             }
             Command::Block { symbol, scope, reason, actor } => {
                 let expires_at = match scope.as_str() {
@@ -401,6 +420,42 @@ impl Engine {
     }
 
     /// Stops the strategy on `symbol`: its working orders are cancelled; the position stays.
+    /// `Closed`/`Halted` → a fresh strategy instance (`Active`, or managing a held position).
+    /// `EMERGENCY_HALT_ACTIVE` while halted, `RISK_BLOCKED` for a blocked symbol, `NOT_FOUND`
+    /// off the watchlist; a strategy already running is left as it is.
+    fn restart(&mut self, symbol: &Symbol, now: Timestamp, fx: &mut Vec<Effect>) -> Result<Reply, CommandError> {
+        let previous = self
+            .slots
+            .get(symbol)
+            .map(|s| s.status)
+            .ok_or_else(|| CommandError::NotFound(format!("{symbol} is not on the watchlist")))?;
+        if self.trading_state == TradingState::Halted {
+            return Err(CommandError::Halted);
+        }
+        if self.is_blocked(symbol, now) {
+            return Err(CommandError::Risk(Box::new(RiskRefusal {
+                rule: RiskRule::SymbolBlocked,
+                limit: Value::Null,
+                current: json!(symbol),
+                message: format!("{symbol} is blocked"),
+            })));
+        }
+        if previous != StrategyStatus::Closed && previous != StrategyStatus::Halted {
+            return Ok(Reply::Status { symbol: symbol.clone(), previous: Some(previous), status: previous });
+        }
+        self.start_strategy(symbol, fx).map(|r| match r {
+            Reply::Status { symbol, status, .. } => Reply::Status { symbol, previous: Some(previous), status },
+            other => other,
+        })
+    }
+
+    /// Takes `symbol` off the strategies the halt stopped (restarted or stopped by hand since).
+    fn forget_halt_stopped(&mut self, symbol: &Symbol, fx: &mut Vec<Effect>) {
+        if self.halt_stopped.remove(symbol) {
+            fx.push(Effect::HaltStoppedChanged { symbols: self.halt_stopped.iter().cloned().collect() });
+        }
+    }
+
     fn stop_strategy(
         &mut self,
         symbol: &Symbol,
@@ -446,6 +501,7 @@ impl Engine {
     /// position is open. `again`: a standing halt applied again (see below).
     fn halt_everything(&mut self, again: bool, now: Timestamp, fx: &mut Vec<Effect>) -> bool {
         let symbols: Vec<Symbol> = self.slots.keys().cloned().collect();
+        let mut newly_stopped = false;
         for symbol in &symbols {
             let held = self.positions.get(symbol).is_some_and(|p| !p.is_flat());
             let slot = &self.slots[symbol];
@@ -453,10 +509,23 @@ impl Engine {
             // is left alone, so a complete halt applied again changes nothing; a slot still
             // shown as trading (its stop lost in a crash) is stopped.
             let stopped = slot.status == StrategyStatus::Closed || (again && slot.status == StrategyStatus::Halted);
+            // A strategy was trading the symbol (or was, before a crash lost its instance): the
+            // halt stops it and remembers it, for the one action that restarts them after resume.
+            let running = slot.strategy.is_some()
+                || matches!(
+                    slot.status,
+                    StrategyStatus::Active | StrategyStatus::Buy | StrategyStatus::Hold | StrategyStatus::Sell
+                );
             if slot.strategy.is_some() || !stopped {
                 let status = if held { StrategyStatus::Halted } else { StrategyStatus::Closed };
                 self.stop_strategy(symbol, status, Some("emergency halt".into()), now, fx);
             }
+            if running && self.halt_stopped.insert(symbol.clone()) {
+                newly_stopped = true;
+            }
+        }
+        if newly_stopped {
+            fx.push(Effect::HaltStoppedChanged { symbols: self.halt_stopped.iter().cloned().collect() });
         }
         let open: Vec<(ClientOrderId, OrderStatus)> = self
             .orders

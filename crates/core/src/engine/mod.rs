@@ -211,6 +211,11 @@ pub enum Effect {
     DayRolled {
         date: NaiveDate,
     },
+    /// The set of strategies the emergency halt stopped changed (now `symbols`): persist it
+    /// with the trading state.
+    HaltStoppedChanged {
+        symbols: Vec<Symbol>,
+    },
     /// Something that should not happen did (an unknown or impossible broker report): log it
     /// and show it in reconciliation.
     Anomaly(String),
@@ -221,6 +226,10 @@ pub struct Engine {
     pub settings: Settings,
     pub trading_state: TradingState,
     pub halt: Option<Halt>,
+    /// Watched symbols whose running strategy the emergency halt stopped. Resume leaves them
+    /// stopped (CONTRACT §4); `Command::RestartHaltStopped` restarts exactly these. A symbol
+    /// restarted or stopped by hand since leaves the set.
+    pub halt_stopped: BTreeSet<Symbol>,
     pub orders: BTreeMap<ClientOrderId, Arc<Order>>,
     pub positions: BTreeMap<Symbol, Position>,
     pub slots: BTreeMap<Symbol, Slot>,
@@ -322,6 +331,7 @@ impl Engine {
             settings,
             trading_state: TradingState::Active,
             halt: None,
+            halt_stopped: BTreeSet::new(),
             orders: BTreeMap::new(),
             positions: BTreeMap::new(),
             slots: BTreeMap::new(),

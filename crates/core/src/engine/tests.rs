@@ -741,3 +741,44 @@ fn strategy_entries_are_sized_down_to_the_limits() {
     assert!(fx.iter().any(|f| matches!(f, Effect::Decision { text, .. } if text == sentence)), "{fx:?}");
     assert!(!fx.iter().any(|f| matches!(f, Effect::Violation { .. })), "not a refusal");
 }
+
+#[test]
+fn the_halt_remembers_the_strategies_it_stopped_and_restarts_exactly_those_after_resume() {
+    let mut e = engine();
+    for s in ["AAA", "BBB", "CCC", "DDD"] {
+        command(&mut e, Command::Watch { symbol: sym(s), source: "MANUAL".into() }).0.unwrap();
+    }
+    // Stopped by hand before the halt: not the halt's to restart.
+    command(&mut e, Command::StopWatch { symbol: sym("DDD"), reason: "done".into() }).0.unwrap();
+
+    let (_, fx) = command(&mut e, Command::EmergencyHalt { reason: "test".into(), actor: "ops".into() });
+    let stopped: Vec<Symbol> = ["AAA", "BBB", "CCC"].map(sym).into();
+    assert!(fx.contains(&Effect::HaltStoppedChanged { symbols: stopped.clone() }), "{fx:?}");
+    assert_eq!(e.halt_stopped.iter().cloned().collect::<Vec<_>>(), stopped);
+    assert_eq!(command(&mut e, Command::RestartHaltStopped).0, Err(CommandError::Halted));
+
+    // Resume leaves them stopped; the set stays until the operator acts.
+    command(&mut e, Command::Resume { reason: "ok".into(), actor: "ops".into() }).0.unwrap();
+    assert!(stopped.iter().all(|s| e.slots[s].status == StrategyStatus::Closed && e.slots[s].strategy.is_none()));
+    assert_eq!(e.halt_stopped.len(), 3);
+
+    // Since the halt: BBB restarted by hand, CCC blocked.
+    command(&mut e, Command::Restart { symbol: sym("BBB") }).0.unwrap();
+    let block =
+        Command::Block { symbol: sym("CCC"), scope: "TODAY".into(), reason: "news".into(), actor: "ops".into() };
+    command(&mut e, block).0.unwrap();
+    assert_eq!(e.halt_stopped.iter().cloned().collect::<Vec<_>>(), vec![sym("AAA"), sym("CCC")]);
+
+    let (reply, fx) = command(&mut e, Command::RestartHaltStopped);
+    let Ok(Reply::HaltStoppedRestarted { restarted, skipped }) = reply else { panic!("{reply:?}") };
+    assert_eq!(restarted, vec![(sym("AAA"), StrategyStatus::Active)]);
+    assert_eq!(skipped, vec![(sym("CCC"), "CCC is blocked".to_string())]);
+    assert!(fx.contains(&Effect::HaltStoppedChanged { symbols: vec![] }));
+    assert!(e.slots[&sym("AAA")].strategy.is_some());
+    assert!(e.slots[&sym("DDD")].strategy.is_none(), "stopped by hand before the halt: left alone");
+    assert!(e.halt_stopped.is_empty());
+    // Done once: again restarts nothing.
+    let (again, fx) = command(&mut e, Command::RestartHaltStopped);
+    assert_eq!(again, Ok(Reply::HaltStoppedRestarted { restarted: vec![], skipped: vec![] }));
+    assert!(fx.is_empty());
+}

@@ -43,6 +43,9 @@ pub trait MarketData: Send + Sync {
         start: Timestamp,
         end: Timestamp,
     ) -> Result<Vec<Bar>, MarketDataError>;
+    /// A round trip to the adapter for the health probe: the latest minute bar of one of its
+    /// symbols as of `now` (the request a strategy's data goes through). The caller times it.
+    async fn ping(&self, now: Timestamp) -> Result<(), MarketDataError>;
     /// What a backtest of `symbol` knows besides its bars (previous close, relative volume,
     /// float, sector) as this market gives them live; `None` when the market cannot say, and the
     /// backtest measures them from the bars.
@@ -126,6 +129,15 @@ impl MarketData for SimulatedMarket {
         end: Timestamp,
     ) -> Result<Vec<Bar>, MarketDataError> {
         self.bars_sync(symbol, timeframe, start, end)
+    }
+
+    async fn ping(&self, now: Timestamp) -> Result<(), MarketDataError> {
+        let profile = self
+            .universe
+            .symbols
+            .first()
+            .ok_or_else(|| MarketDataError::Unavailable("the simulated universe has no symbol".into()))?;
+        self.bars_sync(&profile.symbol, Timeframe::Minute, now - Duration::minutes(1), now).map(|_| ())
     }
 
     fn history(

@@ -73,18 +73,24 @@ pub struct AccountSummary {
 #[utoipa::path(get, path = "/api/account/summary", tag = "account", security(("bearer" = [])),
     responses((status = 200, description = "Account", body = inline(SuccessBody<AccountSummary>))))]
 pub async fn summary(State(state): State<AppState>, _caller: Caller) -> ApiResult<ApiResponse<AccountSummary>> {
-    let v = state.engine().view();
-    Ok(ApiResponse::ok(AccountSummary {
-        buying_power: f(v.buying_power),
-        equity: f(v.equity),
-        cash: f(v.cash),
-        margin_available: f(v.buying_power),
-        day_pnl: f(v.equity - v.start_equity),
-        realized_pnl: f(v.realized_today),
-        unrealized_pnl: f(v.unrealized),
-        broker_name: "paper",
-        account_status: if v.trading_state == TradingState::Halted { "TRADING_HALTED" } else { "ACTIVE" },
-    }))
+    Ok(ApiResponse::ok(AccountSummary::of(&state.engine().view())))
+}
+
+impl AccountSummary {
+    /// The account as the engine's view has it (also the `account.updated` event's figures).
+    pub fn of(v: &crate::trading::EngineView) -> AccountSummary {
+        AccountSummary {
+            buying_power: f(v.buying_power),
+            equity: f(v.equity),
+            cash: f(v.cash),
+            margin_available: f(v.buying_power),
+            day_pnl: f(v.equity - v.start_equity),
+            realized_pnl: f(v.realized_today),
+            unrealized_pnl: f(v.unrealized),
+            broker_name: "paper",
+            account_status: if v.trading_state == TradingState::Halted { "TRADING_HALTED" } else { "ACTIVE" },
+        }
+    }
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]

@@ -27,7 +27,7 @@ pub fn router() -> Router<AppState> {
 pub struct EventQuery {
     /// Comma-separated kinds to receive (default: all): order.updated, execution.created,
     /// position.updated, radar.updated, watchlist.updated, risk.state_changed, risk.violation,
-    /// settings.updated, download.updated, backtest.updated, health.changed.
+    /// settings.updated, download.updated, backtest.updated, health.changed, account.updated.
     pub kinds: Option<String>,
 }
 

@@ -11,6 +11,7 @@ use axum::routing::get;
 use axum::Router;
 use serde::Serialize;
 use std::collections::BTreeMap;
+use tradeops_core::risk::TradingState;
 use tradeops_core::TradingMode;
 
 pub fn router() -> Router<AppState> {
@@ -22,6 +23,9 @@ pub fn router() -> Router<AppState> {
 pub struct PlatformHealth {
     pub status: HealthStatus,
     pub mode: TradingMode,
+    /// `ACTIVE`, `REDUCING` or `HALTED`, as the risk manager holds it now (`null` only while
+    /// the engine starts). A halt is a deliberate state, not a fault: it leaves `status` as is.
+    pub trading_state: Option<TradingState>,
     pub components: BTreeMap<&'static str, HealthStatus>,
 }
 
@@ -37,11 +41,17 @@ pub async fn health(State(state): State<AppState>) -> ApiResponse<PlatformHealth
     let statuses = state.health.statuses();
     let status = HealthMonitor::overall(statuses.iter().map(|(_, s)| *s));
     let http = if status == HealthStatus::Down { StatusCode::SERVICE_UNAVAILABLE } else { StatusCode::OK };
-    ApiResponse::ok(PlatformHealth { status, mode: state.settings.mode(), components: statuses.into_iter().collect() })
-        .with_status(http)
+    ApiResponse::ok(PlatformHealth {
+        status,
+        mode: state.settings.mode(),
+        trading_state: crate::health::trading_state(&state),
+        components: statuses.into_iter().collect(),
+    })
+    .with_status(http)
 }
 
-/// Every component with its latency, last healthy time and detail.
+/// Every component with its probe's latency (or why it has none), last healthy time and
+/// detail; the risk manager's detail is read at request time.
 #[utoipa::path(get, path = "/api/health/components", tag = "health", security(("bearer" = [])),
     responses((status = 200, description = "Component rows", body = inline(crate::envelope::SuccessBody<Vec<ComponentHealth>>)),
               (status = 401, description = "UNAUTHORIZED", body = crate::envelope::ErrorBody)))]
@@ -49,5 +59,10 @@ pub async fn components(
     State(state): State<AppState>,
     _caller: Caller,
 ) -> ApiResult<ApiResponse<Vec<ComponentHealth>>> {
-    Ok(ApiResponse::list(state.health.snapshot()))
+    let mut rows = state.health.snapshot();
+    // The risk manager's state as it is now, not as of the last probe: a halt shows at once.
+    if let Some(risk) = rows.iter_mut().find(|r| r.name == "risk_manager") {
+        risk.detail = crate::health::risk_manager_detail(&state).await;
+    }
+    Ok(ApiResponse::list(rows))
 }

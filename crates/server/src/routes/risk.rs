@@ -1,5 +1,6 @@
 //! Risk: `GET /api/risk/state`, `GET /api/risk/violations`, `POST /api/risk/emergency-halt`
-//! (and the deprecated `POST /api/emergency/liquidate`), `POST /api/risk/resume`.
+//! (and the deprecated `POST /api/emergency/liquidate`), `POST /api/risk/resume`, and
+//! `POST /api/risk/resume-strategies` (restart the strategies the halt stopped).
 
 use crate::auth::Caller;
 use crate::envelope::{ApiResponse, SuccessBody};
@@ -7,6 +8,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::Query;
 use crate::guard::{Action, Sensitive, Target};
 use crate::routes::list_limit;
+use crate::routes::watchlist::polling_status;
 use crate::state::AppState;
 use crate::watchlist::BlockResult;
 use axum::extract::State;
@@ -17,7 +19,7 @@ use axum::Router;
 use rust_decimal::prelude::ToPrimitive;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tradeops_core::engine::{Command, Reply};
+use tradeops_core::engine::{Command, Reply, StrategyStatus};
 use tradeops_core::risk::TradingState;
 use tradeops_core::time::{format_ts, from_epoch_ms};
 use tradeops_core::Role;
@@ -25,6 +27,7 @@ use tradeops_store::MarketRepository;
 
 pub const EMERGENCY_HALT: Action = Action { name: "risk.emergency_halt", role: Role::Operator };
 pub const RESUME: Action = Action { name: "risk.resume", role: Role::Operator };
+pub const RESUME_STRATEGIES: Action = Action { name: "risk.resume_strategies", role: Role::Operator };
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -33,6 +36,7 @@ pub fn router() -> Router<AppState> {
         .route("/api/risk/emergency-halt", post(emergency_halt))
         .route("/api/emergency/liquidate", post(emergency_liquidate))
         .route("/api/risk/resume", post(resume))
+        .route("/api/risk/resume-strategies", post(resume_strategies))
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -60,6 +64,9 @@ pub struct RiskState {
     pub halted_at: Option<String>,
     pub halt_reason: Option<String>,
     pub halted_by: Option<String>,
+    /// Watched symbols whose strategy the emergency halt stopped and nobody has restarted
+    /// since: what `POST /api/risk/resume-strategies` restarts once trading is resumed.
+    pub stopped_by_halt: Vec<String>,
 }
 
 /// Trading state, limits and their usage, blocks, drawdown and reconciliation.
@@ -88,6 +95,7 @@ pub async fn state(State(state): State<AppState>, _caller: Caller) -> ApiResult<
         halted_at: view.halt.as_ref().map(|h| format_ts(&h.at)),
         halt_reason: view.halt.as_ref().map(|h| h.reason.clone()),
         halted_by: view.halt.as_ref().map(|h| h.actor.clone()),
+        stopped_by_halt: view.halt_stopped.iter().map(|s| s.to_string()).collect(),
     }))
 }
 
@@ -192,7 +200,8 @@ pub struct ResumeResult {
     pub trading_state: TradingState,
 }
 
-/// Ends an emergency halt (never automatic). Strategies stay stopped until restarted.
+/// Ends an emergency halt (never automatic). The strategies the halt stopped stay stopped: risk
+/// state `stopped_by_halt` lists them, and `POST /api/risk/resume-strategies` restarts them.
 #[utoipa::path(post, path = "/api/risk/resume", tag = "risk", security(("bearer" = [])), request_body = ReasonBody,
     responses((status = 200, description = "Resumed", body = inline(SuccessBody<ResumeResult>))))]
 pub async fn resume(State(state): State<AppState>, guard: Sensitive) -> ApiResult<ApiResponse<ResumeResult>> {
@@ -201,6 +210,67 @@ pub async fn resume(State(state): State<AppState>, guard: Sensitive) -> ApiResul
             super::radar::require_reason(&req.reason)?;
             match state.engine().command(Command::Resume { reason: req.reason, actor: caller.principal.name }).await? {
                 Reply::Resumed { state } => Ok(ApiResponse::ok(ResumeResult { trading_state: state })),
+                other => Err(ApiError::internal(format!("unexpected engine reply {other:?}"))),
+            }
+        })
+        .await
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct RestartedStrategy {
+    pub symbol: String,
+    pub strategy_status: StrategyStatus,
+    pub polling_status: &'static str,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct SkippedStrategy {
+    pub symbol: String,
+    /// Why it was not restarted (blocked since, restarted by hand since, …).
+    pub reason: String,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct ResumeStrategiesResult {
+    /// The strategies restarted, with their new status.
+    pub restarted: Vec<RestartedStrategy>,
+    /// The strategies the halt stopped that were not restarted, each with the reason.
+    pub skipped: Vec<SkippedStrategy>,
+}
+
+/// Restarts exactly the strategies the emergency halt stopped (listed in risk state
+/// `stopped_by_halt`), once trading is resumed; `POST /api/risk/resume` itself leaves them
+/// stopped. A symbol that cannot be restarted (blocked since, no longer on the watchlist) is
+/// skipped and reported with the reason; one restarted by hand since is reported as skipped.
+/// The list is then empty: repeating the call restarts nothing. `EMERGENCY_HALT_ACTIVE` while
+/// still halted. Audited; `X-Confirm-Live: true` while LIVE.
+#[utoipa::path(post, path = "/api/risk/resume-strategies", tag = "risk", security(("bearer" = [])), request_body = ReasonBody,
+    responses((status = 200, description = "Restarted and skipped strategies", body = inline(SuccessBody<ResumeStrategiesResult>)),
+              (status = 400, description = "VALIDATION_ERROR (reason)", body = crate::envelope::ErrorBody),
+              (status = 409, description = "EMERGENCY_HALT_ACTIVE: resume trading first", body = crate::envelope::ErrorBody),
+              (status = 428, description = "CONFIRMATION_REQUIRED (LIVE without X-Confirm-Live)", body = crate::envelope::ErrorBody)))]
+pub async fn resume_strategies(
+    State(state): State<AppState>,
+    guard: Sensitive,
+) -> ApiResult<ApiResponse<ResumeStrategiesResult>> {
+    guard
+        .run(RESUME_STRATEGIES, Target::Fixed("strategies"), |_caller, req: ReasonBody| async move {
+            super::radar::require_reason(&req.reason)?;
+            match state.engine().command(Command::RestartHaltStopped).await? {
+                Reply::HaltStoppedRestarted { restarted, skipped } => Ok(ApiResponse::ok(ResumeStrategiesResult {
+                    restarted: restarted
+                        .into_iter()
+                        .map(|(symbol, status)| RestartedStrategy {
+                            symbol: symbol.to_string(),
+                            strategy_status: status,
+                            polling_status: polling_status(status),
+                        })
+                        .collect(),
+                    skipped: skipped
+                        .into_iter()
+                        .map(|(symbol, reason)| SkippedStrategy { symbol: symbol.to_string(), reason })
+                        .collect(),
+                })),
                 other => Err(ApiError::internal(format!("unexpected engine reply {other:?}"))),
             }
         })

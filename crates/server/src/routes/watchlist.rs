@@ -88,16 +88,21 @@ pub async fn restart(State(state): State<AppState>, guard: Sensitive) -> ApiResu
                 Reply::Status { symbol, status, .. } => Ok(ApiResponse::ok(RestartResult {
                     symbol: symbol.to_string(),
                     strategy_status: status,
-                    polling_status: if matches!(status, StrategyStatus::Closed | StrategyStatus::Halted) {
-                        "STOPPED"
-                    } else {
-                        "POLLING"
-                    },
+                    polling_status: polling_status(status),
                 })),
                 other => Err(ApiError::internal(format!("unexpected engine reply {other:?}"))),
             }
         })
         .await
+}
+
+/// A strategy's `polling_status`: `STOPPED` once stopped, else `POLLING`.
+pub fn polling_status(status: StrategyStatus) -> &'static str {
+    if matches!(status, StrategyStatus::Closed | StrategyStatus::Halted) {
+        "STOPPED"
+    } else {
+        "POLLING"
+    }
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]

@@ -32,6 +32,16 @@ impl EngineHandle {
         answer.await.map_err(|_| EngineGone)
     }
 
+    /// A round trip through the runner to the execution broker: how long a command waits to be
+    /// taken up and answered, and the broker's count of working orders.
+    pub async fn probe(&self) -> Result<(std::time::Duration, usize), EngineGone> {
+        let started = std::time::Instant::now();
+        let (reply, answer) = oneshot::channel();
+        self.tx.send(Input::Probe(reply)).await.map_err(|_| EngineGone)?;
+        let open = answer.await.map_err(|_| EngineGone)?;
+        Ok((started.elapsed(), open))
+    }
+
     pub fn view(&self) -> Arc<EngineView> {
         self.view.borrow().clone()
     }
@@ -59,6 +69,8 @@ pub struct PositionView {
 pub struct EngineView {
     pub trading_state: TradingState,
     pub halt: Option<Halt>,
+    /// Watched symbols whose strategy the emergency halt stopped, not yet restarted.
+    pub halt_stopped: Vec<tradeops_core::Symbol>,
     pub positions: Vec<PositionView>,
     pub cash: Decimal,
     pub equity: Decimal,
@@ -91,6 +103,7 @@ impl Default for EngineView {
         EngineView {
             trading_state: TradingState::Active,
             halt: None,
+            halt_stopped: Vec::new(),
             positions: Vec::new(),
             cash: Decimal::ZERO,
             equity: Decimal::ZERO,

@@ -34,6 +34,9 @@ pub enum Input {
         at: Timestamp,
         bar_closed: bool,
     },
+    /// The health probe: answered with the execution broker's count of working orders as soon
+    /// as the runner reaches it (the round trip every command and order takes).
+    Probe(oneshot::Sender<usize>),
 }
 
 struct Runner {
@@ -128,6 +131,7 @@ async fn restore(
             reason: s.halt_reason.clone().unwrap_or_default(),
             actor: s.halt_actor.clone().unwrap_or_default(),
         });
+        engine.halt_stopped = s.halt_stopped.iter().filter_map(|s| Symbol::parse(s).ok()).collect();
         engine.day.date = s.trading_date.as_deref().and_then(|d| d.parse().ok());
         engine.day.trades_today = s.trades_today as u32;
         engine.day.realized_today = s.realized_today;
@@ -239,6 +243,7 @@ fn needs_storage(command: &Command) -> bool {
             | Command::Watch { .. }
             | Command::StopWatch { .. }
             | Command::Restart { .. }
+            | Command::RestartHaltStopped
             | Command::Block { .. }
             | Command::Unblock { .. }
             | Command::HaltPosition { .. }
@@ -381,6 +386,9 @@ impl Runner {
                     Some(Input::MarketStep { at, bar_closed }) => {
                         self.market_step(at, bar_closed).await;
                         self.publish();
+                    }
+                    Some(Input::Probe(reply)) => {
+                        let _ = reply.send(self.broker.open_orders().len());
                     }
                     None => return,
                 },
@@ -690,6 +698,10 @@ impl Runner {
                     tracing::info!(%date, "trading day rolled");
                     state_dirty = true;
                 }
+                Effect::HaltStoppedChanged { symbols } => {
+                    events.push(("risk.state_changed", serde_json::json!({"stopped_by_halt": symbols})));
+                    state_dirty = true;
+                }
                 Effect::Anomaly(message) => {
                     tracing::warn!("{message}");
                     self.anomalies.push(message);
@@ -778,6 +790,7 @@ impl Runner {
             halted_at: e.halt.as_ref().map(|h| to_epoch_ms(&h.at)),
             halt_reason: e.halt.as_ref().map(|h| h.reason.clone()),
             halt_actor: e.halt.as_ref().map(|h| h.actor.clone()),
+            halt_stopped: e.halt_stopped.iter().map(|s| s.to_string()).collect(),
             trading_date: e.day.date.map(|d| d.to_string()),
             trades_today: e.day.trades_today.into(),
             realized_today: e.day.realized_today,
@@ -873,6 +886,7 @@ impl Runner {
         let view = EngineView {
             trading_state: e.trading_state,
             halt: e.halt.clone(),
+            halt_stopped: e.halt_stopped.iter().cloned().collect(),
             positions,
             cash: e.cash,
             equity: e.equity(),

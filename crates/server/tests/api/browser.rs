@@ -1,6 +1,7 @@
 //! The console in a real browser: `console/tests/browser.mjs` drives headless Chromium through
 //! playwright-core against this service (see that file for what it checks). Screenshots of every
-//! tab, light and dark, land in `target/screenshots/`.
+//! tab, light and dark, land in `target/screenshots/`. The console's formatting module is unit
+//! tested under Node (`console/tests/format.test.mjs`).
 //!
 //! Needs Node.js, `npm ci` in `console/` and Debian's `chromium`; without them the test says so
 //! and passes, unless `TRADEOPS_REQUIRE_BROWSER=1` (set by `.ci/run`), which makes it fail.
@@ -14,18 +15,42 @@ fn console_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../console")
 }
 
-/// What is missing to run the browser test, if anything.
-fn missing(chromium: &str) -> Option<String> {
+/// What is missing to run the console's tests under Node, if anything.
+fn missing_node() -> Option<String> {
     if Command::new("node").arg("--version").output().is_err() {
         return Some("Node.js (`node`) is not installed".into());
     }
     if !console_dir().join("node_modules/playwright-core").is_dir() {
         return Some("console/node_modules is missing: run `npm ci --prefix console`".into());
     }
+    None
+}
+
+/// What is missing to run the browser test, if anything.
+fn missing(chromium: &str) -> Option<String> {
+    if let Some(why) = missing_node() {
+        return Some(why);
+    }
     if !Path::new(chromium).exists() {
         return Some(format!("{chromium} is missing: install Debian's `chromium` package"));
     }
     None
+}
+
+/// Money, percentages and plain numbers are rounded for display without float drift, and chart
+/// axes label their ticks distinctly (Node's test runner over `console/src/format.ts`).
+#[test]
+fn the_console_formats_figures_and_axes() {
+    if let Some(why) = missing_node() {
+        return skip("the_console_formats_figures_and_axes", &why, REQUIRE_BROWSER);
+    }
+    let output = Command::new("node")
+        .args(["--test", "tests/format.test.mjs"])
+        .current_dir(console_dir())
+        .output()
+        .expect("node runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "format tests failed:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

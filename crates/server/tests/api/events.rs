@@ -23,6 +23,16 @@ impl Sse {
         Sse { resp, buf: String::new() }
     }
 
+    /// The data of the next event of `kind`, skipping others.
+    async fn next_of(&mut self, kind: &str) -> Value {
+        loop {
+            let (_, k, body) = self.next().await;
+            if k == kind {
+                return body["data"].clone();
+            }
+        }
+    }
+
     /// The next event: (id, kind, data), skipping heartbeats.
     async fn next(&mut self) -> (u64, String, Value) {
         loop {
@@ -173,4 +183,27 @@ async fn a_backtest_streams_its_progress_until_completed() {
     assert!(seen.iter().any(|s| s.0 == "RUNNING"));
     assert!(seen.windows(2).all(|w| w[0].1 <= w[1].1), "progress only grows: {seen:?}");
     assert_eq!(seen.last().unwrap().1, 1.0);
+}
+
+/// The console's header follows `account.updated`: the account's figures, the trading state and
+/// the market clock, sent as they change (the clock by the minute) rather than polled.
+#[tokio::test]
+async fn the_header_figures_stream_as_the_market_clock_and_trading_state_move() {
+    let app = spawn_app().await;
+    let mut sse = Sse::open(&app, "?kinds=account.updated,risk.state_changed", None).await;
+    app.market.advance(chrono::Duration::minutes(1));
+    let first = sse.next_of("account.updated").await;
+    assert!(first["equity"].is_number() && first["day_pnl"].is_number(), "{first}");
+    assert_eq!(first["trading_state"], "ACTIVE");
+    let first_time = first["market_time"].as_str().unwrap().to_string();
+
+    // The market moves on a minute: a new event carries the new market time.
+    app.market.advance(chrono::Duration::minutes(1));
+    let moved = sse.next_of("account.updated").await;
+    assert!(moved["market_time"].as_str().unwrap() > first_time.as_str(), "{moved}");
+
+    app.post("/api/risk/emergency-halt", ADMIN_TOKEN, json!({"reason": "test"})).await.assert_ok(200);
+    let halted = sse.next_of("account.updated").await;
+    assert_eq!(halted["trading_state"], "HALTED", "{halted}");
+    assert_eq!(halted["account_status"], "TRADING_HALTED");
 }

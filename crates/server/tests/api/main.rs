@@ -15,6 +15,7 @@ mod data;
 mod envelope;
 mod events;
 mod flood;
+mod halt_resume;
 mod health;
 mod hostile;
 mod openapi;

@@ -71,6 +71,7 @@ async fn openapi_lists_every_api_route() {
             "POST /api/radar/watch",
             "POST /api/risk/emergency-halt",
             "POST /api/risk/resume",
+            "POST /api/risk/resume-strategies",
             "POST /api/watchlist/restart",
             "POST /api/watchlist/stop",
             "PUT /api/settings",

@@ -1,0 +1,47 @@
+//! The `account.updated` event: what the console's header shows — the account summary, the
+//! trading state and the market clock — published when any of it changes (the market clock by
+//! the minute, as the header shows it), at most once a second. The header follows the stream
+//! instead of polling.
+
+use crate::routes::account::AccountSummary;
+use crate::state::AppState;
+use serde_json::{json, Value};
+use std::time::Duration;
+use tradeops_core::time::format_ts;
+
+/// The shortest gap between two `account.updated` events.
+const AT_MOST_EVERY: Duration = Duration::from_secs(1);
+
+/// Runs until the engine stops: waits for the engine's view to change, publishes the header's
+/// figures when they differ from the last published, then waits out [`AT_MOST_EVERY`] (changes
+/// meanwhile are coalesced into the next event).
+pub async fn run(state: AppState) {
+    let mut views = state.engine().subscribe();
+    let mut last: Option<Value> = None;
+    loop {
+        if views.changed().await.is_err() {
+            return;
+        }
+        let view = views.borrow_and_update().clone();
+        let market_time = state.market_clock.now();
+        let summary = serde_json::to_value(AccountSummary::of(&view)).unwrap_or_default();
+        let figures = json!({
+            "account": summary,
+            "trading_state": view.trading_state,
+            "market_minute": format_ts(&tradeops_core::bars::minute_floor(market_time)),
+        });
+        if last.as_ref() == Some(&figures) {
+            continue;
+        }
+        let mut data = summary;
+        if let Value::Object(fields) = &mut data {
+            fields.insert("trading_state".into(), json!(view.trading_state));
+            fields.insert("market_time".into(), json!(format_ts(&market_time)));
+            let date = state.live.as_ref().and_then(|l| l.status().date).map(|d| d.to_string());
+            fields.insert("trading_date".into(), json!(date));
+        }
+        state.events.publish("account.updated", state.settings.mode(), data);
+        last = Some(figures);
+        tokio::time::sleep(AT_MOST_EVERY).await;
+    }
+}
