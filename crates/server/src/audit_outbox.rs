@@ -162,6 +162,10 @@ impl AuditRepository for AuditOutbox {
     async fn flush_held(&self) {
         self.flush_all().await;
     }
+
+    fn held_rows(&self) -> usize {
+        self.held()
+    }
 }
 
 #[cfg(test)]

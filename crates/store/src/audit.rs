@@ -53,6 +53,10 @@ pub trait AuditRepository: Send + Sync {
     async fn prune_audit(&self, before_ts: i64) -> Result<u64, StoreError>;
     /// Writes rows an implementation holds back (during an outage); nothing by default.
     async fn flush_held(&self) {}
+    /// Rows held back, not yet written (0 by default).
+    fn held_rows(&self) -> usize {
+        0
+    }
 }
 
 /// Rows deleted per statement while pruning, so one prune never holds a long write

@@ -181,7 +181,10 @@ async fn wait_until_stored(app: &TestApp) {
         app.market.advance(chrono::Duration::milliseconds(200));
         let risk = app.get("/api/risk/state").await;
         let flat = app.get("/api/positions").await.data().as_array().is_some_and(|p| p.is_empty());
-        if flat && risk.data()["state_persisted"] == true && risk.data()["unsaved_writes"] == 0 {
+        let components = app.get("/api/health/components").await;
+        let database = components.data().as_array().and_then(|c| c.iter().find(|c| c["name"] == "database").cloned());
+        let audit_written = database.is_some_and(|d| d["detail"]["audit_rows_held"] == 0);
+        if flat && risk.data()["state_persisted"] == true && risk.data()["unsaved_writes"] == 0 && audit_written {
             return;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -269,6 +272,18 @@ async fn a_database_outage_fails_fast_and_never_blocks_the_halt() {
     // The halt acts at once in memory and says the latch is not stored yet.
     let started = Instant::now();
     halt_during_the_outage(&app, started, "outage test").await;
+    // Health says the halt's audit row waits in memory for the database.
+    let mut rows_held = 0;
+    for _ in 0..40 {
+        let components = app.get("/api/health/components").await;
+        let database = components.data().as_array().unwrap().iter().find(|c| c["name"] == "database").cloned().unwrap();
+        rows_held = database["detail"]["audit_rows_held"].as_u64().unwrap();
+        if rows_held > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(rows_held >= 1, "the halt's audit row is shown held during the outage");
 
     // Resuming is not a change made in memory only.
     assert_unavailable(&app, reqwest::Method::POST, "/api/risk/resume", Some(json!({"reason": "too early"}))).await;
