@@ -243,7 +243,7 @@ fn loopback(addr: SocketAddr) -> SocketAddr {
 /// One `GET /api/health` on a fresh connection, read to its end; the time it took.
 async fn http_round_trip(addr: SocketAddr) -> std::io::Result<Duration> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let started = std::time::Instant::now();
+    let started = tokio::time::Instant::now();
     let mut stream = tokio::net::TcpStream::connect(addr).await?;
     let request =
         format!("GET /api/health HTTP/1.1\r\nHost: {addr}\r\nAccept: application/json\r\nConnection: close\r\n\r\n");
@@ -267,7 +267,7 @@ async fn probe_feed(state: &AppState) -> Probe {
         return probe_adapter("market data", state.settings.current().runtime.market_data_broker);
     };
     let latency = {
-        let started = std::time::Instant::now();
+        let started = tokio::time::Instant::now();
         match tokio::time::timeout(PROBE_TIMEOUT, state.market.ping(state.market_clock.now())).await {
             Ok(Ok(())) => Ok(started.elapsed()),
             Ok(Err(e)) => Err(format!("the probe failed: {e}")),

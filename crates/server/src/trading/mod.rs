@@ -35,7 +35,7 @@ impl EngineHandle {
     /// A round trip through the runner to the execution broker: how long a command waits to be
     /// taken up and answered, and the broker's count of working orders.
     pub async fn probe(&self) -> Result<(std::time::Duration, usize), EngineGone> {
-        let started = std::time::Instant::now();
+        let started = tokio::time::Instant::now();
         let (reply, answer) = oneshot::channel();
         self.tx.send(Input::Probe(reply)).await.map_err(|_| EngineGone)?;
         let open = answer.await.map_err(|_| EngineGone)?;
