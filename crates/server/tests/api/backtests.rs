@@ -175,12 +175,15 @@ async fn a_range_stored_in_part_is_completed_before_the_run() {
     // Tuesday the 17th (New York) is stored; Wednesday the 18th is not.
     let day = json!({"symbol": symbol, "start": "2026-11-17T05:00:00Z", "end": "2026-11-18T05:00:00Z"});
     let id = app.post("/api/data/download", ADMIN_TOKEN, day).await.assert_ok(202)["request_id"].clone();
+    let mut download = serde_json::Value::Null;
     for _ in 0..300 {
-        if app.get(&format!("/api/data/downloads/{}", id.as_str().unwrap())).await.data()["status"] == "COMPLETED" {
+        download = app.get(&format!("/api/data/downloads/{}", id.as_str().unwrap())).await.data().clone();
+        if download["status"] == "COMPLETED" {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
+    assert_eq!(download["status"], "COMPLETED", "{download}");
     let body = json!({
         "strategy_id": "sma_cross", "symbol": symbol, "start": "2026-11-17T14:30:00Z", "end": "2026-11-18T21:00:00Z",
         "settings": {"risk_controls": {"max_daily_loss": 100000, "max_position_size": 1000000, "max_order_value": 1000000}}

@@ -9,7 +9,14 @@ use tokio::sync::watch;
 
 #[tokio::test]
 async fn components_report_measured_probes() {
-    let app = spawn_app().await;
+    // The service clock is driven: probes stamp their last success with it, and uptime is read
+    // on it.
+    let clock = tradeops_core::ManualClock::new(tradeops_core::time::parse_ts("2026-11-25T15:00:00Z").unwrap());
+    let app = spawn_app_with_clock(clock.clone(), |_| {}).await;
+    clock.advance(chrono::Duration::seconds(90));
+    let probed_at = "2026-11-25T15:01:30.000Z";
+    wait_for(&app, "database", |c| c["last_ok_at"] == probed_at).await;
+    wait_for(&app, "cache", |c| c["last_ok_at"] == probed_at).await;
     let reply = app.get("/api/health/components").await;
     let rows = reply.assert_ok(200).as_array().unwrap().clone();
     let names: Vec<_> = rows.iter().map(|r| r["name"].as_str().unwrap()).collect();
@@ -17,14 +24,17 @@ async fn components_report_measured_probes() {
     let by = |n: &str| rows.iter().find(|r| r["name"] == n).unwrap().clone();
     let db = by("database");
     assert_eq!(db["status"], "HEALTHY");
-    assert!(db["latency_ms"].as_f64().unwrap() >= 0.0);
-    assert!(db["last_ok_at"].as_str().unwrap().ends_with('Z'));
+    // A real round trip: more than nothing, less than the probe's 2 s bound.
+    let latency = db["latency_ms"].as_f64().unwrap();
+    assert!(latency > 0.0 && latency < 2000.0, "{latency}");
+    assert_eq!(db["last_ok_at"], probed_at);
     let backend =
         if std::env::var("TRADEOPS_TEST_DATABASE_URL").is_ok_and(|u| !u.is_empty()) { "postgresql" } else { "sqlite" };
     assert_eq!(db["detail"]["backend"], backend);
     let cache = by("cache");
     assert_eq!(cache["status"], "HEALTHY");
-    assert!(cache["latency_ms"].is_number());
+    let latency = cache["latency_ms"].as_f64().unwrap();
+    assert!((0.0..2000.0).contains(&latency), "{latency}");
     assert_eq!(cache["detail"]["backend"], if app.config.redis_url.is_some() { "redis" } else { "memory" });
     assert_eq!(by("risk_manager")["detail"]["limits"]["max_daily_loss"], 500.0);
     assert_eq!(by("data_broker")["detail"]["adapter"], "simulated");
@@ -35,7 +45,7 @@ async fn components_report_measured_probes() {
     );
     assert_eq!(execution["detail"]["reconciliation_status"], "OK");
     assert_eq!(by("risk_manager")["detail"]["trading_state"], "ACTIVE");
-    assert!(by("api")["detail"]["uptime_seconds"].is_number());
+    assert_eq!(by("api")["detail"]["uptime_seconds"], 90, "uptime on the service clock");
 }
 
 #[tokio::test]
