@@ -333,6 +333,23 @@ await run("import a CSV (a bad row refused), download bars and run a backtest; b
   await page.screenshot({ path: `${SHOTS}/backtest-detail-light.png` });
   await page.keyboard.press("Escape");
   await detail.waitFor({ state: "detached" });
+
+  // A run whose every entry the risk gate refuses says so by rule: in its list row and beside
+  // its metrics, with the market buy buffer it traded under.
+  const refused = await api("POST", "/api/backtests/run", {
+    strategy_id: "sma_cross", symbol, timeframe: "1d", start: "2026-03-02T00:00:00Z", end: "2026-11-20T00:00:00Z",
+    settings: { risk_controls: { max_order_value: 0.01 } },
+  });
+  // The list shows a run id's first 11 characters.
+  const row = page.locator('[data-testid="backtests-table"] tbody tr', { hasText: refused.backtest_id.slice(0, 11) });
+  await row.filter({ hasText: "COMPLETED" }).waitFor({ timeout: 60_000 });
+  assert.match(await row.locator('[data-testid="backtest-row-refusals"]').innerText(), /refused/);
+  await row.click();
+  await detail.locator('[data-testid="backtest-refusals"]').filter({ hasText: "MAX_ORDER_VALUE" }).waitFor();
+  // Under the collapsed parameters and settings.
+  await detail.getByText("3.00% above the fill price").waitFor({ state: "attached" });
+  await page.keyboard.press("Escape");
+  await detail.waitFor({ state: "detached" });
 });
 
 await run("every tab renders, in light and in dark (screenshots)", async () => {

@@ -261,6 +261,12 @@ function Tokens() {
         <button
           class="btn danger"
           data-testid={`revoke-${t.name}`}
+          disabled={t.role === "admin" && admins <= 1}
+          title={
+            t.role === "admin" && admins <= 1
+              ? "The last admin token cannot be revoked: create another admin token first"
+              : undefined
+          }
           onClick={(e) => {
             e.stopPropagation();
             setRevoking(t);
@@ -297,7 +303,9 @@ function Tokens() {
       />
       <div class="note">
         Secrets are never listed: only a hash is stored. Revoking takes effect at once — the token's next request is
-        refused. Tokens can also be managed on the server with <code>tradeops token create</code>.
+        refused. The last admin token cannot be revoked (the service refuses it): create another admin token first.
+        Tokens can also be managed on the server with <code>tradeops token create</code>, <code>revoke</code> and{" "}
+        <code>list</code>; a running service picks those changes up within a second.
       </div>
       {created && <SecretDialog token={created} onClose={() => setCreated(null)} />}
       {revoking && (
@@ -321,12 +329,6 @@ function Tokens() {
           </p>
           {revoking.name === myName && (
             <div class="banner error">This is the token you are signed in with: the console will sign you out.</div>
-          )}
-          {revoking.role === "admin" && admins <= 1 && (
-            <div class="banner error">
-              It is the only admin token: nobody will be able to manage tokens until an admin token is created on the server
-              (<code>tradeops token create</code>, or <code>TRADEOPS_ADMIN_TOKEN</code> at the next start).
-            </div>
           )}
         </Confirm>
       )}

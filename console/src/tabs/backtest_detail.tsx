@@ -48,6 +48,10 @@ export interface BacktestRow {
   win_rate: number | null;
   profit_factor: number | null;
   trade_count: number | null;
+  /** Orders the risk gate refused, by rule; null until COMPLETED. */
+  refusals: Record<string, number> | null;
+  /** risk_controls.market_buy_buffer_pct the run traded under. */
+  market_buy_buffer_pct?: number;
 }
 
 /** GET /api/backtests/{id}: the row, the effective settings and, once COMPLETED, the result. */
@@ -60,7 +64,6 @@ export interface BacktestDetail extends BacktestRow {
   final_equity?: number | null;
   bars?: number | null;
   orders?: number | null;
-  refusals?: Record<string, number> | null;
   trades?: Trade[] | null;
   equity_curve?: { timestamp: string; equity: number }[] | null;
 }
@@ -110,12 +113,13 @@ export function StatusCell({ status, progress }: { status: Status; progress: num
 // ---------------------------------------------------------------------------------------------
 // Risk refusals: which override lets the run past which rule
 
+// Entries are sized down to what these limits allow; a refusal means not one share fitted.
 const RULES: Record<string, { what: string; fix: string }> = {
-  MAX_POSITION_SIZE: { what: "the position would exceed the maximum shares held", fix: "raise max position size in the risk overrides" },
-  MAX_ORDER_VALUE: { what: "the order's value was above the maximum order value", fix: "raise max order value in the risk overrides" },
+  MAX_POSITION_SIZE: { what: "the position already held the maximum shares", fix: "raise max position size in the risk overrides" },
+  MAX_ORDER_VALUE: { what: "one share cost more than the maximum order value", fix: "raise max order value in the risk overrides" },
   MAX_DAILY_LOSS: { what: "the day's loss had reached the maximum daily loss", fix: "raise max daily loss in the risk overrides" },
   MAX_TRADES_PER_DAY: { what: "the day's trade count had reached its limit", fix: "raise max trades per day in the risk overrides" },
-  BUYING_POWER: { what: "the order cost more than the cash available", fix: "raise the initial cash or lower the strategy's position size" },
+  BUYING_POWER: { what: "the cash available did not buy one share", fix: "raise the initial cash, or lower market buy buffer pct in the risk overrides" },
   PRICE_COLLAR: { what: "the order's price was too far from the market", fix: "price_collar_pct is an operator setting (Settings tab)" },
   OPEN_POSITION_LIMIT: { what: "too many positions were open", fix: "open_position_limit is an operator setting (Settings tab)" },
   SYMBOL_BLOCKED: { what: "the symbol was blocked", fix: "unblock it on the Radar tab" },
@@ -392,6 +396,10 @@ function Settings({ d }: { d: BacktestDetail }) {
             <dd>{fixed(d.slippage_bps, 1)} bps</dd>
             <dt>Fill</dt>
             <dd>{d.fill === "NEXT_OPEN" ? "NEXT_OPEN (next bar's open)" : d.fill === "CLOSE" ? "CLOSE (signal bar's close)" : d.fill}</dd>
+            <dt>Market buy buffer</dt>
+            <dd title="Market entries are sized at their fill price, valued this much above it for buying power (risk_controls.market_buy_buffer_pct); 0 buys as many shares as the cash takes, as backtesting.py does">
+              {d.market_buy_buffer_pct === undefined ? "—" : `${fixed(d.market_buy_buffer_pct, 2)}% above the fill price`}
+            </dd>
           </dl>
           <h3>Overrides for this run</h3>
           {overrideList.length ? (

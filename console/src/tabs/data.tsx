@@ -583,7 +583,22 @@ function backtestColumns(): Column<BacktestRow>[] {
     { key: "max_drawdown", label: "Max DD", num: true, title: "Largest fall from a peak", render: (r) => (r.max_drawdown ? `−${frac(r.max_drawdown)}` : frac(r.max_drawdown)), class: (r) => (r.max_drawdown ? "down" : "") },
     { key: "win_rate", label: "Win rate", num: true, render: (r) => frac(r.win_rate, 1) },
     { key: "profit_factor", label: "PF", num: true, title: "Profit factor: gross profit / |gross loss|", render: (r) => fixed(r.profit_factor, 2) },
-    { key: "trade_count", label: "Trades", num: true, render: (r) => int(r.trade_count) },
+    {
+      key: "trade_count",
+      label: "Trades",
+      num: true,
+      title: "Trades, and orders the risk gate refused (by rule on hover)",
+      render: (r) => {
+        const refused = Object.entries(r.refusals ?? {}).filter(([, n]) => n > 0);
+        if (refused.length === 0) return int(r.trade_count);
+        const total = refused.reduce((s, [, n]) => s + n, 0);
+        return (
+          <span title={refused.map(([rule, n]) => `${rule} × ${n}`).join(", ")} data-testid="backtest-row-refusals">
+            {int(r.trade_count)} <span class="warn">· {int(total)} refused</span>
+          </span>
+        );
+      },
+    },
     { key: "requested_by", label: "By" },
     { key: "created_at", label: "Created (NY)", render: (r) => dateTime(r.created_at) },
   ];

@@ -132,6 +132,7 @@ const GROUPS: GroupSpec[] = [
       { key: "open_position_limit", label: "Open position limit", unit: "symbols", kind: "int", min: 1, max: 500, step: 1, hint: "Most symbols that may be held at once." },
       { key: "duplicate_order_window_seconds", label: "Duplicate order window", unit: "s", kind: "int", min: 0, max: 86400, step: 1, hint: "A repeat of the same symbol, side and quantity within this many seconds is refused. 0 turns the check off." },
       { key: "max_order_value", label: "Max order value", unit: "$", kind: "money", min: 0.01, step: 100, hint: "Largest value of one order." },
+      { key: "market_buy_buffer_pct", label: "Market buy buffer", unit: "%", kind: "number", min: 0, max: 50, step: 0.5, hint: "A market buy is valued this much above the last trade for buying power, since its fill price is not known when it leaves; entries that buy with all the cash keep this margin. Lowering it loosens a limit." },
       { key: "price_collar_pct", label: "Price collar", unit: "%", kind: "number", min: 0.01, max: 100, step: 0.5, hint: "A limit or stop price further than this from the last trade is refused, as a likely typo." },
       { key: "alert_warning_loss_pct", label: "Warning at loss", unit: "%", kind: "number", min: 0.01, max: 100, step: 0.5, hint: "A position down this much (percent of its cost) is flagged WARNING." },
       { key: "alert_critical_loss_pct", label: "Critical at loss", unit: "%", kind: "number", min: 0.01, max: 100, step: 0.5, hint: "A position down this much is flagged CRITICAL; must be above the warning level." },

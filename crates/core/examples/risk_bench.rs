@@ -1,6 +1,8 @@
 //! Benchmark of the pre-trade risk gate (issue 4): time per check of an approved buy that passes
 //! every rule (the slowest path), with 20 recent orders in the duplicate window.
 //! `cargo run --release -p tradeops-core --example risk_bench`
+// A benchmark measures wall time; only logic must read time through the injected clock.
+#![allow(clippy::disallowed_methods)]
 
 use rust_decimal::Decimal;
 use std::hint::black_box;
@@ -40,6 +42,7 @@ fn main() {
         limits: &limits,
         blocked: false,
         last_price: Some(Decimal::new(500, 2)),
+        market_fill: None,
         position: 100,
         open_buy_quantity: 0,
         open_sell_quantity: 0,

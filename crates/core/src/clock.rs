@@ -45,7 +45,7 @@ mod tests {
     #[test]
     fn manual_clock_moves_only_when_told() {
         let clock = ManualClock::new(parse_ts("2026-11-21T14:30:00Z").unwrap());
-        assert_eq!(clock.now(), clock.now());
+        assert_eq!(clock.now(), parse_ts("2026-11-21T14:30:00Z").unwrap(), "it starts where it was set");
         clock.advance(chrono::Duration::seconds(61));
         assert_eq!(clock.now(), parse_ts("2026-11-21T14:31:01Z").unwrap());
     }

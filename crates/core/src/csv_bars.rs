@@ -1,5 +1,6 @@
 //! Bars from CSV (CONTRACT §4 `POST /api/data/import`): a header row naming a date or timestamp
-//! column and `open, high, low, close, volume` (any order, case-insensitive; fields may be
+//! column (or leaving the first column unnamed, as pandas writes an index) and `open, high, low,
+//! close, volume` (any order, case-insensitive; fields may be
 //! double-quoted, as spreadsheets write them). A `YYYY-MM-DD`
 //! date is that day's session (daily bars start at 00:00 America/New_York, as the market's do);
 //! a timestamp is RFC 3339, any offset. Every row is checked — positive prices with at most 4
@@ -79,7 +80,13 @@ pub fn parse_bars_csv(text: &str, timeframe: Timeframe) -> Result<Vec<Bar>, CsvE
         .map(|h| h.to_ascii_lowercase())
         .collect();
     let col = |name: &str| names.iter().position(|n| n == name);
-    let time = TIME_COLUMNS.iter().find_map(|n| col(n)).ok_or_else(|| err(1, "no date or timestamp column"))?;
+    // A first column without a name is the date: a table's index written out as pandas writes
+    // it (backtesting.py's bundled data, for one).
+    let time = TIME_COLUMNS
+        .iter()
+        .find_map(|n| col(n))
+        .or_else(|| names.first().filter(|n| n.is_empty()).map(|_| 0))
+        .ok_or_else(|| err(1, "no date or timestamp column"))?;
     let mut index = [0usize; 5];
     for (slot, name) in index.iter_mut().zip(["open", "high", "low", "close", "volume"]) {
         *slot = col(name).ok_or_else(|| err(1, format!("no {name} column")))?;
@@ -174,6 +181,13 @@ mod tests {
         assert_eq!(bars.len(), 2);
         assert_eq!(crate::time::format_ts(&bars[0].start), "2026-11-18T05:00:00.000Z", "sorted; New York midnight");
         assert_eq!((bars[1].open, bars[1].close), (Price::from_cents(1000), Price::from_cents(1050)));
+        // pandas' `to_csv` leaves the index column unnamed: it is the date.
+        let pandas = ",Open,High,Low,Close,Volume\n2004-08-19,100,104.06,95.96,100.34,22351900\n";
+        let bars = parse_bars_csv(pandas, Timeframe::Day).unwrap();
+        assert_eq!(
+            (crate::time::format_ts(&bars[0].start).as_str(), bars[0].volume),
+            ("2004-08-19T04:00:00.000Z", 22_351_900)
+        );
         let minute = "timestamp,open,high,low,close,volume\n2026-11-20T09:30:00-05:00,1.2345,1.24,1.23,1.235,100\n";
         let bars = parse_bars_csv(minute, Timeframe::Minute).unwrap();
         assert_eq!(

@@ -96,7 +96,7 @@ impl fmt::Display for OrderStatus {
 /// The client's id of an order: 1–64 characters of `A-Z a-z 0-9 _ - . :`.
 // Shared, not copied: an id is cloned into every map, report and effect about its order.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, utoipa::ToSchema)]
-#[schema(value_type = String)]
+#[schema(value_type = String, pattern = "^[A-Za-z0-9_.:-]{1,64}$")]
 pub struct ClientOrderId(std::sync::Arc<str>);
 
 impl ClientOrderId {

@@ -5,6 +5,11 @@
 //! Trading is long only: a `BUY` opens or adds risk, a `SELL` reduces it. While `HALTED` only
 //! sells pass (closing positions stays possible); while `REDUCING` (the daily loss limit was
 //! reached) buys are refused as `MAX_DAILY_LOSS`.
+//!
+//! The size rules (`MAX_ORDER_VALUE`, `MAX_POSITION_SIZE`, `BUYING_POWER`) also size entries:
+//! [`BuyRoom`] is the most shares each allows, so the engine sends the largest entry the gate
+//! approves rather than one it refuses. A market buy is valued at its fill price where the venue
+//! states it (a backtest), else at the last trade, plus `risk_controls.market_buy_buffer_pct`.
 
 use crate::market::Side;
 use crate::orders::{ClientOrderId, OrderType};
@@ -91,6 +96,9 @@ pub struct RiskSnapshot<'a> {
     pub blocked: bool,
     /// Last trade of the symbol; `None` when the market has none.
     pub last_price: Option<Decimal>,
+    /// The price a market order sent now fills at, when the venue states it (a backtest's fill
+    /// model: the next bar's open); `None` live, where the last trade stands for it.
+    pub market_fill: Option<Decimal>,
     /// Shares held.
     pub position: u64,
     /// Shares still to fill on working buy and sell orders of the symbol.
@@ -137,15 +145,107 @@ pub enum Verdict {
     Refused(Refusal),
 }
 
-/// Markets buys are valued this much above the last trade for buying power (as brokers do).
-pub const MARKET_BUY_BUFFER: Decimal = Decimal::from_parts(103, 0, 0, false, 2);
-
 fn risk(rule: RiskRule, limit: Value, current: Value, message: String) -> Verdict {
     Verdict::Refused(Refusal::Risk(Box::new(RiskRefusal { rule, limit, current, message })))
 }
 
 fn f64_of(d: Decimal) -> f64 {
     d.to_f64().unwrap_or(0.0)
+}
+
+/// What a buy is valued at: its limit, else its stop, else the market order's fill price where
+/// known (`market_fill`), else the last trade; positive prices only.
+pub fn reference_price(
+    limit: Option<Decimal>,
+    stop: Option<Decimal>,
+    market_fill: Option<Decimal>,
+    last: Option<Decimal>,
+) -> Option<Decimal> {
+    let positive = |p: &Decimal| *p > Decimal::ZERO;
+    limit.or(stop).or(market_fill.filter(positive)).or(last.filter(positive))
+}
+
+/// floor(`dollars` / `per_share`) whole shares (0 for no dollars), exactly: in 128-bit integers
+/// where they hold the operands (every entry is sized, and a `Decimal` division costs more than the
+/// rest of the sizing), else in `Decimal`.
+pub fn whole_shares(dollars: Decimal, per_share: Decimal) -> u64 {
+    if dollars <= Decimal::ZERO || per_share <= Decimal::ZERO {
+        return 0;
+    }
+    // dollars = a / 10^s, per share = b / 10^t: floor(a × 10^t / (b × 10^s)).
+    let exact = || {
+        let numerator = dollars.mantissa().checked_mul(10i128.checked_pow(per_share.scale())?)?;
+        let denominator = per_share.mantissa().checked_mul(10i128.checked_pow(dollars.scale())?)?;
+        Some(u64::try_from(numerator / denominator).unwrap_or(u64::MAX))
+    };
+    exact().unwrap_or_else(|| (dollars / per_share).floor().to_u64().unwrap_or(u64::MAX))
+}
+
+/// The size rules of a buy, in the gate's order: the most shares each allows.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BuyRoom {
+    /// The price the buy is valued at (see [`check`]).
+    pub reference: Decimal,
+    /// `MAX_ORDER_VALUE`: floor(max order value / reference).
+    pub order_value: u64,
+    /// `MAX_POSITION_SIZE`: the maximum position less what is held and being bought.
+    pub position_size: u64,
+    /// `BUYING_POWER`: floor(buying power / (reference × the market buy factor for market orders)).
+    pub buying_power: u64,
+}
+
+impl BuyRoom {
+    /// The room of a buy of `order_type` at `limit`/`stop` under `s`; `None` without a price to
+    /// value it at.
+    pub fn of(
+        order_type: OrderType,
+        limit: Option<Decimal>,
+        stop: Option<Decimal>,
+        s: &RiskSnapshot<'_>,
+    ) -> Option<BuyRoom> {
+        let reference = reference_price(limit, stop, s.market_fill, s.last_price).filter(|p| *p > Decimal::ZERO)?;
+        Some(BuyRoom::new(s.limits, order_type, reference, s.position + s.open_buy_quantity, s.buying_power))
+    }
+
+    /// The room of a buy of `order_type` valued at `reference` (see [`reference_price`]), with
+    /// `held` shares held and being bought and `buying_power` left.
+    pub fn new(
+        limits: &RiskControls,
+        order_type: OrderType,
+        reference: Decimal,
+        held: u64,
+        buying_power: Decimal,
+    ) -> BuyRoom {
+        let shares = whole_shares;
+        let per_share =
+            if order_type == OrderType::Market { reference * limits.market_buy_factor() } else { reference };
+        BuyRoom {
+            reference,
+            order_value: shares(limits.max_order_value, reference),
+            position_size: limits.max_position_size.saturating_sub(held),
+            buying_power: shares(buying_power, per_share),
+        }
+    }
+
+    /// The largest buy of at most `wanted` shares (`None`: as many as buying power takes) these
+    /// rules allow, and the rule that bound it below `wanted` (`None` when nothing did, and for
+    /// buying power when it was all that was asked for).
+    pub fn size(&self, wanted: Option<u64>) -> (u64, Option<(RiskRule, u64)>) {
+        let mut size = wanted.unwrap_or(self.buying_power);
+        let mut bound = None;
+        let rules = [
+            (RiskRule::MaxOrderValue, self.order_value),
+            (RiskRule::MaxPositionSize, self.position_size),
+            (RiskRule::BuyingPower, self.buying_power),
+        ];
+        for (rule, room) in rules {
+            if room < size {
+                size = room;
+                bound = Some((rule, room));
+            }
+        }
+        (size, bound)
+    }
 }
 
 /// Checks one order. Fails fast in a fixed order.
@@ -253,7 +353,7 @@ pub fn check(order: &OrderIntent<'_>, s: &RiskSnapshot<'_>, now: Timestamp) -> V
     if s.blocked {
         return risk(RiskRule::SymbolBlocked, json!(null), json!(order.symbol), format!("{} is blocked", order.symbol));
     }
-    let Some(reference) = order.limit_price.or(order.stop_price).or(s.last_price) else {
+    let Some(reference) = reference_price(order.limit_price, order.stop_price, s.market_fill, s.last_price) else {
         return Verdict::Refused(Refusal::Invalid {
             field: "symbol",
             reason: "has no market price to value the order".into(),
@@ -302,7 +402,7 @@ pub fn check(order: &OrderIntent<'_>, s: &RiskSnapshot<'_>, now: Timestamp) -> V
             format!("Today's loss {} reached the limit {}", (-s.daily_pnl).round_dp(2), limits.max_daily_loss),
         );
     }
-    let reserve = if order.order_type == OrderType::Market { notional * MARKET_BUY_BUFFER } else { notional };
+    let reserve = if order.order_type == OrderType::Market { notional * limits.market_buy_factor() } else { notional };
     if reserve > s.buying_power {
         return risk(
             RiskRule::BuyingPower,

@@ -8,7 +8,7 @@ use std::fmt;
 // per-symbol map, millions of times a second in a backtest. (A plain comment: a doc comment
 // would become the schema's description in the OpenAPI document.)
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, utoipa::ToSchema)]
-#[schema(value_type = String, example = "ABCD")]
+#[schema(value_type = String, example = "ABCD", pattern = "^[A-Za-z0-9.-]{1,10}$")]
 pub struct Symbol(Inline);
 
 /// Up to [`Symbol::MAX_LEN`] ASCII bytes, zero-padded to 15, then the length. The bytes are

@@ -1,6 +1,8 @@
 //! Benchmark of the trading engine (issue 4): market events per second through
 //! `Engine::handle` with 50 watched symbols running `momentum_breakout`, no I/O.
 //! `cargo run --release --example engine_bench -- [symbols] [runs]`
+// A benchmark measures wall time; only logic must read time through the injected clock.
+#![allow(clippy::disallowed_methods)]
 
 use chrono::NaiveDate;
 use rust_decimal::Decimal;

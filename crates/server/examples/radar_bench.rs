@@ -1,6 +1,8 @@
 //! Benchmark of the live market (issue 3): radar scan time over the whole universe, the feed's
 //! work per minute, and resident memory with the universe live.
 //! `cargo run --release --example radar_bench -- [symbols] [minutes]`
+// A benchmark measures wall time; only logic must read time through the injected clock.
+#![allow(clippy::disallowed_methods)]
 
 use chrono::Duration;
 use std::sync::Arc;
@@ -31,7 +33,7 @@ fn main() {
     let minutes = args.get(1).copied().unwrap_or(30);
     let before = rss_mib();
     let sim = SimulatedMarket::new(20261121, symbols);
-    let live = LiveMarket::new(sim.universe.clone(), 1.0);
+    let live = LiveMarket::new(sim.universe.clone(), 1.0, std::sync::Arc::new(tradeops_server::clock::SystemClock));
     let calendar = MarketCalendar::new(MarketCalendarKind::Nyse);
     let filters = MomentumRadarSettings::default();
     let start = parse_ts("2026-11-20T15:00:00Z").expect("valid");

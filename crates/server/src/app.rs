@@ -1,7 +1,8 @@
 //! Building and running the service: storage, cache, tokens, settings, health, router, listener.
 //! Tests build exactly this, on port 0.
 
-use crate::auth::{generate_token, RateLimiter, TokenRegistry};
+use crate::auth::{generate_token, TokenRegistry};
+use crate::budget::RateLimiter;
 use crate::clock::ScaledClock;
 use crate::config::{redact, Config};
 use crate::extract::MAX_BODY_BYTES;
@@ -101,7 +102,7 @@ impl Application {
             None => clock.clone(),
         };
         let simulated = SimulatedMarket::new(config.sim.seed, config.sim.symbols as usize);
-        let live = Arc::new(LiveMarket::new(simulated.universe.clone(), speed));
+        let live = Arc::new(LiveMarket::new(simulated.universe.clone(), speed, clock.clone()));
         let market: Arc<dyn MarketData> = Arc::new(simulated);
         let state = AppState::new(Inner {
             radar: RadarService::new(cache.clone(), Arc::new(db.clone())),
@@ -124,13 +125,13 @@ impl Application {
             audit: crate::audit_outbox::AuditOutbox::wrap(Arc::new(db.clone())),
             audit_store: Arc::new(db.clone()),
             config,
-            clock,
+            clock: clock.clone(),
             db,
             cache,
             tokens,
             settings,
             health: HealthMonitor::default(),
-            metrics: Metrics::default(),
+            metrics: Metrics::new(clock.clone()),
         });
         if let Some(live) = &state.live {
             warm_up(&state, live.clone()).await?;
@@ -227,8 +228,7 @@ async fn bootstrap_admin(config: &Config, tokens: &TokenRegistry, clock: &dyn Cl
     let fail = |e: crate::error::ApiError| anyhow::anyhow!("bootstrap admin token: {}", e.message);
     if let Some(secret) = &config.auth.admin_token {
         if tokens.resolve(secret, now).is_none() {
-            tokens.revoke(BOOTSTRAP_TOKEN_NAME, now).await.map_err(fail)?;
-            tokens.create(BOOTSTRAP_TOKEN_NAME, Role::Admin, secret, "config", now).await.map_err(fail)?;
+            tokens.replace(BOOTSTRAP_TOKEN_NAME, Role::Admin, secret, "config", now).await.map_err(fail)?;
         }
         return Ok(None);
     }
@@ -262,6 +262,52 @@ fn spawn_background(state: &AppState) -> Vec<JoinHandle<()>> {
             }
         })
     };
+    // Tokens created or revoked elsewhere (the CLI, another node) take effect within a poll,
+    // and on PostgreSQL at once, when their write's notification arrives; a failed poll (the
+    // database is down) keeps the tokens already known.
+    let announced = Arc::new(tokio::sync::Notify::new());
+    let token_notices = state.db.token_change_listener().map(|mut listener| {
+        let announced = announced.clone();
+        tokio::spawn(async move {
+            loop {
+                match listener.next().await {
+                    // A change, or a (re)connection after which one may have gone unannounced.
+                    Ok(_) => announced.notify_one(),
+                    Err(e) => {
+                        tracing::debug!(error = %e, "cannot listen for token changes; polling only");
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                    }
+                }
+            }
+        })
+    });
+    let token_changes = {
+        let state = state.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(crate::auth::TOKEN_POLL_EVERY);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let mut failing = false;
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => {}
+                    _ = announced.notified() => {}
+                }
+                match state.tokens.refresh().await {
+                    Ok(reloaded) => {
+                        if reloaded {
+                            tracing::debug!("tokens changed in the database; reloaded");
+                        }
+                        failing = false;
+                    }
+                    Err(e) if !failing => {
+                        failing = true;
+                        tracing::warn!(error = %e.message, "could not look for token changes; known tokens stay valid");
+                    }
+                    Err(_) => {}
+                }
+            }
+        })
+    };
     // Outages are noticed within a probe: requests are then refused at once with
     // SERVICE_UNAVAILABLE instead of each waiting for a connection.
     let database = {
@@ -278,6 +324,7 @@ fn spawn_background(state: &AppState) -> Vec<JoinHandle<()>> {
     let mut tasks = vec![
         health,
         token_usage,
+        token_changes,
         database,
         tokio::spawn(crate::downloads::run_worker(state.clone())),
         tokio::spawn(crate::backtests::run_worker(state.clone())),
@@ -286,6 +333,7 @@ fn spawn_background(state: &AppState) -> Vec<JoinHandle<()>> {
     if let Some(live) = &state.live {
         tasks.push(tokio::spawn(run_feed(state.clone(), live.clone())));
     }
+    tasks.extend(token_notices);
     tasks
 }
 

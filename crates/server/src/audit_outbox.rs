@@ -70,9 +70,22 @@ impl AuditOutbox {
 
     /// Writes the held rows, oldest first, until the database is unavailable again (a row
     /// refused for any other reason is logged and set aside, so it cannot block the rest). Does
-    /// nothing while another flush runs.
+    /// nothing while another flush runs (the background retry).
     pub async fn flush(&self) {
         let Ok(_only) = self.flushing.try_lock() else { return };
+        self.write_held().await;
+    }
+
+    /// Writes the held rows as [`AuditOutbox::flush`] does, after waiting for a flush already
+    /// running: what the service does last before closing the database, so a row the
+    /// background retry was still writing is not dropped with the process.
+    pub async fn flush_all(&self) {
+        let _only = self.flushing.lock().await;
+        self.write_held().await;
+    }
+
+    /// The flush itself; the caller holds `flushing` (two would write the same front row twice).
+    async fn write_held(&self) {
         loop {
             let next = self.lock().rows.front().cloned();
             let Some(entry) = next else { break };
@@ -147,7 +160,7 @@ impl AuditRepository for AuditOutbox {
     }
 
     async fn flush_held(&self) {
-        self.flush().await;
+        self.flush_all().await;
     }
 }
 
@@ -156,11 +169,12 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicBool, Ordering};
 
-    /// An audit log that is down until told otherwise.
+    /// An audit log that is down until told otherwise, and takes `write_time` per write.
     #[derive(Default)]
     struct Flaky {
         up: AtomicBool,
         rows: Mutex<Vec<AuditEntry>>,
+        write_time: Duration,
     }
 
     #[async_trait]
@@ -169,6 +183,7 @@ mod tests {
             if !self.up.load(Ordering::SeqCst) {
                 return Err(StoreError::Unavailable("down".into()));
             }
+            tokio::time::sleep(self.write_time).await;
             let mut rows = self.rows.lock().unwrap();
             rows.push(entry.clone());
             Ok(rows.len() as i64)
@@ -215,6 +230,27 @@ mod tests {
         assert_eq!(actions, ["first", "second", "third"]);
         assert_eq!(outbox.held(), 0);
         assert_eq!(outbox.append_audit(&entry("fourth")).await.unwrap(), 4, "written at once again");
+    }
+
+    /// At shutdown the service writes what is held: it waits for the background retry that is
+    /// writing the first row instead of returning while rows are still held.
+    #[tokio::test(start_paused = true)]
+    async fn the_last_flush_waits_for_the_retry_in_progress() {
+        let log = Arc::new(Flaky { write_time: Duration::from_millis(100), ..Flaky::default() });
+        let outbox = AuditOutbox::wrap(log.clone());
+        outbox.append_audit(&entry("halt")).await.unwrap();
+        outbox.append_audit(&entry("resume")).await.unwrap();
+        log.up.store(true, Ordering::SeqCst);
+        let retry = tokio::spawn({
+            let outbox = outbox.clone();
+            async move { outbox.flush().await }
+        });
+        tokio::time::sleep(Duration::from_millis(10)).await; // the retry is writing "halt"
+        outbox.flush_held().await;
+        assert_eq!(outbox.held(), 0, "nothing left held when the service closes the database");
+        let actions: Vec<_> = log.rows.lock().unwrap().iter().map(|r| r.action.clone()).collect();
+        assert_eq!(actions, ["halt", "resume"]);
+        retry.await.unwrap();
     }
 
     #[tokio::test]

@@ -1,8 +1,17 @@
 //! Authentication (CONTRACT §6): bearer tokens stored only as SHA-256 hashes, three roles, a
 //! bootstrap admin token, a per-token rate limit, and a per-address one for callers without a
 //! valid token. Active tokens are held in memory so a request costs one hash and one map
-//! lookup; revoking removes the token from memory after the database, so a revoked token is
+//! lookup, whether the token is known or not (a flood of bad tokens never reaches the
+//! database); revoking removes the token from memory after the database, so a revoked token is
 //! refused at once.
+//!
+//! Tokens written elsewhere (the `tradeops token` CLI, another node) reach memory through the
+//! token version the store bumps with every token write: the service polls it every
+//! [`TOKEN_POLL_EVERY`] ([`TokenRegistry::refresh`], one single-row read) and reloads the
+//! active tokens when it moved; on PostgreSQL the write's notification (LISTEN/NOTIFY) triggers
+//! the same refresh at once, and the poll remains for notifications a lost connection missed.
+//! While the database is unavailable the poll fails and the tokens already in memory keep
+//! working.
 
 use crate::client_limit::ClientAddr;
 use crate::error::{ApiError, ApiResult, ErrorCode};
@@ -12,11 +21,19 @@ use axum::http::request::Parts;
 use rand::RngCore;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::sync::{Mutex, RwLock};
-use std::time::Instant;
+use std::time::Duration;
 use tradeops_core::Role;
-use tradeops_store::{TokenRecord, TokenRepository};
+use tradeops_store::{Revocation, TokenRecord, TokenRepository};
+
+/// How often the service looks for token writes made elsewhere: a token created or revoked by
+/// the CLI takes effect within this (plus one reload).
+pub const TOKEN_POLL_EVERY: Duration = Duration::from_millis(250);
+
+/// The guard named by a refused revoke of the last active admin token.
+pub const LAST_ADMIN_GUARD: &str = "last_admin_token";
 
 /// Who is calling.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -56,25 +73,48 @@ pub struct TokenRegistry {
     repo: Arc<dyn TokenRepository>,
     by_hash: RwLock<HashMap<String, Principal>>,
     last_used: Mutex<HashMap<String, i64>>,
-    /// Serialises create and revoke so memory always ends as the database does.
+    /// Serialises create, revoke and reload so memory always ends as the database does.
     writes: tokio::sync::Mutex<()>,
+    /// The token version (see the store's `token_changes`) the map was loaded at.
+    version: AtomicI64,
 }
 
 impl TokenRegistry {
     pub async fn load(repo: Arc<dyn TokenRepository>) -> ApiResult<TokenRegistry> {
-        let registry =
-            TokenRegistry { repo, by_hash: RwLock::default(), last_used: Mutex::default(), writes: Default::default() };
+        let registry = TokenRegistry {
+            repo,
+            by_hash: RwLock::default(),
+            last_used: Mutex::default(),
+            writes: Default::default(),
+            version: AtomicI64::new(i64::MIN),
+        };
         registry.reload().await?;
         Ok(registry)
     }
 
+    /// Reloads the active tokens when the stored token version moved since the last load:
+    /// one single-row read otherwise. True when it reloaded. An error (the database is
+    /// unavailable) leaves the tokens in memory as they were.
+    pub async fn refresh(&self) -> ApiResult<bool> {
+        if self.repo.token_version().await? == self.version.load(Ordering::Acquire) {
+            return Ok(false);
+        }
+        self.reload().await?;
+        Ok(true)
+    }
+
     async fn reload(&self) -> ApiResult<()> {
+        let _write = self.writes.lock().await;
+        // The version first: a write landing between the two reads moves it past what is
+        // recorded here, so the next refresh loads again.
+        let version = self.repo.token_version().await?;
         let mut map = HashMap::new();
         for t in self.repo.active_tokens().await? {
             let role = t.role.parse::<Role>().map_err(ApiError::internal)?;
             map.insert(t.token_hash, Principal { name: t.name, role });
         }
         *self.by_hash.write().unwrap_or_else(|e| e.into_inner()) = map;
+        self.version.store(version, Ordering::Release);
         Ok(())
     }
 
@@ -97,19 +137,8 @@ impl TokenRegistry {
     /// Stores a token under `name`; returns an error naming the clash when the name is taken.
     pub async fn create(&self, name: &str, role: Role, secret: &str, created_by: &str, now_ms: i64) -> ApiResult<()> {
         let _write = self.writes.lock().await;
-        let record = TokenRecord {
-            name: name.to_string(),
-            role: role.as_str().to_string(),
-            token_hash: hash_token(secret),
-            created_at: now_ms,
-            created_by: created_by.to_string(),
-            last_used_at: None,
-        };
-        match self.repo.insert_token(&record).await {
-            Ok(()) => {}
-            Err(tradeops_store::StoreError::Conflict(reason)) => return Err(ApiError::validation("name", reason)),
-            Err(e) => return Err(e.into()),
-        }
+        let record = token_record(name, role, secret, created_by, now_ms);
+        self.repo.insert_token(&record).await.map_err(name_clash)?;
         self.by_hash
             .write()
             .unwrap_or_else(|e| e.into_inner())
@@ -117,12 +146,37 @@ impl TokenRegistry {
         Ok(())
     }
 
-    /// Revokes the token named `name`; false when no active token has that name.
+    /// Makes `secret` the one active token named `name`, revoking the one it replaces in the
+    /// same transaction (so replacing the only admin token never leaves none).
+    pub async fn replace(&self, name: &str, role: Role, secret: &str, created_by: &str, now_ms: i64) -> ApiResult<()> {
+        let _write = self.writes.lock().await;
+        let record = token_record(name, role, secret, created_by, now_ms);
+        self.repo.replace_token(&record).await.map_err(name_clash)?;
+        let mut by_hash = self.by_hash.write().unwrap_or_else(|e| e.into_inner());
+        by_hash.retain(|_, p| p.name != name);
+        by_hash.insert(record.token_hash, Principal { name: name.to_string(), role });
+        Ok(())
+    }
+
+    /// Revokes the token named `name`; false when no active token has that name. The last
+    /// active admin token is not revoked: `SETTINGS_UPDATE_BLOCKED` (guard
+    /// [`LAST_ADMIN_GUARD`]), since nobody could then manage tokens without shell access.
     pub async fn revoke(&self, name: &str, now_ms: i64) -> ApiResult<bool> {
         let _write = self.writes.lock().await;
-        let revoked = self.repo.revoke_token(name, now_ms).await?;
+        match self.repo.revoke_token(name, now_ms).await? {
+            Revocation::Revoked => {}
+            Revocation::NotFound => return Ok(false),
+            Revocation::LastAdmin => {
+                let reason = format!(
+                    "{name:?} is the last active admin token: create another admin token before revoking it, \
+                     or nobody could manage tokens or guarded settings"
+                );
+                return Err(ApiError::new(ErrorCode::SettingsUpdateBlocked, reason.clone())
+                    .with_detail(serde_json::json!({"guard": LAST_ADMIN_GUARD, "reason": reason, "name": name})));
+            }
+        }
         self.by_hash.write().unwrap_or_else(|e| e.into_inner()).retain(|_, p| p.name != name);
-        Ok(revoked)
+        Ok(true)
     }
 
     pub async fn list(&self) -> ApiResult<Vec<TokenRecord>> {
@@ -142,34 +196,24 @@ impl TokenRegistry {
     }
 }
 
-/// Token buckets per principal.
-pub struct RateLimiter {
-    per_second: f64,
-    burst: f64,
-    buckets: Mutex<HashMap<String, (f64, Instant)>>,
+/// A store error as the API says it: a clash with an active token's name or secret is a
+/// `VALIDATION_ERROR` of `name`.
+fn name_clash(e: tradeops_store::StoreError) -> ApiError {
+    match e {
+        tradeops_store::StoreError::Conflict(reason) => ApiError::validation("name", reason),
+        e => e.into(),
+    }
 }
 
-impl RateLimiter {
-    pub fn new(per_second: u32, burst: u32) -> Self {
-        Self { per_second: per_second.into(), burst: burst.into(), buckets: Mutex::default() }
-    }
-
-    /// Takes one request from `key`'s budget, or says how many seconds until one is available.
-    pub fn check(&self, key: &str) -> Result<(), u64> {
-        let now = Instant::now();
-        let mut buckets = self.buckets.lock().unwrap_or_else(|e| e.into_inner());
-        if !buckets.contains_key(key) {
-            buckets.insert(key.to_string(), (self.burst, now));
-        }
-        let (tokens, last) = buckets.get_mut(key).expect("inserted above");
-        *tokens = (*tokens + now.duration_since(*last).as_secs_f64() * self.per_second).min(self.burst);
-        *last = now;
-        if *tokens >= 1.0 {
-            *tokens -= 1.0;
-            Ok(())
-        } else {
-            Err(((1.0 - *tokens) / self.per_second).ceil().max(1.0) as u64)
-        }
+fn token_record(name: &str, role: Role, secret: &str, created_by: &str, now_ms: i64) -> TokenRecord {
+    TokenRecord {
+        name: name.to_string(),
+        role: role.as_str().to_string(),
+        token_hash: hash_token(secret),
+        created_at: now_ms,
+        created_by: created_by.to_string(),
+        last_used_at: None,
+        revoked_at: None,
     }
 }
 
@@ -203,7 +247,7 @@ pub fn identify(state: &AppState, parts: &Parts) -> ApiResult<Principal> {
 
 /// Spends one request of `key`'s rate budget.
 pub fn spend(state: &AppState, key: &str) -> ApiResult<()> {
-    state.rate_limiter.check(key).map_err(rate_limited)
+    state.rate_limiter.check(key, state.clock.now().timestamp_millis()).map_err(rate_limited)
 }
 
 fn rate_limited(retry_after: u64) -> ApiError {
@@ -239,17 +283,45 @@ mod tests {
         let (a, b) = (generate_token(), generate_token());
         assert_ne!(a, b);
         assert!(a.starts_with("tro_") && a.len() == 68);
-        assert_eq!(hash_token(&a), hash_token(&a));
-        assert_ne!(hash_token(&a), a);
+        assert!(a[4..].bytes().all(|b| b.is_ascii_hexdigit()), "{a}");
+        // Stored hashes are SHA-256 hex of the whole token (what `token create` writes).
+        assert_eq!(hash_token("tro_x"), "ea3d38061ca444be736427231fd50043f628d2ba1bf19b0cfe194191cd7d5c67");
     }
 
-    #[test]
-    fn rate_limiter_allows_the_burst_then_refuses() {
-        let limiter = RateLimiter::new(1, 3);
-        for _ in 0..3 {
-            assert!(limiter.check("t").is_ok());
-        }
-        assert_eq!(limiter.check("t"), Err(1));
-        assert!(limiter.check("other").is_ok(), "budgets are per token");
+    async fn sqlite() -> (tempfile::TempDir, tradeops_store::Database) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = tradeops_store::Database::open(&format!("sqlite://{}/t.db", dir.path().display())).await.unwrap();
+        (dir, db)
+    }
+
+    /// A token written by another process (here: another registry, as the CLI does) is picked
+    /// up by the next refresh, and a revoke too; no change costs one read and no reload.
+    #[tokio::test]
+    async fn refresh_picks_up_tokens_written_elsewhere() {
+        let (_dir, db) = sqlite().await;
+        let service = TokenRegistry::load(Arc::new(db.clone())).await.unwrap();
+        let cli = TokenRegistry::load(Arc::new(db.clone())).await.unwrap();
+        cli.create("root", Role::Admin, "tro_root", "cli", 1).await.unwrap();
+        cli.create("bot", Role::Viewer, "tro_bot", "cli", 2).await.unwrap();
+        assert_eq!(service.resolve("tro_bot", 3), None, "not loaded yet");
+        assert!(service.refresh().await.unwrap());
+        assert_eq!(service.resolve("tro_bot", 3).map(|p| p.role), Some(Role::Viewer));
+        assert!(!service.refresh().await.unwrap(), "nothing changed: no reload");
+        assert!(cli.revoke("bot", 4).await.unwrap());
+        assert!(service.refresh().await.unwrap());
+        assert_eq!(service.resolve("tro_bot", 5), None);
+        assert!(service.resolve("tro_root", 5).is_some());
+    }
+
+    /// While the database cannot be read, refreshing fails and the known tokens keep working.
+    #[tokio::test]
+    async fn known_tokens_survive_a_database_outage() {
+        let (_dir, db) = sqlite().await;
+        let service = TokenRegistry::load(Arc::new(db.clone())).await.unwrap();
+        service.create("root", Role::Admin, "tro_root", "test", 1).await.unwrap();
+        db.close().await;
+        assert!(service.refresh().await.is_err());
+        assert_eq!(service.resolve("tro_root", 2).map(|p| p.name), Some("root".to_string()));
+        assert_eq!(service.resolve("tro_unknown", 2), None);
     }
 }

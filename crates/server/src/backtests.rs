@@ -32,41 +32,121 @@ pub struct BacktestQueue {
 pub struct BacktestRequest {
     /// A strategy of `GET /api/strategies`.
     pub strategy_id: String,
-    #[schema(value_type = String)]
     pub symbol: Symbol,
     /// RFC 3339: bars starting at or after it.
     #[serde(with = "tradeops_core::time::serde_ts")]
-    #[schema(value_type = String)]
+    #[schema(value_type = String, format = DateTime)]
     pub start: Timestamp,
     /// RFC 3339: bars starting before it.
     #[serde(with = "tradeops_core::time::serde_ts")]
-    #[schema(value_type = String)]
+    #[schema(value_type = String, format = DateTime)]
     pub end: Timestamp,
     /// `1m` (default) or `1d`.
+    #[schema(nullable = false)]
     pub timeframe: Option<Timeframe>,
     /// Strategy parameters (see `GET /api/strategies`); defaults fill what is left out.
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<Object>, nullable = false)]
     pub parameters: Option<Map<String, Value>>,
     /// Dollars (default 100,000).
-    #[schema(value_type = Option<f64>)]
+    #[schema(value_type = Option<f64>, nullable = false, minimum = 1, maximum = 1000000000000.0)]
     #[serde(default, with = "rust_decimal::serde::float_option")]
     pub initial_cash: Option<Decimal>,
     /// Fraction of traded value charged on every fill (default 0).
-    #[schema(value_type = Option<f64>)]
+    #[schema(value_type = Option<f64>, nullable = false, minimum = 0, maximum = 0.1)]
     #[serde(default, with = "rust_decimal::serde::float_option")]
     pub commission_rate: Option<Decimal>,
     /// Basis points every fill moves against the order (default 0).
-    #[schema(value_type = Option<f64>)]
+    #[schema(value_type = Option<f64>, nullable = false, minimum = 0, maximum = 1000)]
     #[serde(default, with = "rust_decimal::serde::float_option")]
     pub slippage_bps: Option<Decimal>,
     /// `NEXT_OPEN` (default) or `CLOSE`.
+    #[schema(nullable = false)]
     pub fill: Option<FillModel>,
     /// Overrides of the effective settings for this run only, in the shape of a
     /// `PUT /api/settings` body (for example `{"risk_controls": {"max_daily_loss": 5000}}`),
     /// validated the same way. The run otherwise trades under the operator's settings — the same
     /// risk gate as live.
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<Object>, nullable = false)]
     pub settings: Option<Map<String, Value>>,
+}
+
+/// A backtest run, as `GET /api/backtests/{backtest_id}` returns it; the rows of
+/// `GET /api/backtests` leave out `effective_settings`, `trades`, `equity_curve` and the result's
+/// other details (the shape `run_json` writes). Metrics are null until `COMPLETED`, and also
+/// after it where they are undefined: `sharpe_ratio` with fewer than two daily returns or none
+/// varying, `win_loss_ratio` without both a win and a loss, `win_rate` and `expectancy` without
+/// trades, `profit_factor` without a loss.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct BacktestRun {
+    pub backtest_id: String,
+    /// `QUEUED`, `RUNNING`, `COMPLETED`, `FAILED` or `CANCELED`.
+    pub status: String,
+    /// 0..1.
+    pub progress: f64,
+    pub strategy_id: String,
+    pub strategy_version: String,
+    pub symbol: String,
+    pub start: String,
+    pub end: String,
+    /// `1m` or `1d`.
+    pub timeframe: String,
+    /// Every strategy parameter, defaults filled in.
+    #[schema(value_type = Object)]
+    pub parameters: Value,
+    pub initial_cash: f64,
+    pub commission_rate: f64,
+    pub slippage_bps: f64,
+    /// `NEXT_OPEN` or `CLOSE`.
+    pub fill: String,
+    /// The request's settings overrides, as sent.
+    #[schema(value_type = Option<Object>)]
+    pub settings: Option<Value>,
+    /// The settings the run traded under (the run's detail only).
+    #[schema(value_type = Option<Object>)]
+    pub effective_settings: Option<Value>,
+    /// `risk_controls.market_buy_buffer_pct` the run traded under: market entries are valued
+    /// this much above their fill price for buying power (0 buys as many shares as cash takes at
+    /// the fill price, as backtesting.py does).
+    pub market_buy_buffer_pct: f64,
+    pub requested_by: String,
+    pub created_at: String,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+    /// Why a `FAILED` run failed.
+    pub error: Option<String>,
+    /// Fraction (0.12 = +12 %).
+    pub total_return: Option<f64>,
+    /// Annualised, risk-free 0, from daily equity returns; null when undefined (fewer than two
+    /// daily returns, or no variance: a run that never traded).
+    pub sharpe_ratio: Option<f64>,
+    /// Fraction, positive.
+    pub max_drawdown: Option<f64>,
+    /// Average win / average loss; null without both.
+    pub win_loss_ratio: Option<f64>,
+    /// Null without trades.
+    pub win_rate: Option<f64>,
+    /// Gross profit / gross loss; null without a loss.
+    pub profit_factor: Option<f64>,
+    pub trade_count: Option<u64>,
+    /// Orders the risk gate refused, by rule (`MAX_ORDER_VALUE`, `BUYING_POWER`, …): why a run
+    /// that traded nothing did not. Empty when none was refused; null until `COMPLETED`.
+    pub refusals: Option<std::collections::BTreeMap<String, u64>>,
+    /// Mean trade P&L, dollars; null without trades (detail only).
+    pub expectancy: Option<f64>,
+    pub gross_profit: Option<f64>,
+    pub gross_loss: Option<f64>,
+    /// Daily returns the Sharpe ratio was computed from.
+    pub sharpe_days: Option<u32>,
+    pub final_equity: Option<f64>,
+    pub bars: Option<u64>,
+    pub orders: Option<u64>,
+    /// Rows as `GET /api/trades` (detail only; null until `COMPLETED`).
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub trades: Option<Vec<Value>>,
+    /// `timestamp`, `equity`; at most 2,000 points (detail only; null until `COMPLETED`).
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub equity_curve: Option<Vec<Value>>,
 }
 
 /// A validated run, as stored in the row's `request`.
@@ -95,7 +175,7 @@ struct Stored {
 
 fn bounded(field: &'static str, value: Decimal, min: Decimal, max: Decimal) -> Result<Decimal, ApiError> {
     if value < min || value > max {
-        return Err(ApiError::validation(field, format!("must be between {min} and {max}")));
+        return Err(crate::fields::refuse(field));
     }
     Ok(value)
 }
@@ -190,8 +270,25 @@ pub async fn enqueue(state: &AppState, req: BacktestRequest, actor: &str) -> Api
     Ok(record)
 }
 
-const METRICS: [&str; 7] =
-    ["total_return", "sharpe_ratio", "max_drawdown", "win_loss_ratio", "win_rate", "profit_factor", "trade_count"];
+/// What list rows show of a result (null until `COMPLETED`).
+const METRICS: [&str; 8] = [
+    "total_return",
+    "sharpe_ratio",
+    "max_drawdown",
+    "win_loss_ratio",
+    "win_rate",
+    "profit_factor",
+    "trade_count",
+    "refusals",
+];
+
+/// The market buy buffer a run traded under: its effective settings' (runs stored before the
+/// setting existed traded under the constant 3 % it replaced).
+fn market_buy_buffer_pct(effective_settings: Option<&Value>) -> f64 {
+    effective_settings
+        .and_then(|s| s["risk_controls"]["market_buy_buffer_pct"].as_f64())
+        .unwrap_or(tradeops_core::settings::RiskControls::default().market_buy_buffer_pct)
+}
 
 /// `GET /api/backtests/{id}` (with the result) and the list row and event (without).
 pub fn run_json(r: &BacktestRecord, with_result: bool) -> Value {
@@ -201,6 +298,7 @@ pub fn run_json(r: &BacktestRecord, with_result: bool) -> Value {
     });
     let fields = out.as_object_mut().expect("an object");
     if let Ok(Value::Object(request)) = serde_json::from_str::<Value>(&r.request) {
+        fields.insert("market_buy_buffer_pct".into(), json!(market_buy_buffer_pct(request.get("effective_settings"))));
         for (k, v) in request {
             if k == "effective_settings" && !with_result {
                 continue;

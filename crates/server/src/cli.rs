@@ -1,10 +1,17 @@
-//! The `tradeops` command line: `serve`, `migrate`, `token create`.
+//! The `tradeops` command line: `serve`, `migrate`, `token create|revoke|list`, `data import`.
+//!
+//! Token commands work on the database through the same [`TokenRegistry`] and repositories as
+//! the service (never its routes), are audited like the API's token actions (actor `cli`), and
+//! reach a running service on the same database within its token poll
+//! ([`crate::auth::TOKEN_POLL_EVERY`]), without a restart.
 
 use crate::app::{shutdown_signal, Application};
 use crate::auth::{generate_token, TokenRegistry};
 use crate::clock::SystemClock;
 use crate::config::{redact, Config};
-use crate::routes::auth::validate_token_name;
+use crate::error::ApiError;
+use crate::guard::Action;
+use crate::routes::auth::{validate_token_name, TOKEN_CREATE, TOKEN_REVOKE};
 use crate::telemetry;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -12,8 +19,9 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
-use tradeops_core::{Clock, Role};
-use tradeops_store::Database;
+use tradeops_core::time::{format_ts, from_epoch_ms};
+use tradeops_core::{Clock, Role, Settings, TradingMode};
+use tradeops_store::{AuditEntry, AuditRepository, Database, SettingsRepository, TokenRepository};
 
 #[derive(Parser, Debug)]
 #[command(name = "tradeops", version, about = "Momentum day trading service and operator console backend")]
@@ -66,6 +74,13 @@ pub enum TokenCommand {
         #[arg(long)]
         role: String,
     },
+    /// Revoke the active token named N (refused for the last active admin token).
+    Revoke {
+        #[arg(long)]
+        name: String,
+    },
+    /// List every token: name, role, created, last used, revoked (never the secret).
+    List,
 }
 
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
@@ -91,21 +106,97 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             println!("{stored} {} bars of {symbol} stored", timeframe.as_str());
             Ok(())
         }
-        Command::Token { command: TokenCommand::Create { name, role } } => {
-            validate_token_name(&name).map_err(|e| anyhow::anyhow!("{}", e.message))?;
-            let role: Role = role.parse().map_err(|e: String| anyhow::anyhow!("--role {e}"))?;
+        Command::Token { command } => {
             let db = Database::open(&config.database_url).await?;
-            let tokens =
-                TokenRegistry::load(Arc::new(db.clone())).await.map_err(|e| anyhow::anyhow!("{}", e.message))?;
-            let secret = generate_token();
-            tokens
-                .create(&name, role, &secret, "cli", SystemClock.now().timestamp_millis())
-                .await
-                .map_err(|e| anyhow::anyhow!("{}", e.message))?;
-            println!("{secret}");
-            eprintln!("token {name:?} ({role}) created; the secret above is shown only once");
-            Ok(())
+            match command {
+                TokenCommand::Create { name, role } => token_create(&db, &name, &role).await,
+                TokenCommand::Revoke { name } => token_revoke(&db, &name).await,
+                TokenCommand::List => token_list(&db).await,
+            }
         }
+    }
+}
+
+async fn token_create(db: &Database, name: &str, role: &str) -> anyhow::Result<()> {
+    validate_token_name(name).map_err(|e| anyhow::anyhow!("{}", e.message))?;
+    let role: Role = role.parse().map_err(|e: String| anyhow::anyhow!("--role {e}"))?;
+    let tokens = TokenRegistry::load(Arc::new(db.clone())).await.map_err(|e| anyhow::anyhow!("{}", e.message))?;
+    let secret = generate_token();
+    let created = tokens.create(name, role, &secret, "cli", SystemClock.now().timestamp_millis()).await;
+    audit(db, TOKEN_CREATE, name, serde_json::json!({"name": name, "role": role}), &created).await;
+    created.map_err(|e| anyhow::anyhow!("{}", e.message))?;
+    println!("{secret}");
+    eprintln!("token {name:?} ({role}) created; the secret above is shown only once");
+    Ok(())
+}
+
+async fn token_revoke(db: &Database, name: &str) -> anyhow::Result<()> {
+    validate_token_name(name).map_err(|e| anyhow::anyhow!("--name {}", e.message))?;
+    let tokens = TokenRegistry::load(Arc::new(db.clone())).await.map_err(|e| anyhow::anyhow!("{}", e.message))?;
+    let revoked = match tokens.revoke(name, SystemClock.now().timestamp_millis()).await {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(ApiError::not_found(format!("No active token named {name:?}"))),
+        Err(e) => Err(e),
+    };
+    audit(db, TOKEN_REVOKE, name, serde_json::json!({}), &revoked).await;
+    revoked.map_err(|e| anyhow::anyhow!("{} ({})", e.message, e.code.as_str()))?;
+    println!("token {name:?} revoked");
+    Ok(())
+}
+
+/// Prints every token as a table; times are RFC 3339 UTC, `-` when never.
+async fn token_list(db: &Database) -> anyhow::Result<()> {
+    let when = |ms: Option<i64>| ms.map(|ms| format_ts(&from_epoch_ms(ms))).unwrap_or_else(|| "-".into());
+    let mut rows = vec![["NAME".to_string(), "ROLE".into(), "CREATED".into(), "LAST USED".into(), "REVOKED".into()]];
+    for t in db.all_tokens().await? {
+        rows.push([t.name, t.role, when(Some(t.created_at)), when(t.last_used_at), when(t.revoked_at)]);
+    }
+    let widths: Vec<usize> = (0..5).map(|c| rows.iter().map(|r| r[c].len()).max().unwrap_or(0)).collect();
+    let mut out = std::io::stdout().lock();
+    for row in rows {
+        let cells: Vec<String> = row.iter().zip(&widths).map(|(cell, w)| format!("{cell:<w$}")).collect();
+        writeln!(out, "{}", cells.join("  ").trim_end())?;
+    }
+    Ok(())
+}
+
+/// Writes the audit row of a token command (actor `cli`, no role: whoever runs it has the
+/// database itself); a row that cannot be written is reported, not fatal.
+async fn audit<T>(
+    db: &Database,
+    action: Action,
+    target: &str,
+    request: serde_json::Value,
+    outcome: &Result<T, ApiError>,
+) {
+    let mode = match db.latest_settings().await {
+        Ok(Some(v)) => serde_json::from_str(&v.settings)
+            .ok()
+            .and_then(|doc| Settings::from_json(&doc).ok())
+            .map(|s| s.runtime.trading_mode)
+            .unwrap_or_default(),
+        _ => TradingMode::default(),
+    };
+    // The CLI runs beside the service, not its market: its rows carry the wall time (the same
+    // as market time in PAPER and LIVE).
+    let now = SystemClock.now().timestamp_millis();
+    let entry = AuditEntry {
+        ts: now,
+        wall_ts: now,
+        actor: "cli".into(),
+        role: None,
+        action: action.name.to_string(),
+        target: target.to_string(),
+        request: request.to_string(),
+        outcome: match outcome {
+            Ok(_) => "OK".to_string(),
+            Err(e) => e.code.as_str().to_string(),
+        },
+        mode: mode.as_str().to_string(),
+        request_id: format!("cli-{}", uuid::Uuid::new_v4().simple()),
+    };
+    if let Err(e) = db.append_audit(&entry).await {
+        eprintln!("warning: could not write the audit row: {e}");
     }
 }
 

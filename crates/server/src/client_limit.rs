@@ -8,6 +8,7 @@
 //! one and is swept once the table passes [`SWEEP_ABOVE`] buckets; past [`MAX_BUCKETS`] (a flood
 //! from more addresses than that at once) new addresses share one overflow bucket.
 
+use crate::budget::Bucket;
 use axum::extract::ConnectInfo;
 use axum::http::request::Parts;
 use std::collections::HashMap;
@@ -78,12 +79,6 @@ impl fmt::Display for ClientAddr {
     }
 }
 
-#[derive(Clone, Copy, Debug)]
-struct Bucket {
-    tokens: f64,
-    at_ms: i64,
-}
-
 #[derive(Default)]
 struct Buckets {
     by_addr: HashMap<ClientAddr, Bucket>,
@@ -107,17 +102,8 @@ impl ClientLimiter {
     pub fn check(&self, addr: ClientAddr, now_ms: i64) -> Result<(), u64> {
         let mut buckets = self.buckets.lock().unwrap_or_else(|e| e.into_inner());
         let addr = self.admit(&mut buckets, addr, now_ms);
-        let bucket = buckets.by_addr.entry(addr).or_insert(Bucket { tokens: self.burst, at_ms: now_ms });
-        // A clock set back refills nothing (and takes nothing back).
-        let elapsed = (now_ms - bucket.at_ms).max(0) as f64 / 1000.0;
-        bucket.tokens = (bucket.tokens + elapsed * self.per_second).min(self.burst);
-        bucket.at_ms = bucket.at_ms.max(now_ms);
-        if bucket.tokens >= 1.0 {
-            bucket.tokens -= 1.0;
-            Ok(())
-        } else {
-            Err(((1.0 - bucket.tokens) / self.per_second).ceil().max(1.0) as u64)
-        }
+        let bucket = buckets.by_addr.entry(addr).or_insert(Bucket::full(self.burst, now_ms));
+        bucket.take(now_ms, self.per_second, self.burst)
     }
 
     /// The key `addr` spends from: its own bucket, or the overflow bucket when the table is
@@ -129,7 +115,7 @@ impl ClientLimiter {
         if buckets.by_addr.len() >= SWEEP_ABOVE && now_ms - buckets.last_sweep_ms >= 1_000 {
             buckets.last_sweep_ms = now_ms;
             let (per_second, burst) = (self.per_second, self.burst);
-            buckets.by_addr.retain(|_, b| b.tokens + (now_ms - b.at_ms).max(0) as f64 / 1000.0 * per_second < burst);
+            buckets.by_addr.retain(|_, b| b.refilled(now_ms, per_second) < burst);
         }
         if buckets.by_addr.len() >= MAX_BUCKETS {
             ClientAddr::Unknown

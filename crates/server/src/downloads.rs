@@ -34,10 +34,11 @@ pub async fn enqueue(
     end: Timestamp,
     actor: &str,
 ) -> ApiResult<JobRecord> {
+    // The request's own faults before what only a lookup can tell.
+    check_range(state, timeframe, start, end, "download")?;
     if state.market.instrument(&symbol).is_none() {
         return Err(ApiError::not_found(format!("{symbol} is not a symbol of the {} market", state.market.name())));
     }
-    check_range(state, timeframe, start, end, "download")?;
     let job = new_job(state, &symbol, timeframe, (start, end), "QUEUED", actor);
     let repo: &dyn DataRepository = &state.db;
     repo.insert_job(&job).await?;

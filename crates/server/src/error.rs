@@ -140,6 +140,9 @@ impl ApiError {
         let first = errors.first().cloned().unwrap_or_else(|| FieldError::new("", "invalid request"));
         let message = if first.field.is_empty() {
             format!("Invalid request: {}", first.reason)
+        } else if ["must ", "is ", "may "].iter().any(|p| first.reason.starts_with(p)) {
+            // Reasons in the operator's words read as a sentence: "quantity must be …".
+            format!("{} {}", first.field, first.reason)
         } else {
             format!("Invalid value for {}: {}", first.field, first.reason)
         };

@@ -2,11 +2,13 @@
 //! `detail.field`, `PAYLOAD_TOO_LARGE`), never axum's plain text.
 
 use crate::error::{ApiError, ErrorCode};
-use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
+use crate::fields::{self, Source};
+use axum::extract::rejection::{BytesRejection, PathRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use bytes::Bytes;
 use serde::de::DeserializeOwned;
+use serde_json::Value;
 
 /// Maximum JSON body (CONTRACT §8).
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
@@ -56,37 +58,27 @@ pub(crate) fn body_rejection(rejection: BytesRejection) -> ApiError {
 }
 
 /// Parses a JSON body; an empty body is `{}` so bodies whose fields are all optional may be
-/// omitted. The failing field's path is reported (`detail.field`).
+/// omitted. Only a body that is not JSON at all is refused as `body`: anything else names the
+/// failing field by its path (`detail.field`) and says what it accepts ([`crate::fields`]).
 pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     let body: &[u8] = if body.iter().all(u8::is_ascii_whitespace) { b"{}" } else { body };
-    let mut de = serde_json::Deserializer::from_slice(body);
-    let parsed: T = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|_| ApiError::validation("body", "is not valid JSON (check its quotes, commas and brackets)"))?;
+    // Every request body is an object of named fields (serde would also take a struct's
+    // fields from an array, by position).
+    let Value::Object(members) = &value else {
+        return Err(ApiError::validation("body", "must be a JSON object of the request's fields"));
+    };
+    let nulls: Vec<String> = members.iter().filter(|(_, v)| v.is_null()).map(|(k, _)| k.clone()).collect();
+    let parsed: T = serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
-        let inner = e.into_inner();
-        if inner.is_syntax() || inner.is_eof() {
-            return ApiError::validation("body", format!("malformed JSON: {inner}"));
-        }
-        let reason = strip_location(&inner.to_string());
-        // A missing field is reported at its parent; name the field itself.
-        let named = reason.strip_prefix("missing field `").and_then(|rest| rest.split('`').next());
-        let field = match (path.as_str(), named) {
-            (".", Some(name)) => name.to_string(),
-            (".", None) => "body".to_string(),
-            (parent, Some(name)) => format!("{parent}.{name}"),
-            (parent, None) => parent.to_string(),
-        };
-        ApiError::validation(field, reason)
+        ApiError::fields(vec![fields::explain(&path, &e.into_inner().to_string(), Source::Body)])
     })?;
-    de.end().map_err(|e| ApiError::validation("body", format!("malformed JSON: {e}")))?;
-    Ok(parsed)
-}
-
-/// serde_json appends " at line 1 column 17"; the field path already says where.
-fn strip_location(message: &str) -> String {
-    match message.rfind(" at line ") {
-        Some(i) => message[..i].to_string(),
-        None => message.to_string(),
+    // `null` for an optional field would silently mean "the default": refuse it, naming it.
+    if let Some(field) = nulls.first() {
+        return Err(ApiError::fields(vec![fields::null(field)]));
     }
+    Ok(parsed)
 }
 
 /// A JSON body with envelope rejections.
@@ -107,22 +99,18 @@ pub struct Query<T>(pub T);
 impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Query<T> {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        match axum::extract::Query::<T>::from_request_parts(parts, state).await {
-            Ok(axum::extract::Query(value)) => Ok(Query(value)),
-            Err(rejection) => Err(query_rejection(rejection)),
-        }
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        parse_query(parts.uri.query().unwrap_or_default()).map(Query)
     }
 }
 
-fn query_rejection(rejection: QueryRejection) -> ApiError {
-    // axum's text reads "Failed to deserialize query string: limit: invalid digit found in string".
-    let text = rejection.body_text();
-    let detail = text.split_once(": ").map(|(_, rest)| rest).unwrap_or(&text);
-    match detail.split_once(": ") {
-        Some((field, reason)) if !field.contains(' ') => ApiError::validation(field, reason),
-        _ => ApiError::validation("query", detail.to_string()),
-    }
+/// Parses a query string, naming the refused parameter and what it accepts.
+pub fn parse_query<T: DeserializeOwned>(query: &str) -> Result<T, ApiError> {
+    let de = serde_urlencoded::Deserializer::new(form_urlencoded::parse(query.as_bytes()));
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        ApiError::fields(vec![fields::explain(&path, &e.into_inner().to_string(), Source::Query)])
+    })
 }
 
 /// Path parameters with envelope rejections.
@@ -162,20 +150,43 @@ mod tests {
         assert_eq!(e.detail["field"], "n");
         let e = parse_json::<Req>(br#"{"name":"x","extra":1}"#).unwrap_err();
         assert_eq!(e.detail["field"], "extra");
-        assert!(e.detail["reason"].as_str().unwrap().contains("unknown field"), "{:?}", e.detail);
+        assert_eq!(e.detail["reason"], "is not a field of this request; its fields are name, n");
         let e = parse_json::<Req>(br#"{"n":1}"#).unwrap_err();
         assert_eq!(e.detail["field"], "name");
-        assert!(e.detail["reason"].as_str().unwrap().contains("missing field `name`"), "{:?}", e.detail);
+        assert_eq!(e.detail["reason"], "is required: 1 to 64 characters of A-Z, a-z, 0-9, '_', '.' and '-'");
         let e = parse_json::<Req>(br#"{"name":"x""#).unwrap_err();
-        assert!(e.detail["reason"].as_str().unwrap().starts_with("malformed JSON"), "{:?}", e.detail);
+        assert_eq!(e.detail["field"], "body");
+        assert!(!e.message.contains("line"), "{}", e.message);
+        let e = parse_json::<Req>(br#"{"name":"x","n":null}"#).unwrap_err();
+        assert_eq!(e.detail["field"], "n");
+        let e = parse_json::<Req>(br#"[1]"#).unwrap_err();
+        assert_eq!(e.detail["field"], "body");
         let e = parse_json::<Req>(br#"{"name":"x"} trailing"#).unwrap_err();
         assert_eq!(e.detail["field"], "body");
     }
 
     #[test]
+    fn query_parameters_are_named() {
+        #[derive(Debug, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        #[allow(dead_code)]
+        struct Q {
+            limit: Option<u32>,
+        }
+        let e = parse_query::<Q>("limit=abc").unwrap_err();
+        assert_eq!(
+            (e.detail["field"].as_str(), e.detail["reason"].as_str()),
+            (Some("limit"), Some("must be a whole number from 1 to 1,000"))
+        );
+        let e = parse_query::<Q>("lim=1").unwrap_err();
+        assert_eq!(e.detail["field"], "lim");
+        assert!(parse_query::<Q>("").unwrap().limit.is_none());
+    }
+
+    #[test]
     fn empty_body_is_an_empty_object() {
         let e = parse_json::<Req>(b"  ").unwrap_err();
-        assert!(e.detail["reason"].as_str().unwrap().contains("missing field"));
+        assert!(e.detail["reason"].as_str().unwrap().starts_with("is required"));
         assert!(parse_json::<serde_json::Value>(b"").unwrap().is_object());
     }
 }

@@ -10,7 +10,7 @@ use axum::http::{HeaderName, HeaderValue};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use std::any::Any;
-use std::time::Instant;
+use tokio::time::Instant;
 
 pub const REQUEST_ID_HEADER: HeaderName = HeaderName::from_static("x-request-id");
 pub const MODE_HEADER: HeaderName = HeaderName::from_static("x-trading-mode");

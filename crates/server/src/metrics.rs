@@ -8,9 +8,10 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, RwLock};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+use tradeops_core::Clock;
 
 /// Labels are `&'static str`: methods are a fixed set and routes are interned once (route
 /// templates are finite; unmatched paths share one label), so recording allocates nothing.
@@ -47,13 +48,17 @@ pub struct Metrics {
     in_flight: Gauge,
     requests_total: AtomicU64,
     server_errors_total: AtomicU64,
-    last_server_error: Mutex<Option<Instant>>,
-    started: Instant,
+    /// Service-clock milliseconds of the last server error (`i64::MIN`: none yet).
+    last_server_error_ms: AtomicI64,
+    /// The service clock, which decides how recent an error is and how long we have been up.
+    clock: Arc<dyn Clock>,
+    started_ms: i64,
     routes: RwLock<HashMap<String, &'static str>>,
 }
 
-impl Default for Metrics {
-    fn default() -> Self {
+impl Metrics {
+    /// Metrics of a service started now on `clock`.
+    pub fn new(clock: Arc<dyn Clock>) -> Self {
         let mut registry = Registry::with_prefix("tradeops");
         let requests = Family::<RequestLabels, Counter>::default();
         let latency = Family::<RouteLabels, Histogram>::new_with_constructor(|| {
@@ -71,8 +76,9 @@ impl Default for Metrics {
             in_flight,
             requests_total: AtomicU64::new(0),
             server_errors_total: AtomicU64::new(0),
-            last_server_error: Mutex::new(None),
-            started: Instant::now(),
+            last_server_error_ms: AtomicI64::new(i64::MIN),
+            started_ms: clock.now().timestamp_millis(),
+            clock,
             routes: RwLock::default(),
         }
     }
@@ -89,7 +95,7 @@ impl Metrics {
         self.requests_total.fetch_add(1, Ordering::Relaxed);
         if status >= 500 {
             self.server_errors_total.fetch_add(1, Ordering::Relaxed);
-            *self.last_server_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
+            self.last_server_error_ms.store(self.clock.now().timestamp_millis(), Ordering::Relaxed);
         }
         let (method, route) = (method_label(method), self.route_label(route));
         self.requests.get_or_create(&RequestLabels { method, route, status }).inc();
@@ -113,7 +119,7 @@ impl Metrics {
     }
 
     pub fn uptime(&self) -> Duration {
-        self.started.elapsed()
+        Duration::from_millis((self.clock.now().timestamp_millis() - self.started_ms).max(0) as u64)
     }
 
     pub fn requests_total(&self) -> u64 {
@@ -129,6 +135,7 @@ impl Metrics {
     }
 
     pub fn server_errors_within(&self, window: Duration) -> bool {
-        self.last_server_error.lock().unwrap_or_else(|e| e.into_inner()).is_some_and(|at| at.elapsed() < window)
+        let at = self.last_server_error_ms.load(Ordering::Relaxed);
+        at != i64::MIN && self.clock.now().timestamp_millis().saturating_sub(at) < window.as_millis() as i64
     }
 }

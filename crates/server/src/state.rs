@@ -1,6 +1,7 @@
 //! Shared application state: cheap to clone, every swappable component behind a trait.
 
-use crate::auth::{RateLimiter, TokenRegistry};
+use crate::auth::TokenRegistry;
+use crate::budget::RateLimiter;
 use crate::config::Config;
 use crate::health::HealthMonitor;
 use crate::market::live::LiveMarket;

@@ -14,6 +14,8 @@
 //! `dir`, `momentum` also writes each symbol's bars to `dir/<SYMBOL>.csv`, with the previous
 //! close and relative volume the run feeds the engine on each bar (for
 //! `bench/backtesting_py_momentum.py`).
+// A benchmark measures wall time; only logic must read time through the injected clock.
+#![allow(clippy::disallowed_methods)]
 
 use chrono::NaiveDate;
 use rust_decimal::Decimal;

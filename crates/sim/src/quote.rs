@@ -34,11 +34,10 @@ mod tests {
         let liquid = spread(Price::from_cents(1000), 5_000_000);
         let thin = spread(Price::from_cents(1000), 20_000);
         assert_eq!(liquid, Price::from_cents(1), "one cent on a liquid $10 name");
-        assert!(thin > liquid && thin.0 % 100 == 0, "{thin:?}");
+        assert_eq!(thin, Price::from_cents(4), "four cents when thin");
         let q = quote_around(Price::from_cents(1000), 20_000);
-        assert!(q.bid < Price::from_cents(1000) || q.bid == Price::from_cents(1000));
-        assert!(q.ask > q.bid && q.ask.0 - q.bid.0 == thin.0);
+        assert_eq!((q.bid, q.ask), (Price::from_cents(998), Price::from_cents(1002)), "centred on the last trade");
         let penny = quote_around(Price(5_000), 100_000);
-        assert!(penny.bid.0 > 0 && penny.ask > penny.bid);
+        assert_eq!((penny.bid, penny.ask), (Price(4_996), Price(5_004)), "sub-dollar: ticks of $0.0001");
     }
 }

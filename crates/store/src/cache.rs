@@ -8,8 +8,9 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::AsyncCommands;
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::sync::Mutex as AsyncMutex;
+use tokio::time::Instant;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CacheError {
@@ -175,12 +176,14 @@ impl Cache for RedisCache {
 mod tests {
     use super::*;
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn memory_cache_expires_entries() {
         let cache = MemoryCache::new();
         cache.set("a", "1", None).await.unwrap();
-        cache.set("b", "2", Some(Duration::from_millis(1))).await.unwrap();
-        tokio::time::sleep(Duration::from_millis(5)).await;
+        cache.set("b", "2", Some(Duration::from_millis(10))).await.unwrap();
+        tokio::time::advance(Duration::from_millis(9)).await;
+        assert_eq!(cache.get("b").await.unwrap().as_deref(), Some("2"), "alive until its ttl");
+        tokio::time::advance(Duration::from_millis(1)).await;
         assert_eq!(cache.get("a").await.unwrap().as_deref(), Some("1"));
         assert_eq!(cache.get("b").await.unwrap(), None);
         cache.delete("a").await.unwrap();

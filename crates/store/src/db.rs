@@ -22,7 +22,8 @@ use sqlx::migrate::Migrator;
 use sqlx::{AnyConnection, AnyPool, Connection};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 /// The longest an operation waits for a connection (a refused connection is retried until
 /// then): a request that needs the database is answered within a second even as it goes down.
@@ -328,6 +329,11 @@ impl Database {
         self.backend
     }
 
+    /// The URL connected to (for connections of their own: the probe, a listener).
+    pub(crate) fn url(&self) -> &str {
+        &self.availability.url
+    }
+
     /// A round trip on the probe's own connection, opened again after a failure.
     async fn probe_round_trip(&self) -> Result<Duration, StoreError> {
         let started = Instant::now();
@@ -434,7 +440,7 @@ mod tests {
     }
 
     fn wal_bytes(path: &std::path::Path) -> u64 {
-        std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
+        std::fs::metadata(path).expect("the write-ahead log exists while writers run").len()
     }
 
     /// Eight writers and a reader at once never leave the log without a reader, so SQLite's
@@ -473,6 +479,7 @@ mod tests {
             db.checkpoint_wal().await.unwrap();
         }
         let written = ROUNDS * 8 * ROWS_PER_WRITER;
+        assert!(largest > 0, "the log grew under the writers");
         assert!(
             largest < WAL_SIZE_LIMIT_BYTES,
             "the WAL reached {largest} bytes over {written} rows (bound {WAL_SIZE_LIMIT_BYTES})"

@@ -19,5 +19,5 @@ pub use data::{DataRepository, JobRecord};
 pub use db::{Backend, Database, StoreError, PROBE_EVERY};
 pub use market::{BlockRecord, MarketRepository, RadarRowRecord, ViolationRecord, WatchRecord};
 pub use settings::{SettingsRepository, SettingsVersion};
-pub use tokens::{TokenRecord, TokenRepository};
+pub use tokens::{Revocation, TokenChangeListener, TokenRecord, TokenRepository};
 pub use trading::{EngineStateRecord, OrderFilter, TradingRepository};

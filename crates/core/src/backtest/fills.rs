@@ -111,6 +111,23 @@ impl BarBroker {
         }
     }
 
+    /// The price a market buy decided on `decided_on` fills at, slippage included: `next`'s open
+    /// under `NEXT_OPEN` (`None` on the last bar: there is no next one), the decision bar's close
+    /// under `CLOSE`. The engine sizes and checks market entries at it. Asked on every bar: in
+    /// ticks, and without slippage (the usual case) without any decimal arithmetic.
+    #[inline]
+    pub fn market_buy_fill(&self, decided_on: &Bar, next: Option<&Bar>) -> Option<Price> {
+        let reference = match self.fill {
+            FillModel::NextOpen => next?.open,
+            FillModel::Close => decided_on.close,
+        };
+        if self.slippage.is_zero() {
+            return Some(reference);
+        }
+        // Slipped prices are rounded to the tick, so they are prices.
+        Price::from_decimal(slipped(reference.to_decimal(), Side::Buy, self.slippage, None))
+    }
+
     /// Changes when market orders submitted from now on fill.
     pub fn set_fill(&mut self, fill: FillModel) {
         self.fill = fill;

@@ -5,7 +5,10 @@
 //!
 //! Each bar is an engine `Bar` event stamped at the bar's end (a 1-minute bar at `start + 1m`,
 //! a daily bar at 16:00 New York of its date); orders decided on it are accepted at once and
-//! fill by the fill model, their reports stamped at the fill. The symbol is watched before the
+//! fill by the fill model, their reports stamped at the fill. Market entries are sized and
+//! checked at the price the fill model will pay (the next bar's open under `NEXT_OPEN`), as
+//! backtesting.py sizes a buy at its fill: the engine is told it with each bar
+//! ([`Engine::bar_into`]); the strategy decides on the bars alone. The symbol is watched before the
 //! first bar, as an operator would. After the last bar working orders are cancelled and an open
 //! position is sold at the last bar's close. The equity curve is the engine's equity (cash plus
 //! the position at the last close) after each bar. Trades carry their row, outcomes, features
@@ -451,7 +454,9 @@ pub fn run(
         volume += bar.volume;
         let now = bar_end(bar, start, spec.timeframe, &mut end_day);
         let relative_volume = relative_volume_from(&expected_volume, minute + 1, volume);
-        run.engine.bar_into(symbol, bar, prev_close, relative_volume, now, &mut run.fx);
+        // Entries decided on this bar are sized at the price they will fill at.
+        let fill = run.broker.market_buy_fill(bar, bars.get(i + 1));
+        run.engine.bar_into(symbol, bar, prev_close, relative_volume, fill, now, &mut run.fx);
         let fx_applied = run.carry_out_any(bar, now);
         let end = if spec.timeframe == Timeframe::Minute { start + 60 } else { now.timestamp() };
         let date = end_day.locate_seconds(end).0;

@@ -62,6 +62,8 @@ fn spec(fill: FillModel) -> BacktestSpec {
 fn settings() -> Settings {
     let mut s = Settings::default();
     s.risk_controls.max_daily_loss = d("1000000");
+    // Sized at the known fill price with no margin, as backtesting.py sizes.
+    s.risk_controls.market_buy_buffer_pct = 0.0;
     s
 }
 
@@ -70,9 +72,9 @@ fn run_on(spec: &BacktestSpec, bars: &[Bar]) -> BacktestOutput {
     run(spec, &settings(), bars, &mut history, &mut |_| {}).expect("runs")
 }
 
-/// Worked by hand: buy floor(10000 / (12 × 1.03)) = 809 shares decided on bar 4's close, filled
-/// at bar 5's open 12.20 (9,869.80); sell decided on bar 6's close, filled at bar 7's open 10.80
-/// (8,737.20). Cash ends at 8,867.40.
+/// Worked by hand: buy decided on bar 4's close, sized at its fill price, bar 5's open 12.20:
+/// floor(10000 / 12.20) = 819 shares (9,991.80); sell decided on bar 6's close, filled at bar
+/// 7's open 10.80 (8,845.20). Cash ends at 8,853.40.
 #[test]
 fn sma_cross_trades_at_the_next_open_as_worked_by_hand() {
     let bars = bars(&SERIES);
@@ -80,26 +82,26 @@ fn sma_cross_trades_at_the_next_open_as_worked_by_hand() {
     assert_eq!(out.trades.len(), 1, "{:?}", out.trades);
     let t = &out.trades[0];
     assert_eq!((t.entry_time, t.exit_time), (bars[5].start, bars[7].start));
-    assert_eq!((t.quantity, t.entry_price, t.exit_price), (809, d("12.2"), d("10.8")));
-    assert_eq!((t.gross_pnl, t.net_pnl, t.fees), (d("-1132.6"), d("-1132.6"), Decimal::ZERO));
+    assert_eq!((t.quantity, t.entry_price, t.exit_price), (819, d("12.2"), d("10.8")));
+    assert_eq!((t.gross_pnl, t.net_pnl, t.fees), (d("-1146.6"), d("-1146.6"), Decimal::ZERO));
     assert_eq!(t.winner_loser_label, Label::Loser);
     assert_eq!(t.strategy_id.as_deref(), Some("sma_cross"));
     assert_eq!(t.detail.outcomes.exit_reason, "SMA_CROSS_BELOW");
     assert_eq!(t.detail.outcomes.hold_seconds, 120);
     let rules: Vec<&str> = t.detail.explanations.iter().map(|e| e.rule.as_str()).collect();
     assert_eq!(rules, ["SMA_CROSS_ABOVE", "SMA_CROSS_BELOW"]);
-    assert_eq!(out.final_equity, d("8867.4"));
-    assert_eq!(out.metrics.total_return, -0.11326);
-    // Peak 130.20 + 809 × 12.50 = 10,242.70 after bar 5; trough 8,867.40.
-    let expected_dd = 1375.3 / 10242.7;
+    assert_eq!(out.final_equity, d("8853.4"));
+    assert_eq!(out.metrics.total_return, -0.11466);
+    // Peak 8.20 + 819 × 12.50 = 10,245.70 after bar 5; trough 8,853.40.
+    let expected_dd = 1392.3 / 10245.7;
     assert!((out.metrics.max_drawdown - expected_dd).abs() < 1e-12, "{}", out.metrics.max_drawdown);
     assert_eq!((out.metrics.trade_count, out.metrics.win_rate), (1, Some(0.0)));
     assert_eq!(out.equity_curve.len(), bars.len());
-    assert_eq!(out.equity_curve[5].equity, d("10242.7"));
+    assert_eq!(out.equity_curve[5].equity, d("10245.7"));
     assert_eq!((out.orders, out.bars), (2, 9));
     // The log keeps each order as it ended, in the order submitted.
     let logged: Vec<_> = out.order_log.iter().map(|o| (o.side, o.status, o.executions.len(), o.quantity)).collect();
-    assert_eq!(logged, [(Side::Buy, OrderStatus::Filled, 1, 809), (Side::Sell, OrderStatus::Filled, 1, 809)]);
+    assert_eq!(logged, [(Side::Buy, OrderStatus::Filled, 1, 819), (Side::Sell, OrderStatus::Filled, 1, 819)]);
     // MFE: the best high while open was 12.50 (bar 5) over 12.20; MAE: the low 10.80 at the exit.
     let o = &t.detail.outcomes;
     assert!((o.mfe.unwrap() - 0.3 / 12.2).abs() < 1e-12 && (o.mae.unwrap() - 1.4 / 12.2).abs() < 1e-12, "{o:?}");
@@ -114,12 +116,13 @@ fn close_fills_with_commission_and_slippage() {
     s.slippage_bps = d("10");
     let out = run_on(&s, &bars);
     let t = &out.trades[0];
-    // Buy 809 at 12 × 1.001 = 12.012; sell at 11 × 0.999 = 10.989.
+    // Buy floor(10000 / 12.012) = 832 at 12 × 1.001 = 12.012; sell at 11 × 0.999 = 10.989.
     assert_eq!((t.entry_time, t.exit_time), (bars[5].start, bars[7].start));
     assert_eq!((t.entry_price, t.exit_price), (d("12.012"), d("10.989")));
-    let fees = d("0.001") * (d("12.012") + d("10.989")) * d("809");
+    let fees = d("0.001") * (d("12.012") + d("10.989")) * d("832");
+    assert_eq!(t.quantity, 832);
     assert_eq!(t.fees, fees);
-    assert_eq!(t.net_pnl, d("809") * (d("10.989") - d("12.012")) - fees);
+    assert_eq!(t.net_pnl, d("832") * (d("10.989") - d("12.012")) - fees);
     assert_eq!(out.final_equity, d("10000") + t.net_pnl);
 }
 
@@ -130,11 +133,11 @@ fn an_open_position_is_closed_at_the_last_close() {
     let out = run_on(&spec(FillModel::NextOpen), &bars);
     assert_eq!(out.trades.len(), 1);
     let t = &out.trades[0];
-    assert_eq!((t.exit_price, t.net_pnl), (d("12.5"), d("242.7")));
+    assert_eq!((t.exit_price, t.net_pnl), (d("12.5"), d("245.7")));
     assert_eq!(t.detail.outcomes.exit_reason, "END_OF_DATA");
     assert_eq!(t.winner_loser_label, Label::Winner);
-    assert_eq!(out.final_equity, d("10242.7"));
-    assert_eq!(out.equity_curve.last().unwrap().equity, d("10242.7"));
+    assert_eq!(out.final_equity, d("10245.7"));
+    assert_eq!(out.equity_curve.last().unwrap().equity, d("10245.7"));
 }
 
 /// The same request on the same bars gives the same result, bit for bit.
@@ -146,17 +149,52 @@ fn runs_are_deterministic() {
     assert_eq!(a, b);
 }
 
-/// The operator's risk gate applies: an entry over `max_order_value` is refused and counted.
+/// The operator's risk gate applies: an entry no share of which fits `max_order_value` is
+/// refused and counted by rule.
 #[test]
 fn the_risk_gate_refuses_in_backtests_too() {
     let bars = bars(&SERIES);
     let mut history = BarHistory::new(&bars, Timeframe::Minute);
     let mut s = settings();
-    s.risk_controls.max_order_value = d("1000");
+    s.risk_controls.max_order_value = d("10");
     let out = run(&spec(FillModel::NextOpen), &s, &bars, &mut history, &mut |_| {}).unwrap();
     assert!(out.trades.is_empty());
-    assert_eq!(out.refusals.get("MAX_ORDER_VALUE"), Some(&1), "{:?}", out.refusals);
+    assert_eq!(out.refusals, [("MAX_ORDER_VALUE".to_string(), 1)].into(), "{:?}", out.refusals);
     assert_eq!(out.final_equity, d("10000"));
+    assert_eq!(out.metrics.sharpe_ratio, None, "no variance: undefined, not zero");
+}
+
+/// An all-in entry over a limit is sized down to what the gate allows, not refused; the
+/// order's reason says by which rule. Under the default 3 % market buy buffer it keeps that
+/// margin of its buying power.
+#[test]
+fn entries_are_sized_down_to_the_risk_limits() {
+    let bars = bars(&SERIES);
+    let mut s = settings();
+    s.risk_controls.max_order_value = d("1000");
+    let out = run(&spec(FillModel::NextOpen), &s, &bars, &mut BarHistory::new(&bars, Timeframe::Minute), &mut |_| {})
+        .unwrap();
+    assert!(out.refusals.is_empty(), "{:?}", out.refusals);
+    assert_eq!(out.trades.len(), 1);
+    assert_eq!(out.trades[0].quantity, 81, "floor(1000 / 12.20)");
+    let reason = out.order_log[0].reason.as_deref().unwrap();
+    assert!(reason.ends_with("Capped at 81 shares by MAX_ORDER_VALUE (limit 1000)."), "{reason}");
+    let mut s = settings();
+    s.risk_controls.max_position_size = 500;
+    let out = run(&spec(FillModel::NextOpen), &s, &bars, &mut BarHistory::new(&bars, Timeframe::Minute), &mut |_| {})
+        .unwrap();
+    assert_eq!(out.trades[0].quantity, 500);
+    assert!(out.order_log[0].reason.as_deref().unwrap().contains("by MAX_POSITION_SIZE (limit 500 shares)"));
+    let mut s = settings();
+    s.risk_controls.market_buy_buffer_pct = 3.0;
+    let out = run(&spec(FillModel::NextOpen), &s, &bars, &mut BarHistory::new(&bars, Timeframe::Minute), &mut |_| {})
+        .unwrap();
+    assert_eq!(out.trades[0].quantity, 795, "floor(10000 / (12.20 × 1.03))");
+    assert_eq!(
+        out.order_log[0].reason.as_deref().unwrap(),
+        "SMA_CROSS_ABOVE: SMA(2) 11.25 crossed above SMA(3) 10.8333 at 12; buying with all buying power: 795 shares at \
+         12.2 (+3% for the fill) with $10000 of buying power."
+    );
 }
 
 #[test]
@@ -244,4 +282,46 @@ proptest::proptest! {
         let holds = |b: &Bar| b.start < start;
         proptest::prop_assert_eq!(seek(&bars, lo, hint, holds), lo + bars[lo..].partition_point(holds));
     }
+}
+
+/// backtesting.py's bundled GOOG daily bars (2,148 bars, 2004-08-19 → 2013-03-01; public
+/// prices, kept as a fixture), as `POST /api/data/import` reads them.
+const GOOG_CSV: &str = include_str!("goog_daily.csv");
+
+/// Parity with backtesting.py 0.6.6 (issue 21.6): its `SmaCross` example — SMA(10) / SMA(20) of
+/// closes, long only, all in, no commission, 100,000 of cash — on its GOOG bars, with the desk's
+/// limits lifted and no market buy buffer, trades as it does: 47 trades, each buy taking
+/// floor(cash / next open) shares, and 771,184.06 at the end (the last trade, still open at the
+/// end, sold at the last close). `bench/backtesting_py_parity.sh` compares every trade through
+/// the API against backtesting.py itself.
+#[test]
+fn sma_cross_on_goog_matches_backtesting_py() {
+    let bars = crate::csv_bars::parse_bars_csv(GOOG_CSV, Timeframe::Day).unwrap();
+    assert_eq!(bars.len(), 2148);
+    let spec = BacktestSpec {
+        strategy_id: "sma_cross".into(),
+        symbol: Symbol::parse("GOOG").unwrap(),
+        timeframe: Timeframe::Day,
+        start: bars[0].start,
+        parameters: [("fast".to_string(), 10.0), ("slow".to_string(), 20.0)].into(),
+        initial_cash: d("100000"),
+        commission_rate: Decimal::ZERO,
+        slippage_bps: Decimal::ZERO,
+        fill: FillModel::NextOpen,
+    };
+    let mut s = Settings::default();
+    let k = &mut s.risk_controls;
+    (k.max_daily_loss, k.max_order_value, k.max_position_size) = (d("1000000000"), d("1000000000"), 10_000_000);
+    k.market_buy_buffer_pct = 0.0;
+    let out = run(&spec, &s, &bars, &mut BarHistory::new(&bars, Timeframe::Day), &mut |_| {}).unwrap();
+    assert!(out.refusals.is_empty(), "{:?}", out.refusals);
+    assert_eq!(out.trades.len(), 47);
+    // backtesting.py's first two trades and its last (bars counted from 0).
+    let at = |bar: usize| bars[bar].start.date_naive();
+    let row =
+        |t: &Trade| (t.entry_time.date_naive(), t.exit_time.date_naive(), t.quantity, t.entry_price, t.exit_price);
+    assert_eq!(row(&out.trades[0]), (at(75), at(85), 558, d("179.13"), d("182")));
+    assert_eq!(row(&out.trades[1]), (at(88), at(110), 542, d("187.45"), d("179.27")));
+    assert_eq!(row(&out.trades[46]), (at(2087), at(2147), 956, d("702.24"), d("806.19")));
+    assert_eq!(out.final_equity, d("771184.06"));
 }

@@ -205,6 +205,10 @@ impl Engine {
                 Ok(Reply::Cancel { status: self.orders[&client_order_id].status, client_order_id })
             }
             Command::ClosePosition { symbol, quantity } => {
+                if quantity == Some(0) {
+                    // Malformed on its face, whether or not the position exists.
+                    return Err(CommandError::Invalid { field: "quantity", reason: "must be at least 1".into() });
+                }
                 let held = self.positions.get(&symbol).map(|p| p.quantity).unwrap_or(0);
                 if held == 0 {
                     return Err(CommandError::PositionNotFound(symbol));

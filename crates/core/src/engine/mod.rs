@@ -75,6 +75,10 @@ pub struct SymbolMarket {
     pub last: Decimal,
     pub prev_close: Decimal,
     pub relative_volume: Option<f64>,
+    /// The price a market order sent now fills at, when the venue states it: a backtest's fill
+    /// model, given with each bar ([`Engine::bar_into`]). Live it is unknown (`None`) and the last trade, with
+    /// `risk_controls.market_buy_buffer_pct`, stands for it.
+    pub fill: Option<crate::market::Price>,
 }
 
 /// The daily-loss check of a bar when one position is open and the bar is of its symbol: all
@@ -365,7 +369,7 @@ impl Engine {
     pub fn handle_into(&mut self, event: Event, now: Timestamp, fx: &mut Vec<Effect>) {
         match event {
             Event::Bar { symbol, bar, prev_close, relative_volume } => {
-                self.bar_into(&symbol, &bar, prev_close, relative_volume, now, fx);
+                self.bar_into(&symbol, &bar, prev_close, relative_volume, None, now, fx);
             }
             Event::Mark { symbol, price } => {
                 self.begin(now, fx);
@@ -396,13 +400,18 @@ impl Engine {
     }
 
     /// [`Engine::handle_into`] of an [`Event::Bar`], from its parts: a backtest calls it for every
-    /// bar, without building the event and matching it again.
+    /// bar, without building the event and matching it again. `fill`: the price a market order
+    /// sent on this bar fills at, where the venue states it (a backtest's fill model: the next
+    /// bar's open under `NEXT_OPEN`), so entries are sized and checked at it; `None` live, where
+    /// the last trade and `risk_controls.market_buy_buffer_pct` stand for it.
+    #[allow(clippy::too_many_arguments)]
     pub fn bar_into(
         &mut self,
         symbol: &Symbol,
         bar: &Bar,
         prev_close: Decimal,
         relative_volume: Option<f64>,
+        fill: Option<crate::market::Price>,
         now: Timestamp,
         fx: &mut Vec<Effect>,
     ) {
@@ -418,6 +427,7 @@ impl Engine {
         m.last = last;
         m.prev_close = prev_close;
         m.relative_volume = relative_volume;
+        m.fill = fill;
         let market = *m;
         self.on_bar(symbol, bar, market, now, seconds, date, fx);
         if self.check_due {
@@ -635,6 +645,7 @@ impl Engine {
             limits: &self.settings.risk_controls,
             blocked: self.is_blocked(symbol, now),
             last_price: self.market.get(symbol).map(|m| m.last).filter(|p| *p > Decimal::ZERO),
+            market_fill: self.market.get(symbol).and_then(|m| m.fill).map(crate::market::Price::to_decimal),
             position: self.positions.get(symbol).map(|p| p.quantity).unwrap_or(0),
             open_buy_quantity: self.open_quantity(symbol, Side::Buy),
             open_sell_quantity: self.open_quantity(symbol, Side::Sell),

@@ -1,12 +1,17 @@
-//! Completed bars reach the symbol's strategy; its decisions become orders through the risk gate.
+//! Completed bars reach the symbol's strategy; its decisions become orders through the risk gate,
+//! entries first sized within the gate's size rules (the decision's sentence says when a rule
+//! capped one).
 
 use super::{Effect, Engine, StrategyStatus, SymbolMarket};
-use crate::market::{Bar, Side};
+use crate::market::{Bar, Price, Side};
 use crate::orders::{OrderType, TimeInForce};
-use crate::risk::TradingState;
+use crate::risk::{BuyRoom, RiskRule, TradingState};
 use crate::strategy::{Decision, StrategyContext};
 use crate::symbol::Symbol;
+use crate::time::push_digits;
 use crate::time::Timestamp;
+use rust_decimal::Decimal;
+use std::fmt::Write as _;
 use std::sync::Arc;
 
 /// The regular open and close of the exchange session of a New York date (09:30–16:00; NYSE
@@ -97,6 +102,20 @@ impl Engine {
         fx: &mut Vec<Effect>,
     ) {
         let rule = decision.rule();
+        // Entries are sized within the gate's size rules; the decision says how.
+        let quantity = match &decision {
+            Decision::Enter { quantity, limit_price, stop_price, .. } => {
+                self.size_entry(symbol, OrderType::StopLimit, Some(*limit_price), Some(*stop_price), Some(*quantity))
+            }
+            Decision::Buy { quantity, .. } => self.size_entry(symbol, OrderType::Market, None, None, *quantity),
+            _ => None,
+        };
+        if let Some((_, sentence)) = &quantity {
+            if let Decision::Enter { text, .. } | Decision::Buy { text, .. } = &mut decision {
+                text.push_str(sentence);
+            }
+        }
+        let quantity = quantity.map(|(q, _)| q);
         // The order's reason, `RULE: sentence`, written once into the shared text.
         let reason = {
             let (text, scratch) = (decision.text(), &mut self.scratch);
@@ -107,7 +126,8 @@ impl Engine {
         fx.push(Effect::Decision { symbol: symbol.clone(), rule, text: decision.take_text() });
         let strategy = Some(self.strategy_id(strategy_id));
         match decision {
-            Decision::Enter { quantity, stop_price, limit_price, stop_loss, .. } => {
+            Decision::Enter { quantity: wanted, stop_price, limit_price, stop_loss, .. } => {
+                let quantity = quantity.unwrap_or(wanted);
                 let placed = self.place(
                     None,
                     symbol,
@@ -130,7 +150,8 @@ impl Engine {
                     self.set_status(symbol, StrategyStatus::Buy, None, fx);
                 }
             }
-            Decision::Buy { quantity, .. } => {
+            Decision::Buy { quantity: wanted, .. } => {
+                let quantity = quantity.or(wanted).unwrap_or(1);
                 let (kind, tif) = (OrderType::Market, TimeInForce::Day);
                 let placed = self.place(
                     None,
@@ -168,6 +189,141 @@ impl Engine {
                     self.request_cancel(&id, now, fx);
                 }
             }
+        }
+    }
+}
+
+/// Appends `value` as `Decimal` displays it (its scale kept: 1000.50), digit by digit where its
+/// mantissa fits 64 bits: an entry's sentence quotes prices and dollars on every entry of a
+/// backtest, where the format machinery would be much of the entry's cost.
+fn push_decimal(text: &mut String, value: Decimal) {
+    let scale = value.scale();
+    match u64::try_from(value.mantissa()) {
+        Ok(mantissa) if scale <= 19 && !value.is_sign_negative() => {
+            let mut buf = [0u8; 48];
+            let mut at = buf.len();
+            let unit = 10u64.pow(scale);
+            if scale > 0 {
+                at = crate::time::write_digits(&mut buf, at, mantissa % unit, scale as usize) - 1;
+                buf[at] = b'.';
+            }
+            at = crate::time::write_digits(&mut buf, at, mantissa / unit, 1);
+            crate::time::push_ascii(text, &buf[at..]);
+        }
+        _ => {
+            let _ = write!(text, "{value}");
+        }
+    }
+}
+
+/// Dollars and limits to the cent, as a sentence quotes them (`1000`, `8853.4`).
+fn push_amount(text: &mut String, value: Decimal) {
+    push_decimal(text, value.round_dp(2).normalize());
+}
+
+impl Engine {
+    /// Sizes an entry of `wanted` shares (`None`: all the buying power) within the risk gate's
+    /// size rules — `MAX_ORDER_VALUE`, `MAX_POSITION_SIZE`, `BUYING_POWER` — at the price the
+    /// gate values it at (a market buy at its fill price where known, else the last trade plus
+    /// `market_buy_buffer_pct`): the largest quantity the gate allows, and the sentence the
+    /// decision records about it. When nothing fits, the quantity asked for (one share all in)
+    /// goes to the gate, which refuses it naming the rule (a violation, counted by a backtest).
+    /// `None` when there is no price to size at (the gate then refuses the order as it is).
+    fn size_entry(
+        &mut self,
+        symbol: &Symbol,
+        kind: OrderType,
+        limit: Option<Decimal>,
+        stop: Option<Decimal>,
+        wanted: Option<u64>,
+    ) -> Option<(u64, String)> {
+        let market = self.market.get(symbol);
+        let reference = crate::risk::reference_price(
+            limit,
+            stop,
+            market.and_then(|m| m.fill).map(Price::to_decimal),
+            market.map(|m| m.last),
+        )?;
+        let held = self.positions.get(symbol).map_or(0, |p| p.quantity) + self.open_quantity(symbol, Side::Buy);
+        let buying_power = self.buying_power();
+        let limits = &self.settings.risk_controls;
+        let room = BuyRoom::new(limits, kind, reference, held, buying_power);
+        let (size, bound) = room.size(wanted);
+        let mut text = String::new();
+        let quantity = match (size, wanted) {
+            (0, Some(w)) => w,
+            (0, None) => {
+                text.push_str(" No whole share at ");
+                push_decimal(&mut text, reference.normalize());
+                text.push_str(" fits the risk limits.");
+                1
+            }
+            (size, _) => size,
+        };
+        if size == 0 {
+            return Some((quantity, text));
+        }
+        if wanted.is_none() {
+            text.push(' ');
+            push_digits(&mut text, size, 1);
+            text.push_str(" shares at ");
+            push_decimal(&mut text, reference.normalize());
+            let buffer = limits.market_buy_buffer_pct;
+            if kind == OrderType::Market && buffer > 0.0 {
+                text.push_str(" (+");
+                if buffer.fract() == 0.0 && buffer < 1e15 {
+                    push_digits(&mut text, buffer as u64, 1);
+                } else {
+                    let _ = write!(text, "{buffer}");
+                }
+                text.push_str("% for the fill)");
+            }
+            text.push_str(" with $");
+            push_amount(&mut text, buying_power);
+            text.push_str(" of buying power.");
+        }
+        if let Some((rule, _)) = bound {
+            match wanted {
+                Some(w) => {
+                    text.push_str(" Sized down from ");
+                    push_digits(&mut text, w, 1);
+                    text.push_str(" to ");
+                }
+                None => text.push_str(" Capped at "),
+            }
+            push_digits(&mut text, size, 1);
+            text.push_str(" shares by ");
+            text.push_str(rule.as_str());
+            text.push_str(" (limit ");
+            match rule {
+                RiskRule::MaxOrderValue => push_amount(&mut text, limits.max_order_value),
+                RiskRule::MaxPositionSize => {
+                    push_digits(&mut text, limits.max_position_size, 1);
+                    text.push_str(" shares");
+                }
+                _ => {
+                    text.push('$');
+                    push_amount(&mut text, buying_power);
+                }
+            }
+            text.push_str(").");
+        }
+        Some((quantity, text))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    proptest::proptest! {
+        /// Dollars are written as `Decimal` displays them, scale kept.
+        #[test]
+        fn dollars_display_as_decimal(mantissa in proptest::prelude::any::<i64>(), scale in 0u32..28) {
+            let value = Decimal::new(mantissa, scale);
+            let mut text = String::from("$");
+            push_decimal(&mut text, value);
+            proptest::prop_assert_eq!(text, format!("${value}"));
         }
     }
 }

@@ -71,6 +71,18 @@ fn engine() -> Engine {
     e
 }
 
+/// A quiet minute bar of ABCD around 5.00, `m` minutes after `NOW`.
+fn bar(m: i64) -> Bar {
+    Bar {
+        start: t(NOW) + chrono::Duration::minutes(m),
+        open: crate::market::Price::from_cents(500),
+        high: crate::market::Price::from_cents(505),
+        low: crate::market::Price::from_cents(495),
+        close: crate::market::Price::from_cents(500),
+        volume: 10_000,
+    }
+}
+
 fn command(e: &mut Engine, c: Command) -> (Result<Reply, CommandError>, Vec<Effect>) {
     let mut fx = e.handle(Event::Command(c), t(NOW));
     let Some(Effect::Reply(reply)) = fx.pop() else { panic!("a command ends with its reply") };
@@ -229,6 +241,11 @@ fn closing_sells_the_position_in_full_or_in_part() {
         command(&mut e, Command::ClosePosition { symbol: sym("ZZZ"), quantity: None }).0,
         Err(CommandError::PositionNotFound(sym("ZZZ")))
     );
+    // Malformed on its face before any lookup: no position is needed to refuse it.
+    assert!(matches!(
+        command(&mut e, Command::ClosePosition { symbol: sym("ZZZ"), quantity: Some(0) }).0,
+        Err(CommandError::Invalid { field: "quantity", .. })
+    ));
 }
 
 #[test]
@@ -419,14 +436,6 @@ fn the_strategy_moves_a_symbol_through_buy_hold_sell_active() {
     let watched = command(&mut e, Command::Watch { symbol: sym("ABCD"), source: "MANUAL".into() }).0.unwrap();
     assert!(matches!(watched, Reply::Watch { already: false, .. }));
     assert_eq!(e.slots[&sym("ABCD")].status, StrategyStatus::Active);
-    let bar = |m: i64| Bar {
-        start: t(NOW) + chrono::Duration::minutes(m),
-        open: crate::market::Price::from_cents(500),
-        high: crate::market::Price::from_cents(505),
-        low: crate::market::Price::from_cents(495),
-        close: crate::market::Price::from_cents(500),
-        volume: 10_000,
-    };
     let mut statuses = Vec::new();
     let mut entry = None;
     let mut exit = None;
@@ -696,4 +705,39 @@ fn the_daily_loss_check_on_bars_matches_its_definition_to_the_tick() {
     );
     assert_eq!(fx, vec![Effect::TradingStateChanged { state: TradingState::Reducing, halt: None }]);
     assert_eq!(e.current_equity(), e.equity());
+}
+
+/// `risk_controls.market_buy_buffer_pct` is what live trading values a market buy at: the last
+/// trade plus the buffer. 200 shares at 5.00 with 1,000 of cash pass without a buffer and not
+/// with the default 3 %.
+#[test]
+fn the_market_buy_buffer_is_a_setting_of_the_live_gate() {
+    let mut e = Engine::new(Settings::default(), d(100_000), factory);
+    e.handle(Event::Mark { symbol: sym("ABCD"), price: d(500) }, t(NOW));
+    let refused = command(&mut e, buy(200)).0;
+    assert!(matches!(&refused, Err(CommandError::Risk(r)) if r.rule == RiskRule::BuyingPower), "{refused:?}");
+    e.settings.risk_controls.market_buy_buffer_pct = 0.0;
+    assert!(command(&mut e, buy(200)).0.is_ok());
+}
+
+/// A strategy's entry above a size limit is sized down to what the gate allows — not sent to be
+/// refused — and its decision says by which rule.
+#[test]
+fn strategy_entries_are_sized_down_to_the_limits() {
+    let mut e = engine();
+    e.settings.risk_controls.max_order_value = d(30_000);
+    command(&mut e, Command::Watch { symbol: sym("ABCD"), source: "MANUAL".into() }).0.unwrap();
+    let mut fx = Vec::new();
+    for m in 0..3 {
+        fx.extend(e.handle(
+            Event::Bar { symbol: sym("ABCD"), bar: bar(m), prev_close: d(400), relative_volume: Some(8.0) },
+            t(NOW),
+        ));
+    }
+    let entry = submitted(&fx).pop().expect("entered on the 3rd bar");
+    assert_eq!(entry.quantity, 58, "floor(300 / 5.15) of the 100 asked");
+    let sentence = "entry for the test Sized down from 100 to 58 shares by MAX_ORDER_VALUE (limit 300).";
+    assert_eq!(entry.reason.as_deref(), Some(format!("TEST_ENTRY: {sentence}").as_str()));
+    assert!(fx.iter().any(|f| matches!(f, Effect::Decision { text, .. } if text == sentence)), "{fx:?}");
+    assert!(!fx.iter().any(|f| matches!(f, Effect::Violation { .. })), "not a refusal");
 }

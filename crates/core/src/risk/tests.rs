@@ -45,6 +45,7 @@ impl Case {
             limits: &self.limits,
             blocked: false,
             last_price: Some(d(500)),
+            market_fill: None,
             position: 0,
             open_buy_quantity: 0,
             open_sell_quantity: 0,
@@ -224,7 +225,83 @@ proptest! {
             prop_assert!(position > 0 || open_buy > 0 || open_positions < l.open_position_limit);
             prop_assert!(trades < l.max_trades_per_day);
             prop_assert!(-d(pnl_cents) < l.max_daily_loss);
-            prop_assert!(notional * MARKET_BUY_BUFFER <= d(bp_cents));
+            prop_assert!(notional * l.market_buy_factor() <= d(bp_cents));
         }
+    }
+}
+
+proptest! {
+    /// Sizing within the limits: the size [`BuyRoom::size`] gives passes every size rule of the
+    /// gate (and the gate then approves it when nothing else refuses), one share more is refused
+    /// by the rule it names, and an all-in size spends buying power to the last whole share.
+    #[test]
+    fn buys_sized_to_the_room_pass_and_one_share_more_is_refused(
+        wanted in proptest::option::of(1u64..5000), price_cents in 50i64..50_000, fill_cents in 50i64..50_000,
+        known_fill in any::<bool>(), position in 0u64..2500, open_buy in 0u64..500, bp_cents in 0i64..10_000_000,
+        buffer_bps in 0u32..1000,
+    ) {
+        let mut c = Case::new();
+        c.limits.market_buy_buffer_pct = f64::from(buffer_bps) / 100.0;
+        let s = RiskSnapshot {
+            last_price: Some(d(price_cents)),
+            market_fill: known_fill.then(|| d(fill_cents)),
+            position,
+            open_buy_quantity: open_buy,
+            buying_power: d(bp_cents),
+            ..c.snapshot()
+        };
+        let room = BuyRoom::of(OrderType::Market, None, None, &s).unwrap();
+        prop_assert_eq!(room.reference, if known_fill { d(fill_cents) } else { d(price_cents) });
+        let (size, bound) = room.size(wanted);
+        prop_assert!(size <= wanted.unwrap_or(u64::MAX));
+        if size > 0 {
+            prop_assert_eq!(check(&c.order(Side::Buy, size), &s, now()), Verdict::Approved);
+        }
+        let over = match check(&c.order(Side::Buy, size + 1), &s, now()) {
+            Verdict::Refused(Refusal::Risk(r)) => Some(r.rule),
+            _ => None,
+        };
+        match (bound, wanted) {
+            (Some((rule, room_left)), _) => {
+                prop_assert_eq!(room_left, size);
+                prop_assert!(over.is_some(), "{:?} bound it, so one share more is refused", rule);
+            }
+            // All in: buying power's last whole share (a size rule at the same room may refuse first).
+            (None, None) => prop_assert!(over.is_some(), "one share past all in is refused"),
+            (None, Some(w)) => prop_assert_eq!(size, w),
+        }
+    }
+}
+
+#[test]
+fn sizing_names_the_rule_that_bound_it() {
+    let c = Case::new();
+    // 5 a share: 25,000 buys 5,000; 2,000 shares less 1,990 held leave 10; buying power 100,000.
+    let s = RiskSnapshot { position: 1990, ..c.snapshot() };
+    let room = BuyRoom::of(OrderType::Market, None, None, &s).unwrap();
+    assert_eq!((room.order_value, room.position_size), (5000, 10));
+    assert_eq!(room.size(Some(100)), (10, Some((RiskRule::MaxPositionSize, 10))));
+    assert_eq!(room.size(Some(5)), (5, None));
+    // 30 a share: 25,000 buys 833, 100,000 of buying power 3,236 at 30 × 1.03.
+    let s = RiskSnapshot { last_price: Some(d(3_000)), ..c.snapshot() };
+    let room = BuyRoom::of(OrderType::Market, None, None, &s).unwrap();
+    assert_eq!(room.size(None), (833, Some((RiskRule::MaxOrderValue, 833))), "all in, capped by the order value");
+    // A limit buy is valued at its limit, without the market buffer.
+    let s = RiskSnapshot { buying_power: d(103_000), ..c.snapshot() };
+    let limit = BuyRoom::of(OrderType::Limit, Some(d(1_000)), None, &s).unwrap();
+    assert_eq!((limit.reference, limit.buying_power), (d(1_000), 103));
+    let market = BuyRoom::of(OrderType::Market, None, None, &s).unwrap();
+    assert_eq!(market.buying_power, 200, "1,030 / (5 × 1.03)");
+}
+
+proptest! {
+    /// Whole shares in integers are `Decimal`'s floor of the quotient.
+    #[test]
+    fn whole_shares_are_the_decimal_floor(
+        dollars in 0i64..i64::MAX, dollar_scale in 0u32..12, price in 1i64..i64::MAX, price_scale in 0u32..12,
+    ) {
+        let (dollars, per_share) = (Decimal::new(dollars, dollar_scale), Decimal::new(price, price_scale));
+        let by_decimal = (dollars / per_share).floor().to_u64().unwrap_or(u64::MAX);
+        prop_assert_eq!(whole_shares(dollars, per_share), by_decimal);
     }
 }

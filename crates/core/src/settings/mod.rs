@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
 mod validate;
-pub use validate::FieldError;
+pub use validate::{expected_names, FieldError};
 
 /// Effective settings. Groups use `#[serde(default)]` so settings persisted by an older version
 /// gain new fields with their defaults when read back.
@@ -189,6 +189,10 @@ pub struct RiskControls {
     pub max_order_value: Decimal,
     /// Maximum distance of a limit price from the last trade, in percent.
     pub price_collar_pct: f64,
+    /// How much above its reference price a market buy is valued for buying power, in percent:
+    /// live, the fill price is not known when the order leaves (the reference is the last
+    /// trade), so brokers hold a margin; a backtest knows its fill price and a run can set 0.
+    pub market_buy_buffer_pct: f64,
     /// Unrealised loss, in percent of cost, at which a position's alert level is `WARNING`.
     pub alert_warning_loss_pct: f64,
     /// Unrealised loss, in percent of cost, at which a position's alert level is `CRITICAL`.
@@ -206,6 +210,7 @@ impl Default for RiskControls {
             duplicate_order_window_seconds: 10,
             max_order_value: Decimal::new(25_000, 0),
             price_collar_pct: 5.0,
+            market_buy_buffer_pct: 3.0,
             alert_warning_loss_pct: 2.0,
             alert_critical_loss_pct: 5.0,
         }
@@ -229,6 +234,32 @@ pub struct AnalyticsSettings {
 impl Default for AnalyticsSettings {
     fn default() -> Self {
         Self { breakeven_threshold: Decimal::new(100, 2), min_sample_size: 20, confidence_level: 0.95 }
+    }
+}
+
+/// Why the value at `path` (dotted) of a patched document is not of its field's type, in words:
+/// the field's current value says what kind it is; an enumeration lists its values, asked of
+/// serde with a value it cannot accept.
+fn type_reason(current: &Value, merged: &Value, path: &str) -> String {
+    let pointer = format!("/{}", path.replace('.', "/"));
+    match current.pointer(&pointer) {
+        Some(Value::Bool(_)) => "must be true or false".into(),
+        Some(Value::Number(n)) if n.is_f64() => "must be a number".into(),
+        Some(Value::Number(_)) => "must be a whole number".into(),
+        Some(Value::Array(_)) => "must be a list of symbols".into(),
+        Some(Value::String(_)) => {
+            let mut probe = merged.clone();
+            if let Some(slot) = probe.pointer_mut(&pointer) {
+                *slot = Value::String(String::new());
+            }
+            match serde_json::from_value::<Settings>(probe) {
+                Err(e) if e.to_string().starts_with("unknown variant") => {
+                    format!("must be one of {}", expected_names(&e.to_string()).join(", "))
+                }
+                _ => "must be text".into(),
+            }
+        }
+        _ => "has the wrong type".into(),
     }
 }
 
@@ -277,7 +308,12 @@ impl Settings {
         let mut errors = Vec::new();
         for (group, fields) in groups {
             let Some(target) = merged.get_mut(group).and_then(Value::as_object_mut) else {
-                errors.push(FieldError::new(group.as_str(), "unknown settings group"));
+                let groups: Vec<&str> =
+                    current.as_object().into_iter().flat_map(|g| g.keys()).map(String::as_str).collect();
+                errors.push(FieldError::new(
+                    group.as_str(),
+                    format!("is not a settings group; the groups are {}", groups.join(", ")),
+                ));
                 continue;
             };
             let Some(fields) = fields.as_object() else {
@@ -287,14 +323,24 @@ impl Settings {
             for (field, value) in fields {
                 match target.get_mut(field) {
                     Some(slot) => *slot = value.clone(),
-                    None => errors.push(FieldError::new(format!("{group}.{field}"), "unknown field")),
+                    None => {
+                        let known: Vec<&str> = target.keys().map(String::as_str).collect();
+                        errors.push(FieldError::new(
+                            format!("{group}.{field}"),
+                            format!("is not a field of {group}; its fields are {}", known.join(", ")),
+                        ))
+                    }
                 }
             }
         }
         if !errors.is_empty() {
             return Err(errors);
         }
-        let settings = Settings::from_json(&merged)?;
+        let settings: Settings = serde_path_to_error::deserialize(&merged).map_err(|e| {
+            let path = e.path().to_string();
+            vec![FieldError::new(path.clone(), type_reason(&current, &merged, &path))]
+        })?;
+        settings.validate()?;
         let updated = changed_paths(&current, &settings.to_json());
         Ok(SettingsPatchOutcome { settings, updated })
     }
@@ -322,6 +368,15 @@ impl Settings {
 }
 
 impl RiskControls {
+    /// What a market buy is valued at per dollar of its reference price: 1 +
+    /// `market_buy_buffer_pct` / 100, exact to the 1/10,000 of a percent.
+    pub fn market_buy_factor(&self) -> Decimal {
+        // In integers (asked for every buy the gate checks): 10^-4 percent is 10^-6 of a dollar.
+        let millionths = (self.market_buy_buffer_pct * 10_000.0).round();
+        let millionths = if millionths.is_finite() { millionths.clamp(0.0, 1e12) as i64 } else { 0 };
+        Decimal::new(1_000_000 + millionths, 6)
+    }
+
     /// Dotted paths of the limits that `next` makes looser than `self`.
     pub fn loosened_by(&self, next: &RiskControls) -> Vec<&'static str> {
         let mut raised = Vec::new();
@@ -337,6 +392,7 @@ impl RiskControls {
         check(next.open_position_limit > self.open_position_limit, "risk_controls.open_position_limit");
         check(next.max_order_value > self.max_order_value, "risk_controls.max_order_value");
         check(next.price_collar_pct > self.price_collar_pct, "risk_controls.price_collar_pct");
+        check(next.market_buy_buffer_pct < self.market_buy_buffer_pct, "risk_controls.market_buy_buffer_pct");
         check(
             next.duplicate_order_window_seconds < self.duplicate_order_window_seconds,
             "risk_controls.duplicate_order_window_seconds",

@@ -19,6 +19,13 @@ impl FieldError {
     }
 }
 
+/// The backquoted names serde lists after "expected" in a message (``unknown variant `x`,
+/// expected one of `A`, `B` ``, ``unknown field `y`, expected `a` or `b` ``).
+pub fn expected_names(message: &str) -> Vec<String> {
+    let Some((_, list)) = message.split_once("expected") else { return Vec::new() };
+    list.split('`').skip(1).step_by(2).map(str::to_string).collect()
+}
+
 #[derive(Default)]
 struct Problems(Vec<FieldError>);
 
@@ -94,6 +101,7 @@ impl Settings {
         p.range_u64(k.duplicate_order_window_seconds.into(), 0, 86_400, "risk_controls.duplicate_order_window_seconds");
         p.money(k.max_order_value, billion, "risk_controls.max_order_value", false);
         p.range_f64(k.price_collar_pct, 0.01, 100.0, "risk_controls.price_collar_pct");
+        p.range_f64(k.market_buy_buffer_pct, 0.0, 50.0, "risk_controls.market_buy_buffer_pct");
         p.range_f64(k.alert_warning_loss_pct, 0.01, 100.0, "risk_controls.alert_warning_loss_pct");
         p.range_f64(k.alert_critical_loss_pct, 0.01, 100.0, "risk_controls.alert_critical_loss_pct");
         p.require(

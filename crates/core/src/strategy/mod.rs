@@ -56,8 +56,10 @@ pub enum Decision {
         rule: &'static str,
         text: String,
     },
-    /// Buy `quantity` at market (strategies that size from cash, e.g. `sma_cross`).
-    Buy { quantity: u64, rule: &'static str, text: String },
+    /// Buy at market: `quantity` shares, or (`None`) as many whole shares as buying power takes
+    /// at the fill price (strategies that invest all their cash, e.g. `sma_cross`), sized by the
+    /// engine, which knows the fill price where the venue states it.
+    Buy { quantity: Option<u64>, rule: &'static str, text: String },
     /// Sell `quantity` at market.
     Exit { quantity: u64, rule: &'static str, text: String },
     /// Withdraw the working entry order.

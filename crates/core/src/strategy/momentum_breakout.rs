@@ -912,6 +912,7 @@ mod tests {
         let mut s = holding();
         let bar = bars_from(6, &[(5.52, 5.53, 5.30, 5.35, 100_000)]);
         let decisions = feed(&mut s, &bar, |m| StrategyContext { minutes_to_close: 2, ..in_position(416)(m) });
+        assert_eq!(decisions.len(), 1, "one exit, not a stop and a flatten");
         assert_eq!(decisions[0].1.rule(), "STOP_LOSS");
     }
 

@@ -1,9 +1,10 @@
 //! `sma_cross`: the reference strategy for validating the engine against other backtesters
 //! (CONTRACT §4). Long only: when the `fast`-bar simple moving average of closes crosses above the
 //! `slow` one it buys with all buying power in whole shares at market; when it crosses below it
-//! sells everything at market. "All" is what the risk gate lets a market buy reserve: shares =
-//! floor(buying power / (close × [`MARKET_BUY_BUFFER`])), the buffer brokers hold for a market
-//! order's price moving before it fills.
+//! sells everything at market. "All" is sized by the engine at the order's fill price (a
+//! backtest's next open; live, the last trade plus `risk_controls.market_buy_buffer_pct`): as
+//! many whole shares as buying power takes, within the risk gate's limits — backtesting.py's
+//! floor(cash / fill price) when the limits are lifted and the buffer is 0.
 //!
 //! A cross is backtesting.py's `crossover(fast, slow)`: on the previous bar fast was strictly
 //! below slow and on this bar it is strictly above (and the reverse for a cross below), so the
@@ -13,16 +14,14 @@
 
 use super::{Decision, Strategy, StrategyContext};
 use crate::market::{Bar, Price};
-use crate::risk::MARKET_BUY_BUFFER;
 use crate::settings::StrategyAllocatorSettings;
 use crate::time::push_digits;
-use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::Decimal;
 use std::cmp::Ordering;
-use std::fmt::Write;
 
 pub const ID: &str = "sma_cross";
-pub const VERSION: &str = "1.0.0";
+/// 1.1: all-in buys are sized at the fill price by the engine (1.0 sized them at the close).
+pub const VERSION: &str = "1.1.0";
 /// backtesting.py's `SmaCross` example uses 10 and 20.
 pub const DEFAULT_FAST: u32 = 10;
 pub const DEFAULT_SLOW: u32 = 20;
@@ -140,41 +139,6 @@ impl SmaCross {
     }
 }
 
-/// Whole shares a market buy at `close` can take with `buying_power`: floor(buying power /
-/// (close × [`MARKET_BUY_BUFFER`])), exactly, in integers where they hold it (else in `Decimal`).
-fn shares_for(buying_power: Decimal, close: Price) -> u64 {
-    // buying power = m / 10^s dollars, close = c / 10^4, the buffer 103 / 100:
-    // floor(m × 10^6 / (10^s × c × 103)).
-    let exact = || {
-        let numerator = buying_power.mantissa().checked_mul(1_000_000)?.max(0);
-        let denominator =
-            10i128.checked_pow(buying_power.scale())?.checked_mul(i128::from(close.0))?.checked_mul(103)?;
-        u64::try_from(numerator.checked_div(denominator.max(0))?).ok()
-    };
-    debug_assert_eq!(MARKET_BUY_BUFFER, Decimal::new(103, 2), "the buffer the integers use");
-    exact().unwrap_or_else(|| (buying_power / (close.to_decimal() * MARKET_BUY_BUFFER)).floor().to_u64().unwrap_or(0))
-}
-
-/// Appends `value` as `Decimal` displays it (its scale kept: 1000.50), digit by digit where its
-/// mantissa fits 64 bits (one sentence per order of a backtest quotes the buying power).
-fn push_decimal(text: &mut String, value: Decimal) {
-    let scale = value.scale();
-    match u64::try_from(value.mantissa()) {
-        Ok(mantissa) if scale <= 19 && !value.is_sign_negative() => {
-            let mut buf = [0u8; 48];
-            let mut at = buf.len();
-            let unit = 10u64.pow(scale);
-            if scale > 0 {
-                at = crate::time::write_digits(&mut buf, at, mantissa % unit, scale as usize) - 1;
-                buf[at] = b'.';
-            }
-            at = crate::time::write_digits(&mut buf, at, mantissa / unit, 1);
-            crate::time::push_ascii(text, &buf[at..]);
-        }
-        _ => write!(text, "{value}").expect("writing to a String cannot fail"),
-    }
-}
-
 impl Strategy for SmaCross {
     fn id(&self) -> &'static str {
         ID
@@ -193,17 +157,9 @@ impl Strategy for SmaCross {
         }
         match (before, now) {
             (Ordering::Less, Ordering::Greater) if ctx.position == 0 => {
-                let quantity = shares_for(ctx.buying_power, bar.close);
-                if quantity == 0 {
-                    return Vec::new();
-                }
                 let mut text = self.cross("above", bar.close);
-                text.push_str("buying ");
-                push_digits(&mut text, quantity, 1);
-                text.push_str(" shares with $");
-                push_decimal(&mut text, ctx.buying_power.round_dp(2));
-                text.push_str(" of buying power.");
-                vec![Decision::Buy { quantity, rule: "SMA_CROSS_ABOVE", text }]
+                text.push_str("buying with all buying power:");
+                vec![Decision::Buy { quantity: None, rule: "SMA_CROSS_ABOVE", text }]
             }
             (Ordering::Greater, Ordering::Less) if ctx.position > 0 => {
                 let mut text = self.cross("below", bar.close);
@@ -255,7 +211,8 @@ mod tests {
         for (i, &c) in closes.iter().enumerate() {
             for d in s.on_bar(&bar(i, c), &ctx(position), &StrategyAllocatorSettings::default()) {
                 match &d {
-                    Decision::Buy { quantity, .. } => position = *quantity,
+                    // The engine sizes an all-in buy; 100 shares stand for it here.
+                    Decision::Buy { quantity, .. } => position = quantity.unwrap_or(100),
                     Decision::Exit { .. } => position = 0,
                     _ => {}
                 }
@@ -266,8 +223,7 @@ mod tests {
     }
 
     /// By hand, SMA(2) vs SMA(3) of 10, 9, 8, 9, 11, 12, 10, 8:
-    /// bar 2: 8.5 < 9; bar 3: 8.5 < 8.667; bar 4: 10 > 9.333 → cross above, buy floor(1000/(11 ×
-    /// 1.03)) = 88; bar 5: 11.5 > 10.667; bar 6: 11 = 11 (equal is not a cross); bar 7: 9 < 10 → the
+    /// bar 2: 8.5 < 9; bar 3: 8.5 < 8.667; bar 4: 10 > 9.333 → cross above, buy all in; bar 5: 11.5 > 10.667; bar 6: 11 = 11 (equal is not a cross); bar 7: 9 < 10 → the
     /// relation went Greater → Equal → Less, and only Greater → Less on consecutive bars counts,
     /// so no sell at 7. Append 7: bar 8: 7.5 < 8.333 (Less → Less) — still no sell.
     #[test]
@@ -276,32 +232,32 @@ mod tests {
         assert_eq!(out.len(), 1, "{out:?}");
         let (i, d) = &out[0];
         assert_eq!(*i, 4);
-        assert!(matches!(d, Decision::Buy { quantity: 88, rule: "SMA_CROSS_ABOVE", .. }), "{d:?}");
+        assert!(matches!(d, Decision::Buy { quantity: None, rule: "SMA_CROSS_ABOVE", .. }), "{d:?}");
     }
 
     /// 10, 9, 8, 9, 11, 12, 9: bar 6 has SMA(2) 10.5 < SMA(3) 10.667 after 11.5 > 10.667 → sell
-    /// all 88; then 12: bar 7 10.5 < 11 (Less → Less) → nothing; 13: bar 8 12.5 > 11.333 → buy
-    /// again, floor(1000/(13 × 1.03)) = 74.
+    /// all (100 here); then 12: bar 7 10.5 < 11 (Less → Less) → nothing; 13: bar 8 12.5 > 11.333 →
+    /// buy all in again (the engine sizes it at the fill price).
     #[test]
     fn buys_on_a_cross_above_and_sells_everything_on_a_cross_below() {
         let out = run(&[10.0, 9.0, 8.0, 9.0, 11.0, 12.0, 9.0, 12.0, 13.0]);
         let rules: Vec<(usize, &str)> = out.iter().map(|(i, d)| (*i, d.rule())).collect();
         assert_eq!(rules, vec![(4, "SMA_CROSS_ABOVE"), (6, "SMA_CROSS_BELOW"), (8, "SMA_CROSS_ABOVE")]);
-        assert!(matches!(out[1].1, Decision::Exit { quantity: 88, .. }));
-        assert!(matches!(out[2].1, Decision::Buy { quantity: 74, .. }));
+        assert!(matches!(out[1].1, Decision::Exit { quantity: 100, .. }));
+        assert!(matches!(out[2].1, Decision::Buy { quantity: None, .. }));
         let sentences: Vec<&str> = out.iter().map(|(_, d)| d.text()).collect();
         assert_eq!(
             sentences,
             [
-                "SMA(2) 10 crossed above SMA(3) 9.3333 at 11; buying 88 shares with $1000 of buying power.",
-                "SMA(2) 10.5 crossed below SMA(3) 10.6667 at 9; selling all 88 shares.",
-                "SMA(2) 12.5 crossed above SMA(3) 11.3333 at 13; buying 74 shares with $1000 of buying power.",
+                "SMA(2) 10 crossed above SMA(3) 9.3333 at 11; buying with all buying power:",
+                "SMA(2) 10.5 crossed below SMA(3) 10.6667 at 9; selling all 100 shares.",
+                "SMA(2) 12.5 crossed above SMA(3) 11.3333 at 13; buying with all buying power:",
             ]
         );
     }
 
     #[test]
-    fn no_signal_while_an_order_works_or_without_cash() {
+    fn no_signal_while_an_order_works() {
         let mut s = SmaCross::new(2, 3).unwrap();
         let params = StrategyAllocatorSettings::default();
         for (i, c) in [10.0, 9.0, 8.0, 9.0].into_iter().enumerate() {
@@ -309,12 +265,6 @@ mod tests {
         }
         let working = StrategyContext { order_working: true, ..ctx(0) };
         assert!(s.on_bar(&bar(4, 11.0), &working, &params).is_empty());
-        let mut s = SmaCross::new(2, 3).unwrap();
-        for (i, c) in [10.0, 9.0, 8.0, 9.0].into_iter().enumerate() {
-            s.on_bar(&bar(i, c), &ctx(0), &params);
-        }
-        let broke = StrategyContext { buying_power: Decimal::new(10, 0), ..ctx(0) };
-        assert!(s.on_bar(&bar(4, 11.0), &broke, &params).is_empty(), "10 dollars buy no 11-dollar share");
     }
 
     proptest::proptest! {
@@ -337,27 +287,6 @@ mod tests {
             };
             let (f, sl) = s.averages();
             proptest::prop_assert_eq!((f.to_string(), sl.to_string()), (exact(fast as usize), exact(fast as usize + 2)));
-        }
-    }
-
-    proptest::proptest! {
-        /// The integer share count is `Decimal`'s floor(buying power / (close × buffer)).
-        #[test]
-        fn shares_are_decimal_floor(mantissa in 0i64..i64::MAX, scale in 0u32..12, close in 1i64..10_000_000_000) {
-            let buying_power = Decimal::new(mantissa, scale);
-            let price = Price(close);
-            let by_decimal =
-                (buying_power / (price.to_decimal() * MARKET_BUY_BUFFER)).floor().to_u64().unwrap_or(0);
-            proptest::prop_assert_eq!(shares_for(buying_power, price), by_decimal);
-        }
-
-        /// Dollars are written as `Decimal` displays them, scale kept.
-        #[test]
-        fn dollars_display_as_decimal(mantissa in proptest::prelude::any::<i64>(), scale in 0u32..28) {
-            let value = Decimal::new(mantissa, scale);
-            let mut text = String::from("$");
-            push_decimal(&mut text, value);
-            proptest::prop_assert_eq!(text, format!("${value}"));
         }
     }
 

@@ -9,13 +9,13 @@
 use chrono::{Duration, NaiveDate};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Mutex;
-use std::time::Instant;
+use tokio::time::Instant;
 use tradeops_core::bars::{minute_floor, MinuteBarBuilder};
 use tradeops_core::calendar::{MarketCalendar, SessionPhase};
 use tradeops_core::market::{Bar, Price, Trade};
 use tradeops_core::radar::{scan, RadarInput, RadarRow};
 use tradeops_core::settings::{MarketCalendarKind, MomentumRadarSettings};
-use tradeops_core::{Symbol, Timestamp};
+use tradeops_core::{Clock, Symbol, Timestamp};
 use tradeops_sim::day::close_of;
 use tradeops_sim::profile::{expected_cum_fraction, DayClock};
 use tradeops_sim::{daily_volume, DayGenerator, Universe};
@@ -63,21 +63,22 @@ pub struct FeedStatus {
     pub market_time: Option<Timestamp>,
     pub date: Option<NaiveDate>,
     pub symbols: usize,
-    /// Real time since the last step was processed.
+    /// Service-clock time since the last step was processed.
     pub since_last_step: Option<std::time::Duration>,
 }
 
 pub struct LiveMarket {
     universe: std::sync::Arc<Universe>,
     state: Mutex<LiveState>,
-    started: Instant,
-    /// Real milliseconds since `started` when the last step ran (−1: never).
+    /// The service clock (real time in operation), which says how fresh the feed is.
+    clock: std::sync::Arc<dyn Clock>,
+    /// Service-clock milliseconds when the last step ran (`i64::MIN`: never).
     last_step_ms: AtomicI64,
     pub speed: f64,
 }
 
 impl LiveMarket {
-    pub fn new(universe: std::sync::Arc<Universe>, speed: f64) -> LiveMarket {
+    pub fn new(universe: std::sync::Arc<Universe>, speed: f64, clock: std::sync::Arc<dyn Clock>) -> LiveMarket {
         LiveMarket {
             universe,
             state: Mutex::new(LiveState {
@@ -87,8 +88,8 @@ impl LiveMarket {
                 next_step: None,
                 symbols: Vec::new(),
             }),
-            started: Instant::now(),
-            last_step_ms: AtomicI64::new(-1),
+            clock,
+            last_step_ms: AtomicI64::new(i64::MIN),
             speed,
         }
     }
@@ -109,8 +110,9 @@ impl LiveMarket {
             market_time: st.next_step.map(|t| t - Duration::seconds(STEP_SECONDS)),
             date: st.date,
             symbols: self.universe.len(),
-            since_last_step: (ms >= 0)
-                .then(|| self.started.elapsed().saturating_sub(std::time::Duration::from_millis(ms as u64))),
+            since_last_step: (ms != i64::MIN).then(|| {
+                std::time::Duration::from_millis(self.clock.now().timestamp_millis().saturating_sub(ms).max(0) as u64)
+            }),
         }
     }
 
@@ -195,7 +197,7 @@ impl LiveMarket {
             }
             st.next_step = Some(step + Duration::seconds(STEP_SECONDS));
         }
-        self.last_step_ms.store(self.started.elapsed().as_millis() as i64, Ordering::Relaxed);
+        self.last_step_ms.store(self.clock.now().timestamp_millis(), Ordering::Relaxed);
         scans
     }
 

@@ -91,8 +91,10 @@ pub async fn summary(State(state): State<AppState>, _caller: Caller) -> ApiResul
 #[serde(deny_unknown_fields)]
 pub struct PerformanceQuery {
     /// A session is one trading day: `YYYY-MM-DD`.
+    #[param(value_type = Option<crate::openapi::TradingDay>)]
     pub session_id: Option<String>,
     /// Same as `session_id`.
+    #[param(value_type = Option<crate::openapi::TradingDay>)]
     pub date: Option<String>,
 }
 
@@ -117,12 +119,13 @@ pub async fn performance(
 ) -> ApiResult<ApiResponse<Vec<SymbolPerformance>>> {
     let v = state.engine().view();
     let requested = match (q.session_id.as_deref(), q.date.as_deref()) {
-        (Some(a), Some(b)) if a != b => return Err(ApiError::validation("date", "differs from session_id")),
-        (Some(text), _) | (None, Some(text)) => {
-            Some(chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d").map_err(|_| {
-                ApiError::validation(if q.session_id.is_some() { "session_id" } else { "date" }, "must be YYYY-MM-DD")
-            })?)
+        (Some(a), Some(b)) if a != b => {
+            return Err(ApiError::validation("date", "must be the same day as session_id when both are given"))
         }
+        (Some(text), _) | (None, Some(text)) => Some(
+            chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d")
+                .map_err(|_| crate::fields::refuse(if q.session_id.is_some() { "session_id" } else { "date" }))?,
+        ),
         (None, None) => None,
     };
     if requested.is_none() || requested == v.session {

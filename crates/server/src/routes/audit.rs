@@ -30,8 +30,10 @@ pub struct AuditQuery {
     /// Only this outcome (`OK` or an error code).
     pub outcome: Option<String>,
     /// Page size, 1..=1000 (default 100).
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u32>,
     /// `next_cursor` of the previous page.
+    #[param(value_type = Option<crate::openapi::IdCursor>)]
     pub cursor: Option<String>,
 }
 
@@ -50,7 +52,6 @@ pub struct AuditRow {
     pub target: String,
     /// The request body as sent (JSON, or a string when it was not JSON); for an aggregate
     /// row of refusals, `{"source", "count", "first", "last"}`.
-    #[schema(value_type = Object)]
     pub request: Value,
     /// `OK` or the error code of the refusal.
     pub outcome: String,

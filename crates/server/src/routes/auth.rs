@@ -30,13 +30,14 @@ pub fn validate_token_name(name: &str) -> ApiResult<()> {
     if ok {
         Ok(())
     } else {
-        Err(ApiError::validation("name", "must be 1 to 64 characters of A-Z, a-z, 0-9, '_', '.', '-'"))
+        Err(crate::fields::refuse("name"))
     }
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateToken {
+    #[schema(pattern = "^[A-Za-z0-9_.-]{1,64}$")]
     pub name: String,
     pub role: Role,
 }
@@ -114,10 +115,18 @@ pub struct RevokedToken {
 }
 
 /// Revokes a token at once: its next request is `UNAUTHORIZED`.
+///
+/// The last active admin token cannot be revoked (create another admin token first):
+/// otherwise nobody could manage tokens or guarded settings without shell access to the
+/// database.
 #[utoipa::path(delete, path = "/api/auth/tokens/{name}", tag = "auth", security(("bearer" = [])),
-    params(("name" = String, Path, description = "Token name")),
+    params(("name" = String, Path, description = "Token name", pattern = "^[A-Za-z0-9_.-]{1,64}$")),
     responses((status = 200, description = "Revoked", body = inline(SuccessBody<RevokedToken>)),
-              (status = 404, description = "NOT_FOUND", body = crate::envelope::ErrorBody)))]
+              (status = 404, description = "NOT_FOUND", body = crate::envelope::ErrorBody),
+              (status = 409, description = "SETTINGS_UPDATE_BLOCKED with `detail.guard` = `last_admin_token` and \
+`detail.reason`: the token is the last active admin token. The contract has no generic conflict code; this is a \
+guarded change of the service's configuration that the current state forbids, which is what this code means \
+(CONTRACT §2). Audited; nothing changes.", body = crate::envelope::ErrorBody)))]
 pub async fn revoke_token(
     State(state): State<AppState>,
     Path(name): Path<String>,

@@ -55,13 +55,14 @@ pub async fn run(State(state): State<AppState>, guard: Sensitive) -> ApiResult<A
 #[derive(Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
 pub struct BacktestQuery {
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u32>,
 }
 
 /// Runs, newest first: the request fields, `status`, `progress` and the headline metrics (null
 /// until `COMPLETED`).
 #[utoipa::path(get, path = "/api/backtests", tag = "backtests", security(("bearer" = [])), params(BacktestQuery),
-    responses((status = 200, description = "Runs", body = inline(SuccessBody<Vec<Object>>))))]
+    responses((status = 200, description = "Runs", body = inline(SuccessBody<Vec<crate::backtests::BacktestRun>>))))]
 pub async fn list(
     State(state): State<AppState>,
     _caller: Caller,
@@ -74,11 +75,12 @@ pub async fn list(
 
 /// One run: `backtest_id`, `status`, `progress`, the request fields (with the settings it
 /// traded under), and once `COMPLETED` every metric (`total_return`, `sharpe_ratio`,
-/// `max_drawdown`, `win_loss_ratio`, `win_rate`, `profit_factor`, `trade_count`, …), `trades`
-/// (rows as `GET /api/trades`) and `equity_curve` (`timestamp`, `equity`; at most 2,000 points).
+/// `max_drawdown`, `win_loss_ratio`, `win_rate`, `profit_factor`, `trade_count`, …; null where
+/// undefined), `refusals` (orders the risk gate refused, by rule), `trades` (rows as
+/// `GET /api/trades`) and `equity_curve` (`timestamp`, `equity`; at most 2,000 points).
 #[utoipa::path(get, path = "/api/backtests/{backtest_id}", tag = "backtests", security(("bearer" = [])),
     params(("backtest_id" = String, Path, description = "Run id")),
-    responses((status = 200, description = "Run", body = inline(SuccessBody<Object>)),
+    responses((status = 200, description = "Run", body = inline(SuccessBody<crate::backtests::BacktestRun>)),
               (status = 404, description = "NOT_FOUND", body = crate::envelope::ErrorBody)))]
 pub async fn one(
     State(state): State<AppState>,

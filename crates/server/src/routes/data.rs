@@ -35,16 +35,17 @@ pub fn router() -> Router<AppState> {
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DownloadRequest {
-    #[schema(value_type = String)]
     pub symbol: Symbol,
     /// RFC 3339, any offset.
     #[serde(with = "tradeops_core::time::serde_ts")]
-    #[schema(value_type = String)]
+    #[schema(value_type = String, format = DateTime)]
     pub start: Timestamp,
+    /// RFC 3339, after `start` and not in the future; at most 366 days of `1m` bars or 20 years of `1d`.
     #[serde(with = "tradeops_core::time::serde_ts")]
-    #[schema(value_type = String)]
+    #[schema(value_type = String, format = DateTime)]
     pub end: Timestamp,
     /// `1m` (default) or `1d`.
+    #[schema(nullable = false)]
     pub timeframe: Option<Timeframe>,
 }
 
@@ -77,6 +78,7 @@ pub async fn download(State(state): State<AppState>, guard: Sensitive) -> ApiRes
 #[derive(Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
 pub struct DownloadQuery {
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u32>,
 }
 
@@ -113,6 +115,7 @@ pub async fn one(
 #[serde(deny_unknown_fields)]
 pub struct ImportQuery {
     /// The bars' symbol.
+    #[param(value_type = Symbol)]
     pub symbol: String,
     /// `1d` (default) or `1m`.
     pub timeframe: Option<Timeframe>,
@@ -127,7 +130,8 @@ pub struct ImportResult {
 }
 
 /// Stores bars from a CSV file (`text/csv`, up to 50 MiB): a header naming a date or timestamp
-/// column and `open,high,low,close,volume`. A bad row is `VALIDATION_ERROR` naming the line
+/// column (or leaving the first column unnamed, as pandas writes an index) and
+/// `open,high,low,close,volume`. A bad row is `VALIDATION_ERROR` naming the line
 /// (`detail.line`), and nothing of that file is stored.
 #[utoipa::path(post, path = "/api/data/import", tag = "data", security(("bearer" = [])), params(ImportQuery),
     request_body(content = String, content_type = "text/csv"),

@@ -25,14 +25,14 @@ pub fn router() -> Router<AppState> {
 #[derive(Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
 pub struct BarsQuery {
-    #[param(value_type = String)]
     pub symbol: Symbol,
     /// RFC 3339; default: the start of the market's current day (New York midnight).
+    #[param(format = DateTime)]
     pub start: Option<String>,
     /// RFC 3339; default and latest: the market's present.
+    #[param(format = DateTime)]
     pub end: Option<String>,
     /// `1m` (default) or `1d`.
-    #[param(value_type = Option<String>)]
     pub timeframe: Option<Timeframe>,
 }
 
@@ -48,7 +48,7 @@ pub struct BarRow {
 }
 
 fn parse_time(field: &str, text: Option<&str>) -> ApiResult<Option<Timestamp>> {
-    text.map(|t| tradeops_core::time::parse_ts(t).map_err(|reason| ApiError::validation(field, reason))).transpose()
+    text.map(|t| tradeops_core::time::parse_ts(t).map_err(|_| crate::fields::refuse(field))).transpose()
 }
 
 /// Bars whose start lies in `[start, end)`, oldest first; only closed bars of the market's

@@ -47,18 +47,13 @@ pub fn api() -> Router<AppState> {
 pub fn list_limit(limit: Option<u32>) -> crate::error::ApiResult<u32> {
     match limit.unwrap_or(100) {
         n @ 1..=1000 => Ok(n),
-        _ => Err(crate::error::ApiError::validation("limit", "must be between 1 and 1000")),
+        _ => Err(crate::fields::refuse("limit")),
     }
 }
 
 /// Cursors are the id of the last row of the previous page.
 pub fn parse_cursor(cursor: Option<&str>) -> crate::error::ApiResult<Option<i64>> {
-    cursor
-        .map(|c| {
-            c.parse::<i64>()
-                .map_err(|_| crate::error::ApiError::validation("cursor", "not a cursor returned by this endpoint"))
-        })
-        .transpose()
+    cursor.map(|c| c.parse::<i64>().map_err(|_| crate::fields::refuse("cursor"))).transpose()
 }
 
 /// Turns rows fetched with `limit + 1` into a page: at most `limit` rows, and the cursor of the

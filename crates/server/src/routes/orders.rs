@@ -24,6 +24,9 @@ use tradeops_core::time::{format_ts, to_epoch_ms};
 use tradeops_core::{Role, Symbol};
 use tradeops_store::{OrderFilter, TradingRepository};
 
+/// Most shares one order may ask for (a face check; the risk gate bounds it further).
+pub const MAX_ORDER_QUANTITY: u64 = 10_000_000;
+
 pub const ORDER_CREATE: Action = Action { name: "order.create", role: Role::Operator };
 pub const ORDER_CANCEL: Action = Action { name: "order.cancel", role: Role::Operator };
 
@@ -128,23 +131,30 @@ fn execution_row(e: &Execution) -> ExecutionRow {
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateOrder {
-    #[schema(value_type = String)]
     pub symbol: Symbol,
     pub side: Side,
+    /// Whole shares.
+    #[schema(minimum = 1, maximum = 10000000)]
+    #[serde(deserialize_with = "crate::fields::whole_number::deserialize")]
     pub quantity: u64,
     /// `MARKET` (default), `LIMIT`, `STOP`, `STOP_LIMIT`.
+    #[schema(nullable = false)]
     pub order_type: Option<OrderType>,
-    #[schema(value_type = Option<f64>)]
+    /// Required by `LIMIT` and `STOP_LIMIT`. Whole cents at or above $1, at most 4 decimal places below.
+    #[schema(value_type = Option<f64>, nullable = false, exclusive_minimum = 0)]
     #[serde(default, with = "rust_decimal::serde::float_option")]
     pub limit_price: Option<Decimal>,
-    #[schema(value_type = Option<f64>)]
+    /// Required by `STOP` and `STOP_LIMIT`; the tick rule of `limit_price`.
+    #[schema(value_type = Option<f64>, nullable = false, exclusive_minimum = 0)]
     #[serde(default, with = "rust_decimal::serde::float_option")]
     pub stop_price: Option<Decimal>,
     /// `DAY` (default), `GTC`, `IOC`.
+    #[schema(nullable = false)]
     pub time_in_force: Option<TimeInForce>,
     /// Generated when absent.
-    #[schema(value_type = Option<String>)]
+    #[schema(nullable = false)]
     pub client_order_id: Option<ClientOrderId>,
+    #[schema(nullable = false)]
     pub reason: Option<String>,
 }
 
@@ -164,6 +174,7 @@ fn check_price(field: &'static str, price: Option<Decimal>) -> ApiResult<()> {
 #[utoipa::path(post, path = "/api/orders", tag = "orders", security(("bearer" = [])), request_body = CreateOrder,
     responses((status = 201, description = "Accepted for sending (status NEW)", body = inline(SuccessBody<OrderDetail>)),
               (status = 400, description = "VALIDATION_ERROR", body = crate::envelope::ErrorBody),
+              (status = 404, description = "NOT_FOUND (not a symbol of the market)", body = crate::envelope::ErrorBody),
               (status = 409, description = "DUPLICATE_ORDER_BLOCKED, MARKET_CLOSED, EMERGENCY_HALT_ACTIVE", body = crate::envelope::ErrorBody),
               (status = 422, description = "RISK_BLOCKED", body = crate::envelope::ErrorBody)))]
 pub async fn create(State(state): State<AppState>, guard: Sensitive) -> ApiResult<ApiResponse<OrderDetail>> {
@@ -171,8 +182,8 @@ pub async fn create(State(state): State<AppState>, guard: Sensitive) -> ApiResul
         .run(ORDER_CREATE, Target::BodyField("symbol"), |_caller, req: CreateOrder| async move {
             check_price("limit_price", req.limit_price)?;
             check_price("stop_price", req.stop_price)?;
-            if req.quantity == 0 || req.quantity > 10_000_000 {
-                return Err(ApiError::validation("quantity", "must be between 1 and 10000000"));
+            if req.quantity == 0 || req.quantity > MAX_ORDER_QUANTITY {
+                return Err(crate::fields::refuse("quantity"));
             }
             let order = ManualOrder {
                 client_order_id: req.client_order_id,
@@ -197,10 +208,14 @@ pub async fn create(State(state): State<AppState>, guard: Sensitive) -> ApiResul
 #[serde(deny_unknown_fields)]
 pub struct OrderQuery {
     /// Trading day `YYYY-MM-DD` (America/New_York); default the current session.
+    #[param(value_type = Option<crate::openapi::TradingDay>)]
     pub date: Option<String>,
     pub status: Option<OrderStatus>,
+    #[param(value_type = Option<Symbol>)]
     pub symbol: Option<String>,
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u32>,
+    #[param(value_type = Option<crate::openapi::OrderCursor>)]
     pub cursor: Option<String>,
 }
 
@@ -215,8 +230,7 @@ pub async fn list(
 ) -> ApiResult<ApiResponse<Vec<Arc<RawValue>>>> {
     let limit = list_limit(q.limit)?;
     let date = match &q.date {
-        Some(text) => chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d")
-            .map_err(|_| ApiError::validation("date", "must be a YYYY-MM-DD trading day"))?,
+        Some(text) => chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d").map_err(|_| crate::fields::refuse("date"))?,
         None => {
             let calendar =
                 tradeops_core::calendar::MarketCalendar::new(state.settings.current().runtime.market_calendar);
@@ -230,7 +244,7 @@ pub async fn list(
         .map(|c| {
             c.split_once('~')
                 .and_then(|(at, id)| Some((at.parse::<i64>().ok()?, id.to_string())))
-                .ok_or_else(|| ApiError::validation("cursor", "not a cursor returned by this endpoint"))
+                .ok_or_else(|| crate::fields::refuse("cursor"))
         })
         .transpose()?;
     let filter = OrderFilter {
@@ -326,7 +340,6 @@ pub async fn detail(
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CancelOrder {
-    #[schema(value_type = String)]
     pub client_order_id: ClientOrderId,
 }
 

@@ -4,6 +4,7 @@ use crate::auth::Caller;
 use crate::envelope::{ApiResponse, SuccessBody};
 use crate::error::{ApiError, ApiResult};
 use crate::guard::{Action, Sensitive, Target};
+use crate::routes::orders::MAX_ORDER_QUANTITY;
 use crate::state::AppState;
 use axum::extract::State;
 use axum::routing::{get, post};
@@ -66,9 +67,10 @@ pub async fn list(State(state): State<AppState>, _caller: Caller) -> ApiResult<A
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClosePosition {
-    #[schema(value_type = String)]
     pub symbol: Symbol,
     /// 1..=open quantity; default the whole position.
+    #[schema(nullable = false, minimum = 1, maximum = 10000000)]
+    #[serde(default, deserialize_with = "crate::fields::whole_number::option::deserialize")]
     pub quantity: Option<u64>,
 }
 
@@ -87,6 +89,10 @@ pub struct CloseResult {
 pub async fn close(State(state): State<AppState>, guard: Sensitive) -> ApiResult<ApiResponse<CloseResult>> {
     guard
         .run(POSITION_CLOSE, Target::BodyField("symbol"), |_caller, req: ClosePosition| async move {
+            // Malformed on its face whether or not the position exists.
+            if req.quantity.is_some_and(|q| q == 0 || q > MAX_ORDER_QUANTITY) {
+                return Err(crate::fields::refuse("quantity"));
+            }
             match state.engine().command(Command::ClosePosition { symbol: req.symbol, quantity: req.quantity }).await? {
                 Reply::Close { symbol, client_order_id, status } => Ok(ApiResponse::ok(CloseResult {
                     symbol: symbol.to_string(),
@@ -102,8 +108,8 @@ pub async fn close(State(state): State<AppState>, guard: Sensitive) -> ApiResult
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HaltPosition {
-    #[schema(value_type = String)]
     pub symbol: Symbol,
+    #[schema(value_type = crate::openapi::ReasonText)]
     pub reason: String,
 }
 

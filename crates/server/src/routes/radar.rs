@@ -34,6 +34,7 @@ pub fn router() -> Router<AppState> {
 #[serde(deny_unknown_fields)]
 pub struct MomentumQuery {
     /// Rows to return, 1..=200 (default 25).
+    #[param(minimum = 1, maximum = 200)]
     pub top_n: Option<u32>,
 }
 
@@ -49,7 +50,7 @@ pub async fn momentum(
 ) -> ApiResult<ApiResponse<Vec<RadarRow>>> {
     let top_n = match q.top_n.unwrap_or(25) {
         n @ 1..=200 => n as usize,
-        _ => return Err(ApiError::validation("top_n", "must be between 1 and 200")),
+        _ => return Err(crate::fields::refuse("top_n")),
     };
     let latest = state.radar.latest().await;
     Ok(ApiResponse::list(latest.rows.iter().take(top_n).cloned().collect()))
@@ -58,9 +59,9 @@ pub async fn momentum(
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WatchRequest {
-    #[schema(value_type = String)]
     pub symbol: Symbol,
     /// `MANUAL` (default), `RADAR` or `API`.
+    #[schema(nullable = false)]
     pub source: Option<WatchSource>,
 }
 
@@ -100,19 +101,20 @@ fn known(state: &AppState, symbol: &Symbol) -> ApiResult<()> {
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BlockRequest {
-    #[schema(value_type = String)]
     pub symbol: Symbol,
     /// `TODAY` (default: until the end of the trading day) or `PERMANENT`.
+    #[schema(nullable = false)]
     pub block_scope: Option<BlockScope>,
+    #[schema(value_type = crate::openapi::ReasonText)]
     pub reason: String,
 }
 
 pub fn require_reason(reason: &str) -> ApiResult<()> {
-    let len = reason.trim().chars().count();
-    if (1..=500).contains(&len) {
+    // At most 500 characters as sent, and not only white space.
+    if reason.chars().count() <= 500 && !reason.trim().is_empty() {
         Ok(())
     } else {
-        Err(ApiError::validation("reason", "must be 1 to 500 characters"))
+        Err(crate::fields::refuse("reason"))
     }
 }
 
@@ -143,8 +145,8 @@ pub async fn block(State(state): State<AppState>, guard: Sensitive) -> ApiResult
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UnblockRequest {
-    #[schema(value_type = String)]
     pub symbol: Symbol,
+    #[schema(value_type = crate::openapi::ReasonText)]
     pub reason: String,
 }
 

@@ -94,6 +94,7 @@ pub async fn state(State(state): State<AppState>, _caller: Caller) -> ApiResult<
 #[derive(Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
 pub struct ViolationQuery {
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u32>,
 }
 
@@ -134,6 +135,7 @@ pub async fn violations(
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReasonBody {
+    #[schema(value_type = crate::openapi::ReasonText)]
     pub reason: String,
 }
 

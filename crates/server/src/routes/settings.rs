@@ -48,7 +48,7 @@ pub struct SettingsUpdated {
 /// token and `X-Confirm-Live: true`, else `SETTINGS_UPDATE_BLOCKED` with `detail.guard`.
 /// Every change is a new persisted version, audited, and in effect without a restart.
 #[utoipa::path(put, path = "/api/settings", tag = "settings", security(("bearer" = [])),
-    request_body(content = Object, description = "e.g. {\"risk_controls\": {\"max_daily_loss\": 750}}"),
+    request_body(content = Option<Object>, description = "e.g. {\"risk_controls\": {\"max_daily_loss\": 750}}"),
     responses((status = 200, description = "Applied", body = inline(SuccessBody<SettingsUpdated>)),
               (status = 400, description = "VALIDATION_ERROR", body = crate::envelope::ErrorBody),
               (status = 403, description = "FORBIDDEN (viewer)", body = crate::envelope::ErrorBody),
@@ -77,8 +77,10 @@ pub async fn put_settings(State(state): State<AppState>, guard: Sensitive) -> Ap
 #[serde(deny_unknown_fields)]
 pub struct HistoryQuery {
     /// Page size, 1..=1000 (default 100).
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u32>,
     /// `next_cursor` of the previous page.
+    #[param(value_type = Option<crate::openapi::IdCursor>)]
     pub cursor: Option<String>,
 }
 

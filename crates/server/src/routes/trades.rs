@@ -28,10 +28,12 @@ pub fn router() -> Router<AppState> {
 #[serde(deny_unknown_fields)]
 pub struct TradeQuery {
     /// `YYYY-MM-DD`: trades entered on that New York date.
+    #[param(value_type = Option<crate::openapi::TradingDay>)]
     pub date: Option<String>,
     /// A strategy id, or `manual` for trades opened by hand.
     pub strategy_id: Option<String>,
     /// A symbol, in any case.
+    #[param(value_type = Option<Symbol>)]
     pub symbol: Option<String>,
 }
 
@@ -50,10 +52,7 @@ pub async fn list(
     let date = q
         .date
         .as_deref()
-        .map(|text| {
-            chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d")
-                .map_err(|_| ApiError::validation("date", "must be a date as YYYY-MM-DD"))
-        })
+        .map(|text| chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d").map_err(|_| crate::fields::refuse("date")))
         .transpose()?;
     let symbol = q.symbol.as_deref().map(Symbol::parse).transpose().map_err(|e| ApiError::validation("symbol", e))?;
     let filter = TradeFilter::new(date, q.strategy_id.as_deref(), symbol.as_ref());
@@ -86,6 +85,7 @@ pub async fn one(
 pub struct RecommendationQuery {
     /// `SYMBOL`, `STRATEGY`, `SECTOR`, `TIME_OF_DAY`, `PRICE_BAND`, `FLOAT_BAND`, `RVOL_BAND`,
     /// `GAIN_BAND`, `HOLD_TIME`, `DAY_OF_WEEK`.
+    #[param(value_type = Option<crate::openapi::ScopeTypeName>)]
     pub scope_type: Option<String>,
     pub scope_value: Option<String>,
 }
@@ -109,7 +109,7 @@ pub async fn recommendations(
         .map(|s| {
             ScopeType::parse(s).ok_or_else(|| {
                 let all: Vec<&str> = ScopeType::ALL.iter().map(|s| s.as_str()).collect();
-                ApiError::validation("scope_type", format!("one of {}", all.join(", ")))
+                ApiError::validation("scope_type", format!("must be one of {}", all.join(", ")))
             })
         })
         .transpose()?;

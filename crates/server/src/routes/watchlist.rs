@@ -28,8 +28,8 @@ pub fn router() -> Router<AppState> {
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StopRequest {
-    #[schema(value_type = String)]
     pub symbol: Symbol,
+    #[schema(value_type = crate::openapi::ReasonText)]
     pub reason: String,
 }
 
@@ -64,7 +64,6 @@ pub async fn stop(State(state): State<AppState>, guard: Sensitive) -> ApiResult<
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RestartRequest {
-    #[schema(value_type = String)]
     pub symbol: Symbol,
 }
 
@@ -105,8 +104,10 @@ pub async fn restart(State(state): State<AppState>, guard: Sensitive) -> ApiResu
 #[serde(deny_unknown_fields)]
 pub struct WatchlistQuery {
     /// Only rows with this `strategy_status` (`Active`, `Buy`, `Hold`, `Sell`, `Closed`, `Halted`).
+    #[param(value_type = Option<crate::openapi::WatchlistStatus>)]
     pub status: Option<String>,
     /// `time_added_desc` (default), `time_added_asc`, `symbol_asc`, `symbol_desc`, `price_desc`, `price_asc`.
+    #[param(value_type = Option<crate::openapi::WatchlistSort>)]
     pub sort: Option<String>,
 }
 
@@ -128,8 +129,9 @@ pub struct WatchlistRow {
     pub reason: Option<String>,
 }
 
-const STATUSES: &[&str] = &["Active", "Buy", "Hold", "Sell", "Closed", "Halted"];
-const SORTS: &[&str] = &["time_added_desc", "time_added_asc", "symbol_asc", "symbol_desc", "price_desc", "price_asc"];
+pub const STATUSES: &[&str] = &["Active", "Buy", "Hold", "Sell", "Closed", "Halted"];
+pub const SORTS: &[&str] =
+    &["time_added_desc", "time_added_asc", "symbol_asc", "symbol_desc", "price_desc", "price_asc"];
 
 /// Watchlist rows with the strategy and polling status of each.
 #[utoipa::path(get, path = "/api/watchlist", tag = "watchlist", security(("bearer" = [])), params(WatchlistQuery),

@@ -41,20 +41,7 @@ async fn token_actions_are_audited_without_secrets() {
     app.call(Method::DELETE, "/api/auth/tokens/desk", Some(ADMIN_TOKEN), None).await.assert_ok(200);
     app.call(Method::DELETE, "/api/auth/tokens/ghost", Some(ADMIN_TOKEN), None).await.assert_error(404, "NOT_FOUND");
     let reply = app.get("/api/audit").await;
-    let rows: Vec<_> = reply
-        .data()
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            format!(
-                "{} {} {}",
-                r["action"].as_str().unwrap(),
-                r["target"].as_str().unwrap(),
-                r["outcome"].as_str().unwrap()
-            )
-        })
-        .collect();
+    let rows = audit_rows(&reply.body);
     assert_eq!(rows, vec!["token.revoke ghost NOT_FOUND", "token.revoke desk OK", "token.create desk OK"]);
     assert!(!reply.body.to_string().contains(&secret));
 }

@@ -17,14 +17,19 @@ async fn wait_done(app: &TestApp, id: &str) -> Value {
     panic!("backtest {id} never finished: {}", app.get(&format!("/api/backtests/{id}")).await.body);
 }
 
-async fn import_golden(app: &TestApp) {
+/// Imports daily bars of `symbol` from `csv`, which holds `bars` of them.
+async fn import_daily(app: &TestApp, symbol: &str, csv: &'static str, bars: u64) {
     let req = app
         .client
-        .post(app.url("/api/data/import?symbol=GOLDN&timeframe=1d"))
+        .post(app.url(&format!("/api/data/import?symbol={symbol}&timeframe=1d")))
         .bearer_auth(ADMIN_TOKEN)
         .header("content-type", "text/csv")
-        .body(GOLDEN_CSV);
-    assert_eq!(app.raw(req).await.assert_ok(200)["bars"], 80);
+        .body(csv);
+    assert_eq!(app.raw(req).await.assert_ok(200)["bars"], bars);
+}
+
+async fn import_golden(app: &TestApp) {
+    import_daily(app, "GOLDN", GOLDEN_CSV, 80).await;
 }
 
 /// The golden request: sma_cross 5/10 on 80 fixed daily bars, with commission and slippage,
@@ -215,4 +220,70 @@ async fn a_run_interrupted_by_a_restart_completes_after_it() {
     let again = wait_done(&app, &id).await;
     assert_eq!(again["status"], "COMPLETED");
     assert_eq!(stable(again), stable(first));
+}
+
+/// backtesting.py's bundled GOOG daily bars (public prices; the core crate's fixture), imported
+/// as the file ships: pandas' unnamed index column is the date.
+const GOOG_CSV: &str = include_str!("../../../core/src/backtest/goog_daily.csv");
+
+async fn import_goog(app: &TestApp) {
+    import_daily(app, "GOOG", GOOG_CSV, 2148).await;
+}
+
+fn goog_request(settings: Value) -> Value {
+    json!({
+        "strategy_id": "sma_cross", "symbol": "GOOG", "timeframe": "1d",
+        "start": "2004-08-19T00:00:00Z", "end": "2013-03-02T00:00:00Z",
+        "parameters": {"fast": 10, "slow": 20}, "initial_cash": 100000, "settings": settings
+    })
+}
+
+/// Issue 21.6: backtesting.py 0.6.6's SmaCross on its GOOG bars, with the desk's limits lifted
+/// and no market buy buffer, through the API: 47 trades, the first sized floor(100,000 / 179.13)
+/// at the next open, and 771,184.06 at the end (every trade is compared by
+/// `bench/backtesting_py_parity.sh`).
+#[tokio::test]
+async fn sma_cross_on_goog_matches_backtesting_py_through_the_api() {
+    let app = spawn_app().await;
+    import_goog(&app).await;
+    let lifted = json!({"risk_controls": {
+        "max_daily_loss": 1000000000, "max_order_value": 1000000000, "max_position_size": 10000000,
+        "market_buy_buffer_pct": 0
+    }});
+    let done = run(&app, goog_request(lifted)).await;
+    assert_eq!(done["status"], "COMPLETED", "{done}");
+    assert_eq!(done["trade_count"], 47);
+    assert_eq!(done["final_equity"], 771184.06);
+    assert_eq!(done["market_buy_buffer_pct"], 0.0);
+    assert_eq!(done["refusals"], json!({}));
+    let first = &done["trades"][0];
+    assert_eq!((first["quantity"].as_u64(), first["entry_price"].as_f64()), (Some(558), Some(179.13)));
+    assert_eq!(app.get("/api/data/downloads").await.body["meta"]["count"], 0, "imported bars only");
+}
+
+/// Under the default limits an all-in run trades within them (each entry capped at the 25,000
+/// maximum order value, the reason saying so); a run whose every entry the gate refuses says
+/// why, by rule, and its undefined metrics are null.
+#[tokio::test]
+async fn all_in_runs_trade_within_the_limits_and_refusals_are_counted_by_rule() {
+    let app = spawn_app().await;
+    import_goog(&app).await;
+    let defaults = run(&app, goog_request(json!({"risk_controls": {"max_daily_loss": 1000000}}))).await;
+    assert_eq!(defaults["status"], "COMPLETED", "{defaults}");
+    assert_eq!(defaults["trade_count"], 47, "sized down, not refused: {}", defaults["refusals"]);
+    assert_eq!(defaults["refusals"], json!({}));
+    assert_eq!(defaults["market_buy_buffer_pct"], 3.0);
+    let first = &defaults["trades"][0];
+    assert_eq!(first["quantity"], 139, "floor(25,000 / 179.13)");
+
+    let refused = run(&app, goog_request(json!({"risk_controls": {"max_order_value": 100}}))).await;
+    assert_eq!(refused["status"], "COMPLETED", "{refused}");
+    assert_eq!(refused["trade_count"], 0);
+    assert_eq!(refused["refusals"], json!({"MAX_ORDER_VALUE": 47}), "no share of GOOG costs under 100");
+    for undefined in ["sharpe_ratio", "win_loss_ratio", "win_rate", "profit_factor"] {
+        assert!(refused[undefined].is_null(), "{undefined}: {}", refused[undefined]);
+    }
+    assert_eq!(refused["total_return"], 0.0);
+    let listed = app.get("/api/backtests").await;
+    assert_eq!(listed.data()[0]["refusals"], json!({"MAX_ORDER_VALUE": 47}), "list rows show them too");
 }

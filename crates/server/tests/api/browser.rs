@@ -32,11 +32,7 @@ fn missing(chromium: &str) -> Option<String> {
 async fn the_console_works_in_a_browser() {
     let chromium = std::env::var("TRADEOPS_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
     if let Some(why) = missing(&chromium) {
-        if std::env::var("TRADEOPS_REQUIRE_BROWSER").is_ok_and(|v| v == "1") {
-            panic!("the browser test cannot run: {why}");
-        }
-        eprintln!("SKIPPED the_console_works_in_a_browser: {why}");
-        return;
+        return skip("the_console_works_in_a_browser", &why, REQUIRE_BROWSER);
     }
     let app = spawn_app().await;
     // Open radar filters, so the radar has its full 200 rows.

@@ -1,8 +1,11 @@
-//! The `tradeops` binary: start-up output, configuration errors, graceful shutdown, CLI tokens.
+//! The `tradeops` binary: start-up output, configuration errors, graceful shutdown, CLI tokens
+//! (created and revoked against a running service's database, listed, the last admin kept).
 
+use crate::helpers::{audit_rows, TestDb, ADMIN_TOKEN};
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
+use tokio::time::Instant;
 
 pub(crate) fn tradeops(dir: &std::path::Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_tradeops"));
@@ -17,7 +20,12 @@ pub(crate) fn tradeops(dir: &std::path::Path) -> Command {
 /// Starts `serve` and returns the child, its base URL and every line it printed at start-up
 /// (read until nothing more arrives for half a second).
 fn serve(dir: &std::path::Path) -> (Child, String, Vec<String>) {
-    let mut child = tradeops(dir).arg("serve").stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    serve_with(tradeops(dir))
+}
+
+/// Starts `cmd serve` (see [`serve`]).
+fn serve_with(mut cmd: Command) -> (Child, String, Vec<String>) {
+    let mut child = cmd.arg("serve").stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
     let stdout = child.stdout.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -143,4 +151,117 @@ fn data_import_from_the_command_line() {
     let bad = tradeops(dir.path()).args(["data", "import", "--symbol", "REAL", "bad.csv"]).output().unwrap();
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("line 2"), "{}", String::from_utf8_lossy(&bad.stderr));
+}
+
+/// `tradeops` on the test database (SQLite, or PostgreSQL with `TRADEOPS_TEST_DATABASE_URL`),
+/// with the configured admin token.
+fn tradeops_on(dir: &std::path::Path, url: &str) -> Command {
+    let mut cmd = tradeops(dir);
+    cmd.env("TRADEOPS_DATABASE_URL", url).env("TRADEOPS_ADMIN_TOKEN", ADMIN_TOKEN);
+    cmd
+}
+
+/// Runs a CLI command; returns (success, stdout, stderr).
+fn run(mut cmd: Command, args: &[&str]) -> (bool, String, String) {
+    let out = cmd.args(args).output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Polls `GET /api/auth/me` with `token` until it answers `status` (10 s at most: the service
+/// takes well under a second, docs/PERFORMANCE.md); returns how long that took.
+async fn until_status(client: &reqwest::Client, base: &str, token: &str, status: u16) -> Duration {
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(10) {
+        let reply = client.get(format!("{base}/api/auth/me")).bearer_auth(token).send().await.unwrap();
+        if reply.status().as_u16() == status {
+            return started.elapsed();
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the running service never answered {status} for the token");
+}
+
+/// The audit rows of the CLI's actions, read from the running service as the admin.
+async fn cli_audit(client: &reqwest::Client, base: &str) -> serde_json::Value {
+    let reply = client.get(format!("{base}/api/audit?actor=cli")).bearer_auth(ADMIN_TOKEN).send().await.unwrap();
+    reply.json().await.unwrap()
+}
+
+#[tokio::test]
+async fn cli_token_changes_reach_a_running_service_without_restart() {
+    let (db, url) = TestDb::new().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (mut child, base, _) = serve_with(tradeops_on(dir.path(), &url));
+    let client = reqwest::Client::new();
+
+    let (ok, out, err) =
+        run(tradeops_on(dir.path(), &url), &["token", "create", "--name", "cli-bot", "--role", "viewer"]);
+    assert!(ok, "{err}");
+    let secret = out.trim().to_string();
+    let accepted = until_status(&client, &base, &secret, 200).await;
+    let me: serde_json::Value =
+        client.get(format!("{base}/api/auth/me")).bearer_auth(&secret).send().await.unwrap().json().await.unwrap();
+    assert_eq!((me["data"]["name"].as_str(), me["data"]["role"].as_str()), (Some("cli-bot"), Some("viewer")));
+
+    let (ok, out, err) = run(tradeops_on(dir.path(), &url), &["token", "revoke", "--name", "cli-bot"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("revoked"), "{out}");
+    let refused = until_status(&client, &base, &secret, 401).await;
+    eprintln!("CLI token changes reached the running service: created in {accepted:?}, revoked in {refused:?}");
+    // The admin token the service started with was never disturbed.
+    let settings = client.get(format!("{base}/api/settings")).bearer_auth(ADMIN_TOKEN).send().await.unwrap();
+    assert_eq!(settings.status(), 200);
+
+    // Both actions are in the audit log, by the CLI.
+    let audit = cli_audit(&client, &base).await;
+    assert_eq!(audit_rows(&audit), vec!["token.revoke cli-bot OK", "token.create cli-bot OK"], "{audit}");
+    assert!(!audit.to_string().contains(&secret));
+    assert!(terminate(&mut child).success());
+    drop(db);
+}
+
+#[tokio::test]
+async fn cli_refuses_revoking_the_last_admin_and_lists_tokens_without_secrets() {
+    let (db, url) = TestDb::new().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (mut child, base, _) = serve_with(tradeops_on(dir.path(), &url));
+    let client = reqwest::Client::new();
+
+    let (ok, _, err) = run(tradeops_on(dir.path(), &url), &["token", "revoke", "--name", "admin"]);
+    assert!(!ok, "the last active admin token was revoked");
+    assert!(err.contains("last active admin token") && err.contains("SETTINGS_UPDATE_BLOCKED"), "{err}");
+    // Nothing changed: the admin still signs in (and the list below shows it active).
+    let me = client.get(format!("{base}/api/auth/me")).bearer_auth(ADMIN_TOKEN).send().await.unwrap();
+    assert_eq!(me.status(), 200);
+    let audit = cli_audit(&client, &base).await;
+    assert_eq!(audit_rows(&audit), vec!["token.revoke admin SETTINGS_UPDATE_BLOCKED"], "{audit}");
+    assert!(audit["data"][0]["role"].is_null(), "{audit}");
+    let (ok, _, err) = run(tradeops_on(dir.path(), &url), &["token", "revoke", "--name", "ghost"]);
+    assert!(!ok && err.contains("No active token named \"ghost\""), "{err}");
+
+    let (ok, secret, err) =
+        run(tradeops_on(dir.path(), &url), &["token", "create", "--name", "night-ops", "--role", "operator"]);
+    assert!(ok, "{err}");
+    until_status(&client, &base, secret.trim(), 200).await;
+    let (ok, _, err) = run(tradeops_on(dir.path(), &url), &["token", "revoke", "--name", "night-ops"]);
+    assert!(ok, "{err}");
+    // Stopped first: the service records when tokens were last used as it stops.
+    assert!(terminate(&mut child).success());
+    let (ok, list, err) = run(tradeops_on(dir.path(), &url), &["token", "list"]);
+    assert!(ok, "{err}");
+    let lines: Vec<Vec<&str>> = list.lines().map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(lines[0], vec!["NAME", "ROLE", "CREATED", "LAST", "USED", "REVOKED"], "{list}");
+    assert_eq!(lines.len(), 3, "{list}");
+    let (admin, night) = (&lines[1], &lines[2]);
+    assert_eq!((admin[0], admin[1], admin[4]), ("admin", "admin", "-"), "active: {list}");
+    assert!(admin[2].ends_with('Z') && admin[3].ends_with('Z'), "created and last used: {list}");
+    assert_eq!((night[0], night[1], night.len()), ("night-ops", "operator", 5), "{list}");
+    assert!(night[2].ends_with('Z') && night[4].ends_with('Z'), "created and revoked: {list}");
+    assert!(!list.contains(secret.trim()) && !list.contains(ADMIN_TOKEN), "{list}");
+    assert!(!list.contains(&tradeops_server::auth::hash_token(ADMIN_TOKEN)), "{list}");
+    drop(db);
 }

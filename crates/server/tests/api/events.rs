@@ -97,7 +97,8 @@ async fn events_arrive_in_order_filtered_and_resume_after_a_disconnect() {
 
 #[tokio::test]
 async fn an_order_streams_its_updates_execution_and_position() {
-    let app = spawn_app().await;
+    // A fee per share, so a fee lost on the way to the event shows.
+    let app = spawn_app_with(|c| c.paper.fee_per_share = rust_decimal::Decimal::new(5, 3)).await;
     let (symbol, _) = app.market_symbols(1).await.remove(0);
     let mut sse = Sse::open(&app, "?kinds=order.updated,execution.created,position.updated", None).await;
     let placed = app.post("/api/orders", ADMIN_TOKEN, json!({"symbol": symbol, "side": "BUY", "quantity": 10})).await;
@@ -114,11 +115,12 @@ async fn an_order_streams_its_updates_execution_and_position() {
         // Money and prices are JSON numbers in events as everywhere (seed §2.1).
         if kind == "execution.created" {
             assert!(data["data"]["price"].as_f64().is_some_and(|p| p > 0.0), "{data}");
-            assert!(data["data"]["fee"].is_number(), "{data}");
+            let quantity = data["data"]["quantity"].as_f64().unwrap();
+            assert_eq!(data["data"]["fee"].as_f64(), Some(quantity * 0.005), "{data}");
         }
         if kind == "position.updated" {
             assert!(data["data"]["average_entry_price"].as_f64().is_some_and(|p| p > 0.0), "{data}");
-            assert!(data["data"]["realized_pnl"].is_number(), "{data}");
+            assert_eq!(data["data"]["realized_pnl"].as_f64(), Some(0.0), "an opening buy realizes nothing: {data}");
         }
         kinds.push(kind);
     }

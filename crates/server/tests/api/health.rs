@@ -91,8 +91,7 @@ async fn wait_for(app: &TestApp, component: &str, pred: impl Fn(&serde_json::Val
 #[tokio::test]
 async fn redis_outage_degrades_and_recovers() {
     let Some(redis) = std::env::var("TRADEOPS_TEST_REDIS_URL").ok().filter(|u| !u.is_empty()) else {
-        eprintln!("skipped: set TRADEOPS_TEST_REDIS_URL to run the Redis outage test");
-        return;
+        return skip("redis_outage_degrades_and_recovers", "set TRADEOPS_TEST_REDIS_URL to run it", REQUIRE_SERVICES);
     };
     let target = redis.trim_start_matches("redis://").trim_end_matches('/').to_string();
     let proxy = Arc::new(proxy_to(target).await);

@@ -12,6 +12,29 @@ use tradeops_server::{Application, Config};
 
 pub const ADMIN_TOKEN: &str = "tro_test_admin_token_0123456789abcdef";
 
+/// Set (to `1`) where PostgreSQL and Redis are promised (the second pass of `.ci/run`): a test
+/// that needs them, a PostgreSQL installation or a tmpfs then fails rather than skip.
+pub const REQUIRE_SERVICES: &str = "TRADEOPS_REQUIRE_SERVICES";
+/// Set (to `1`) where Chromium is promised (`.ci/run`).
+pub const REQUIRE_BROWSER: &str = "TRADEOPS_REQUIRE_BROWSER";
+
+/// Whether the environment variable `var` promises what a test needs.
+pub fn required(var: &str) -> bool {
+    std::env::var(var).is_ok_and(|v| v == "1")
+}
+
+/// Called by a test that cannot run here, before it returns: says so and why where the person
+/// running the tests sees it (written to the process's stderr, past the harness's capture of
+/// a passing test's output) — or fails the test where `require` (an environment variable such
+/// as [`REQUIRE_SERVICES`]) promised what it needs.
+pub fn skip(test: &str, why: &str, require: &str) {
+    if required(require) {
+        panic!("{test} cannot run: {why} ({require}=1 promised it could)");
+    }
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
+}
+
 /// A database that lives as long as the test.
 pub enum TestDb {
     /// Kept for its lifetime: the folder is deleted when the test ends.
@@ -38,6 +61,10 @@ impl TestDb {
                 (TestDb::Postgres { admin_url, name }, url)
             }
             _ => {
+                assert!(
+                    !required(REQUIRE_SERVICES),
+                    "{REQUIRE_SERVICES}=1 but TRADEOPS_TEST_DATABASE_URL is not set: the tests would run on SQLite"
+                );
                 let dir = tempfile::tempdir().expect("temp dir");
                 let url = format!("sqlite://{}/tradeops.db", dir.path().display());
                 (TestDb::Sqlite(dir), url)
@@ -140,6 +167,17 @@ pub fn assert_meta(body: &Value, headers: &HeaderMap) {
     assert_eq!(headers.get("x-trading-mode").and_then(|v| v.to_str().ok()), Some(mode));
 }
 
+/// The rows of a `GET /api/audit` body as `action target outcome`, newest first.
+pub fn audit_rows(body: &Value) -> Vec<String> {
+    let rows = body["data"].as_array().expect("audit rows");
+    rows.iter()
+        .map(|r| {
+            let field = |name: &str| r[name].as_str().unwrap_or_default().to_string();
+            format!("{} {} {}", field("action"), field("target"), field("outcome"))
+        })
+        .collect()
+}
+
 pub fn test_config(database_url: String) -> Config {
     let mut config = Config {
         bind: "127.0.0.1:0".parse().unwrap(),
@@ -149,11 +187,15 @@ pub fn test_config(database_url: String) -> Config {
         ..Config::default()
     };
     config.auth.admin_token = Some(ADMIN_TOKEN.into());
-    if let Ok(url) = std::env::var("TRADEOPS_TEST_REDIS_URL") {
-        if !url.is_empty() {
+    match std::env::var("TRADEOPS_TEST_REDIS_URL") {
+        Ok(url) if !url.is_empty() => {
             config.redis_url = Some(url);
             config.cache_key_prefix = format!("tradeops-test-{}:", uuid::Uuid::new_v4().simple());
         }
+        _ => assert!(
+            !required(REQUIRE_SERVICES),
+            "{REQUIRE_SERVICES}=1 but TRADEOPS_TEST_REDIS_URL is not set: the tests would run on the in-process cache"
+        ),
     }
     config
 }
@@ -315,6 +357,20 @@ impl TestApp {
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         }
         panic!("no radar scan captured at {at}");
+    }
+
+    /// Waits (up to 5 s) until the feed has processed the step at market time `at` (as the
+    /// `data_broker` health probe reports it).
+    pub async fn wait_for_feed(&self, at: &str) {
+        for _ in 0..1000 {
+            let health = self.get("/api/health/components").await;
+            let feed = health.data().as_array().unwrap().iter().find(|c| c["name"] == "data_broker").cloned();
+            if feed.is_some_and(|f| f["detail"]["market_time"] == at) {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        panic!("the feed never reached {at}");
     }
 
     /// `n` symbols of the market with their last prices, from a scan with the filters open.

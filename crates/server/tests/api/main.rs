@@ -25,3 +25,4 @@ mod settings;
 mod strategies;
 mod trades;
 mod trading;
+mod validation;

@@ -99,3 +99,75 @@ async fn version_names_service_and_contract() {
     assert_eq!(data["version"], env!("CARGO_PKG_VERSION"));
     assert_eq!(data["api_version"], "1.0.0");
 }
+
+/// What generated clients rely on (issue 21.8): every status an operation can answer is
+/// declared with the error envelope, the validators' constraints are in the schemas, optional
+/// request fields are left out rather than `null`, and `audit[].request` is any JSON.
+#[tokio::test]
+async fn openapi_declares_every_refusal_and_constraint() {
+    let app = spawn_app().await;
+    let spec: serde_json::Value =
+        app.client.get(app.url("/api/openapi.json")).send().await.unwrap().json().await.unwrap();
+    for (path, item) in spec["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            let responses = op["responses"].as_object().unwrap();
+            let declared = |status: &str| responses.contains_key(status);
+            let secured = op["security"].as_array().is_some_and(|s| !s.is_empty());
+            let input = op["parameters"].as_array().is_some_and(|p| !p.is_empty()) || op.get("requestBody").is_some();
+            let mut expected = vec!["429", "500", "503"];
+            if secured {
+                expected.push("401");
+            }
+            if method != "get" {
+                expected.extend(["400", "403", "413", "428"]);
+            }
+            if input {
+                expected.push("400");
+            }
+            for status in expected {
+                assert!(declared(status), "{method} {path} does not declare {status}");
+            }
+            for (status, response) in responses {
+                if status.starts_with('4') {
+                    let text = response.to_string();
+                    assert!(
+                        text.contains("ErrorBody") || text.contains("#/components/responses/"),
+                        "{method} {path} {status}"
+                    );
+                }
+            }
+            for parameter in op["parameters"].as_array().into_iter().flatten() {
+                assert!(!parameter["schema"].to_string().contains("\"null\""), "{method} {path}: {parameter}");
+            }
+        }
+    }
+    let schemas = &spec["components"]["schemas"];
+    let order = &schemas["CreateOrder"]["properties"];
+    assert_eq!(
+        (order["quantity"]["minimum"].as_i64(), order["quantity"]["maximum"].as_i64()),
+        (Some(1), Some(10_000_000))
+    );
+    assert_eq!(order["limit_price"]["exclusiveMinimum"], 0);
+    assert!(!order.to_string().contains("null"), "optional request fields are left out, never null: {order}");
+    assert_eq!(schemas["Symbol"]["pattern"], "^[A-Za-z0-9.-]{1,10}$");
+    assert_eq!(schemas["ClientOrderId"]["pattern"], "^[A-Za-z0-9_.:-]{1,64}$");
+    assert_eq!(
+        (schemas["ReasonText"]["minLength"].as_i64(), schemas["ReasonText"]["maxLength"].as_i64()),
+        (Some(1), Some(500))
+    );
+    assert_eq!(schemas["CreateToken"]["properties"]["name"]["pattern"], "^[A-Za-z0-9_.-]{1,64}$");
+    assert_eq!(schemas["WatchlistSort"]["enum"].as_array().map(Vec::len), Some(6));
+    let limit = spec["paths"]["/api/orders"]["get"]["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "limit")
+        .unwrap();
+    assert_eq!((limit["schema"]["minimum"].as_i64(), limit["schema"]["maximum"].as_i64()), (Some(1), Some(1000)));
+    let top_n = &spec["paths"]["/api/radar/momentum"]["get"]["parameters"][0]["schema"];
+    assert_eq!((top_n["minimum"].as_i64(), top_n["maximum"].as_i64()), (Some(1), Some(200)));
+    let audit = &spec["paths"]["/api/audit"]["get"]["responses"]["200"]["content"]["application/json"]["schema"];
+    let request = &audit["properties"]["data"]["items"]["properties"]["request"];
+    assert!(request.get("type").is_none() && request.get("$ref").is_none(), "any JSON: {request}");
+    assert_ne!(spec["paths"]["/api/settings"]["put"]["requestBody"]["required"], true, "an empty body changes nothing");
+}

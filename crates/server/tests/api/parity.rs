@@ -102,19 +102,6 @@ fn assert_features_match_reason(features: &serde_json::Value, reason: &str) {
     assert!((low - 1e-9..=high + 1e-9).contains(&distance), "VWAP distance {distance} not in {low}..{high}: {reason}");
 }
 
-/// Waits until the feed has processed the step at `at`.
-async fn wait_for_step(app: &TestApp, at: &str) {
-    for _ in 0..2000 {
-        let health = app.get("/api/health/components").await;
-        let feed = health.data().as_array().unwrap().iter().find(|c| c["name"] == "data_broker").cloned();
-        if feed.is_some_and(|f| f["detail"]["market_time"] == at) {
-            return;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
-    }
-    panic!("the feed never reached {at}");
-}
-
 #[tokio::test]
 async fn a_simulated_day_traded_live_matches_its_backtest() {
     let (db, url) = TestDb::new().await;
@@ -162,23 +149,30 @@ async fn a_simulated_day_traded_live_matches_its_backtest() {
     while at < until {
         at += chrono::Duration::seconds(15);
         app.market.set(at);
-        wait_for_step(&app, &format_ts(&at)).await;
+        app.wait_for_feed(&format_ts(&at)).await;
     }
-    // Let the engine finish the last steps, then read its orders.
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // The engine acts on the last steps after the feed processed them: read its orders once
+    // it has placed as many as the backtest (or after 5 s, whatever it placed).
+    let backtest: Vec<String> = expected.iter().map(key).collect();
     let db = tradeops_store::Database::open(&app.config.database_url).await.unwrap();
     use tradeops_store::TradingRepository;
-    let live: Vec<String> = db
-        .all_orders()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|(o, _)| o)
-        .filter(|o| o.symbol == symbol && o.strategy_id.is_some())
-        .map(|o| key(&o))
-        .collect();
+    let mut live: Vec<String> = Vec::new();
+    for _ in 0..100 {
+        live = db
+            .all_orders()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|(o, _)| o)
+            .filter(|o| o.symbol == symbol && o.strategy_id.is_some())
+            .map(|o| key(&o))
+            .collect();
+        if live.len() >= backtest.len() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
     db.close().await;
-    let backtest: Vec<String> = expected.iter().map(key).collect();
     assert_eq!(live, backtest, "live and backtest strategy orders of {symbol}");
 
     // Each strategy trade's deep dive, live and in the backtest, shows the market its entry

@@ -1,7 +1,6 @@
 //! `GET/PUT /api/settings`: validation, guards, versions, persistence.
 
 use crate::helpers::*;
-use reqwest::Method;
 use serde_json::json;
 
 #[tokio::test]
@@ -70,7 +69,8 @@ async fn invalid_updates_name_the_field_and_change_nothing() {
         (json!({"momentum_radar": {"universe": ["AAPL", "AAPL"]}}), "momentum_radar.universe"),
         (json!({"strategy_allocator": {"default_strategy_id": "yolo"}}), "strategy_allocator.default_strategy_id"),
         (json!({"analytics": {"confidence_level": 1.5}}), "analytics.confidence_level"),
-        (json!([1, 2, 3]), ""),
+        // Not an object of groups: the body itself is what is wrong.
+        (json!([1, 2, 3]), "body"),
     ] {
         let reply = app.put_settings(ADMIN_TOKEN, body.clone()).await;
         reply.assert_error(400, "VALIDATION_ERROR");
@@ -196,5 +196,4 @@ async fn configured_mode_is_applied_at_start_as_an_audited_version() {
     let history = app.get("/api/settings/history").await;
     assert_eq!(history.data()[0]["actor"], "config");
     assert_eq!(history.data()[0]["updated"], json!(["runtime.trading_mode"]));
-    let _ = Method::GET;
 }

@@ -14,7 +14,7 @@ async fn strategies_list_versions_parameters_and_follow_the_settings() {
     let ids: Vec<&str> = list.iter().map(|s| s["strategy_id"].as_str().unwrap()).collect();
     assert_eq!(ids, ["momentum_breakout", "sma_cross"]);
     let sma = &list[1];
-    assert_eq!((sma["live"].clone(), sma["strategy_version"].clone()), (json!(false), json!("1.0.0")));
+    assert_eq!((sma["live"].clone(), sma["strategy_version"].clone()), (json!(false), json!("1.1.0")));
     assert_eq!(sma["timeframes"], json!(["1m", "1d"]));
     let fast = &sma["parameters"][0];
     assert_eq!(

@@ -149,10 +149,11 @@ async fn risk_duplicate_and_validation_refusals() {
     app.put_settings(ADMIN_TOKEN, json!({"risk_controls": {"max_order_value": 25000}})).await.assert_ok(200);
 
     let qty = (50.0 / price).floor().max(1.0) as u64;
-    buy(&app, &symbol, qty).await.assert_ok(201);
+    let first = buy(&app, &symbol, qty).await;
+    first.assert_ok(201);
     let dup = buy(&app, &symbol, qty).await;
     dup.assert_error(409, "DUPLICATE_ORDER_BLOCKED");
-    assert!(dup.body["error"]["detail"]["existing_client_order_id"].is_string());
+    assert_eq!(dup.body["error"]["detail"]["existing_client_order_id"], id(&first));
     let reuse = json!({"symbol": symbol, "side": "BUY", "quantity": qty + 1, "client_order_id": "mine-1"});
     app.post("/api/orders", ADMIN_TOKEN, reuse.clone()).await.assert_ok(201);
     let mut again = reuse.clone();
@@ -226,7 +227,6 @@ async fn order_generating_actions_wait_for_the_open() {
     let (symbol, _) = app.market_symbols(1).await.remove(0);
     app.put_settings(ADMIN_TOKEN, json!({"runtime": {"market_calendar": "NYSE"}})).await.assert_ok(200);
     app.market.set(tradeops_core::time::parse_ts("2026-11-21T15:00:00Z").unwrap()); // Saturday
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     let closed = buy(&app, &symbol, 1).await;
     closed.assert_error(409, "MARKET_CLOSED");
     assert_eq!(closed.body["error"]["detail"]["next_open"], "2026-11-23T09:00:00.000Z");
@@ -282,7 +282,6 @@ async fn emergency_halt_flattens_latches_and_survives_a_restart() {
     assert_eq!(resumed.assert_ok(200)["trading_state"], "ACTIVE");
     let audit = app.get("/api/audit?action=risk.emergency_halt").await;
     assert_eq!(audit.body["meta"]["count"], 2);
-    let _: Value = audit.body.clone();
 }
 
 #[tokio::test]

@@ -21,8 +21,21 @@ fn open_filters() -> MomentumRadarSettings {
 
 fn market(symbols: usize) -> (SimulatedMarket, LiveMarket) {
     let sim = SimulatedMarket::new(20261121, symbols);
-    let live = LiveMarket::new(sim.universe.clone(), 1.0);
+    let service = tradeops_core::ManualClock::new(ts("2026-11-20T15:00:00Z"));
+    let live = LiveMarket::new(sim.universe.clone(), 1.0, std::sync::Arc::new(service));
     (sim, live)
+}
+
+#[test]
+fn the_feed_age_is_read_on_the_service_clock() {
+    let sim = SimulatedMarket::new(20261121, 5);
+    let service = tradeops_core::ManualClock::new(ts("2026-11-25T10:00:00Z"));
+    let live = LiveMarket::new(sim.universe.clone(), 1.0, std::sync::Arc::new(service.clone()));
+    assert_eq!(live.status().since_last_step, None, "never stepped");
+    live.advance_to(ts("2026-11-20T15:00:20Z"), NYSE, &open_filters());
+    assert_eq!(live.status().since_last_step, Some(std::time::Duration::ZERO));
+    service.advance(chrono::Duration::milliseconds(4_250));
+    assert_eq!(live.status().since_last_step, Some(std::time::Duration::from_millis(4_250)));
 }
 
 const NYSE: MarketCalendar = MarketCalendar::new(MarketCalendarKind::Nyse);
@@ -78,7 +91,7 @@ fn runners_lead_the_radar_after_the_open() {
     // the default filters keep only momentum names, ranked by gain
     let filtered = live.advance_to(ts("2026-11-20T15:31:00Z"), NYSE, &MomentumRadarSettings::default());
     let rows = &filtered[0].rows;
-    assert!(rows.len() < 50, "{} rows pass the default filters", rows.len());
+    assert!(!rows.is_empty() && rows.len() < 50, "{} rows pass the default filters", rows.len());
     assert!(rows.windows(2).all(|w| w[0].percentage_gain >= w[1].percentage_gain));
     assert!(rows.iter().all(|r| r.percentage_gain >= 10.0 && r.relative_volume.unwrap_or(0.0) >= 5.0));
 }
@@ -94,6 +107,7 @@ fn the_day_rolls_at_midnight_new_york() {
     assert_eq!(live.status().date, NaiveDate::from_ymd_opt(2026, 11, 21));
     let midnight = scans.last().unwrap();
     assert_eq!(midnight.captured_at, ts("2026-11-21T05:00:00Z"));
+    assert_eq!(midnight.rows.len(), 20, "open filters: every symbol");
     assert!(midnight.rows.iter().all(|r| r.volume == 0), "volume restarts with the new date");
 }
 
