@@ -1,8 +1,62 @@
-//! Minute bars built from trade prints on exact minute boundaries.
+//! Minute bars built from trade prints on exact minute boundaries, and what a trading day's
+//! bars add up to ([`SessionRunning`], [`day_gain`]): the one definition of VWAP, high of day and
+//! gain that the momentum strategy decides on and a trade's deep dive shows as its market at
+//! entry, so the two never disagree.
 
-use crate::market::{Bar, Trade};
+use crate::market::{Bar, Price, Trade};
 use crate::time::Timestamp;
 use chrono::{DurationRound, TimeDelta};
+use rust_decimal::Decimal;
+
+/// What a symbol's bars of one day add up to so far, bar by bar. VWAP and the high of day are
+/// the regular session's (bars ending at or after the 09:30 open: pre-market prints, thin and
+/// far from the session's prices, would drag the VWAP); the volume is the whole day's, as
+/// relative volume counts it.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SessionRunning {
+    /// Σ (high + low + close) × volume over the session's bars, in ticks (three times the
+    /// typical price: exact, and no division per bar), and their Σ volume.
+    pv3: i128,
+    session_volume: u64,
+    /// Every bar of the day.
+    volume: u64,
+    high: Option<Price>,
+}
+
+impl SessionRunning {
+    /// Adds a bar; `in_session`: it ends at or after the regular open.
+    pub fn add(&mut self, bar: &Bar, in_session: bool) {
+        self.volume = self.volume.saturating_add(bar.volume);
+        if in_session {
+            let hlc = i128::from(bar.high.0) + i128::from(bar.low.0) + i128::from(bar.close.0);
+            self.pv3 += hlc * i128::from(bar.volume);
+            self.session_volume = self.session_volume.saturating_add(bar.volume);
+            self.high = Some(self.high.map_or(bar.high, |h| h.max(bar.high)));
+        }
+    }
+
+    /// The session's VWAP, Σ((h + l + c) × v) / (3 × Σ v), exact; `None` before the open.
+    pub fn vwap(&self) -> Option<Decimal> {
+        let sum = Decimal::try_from_i128_with_scale(self.pv3, Price::SCALE.ilog10()).ok()?;
+        (self.session_volume > 0).then(|| sum / (Decimal::from(self.session_volume) * Decimal::from(3)))
+    }
+
+    /// The session's high so far.
+    pub fn high(&self) -> Option<Price> {
+        self.high
+    }
+
+    /// Shares traded so far this day, pre-market included.
+    pub fn volume(&self) -> u64 {
+        self.volume
+    }
+}
+
+/// The gain of `price` on the day versus the previous close, a fraction (0.12 = +12%); `None`
+/// without a previous close.
+pub fn day_gain(prev_close: Decimal, price: Decimal) -> Option<Decimal> {
+    (prev_close > Decimal::ZERO).then(|| (price - prev_close) / prev_close)
+}
 
 /// The start of the minute containing `at`.
 pub fn minute_floor(at: Timestamp) -> Timestamp {

@@ -6,6 +6,7 @@
 //! A trade's row and timeline come from its orders; `features` (market state at entry) and the
 //! excursions of its `outcomes` come from the bars around it ([`enrich`]).
 
+use crate::bars::{day_gain, SessionRunning};
 use crate::engine::LIQUIDATION_REASON;
 use crate::market::{decimal_to_f64, Bar, Price, Side};
 use crate::orders::{ClientOrderId, Execution, Order, OrderStatus};
@@ -60,26 +61,31 @@ pub struct Explanation {
     pub text: String,
 }
 
-/// Market state when the trade entered (CONTRACT §4 deep dive).
+/// Market state when the trade's entry was decided (CONTRACT §4 deep dive): the bars completed
+/// by the entry order's submission, read with the definitions the strategy decided on
+/// ([`crate::bars::SessionRunning`], [`crate::bars::day_gain`]), so a strategy entry's features
+/// are the numbers its reason quotes.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Features {
-    /// Average entry price, dollars.
+    /// The last price when the entry was decided (the close of the last completed minute bar;
+    /// the average entry price when none had completed), dollars.
     pub price: f64,
     /// Gain versus the previous close, percent.
     pub percentage_gain: Option<f64>,
     pub relative_volume: Option<f64>,
     /// Shares in the float.
     pub float: Option<u64>,
-    /// Change over the last completed minute before entry, percent.
+    /// Change over the last completed minute before the decision, percent.
     pub change_1m: Option<f64>,
-    /// Change over the last five completed minutes before entry, percent.
+    /// Change over the last five completed minutes before the decision, percent.
     pub change_5m: Option<f64>,
     /// Minutes from the 09:30 regular open (negative in pre-market).
     pub minutes_since_open: i64,
     pub sector: Option<String>,
-    /// How far below the day's high the entry was, percent of the high (0 at a new high).
+    /// How far below the session's high the price was, percent of the high (0 at a new high).
     pub distance_from_high_pct: Option<f64>,
-    /// How far above (positive) or below the day's VWAP the entry was, percent of VWAP.
+    /// How far above (positive) or below the session's VWAP (from the 09:30 open) the price
+    /// was, percent of VWAP.
     pub distance_from_vwap_pct: Option<f64>,
 }
 
@@ -152,6 +158,9 @@ pub struct TradeDetail {
     pub explanations: Vec<Explanation>,
     /// Dollars at risk per share at entry (entry price minus the strategy's stop), when known.
     pub risk_per_share: Option<Decimal>,
+    /// When the entry was decided: the entry order's submission (a strategy decides on the bar
+    /// that just completed). The features at entry are the market of that instant.
+    pub decided_at: Option<Timestamp>,
 }
 
 /// The rule and sentence an order carries in its `reason`: a strategy order's reason is
@@ -189,6 +198,7 @@ pub const END_OF_DATA_REASON: &str = "end of backtest data";
 struct OpenTrade {
     strategy_id: Option<std::sync::Arc<str>>,
     entry_time: Timestamp,
+    decided_at: Timestamp,
     position: u64,
     max_position: u64,
     bought: u64,
@@ -332,6 +342,7 @@ impl TradeBuilder {
                 OpenTrade {
                     strategy_id: order.strategy_id.clone(),
                     entry_time: execution.timestamp,
+                    decided_at: order.created_at,
                     position: 0,
                     max_position: 0,
                     bought: 0,
@@ -425,6 +436,7 @@ impl TradeBuilder {
                 outcomes,
                 explanations: open.explanations,
                 risk_per_share: open.risk_per_share,
+                decided_at: Some(open.decided_at),
             },
         }
     }
@@ -479,84 +491,64 @@ pub struct MarketContext {
 /// covering at least the entry's trading day up to the exit (oldest first; bars starting at or
 /// after the exit are ignored).
 pub fn enrich(trade: &mut Trade, bars: &[Bar], day_start: Timestamp, ctx: &MarketContext) {
-    let minute = chrono::Duration::minutes(1);
     let from = bars.partition_point(|b| b.start < day_start);
-    let to = bars.partition_point(|b| b.start + minute <= trade.entry_time).max(from);
-    let mut day = DayRunning::default();
+    let to = bars.partition_point(|b| b.start + chrono::Duration::minutes(1) <= decided_at(trade)).max(from);
+    let mut day = SessionRunning::default();
     for bar in &bars[from..to] {
-        day.add(bar);
+        day.add(bar, in_session(bar, ctx.regular_open));
     }
-    let last = to + bars[to..].partition_point(|b| b.start < trade.exit_time);
-    enrich_with(trade, bars, from, to, last, (to > from).then_some(day), ctx);
+    let first = to + bars[to..].partition_point(|b| b.start + chrono::Duration::minutes(1) <= trade.entry_time);
+    let last = first + bars[first..].partition_point(|b| b.start < trade.exit_time);
+    enrich_with(trade, bars, (from, to, first, last), (to > from).then_some(day), ctx);
 }
 
-/// What the bars of a day so far add up to, bar by bar: the running sums behind VWAP and the
-/// high of day, so a run's many trades need not each re-read their day's bars.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct DayRunning {
-    /// Σ (high + low + close) × volume, in ticks (three times the typical price: exact, and no
-    /// division per bar), and Σ volume.
-    pv3: i128,
-    volume: u64,
-    high: Option<Price>,
+/// When `trade`'s entry was decided: the market its features describe.
+pub fn decided_at(trade: &Trade) -> Timestamp {
+    trade.detail.decided_at.unwrap_or(trade.entry_time).min(trade.entry_time)
 }
 
-impl DayRunning {
-    /// Adds a bar.
-    pub fn add(&mut self, b: &Bar) {
-        let sum = i128::from(b.high.0) + i128::from(b.low.0) + i128::from(b.close.0);
-        self.pv3 += sum * i128::from(b.volume);
-        self.volume += b.volume;
-        self.high = Some(self.high.map_or(b.high, |h| h.max(b.high)));
-    }
-
-    /// The volume-weighted average of the typical price (high + low + close) / 3 so far, dollars.
-    pub fn vwap(&self) -> Option<f64> {
-        (self.volume > 0).then(|| self.pv3 as f64 / (3.0 * Price::SCALE as f64 * self.volume as f64))
-    }
-
-    /// Shares traded so far this day.
-    pub fn volume(&self) -> u64 {
-        self.volume
-    }
+/// Whether a minute bar belongs to the regular session that opens at `regular_open`: it ends
+/// at or after the open, as the strategy counts it (`minutes_since_open >= 0` at its close).
+pub fn in_session(bar: &Bar, regular_open: Timestamp) -> bool {
+    bar.start + chrono::Duration::minutes(1) >= regular_open
 }
 
-/// [`enrich`] with the trade's bars located: `bars[from..to]` completed before the entry since
-/// the start of its day, `before` their running values after `bars[to - 1]` (`None` if none),
-/// and `bars[to..last]` the bars begun while the trade was open.
+/// [`enrich`] with the trade's bars located: `bars[from..to]` completed by the entry's decision
+/// since the start of its day, `before` their running values after `bars[to - 1]` (`None` if
+/// none), and `bars[first..last]` the bars begun while the trade was open (the entry's bar
+/// included).
 pub fn enrich_with(
     trade: &mut Trade,
     bars: &[Bar],
-    from: usize,
-    to: usize,
-    last: usize,
-    before: Option<DayRunning>,
+    (from, to, first, last): (usize, usize, usize, usize),
+    before: Option<SessionRunning>,
     ctx: &MarketContext,
 ) {
-    let entry = trade.entry_time;
+    let decided = decided_at(trade);
     let entry_price = decimal_to_f64(trade.entry_price);
-    let price = entry_price;
     let pct = |from: f64, to: f64| (from > 0.0).then(|| (to - from) / from * 100.0);
     let close_back = |n: usize| (to - from).checked_sub(n + 1).map(|i| bars[from + i].close.to_f64());
-    let last_close = (to > from).then(|| bars[to - 1].close.to_f64());
+    let last_close = (to > from).then(|| bars[to - 1].close);
+    // The price the decision saw: the last completed bar's close (the strategy's `close`).
+    let price = last_close.map_or(trade.entry_price, Price::to_decimal);
     let before = before.unwrap_or_default();
-    let high = before.high.map(|h| h.to_f64().max(price));
-    let vwap = before.vwap();
+    let high = before.high().map(|h| h.to_f64().max(decimal_to_f64(price)));
+    let percent = |fraction: Decimal| decimal_to_f64(fraction * Decimal::ONE_HUNDRED);
     trade.detail.features = Some(Features {
-        price,
-        percentage_gain: ctx.prev_close.map(decimal_to_f64).and_then(|p| pct(p, price)),
+        price: decimal_to_f64(price),
+        percentage_gain: ctx.prev_close.and_then(|p| day_gain(p, price)).map(percent),
         relative_volume: ctx.relative_volume,
         float: ctx.float,
-        change_1m: close_back(1).zip(last_close).and_then(|(a, b)| pct(a, b)),
-        change_5m: close_back(5).zip(last_close).and_then(|(a, b)| pct(a, b)),
-        minutes_since_open: (entry - ctx.regular_open).num_minutes(),
+        change_1m: close_back(1).zip(last_close).and_then(|(a, b)| pct(a, b.to_f64())),
+        change_5m: close_back(5).zip(last_close).and_then(|(a, b)| pct(a, b.to_f64())),
+        minutes_since_open: (decided - ctx.regular_open).num_minutes(),
         sector: ctx.sector.clone(),
-        distance_from_high_pct: high.filter(|h| *h > 0.0).map(|h| (h - price) / h * 100.0),
-        distance_from_vwap_pct: vwap.and_then(|w| pct(w, price)),
+        distance_from_high_pct: high.filter(|h| *h > 0.0).map(|h| (h - decimal_to_f64(price)) / h * 100.0),
+        distance_from_vwap_pct: before.vwap().and_then(|w| day_gain(w, price)).map(percent),
     });
     // Excursions over the bars that began while the trade was open (the entry's bar included)
     // and the exit price itself: the extremes in ticks, converted once.
-    let during = &bars[to..last];
+    let during = &bars[first..last];
     let high = during.iter().map(|b| b.high).max().map(Price::to_f64);
     let low = during.iter().map(|b| b.low).min().map(Price::to_f64);
     let exit_price = Some(decimal_to_f64(trade.exit_price));
@@ -636,13 +628,15 @@ mod tests {
             let p = |x: &str| Price::from_decimal(d(x)).unwrap();
             Bar { start: t(0), open: p(c), high: p(h), low: p(l), close: p(c), volume }
         };
-        let mut day = DayRunning::default();
+        let mut day = SessionRunning::default();
         assert_eq!(day.vwap(), None);
-        day.add(&bar("10.03", "9.97", "10", 100));
-        day.add(&bar("11", "10", "10.5", 300));
+        day.add(&bar("12", "8", "9", 1_000), false);
+        assert_eq!((day.vwap(), day.high(), day.volume()), (None, None, 1_000), "pre-market counts only in volume");
+        day.add(&bar("10.03", "9.97", "10", 100), true);
+        day.add(&bar("11", "10", "10.5", 300), true);
         // (10 × 100 + 10.5 × 300) / 400
-        assert!((day.vwap().unwrap() - 10.375).abs() < 1e-12);
-        assert_eq!((day.volume(), day.high), (400, Some(Price::from_cents(1_100))));
+        assert_eq!(day.vwap(), Some(d("10.375")));
+        assert_eq!((day.volume(), day.high()), (1_400, Some(Price::from_cents(1_100))));
     }
 
     /// An entry filled in two parts, a scale-out at the target, then an operator's close: one

@@ -206,6 +206,7 @@ mod tests {
     fn entry(action: &str) -> AuditEntry {
         AuditEntry {
             ts: 1,
+            wall_ts: 1,
             actor: "ops".into(),
             role: Some("operator".into()),
             action: action.into(),

@@ -177,8 +177,12 @@ async fn audit<T>(
             .unwrap_or_default(),
         _ => TradingMode::default(),
     };
+    // The CLI runs beside the service, not its market: its rows carry the wall time (the same
+    // as market time in PAPER and LIVE).
+    let now = SystemClock.now().timestamp_millis();
     let entry = AuditEntry {
-        ts: SystemClock.now().timestamp_millis(),
+        ts: now,
+        wall_ts: now,
         actor: "cli".into(),
         role: None,
         action: action.name.to_string(),

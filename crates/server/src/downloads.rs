@@ -190,6 +190,9 @@ async fn run_job(state: &AppState, mut job: JobRecord) {
 }
 
 /// Fetches and stores the range a day at a time, reporting progress after each stored day.
+/// Only bars that have closed by the market's present are stored: a range reaching past it
+/// (the simulated market could generate those days) ends at the present, as
+/// `GET /api/market/bars` does.
 async fn fetch(state: &AppState, job: &mut JobRecord) -> Result<(), String> {
     let repo: &dyn DataRepository = &state.db;
     let symbol = Symbol::parse(&job.symbol).map_err(|e| format!("bad symbol: {e}"))?;
@@ -201,6 +204,7 @@ async fn fetch(state: &AppState, job: &mut JobRecord) -> Result<(), String> {
     while from < end {
         let to = (from + step).min(end);
         let bars = state.market.bars(&symbol, timeframe, from, to).await.map_err(|e| e.to_string())?;
+        let bars = crate::market::closed_bars(bars, timeframe, state.market_clock.now());
         repo.save_bars(&symbol, timeframe.as_str(), &bars, state.market.name()).await.map_err(|e| e.to_string())?;
         job.bars += bars.len() as i64;
         job.progress = ((to - start).num_milliseconds() as f64 / total).min(1.0);

@@ -2,6 +2,11 @@
 //! kept in a bounded buffer for `Last-Event-ID` resume, and is broadcast to subscribers. Sending
 //! never waits: a subscriber that falls behind the broadcast channel is dropped, so a slow
 //! client can never slow the engine.
+//!
+//! An event's `timestamp` is market time, the clock of the orders and executions it reports (the
+//! simulated market's in DEMO, where it runs faster than real time), so the console's header can
+//! show the market's time from any event; `wall_time` (beyond the contract) keeps the wall time
+//! it was published at.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -36,21 +41,26 @@ pub struct StoredEvent {
     #[serde(skip)]
     pub id: u64,
     pub kind: &'static str,
+    /// Market time.
     pub timestamp: String,
     pub mode: TradingMode,
     pub data: Value,
+    /// Wall time.
+    pub wall_time: String,
 }
 
 pub struct EventBus {
     tx: broadcast::Sender<Arc<StoredEvent>>,
     inner: Mutex<(u64, VecDeque<Arc<StoredEvent>>)>,
+    market_clock: Arc<dyn Clock>,
     clock: Arc<dyn Clock>,
 }
 
 impl EventBus {
-    pub fn new(clock: Arc<dyn Clock>) -> EventBus {
+    /// Events stamped with `market_clock` (market time) and `clock` (wall time).
+    pub fn new(market_clock: Arc<dyn Clock>, clock: Arc<dyn Clock>) -> EventBus {
         let (tx, _) = broadcast::channel(1024);
-        EventBus { tx, inner: Mutex::new((0, VecDeque::with_capacity(1024))), clock }
+        EventBus { tx, inner: Mutex::new((0, VecDeque::with_capacity(1024))), market_clock, clock }
     }
 
     /// Publishes an event of `kind` (one of [`KINDS`]).
@@ -58,7 +68,14 @@ impl EventBus {
         debug_assert!(KINDS.contains(&kind), "unknown event kind {kind}");
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         inner.0 += 1;
-        let event = Arc::new(StoredEvent { id: inner.0, kind, timestamp: format_ts(&self.clock.now()), mode, data });
+        let event = Arc::new(StoredEvent {
+            id: inner.0,
+            kind,
+            timestamp: format_ts(&self.market_clock.now()),
+            mode,
+            data,
+            wall_time: format_ts(&self.clock.now()),
+        });
         if inner.1.len() == BUFFER {
             inner.1.pop_front();
         }

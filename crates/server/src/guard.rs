@@ -191,7 +191,8 @@ impl Sensitive {
         .await;
 
         let entry = AuditEntry {
-            ts: state.clock.now().timestamp_millis(),
+            ts: state.market_clock.now().timestamp_millis(),
+            wall_ts: state.clock.now().timestamp_millis(),
             actor: actor.name,
             role: Some(actor.role.as_str().to_string()),
             action: action.name.to_string(),
@@ -233,8 +234,8 @@ async fn record_refusal(
         outcome: refusal.code.as_str(),
     };
     let request_id = REQUEST.try_with(|c| c.request_id.clone()).unwrap_or_default();
-    let now_ms = state.clock.now().timestamp_millis();
-    if let Some((entry, ticket)) = state.refusals.record(key, now_ms, mode.as_str(), &request_id) {
+    let (now_ms, market_ms) = (state.clock.now().timestamp_millis(), state.market_clock.now().timestamp_millis());
+    if let Some((entry, ticket)) = state.refusals.record(key, now_ms, market_ms, mode.as_str(), &request_id) {
         let written = state.audit_store.append_audit(&entry).await;
         if let Err(e) = &written {
             tracing::error!(error = %e, action = action.name, "could not write the audit row");

@@ -7,7 +7,8 @@
 //! at once and in its place in time; later refusals of that minute only count in memory, and
 //! [`RefusalLog::flush`] brings the row's `request` (`{"source", "count", "first", "last"}`) up to
 //! date: every second, before the audit log is read, and at shutdown (so no count is lost). The
-//! minute is that of the injected clock.
+//! minute, `first` and `last` are the service's wall clock (a flood is counted in real time);
+//! the row's timestamp is the market time of its first refusal, as every audit row's.
 //!
 //! Memory is bounded: a minute's windows leave once written, and past [`MAX_WINDOWS`] open
 //! windows (a flood from that many addresses within one minute) further addresses are counted
@@ -41,6 +42,8 @@ pub struct RefusalKey {
 struct Window {
     minute: i64,
     first_ms: i64,
+    /// Market time of the first refusal.
+    first_market_ms: i64,
     last_ms: i64,
     count: u64,
     /// The count the stored row says.
@@ -55,7 +58,8 @@ struct Window {
 impl Window {
     fn entry(&self, key: &RefusalKey) -> AuditEntry {
         AuditEntry {
-            ts: self.first_ms,
+            ts: self.first_market_ms,
+            wall_ts: self.first_ms,
             actor: key.actor.clone(),
             role: key.role.clone(),
             action: key.action.to_string(),
@@ -104,12 +108,14 @@ pub struct RefusalLog {
 }
 
 impl RefusalLog {
-    /// Counts one refusal at `now_ms`. Returns the row to insert when it is the first of its
-    /// window; the caller writes it and reports the id with [`RefusalLog::inserted`].
+    /// Counts one refusal at `now_ms` (wall time; `market_ms` the market's). Returns the row to
+    /// insert when it is the first of its window; the caller writes it and reports the id with
+    /// [`RefusalLog::inserted`].
     pub fn record(
         &self,
         mut key: RefusalKey,
         now_ms: i64,
+        market_ms: i64,
         mode: &str,
         request_id: &str,
     ) -> Option<(AuditEntry, Ticket)> {
@@ -121,6 +127,7 @@ impl RefusalLog {
         let fresh = Window {
             minute,
             first_ms: now_ms,
+            first_market_ms: market_ms,
             last_ms: now_ms,
             count: 1,
             stored: 1,
@@ -297,7 +304,7 @@ mod tests {
 
     /// Records a refusal as the guard does: the first of a window writes its row.
     async fn refuse(log: &RefusalLog, repo: &Rows, source: &str, now_ms: i64) {
-        if let Some((entry, ticket)) = log.record(key(source), now_ms, "PAPER", "req") {
+        if let Some((entry, ticket)) = log.record(key(source), now_ms, now_ms, "PAPER", "req") {
             let id = repo.append_audit(&entry).await.ok();
             log.inserted(ticket, id);
         }

@@ -177,8 +177,11 @@ pub fn build(orders: &[(Order, String)], breakeven_threshold: Decimal) -> Vec<Tr
 
 /// Features at entry and excursions from the data broker's minute bars of the entry's day;
 /// `false` when the bars could not be fetched (the features then come from what else is known).
+/// The features are the market of the entry's decision, with the relative volume the strategy
+/// was given then: the same history over the day's volume by that minute.
 async fn add_market_detail(state: &AppState, trade: &mut Trade, calendar: MarketCalendar) -> bool {
-    let date = NyDay::default().date_of(trade.entry_time);
+    let decided = tradeops_core::trades::decided_at(trade);
+    let date = NyDay::default().date_of(decided);
     let day_start = ny_instant(date, (0, 0));
     let end = trade.exit_time + chrono::Duration::minutes(1);
     let fetched = state.market.bars(&trade.symbol, Timeframe::Minute, day_start, end).await;
@@ -189,9 +192,9 @@ async fn add_market_detail(state: &AppState, trade: &mut Trade, calendar: Market
     let bars = fetched.unwrap_or_default();
     let instrument = state.market.instrument(&trade.symbol);
     let mut history = state.market.history(&trade.symbol, calendar);
-    let minute = (trade.entry_time - day_start).num_minutes().max(0) as u32;
+    let minute = (decided - day_start).num_minutes().max(0) as u32;
     let volume: u64 =
-        bars.iter().take_while(|b| b.start + chrono::Duration::minutes(1) <= trade.entry_time).map(|b| b.volume).sum();
+        bars.iter().take_while(|b| b.start + chrono::Duration::minutes(1) <= decided).map(|b| b.volume).sum();
     let ctx = MarketContext {
         prev_close: history.as_mut().and_then(|h| h.prev_close(date)),
         float: instrument.as_ref().map(|i| i.float),
@@ -203,16 +206,18 @@ async fn add_market_detail(state: &AppState, trade: &mut Trade, calendar: Market
     complete
 }
 
+/// Audited actions whose effect the timeline already shows as an order of its own.
+const SHOWN_AS_ORDERS: &[&str] = &["position.close", "order.create", "order.cancel"];
+
 /// Operator actions on each trade's symbol while it was open (from the audit log: halts, stops,
 /// blocks — closes already show as their orders) join its timeline, which is then put in time
-/// order. Audit rows carry the wall clock, trades market time: the two agree in PAPER and LIVE;
-/// in DEMO, where market time runs faster, actions are not matched.
+/// order. Audit rows and trades both carry market time, in DEMO too.
 async fn add_operator_actions(state: &AppState, trades: &mut [Trade]) -> ApiResult<()> {
     let symbols: std::collections::BTreeSet<Symbol> = trades.iter().map(|t| t.symbol.clone()).collect();
     for symbol in symbols {
         let entries = audit_of(state, &symbol).await?;
         for trade in trades.iter_mut().filter(|t| t.symbol == symbol) {
-            for e in &entries {
+            for e in entries.iter().filter(|e| !SHOWN_AS_ORDERS.contains(&e.action.as_str())) {
                 let at = tradeops_core::time::from_epoch_ms(e.ts);
                 if at >= trade.entry_time && at <= trade.exit_time {
                     trade.detail.events.push(TradeEvent {

@@ -9,6 +9,7 @@
 //! a phase, by the U-shaped profile with noise that grows with the size of the move. The walk is
 //! causal, so the live feed (one step per minute) and history (all steps at once) are identical.
 
+use crate::history::AVERAGE_VOLUME_DAYS;
 use crate::profile::{
     regular_remaining, regular_weight, DayClock, PhaseShares, NORMAL_SHARES, REGULAR_MINUTES, RUNNER_SHARES,
 };
@@ -24,11 +25,15 @@ pub enum DayKind {
     Mover,
     /// A selloff (5–20% down).
     Loser,
-    /// News: a pre-market gap of 10–150%, 5–50× volume, squeeze, pullback, second push.
+    /// News: a pre-market gap of 10–150%, 12–50× its recent volume, squeeze, pullback, second
+    /// push, and a close that keeps most of the gap.
     Runner,
 }
 
-const RUNNER_RANDOM_SHARE: f64 = 0.004;
+/// News-driven runners each day beside the designated one (fewer when two land on one name).
+const NEWS_RUNNERS: u64 = 32;
+/// Names news considers for each of them: it finds the one that suits a runner best.
+const NEWS_CANDIDATES: u64 = 6;
 const LOSER_SHARE: f64 = 0.03;
 const MOVER_SHARE: f64 = 0.08;
 
@@ -58,11 +63,39 @@ fn designated_runner(u: &Universe, dk: u64) -> usize {
         .unwrap_or(0)
 }
 
-/// The kind of `p`'s day. At least one runner every day (the designated one), plus random
-/// ones, more often among low floats.
+/// How well `p` suits a news-driven runner on `date`: the low-float, low-priced names momentum
+/// traders scan for (float up to 20 million, a price level of $1–$12 that a gap leaves
+/// tradeable) far more than others.
+fn news_affinity(u: &Universe, p: &SymbolProfile, date: NaiveDate) -> f64 {
+    let float = if p.float <= 20_000_000 { 1.0 } else { 0.05 };
+    let price = if (1.0..=12.0).contains(&anchor(u, p, date)) { 1.0 } else { 0.05 };
+    float * price
+}
+
+/// Whether news finds `p` on `date`: each of [`NEWS_RUNNERS`] stories considers
+/// [`NEWS_CANDIDATES`] names of the whole universe and lands on the best suited (ties to the
+/// first drawn), so every day has about the same handful of runners the radar can show.
+fn news_finds(u: &Universe, p: &SymbolProfile, date: NaiveDate) -> bool {
+    let (dk, n) = (date_key(date), u.len().max(1) as u64);
+    (0..NEWS_RUNNERS).any(|story| {
+        let candidates: Vec<usize> =
+            (0..NEWS_CANDIDATES).map(|c| (mix(&[u.seed, dk, 0x004E_4557, story, c]) % n) as usize).collect();
+        candidates.contains(&p.index)
+            && candidates.iter().copied().reduce(|best, c| {
+                if news_affinity(u, &u.symbols[c], date) > news_affinity(u, &u.symbols[best], date) {
+                    c
+                } else {
+                    best
+                }
+            }) == Some(p.index)
+    })
+}
+
+/// The kind of `p`'s day. At least one runner every day (the designated one), plus those news
+/// finds, mostly among low floats and low prices.
 pub fn day_kind(u: &Universe, p: &SymbolProfile, date: NaiveDate) -> DayKind {
     let dk = date_key(date);
-    if p.index == designated_runner(u, dk) || unit(&[u.seed, p.key, dk, 1]) < RUNNER_RANDOM_SHARE * runner_affinity(p) {
+    if p.index == designated_runner(u, dk) || news_finds(u, p, date) {
         return DayKind::Runner;
     }
     match unit(&[u.seed, p.key, dk, 2]) {
@@ -104,7 +137,7 @@ pub fn close_of(u: &Universe, p: &SymbolProfile, date: NaiveDate) -> f64 {
             }
         }
         DayKind::Loser => 1.0 - (0.05 + 0.15 * draw(0)),
-        DayKind::Runner => 1.0 + runner_gap(draw(2)) * (0.35 + 0.75 * draw(3)),
+        DayKind::Runner => 1.0 + runner_gap(draw(2)) * (0.6 + 0.6 * draw(3)),
     };
     level * factor
 }
@@ -116,16 +149,29 @@ fn runner_gap(x: f64) -> f64 {
 
 /// Total shares traded on `date` (exact: the day's minute volumes sum to it). O(1).
 pub fn daily_volume(u: &Universe, p: &SymbolProfile, date: NaiveDate) -> u64 {
+    let mut multiple = volume_multiple(u, p, date);
+    if day_kind(u, p, date) == DayKind::Runner {
+        // A runner trades its multiple of what the name has traded lately (its previous
+        // AVERAGE_VOLUME_DAYS calendar days, earlier runs included), so a name that ran last
+        // week still stands out in relative volume when news finds it again.
+        let days = AVERAGE_VOLUME_DAYS as i64;
+        let lately: f64 = (1..=days).map(|k| volume_multiple(u, p, date - Duration::days(k))).sum();
+        multiple *= (lately / days as f64).max(1.0);
+    }
+    ((p.avg_volume as f64) * multiple).round().max(1_000.0) as u64
+}
+
+/// The day's volume over the symbol's typical volume, before a runner's recent history.
+fn volume_multiple(u: &Universe, p: &SymbolProfile, date: NaiveDate) -> f64 {
     let dk = date_key(date);
     let noise = (0.3 * (unit(&[u.seed, p.key, dk, 20]) - 0.5) * 3.4).exp();
-    let mult = match day_kind(u, p, date) {
-        DayKind::Normal => 1.0,
-        DayKind::Mover => 2.0 + 2.0 * unit(&[u.seed, p.key, dk, 21]),
-        DayKind::Loser => 2.5 + 2.5 * unit(&[u.seed, p.key, dk, 21]),
-        // Relative volume 5–50×, skewed low.
-        DayKind::Runner => 5.0 + 45.0 * unit(&[u.seed, p.key, dk, 21]).powi(2),
-    };
-    ((p.avg_volume as f64) * noise * mult).round().max(1_000.0) as u64
+    match day_kind(u, p, date) {
+        DayKind::Normal => noise,
+        DayKind::Mover => (2.0 + 2.0 * unit(&[u.seed, p.key, dk, 21])) * noise,
+        DayKind::Loser => (2.5 + 2.5 * unit(&[u.seed, p.key, dk, 21])) * noise,
+        // 12–50×, skewed low; news leaves no room for an ordinary day's noise.
+        DayKind::Runner => 12.0 + 38.0 * unit(&[u.seed, p.key, dk, 21]).powi(2),
+    }
 }
 
 /// Everything decided about a day before walking it.
@@ -349,5 +395,7 @@ pub fn daily_bar(u: &Universe, p: &SymbolProfile, date: NaiveDate) -> Bar {
     bar
 }
 
+#[cfg(test)]
+mod radar_tests;
 #[cfg(test)]
 mod tests;

@@ -1,7 +1,8 @@
 //! The simulated US-equity market (DESIGN.md, "The simulated market"): a universe of
 //! listed-looking symbols and, for every (seed, symbol, date), one deterministic trading day of
-//! minute bars with volatility clustering, a U-shaped volume profile, and a handful of
-//! news-driven runners per day. The live feed and history run the same per-minute generator,
+//! minute bars with volatility clustering, a U-shaped volume profile, and about thirty
+//! news-driven runners per day, most of them low-float names the default momentum radar shows
+//! from the open to the afternoon (at least ten by 10:00 New York on the default seed). The live feed and history run the same per-minute generator,
 //! so they agree bit for bit. Pure: no I/O, no wall clock, no unseeded randomness.
 
 pub mod day;

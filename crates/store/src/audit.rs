@@ -10,7 +10,11 @@ use sqlx::Row;
 /// A row to append.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AuditEntry {
+    /// Market time, epoch ms: the clock of the orders and executions (the simulated market's in
+    /// DEMO).
     pub ts: i64,
+    /// Wall time, epoch ms, when it was written (retention ages rows by it).
+    pub wall_ts: i64,
     pub actor: String,
     pub role: Option<String>,
     pub action: String,
@@ -49,8 +53,8 @@ pub trait AuditRepository: Send + Sync {
     async fn list_audit(&self, filter: &AuditFilter) -> Result<Vec<AuditRecord>, StoreError>;
     /// Replaces the `request` of one row: an aggregate row's count grows while its minute lasts.
     async fn update_audit_request(&self, audit_id: i64, request: &str) -> Result<(), StoreError>;
-    /// Deletes the rows with a timestamp before `before_ts`; returns how many.
-    async fn prune_audit(&self, before_ts: i64) -> Result<u64, StoreError>;
+    /// Deletes the rows written (wall time) before `before_wall_ts`; returns how many.
+    async fn prune_audit(&self, before_wall_ts: i64) -> Result<u64, StoreError>;
     /// Writes rows an implementation holds back (during an outage); nothing by default.
     async fn flush_held(&self) {}
     /// Rows held back, not yet written (0 by default).
@@ -67,8 +71,8 @@ const PRUNE_BATCH: i64 = 5_000;
 impl AuditRepository for Database {
     async fn append_audit(&self, e: &AuditEntry) -> Result<i64, StoreError> {
         let row = sqlx::query(
-            "INSERT INTO audit_log (ts, actor, role, action, target, request, outcome, mode, request_id) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING audit_id",
+            "INSERT INTO audit_log (ts, actor, role, action, target, request, outcome, mode, request_id, wall_ts) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING audit_id",
         )
         .bind(e.ts)
         .bind(&e.actor)
@@ -79,6 +83,7 @@ impl AuditRepository for Database {
         .bind(&e.outcome)
         .bind(&e.mode)
         .bind(&e.request_id)
+        .bind(e.wall_ts)
         .fetch_one(self.pool()?)
         .await?;
         Ok(row.try_get("audit_id")?)
@@ -93,15 +98,15 @@ impl AuditRepository for Database {
         Ok(())
     }
 
-    async fn prune_audit(&self, before_ts: i64) -> Result<u64, StoreError> {
+    async fn prune_audit(&self, before_wall_ts: i64) -> Result<u64, StoreError> {
         let mut deleted = 0;
         loop {
             // A subquery with LIMIT: both backends accept it, neither accepts DELETE … LIMIT.
             let batch = sqlx::query(
                 "DELETE FROM audit_log WHERE audit_id IN \
-                 (SELECT audit_id FROM audit_log WHERE ts < $1 ORDER BY audit_id LIMIT $2)",
+                 (SELECT audit_id FROM audit_log WHERE wall_ts < $1 ORDER BY audit_id LIMIT $2)",
             )
-            .bind(before_ts)
+            .bind(before_wall_ts)
             .bind(PRUNE_BATCH)
             .execute(self.pool()?)
             .await?
@@ -117,7 +122,7 @@ impl AuditRepository for Database {
         // Optional filters are written as `($n IS NULL OR col = $n)` so the SQL stays static
         // and runs unchanged on both backends.
         let rows = sqlx::query(
-            "SELECT audit_id, ts, actor, role, action, target, request, outcome, mode, request_id \
+            "SELECT audit_id, ts, wall_ts, actor, role, action, target, request, outcome, mode, request_id \
              FROM audit_log \
              WHERE ($1 IS NULL OR action = $1) AND ($2 IS NULL OR actor = $2) \
                AND ($3 IS NULL OR outcome = $3) AND ($4 IS NULL OR audit_id < $4) \
@@ -138,6 +143,7 @@ impl AuditRepository for Database {
                     audit_id: row.try_get("audit_id")?,
                     entry: AuditEntry {
                         ts: row.try_get("ts")?,
+                        wall_ts: row.try_get::<Option<i64>, _>("wall_ts")?.unwrap_or(row.try_get("ts")?),
                         actor: row.try_get("actor")?,
                         role: row.try_get("role")?,
                         action: row.try_get("action")?,

@@ -427,6 +427,7 @@ mod tests {
     fn refusal(ts: i64, request: &str) -> AuditEntry {
         AuditEntry {
             ts,
+            wall_ts: ts,
             actor: "anonymous".into(),
             role: None,
             action: "risk.emergency_halt".into(),

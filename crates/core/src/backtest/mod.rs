@@ -18,6 +18,7 @@
 pub mod coverage;
 pub mod fills;
 
+use crate::bars::SessionRunning;
 use crate::calendar::{ny_instant, NyDay};
 use crate::engine::{Command, Effect, Engine, Event};
 use crate::market::{Bar, Timeframe};
@@ -27,7 +28,7 @@ use crate::settings::{FieldError, Settings};
 use crate::strategy::{self, sma_cross::SmaCross, ParameterKind, Strategy};
 use crate::symbol::Symbol;
 use crate::time::Timestamp;
-use crate::trades::{enrich_with, DayRunning, MarketContext, Trade, TradeBuilder, END_OF_DATA_REASON};
+use crate::trades::{decided_at, enrich_with, in_session, MarketContext, Trade, TradeBuilder, END_OF_DATA_REASON};
 use chrono::NaiveDate;
 use fills::{BarBroker, FillModel};
 use rust_decimal::prelude::FromPrimitive;
@@ -381,6 +382,9 @@ pub fn run(
     progress: &mut dyn FnMut(f64),
 ) -> Result<BacktestOutput, BacktestError> {
     let warmup = bars.partition_point(|b| b.start < spec.start);
+    // Every bar given: the features at entry read the entry's whole day, as the strategy did
+    // (its volume counts the bars before the start too).
+    let all_bars = bars;
     let (early, bars) = bars.split_at(warmup);
     let Some(first) = bars.first() else {
         return Err(BacktestError::NoData { symbol: spec.symbol.clone(), timeframe: spec.timeframe.as_str() });
@@ -470,7 +474,7 @@ pub fn run(
             stats.repeat_on(date);
         }
         if enricher.done < run.completed.len() {
-            enricher.catch_up(&mut run.completed, bars, spec.timeframe, history);
+            enricher.catch_up(&mut run.completed, all_bars, spec.timeframe, history);
         }
         if i == next_kept {
             curve.push(EquityPoint { timestamp: now, equity: stats.last() });
@@ -511,7 +515,7 @@ pub fn run(
     }
 
     let mut trades = run.completed;
-    enricher.catch_up(&mut trades, bars, spec.timeframe, history);
+    enricher.catch_up(&mut trades, all_bars, spec.timeframe, history);
     let pnl: Vec<Decimal> = trades.iter().map(|t| t.net_pnl).collect();
     let metrics = stats.finish(&pnl);
     Ok(BacktestOutput {
@@ -544,7 +548,7 @@ struct Enricher {
 
 impl Enricher {
     fn new() -> Enricher {
-        let running = Running { from: 0, next: 0, values: DayRunning::default() };
+        let running = Running { from: 0, next: 0, values: SessionRunning::default() };
         Enricher { day: NyDay::default(), running, current: None, hint: 0, done: 0 }
     }
 
@@ -557,7 +561,10 @@ impl Enricher {
     }
 
     fn enrich(&mut self, trade: &mut Trade, bars: &[Bar], timeframe: Timeframe, history: &mut dyn History) {
-        let (date, minute_of_day) = self.day.locate(trade.entry_time);
+        // The market of the entry's decision (the bar the strategy decided on just completed),
+        // read as the strategy read it: its running values and its relative volume.
+        let decided = decided_at(trade);
+        let (date, minute_of_day) = self.day.locate(decided);
         let (from, regular_open) = match self.current {
             Some((d, from, open)) if d == date => (from, open),
             _ => {
@@ -568,29 +575,28 @@ impl Enricher {
                 (from, open)
             }
         };
-        // Bars completed before the entry; bars begun before it (the day's volume by then).
-        let completed_by = trade.entry_time - chrono::Duration::minutes(1);
+        // Bars completed by the decision; bars begun while the trade was open.
+        let completed_by = decided - chrono::Duration::minutes(1);
         let to = seek(bars, from, self.hint, |b| b.start <= completed_by);
-        let begun = seek(bars, from, to, |b| b.start < trade.entry_time);
+        let entered_by = trade.entry_time - chrono::Duration::minutes(1);
+        let first = seek(bars, to, to, |b| b.start <= entered_by);
         self.hint = to;
-        let (first, second) = (to.min(begun), to.max(begun));
-        let at_first = self.running.after(bars, from, first);
-        let at_second = self.running.after(bars, from, second);
-        let (before, by_entry) = if to <= begun { (at_first, at_second) } else { (at_second, at_first) };
+        let before = self.running.after(bars, from, to, regular_open);
         let ctx = MarketContext {
             prev_close: history.prev_close(date),
             float: history.float(),
             sector: history.sector(),
-            relative_volume: history.relative_volume(date, minute_of_day, by_entry.map_or(0, |r| r.volume())),
+            relative_volume: history.relative_volume(date, minute_of_day, before.map_or(0, |r| r.volume())),
             regular_open,
         };
         let exit_time = trade.exit_time;
-        let last = seek(bars, to, to, |b| b.start < exit_time);
+        let last = seek(bars, first, first, |b| b.start < exit_time);
         if timeframe == Timeframe::Minute {
-            enrich_with(trade, bars, from, to, last, before, &ctx);
+            enrich_with(trade, bars, (from, to, first, last), before, &ctx);
         } else {
             // Daily bars: no intraday state at entry; excursions over the days held.
-            enrich_with(trade, bars, from, to, last, before, &MarketContext { relative_volume: None, ..ctx });
+            let ctx = MarketContext { relative_volume: None, ..ctx };
+            enrich_with(trade, bars, (from, to, first, last), before, &ctx);
         }
     }
 }
@@ -625,18 +631,18 @@ struct Running {
     /// The day's first bar, and the next bar to add.
     from: usize,
     next: usize,
-    values: DayRunning,
+    values: SessionRunning,
 }
 
 impl Running {
     /// The running values of the day starting at `bars[from]` after `bars[end - 1]` (`None` when
     /// `end == from`).
-    fn after(&mut self, bars: &[Bar], from: usize, end: usize) -> Option<DayRunning> {
+    fn after(&mut self, bars: &[Bar], from: usize, end: usize, regular_open: Timestamp) -> Option<SessionRunning> {
         if self.from != from || self.next > end {
-            *self = Running { from, next: from, values: DayRunning::default() };
+            *self = Running { from, next: from, values: SessionRunning::default() };
         }
         for bar in &bars[self.next..end] {
-            self.values.add(bar);
+            self.values.add(bar, in_session(bar, regular_open));
         }
         self.next = end;
         (end > from).then_some(self.values)

@@ -25,7 +25,8 @@
 //! the same bars and contexts always give the same decisions.
 
 use super::{Decision, Strategy, StrategyContext};
-use crate::market::{Bar, Price};
+use crate::bars::{day_gain, SessionRunning};
+use crate::market::Bar;
 use crate::settings::StrategyAllocatorSettings;
 use rust_decimal::prelude::{FromPrimitive, ToPrimitive};
 use rust_decimal::{Decimal, RoundingStrategy};
@@ -147,29 +148,6 @@ impl PendingExit {
     }
 }
 
-/// Session VWAP from the regular open: Σ((h + l + c) × v) / (3 × Σ v), exact in decimals.
-/// Exact sums in integer ticks (every bar, so no decimal arithmetic); the value is a decimal
-/// division, made only when a rule asks for it.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-struct Vwap {
-    /// Σ (high + low + close) × volume, ticks.
-    hlc_volume: i128,
-    volume: u64,
-}
-
-impl Vwap {
-    fn add(&mut self, bar: &Bar) {
-        let hlc = i128::from(bar.high.0) + i128::from(bar.low.0) + i128::from(bar.close.0);
-        self.hlc_volume += hlc * i128::from(bar.volume);
-        self.volume = self.volume.saturating_add(bar.volume);
-    }
-
-    fn value(&self) -> Option<Decimal> {
-        let sum = Decimal::try_from_i128_with_scale(self.hlc_volume, 4).ok()?;
-        (self.volume > 0).then(|| sum / (Decimal::from(self.volume) * Decimal::from(3)))
-    }
-}
-
 /// A recognised impulse-and-pullback.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Pattern {
@@ -182,8 +160,9 @@ struct Pattern {
 /// The first-pullback breakout strategy for one symbol.
 #[derive(Clone, Debug, PartialEq)]
 pub struct MomentumBreakout {
-    vwap: Vwap,
-    high_of_day: Option<Price>,
+    /// VWAP and high of day from the regular open (the deep dive's market at entry reads the
+    /// same values).
+    session: SessionRunning,
     bars: VecDeque<Bar>,
     phase: Phase,
     /// The last entry planned today: levels for a fill that arrives after a cancel was sent.
@@ -207,8 +186,7 @@ impl MomentumBreakout {
 
     pub fn new() -> Self {
         Self {
-            vwap: Vwap::default(),
-            high_of_day: None,
+            session: SessionRunning::default(),
             bars: VecDeque::with_capacity(PATTERN_BARS),
             phase: Phase::Flat,
             last_plan: None,
@@ -219,10 +197,7 @@ impl MomentumBreakout {
     }
 
     fn observe(&mut self, bar: &Bar, ctx: &StrategyContext) {
-        if ctx.minutes_since_open >= 0 {
-            self.vwap.add(bar);
-            self.high_of_day = Some(self.high_of_day.map_or(bar.high, |h| h.max(bar.high)));
-        }
+        self.session.add(bar, ctx.minutes_since_open >= 0);
         if self.bars.len() == PATTERN_BARS {
             self.bars.pop_front();
         }
@@ -274,7 +249,7 @@ impl MomentumBreakout {
             return None;
         }
         let rvol = ctx.relative_volume.filter(|r| r.is_finite() && *r >= MIN_RELATIVE_VOLUME)?;
-        let vwap = self.vwap.value()?;
+        let vwap = self.session.vwap()?;
         if close <= vwap {
             return None;
         }
@@ -306,8 +281,8 @@ impl MomentumBreakout {
         let plan = Plan { stop_price, stop_loss, target };
         self.phase = Phase::EntryWorking { plan, bars_waited: 0 };
         self.last_plan = Some(plan);
-        let gain = (close - ctx.prev_close) / ctx.prev_close;
-        let hod = self.high_of_day.map(|h| format!(", high of day {}", px(h.to_decimal()))).unwrap_or_default();
+        let gain = day_gain(ctx.prev_close, close)?;
+        let hod = self.session.high().map(|h| format!(", high of day {}", px(h.to_decimal()))).unwrap_or_default();
         let text = format!(
             "Up {}% on {:.1}x relative volume after a {}% run-up from {} to {}{hod}, pulled back {} bar{} to {} \
              above VWAP {}; buying the break of {} (limit {}) with a stop at {} (risk {}/share), target {} \
@@ -344,7 +319,7 @@ impl MomentumBreakout {
     fn manage_entry(&mut self, bar: &Bar, plan: Plan, bars_waited: u32) -> Option<Decision> {
         let bars_waited = bars_waited + 1;
         let close = bar.close.to_decimal();
-        if let Some(vwap) = self.vwap.value().filter(|v| close < *v) {
+        if let Some(vwap) = self.session.vwap().filter(|v| close < *v) {
             self.phase = Phase::Flat;
             let text = format!(
                 "Close {} fell below VWAP {} before the buy stop at {} filled; cancelling the entry.",
@@ -432,7 +407,7 @@ impl MomentumBreakout {
             h.stop = h.entry_price;
             self.phase = Phase::InPosition(h);
             exit = Some((quantity, "SCALE_OUT_TARGET", text));
-        } else if let Some(vwap) = self.vwap.value().filter(|v| close < *v) {
+        } else if let Some(vwap) = self.session.vwap().filter(|v| close < *v) {
             let text =
                 format!("Close {} fell below VWAP {}; selling all {held} entered at {entry}.", px(close), px(vwap));
             exit = Some((sellable, "LOST_VWAP", text));
@@ -711,10 +686,10 @@ mod tests {
         let mut s = MomentumBreakout::new();
         let pre = bars_from(-2, &[(9.0, 9.0, 9.0, 9.0, 1_000_000)]);
         feed(&mut s, &pre, ctx);
-        assert_eq!(s.vwap.value(), None, "pre-market bars do not count");
+        assert_eq!(s.session.vwap(), None, "pre-market bars do not count");
         feed(&mut s, &bars(&runner()), ctx);
-        assert_eq!(s.vwap.value().unwrap(), d("21742000") / d("4050000"));
-        assert_eq!(s.high_of_day.map(Price::to_decimal), Some(d("5.60")));
+        assert_eq!(s.session.vwap().unwrap(), d("21742000") / d("4050000"));
+        assert_eq!(s.session.high().map(Price::to_decimal), Some(d("5.60")));
     }
 
     #[test]
@@ -792,7 +767,7 @@ mod tests {
         rows[3].4 = 2_000_000;
         let mut s = MomentumBreakout::new();
         feed(&mut s, &bars(&rows), ctx);
-        let vwap = s.vwap.value().unwrap();
+        let vwap = s.session.vwap().unwrap();
         assert!(d("5.40") < vwap && vwap < d("5.47"), "{vwap}");
         no_entry_with(&rows, ctx);
     }
@@ -806,7 +781,7 @@ mod tests {
         rows[5].2 = 5.28;
         let mut s = MomentumBreakout::new();
         feed(&mut s, &bars(&rows), ctx);
-        assert!(s.vwap.value().unwrap() < d("5.28"));
+        assert!(s.session.vwap().unwrap() < d("5.28"));
         no_entry_with(&rows, ctx);
         // Giving back exactly half (low 5.30) still qualifies.
         rows[5].2 = 5.30;

@@ -150,6 +150,22 @@ impl MarketData for SimulatedMarket {
     }
 }
 
+/// The length of one bar of `timeframe`.
+pub fn bar_span(timeframe: Timeframe) -> Duration {
+    match timeframe {
+        Timeframe::Minute => Duration::minutes(1),
+        Timeframe::Day => Duration::days(1),
+    }
+}
+
+/// Keeps the bars that have closed by `now` (their end at or before it): the simulated market
+/// can generate any day, but what it serves — charts, downloads, backtests — never reaches past
+/// the market's present.
+pub fn closed_bars(bars: Vec<Bar>, timeframe: Timeframe, now: Timestamp) -> Vec<Bar> {
+    let span = bar_span(timeframe);
+    bars.into_iter().filter(|b| b.start + span <= now).collect()
+}
+
 /// Refuses an order-generating action while the session calendar says the market is closed:
 /// `MARKET_CLOSED` with `detail.next_open`.
 pub fn ensure_market_open(

@@ -40,7 +40,12 @@ pub struct AuditQuery {
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct AuditRow {
     pub audit_id: i64,
+    /// Market time, the clock of orders and executions (in DEMO the simulated market's, which
+    /// runs faster than the wall clock).
     pub timestamp: String,
+    /// Wall time when the row was written (beyond the contract; equal to `timestamp` in PAPER
+    /// and LIVE up to the instant each clock was read).
+    pub wall_time: String,
     pub actor: String,
     pub role: Option<String>,
     pub action: String,
@@ -87,6 +92,7 @@ pub async fn list_audit(
         .map(|r| AuditRow {
             audit_id: r.audit_id,
             timestamp: format_ts(&from_epoch_ms(r.entry.ts)),
+            wall_time: format_ts(&from_epoch_ms(r.entry.wall_ts)),
             actor: r.entry.actor,
             role: r.entry.role,
             action: r.entry.action,

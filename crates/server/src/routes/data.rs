@@ -56,7 +56,9 @@ pub struct DownloadAccepted {
 }
 
 /// Queues a download of bars from the data broker into the database. A 1m download spans at
-/// most 366 days, a 1d one 20 years; the end may not be in the future.
+/// most 366 days, a 1d one 20 years; the end may not be in the future (a day of slack for time
+/// zones), and only bars that have closed by the market's present are stored — the simulated
+/// market never hands out its future.
 #[utoipa::path(post, path = "/api/data/download", tag = "data", security(("bearer" = [])), request_body = DownloadRequest,
     responses((status = 202, description = "Queued", body = inline(SuccessBody<DownloadAccepted>)),
               (status = 400, description = "VALIDATION_ERROR", body = crate::envelope::ErrorBody),

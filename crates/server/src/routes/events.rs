@@ -36,7 +36,8 @@ fn message(e: &StoredEvent) -> Event {
 }
 
 /// Server-Sent Events: `id` (monotonic), `event` (the kind), `data` = `{kind, timestamp, mode,
-/// data}`. `Last-Event-ID` resumes from a buffer of the last 10,000 events. A comment line is
+/// data, wall_time}` (`timestamp` market time — the simulated market's in DEMO —, `wall_time`
+/// the wall clock's). `Last-Event-ID` resumes from a buffer of the last 10,000 events. A comment line is
 /// sent every 15 s as a heartbeat. A client too slow to keep up is disconnected (it can resume).
 #[utoipa::path(get, path = "/api/events", tag = "events", security(("bearer" = [])), params(EventQuery),
     responses((status = 200, description = "text/event-stream"),

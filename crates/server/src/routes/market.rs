@@ -73,10 +73,7 @@ pub async fn bars(
     if start >= end {
         return Err(ApiError::validation("start", "must be before end (and before the market's present)"));
     }
-    let step = match timeframe {
-        Timeframe::Minute => 60,
-        Timeframe::Day => 86_400,
-    };
+    let step = crate::market::bar_span(timeframe).num_seconds();
     if (end - start).num_seconds() / step > MAX_BARS {
         return Err(ApiError::validation("end", format!("at most {MAX_BARS} bars per request; shorten the range")));
     }
@@ -87,10 +84,8 @@ pub async fn bars(
         MarketDataError::Unavailable(m) => ApiError::new(ErrorCode::BrokerUnavailable, m),
     })?;
     // A bar is shown once it has closed: its end is at or before the present.
-    let span = chrono::Duration::seconds(step);
-    let rows = bars
+    let rows = crate::market::closed_bars(bars, timeframe, now)
         .into_iter()
-        .filter(|b| b.start + span <= now)
         .map(|b| BarRow {
             timestamp: tradeops_core::time::format_ts(&b.start),
             open: b.open.to_f64(),

@@ -56,6 +56,37 @@ async fn a_download_runs_to_completion_and_stores_the_markets_bars() {
 }
 
 #[tokio::test]
+async fn a_download_never_returns_bars_after_the_markets_present() {
+    let app = spawn_app().await;
+    let symbol = a_symbol(&app).await;
+    // The market's present is 10:01 New York (finding a symbol took a scan); the range reaches
+    // into the evening (within the day of slack the range check allows), where the simulated
+    // market could generate bars.
+    let now = tradeops_core::Clock::now(&app.market);
+    assert_eq!(now, tradeops_core::time::parse_ts("2026-11-20T15:01:00Z").unwrap());
+    for (timeframe, expected) in [("1m", 1440 + 10 * 60 + 1), ("1d", 1)] {
+        let body = json!({"symbol": symbol, "start": "2026-11-19T00:00:00-05:00", "end": "2026-11-20T23:00:00-05:00",
+                          "timeframe": timeframe});
+        let id = app.post("/api/data/download", ADMIN_TOKEN, body).await.assert_ok(202)["request_id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let done = wait_done(&app, &id).await;
+        assert_eq!(done["status"], "COMPLETED", "{done}");
+        let db = tradeops_store::Database::open(&app.config.database_url).await.unwrap();
+        let sym = tradeops_core::Symbol::parse(&symbol).unwrap();
+        let stored = db.bars(&sym, timeframe, 0, i64::MAX).await.unwrap();
+        db.close().await;
+        let span = if timeframe == "1m" { chrono::Duration::minutes(1) } else { chrono::Duration::days(1) };
+        assert!(stored.iter().all(|b| b.start + span <= now), "{timeframe}: a bar ends after the present");
+        // Thursday's whole day, and Friday up to 10:01 (minute bars) or nothing of it (its daily
+        // bar has not closed).
+        assert_eq!(done["bars"], expected, "{timeframe}: {done}");
+        assert_eq!(stored.len() as u64, done["bars"].as_u64().unwrap());
+    }
+}
+
+#[tokio::test]
 async fn several_downloads_run_side_by_side() {
     let app = spawn_app().await;
     let symbols = app.market_symbols(3).await;

@@ -207,3 +207,50 @@ async fn the_header_figures_stream_as_the_market_clock_and_trading_state_move() 
     assert_eq!(halted["trading_state"], "HALTED", "{halted}");
     assert_eq!(halted["account_status"], "TRADING_HALTED");
 }
+
+/// In DEMO the simulated market's time is the only clock of the desk (issue 21.4): an order, its
+/// execution, the audit row of the action that placed it and the events reporting it all carry
+/// market time (here days before the wall clock), with the wall time kept beside it in the audit
+/// row and the event.
+#[tokio::test]
+async fn in_demo_orders_executions_audit_rows_and_events_carry_market_time() {
+    use tradeops_core::time::parse_ts;
+    let wall_before = tradeops_core::Clock::now(&tradeops_server::clock::SystemClock);
+    let app = spawn_app_with(|c| c.mode = Some(tradeops_core::TradingMode::Demo)).await;
+    let (symbol, _) = app.market_symbols(1).await.remove(0);
+    let market_from = tradeops_core::Clock::now(&app.market);
+    assert!(wall_before - market_from > chrono::Duration::hours(1), "the test's market runs behind the wall clock");
+    let mut sse = Sse::open(&app, "?kinds=order.updated,execution.created", None).await;
+    let placed = app.post("/api/orders", ADMIN_TOKEN, json!({"symbol": symbol, "side": "BUY", "quantity": 10})).await;
+    let id = placed.assert_ok(201)["client_order_id"].as_str().unwrap().to_string();
+    let order = app.wait_for_order(&id, "FILLED").await;
+    let market_to = tradeops_core::Clock::now(&app.market);
+    let market_time = |what: &str, at: &Value| {
+        let t = parse_ts(at.as_str().unwrap_or_else(|| panic!("{what}: {at}"))).unwrap();
+        assert!(market_from <= t && t <= market_to, "{what} {t} is not market time ({market_from}..{market_to})");
+    };
+    let wall_time = |what: &str, at: &Value| {
+        let t = parse_ts(at.as_str().unwrap_or_else(|| panic!("{what}: {at}"))).unwrap();
+        assert!(t >= wall_before, "{what} {t} is not wall time (from {wall_before})");
+    };
+    market_time("order submitted_at", &order["submitted_at"]);
+    market_time("order updated_at", &order["updated_at"]);
+    market_time("execution", &order["executions"][0]["timestamp"]);
+
+    let audit = app.get("/api/audit?action=order.create").await;
+    let row = &audit.assert_ok(200)[0];
+    assert_eq!((row["target"].as_str(), row["mode"].as_str()), (Some(symbol.as_str()), Some("DEMO")));
+    market_time("audit row", &row["timestamp"]);
+    wall_time("audit row wall_time", &row["wall_time"]);
+
+    let mut seen = Vec::new();
+    while seen.len() < 2 {
+        let (_, kind, data) = sse.next().await;
+        assert_eq!(data["mode"], "DEMO");
+        market_time(&kind, &data["timestamp"]);
+        wall_time(&kind, &data["wall_time"]);
+        if !seen.contains(&kind) {
+            seen.push(kind);
+        }
+    }
+}

@@ -44,7 +44,9 @@ async fn a_burst_of_refused_halts_is_one_audit_row_per_minute_with_its_count() {
     assert!(row["role"].is_null());
     assert_eq!(row["action"], "risk.emergency_halt");
     assert_eq!(row["target"], "127.0.0.1");
-    assert_eq!(row["timestamp"], "2026-11-20T15:00:30.000Z");
+    // Market time, as every audit row (the test's market clock), with the wall time beside it.
+    assert_eq!(row["timestamp"], "2026-11-20T15:00:00.000Z");
+    assert_eq!(row["wall_time"], "2026-11-20T15:00:30.000Z");
     assert_eq!(
         row["request"],
         json!({"source": "127.0.0.1", "count": 20, "first": "2026-11-20T15:00:30.000Z", "last": "2026-11-20T15:00:30.000Z"})

@@ -1,7 +1,8 @@
 //! Live/backtest parity (issue 5 §4): the live engine trading a simulated day (09:25 to the
 //! 16:00 close) minute by minute through the real feed, runner and paper broker, places the same
 //! strategy orders — same minute, side, type, quantity and reasons — as a backtest of the same
-//! symbol and day with the same settings.
+//! symbol and day with the same settings. Both trades' deep dives show the market the strategy
+//! decided on (issue 21.4): the gain, relative volume and VWAP its entry reason quotes.
 
 use crate::helpers::*;
 use serde_json::json;
@@ -46,6 +47,15 @@ fn settings() -> Settings {
 /// The backtest of `symbol` over the day, through `tradeops_core::backtest::run` on the
 /// simulated market's bars (what `POST /api/backtests/run` does).
 fn backtest_orders(app: &TestApp, symbol: &Symbol) -> Vec<tradeops_core::orders::Order> {
+    backtest_day(app, symbol)
+        .order_log
+        .into_iter()
+        .filter(|o| o.strategy_id.is_some())
+        .map(Arc::unwrap_or_clone)
+        .collect()
+}
+
+fn backtest_day(app: &TestApp, symbol: &Symbol) -> backtest::BacktestOutput {
     let market = tradeops_server::market::SimulatedMarket::new(app.config.sim.seed, app.config.sim.symbols as usize);
     let (start, end) = (parse_ts(WATCH_AT).unwrap(), parse_ts(UNTIL).unwrap());
     // From the day's start: the pre-market counts toward relative volume, as live.
@@ -65,9 +75,31 @@ fn backtest_orders(app: &TestApp, symbol: &Symbol) -> Vec<tradeops_core::orders:
         slippage_bps: Default::default(),
         fill: FillModel::NextOpen,
     };
-    let out = backtest::run(&spec, &settings(), &bars, &mut history, &mut |_| {}).unwrap();
     // The backtest's own close after its last bar is not a strategy decision.
-    out.order_log.into_iter().filter(|o| o.strategy_id.is_some()).map(std::sync::Arc::unwrap_or_clone).collect()
+    backtest::run(&spec, &settings(), &bars, &mut history, &mut |_| {}).unwrap()
+}
+
+/// The number after `before` in `text`, up to `after`.
+fn quoted(text: &str, before: &str, after: &str) -> f64 {
+    let rest = &text[text.find(before).unwrap_or_else(|| panic!("{before:?} in {text:?}")) + before.len()..];
+    rest[..rest.find(after).unwrap()].parse().unwrap_or_else(|e| panic!("{before:?} in {text:?}: {e}"))
+}
+
+/// A strategy entry's features at entry (`price`, `percentage_gain`, `relative_volume`,
+/// `distance_from_vwap_pct`) are the numbers its reason quotes, within their rounding: "Up
+/// 21.6% on 3.4x relative volume … above VWAP 5.37; …".
+#[track_caller]
+fn assert_features_match_reason(features: &serde_json::Value, reason: &str) {
+    let number = |key: &str| features[key].as_f64().unwrap_or_else(|| panic!("{key} in {features}"));
+    let (gain, rvol, vwap) =
+        (quoted(reason, "Up ", "% on "), quoted(reason, "% on ", "x relative"), quoted(reason, "above VWAP ", "; "));
+    assert!((number("percentage_gain") - gain).abs() <= 0.05 + 1e-9, "gain: {features} vs {reason}");
+    assert!((number("relative_volume") - rvol).abs() <= 0.05 + 1e-9, "relative volume: {features} vs {reason}");
+    // The VWAP is quoted to the cent: the distance from it within that rounding.
+    let price = number("price");
+    let (low, high) = ((price / (vwap + 0.005) - 1.0) * 100.0, (price / (vwap - 0.005) - 1.0) * 100.0);
+    let distance = number("distance_from_vwap_pct");
+    assert!((low - 1e-9..=high + 1e-9).contains(&distance), "VWAP distance {distance} not in {low}..{high}: {reason}");
 }
 
 #[tokio::test]
@@ -82,8 +114,10 @@ async fn a_simulated_day_traded_live_matches_its_backtest() {
     config.health_probe_interval = std::time::Duration::from_millis(2);
     let clock = tradeops_core::ManualClock::new(parse_ts(WATCH_AT).unwrap());
     let app = start_at(config, Arc::new(db), axum::Router::new(), clock).await;
-    // The runner of the day whose backtest places the most strategy orders (here an entry, a
-    // scale-out, a stop-out and a second entry): the most there is to agree on.
+    // The runner of the day whose backtest places the most strategy orders: the most there is to
+    // agree on. Not one whose stop moved to breakeven is hit: that stop is the entry's fill
+    // price, which the two fill models set differently (see `key`), so the minute it is touched
+    // may differ too.
     let market = tradeops_server::market::SimulatedMarket::new(app.config.sim.seed, app.config.sim.symbols as usize);
     let date = chrono::NaiveDate::from_ymd_opt(2026, 11, 20).unwrap();
     let runners: Vec<Symbol> = market
@@ -93,9 +127,14 @@ async fn a_simulated_day_traded_live_matches_its_backtest() {
         .filter(|p| tradeops_sim::day_kind(&market.universe, p, date) == tradeops_sim::DayKind::Runner)
         .map(|p| p.symbol.clone())
         .collect();
+    let breakeven_stop_hit = |orders: &[tradeops_core::orders::Order]| {
+        let rules: Vec<&str> = orders.iter().map(|o| o.reason.as_deref().unwrap_or("")).collect();
+        rules.windows(2).any(|w| w[0].starts_with("SCALE_OUT_TARGET") && w[1].starts_with("STOP_LOSS"))
+    };
     let (symbol, expected) = runners
         .iter()
         .map(|s| (s.clone(), backtest_orders(&app, s)))
+        .filter(|(_, orders)| !breakeven_stop_hit(orders))
         .max_by_key(|(s, orders)| (orders.len(), std::cmp::Reverse(s.clone())))
         .expect("a runner");
     assert!(
@@ -135,4 +174,23 @@ async fn a_simulated_day_traded_live_matches_its_backtest() {
     }
     db.close().await;
     assert_eq!(live, backtest, "live and backtest strategy orders of {symbol}");
+
+    // Each strategy trade's deep dive, live and in the backtest, shows the market its entry
+    // decided on.
+    let trades = app.get(&format!("/api/trades?symbol={symbol}")).await.assert_ok(200).clone();
+    let trades = trades.as_array().unwrap();
+    assert!(!trades.is_empty(), "the day's trades of {symbol}");
+    for row in trades {
+        let dive = app.get(&format!("/api/trades/{}", row["trade_id"].as_str().unwrap())).await;
+        let dive = dive.assert_ok(200);
+        let entry = &dive["explanations"][0];
+        assert_eq!(entry["rule"], "FIRST_PULLBACK_BREAKOUT", "{dive}");
+        assert_features_match_reason(&dive["features"], entry["text"].as_str().unwrap());
+    }
+    let tested = backtest_day(&app, &symbol);
+    assert_eq!(tested.trades.len(), trades.len());
+    for trade in &tested.trades {
+        let features = serde_json::to_value(trade.detail.features.as_ref().expect("features")).unwrap();
+        assert_features_match_reason(&features, &trade.detail.explanations[0].text);
+    }
 }

@@ -58,7 +58,11 @@ async fn a_round_trip_becomes_a_trade_with_its_deep_dive() {
     assert_eq!(kinds, ["ORDER_SUBMITTED", "FILL", "ORDER_SUBMITTED", "FILL"]);
     assert!(dive["events"][2]["detail"].as_str().unwrap().contains("manual close of 100"), "{}", dive["events"]);
     let features = &dive["features"];
-    assert!((features["price"].as_f64().unwrap() - row["entry_price"].as_f64().unwrap()).abs() < 1e-9);
+    // The market when the order was placed: the close of the last minute completed by then.
+    let placed = dive["events"][0]["timestamp"].as_str().unwrap();
+    let bars = app.get(&format!("/api/market/bars?symbol={a}&end={placed}")).await;
+    let last_close = bars.assert_ok(200).as_array().unwrap().last().unwrap()["close"].as_f64().unwrap();
+    assert!((features["price"].as_f64().unwrap() - last_close).abs() < 1e-9, "{features} vs {last_close}");
     assert!(features["float"].is_u64() && features["sector"].is_string() && features["percentage_gain"].is_number());
     assert!(features["minutes_since_open"].as_i64().unwrap() >= 30, "entered after 10:00 New York");
     let outcomes = &dive["outcomes"];
@@ -98,6 +102,7 @@ async fn operator_actions_stay_in_the_timeline_as_the_audit_log_grows() {
     let db = tradeops_store::Database::open(&app.config.database_url).await.unwrap();
     let audit = |target: &str, action: &str| AuditEntry {
         ts: tradeops_core::time::to_epoch_ms(&entry),
+        wall_ts: tradeops_core::time::to_epoch_ms(&entry),
         actor: "desk".into(),
         role: Some("operator".into()),
         action: action.into(),

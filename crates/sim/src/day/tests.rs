@@ -72,13 +72,14 @@ fn runners_every_day_gap_up_on_heavy_volume() {
     let mut start = date(2026, 1, 1);
     for _ in 0..120 {
         let runners: Vec<_> = u.symbols.iter().filter(|p| day_kind(&u, p, start) == DayKind::Runner).collect();
-        assert!(!runners.is_empty() && runners.len() <= 12, "{start}: {} runners", runners.len());
+        // The designated runner and one per news story (two stories may land on one name).
+        assert!((1..=NEWS_RUNNERS as usize + 1).contains(&runners.len()), "{start}: {} runners", runners.len());
         for p in runners {
             let plan = day_plan(&u, p, start);
             let gap = plan.open / plan.prev_close - 1.0;
             assert!(gap >= 0.095, "{} {start} gap {gap}", p.symbol);
             let rvol = plan.volume as f64 / p.avg_volume as f64;
-            assert!(rvol >= 3.0, "{} {start} rvol {rvol}", p.symbol);
+            assert!(rvol >= 11.9, "{} {start} rvol {rvol}", p.symbol);
             let bars = day(&u, p.index, start);
             let hod = bars[plan.clock.open as usize..plan.clock.close as usize].iter().map(|b| b.high).max().unwrap();
             assert!(hod.to_f64() > plan.open * 1.05, "{} squeezes above the open", p.symbol);
