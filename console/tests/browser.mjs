@@ -458,6 +458,16 @@ await run("every tab renders, in light and in dark (screenshots)", async () => {
 });
 
 await run("a viewer sees no action buttons and no audit tab", async () => {
+  // Something to act on, so the absence of buttons is the role's doing: a resting limit buy and
+  // an open position (an admin sees cancel, close and halt buttons on them).
+  const price = (await api("GET", "/api/radar/momentum?top_n=200")).find((r) => r.symbol === symbol).price;
+  const resting = await api("POST", "/api/orders", {
+    symbol, side: "BUY", quantity: 1, order_type: "LIMIT", limit_price: Math.floor(price * 97) / 100,
+    time_in_force: "GTC", reason: "viewer test resting",
+  });
+  await api("POST", "/api/orders", { symbol, side: "BUY", quantity: 2, reason: "viewer test position" });
+  await open("positions");
+  await page.locator(`[data-testid="close-${symbol}"]`).waitFor();
   const viewer = await newPage();
   await viewer.goto(`${BASE}/#token=${VIEWER}`);
   await viewer.locator('[data-testid="whoami"]').filter({ hasText: "viewer" }).waitFor();
@@ -467,9 +477,11 @@ await run("a viewer sees no action buttons and no audit tab", async () => {
   assert.equal(await viewer.locator('nav.tabs a[data-tab="audit"]').count(), 0);
   await viewer.locator('nav.tabs a[data-tab="orders"]').click();
   await viewer.locator('[data-testid="tab-orders"]').waitFor();
+  await viewer.locator(`[data-testid="orders-table"] tbody tr[data-key="${resting.client_order_id}"]`).waitFor();
   assert.equal(await viewer.locator('[data-testid="new-order"], [data-testid^="cancel-"]').count(), 0);
   await viewer.locator('nav.tabs a[data-tab="positions"]').click();
   await viewer.locator('[data-testid="tab-positions"]').waitFor();
+  await viewer.locator(`[data-testid="positions-table"] tbody tr[data-key="${symbol}"]`).waitFor();
   assert.equal(await viewer.locator('[data-testid^="close-"], [data-testid^="halt-"]').count(), 0);
   await viewer.screenshot({ path: `${SHOTS}/viewer-positions.png` });
   await viewer.context().close();

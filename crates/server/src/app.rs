@@ -419,7 +419,13 @@ async fn run_feed(state: AppState, live: Arc<LiveMarket>) {
             if last && settings.strategy_allocator.auto_watch {
                 // The allocator: the engine refuses what the limit or a block forbids (no
                 // violation rows for these automatic attempts).
-                for symbol in top.iter().take(settings.strategy_allocator.auto_watch_top_n as usize) {
+                // It leaves alone what the last halt stopped: only the operator restarts those.
+                let halt_stopped = state.engine().view().halt_stopped.clone();
+                for symbol in top
+                    .iter()
+                    .filter(|s| !halt_stopped.contains(*s))
+                    .take(settings.strategy_allocator.auto_watch_top_n as usize)
+                {
                     let watch =
                         tradeops_core::engine::Command::Watch { symbol: symbol.clone(), source: "RADAR".into() };
                     if let Ok(Ok(tradeops_core::engine::Reply::Watch { already: false, .. })) =

@@ -192,9 +192,11 @@ async fn run_job(state: &AppState, mut job: JobRecord) {
 /// Fetches and stores the range a day at a time, reporting progress after each stored day.
 /// Only bars that have closed by the market's present are stored: a range reaching past it
 /// (the simulated market could generate those days) ends at the present, as
-/// `GET /api/market/bars` does.
+/// `GET /api/market/bars` does, and the job records its range as ending there — so a backtest
+/// never counts the rest of that day, or later days, as downloaded.
 async fn fetch(state: &AppState, job: &mut JobRecord) -> Result<(), String> {
     let repo: &dyn DataRepository = &state.db;
+    let present = to_epoch_ms(&state.market_clock.now());
     let symbol = Symbol::parse(&job.symbol).map_err(|e| format!("bad symbol: {e}"))?;
     let timeframe = Timeframe::parse(&job.timeframe).ok_or("bad timeframe")?;
     let (start, end) = (from_epoch_ms(job.start), from_epoch_ms(job.end));
@@ -212,5 +214,6 @@ async fn fetch(state: &AppState, job: &mut JobRecord) -> Result<(), String> {
         publish(state, job);
         from = to;
     }
+    job.end = job.end.min(present);
     Ok(())
 }

@@ -69,6 +69,11 @@ pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     let Value::Object(members) = &value else {
         return Err(ApiError::validation("body", "must be a JSON object of the request's fields"));
     };
+    // A field given twice would silently take its last value (`"side":"SELL","side":"BUY"` a
+    // buy), while a reader of the request — or its audit row — may take the first.
+    if let Some(path) = repeated_key(body) {
+        return Err(ApiError::validation(path, "is given more than once; send each field once"));
+    }
     let nulls: Vec<String> = members.iter().filter(|(_, v)| v.is_null()).map(|(k, _)| k.clone()).collect();
     let parsed: T = serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
@@ -79,6 +84,70 @@ pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
         return Err(ApiError::fields(vec![fields::null(field)]));
     }
     Ok(parsed)
+}
+
+/// The path of the first key repeated within one object of `body` (valid JSON), if any.
+fn repeated_key(body: &[u8]) -> Option<String> {
+    use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
+    use std::collections::HashSet;
+
+    /// Walks any JSON value at `path`, answering the first repeated key's path below it.
+    struct Walk(String);
+
+    impl<'de> DeserializeSeed<'de> for Walk {
+        type Value = Option<String>;
+        fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Walk {
+        type Value = Option<String>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let (mut found, mut i) = (None, 0);
+            while let Some(inner) = seq.next_element_seed(Walk(format!("{}[{i}]", self.0)))? {
+                found = found.or(inner);
+                i += 1;
+            }
+            Ok(found)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let (mut found, mut seen) = (None, HashSet::new());
+            while let Some(key) = map.next_key::<String>()? {
+                let path = if self.0.is_empty() { key.clone() } else { format!("{}.{key}", self.0) };
+                if !seen.insert(key) && found.is_none() {
+                    found = Some(path.clone());
+                }
+                let inner = map.next_value_seed(Walk(path))?;
+                found = found.or(inner);
+            }
+            Ok(found)
+        }
+    }
+
+    let mut de = serde_json::Deserializer::from_slice(body);
+    Walk(String::new()).deserialize(&mut de).ok().flatten()
 }
 
 /// A JSON body with envelope rejections.
@@ -163,6 +232,19 @@ mod tests {
         assert_eq!(e.detail["field"], "body");
         let e = parse_json::<Req>(br#"{"name":"x"} trailing"#).unwrap_err();
         assert_eq!(e.detail["field"], "body");
+    }
+
+    #[test]
+    fn a_field_given_twice_is_refused_naming_it() {
+        let e = parse_json::<Req>(br#"{"name":"sell","n":1,"name":"buy"}"#).unwrap_err();
+        assert_eq!(
+            (e.detail["field"].as_str(), e.detail["reason"].as_str()),
+            (Some("name"), Some("is given more than once; send each field once"))
+        );
+        assert_eq!(repeated_key(br#"{"a":{"b":1,"b":2}}"#).as_deref(), Some("a.b"));
+        assert_eq!(repeated_key(br#"{"a":[{"c":1},{"c":1,"c":2}]}"#).as_deref(), Some("a[1].c"));
+        assert_eq!(repeated_key(br#"{"a":[{"c":1},{"c":2}],"b":{"c":3}}"#), None, "the same key in different objects");
+        assert!(parse_json::<Req>(br#"{"name":"x","n":1}"#).is_ok());
     }
 
     #[test]

@@ -201,7 +201,8 @@ async fn probe_cache(state: &AppState) -> Probe {
 }
 
 /// `GET /api/health` over the API's own listener, as a load balancer asks it: the time to a
-/// complete answer. Any server error in the last minute makes the API `DEGRADED`.
+/// complete answer. Any server error in the last minute other than a 503 (a dependency
+/// unavailable, which the component that is down reports) makes the API `DEGRADED`.
 async fn probe_api(state: &AppState, addr: Option<SocketAddr>) -> Probe {
     let m = &state.metrics;
     let recent_errors = m.server_errors_within(Duration::from_secs(60));

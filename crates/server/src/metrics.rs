@@ -95,7 +95,12 @@ impl Metrics {
         self.requests_total.fetch_add(1, Ordering::Relaxed);
         if status >= 500 {
             self.server_errors_total.fetch_add(1, Ordering::Relaxed);
-            self.last_server_error_ms.store(self.clock.now().timestamp_millis(), Ordering::Relaxed);
+            // A 503 is the service saying a dependency (the database, the broker) is unavailable —
+            // `/api/health` answers it whenever a component is DOWN, its own probe included —
+            // not the API failing: only other server errors make the API `DEGRADED`.
+            if status != 503 {
+                self.last_server_error_ms.store(self.clock.now().timestamp_millis(), Ordering::Relaxed);
+            }
         }
         let (method, route) = (method_label(method), self.route_label(route));
         self.requests.get_or_create(&RequestLabels { method, route, status }).inc();
@@ -137,5 +142,30 @@ impl Metrics {
     pub fn server_errors_within(&self, window: Duration) -> bool {
         let at = self.last_server_error_ms.load(Ordering::Relaxed);
         at != i64::MIN && self.clock.now().timestamp_millis().saturating_sub(at) < window.as_millis() as i64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tradeops_core::ManualClock;
+
+    #[test]
+    fn a_server_error_degrades_the_api_for_a_minute_of_the_service_clock_but_a_503_does_not() {
+        let clock = ManualClock::new(tradeops_core::time::parse_ts("2026-11-25T15:00:00Z").unwrap());
+        let m = Metrics::new(Arc::new(clock.clone()));
+        let minute = Duration::from_secs(60);
+        m.start();
+        m.finish("GET", "/api/health", 503, Duration::from_millis(1));
+        assert!(!m.server_errors_within(minute), "a dependency down is not the API failing");
+        assert_eq!(m.server_errors_total(), 1);
+        m.start();
+        m.finish("GET", "/api/orders", 500, Duration::from_millis(1));
+        assert!(m.server_errors_within(minute));
+        clock.advance(chrono::Duration::seconds(59));
+        assert!(m.server_errors_within(minute));
+        clock.advance(chrono::Duration::seconds(1));
+        assert!(!m.server_errors_within(minute), "a minute later on the service clock");
+        assert_eq!(m.uptime(), Duration::from_secs(60));
     }
 }

@@ -198,6 +198,15 @@ impl Modify for CommonResponses {
             for (action, operation) in operations {
                 if let Some(operation) = operation {
                     add_common(operation, action);
+                    // An optional body is absent or an object, never `null` (the server refuses
+                    // a body that is not an object).
+                    if let Some(body) = operation.request_body.as_mut() {
+                        for content in body.content.values_mut() {
+                            if let Some(schema) = content.schema.as_mut() {
+                                not_null(schema);
+                            }
+                        }
+                    }
                 }
             }
         }

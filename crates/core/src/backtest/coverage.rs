@@ -4,8 +4,11 @@
 //! The unit is the trading day of the run's calendar. A day is covered when a bar of it is
 //! stored, or when completed downloads span its part of the range: a day the data broker had
 //! nothing for (a halt, a listing later in the range) is downloaded once, not before every run.
-//! Any bar of a day covers it: a day partly stored (a download interrupted mid-day is stored a
-//! day at a time, so this is an import of part of a day) is not second-guessed.
+//! Any bar of a day covers it (a download interrupted mid-day is stored a day at a time, so a day
+//! partly stored is an import of part of a day, not second-guessed) — except the last day of a
+//! completed download that ended inside it: a download reaching past the market's present stops
+//! there and records its range as ending there, so that day holds only the bars closed by then
+//! and is downloaded again when a run needs it whole.
 
 use crate::calendar::{ny_instant, MarketCalendar, NyDay};
 use crate::market::Bar;
@@ -32,11 +35,20 @@ pub fn missing_span(
     let mut stored: Vec<NaiveDate> = bars.iter().map(|b| ny.date_of(b.start)).collect();
     stored.dedup();
     let spans = merged(downloaded);
+    // Days a completed download stopped inside (at the market's present, or at an end the
+    // operator chose mid-day): their stored bars may be part of the day only.
+    let cut: Vec<NaiveDate> = downloaded
+        .iter()
+        .map(|s| (ny.date_of(s.1), s.1))
+        .filter(|(date, end)| ny_instant(*date, (0, 0)) != *end)
+        .map(|(date, _)| date)
+        .collect();
     let mut missing: Option<(Timestamp, Timestamp)> = None;
     let (mut date, last) = (ny.date_of(from), ny.date_of(end - Duration::milliseconds(1)));
     while date <= last {
         let part = (ny_instant(date, (0, 0)).max(from), ny_instant(date + Duration::days(1), (0, 0)).min(end));
-        let covered = stored.binary_search(&date).is_ok() || spans.iter().any(|s| s.0 <= part.0 && s.1 >= part.1);
+        let whole = stored.binary_search(&date).is_ok() && !cut.contains(&date);
+        let covered = whole || spans.iter().any(|s| s.0 <= part.0 && s.1 >= part.1);
         if part.0 < part.1 && calendar.is_trading_day(date) && !covered {
             missing = Some((missing.map_or(part.0, |m| m.0), part.1));
         }
@@ -82,6 +94,24 @@ mod tests {
     // Mon 2026-11-16 … Fri 2026-11-20 in New York (UTC−5): days start at 05:00Z.
     const FROM: &str = "2026-11-16T05:00:00Z";
     const END: &str = "2026-11-21T05:00:00Z";
+
+    /// A download made at 10:00 on Friday stopped there: Friday's morning is stored, and a later
+    /// run over Friday downloads the day again instead of running on the morning alone.
+    #[test]
+    fn a_day_a_download_stopped_inside_is_downloaded_again() {
+        let morning: Vec<Bar> =
+            vec![bar("2026-11-19T15:00:00Z"), bar("2026-11-20T14:30:00Z"), bar("2026-11-20T15:00:00Z")];
+        let stopped_at_ten = [(ts("2026-11-19T05:00:00Z"), ts("2026-11-20T15:00:00Z"))];
+        let from = ts("2026-11-19T05:00:00Z");
+        assert_eq!(
+            missing_span(&morning, &stopped_at_ten, nyse(), from, ts(END)),
+            Some((ts("2026-11-20T05:00:00Z"), ts(END))),
+            "Thursday is whole, Friday is not"
+        );
+        // A later download of the whole of Friday covers it.
+        let whole = [stopped_at_ten[0], (ts("2026-11-20T05:00:00Z"), ts(END))];
+        assert_eq!(missing_span(&morning, &whole, nyse(), from, ts(END)), None);
+    }
 
     #[test]
     fn a_range_with_nothing_stored_is_missing_whole() {

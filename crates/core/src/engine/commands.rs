@@ -276,6 +276,8 @@ impl Engine {
                 }
                 let strategy_id = self.settings.strategy_allocator.default_strategy_id.clone();
                 self.start_strategy(&symbol, fx)?;
+                // Watched again by hand: no longer the halt's to restart.
+                self.forget_halt_stopped(&symbol, fx);
                 let version = self.slots[&symbol].strategy.as_ref().map(|s| s.version()).unwrap_or("-").to_string();
                 if let Some(slot) = self.slots.get_mut(&symbol) {
                     slot.added_at = Some(now);

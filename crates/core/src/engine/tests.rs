@@ -782,3 +782,20 @@ fn the_halt_remembers_the_strategies_it_stopped_and_restarts_exactly_those_after
     assert_eq!(again, Ok(Reply::HaltStoppedRestarted { restarted: vec![], skipped: vec![] }));
     assert!(fx.is_empty());
 }
+
+/// A strategy the halt stopped that the operator watches again by hand is running, so it is no
+/// longer listed as the halt's to restart.
+#[test]
+fn watching_a_halt_stopped_symbol_again_takes_it_off_the_halts_list() {
+    let mut e = engine();
+    for s in ["AAA", "BBB"] {
+        command(&mut e, Command::Watch { symbol: sym(s), source: "MANUAL".into() }).0.unwrap();
+    }
+    command(&mut e, Command::EmergencyHalt { reason: "test".into(), actor: "ops".into() }).0.unwrap();
+    command(&mut e, Command::Resume { reason: "ok".into(), actor: "ops".into() }).0.unwrap();
+    let (reply, fx) = command(&mut e, Command::Watch { symbol: sym("AAA"), source: "MANUAL".into() });
+    assert!(matches!(reply, Ok(Reply::Watch { already: false, .. })), "{reply:?}");
+    assert!(e.slots[&sym("AAA")].strategy.is_some());
+    assert_eq!(e.halt_stopped.iter().cloned().collect::<Vec<_>>(), vec![sym("BBB")]);
+    assert!(fx.contains(&Effect::HaltStoppedChanged { symbols: vec![sym("BBB")] }), "{fx:?}");
+}

@@ -123,7 +123,13 @@ async fn every_component_has_a_measured_latency_and_a_last_ok_time() {
     for row in rows.as_array().unwrap() {
         let name = row["name"].as_str().unwrap();
         assert_eq!(row["status"], "HEALTHY", "{row}");
-        assert!(row["latency_ms"].as_f64().is_some_and(|l| l > 0.0), "{name} has a measured latency: {row}");
+        // Rounded to the microsecond: the in-process cache's probe (a lock) may take less.
+        let in_process = name == "cache" && row["detail"]["backend"] == "memory";
+        let latency = row["latency_ms"].as_f64().unwrap_or(-1.0);
+        assert!(
+            (latency > 0.0 || in_process && latency == 0.0) && latency < 2000.0,
+            "{name} has a measured latency: {row}"
+        );
         assert!(row["last_ok_at"].as_str().is_some_and(|t| t.ends_with('Z')), "{name} has a last ok time: {row}");
         assert_eq!(row["unprobed_reason"], Value::Null, "{row}");
     }
