@@ -69,6 +69,12 @@ async fn a_round_trip_becomes_a_trade_with_its_deep_dive() {
     for key in ["return_pct", "r_multiple", "hold_seconds", "mfe", "mae", "exit_reason"] {
         assert!(outcomes.get(key).is_some(), "{key}");
     }
+    assert_eq!(outcomes["exit_reason"], "MANUAL_CLOSE");
+    assert_eq!(outcomes["r_multiple"], Value::Null, "no stop, so no risk unit to measure in");
+    let (entered, exited) = (&dive["events"][1]["timestamp"], &dive["events"][3]["timestamp"]);
+    let held = tradeops_core::time::parse_ts(exited.as_str().unwrap()).unwrap()
+        - tradeops_core::time::parse_ts(entered.as_str().unwrap()).unwrap();
+    assert_eq!(outcomes["hold_seconds"].as_i64(), Some(held.num_seconds()), "from the entry fill to the exit fill");
     let rules: Vec<&str> =
         dive["explanations"].as_array().unwrap().iter().map(|e| e["rule"].as_str().unwrap()).collect();
     assert_eq!(rules, ["MANUAL_ORDER", "MANUAL_CLOSE"]);
