@@ -71,6 +71,7 @@ pub struct WatchRequest {
 #[utoipa::path(post, path = "/api/radar/watch", tag = "radar", security(("bearer" = [])), request_body = WatchRequest,
     responses((status = 200, description = "Watching", body = inline(SuccessBody<WatchResult>)),
               (status = 404, description = "NOT_FOUND (not a symbol of the market)", body = crate::envelope::ErrorBody),
+              (status = 409, description = "EMERGENCY_HALT_ACTIVE (watching starts a strategy)", body = crate::envelope::ErrorBody),
               (status = 422, description = "RISK_BLOCKED", body = crate::envelope::ErrorBody)))]
 pub async fn watch(State(state): State<AppState>, guard: Sensitive) -> ApiResult<ApiResponse<WatchResult>> {
     guard

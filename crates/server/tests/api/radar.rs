@@ -98,6 +98,14 @@ async fn watch_refusals() {
         .await
         .assert_error(400, "VALIDATION_ERROR");
     app.post("/api/radar/watch", ADMIN_TOKEN, json!({})).await.assert_error(400, "VALIDATION_ERROR");
+    // Watching starts a strategy: refused while halted, as the served spec says it may be.
+    let symbol = universe_symbols(&app, 1).await.remove(0);
+    app.post("/api/risk/emergency-halt", ADMIN_TOKEN, json!({"reason": "test"})).await.assert_ok(200);
+    app.post("/api/radar/watch", ADMIN_TOKEN, json!({"symbol": symbol}))
+        .await
+        .assert_error(409, "EMERGENCY_HALT_ACTIVE");
+    let spec = app.get("/api/openapi.json").await;
+    assert!(spec.body["paths"]["/api/radar/watch"]["post"]["responses"].get("409").is_some(), "409 is declared");
     assert_eq!(app.get("/api/watchlist").await.body["meta"]["count"], 0, "refusals change nothing");
 }
 
