@@ -62,7 +62,7 @@ pub(crate) fn body_rejection(rejection: BytesRejection) -> ApiError {
 /// failing field by its path (`detail.field`) and says what it accepts ([`crate::fields`]).
 pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     let body: &[u8] = if body.iter().all(u8::is_ascii_whitespace) { b"{}" } else { body };
-    let value: Value = serde_json::from_slice(body)
+    let (value, repeated) = read_json(body)
         .map_err(|_| ApiError::validation("body", "is not valid JSON (check its quotes, commas and brackets)"))?;
     // Every request body is an object of named fields (serde would also take a struct's
     // fields from an array, by position).
@@ -71,7 +71,7 @@ pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     };
     // A field given twice would silently take its last value (`"side":"SELL","side":"BUY"` a
     // buy), while a reader of the request — or its audit row — may take the first.
-    if let Some(path) = repeated_key(body) {
+    if let Some(path) = repeated {
         return Err(ApiError::validation(path, "is given more than once; send each field once"));
     }
     let nulls: Vec<String> = members.iter().filter(|(_, v)| v.is_null()).map(|(k, _)| k.clone()).collect();
@@ -86,68 +86,73 @@ pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     Ok(parsed)
 }
 
-/// The path of the first key repeated within one object of `body` (valid JSON), if any.
-fn repeated_key(body: &[u8]) -> Option<String> {
+/// Reads `body` as JSON in one pass, with the path of the first key repeated within one of its
+/// objects, if any (building a [`Value`] keeps a repeated key's last value silently).
+fn read_json(body: &[u8]) -> Result<(Value, Option<String>), serde_json::Error> {
     use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
-    use std::collections::HashSet;
 
-    /// Walks any JSON value at `path`, answering the first repeated key's path below it.
-    struct Walk(String);
+    /// Reads the JSON value at `path`, noting the first repeated key's path below it.
+    struct Read(String);
 
-    impl<'de> DeserializeSeed<'de> for Walk {
-        type Value = Option<String>;
+    impl<'de> DeserializeSeed<'de> for Read {
+        type Value = (Value, Option<String>);
         fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
             d.deserialize_any(self)
         }
     }
 
-    impl<'de> Visitor<'de> for Walk {
-        type Value = Option<String>;
+    impl<'de> Visitor<'de> for Read {
+        type Value = (Value, Option<String>);
         fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
             f.write_str("any JSON value")
         }
-        fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-            Ok(None)
+        fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
+            Ok((Value::Bool(v), None))
         }
-        fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-            Ok(None)
+        fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
+            Ok((Value::from(v), None))
         }
-        fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-            Ok(None)
+        fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+            Ok((Value::from(v), None))
         }
-        fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-            Ok(None)
+        fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
+            Ok((Value::from(v), None))
         }
-        fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
-            Ok(None)
+        fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+            Ok((Value::String(v.to_string()), None))
+        }
+        fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+            Ok((Value::String(v), None))
         }
         fn visit_unit<E>(self) -> Result<Self::Value, E> {
-            Ok(None)
+            Ok((Value::Null, None))
         }
         fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-            let (mut found, mut i) = (None, 0);
-            while let Some(inner) = seq.next_element_seed(Walk(format!("{}[{i}]", self.0)))? {
-                found = found.or(inner);
-                i += 1;
+            let (mut items, mut repeated) = (Vec::new(), None);
+            while let Some((item, inner)) = seq.next_element_seed(Read(format!("{}[{}]", self.0, items.len())))? {
+                items.push(item);
+                repeated = repeated.or(inner);
             }
-            Ok(found)
+            Ok((Value::Array(items), repeated))
         }
         fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-            let (mut found, mut seen) = (None, HashSet::new());
+            let (mut members, mut repeated) = (serde_json::Map::new(), None);
             while let Some(key) = map.next_key::<String>()? {
                 let path = if self.0.is_empty() { key.clone() } else { format!("{}.{key}", self.0) };
-                if !seen.insert(key) && found.is_none() {
-                    found = Some(path.clone());
+                let (item, inner) = map.next_value_seed(Read(path.clone()))?;
+                if members.insert(key, item).is_some() {
+                    repeated = repeated.or(Some(path));
                 }
-                let inner = map.next_value_seed(Walk(path))?;
-                found = found.or(inner);
+                repeated = repeated.or(inner);
             }
-            Ok(found)
+            Ok((Value::Object(members), repeated))
         }
     }
 
     let mut de = serde_json::Deserializer::from_slice(body);
-    Walk(String::new()).deserialize(&mut de).ok().flatten()
+    let read = Read(String::new()).deserialize(&mut de)?;
+    de.end()?;
+    Ok(read)
 }
 
 /// A JSON body with envelope rejections.
@@ -241,6 +246,7 @@ mod tests {
             (e.detail["field"].as_str(), e.detail["reason"].as_str()),
             (Some("name"), Some("is given more than once; send each field once"))
         );
+        let repeated_key = |body: &[u8]| read_json(body).unwrap().1;
         assert_eq!(repeated_key(br#"{"a":{"b":1,"b":2}}"#).as_deref(), Some("a.b"));
         assert_eq!(repeated_key(br#"{"a":[{"c":1},{"c":1,"c":2}]}"#).as_deref(), Some("a[1].c"));
         assert_eq!(repeated_key(br#"{"a":[{"c":1},{"c":2}],"b":{"c":3}}"#), None, "the same key in different objects");

@@ -173,21 +173,35 @@ async fn halt_during_the_outage(app: &TestApp, started: Instant, reason: &str) {
     panic!("the halt's exit never filled during the outage");
 }
 
+/// The audit rows the service holds in memory for the database, as its health reports them.
+async fn audit_rows_held(app: &TestApp) -> Option<u64> {
+    let components = app.get("/api/health/components").await;
+    let database = components.data().as_array()?.iter().find(|c| c["name"] == "database")?.clone();
+    database["detail"]["audit_rows_held"].as_u64()
+}
+
+/// The emergency halt taken with `reason` has its audit row, outcome OK.
+async fn assert_halt_audited(app: &TestApp, reason: &str) {
+    let audit = app.get("/api/audit?action=risk.emergency_halt").await;
+    let rows = audit.data().as_array().unwrap();
+    assert!(rows.iter().any(|r| r["outcome"] == "OK" && r["request"]["reason"] == reason), "{}", audit.body);
+}
+
 /// Moves the market on until the position is flat (the halt's exit filled) and what was held in
 /// memory during the outage is stored (`GET /api/risk/state`: `state_persisted`, no
-/// `unsaved_writes`; read live, not from the health probes' last snapshot).
+/// `unsaved_writes`; read live, not from the health probes' last snapshot), audit rows included.
 async fn wait_until_stored(app: &TestApp) {
     for _ in 0..100 {
         app.market.advance(chrono::Duration::milliseconds(200));
         let risk = app.get("/api/risk/state").await;
         let flat = app.get("/api/positions").await.data().as_array().is_some_and(|p| p.is_empty());
-        if flat && risk.data()["state_persisted"] == true && risk.data()["unsaved_writes"] == 0 {
-            let components = app.get("/api/health/components").await;
-            let database =
-                components.data().as_array().and_then(|c| c.iter().find(|c| c["name"] == "database").cloned());
-            if database.is_some_and(|d| d["detail"]["audit_rows_held"] == 0) {
-                return;
-            }
+        // The held audit rows are read only once the engine's writes are stored (fewer requests).
+        if flat
+            && risk.data()["state_persisted"] == true
+            && risk.data()["unsaved_writes"] == 0
+            && audit_rows_held(app).await == Some(0)
+        {
+            return;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -277,9 +291,7 @@ async fn a_database_outage_fails_fast_and_never_blocks_the_halt() {
     // Health says the halt's audit row waits in memory for the database.
     let mut rows_held = 0;
     for _ in 0..40 {
-        let components = app.get("/api/health/components").await;
-        let database = components.data().as_array().unwrap().iter().find(|c| c["name"] == "database").cloned().unwrap();
-        rows_held = database["detail"]["audit_rows_held"].as_u64().unwrap();
+        rows_held = audit_rows_held(&app).await.unwrap_or(0);
         if rows_held > 0 {
             break;
         }
@@ -320,17 +332,7 @@ async fn a_database_outage_fails_fast_and_never_blocks_the_halt() {
     assert!(app.get("/api/auth/tokens").await.data().as_array().unwrap().iter().all(|t| t["name"] != "during-outage"));
     assert!(app.get("/api/data/downloads").await.data().as_array().unwrap().is_empty());
     // The halt taken during the outage, and the order refused then, kept their audit rows.
-    let audit = app.get("/api/audit?action=risk.emergency_halt").await;
-    assert!(
-        audit
-            .data()
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|r| r["outcome"] == "OK" && r["request"]["reason"] == "outage test"),
-        "{}",
-        audit.body
-    );
+    assert_halt_audited(&app, "outage test").await;
     let audit = app.get("/api/audit?action=order.create&outcome=SERVICE_UNAVAILABLE").await;
     assert_eq!(audit.data().as_array().unwrap().len(), 1, "{}", audit.body);
     let exits = app.get(&format!("/api/orders?symbol={held}")).await;
@@ -453,15 +455,5 @@ async fn a_frozen_database_never_holds_a_request_or_the_halt() {
     let app = app.restart().await;
     assert_eq!(app.get("/api/risk/state").await.data()["trading_state"], "HALTED");
     assert!(app.get("/api/positions").await.data().as_array().unwrap().is_empty());
-    let audit = app.get("/api/audit?action=risk.emergency_halt").await;
-    assert!(
-        audit
-            .data()
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|r| r["outcome"] == "OK" && r["request"]["reason"] == "frozen database"),
-        "{}",
-        audit.body
-    );
+    assert_halt_audited(&app, "frozen database").await;
 }
