@@ -30,7 +30,8 @@ use std::sync::Arc;
 pub use commands::{is_liquidation, Command, CommandError, HaltProgress, ManualOrder, Reply, LIQUIDATION_REASON};
 
 /// A watched symbol's strategy status (CONTRACT §3).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum StrategyStatus {
     /// Watching for an entry.
     Active,
