@@ -16,7 +16,7 @@ use crate::calendar::MarketCalendar;
 use crate::market::{ticks_fit_dollars, ticks_to_dollars, whole_ticks, Bar, Side};
 use crate::orders::{ClientOrderId, Order, OrderType, TimeInForce};
 use crate::positions::Position;
-use crate::risk::{RecentOrder, Refusal, RiskRule, RiskSnapshot, TradingState};
+use crate::risk::{RecentOrder, Refusal, RiskRule, RiskSnapshot, TradingState, ViolationDetail};
 use crate::settings::Settings;
 use crate::strategy::Strategy;
 use crate::symbol::Symbol;
@@ -201,7 +201,7 @@ pub enum Effect {
         rule: RiskRule,
         symbol: Symbol,
         client_order_id: Option<ClientOrderId>,
-        detail: serde_json::Value,
+        detail: ViolationDetail,
     },
     /// A strategy decision with its rule and explanation.
     Decision {
@@ -736,7 +736,7 @@ impl Engine {
                         rule: r.rule,
                         symbol: symbol.clone(),
                         client_order_id: Some(id.clone()),
-                        detail: serde_json::json!({"limit": r.limit, "current": r.current, "message": r.message}),
+                        detail: ViolationDetail::of(r),
                     });
                 }
                 return Err(refusal);

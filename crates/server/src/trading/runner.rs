@@ -689,7 +689,7 @@ impl Runner {
                         rule: rule.as_str().to_string(),
                         symbol: Some(symbol.to_string()),
                         client_order_id: client_order_id.map(|c| c.to_string()),
-                        detail: detail.to_string(),
+                        detail: serde_json::to_string(&detail).unwrap_or_default(),
                     };
                     self.write_or_hold(HeldWrite::Violation(record), &mut reachable).await;
                 }
