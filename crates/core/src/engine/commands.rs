@@ -670,7 +670,7 @@ pub fn is_liquidation(order: &Order) -> bool {
 
 impl Slot {
     /// A symbol traded by hand: no strategy.
-    pub fn manual() -> Slot {
+    pub(super) fn manual() -> Slot {
         Slot {
             status: StrategyStatus::Halted,
             added_at: None,
