@@ -58,11 +58,10 @@ pub struct Watched {
 impl Engine {
     /// The engine as it was persisted, at `now`: [`Engine::new`] with `initial_cash`, then the
     /// saved state, positions, open orders and blocks set in place; each watched symbol gets its
-    /// slot, and one whose strategy was running (`Active`, `Buy`, `Hold`, `Sell`) a fresh
-    /// strategy instance through [`Command::Restart`] unless trading is `HALTED` (a held position
-    /// is handed to it; the restart's effects are not carried out: they restate what is
-    /// persisted). Last, each open order is attached to its symbol's slot: a strategy's buy as the
-    /// entry order, a sell as an exit order.
+    /// slot with its saved status, and one whose strategy was running (`Active`, `Buy`, `Hold`,
+    /// `Sell`) is handed [`Command::Restart`] unless trading is `HALTED` (its effects are not
+    /// carried out: they restate what is persisted). Last, each open order is attached to its
+    /// symbol's slot: a strategy's buy as the entry order, a sell as an exit order.
     pub fn restore(
         settings: Settings,
         initial_cash: Decimal,
