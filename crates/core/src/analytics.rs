@@ -23,7 +23,8 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// `scope_type` (CONTRACT §3).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ScopeType {
     Symbol,
@@ -73,7 +74,8 @@ impl ScopeType {
 }
 
 /// A recommendation row (seed §2 plus the figures behind the sentence).
-#[derive(Clone, Debug, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Recommendation {
     /// `<SCOPE_TYPE>:<scope_value>`: stable while the grouping is.
     pub recommendation_id: String,

@@ -29,17 +29,19 @@ use serde::Serialize;
 pub const TRADING_DAYS_PER_YEAR: f64 = 252.0;
 
 /// One point of an equity curve: account value marked to market at `timestamp`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct EquityPoint {
-    #[schema(value_type = String, format = DateTime)]
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
     pub timestamp: Timestamp,
     /// Dollars.
-    #[schema(value_type = String)]
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub equity: Decimal,
 }
 
 /// The metrics of one run; see the module documentation for each definition.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Metrics {
     pub total_return: f64,
     pub sharpe_ratio: Option<f64>,
@@ -49,13 +51,13 @@ pub struct Metrics {
     pub profit_factor: Option<f64>,
     pub trade_count: u64,
     /// Sum of winning trades' P&L, dollars.
-    #[schema(value_type = String)]
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub gross_profit: Decimal,
     /// Sum of losing trades' P&L, dollars (zero or negative).
-    #[schema(value_type = String)]
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub gross_loss: Decimal,
     /// Mean trade P&L, dollars; `None` without trades.
-    #[schema(value_type = Option<String>)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub expectancy: Option<Decimal>,
     /// Daily returns the Sharpe ratio was computed from (a Sharpe over a handful of days says
     /// little; show it beside this).

@@ -6,7 +6,8 @@ use std::str::FromStr;
 
 /// `PAPER` trades simulated money, `DEMO` runs the simulated market faster than real time,
 /// `LIVE` routes real orders.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "UPPERCASE")]
 pub enum TradingMode {
     #[default]

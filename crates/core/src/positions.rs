@@ -26,7 +26,8 @@ const COST_REMOVAL_DP: u32 = 10;
 const AVERAGE_PRICE_DP: u32 = 4;
 
 /// Alert level of a position (CONTRACT: `NONE`, `WARNING`, `CRITICAL`). Ordered by severity.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, utoipa::ToSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum AlertLevel {
     None,

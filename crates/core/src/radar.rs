@@ -32,12 +32,13 @@ pub struct RadarInput<'a> {
 }
 
 /// One radar row (seed §2.4 plus `relative_volume` and `rank`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RadarRow {
     pub rank: u32,
-    #[schema(value_type = String)]
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub symbol: Symbol,
-    #[schema(value_type = f64)]
+    #[cfg_attr(feature = "openapi", schema(value_type = f64))]
     pub price: Price,
     pub percentage_gain: f64,
     pub change_1m: Option<f64>,
@@ -48,7 +49,7 @@ pub struct RadarRow {
     pub float: u64,
     pub sector: String,
     #[serde(with = "crate::time::serde_ts")]
-    #[schema(value_type = String)]
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub captured_at: Timestamp,
 }
 

@@ -12,16 +12,17 @@
 //! states it (a backtest), else at the last trade, plus `risk_controls.market_buy_buffer_pct`.
 
 use crate::market::Side;
-use crate::orders::{ClientOrderId, OrderType};
+use crate::orders::{ClientOrderId, OrderStatus, OrderType};
 use crate::settings::RiskControls;
 use crate::symbol::Symbol;
 use crate::time::Timestamp;
 use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::Decimal;
-use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde::ser::SerializeStruct;
+use serde::{Deserialize, Serialize, Serializer};
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum TradingState {
     #[default]
@@ -32,7 +33,8 @@ pub enum TradingState {
     Halted,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum RiskRule {
     MaxDailyLoss,
@@ -121,9 +123,69 @@ pub struct RiskSnapshot<'a> {
 #[derive(Clone, Debug, PartialEq)]
 pub struct RiskRefusal {
     pub rule: RiskRule,
-    pub limit: Value,
-    pub current: Value,
+    pub limit: RiskFigure,
+    pub current: RiskFigure,
     pub message: String,
+}
+
+/// A limit or current value of a [`RiskRefusal`], as `RISK_BLOCKED`'s `detail` and a violation
+/// row show it: money and percentages as JSON numbers (floats), counts and shares as integers,
+/// a symbol as its text, an active block as `{"block_scope", "reason"}`, no figure as `null`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RiskFigure {
+    /// Dollars (shown as a float, as the API shows money).
+    Money(Decimal),
+    /// A percentage (the price collar's).
+    Percent(f64),
+    /// A count of trades, positions or watched symbols.
+    Count(u64),
+    /// A number of shares.
+    Shares(u64),
+    /// The symbol refused.
+    Symbol(Symbol),
+    /// The active block of the symbol refused.
+    Block { block_scope: String, reason: String },
+    /// The rule has no such figure (a block has no limit).
+    None,
+}
+
+impl Serialize for RiskFigure {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            RiskFigure::Money(dollars) => serializer.serialize_f64(f64_of(*dollars)),
+            RiskFigure::Percent(pct) => serializer.serialize_f64(*pct),
+            RiskFigure::Count(n) | RiskFigure::Shares(n) => serializer.serialize_u64(*n),
+            RiskFigure::Symbol(symbol) => symbol.serialize(serializer),
+            RiskFigure::Block { block_scope, reason } => {
+                let mut block = serializer.serialize_struct("Block", 2)?;
+                block.serialize_field("block_scope", block_scope)?;
+                block.serialize_field("reason", reason)?;
+                block.end()
+            }
+            RiskFigure::None => serializer.serialize_none(),
+        }
+    }
+}
+
+/// The `detail` of a violation row and of its `risk.violation` event.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum ViolationDetail {
+    /// A refusal: `{"limit", "current", "message"}`.
+    Refused { limit: RiskFigure, current: RiskFigure, message: String },
+    /// A buy the emergency halt was cancelling filled (`FILL_WHILE_HALTED`).
+    FillWhileHalted { message: String, quantity: u64, price: Decimal, order_status: OrderStatus },
+}
+
+impl ViolationDetail {
+    /// The detail of `refusal`'s violation row.
+    pub fn of(refusal: &RiskRefusal) -> ViolationDetail {
+        ViolationDetail::Refused {
+            limit: refusal.limit.clone(),
+            current: refusal.current.clone(),
+            message: refusal.message.clone(),
+        }
+    }
 }
 
 /// Why an order may not leave.
@@ -145,7 +207,7 @@ pub enum Verdict {
     Refused(Refusal),
 }
 
-fn risk(rule: RiskRule, limit: Value, current: Value, message: String) -> Verdict {
+fn risk(rule: RiskRule, limit: RiskFigure, current: RiskFigure, message: String) -> Verdict {
     Verdict::Refused(Refusal::Risk(Box::new(RiskRefusal { rule, limit, current, message })))
 }
 
@@ -261,8 +323,8 @@ pub fn check(order: &OrderIntent<'_>, s: &RiskSnapshot<'_>, now: Timestamp) -> V
             TradingState::Reducing => {
                 return risk(
                     RiskRule::MaxDailyLoss,
-                    json!(f64_of(limits.max_daily_loss)),
-                    json!(f64_of(-s.daily_pnl)),
+                    RiskFigure::Money(limits.max_daily_loss),
+                    RiskFigure::Money(-s.daily_pnl),
                     "The daily loss limit was reached: only orders that reduce a position are allowed".into(),
                 );
             }
@@ -336,8 +398,8 @@ pub fn check(order: &OrderIntent<'_>, s: &RiskSnapshot<'_>, now: Timestamp) -> V
             if distance > limits.price_collar_pct {
                 return risk(
                     RiskRule::PriceCollar,
-                    json!(limits.price_collar_pct),
-                    json!((distance * 100.0).round() / 100.0),
+                    RiskFigure::Percent(limits.price_collar_pct),
+                    RiskFigure::Percent((distance * 100.0).round() / 100.0),
                     format!(
                         "Price {price} is {distance:.2}% from the last trade {last} (collar {}%)",
                         limits.price_collar_pct
@@ -351,7 +413,8 @@ pub fn check(order: &OrderIntent<'_>, s: &RiskSnapshot<'_>, now: Timestamp) -> V
     }
     // Buys from here: they open or add risk.
     if s.blocked {
-        return risk(RiskRule::SymbolBlocked, json!(null), json!(order.symbol), format!("{} is blocked", order.symbol));
+        let (limit, current) = (RiskFigure::None, RiskFigure::Symbol(order.symbol.clone()));
+        return risk(RiskRule::SymbolBlocked, limit, current, format!("{} is blocked", order.symbol));
     }
     let Some(reference) = reference_price(order.limit_price, order.stop_price, s.market_fill, s.last_price) else {
         return Verdict::Refused(Refusal::Invalid {
@@ -363,8 +426,8 @@ pub fn check(order: &OrderIntent<'_>, s: &RiskSnapshot<'_>, now: Timestamp) -> V
     if notional > limits.max_order_value {
         return risk(
             RiskRule::MaxOrderValue,
-            json!(f64_of(limits.max_order_value)),
-            json!(f64_of(notional.round_dp(2))),
+            RiskFigure::Money(limits.max_order_value),
+            RiskFigure::Money(notional.round_dp(2)),
             format!("Order value {} exceeds the maximum {}", notional.round_dp(2), limits.max_order_value),
         );
     }
@@ -372,8 +435,8 @@ pub fn check(order: &OrderIntent<'_>, s: &RiskSnapshot<'_>, now: Timestamp) -> V
     if after > limits.max_position_size {
         return risk(
             RiskRule::MaxPositionSize,
-            json!(limits.max_position_size),
-            json!(after),
+            RiskFigure::Shares(limits.max_position_size),
+            RiskFigure::Shares(after),
             format!("{after} shares would exceed the maximum position of {}", limits.max_position_size),
         );
     }
@@ -381,24 +444,24 @@ pub fn check(order: &OrderIntent<'_>, s: &RiskSnapshot<'_>, now: Timestamp) -> V
     if opens_symbol && s.open_positions >= limits.open_position_limit {
         return risk(
             RiskRule::OpenPositionLimit,
-            json!(limits.open_position_limit),
-            json!(s.open_positions),
+            RiskFigure::Count(limits.open_position_limit.into()),
+            RiskFigure::Count(s.open_positions.into()),
             format!("{} positions are open (limit {})", s.open_positions, limits.open_position_limit),
         );
     }
     if s.trades_today >= limits.max_trades_per_day {
         return risk(
             RiskRule::MaxTradesPerDay,
-            json!(limits.max_trades_per_day),
-            json!(s.trades_today),
+            RiskFigure::Count(limits.max_trades_per_day.into()),
+            RiskFigure::Count(s.trades_today.into()),
             format!("{} trades today (limit {})", s.trades_today, limits.max_trades_per_day),
         );
     }
     if -s.daily_pnl >= limits.max_daily_loss {
         return risk(
             RiskRule::MaxDailyLoss,
-            json!(f64_of(limits.max_daily_loss)),
-            json!(f64_of(-s.daily_pnl)),
+            RiskFigure::Money(limits.max_daily_loss),
+            RiskFigure::Money(-s.daily_pnl),
             format!("Today's loss {} reached the limit {}", (-s.daily_pnl).round_dp(2), limits.max_daily_loss),
         );
     }
@@ -406,8 +469,8 @@ pub fn check(order: &OrderIntent<'_>, s: &RiskSnapshot<'_>, now: Timestamp) -> V
     if reserve > s.buying_power {
         return risk(
             RiskRule::BuyingPower,
-            json!(f64_of(s.buying_power.round_dp(2))),
-            json!(f64_of(reserve.round_dp(2))),
+            RiskFigure::Money(s.buying_power.round_dp(2)),
+            RiskFigure::Money(reserve.round_dp(2)),
             format!("Order needs {} of buying power; {} is available", reserve.round_dp(2), s.buying_power.round_dp(2)),
         );
     }

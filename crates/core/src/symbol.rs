@@ -7,8 +7,9 @@ use std::fmt;
 // Held inline (no allocation): a symbol is cloned onto every bar event and looked up in every
 // per-symbol map, millions of times a second in a backtest. (A plain comment: a doc comment
 // would become the schema's description in the OpenAPI document.)
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, utoipa::ToSchema)]
-#[schema(value_type = String, example = "ABCD", pattern = "^[A-Za-z0-9.-]{1,10}$")]
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(value_type = String, example = "ABCD", pattern = "^[A-Za-z0-9.-]{1,10}$"))]
 pub struct Symbol(Inline);
 
 /// Up to [`Symbol::MAX_LEN`] ASCII bytes, zero-padded to 15, then the length. The bytes are

@@ -18,7 +18,8 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// `winner_loser_label` (CONTRACT §3).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Label {
     Winner,
@@ -40,10 +41,11 @@ impl Label {
 }
 
 /// One entry of a trade's timeline.
-#[derive(Clone, Debug, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TradeEvent {
     #[serde(with = "crate::time::serde_ts")]
-    #[schema(value_type = String, format = DateTime)]
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
     pub timestamp: Timestamp,
     /// `ORDER_SUBMITTED`, `FILL`, `ORDER_CANCELED`, `ORDER_REJECTED`, `ORDER_EXPIRED`, or an
     /// operator action (`OPERATOR_<ACTION>`).
@@ -52,7 +54,8 @@ pub struct TradeEvent {
 }
 
 /// Why the trade entered or exited, in words.
-#[derive(Clone, Debug, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Explanation {
     /// The strategy rule that fired (`FIRST_PULLBACK_BREAKOUT`, `STOP_LOSS`, …) or the operator
     /// action (`MANUAL_ORDER`, `MANUAL_CLOSE`, `EMERGENCY_HALT`), or `END_OF_DATA` for a
@@ -65,7 +68,8 @@ pub struct Explanation {
 /// by the entry order's submission, read with the definitions the strategy decided on
 /// ([`crate::bars::SessionRunning`], [`crate::bars::day_gain`]), so a strategy entry's features
 /// are the numbers its reason quotes.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Features {
     /// The last price when the entry was decided (the close of the last completed minute bar;
     /// the average entry price when none had completed), dollars.
@@ -90,7 +94,8 @@ pub struct Features {
 }
 
 /// How the trade turned out.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Outcomes {
     /// Net P&L over the entry value, fraction (0.05 = +5%).
     pub return_pct: f64,
@@ -108,40 +113,41 @@ pub struct Outcomes {
 }
 
 /// A completed round trip with its deep dive.
-#[derive(Clone, Debug, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Trade {
     /// `<SYMBOL>-<entry time, UTC, yyyymmddThhmmss>`: stable across rebuilds.
     pub trade_id: String,
-    #[schema(value_type = String)]
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub symbol: Symbol,
     /// The strategy of the entry order; null for a trade opened by hand.
     pub strategy_id: Option<String>,
     #[serde(with = "crate::time::serde_ts")]
-    #[schema(value_type = String, format = DateTime)]
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
     pub entry_time: Timestamp,
     #[serde(with = "crate::time::serde_ts")]
-    #[schema(value_type = String, format = DateTime)]
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
     pub exit_time: Timestamp,
     /// Sells minus buys, dollars, before fees.
     #[serde(with = "rust_decimal::serde::float")]
-    #[schema(value_type = f64)]
+    #[cfg_attr(feature = "openapi", schema(value_type = f64))]
     pub gross_pnl: Decimal,
     #[serde(with = "rust_decimal::serde::float")]
-    #[schema(value_type = f64)]
+    #[cfg_attr(feature = "openapi", schema(value_type = f64))]
     pub net_pnl: Decimal,
     pub winner_loser_label: Label,
     /// Most shares held at once.
     pub quantity: u64,
     /// Average price of every buy, dollars.
     #[serde(with = "rust_decimal::serde::float")]
-    #[schema(value_type = f64)]
+    #[cfg_attr(feature = "openapi", schema(value_type = f64))]
     pub entry_price: Decimal,
     /// Average price of every sell, dollars.
     #[serde(with = "rust_decimal::serde::float")]
-    #[schema(value_type = f64)]
+    #[cfg_attr(feature = "openapi", schema(value_type = f64))]
     pub exit_price: Decimal,
     #[serde(with = "rust_decimal::serde::float")]
-    #[schema(value_type = f64)]
+    #[cfg_attr(feature = "openapi", schema(value_type = f64))]
     pub fees: Decimal,
     /// `PAPER`, `LIVE`, `DEMO`, or `BACKTEST`.
     pub mode: String,

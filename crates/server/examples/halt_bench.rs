@@ -7,7 +7,7 @@
 
 use rust_decimal::Decimal;
 use std::time::Instant;
-use tradeops_core::engine::{Command, Effect, Engine, Event};
+use tradeops_core::engine::{Command, Effect, Engine, Event, Restored};
 use tradeops_core::market::Side;
 use tradeops_core::orders::{ClientOrderId, Order, OrderEvent, OrderType, TimeInForce};
 use tradeops_core::positions::{Position, PositionFill};
@@ -22,8 +22,8 @@ fn main() {
     let mut timings = Vec::new();
     let (mut cancels, mut exits) = (0, 0);
     for _ in 0..runs {
-        let mut engine = Engine::new(Settings::default(), Decimal::new(10_000_000, 0), strategy::make);
         let mut broker = PaperBroker::new(PaperConfig::default());
+        let (mut positions, mut open_orders) = (Vec::new(), Vec::new());
         for i in 0..100 {
             let symbol = Symbol::parse(&format!("P{i:03}")).expect("valid");
             let mut p = Position::new(symbol.clone());
@@ -35,13 +35,13 @@ fn main() {
                 at: now,
             })
             .expect("a buy applies");
-            engine.positions.insert(symbol, p);
+            positions.push(p);
         }
         for i in 0..500 {
             let id = ClientOrderId::parse(&format!("o-{i}")).expect("valid");
             let symbol = Symbol::parse(&format!("O{i:03}")).expect("valid");
             let mut o = Order::new(
-                id.clone(),
+                id,
                 symbol,
                 Side::Buy,
                 OrderType::Limit,
@@ -53,8 +53,11 @@ fn main() {
             );
             broker.submit(&o, now);
             o.apply(OrderEvent::Accepted { broker_order_id: format!("b-{i}").into() }, now).expect("ack applies");
-            engine.orders.insert(id, std::sync::Arc::new(o));
+            open_orders.push(o);
         }
+        let restored = Restored { positions, open_orders, ..Restored::default() };
+        let mut engine =
+            Engine::restore(Settings::default(), Decimal::new(10_000_000, 0), strategy::make, restored, now);
         broker.advance(now + chrono::Duration::seconds(1));
         let started = Instant::now();
         let fx = engine

@@ -23,7 +23,8 @@ use crate::time::Timestamp;
 use rust_decimal::Decimal;
 
 /// When a market order fills (CONTRACT §4 `fill`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum FillModel {
     /// A decision on a bar's close fills at the next bar's open.

@@ -398,9 +398,7 @@ pub fn run(
     if let Some(Effect::Reply(Err(e))) = fx.iter().find(|f| matches!(f, Effect::Reply(_))) {
         return Err(BacktestError::Refused { symbol: symbol.clone(), reason: format!("{e:?}") });
     }
-    if let Some(slot) = engine.slots.get_mut(symbol) {
-        slot.strategy = strategy_for(spec);
-    }
+    engine.replace_strategy(symbol, strategy_for(spec));
     let mut run = Run {
         engine,
         broker: BarBroker::new(spec.fill, spec.commission_rate, spec.slippage_bps),
@@ -489,7 +487,7 @@ pub fn run(
     let last = bars.last().expect("not empty");
     let now = bar_end(last, last.start.timestamp(), spec.timeframe, &mut end_day);
     let working: Vec<_> =
-        run.engine.orders.values().filter(|o| o.status.is_cancellable()).map(|o| o.client_order_id.clone()).collect();
+        run.engine.orders().values().filter(|o| o.status.is_cancellable()).map(|o| o.client_order_id.clone()).collect();
     for id in working {
         run.handle(Event::Command(Command::CancelOrder { client_order_id: id }), now, last);
     }
@@ -511,7 +509,7 @@ pub fn run(
     }
     progress(1.0);
     for (id, at) in std::mem::take(&mut run.working) {
-        run.orders[at] = run.engine.orders.get(&id).cloned();
+        run.orders[at] = run.engine.order(&id).cloned();
     }
 
     let mut trades = run.completed;

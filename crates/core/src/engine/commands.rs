@@ -4,12 +4,11 @@
 use super::{Effect, Engine, Halt, Slot, StrategyStatus};
 use crate::market::Side;
 use crate::orders::{ClientOrderId, Order, OrderStatus, OrderType, TimeInForce};
-use crate::risk::{Refusal, RiskRefusal, RiskRule, TradingState};
+use crate::risk::{Refusal, RiskFigure, RiskRefusal, RiskRule, TradingState, ViolationDetail};
 use crate::settings::Settings;
 use crate::symbol::Symbol;
 use crate::time::Timestamp;
 use rust_decimal::Decimal;
-use serde_json::{json, Value};
 
 /// A manual order (`POST /api/orders`).
 #[derive(Clone, Debug, PartialEq)]
@@ -254,10 +253,10 @@ impl Engine {
                 }
                 let record = source != "RADAR";
                 if let Some(block) = self.blocks.get(&symbol).filter(|_| self.is_blocked(&symbol, now)) {
-                    let current = json!({"block_scope": block.scope, "reason": block.reason});
+                    let current = RiskFigure::Block { block_scope: block.scope.clone(), reason: block.reason.clone() };
                     let refusal = RiskRefusal {
                         rule: RiskRule::SymbolBlocked,
-                        limit: Value::Null,
+                        limit: RiskFigure::None,
                         current,
                         message: format!("{symbol} is blocked: {}", block.reason),
                     };
@@ -268,8 +267,8 @@ impl Engine {
                 if active >= limit as usize {
                     let refusal = RiskRefusal {
                         rule: RiskRule::ActiveWatchlistLimit,
-                        limit: json!(limit),
-                        current: json!(active),
+                        limit: RiskFigure::Count(limit.into()),
+                        current: RiskFigure::Count(active as u64),
                         message: format!("The active watchlist is full ({active} of {limit})"),
                     };
                     return Err(self.refuse(refusal, &symbol, record, fx));
@@ -389,7 +388,7 @@ impl Engine {
                 rule: refusal.rule,
                 symbol: symbol.clone(),
                 client_order_id: None,
-                detail: json!({"limit": refusal.limit, "current": refusal.current, "message": refusal.message}),
+                detail: ViolationDetail::of(&refusal),
             });
         }
         CommandError::Risk(Box::new(refusal))
@@ -437,8 +436,8 @@ impl Engine {
         if self.is_blocked(symbol, now) {
             return Err(CommandError::Risk(Box::new(RiskRefusal {
                 rule: RiskRule::SymbolBlocked,
-                limit: Value::Null,
-                current: json!(symbol),
+                limit: RiskFigure::None,
+                current: RiskFigure::Symbol(symbol.clone()),
                 message: format!("{symbol} is blocked"),
             })));
         }
@@ -671,7 +670,7 @@ pub fn is_liquidation(order: &Order) -> bool {
 
 impl Slot {
     /// A symbol traded by hand: no strategy.
-    pub fn manual() -> Slot {
+    pub(super) fn manual() -> Slot {
         Slot {
             status: StrategyStatus::Halted,
             added_at: None,

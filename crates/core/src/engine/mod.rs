@@ -9,6 +9,7 @@
 
 mod commands;
 mod reports;
+mod restore;
 mod strategies;
 
 use crate::broker::BrokerReport;
@@ -16,7 +17,7 @@ use crate::calendar::MarketCalendar;
 use crate::market::{ticks_fit_dollars, ticks_to_dollars, whole_ticks, Bar, Side};
 use crate::orders::{ClientOrderId, Order, OrderType, TimeInForce};
 use crate::positions::Position;
-use crate::risk::{RecentOrder, Refusal, RiskRule, RiskSnapshot, TradingState};
+use crate::risk::{RecentOrder, Refusal, RiskRule, RiskSnapshot, TradingState, ViolationDetail};
 use crate::settings::Settings;
 use crate::strategy::Strategy;
 use crate::symbol::Symbol;
@@ -28,9 +29,11 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
 pub use commands::{is_liquidation, Command, CommandError, HaltProgress, ManualOrder, Reply, LIQUIDATION_REASON};
+pub use restore::{Restored, SavedState, Watched};
 
 /// A watched symbol's strategy status (CONTRACT §3).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum StrategyStatus {
     /// Watching for an entry.
     Active,
@@ -200,7 +203,7 @@ pub enum Effect {
         rule: RiskRule,
         symbol: Symbol,
         client_order_id: Option<ClientOrderId>,
-        detail: serde_json::Value,
+        detail: ViolationDetail,
     },
     /// A strategy decision with its rule and explanation.
     Decision {
@@ -222,22 +225,25 @@ pub enum Effect {
     Reply(Result<Reply, CommandError>),
 }
 
+/// The engine's state is its own: it changes only through [`Engine::handle`] (and the other
+/// entry points below), is rebuilt at a restart by [`Engine::restore`], and is read through
+/// accessors.
 pub struct Engine {
-    pub settings: Settings,
-    pub trading_state: TradingState,
-    pub halt: Option<Halt>,
+    settings: Settings,
+    trading_state: TradingState,
+    halt: Option<Halt>,
     /// Watched symbols whose running strategy the emergency halt stopped. Resume leaves them
     /// stopped (CONTRACT §4); `Command::RestartHaltStopped` restarts exactly these. A symbol
     /// restarted or stopped by hand since leaves the set.
-    pub halt_stopped: BTreeSet<Symbol>,
-    pub orders: BTreeMap<ClientOrderId, Arc<Order>>,
-    pub positions: BTreeMap<Symbol, Position>,
-    pub slots: BTreeMap<Symbol, Slot>,
+    halt_stopped: BTreeSet<Symbol>,
+    orders: BTreeMap<ClientOrderId, Arc<Order>>,
+    positions: BTreeMap<Symbol, Position>,
+    slots: BTreeMap<Symbol, Slot>,
     /// Active blocks (an expired `TODAY` block stops counting at its `expires_at`).
-    pub blocks: BTreeMap<Symbol, Block>,
-    pub market: BTreeMap<Symbol, SymbolMarket>,
-    pub day: DayStats,
-    pub cash: Decimal,
+    blocks: BTreeMap<Symbol, Block>,
+    market: BTreeMap<Symbol, SymbolMarket>,
+    day: DayStats,
+    cash: Decimal,
     recent: VecDeque<RecentOrder>,
     sequence: u64,
     /// The regular session of the current date (cached: computing it takes holiday rules).
@@ -359,6 +365,71 @@ impl Engine {
             make_strategy,
             scratch: String::new(),
             strategy_ids: Vec::new(),
+        }
+    }
+
+    /// The settings the engine trades under.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    pub fn trading_state(&self) -> TradingState {
+        self.trading_state
+    }
+
+    /// The emergency halt latch, while `HALTED`.
+    pub fn halt(&self) -> Option<&Halt> {
+        self.halt.as_ref()
+    }
+
+    /// Watched symbols whose running strategy the emergency halt stopped.
+    pub fn halt_stopped(&self) -> &BTreeSet<Symbol> {
+        &self.halt_stopped
+    }
+
+    /// The order book: every order not final, and the final ones still kept in memory.
+    pub fn orders(&self) -> &BTreeMap<ClientOrderId, Arc<Order>> {
+        &self.orders
+    }
+
+    pub fn order(&self, id: &ClientOrderId) -> Option<&Arc<Order>> {
+        self.orders.get(id)
+    }
+
+    /// Positions by symbol (a closed position stays, flat).
+    pub fn positions(&self) -> &BTreeMap<Symbol, Position> {
+        &self.positions
+    }
+
+    /// The symbols traded or watched, with their strategies and working orders.
+    pub fn slots(&self) -> &BTreeMap<Symbol, Slot> {
+        &self.slots
+    }
+
+    /// The active blocks by symbol.
+    pub fn blocks(&self) -> &BTreeMap<Symbol, Block> {
+        &self.blocks
+    }
+
+    /// What the engine knows of each symbol's market.
+    pub fn market(&self) -> &BTreeMap<Symbol, SymbolMarket> {
+        &self.market
+    }
+
+    /// The counters of the trading day.
+    pub fn day(&self) -> &DayStats {
+        &self.day
+    }
+
+    pub fn cash(&self) -> Decimal {
+        self.cash
+    }
+
+    /// Runs `strategy` on `symbol` in place of the one the allocator made (a backtest's strategy
+    /// with its parameters); nothing when the symbol has no slot.
+    pub(crate) fn replace_strategy(&mut self, symbol: &Symbol, strategy: Option<Box<dyn Strategy>>) {
+        if let Some(slot) = self.slots.get_mut(symbol) {
+            slot.strategy = strategy;
         }
     }
 
@@ -735,7 +806,7 @@ impl Engine {
                         rule: r.rule,
                         symbol: symbol.clone(),
                         client_order_id: Some(id.clone()),
-                        detail: serde_json::json!({"limit": r.limit, "current": r.current, "message": r.message}),
+                        detail: ViolationDetail::of(r),
                     });
                 }
                 return Err(refusal);

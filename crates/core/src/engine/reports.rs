@@ -6,7 +6,7 @@ use crate::broker::BrokerReport;
 use crate::market::Side;
 use crate::orders::OrderStatus;
 use crate::positions::{Position, PositionFill};
-use crate::risk::{RiskRule, TradingState};
+use crate::risk::{RiskRule, TradingState, ViolationDetail};
 use crate::time::Timestamp;
 use rust_decimal::Decimal;
 
@@ -79,16 +79,16 @@ impl Engine {
                     rule: RiskRule::FillWhileHalted,
                     symbol: order.symbol.clone(),
                     client_order_id: Some(id.clone()),
-                    detail: serde_json::json!({
-                        "message": format!(
+                    detail: ViolationDetail::FillWhileHalted {
+                        message: format!(
                             "{} shares of {} bought while HALTED: order {id} filled before its cancel landed; \
                              the halt sells them at market",
                             execution.quantity, order.symbol
                         ),
-                        "quantity": execution.quantity,
-                        "price": execution.price,
-                        "order_status": order.status,
-                    }),
+                        quantity: execution.quantity,
+                        price: execution.price,
+                        order_status: order.status,
+                    },
                 });
                 self.submit_liquidation(now, fx);
             }

@@ -799,3 +799,94 @@ fn watching_a_halt_stopped_symbol_again_takes_it_off_the_halts_list() {
     assert_eq!(e.halt_stopped.iter().cloned().collect::<Vec<_>>(), vec![sym("BBB")]);
     assert!(fx.contains(&Effect::HaltStoppedChanged { symbols: vec![sym("BBB")] }), "{fx:?}");
 }
+
+/// A restart rebuilds the engine from what was persisted: the saved state and counters, the
+/// positions, open orders and blocks in place, each watched symbol's slot with its status, and
+/// the working orders attached to their slots (a strategy's buy as the entry, a sell as an exit;
+/// a manual buy is neither).
+#[test]
+fn restore_sets_the_persisted_book_in_place_and_attaches_working_orders() {
+    let now = t(NOW);
+    let (abcd, wxyz, qrst) = (sym("ABCD"), sym("WXYZ"), sym("QRST"));
+    let mut held = Position::new(abcd.clone());
+    let bought =
+        crate::positions::PositionFill { side: Side::Buy, quantity: 100, price: d(500), fee: Decimal::ZERO, at: now };
+    held.apply(&bought).unwrap();
+    let id = |s: &str| ClientOrderId::parse(s).unwrap();
+    let order = |name: &str, symbol: &Symbol, side: Side, qty: u64| {
+        Order::new(id(name), symbol.clone(), side, OrderType::Market, TimeInForce::Day, qty, None, None, now)
+    };
+    let mut entry = order("entry-1", &wxyz, Side::Buy, 10);
+    entry.strategy_id = Some("momentum_breakout".into());
+    let open_orders = vec![entry, order("exit-1", &abcd, Side::Sell, 50), order("manual-1", &abcd, Side::Buy, 5)];
+    let saved = SavedState {
+        cash: d(9_950_000),
+        trading_state: TradingState::Reducing,
+        halt: None,
+        halt_stopped: BTreeSet::from([qrst.clone()]),
+        trading_date: Some(NaiveDate::from_ymd_opt(2026, 11, 20).unwrap()),
+        trades_today: 2,
+        realized_today: d(-1_000),
+        start_equity: d(10_000_000),
+        peak_equity: d(10_010_000),
+    };
+    let block = Block {
+        scope: "PERMANENT".into(),
+        reason: "test".into(),
+        actor: "op".into(),
+        effective_from: now,
+        expires_at: None,
+    };
+    let watched = [(&abcd, StrategyStatus::Hold), (&wxyz, StrategyStatus::Buy), (&qrst, StrategyStatus::Closed)]
+        .map(|(symbol, status)| Watched { symbol: symbol.clone(), status, added_at: now })
+        .to_vec();
+    let restored = Restored {
+        state: Some(saved.clone()),
+        positions: vec![held.clone()],
+        open_orders,
+        blocks: vec![(sym("BLKD"), block.clone())],
+        watched,
+    };
+    let e = Engine::restore(Settings::default(), d(10_000_000), factory, restored, now);
+
+    assert_eq!((e.cash(), e.trading_state(), e.halt()), (saved.cash, TradingState::Reducing, None));
+    assert_eq!(e.halt_stopped(), &saved.halt_stopped, "a closed row is not restarted");
+    let day = e.day();
+    assert_eq!((day.date, day.trades_today, day.realized_today), (saved.trading_date, 2, d(-1_000)));
+    assert_eq!((day.start_equity, day.peak_equity), (saved.start_equity, saved.peak_equity));
+    assert_eq!(e.positions().get(&abcd), Some(&held));
+    assert_eq!(e.orders().keys().cloned().collect::<Vec<_>>(), [id("entry-1"), id("exit-1"), id("manual-1")]);
+    assert_eq!(e.blocks().get(&sym("BLKD")), Some(&block));
+    assert!(e.is_blocked(&sym("BLKD"), now));
+    let slot = |s: &Symbol| &e.slots()[s];
+    assert_eq!((slot(&abcd).status, slot(&abcd).added_at), (StrategyStatus::Hold, Some(now)));
+    assert_eq!(slot(&abcd).entry_order, None, "a manual buy is not a strategy's entry");
+    assert_eq!(slot(&abcd).exit_orders, BTreeSet::from([id("exit-1")]));
+    assert_eq!((slot(&wxyz).status, slot(&wxyz).entry_order.clone()), (StrategyStatus::Buy, Some(id("entry-1"))));
+    assert_eq!(slot(&qrst).status, StrategyStatus::Closed);
+    assert!(slot(&qrst).strategy.is_none());
+}
+
+/// Restoring while `HALTED` restarts nothing: the halt's stopped strategies stay stopped.
+#[test]
+fn restore_while_halted_leaves_the_halt_stopped_strategies_stopped() {
+    let now = t(NOW);
+    let halt = Halt { at: now, reason: "test".into(), actor: "op".into() };
+    let saved = SavedState {
+        cash: d(10_000_000),
+        trading_state: TradingState::Halted,
+        halt: Some(halt.clone()),
+        halt_stopped: BTreeSet::from([sym("ABCD")]),
+        trading_date: None,
+        trades_today: 0,
+        realized_today: Decimal::ZERO,
+        start_equity: d(10_000_000),
+        peak_equity: d(10_000_000),
+    };
+    let watched = vec![Watched { symbol: sym("ABCD"), status: StrategyStatus::Active, added_at: now }];
+    let restored = Restored { state: Some(saved), watched, ..Restored::default() };
+    let e = Engine::restore(Settings::default(), d(10_000_000), factory, restored, now);
+    assert_eq!((e.trading_state(), e.halt()), (TradingState::Halted, Some(&halt)));
+    assert_eq!(e.halt_stopped(), &BTreeSet::from([sym("ABCD")]));
+    assert!(e.slots()[&sym("ABCD")].strategy.is_none());
+}

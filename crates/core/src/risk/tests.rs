@@ -103,7 +103,7 @@ fn each_rule_refuses_with_limit_and_current() {
     else {
         panic!()
     };
-    assert_eq!((r.limit, r.current), (json!(20), json!(20)));
+    assert_eq!((r.limit, r.current), (RiskFigure::Count(20), RiskFigure::Count(20)));
 }
 
 #[test]
@@ -304,4 +304,59 @@ proptest! {
         let by_decimal = (dollars / per_share).floor().to_u64().unwrap_or(u64::MAX);
         prop_assert_eq!(whole_shares(dollars, per_share), by_decimal);
     }
+}
+
+/// Each figure kind serializes as `RISK_BLOCKED`'s `detail` showed it when it was built as JSON:
+/// money and percentages as floats, counts and shares as integers, a symbol as text, a block as
+/// its scope and reason, no figure as `null`.
+#[test]
+fn risk_figures_serialize_as_the_api_shows_them() {
+    let text = |figure: RiskFigure| serde_json::to_string(&figure).unwrap();
+    assert_eq!(text(RiskFigure::Money(Decimal::new(25_000, 0))), "25000.0");
+    assert_eq!(text(RiskFigure::Money(d(-12_345))), "-123.45");
+    assert_eq!(text(RiskFigure::Money(Decimal::new(1_030_005, 4))), "103.0005");
+    assert_eq!(text(RiskFigure::Percent(5.0)), "5.0");
+    assert_eq!(text(RiskFigure::Percent(7.14)), "7.14");
+    assert_eq!(text(RiskFigure::Count(20)), "20");
+    assert_eq!(text(RiskFigure::Shares(2_010)), "2010");
+    assert_eq!(text(RiskFigure::Symbol(Symbol::parse("ABCD").unwrap())), "\"ABCD\"");
+    let block = RiskFigure::Block { block_scope: "TODAY".into(), reason: "halted news".into() };
+    assert_eq!(text(block), r#"{"block_scope":"TODAY","reason":"halted news"}"#);
+    assert_eq!(text(RiskFigure::None), "null");
+}
+
+/// A violation row's detail keeps its keys in the order the API and the rows had them.
+#[test]
+fn violation_details_serialize_with_their_keys_in_order() {
+    let refusal = RiskRefusal {
+        rule: RiskRule::MaxTradesPerDay,
+        limit: RiskFigure::Count(20),
+        current: RiskFigure::Count(21),
+        message: "21 trades today (limit 20)".into(),
+    };
+    assert_eq!(
+        serde_json::to_string(&ViolationDetail::of(&refusal)).unwrap(),
+        r#"{"limit":20,"current":21,"message":"21 trades today (limit 20)"}"#
+    );
+    let fill = ViolationDetail::FillWhileHalted {
+        message: "bought while HALTED".into(),
+        quantity: 10,
+        price: d(1_234),
+        order_status: OrderStatus::Filled,
+    };
+    assert_eq!(
+        serde_json::to_string(&fill).unwrap(),
+        r#"{"message":"bought while HALTED","quantity":10,"price":"12.34","order_status":"FILLED"}"#
+    );
+}
+
+/// The figures of refusals from the gate, as JSON: a money limit is a float even when whole.
+#[test]
+fn refusal_figures_from_the_gate_serialize_as_numbers() {
+    let c = Case::new();
+    let snapshot = RiskSnapshot { last_price: Some(d(30_005)), ..c.snapshot() };
+    let Verdict::Refused(Refusal::Risk(r)) = check(&c.order(Side::Buy, 100), &snapshot, now()) else { panic!() };
+    assert_eq!(r.rule, RiskRule::MaxOrderValue);
+    let json = serde_json::to_string(&(&r.limit, &r.current)).unwrap();
+    assert_eq!(json, "[25000.0,30005.0]");
 }

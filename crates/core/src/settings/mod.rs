@@ -7,14 +7,14 @@ use crate::symbol::Symbol;
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use utoipa::ToSchema;
 
 mod validate;
 pub use validate::{expected_names, FieldError};
 
 /// Effective settings. Groups use `#[serde(default)]` so settings persisted by an older version
 /// gain new fields with their defaults when read back.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields, default)]
 pub struct Settings {
     pub runtime: RuntimeSettings,
@@ -25,7 +25,8 @@ pub struct Settings {
 }
 
 /// Which market data adapter feeds the engine.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum MarketDataBrokerKind {
     /// The deterministic simulated US-equity market.
@@ -34,7 +35,8 @@ pub enum MarketDataBrokerKind {
 }
 
 /// Which execution adapter receives orders.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum ExecutionBrokerKind {
     /// The in-process paper matching engine.
@@ -52,7 +54,8 @@ impl ExecutionBrokerKind {
 }
 
 /// Which session calendar decides when order-generating actions are allowed.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum MarketCalendarKind {
     /// Trade whenever the service runs (the simulated market's default).
@@ -62,7 +65,8 @@ pub enum MarketCalendarKind {
     Nyse,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields, default)]
 pub struct RuntimeSettings {
     pub trading_mode: TradingMode,
@@ -86,17 +90,18 @@ impl Default for RuntimeSettings {
 }
 
 /// Filters of the momentum radar (research/domain.md §2).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields, default)]
 pub struct MomentumRadarSettings {
     pub enabled: bool,
     /// Scan on exact minute boundaries (CONTRACT §8).
     pub scan_on_minute_boundary: bool,
     #[serde(with = "rust_decimal::serde::float")]
-    #[schema(value_type = f64)]
+    #[cfg_attr(feature = "openapi", schema(value_type = f64))]
     pub min_price: Decimal,
     #[serde(with = "rust_decimal::serde::float")]
-    #[schema(value_type = f64)]
+    #[cfg_attr(feature = "openapi", schema(value_type = f64))]
     pub max_price: Decimal,
     /// Minimum gain versus the previous close, in percent.
     pub min_percentage_gain: f64,
@@ -130,7 +135,8 @@ impl Default for MomentumRadarSettings {
 pub const LIVE_STRATEGIES: &[&str] = &["momentum_breakout"];
 
 /// Which strategy trades watched symbols, auto-watching, and position sizing.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields, default)]
 pub struct StrategyAllocatorSettings {
     /// Strategy assigned to newly watched symbols.
@@ -141,11 +147,11 @@ pub struct StrategyAllocatorSettings {
     pub auto_watch_top_n: u32,
     /// Dollars risked per trade: shares = risk_per_trade / (entry - stop).
     #[serde(with = "rust_decimal::serde::float")]
-    #[schema(value_type = f64)]
+    #[cfg_attr(feature = "openapi", schema(value_type = f64))]
     pub risk_per_trade: Decimal,
     /// Cap on one position's entry value, in dollars.
     #[serde(with = "rust_decimal::serde::float")]
-    #[schema(value_type = f64)]
+    #[cfg_attr(feature = "openapi", schema(value_type = f64))]
     pub max_position_value: Decimal,
     /// Reward/risk multiple at which part of the position is sold.
     pub reward_multiple: f64,
@@ -168,12 +174,13 @@ impl Default for StrategyAllocatorSettings {
 }
 
 /// Pre-trade risk limits (CONTRACT §5, defaults §8).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields, default)]
 pub struct RiskControls {
     /// Realised plus unrealised loss today, in dollars, at which trading turns `REDUCING`.
     #[serde(with = "rust_decimal::serde::float")]
-    #[schema(value_type = f64)]
+    #[cfg_attr(feature = "openapi", schema(value_type = f64))]
     pub max_daily_loss: Decimal,
     /// Maximum shares in one position.
     pub max_position_size: u64,
@@ -185,7 +192,7 @@ pub struct RiskControls {
     pub duplicate_order_window_seconds: u32,
     /// Maximum value of one order, in dollars.
     #[serde(with = "rust_decimal::serde::float")]
-    #[schema(value_type = f64)]
+    #[cfg_attr(feature = "openapi", schema(value_type = f64))]
     pub max_order_value: Decimal,
     /// Maximum distance of a limit price from the last trade, in percent.
     pub price_collar_pct: f64,
@@ -218,12 +225,13 @@ impl Default for RiskControls {
 }
 
 /// Thresholds of trade analytics and recommendations.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields, default)]
 pub struct AnalyticsSettings {
     /// |net P&L| below this many dollars labels a trade `BREAKEVEN`.
     #[serde(with = "rust_decimal::serde::float")]
-    #[schema(value_type = f64)]
+    #[cfg_attr(feature = "openapi", schema(value_type = f64))]
     pub breakeven_threshold: Decimal,
     /// Groups with fewer completed trades produce no recommendation.
     pub min_sample_size: u32,

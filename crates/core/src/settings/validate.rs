@@ -7,7 +7,8 @@ use serde::Serialize;
 use std::collections::BTreeSet;
 
 /// One refused field: `field` is a dotted path (`risk_controls.max_daily_loss`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct FieldError {
     pub field: String,
     pub reason: String,

@@ -110,7 +110,8 @@ pub trait Strategy: Send + Sync {
 }
 
 /// How a parameter's value is written.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ParameterKind {
     Integer,
@@ -118,7 +119,8 @@ pub enum ParameterKind {
 }
 
 /// One parameter of a strategy, for `GET /api/strategies` and to validate backtest `parameters`.
-#[derive(Clone, Debug, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ParameterInfo {
     pub name: &'static str,
     pub kind: ParameterKind,
@@ -131,7 +133,8 @@ pub struct ParameterInfo {
 }
 
 /// A built-in strategy.
-#[derive(Clone, Debug, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct StrategyInfo {
     pub strategy_id: &'static str,
     pub strategy_version: &'static str,

@@ -14,7 +14,8 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tradeops_core::backtest::dollars;
 use tradeops_core::broker::{BrokerLookup, BrokerReport};
 use tradeops_core::engine::{
-    is_liquidation, Command, CommandError, Effect, Engine, Event, Halt, Reply, Slot, StrategyStatus,
+    is_liquidation, Command, CommandError, Effect, Engine, Event, Halt, Reply, Restored, SavedState, StrategyStatus,
+    Watched,
 };
 use tradeops_core::market::Side;
 use tradeops_core::orders::TimeInForce;
@@ -117,35 +118,29 @@ async fn restore(
     let repo: &dyn TradingRepository = &state.db;
     let now = state.market_clock.now();
     let settings = (*state.settings.current()).clone();
-    let saved = repo.engine_state().await?;
-    let mut engine = Engine::new(settings, state.config.paper.initial_cash, strategy::make);
-    if let Some(s) = &saved {
-        engine.cash = s.cash;
-        engine.trading_state = match s.state.as_str() {
+    let saved = repo.engine_state().await?.map(|s| SavedState {
+        cash: s.cash,
+        trading_state: match s.state.as_str() {
             "HALTED" => TradingState::Halted,
             "REDUCING" => TradingState::Reducing,
             _ => TradingState::Active,
-        };
-        engine.halt = s.halted_at.map(|at| Halt {
+        },
+        halt: s.halted_at.map(|at| Halt {
             at: from_epoch_ms(at),
-            reason: s.halt_reason.clone().unwrap_or_default(),
-            actor: s.halt_actor.clone().unwrap_or_default(),
-        });
-        engine.halt_stopped = s.halt_stopped.iter().filter_map(|s| Symbol::parse(s).ok()).collect();
-        engine.day.date = s.trading_date.as_deref().and_then(|d| d.parse().ok());
-        engine.day.trades_today = s.trades_today as u32;
-        engine.day.realized_today = s.realized_today;
-        engine.day.start_equity = s.start_equity;
-        engine.day.peak_equity = s.peak_equity;
-    }
-    for p in repo.positions().await? {
-        engine.positions.insert(p.symbol.clone(), p);
-    }
+            reason: s.halt_reason.unwrap_or_default(),
+            actor: s.halt_actor.unwrap_or_default(),
+        }),
+        halt_stopped: s.halt_stopped.iter().filter_map(|s| Symbol::parse(s).ok()).collect(),
+        trading_date: s.trading_date.as_deref().and_then(|d| d.parse().ok()),
+        trades_today: s.trades_today as u32,
+        realized_today: s.realized_today,
+        start_equity: s.start_equity,
+        peak_equity: s.peak_equity,
+    });
+    let positions = repo.positions().await?;
     let open = repo.open_orders().await?;
-    for o in &open {
-        engine.orders.insert(o.client_order_id.clone(), Arc::new(o.clone()));
-    }
     let market: &dyn MarketRepository = &state.db;
+    let mut blocks = Vec::new();
     for b in market.active_blocks(to_epoch_ms(&now)).await? {
         if let Ok(symbol) = Symbol::parse(&b.symbol) {
             let block = tradeops_core::engine::Block {
@@ -155,33 +150,20 @@ async fn restore(
                 effective_from: from_epoch_ms(b.effective_from),
                 expires_at: b.expires_at.map(from_epoch_ms),
             };
-            engine.blocks.insert(symbol, block);
+            blocks.push((symbol, block));
         }
     }
+    let mut watched = Vec::new();
     for row in market.watch_rows().await? {
         let Ok(symbol) = Symbol::parse(&row.symbol) else { continue };
-        let status = status_of(&row.strategy_status);
-        engine
-            .slots
-            .insert(symbol.clone(), Slot { status, added_at: Some(from_epoch_ms(row.time_added)), ..Slot::manual() });
-        if matches!(status, StrategyStatus::Active | StrategyStatus::Buy | StrategyStatus::Hold | StrategyStatus::Sell)
-            && engine.trading_state != TradingState::Halted
-        {
-            // A fresh strategy instance takes over; a held position is handed to it.
-            engine.handle(Event::Command(Command::Restart { symbol }), now);
-        }
+        watched.push(Watched {
+            symbol,
+            status: status_of(&row.strategy_status),
+            added_at: from_epoch_ms(row.time_added),
+        });
     }
-    for o in &open {
-        if o.side == Side::Buy {
-            if let Some(slot) = engine.slots.get_mut(&o.symbol) {
-                if o.strategy_id.is_some() {
-                    slot.entry_order = Some(o.client_order_id.clone());
-                }
-            }
-        } else if let Some(slot) = engine.slots.get_mut(&o.symbol) {
-            slot.exit_orders.insert(o.client_order_id.clone());
-        }
-    }
+    let restored = Restored { state: saved, positions, open_orders: open.clone(), blocks, watched };
+    let engine = Engine::restore(settings, state.config.paper.initial_cash, strategy::make, restored, now);
     let paper = &state.config.paper;
     let config = PaperConfig {
         ack_latency_ms: paper.ack_latency_ms,
@@ -214,7 +196,7 @@ async fn restore(
         unsaved: held::Unsaved::default(),
     };
     runner.anomalies.clear();
-    tracing::info!(open_orders = open.len(), positions = runner.engine.positions.len(), "engine restored");
+    tracing::info!(open_orders = open.len(), positions = runner.engine.positions().len(), "engine restored");
     Ok((runner, unsent))
 }
 
@@ -269,10 +251,10 @@ impl Runner {
     /// reconciled (a cancel that never reached the broker is sent again), and a standing halt
     /// applied again.
     async fn recover(&mut self, unsent: Vec<tradeops_core::orders::ClientOrderId>, now: Timestamp) {
-        let halted = self.engine.trading_state == TradingState::Halted;
+        let halted = self.engine.trading_state() == TradingState::Halted;
         let mut never_sent = Vec::new();
         for id in unsent {
-            let Some(order) = self.engine.orders.get(&id).cloned() else { continue };
+            let Some(order) = self.engine.order(&id).cloned() else { continue };
             if self.broker.lookup(&id) != BrokerLookup::Unknown {
                 continue; // the broker has it: its reports follow
             }
@@ -325,7 +307,7 @@ impl Runner {
     /// cancel on its way, is cancelled at the broker. While `HALTED`, an incomplete halt is
     /// applied again (orders cancelled, exits sent) until nothing is open.
     async fn reconcile(&mut self, now: Timestamp) {
-        let found = tradeops_core::reconcile::compare(&self.engine.orders, &self.broker.open_order_states());
+        let found = tradeops_core::reconcile::compare(self.engine.orders(), &self.broker.open_order_states());
         let described: Vec<String> = found.iter().map(Discrepancy::describe).collect();
         for (d, text) in found.iter().zip(&described) {
             // Logged when first found, not at every pass while it lasts.
@@ -341,7 +323,7 @@ impl Runner {
             }
         }
         self.mismatches = described;
-        if self.engine.trading_state == TradingState::Halted && !self.engine.halt_progress().is_complete() {
+        if self.engine.trading_state() == TradingState::Halted && !self.engine.halt_progress().is_complete() {
             let (fx, _) = self.engine.reassert_halt(now);
             if !fx.is_empty() {
                 self.apply(fx, now).await;
@@ -427,7 +409,7 @@ impl Runner {
             .iter()
             .filter_map(|r| match r {
                 BrokerReport::Accepted { client_order_id, .. } => {
-                    self.engine.orders.get(client_order_id).map(|o| o.symbol.clone())
+                    self.engine.order(client_order_id).map(|o| o.symbol.clone())
                 }
                 _ => None,
             })
@@ -467,9 +449,9 @@ impl Runner {
     /// Symbols the engine cares about: watched with a strategy, held, or with working orders.
     fn relevant(&self) -> BTreeSet<Symbol> {
         let mut symbols: BTreeSet<Symbol> =
-            self.engine.slots.iter().filter(|(_, s)| s.strategy.is_some()).map(|(k, _)| k.clone()).collect();
-        symbols.extend(self.engine.positions.values().filter(|p| !p.is_flat()).map(|p| p.symbol.clone()));
-        symbols.extend(self.engine.orders.values().filter(|o| !o.status.is_final()).map(|o| o.symbol.clone()));
+            self.engine.slots().iter().filter(|(_, s)| s.strategy.is_some()).map(|(k, _)| k.clone()).collect();
+        symbols.extend(self.engine.positions().values().filter(|p| !p.is_flat()).map(|p| p.symbol.clone()));
+        symbols.extend(self.engine.orders().values().filter(|o| !o.status.is_final()).map(|o| o.symbol.clone()));
         symbols
     }
 
@@ -689,7 +671,7 @@ impl Runner {
                         rule: rule.as_str().to_string(),
                         symbol: Some(symbol.to_string()),
                         client_order_id: client_order_id.map(|c| c.to_string()),
-                        detail: detail.to_string(),
+                        detail: serde_json::to_string(&detail).unwrap_or_default(),
                     };
                     self.write_or_hold(HeldWrite::Violation(record), &mut reachable).await;
                 }
@@ -783,20 +765,20 @@ impl Runner {
     fn state_record(&self, now: Timestamp) -> EngineStateRecord {
         let e = &self.engine;
         EngineStateRecord {
-            state: serde_json::to_value(e.trading_state)
+            state: serde_json::to_value(e.trading_state())
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_string))
                 .unwrap_or_default(),
-            halted_at: e.halt.as_ref().map(|h| to_epoch_ms(&h.at)),
-            halt_reason: e.halt.as_ref().map(|h| h.reason.clone()),
-            halt_actor: e.halt.as_ref().map(|h| h.actor.clone()),
-            halt_stopped: e.halt_stopped.iter().map(|s| s.to_string()).collect(),
-            trading_date: e.day.date.map(|d| d.to_string()),
-            trades_today: e.day.trades_today.into(),
-            realized_today: e.day.realized_today,
-            start_equity: e.day.start_equity,
-            peak_equity: e.day.peak_equity,
-            cash: e.cash,
+            halted_at: e.halt().map(|h| to_epoch_ms(&h.at)),
+            halt_reason: e.halt().map(|h| h.reason.clone()),
+            halt_actor: e.halt().map(|h| h.actor.clone()),
+            halt_stopped: e.halt_stopped().iter().map(|s| s.to_string()).collect(),
+            trading_date: e.day().date.map(|d| d.to_string()),
+            trades_today: e.day().trades_today.into(),
+            realized_today: e.day().realized_today,
+            start_equity: e.day().start_equity,
+            peak_equity: e.day().peak_equity,
+            cash: e.cash(),
             updated_at: to_epoch_ms(&now),
         }
     }
@@ -824,12 +806,12 @@ impl Runner {
 
     /// While halted, each change of what is still open is published, until flat.
     fn halt_progress(&mut self) {
-        if self.engine.trading_state != TradingState::Halted {
+        if self.engine.trading_state() != TradingState::Halted {
             self.last_progress = None;
             return;
         }
-        let positions = self.engine.positions.values().filter(|p| !p.is_flat()).count();
-        let orders = self.engine.orders.values().filter(|o| !o.status.is_final()).count();
+        let positions = self.engine.positions().values().filter(|p| !p.is_flat()).count();
+        let orders = self.engine.orders().values().filter(|o| !o.status.is_final()).count();
         if self.last_progress == Some((positions, orders)) {
             return;
         }
@@ -843,14 +825,14 @@ impl Runner {
 
     fn publish(&self) {
         let e = &self.engine;
-        let limits = &e.settings.risk_controls;
+        let limits = &e.settings().risk_controls;
         let positions = e
-            .positions
+            .positions()
             .values()
             .filter(|p| !p.is_flat())
             .map(|p| {
                 let mark = e
-                    .market
+                    .market()
                     .get(&p.symbol)
                     .map(|m| m.last)
                     .filter(|m| *m > Decimal::ZERO)
@@ -865,7 +847,7 @@ impl Runner {
             })
             .collect();
         let reserved: Decimal = e
-            .orders
+            .orders()
             .values()
             .filter(|o| !o.status.is_final() && o.side == Side::Buy)
             .map(|o| Decimal::from(o.remaining()) * o.limit_price.or(o.stop_price).unwrap_or_default())
@@ -884,22 +866,22 @@ impl Runner {
             ("OK", detail)
         };
         let view = EngineView {
-            trading_state: e.trading_state,
-            halt: e.halt.clone(),
-            halt_stopped: e.halt_stopped.iter().cloned().collect(),
+            trading_state: e.trading_state(),
+            halt: e.halt().cloned(),
+            halt_stopped: e.halt_stopped().iter().cloned().collect(),
             positions,
-            cash: e.cash,
+            cash: e.cash(),
             equity: e.equity(),
-            buying_power: (e.cash - reserved).max(Decimal::ZERO),
-            realized_today: e.day.realized_today,
+            buying_power: (e.cash() - reserved).max(Decimal::ZERO),
+            realized_today: e.day().realized_today,
             unrealized: e.unrealized_pnl(),
             daily_pnl: e.daily_pnl(),
             drawdown: e.drawdown(),
-            start_equity: e.day.start_equity,
-            trades_today: e.day.trades_today,
-            session: e.day.date,
-            by_symbol: e.day.by_symbol.iter().map(|(s, (pnl, n))| (s.clone(), *pnl, *n)).collect(),
-            open_orders: e.orders.values().filter(|o| !o.status.is_final()).count(),
+            start_equity: e.day().start_equity,
+            trades_today: e.day().trades_today,
+            session: e.day().date,
+            by_symbol: e.day().by_symbol.iter().map(|(s, (pnl, n))| (s.clone(), *pnl, *n)).collect(),
+            open_orders: e.orders().values().filter(|o| !o.status.is_final()).count(),
             broker_open_orders,
             state_persisted: !self.unsaved.state,
             unsaved_writes: self.unsaved.len(),
