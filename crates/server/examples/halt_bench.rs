@@ -14,7 +14,7 @@ use tradeops_core::positions::{Position, PositionFill};
 use tradeops_core::settings::Settings;
 use tradeops_core::time::parse_ts;
 use tradeops_core::{strategy, Symbol};
-use tradeops_sim::paper::{PaperBroker, PaperConfig};
+use tradeops_brokers::paper::{PaperBroker, PaperConfig};
 
 fn main() {
     let runs: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(21);

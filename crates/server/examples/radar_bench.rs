@@ -10,8 +10,8 @@ use std::time::Instant;
 use tradeops_core::calendar::MarketCalendar;
 use tradeops_core::settings::{MarketCalendarKind, MomentumRadarSettings};
 use tradeops_core::time::parse_ts;
-use tradeops_server::market::live::LiveMarket;
-use tradeops_server::market::SimulatedMarket;
+use tradeops_brokers::simulated::live::LiveMarket;
+use tradeops_brokers::simulated::SimulatedMarket;
 
 fn rss_mib() -> f64 {
     std::fs::read_to_string("/proc/self/status")

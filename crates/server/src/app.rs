@@ -7,8 +7,9 @@ use crate::clock::ScaledClock;
 use crate::config::{redact, Config};
 use crate::extract::MAX_BODY_BYTES;
 use crate::health::HealthMonitor;
-use crate::market::live::LiveMarket;
-use crate::market::{MarketData, SimulatedMarket};
+use tradeops_brokers::simulated::live::LiveMarket;
+use tradeops_brokers::simulated::SimulatedMarket;
+use tradeops_brokers::MarketData;
 use crate::metrics::Metrics;
 use crate::radar::RadarService;
 use crate::settings_service::SettingsService;
@@ -103,7 +104,7 @@ impl Application {
         };
         let simulated = SimulatedMarket::new(config.sim.seed, config.sim.symbols as usize);
         let live = Arc::new(LiveMarket::new(simulated.universe.clone(), speed, clock.clone()));
-        let market: Arc<dyn MarketData> = Arc::new(simulated);
+        let market: Arc<dyn MarketData> = Arc::new(simulated.with_live(live.clone()));
         let state = AppState::new(Inner {
             radar: RadarService::new(cache.clone(), Arc::new(db.clone())),
             watchlist: WatchlistService::new(Arc::new(db.clone()), market_clock.clone()),

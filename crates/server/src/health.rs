@@ -276,7 +276,7 @@ async fn probe_feed(state: &AppState) -> Probe {
         }
     };
     let feed = live.status();
-    let step = Duration::from_secs_f64(crate::market::live::STEP_SECONDS as f64 / live.speed);
+    let step = Duration::from_secs_f64(tradeops_brokers::simulated::live::STEP_SECONDS as f64 / live.speed);
     let fresh = step * 2 + Duration::from_secs(1);
     let status = match feed.since_last_step {
         _ if latency.is_err() => HealthStatus::Down,

@@ -2,7 +2,7 @@
 //! reads it), every scan's rows in the database — each capture stored once, as first made — and
 //! the allocator's auto-watch.
 
-use crate::market::live::RadarScan;
+use tradeops_brokers::simulated::live::RadarScan;
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;

@@ -22,7 +22,8 @@ use tradeops_core::reconcile::Discrepancy;
 use tradeops_core::risk::TradingState;
 use tradeops_core::time::{from_epoch_ms, to_epoch_ms};
 use tradeops_core::{strategy, Symbol, Timestamp};
-use tradeops_sim::paper::{MarketUpdate, PaperBroker, PaperConfig};
+use tradeops_brokers::paper::{PaperBroker, PaperConfig};
+use tradeops_brokers::MarketUpdate;
 use tradeops_store::StoreError;
 use tradeops_store::{EngineStateRecord, MarketRepository, TradingRepository, ViolationRecord};
 
@@ -373,8 +374,8 @@ impl Runner {
                                 let _ = reply.send(Err(CommandError::NotFound(unknown)));
                                 continue;
                             }
-                            if let Some((_, last, _)) = self.state.live.as_ref().and_then(|l| l.stats(&order.symbol)) {
-                                let fx = self.engine.handle(Event::Mark { symbol: order.symbol.clone(), price: last.to_decimal() }, now);
+                            if let Some(snapshot) = self.state.live.as_ref().and_then(|l| l.snapshot(&order.symbol)) {
+                                let fx = self.engine.handle(Event::Mark { symbol: order.symbol.clone(), price: snapshot.last.to_decimal() }, now);
                                 self.apply(fx, now).await;
                             }
                         }
@@ -434,8 +435,8 @@ impl Runner {
             .collect();
         if let Some(live) = self.state.live.clone() {
             for symbol in &acked {
-                if let (Some((_, last, _)), Some(quote)) = (live.stats(symbol), live.quote(symbol)) {
-                    let update = MarketUpdate { symbol, at: now, last, quote, bar: None };
+                if let Some(snapshot) = live.snapshot(symbol) {
+                    let update = MarketUpdate { symbol, at: now, last: snapshot.last, quote: snapshot.quote, bar: None };
                     reports.extend(self.broker.on_market(&update));
                 }
             }
@@ -477,21 +478,21 @@ impl Runner {
         self.broker_reports(at).await;
         let Some(live) = self.state.live.clone() else { return };
         for symbol in self.relevant() {
-            let Some((prev_close, last, _)) = live.stats(&symbol) else { continue };
-            let Some(quote) = live.quote(&symbol) else { continue };
-            let bar =
-                if bar_closed { live.recent_bars(&symbol).and_then(|(bars, _)| bars.last().copied()) } else { None };
-            let update = MarketUpdate { symbol: &symbol, at, last, quote, bar: bar.as_ref() };
+            let Some(snapshot) = live.snapshot(&symbol) else { continue };
+            let closed = if bar_closed { live.last_closed_bar(&symbol) } else { None };
+            let bar = closed.map(|c| c.bar);
+            let update =
+                MarketUpdate { symbol: &symbol, at, last: snapshot.last, quote: snapshot.quote, bar: bar.as_ref() };
             let reports = self.broker.on_market(&update);
             self.reports(reports, at).await;
-            let fx = self.engine.handle(Event::Mark { symbol: symbol.clone(), price: last.to_decimal() }, at);
+            let fx = self.engine.handle(Event::Mark { symbol: symbol.clone(), price: snapshot.last.to_decimal() }, at);
             self.apply(fx, at).await;
-            if let Some(bar) = bar {
+            if let Some(closed) = closed {
                 let event = Event::Bar {
                     symbol: symbol.clone(),
-                    bar,
-                    prev_close: prev_close.to_decimal(),
-                    relative_volume: live.bar_relative_volume(&symbol),
+                    bar: closed.bar,
+                    prev_close: snapshot.prev_close.to_decimal(),
+                    relative_volume: closed.relative_volume,
                 };
                 let fx = self.engine.handle(event, at);
                 self.apply(fx, at).await;
