@@ -149,7 +149,14 @@ mod tests {
         Bar { start: t(minute), open: px(open), high: px(high), low: px(low), close: px(close), volume: 5_000 }
     }
 
-    fn order(id: &str, side: Side, order_type: OrderType, tif: TimeInForce, limit: Option<i64>, stop: Option<i64>) -> Order {
+    fn order(
+        id: &str,
+        side: Side,
+        order_type: OrderType,
+        tif: TimeInForce,
+        limit: Option<i64>,
+        stop: Option<i64>,
+    ) -> Order {
         Order::new(
             ClientOrderId::parse(id).expect("valid"),
             Symbol::parse("ABCD").expect("valid"),

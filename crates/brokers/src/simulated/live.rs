@@ -7,10 +7,10 @@
 //! the radar scans the whole universe. [`LiveMarket::advance_to`] processes every step up to a
 //! given market time, so tests drive it with a manual clock and the runner with the real one.
 
+use crate::market::{ClosedBar, Snapshot};
 use chrono::{Duration, NaiveDate};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Mutex;
-use crate::market::{ClosedBar, Snapshot};
 use tokio::time::Instant;
 use tradeops_core::bars::{minute_floor, MinuteBarBuilder};
 use tradeops_core::calendar::{MarketCalendar, SessionPhase};

@@ -6,12 +6,12 @@ use crate::auth::Caller;
 use crate::envelope::{ApiResponse, SuccessBody};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::extract::Query;
-use tradeops_brokers::MarketDataError;
 use crate::state::AppState;
 use axum::extract::State;
 use axum::routing::get;
 use axum::Router;
 use serde::{Deserialize, Serialize};
+use tradeops_brokers::MarketDataError;
 use tradeops_core::market::Timeframe;
 use tradeops_core::{Symbol, Timestamp};
 
