@@ -70,6 +70,26 @@ impl Application {
         clock: Arc<dyn Clock>,
         overrides: Overrides,
     ) -> anyhow::Result<Application> {
+        Self::assemble(config, clock, overrides, None).await
+    }
+
+    /// Like [`Application::build_with`], trading through `execution` instead of the configured
+    /// execution broker (tests: a venue that refuses or cannot be reached on cue).
+    pub async fn build_with_execution(
+        config: Config,
+        clock: Arc<dyn Clock>,
+        overrides: Overrides,
+        execution: Arc<dyn ExecutionBroker>,
+    ) -> anyhow::Result<Application> {
+        Self::assemble(config, clock, overrides, Some(execution)).await
+    }
+
+    async fn assemble(
+        config: Config,
+        clock: Arc<dyn Clock>,
+        overrides: Overrides,
+        execution: Option<Arc<dyn ExecutionBroker>>,
+    ) -> anyhow::Result<Application> {
         let extra = overrides.extra_routes;
         let db = Database::open(&config.database_url)
             .await
@@ -112,8 +132,9 @@ impl Application {
                 (Arc::new(simulated.with_live(live.clone())), Some(live))
             }
         };
-        let execution: Arc<dyn ExecutionBroker> = match config.brokers.execution() {
-            ExecutionBrokerKind::Paper => {
+        let execution: Arc<dyn ExecutionBroker> = match (execution, config.brokers.execution()) {
+            (Some(given), _) => given,
+            (None, ExecutionBrokerKind::Paper) => {
                 let paper = &config.paper;
                 let book = PaperBroker::new(PaperConfig {
                     ack_latency_ms: paper.ack_latency_ms,
