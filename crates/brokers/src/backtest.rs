@@ -173,7 +173,7 @@ mod tests {
     /// What happens on one bar: the bar, then the orders decided on it and the cancels.
     enum Step {
         Bar(Bar),
-        Submit(Order),
+        Submit(Box<Order>),
         Cancel(&'static str),
         Expire(Timestamp),
     }
@@ -184,15 +184,15 @@ mod tests {
         use TimeInForce::*;
         vec![
             Step::Bar(bar(0, 1000, 1010, 995, 1005)),
-            Step::Submit(order("mkt-buy", Buy, Market, Day, None, None)),
-            Step::Submit(order("lmt-buy", Buy, Limit, Day, Some(990), None)),
-            Step::Submit(order("stop-sell", Sell, Stop, Gtc, None, Some(985))),
-            Step::Submit(order("stop-limit-buy", Buy, StopLimit, Day, Some(1030), Some(1020))),
-            Step::Submit(order("lmt-sell", Sell, Limit, Day, Some(1100), None)),
+            Step::Submit(Box::new(order("mkt-buy", Buy, Market, Day, None, None))),
+            Step::Submit(Box::new(order("lmt-buy", Buy, Limit, Day, Some(990), None))),
+            Step::Submit(Box::new(order("stop-sell", Sell, Stop, Gtc, None, Some(985)))),
+            Step::Submit(Box::new(order("stop-limit-buy", Buy, StopLimit, Day, Some(1030), Some(1020)))),
+            Step::Submit(Box::new(order("lmt-sell", Sell, Limit, Day, Some(1100), None))),
             Step::Bar(bar(1, 1004, 1025, 988, 1020)),
             Step::Cancel("lmt-sell"),
             Step::Cancel("never-sent"),
-            Step::Submit(order("late-lmt", Buy, Limit, Day, Some(900), None)),
+            Step::Submit(Box::new(order("late-lmt", Buy, Limit, Day, Some(900), None))),
             Step::Bar(bar(2, 1019, 1019, 980, 982)),
             Step::Expire(t(3)),
             Step::Bar(bar(3, 981, 990, 970, 975)),
