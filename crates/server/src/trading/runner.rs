@@ -283,7 +283,7 @@ impl Runner {
     /// applied again.
     async fn recover(&mut self, unsent: Vec<ClientOrderId>, now: Timestamp) {
         let halted = self.engine.trading_state == TradingState::Halted;
-        let never_sent = self.send_unknown(unsent, now).await;
+        let never_sent = self.send_unknown(unsent, "the service stopped before sending it", now).await;
         if !never_sent.is_empty() {
             tracing::warn!(orders = never_sent.len(), "orders written ahead were never sent; marked REJECTED");
         }
@@ -303,10 +303,10 @@ impl Runner {
     }
 
     /// Looks up each order by client order id and sends the ones the broker never received,
-    /// unless they can no longer be sent: those are returned as `Rejected` reports (never sent).
-    /// An order the broker has is left to its reports; one it cannot be asked about now stays
-    /// unconfirmed for the next reconciliation.
-    async fn send_unknown(&mut self, ids: Vec<ClientOrderId>, now: Timestamp) -> Vec<BrokerReport> {
+    /// unless they can no longer be sent: those are returned as `Rejected` reports (never sent,
+    /// because of `cause`). An order the broker has is left to its reports; one it cannot be
+    /// asked about now stays unconfirmed for the next reconciliation.
+    async fn send_unknown(&mut self, ids: Vec<ClientOrderId>, cause: &str, now: Timestamp) -> Vec<BrokerReport> {
         let halted = self.engine.trading_state == TradingState::Halted;
         let mut never_sent = Vec::new();
         for id in ids {
@@ -340,7 +340,7 @@ impl Runner {
             match why {
                 Some(why) => never_sent.push(BrokerReport::Rejected {
                     client_order_id: id,
-                    reason: format!("never sent: the service stopped before sending it, and {why}"),
+                    reason: format!("never sent: {cause}, and {why}"),
                     at: now,
                 }),
                 None => {
@@ -412,7 +412,8 @@ impl Runner {
     async fn reconcile(&mut self, now: Timestamp) {
         if !self.unconfirmed.is_empty() {
             let unconfirmed = std::mem::take(&mut self.unconfirmed).into_iter().collect();
-            let never_sent = self.send_unknown(unconfirmed, now).await;
+            let cause = "the broker could not be reached when it was sent";
+            let never_sent = self.send_unknown(unconfirmed, cause, now).await;
             self.reports(never_sent, now).await;
         }
         match self.broker.open_orders().await {
