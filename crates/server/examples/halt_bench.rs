@@ -7,6 +7,7 @@
 
 use rust_decimal::Decimal;
 use std::time::Instant;
+use tradeops_brokers::paper::{PaperBroker, PaperConfig};
 use tradeops_core::engine::{Command, Effect, Engine, Event, Restored};
 use tradeops_core::market::Side;
 use tradeops_core::orders::{ClientOrderId, Order, OrderEvent, OrderType, TimeInForce};
@@ -14,7 +15,6 @@ use tradeops_core::positions::{Position, PositionFill};
 use tradeops_core::settings::Settings;
 use tradeops_core::time::parse_ts;
 use tradeops_core::{strategy, Symbol};
-use tradeops_sim::paper::{PaperBroker, PaperConfig};
 
 fn main() {
     let runs: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(21);

@@ -7,11 +7,11 @@
 use chrono::Duration;
 use std::sync::Arc;
 use std::time::Instant;
+use tradeops_brokers::simulated::live::LiveMarket;
+use tradeops_brokers::simulated::SimulatedMarket;
 use tradeops_core::calendar::MarketCalendar;
 use tradeops_core::settings::{MarketCalendarKind, MomentumRadarSettings};
 use tradeops_core::time::parse_ts;
-use tradeops_server::market::live::LiveMarket;
-use tradeops_server::market::SimulatedMarket;
 
 fn rss_mib() -> f64 {
     std::fs::read_to_string("/proc/self/status")

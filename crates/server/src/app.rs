@@ -7,8 +7,6 @@ use crate::clock::ScaledClock;
 use crate::config::{redact, Config};
 use crate::extract::MAX_BODY_BYTES;
 use crate::health::HealthMonitor;
-use crate::market::live::LiveMarket;
-use crate::market::{MarketData, SimulatedMarket};
 use crate::metrics::Metrics;
 use crate::radar::RadarService;
 use crate::settings_service::SettingsService;
@@ -29,7 +27,12 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
+use tradeops_brokers::paper::{PaperBroker, PaperConfig, PaperExecution};
+use tradeops_brokers::simulated::live::LiveMarket;
+use tradeops_brokers::simulated::SimulatedMarket;
+use tradeops_brokers::{ExecutionBroker, MarketData};
 use tradeops_core::calendar::MarketCalendar;
+use tradeops_core::settings::{ExecutionBrokerKind, MarketDataBrokerKind};
 use tradeops_core::{Clock, Role, TradingMode};
 use tradeops_store::{Cache, Database, MemoryCache, RedisCache};
 use utoipa_swagger_ui::SwaggerUi;
@@ -67,6 +70,26 @@ impl Application {
         clock: Arc<dyn Clock>,
         overrides: Overrides,
     ) -> anyhow::Result<Application> {
+        Self::assemble(config, clock, overrides, None).await
+    }
+
+    /// Like [`Application::build_with`], trading through `execution` instead of the configured
+    /// execution broker (tests: a venue that refuses or cannot be reached on cue).
+    pub async fn build_with_execution(
+        config: Config,
+        clock: Arc<dyn Clock>,
+        overrides: Overrides,
+        execution: Arc<dyn ExecutionBroker>,
+    ) -> anyhow::Result<Application> {
+        Self::assemble(config, clock, overrides, Some(execution)).await
+    }
+
+    async fn assemble(
+        config: Config,
+        clock: Arc<dyn Clock>,
+        overrides: Overrides,
+        execution: Option<Arc<dyn ExecutionBroker>>,
+    ) -> anyhow::Result<Application> {
         let extra = overrides.extra_routes;
         let db = Database::open(&config.database_url)
             .await
@@ -101,14 +124,35 @@ impl Application {
             None if speed != 1.0 => Arc::new(ScaledClock::starting_at(clock.now(), speed)),
             None => clock.clone(),
         };
-        let simulated = SimulatedMarket::new(config.sim.seed, config.sim.symbols as usize);
-        let live = Arc::new(LiveMarket::new(simulated.universe.clone(), speed, clock.clone()));
-        let market: Arc<dyn MarketData> = Arc::new(simulated);
+        // The adapters chosen by configuration, passed to the engine runner explicitly.
+        let (market, live): (Arc<dyn MarketData>, _) = match config.brokers.market_data() {
+            MarketDataBrokerKind::Simulated => {
+                let simulated = SimulatedMarket::new(config.sim.seed, config.sim.symbols as usize);
+                let live = Arc::new(LiveMarket::new(simulated.universe.clone(), speed, clock.clone()));
+                (Arc::new(simulated.with_live(live.clone())), Some(live))
+            }
+        };
+        let execution: Arc<dyn ExecutionBroker> = match (execution, config.brokers.execution()) {
+            (Some(given), _) => given,
+            (None, ExecutionBrokerKind::Paper) => {
+                let paper = &config.paper;
+                let book = PaperBroker::new(PaperConfig {
+                    ack_latency_ms: paper.ack_latency_ms,
+                    cancel_latency_ms: paper.cancel_latency_ms,
+                    slippage_bps: paper.slippage_bps,
+                    fee_per_share: paper.fee_per_share,
+                });
+                // Ids of this start never collide with stored ones.
+                let prefix = format!("{}-", tradeops_core::time::to_epoch_ms(&clock.now()));
+                Arc::new(PaperExecution::new(book.with_id_prefix(&prefix)))
+            }
+        };
         let state = AppState::new(Inner {
             radar: RadarService::new(cache.clone(), Arc::new(db.clone())),
             watchlist: WatchlistService::new(Arc::new(db.clone()), market_clock.clone()),
-            market,
-            live: Some(live),
+            market: market.clone(),
+            execution_broker: execution.name(),
+            live,
             events: crate::events::EventBus::new(market_clock.clone(), clock.clone()),
             market_clock,
             engine: std::sync::OnceLock::new(),
@@ -136,8 +180,10 @@ impl Application {
         if let Some(live) = &state.live {
             warm_up(&state, live.clone()).await?;
         }
-        let (engine, engine_task) =
-            crate::trading::spawn_engine(state.clone()).await.context("restoring the trading engine")?;
+        audit_broker_choice(&state).await;
+        let (engine, engine_task) = crate::trading::spawn_engine(state.clone(), execution, market)
+            .await
+            .context("restoring the trading engine")?;
         let _ = state.engine.set(engine);
         state.health.probe_all(&state).await;
 
@@ -242,6 +288,51 @@ async fn bootstrap_admin(config: &Config, tokens: &TokenRegistry, clock: &dyn Cl
     }
     Ok(None)
 }
+
+/// Records the configured broker adapters in the audit log (action `brokers.configured`, actor
+/// `config`), as the configured mode is recorded as a settings version: when the file or the
+/// environment chose them and the choice differs from the one recorded last.
+async fn audit_broker_choice(state: &AppState) {
+    let brokers = &state.config.brokers;
+    if !brokers.is_configured() {
+        return;
+    }
+    let choice = serde_json::json!({"execution": brokers.execution(), "market_data": brokers.market_data()});
+    let filter = tradeops_store::AuditFilter {
+        action: Some(BROKERS_CONFIGURED.into()),
+        limit: 1,
+        ..tradeops_store::AuditFilter::default()
+    };
+    let last = match state.audit_store.list_audit(&filter).await {
+        Ok(rows) => rows.into_iter().next(),
+        Err(e) => {
+            tracing::error!(error = %e, "could not read the broker choice last recorded; recording this one");
+            None
+        }
+    };
+    if last.and_then(|row| serde_json::from_str::<serde_json::Value>(&row.entry.request).ok()) == Some(choice.clone()) {
+        return;
+    }
+    let entry = tradeops_store::AuditEntry {
+        ts: state.market_clock.now().timestamp_millis(),
+        wall_ts: state.clock.now().timestamp_millis(),
+        actor: "config".into(),
+        role: None,
+        action: BROKERS_CONFIGURED.into(),
+        target: "brokers".into(),
+        request: choice.to_string(),
+        outcome: "OK".into(),
+        mode: state.settings.mode().as_str().to_string(),
+        request_id: format!("config-{}", uuid::Uuid::new_v4().simple()),
+    };
+    tracing::info!(execution = state.execution_broker, market_data = state.market.name(), "broker adapters configured");
+    if let Err(e) = state.audit.append_audit(&entry).await {
+        tracing::error!(error = %e, "could not write the broker choice to the audit log");
+    }
+}
+
+/// The audit action of the broker choice made at start.
+pub const BROKERS_CONFIGURED: &str = "brokers.configured";
 
 fn spawn_background(state: &AppState) -> Vec<JoinHandle<()>> {
     let health = {

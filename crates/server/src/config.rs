@@ -8,6 +8,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 use toml::{Table, Value};
+use tradeops_core::settings::{ExecutionBrokerKind, MarketDataBrokerKind};
 use tradeops_core::TradingMode;
 
 /// The embedded defaults, identical to `config/default.toml` in the repository.
@@ -26,6 +27,7 @@ pub struct Config {
     pub auth: AuthConfig,
     pub audit: AuditConfig,
     pub sim: SimConfig,
+    pub brokers: BrokersConfig,
     pub paper: PaperConfigValues,
     pub health_probe_interval: Duration,
     pub log: LogConfig,
@@ -59,6 +61,31 @@ pub struct SimConfig {
     /// Simulated seconds per real second; `None` means by mode (DEMO 60, otherwise 1).
     pub speed: Option<f64>,
     pub symbols: u32,
+}
+
+/// The adapters the service trades and reads the market through (`[brokers]`). Left unset, the
+/// in-process ones; when set, the choice is audited at start.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct BrokersConfig {
+    pub execution: Option<ExecutionBrokerKind>,
+    pub market_data: Option<MarketDataBrokerKind>,
+}
+
+impl BrokersConfig {
+    /// The execution adapter to build (`paper` unless configured).
+    pub fn execution(&self) -> ExecutionBrokerKind {
+        self.execution.unwrap_or_default()
+    }
+
+    /// The market-data adapter to build (`simulated` unless configured).
+    pub fn market_data(&self) -> MarketDataBrokerKind {
+        self.market_data.unwrap_or_default()
+    }
+
+    /// Whether the file or the environment chose either adapter.
+    pub fn is_configured(&self) -> bool {
+        self.execution.is_some() || self.market_data.is_some()
+    }
 }
 
 /// The paper broker's settings (`[paper]`).
@@ -105,6 +132,8 @@ const ENV_KEYS: &[(&str, &str)] = &[
     ("TRADEOPS_DATABASE_URL", "database.url"),
     ("TRADEOPS_REDIS_URL", "cache.redis_url"),
     ("TRADEOPS_MODE", "runtime.mode"),
+    ("TRADEOPS_EXECUTION_BROKER", "brokers.execution"),
+    ("TRADEOPS_MARKET_DATA", "brokers.market_data"),
     ("TRADEOPS_AUTH_ENABLED", "auth.enabled"),
     ("TRADEOPS_ADMIN_TOKEN", "auth.admin_token"),
     ("TRADEOPS_RATE_LIMIT_PER_SECOND", "auth.rate_limit_per_second"),
@@ -182,6 +211,9 @@ fn env_names() -> String {
     ENV_KEYS.iter().map(|(n, _)| *n).chain(ENV_OTHER.iter().copied()).collect::<Vec<_>>().join(", ")
 }
 
+/// Known keys the defaults leave unset (commented out in `config/default.toml`).
+const UNSET_BY_DEFAULT: &[&str] = &["runtime.mode", "brokers.execution", "brokers.market_data"];
+
 /// Overlays `from` onto `into`; keys the defaults do not know are problems.
 fn merge(into: &mut Table, from: Table, prefix: &str, problems: &mut Vec<String>) {
     for (key, value) in from {
@@ -190,8 +222,8 @@ fn merge(into: &mut Table, from: Table, prefix: &str, problems: &mut Vec<String>
             (Some(Value::Table(inner)), Value::Table(overlay)) => merge(inner, overlay, &path, problems),
             (Some(Value::Table(_)), _) => problems.push(format!("{path}: must be a section")),
             (Some(slot), value) => *slot = value,
-            // `runtime.mode` is commented out in the defaults but is a known key.
-            (None, value) if path == "runtime.mode" => {
+            // These are commented out in the defaults but are known keys.
+            (None, value) if UNSET_BY_DEFAULT.contains(&path.as_str()) => {
                 into.insert(key, value);
             }
             (None, _) => problems.push(format!("{path}: unknown key")),
@@ -291,6 +323,26 @@ impl Reader {
         rust_decimal::Decimal::try_from(value).map(|d| d.round_dp(4)).unwrap_or_default()
     }
 
+    /// An adapter named by `key`, one of `allowed`; `alpaca` is known but not built yet.
+    fn adapter<K: Copy>(&mut self, key: &str, allowed: &[(&str, K)]) -> Option<K> {
+        let names = allowed.iter().map(|(name, _)| *name).collect::<Vec<_>>().join(", ");
+        let name = match self.take(key)? {
+            Value::String(s) => s.trim().to_ascii_lowercase(),
+            other => {
+                self.problems.push(format!("{key}: must be a string, one of {names} (got {other})"));
+                return None;
+            }
+        };
+        if let Some((_, kind)) = allowed.iter().find(|(n, _)| *n == name) {
+            return Some(*kind);
+        }
+        self.problems.push(match name.as_str() {
+            "alpaca" => format!("{key}: the Alpaca adapter is not built yet (issue 23); use one of {names}"),
+            _ => format!("{key}: unknown adapter {name:?}; use one of {names}"),
+        });
+        None
+    }
+
     fn build(&mut self) -> Config {
         let bind_text = self.string("server.bind");
         let bind = bind_text.parse::<SocketAddr>().unwrap_or_else(|_| {
@@ -341,6 +393,11 @@ impl Reader {
                 self.problems.push(format!("runtime.mode: must be a string (got {other})"));
                 None
             }
+        };
+
+        let brokers = BrokersConfig {
+            execution: self.adapter("brokers.execution", &[("paper", ExecutionBrokerKind::Paper)]),
+            market_data: self.adapter("brokers.market_data", &[("simulated", MarketDataBrokerKind::Simulated)]),
         };
 
         let auth = AuthConfig {
@@ -408,6 +465,7 @@ impl Reader {
             auth,
             audit,
             sim,
+            brokers,
             paper,
             health_probe_interval,
             console_dir,
@@ -532,6 +590,38 @@ mod tests {
         assert!(errs.contains("loopback"), "{errs}");
         assert!(errs.contains("live-capable"), "{errs}");
         assert!(Config::from_sources(None, &env(&[("TRADEOPS_AUTH_ENABLED", "false")])).is_ok());
+    }
+
+    #[test]
+    fn broker_adapters_are_chosen_by_file_or_environment_and_alpaca_is_not_built_yet() {
+        let c = Config::default();
+        assert_eq!(c.brokers, BrokersConfig::default());
+        assert!(!c.brokers.is_configured());
+        assert_eq!(
+            (c.brokers.execution(), c.brokers.market_data()),
+            (ExecutionBrokerKind::Paper, MarketDataBrokerKind::Simulated)
+        );
+        let file = Config::from_sources(Some("[brokers]\nmarket_data = \"simulated\"\n"), &env(&[])).unwrap();
+        assert_eq!(file.brokers, BrokersConfig { execution: None, market_data: Some(MarketDataBrokerKind::Simulated) });
+        let both = Config::from_sources(
+            Some("[brokers]\nexecution = \"alpaca\"\n"),
+            &env(&[("TRADEOPS_EXECUTION_BROKER", "paper"), ("TRADEOPS_MARKET_DATA", "Simulated")]),
+        )
+        .unwrap();
+        assert_eq!(both.brokers.execution, Some(ExecutionBrokerKind::Paper), "the environment wins");
+        assert_eq!(both.brokers.market_data, Some(MarketDataBrokerKind::Simulated));
+        assert!(both.brokers.is_configured());
+
+        let errs = Config::from_sources(
+            None,
+            &env(&[("TRADEOPS_EXECUTION_BROKER", "alpaca"), ("TRADEOPS_MARKET_DATA", "bloomberg")]),
+        )
+        .unwrap_err();
+        assert_eq!(errs.0.len(), 2, "{errs}");
+        assert!(errs.0[0].contains("brokers.execution") && errs.0[0].contains("not built yet"), "{errs}");
+        assert!(errs.0[1].contains("brokers.market_data") && errs.0[1].contains("simulated"), "{errs}");
+        let unknown_key = Config::from_sources(Some("[brokers]\nrisk = \"paper\"\n"), &env(&[])).unwrap_err();
+        assert!(unknown_key.to_string().contains("brokers.risk: unknown key"), "{unknown_key}");
     }
 
     #[test]

@@ -206,7 +206,7 @@ async fn fetch(state: &AppState, job: &mut JobRecord) -> Result<(), String> {
     while from < end {
         let to = (from + step).min(end);
         let bars = state.market.bars(&symbol, timeframe, from, to).await.map_err(|e| e.to_string())?;
-        let bars = crate::market::closed_bars(bars, timeframe, state.market_clock.now());
+        let bars = tradeops_brokers::market::closed_bars(bars, timeframe, state.market_clock.now());
         repo.save_bars(&symbol, timeframe.as_str(), &bars, state.market.name()).await.map_err(|e| e.to_string())?;
         job.bars += bars.len() as i64;
         job.progress = ((to - start).num_milliseconds() as f64 / total).min(1.0);

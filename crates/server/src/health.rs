@@ -276,7 +276,7 @@ async fn probe_feed(state: &AppState) -> Probe {
         }
     };
     let feed = live.status();
-    let step = Duration::from_secs_f64(crate::market::live::STEP_SECONDS as f64 / live.speed);
+    let step = Duration::from_secs_f64(tradeops_brokers::simulated::live::STEP_SECONDS as f64 / live.speed);
     let fresh = step * 2 + Duration::from_secs(1);
     let status = match feed.since_last_step {
         _ if latency.is_err() => HealthStatus::Down,
@@ -292,6 +292,7 @@ async fn probe_feed(state: &AppState) -> Probe {
         latency,
         detail: json!({
             "adapter": state.market.name(),
+            "broker": state.market.name(),
             "symbols": feed.symbols,
             "speed": live.speed,
             "market_time": feed.market_time.map(|t| format_ts(&t)),
@@ -350,8 +351,9 @@ async fn probe_risk_manager(state: &AppState, engine: &EngineProbe) -> Probe {
     }
 }
 
-/// The paper broker, reached through the runner that owns it: `HEALTHY` while its book agrees
-/// with the engine's, `DEGRADED` on a reconciliation mismatch.
+/// The execution broker, reached through the runner that owns it: `HEALTHY` while its book
+/// agrees with the engine's, `DEGRADED` on a reconciliation mismatch. `detail.broker` names the
+/// adapter built at start (`adapter` is the one the settings record).
 fn probe_execution(state: &AppState, engine: &EngineProbe) -> Probe {
     let adapter = state.settings.current().runtime.execution_broker;
     let Some(view) = state.engine.get().map(|e| e.view()) else {
@@ -367,6 +369,7 @@ fn probe_execution(state: &AppState, engine: &EngineProbe) -> Probe {
         latency: engine.as_ref().map(|(latency, _)| *latency).map_err(Clone::clone),
         detail: json!({
             "adapter": adapter,
+            "broker": state.execution_broker,
             "open_orders": view.open_orders,
             "broker_open_orders": engine.as_ref().map(|(_, open)| *open).unwrap_or(view.broker_open_orders),
             "reconciliation_status": view.reconciliation_status,

@@ -25,7 +25,6 @@ pub mod health;
 pub mod housekeeping;
 pub mod http;
 pub mod jobs;
-pub mod market;
 pub mod metrics;
 pub mod openapi;
 pub mod radar;

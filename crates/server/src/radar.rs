@@ -2,10 +2,10 @@
 //! reads it), every scan's rows in the database — each capture stored once, as first made — and
 //! the allocator's auto-watch.
 
-use crate::market::live::RadarScan;
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
+use tradeops_brokers::simulated::live::RadarScan;
 use tradeops_core::market::Price;
 use tradeops_core::radar::RadarRow;
 use tradeops_core::time::{from_epoch_ms, to_epoch_ms};

@@ -4,14 +4,14 @@ use crate::auth::TokenRegistry;
 use crate::budget::RateLimiter;
 use crate::config::Config;
 use crate::health::HealthMonitor;
-use crate::market::live::LiveMarket;
-use crate::market::MarketData;
 use crate::metrics::Metrics;
 use crate::radar::RadarService;
 use crate::settings_service::SettingsService;
 use crate::watchlist::WatchlistService;
 use std::ops::Deref;
 use std::sync::Arc;
+use tradeops_brokers::simulated::live::LiveMarket;
+use tradeops_brokers::MarketData;
 use tradeops_core::Clock;
 use tradeops_store::{AuditRepository, Cache, Database};
 
@@ -38,9 +38,11 @@ pub struct Inner {
     pub settings: SettingsService,
     pub health: HealthMonitor,
     pub metrics: Metrics,
-    /// The `data_broker` adapter.
+    /// The `data_broker` adapter (the engine runner is given the same one).
     pub market: Arc<dyn MarketData>,
-    /// The simulated market's live feed.
+    /// The `execution_broker` adapter's name; the broker itself belongs to the engine runner.
+    pub execution_broker: &'static str,
+    /// The simulated market's live feed, which the service steps (with `simulated` market data).
     pub live: Option<Arc<LiveMarket>>,
     /// Market time: the wall clock in PAPER, faster in DEMO.
     pub market_clock: Arc<dyn Clock>,

@@ -7,7 +7,6 @@
 
 pub mod day;
 pub mod history;
-pub mod paper;
 pub mod profile;
 pub mod quote;
 pub mod rng;

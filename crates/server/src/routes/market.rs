@@ -6,12 +6,12 @@ use crate::auth::Caller;
 use crate::envelope::{ApiResponse, SuccessBody};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::extract::Query;
-use crate::market::MarketDataError;
 use crate::state::AppState;
 use axum::extract::State;
 use axum::routing::get;
 use axum::Router;
 use serde::{Deserialize, Serialize};
+use tradeops_brokers::MarketDataError;
 use tradeops_core::market::Timeframe;
 use tradeops_core::{Symbol, Timestamp};
 
@@ -73,7 +73,7 @@ pub async fn bars(
     if start >= end {
         return Err(ApiError::validation("start", "must be before end (and before the market's present)"));
     }
-    let step = crate::market::bar_span(timeframe).num_seconds();
+    let step = tradeops_brokers::market::bar_span(timeframe).num_seconds();
     if (end - start).num_seconds() / step > MAX_BARS {
         return Err(ApiError::validation("end", format!("at most {MAX_BARS} bars per request; shorten the range")));
     }
@@ -84,7 +84,7 @@ pub async fn bars(
         MarketDataError::Unavailable(m) => ApiError::new(ErrorCode::BrokerUnavailable, m),
     })?;
     // A bar is shown once it has closed: its end is at or before the present.
-    let rows = crate::market::closed_bars(bars, timeframe, now)
+    let rows = tradeops_brokers::market::closed_bars(bars, timeframe, now)
         .into_iter()
         .map(|b| BarRow {
             timestamp: tradeops_core::time::format_ts(&b.start),

@@ -1,7 +1,11 @@
 //! The engine runner: restores the engine from the database, then serialises every input —
-//! operator commands, market steps, paper broker reports — through `Engine::handle`, and
-//! carries out the effects in order: the trading state is persisted first, an order is
+//! operator commands, market steps, the execution broker's reports — through `Engine::handle`,
+//! and carries out the effects in order: the trading state is persisted first, an order is
 //! persisted before it is sent (write-ahead), and the reply goes back only after its effects.
+//! It trades through the [`ExecutionBroker`] and marks through the [`MarketData`] it is given;
+//! a broker that refuses an order or a cancel answers the engine with the matching report, and
+//! one that cannot be reached leaves the order to reconciliation, which looks it up by client
+//! order id before sending it again.
 
 use super::held::{self, HeldWrite};
 use super::{EngineHandle, EngineView, PositionView};
@@ -11,6 +15,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, watch};
+use tradeops_brokers::{BrokerError, ExecutionBroker, MarketData, MarketUpdate};
 use tradeops_core::backtest::dollars;
 use tradeops_core::broker::{BrokerLookup, BrokerReport};
 use tradeops_core::engine::{
@@ -18,12 +23,11 @@ use tradeops_core::engine::{
     Watched,
 };
 use tradeops_core::market::Side;
-use tradeops_core::orders::TimeInForce;
+use tradeops_core::orders::{ClientOrderId, Order, TimeInForce};
 use tradeops_core::reconcile::Discrepancy;
 use tradeops_core::risk::TradingState;
 use tradeops_core::time::{from_epoch_ms, to_epoch_ms};
 use tradeops_core::{strategy, Symbol, Timestamp};
-use tradeops_sim::paper::{MarketUpdate, PaperBroker, PaperConfig};
 use tradeops_store::StoreError;
 use tradeops_store::{EngineStateRecord, MarketRepository, TradingRepository, ViolationRecord};
 
@@ -43,7 +47,17 @@ pub enum Input {
 struct Runner {
     state: AppState,
     engine: Engine,
-    broker: PaperBroker,
+    broker: Arc<dyn ExecutionBroker>,
+    market: Arc<dyn MarketData>,
+    /// The broker's count of working orders, as of its last report or order taken (what the
+    /// published view shows).
+    broker_open_orders: usize,
+    /// The broker's answers owed to the engine: refusals of a submit or a cancel, delivered
+    /// with the next reports.
+    answers: Vec<BrokerReport>,
+    /// Orders whose submit found the broker unavailable: reconciliation looks each up by client
+    /// order id and sends it again only if the broker never received it.
+    unconfirmed: BTreeSet<ClientOrderId>,
     view: watch::Sender<Arc<EngineView>>,
     anomalies: Vec<String>,
     /// When the current trading session ends (DAY orders expire then).
@@ -97,11 +111,16 @@ impl CrashPoint {
 /// the halt is complete (no working order at the broker, every position flat).
 const RECONCILE_EVERY: Duration = Duration::from_secs(1);
 
-/// Restores the engine and starts its runner; returns the handle commands go through.
-pub async fn spawn_engine(state: AppState) -> anyhow::Result<(EngineHandle, tokio::task::JoinHandle<()>)> {
+/// Restores the engine and starts its runner, trading through `broker` and marking through
+/// `market`; returns the handle commands go through.
+pub async fn spawn_engine(
+    state: AppState,
+    broker: Arc<dyn ExecutionBroker>,
+    market: Arc<dyn MarketData>,
+) -> anyhow::Result<(EngineHandle, tokio::task::JoinHandle<()>)> {
     let (tx, rx) = mpsc::channel(1024);
     let (view_tx, view_rx) = watch::channel(Arc::new(EngineView::default()));
-    let (mut runner, unsent) = restore(state.clone(), view_tx).await?;
+    let (mut runner, unsent) = restore(state.clone(), broker, market, view_tx).await?;
     runner.recover(unsent, state.market_clock.now()).await;
     runner.publish();
     let handle = EngineHandle { tx, view: view_rx };
@@ -109,12 +128,14 @@ pub async fn spawn_engine(state: AppState) -> anyhow::Result<(EngineHandle, toki
     Ok((handle, task))
 }
 
-/// Rebuilds the engine and the paper broker's book from the database. Returns the runner and
-/// the orders written ahead that the broker never acknowledged (see [`Runner::recover`]).
+/// Rebuilds the engine and the broker's book from the database. Returns the runner and the
+/// orders written ahead that the broker may never have received (see [`Runner::recover`]).
 async fn restore(
     state: AppState,
+    broker: Arc<dyn ExecutionBroker>,
+    market_data: Arc<dyn MarketData>,
     view: watch::Sender<Arc<EngineView>>,
-) -> anyhow::Result<(Runner, Vec<tradeops_core::orders::ClientOrderId>)> {
+) -> anyhow::Result<(Runner, Vec<ClientOrderId>)> {
     let repo: &dyn TradingRepository = &state.db;
     let now = state.market_clock.now();
     let settings = (*state.settings.current()).clone();
@@ -164,27 +185,19 @@ async fn restore(
     }
     let restored = Restored { state: saved, positions, open_orders: open.clone(), blocks, watched };
     let engine = Engine::restore(settings, state.config.paper.initial_cash, strategy::make, restored, now);
-    let paper = &state.config.paper;
-    let config = PaperConfig {
-        ack_latency_ms: paper.ack_latency_ms,
-        cancel_latency_ms: paper.cancel_latency_ms,
-        slippage_bps: paper.slippage_bps,
-        fee_per_share: paper.fee_per_share,
-    };
-    let mut broker = PaperBroker::new(config).with_id_prefix(&format!("{}-", to_epoch_ms(&state.clock.now())));
-    let mut unsent = Vec::new();
-    for o in &open {
-        // An order being cancelled is taken back working, as the broker last knew it: the
-        // reconciliation that follows finds its cancel missing and sends it again.
-        if !broker.restore(o, now) {
-            unsent.push(o.client_order_id.clone());
-        }
-    }
+    // An order being cancelled is taken back working, as the broker last knew it: the
+    // reconciliation that follows finds its cancel missing and sends it again.
+    let unsent = broker.restore(&open, now).await;
+    let broker_open_orders = broker.open_orders().await.map(|o| o.len()).unwrap_or_default();
     let session_end = Some(engine.calendar().end_of_trading_day(now));
     let mut runner = Runner {
         state,
         engine,
         broker,
+        market: market_data,
+        broker_open_orders,
+        answers: Vec::new(),
+        unconfirmed: BTreeSet::new(),
         view,
         anomalies: Vec::new(),
         session_end,
@@ -250,40 +263,9 @@ impl Runner {
     /// requested — marked as never sent (`REJECTED`, never sent at all). The books are then
     /// reconciled (a cancel that never reached the broker is sent again), and a standing halt
     /// applied again.
-    async fn recover(&mut self, unsent: Vec<tradeops_core::orders::ClientOrderId>, now: Timestamp) {
+    async fn recover(&mut self, unsent: Vec<ClientOrderId>, now: Timestamp) {
         let halted = self.engine.trading_state() == TradingState::Halted;
-        let mut never_sent = Vec::new();
-        for id in unsent {
-            let Some(order) = self.engine.order(&id).cloned() else { continue };
-            if self.broker.lookup(&id) != BrokerLookup::Unknown {
-                continue; // the broker has it: its reports follow
-            }
-            let calendar = self.engine.calendar();
-            let why = if halted {
-                Some("trading is HALTED")
-            } else if order.status == tradeops_core::orders::OrderStatus::PendingCancel {
-                Some("its cancel was requested")
-            } else if order.time_in_force == TimeInForce::Ioc {
-                Some("an immediate-or-cancel order cannot be sent later")
-            } else if order.time_in_force == TimeInForce::Day
-                && calendar.date_of(order.created_at) != calendar.date_of(now)
-            {
-                Some("its trading day has ended")
-            } else {
-                None
-            };
-            match why {
-                Some(why) => never_sent.push(BrokerReport::Rejected {
-                    client_order_id: id,
-                    reason: format!("never sent: the service stopped before sending it, and {why}"),
-                    at: now,
-                }),
-                None => {
-                    tracing::info!(client_order_id = %id, "order written ahead but never acknowledged: sending it");
-                    self.broker.submit(&order, now);
-                }
-            }
-        }
+        let never_sent = self.send_unknown(unsent, "the service stopped before sending it", now).await;
         if !never_sent.is_empty() {
             tracing::warn!(orders = never_sent.len(), "orders written ahead were never sent; marked REJECTED");
         }
@@ -302,27 +284,143 @@ impl Runner {
         }
     }
 
+    /// Looks up each order by client order id and sends the ones the broker never received,
+    /// unless they can no longer be sent: those are returned as `Rejected` reports (never sent,
+    /// because of `cause`). An order the broker has is left to its reports; one it cannot be
+    /// asked about now stays unconfirmed for the next reconciliation.
+    async fn send_unknown(&mut self, ids: Vec<ClientOrderId>, cause: &str, now: Timestamp) -> Vec<BrokerReport> {
+        let halted = self.engine.trading_state() == TradingState::Halted;
+        let mut never_sent = Vec::new();
+        for id in ids {
+            let Some(order) = self.engine.order(&id).cloned() else { continue };
+            if order.status.is_final() {
+                continue;
+            }
+            match self.broker.lookup(&id).await {
+                Ok(BrokerLookup::Unknown) => {}
+                Ok(_) => continue, // the broker has it: its reports follow
+                Err(e) => {
+                    tracing::warn!(client_order_id = %id, error = %e, "cannot ask the broker about an order written ahead; asked again at the next reconciliation");
+                    self.unconfirmed.insert(id);
+                    continue;
+                }
+            }
+            let calendar = self.engine.calendar();
+            let why = if halted {
+                Some("trading is HALTED")
+            } else if order.status == tradeops_core::orders::OrderStatus::PendingCancel {
+                Some("its cancel was requested")
+            } else if order.time_in_force == TimeInForce::Ioc {
+                Some("an immediate-or-cancel order cannot be sent later")
+            } else if order.time_in_force == TimeInForce::Day
+                && calendar.date_of(order.created_at) != calendar.date_of(now)
+            {
+                Some("its trading day has ended")
+            } else {
+                None
+            };
+            match why {
+                Some(why) => never_sent.push(BrokerReport::Rejected {
+                    client_order_id: id,
+                    reason: format!("never sent: {cause}, and {why}"),
+                    at: now,
+                }),
+                None => {
+                    tracing::info!(client_order_id = %id, "order written ahead but never acknowledged: sending it");
+                    self.send(&order, now).await;
+                }
+            }
+        }
+        never_sent
+    }
+
+    /// Sends an order to the broker. A refusal becomes the order's rejection (delivered with the
+    /// next reports); an unreachable broker leaves the order as written ahead, for
+    /// reconciliation to look up and send again.
+    async fn send(&mut self, order: &Order, now: Timestamp) {
+        let id = &order.client_order_id;
+        match self.broker.submit(order, now).await {
+            Ok(()) => {
+                self.unconfirmed.remove(id);
+            }
+            Err(BrokerError::Unavailable { reason, .. }) => {
+                tracing::warn!(client_order_id = %id, %reason, "the broker is unavailable: the order stays written ahead for reconciliation");
+                self.unconfirmed.insert(id.clone());
+            }
+            Err(e @ (BrokerError::Rejected { .. } | BrokerError::UnknownOrder(_))) => {
+                tracing::warn!(client_order_id = %id, error = %e, "the broker refused the order");
+                self.unconfirmed.remove(id);
+                let reason = match e {
+                    BrokerError::Rejected { reason } => reason,
+                    other => other.to_string(),
+                };
+                self.answers.push(BrokerReport::Rejected { client_order_id: id.clone(), reason, at: now });
+            }
+        }
+        self.count_broker_orders().await;
+    }
+
+    /// Asks the broker to cancel an order. A refusal becomes a `CancelRejected` report; an
+    /// unreachable broker leaves the cancel to reconciliation, which finds it missing and sends
+    /// it again.
+    async fn cancel_at_broker(&mut self, id: &ClientOrderId, now: Timestamp) {
+        match self.broker.cancel(id, now).await {
+            Ok(()) => {}
+            Err(e) if e.is_retryable() => {
+                tracing::warn!(client_order_id = %id, error = %e, "cancel not sent: reconciliation sends it again");
+            }
+            Err(e) => {
+                tracing::warn!(client_order_id = %id, error = %e, "the broker refused the cancel");
+                let reason = match e {
+                    BrokerError::Rejected { reason } => reason,
+                    other => other.to_string(),
+                };
+                self.answers.push(BrokerReport::CancelRejected { client_order_id: id.clone(), reason, at: now });
+            }
+        }
+    }
+
+    /// Brings the count of the broker's working orders up to date (kept when it cannot be read).
+    async fn count_broker_orders(&mut self) {
+        if let Ok(open) = self.broker.open_orders().await {
+            self.broker_open_orders = open.len();
+        }
+    }
+
     /// Compares the broker's open orders with the engine's and corrects what disagrees: a
     /// working broker order the engine holds cancelled (or ended), or is cancelling with no
     /// cancel on its way, is cancelled at the broker. While `HALTED`, an incomplete halt is
     /// applied again (orders cancelled, exits sent) until nothing is open.
     async fn reconcile(&mut self, now: Timestamp) {
-        let found = tradeops_core::reconcile::compare(self.engine.orders(), &self.broker.open_order_states());
-        let described: Vec<String> = found.iter().map(Discrepancy::describe).collect();
-        for (d, text) in found.iter().zip(&described) {
-            // Logged when first found, not at every pass while it lasts.
-            if !self.mismatches.contains(text) {
-                tracing::warn!(client_order_id = %d.client_order_id(), "reconciliation: {text}");
-            }
-            match d {
-                Discrepancy::LiveButEnded { client_order_id, .. } | Discrepancy::CancelNotSent { client_order_id } => {
-                    self.broker.cancel(client_order_id, now);
-                    self.last_corrected = Some((now, text.clone()));
-                }
-                Discrepancy::Unknown { .. } | Discrepancy::Missing { .. } => {}
-            }
+        if !self.unconfirmed.is_empty() {
+            let unconfirmed = std::mem::take(&mut self.unconfirmed).into_iter().collect();
+            let cause = "the broker could not be reached when it was sent";
+            let never_sent = self.send_unknown(unconfirmed, cause, now).await;
+            self.reports(never_sent, now).await;
         }
-        self.mismatches = described;
+        match self.broker.open_orders().await {
+            Ok(open) => {
+                self.broker_open_orders = open.len();
+                let found = tradeops_core::reconcile::compare(self.engine.orders(), &open);
+                let described: Vec<String> = found.iter().map(Discrepancy::describe).collect();
+                for (d, text) in found.iter().zip(&described) {
+                    // Logged when first found, not at every pass while it lasts.
+                    if !self.mismatches.contains(text) {
+                        tracing::warn!(client_order_id = %d.client_order_id(), "reconciliation: {text}");
+                    }
+                    match d {
+                        Discrepancy::LiveButEnded { client_order_id, .. }
+                        | Discrepancy::CancelNotSent { client_order_id } => {
+                            self.cancel_at_broker(client_order_id, now).await;
+                            self.last_corrected = Some((now, text.clone()));
+                        }
+                        Discrepancy::Unknown { .. } | Discrepancy::Missing { .. } => {}
+                    }
+                }
+                self.mismatches = described;
+            }
+            Err(e) => tracing::warn!(error = %e, "reconciliation skipped: the broker's open orders could not be read"),
+        }
         if self.engine.trading_state() == TradingState::Halted && !self.engine.halt_progress().is_complete() {
             let (fx, _) = self.engine.reassert_halt(now);
             if !fx.is_empty() {
@@ -350,13 +448,13 @@ impl Runner {
                         self.broker_reports(now).await;
                         if let Command::PlaceOrder(order) = &command {
                             // The engine values orders at the last trade: mark the symbol first.
-                            if self.state.market.instrument(&order.symbol).is_none() {
-                                let unknown = format!("{} is not a symbol of the {} market", order.symbol, self.state.market.name());
+                            if self.market.instrument(&order.symbol).is_none() {
+                                let unknown = format!("{} is not a symbol of the {} market", order.symbol, self.market.name());
                                 let _ = reply.send(Err(CommandError::NotFound(unknown)));
                                 continue;
                             }
-                            if let Some((_, last, _)) = self.state.live.as_ref().and_then(|l| l.stats(&order.symbol)) {
-                                let fx = self.engine.handle(Event::Mark { symbol: order.symbol.clone(), price: last.to_decimal() }, now);
+                            if let Some(snapshot) = self.market.snapshot(&order.symbol).await {
+                                let fx = self.engine.handle(Event::Mark { symbol: order.symbol.clone(), price: snapshot.last.to_decimal() }, now);
                                 self.apply(fx, now).await;
                             }
                         }
@@ -370,7 +468,8 @@ impl Runner {
                         self.publish();
                     }
                     Some(Input::Probe(reply)) => {
-                        let _ = reply.send(self.broker.open_orders().len());
+                        let open = self.broker.open_orders().await.map(|o| o.len());
+                        let _ = reply.send(open.unwrap_or(self.broker_open_orders));
                     }
                     None => return,
                 },
@@ -404,7 +503,8 @@ impl Runner {
     /// order just acknowledged meets the current quote at once (quotes are continuous; prints
     /// come every 15 market seconds).
     async fn broker_reports(&mut self, now: Timestamp) -> bool {
-        let mut reports = self.broker.advance(now);
+        let mut reports = std::mem::take(&mut self.answers);
+        reports.extend(self.broker.poll(now).await);
         let acked: BTreeSet<Symbol> = reports
             .iter()
             .filter_map(|r| match r {
@@ -414,23 +514,24 @@ impl Runner {
                 _ => None,
             })
             .collect();
-        if let Some(live) = self.state.live.clone() {
-            for symbol in &acked {
-                if let (Some((_, last, _)), Some(quote)) = (live.stats(symbol), live.quote(symbol)) {
-                    let update = MarketUpdate { symbol, at: now, last, quote, bar: None };
-                    reports.extend(self.broker.on_market(&update));
-                }
+        for symbol in &acked {
+            if let Some(snapshot) = self.market.snapshot(symbol).await {
+                let update = MarketUpdate { symbol, at: now, last: snapshot.last, quote: snapshot.quote, bar: None };
+                reports.extend(self.broker.on_market(&update).await);
             }
         }
         // DAY orders expire when the trading session ends (NYSE: the after-hours close).
         let calendar = self.engine.calendar();
         if self.session_end.is_some_and(|end| now >= end) {
-            reports.extend(self.broker.expire_day_orders(now));
+            reports.extend(self.broker.expire_day_orders(now).await);
         }
         if self.session_end.is_none_or(|end| now >= end) {
             self.session_end = Some(calendar.end_of_trading_day(now));
         }
         let any = !reports.is_empty();
+        if any {
+            self.count_broker_orders().await;
+        }
         self.reports(reports, now).await;
         any
     }
@@ -457,23 +558,25 @@ impl Runner {
 
     async fn market_step(&mut self, at: Timestamp, bar_closed: bool) {
         self.broker_reports(at).await;
-        let Some(live) = self.state.live.clone() else { return };
         for symbol in self.relevant() {
-            let Some((prev_close, last, _)) = live.stats(&symbol) else { continue };
-            let Some(quote) = live.quote(&symbol) else { continue };
-            let bar =
-                if bar_closed { live.recent_bars(&symbol).and_then(|(bars, _)| bars.last().copied()) } else { None };
-            let update = MarketUpdate { symbol: &symbol, at, last, quote, bar: bar.as_ref() };
-            let reports = self.broker.on_market(&update);
+            let Some(snapshot) = self.market.snapshot(&symbol).await else { continue };
+            let closed = if bar_closed { self.market.last_closed_bar(&symbol).await } else { None };
+            let bar = closed.map(|c| c.bar);
+            let update =
+                MarketUpdate { symbol: &symbol, at, last: snapshot.last, quote: snapshot.quote, bar: bar.as_ref() };
+            let reports = self.broker.on_market(&update).await;
+            if !reports.is_empty() {
+                self.count_broker_orders().await;
+            }
             self.reports(reports, at).await;
-            let fx = self.engine.handle(Event::Mark { symbol: symbol.clone(), price: last.to_decimal() }, at);
+            let fx = self.engine.handle(Event::Mark { symbol: symbol.clone(), price: snapshot.last.to_decimal() }, at);
             self.apply(fx, at).await;
-            if let Some(bar) = bar {
+            if let Some(closed) = closed {
                 let event = Event::Bar {
                     symbol: symbol.clone(),
-                    bar,
-                    prev_close: prev_close.to_decimal(),
-                    relative_volume: live.bar_relative_volume(&symbol),
+                    bar: closed.bar,
+                    prev_close: snapshot.prev_close.to_decimal(),
+                    relative_volume: closed.relative_volume,
                 };
                 let fx = self.engine.handle(event, at);
                 self.apply(fx, at).await;
@@ -554,7 +657,7 @@ impl Runner {
                     events.push(("risk.state_changed", serde_json::json!({"trading_state": state, "halt": halt})));
                 }
                 Effect::Submit(order) if written_ahead => {
-                    self.broker.submit(&order, now);
+                    self.send(&order, now).await;
                     events.push((
                         "order.updated",
                         serde_json::to_value(crate::routes::orders::order_detail(&order, mode)).unwrap_or_default(),
@@ -565,7 +668,7 @@ impl Runner {
                     // a halt acts at once, whatever the database. Written when it is back.
                     tracing::warn!(client_order_id = %order.client_order_id, "halt exit sent before it could be written");
                     self.unsaved.outage = true;
-                    self.broker.submit(&order, now);
+                    self.send(&order, now).await;
                     self.unsaved.orders.insert(order.client_order_id.clone(), order);
                 }
                 // An operator's order (the batch answers a command) is taken back, so the 503
@@ -580,7 +683,7 @@ impl Runner {
                     reason: "not sent: it could not be written ahead (the database is unavailable)".into(),
                     at: now,
                 }),
-                Effect::Cancel(id) => self.broker.cancel(&id, now),
+                Effect::Cancel(id) => self.cancel_at_broker(&id, now).await,
                 Effect::OrderUpdated(order) => {
                     events.push((
                         "order.updated",
@@ -852,13 +955,13 @@ impl Runner {
             .filter(|o| !o.status.is_final() && o.side == Side::Buy)
             .map(|o| Decimal::from(o.remaining()) * o.limit_price.or(o.stop_price).unwrap_or_default())
             .sum();
-        let broker_open_orders = self.broker.open_orders().len();
+        let broker_open_orders = self.broker_open_orders;
         let (status, detail) = if let Some(anomaly) = self.anomalies.last() {
             ("MISMATCH", anomaly.clone())
         } else if !self.mismatches.is_empty() {
             ("MISMATCH", self.mismatches.join("; "))
         } else {
-            let mut detail = format!("{broker_open_orders} open orders match the paper broker's book");
+            let mut detail = format!("{broker_open_orders} open orders match the {} broker's book", self.broker.name());
             if let Some((at, what)) = &self.last_corrected {
                 detail
                     .push_str(&format!("; last mismatch corrected at {}: {what}", tradeops_core::time::format_ts(at)));

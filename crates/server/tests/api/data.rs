@@ -41,7 +41,8 @@ async fn a_download_runs_to_completion_and_stores_the_markets_bars() {
     let sym = tradeops_core::Symbol::parse(&symbol).unwrap();
     let stored = db.bars(&sym, "1m", 0, i64::MAX).await.unwrap();
     db.close().await;
-    let market = tradeops_server::market::SimulatedMarket::new(app.config.sim.seed, app.config.sim.symbols as usize);
+    let market =
+        tradeops_brokers::simulated::SimulatedMarket::new(app.config.sim.seed, app.config.sim.symbols as usize);
     let start = tradeops_core::time::parse_ts("2026-11-18T05:00:00Z").unwrap();
     let end = tradeops_core::time::parse_ts("2026-11-20T05:00:00Z").unwrap();
     let expected = market.bars_sync(&sym, tradeops_core::market::Timeframe::Minute, start, end).unwrap();

@@ -7,6 +7,7 @@ mod helpers;
 mod audit;
 mod auth;
 mod backtests;
+mod brokers;
 mod browser;
 mod cli;
 mod console;

@@ -56,7 +56,8 @@ fn backtest_orders(app: &TestApp, symbol: &Symbol) -> Vec<tradeops_core::orders:
 }
 
 fn backtest_day(app: &TestApp, symbol: &Symbol) -> backtest::BacktestOutput {
-    let market = tradeops_server::market::SimulatedMarket::new(app.config.sim.seed, app.config.sim.symbols as usize);
+    let market =
+        tradeops_brokers::simulated::SimulatedMarket::new(app.config.sim.seed, app.config.sim.symbols as usize);
     let (start, end) = (parse_ts(WATCH_AT).unwrap(), parse_ts(UNTIL).unwrap());
     // From the day's start: the pre-market counts toward relative volume, as live.
     let day_start = parse_ts("2026-11-20T05:00:00Z").unwrap();
@@ -118,7 +119,8 @@ async fn a_simulated_day_traded_live_matches_its_backtest() {
     // agree on. Not one whose stop moved to breakeven is hit: that stop is the entry's fill
     // price, which the two fill models set differently (see `key`), so the minute it is touched
     // may differ too.
-    let market = tradeops_server::market::SimulatedMarket::new(app.config.sim.seed, app.config.sim.symbols as usize);
+    let market =
+        tradeops_brokers::simulated::SimulatedMarket::new(app.config.sim.seed, app.config.sim.symbols as usize);
     let date = chrono::NaiveDate::from_ymd_opt(2026, 11, 20).unwrap();
     let runners: Vec<Symbol> = market
         .universe

@@ -1,4 +1,5 @@
-//! The live feed of the simulated market, driven by the market clock.
+//! The live feed of the simulated market, driven by the market clock: what the simulated
+//! [`MarketData`](crate::market::MarketData) reads its snapshots from.
 //!
 //! Each minute every symbol prints four trades — open at :00, the first extreme at :15, the
 //! other at :30, the close at :45 — taken from the day generator's bar for that minute. The
@@ -6,6 +7,7 @@
 //! the radar scans the whole universe. [`LiveMarket::advance_to`] processes every step up to a
 //! given market time, so tests drive it with a manual clock and the runner with the real one.
 
+use crate::market::{ClosedBar, Snapshot};
 use chrono::{Duration, NaiveDate};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Mutex;
@@ -122,23 +124,28 @@ impl LiveMarket {
         self.state().symbols.get(p.index).map(|s| s.last)
     }
 
-    /// Previous close, last price and time-of-day relative volume of `symbol` now.
-    pub fn stats(&self, symbol: &Symbol) -> Option<(Price, Price, Option<f64>)> {
+    /// Previous close, last trade and quote of `symbol` now, read together.
+    pub fn snapshot(&self, symbol: &Symbol) -> Option<Snapshot> {
         let p = self.universe.get(symbol)?;
         let st = self.state();
         let s = st.symbols.get(p.index)?;
-        Some((s.prev_close, s.last, relative_volume(&st, s, s.volume)))
+        Some(Snapshot {
+            prev_close: s.prev_close,
+            last: s.last,
+            quote: tradeops_sim::quote::quote_around(s.last, s.average_volume),
+        })
     }
 
-    /// Time-of-day relative volume of `symbol` as of its last completed minute bar: the volume
-    /// of the bar in progress (the print at the boundary starts the next bar) is left out, so
-    /// the engine's `Bar` event sees what a backtest of the same bars sees.
-    pub fn bar_relative_volume(&self, symbol: &Symbol) -> Option<f64> {
+    /// The last completed minute bar of `symbol` and its time-of-day relative volume as of that
+    /// bar: the volume of the bar in progress (the print at the boundary starts the next bar) is
+    /// left out, so the engine's `Bar` event sees what a backtest of the same bars sees.
+    pub fn last_closed_bar(&self, symbol: &Symbol) -> Option<ClosedBar> {
         let p = self.universe.get(symbol)?;
         let st = self.state();
         let s = st.symbols.get(p.index)?;
+        let bar = *s.recent.last()?;
         let partial = s.builder.in_progress().map_or(0, |b| b.volume);
-        relative_volume(&st, s, s.volume.saturating_sub(partial))
+        Some(ClosedBar { bar, relative_volume: relative_volume(&st, s, s.volume.saturating_sub(partial)) })
     }
 
     /// The quote of `symbol` around its last trade.

@@ -1,5 +1,5 @@
 use super::*;
-use crate::market::SimulatedMarket;
+use crate::simulated::SimulatedMarket;
 use tradeops_core::market::Timeframe;
 use tradeops_core::time::parse_ts;
 

@@ -13,10 +13,16 @@
 //! * **No look-ahead.** A completed bar only counts for an order that was live for the whole bar:
 //!   acknowledged (for a stop limit's limit, triggered) at or before the bar's start. Earlier
 //!   parts of that minute may have traded before the order existed.
+//!
+//! [`PaperBroker`] is the synchronous matching engine (benchmarks and tests drive it directly);
+//! [`PaperExecution`] puts it behind the [`ExecutionBroker`] trait for the engine runner.
 
+use crate::execution::{BrokerError, ExecutionBroker, MarketUpdate};
+use async_trait::async_trait;
 use chrono::Duration;
 use rust_decimal::Decimal;
 use std::collections::BTreeMap;
+use std::sync::{Mutex, MutexGuard};
 use tradeops_core::backtest::fills::stop_in_bar;
 use tradeops_core::broker::{BrokerLookup, BrokerOpenOrder, BrokerReport};
 use tradeops_core::market::{Bar, Price, Quote, Side};
@@ -41,17 +47,6 @@ impl Default for PaperConfig {
     fn default() -> Self {
         PaperConfig { ack_latency_ms: 50, cancel_latency_ms: 50, slippage_bps: 5.0, fee_per_share: Decimal::ZERO }
     }
-}
-
-/// One market update for a symbol: the latest trade price, the current quote, and, at a minute
-/// boundary, the completed bar.
-#[derive(Clone, Copy, Debug)]
-pub struct MarketUpdate<'a> {
-    pub symbol: &'a Symbol,
-    pub at: Timestamp,
-    pub last: Price,
-    pub quote: Quote,
-    pub bar: Option<&'a Bar>,
 }
 
 /// An order the broker is still working.
@@ -367,6 +362,68 @@ impl PaperBroker {
                 Some(BrokerReport::CancelRejected { client_order_id: id, reason: reason.into(), at })
             }
         }
+    }
+}
+
+/// The paper broker behind [`ExecutionBroker`]: one [`PaperBroker`] under a mutex, each call a
+/// short critical section (no call awaits while holding it). It never fails a call: refusals
+/// come back as `Rejected` and `CancelRejected` reports, as from a real venue's stream.
+#[derive(Debug)]
+pub struct PaperExecution {
+    book: Mutex<PaperBroker>,
+}
+
+impl PaperExecution {
+    pub fn new(broker: PaperBroker) -> Self {
+        PaperExecution { book: Mutex::new(broker) }
+    }
+
+    fn book(&self) -> MutexGuard<'_, PaperBroker> {
+        self.book.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[async_trait]
+impl ExecutionBroker for PaperExecution {
+    fn name(&self) -> &'static str {
+        "paper"
+    }
+
+    async fn submit(&self, order: &Order, now: Timestamp) -> Result<(), BrokerError> {
+        self.book().submit(order, now);
+        Ok(())
+    }
+
+    async fn cancel(&self, id: &ClientOrderId, now: Timestamp) -> Result<(), BrokerError> {
+        self.book().cancel(id, now);
+        Ok(())
+    }
+
+    async fn lookup(&self, id: &ClientOrderId) -> Result<BrokerLookup, BrokerError> {
+        Ok(self.book().lookup(id))
+    }
+
+    async fn open_orders(&self) -> Result<Vec<BrokerOpenOrder>, BrokerError> {
+        Ok(self.book().open_order_states())
+    }
+
+    async fn poll(&self, now: Timestamp) -> Vec<BrokerReport> {
+        self.book().advance(now)
+    }
+
+    async fn on_market(&self, update: &MarketUpdate<'_>) -> Vec<BrokerReport> {
+        self.book().on_market(update)
+    }
+
+    async fn expire_day_orders(&self, now: Timestamp) -> Vec<BrokerReport> {
+        self.book().expire_day_orders(now)
+    }
+
+    /// The paper account's book is the engine's stored orders: each acknowledged one works again
+    /// at once (see [`PaperBroker::restore`]); the ones never acknowledged are returned.
+    async fn restore(&self, orders: &[Order], now: Timestamp) -> Vec<ClientOrderId> {
+        let mut book = self.book();
+        orders.iter().filter(|o| !book.restore(o, now)).map(|o| o.client_order_id.clone()).collect()
     }
 }
 
@@ -1119,5 +1176,49 @@ mod restore_tests {
         assert!(matches!(&reports[..], [BrokerReport::Canceled { .. }]), "{reports:?}");
         assert_eq!(broker.lookup(&id), BrokerLookup::Closed);
         assert!(broker.open_order_states().is_empty());
+    }
+}
+
+#[cfg(test)]
+mod execution_tests {
+    use super::*;
+    use tradeops_core::orders::OrderEvent;
+    use tradeops_core::time::parse_ts;
+
+    fn limit(id: &str, at: Timestamp) -> Order {
+        Order::new(
+            ClientOrderId::parse(id).unwrap(),
+            Symbol::parse("ABCD").unwrap(),
+            Side::Buy,
+            OrderType::Limit,
+            TimeInForce::Day,
+            10,
+            Some(Decimal::new(5, 0)),
+            None,
+            at,
+        )
+    }
+
+    #[tokio::test]
+    async fn the_trait_answers_as_the_matching_engine_does() {
+        let at = parse_ts("2026-11-20T15:00:00Z").unwrap();
+        let paper: &dyn ExecutionBroker = &PaperExecution::new(PaperBroker::new(PaperConfig::default()));
+        assert_eq!(paper.name(), "paper");
+        let mut acked = limit("acked", at);
+        acked.apply(OrderEvent::Accepted { broker_order_id: "PB-1".into() }, at).unwrap();
+        let never_acked = limit("written-ahead", at);
+        let unknown = paper.restore(&[acked.clone(), never_acked.clone()], at).await;
+        assert_eq!(unknown, vec![never_acked.client_order_id.clone()]);
+        assert_eq!(paper.lookup(&never_acked.client_order_id).await, Ok(BrokerLookup::Unknown));
+
+        paper.submit(&limit("new", at), at).await.unwrap();
+        let open: Vec<_> = paper.open_orders().await.unwrap().into_iter().map(|o| o.client_order_id).collect();
+        assert_eq!(open, vec![acked.client_order_id.clone(), ClientOrderId::parse("new").unwrap()]);
+        let reports = paper.poll(at + chrono::Duration::milliseconds(50)).await;
+        assert!(matches!(&reports[..], [BrokerReport::Accepted { .. }]), "{reports:?}");
+        paper.cancel(&acked.client_order_id, at).await.unwrap();
+        let expired = paper.expire_day_orders(at + chrono::Duration::seconds(1)).await;
+        assert!(matches!(&expired[..], [BrokerReport::Canceled { .. }, BrokerReport::Expired { .. }]), "{expired:?}");
+        assert!(paper.open_orders().await.unwrap().is_empty());
     }
 }

@@ -1,0 +1,114 @@
+//! The execution seam: the [`ExecutionBroker`] trait every venue implements (the in-process
+//! paper broker, the backtests' bar broker, and next a real broker's adapter), the
+//! [`BrokerError`] a venue's calls can fail with, and the [`MarketUpdate`] that in-process venues
+//! match against. Orders go in by client order id (the exactly-once key); what happens to them
+//! comes back as [`BrokerReport`]s, polled or answered to market updates. `now` is always the
+//! market time the caller passes in: an in-process venue reads no clock.
+
+use async_trait::async_trait;
+use std::time::Duration;
+use tradeops_core::broker::{BrokerLookup, BrokerOpenOrder, BrokerReport};
+use tradeops_core::market::{Bar, Price, Quote};
+use tradeops_core::orders::{ClientOrderId, Order};
+use tradeops_core::symbol::Symbol;
+use tradeops_core::time::Timestamp;
+
+/// One market update for a symbol: the latest trade price, the current quote, and, at a minute
+/// boundary, the completed bar.
+#[derive(Clone, Copy, Debug)]
+pub struct MarketUpdate<'a> {
+    pub symbol: &'a Symbol,
+    pub at: Timestamp,
+    pub last: Price,
+    pub quote: Quote,
+    pub bar: Option<&'a Bar>,
+}
+
+/// Why a venue did not take a call.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BrokerError {
+    /// The venue refused the request for good (a malformed order, buying power, a symbol it
+    /// does not trade): sending it again changes nothing.
+    #[error("rejected by the broker: {reason}")]
+    Rejected { reason: String },
+    /// The venue could not be reached or did not answer (a timeout, a connection error, a 5xx, a
+    /// 429): whether the request landed is unknown, so it is looked up by client order id before
+    /// it is sent again, not before `retry_after` when the venue said so.
+    #[error("the broker is unavailable: {reason}")]
+    Unavailable { reason: String, retry_after: Option<Duration> },
+    /// The venue does not know this client order id.
+    #[error("the broker does not know order {0}")]
+    UnknownOrder(ClientOrderId),
+}
+
+impl BrokerError {
+    /// Whether the same request may succeed later (only [`BrokerError::Unavailable`]).
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, BrokerError::Unavailable { .. })
+    }
+}
+
+/// An execution venue. Object-safe: the engine runner holds an `Arc<dyn ExecutionBroker>`.
+///
+/// `submit` and `cancel` only send; their outcome (`Accepted`, `Filled`, `Canceled`,
+/// `CancelRejected`, `Rejected`, `Expired`) arrives later as reports from [`poll`],
+/// [`on_market`] or [`expire_day_orders`]. A real venue delivers its order-update stream through
+/// `poll` and keeps the defaults of the in-process hooks.
+///
+/// [`poll`]: ExecutionBroker::poll
+/// [`on_market`]: ExecutionBroker::on_market
+/// [`expire_day_orders`]: ExecutionBroker::expire_day_orders
+#[async_trait]
+pub trait ExecutionBroker: Send + Sync {
+    /// The adapter's name as configured (`paper`, `backtest`).
+    fn name(&self) -> &'static str;
+
+    /// Sends a new order (status NEW, as the engine built it and wrote it ahead).
+    async fn submit(&self, order: &Order, now: Timestamp) -> Result<(), BrokerError>;
+
+    /// Requests a cancel; its answer (`Canceled` or `CancelRejected`) is a later report.
+    async fn cancel(&self, id: &ClientOrderId, now: Timestamp) -> Result<(), BrokerError>;
+
+    /// What the venue knows of one client order id: asked before any order is sent again.
+    async fn lookup(&self, id: &ClientOrderId) -> Result<BrokerLookup, BrokerError>;
+
+    /// Every order the venue is still working, with whether a cancel of it is on its way,
+    /// sorted by client order id.
+    async fn open_orders(&self) -> Result<Vec<BrokerOpenOrder>, BrokerError>;
+
+    /// The reports due at or before `now` (acknowledgements, cancels, fills), oldest first.
+    async fn poll(&self, now: Timestamp) -> Vec<BrokerReport>;
+
+    /// Matches working orders against a market update (in-process venues): the reports that
+    /// came due by then, then fills. A real venue matches on its own and answers nothing here.
+    async fn on_market(&self, _update: &MarketUpdate<'_>) -> Vec<BrokerReport> {
+        Vec::new()
+    }
+
+    /// The trading session ended at `now`: working DAY orders expire (in-process venues). A real
+    /// venue expires them itself and reports it through `poll`.
+    async fn expire_day_orders(&self, _now: Timestamp) -> Vec<BrokerReport> {
+        Vec::new()
+    }
+
+    /// Rebuilds the venue's book at start from the orders the engine still holds open. Returns
+    /// the client ids the venue may never have received (orders never acknowledged), which the
+    /// caller looks up before deciding whether to send them. A real venue keeps its own book:
+    /// by default nothing is rebuilt, and the orders never acknowledged are returned.
+    async fn restore(&self, orders: &[Order], _now: Timestamp) -> Vec<ClientOrderId> {
+        orders.iter().filter(|o| o.broker_order_id.is_none()).map(|o| o.client_order_id.clone()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_unavailable_is_retryable() {
+        let id = ClientOrderId::parse("abc-1").expect("valid");
+        assert!(BrokerError::Unavailable { reason: "timeout".into(), retry_after: None }.is_retryable());
+        assert!(!BrokerError::Rejected { reason: "no buying power".into() }.is_retryable());
+        assert!(!BrokerError::UnknownOrder(id).is_retryable());
+    }
+}

@@ -1,0 +1,14 @@
+//! The broker seam of tradeops (issue 22): the traits the engine runner trades and marks through
+//! — [`ExecutionBroker`] for orders, [`MarketData`] for reference data, history and live
+//! snapshots — and their in-process implementations: the [`paper`] broker, the backtests' bar
+//! broker ([`backtest`]) and the [`simulated`] market with its live feed. A real venue's adapters
+//! (Alpaca, issue 23) implement the same traits in a module beside these.
+
+pub mod backtest;
+pub mod execution;
+pub mod market;
+pub mod paper;
+pub mod simulated;
+
+pub use execution::{BrokerError, ExecutionBroker, MarketUpdate};
+pub use market::{ClosedBar, Instrument, MarketData, MarketDataError, Snapshot};

@@ -1,0 +1,95 @@
+//! The market-data seam (the `data_broker` component): the [`MarketData`] trait every source
+//! implements — reference data, history, and the live snapshot the engine runner marks positions
+//! and matches orders with — its error type, and the bar arithmetic every source shares.
+
+use async_trait::async_trait;
+use chrono::Duration;
+use tradeops_core::market::{Bar, Price, Quote, Timeframe};
+use tradeops_core::{Symbol, Timestamp};
+
+/// Reference data of one tradable symbol.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Instrument {
+    pub symbol: Symbol,
+    pub sector: &'static str,
+    pub float: u64,
+    pub average_volume: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum MarketDataError {
+    #[error("unknown symbol {0}")]
+    UnknownSymbol(Symbol),
+    #[error("market data unavailable: {0}")]
+    Unavailable(String),
+}
+
+/// What a source knows of one symbol now.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Snapshot {
+    /// The previous regular session's close.
+    pub prev_close: Price,
+    /// The last trade.
+    pub last: Price,
+    /// The current quote.
+    pub quote: Quote,
+}
+
+/// The last completed minute bar of a symbol, with its time-of-day relative volume as of that
+/// bar (the volume of the bar in progress left out).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ClosedBar {
+    pub bar: Bar,
+    pub relative_volume: Option<f64>,
+}
+
+/// A source of market data: reference data, history, and live snapshots. Object-safe: the
+/// service holds an `Arc<dyn MarketData>`.
+#[async_trait]
+pub trait MarketData: Send + Sync {
+    /// Adapter name as configured (`simulated`).
+    fn name(&self) -> &'static str;
+    fn instrument(&self, symbol: &Symbol) -> Option<Instrument>;
+    /// Bars whose start is in `[start, end)`, oldest first.
+    async fn bars(
+        &self,
+        symbol: &Symbol,
+        timeframe: Timeframe,
+        start: Timestamp,
+        end: Timestamp,
+    ) -> Result<Vec<Bar>, MarketDataError>;
+    /// A round trip to the adapter for the health probe: the latest minute bar of one of its
+    /// symbols as of `now` (the request a strategy's data goes through). The caller times it.
+    async fn ping(&self, now: Timestamp) -> Result<(), MarketDataError>;
+    /// Previous close, last trade and quote of `symbol` now; `None` when the source has none
+    /// (an unknown symbol, or no live data yet).
+    async fn snapshot(&self, symbol: &Symbol) -> Option<Snapshot>;
+    /// The last completed minute bar of `symbol` and its relative volume; `None` before one.
+    async fn last_closed_bar(&self, symbol: &Symbol) -> Option<ClosedBar>;
+    /// What a backtest of `symbol` knows besides its bars (previous close, relative volume,
+    /// float, sector) as this market gives them live; `None` when the market cannot say, and the
+    /// backtest measures them from the bars.
+    fn history(
+        &self,
+        _symbol: &Symbol,
+        _calendar: tradeops_core::calendar::MarketCalendar,
+    ) -> Option<Box<dyn tradeops_core::backtest::History + Send>> {
+        None
+    }
+}
+
+/// The length of one bar of `timeframe`.
+pub fn bar_span(timeframe: Timeframe) -> Duration {
+    match timeframe {
+        Timeframe::Minute => Duration::minutes(1),
+        Timeframe::Day => Duration::days(1),
+    }
+}
+
+/// Keeps the bars that have closed by `now` (their end at or before it): the simulated market
+/// can generate any day, but what it serves — charts, downloads, backtests — never reaches past
+/// the market's present.
+pub fn closed_bars(bars: Vec<Bar>, timeframe: Timeframe, now: Timestamp) -> Vec<Bar> {
+    let span = bar_span(timeframe);
+    bars.into_iter().filter(|b| b.start + span <= now).collect()
+}

@@ -1,0 +1,272 @@
+//! The broker adapters chosen by configuration (`[brokers]`, `TRADEOPS_EXECUTION_BROKER`,
+//! `TRADEOPS_MARKET_DATA`): the choice reaches the health components and, once, the audit log;
+//! `alpaca` and unknown adapters are refused at start with one clear line. And how the engine
+//! runner answers an execution broker that refuses an order or cannot be reached.
+
+use crate::cli::{terminate, tradeops};
+use crate::helpers::{audit_rows, spawn_app, spawn_app_with, test_config, TestApp, TestDb, ADMIN_TOKEN, MARKET_START};
+use serde_json::{json, Value};
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tradeops_brokers::paper::{PaperBroker, PaperConfig, PaperExecution};
+use tradeops_brokers::{BrokerError, ExecutionBroker, MarketUpdate};
+use tradeops_core::broker::{BrokerLookup, BrokerOpenOrder, BrokerReport};
+use tradeops_core::orders::{ClientOrderId, Order};
+use tradeops_core::settings::{ExecutionBrokerKind, MarketDataBrokerKind};
+use tradeops_core::{Clock, ManualClock, Timestamp};
+use tradeops_server::app::{Application, Overrides};
+use tradeops_server::config::BrokersConfig;
+
+/// `detail.broker` of the `data_broker` and `execution_broker` components.
+fn brokers_of(components: &Value) -> (Value, Value) {
+    let rows = components.as_array().expect("components");
+    let broker = |name: &str| rows.iter().find(|c| c["name"] == name).expect(name)["detail"]["broker"].clone();
+    (broker("data_broker"), broker("execution_broker"))
+}
+
+async fn choice_rows(app: &TestApp) -> Value {
+    app.get("/api/audit?action=brokers.configured").await.assert_ok(200).clone()
+}
+
+#[tokio::test]
+async fn the_default_adapters_are_named_in_health_and_not_audited() {
+    let app = spawn_app().await;
+    let components = app.get("/api/health/components").await;
+    assert_eq!(brokers_of(components.data()), (json!("simulated"), json!("paper")));
+    assert_eq!(choice_rows(&app).await, json!([]), "nothing was configured");
+}
+
+#[tokio::test]
+async fn a_configured_choice_reaches_health_and_is_audited_once() {
+    let app = spawn_app_with(|c| {
+        c.brokers = BrokersConfig {
+            execution: Some(ExecutionBrokerKind::Paper),
+            market_data: Some(MarketDataBrokerKind::Simulated),
+        }
+    })
+    .await;
+    let components = app.get("/api/health/components").await;
+    assert_eq!(brokers_of(components.data()), (json!("simulated"), json!("paper")));
+    let rows = choice_rows(&app).await;
+    assert_eq!(rows.as_array().unwrap().len(), 1, "{rows}");
+    assert_eq!(rows[0]["actor"], "config");
+    assert_eq!(rows[0]["target"], "brokers");
+    assert_eq!(rows[0]["outcome"], "OK");
+    assert_eq!(rows[0]["request"], json!({"execution": "paper", "market_data": "simulated"}));
+
+    // The same choice at the next start is not recorded again.
+    let app = app.restart().await;
+    assert_eq!(choice_rows(&app).await.as_array().unwrap().len(), 1);
+}
+
+/// Runs `tradeops serve` in `dir` with `env`, asks for the health components and the audit
+/// log, and stops it.
+fn serve_and_read(dir: &std::path::Path, env: &[(&str, &str)]) -> (Value, Value) {
+    let mut cmd = tradeops(dir);
+    cmd.env("TRADEOPS_ADMIN_TOKEN", ADMIN_TOKEN);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.arg("serve").stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    let base = first.split("listening on ").nth(1).and_then(|r| r.split_whitespace().next()).expect("address");
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let read = |path: String| {
+        rt.block_on(async {
+            let client = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().unwrap();
+            let reply = client.get(path).bearer_auth(ADMIN_TOKEN).send().await.unwrap();
+            reply.json::<Value>().await.unwrap()
+        })
+    };
+    let components = read(format!("{base}/api/health/components"));
+    let audit = read(format!("{base}/api/audit?action=brokers.configured"));
+    assert!(terminate(&mut child).success());
+    (components, audit)
+}
+
+#[test]
+fn the_environment_and_the_config_file_choose_the_adapters() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("brokers.toml"), "[brokers]\nmarket_data = \"simulated\"\n").unwrap();
+    let (components, audit) =
+        serve_and_read(dir.path(), &[("TRADEOPS_CONFIG", "brokers.toml"), ("TRADEOPS_EXECUTION_BROKER", "paper")]);
+    assert_eq!(brokers_of(&components["data"]), (json!("simulated"), json!("paper")), "{components}");
+    assert_eq!(audit_rows(&audit), vec!["brokers.configured brokers OK"], "{audit}");
+    assert_eq!(audit["data"][0]["request"], json!({"execution": "paper", "market_data": "simulated"}));
+}
+
+/// `tradeops serve` with `env`: it must not start; what it printed on stderr.
+fn refused(env: &[(&str, &str)]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = tradeops(dir.path());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.arg("serve").output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn alpaca_and_unknown_adapters_are_refused_at_start() {
+    let err = refused(&[("TRADEOPS_EXECUTION_BROKER", "alpaca")]);
+    let line = err.lines().find(|l| l.contains("brokers.execution")).unwrap_or_else(|| panic!("{err}"));
+    assert!(line.contains("Alpaca adapter is not built yet") && line.contains("paper"), "{line}");
+
+    let err = refused(&[("TRADEOPS_MARKET_DATA", "bloomberg")]);
+    let line = err.lines().find(|l| l.contains("brokers.market_data")).unwrap_or_else(|| panic!("{err}"));
+    assert!(line.contains("\"bloomberg\"") && line.contains("simulated"), "{line}");
+}
+
+/// The paper broker behind a venue that fails submits on cue (each queued answer is used by one
+/// submit; `None` passes it on) and logs the calls the runner makes.
+struct Flaky {
+    paper: PaperExecution,
+    submits: Mutex<VecDeque<Option<BrokerError>>>,
+    calls: Mutex<Vec<String>>,
+}
+
+impl Flaky {
+    fn new(submits: Vec<Option<BrokerError>>) -> Arc<Flaky> {
+        Arc::new(Flaky {
+            paper: PaperExecution::new(PaperBroker::new(PaperConfig::default())),
+            submits: Mutex::new(submits.into()),
+            calls: Mutex::new(Vec::new()),
+        })
+    }
+
+    fn log(&self, call: String) {
+        self.calls.lock().unwrap().push(call);
+    }
+
+    /// The submits and lookups of order `id`, in order.
+    fn calls_of(&self, id: &str) -> Vec<String> {
+        self.calls.lock().unwrap().iter().filter(|c| c.ends_with(&format!(" {id}"))).cloned().collect()
+    }
+}
+
+#[async_trait::async_trait]
+impl ExecutionBroker for Flaky {
+    fn name(&self) -> &'static str {
+        "flaky"
+    }
+
+    async fn submit(&self, order: &Order, now: Timestamp) -> Result<(), BrokerError> {
+        self.log(format!("submit {}", order.client_order_id));
+        let answer = self.submits.lock().unwrap().pop_front().flatten();
+        match answer {
+            Some(error) => Err(error),
+            None => self.paper.submit(order, now).await,
+        }
+    }
+
+    async fn cancel(&self, id: &ClientOrderId, now: Timestamp) -> Result<(), BrokerError> {
+        self.paper.cancel(id, now).await
+    }
+
+    async fn lookup(&self, id: &ClientOrderId) -> Result<BrokerLookup, BrokerError> {
+        self.log(format!("lookup {id}"));
+        self.paper.lookup(id).await
+    }
+
+    async fn open_orders(&self) -> Result<Vec<BrokerOpenOrder>, BrokerError> {
+        self.paper.open_orders().await
+    }
+
+    async fn poll(&self, now: Timestamp) -> Vec<BrokerReport> {
+        self.paper.poll(now).await
+    }
+
+    async fn on_market(&self, update: &MarketUpdate<'_>) -> Vec<BrokerReport> {
+        self.paper.on_market(update).await
+    }
+
+    async fn expire_day_orders(&self, now: Timestamp) -> Vec<BrokerReport> {
+        self.paper.expire_day_orders(now).await
+    }
+}
+
+/// The service trading through `venue`, stopped when the returned sender is dropped.
+struct VenueApp {
+    base: String,
+    market: ManualClock,
+    client: reqwest::Client,
+    _db: TestDb,
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+impl VenueApp {
+    async fn start(venue: Arc<Flaky>) -> VenueApp {
+        let (db, url) = TestDb::new().await;
+        let market = ManualClock::new(tradeops_core::time::parse_ts(MARKET_START).unwrap());
+        let overrides = Overrides { market_clock: Some(Arc::new(market.clone())), extra_routes: axum::Router::new() };
+        let clock: Arc<dyn Clock> = Arc::new(tradeops_server::clock::SystemClock);
+        let app =
+            Application::build_with_execution(test_config(url), clock, overrides, venue).await.expect("app builds");
+        let base = format!("http://{}", app.local_addr());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(app.run_until_stopped(async {
+            let _ = stopped.await;
+        }));
+        VenueApp { base, market, client: reqwest::Client::new(), _db: db, _stop: stop }
+    }
+
+    async fn call(&self, request: reqwest::RequestBuilder) -> Value {
+        request.bearer_auth(ADMIN_TOKEN).send().await.unwrap().json().await.unwrap()
+    }
+
+    /// Places a market buy of one share of the simulated universe's first symbol; its id.
+    async fn buy_one(&self) -> String {
+        let sim = test_config(String::new()).sim;
+        let universe = tradeops_sim::Universe::generate(sim.seed, sim.symbols as usize);
+        let symbol = universe.symbols[0].symbol.to_string();
+        let body = json!({"symbol": symbol, "side": "BUY", "quantity": 1});
+        let placed = self.call(self.client.post(format!("{}/api/orders", self.base)).json(&body)).await;
+        assert_eq!(placed["data"]["status"], "NEW", "{placed}");
+        placed["data"]["client_order_id"].as_str().unwrap().to_string()
+    }
+
+    /// Moves market time on until order `id` is in one of `statuses` (reconciliation runs
+    /// every second of real time).
+    async fn wait_for(&self, id: &str, statuses: &[&str]) -> Value {
+        for _ in 0..200 {
+            self.market.advance(chrono::Duration::milliseconds(100));
+            let order = self.call(self.client.get(format!("{}/api/orders/{id}", self.base))).await;
+            if statuses.iter().any(|s| order["data"]["status"] == *s) {
+                return order["data"].clone();
+            }
+            tokio::time::sleep(Duration::from_millis(30)).await;
+        }
+        panic!("order {id} never reached {statuses:?}");
+    }
+}
+
+#[tokio::test]
+async fn an_order_the_broker_could_not_take_is_looked_up_then_sent_by_reconciliation() {
+    let unavailable = BrokerError::Unavailable { reason: "503 from the venue".into(), retry_after: None };
+    let venue = Flaky::new(vec![Some(unavailable)]);
+    let app = VenueApp::start(venue.clone()).await;
+    let id = app.buy_one().await;
+    let order = app.wait_for(&id, &["ACCEPTED", "PARTIALLY_FILLED", "FILLED"]).await;
+    assert!(order["broker_order_id"].is_string(), "{order}");
+    assert_eq!(
+        venue.calls_of(&id),
+        vec![format!("submit {id}"), format!("lookup {id}"), format!("submit {id}")],
+        "looked up by client order id before it was sent again, and sent once more only"
+    );
+}
+
+#[tokio::test]
+async fn an_order_the_broker_refuses_is_rejected_with_its_reason() {
+    let refused = BrokerError::Rejected { reason: "insufficient buying power at the venue".into() };
+    let venue = Flaky::new(vec![Some(refused)]);
+    let app = VenueApp::start(venue.clone()).await;
+    let id = app.buy_one().await;
+    let order = app.wait_for(&id, &["REJECTED"]).await;
+    assert_eq!(order["reject_reason"], "insufficient buying power at the venue", "{order}");
+    assert_eq!(venue.calls_of(&id), vec![format!("submit {id}")], "a refusal is final: never sent again");
+}
