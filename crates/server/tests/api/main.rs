@@ -17,6 +17,7 @@ mod events;
 mod flood;
 mod halt_resume;
 mod health;
+mod jobs;
 mod hostile;
 mod openapi;
 mod outage;
