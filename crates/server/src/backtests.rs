@@ -408,7 +408,9 @@ async fn execute(state: &AppState, leases: &Leases, mut run: BacktestRecord) {
         held.store(repo.update_leased_backtest(&run, &released).await?, std::sync::atomic::Ordering::Relaxed);
         Ok::<(), tradeops_store::StoreError>(())
     };
-    if crate::jobs::persist("backtest outcome", &run.backtest_id, write).await && held.load(std::sync::atomic::Ordering::Relaxed) {
+    if crate::jobs::persist("backtest outcome", &run.backtest_id, write).await
+        && held.load(std::sync::atomic::Ordering::Relaxed)
+    {
         publish(state, &run);
     }
 }

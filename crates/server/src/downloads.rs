@@ -200,7 +200,9 @@ async fn run_job(state: &AppState, leases: &Leases, mut job: JobRecord) {
         held.store(repo.update_leased_job(&job, &released).await?, std::sync::atomic::Ordering::Relaxed);
         Ok::<(), tradeops_store::StoreError>(())
     };
-    if crate::jobs::persist("download outcome", &job.request_id, write).await && held.load(std::sync::atomic::Ordering::Relaxed) {
+    if crate::jobs::persist("download outcome", &job.request_id, write).await
+        && held.load(std::sync::atomic::Ordering::Relaxed)
+    {
         publish(state, &job);
     }
 }

@@ -170,7 +170,11 @@ impl<J: Send + 'static> Pool<J> {
                             Recovery::Resume => "resuming",
                             Recovery::Rerun => "running again from the start",
                         };
-                        tracing::warn!(job = name, id, "{how} a job whose worker stopped (a restart, or its lease expired)");
+                        tracing::warn!(
+                            job = name,
+                            id,
+                            "{how} a job whose worker stopped (a restart, or its lease expired)"
+                        );
                     }
                 }
                 Err(e) => tracing::error!(error = %e, job = name, "could not look for interrupted jobs"),
@@ -228,7 +232,9 @@ where
                 tokio::time::sleep(delay).await;
                 delay = (delay * 2).min(std::time::Duration::from_secs(5));
             }
-            Err(e) => tracing::error!(error = %e, id, "{what} not persisted; the job runs again once its lease expires"),
+            Err(e) => {
+                tracing::error!(error = %e, id, "{what} not persisted; the job runs again once its lease expires")
+            }
         }
     }
     false
@@ -292,7 +298,11 @@ mod lease_tests {
                 db.execute_raw(&format!("CREATE DATABASE {name}")).await.expect("create test database");
                 db.close().await;
                 let (base, query) = admin.split_once('?').map(|(b, q)| (b, Some(q))).unwrap_or((&admin, None));
-                let url = format!("{}/{name}{}", &base[..base.rfind('/').unwrap()], query.map(|q| format!("?{q}")).unwrap_or_default());
+                let url = format!(
+                    "{}/{name}{}",
+                    &base[..base.rfind('/').unwrap()],
+                    query.map(|q| format!("?{q}")).unwrap_or_default()
+                );
                 TestDb(Database::open(&url).await.unwrap(), None)
             }
             _ => {

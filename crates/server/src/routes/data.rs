@@ -5,9 +5,9 @@
 use crate::auth::Caller;
 use crate::envelope::{ApiResponse, SuccessBody};
 use crate::error::{ApiError, ApiResult, ErrorCode};
-use crate::jobs::CancelError;
 use crate::extract::{Path, Query};
 use crate::guard::{Action, Sensitive, Target};
+use crate::jobs::CancelError;
 use crate::routes::list_limit;
 use crate::state::AppState;
 use axum::extract::State;
