@@ -1,11 +1,14 @@
-//! Durable backtest runs (`POST /api/backtests/run`): a row `QUEUED → RUNNING` (with
-//! `progress`) `→ COMPLETED` (with the result) or `FAILED`. A worker runs up to
+//! Durable backtest runs (`POST /api/backtests/run`), jobs of kind [`JobKind::Backtest`]: a
+//! row `QUEUED → RUNNING` (with `progress`) `→ COMPLETED` (with the result) or `FAILED`, or
+//! `CANCELED`. A worker runs up to
 //! [`PARALLEL_RUNS`] at once on the blocking pool: bars come from the database (the trading
 //! days missing from it downloaded from the data broker first) and go through
-//! `tradeops_core::backtest::run` — the live engine with a manual clock. A run a crash left `RUNNING` is run again from the start
-//! at the next start (runs are deterministic), so none stays `RUNNING`.
+//! `tradeops_core::backtest::run` — the live engine with a manual clock. A run whose worker
+//! stopped (a crash: its lease expires) is run again from the start (runs are deterministic),
+//! so none stays `RUNNING`.
 
 use crate::error::{ApiError, ApiResult};
+use crate::jobs::{CancelError, Halt, Leases};
 use crate::state::AppState;
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
@@ -16,7 +19,7 @@ use tradeops_core::calendar::{ny_instant, NyDay};
 use tradeops_core::market::Timeframe;
 use tradeops_core::time::{format_ts, from_epoch_ms, to_epoch_ms};
 use tradeops_core::{Settings, Symbol, Timestamp};
-use tradeops_store::{BacktestRecord, BacktestRepository, DataRepository};
+use tradeops_store::{BacktestRecord, BacktestRepository, DataRepository, JobKind, JobStatus};
 
 /// Runs at once (each takes a core while it runs).
 pub const PARALLEL_RUNS: usize = 2;
@@ -253,7 +256,7 @@ pub async fn enqueue(state: &AppState, req: BacktestRequest, actor: &str) -> Api
         backtest_id: format!("bt-{}", uuid::Uuid::new_v4().simple()),
         strategy_id: stored.strategy_id.clone(),
         symbol: stored.symbol.clone(),
-        status: "QUEUED".into(),
+        status: JobStatus::Queued,
         progress: 0.0,
         request: serde_json::to_string(&stored).map_err(ApiError::internal)?,
         result: None,
@@ -343,65 +346,76 @@ fn publish(state: &AppState, r: &BacktestRecord) {
     state.events.publish("backtest.updated", state.settings.mode(), run_json(r, false));
 }
 
-/// The worker: requeues runs a restart interrupted, then runs queued ones as they come.
-pub async fn run_worker(state: AppState) {
+/// Cancels a run (see [`crate::jobs::cancel`]) and announces it; the run as it is now.
+pub async fn cancel(state: &AppState, id: &str) -> Result<BacktestRecord, CancelError> {
+    crate::jobs::cancel(&state.db, state.clock.as_ref(), JobKind::Backtest, id).await?;
     let repo: &dyn BacktestRepository = &state.db;
-    match repo.backtests_in("RUNNING").await {
-        Ok(interrupted) => {
-            for mut run in interrupted {
-                tracing::warn!(backtest_id = %run.backtest_id, "running again a backtest interrupted by a restart");
-                run.status = "QUEUED".into();
-                run.progress = 0.0;
-                if let Err(e) = repo.update_backtest(&run).await {
-                    tracing::error!(error = %e, "could not requeue an interrupted backtest");
-                }
-            }
-        }
-        Err(e) => tracing::error!(error = %e, "could not look for interrupted backtests"),
-    }
+    let run = repo.backtest(id).await.map_err(CancelError::Store)?.ok_or(CancelError::NotFound)?;
+    publish(state, &run);
+    Ok(run)
+}
+
+/// The worker: takes back runs whose worker stopped, then runs queued ones as they come.
+pub async fn run_worker(state: AppState) {
     crate::jobs::Pool {
-        name: "backtests",
+        kind: JobKind::Backtest,
         parallel: PARALLEL_RUNS,
         wake: |state| &state.backtests.wake,
         id: |run: &BacktestRecord| run.backtest_id.clone(),
-        queued: |state| Box::pin(async move { Ok(state.db.backtests_in("QUEUED").await?) }),
-        run: |state, run| Box::pin(async move { execute(&state, run).await }),
+        queued: |state| Box::pin(async move { Ok(state.db.backtests_in(JobStatus::Queued).await?) }),
+        run: |state, leases, run| Box::pin(async move { execute(&state, &leases, run).await }),
     }
     .run(state)
     .await
 }
 
-async fn execute(state: &AppState, mut run: BacktestRecord) {
+/// Runs a run `leases` holds to its end, unless it loses the run on the way (then it stops
+/// without writing).
+async fn execute(state: &AppState, leases: &Leases, mut run: BacktestRecord) {
     let repo: &dyn BacktestRepository = &state.db;
-    run.status = "RUNNING".into();
+    run.status = JobStatus::Running;
     run.progress = 0.0;
     run.started_at = Some(to_epoch_ms(&state.clock.now()));
-    if repo.update_backtest(&run).await.is_err() {
+    if !repo.update_leased_backtest(&run, &leases.lease()).await.unwrap_or(false) {
         return;
     }
     publish(state, &run);
-    let outcome = compute(state, &mut run).await;
+    let heartbeat = leases.keep_alive(JobKind::Backtest, &run.backtest_id);
+    let outcome = compute(state, leases, &mut run).await;
+    drop(heartbeat);
     run.finished_at = Some(to_epoch_ms(&state.clock.now()));
     match outcome {
         Ok(result) => {
-            run.status = "COMPLETED".into();
+            run.status = JobStatus::Completed;
             run.progress = 1.0;
             run.result = Some(result.to_string());
         }
-        Err(reason) => {
+        Err(Halt::Failed(reason)) => {
             tracing::warn!(backtest_id = %run.backtest_id, %reason, "backtest failed");
-            run.status = "FAILED".into();
+            run.status = JobStatus::Failed;
             run.error = Some(reason);
+        }
+        Err(Halt::Lost) => {
+            tracing::info!(backtest_id = %run.backtest_id, "backtest stopped: canceled or taken over");
+            return;
         }
     }
     // Announce only what is stored: a console must never show COMPLETED for a run the
     // database still calls RUNNING.
-    if crate::jobs::persist("backtest outcome", &run.backtest_id, || repo.update_backtest(&run)).await {
+    let held = std::sync::atomic::AtomicBool::new(true);
+    let released = leases.released();
+    let write = || async {
+        held.store(repo.update_leased_backtest(&run, &released).await?, std::sync::atomic::Ordering::Relaxed);
+        Ok::<(), tradeops_store::StoreError>(())
+    };
+    if crate::jobs::persist("backtest outcome", &run.backtest_id, write).await
+        && held.load(std::sync::atomic::Ordering::Relaxed)
+    {
         publish(state, &run);
     }
 }
 
-async fn compute(state: &AppState, run: &mut BacktestRecord) -> Result<Value, String> {
+async fn compute(state: &AppState, leases: &Leases, run: &mut BacktestRecord) -> Result<Value, Halt> {
     let stored: Stored = serde_json::from_str(&run.request).map_err(|e| format!("unreadable request: {e}"))?;
     let settings = Settings::from_json(&stored.effective_settings)
         .map_err(|e| format!("unreadable settings: {}", e.first().map(|f| f.reason.as_str()).unwrap_or("")))?;
@@ -432,7 +446,7 @@ async fn compute(state: &AppState, run: &mut BacktestRecord) -> Result<Value, St
         }
     }
     if !bars.iter().any(|b| to_epoch_ms(&b.start) >= start) {
-        return Err(format!("no {tf} bars of {symbol} are stored in the range"));
+        return Err(format!("no {tf} bars of {symbol} are stored in the range").into());
     }
     let history: Box<dyn History + Send> = match state.market.history(&symbol, calendar) {
         Some(h) => h,
@@ -471,8 +485,12 @@ async fn compute(state: &AppState, run: &mut BacktestRecord) -> Result<Value, St
             changed = progress_rx.changed() => {
                 if changed.is_ok() {
                     run.progress = (*progress_rx.borrow_and_update()).min(0.99);
-                    if repo.update_backtest(run).await.is_ok() {
-                        publish(state, run);
+                    match repo.update_leased_backtest(run, &leases.lease()).await {
+                        Ok(true) => publish(state, run),
+                        // Canceled or taken over: the run stops here (its blocking half ends
+                        // on its own; nothing of it is written).
+                        Ok(false) => return Err(Halt::Lost),
+                        Err(_) => {}
                     }
                 }
             }

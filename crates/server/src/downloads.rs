@@ -1,17 +1,20 @@
-//! Durable data downloads (`POST /api/data/download`): jobs are rows that go `QUEUED →
-//! RUNNING` (with `progress`) `→ COMPLETED` or `FAILED`. A worker runs up to
-//! [`PARALLEL_JOBS`] side by side, a day of bars at a time, storing each day before reporting
-//! progress. A job a crash left `RUNNING` is resumed at the next start (storing bars is
-//! idempotent), so no job stays `RUNNING`.
+//! The data service: durable downloads (`POST /api/data/download`), jobs of kind
+//! [`JobKind::Download`] that go `QUEUED → RUNNING` (with `progress`) `→ COMPLETED` or `FAILED`,
+//! or `CANCELED`; and the CSV import of bars ([`import_bars`], the API's and the CLI's). A
+//! worker runs up to [`PARALLEL_JOBS`] side by side, a day of bars at a time, storing each day
+//! before reporting progress. A job whose worker stopped (a crash: its lease expires) is resumed
+//! (storing bars is idempotent), so no job stays `RUNNING`.
 
 use crate::error::{ApiError, ApiResult};
+use crate::jobs::{CancelError, Halt, Leases};
 use crate::state::AppState;
 use chrono::Duration;
+use std::sync::Arc;
 use tokio::sync::Notify;
 use tradeops_core::market::Timeframe;
 use tradeops_core::time::{from_epoch_ms, to_epoch_ms};
 use tradeops_core::{Symbol, Timestamp};
-use tradeops_store::{DataRepository, JobRecord};
+use tradeops_store::{DataRepository, JobKind, JobRecord, JobStatus};
 
 /// Jobs running at once.
 pub const PARALLEL_JOBS: usize = 4;
@@ -39,7 +42,7 @@ pub async fn enqueue(
     if state.market.instrument(&symbol).is_none() {
         return Err(ApiError::not_found(format!("{symbol} is not a symbol of the {} market", state.market.name())));
     }
-    let job = new_job(state, &symbol, timeframe, (start, end), "QUEUED", actor);
+    let job = new_job(state, &symbol, timeframe, (start, end), JobStatus::Queued, actor);
     let repo: &dyn DataRepository = &state.db;
     repo.insert_job(&job).await?;
     publish(state, &job);
@@ -78,7 +81,7 @@ fn new_job(
     symbol: &Symbol,
     timeframe: Timeframe,
     (start, end): (Timestamp, Timestamp),
-    status: &str,
+    status: JobStatus,
     actor: &str,
 ) -> JobRecord {
     JobRecord {
@@ -87,7 +90,7 @@ fn new_job(
         timeframe: timeframe.as_str().into(),
         start: to_epoch_ms(&start),
         end: to_epoch_ms(&end),
-        status: status.into(),
+        status,
         progress: 0.0,
         bars: 0,
         error: None,
@@ -99,7 +102,8 @@ fn new_job(
 }
 
 /// Downloads a range now (a backtest's missing bars): the job is recorded like any other, as
-/// `RUNNING` from the start so the worker leaves it alone, and its outcome is returned.
+/// `RUNNING` under a lease of its own from the start so the worker leaves it alone, and its
+/// outcome is returned.
 pub async fn download_now(
     state: &AppState,
     symbol: &Symbol,
@@ -108,14 +112,16 @@ pub async fn download_now(
     end: Timestamp,
     actor: &str,
 ) -> Result<JobRecord, String> {
-    let job = new_job(state, symbol, timeframe, (start, end), "RUNNING", actor);
+    let job = new_job(state, symbol, timeframe, (start, end), JobStatus::Running, actor);
     let repo: &dyn DataRepository = &state.db;
-    repo.insert_job(&job).await.map_err(|e| e.to_string())?;
+    let leases = Leases::new(Arc::new(state.db.clone()), state.clock.clone());
+    repo.insert_leased_job(&job, &leases.lease()).await.map_err(|e| e.to_string())?;
     let id = job.request_id.clone();
-    run_job(state, job).await;
+    run_job(state, &leases, job).await;
     let done = repo.job(&id).await.map_err(|e| e.to_string())?.ok_or("the download job vanished")?;
-    match done.status.as_str() {
-        "COMPLETED" => Ok(done),
+    match done.status {
+        JobStatus::Completed => Ok(done),
+        JobStatus::Canceled => Err("the download was canceled".into()),
         _ => Err(done.error.unwrap_or_else(|| "the download failed".into())),
     }
 }
@@ -130,61 +136,73 @@ pub fn job_json(j: &JobRecord) -> serde_json::Value {
     })
 }
 
+/// Cancels a download (see [`crate::jobs::cancel`]) and announces it; the job as it is now.
+pub async fn cancel(state: &AppState, id: &str) -> Result<JobRecord, CancelError> {
+    crate::jobs::cancel(&state.db, state.clock.as_ref(), JobKind::Download, id).await?;
+    let repo: &dyn DataRepository = &state.db;
+    let job = repo.job(id).await.map_err(CancelError::Store)?.ok_or(CancelError::NotFound)?;
+    publish(state, &job);
+    Ok(job)
+}
+
 fn publish(state: &AppState, job: &JobRecord) {
     state.events.publish("download.updated", state.settings.mode(), job_json(job));
 }
 
-/// The worker: resumes interrupted jobs, then runs queued ones as they come.
+/// The worker: takes back jobs whose worker stopped, then runs queued ones as they come.
 pub async fn run_worker(state: AppState) {
-    let repo: &dyn DataRepository = &state.db;
-    match repo.jobs_in("RUNNING").await {
-        Ok(interrupted) => {
-            for mut job in interrupted {
-                tracing::warn!(request_id = %job.request_id, "resuming a download interrupted by a restart");
-                job.status = "QUEUED".into();
-                if let Err(e) = repo.update_job(&job).await {
-                    tracing::error!(error = %e, "could not requeue an interrupted download");
-                }
-            }
-        }
-        Err(e) => tracing::error!(error = %e, "could not look for interrupted downloads"),
-    }
     crate::jobs::Pool {
-        name: "downloads",
+        kind: JobKind::Download,
         parallel: PARALLEL_JOBS,
         wake: |state| &state.downloads.wake,
         id: |job: &JobRecord| job.request_id.clone(),
-        queued: |state| Box::pin(async move { Ok(state.db.jobs_in("QUEUED").await?) }),
-        run: |state, job| Box::pin(async move { run_job(&state, job).await }),
+        queued: |state| Box::pin(async move { Ok(state.db.jobs_in(JobStatus::Queued).await?) }),
+        run: |state, leases, job| Box::pin(async move { run_job(&state, &leases, job).await }),
     }
     .run(state)
     .await
 }
 
-async fn run_job(state: &AppState, mut job: JobRecord) {
+/// Runs a job `leases` holds to its end, unless it loses the job on the way (then it stops
+/// without writing).
+async fn run_job(state: &AppState, leases: &Leases, mut job: JobRecord) {
     let repo: &dyn DataRepository = &state.db;
-    job.status = "RUNNING".into();
+    job.status = JobStatus::Running;
     job.started_at = Some(to_epoch_ms(&state.clock.now()));
     job.progress = 0.0;
     job.bars = 0;
-    if repo.update_job(&job).await.is_err() {
+    if !repo.update_leased_job(&job, &leases.lease()).await.unwrap_or(false) {
         return;
     }
     publish(state, &job);
-    let outcome = fetch(state, &mut job).await;
+    let heartbeat = leases.keep_alive(JobKind::Download, &job.request_id);
+    let outcome = fetch(state, leases, &mut job).await;
+    drop(heartbeat);
     job.finished_at = Some(to_epoch_ms(&state.clock.now()));
     match outcome {
         Ok(()) => {
-            job.status = "COMPLETED".into();
+            job.status = JobStatus::Completed;
             job.progress = 1.0;
         }
-        Err(reason) => {
+        Err(Halt::Failed(reason)) => {
             tracing::warn!(request_id = %job.request_id, %reason, "download failed");
-            job.status = "FAILED".into();
+            job.status = JobStatus::Failed;
             job.error = Some(reason);
         }
+        Err(Halt::Lost) => {
+            tracing::info!(request_id = %job.request_id, "download stopped: canceled or taken over");
+            return;
+        }
     }
-    if crate::jobs::persist("download outcome", &job.request_id, || repo.update_job(&job)).await {
+    let held = std::sync::atomic::AtomicBool::new(true);
+    let released = leases.released();
+    let write = || async {
+        held.store(repo.update_leased_job(&job, &released).await?, std::sync::atomic::Ordering::Relaxed);
+        Ok::<(), tradeops_store::StoreError>(())
+    };
+    if crate::jobs::persist("download outcome", &job.request_id, write).await
+        && held.load(std::sync::atomic::Ordering::Relaxed)
+    {
         publish(state, &job);
     }
 }
@@ -194,7 +212,7 @@ async fn run_job(state: &AppState, mut job: JobRecord) {
 /// (the simulated market could generate those days) ends at the present, as
 /// `GET /api/market/bars` does, and the job records its range as ending there — so a backtest
 /// never counts the rest of that day, or later days, as downloaded.
-async fn fetch(state: &AppState, job: &mut JobRecord) -> Result<(), String> {
+async fn fetch(state: &AppState, leases: &Leases, job: &mut JobRecord) -> Result<(), Halt> {
     let repo: &dyn DataRepository = &state.db;
     let present = to_epoch_ms(&state.market_clock.now());
     let symbol = Symbol::parse(&job.symbol).map_err(|e| format!("bad symbol: {e}"))?;
@@ -210,10 +228,28 @@ async fn fetch(state: &AppState, job: &mut JobRecord) -> Result<(), String> {
         repo.save_bars(&symbol, timeframe.as_str(), &bars, state.market.name()).await.map_err(|e| e.to_string())?;
         job.bars += bars.len() as i64;
         job.progress = ((to - start).num_milliseconds() as f64 / total).min(1.0);
-        repo.update_job(job).await.map_err(|e| e.to_string())?;
+        if !repo.update_leased_job(job, &leases.lease()).await.map_err(|e| e.to_string())? {
+            return Err(Halt::Lost);
+        }
         publish(state, job);
         from = to;
     }
     job.end = job.end.min(present);
     Ok(())
+}
+
+/// Parses the whole file, then stores it in one transaction: all of it or nothing.
+pub async fn import_bars(
+    repo: &dyn DataRepository,
+    symbol: &Symbol,
+    timeframe: Timeframe,
+    body: &[u8],
+) -> ApiResult<usize> {
+    let text = std::str::from_utf8(body).map_err(|_| ApiError::validation("body", "the file is not UTF-8 text"))?;
+    let bars = tradeops_core::csv_bars::parse_bars_csv(text, timeframe).map_err(|e| {
+        ApiError::validation("body", e.to_string())
+            .with_detail(serde_json::json!({"field": "body", "line": e.line, "reason": e.reason}))
+    })?;
+    repo.save_bars(symbol, timeframe.as_str(), &bars, "csv").await?;
+    Ok(bars.len())
 }

@@ -2,6 +2,7 @@
 //! text: what `GET /api/backtests/{id}` returns is stored, so a restart changes nothing of it).
 
 use crate::db::{Database, StoreError};
+use crate::jobs::{JobStatus, Lease};
 use async_trait::async_trait;
 use sqlx::any::AnyRow;
 use sqlx::Row;
@@ -11,8 +12,7 @@ pub struct BacktestRecord {
     pub backtest_id: String,
     pub strategy_id: String,
     pub symbol: String,
-    /// `QUEUED`, `RUNNING`, `COMPLETED`, `FAILED`, `CANCELED`.
-    pub status: String,
+    pub status: JobStatus,
     pub progress: f64,
     /// The normalised request (JSON).
     pub request: String,
@@ -28,13 +28,16 @@ pub struct BacktestRecord {
 #[async_trait]
 pub trait BacktestRepository: Send + Sync {
     async fn insert_backtest(&self, run: &BacktestRecord) -> Result<(), StoreError>;
-    /// Saves status, progress, result, error and times.
+    /// Saves status, progress, result, error and times, whoever holds the run.
     async fn update_backtest(&self, run: &BacktestRecord) -> Result<(), StoreError>;
+    /// Saves status, progress, result, error and times and moves the lease, only while the
+    /// run is `RUNNING` under `lease.owner`; false when they no longer hold it.
+    async fn update_leased_backtest(&self, run: &BacktestRecord, lease: &Lease) -> Result<bool, StoreError>;
     async fn backtest(&self, id: &str) -> Result<Option<BacktestRecord>, StoreError>;
     /// Runs newest first, with their results.
     async fn backtests(&self, limit: u32) -> Result<Vec<BacktestRecord>, StoreError>;
     /// Runs in a status, oldest first, without their results.
-    async fn backtests_in(&self, status: &str) -> Result<Vec<BacktestRecord>, StoreError>;
+    async fn backtests_in(&self, status: JobStatus) -> Result<Vec<BacktestRecord>, StoreError>;
 }
 
 const LIST_COLUMNS: &str = "backtest_id, strategy_id, symbol, status, progress, request, error, requested_by, \
@@ -45,7 +48,7 @@ fn record(r: &AnyRow, with_result: bool) -> Result<BacktestRecord, sqlx::Error> 
         backtest_id: r.try_get("backtest_id")?,
         strategy_id: r.try_get("strategy_id")?,
         symbol: r.try_get("symbol")?,
-        status: r.try_get("status")?,
+        status: JobStatus::from_row(r, "status")?,
         progress: r.try_get("progress")?,
         request: r.try_get("request")?,
         result: if with_result { r.try_get("result")? } else { None },
@@ -67,7 +70,7 @@ impl BacktestRepository for Database {
         .bind(&b.backtest_id)
         .bind(&b.strategy_id)
         .bind(&b.symbol)
-        .bind(&b.status)
+        .bind(b.status.as_str())
         .bind(b.progress)
         .bind(&b.request)
         .bind(&b.result)
@@ -86,7 +89,7 @@ impl BacktestRepository for Database {
             "UPDATE backtests SET status = $1, progress = $2, result = $3, error = $4, started_at = $5, \
              finished_at = $6 WHERE backtest_id = $7",
         )
-        .bind(&b.status)
+        .bind(b.status.as_str())
         .bind(b.progress)
         .bind(&b.result)
         .bind(&b.error)
@@ -96,6 +99,25 @@ impl BacktestRepository for Database {
         .execute(self.pool()?)
         .await?;
         Ok(())
+    }
+
+    async fn update_leased_backtest(&self, b: &BacktestRecord, lease: &Lease) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE backtests SET status = $1, progress = $2, result = $3, error = $4, started_at = $5, \
+             finished_at = $6, lease_expires_at = $7 WHERE backtest_id = $8 AND status = 'RUNNING' AND lease_owner = $9",
+        )
+        .bind(b.status.as_str())
+        .bind(b.progress)
+        .bind(&b.result)
+        .bind(&b.error)
+        .bind(b.started_at)
+        .bind(b.finished_at)
+        .bind(lease.expires_at)
+        .bind(&b.backtest_id)
+        .bind(&lease.owner)
+        .execute(self.pool()?)
+        .await?;
+        Ok(done.rows_affected() == 1)
     }
 
     async fn backtest(&self, id: &str) -> Result<Option<BacktestRecord>, StoreError> {
@@ -118,11 +140,11 @@ impl BacktestRepository for Database {
         Ok(rows.iter().map(|r| record(r, true)).collect::<Result<_, _>>()?)
     }
 
-    async fn backtests_in(&self, status: &str) -> Result<Vec<BacktestRecord>, StoreError> {
+    async fn backtests_in(&self, status: JobStatus) -> Result<Vec<BacktestRecord>, StoreError> {
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
             "SELECT {LIST_COLUMNS} FROM backtests WHERE status = $1 ORDER BY created_at, backtest_id"
         )))
-        .bind(status)
+        .bind(status.as_str())
         .fetch_all(self.pool()?)
         .await?;
         Ok(rows.iter().map(|r| record(r, false)).collect::<Result<_, _>>()?)

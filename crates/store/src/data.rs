@@ -1,6 +1,7 @@
-//! Historical bars and download jobs.
+//! Historical bars and download jobs (their leases and cancel are [`crate::jobs`]'s).
 
 use crate::db::{Database, StoreError};
+use crate::jobs::{JobStatus, Lease};
 use async_trait::async_trait;
 use sqlx::any::AnyRow;
 use sqlx::Row;
@@ -17,8 +18,7 @@ pub struct JobRecord {
     pub timeframe: String,
     pub start: i64,
     pub end: i64,
-    /// `QUEUED`, `RUNNING`, `COMPLETED`, `FAILED`, `CANCELED`.
-    pub status: String,
+    pub status: JobStatus,
     pub progress: f64,
     pub bars: i64,
     pub error: Option<String>,
@@ -38,12 +38,16 @@ pub trait DataRepository: Send + Sync {
     /// Whether any bar has `start` in `[start, end)`.
     async fn has_bars(&self, symbol: &Symbol, timeframe: &str, start: i64, end: i64) -> Result<bool, StoreError>;
     async fn insert_job(&self, job: &JobRecord) -> Result<(), StoreError>;
-    async fn update_job(&self, job: &JobRecord) -> Result<(), StoreError>;
+    /// Inserts a job already `RUNNING` under `lease` (a download run at once, not queued).
+    async fn insert_leased_job(&self, job: &JobRecord, lease: &Lease) -> Result<(), StoreError>;
+    /// Saves status, progress, bars, error and times and moves the lease, only while the job
+    /// is `RUNNING` under `lease.owner`; false when they no longer hold it.
+    async fn update_leased_job(&self, job: &JobRecord, lease: &Lease) -> Result<bool, StoreError>;
     async fn job(&self, request_id: &str) -> Result<Option<JobRecord>, StoreError>;
     /// Jobs newest first.
     async fn jobs(&self, limit: u32) -> Result<Vec<JobRecord>, StoreError>;
     /// Jobs in a status, oldest first.
-    async fn jobs_in(&self, status: &str) -> Result<Vec<JobRecord>, StoreError>;
+    async fn jobs_in(&self, status: JobStatus) -> Result<Vec<JobRecord>, StoreError>;
     /// The `[start, end)` ranges of the completed downloads of a symbol and timeframe that
     /// overlap `[start, end)`: what the data broker was asked for, bars or not.
     async fn downloaded_ranges(
@@ -62,7 +66,7 @@ fn job_row(r: &AnyRow) -> Result<JobRecord, sqlx::Error> {
         timeframe: r.try_get("timeframe")?,
         start: r.try_get("start")?,
         end: r.try_get("finish")?,
-        status: r.try_get("status")?,
+        status: JobStatus::from_row(r, "status")?,
         progress: r.try_get("progress")?,
         bars: r.try_get("bars")?,
         error: r.try_get("error")?,
@@ -71,6 +75,31 @@ fn job_row(r: &AnyRow) -> Result<JobRecord, sqlx::Error> {
         started_at: r.try_get("started_at")?,
         finished_at: r.try_get("finished_at")?,
     })
+}
+
+async fn insert_job(db: &Database, j: &JobRecord, lease: Option<&Lease>) -> Result<(), StoreError> {
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "INSERT INTO download_jobs ({JOB_COLUMNS}, lease_owner, lease_expires_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)"
+    )))
+    .bind(&j.request_id)
+    .bind(&j.symbol)
+    .bind(&j.timeframe)
+    .bind(j.start)
+    .bind(j.end)
+    .bind(j.status.as_str())
+    .bind(j.progress)
+    .bind(j.bars)
+    .bind(&j.error)
+    .bind(&j.requested_by)
+    .bind(j.created_at)
+    .bind(j.started_at)
+    .bind(j.finished_at)
+    .bind(lease.map(|l| l.owner.clone()))
+    .bind(lease.and_then(|l| l.expires_at))
+    .execute(db.pool()?)
+    .await?;
+    Ok(())
 }
 
 const JOB_COLUMNS: &str = "request_id, symbol, timeframe, start, finish, status, progress, bars, error, requested_by, \
@@ -142,42 +171,30 @@ impl DataRepository for Database {
     }
 
     async fn insert_job(&self, j: &JobRecord) -> Result<(), StoreError> {
-        sqlx::query(sqlx::AssertSqlSafe(format!(
-            "INSERT INTO download_jobs ({JOB_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
-        )))
-        .bind(&j.request_id)
-        .bind(&j.symbol)
-        .bind(&j.timeframe)
-        .bind(j.start)
-        .bind(j.end)
-        .bind(&j.status)
-        .bind(j.progress)
-        .bind(j.bars)
-        .bind(&j.error)
-        .bind(&j.requested_by)
-        .bind(j.created_at)
-        .bind(j.started_at)
-        .bind(j.finished_at)
-        .execute(self.pool()?)
-        .await?;
-        Ok(())
+        insert_job(self, j, None).await
     }
 
-    async fn update_job(&self, j: &JobRecord) -> Result<(), StoreError> {
-        sqlx::query(
-            "UPDATE download_jobs SET status = $1, progress = $2, bars = $3, error = $4, started_at = $5, finished_at = $6 \
-             WHERE request_id = $7",
+    async fn insert_leased_job(&self, j: &JobRecord, lease: &Lease) -> Result<(), StoreError> {
+        insert_job(self, j, Some(lease)).await
+    }
+
+    async fn update_leased_job(&self, j: &JobRecord, lease: &Lease) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE download_jobs SET status = $1, progress = $2, bars = $3, error = $4, started_at = $5, \
+             finished_at = $6, lease_expires_at = $7 WHERE request_id = $8 AND status = 'RUNNING' AND lease_owner = $9",
         )
-        .bind(&j.status)
+        .bind(j.status.as_str())
         .bind(j.progress)
         .bind(j.bars)
         .bind(&j.error)
         .bind(j.started_at)
         .bind(j.finished_at)
+        .bind(lease.expires_at)
         .bind(&j.request_id)
+        .bind(&lease.owner)
         .execute(self.pool()?)
         .await?;
-        Ok(())
+        Ok(done.rows_affected() == 1)
     }
 
     async fn job(&self, id: &str) -> Result<Option<JobRecord>, StoreError> {
@@ -199,11 +216,11 @@ impl DataRepository for Database {
         Ok(rows.iter().map(job_row).collect::<Result<_, _>>()?)
     }
 
-    async fn jobs_in(&self, status: &str) -> Result<Vec<JobRecord>, StoreError> {
+    async fn jobs_in(&self, status: JobStatus) -> Result<Vec<JobRecord>, StoreError> {
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
             "SELECT {JOB_COLUMNS} FROM download_jobs WHERE status = $1 ORDER BY created_at, request_id"
         )))
-        .bind(status)
+        .bind(status.as_str())
         .fetch_all(self.pool()?)
         .await?;
         Ok(rows.iter().map(job_row).collect::<Result<_, _>>()?)

@@ -1,5 +1,5 @@
 //! Backtests: `POST /api/backtests/run`, `GET /api/backtests`, `GET /api/backtests/{backtest_id}`
-//! (CONTRACT §4). Runs are durable jobs of [`crate::backtests`].
+//! (CONTRACT §4), and `POST /api/backtests/{backtest_id}/cancel`. Runs are durable jobs of [`crate::backtests`].
 
 use crate::auth::Caller;
 use crate::backtests::{run_json, BacktestRequest};
@@ -15,21 +15,24 @@ use axum::Router;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tradeops_core::Role;
-use tradeops_store::BacktestRepository;
+use tradeops_store::{BacktestRepository, JobStatus};
 
 pub const BACKTEST_RUN: Action = Action { name: "backtest.run", role: Role::Operator };
+pub const BACKTEST_CANCEL: Action = Action { name: "backtest.cancel", role: Role::Operator };
 
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api/backtests/run", post(run))
         .route("/api/backtests", get(list))
         .route("/api/backtests/{backtest_id}", get(one))
+        .route("/api/backtests/{backtest_id}/cancel", post(cancel))
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct BacktestAccepted {
     pub backtest_id: String,
-    pub status: String,
+    #[schema(value_type = String)]
+    pub status: JobStatus,
 }
 
 /// Queues a backtest of a strategy on one symbol: the live engine, strategies and risk gate on
@@ -90,4 +93,29 @@ pub async fn one(
     let repo: &dyn BacktestRepository = &state.db;
     let run = repo.backtest(&id).await?.ok_or_else(|| ApiError::not_found(format!("No backtest {id:?}")))?;
     Ok(ApiResponse::ok(run_json(&run, true)))
+}
+
+/// Cancels a run: a queued one at once, a running one at its next progress point (nothing of
+/// its result is kept). Answers the run as `GET /api/backtests/{backtest_id}` does, `CANCELED`,
+/// and announces it (`backtest.updated`).
+#[utoipa::path(post, path = "/api/backtests/{backtest_id}/cancel", tag = "backtests", security(("bearer" = [])),
+    params(("backtest_id" = String, Path, description = "Run id")),
+    responses((status = 200, description = "Canceled", body = inline(SuccessBody<crate::backtests::BacktestRun>)),
+              (status = 404, description = "NOT_FOUND", body = crate::envelope::ErrorBody),
+              (status = 409, description = "SETTINGS_UPDATE_BLOCKED with `detail.guard` = `job_final`, `detail.status` \
+and `detail.reason`: the run already ended (`COMPLETED`, `FAILED` or `CANCELED`). Audited; nothing changes.",
+               body = crate::envelope::ErrorBody)))]
+pub async fn cancel(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    guard: Sensitive,
+) -> ApiResult<ApiResponse<Value>> {
+    guard
+        .run(BACKTEST_CANCEL, Target::Value(id.clone()), |_caller, _: Value| async move {
+            let run = crate::backtests::cancel(&state, &id)
+                .await
+                .map_err(|e| crate::routes::data::cancel_refusal("backtest", &id, e))?;
+            Ok(ApiResponse::ok(run_json(&run, true)))
+        })
+        .await
 }

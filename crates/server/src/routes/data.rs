@@ -1,12 +1,13 @@
 //! Historical data: `POST /api/data/download`, `GET /api/data/downloads`,
-//! `GET /api/data/downloads/{request_id}`, and `POST /api/data/import` (CSV; the CLI's
-//! `tradeops data import` stores through the same [`import_bars`]).
+//! `GET /api/data/downloads/{request_id}`, `POST /api/data/downloads/{request_id}/cancel`, and `POST /api/data/import` (CSV; the CLI's
+//! `tradeops data import` stores through the same [`crate::downloads::import_bars`]).
 
 use crate::auth::Caller;
 use crate::envelope::{ApiResponse, SuccessBody};
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::extract::{Path, Query};
 use crate::guard::{Action, Sensitive, Target};
+use crate::jobs::CancelError;
 use crate::routes::list_limit;
 use crate::state::AppState;
 use axum::extract::State;
@@ -16,9 +17,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tradeops_core::market::Timeframe;
 use tradeops_core::{Role, Symbol, Timestamp};
-use tradeops_store::DataRepository;
+use tradeops_store::{DataRepository, JobStatus};
 
 pub const DATA_DOWNLOAD: Action = Action { name: "data.download", role: Role::Operator };
+pub const DATA_DOWNLOAD_CANCEL: Action = Action { name: "data.download_cancel", role: Role::Operator };
 pub const DATA_IMPORT: Action = Action { name: "data.import", role: Role::Operator };
 
 /// Largest CSV file accepted.
@@ -29,6 +31,7 @@ pub fn router() -> Router<AppState> {
         .route("/api/data/download", post(download))
         .route("/api/data/downloads", get(list))
         .route("/api/data/downloads/{request_id}", get(one))
+        .route("/api/data/downloads/{request_id}/cancel", post(cancel))
         .route("/api/data/import", post(import).layer(axum::extract::DefaultBodyLimit::max(MAX_IMPORT_BYTES)))
 }
 
@@ -52,7 +55,8 @@ pub struct DownloadRequest {
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct DownloadAccepted {
     pub request_id: String,
-    pub status: String,
+    #[schema(value_type = String)]
+    pub status: JobStatus,
 }
 
 /// Queues a download of bars from the data broker into the database. A 1m download spans at
@@ -111,6 +115,45 @@ pub async fn one(
     Ok(ApiResponse::ok(crate::downloads::job_json(&job)))
 }
 
+/// The guard a cancel of a job that already ended names in `detail.guard`.
+pub const JOB_FINAL_GUARD: &str = "job_final";
+
+/// The refusal of a cancel, `what` naming the job (`download`, `backtest`): `NOT_FOUND`, or
+/// `SETTINGS_UPDATE_BLOCKED` (guard [`JOB_FINAL_GUARD`]) for a job that already ended.
+pub fn cancel_refusal(what: &str, id: &str, e: CancelError) -> ApiError {
+    match e {
+        CancelError::NotFound => ApiError::not_found(format!("No {what} {id:?}")),
+        CancelError::Final(status) => {
+            let reason = format!("the {what} {id:?} is already {status}: only a queued or running job can be canceled");
+            ApiError::new(ErrorCode::SettingsUpdateBlocked, reason.clone())
+                .with_detail(serde_json::json!({"guard": JOB_FINAL_GUARD, "status": status, "reason": reason}))
+        }
+        CancelError::Store(e) => e.into(),
+    }
+}
+
+/// Cancels a download: a queued one at once, a running one at its next stored day (the days
+/// stored before stay). Answers the job, `CANCELED`, and announces it (`download.updated`).
+#[utoipa::path(post, path = "/api/data/downloads/{request_id}/cancel", tag = "data", security(("bearer" = [])),
+    params(("request_id" = String, Path, description = "Job id")),
+    responses((status = 200, description = "Canceled", body = inline(SuccessBody<Object>)),
+              (status = 404, description = "NOT_FOUND", body = crate::envelope::ErrorBody),
+              (status = 409, description = "SETTINGS_UPDATE_BLOCKED with `detail.guard` = `job_final`, `detail.status` \
+and `detail.reason`: the job already ended (`COMPLETED`, `FAILED` or `CANCELED`). Audited; nothing changes.",
+               body = crate::envelope::ErrorBody)))]
+pub async fn cancel(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    guard: Sensitive,
+) -> ApiResult<ApiResponse<Value>> {
+    guard
+        .run(DATA_DOWNLOAD_CANCEL, Target::Value(id.clone()), |_caller, _: Value| async move {
+            let job = crate::downloads::cancel(&state, &id).await.map_err(|e| cancel_refusal("download", &id, e))?;
+            Ok(ApiResponse::ok(crate::downloads::job_json(&job)))
+        })
+        .await
+}
+
 #[derive(Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
 pub struct ImportQuery {
@@ -148,24 +191,8 @@ pub async fn import(
         .run_csv(DATA_IMPORT, target, |_caller, body| async move {
             let symbol = Symbol::parse(&q.symbol).map_err(|e| ApiError::validation("symbol", e))?;
             let timeframe = q.timeframe.unwrap_or(Timeframe::Day);
-            let bars = import_bars(&state.db, &symbol, timeframe, &body).await?;
+            let bars = crate::downloads::import_bars(&state.db, &symbol, timeframe, &body).await?;
             Ok(ApiResponse::ok(ImportResult { symbol: symbol.to_string(), timeframe, bars }))
         })
         .await
-}
-
-/// Parses the whole file, then stores it in one transaction: all of it or nothing.
-pub async fn import_bars(
-    repo: &dyn DataRepository,
-    symbol: &Symbol,
-    timeframe: Timeframe,
-    body: &[u8],
-) -> ApiResult<usize> {
-    let text = std::str::from_utf8(body).map_err(|_| ApiError::validation("body", "the file is not UTF-8 text"))?;
-    let bars = tradeops_core::csv_bars::parse_bars_csv(text, timeframe).map_err(|e| {
-        ApiError::validation("body", e.to_string())
-            .with_detail(serde_json::json!({"field": "body", "line": e.line, "reason": e.reason}))
-    })?;
-    repo.save_bars(symbol, timeframe.as_str(), &bars, "csv").await?;
-    Ok(bars.len())
 }

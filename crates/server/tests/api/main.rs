@@ -19,6 +19,7 @@ mod flood;
 mod halt_resume;
 mod health;
 mod hostile;
+mod jobs;
 mod openapi;
 mod outage;
 mod parity;

@@ -1,0 +1,476 @@
+//! The durable jobs (downloads, backtests) and what they share, the job kind being
+//! [`JobKind`]: the dispatch [`Pool`] (each pass takes back the running jobs whose lease
+//! expired, reads the queue and starts what fits under the parallel limit), the atomic
+//! **claim** of a queued job by one worker, its **lease** (an expiry read from the injected
+//! clock, moved at every progress write and by a heartbeat; a lease left to expire — a crashed
+//! or stalled worker — lets another worker take the job back), **cancel** (a queued job at
+//! once, a running one at its next progress point), and **recovery** per kind: a download taken
+//! back resumes, a backtest runs again from the start. The kinds themselves live in
+//! [`crate::downloads`] and [`crate::backtests`].
+
+use crate::state::AppState;
+use futures::future::BoxFuture;
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+use tokio::sync::Notify;
+use tradeops_core::Clock;
+use tradeops_store::{Cancel, JobKind, JobRepository, JobStatus, Lease, Recovery, StoreError};
+
+/// How long a claim or a renewal holds a job.
+pub const LEASE: chrono::Duration = chrono::Duration::seconds(30);
+/// How often a running job's lease is renewed between progress writes.
+pub const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// How a kind's job taken back from a worker that stopped renewing its lease goes on.
+pub fn recovery(kind: JobKind) -> Recovery {
+    match kind {
+        // Storing bars is idempotent: the job continues.
+        JobKind::Download => Recovery::Resume,
+        // Runs are deterministic: it runs again from the start.
+        JobKind::Backtest => Recovery::Rerun,
+    }
+}
+
+/// One worker's leases: its name, and the clock their expiries are read from.
+#[derive(Clone)]
+pub struct Leases {
+    repo: Arc<dyn JobRepository>,
+    clock: Arc<dyn Clock>,
+    owner: String,
+}
+
+impl Leases {
+    /// A worker with a name of its own.
+    pub fn new(repo: Arc<dyn JobRepository>, clock: Arc<dyn Clock>) -> Leases {
+        Leases { repo, clock, owner: format!("worker-{}", uuid::Uuid::new_v4().simple()) }
+    }
+
+    /// A lease held from now for [`LEASE`]: what every write of a running job carries.
+    pub fn lease(&self) -> Lease {
+        let until = self.clock.now() + LEASE;
+        Lease { owner: self.owner.clone(), expires_at: Some(until.timestamp_millis()) }
+    }
+
+    /// The lease a job's final write leaves: its owner, no expiry.
+    pub fn released(&self) -> Lease {
+        Lease { owner: self.owner.clone(), expires_at: None }
+    }
+
+    /// Takes a queued job; false when another worker took it first (or it is no longer queued).
+    pub async fn claim(&self, kind: JobKind, id: &str) -> Result<bool, StoreError> {
+        self.repo.claim_job(kind, id, &self.lease()).await
+    }
+
+    /// Moves the lease of a job this worker runs; false when it lost the job.
+    pub async fn renew(&self, kind: JobKind, id: &str) -> Result<bool, StoreError> {
+        self.repo.renew_lease(kind, id, &self.lease()).await
+    }
+
+    /// Requeues the running jobs of a kind whose lease expired, as the kind recovers; their ids.
+    pub async fn recover(&self, kind: JobKind) -> Result<Vec<String>, StoreError> {
+        let now = self.clock.now().timestamp_millis();
+        self.repo.requeue_expired(kind, now, recovery(kind)).await
+    }
+
+    /// Renews the lease of job `id` every [`HEARTBEAT`] until the returned guard is dropped:
+    /// a job between progress points (a long day of bars, a long stretch of a run) stays held.
+    pub fn keep_alive(&self, kind: JobKind, id: &str) -> KeepAlive {
+        let (leases, id) = (self.clone(), id.to_string());
+        KeepAlive(tokio::spawn(async move {
+            let mut every = tokio::time::interval(HEARTBEAT);
+            every.tick().await;
+            loop {
+                every.tick().await;
+                match leases.renew(kind, &id).await {
+                    Ok(true) => {}
+                    // Canceled or taken back: the job stops at its next progress write.
+                    Ok(false) => return,
+                    Err(e) => tracing::warn!(error = %e, job = kind.name(), id, "could not renew a job's lease"),
+                }
+            }
+        }))
+    }
+}
+
+/// Stops the heartbeat of [`Leases::keep_alive`] when dropped.
+pub struct KeepAlive(tokio::task::JoinHandle<()>);
+
+impl Drop for KeepAlive {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Why a running job stopped before its end.
+#[derive(Debug, PartialEq)]
+pub enum Halt {
+    /// It failed: the reason its row records.
+    Failed(String),
+    /// Its worker no longer holds it (canceled, or taken back after its lease expired): it
+    /// stops without writing anything more.
+    Lost,
+}
+
+impl From<String> for Halt {
+    fn from(reason: String) -> Halt {
+        Halt::Failed(reason)
+    }
+}
+
+impl From<&str> for Halt {
+    fn from(reason: &str) -> Halt {
+        Halt::Failed(reason.to_string())
+    }
+}
+
+/// Why a cancel was refused.
+#[derive(Debug)]
+pub enum CancelError {
+    NotFound,
+    /// The job had already ended (`COMPLETED`, `FAILED` or `CANCELED`): nothing changed.
+    Final(JobStatus),
+    Store(StoreError),
+}
+
+/// Cancels a queued job at once; a running one is `CANCELED` now and its worker stops at its
+/// next progress point (its writes, conditional on holding the job, no longer land).
+pub async fn cancel(repo: &dyn JobRepository, clock: &dyn Clock, kind: JobKind, id: &str) -> Result<(), CancelError> {
+    match repo.cancel_job(kind, id, clock.now().timestamp_millis()).await.map_err(CancelError::Store)? {
+        Cancel::Canceled(was) => {
+            tracing::info!(job = kind.name(), id, %was, "job canceled");
+            Ok(())
+        }
+        Cancel::Final(status) => Err(CancelError::Final(status)),
+        Cancel::NotFound => Err(CancelError::NotFound),
+    }
+}
+
+/// How a worker reads its queue and runs one job it claimed.
+pub struct Pool<J> {
+    pub kind: JobKind,
+    pub parallel: usize,
+    pub wake: fn(&AppState) -> &Notify,
+    pub id: fn(&J) -> String,
+    /// Queued jobs, oldest first.
+    pub queued: for<'a> fn(&'a AppState) -> BoxFuture<'a, anyhow::Result<Vec<J>>>,
+    pub run: fn(AppState, Leases, J) -> BoxFuture<'static, ()>,
+}
+
+impl<J: Send + 'static> Pool<J> {
+    /// Runs forever.
+    pub async fn run(self, state: AppState) {
+        let leases = Leases::new(Arc::new(state.db.clone()), state.clock.clone());
+        let running: Arc<Mutex<BTreeSet<String>>> = Arc::default();
+        let name = self.kind.name();
+        loop {
+            match leases.recover(self.kind).await {
+                Ok(ids) => {
+                    for id in ids {
+                        let how = match recovery(self.kind) {
+                            Recovery::Resume => "resuming",
+                            Recovery::Rerun => "running again from the start",
+                        };
+                        tracing::warn!(
+                            job = name,
+                            id,
+                            "{how} a job whose worker stopped (a restart, or its lease expired)"
+                        );
+                    }
+                }
+                Err(e) => tracing::error!(error = %e, job = name, "could not look for interrupted jobs"),
+            }
+            let queued = (self.queued)(&state).await.unwrap_or_else(|e| {
+                tracing::error!(error = %e, job = name, "could not read the job queue");
+                Vec::new()
+            });
+            for job in queued {
+                let id = (self.id)(&job);
+                let mut active = running.lock().unwrap_or_else(|e| e.into_inner());
+                if active.len() >= self.parallel || active.contains(&id) {
+                    continue;
+                }
+                active.insert(id.clone());
+                let (state, leases, running, run, wake) =
+                    (state.clone(), leases.clone(), running.clone(), self.run, self.wake);
+                let kind = self.kind;
+                tokio::spawn(async move {
+                    match leases.claim(kind, &id).await {
+                        Ok(true) => run(state.clone(), leases, job).await,
+                        Ok(false) => {}
+                        Err(e) => tracing::error!(error = %e, job = kind.name(), id, "could not claim a job"),
+                    }
+                    running.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+                    wake(&state).notify_one();
+                });
+            }
+            tokio::select! {
+                _ = (self.wake)(&state).notified() => {}
+                _ = tokio::time::sleep(std::time::Duration::from_millis(500)) => {}
+            }
+        }
+    }
+}
+
+/// Writes a job's outcome, retrying for about a minute: on SQLite a write waits at most the busy
+/// timeout (5 s) for another writer's lock, and a job's result must not be lost to a long write
+/// elsewhere (a large download, say). True once written; false when every attempt failed, in
+/// which case the job stays RUNNING in the database until its lease expires and a worker takes
+/// it back.
+pub async fn persist<F, Fut, E>(what: &str, id: &str, mut write: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<(), E>>,
+    E: std::fmt::Display,
+{
+    const ATTEMPTS: u32 = 8;
+    let mut delay = std::time::Duration::from_millis(200);
+    for attempt in 1..=ATTEMPTS {
+        match write().await {
+            Ok(()) => return true,
+            Err(e) if attempt < ATTEMPTS => {
+                tracing::warn!(error = %e, id, attempt, "{what} not persisted yet; retrying");
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(std::time::Duration::from_secs(5));
+            }
+            Err(e) => {
+                tracing::error!(error = %e, id, "{what} not persisted; the job runs again once its lease expires")
+            }
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::persist;
+    use std::cell::Cell;
+
+    #[tokio::test(start_paused = true)]
+    async fn an_outcome_write_is_retried_until_it_lands() {
+        let calls = Cell::new(0);
+        let ok = persist("outcome", "job-1", || {
+            calls.set(calls.get() + 1);
+            let n = calls.get();
+            async move {
+                if n < 3 {
+                    Err("database is locked")
+                } else {
+                    Ok(())
+                }
+            }
+        })
+        .await;
+        assert!(ok);
+        assert_eq!(calls.get(), 3);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_write_that_never_lands_is_reported() {
+        let calls = Cell::new(0);
+        let ok = persist("outcome", "job-2", || {
+            calls.set(calls.get() + 1);
+            async { Err::<(), _>("database is locked") }
+        })
+        .await;
+        assert!(!ok);
+        assert_eq!(calls.get(), 8);
+    }
+}
+
+/// The generic job operations on a real database: SQLite, or PostgreSQL when
+/// `TRADEOPS_TEST_DATABASE_URL` is set (a fresh database each test), with a [`ManualClock`]
+/// driving the leases.
+#[cfg(test)]
+mod lease_tests {
+    use super::*;
+    use tradeops_core::time::parse_ts;
+    use tradeops_core::ManualClock;
+    use tradeops_store::{BacktestRecord, BacktestRepository, DataRepository, Database, JobRecord};
+
+    /// A database that lives as long as the value (the SQLite folder is deleted after).
+    struct TestDb(Database, #[allow(dead_code)] Option<tempfile::TempDir>);
+
+    async fn database() -> TestDb {
+        match std::env::var("TRADEOPS_TEST_DATABASE_URL") {
+            Ok(admin) if !admin.is_empty() => {
+                let name = format!("tradeops_jobs_{}", uuid::Uuid::new_v4().simple());
+                let db = Database::connect(&admin).await.expect("PostgreSQL reachable");
+                db.execute_raw(&format!("CREATE DATABASE {name}")).await.expect("create test database");
+                db.close().await;
+                let (base, query) = admin.split_once('?').map(|(b, q)| (b, Some(q))).unwrap_or((&admin, None));
+                let url = format!(
+                    "{}/{name}{}",
+                    &base[..base.rfind('/').unwrap()],
+                    query.map(|q| format!("?{q}")).unwrap_or_default()
+                );
+                TestDb(Database::open(&url).await.unwrap(), None)
+            }
+            _ => {
+                let dir = tempfile::tempdir().unwrap();
+                let db = Database::open(&format!("sqlite://{}/t.db", dir.path().display())).await.unwrap();
+                TestDb(db, Some(dir))
+            }
+        }
+    }
+
+    fn clock() -> ManualClock {
+        ManualClock::new(parse_ts("2026-11-20T15:00:00Z").unwrap())
+    }
+
+    fn worker(db: &Database, clock: &ManualClock) -> Leases {
+        Leases::new(Arc::new(db.clone()), Arc::new(clock.clone()))
+    }
+
+    fn download(id: &str, status: JobStatus) -> JobRecord {
+        JobRecord {
+            request_id: id.into(),
+            symbol: "ABC".into(),
+            timeframe: "1m".into(),
+            start: 0,
+            end: 86_400_000,
+            status,
+            progress: 0.4,
+            bars: 576,
+            error: None,
+            requested_by: "admin".into(),
+            created_at: 1,
+            started_at: None,
+            finished_at: None,
+        }
+    }
+
+    fn backtest(id: &str, status: JobStatus) -> BacktestRecord {
+        BacktestRecord {
+            backtest_id: id.into(),
+            strategy_id: "sma_cross".into(),
+            symbol: "ABC".into(),
+            status,
+            progress: 0.4,
+            request: "{}".into(),
+            result: None,
+            error: None,
+            requested_by: "admin".into(),
+            created_at: 1,
+            started_at: None,
+            finished_at: None,
+        }
+    }
+
+    async fn status(db: &Database, id: &str) -> JobRecord {
+        DataRepository::job(db, id).await.unwrap().unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_queued_job_is_claimed_by_exactly_one_of_two_workers() {
+        let TestDb(db, _dir) = database().await;
+        let clock = clock();
+        let (a, b) = (worker(&db, &clock), worker(&db, &clock));
+        for n in 0..5 {
+            let id = format!("dl-{n}");
+            db.insert_job(&download(&id, JobStatus::Queued)).await.unwrap();
+            let (took_a, took_b) = tokio::join!(a.claim(JobKind::Download, &id), b.claim(JobKind::Download, &id));
+            assert!(took_a.unwrap() ^ took_b.unwrap(), "one claimant and only one takes {id}");
+            assert_eq!(status(&db, &id).await.status, JobStatus::Running);
+        }
+        db.close().await;
+    }
+
+    #[tokio::test]
+    async fn a_lease_left_to_expire_lets_another_worker_take_the_job() {
+        let TestDb(db, _dir) = database().await;
+        let clock = clock();
+        let (a, b) = (worker(&db, &clock), worker(&db, &clock));
+        db.insert_job(&download("dl-1", JobStatus::Queued)).await.unwrap();
+        assert!(a.claim(JobKind::Download, "dl-1").await.unwrap());
+        clock.advance(chrono::Duration::seconds(20));
+        assert!(a.renew(JobKind::Download, "dl-1").await.unwrap(), "the holder renews its lease");
+        clock.advance(chrono::Duration::seconds(25));
+        assert!(b.recover(JobKind::Download).await.unwrap().is_empty(), "renewed 25 s ago: still held");
+        assert!(!b.claim(JobKind::Download, "dl-1").await.unwrap());
+        clock.advance(chrono::Duration::seconds(10));
+        assert_eq!(b.recover(JobKind::Download).await.unwrap(), vec!["dl-1".to_string()], "35 s without renewal");
+        assert!(b.claim(JobKind::Download, "dl-1").await.unwrap(), "the second worker takes the job");
+        assert!(!a.renew(JobKind::Download, "dl-1").await.unwrap(), "the first lost it");
+        let mut job = status(&db, "dl-1").await;
+        job.progress = 0.9;
+        assert!(!db.update_leased_job(&job, &a.lease()).await.unwrap(), "a write of the first no longer lands");
+        assert!(db.update_leased_job(&job, &b.lease()).await.unwrap());
+        db.close().await;
+    }
+
+    #[tokio::test]
+    async fn a_queued_job_is_canceled_at_once_and_never_claimed() {
+        let TestDb(db, _dir) = database().await;
+        let clock = clock();
+        let a = worker(&db, &clock);
+        db.insert_job(&download("dl-1", JobStatus::Queued)).await.unwrap();
+        cancel(&db, &clock, JobKind::Download, "dl-1").await.unwrap();
+        let job = status(&db, "dl-1").await;
+        assert_eq!(job.status, JobStatus::Canceled);
+        assert_eq!(job.finished_at, Some(clock.now().timestamp_millis()));
+        assert!(!a.claim(JobKind::Download, "dl-1").await.unwrap());
+        let again = cancel(&db, &clock, JobKind::Download, "dl-1").await;
+        assert!(matches!(again, Err(CancelError::Final(JobStatus::Canceled))), "{again:?}");
+        assert!(matches!(cancel(&db, &clock, JobKind::Download, "dl-none").await, Err(CancelError::NotFound)));
+        db.close().await;
+    }
+
+    #[tokio::test]
+    async fn a_running_job_is_canceled_and_its_worker_stops_at_its_next_write() {
+        let TestDb(db, _dir) = database().await;
+        let clock = clock();
+        let a = worker(&db, &clock);
+        db.insert_backtest(&backtest("bt-1", JobStatus::Queued)).await.unwrap();
+        assert!(a.claim(JobKind::Backtest, "bt-1").await.unwrap());
+        cancel(&db, &clock, JobKind::Backtest, "bt-1").await.unwrap();
+        let mut run = db.backtest("bt-1").await.unwrap().unwrap();
+        assert_eq!(run.status, JobStatus::Canceled);
+        run.status = JobStatus::Completed;
+        run.result = Some("{}".into());
+        assert!(!db.update_leased_backtest(&run, &a.released()).await.unwrap(), "the outcome is not written");
+        assert!(!a.renew(JobKind::Backtest, "bt-1").await.unwrap());
+        let run = db.backtest("bt-1").await.unwrap().unwrap();
+        assert_eq!((run.status, run.result), (JobStatus::Canceled, None));
+        clock.advance(chrono::Duration::minutes(5));
+        assert!(a.recover(JobKind::Backtest).await.unwrap().is_empty(), "a canceled job is never taken back");
+        let done = backtest("bt-2", JobStatus::Completed);
+        db.insert_backtest(&done).await.unwrap();
+        let refused = cancel(&db, &clock, JobKind::Backtest, "bt-2").await;
+        assert!(matches!(refused, Err(CancelError::Final(JobStatus::Completed))), "{refused:?}");
+        assert_eq!(db.backtest("bt-2").await.unwrap().unwrap(), done, "nothing changes");
+        db.close().await;
+    }
+
+    /// A crash leaves jobs RUNNING without a live lease: a download resumes with its progress,
+    /// a backtest runs again from the start; a held or final job is left alone.
+    #[tokio::test]
+    async fn jobs_of_a_stopped_worker_resume_or_rerun_by_kind() {
+        let TestDb(db, _dir) = database().await;
+        let clock = clock();
+        let (a, b) = (worker(&db, &clock), worker(&db, &clock));
+        db.insert_job(&download("dl-crashed", JobStatus::Running)).await.unwrap();
+        db.insert_job(&download("dl-done", JobStatus::Completed)).await.unwrap();
+        db.insert_job(&download("dl-held", JobStatus::Queued)).await.unwrap();
+        assert!(a.claim(JobKind::Download, "dl-held").await.unwrap());
+        db.insert_backtest(&backtest("bt-crashed", JobStatus::Running)).await.unwrap();
+        assert_eq!(b.recover(JobKind::Download).await.unwrap(), vec!["dl-crashed".to_string()]);
+        let resumed = status(&db, "dl-crashed").await;
+        assert_eq!((resumed.status, resumed.progress, resumed.bars), (JobStatus::Queued, 0.4, 576));
+        assert_eq!(status(&db, "dl-held").await.status, JobStatus::Running);
+        assert_eq!(status(&db, "dl-done").await.status, JobStatus::Completed);
+        assert_eq!(b.recover(JobKind::Backtest).await.unwrap(), vec!["bt-crashed".to_string()]);
+        let rerun = db.backtest("bt-crashed").await.unwrap().unwrap();
+        assert_eq!((rerun.status, rerun.progress), (JobStatus::Queued, 0.0));
+        db.close().await;
+    }
+
+    #[test]
+    fn statuses_are_their_contract_names() {
+        for status in JobStatus::ALL {
+            assert_eq!(serde_json::to_value(status).unwrap(), status.as_str());
+            assert_eq!(JobStatus::parse(status.as_str()), Some(status));
+        }
+        assert_eq!(JobStatus::parse("running"), None);
+        assert!(JobStatus::Canceled.is_final() && !JobStatus::Running.is_final());
+    }
+}
