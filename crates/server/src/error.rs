@@ -1,37 +1,16 @@
-//! The error catalogue of CONTRACT §2 in one table, and [`ApiError`], the only error type
-//! handlers return. Its response is always the contract's error envelope; internal errors are
-//! logged once here, with the request id, and never leak to the client.
+//! The HTTP edge of errors: [`ApiError`], the only error type handlers return, rendered as the
+//! contract's error envelope (CONTRACT §2); the code → HTTP status table; and the one mapping
+//! of the domain's [`DomainError`] to a code, message, `detail` and `Retry-After`. Internal
+//! errors are logged once here, with the request id, and never leak to the client.
 
+pub use crate::domain::ErrorCode;
+use crate::domain::{DomainError, GuardSubject};
 use crate::envelope::{ErrorBody, Meta};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde::Serialize;
 use serde_json::{json, Value};
+use tradeops_core::orders::OrderStatus;
 use tradeops_core::FieldError;
-
-/// Every error code of the contract.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum ErrorCode {
-    ValidationError,
-    Unauthorized,
-    Forbidden,
-    NotFound,
-    PositionNotFound,
-    MethodNotAllowed,
-    OrderNotCancellable,
-    DuplicateOrderBlocked,
-    MarketClosed,
-    EmergencyHaltActive,
-    SettingsUpdateBlocked,
-    PayloadTooLarge,
-    RiskBlocked,
-    ConfirmationRequired,
-    RateLimited,
-    InternalError,
-    BrokerUnavailable,
-    ServiceUnavailable,
-}
 
 impl ErrorCode {
     /// The whole code → HTTP status table.
@@ -54,30 +33,6 @@ impl ErrorCode {
             RateLimited => StatusCode::TOO_MANY_REQUESTS,
             InternalError => StatusCode::INTERNAL_SERVER_ERROR,
             BrokerUnavailable | ServiceUnavailable => StatusCode::SERVICE_UNAVAILABLE,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        use ErrorCode::*;
-        match self {
-            ValidationError => "VALIDATION_ERROR",
-            Unauthorized => "UNAUTHORIZED",
-            Forbidden => "FORBIDDEN",
-            NotFound => "NOT_FOUND",
-            PositionNotFound => "POSITION_NOT_FOUND",
-            MethodNotAllowed => "METHOD_NOT_ALLOWED",
-            OrderNotCancellable => "ORDER_NOT_CANCELLABLE",
-            DuplicateOrderBlocked => "DUPLICATE_ORDER_BLOCKED",
-            MarketClosed => "MARKET_CLOSED",
-            EmergencyHaltActive => "EMERGENCY_HALT_ACTIVE",
-            SettingsUpdateBlocked => "SETTINGS_UPDATE_BLOCKED",
-            PayloadTooLarge => "PAYLOAD_TOO_LARGE",
-            RiskBlocked => "RISK_BLOCKED",
-            ConfirmationRequired => "CONFIRMATION_REQUIRED",
-            RateLimited => "RATE_LIMITED",
-            InternalError => "INTERNAL_ERROR",
-            BrokerUnavailable => "BROKER_UNAVAILABLE",
-            ServiceUnavailable => "SERVICE_UNAVAILABLE",
         }
     }
 }
@@ -137,17 +92,7 @@ impl ApiError {
     /// `VALIDATION_ERROR` for several fields: `detail.field`/`detail.reason` name the first,
     /// `detail.errors` lists them all.
     pub fn fields(errors: Vec<FieldError>) -> Self {
-        let first = errors.first().cloned().unwrap_or_else(|| FieldError::new("", "invalid request"));
-        let message = if first.field.is_empty() {
-            format!("Invalid request: {}", first.reason)
-        } else if ["must ", "is ", "may "].iter().any(|p| first.reason.starts_with(p)) {
-            // Reasons in the operator's words read as a sentence: "quantity must be …".
-            format!("{} {}", first.field, first.reason)
-        } else {
-            format!("Invalid value for {}: {}", first.field, first.reason)
-        };
-        Self::new(ErrorCode::ValidationError, message)
-            .with_detail(json!({"field": first.field, "reason": first.reason, "errors": errors}))
+        DomainError::Validation(errors).into()
     }
 
     pub fn not_found(what: impl Into<String>) -> Self {
@@ -175,11 +120,58 @@ impl ApiError {
 
 impl From<tradeops_store::StoreError> for ApiError {
     fn from(e: tradeops_store::StoreError) -> Self {
-        if e.is_unavailable() {
-            tracing::warn!(error = %e, "refused: the database is unavailable");
-            return ApiError::database_unavailable();
+        DomainError::from(e).into()
+    }
+}
+
+impl From<DomainError> for ApiError {
+    fn from(e: DomainError) -> Self {
+        let code = e.code();
+        match e {
+            DomainError::Internal(cause) => ApiError::internal(cause),
+            DomainError::Unavailable { reason } => {
+                let e = ApiError::database_unavailable();
+                match reason {
+                    Some(reason) => e.with_detail(json!({"reason": reason})),
+                    None => e,
+                }
+            }
+            e => {
+                let detail = detail(&e);
+                ApiError::new(code, e.to_string()).with_detail(detail)
+            }
         }
-        ApiError::internal(e)
+    }
+}
+
+/// The envelope's `detail` of a refusal: the keys the contract names for its code.
+fn detail(e: &DomainError) -> Value {
+    match e {
+        DomainError::Validation(errors) => {
+            let first = errors.first().cloned().unwrap_or_else(|| FieldError::new("", "invalid request"));
+            json!({"field": first.field, "reason": first.reason, "errors": errors})
+        }
+        DomainError::PositionNotFound(symbol) => json!({"symbol": symbol}),
+        DomainError::Forbidden { role, required, .. } => json!({"required_role": required, "role": role}),
+        DomainError::Risk(r) => json!({"rule": r.rule, "limit": r.limit, "current": r.current}),
+        DomainError::DuplicateOrder { existing, .. } => json!({"existing_client_order_id": existing}),
+        DomainError::NotCancellable { status: status @ OrderStatus::PendingCancel } => {
+            json!({"status": status, "cancel_sent_again": true})
+        }
+        DomainError::NotCancellable { status } => json!({"status": status}),
+        DomainError::MarketClosed { next_open } => {
+            json!({"next_open": tradeops_core::time::format_ts(next_open)})
+        }
+        DomainError::GuardRefused { guard, reason, subject: GuardSubject::Fields(fields) } => {
+            json!({"guard": guard, "reason": reason, "fields": fields})
+        }
+        DomainError::GuardRefused { guard, reason, subject: GuardSubject::Token(name) } => {
+            json!({"guard": guard, "reason": reason, "name": name})
+        }
+        DomainError::NotFound(_)
+        | DomainError::EmergencyHaltActive
+        | DomainError::Unavailable { .. }
+        | DomainError::Internal(_) => json!({}),
     }
 }
 

@@ -14,6 +14,7 @@ pub mod clock;
 pub mod config;
 pub mod console;
 pub mod deadline;
+pub mod domain;
 pub mod downloads;
 pub mod envelope;
 pub mod error;

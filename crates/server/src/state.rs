@@ -1,8 +1,8 @@
 //! Shared application state: cheap to clone, every swappable component behind a trait.
 
-use crate::auth::TokenRegistry;
 use crate::budget::RateLimiter;
 use crate::config::Config;
+use crate::domain::tokens::TokenRegistry;
 use crate::health::HealthMonitor;
 use crate::market::live::LiveMarket;
 use crate::market::MarketData;

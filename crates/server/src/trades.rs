@@ -6,7 +6,7 @@
 //! executions changed, and a trade's features and excursions are fetched once, not at every
 //! rebuild.
 
-use crate::error::ApiResult;
+use crate::domain::DomainResult;
 use crate::state::AppState;
 use chrono::NaiveDate;
 use rust_decimal::Decimal;
@@ -103,7 +103,7 @@ pub fn trade_detail(t: &Trade) -> Value {
 
 /// Every completed trade, oldest exit first: the last build while no order or execution was
 /// written since, else a new one.
-pub async fn completed(state: &AppState) -> ApiResult<Arc<CompletedTrades>> {
+pub async fn completed(state: &AppState) -> DomainResult<Arc<CompletedTrades>> {
     let repo: &dyn TradingRepository = &state.db;
     let settings = state.settings.current();
     let breakeven = settings.analytics.breakeven_threshold;
@@ -212,7 +212,7 @@ const SHOWN_AS_ORDERS: &[&str] = &["position.close", "order.create", "order.canc
 /// Operator actions on each trade's symbol while it was open (from the audit log: halts, stops,
 /// blocks — closes already show as their orders) join its timeline, which is then put in time
 /// order. Audit rows and trades both carry market time, in DEMO too.
-async fn add_operator_actions(state: &AppState, trades: &mut [Trade]) -> ApiResult<()> {
+async fn add_operator_actions(state: &AppState, trades: &mut [Trade]) -> DomainResult<()> {
     let symbols: std::collections::BTreeSet<Symbol> = trades.iter().map(|t| t.symbol.clone()).collect();
     for symbol in symbols {
         let entries = audit_of(state, &symbol).await?;
@@ -235,7 +235,7 @@ async fn add_operator_actions(state: &AppState, trades: &mut [Trade]) -> ApiResu
 
 /// Every successful audited action on a symbol, page by page: a trade keeps its operator
 /// actions however long the log grows.
-async fn audit_of(state: &AppState, symbol: &Symbol) -> ApiResult<Vec<tradeops_store::AuditEntry>> {
+async fn audit_of(state: &AppState, symbol: &Symbol) -> DomainResult<Vec<tradeops_store::AuditEntry>> {
     const PAGE: u32 = 500;
     let mut filter =
         AuditFilter { outcome: Some("OK".into()), target: Some(symbol.to_string()), limit: PAGE, ..Default::default() };

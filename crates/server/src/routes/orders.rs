@@ -2,6 +2,7 @@
 //! `POST /api/orders/cancel`.
 
 use crate::auth::Caller;
+use crate::domain::trading::TradingService;
 use crate::envelope::{ApiResponse, SuccessBody};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Path, Query};
@@ -17,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use tradeops_core::engine::{Command, ManualOrder, Reply};
+use tradeops_core::engine::ManualOrder;
 use tradeops_core::market::Side;
 use tradeops_core::orders::{ClientOrderId, Execution, Order, OrderStatus, OrderType, TimeInForce};
 use tradeops_core::time::{format_ts, to_epoch_ms};
@@ -196,10 +197,8 @@ pub async fn create(State(state): State<AppState>, guard: Sensitive) -> ApiResul
                 time_in_force: req.time_in_force.unwrap_or(TimeInForce::Day),
                 reason: req.reason,
             };
-            match state.engine().command(Command::PlaceOrder(order)).await? {
-                Reply::Order(order) => Ok(ApiResponse::created(order_detail(&order, state.settings.mode().as_str()))),
-                other => Err(ApiError::internal(format!("unexpected engine reply {other:?}"))),
-            }
+            let order = TradingService::new(state.engine()).place_order(order).await?;
+            Ok(ApiResponse::created(order_detail(&order, state.settings.mode().as_str())))
         })
         .await
 }
@@ -363,12 +362,11 @@ pub struct CancelResult {
 pub async fn cancel(State(state): State<AppState>, guard: Sensitive) -> ApiResult<ApiResponse<CancelResult>> {
     guard
         .run(ORDER_CANCEL, Target::BodyField("client_order_id"), |_caller, req: CancelOrder| async move {
-            match state.engine().command(Command::CancelOrder { client_order_id: req.client_order_id }).await? {
-                Reply::Cancel { client_order_id, status } => {
-                    Ok(ApiResponse::ok(CancelResult { client_order_id: client_order_id.to_string(), status }))
-                }
-                other => Err(ApiError::internal(format!("unexpected engine reply {other:?}"))),
-            }
+            let cancelled = TradingService::new(state.engine()).cancel_order(req.client_order_id).await?;
+            Ok(ApiResponse::ok(CancelResult {
+                client_order_id: cancelled.client_order_id.to_string(),
+                status: cancelled.status,
+            }))
         })
         .await
 }
