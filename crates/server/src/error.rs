@@ -230,4 +230,92 @@ mod tests {
             assert_eq!(serde_json::to_value(code).unwrap(), code.as_str(), "{code:?}");
         }
     }
+
+    /// The domain → envelope table: every [`DomainError`] variant's code, status, message,
+    /// `detail` keys and `Retry-After`, as the contract's responses carry them.
+    #[test]
+    fn every_domain_error_maps_to_its_envelope() {
+        use crate::domain::{DomainError as D, GuardSubject};
+        use tradeops_core::orders::ClientOrderId;
+        use tradeops_core::risk::{RiskRefusal, RiskRule};
+        use tradeops_core::{Role, Symbol};
+
+        let symbol = Symbol::parse("ABCD").unwrap();
+        let next_open = tradeops_core::time::parse_ts("2026-11-23T14:30:00Z").unwrap();
+        let refusal = RiskRefusal {
+            rule: RiskRule::MaxTradesPerDay,
+            limit: json!(3),
+            current: json!(3),
+            message: "3 trades today: the limit is 3".into(),
+        };
+        #[rustfmt::skip]
+        let table: Vec<(D, u16, &str, &str, Value, Option<u64>)> = vec![
+            (D::validation("quantity", "must be a whole number"), 400, "VALIDATION_ERROR",
+                "quantity must be a whole number",
+                json!({"field": "quantity", "reason": "must be a whole number",
+                       "errors": [{"field": "quantity", "reason": "must be a whole number"}]}), None),
+            (D::Validation(vec![FieldError::new("side", "unknown"), FieldError::new("quantity", "is required")]),
+                400, "VALIDATION_ERROR", "Invalid value for side: unknown",
+                json!({"field": "side", "reason": "unknown", "errors": [
+                    {"field": "side", "reason": "unknown"}, {"field": "quantity", "reason": "is required"}]}), None),
+            (D::Validation(vec![]), 400, "VALIDATION_ERROR", "Invalid request: invalid request",
+                json!({"field": "", "reason": "invalid request", "errors": []}), None),
+            (D::NotFound("No order \"x\"".into()), 404, "NOT_FOUND", "No order \"x\"", json!({}), None),
+            (D::PositionNotFound(symbol.clone()), 404, "POSITION_NOT_FOUND", "No open position in ABCD",
+                json!({"symbol": "ABCD"}), None),
+            (D::Forbidden { name: "bot".into(), role: Role::Viewer, required: Role::Operator }, 403, "FORBIDDEN",
+                "This action needs the operator role; token \"bot\" has viewer",
+                json!({"required_role": "operator", "role": "viewer"}), None),
+            (D::EmergencyHaltActive, 409, "EMERGENCY_HALT_ACTIVE",
+                "Emergency halt is active: nothing new until an operator resumes (POST /api/risk/resume)",
+                json!({}), None),
+            (D::Risk(Box::new(refusal)), 422, "RISK_BLOCKED", "3 trades today: the limit is 3",
+                json!({"rule": "MAX_TRADES_PER_DAY", "limit": 3, "current": 3}), None),
+            (D::DuplicateOrder { existing: ClientOrderId::parse("c-1").unwrap(), message: "Same order".into() },
+                409, "DUPLICATE_ORDER_BLOCKED", "Same order", json!({"existing_client_order_id": "c-1"}), None),
+            (D::NotCancellable { status: OrderStatus::Filled }, 409, "ORDER_NOT_CANCELLABLE",
+                "The order is FILLED and cannot be cancelled", json!({"status": "FILLED"}), None),
+            (D::NotCancellable { status: OrderStatus::PendingCancel }, 409, "ORDER_NOT_CANCELLABLE",
+                "The order is already PENDING_CANCEL: its cancel was sent to the broker again",
+                json!({"status": "PENDING_CANCEL", "cancel_sent_again": true}), None),
+            (D::MarketClosed { next_open }, 409, "MARKET_CLOSED",
+                "The market is closed; it next opens at 2026-11-23T14:30:00.000Z",
+                json!({"next_open": "2026-11-23T14:30:00.000Z"}), None),
+            (D::GuardRefused { guard: "X-Confirm-Live", reason: "needs the header".into(),
+                    subject: GuardSubject::Fields(vec!["runtime.trading_mode".into()]) },
+                409, "SETTINGS_UPDATE_BLOCKED", "needs the header",
+                json!({"guard": "X-Confirm-Live", "reason": "needs the header", "fields": ["runtime.trading_mode"]}),
+                None),
+            (D::GuardRefused { guard: "last_admin_token", reason: "last admin".into(),
+                    subject: GuardSubject::Token("root".into()) },
+                409, "SETTINGS_UPDATE_BLOCKED", "last admin",
+                json!({"guard": "last_admin_token", "reason": "last admin", "name": "root"}), None),
+            (D::Unavailable { reason: None }, 503, "SERVICE_UNAVAILABLE",
+                "The database is unavailable; retry shortly", json!({}), Some(DATABASE_RETRY_AFTER)),
+            (D::Unavailable { reason: Some("order not written".into()) }, 503, "SERVICE_UNAVAILABLE",
+                "The database is unavailable; retry shortly", json!({"reason": "order not written"}),
+                Some(DATABASE_RETRY_AFTER)),
+            (D::internal("disk on fire"), 500, "INTERNAL_ERROR",
+                "Internal error; the request id identifies it in the logs", json!({}), None),
+        ];
+        for (error, status, code, message, detail, retry_after) in table {
+            let what = format!("{error:?}");
+            assert_eq!(error.code().as_str(), code, "{what}");
+            let api = ApiError::from(error);
+            assert_eq!(api.code.status().as_u16(), status, "{what}");
+            assert_eq!(api.code.as_str(), code, "{what}");
+            assert_eq!(api.message, message, "{what}");
+            // Keys in order: the envelope is serialised as built.
+            assert_eq!(serde_json::to_string(&api.detail).unwrap(), detail.to_string(), "{what}");
+            assert_eq!(api.retry_after, retry_after, "{what}");
+        }
+    }
+
+    /// The cause of an internal error is kept for the log, never put in the response.
+    #[test]
+    fn internal_cause_is_logged_not_sent() {
+        let api = ApiError::from(crate::domain::DomainError::internal("disk on fire"));
+        assert_eq!(api.internal.as_deref(), Some("disk on fire"));
+        assert!(!api.message.contains("disk"));
+    }
 }

@@ -309,4 +309,28 @@ mod tests {
         assert_eq!(service.resolve("tro_root", 2).map(|p| p.name), Some("root".to_string()));
         assert_eq!(service.resolve("tro_unknown", 2), None);
     }
+
+    /// The token actions the API and the CLI share: a name is checked before anything is
+    /// stored, a revoke of an unknown name is `NOT_FOUND`, and the last admin token stays.
+    #[tokio::test]
+    async fn token_actions_check_names_and_keep_the_last_admin() {
+        let (_dir, db) = sqlite().await;
+        let tokens = TokenRegistry::load(Arc::new(db.clone())).await.unwrap();
+        let refused = tokens.create_named("no spaces", Role::Admin, "test", 1).await.unwrap_err();
+        assert_eq!(refused, DomainError::validation("name", format!("must be {TOKEN_NAME_RULE}")));
+        assert!(tokens.is_empty(), "a refused name stores nothing");
+        let secret = tokens.create_named("root", Role::Admin, "test", 1).await.unwrap();
+        assert_eq!(tokens.resolve(&secret, 2).map(|p| p.name), Some("root".to_string()));
+        assert_eq!(
+            tokens.revoke_named("nobody", 3).await.unwrap_err(),
+            DomainError::NotFound("No active token named \"nobody\"".into())
+        );
+        match tokens.revoke_named("root", 3).await.unwrap_err() {
+            DomainError::GuardRefused { guard, subject, .. } => {
+                assert_eq!((guard, subject), (LAST_ADMIN_GUARD, GuardSubject::Token("root".into())));
+            }
+            other => panic!("expected the last admin guard, got {other:?}"),
+        }
+        assert!(tokens.resolve(&secret, 4).is_some(), "the last admin token stays active");
+    }
 }
