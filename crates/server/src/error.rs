@@ -248,8 +248,10 @@ mod tests {
             current: json!(3),
             message: "3 trades today: the limit is 3".into(),
         };
+        /// A domain error and its envelope: status, code, message, detail, `Retry-After`.
+        type Row = (D, u16, &'static str, &'static str, Value, Option<u64>);
         #[rustfmt::skip]
-        let table: Vec<(D, u16, &str, &str, Value, Option<u64>)> = vec![
+        let table: Vec<Row> = vec![
             (D::validation("quantity", "must be a whole number"), 400, "VALIDATION_ERROR",
                 "quantity must be a whole number",
                 json!({"field": "quantity", "reason": "must be a whole number",
