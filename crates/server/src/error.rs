@@ -113,8 +113,7 @@ pub const DATABASE_RETRY_AFTER: u64 = 2;
 impl ApiError {
     /// `SERVICE_UNAVAILABLE`: the database cannot be reached (or cannot write) now.
     pub fn database_unavailable() -> Self {
-        ApiError::new(ErrorCode::ServiceUnavailable, "The database is unavailable; retry shortly")
-            .with_retry_after(DATABASE_RETRY_AFTER)
+        DomainError::Unavailable { reason: None }.into()
     }
 }
 
@@ -126,20 +125,13 @@ impl From<tradeops_store::StoreError> for ApiError {
 
 impl From<DomainError> for ApiError {
     fn from(e: DomainError) -> Self {
-        let code = e.code();
+        if let DomainError::Internal(cause) = e {
+            return ApiError::internal(cause);
+        }
+        let refusal = ApiError::new(e.code(), e.to_string()).with_detail(detail(&e));
         match e {
-            DomainError::Internal(cause) => ApiError::internal(cause),
-            DomainError::Unavailable { reason } => {
-                let e = ApiError::database_unavailable();
-                match reason {
-                    Some(reason) => e.with_detail(json!({"reason": reason})),
-                    None => e,
-                }
-            }
-            e => {
-                let detail = detail(&e);
-                ApiError::new(code, e.to_string()).with_detail(detail)
-            }
+            DomainError::Unavailable { .. } => refusal.with_retry_after(DATABASE_RETRY_AFTER),
+            _ => refusal,
         }
     }
 }
@@ -168,9 +160,10 @@ fn detail(e: &DomainError) -> Value {
         DomainError::GuardRefused { guard, reason, subject: GuardSubject::Token(name) } => {
             json!({"guard": guard, "reason": reason, "name": name})
         }
+        DomainError::Unavailable { reason: Some(reason) } => json!({"reason": reason}),
         DomainError::NotFound(_)
         | DomainError::EmergencyHaltActive
-        | DomainError::Unavailable { .. }
+        | DomainError::Unavailable { reason: None }
         | DomainError::Internal(_) => json!({}),
     }
 }
