@@ -29,6 +29,7 @@ pub mod jobs;
 pub mod market;
 pub mod metrics;
 pub mod openapi;
+pub mod order_pages;
 pub mod radar;
 pub mod refusals;
 pub mod routes;

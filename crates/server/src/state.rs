@@ -50,7 +50,7 @@ pub struct Inner {
     pub downloads: crate::downloads::DownloadQueue,
     pub backtests: crate::backtests::BacktestQueue,
     pub trade_cache: crate::trades::TradeCache,
-    pub order_pages: crate::routes::orders::OrderPages,
+    pub order_pages: crate::order_pages::OrderPages,
     /// Set once the engine is restored, before the service answers.
     pub engine: std::sync::OnceLock<crate::trading::EngineHandle>,
 }

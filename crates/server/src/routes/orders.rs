@@ -7,6 +7,7 @@ use crate::envelope::{ApiResponse, SuccessBody};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Path, Query};
 use crate::guard::{Action, Sensitive, Target};
+use crate::order_pages::OrderPage;
 use crate::routes::list_limit;
 use crate::state::AppState;
 use axum::extract::State;
@@ -16,8 +17,7 @@ use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use tradeops_core::engine::ManualOrder;
 use tradeops_core::market::Side;
 use tradeops_core::orders::{ClientOrderId, Execution, Order, OrderStatus, OrderType, TimeInForce};
@@ -276,45 +276,6 @@ pub async fn list(
 
 fn raw_row(row: &OrderRow) -> Arc<RawValue> {
     Arc::from(serde_json::value::to_raw_value(row).expect("an order row serialises"))
-}
-
-/// One page of `GET /api/orders` as served: its rows as JSON text, and the next page's cursor.
-pub struct OrderPage {
-    rows: Vec<Arc<RawValue>>,
-    next: Option<String>,
-}
-
-/// Pages of `GET /api/orders` as served, by filter, while the store's change counter of orders
-/// stays where it was when they were read: a console polling the list costs a one-row read, not
-/// reading and serialising a page of orders. Every write of orders or executions moves the
-/// counter in its own transaction, so a page is never served once the orders it shows changed.
-#[derive(Default)]
-pub struct OrderPages {
-    pages: Mutex<(i64, HashMap<OrderFilter, Arc<OrderPage>>)>,
-}
-
-impl OrderPages {
-    /// Distinct filters kept for one version (dates, statuses, symbols, cursors): enough for
-    /// every console's pages; beyond it pages are simply read again.
-    const MAX_PAGES: usize = 256;
-
-    fn get(&self, version: i64, filter: &OrderFilter) -> Option<Arc<OrderPage>> {
-        let pages = self.pages.lock().unwrap_or_else(|e| e.into_inner());
-        (pages.0 == version).then(|| pages.1.get(filter).cloned()).flatten()
-    }
-
-    /// Keeps `page`, read at `version`, and returns it. Pages of an earlier version are dropped;
-    /// a page of an earlier version than those kept is not kept.
-    fn put(&self, version: i64, filter: OrderFilter, page: Arc<OrderPage>) -> Arc<OrderPage> {
-        let mut pages = self.pages.lock().unwrap_or_else(|e| e.into_inner());
-        if version > pages.0 {
-            *pages = (version, HashMap::new());
-        }
-        if version == pages.0 && pages.1.len() < Self::MAX_PAGES {
-            pages.1.insert(filter, page.clone());
-        }
-        page
-    }
 }
 
 /// One order with its executions.
