@@ -1,10 +1,10 @@
 //! Building and running the service: storage, cache, tokens, settings, health, router, listener.
 //! Tests build exactly this, on port 0.
 
-use crate::auth::{generate_token, TokenRegistry};
 use crate::budget::RateLimiter;
 use crate::clock::ScaledClock;
 use crate::config::{redact, Config};
+use crate::domain::tokens::{generate_token, TokenRegistry};
 use crate::extract::MAX_BODY_BYTES;
 use crate::health::HealthMonitor;
 use crate::metrics::Metrics;
@@ -98,13 +98,13 @@ impl Application {
             Some(url) => Arc::new(RedisCache::new(url, &config.cache_key_prefix)?),
             None => Arc::new(MemoryCache::new()),
         };
-        let tokens = TokenRegistry::load(Arc::new(db.clone())).await.map_err(|e| anyhow::anyhow!("{}", e.message))?;
+        let tokens = TokenRegistry::load(Arc::new(db.clone())).await.map_err(|e| anyhow::anyhow!("{e}"))?;
         let bootstrap_token = bootstrap_admin(&config, &tokens, clock.as_ref()).await?;
         let settings = SettingsService::load(Arc::new(db.clone()), clock.clone(), config.auth.enabled)
             .await
-            .map_err(|e| anyhow::anyhow!("loading settings: {}", e.message))?;
+            .map_err(|e| anyhow::anyhow!("loading settings: {e}"))?;
         if let Some(mode) = config.mode {
-            settings.apply_configured_mode(mode).await.map_err(|e| anyhow::anyhow!("{}", e.message))?;
+            settings.apply_configured_mode(mode).await.map_err(|e| anyhow::anyhow!("{e}"))?;
         }
         let mode = settings.mode();
         let calendar = MarketCalendar::new(settings.current().runtime.market_calendar);
@@ -274,7 +274,7 @@ async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
 /// configured and no active token at all, one is generated and returned to print once.
 async fn bootstrap_admin(config: &Config, tokens: &TokenRegistry, clock: &dyn Clock) -> anyhow::Result<Option<String>> {
     let now = clock.now().timestamp_millis();
-    let fail = |e: crate::error::ApiError| anyhow::anyhow!("bootstrap admin token: {}", e.message);
+    let fail = |e: crate::domain::DomainError| anyhow::anyhow!("bootstrap admin token: {e}");
     if let Some(secret) = &config.auth.admin_token {
         if tokens.resolve(secret, now).is_none() {
             tokens.replace(BOOTSTRAP_TOKEN_NAME, Role::Admin, secret, "config", now).await.map_err(fail)?;
@@ -378,7 +378,7 @@ fn spawn_background(state: &AppState) -> Vec<JoinHandle<()>> {
     let token_changes = {
         let state = state.clone();
         tokio::spawn(async move {
-            let mut tick = tokio::time::interval(crate::auth::TOKEN_POLL_EVERY);
+            let mut tick = tokio::time::interval(crate::domain::tokens::TOKEN_POLL_EVERY);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             let mut failing = false;
             loop {
@@ -395,7 +395,7 @@ fn spawn_background(state: &AppState) -> Vec<JoinHandle<()>> {
                     }
                     Err(e) if !failing => {
                         failing = true;
-                        tracing::warn!(error = %e.message, "could not look for token changes; known tokens stay valid");
+                        tracing::warn!(error = %e, "could not look for token changes; known tokens stay valid");
                     }
                     Err(_) => {}
                 }

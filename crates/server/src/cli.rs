@@ -1,17 +1,16 @@
 //! The `tradeops` command line: `serve`, `migrate`, `token create|revoke|list`, `data import`.
 //!
-//! Token commands work on the database through the same [`TokenRegistry`] and repositories as
-//! the service (never its routes), are audited like the API's token actions (actor `cli`), and
-//! reach a running service on the same database within its token poll
-//! ([`crate::auth::TOKEN_POLL_EVERY`]), without a restart.
+//! Token commands work on the database through the same [`TokenRegistry`] token actions and
+//! repositories as the service (never its routes), are audited like the API's token actions
+//! (actor `cli`), and reach a running service on the same database within its token poll
+//! ([`crate::domain::tokens::TOKEN_POLL_EVERY`]), without a restart.
 
 use crate::app::{shutdown_signal, Application};
-use crate::auth::{generate_token, TokenRegistry};
 use crate::clock::SystemClock;
 use crate::config::{redact, Config};
-use crate::error::ApiError;
-use crate::guard::Action;
-use crate::routes::auth::{validate_token_name, TOKEN_CREATE, TOKEN_REVOKE};
+use crate::domain::tokens::{validate_token_name, TokenRegistry};
+use crate::domain::DomainError;
+use crate::guard::{Action, TOKEN_CREATE, TOKEN_REVOKE};
 use crate::telemetry;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -118,28 +117,23 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
 }
 
 async fn token_create(db: &Database, name: &str, role: &str) -> anyhow::Result<()> {
-    validate_token_name(name).map_err(|e| anyhow::anyhow!("{}", e.message))?;
+    validate_token_name(name).map_err(|e| anyhow::anyhow!("{e}"))?;
     let role: Role = role.parse().map_err(|e: String| anyhow::anyhow!("--role {e}"))?;
-    let tokens = TokenRegistry::load(Arc::new(db.clone())).await.map_err(|e| anyhow::anyhow!("{}", e.message))?;
-    let secret = generate_token();
-    let created = tokens.create(name, role, &secret, "cli", SystemClock.now().timestamp_millis()).await;
+    let tokens = TokenRegistry::load(Arc::new(db.clone())).await.map_err(|e| anyhow::anyhow!("{e}"))?;
+    let created = tokens.create_named(name, role, "cli", SystemClock.now().timestamp_millis()).await;
     audit(db, TOKEN_CREATE, name, serde_json::json!({"name": name, "role": role}), &created).await;
-    created.map_err(|e| anyhow::anyhow!("{}", e.message))?;
+    let secret = created.map_err(|e| anyhow::anyhow!("{e}"))?;
     println!("{secret}");
     eprintln!("token {name:?} ({role}) created; the secret above is shown only once");
     Ok(())
 }
 
 async fn token_revoke(db: &Database, name: &str) -> anyhow::Result<()> {
-    validate_token_name(name).map_err(|e| anyhow::anyhow!("--name {}", e.message))?;
-    let tokens = TokenRegistry::load(Arc::new(db.clone())).await.map_err(|e| anyhow::anyhow!("{}", e.message))?;
-    let revoked = match tokens.revoke(name, SystemClock.now().timestamp_millis()).await {
-        Ok(true) => Ok(()),
-        Ok(false) => Err(ApiError::not_found(format!("No active token named {name:?}"))),
-        Err(e) => Err(e),
-    };
+    validate_token_name(name).map_err(|e| anyhow::anyhow!("--name {e}"))?;
+    let tokens = TokenRegistry::load(Arc::new(db.clone())).await.map_err(|e| anyhow::anyhow!("{e}"))?;
+    let revoked = tokens.revoke_named(name, SystemClock.now().timestamp_millis()).await;
     audit(db, TOKEN_REVOKE, name, serde_json::json!({}), &revoked).await;
-    revoked.map_err(|e| anyhow::anyhow!("{} ({})", e.message, e.code.as_str()))?;
+    revoked.map_err(|e| anyhow::anyhow!("{e} ({})", e.code().as_str()))?;
     println!("token {name:?} revoked");
     Ok(())
 }
@@ -167,7 +161,7 @@ async fn audit<T>(
     action: Action,
     target: &str,
     request: serde_json::Value,
-    outcome: &Result<T, ApiError>,
+    outcome: &Result<T, DomainError>,
 ) {
     let mode = match db.latest_settings().await {
         Ok(Some(v)) => serde_json::from_str(&v.settings)
@@ -190,7 +184,7 @@ async fn audit<T>(
         request: request.to_string(),
         outcome: match outcome {
             Ok(_) => "OK".to_string(),
-            Err(e) => e.code.as_str().to_string(),
+            Err(e) => e.code().as_str().to_string(),
         },
         mode: mode.as_str().to_string(),
         request_id: format!("cli-{}", uuid::Uuid::new_v4().simple()),

@@ -1,37 +1,16 @@
-//! The error catalogue of CONTRACT §2 in one table, and [`ApiError`], the only error type
-//! handlers return. Its response is always the contract's error envelope; internal errors are
-//! logged once here, with the request id, and never leak to the client.
+//! The HTTP edge of errors: [`ApiError`], the only error type handlers return, rendered as the
+//! contract's error envelope (CONTRACT §2); the code → HTTP status table; and the one mapping
+//! of the domain's [`DomainError`] to a code, message, `detail` and `Retry-After`. Internal
+//! errors are logged once here, with the request id, and never leak to the client.
 
+pub use crate::domain::ErrorCode;
+use crate::domain::{DomainError, GuardSubject};
 use crate::envelope::{ErrorBody, Meta};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde::Serialize;
 use serde_json::{json, Value};
+use tradeops_core::orders::OrderStatus;
 use tradeops_core::FieldError;
-
-/// Every error code of the contract.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum ErrorCode {
-    ValidationError,
-    Unauthorized,
-    Forbidden,
-    NotFound,
-    PositionNotFound,
-    MethodNotAllowed,
-    OrderNotCancellable,
-    DuplicateOrderBlocked,
-    MarketClosed,
-    EmergencyHaltActive,
-    SettingsUpdateBlocked,
-    PayloadTooLarge,
-    RiskBlocked,
-    ConfirmationRequired,
-    RateLimited,
-    InternalError,
-    BrokerUnavailable,
-    ServiceUnavailable,
-}
 
 impl ErrorCode {
     /// The whole code → HTTP status table.
@@ -54,30 +33,6 @@ impl ErrorCode {
             RateLimited => StatusCode::TOO_MANY_REQUESTS,
             InternalError => StatusCode::INTERNAL_SERVER_ERROR,
             BrokerUnavailable | ServiceUnavailable => StatusCode::SERVICE_UNAVAILABLE,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        use ErrorCode::*;
-        match self {
-            ValidationError => "VALIDATION_ERROR",
-            Unauthorized => "UNAUTHORIZED",
-            Forbidden => "FORBIDDEN",
-            NotFound => "NOT_FOUND",
-            PositionNotFound => "POSITION_NOT_FOUND",
-            MethodNotAllowed => "METHOD_NOT_ALLOWED",
-            OrderNotCancellable => "ORDER_NOT_CANCELLABLE",
-            DuplicateOrderBlocked => "DUPLICATE_ORDER_BLOCKED",
-            MarketClosed => "MARKET_CLOSED",
-            EmergencyHaltActive => "EMERGENCY_HALT_ACTIVE",
-            SettingsUpdateBlocked => "SETTINGS_UPDATE_BLOCKED",
-            PayloadTooLarge => "PAYLOAD_TOO_LARGE",
-            RiskBlocked => "RISK_BLOCKED",
-            ConfirmationRequired => "CONFIRMATION_REQUIRED",
-            RateLimited => "RATE_LIMITED",
-            InternalError => "INTERNAL_ERROR",
-            BrokerUnavailable => "BROKER_UNAVAILABLE",
-            ServiceUnavailable => "SERVICE_UNAVAILABLE",
         }
     }
 }
@@ -137,17 +92,7 @@ impl ApiError {
     /// `VALIDATION_ERROR` for several fields: `detail.field`/`detail.reason` name the first,
     /// `detail.errors` lists them all.
     pub fn fields(errors: Vec<FieldError>) -> Self {
-        let first = errors.first().cloned().unwrap_or_else(|| FieldError::new("", "invalid request"));
-        let message = if first.field.is_empty() {
-            format!("Invalid request: {}", first.reason)
-        } else if ["must ", "is ", "may "].iter().any(|p| first.reason.starts_with(p)) {
-            // Reasons in the operator's words read as a sentence: "quantity must be …".
-            format!("{} {}", first.field, first.reason)
-        } else {
-            format!("Invalid value for {}: {}", first.field, first.reason)
-        };
-        Self::new(ErrorCode::ValidationError, message)
-            .with_detail(json!({"field": first.field, "reason": first.reason, "errors": errors}))
+        DomainError::Validation(errors).into()
     }
 
     pub fn not_found(what: impl Into<String>) -> Self {
@@ -168,18 +113,58 @@ pub const DATABASE_RETRY_AFTER: u64 = 2;
 impl ApiError {
     /// `SERVICE_UNAVAILABLE`: the database cannot be reached (or cannot write) now.
     pub fn database_unavailable() -> Self {
-        ApiError::new(ErrorCode::ServiceUnavailable, "The database is unavailable; retry shortly")
-            .with_retry_after(DATABASE_RETRY_AFTER)
+        DomainError::Unavailable { reason: None }.into()
     }
 }
 
 impl From<tradeops_store::StoreError> for ApiError {
     fn from(e: tradeops_store::StoreError) -> Self {
-        if e.is_unavailable() {
-            tracing::warn!(error = %e, "refused: the database is unavailable");
-            return ApiError::database_unavailable();
+        DomainError::from(e).into()
+    }
+}
+
+impl From<DomainError> for ApiError {
+    fn from(e: DomainError) -> Self {
+        if let DomainError::Internal(cause) = e {
+            return ApiError::internal(cause);
         }
-        ApiError::internal(e)
+        let refusal = ApiError::new(e.code(), e.to_string()).with_detail(detail(&e));
+        match e {
+            DomainError::Unavailable { .. } => refusal.with_retry_after(DATABASE_RETRY_AFTER),
+            _ => refusal,
+        }
+    }
+}
+
+/// The envelope's `detail` of a refusal: the keys the contract names for its code.
+fn detail(e: &DomainError) -> Value {
+    match e {
+        DomainError::Validation(errors) => {
+            let first = errors.first().cloned().unwrap_or_else(|| FieldError::new("", "invalid request"));
+            json!({"field": first.field, "reason": first.reason, "errors": errors})
+        }
+        DomainError::PositionNotFound(symbol) => json!({"symbol": symbol}),
+        DomainError::Forbidden { role, required, .. } => json!({"required_role": required, "role": role}),
+        DomainError::Risk(r) => json!({"rule": r.rule, "limit": r.limit, "current": r.current}),
+        DomainError::DuplicateOrder { existing, .. } => json!({"existing_client_order_id": existing}),
+        DomainError::NotCancellable { status: status @ OrderStatus::PendingCancel } => {
+            json!({"status": status, "cancel_sent_again": true})
+        }
+        DomainError::NotCancellable { status } => json!({"status": status}),
+        DomainError::MarketClosed { next_open } => {
+            json!({"next_open": tradeops_core::time::format_ts(next_open)})
+        }
+        DomainError::GuardRefused { guard, reason, subject: GuardSubject::Fields(fields) } => {
+            json!({"guard": guard, "reason": reason, "fields": fields})
+        }
+        DomainError::GuardRefused { guard, reason, subject: GuardSubject::Token(name) } => {
+            json!({"guard": guard, "reason": reason, "name": name})
+        }
+        DomainError::Unavailable { reason: Some(reason) } => json!({"reason": reason}),
+        DomainError::NotFound(_)
+        | DomainError::EmergencyHaltActive
+        | DomainError::Unavailable { reason: None }
+        | DomainError::Internal(_) => json!({}),
     }
 }
 
@@ -237,5 +222,95 @@ mod tests {
             assert_eq!(code.status().as_u16(), status, "{code:?}");
             assert_eq!(serde_json::to_value(code).unwrap(), code.as_str(), "{code:?}");
         }
+    }
+
+    /// The domain → envelope table: every [`DomainError`] variant's code, status, message,
+    /// `detail` keys and `Retry-After`, as the contract's responses carry them.
+    #[test]
+    fn every_domain_error_maps_to_its_envelope() {
+        use crate::domain::{DomainError as D, GuardSubject};
+        use tradeops_core::orders::ClientOrderId;
+        use tradeops_core::risk::{RiskRefusal, RiskRule};
+        use tradeops_core::{Role, Symbol};
+
+        let symbol = Symbol::parse("ABCD").unwrap();
+        let next_open = tradeops_core::time::parse_ts("2026-11-23T14:30:00Z").unwrap();
+        let refusal = RiskRefusal {
+            rule: RiskRule::MaxTradesPerDay,
+            limit: json!(3),
+            current: json!(3),
+            message: "3 trades today: the limit is 3".into(),
+        };
+        /// A domain error and its envelope: status, code, message, detail, `Retry-After`.
+        type Row = (D, u16, &'static str, &'static str, Value, Option<u64>);
+        #[rustfmt::skip]
+        let table: Vec<Row> = vec![
+            (D::validation("quantity", "must be a whole number"), 400, "VALIDATION_ERROR",
+                "quantity must be a whole number",
+                json!({"field": "quantity", "reason": "must be a whole number",
+                       "errors": [{"field": "quantity", "reason": "must be a whole number"}]}), None),
+            (D::Validation(vec![FieldError::new("side", "unknown"), FieldError::new("quantity", "is required")]),
+                400, "VALIDATION_ERROR", "Invalid value for side: unknown",
+                json!({"field": "side", "reason": "unknown", "errors": [
+                    {"field": "side", "reason": "unknown"}, {"field": "quantity", "reason": "is required"}]}), None),
+            (D::Validation(vec![]), 400, "VALIDATION_ERROR", "Invalid request: invalid request",
+                json!({"field": "", "reason": "invalid request", "errors": []}), None),
+            (D::NotFound("No order \"x\"".into()), 404, "NOT_FOUND", "No order \"x\"", json!({}), None),
+            (D::PositionNotFound(symbol.clone()), 404, "POSITION_NOT_FOUND", "No open position in ABCD",
+                json!({"symbol": "ABCD"}), None),
+            (D::Forbidden { name: "bot".into(), role: Role::Viewer, required: Role::Operator }, 403, "FORBIDDEN",
+                "This action needs the operator role; token \"bot\" has viewer",
+                json!({"required_role": "operator", "role": "viewer"}), None),
+            (D::EmergencyHaltActive, 409, "EMERGENCY_HALT_ACTIVE",
+                "Emergency halt is active: nothing new until an operator resumes (POST /api/risk/resume)",
+                json!({}), None),
+            (D::Risk(Box::new(refusal)), 422, "RISK_BLOCKED", "3 trades today: the limit is 3",
+                json!({"rule": "MAX_TRADES_PER_DAY", "limit": 3, "current": 3}), None),
+            (D::DuplicateOrder { existing: ClientOrderId::parse("c-1").unwrap(), message: "Same order".into() },
+                409, "DUPLICATE_ORDER_BLOCKED", "Same order", json!({"existing_client_order_id": "c-1"}), None),
+            (D::NotCancellable { status: OrderStatus::Filled }, 409, "ORDER_NOT_CANCELLABLE",
+                "The order is FILLED and cannot be cancelled", json!({"status": "FILLED"}), None),
+            (D::NotCancellable { status: OrderStatus::PendingCancel }, 409, "ORDER_NOT_CANCELLABLE",
+                "The order is already PENDING_CANCEL: its cancel was sent to the broker again",
+                json!({"status": "PENDING_CANCEL", "cancel_sent_again": true}), None),
+            (D::MarketClosed { next_open }, 409, "MARKET_CLOSED",
+                "The market is closed; it next opens at 2026-11-23T14:30:00.000Z",
+                json!({"next_open": "2026-11-23T14:30:00.000Z"}), None),
+            (D::GuardRefused { guard: "X-Confirm-Live", reason: "needs the header".into(),
+                    subject: GuardSubject::Fields(vec!["runtime.trading_mode".into()]) },
+                409, "SETTINGS_UPDATE_BLOCKED", "needs the header",
+                json!({"guard": "X-Confirm-Live", "reason": "needs the header", "fields": ["runtime.trading_mode"]}),
+                None),
+            (D::GuardRefused { guard: "last_admin_token", reason: "last admin".into(),
+                    subject: GuardSubject::Token("root".into()) },
+                409, "SETTINGS_UPDATE_BLOCKED", "last admin",
+                json!({"guard": "last_admin_token", "reason": "last admin", "name": "root"}), None),
+            (D::Unavailable { reason: None }, 503, "SERVICE_UNAVAILABLE",
+                "The database is unavailable; retry shortly", json!({}), Some(DATABASE_RETRY_AFTER)),
+            (D::Unavailable { reason: Some("order not written".into()) }, 503, "SERVICE_UNAVAILABLE",
+                "The database is unavailable; retry shortly", json!({"reason": "order not written"}),
+                Some(DATABASE_RETRY_AFTER)),
+            (D::internal("disk on fire"), 500, "INTERNAL_ERROR",
+                "Internal error; the request id identifies it in the logs", json!({}), None),
+        ];
+        for (error, status, code, message, detail, retry_after) in table {
+            let what = format!("{error:?}");
+            assert_eq!(error.code().as_str(), code, "{what}");
+            let api = ApiError::from(error);
+            assert_eq!(api.code.status().as_u16(), status, "{what}");
+            assert_eq!(api.code.as_str(), code, "{what}");
+            assert_eq!(api.message, message, "{what}");
+            // Keys in order: the envelope is serialised as built.
+            assert_eq!(serde_json::to_string(&api.detail).unwrap(), detail.to_string(), "{what}");
+            assert_eq!(api.retry_after, retry_after, "{what}");
+        }
+    }
+
+    /// The cause of an internal error is kept for the log, never put in the response.
+    #[test]
+    fn internal_cause_is_logged_not_sent() {
+        let api = ApiError::from(crate::domain::DomainError::internal("disk on fire"));
+        assert_eq!(api.internal.as_deref(), Some("disk on fire"));
+        assert!(!api.message.contains("disk"));
     }
 }

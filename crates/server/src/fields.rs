@@ -53,7 +53,7 @@ fn accepts(field: &str) -> Option<Accepts> {
         "reason" => Text("text of 1 to 500 characters"),
         "source" => OneOf(variants::<WatchSource>()),
         "block_scope" => OneOf(variants::<BlockScope>()),
-        "name" => Text("1 to 64 characters of A-Z, a-z, 0-9, '_', '.' and '-'"),
+        "name" => Text(crate::domain::tokens::TOKEN_NAME_RULE),
         "role" => OneOf(variants::<Role>()),
         "start" | "end" => Text("an RFC 3339 timestamp such as 2026-11-21T14:30:00Z"),
         "timeframe" => OneOf(variants::<Timeframe>()),

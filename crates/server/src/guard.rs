@@ -11,8 +11,9 @@
 //! }
 //! ```
 
-use crate::auth::{identify, spend, Principal};
+use crate::auth::{identify, spend};
 use crate::client_limit::ClientAddr;
+use crate::domain::tokens::Principal;
 use crate::envelope::REQUEST;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::extract::{body_rejection, is_json_type, parse_json};
@@ -38,6 +39,11 @@ pub struct Action {
     pub name: &'static str,
     pub role: Role,
 }
+
+/// Creating an API token (`POST /api/auth/tokens`, `tradeops token create`).
+pub const TOKEN_CREATE: Action = Action { name: "token.create", role: Role::Admin };
+/// Revoking an API token (`DELETE /api/auth/tokens/{name}`, `tradeops token revoke`).
+pub const TOKEN_REVOKE: Action = Action { name: "token.revoke", role: Role::Admin };
 
 /// What the audit row names as the action's target.
 pub enum Target {

@@ -2,8 +2,8 @@
 //! [`SettingsService::update`] (validated, guarded, persisted as a new version), and published
 //! on a watch channel so components pick changes up without a restart.
 
-use crate::auth::Principal;
-use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::domain::tokens::Principal;
+use crate::domain::{DomainError, DomainResult, GuardSubject};
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -32,12 +32,17 @@ pub struct SettingsChange {
 
 impl SettingsService {
     /// Loads the newest version, or persists the defaults as version 1 on first start.
-    pub async fn load(repo: Arc<dyn SettingsRepository>, clock: Arc<dyn Clock>, auth_enabled: bool) -> ApiResult<Self> {
+    pub async fn load(
+        repo: Arc<dyn SettingsRepository>,
+        clock: Arc<dyn Clock>,
+        auth_enabled: bool,
+    ) -> DomainResult<Self> {
         let (settings, version) = match repo.latest_settings().await? {
             Some(v) => {
-                let doc: Value = serde_json::from_str(&v.settings).map_err(ApiError::internal)?;
-                let settings = Settings::from_json(&doc)
-                    .map_err(|e| ApiError::internal(format!("persisted settings v{} are invalid: {e:?}", v.version)))?;
+                let doc: Value = serde_json::from_str(&v.settings).map_err(DomainError::internal)?;
+                let settings = Settings::from_json(&doc).map_err(|e| {
+                    DomainError::internal(format!("persisted settings v{} are invalid: {e:?}", v.version))
+                })?;
                 (settings, v.version)
             }
             None => {
@@ -89,10 +94,10 @@ impl SettingsService {
         caller: &Principal,
         confirmed_live: bool,
         exposure: (usize, usize),
-    ) -> ApiResult<SettingsChange> {
+    ) -> DomainResult<SettingsChange> {
         let mut version = self.version.lock().await;
         let current = self.current();
-        let outcome = current.apply_patch(patch).map_err(ApiError::fields)?;
+        let outcome = current.apply_patch(patch).map_err(DomainError::Validation)?;
         if outcome.updated.is_empty() {
             return Ok(SettingsChange { updated: vec![], settings: current, version: *version });
         }
@@ -103,7 +108,7 @@ impl SettingsService {
     }
 
     /// Applies the configured mode at start (`TRADEOPS_MODE`), recorded as actor `config`.
-    pub async fn apply_configured_mode(&self, mode: TradingMode) -> ApiResult<()> {
+    pub async fn apply_configured_mode(&self, mode: TradingMode) -> DomainResult<()> {
         let mut version = self.version.lock().await;
         let current = self.current();
         if current.runtime.trading_mode == mode {
@@ -121,7 +126,7 @@ impl SettingsService {
         settings: Settings,
         updated: Vec<String>,
         actor: &str,
-    ) -> ApiResult<SettingsChange> {
+    ) -> DomainResult<SettingsChange> {
         let next_version = *version + 1;
         self.repo
             .append_settings(&SettingsVersion {
@@ -147,15 +152,16 @@ impl SettingsService {
         caller: &Principal,
         confirmed: bool,
         (positions, orders): (usize, usize),
-    ) -> ApiResult<()> {
+    ) -> DomainResult<()> {
         let (fields, what): (Vec<&str>, &str) = match guard {
             SettingsGuard::SwitchToLive => (vec!["runtime.trading_mode"], "Switching to LIVE"),
             SettingsGuard::BrokerChange(field) => (vec![field], "Changing a broker"),
             SettingsGuard::RiskLimitRaisedWhileLive(fields) => (fields.clone(), "Raising a risk limit while LIVE"),
         };
-        let blocked = |guard_name: &str, reason: String| {
-            ApiError::new(ErrorCode::SettingsUpdateBlocked, reason.clone())
-                .with_detail(json!({"guard": guard_name, "reason": reason, "fields": fields}))
+        let blocked = |guard: &'static str, reason: String| DomainError::GuardRefused {
+            guard,
+            reason,
+            subject: GuardSubject::Fields(fields.iter().map(|f| f.to_string()).collect()),
         };
         if !caller.role.allows(Role::Admin) {
             return Err(blocked("admin_role", format!("{what} needs an admin token")));
@@ -183,7 +189,7 @@ impl SettingsService {
         Ok(())
     }
 
-    pub async fn history(&self, before: Option<i64>, limit: u32) -> ApiResult<Vec<SettingsVersion>> {
+    pub async fn history(&self, before: Option<i64>, limit: u32) -> DomainResult<Vec<SettingsVersion>> {
         Ok(self.repo.settings_history(before, limit).await?)
     }
 }

@@ -1,8 +1,8 @@
 //! Shared application state: cheap to clone, every swappable component behind a trait.
 
-use crate::auth::TokenRegistry;
 use crate::budget::RateLimiter;
 use crate::config::Config;
+use crate::domain::tokens::TokenRegistry;
 use crate::health::HealthMonitor;
 use crate::metrics::Metrics;
 use crate::radar::RadarService;
@@ -52,7 +52,7 @@ pub struct Inner {
     pub downloads: crate::downloads::DownloadQueue,
     pub backtests: crate::backtests::BacktestQueue,
     pub trade_cache: crate::trades::TradeCache,
-    pub order_pages: crate::routes::orders::OrderPages,
+    pub order_pages: crate::order_pages::OrderPages,
     /// Set once the engine is restored, before the service answers.
     pub engine: std::sync::OnceLock<crate::trading::EngineHandle>,
 }

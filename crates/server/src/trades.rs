@@ -6,8 +6,9 @@
 //! executions changed, and a trade's features and excursions are fetched once, not at every
 //! rebuild.
 
-use crate::error::ApiResult;
-use crate::state::AppState;
+use crate::domain::DomainResult;
+use crate::market::MarketData;
+use crate::settings_service::SettingsService;
 use chrono::NaiveDate;
 use rust_decimal::Decimal;
 use serde_json::value::RawValue;
@@ -19,7 +20,7 @@ use tradeops_core::market::Timeframe;
 use tradeops_core::orders::{Order, OrderStatus};
 use tradeops_core::trades::{enrich, MarketContext, Trade, TradeBuilder, TradeEvent};
 use tradeops_core::{Symbol, Timestamp};
-use tradeops_store::{AuditFilter, TradingRepository};
+use tradeops_store::{AuditFilter, AuditRepository, TradingRepository};
 
 /// The store's change counter of orders and executions: what a build depends on.
 type OrdersVersion = i64;
@@ -101,42 +102,55 @@ pub fn trade_detail(t: &Trade) -> Value {
     })
 }
 
-/// Every completed trade, oldest exit first: the last build while no order or execution was
-/// written since, else a new one.
-pub async fn completed(state: &AppState) -> ApiResult<Arc<CompletedTrades>> {
-    let repo: &dyn TradingRepository = &state.db;
-    let settings = state.settings.current();
-    let breakeven = settings.analytics.breakeven_threshold;
-    let version = repo.orders_version().await?;
-    if let Some(trades) = state.trade_cache.built_since(version, breakeven) {
-        return Ok(trades);
-    }
-    let _building = state.trade_cache.building.lock().await;
-    // Built meanwhile by the request this one waited for.
-    if let Some(trades) = state.trade_cache.built_since(version, breakeven) {
-        return Ok(trades);
-    }
-    let orders = repo.all_orders().await?;
-    let mut trades = build(&orders, breakeven);
-    let calendar = MarketCalendar::new(settings.runtime.market_calendar);
-    let mut kept = BTreeMap::new();
-    for trade in &mut trades {
-        let built = trade.clone();
-        match state.trade_cache.detailed(&built) {
-            Some(detailed) => *trade = detailed,
-            // A trade whose bars could not be fetched is shown without them, and tried again at
-            // the next build.
-            None if !add_market_detail(state, trade, calendar).await => continue,
-            None => {}
+/// Completed trades over what they are built from, passed in: the stored orders, the audit log
+/// (operator actions), the data broker (features and excursions), the settings (breakeven,
+/// calendar) and the cache of the last build.
+pub struct TradesService<'a> {
+    pub orders: &'a dyn TradingRepository,
+    pub audit: &'a dyn AuditRepository,
+    pub market: &'a dyn MarketData,
+    pub settings: &'a SettingsService,
+    pub cache: &'a TradeCache,
+}
+
+impl TradesService<'_> {
+    /// Every completed trade, oldest exit first: the last build while no order or execution was
+    /// written since, else a new one.
+    pub async fn completed(&self) -> DomainResult<Arc<CompletedTrades>> {
+        let repo = self.orders;
+        let settings = self.settings.current();
+        let breakeven = settings.analytics.breakeven_threshold;
+        let version = repo.orders_version().await?;
+        if let Some(trades) = self.cache.built_since(version, breakeven) {
+            return Ok(trades);
         }
-        kept.insert((built.mode.clone(), built.trade_id.clone()), (built, trade.clone()));
+        let _building = self.cache.building.lock().await;
+        // Built meanwhile by the request this one waited for.
+        if let Some(trades) = self.cache.built_since(version, breakeven) {
+            return Ok(trades);
+        }
+        let orders = repo.all_orders().await?;
+        let mut trades = build(&orders, breakeven);
+        let calendar = MarketCalendar::new(settings.runtime.market_calendar);
+        let mut kept = BTreeMap::new();
+        for trade in &mut trades {
+            let built = trade.clone();
+            match self.cache.detailed(&built) {
+                Some(detailed) => *trade = detailed,
+                // A trade whose bars could not be fetched is shown without them, and tried again at
+                // the next build.
+                None if !add_market_detail(self, trade, calendar).await => continue,
+                None => {}
+            }
+            kept.insert((built.mode.clone(), built.trade_id.clone()), (built, trade.clone()));
+        }
+        // Only the trades of this build: the map never outgrows the trade list.
+        *self.cache.detailed.lock().unwrap_or_else(|e| e.into_inner()) = kept;
+        add_operator_actions(self, &mut trades).await?;
+        let trades = Arc::new(CompletedTrades::new(trades));
+        *self.cache.built.lock().unwrap_or_else(|e| e.into_inner()) = Some((version, breakeven, trades.clone()));
+        Ok(trades)
     }
-    // Only the trades of this build: the map never outgrows the trade list.
-    *state.trade_cache.detailed.lock().unwrap_or_else(|e| e.into_inner()) = kept;
-    add_operator_actions(state, &mut trades).await?;
-    let trades = Arc::new(CompletedTrades::new(trades));
-    *state.trade_cache.built.lock().unwrap_or_else(|e| e.into_inner()) = Some((version, breakeven, trades.clone()));
-    Ok(trades)
 }
 
 /// Replays every order's life — submission, each execution, its end — in time order through a
@@ -179,19 +193,19 @@ pub fn build(orders: &[(Order, String)], breakeven_threshold: Decimal) -> Vec<Tr
 /// `false` when the bars could not be fetched (the features then come from what else is known).
 /// The features are the market of the entry's decision, with the relative volume the strategy
 /// was given then: the same history over the day's volume by that minute.
-async fn add_market_detail(state: &AppState, trade: &mut Trade, calendar: MarketCalendar) -> bool {
+async fn add_market_detail(service: &TradesService<'_>, trade: &mut Trade, calendar: MarketCalendar) -> bool {
     let decided = tradeops_core::trades::decided_at(trade);
     let date = NyDay::default().date_of(decided);
     let day_start = ny_instant(date, (0, 0));
     let end = trade.exit_time + chrono::Duration::minutes(1);
-    let fetched = state.market.bars(&trade.symbol, Timeframe::Minute, day_start, end).await;
+    let fetched = service.market.bars(&trade.symbol, Timeframe::Minute, day_start, end).await;
     if let Err(e) = &fetched {
         tracing::warn!(trade_id = %trade.trade_id, error = %e, "no bars for a trade's features and excursions");
     }
     let complete = fetched.is_ok();
     let bars = fetched.unwrap_or_default();
-    let instrument = state.market.instrument(&trade.symbol);
-    let mut history = state.market.history(&trade.symbol, calendar);
+    let instrument = service.market.instrument(&trade.symbol);
+    let mut history = service.market.history(&trade.symbol, calendar);
     let minute = (decided - day_start).num_minutes().max(0) as u32;
     let volume: u64 =
         bars.iter().take_while(|b| b.start + chrono::Duration::minutes(1) <= decided).map(|b| b.volume).sum();
@@ -212,10 +226,10 @@ const SHOWN_AS_ORDERS: &[&str] = &["position.close", "order.create", "order.canc
 /// Operator actions on each trade's symbol while it was open (from the audit log: halts, stops,
 /// blocks — closes already show as their orders) join its timeline, which is then put in time
 /// order. Audit rows and trades both carry market time, in DEMO too.
-async fn add_operator_actions(state: &AppState, trades: &mut [Trade]) -> ApiResult<()> {
+async fn add_operator_actions(service: &TradesService<'_>, trades: &mut [Trade]) -> DomainResult<()> {
     let symbols: std::collections::BTreeSet<Symbol> = trades.iter().map(|t| t.symbol.clone()).collect();
     for symbol in symbols {
-        let entries = audit_of(state, &symbol).await?;
+        let entries = audit_of(service, &symbol).await?;
         for trade in trades.iter_mut().filter(|t| t.symbol == symbol) {
             for e in entries.iter().filter(|e| !SHOWN_AS_ORDERS.contains(&e.action.as_str())) {
                 let at = tradeops_core::time::from_epoch_ms(e.ts);
@@ -235,13 +249,13 @@ async fn add_operator_actions(state: &AppState, trades: &mut [Trade]) -> ApiResu
 
 /// Every successful audited action on a symbol, page by page: a trade keeps its operator
 /// actions however long the log grows.
-async fn audit_of(state: &AppState, symbol: &Symbol) -> ApiResult<Vec<tradeops_store::AuditEntry>> {
+async fn audit_of(service: &TradesService<'_>, symbol: &Symbol) -> DomainResult<Vec<tradeops_store::AuditEntry>> {
     const PAGE: u32 = 500;
     let mut filter =
         AuditFilter { outcome: Some("OK".into()), target: Some(symbol.to_string()), limit: PAGE, ..Default::default() };
     let mut entries = Vec::new();
     loop {
-        let page = state.audit.list_audit(&filter).await?;
+        let page = service.audit.list_audit(&filter).await?;
         let (count, last) = (page.len(), page.last().map(|r| r.audit_id));
         entries.extend(page.into_iter().map(|r| r.entry));
         match last {

@@ -1,7 +1,7 @@
 //! The watchlist and symbol blocks as the API shows them (CONTRACT §4 `radar/watch`, `block`,
 //! `unblock`). The semantics — limits, blocks, expiry, violation rows — live in the engine.
 
-use crate::error::ApiResult;
+use crate::domain::DomainResult;
 use serde::Serialize;
 use std::sync::Arc;
 use tradeops_core::time::{format_ts, from_epoch_ms, to_epoch_ms};
@@ -76,12 +76,12 @@ impl WatchlistService {
         WatchlistService { repo, clock }
     }
 
-    pub async fn blocks(&self) -> ApiResult<Vec<BlockResult>> {
+    pub async fn blocks(&self) -> DomainResult<Vec<BlockResult>> {
         let now = to_epoch_ms(&self.clock.now());
         Ok(self.repo.active_blocks(now).await?.iter().map(block_result).collect())
     }
 
-    pub async fn rows(&self) -> ApiResult<Vec<WatchRecord>> {
+    pub async fn rows(&self) -> DomainResult<Vec<WatchRecord>> {
         Ok(self.repo.watch_rows().await?)
     }
 }

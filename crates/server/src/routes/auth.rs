@@ -1,10 +1,10 @@
 //! Token management (admin) and `GET /api/auth/me`.
 
-use crate::auth::{generate_token, Caller};
+use crate::auth::Caller;
 use crate::envelope::{ApiResponse, SuccessBody};
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::extract::Path;
-use crate::guard::{Action, Sensitive, Target};
+use crate::guard::{Sensitive, Target, TOKEN_CREATE, TOKEN_REVOKE};
 use crate::state::AppState;
 use axum::extract::State;
 use axum::routing::{delete, get};
@@ -13,25 +13,11 @@ use serde::{Deserialize, Serialize};
 use tradeops_core::time::{format_ts, from_epoch_ms};
 use tradeops_core::Role;
 
-pub const TOKEN_CREATE: Action = Action { name: "token.create", role: Role::Admin };
-pub const TOKEN_REVOKE: Action = Action { name: "token.revoke", role: Role::Admin };
-
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api/auth/tokens", get(list_tokens).post(create_token))
         .route("/api/auth/tokens/{name}", delete(revoke_token))
         .route("/api/auth/me", get(me))
-}
-
-/// Token names: 1–64 of `A-Za-z0-9 _ . -`.
-pub fn validate_token_name(name: &str) -> ApiResult<()> {
-    let ok =
-        !name.is_empty() && name.len() <= 64 && name.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
-    if ok {
-        Ok(())
-    } else {
-        Err(crate::fields::refuse("name"))
-    }
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -59,10 +45,9 @@ pub struct CreatedToken {
 pub async fn create_token(State(state): State<AppState>, guard: Sensitive) -> ApiResult<ApiResponse<CreatedToken>> {
     guard
         .run(TOKEN_CREATE, Target::BodyField("name"), |caller, req: CreateToken| async move {
-            validate_token_name(&req.name)?;
-            let secret = generate_token();
             let now = state.clock.now();
-            state.tokens.create(&req.name, req.role, &secret, &caller.principal.name, now.timestamp_millis()).await?;
+            let secret =
+                state.tokens.create_named(&req.name, req.role, &caller.principal.name, now.timestamp_millis()).await?;
             Ok(ApiResponse::created(CreatedToken {
                 name: req.name,
                 role: req.role,
@@ -134,11 +119,8 @@ pub async fn revoke_token(
 ) -> ApiResult<ApiResponse<RevokedToken>> {
     guard
         .run(TOKEN_REVOKE, Target::Value(name.clone()), |_caller, _: serde_json::Value| async move {
-            validate_token_name(&name)?;
             let now = state.clock.now();
-            if !state.tokens.revoke(&name, now.timestamp_millis()).await? {
-                return Err(ApiError::not_found(format!("No active token named {name:?}")));
-            }
+            state.tokens.revoke_named(&name, now.timestamp_millis()).await?;
             Ok(ApiResponse::ok(RevokedToken { name, revoked: true, revoked_at: format_ts(&now) }))
         })
         .await

@@ -2,10 +2,12 @@
 //! `POST /api/orders/cancel`.
 
 use crate::auth::Caller;
+use crate::domain::trading::TradingService;
 use crate::envelope::{ApiResponse, SuccessBody};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Path, Query};
 use crate::guard::{Action, Sensitive, Target};
+use crate::order_pages::OrderPage;
 use crate::routes::list_limit;
 use crate::state::AppState;
 use axum::extract::State;
@@ -15,9 +17,8 @@ use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use tradeops_core::engine::{Command, ManualOrder, Reply};
+use std::sync::Arc;
+use tradeops_core::engine::ManualOrder;
 use tradeops_core::market::Side;
 use tradeops_core::orders::{ClientOrderId, Execution, Order, OrderStatus, OrderType, TimeInForce};
 use tradeops_core::time::{format_ts, to_epoch_ms};
@@ -196,10 +197,8 @@ pub async fn create(State(state): State<AppState>, guard: Sensitive) -> ApiResul
                 time_in_force: req.time_in_force.unwrap_or(TimeInForce::Day),
                 reason: req.reason,
             };
-            match state.engine().command(Command::PlaceOrder(order)).await? {
-                Reply::Order(order) => Ok(ApiResponse::created(order_detail(&order, state.settings.mode().as_str()))),
-                other => Err(ApiError::internal(format!("unexpected engine reply {other:?}"))),
-            }
+            let order = TradingService::new(state.engine()).place_order(order).await?;
+            Ok(ApiResponse::created(order_detail(&order, state.settings.mode().as_str())))
         })
         .await
 }
@@ -279,45 +278,6 @@ fn raw_row(row: &OrderRow) -> Arc<RawValue> {
     Arc::from(serde_json::value::to_raw_value(row).expect("an order row serialises"))
 }
 
-/// One page of `GET /api/orders` as served: its rows as JSON text, and the next page's cursor.
-pub struct OrderPage {
-    rows: Vec<Arc<RawValue>>,
-    next: Option<String>,
-}
-
-/// Pages of `GET /api/orders` as served, by filter, while the store's change counter of orders
-/// stays where it was when they were read: a console polling the list costs a one-row read, not
-/// reading and serialising a page of orders. Every write of orders or executions moves the
-/// counter in its own transaction, so a page is never served once the orders it shows changed.
-#[derive(Default)]
-pub struct OrderPages {
-    pages: Mutex<(i64, HashMap<OrderFilter, Arc<OrderPage>>)>,
-}
-
-impl OrderPages {
-    /// Distinct filters kept for one version (dates, statuses, symbols, cursors): enough for
-    /// every console's pages; beyond it pages are simply read again.
-    const MAX_PAGES: usize = 256;
-
-    fn get(&self, version: i64, filter: &OrderFilter) -> Option<Arc<OrderPage>> {
-        let pages = self.pages.lock().unwrap_or_else(|e| e.into_inner());
-        (pages.0 == version).then(|| pages.1.get(filter).cloned()).flatten()
-    }
-
-    /// Keeps `page`, read at `version`, and returns it. Pages of an earlier version are dropped;
-    /// a page of an earlier version than those kept is not kept.
-    fn put(&self, version: i64, filter: OrderFilter, page: Arc<OrderPage>) -> Arc<OrderPage> {
-        let mut pages = self.pages.lock().unwrap_or_else(|e| e.into_inner());
-        if version > pages.0 {
-            *pages = (version, HashMap::new());
-        }
-        if version == pages.0 && pages.1.len() < Self::MAX_PAGES {
-            pages.1.insert(filter, page.clone());
-        }
-        page
-    }
-}
-
 /// One order with its executions.
 #[utoipa::path(get, path = "/api/orders/{client_order_id}", tag = "orders", security(("bearer" = [])),
     params(("client_order_id" = String, Path, description = "Client order id")),
@@ -363,12 +323,11 @@ pub struct CancelResult {
 pub async fn cancel(State(state): State<AppState>, guard: Sensitive) -> ApiResult<ApiResponse<CancelResult>> {
     guard
         .run(ORDER_CANCEL, Target::BodyField("client_order_id"), |_caller, req: CancelOrder| async move {
-            match state.engine().command(Command::CancelOrder { client_order_id: req.client_order_id }).await? {
-                Reply::Cancel { client_order_id, status } => {
-                    Ok(ApiResponse::ok(CancelResult { client_order_id: client_order_id.to_string(), status }))
-                }
-                other => Err(ApiError::internal(format!("unexpected engine reply {other:?}"))),
-            }
+            let cancelled = TradingService::new(state.engine()).cancel_order(req.client_order_id).await?;
+            Ok(ApiResponse::ok(CancelResult {
+                client_order_id: cancelled.client_order_id.to_string(),
+                status: cancelled.status,
+            }))
         })
         .await
 }

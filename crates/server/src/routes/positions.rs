@@ -1,8 +1,9 @@
 //! Positions: `GET /api/positions`, `POST /api/positions/close`, `POST /api/positions/halt`.
 
 use crate::auth::Caller;
+use crate::domain::trading::TradingService;
 use crate::envelope::{ApiResponse, SuccessBody};
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::guard::{Action, Sensitive, Target};
 use crate::routes::orders::MAX_ORDER_QUANTITY;
 use crate::state::AppState;
@@ -11,7 +12,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use rust_decimal::prelude::ToPrimitive;
 use serde::{Deserialize, Serialize};
-use tradeops_core::engine::{Command, Reply, StrategyStatus};
+use tradeops_core::engine::StrategyStatus;
 use tradeops_core::orders::OrderStatus;
 use tradeops_core::positions::AlertLevel;
 use tradeops_core::time::format_ts;
@@ -93,14 +94,12 @@ pub async fn close(State(state): State<AppState>, guard: Sensitive) -> ApiResult
             if req.quantity.is_some_and(|q| q == 0 || q > MAX_ORDER_QUANTITY) {
                 return Err(crate::fields::refuse("quantity"));
             }
-            match state.engine().command(Command::ClosePosition { symbol: req.symbol, quantity: req.quantity }).await? {
-                Reply::Close { symbol, client_order_id, status } => Ok(ApiResponse::ok(CloseResult {
-                    symbol: symbol.to_string(),
-                    close_order_client_order_id: client_order_id.to_string(),
-                    status,
-                })),
-                other => Err(ApiError::internal(format!("unexpected engine reply {other:?}"))),
-            }
+            let closing = TradingService::new(state.engine()).close_position(req.symbol, req.quantity).await?;
+            Ok(ApiResponse::ok(CloseResult {
+                symbol: closing.symbol.to_string(),
+                close_order_client_order_id: closing.client_order_id.to_string(),
+                status: closing.status,
+            }))
         })
         .await
 }
@@ -128,12 +127,8 @@ pub async fn halt(State(state): State<AppState>, guard: Sensitive) -> ApiResult<
     guard
         .run(POSITION_HALT, Target::BodyField("symbol"), |_caller, req: HaltPosition| async move {
             super::radar::require_reason(&req.reason)?;
-            match state.engine().command(Command::HaltPosition { symbol: req.symbol, reason: req.reason }).await? {
-                Reply::Status { symbol, status, .. } => {
-                    Ok(ApiResponse::ok(HaltResult { symbol: symbol.to_string(), strategy_status: status }))
-                }
-                other => Err(ApiError::internal(format!("unexpected engine reply {other:?}"))),
-            }
+            let halted = TradingService::new(state.engine()).halt_position(req.symbol, req.reason).await?;
+            Ok(ApiResponse::ok(HaltResult { symbol: halted.symbol.to_string(), strategy_status: halted.status }))
         })
         .await
 }

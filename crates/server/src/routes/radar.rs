@@ -2,6 +2,7 @@
 //! `/unblock`, and `GET /api/radar/blocks`.
 
 use crate::auth::Caller;
+use crate::domain::trading::TradingService;
 use crate::envelope::{ApiResponse, SuccessBody};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::Query;
@@ -12,7 +13,6 @@ use axum::extract::State;
 use axum::routing::{get, post};
 use axum::Router;
 use serde::{Deserialize, Serialize};
-use tradeops_core::engine::{Command, Reply};
 use tradeops_core::radar::RadarRow;
 use tradeops_core::time::format_ts;
 use tradeops_core::{Role, Symbol};
@@ -77,15 +77,13 @@ pub async fn watch(State(state): State<AppState>, guard: Sensitive) -> ApiResult
     guard
         .run(RADAR_WATCH, Target::BodyField("symbol"), |_caller, req: WatchRequest| async move {
             known(&state, &req.symbol)?;
-            let source = req.source.unwrap_or(WatchSource::Manual).as_str().to_string();
-            match state.engine().command(Command::Watch { symbol: req.symbol, source }).await? {
-                Reply::Watch { symbol, already, time_added } => Ok(ApiResponse::ok(WatchResult {
-                    symbol,
-                    watchlist_status: if already { "ALREADY_WATCHING" } else { "WATCHING" },
-                    time_added: format_ts(&time_added),
-                })),
-                other => Err(ApiError::internal(format!("unexpected engine reply {other:?}"))),
-            }
+            let source = req.source.unwrap_or(WatchSource::Manual);
+            let watched = TradingService::new(state.engine()).watch(req.symbol, source).await?;
+            Ok(ApiResponse::ok(WatchResult {
+                symbol: watched.symbol,
+                watchlist_status: if watched.already { "ALREADY_WATCHING" } else { "WATCHING" },
+                time_added: format_ts(&watched.time_added),
+            }))
         })
         .await
 }
@@ -129,16 +127,11 @@ pub async fn block(State(state): State<AppState>, guard: Sensitive) -> ApiResult
         .run(RADAR_BLOCK, Target::BodyField("symbol"), |caller, req: BlockRequest| async move {
             require_reason(&req.reason)?;
             known(&state, &req.symbol)?;
-            let command = Command::Block {
-                symbol: req.symbol,
-                scope: req.block_scope.unwrap_or(BlockScope::Today).as_str().to_string(),
-                reason: req.reason.trim().to_string(),
-                actor: caller.principal.name,
-            };
-            match state.engine().command(command).await? {
-                Reply::Blocked { symbol, block } => Ok(ApiResponse::ok(engine_block_result(&symbol, &block))),
-                other => Err(ApiError::internal(format!("unexpected engine reply {other:?}"))),
-            }
+            let scope = req.block_scope.unwrap_or(BlockScope::Today);
+            let reason = req.reason.trim().to_string();
+            let (symbol, block) =
+                TradingService::new(state.engine()).block(req.symbol, scope, reason, caller.principal.name).await?;
+            Ok(ApiResponse::ok(engine_block_result(&symbol, &block)))
         })
         .await
 }
@@ -168,8 +161,7 @@ pub async fn unblock(State(state): State<AppState>, guard: Sensitive) -> ApiResu
         .run(RADAR_UNBLOCK, Target::BodyField("symbol"), |caller, req: UnblockRequest| async move {
             require_reason(&req.reason)?;
             let reason = req.reason.trim().to_string();
-            let command = Command::Unblock { symbol: req.symbol.clone(), reason, actor: caller.principal.name };
-            state.engine().command(command).await?;
+            TradingService::new(state.engine()).unblock(req.symbol.clone(), reason, caller.principal.name).await?;
             let lifted_at = format_ts(&state.market_clock.now());
             Ok(ApiResponse::ok(UnblockResult { symbol: req.symbol, unblocked: true, lifted_at }))
         })

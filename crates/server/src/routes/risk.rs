@@ -3,8 +3,9 @@
 //! `POST /api/risk/resume-strategies` (restart the strategies the halt stopped).
 
 use crate::auth::Caller;
+use crate::domain::trading::TradingService;
 use crate::envelope::{ApiResponse, SuccessBody};
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::extract::Query;
 use crate::guard::{Action, Sensitive, Target};
 use crate::routes::list_limit;
@@ -19,7 +20,7 @@ use axum::Router;
 use rust_decimal::prelude::ToPrimitive;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tradeops_core::engine::{Command, Reply, StrategyStatus};
+use tradeops_core::engine::StrategyStatus;
 use tradeops_core::risk::TradingState;
 use tradeops_core::time::{format_ts, from_epoch_ms};
 use tradeops_core::Role;
@@ -163,16 +164,13 @@ async fn halt_now(state: AppState, guard: Sensitive) -> ApiResult<ApiResponse<Ha
     guard
         .run(EMERGENCY_HALT, Target::Fixed("trading"), |caller, req: ReasonBody| async move {
             super::radar::require_reason(&req.reason)?;
-            let command = Command::EmergencyHalt { reason: req.reason, actor: caller.principal.name };
-            match state.engine().command(command).await? {
-                Reply::Halted { liquidation_requested, timestamp } => Ok(ApiResponse::ok(HaltResult {
-                    halted: true,
-                    liquidation_requested,
-                    timestamp: format_ts(&timestamp),
-                    persisted: state.engine().view().state_persisted,
-                })),
-                other => Err(ApiError::internal(format!("unexpected engine reply {other:?}"))),
-            }
+            let halted = TradingService::new(state.engine()).emergency_halt(req.reason, caller.principal.name).await?;
+            Ok(ApiResponse::ok(HaltResult {
+                halted: true,
+                liquidation_requested: halted.liquidation_requested,
+                timestamp: format_ts(&halted.timestamp),
+                persisted: state.engine().view().state_persisted,
+            }))
         })
         .await
 }
@@ -208,10 +206,8 @@ pub async fn resume(State(state): State<AppState>, guard: Sensitive) -> ApiResul
     guard
         .run(RESUME, Target::Fixed("trading"), |caller, req: ReasonBody| async move {
             super::radar::require_reason(&req.reason)?;
-            match state.engine().command(Command::Resume { reason: req.reason, actor: caller.principal.name }).await? {
-                Reply::Resumed { state } => Ok(ApiResponse::ok(ResumeResult { trading_state: state })),
-                other => Err(ApiError::internal(format!("unexpected engine reply {other:?}"))),
-            }
+            let trading_state = TradingService::new(state.engine()).resume(req.reason, caller.principal.name).await?;
+            Ok(ApiResponse::ok(ResumeResult { trading_state }))
         })
         .await
 }
@@ -256,23 +252,23 @@ pub async fn resume_strategies(
     guard
         .run(RESUME_STRATEGIES, Target::Fixed("strategies"), |_caller, req: ReasonBody| async move {
             super::radar::require_reason(&req.reason)?;
-            match state.engine().command(Command::RestartHaltStopped).await? {
-                Reply::HaltStoppedRestarted { restarted, skipped } => Ok(ApiResponse::ok(ResumeStrategiesResult {
-                    restarted: restarted
-                        .into_iter()
-                        .map(|(symbol, status)| RestartedStrategy {
-                            symbol: symbol.to_string(),
-                            strategy_status: status,
-                            polling_status: polling_status(status),
-                        })
-                        .collect(),
-                    skipped: skipped
-                        .into_iter()
-                        .map(|(symbol, reason)| SkippedStrategy { symbol: symbol.to_string(), reason })
-                        .collect(),
-                })),
-                other => Err(ApiError::internal(format!("unexpected engine reply {other:?}"))),
-            }
+            let resumed = TradingService::new(state.engine()).resume_strategies().await?;
+            Ok(ApiResponse::ok(ResumeStrategiesResult {
+                restarted: resumed
+                    .restarted
+                    .into_iter()
+                    .map(|(symbol, status)| RestartedStrategy {
+                        symbol: symbol.to_string(),
+                        strategy_status: status,
+                        polling_status: polling_status(status),
+                    })
+                    .collect(),
+                skipped: resumed
+                    .skipped
+                    .into_iter()
+                    .map(|(symbol, reason)| SkippedStrategy { symbol: symbol.to_string(), reason })
+                    .collect(),
+            }))
         })
         .await
 }

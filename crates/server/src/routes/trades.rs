@@ -6,7 +6,7 @@ use crate::envelope::{ApiResponse, SuccessBody};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Path, Query};
 use crate::state::AppState;
-use crate::trades::{completed, trade_detail, TradeFilter};
+use crate::trades::{trade_detail, TradeFilter, TradesService};
 use axum::extract::State;
 use axum::routing::get;
 use axum::Router;
@@ -56,7 +56,7 @@ pub async fn list(
         .transpose()?;
     let symbol = q.symbol.as_deref().map(Symbol::parse).transpose().map_err(|e| ApiError::validation("symbol", e))?;
     let filter = TradeFilter::new(date, q.strategy_id.as_deref(), symbol.as_ref());
-    Ok(ApiResponse::list(completed(&state).await?.rows(&filter)))
+    Ok(ApiResponse::list(trades(&state).completed().await?.rows(&filter)))
 }
 
 /// The deep dive of one trade: `trade` (the row), `events` (timeline), `features` (market state
@@ -71,7 +71,7 @@ pub async fn one(
     _caller: Caller,
     Path(id): Path<String>,
 ) -> ApiResult<ApiResponse<Value>> {
-    let completed = completed(&state).await?;
+    let completed = trades(&state).completed().await?;
     let trade = completed
         .trades
         .iter()
@@ -114,10 +114,22 @@ pub async fn recommendations(
         })
         .transpose()?;
     let analytics = state.settings.current().analytics.clone();
-    let rows = recommend(&completed(&state).await?.trades, analytics.min_sample_size, analytics.confidence_level)
-        .into_iter()
-        .filter(|r| scope.is_none_or(|s| r.scope_type == s))
-        .filter(|r| q.scope_value.as_deref().is_none_or(|v| r.scope_value == v))
-        .collect();
+    let rows =
+        recommend(&trades(&state).completed().await?.trades, analytics.min_sample_size, analytics.confidence_level)
+            .into_iter()
+            .filter(|r| scope.is_none_or(|s| r.scope_type == s))
+            .filter(|r| q.scope_value.as_deref().is_none_or(|v| r.scope_value == v))
+            .collect();
     Ok(ApiResponse::list(rows))
+}
+
+/// The trades service over this service's stores, market and settings.
+fn trades(state: &AppState) -> TradesService<'_> {
+    TradesService {
+        orders: &state.db,
+        audit: &*state.audit,
+        market: &*state.market,
+        settings: &state.settings,
+        cache: &state.trade_cache,
+    }
 }

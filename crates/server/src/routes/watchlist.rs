@@ -1,6 +1,7 @@
 //! `GET /api/watchlist`.
 
 use crate::auth::Caller;
+use crate::domain::trading::TradingService;
 use crate::envelope::{ApiResponse, SuccessBody};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::Query;
@@ -10,7 +11,7 @@ use axum::extract::State;
 use axum::routing::{get, post};
 use axum::Router;
 use serde::{Deserialize, Serialize};
-use tradeops_core::engine::{Command, Reply, StrategyStatus};
+use tradeops_core::engine::StrategyStatus;
 use tradeops_core::time::{format_ts, from_epoch_ms};
 use tradeops_core::Role;
 use tradeops_core::Symbol;
@@ -49,14 +50,12 @@ pub async fn stop(State(state): State<AppState>, guard: Sensitive) -> ApiResult<
     guard
         .run(WATCHLIST_STOP, Target::BodyField("symbol"), |_caller, req: StopRequest| async move {
             super::radar::require_reason(&req.reason)?;
-            match state.engine().command(Command::StopWatch { symbol: req.symbol, reason: req.reason }).await? {
-                Reply::Status { symbol, previous, status } => Ok(ApiResponse::ok(StopResult {
-                    symbol: symbol.to_string(),
-                    previous_status: previous.unwrap_or(status),
-                    new_status: status,
-                })),
-                other => Err(ApiError::internal(format!("unexpected engine reply {other:?}"))),
-            }
+            let stopped = TradingService::new(state.engine()).stop_watch(req.symbol, req.reason).await?;
+            Ok(ApiResponse::ok(StopResult {
+                symbol: stopped.symbol.to_string(),
+                previous_status: stopped.previous.unwrap_or(stopped.status),
+                new_status: stopped.status,
+            }))
         })
         .await
 }
@@ -84,14 +83,12 @@ pub struct RestartResult {
 pub async fn restart(State(state): State<AppState>, guard: Sensitive) -> ApiResult<ApiResponse<RestartResult>> {
     guard
         .run(WATCHLIST_RESTART, Target::BodyField("symbol"), |_caller, req: RestartRequest| async move {
-            match state.engine().command(Command::Restart { symbol: req.symbol }).await? {
-                Reply::Status { symbol, status, .. } => Ok(ApiResponse::ok(RestartResult {
-                    symbol: symbol.to_string(),
-                    strategy_status: status,
-                    polling_status: polling_status(status),
-                })),
-                other => Err(ApiError::internal(format!("unexpected engine reply {other:?}"))),
-            }
+            let restarted = TradingService::new(state.engine()).restart(req.symbol).await?;
+            Ok(ApiResponse::ok(RestartResult {
+                symbol: restarted.symbol.to_string(),
+                strategy_status: restarted.status,
+                polling_status: polling_status(restarted.status),
+            }))
         })
         .await
 }

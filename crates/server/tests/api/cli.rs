@@ -262,6 +262,6 @@ async fn cli_refuses_revoking_the_last_admin_and_lists_tokens_without_secrets() 
     assert_eq!((night[0], night[1], night.len()), ("night-ops", "operator", 5), "{list}");
     assert!(night[2].ends_with('Z') && night[4].ends_with('Z'), "created and revoked: {list}");
     assert!(!list.contains(secret.trim()) && !list.contains(ADMIN_TOKEN), "{list}");
-    assert!(!list.contains(&tradeops_server::auth::hash_token(ADMIN_TOKEN)), "{list}");
+    assert!(!list.contains(&tradeops_server::domain::tokens::hash_token(ADMIN_TOKEN)), "{list}");
     drop(db);
 }

@@ -1,0 +1,186 @@
+//! What the domain services refuse, as one typed error: [`DomainError`], with [`ErrorCode`],
+//! the contract's catalogue of codes each refusal is known by (CONTRACT §2). Nothing here knows
+//! HTTP: statuses, headers and the error envelope's `detail` are built from these variants at
+//! the HTTP edge ([`crate::error`]), in one place.
+
+use serde::Serialize;
+use tradeops_core::engine::CommandError;
+use tradeops_core::orders::{ClientOrderId, OrderStatus};
+use tradeops_core::risk::RiskRefusal;
+use tradeops_core::{FieldError, Role, Symbol, Timestamp};
+
+/// Every error code of the contract.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ErrorCode {
+    ValidationError,
+    Unauthorized,
+    Forbidden,
+    NotFound,
+    PositionNotFound,
+    MethodNotAllowed,
+    OrderNotCancellable,
+    DuplicateOrderBlocked,
+    MarketClosed,
+    EmergencyHaltActive,
+    SettingsUpdateBlocked,
+    PayloadTooLarge,
+    RiskBlocked,
+    ConfirmationRequired,
+    RateLimited,
+    InternalError,
+    BrokerUnavailable,
+    ServiceUnavailable,
+}
+
+impl ErrorCode {
+    pub fn as_str(self) -> &'static str {
+        use ErrorCode::*;
+        match self {
+            ValidationError => "VALIDATION_ERROR",
+            Unauthorized => "UNAUTHORIZED",
+            Forbidden => "FORBIDDEN",
+            NotFound => "NOT_FOUND",
+            PositionNotFound => "POSITION_NOT_FOUND",
+            MethodNotAllowed => "METHOD_NOT_ALLOWED",
+            OrderNotCancellable => "ORDER_NOT_CANCELLABLE",
+            DuplicateOrderBlocked => "DUPLICATE_ORDER_BLOCKED",
+            MarketClosed => "MARKET_CLOSED",
+            EmergencyHaltActive => "EMERGENCY_HALT_ACTIVE",
+            SettingsUpdateBlocked => "SETTINGS_UPDATE_BLOCKED",
+            PayloadTooLarge => "PAYLOAD_TOO_LARGE",
+            RiskBlocked => "RISK_BLOCKED",
+            ConfirmationRequired => "CONFIRMATION_REQUIRED",
+            RateLimited => "RATE_LIMITED",
+            InternalError => "INTERNAL_ERROR",
+            BrokerUnavailable => "BROKER_UNAVAILABLE",
+            ServiceUnavailable => "SERVICE_UNAVAILABLE",
+        }
+    }
+}
+
+/// What a guarded change was about, beside the guard and its reason.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GuardSubject {
+    /// The settings fields the change touched.
+    Fields(Vec<String>),
+    /// The token a revoke named.
+    Token(String),
+}
+
+/// A refusal or failure of a domain service. The message of each variant is the one the
+/// operator reads (the envelope's `message`), except [`DomainError::Internal`], whose text is
+/// the cause: logged, never shown.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum DomainError {
+    /// Refused fields, the first one named in the message.
+    #[error("{}", validation_message(.0))]
+    Validation(Vec<FieldError>),
+    /// What was asked for does not exist; the message says what.
+    #[error("{0}")]
+    NotFound(String),
+    #[error("No open position in {0}")]
+    PositionNotFound(Symbol),
+    #[error("This action needs the {required} role; token {name:?} has {role}")]
+    Forbidden { name: String, role: Role, required: Role },
+    #[error("Emergency halt is active: nothing new until an operator resumes (POST /api/risk/resume)")]
+    EmergencyHaltActive,
+    #[error("{}", .0.message)]
+    Risk(Box<RiskRefusal>),
+    #[error("{message}")]
+    DuplicateOrder { existing: ClientOrderId, message: String },
+    #[error("{}", not_cancellable_message(*.status))]
+    NotCancellable { status: OrderStatus },
+    #[error("The market is closed; it next opens at {}", tradeops_core::time::format_ts(.next_open))]
+    MarketClosed { next_open: Timestamp },
+    /// A change a guard refuses in the current state (role, confirmation, exposure, …).
+    #[error("{reason}")]
+    GuardRefused { guard: &'static str, reason: String, subject: GuardSubject },
+    /// The database cannot be reached (or cannot write) now; `reason` says what was not stored.
+    #[error("The database is unavailable; retry shortly")]
+    Unavailable { reason: Option<String> },
+    /// A bug or an unexpected failure.
+    #[error("{0}")]
+    Internal(String),
+}
+
+pub type DomainResult<T> = Result<T, DomainError>;
+
+impl DomainError {
+    /// A refusal naming one field.
+    pub fn validation(field: impl Into<String>, reason: impl Into<String>) -> Self {
+        DomainError::Validation(vec![FieldError::new(field, reason)])
+    }
+
+    pub fn internal(cause: impl std::fmt::Display) -> Self {
+        DomainError::Internal(cause.to_string())
+    }
+
+    /// The contract's code for this refusal (what the audit log records as the outcome).
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            DomainError::Validation(_) => ErrorCode::ValidationError,
+            DomainError::NotFound(_) => ErrorCode::NotFound,
+            DomainError::PositionNotFound(_) => ErrorCode::PositionNotFound,
+            DomainError::Forbidden { .. } => ErrorCode::Forbidden,
+            DomainError::EmergencyHaltActive => ErrorCode::EmergencyHaltActive,
+            DomainError::Risk(_) => ErrorCode::RiskBlocked,
+            DomainError::DuplicateOrder { .. } => ErrorCode::DuplicateOrderBlocked,
+            DomainError::NotCancellable { .. } => ErrorCode::OrderNotCancellable,
+            DomainError::MarketClosed { .. } => ErrorCode::MarketClosed,
+            DomainError::GuardRefused { .. } => ErrorCode::SettingsUpdateBlocked,
+            DomainError::Unavailable { .. } => ErrorCode::ServiceUnavailable,
+            DomainError::Internal(_) => ErrorCode::InternalError,
+        }
+    }
+}
+
+/// The first refused field, in the operator's words.
+fn validation_message(errors: &[FieldError]) -> String {
+    let Some(first) = errors.first() else { return "Invalid request: invalid request".to_string() };
+    if first.field.is_empty() {
+        format!("Invalid request: {}", first.reason)
+    } else if ["must ", "is ", "may "].iter().any(|p| first.reason.starts_with(p)) {
+        // Reasons in the operator's words read as a sentence: "quantity must be …".
+        format!("{} {}", first.field, first.reason)
+    } else {
+        format!("Invalid value for {}: {}", first.field, first.reason)
+    }
+}
+
+fn not_cancellable_message(status: OrderStatus) -> String {
+    if status == OrderStatus::PendingCancel {
+        "The order is already PENDING_CANCEL: its cancel was sent to the broker again".to_string()
+    } else {
+        format!("The order is {status} and cannot be cancelled")
+    }
+}
+
+impl From<CommandError> for DomainError {
+    fn from(e: CommandError) -> Self {
+        match e {
+            CommandError::Halted => DomainError::EmergencyHaltActive,
+            CommandError::Risk(r) => DomainError::Risk(r),
+            CommandError::Duplicate { existing, message } => DomainError::DuplicateOrder { existing, message },
+            CommandError::Invalid { field, reason } => DomainError::validation(field, reason),
+            CommandError::NotFound(what) => DomainError::NotFound(what),
+            CommandError::PositionNotFound(symbol) => DomainError::PositionNotFound(symbol),
+            CommandError::NotCancellable { status } => DomainError::NotCancellable { status },
+            CommandError::NotPersisted { reason, unavailable: true } => {
+                DomainError::Unavailable { reason: Some(reason) }
+            }
+            CommandError::NotPersisted { reason, unavailable: false } => DomainError::Internal(reason),
+            CommandError::MarketClosed { next_open } => DomainError::MarketClosed { next_open },
+        }
+    }
+}
+
+impl From<tradeops_store::StoreError> for DomainError {
+    fn from(e: tradeops_store::StoreError) -> Self {
+        if e.is_unavailable() {
+            tracing::warn!(error = %e, "refused: the database is unavailable");
+            return DomainError::Unavailable { reason: None };
+        }
+        DomainError::internal(e)
+    }
+}
