@@ -237,8 +237,8 @@ mod tests {
         let next_open = tradeops_core::time::parse_ts("2026-11-23T14:30:00Z").unwrap();
         let refusal = RiskRefusal {
             rule: RiskRule::MaxTradesPerDay,
-            limit: json!(3),
-            current: json!(3),
+            limit: tradeops_core::risk::RiskFigure::Count(3),
+            current: tradeops_core::risk::RiskFigure::Count(3),
             message: "3 trades today: the limit is 3".into(),
         };
         /// A domain error and its envelope: status, code, message, detail, `Retry-After`.

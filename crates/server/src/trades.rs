@@ -7,7 +7,7 @@
 //! rebuild.
 
 use crate::domain::DomainResult;
-use crate::market::MarketData;
+use tradeops_brokers::MarketData;
 use crate::settings_service::SettingsService;
 use chrono::NaiveDate;
 use rust_decimal::Decimal;
