@@ -397,8 +397,7 @@ async fn run_feed(state: AppState, live: Arc<LiveMarket>) {
                 // A minute closed if a minute boundary lies in the steps just processed.
                 let boundary = tradeops_core::bars::minute_floor(before + chrono::Duration::seconds(59));
                 let bar_closed = boundary >= before && boundary < after;
-                let step = crate::trading::Input::MarketStep { at: now, bar_closed };
-                let _ = state.engine().input().send(step).await;
+                let _ = state.engine().market_step(now, bar_closed).await;
             }
         }
         let count = scans.len();

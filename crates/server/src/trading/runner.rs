@@ -27,7 +27,7 @@ use tradeops_store::StoreError;
 use tradeops_store::{EngineStateRecord, MarketRepository, TradingRepository, ViolationRecord};
 
 /// What the runner takes in.
-pub enum Input {
+pub(super) enum Input {
     Command(Command, oneshot::Sender<Result<Reply, CommandError>>),
     /// The feed stepped to `at`; `bar_closed` when a minute just completed.
     MarketStep {
