@@ -109,7 +109,7 @@ impl Application {
             watchlist: WatchlistService::new(Arc::new(db.clone()), market_clock.clone()),
             market,
             live: Some(live),
-            events: crate::events::EventBus::new(market_clock.clone(), clock.clone()),
+            events: crate::events::EventBus::new(market_clock.clone(), clock.clone(), settings.subscribe()),
             market_clock,
             engine: std::sync::OnceLock::new(),
             downloads: Default::default(),
@@ -407,12 +407,9 @@ async fn run_feed(state: AppState, live: Arc<LiveMarket>) {
             let latency = last.then(|| behind.div_f64(live.speed));
             let top: Vec<_> = scan.rows.iter().map(|r| r.symbol.clone()).collect();
             if last {
-                let data = serde_json::json!({
-                    "captured_at": tradeops_core::time::format_ts(&scan.captured_at),
-                    "rows": scan.rows.len(),
-                    "top": scan.rows.iter().take(25).collect::<Vec<_>>(),
-                });
-                state.events.publish("radar.updated", state.settings.mode(), data);
+                let top = scan.rows.iter().take(25).cloned().collect();
+                let summary = crate::events::RadarSummary { captured_at: scan.captured_at, rows: scan.rows.len(), top };
+                state.events.publish(crate::events::Event::RadarUpdated(summary));
             }
             state.radar.publish(scan, latency, last).await;
             if last && settings.strategy_allocator.auto_watch {

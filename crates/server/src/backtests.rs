@@ -340,7 +340,7 @@ pub fn run_json(r: &BacktestRecord, with_result: bool) -> Value {
 }
 
 fn publish(state: &AppState, r: &BacktestRecord) {
-    state.events.publish("backtest.updated", state.settings.mode(), run_json(r, false));
+    state.events.publish(crate::events::Event::BacktestUpdated(r.clone()));
 }
 
 /// The worker: requeues runs a restart interrupted, then runs queued ones as they come.

@@ -131,7 +131,7 @@ pub fn job_json(j: &JobRecord) -> serde_json::Value {
 }
 
 fn publish(state: &AppState, job: &JobRecord) {
-    state.events.publish("download.updated", state.settings.mode(), job_json(job));
+    state.events.publish(crate::events::Event::DownloadUpdated(job.clone()));
 }
 
 /// The worker: resumes interrupted jobs, then runs queued ones as they come.
