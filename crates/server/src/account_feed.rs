@@ -3,6 +3,7 @@
 //! the minute, as the header shows it), at most once a second. The header follows the stream
 //! instead of polling.
 
+use crate::events::{AccountUpdate, Event};
 use crate::routes::account::AccountSummary;
 use crate::state::AppState;
 use serde_json::{json, Value};
@@ -33,14 +34,8 @@ pub async fn run(state: AppState) {
         if last.as_ref() == Some(&figures) {
             continue;
         }
-        let mut data = summary;
-        if let Value::Object(fields) = &mut data {
-            fields.insert("trading_state".into(), json!(view.trading_state));
-            fields.insert("market_time".into(), json!(format_ts(&market_time)));
-            let date = state.live.as_ref().and_then(|l| l.status().date).map(|d| d.to_string());
-            fields.insert("trading_date".into(), json!(date));
-        }
-        state.events.publish("account.updated", state.settings.mode(), data);
+        let trading_date = state.live.as_ref().and_then(|l| l.status().date);
+        state.events.publish(Event::AccountUpdated(AccountUpdate { view, market_time, trading_date }));
         last = Some(figures);
         tokio::time::sleep(AT_MOST_EVERY).await;
     }

@@ -153,7 +153,7 @@ impl Application {
             market: market.clone(),
             execution_broker: execution.name(),
             live,
-            events: crate::events::EventBus::new(market_clock.clone(), clock.clone()),
+            events: crate::events::EventBus::new(market_clock.clone(), clock.clone(), settings.subscribe()),
             market_clock,
             engine: std::sync::OnceLock::new(),
             downloads: Default::default(),
@@ -488,8 +488,7 @@ async fn run_feed(state: AppState, live: Arc<LiveMarket>) {
                 // A minute closed if a minute boundary lies in the steps just processed.
                 let boundary = tradeops_core::bars::minute_floor(before + chrono::Duration::seconds(59));
                 let bar_closed = boundary >= before && boundary < after;
-                let step = crate::trading::Input::MarketStep { at: now, bar_closed };
-                let _ = state.engine().input().send(step).await;
+                let _ = state.engine().market_step(now, bar_closed).await;
             }
         }
         let count = scans.len();
@@ -499,12 +498,9 @@ async fn run_feed(state: AppState, live: Arc<LiveMarket>) {
             let latency = last.then(|| behind.div_f64(live.speed));
             let top: Vec<_> = scan.rows.iter().map(|r| r.symbol.clone()).collect();
             if last {
-                let data = serde_json::json!({
-                    "captured_at": tradeops_core::time::format_ts(&scan.captured_at),
-                    "rows": scan.rows.len(),
-                    "top": scan.rows.iter().take(25).collect::<Vec<_>>(),
-                });
-                state.events.publish("radar.updated", state.settings.mode(), data);
+                let top = scan.rows.iter().take(25).cloned().collect();
+                let summary = crate::events::RadarSummary { captured_at: scan.captured_at, rows: scan.rows.len(), top };
+                state.events.publish(crate::events::Event::RadarUpdated(summary));
             }
             state.radar.publish(scan, latency, last).await;
             if last && settings.strategy_allocator.auto_watch {

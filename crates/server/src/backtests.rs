@@ -343,7 +343,7 @@ pub fn run_json(r: &BacktestRecord, with_result: bool) -> Value {
 }
 
 fn publish(state: &AppState, r: &BacktestRecord) {
-    state.events.publish("backtest.updated", state.settings.mode(), run_json(r, false));
+    state.events.publish(crate::events::Event::BacktestUpdated(r.clone()));
 }
 
 /// Cancels a run (see [`crate::jobs::cancel`]) and announces it; the run as it is now.

@@ -146,7 +146,7 @@ pub async fn cancel(state: &AppState, id: &str) -> Result<JobRecord, CancelError
 }
 
 fn publish(state: &AppState, job: &JobRecord) {
-    state.events.publish("download.updated", state.settings.mode(), job_json(job));
+    state.events.publish(crate::events::Event::DownloadUpdated(job.clone()));
 }
 
 /// The worker: takes back jobs whose worker stopped, then runs queued ones as they come.

@@ -1,52 +1,213 @@
-//! The event bus behind `GET /api/events` (CONTRACT §7): every event gets a monotonic id, is
-//! kept in a bounded buffer for `Last-Event-ID` resume, and is broadcast to subscribers. Sending
-//! never waits: a subscriber that falls behind the broadcast channel is dropped, so a slow
-//! client can never slow the engine.
+//! The event bus behind `GET /api/events` (CONTRACT §7) and the typed events it carries: every
+//! [`Event`] published gets a monotonic id, is kept in a bounded buffer for `Last-Event-ID`
+//! resume, and is broadcast to subscribers. Events carry domain data, never JSON: the HTTP edge
+//! (`routes::events`) serialises each one once, on first delivery, and caches the text in its
+//! [`StoredEvent`]. Sending never waits: a subscriber that falls behind the broadcast channel is
+//! dropped, so a slow client can never slow the engine.
 //!
 //! An event's `timestamp` is market time, the clock of the orders and executions it reports (the
 //! simulated market's in DEMO, where it runs faster than real time), so the console's header can
 //! show the market's time from any event; `wall_time` (beyond the contract) keeps the wall time
 //! it was published at.
 
-use serde::Serialize;
+use crate::health::HealthStatus;
+use crate::trading::EngineView;
 use serde_json::Value;
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
-use tokio::sync::broadcast;
+use std::sync::{Arc, Mutex, OnceLock};
+use tokio::sync::{broadcast, watch};
+use tradeops_core::engine::{Block, Halt, StrategyStatus};
+use tradeops_core::market::Side;
+use tradeops_core::orders::{ClientOrderId, Execution, Order};
+use tradeops_core::positions::Position;
+use tradeops_core::radar::RadarRow;
+use tradeops_core::risk::{RiskRule, TradingState};
 use tradeops_core::time::format_ts;
-use tradeops_core::{Clock, TradingMode};
+use tradeops_core::{Clock, Settings, Symbol, Timestamp, TradingMode};
+use tradeops_store::{BacktestRecord, JobRecord};
 
-/// Event kinds (CONTRACT §7).
+/// One event of the stream (CONTRACT §7, plus `account.updated`), with its data.
+#[derive(Clone, Debug)]
+pub enum Event {
+    /// An order changed (or was sent); `mode` is the trading mode it was stored under.
+    OrderUpdated {
+        order: Arc<Order>,
+        mode: TradingMode,
+    },
+    /// A fill of an order, published right after that order's update.
+    ExecutionCreated {
+        client_order_id: ClientOrderId,
+        symbol: Symbol,
+        side: Side,
+        execution: Execution,
+    },
+    PositionUpdated {
+        position: Position,
+        status: StrategyStatus,
+    },
+    RadarUpdated(RadarSummary),
+    WatchlistUpdated(WatchlistChange),
+    RiskStateChanged(RiskChange),
+    RiskViolation(Violation),
+    SettingsUpdated(SettingsChange),
+    DownloadUpdated(JobRecord),
+    BacktestUpdated(BacktestRecord),
+    HealthChanged(HealthChange),
+    AccountUpdated(AccountUpdate),
+}
+
+/// Every [`Event::kind`], in the order of CONTRACT §7.
 pub const KINDS: &[&str] = &[
-    "order.updated",
-    "execution.created",
-    "position.updated",
-    "radar.updated",
-    "watchlist.updated",
-    "risk.state_changed",
-    "risk.violation",
-    "settings.updated",
-    "download.updated",
-    "backtest.updated",
-    "health.changed",
-    "account.updated",
+    Event::ORDER_UPDATED,
+    Event::EXECUTION_CREATED,
+    Event::POSITION_UPDATED,
+    Event::RADAR_UPDATED,
+    Event::WATCHLIST_UPDATED,
+    Event::RISK_STATE_CHANGED,
+    Event::RISK_VIOLATION,
+    Event::SETTINGS_UPDATED,
+    Event::DOWNLOAD_UPDATED,
+    Event::BACKTEST_UPDATED,
+    Event::HEALTH_CHANGED,
+    Event::ACCOUNT_UPDATED,
 ];
+
+impl Event {
+    const ORDER_UPDATED: &'static str = "order.updated";
+    const EXECUTION_CREATED: &'static str = "execution.created";
+    const POSITION_UPDATED: &'static str = "position.updated";
+    const RADAR_UPDATED: &'static str = "radar.updated";
+    const WATCHLIST_UPDATED: &'static str = "watchlist.updated";
+    const RISK_STATE_CHANGED: &'static str = "risk.state_changed";
+    const RISK_VIOLATION: &'static str = "risk.violation";
+    const SETTINGS_UPDATED: &'static str = "settings.updated";
+    const DOWNLOAD_UPDATED: &'static str = "download.updated";
+    const BACKTEST_UPDATED: &'static str = "backtest.updated";
+    const HEALTH_CHANGED: &'static str = "health.changed";
+    const ACCOUNT_UPDATED: &'static str = "account.updated";
+
+    /// The kind's wire name (the SSE `event` field, and what `?kinds=` filters on).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Event::OrderUpdated { .. } => Event::ORDER_UPDATED,
+            Event::ExecutionCreated { .. } => Event::EXECUTION_CREATED,
+            Event::PositionUpdated { .. } => Event::POSITION_UPDATED,
+            Event::RadarUpdated(_) => Event::RADAR_UPDATED,
+            Event::WatchlistUpdated(_) => Event::WATCHLIST_UPDATED,
+            Event::RiskStateChanged(_) => Event::RISK_STATE_CHANGED,
+            Event::RiskViolation(_) => Event::RISK_VIOLATION,
+            Event::SettingsUpdated(_) => Event::SETTINGS_UPDATED,
+            Event::DownloadUpdated(_) => Event::DOWNLOAD_UPDATED,
+            Event::BacktestUpdated(_) => Event::BACKTEST_UPDATED,
+            Event::HealthChanged(_) => Event::HEALTH_CHANGED,
+            Event::AccountUpdated(_) => Event::ACCOUNT_UPDATED,
+        }
+    }
+}
+
+/// The radar's latest scan, in short: when, how many rows, the first 25.
+#[derive(Clone, Debug)]
+pub struct RadarSummary {
+    pub captured_at: Timestamp,
+    pub rows: usize,
+    pub top: Vec<RadarRow>,
+}
+
+/// A change of the watchlist.
+#[derive(Clone, Debug)]
+pub enum WatchlistChange {
+    /// A watched symbol's strategy status changed.
+    Status { symbol: Symbol, status: StrategyStatus, reason: Option<String> },
+    /// A symbol is watched (its strategy `Active`) from `at`.
+    Started { symbol: Symbol, source: String, at: Timestamp },
+}
+
+/// A change of the risk state: each is a `risk.state_changed` event of its own shape.
+#[derive(Clone, Debug)]
+pub enum RiskChange {
+    /// The trading state changed (with the halt latch, while halted).
+    TradingState {
+        state: TradingState,
+        halt: Option<Halt>,
+    },
+    /// What is still open while halted changed.
+    Liquidation {
+        open_positions: usize,
+        open_orders: usize,
+    },
+    Blocked {
+        symbol: Symbol,
+        block: Block,
+    },
+    Unblocked {
+        symbol: Symbol,
+        reason: String,
+        actor: String,
+    },
+    /// The strategies the emergency halt stopped (not yet restarted) are now `symbols`.
+    StoppedByHalt {
+        symbols: Vec<Symbol>,
+    },
+}
+
+/// A `RISK_BLOCKED` refusal.
+#[derive(Clone, Debug)]
+pub struct Violation {
+    pub rule: RiskRule,
+    pub symbol: Symbol,
+    pub client_order_id: Option<ClientOrderId>,
+    pub detail: tradeops_core::risk::ViolationDetail,
+    pub at: Timestamp,
+}
+
+/// A settings update that changed something.
+#[derive(Clone, Debug)]
+pub struct SettingsChange {
+    pub version: i64,
+    /// Dotted paths that changed.
+    pub updated: Vec<String>,
+    pub actor: String,
+}
+
+/// A health component's status changed.
+#[derive(Clone, Debug)]
+pub struct HealthChange {
+    pub component: &'static str,
+    pub from: HealthStatus,
+    pub to: HealthStatus,
+    pub detail: Value,
+}
+
+/// What the console's header shows changed: the account (as the engine's view has it), the
+/// trading state, the market time and the trading date.
+#[derive(Clone, Debug)]
+pub struct AccountUpdate {
+    pub view: Arc<EngineView>,
+    pub market_time: Timestamp,
+    pub trading_date: Option<chrono::NaiveDate>,
+}
 
 /// Events kept for resume.
 pub const BUFFER: usize = 10_000;
 
-/// One published event: `data` of the SSE message is this, serialised.
-#[derive(Clone, Debug, Serialize)]
+/// One published event, as stamped by the bus.
+#[derive(Debug)]
 pub struct StoredEvent {
-    #[serde(skip)]
     pub id: u64,
-    pub kind: &'static str,
-    /// Market time.
+    /// Market time, formatted.
     pub timestamp: String,
     pub mode: TradingMode,
-    pub data: Value,
-    /// Wall time.
+    pub event: Event,
+    /// Wall time, formatted.
     pub wall_time: String,
+    /// The event's wire text, made once by the HTTP edge and shared by every subscriber.
+    pub wire: OnceLock<Arc<str>>,
+}
+
+impl StoredEvent {
+    pub fn kind(&self) -> &'static str {
+        self.event.kind()
+    }
 }
 
 pub struct EventBus {
@@ -54,27 +215,34 @@ pub struct EventBus {
     inner: Mutex<(u64, VecDeque<Arc<StoredEvent>>)>,
     market_clock: Arc<dyn Clock>,
     clock: Arc<dyn Clock>,
+    /// The settings in effect: an event is stamped with the trading mode current when published.
+    settings: watch::Receiver<Arc<Settings>>,
 }
 
 impl EventBus {
-    /// Events stamped with `market_clock` (market time) and `clock` (wall time).
-    pub fn new(market_clock: Arc<dyn Clock>, clock: Arc<dyn Clock>) -> EventBus {
+    /// Events stamped with `market_clock` (market time), `clock` (wall time) and the trading
+    /// mode of the `settings` in effect.
+    pub fn new(
+        market_clock: Arc<dyn Clock>,
+        clock: Arc<dyn Clock>,
+        settings: watch::Receiver<Arc<Settings>>,
+    ) -> EventBus {
         let (tx, _) = broadcast::channel(1024);
-        EventBus { tx, inner: Mutex::new((0, VecDeque::with_capacity(1024))), market_clock, clock }
+        EventBus { tx, inner: Mutex::new((0, VecDeque::with_capacity(1024))), market_clock, clock, settings }
     }
 
-    /// Publishes an event of `kind` (one of [`KINDS`]).
-    pub fn publish(&self, kind: &'static str, mode: TradingMode, data: Value) {
-        debug_assert!(KINDS.contains(&kind), "unknown event kind {kind}");
+    /// Publishes `event`, stamped with the market and wall times and the trading mode now.
+    pub fn publish(&self, event: Event) {
+        let mode = self.settings.borrow().runtime.trading_mode;
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         inner.0 += 1;
         let event = Arc::new(StoredEvent {
             id: inner.0,
-            kind,
             timestamp: format_ts(&self.market_clock.now()),
             mode,
-            data,
+            event,
             wall_time: format_ts(&self.clock.now()),
+            wire: OnceLock::new(),
         });
         if inner.1.len() == BUFFER {
             inner.1.pop_front();

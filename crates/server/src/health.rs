@@ -8,6 +8,7 @@
 //! on a slow dependency. The trading state is read from the engine at request time, the one
 //! source `/api/health`, the risk manager's row and `/api/risk/state` share.
 
+use crate::events::{Event, HealthChange};
 use crate::state::AppState;
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -115,7 +116,7 @@ impl HealthMonitor {
             }
         }
         for change in changes {
-            state.events.publish("health.changed", state.settings.mode(), change);
+            state.events.publish(Event::HealthChanged(change));
         }
     }
 
@@ -126,7 +127,7 @@ impl HealthMonitor {
         name: &'static str,
         probe: Probe,
         now: Timestamp,
-    ) -> Option<Value> {
+    ) -> Option<HealthChange> {
         let previous = components.get(name);
         let last_ok_at = if probe.status == HealthStatus::Healthy {
             Some(format_ts(&now))
@@ -135,7 +136,7 @@ impl HealthMonitor {
         };
         let change = previous.filter(|p| p.status != probe.status).map(|prev| {
             tracing::warn!(component = name, from = ?prev.status, to = ?probe.status, detail = %probe.detail, "health changed");
-            json!({"component": name, "from": prev.status, "to": probe.status, "detail": probe.detail})
+            HealthChange { component: name, from: prev.status, to: probe.status, detail: probe.detail.clone() }
         });
         components.insert(
             name,

@@ -3,6 +3,7 @@
 use crate::auth::Caller;
 use crate::envelope::{ApiResponse, SuccessBody};
 use crate::error::ApiResult;
+use crate::events::{Event, SettingsChange};
 use crate::extract::Query;
 use crate::guard::{Action, Sensitive, Target};
 use crate::routes::{list_limit, page, parse_cursor};
@@ -61,8 +62,12 @@ pub async fn put_settings(State(state): State<AppState>, guard: Sensitive) -> Ap
             let exposure = (view.positions.len(), view.open_orders);
             let change = state.settings.update(&patch, &caller.principal, caller.confirmed_live, exposure).await?;
             if !change.updated.is_empty() {
-                let data = serde_json::json!({"version": change.version, "updated": change.updated, "actor": caller.principal.name});
-                state.events.publish("settings.updated", state.settings.mode(), data);
+                let event = SettingsChange {
+                    version: change.version,
+                    updated: change.updated.clone(),
+                    actor: caller.principal.name.clone(),
+                };
+                state.events.publish(Event::SettingsUpdated(event));
             }
             Ok(ApiResponse::ok(SettingsUpdated {
                 updated: change.updated,

@@ -5,7 +5,8 @@
 mod held;
 mod runner;
 
-pub use runner::{spawn_engine, Input};
+pub use runner::spawn_engine;
+use runner::Input;
 
 use rust_decimal::Decimal;
 use std::sync::Arc;
@@ -50,8 +51,10 @@ impl EngineHandle {
         self.view.clone()
     }
 
-    pub(crate) fn input(&self) -> mpsc::Sender<Input> {
-        self.tx.clone()
+    /// The market feed stepped to `at` (`bar_closed`: a minute just completed). Waits for room
+    /// in the runner's queue, not for the step to be handled.
+    pub async fn market_step(&self, at: tradeops_core::Timestamp, bar_closed: bool) -> Result<(), EngineGone> {
+        self.tx.send(Input::MarketStep { at, bar_closed }).await.map_err(|_| EngineGone)
     }
 }
 

@@ -6,17 +6,18 @@
 //! a broker that refuses an order or a cancel answers the engine with the matching report, and
 //! one that cannot be reached leaves the order to reconciliation, which looks it up by client
 //! order id before sending it again.
+//! What operators are told is published as typed events once the batch is saved.
 
 use super::held::{self, HeldWrite};
 use super::{EngineHandle, EngineView, PositionView};
+use crate::events::{Event as Published, RiskChange, Violation, WatchlistChange};
 use crate::state::AppState;
 use rust_decimal::Decimal;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, watch};
 use tradeops_brokers::{BrokerError, ExecutionBroker, MarketData, MarketUpdate};
-use tradeops_core::backtest::dollars;
 use tradeops_core::broker::{BrokerLookup, BrokerReport};
 use tradeops_core::engine::{
     is_liquidation, Command, CommandError, Effect, Engine, Event, Halt, Reply, Restored, SavedState, StrategyStatus,
@@ -24,15 +25,16 @@ use tradeops_core::engine::{
 };
 use tradeops_core::market::Side;
 use tradeops_core::orders::{ClientOrderId, Order, TimeInForce};
+use tradeops_core::positions::Position;
 use tradeops_core::reconcile::Discrepancy;
 use tradeops_core::risk::TradingState;
 use tradeops_core::time::{from_epoch_ms, to_epoch_ms};
-use tradeops_core::{strategy, Symbol, Timestamp};
+use tradeops_core::{strategy, Symbol, Timestamp, TradingMode};
 use tradeops_store::StoreError;
 use tradeops_store::{EngineStateRecord, MarketRepository, TradingRepository, ViolationRecord};
 
 /// What the runner takes in.
-pub enum Input {
+pub(super) enum Input {
     Command(Command, oneshot::Sender<Result<Reply, CommandError>>),
     /// The feed stepped to `at`; `bar_closed` when a minute just completed.
     MarketStep {
@@ -254,6 +256,71 @@ fn status_of(text: &str) -> StrategyStatus {
         "Sell" => StrategyStatus::Sell,
         "Halted" => StrategyStatus::Halted,
         _ => StrategyStatus::Closed,
+    }
+}
+
+/// One batch of effects being carried out: what the write-ahead found, and what is left for
+/// the batch's end (the reply, the updates to save together, the events to publish once they
+/// are saved, the orders refused for want of the write-ahead).
+struct Batch {
+    now: Timestamp,
+    /// The trading mode the batch's orders are stored under.
+    mode: TradingMode,
+    /// Once a write finds the database unavailable, the batch's other writes are held in
+    /// memory rather than each waiting for it: the halt answers at once during an outage.
+    reachable: bool,
+    written_ahead: bool,
+    /// Whether the write-ahead failed because the database is unavailable (else: a bug).
+    unsent_because: Option<bool>,
+    /// The write-ahead timed out: it may still land.
+    ambiguous: bool,
+    answers_command: bool,
+    /// An operator's order was taken back because it could not be written ahead.
+    withdrawn: bool,
+    reply: Option<Result<Reply, CommandError>>,
+    state_dirty: bool,
+    /// Published after the batch commits: operators see only what is persisted.
+    events: Vec<Published>,
+    updated_orders: BTreeMap<ClientOrderId, Arc<Order>>,
+    updated_positions: BTreeMap<Symbol, Position>,
+    refused: Vec<BrokerReport>,
+}
+
+impl Batch {
+    fn new(fx: &[Effect], now: Timestamp, mode: TradingMode, reachable: bool) -> Batch {
+        Batch {
+            now,
+            mode,
+            reachable,
+            written_ahead: true,
+            unsent_because: None,
+            ambiguous: false,
+            answers_command: fx.iter().any(|f| matches!(f, Effect::Reply(_))),
+            withdrawn: false,
+            reply: None,
+            state_dirty: false,
+            events: Vec::new(),
+            updated_orders: BTreeMap::new(),
+            updated_positions: BTreeMap::new(),
+            refused: Vec::new(),
+        }
+    }
+
+    /// The command's reply: a success becomes `NotPersisted` when any of its orders could not
+    /// be written ahead (and so was never sent).
+    fn reply(&mut self) -> Option<Result<Reply, CommandError>> {
+        let mut reply = self.reply.take();
+        if !self.refused.is_empty() || self.withdrawn {
+            if let Some(Ok(_)) = reply {
+                let unavailable = self.unsent_because.unwrap_or(true);
+                let reason = match unavailable {
+                    true => "the order could not be written ahead: the database is unavailable, and nothing was sent",
+                    false => "the order could not be written ahead, and nothing was sent",
+                };
+                reply = Some(Err(CommandError::NotPersisted { reason: reason.into(), unavailable }));
+            }
+        }
+        reply
     }
 }
 
@@ -589,15 +656,36 @@ impl Runner {
     /// The trading state latch is persisted first; every new order of the batch is persisted
     /// (one transaction) before any is sent; broker calls then follow the effects' order (an
     /// emergency halt's cancels go out before its exits); order and position updates are saved
-    /// together at the end of the batch.
+    /// together at the end of the batch, and only then are the batch's events published.
     async fn apply(&mut self, fx: Vec<Effect>, now: Timestamp) -> Option<Result<Reply, CommandError>> {
-        let mode = self.state.settings.mode().as_str();
-        let date = self.engine.calendar().date_of(now).to_string();
-        let repo: &dyn TradingRepository = &self.state.db;
-        // Once a write finds the database unavailable, the batch's other writes are held in
-        // memory rather than each waiting for it: the halt answers at once during an outage.
-        let mut reachable = self.state.db.is_writable();
+        let mut batch = Batch::new(&fx, now, self.state.settings.mode(), self.state.db.is_writable());
         let halting = fx.iter().any(|f| matches!(f, Effect::TradingStateChanged { state: TradingState::Halted, .. }));
+        self.persist_latch(&fx, &mut batch).await;
+        if halting {
+            CrashPoint::crash_if(self.crash_point, CrashPoint::HaltLatched);
+        }
+        self.write_ahead(&fx, &mut batch).await;
+        if halting {
+            CrashPoint::crash_if(self.crash_point, CrashPoint::HaltWrittenAhead);
+        }
+        for effect in fx {
+            self.carry_out(effect, &mut batch).await;
+        }
+        self.save_batch(&mut batch).await;
+        let reply = batch.reply();
+        self.publish_events(std::mem::take(&mut batch.events));
+        for report in batch.refused {
+            let more = self.engine.handle(Event::Broker(report), now);
+            Box::pin(self.apply(more, now)).await;
+        }
+        reply
+    }
+
+    /// Persists the trading state first when the batch changes it (the halt latch): held in
+    /// memory when the database cannot take it, and written when it is back.
+    async fn persist_latch(&mut self, fx: &[Effect], batch: &mut Batch) {
+        let (now, reachable) = (batch.now, batch.reachable);
+        let repo: &dyn TradingRepository = &self.state.db;
         if fx.iter().any(|f| matches!(f, Effect::TradingStateChanged { .. })) {
             let saved = match reachable {
                 true => bounded(repo.save_engine_state(&self.state_record(now))).await,
@@ -606,22 +694,25 @@ impl Runner {
             if let Err(e) = saved {
                 tracing::error!(error = %e, "trading state not persisted yet: held in memory, written when the database is back");
                 self.state.db.writes_failed(&e);
-                reachable &= !e.is_unavailable();
+                batch.reachable &= !e.is_unavailable();
                 self.unsaved.state = true;
                 self.unsaved.outage = true;
             }
         }
-        if halting {
-            CrashPoint::crash_if(self.crash_point, CrashPoint::HaltLatched);
-        }
+    }
+
+    /// Writes the batch's new orders ahead (one transaction) before any is sent, and notes
+    /// whether that worked and, if not, why.
+    async fn write_ahead(&mut self, fx: &[Effect], batch: &mut Batch) {
+        let (now, mode) = (batch.now, batch.mode.as_str());
+        let date = self.engine.calendar().date_of(now).to_string();
+        let repo: &dyn TradingRepository = &self.state.db;
         let new_orders: Vec<_> = fx
             .iter()
             .filter_map(|f| if let Effect::Submit(o) = f { Some(tradeops_core::orders::Order::clone(o)) } else { None })
             .collect();
-        // Whether the write-ahead failed because the database is unavailable (else: a bug).
-        let mut unsent_because = None;
-        let mut ambiguous = false;
-        let written_ahead = match (new_orders.is_empty(), reachable) {
+        batch.state_dirty = !new_orders.is_empty();
+        batch.written_ahead = match (new_orders.is_empty(), batch.reachable) {
             (true, _) => true,
             (false, false) => false,
             (false, true) => match bounded(repo.save_orders(&new_orders, mode, &date)).await {
@@ -629,201 +720,175 @@ impl Runner {
                 Err(e) => {
                     tracing::error!(error = %e, orders = new_orders.len(), "orders not written ahead");
                     self.state.db.writes_failed(&e);
-                    unsent_because = Some(e.is_unavailable());
+                    batch.unsent_because = Some(e.is_unavailable());
                     // A write that did not answer in time may still land: its orders are
                     // rejected (and that stored later) rather than taken back without a trace.
-                    ambiguous = matches!(e, StoreError::TimedOut(_));
-                    reachable &= !e.is_unavailable();
+                    batch.ambiguous = matches!(e, StoreError::TimedOut(_));
+                    batch.reachable &= !e.is_unavailable();
                     false
                 }
             },
         };
-        if halting {
-            CrashPoint::crash_if(self.crash_point, CrashPoint::HaltWrittenAhead);
-        }
-        let answers_command = fx.iter().any(|f| matches!(f, Effect::Reply(_)));
-        let mut withdrawn = false;
-        let mut reply = None;
-        let mut state_dirty = !new_orders.is_empty();
-        // Published after the batch commits: operators see only what is persisted.
-        let mut events: Vec<(&'static str, serde_json::Value)> = Vec::new();
-        let mut updated_orders = std::collections::BTreeMap::new();
-        let mut updated_positions = std::collections::BTreeMap::new();
-        let mut refused = Vec::new();
-        for effect in fx {
-            match effect {
-                Effect::TradingStateChanged { state, halt } => {
-                    tracing::warn!(?state, "trading state changed");
-                    events.push(("risk.state_changed", serde_json::json!({"trading_state": state, "halt": halt})));
-                }
-                Effect::Submit(order) if written_ahead => {
-                    self.send(&order, now).await;
-                    events.push((
-                        "order.updated",
-                        serde_json::to_value(crate::routes::orders::order_detail(&order, mode)).unwrap_or_default(),
-                    ));
-                }
-                Effect::Submit(order) if is_liquidation(&order) => {
-                    // The emergency halt's exits go out even when they cannot be written ahead:
-                    // a halt acts at once, whatever the database. Written when it is back.
-                    tracing::warn!(client_order_id = %order.client_order_id, "halt exit sent before it could be written");
-                    self.unsaved.outage = true;
-                    self.send(&order, now).await;
-                    self.unsaved.orders.insert(order.client_order_id.clone(), order);
-                }
-                // An operator's order (the batch answers a command) is taken back, so the 503
-                // changes nothing; a strategy's is rejected, which its strategy sees.
-                Effect::Submit(order)
-                    if answers_command && !ambiguous && self.engine.withdraw_unsent(&order.client_order_id) =>
-                {
-                    withdrawn = true;
-                }
-                Effect::Submit(order) => refused.push(BrokerReport::Rejected {
-                    client_order_id: order.client_order_id.clone(),
-                    reason: "not sent: it could not be written ahead (the database is unavailable)".into(),
-                    at: now,
-                }),
-                Effect::Cancel(id) => self.cancel_at_broker(&id, now).await,
-                Effect::OrderUpdated(order) => {
-                    events.push((
-                        "order.updated",
-                        serde_json::to_value(crate::routes::orders::order_detail(&order, mode)).unwrap_or_default(),
-                    ));
-                    if let Some((_, e)) = self.pending_fill.take_if(|(id, _)| *id == order.client_order_id) {
-                        events.push((
-                            "execution.created",
-                            serde_json::json!({
-                                "client_order_id": order.client_order_id, "symbol": order.symbol, "side": order.side,
-                                "execution_id": e.execution_id, "timestamp": tradeops_core::time::format_ts(&e.timestamp),
-                                "quantity": e.quantity, "price": dollars(e.price), "fee": dollars(e.fee),
-                            }),
-                        ));
-                    }
-                    updated_orders.insert(order.client_order_id.clone(), order);
-                }
-                Effect::PositionUpdated { position, status } => {
-                    events.push((
-                        "position.updated",
-                        serde_json::json!({
-                            "symbol": position.symbol, "quantity": position.quantity,
-                            "average_entry_price": position.average_entry_price().map(dollars),
-                            "realized_pnl": dollars(position.realized_pnl), "strategy_status": status,
-                        }),
-                    ));
-                    updated_positions.insert(position.symbol.clone(), position);
-                }
-                Effect::WatchUpdated { symbol, status, reason } => {
-                    events.push((
-                        "watchlist.updated",
-                        serde_json::json!({"symbol": symbol, "strategy_status": status, "reason": reason}),
-                    ));
-                    let write = HeldWrite::WatchStatus { symbol, status, reason, at: now };
-                    self.write_or_hold(write, &mut reachable).await;
-                }
-                Effect::WatchStarted { symbol, source, strategy_id, strategy_version, at } => {
-                    events.push((
-                        "watchlist.updated",
-                        serde_json::json!({"symbol": symbol, "strategy_status": StrategyStatus::Active, "source": source, "time_added": tradeops_core::time::format_ts(&at)}),
-                    ));
-                    let row = tradeops_store::WatchRecord {
-                        symbol: symbol.to_string(),
-                        source,
-                        strategy_id,
-                        strategy_version,
-                        strategy_status: StrategyStatus::Active.as_str().into(),
-                        polling_status: "POLLING".into(),
-                        time_added: to_epoch_ms(&at),
-                        time_closed: None,
-                        time_completed: None,
-                        reason: None,
-                    };
-                    self.write_or_hold(HeldWrite::WatchStarted(row), &mut reachable).await;
-                }
-                Effect::BlockPlaced { symbol, block } => {
-                    events.push((
-                        "risk.state_changed",
-                        serde_json::json!({"blocked": crate::watchlist::engine_block_result(&symbol, &block)}),
-                    ));
-                    let record = tradeops_store::BlockRecord {
-                        block_id: 0,
-                        symbol: symbol.to_string(),
-                        block_scope: block.scope.clone(),
-                        reason: block.reason.clone(),
-                        actor: block.actor.clone(),
-                        effective_from: to_epoch_ms(&block.effective_from),
-                        expires_at: block.expires_at.as_ref().map(to_epoch_ms),
-                    };
-                    self.write_or_hold(HeldWrite::Block { record, at: now }, &mut reachable).await;
-                }
-                Effect::BlockLifted { symbol, reason, actor } => {
-                    events.push((
-                        "risk.state_changed",
-                        serde_json::json!({"unblocked": symbol, "reason": reason, "by": actor}),
-                    ));
-                    self.write_or_hold(HeldWrite::Unblock { symbol, reason, actor, at: now }, &mut reachable).await;
-                }
-                Effect::Violation { rule, symbol, client_order_id, detail } => {
-                    events.push((
-                        "risk.violation",
-                        serde_json::json!({"rule": rule, "symbol": symbol, "client_order_id": client_order_id, "detail": detail,
-                            "timestamp": tradeops_core::time::format_ts(&now)}),
-                    ));
-                    let record = ViolationRecord {
-                        violation_id: 0,
-                        ts: to_epoch_ms(&now),
-                        rule: rule.as_str().to_string(),
-                        symbol: Some(symbol.to_string()),
-                        client_order_id: client_order_id.map(|c| c.to_string()),
-                        detail: serde_json::to_string(&detail).unwrap_or_default(),
-                    };
-                    self.write_or_hold(HeldWrite::Violation(record), &mut reachable).await;
-                }
-                Effect::Decision { symbol, rule, text } => tracing::info!(%symbol, rule, "{text}"),
-                Effect::DayRolled { date } => {
-                    tracing::info!(%date, "trading day rolled");
-                    state_dirty = true;
-                }
-                Effect::HaltStoppedChanged { symbols } => {
-                    events.push(("risk.state_changed", serde_json::json!({"stopped_by_halt": symbols})));
-                    state_dirty = true;
-                }
-                Effect::Anomaly(message) => {
-                    tracing::warn!("{message}");
-                    self.anomalies.push(message);
-                }
-                Effect::Reply(r) => reply = Some(r),
+    }
+
+    /// Carries out one effect: broker calls at once, writes at once (or held), events and
+    /// order and position updates kept in `batch` for its end.
+    async fn carry_out(&mut self, effect: Effect, batch: &mut Batch) {
+        let now = batch.now;
+        match effect {
+            Effect::TradingStateChanged { state, halt } => {
+                tracing::warn!(?state, "trading state changed");
+                batch.events.push(Published::RiskStateChanged(RiskChange::TradingState { state, halt }));
             }
+            Effect::Submit(order) => self.submit(order, batch).await,
+            Effect::Cancel(id) => self.cancel_at_broker(&id, now).await,
+            Effect::OrderUpdated(order) => {
+                batch.events.push(Published::OrderUpdated { order: order.clone(), mode: batch.mode });
+                if let Some((_, e)) = self.pending_fill.take_if(|(id, _)| *id == order.client_order_id) {
+                    batch.events.push(Published::ExecutionCreated {
+                        client_order_id: order.client_order_id.clone(),
+                        symbol: order.symbol.clone(),
+                        side: order.side,
+                        execution: e,
+                    });
+                }
+                batch.updated_orders.insert(order.client_order_id.clone(), order);
+            }
+            Effect::PositionUpdated { position, status } => {
+                batch.events.push(Published::PositionUpdated { position: position.clone(), status });
+                batch.updated_positions.insert(position.symbol.clone(), position);
+            }
+            Effect::WatchUpdated { symbol, status, reason } => {
+                let change = WatchlistChange::Status { symbol: symbol.clone(), status, reason: reason.clone() };
+                batch.events.push(Published::WatchlistUpdated(change));
+                let write = HeldWrite::WatchStatus { symbol, status, reason, at: now };
+                self.write_or_hold(write, &mut batch.reachable).await;
+            }
+            Effect::WatchStarted { symbol, source, strategy_id, strategy_version, at } => {
+                let change = WatchlistChange::Started { symbol: symbol.clone(), source: source.clone(), at };
+                batch.events.push(Published::WatchlistUpdated(change));
+                let row = tradeops_store::WatchRecord {
+                    symbol: symbol.to_string(),
+                    source,
+                    strategy_id,
+                    strategy_version,
+                    strategy_status: StrategyStatus::Active.as_str().into(),
+                    polling_status: "POLLING".into(),
+                    time_added: to_epoch_ms(&at),
+                    time_closed: None,
+                    time_completed: None,
+                    reason: None,
+                };
+                self.write_or_hold(HeldWrite::WatchStarted(row), &mut batch.reachable).await;
+            }
+            Effect::BlockPlaced { symbol, block } => {
+                let change = RiskChange::Blocked { symbol: symbol.clone(), block: block.clone() };
+                batch.events.push(Published::RiskStateChanged(change));
+                let record = tradeops_store::BlockRecord {
+                    block_id: 0,
+                    symbol: symbol.to_string(),
+                    block_scope: block.scope.clone(),
+                    reason: block.reason.clone(),
+                    actor: block.actor.clone(),
+                    effective_from: to_epoch_ms(&block.effective_from),
+                    expires_at: block.expires_at.as_ref().map(to_epoch_ms),
+                };
+                self.write_or_hold(HeldWrite::Block { record, at: now }, &mut batch.reachable).await;
+            }
+            Effect::BlockLifted { symbol, reason, actor } => {
+                let change =
+                    RiskChange::Unblocked { symbol: symbol.clone(), reason: reason.clone(), actor: actor.clone() };
+                batch.events.push(Published::RiskStateChanged(change));
+                self.write_or_hold(HeldWrite::Unblock { symbol, reason, actor, at: now }, &mut batch.reachable).await;
+            }
+            Effect::Violation { rule, symbol, client_order_id, detail } => {
+                let record = ViolationRecord {
+                    violation_id: 0,
+                    ts: to_epoch_ms(&now),
+                    rule: rule.as_str().to_string(),
+                    symbol: Some(symbol.to_string()),
+                    client_order_id: client_order_id.as_ref().map(|c| c.to_string()),
+                    detail: serde_json::to_string(&detail).unwrap_or_default(),
+                };
+                batch.events.push(Published::RiskViolation(Violation {
+                    rule,
+                    symbol,
+                    client_order_id,
+                    detail,
+                    at: now,
+                }));
+                self.write_or_hold(HeldWrite::Violation(record), &mut batch.reachable).await;
+            }
+            Effect::Decision { symbol, rule, text } => tracing::info!(%symbol, rule, "{text}"),
+            Effect::DayRolled { date } => {
+                tracing::info!(%date, "trading day rolled");
+                batch.state_dirty = true;
+            }
+            Effect::HaltStoppedChanged { symbols } => {
+                batch.events.push(Published::RiskStateChanged(RiskChange::StoppedByHalt { symbols }));
+                batch.state_dirty = true;
+            }
+            Effect::Anomaly(message) => {
+                tracing::warn!("{message}");
+                self.anomalies.push(message);
+            }
+            Effect::Reply(r) => batch.reply = Some(r),
         }
-        if !updated_orders.is_empty() || !updated_positions.is_empty() || state_dirty {
-            self.unsaved.orders.extend(updated_orders);
-            self.unsaved.positions.extend(updated_positions);
+    }
+
+    /// Sends a new order when it was written ahead. When it could not be: an emergency halt's
+    /// exit is sent anyway, an operator's order taken back, a strategy's rejected.
+    async fn submit(&mut self, order: Arc<Order>, batch: &mut Batch) {
+        let now = batch.now;
+        match order {
+            order if batch.written_ahead => {
+                self.send(&order, now).await;
+                batch.events.push(Published::OrderUpdated { order, mode: batch.mode });
+            }
+            order if is_liquidation(&order) => {
+                // The emergency halt's exits go out even when they cannot be written ahead:
+                // a halt acts at once, whatever the database. Written when it is back.
+                tracing::warn!(client_order_id = %order.client_order_id, "halt exit sent before it could be written");
+                self.unsaved.outage = true;
+                self.send(&order, now).await;
+                self.unsaved.orders.insert(order.client_order_id.clone(), order);
+            }
+            // An operator's order (the batch answers a command) is taken back, so the 503
+            // changes nothing; a strategy's is rejected, which its strategy sees.
+            order
+                if batch.answers_command && !batch.ambiguous && self.engine.withdraw_unsent(&order.client_order_id) =>
+            {
+                batch.withdrawn = true;
+            }
+            order => batch.refused.push(BrokerReport::Rejected {
+                client_order_id: order.client_order_id.clone(),
+                reason: "not sent: it could not be written ahead (the database is unavailable)".into(),
+                at: now,
+            }),
+        }
+    }
+
+    /// Saves the batch's order and position updates and the engine state together (held in
+    /// memory while the database cannot take them).
+    async fn save_batch(&mut self, batch: &mut Batch) {
+        if !batch.updated_orders.is_empty() || !batch.updated_positions.is_empty() || batch.state_dirty {
+            self.unsaved.orders.extend(std::mem::take(&mut batch.updated_orders));
+            self.unsaved.positions.extend(std::mem::take(&mut batch.updated_positions));
             self.unsaved.state = true;
         }
-        if !self.unsaved.is_empty() && reachable {
-            self.save_unsaved(now).await;
+        if !self.unsaved.is_empty() && batch.reachable {
+            self.save_unsaved(batch.now).await;
         }
-        if !refused.is_empty() || withdrawn {
-            if let Some(Ok(_)) = reply {
-                let unavailable = unsent_because.unwrap_or(true);
-                let reason = match unavailable {
-                    true => "the order could not be written ahead: the database is unavailable, and nothing was sent",
-                    false => "the order could not be written ahead, and nothing was sent",
-                };
-                reply = Some(Err(CommandError::NotPersisted { reason: reason.into(), unavailable }));
-            }
-        }
-        // Operators see a change only once it is persisted.
+    }
+
+    /// Publishes the engine's view, then the batch's events, then the halt's progress:
+    /// operators see a change only once it is persisted.
+    fn publish_events(&mut self, events: Vec<Published>) {
         self.publish();
-        let mode_now = self.state.settings.mode();
-        for (kind, data) in events {
-            self.state.events.publish(kind, mode_now, data);
+        for event in events {
+            self.state.events.publish(event);
         }
         self.halt_progress();
-        for report in refused {
-            let more = self.engine.handle(Event::Broker(report), now);
-            Box::pin(self.apply(more, now)).await;
-        }
-        reply
     }
 
     /// Writes what is held in memory: orders, positions and the engine state in one
@@ -919,11 +984,8 @@ impl Runner {
             return;
         }
         self.last_progress = Some((positions, orders));
-        let data = serde_json::json!({
-            "trading_state": TradingState::Halted,
-            "liquidation": {"open_positions": positions, "open_orders": orders, "flat": positions == 0 && orders == 0},
-        });
-        self.state.events.publish("risk.state_changed", self.state.settings.mode(), data);
+        let progress = RiskChange::Liquidation { open_positions: positions, open_orders: orders };
+        self.state.events.publish(Published::RiskStateChanged(progress));
     }
 
     fn publish(&self) {
