@@ -7,7 +7,6 @@
 //! rebuild.
 
 use crate::domain::DomainResult;
-use tradeops_brokers::MarketData;
 use crate::settings_service::SettingsService;
 use chrono::NaiveDate;
 use rust_decimal::Decimal;
@@ -15,6 +14,7 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
+use tradeops_brokers::MarketData;
 use tradeops_core::calendar::{ny_instant, MarketCalendar, NyDay};
 use tradeops_core::market::Timeframe;
 use tradeops_core::orders::{Order, OrderStatus};

@@ -108,7 +108,7 @@ const JOB_COLUMNS: &str = "request_id, symbol, timeframe, start, finish, status,
 #[async_trait]
 impl DataRepository for Database {
     async fn save_bars(&self, symbol: &Symbol, timeframe: &str, bars: &[Bar], source: &str) -> Result<(), StoreError> {
-        let mut tx = self.pool()?.begin().await?;
+        let mut tx = self.begin().await?;
         for b in bars {
             sqlx::query(
                 "INSERT INTO bars (symbol, timeframe, start, open, high, low, close, volume, source) \

@@ -241,6 +241,20 @@ impl Database {
         Ok(Database { pool, backend, availability: Arc::new(availability) })
     }
 
+    /// Starts a transaction that a cancelled caller cannot leave half begun. sqlx 0.9 counts a
+    /// transaction as open only once PostgreSQL has answered its `BEGIN`: a caller dropped while
+    /// waiting for that answer (a write past its bound, a request past its deadline) hands the
+    /// connection back to the pool inside a transaction nobody commits, and whatever runs on it
+    /// next is silently lost when the connection closes. Begun in its own task, a transaction
+    /// always finishes beginning; if its caller is gone, it is dropped there and rolled back.
+    pub(crate) async fn begin(&self) -> Result<sqlx::Transaction<'static, sqlx::Any>, StoreError> {
+        let pool = self.pool()?.clone();
+        match tokio::spawn(async move { pool.begin().await }).await {
+            Ok(begun) => Ok(begun?),
+            Err(e) => Err(StoreError::Unavailable(format!("beginning a transaction failed: {e}"))),
+        }
+    }
+
     /// The pool, or [`StoreError::Unavailable`] at once while the last probe found the
     /// database unreachable.
     pub(crate) fn pool(&self) -> Result<&AnyPool, StoreError> {
@@ -505,5 +519,54 @@ mod tests {
         reader.rollback().await.unwrap();
         assert!(db.checkpoint_wal().await.unwrap());
         assert_eq!(wal_bytes(&wal), 0, "a TRUNCATE checkpoint empties the file");
+    }
+
+    /// A write cut short by its caller's bound while PostgreSQL was answering its `BEGIN` must
+    /// not leave its connection inside a transaction: the autocommit writes that reuse that
+    /// connection afterwards (an audit row, say) would never be committed. Runs on PostgreSQL
+    /// (`TRADEOPS_TEST_DATABASE_URL`); elsewhere it says it skipped.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_transaction_abandoned_while_beginning_loses_no_later_write() {
+        let Some(admin_url) = std::env::var("TRADEOPS_TEST_DATABASE_URL").ok().filter(|u| !u.is_empty()) else {
+            assert!(
+                std::env::var("TRADEOPS_REQUIRE_SERVICES").is_err(),
+                "TRADEOPS_REQUIRE_SERVICES=1 but TRADEOPS_TEST_DATABASE_URL is not set"
+            );
+            eprintln!("skipped: needs PostgreSQL (set TRADEOPS_TEST_DATABASE_URL)");
+            return;
+        };
+        let name = format!("tradeops_begin_{}", std::process::id());
+        let admin = Database::connect(&admin_url).await.unwrap();
+        admin.execute_raw(&format!("DROP DATABASE IF EXISTS {name}")).await.unwrap();
+        admin.execute_raw(&format!("CREATE DATABASE {name}")).await.unwrap();
+        let (base, query) = admin_url.split_once('?').map(|(b, q)| (b, Some(q))).unwrap_or((&admin_url, None));
+        let url = format!(
+            "{}/{name}{}",
+            &base[..base.rfind('/').unwrap()],
+            query.map(|q| format!("?{q}")).unwrap_or_default()
+        );
+        let db = Database::open(&url).await.unwrap();
+        db.append_audit(&refusal(0, "{}")).await.unwrap();
+        // Transactions whose callers give up after one poll: `BEGIN` is sent, its answer not yet
+        // read (a write past its bound, a request past its deadline, at the worst moment).
+        for _ in 0..20 {
+            tokio::select! {
+                biased;
+                _ = db.begin() => {}
+                _ = std::future::ready(()) => {}
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        const ROWS: i64 = 200;
+        for n in 1..ROWS {
+            db.append_audit(&refusal(n, "{}")).await.unwrap();
+        }
+        db.close().await;
+        let reopened = Database::open(&url).await.unwrap();
+        let stored = reopened.list_audit(&AuditFilter { limit: 1000, ..Default::default() }).await.unwrap();
+        reopened.close().await;
+        admin.execute_raw(&format!("DROP DATABASE IF EXISTS {name}")).await.unwrap();
+        admin.close().await;
+        assert_eq!(stored.len() as i64, ROWS, "audit rows written after the abandoned transactions were lost");
     }
 }

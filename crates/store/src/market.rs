@@ -140,7 +140,7 @@ const ACTIVE_BLOCK: &str = "lifted_at IS NULL AND effective_from <= $1 AND (expi
 #[async_trait]
 impl MarketRepository for Database {
     async fn insert_radar_scan(&self, rows: &[RadarRowRecord]) -> Result<bool, StoreError> {
-        let mut tx = self.pool()?.begin().await?;
+        let mut tx = self.begin().await?;
         for (i, r) in rows.iter().enumerate() {
             // The first row claims the capture: a stored scan of that time holds the same key
             // (captured_at, its top rank), so nothing is inserted and the transaction is dropped.

@@ -122,7 +122,7 @@ async fn insert(tx: &mut Tx<'_>, t: &TokenRecord) -> Result<(), StoreError> {
 #[async_trait]
 impl TokenRepository for Database {
     async fn insert_token(&self, t: &TokenRecord) -> Result<(), StoreError> {
-        let mut tx = self.pool()?.begin().await?;
+        let mut tx = self.begin().await?;
         bump_version(&mut tx, self.backend()).await?;
         insert(&mut tx, t).await?;
         tx.commit().await?;
@@ -142,7 +142,7 @@ impl TokenRepository for Database {
     }
 
     async fn revoke_token(&self, name: &str, at: i64) -> Result<Revocation, StoreError> {
-        let mut tx = self.pool()?.begin().await?;
+        let mut tx = self.begin().await?;
         // Locked first: a concurrent revoke waits here, then sees this one's result (each
         // statement of PostgreSQL's READ COMMITTED reads what committed before it).
         bump_version(&mut tx, self.backend()).await?;
@@ -173,7 +173,7 @@ impl TokenRepository for Database {
     }
 
     async fn replace_token(&self, t: &TokenRecord) -> Result<(), StoreError> {
-        let mut tx = self.pool()?.begin().await?;
+        let mut tx = self.begin().await?;
         bump_version(&mut tx, self.backend()).await?;
         sqlx::query("UPDATE api_tokens SET revoked_at = $1 WHERE name = $2 AND revoked_at IS NULL")
             .bind(t.created_at)
@@ -194,7 +194,7 @@ impl TokenRepository for Database {
     }
 
     async fn touch_tokens(&self, used: &[(String, i64)]) -> Result<(), StoreError> {
-        let mut tx = self.pool()?.begin().await?;
+        let mut tx = self.begin().await?;
         for (name, at) in used {
             sqlx::query("UPDATE api_tokens SET last_used_at = $1 WHERE name = $2 AND revoked_at IS NULL")
                 .bind(*at)

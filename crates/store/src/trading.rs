@@ -182,7 +182,7 @@ impl Database {
 #[async_trait]
 impl TradingRepository for Database {
     async fn save_orders(&self, orders: &[Order], mode: &str, trading_date: &str) -> Result<(), StoreError> {
-        let mut tx = self.pool()?.begin().await?;
+        let mut tx = self.begin().await?;
         save_orders_in(&mut tx, orders, mode, trading_date).await?;
         tx.commit().await?;
         Ok(())
@@ -274,7 +274,7 @@ impl TradingRepository for Database {
         mode: &str,
         trading_date: &str,
     ) -> Result<(), StoreError> {
-        let mut tx = self.pool()?.begin().await?;
+        let mut tx = self.begin().await?;
         save_orders_in(&mut tx, orders, mode, trading_date).await?;
         for p in positions {
             save_position_in(&mut tx, p).await?;
@@ -307,7 +307,7 @@ impl TradingRepository for Database {
     }
 
     async fn save_engine_state(&self, state: &EngineStateRecord) -> Result<(), StoreError> {
-        let mut tx = self.pool()?.begin().await?;
+        let mut tx = self.begin().await?;
         save_state_in(&mut tx, state).await?;
         tx.commit().await?;
         Ok(())
