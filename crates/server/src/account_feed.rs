@@ -4,8 +4,8 @@
 //! instead of polling.
 
 use crate::events::{AccountUpdate, Event};
-use crate::routes::account::AccountSummary;
-use crate::state::AppState;
+use crate::http::routes::account::AccountSummary;
+use crate::http::state::AppState;
 use serde_json::{json, Value};
 use std::time::Duration;
 use tradeops_core::time::format_ts;

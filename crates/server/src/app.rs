@@ -4,15 +4,15 @@
 use crate::budget::RateLimiter;
 use crate::clock::ScaledClock;
 use crate::config::{redact, Config};
+use crate::domain::radar::RadarService;
+use crate::domain::settings::SettingsService;
 use crate::domain::tokens::{generate_token, TokenRegistry};
-use crate::extract::MAX_BODY_BYTES;
+use crate::domain::watchlist::WatchlistService;
 use crate::health::HealthMonitor;
+use crate::http::extract::MAX_BODY_BYTES;
+use crate::http::state::{AppState, Inner};
 use crate::metrics::Metrics;
-use crate::radar::RadarService;
-use crate::settings_service::SettingsService;
-use crate::state::{AppState, Inner};
-use crate::watchlist::WatchlistService;
-use crate::{http, openapi, routes};
+use crate::{http, http::openapi, http::routes};
 use anyhow::Context;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::header;
@@ -161,7 +161,7 @@ impl Application {
             trade_cache: Default::default(),
             order_pages: Default::default(),
             rate_limiter: RateLimiter::new(config.auth.rate_limit_per_second, config.auth.rate_limit_burst),
-            client_limiter: crate::client_limit::ClientLimiter::new(
+            client_limiter: crate::http::client_limit::ClientLimiter::new(
                 config.auth.anonymous_rate_limit_per_second,
                 config.auth.anonymous_rate_limit_burst,
             ),
@@ -181,7 +181,7 @@ impl Application {
             warm_up(&state, live.clone()).await?;
         }
         audit_broker_choice(&state).await;
-        let (engine, engine_task) = crate::trading::spawn_engine(state.clone(), execution, market)
+        let (engine, engine_task) = crate::engine::spawn_engine(state.clone(), execution, market)
             .await
             .context("restoring the trading engine")?;
         let _ = state.engine.set(engine);
@@ -248,20 +248,20 @@ impl Application {
 pub fn router(state: AppState, extra: Router<AppState>) -> Router {
     let docs: Router<AppState> =
         Router::from(SwaggerUi::new("/api/docs").url("/api/openapi.json", openapi::document()))
-            .layer(axum::middleware::map_response(http::envelope_not_found));
+            .layer(axum::middleware::map_response(http::middleware::envelope_not_found));
     Router::new()
         .merge(routes::api())
         .merge(extra)
         .merge(docs)
-        .merge(crate::console::router())
+        .merge(crate::http::console::router())
         .route("/metrics", get(metrics))
-        .fallback(http::not_found)
-        .method_not_allowed_fallback(http::method_not_allowed)
+        .fallback(http::middleware::not_found)
+        .method_not_allowed_fallback(http::middleware::method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .layer(CatchPanicLayer::custom(http::panic_response))
-        .layer(axum::middleware::from_fn_with_state(state.clone(), crate::deadline::database_deadline))
-        .layer(TraceLayer::new_for_http().make_span_with(http::make_span))
-        .layer(axum::middleware::from_fn_with_state(state.clone(), http::request_context))
+        .layer(CatchPanicLayer::custom(http::middleware::panic_response))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), crate::http::deadline::database_deadline))
+        .layer(TraceLayer::new_for_http().make_span_with(http::middleware::make_span))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), http::middleware::request_context))
         .with_state(state)
 }
 
@@ -420,8 +420,8 @@ fn spawn_background(state: &AppState) -> Vec<JoinHandle<()>> {
         token_usage,
         token_changes,
         database,
-        tokio::spawn(crate::downloads::run_worker(state.clone())),
-        tokio::spawn(crate::backtests::run_worker(state.clone())),
+        tokio::spawn(crate::jobs::downloads::run_worker(state.clone())),
+        tokio::spawn(crate::jobs::backtests::run_worker(state.clone())),
         tokio::spawn(crate::housekeeping::run(state.clone())),
         tokio::spawn(crate::account_feed::run(state.clone())),
     ];

@@ -1,6 +1,6 @@
 //! Token-bucket request budgets on the injected clock: the per-token budget of authenticated
 //! callers ([`RateLimiter`], CONTRACT §6) and the bucket arithmetic the per-address budget of
-//! callers without a valid token ([`crate::client_limit`]) shares. Time is the caller's
+//! callers without a valid token ([`crate::http::client_limit`]) shares. Time is the caller's
 //! `now_ms` from the service clock, never read here, so tests drive it.
 
 use std::collections::HashMap;

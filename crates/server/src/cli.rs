@@ -10,7 +10,7 @@ use crate::clock::SystemClock;
 use crate::config::{redact, Config};
 use crate::domain::tokens::{validate_token_name, TokenRegistry};
 use crate::domain::DomainError;
-use crate::guard::{Action, TOKEN_CREATE, TOKEN_REVOKE};
+use crate::http::guard::{Action, TOKEN_CREATE, TOKEN_REVOKE};
 use crate::telemetry;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -99,7 +99,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 .ok_or_else(|| anyhow::anyhow!("--timeframe must be 1d or 1m"))?;
             let body = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
             let db = Database::open(&config.database_url).await?;
-            let stored = crate::downloads::import_bars(&db, &symbol, timeframe, &body)
+            let stored = crate::jobs::downloads::import_bars(&db, &symbol, timeframe, &body)
                 .await
                 .map_err(|e| anyhow::anyhow!("{}: {}", file.display(), e.message))?;
             println!("{stored} {} bars of {symbol} stored", timeframe.as_str());

@@ -10,8 +10,8 @@
 //! show the market's time from any event; `wall_time` (beyond the contract) keeps the wall time
 //! it was published at.
 
+use crate::engine::EngineView;
 use crate::health::HealthStatus;
-use crate::trading::EngineView;
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, OnceLock};

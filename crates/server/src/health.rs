@@ -9,7 +9,7 @@
 //! source `/api/health`, the risk manager's row and `/api/risk/state` share.
 
 use crate::events::{Event, HealthChange};
-use crate::state::AppState;
+use crate::http::state::AppState;
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;

@@ -1,7 +1,7 @@
 //! What the domain services refuse, as one typed error: [`DomainError`], with [`ErrorCode`],
 //! the contract's catalogue of codes each refusal is known by (CONTRACT §2). Nothing here knows
 //! HTTP: statuses, headers and the error envelope's `detail` are built from these variants at
-//! the HTTP edge ([`crate::error`]), in one place.
+//! the HTTP edge ([`crate::http::error`]), in one place.
 
 use serde::Serialize;
 use tradeops_core::engine::CommandError;

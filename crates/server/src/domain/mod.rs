@@ -1,10 +1,14 @@
 //! The domain services' shared vocabulary and the services that have no other home: typed
 //! errors ([`DomainError`]), the token registry ([`tokens`]) and the trading service over the
 //! engine ([`trading`]). Nothing here knows the web framework, HTTP statuses or the JSON envelope; the HTTP
-//! edge ([`crate::error`], [`crate::routes`]) translates.
+//! edge ([`crate::http::error`], [`crate::http::routes`]) translates.
 
 mod error;
+pub mod radar;
+pub mod settings;
 pub mod tokens;
+pub mod trades;
 pub mod trading;
+pub mod watchlist;
 
 pub use error::{DomainError, DomainResult, ErrorCode, GuardSubject};

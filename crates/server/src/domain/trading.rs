@@ -4,9 +4,9 @@
 //! of trading state, and turns the engine's untyped [`Reply`] into the result the command
 //! promises; the HTTP routes shape those results into responses.
 
+use crate::domain::watchlist::{BlockScope, WatchSource};
 use crate::domain::{DomainError, DomainResult};
-use crate::trading::{EngineGone, EngineHandle};
-use crate::watchlist::{BlockScope, WatchSource};
+use crate::engine::{EngineGone, EngineHandle};
 use tradeops_core::engine::{Block, Command, ManualOrder, Reply, StrategyStatus};
 use tradeops_core::orders::{ClientOrderId, Order, OrderStatus};
 use tradeops_core::risk::TradingState;

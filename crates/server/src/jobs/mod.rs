@@ -6,9 +6,12 @@
 //! or stalled worker — lets another worker take the job back), **cancel** (a queued job at
 //! once, a running one at its next progress point), and **recovery** per kind: a download taken
 //! back resumes, a backtest runs again from the start. The kinds themselves live in
-//! [`crate::downloads`] and [`crate::backtests`].
+//! [`crate::jobs::downloads`] and [`crate::jobs::backtests`].
 
-use crate::state::AppState;
+pub mod backtests;
+pub mod downloads;
+
+use crate::http::state::AppState;
 use futures::future::BoxFuture;
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};

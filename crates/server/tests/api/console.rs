@@ -5,7 +5,7 @@ use crate::helpers::*;
 use reqwest::header;
 use std::io::Read;
 use tradeops_core::Clock;
-use tradeops_server::console::{transfer_sizes, ASSETS};
+use tradeops_server::http::console::{transfer_sizes, ASSETS};
 
 #[tokio::test]
 async fn the_console_is_served_at_the_root_from_the_binary() {

@@ -211,7 +211,11 @@ pub async fn spawn_app_with(adjust: impl FnOnce(&mut Config)) -> TestApp {
     start(config, Arc::new(db), axum::Router::new()).await
 }
 
-pub async fn start(config: Config, db: Arc<TestDb>, extra: axum::Router<tradeops_server::state::AppState>) -> TestApp {
+pub async fn start(
+    config: Config,
+    db: Arc<TestDb>,
+    extra: axum::Router<tradeops_server::http::state::AppState>,
+) -> TestApp {
     let market = tradeops_core::ManualClock::new(tradeops_core::time::parse_ts(MARKET_START).unwrap());
     start_at(config, db, extra, market).await
 }
@@ -219,7 +223,7 @@ pub async fn start(config: Config, db: Arc<TestDb>, extra: axum::Router<tradeops
 pub async fn start_at(
     config: Config,
     db: Arc<TestDb>,
-    extra: axum::Router<tradeops_server::state::AppState>,
+    extra: axum::Router<tradeops_server::http::state::AppState>,
     market: tradeops_core::ManualClock,
 ) -> TestApp {
     start_with_clock(config, db, extra, market, Arc::new(SystemClock)).await
@@ -237,7 +241,7 @@ pub async fn spawn_app_with_clock(clock: tradeops_core::ManualClock, adjust: imp
 pub async fn start_with_clock(
     config: Config,
     db: Arc<TestDb>,
-    extra: axum::Router<tradeops_server::state::AppState>,
+    extra: axum::Router<tradeops_server::http::state::AppState>,
     market: tradeops_core::ManualClock,
     clock: Arc<dyn Clock>,
 ) -> TestApp {

@@ -1,0 +1,1058 @@
+//! The engine runner: restores the engine from the database, then serialises every input —
+//! operator commands, market steps, the execution broker's reports — through `Engine::handle`,
+//! and carries out the effects in order: the trading state is persisted first, an order is
+//! persisted before it is sent (write-ahead), and the reply goes back only after its effects.
+//! It trades through the [`ExecutionBroker`] and marks through the [`MarketData`] it is given;
+//! a broker that refuses an order or a cancel answers the engine with the matching report, and
+//! one that cannot be reached leaves the order to reconciliation, which looks it up by client
+//! order id before sending it again.
+//! What operators are told is published as typed events once the batch is saved.
+
+use super::held::{self, HeldWrite};
+use super::{EngineHandle, EngineView, PositionView};
+use crate::events::{Event as Published, RiskChange, Violation, WatchlistChange};
+use crate::http::state::AppState;
+use rust_decimal::Decimal;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot, watch};
+use tradeops_brokers::{BrokerError, ExecutionBroker, MarketData, MarketUpdate};
+use tradeops_core::broker::{BrokerLookup, BrokerReport};
+use tradeops_core::engine::{
+    is_liquidation, Command, CommandError, Effect, Engine, Event, Halt, Reply, Restored, SavedState, StrategyStatus,
+    Watched,
+};
+use tradeops_core::market::Side;
+use tradeops_core::orders::{ClientOrderId, Order, TimeInForce};
+use tradeops_core::positions::Position;
+use tradeops_core::reconcile::Discrepancy;
+use tradeops_core::risk::TradingState;
+use tradeops_core::time::{from_epoch_ms, to_epoch_ms};
+use tradeops_core::{strategy, Symbol, Timestamp, TradingMode};
+use tradeops_store::StoreError;
+use tradeops_store::{EngineStateRecord, MarketRepository, TradingRepository, ViolationRecord};
+
+/// What the runner takes in.
+pub(super) enum Input {
+    Command(Command, oneshot::Sender<Result<Reply, CommandError>>),
+    /// The feed stepped to `at`; `bar_closed` when a minute just completed.
+    MarketStep {
+        at: Timestamp,
+        bar_closed: bool,
+    },
+    /// The health probe: answered with the execution broker's count of working orders as soon
+    /// as the runner reaches it (the round trip every command and order takes).
+    Probe(oneshot::Sender<usize>),
+}
+
+struct Runner {
+    state: AppState,
+    engine: Engine,
+    broker: Arc<dyn ExecutionBroker>,
+    market: Arc<dyn MarketData>,
+    /// The broker's count of working orders, as of its last report or order taken (what the
+    /// published view shows).
+    broker_open_orders: usize,
+    /// The broker's answers owed to the engine: refusals of a submit or a cancel, delivered
+    /// with the next reports.
+    answers: Vec<BrokerReport>,
+    /// Orders whose submit found the broker unavailable: reconciliation looks each up by client
+    /// order id and sends it again only if the broker never received it.
+    unconfirmed: BTreeSet<ClientOrderId>,
+    view: watch::Sender<Arc<EngineView>>,
+    anomalies: Vec<String>,
+    /// When the current trading session ends (DAY orders expire then).
+    session_end: Option<Timestamp>,
+    /// Open positions and orders last published during a halt.
+    last_progress: Option<(usize, usize)>,
+    /// The fill being applied, published as `execution.created` right after its order's update.
+    pending_fill: Option<(tradeops_core::orders::ClientOrderId, tradeops_core::orders::Execution)>,
+    /// What the last reconciliation pass found wrong (and corrected), in words.
+    mismatches: Vec<String>,
+    /// The last disagreement corrected, and when: shown once the books agree again.
+    last_corrected: Option<(Timestamp, String)>,
+    /// Where a crash test stops the process inside an emergency halt (see [`CrashPoint`]).
+    crash_point: Option<CrashPoint>,
+    /// What the database refused while it was unavailable, written as soon as it is back.
+    unsaved: held::Unsaved,
+}
+
+/// A point inside the emergency halt at which the crash tests end the process as `kill -9`
+/// would (`std::process::abort`: no destructor, no flush), chosen with the environment variable
+/// `TRADEOPS_TEST_CRASH_POINT`. Never set in operation; the configuration ignores `TRADEOPS_TEST_*`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CrashPoint {
+    /// `HALTED` is persisted; no cancel or exit has been written or sent.
+    HaltLatched,
+    /// The halt's exits are written ahead; no cancel or exit has reached the broker.
+    HaltWrittenAhead,
+}
+
+impl CrashPoint {
+    fn from_env() -> Option<CrashPoint> {
+        match std::env::var("TRADEOPS_TEST_CRASH_POINT").ok()?.as_str() {
+            "halt-latched" => Some(CrashPoint::HaltLatched),
+            "halt-written-ahead" => Some(CrashPoint::HaltWrittenAhead),
+            other => {
+                tracing::warn!(point = other, "TRADEOPS_TEST_CRASH_POINT: unknown point, ignored");
+                None
+            }
+        }
+    }
+
+    fn crash_if(me: Option<CrashPoint>, here: CrashPoint) {
+        if me == Some(here) {
+            eprintln!("TRADEOPS_TEST_CRASH_POINT: stopping the process at {here:?}");
+            std::process::abort();
+        }
+    }
+}
+
+/// How often the runner reconciles its book with the broker's and, while `HALTED`, checks that
+/// the halt is complete (no working order at the broker, every position flat).
+const RECONCILE_EVERY: Duration = Duration::from_secs(1);
+
+/// Restores the engine and starts its runner, trading through `broker` and marking through
+/// `market`; returns the handle commands go through.
+pub async fn spawn_engine(
+    state: AppState,
+    broker: Arc<dyn ExecutionBroker>,
+    market: Arc<dyn MarketData>,
+) -> anyhow::Result<(EngineHandle, tokio::task::JoinHandle<()>)> {
+    let (tx, rx) = mpsc::channel(1024);
+    let (view_tx, view_rx) = watch::channel(Arc::new(EngineView::default()));
+    let (mut runner, unsent) = restore(state.clone(), broker, market, view_tx).await?;
+    runner.recover(unsent, state.market_clock.now()).await;
+    runner.publish();
+    let handle = EngineHandle { tx, view: view_rx };
+    let task = tokio::spawn(async move { runner.run(rx).await });
+    Ok((handle, task))
+}
+
+/// Rebuilds the engine and the broker's book from the database. Returns the runner and the
+/// orders written ahead that the broker may never have received (see [`Runner::recover`]).
+async fn restore(
+    state: AppState,
+    broker: Arc<dyn ExecutionBroker>,
+    market_data: Arc<dyn MarketData>,
+    view: watch::Sender<Arc<EngineView>>,
+) -> anyhow::Result<(Runner, Vec<ClientOrderId>)> {
+    let repo: &dyn TradingRepository = &state.db;
+    let now = state.market_clock.now();
+    let settings = (*state.settings.current()).clone();
+    let saved = repo.engine_state().await?.map(|s| SavedState {
+        cash: s.cash,
+        trading_state: match s.state.as_str() {
+            "HALTED" => TradingState::Halted,
+            "REDUCING" => TradingState::Reducing,
+            _ => TradingState::Active,
+        },
+        halt: s.halted_at.map(|at| Halt {
+            at: from_epoch_ms(at),
+            reason: s.halt_reason.unwrap_or_default(),
+            actor: s.halt_actor.unwrap_or_default(),
+        }),
+        halt_stopped: s.halt_stopped.iter().filter_map(|s| Symbol::parse(s).ok()).collect(),
+        trading_date: s.trading_date.as_deref().and_then(|d| d.parse().ok()),
+        trades_today: s.trades_today as u32,
+        realized_today: s.realized_today,
+        start_equity: s.start_equity,
+        peak_equity: s.peak_equity,
+    });
+    let positions = repo.positions().await?;
+    let open = repo.open_orders().await?;
+    let market: &dyn MarketRepository = &state.db;
+    let mut blocks = Vec::new();
+    for b in market.active_blocks(to_epoch_ms(&now)).await? {
+        if let Ok(symbol) = Symbol::parse(&b.symbol) {
+            let block = tradeops_core::engine::Block {
+                scope: b.block_scope,
+                reason: b.reason,
+                actor: b.actor,
+                effective_from: from_epoch_ms(b.effective_from),
+                expires_at: b.expires_at.map(from_epoch_ms),
+            };
+            blocks.push((symbol, block));
+        }
+    }
+    let mut watched = Vec::new();
+    for row in market.watch_rows().await? {
+        let Ok(symbol) = Symbol::parse(&row.symbol) else { continue };
+        watched.push(Watched {
+            symbol,
+            status: status_of(&row.strategy_status),
+            added_at: from_epoch_ms(row.time_added),
+        });
+    }
+    let restored = Restored { state: saved, positions, open_orders: open.clone(), blocks, watched };
+    let engine = Engine::restore(settings, state.config.paper.initial_cash, strategy::make, restored, now);
+    // An order being cancelled is taken back working, as the broker last knew it: the
+    // reconciliation that follows finds its cancel missing and sends it again.
+    let unsent = broker.restore(&open, now).await;
+    let broker_open_orders = broker.open_orders().await.map(|o| o.len()).unwrap_or_default();
+    let session_end = Some(engine.calendar().end_of_trading_day(now));
+    let mut runner = Runner {
+        state,
+        engine,
+        broker,
+        market: market_data,
+        broker_open_orders,
+        answers: Vec::new(),
+        unconfirmed: BTreeSet::new(),
+        view,
+        anomalies: Vec::new(),
+        session_end,
+        last_progress: None,
+        pending_fill: None,
+        mismatches: Vec::new(),
+        last_corrected: None,
+        crash_point: CrashPoint::from_env(),
+        unsaved: held::Unsaved::default(),
+    };
+    runner.anomalies.clear();
+    tracing::info!(open_orders = open.len(), positions = runner.engine.positions().len(), "engine restored");
+    Ok((runner, unsent))
+}
+
+/// The longest the runner waits for one write: a database that stops answering (a frozen
+/// server, a partition) never holds the engine, so the emergency halt behind it still acts at
+/// once. A write not answered in time is held and written again (writes are idempotent).
+const WRITE_TIMEOUT: Duration = Duration::from_millis(300);
+
+/// A write bounded by [`WRITE_TIMEOUT`]; past it, [`StoreError::TimedOut`].
+async fn bounded<T>(write: impl std::future::Future<Output = Result<T, StoreError>>) -> Result<T, StoreError> {
+    match tokio::time::timeout(WRITE_TIMEOUT, write).await {
+        Ok(result) => result,
+        Err(_) => Err(StoreError::TimedOut(WRITE_TIMEOUT)),
+    }
+}
+
+/// Commands an operator expects to outlast a restart (orders, closes, the watchlist, blocks,
+/// resuming) are refused while the database cannot be written, before the engine sees them, so
+/// a refusal changes nothing (no trade counted, no client order id taken). Cancels and the
+/// emergency halt act regardless (they reduce risk) and are stored when the database is back.
+fn needs_storage(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::PlaceOrder(_)
+            | Command::ClosePosition { .. }
+            | Command::Watch { .. }
+            | Command::StopWatch { .. }
+            | Command::Restart { .. }
+            | Command::RestartHaltStopped
+            | Command::Block { .. }
+            | Command::Unblock { .. }
+            | Command::HaltPosition { .. }
+            | Command::Resume { .. }
+    )
+}
+
+fn status_of(text: &str) -> StrategyStatus {
+    match text {
+        "Active" => StrategyStatus::Active,
+        "Buy" => StrategyStatus::Buy,
+        "Hold" => StrategyStatus::Hold,
+        "Sell" => StrategyStatus::Sell,
+        "Halted" => StrategyStatus::Halted,
+        _ => StrategyStatus::Closed,
+    }
+}
+
+/// One batch of effects being carried out: what the write-ahead found, and what is left for
+/// the batch's end (the reply, the updates to save together, the events to publish once they
+/// are saved, the orders refused for want of the write-ahead).
+struct Batch {
+    now: Timestamp,
+    /// The trading mode the batch's orders are stored under.
+    mode: TradingMode,
+    /// Once a write finds the database unavailable, the batch's other writes are held in
+    /// memory rather than each waiting for it: the halt answers at once during an outage.
+    reachable: bool,
+    written_ahead: bool,
+    /// Whether the write-ahead failed because the database is unavailable (else: a bug).
+    unsent_because: Option<bool>,
+    /// The write-ahead timed out: it may still land.
+    ambiguous: bool,
+    answers_command: bool,
+    /// An operator's order was taken back because it could not be written ahead.
+    withdrawn: bool,
+    reply: Option<Result<Reply, CommandError>>,
+    state_dirty: bool,
+    /// Published after the batch commits: operators see only what is persisted.
+    events: Vec<Published>,
+    updated_orders: BTreeMap<ClientOrderId, Arc<Order>>,
+    updated_positions: BTreeMap<Symbol, Position>,
+    refused: Vec<BrokerReport>,
+}
+
+impl Batch {
+    fn new(fx: &[Effect], now: Timestamp, mode: TradingMode, reachable: bool) -> Batch {
+        Batch {
+            now,
+            mode,
+            reachable,
+            written_ahead: true,
+            unsent_because: None,
+            ambiguous: false,
+            answers_command: fx.iter().any(|f| matches!(f, Effect::Reply(_))),
+            withdrawn: false,
+            reply: None,
+            state_dirty: false,
+            events: Vec::new(),
+            updated_orders: BTreeMap::new(),
+            updated_positions: BTreeMap::new(),
+            refused: Vec::new(),
+        }
+    }
+
+    /// The command's reply: a success becomes `NotPersisted` when any of its orders could not
+    /// be written ahead (and so was never sent).
+    fn reply(&mut self) -> Option<Result<Reply, CommandError>> {
+        let mut reply = self.reply.take();
+        if !self.refused.is_empty() || self.withdrawn {
+            if let Some(Ok(_)) = reply {
+                let unavailable = self.unsent_because.unwrap_or(true);
+                let reason = match unavailable {
+                    true => "the order could not be written ahead: the database is unavailable, and nothing was sent",
+                    false => "the order could not be written ahead, and nothing was sent",
+                };
+                reply = Some(Err(CommandError::NotPersisted { reason: reason.into(), unavailable }));
+            }
+        }
+        reply
+    }
+}
+
+impl Runner {
+    /// Drives every order that was not final at the last stop: an order written ahead that the
+    /// broker does not know is sent now, or — while `HALTED`, or when its cancel was already
+    /// requested — marked as never sent (`REJECTED`, never sent at all). The books are then
+    /// reconciled (a cancel that never reached the broker is sent again), and a standing halt
+    /// applied again.
+    async fn recover(&mut self, unsent: Vec<ClientOrderId>, now: Timestamp) {
+        let halted = self.engine.trading_state() == TradingState::Halted;
+        let never_sent = self.send_unknown(unsent, "the service stopped before sending it", now).await;
+        if !never_sent.is_empty() {
+            tracing::warn!(orders = never_sent.len(), "orders written ahead were never sent; marked REJECTED");
+        }
+        self.reports(never_sent, now).await;
+        // Reconcile first, so what the broker still works against our book is reported as a
+        // mismatch (and corrected) before the halt, applied again, cancels it anyway.
+        self.reconcile(now).await;
+        if halted {
+            let (fx, progress) = self.engine.reassert_halt(now);
+            tracing::warn!(
+                open_orders = progress.open_orders,
+                open_positions = progress.open_positions,
+                "trading is HALTED: the halt is applied again"
+            );
+            self.apply(fx, now).await;
+        }
+    }
+
+    /// Looks up each order by client order id and sends the ones the broker never received,
+    /// unless they can no longer be sent: those are returned as `Rejected` reports (never sent,
+    /// because of `cause`). An order the broker has is left to its reports; one it cannot be
+    /// asked about now stays unconfirmed for the next reconciliation.
+    async fn send_unknown(&mut self, ids: Vec<ClientOrderId>, cause: &str, now: Timestamp) -> Vec<BrokerReport> {
+        let halted = self.engine.trading_state() == TradingState::Halted;
+        let mut never_sent = Vec::new();
+        for id in ids {
+            let Some(order) = self.engine.order(&id).cloned() else { continue };
+            if order.status.is_final() {
+                continue;
+            }
+            match self.broker.lookup(&id).await {
+                Ok(BrokerLookup::Unknown) => {}
+                Ok(_) => continue, // the broker has it: its reports follow
+                Err(e) => {
+                    tracing::warn!(client_order_id = %id, error = %e, "cannot ask the broker about an order written ahead; asked again at the next reconciliation");
+                    self.unconfirmed.insert(id);
+                    continue;
+                }
+            }
+            let calendar = self.engine.calendar();
+            let why = if halted {
+                Some("trading is HALTED")
+            } else if order.status == tradeops_core::orders::OrderStatus::PendingCancel {
+                Some("its cancel was requested")
+            } else if order.time_in_force == TimeInForce::Ioc {
+                Some("an immediate-or-cancel order cannot be sent later")
+            } else if order.time_in_force == TimeInForce::Day
+                && calendar.date_of(order.created_at) != calendar.date_of(now)
+            {
+                Some("its trading day has ended")
+            } else {
+                None
+            };
+            match why {
+                Some(why) => never_sent.push(BrokerReport::Rejected {
+                    client_order_id: id,
+                    reason: format!("never sent: {cause}, and {why}"),
+                    at: now,
+                }),
+                None => {
+                    tracing::info!(client_order_id = %id, "order written ahead but never acknowledged: sending it");
+                    self.send(&order, now).await;
+                }
+            }
+        }
+        never_sent
+    }
+
+    /// Sends an order to the broker. A refusal becomes the order's rejection (delivered with the
+    /// next reports); an unreachable broker leaves the order as written ahead, for
+    /// reconciliation to look up and send again.
+    async fn send(&mut self, order: &Order, now: Timestamp) {
+        let id = &order.client_order_id;
+        match self.broker.submit(order, now).await {
+            Ok(()) => {
+                self.unconfirmed.remove(id);
+            }
+            Err(BrokerError::Unavailable { reason, .. }) => {
+                tracing::warn!(client_order_id = %id, %reason, "the broker is unavailable: the order stays written ahead for reconciliation");
+                self.unconfirmed.insert(id.clone());
+            }
+            Err(e @ (BrokerError::Rejected { .. } | BrokerError::UnknownOrder(_))) => {
+                tracing::warn!(client_order_id = %id, error = %e, "the broker refused the order");
+                self.unconfirmed.remove(id);
+                let reason = match e {
+                    BrokerError::Rejected { reason } => reason,
+                    other => other.to_string(),
+                };
+                self.answers.push(BrokerReport::Rejected { client_order_id: id.clone(), reason, at: now });
+            }
+        }
+        self.count_broker_orders().await;
+    }
+
+    /// Asks the broker to cancel an order. A refusal becomes a `CancelRejected` report; an
+    /// unreachable broker leaves the cancel to reconciliation, which finds it missing and sends
+    /// it again.
+    async fn cancel_at_broker(&mut self, id: &ClientOrderId, now: Timestamp) {
+        match self.broker.cancel(id, now).await {
+            Ok(()) => {}
+            Err(e) if e.is_retryable() => {
+                tracing::warn!(client_order_id = %id, error = %e, "cancel not sent: reconciliation sends it again");
+            }
+            Err(e) => {
+                tracing::warn!(client_order_id = %id, error = %e, "the broker refused the cancel");
+                let reason = match e {
+                    BrokerError::Rejected { reason } => reason,
+                    other => other.to_string(),
+                };
+                self.answers.push(BrokerReport::CancelRejected { client_order_id: id.clone(), reason, at: now });
+            }
+        }
+    }
+
+    /// Brings the count of the broker's working orders up to date (kept when it cannot be read).
+    async fn count_broker_orders(&mut self) {
+        if let Ok(open) = self.broker.open_orders().await {
+            self.broker_open_orders = open.len();
+        }
+    }
+
+    /// Compares the broker's open orders with the engine's and corrects what disagrees: a
+    /// working broker order the engine holds cancelled (or ended), or is cancelling with no
+    /// cancel on its way, is cancelled at the broker. While `HALTED`, an incomplete halt is
+    /// applied again (orders cancelled, exits sent) until nothing is open.
+    async fn reconcile(&mut self, now: Timestamp) {
+        if !self.unconfirmed.is_empty() {
+            let unconfirmed = std::mem::take(&mut self.unconfirmed).into_iter().collect();
+            let cause = "the broker could not be reached when it was sent";
+            let never_sent = self.send_unknown(unconfirmed, cause, now).await;
+            self.reports(never_sent, now).await;
+        }
+        match self.broker.open_orders().await {
+            Ok(open) => {
+                self.broker_open_orders = open.len();
+                let found = tradeops_core::reconcile::compare(self.engine.orders(), &open);
+                let described: Vec<String> = found.iter().map(Discrepancy::describe).collect();
+                for (d, text) in found.iter().zip(&described) {
+                    // Logged when first found, not at every pass while it lasts.
+                    if !self.mismatches.contains(text) {
+                        tracing::warn!(client_order_id = %d.client_order_id(), "reconciliation: {text}");
+                    }
+                    match d {
+                        Discrepancy::LiveButEnded { client_order_id, .. }
+                        | Discrepancy::CancelNotSent { client_order_id } => {
+                            self.cancel_at_broker(client_order_id, now).await;
+                            self.last_corrected = Some((now, text.clone()));
+                        }
+                        Discrepancy::Unknown { .. } | Discrepancy::Missing { .. } => {}
+                    }
+                }
+                self.mismatches = described;
+            }
+            Err(e) => tracing::warn!(error = %e, "reconciliation skipped: the broker's open orders could not be read"),
+        }
+        if self.engine.trading_state() == TradingState::Halted && !self.engine.halt_progress().is_complete() {
+            let (fx, _) = self.engine.reassert_halt(now);
+            if !fx.is_empty() {
+                self.apply(fx, now).await;
+            }
+        }
+    }
+
+    async fn run(&mut self, mut rx: mpsc::Receiver<Input>) {
+        let mut settings = self.state.settings.subscribe();
+        let mut tick = tokio::time::interval(Duration::from_millis(20));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut check = tokio::time::interval(RECONCILE_EVERY);
+        check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                input = rx.recv() => match input {
+                    Some(Input::Command(command, reply)) => {
+                        let now = self.state.market_clock.now();
+                        if needs_storage(&command) && !self.state.db.is_writable() {
+                            let reason = "the database is unavailable: this change could not be stored, so it was not made";
+                            let _ = reply.send(Err(CommandError::NotPersisted { reason: reason.into(), unavailable: true }));
+                            continue;
+                        }
+                        self.broker_reports(now).await;
+                        if let Command::PlaceOrder(order) = &command {
+                            // The engine values orders at the last trade: mark the symbol first.
+                            if self.market.instrument(&order.symbol).is_none() {
+                                let unknown = format!("{} is not a symbol of the {} market", order.symbol, self.market.name());
+                                let _ = reply.send(Err(CommandError::NotFound(unknown)));
+                                continue;
+                            }
+                            if let Some(snapshot) = self.market.snapshot(&order.symbol).await {
+                                let fx = self.engine.handle(Event::Mark { symbol: order.symbol.clone(), price: snapshot.last.to_decimal() }, now);
+                                self.apply(fx, now).await;
+                            }
+                        }
+                        let fx = self.engine.handle(Event::Command(command), now);
+                        let answer = self.apply(fx, now).await;
+                        let _ = reply.send(answer.unwrap_or(Err(CommandError::NotFound("no reply".into()))));
+                        self.publish();
+                    }
+                    Some(Input::MarketStep { at, bar_closed }) => {
+                        self.market_step(at, bar_closed).await;
+                        self.publish();
+                    }
+                    Some(Input::Probe(reply)) => {
+                        let open = self.broker.open_orders().await.map(|o| o.len());
+                        let _ = reply.send(open.unwrap_or(self.broker_open_orders));
+                    }
+                    None => return,
+                },
+                _ = tick.tick() => {
+                    let now = self.state.market_clock.now();
+                    if self.broker_reports(now).await {
+                        self.publish();
+                    }
+                }
+                _ = check.tick() => {
+                    let now = self.state.market_clock.now();
+                    if !self.unsaved.is_empty() && self.state.db.is_writable() {
+                        self.save_unsaved(now).await;
+                    }
+                    self.broker_reports(now).await;
+                    self.reconcile(now).await;
+                    self.publish();
+                }
+                changed = settings.changed() => {
+                    if changed.is_err() { return; }
+                    let next = (**settings.borrow_and_update()).clone();
+                    let now = self.state.market_clock.now();
+                    let fx = self.engine.handle(Event::Command(Command::UpdateSettings(Box::new(next))), now);
+                    self.apply(fx, now).await;
+                }
+            }
+        }
+    }
+
+    /// Delivers due acks and cancels and expires DAY orders at the end of the trading day. An
+    /// order just acknowledged meets the current quote at once (quotes are continuous; prints
+    /// come every 15 market seconds).
+    async fn broker_reports(&mut self, now: Timestamp) -> bool {
+        let mut reports = std::mem::take(&mut self.answers);
+        reports.extend(self.broker.poll(now).await);
+        let acked: BTreeSet<Symbol> = reports
+            .iter()
+            .filter_map(|r| match r {
+                BrokerReport::Accepted { client_order_id, .. } => {
+                    self.engine.order(client_order_id).map(|o| o.symbol.clone())
+                }
+                _ => None,
+            })
+            .collect();
+        for symbol in &acked {
+            if let Some(snapshot) = self.market.snapshot(symbol).await {
+                let update = MarketUpdate { symbol, at: now, last: snapshot.last, quote: snapshot.quote, bar: None };
+                reports.extend(self.broker.on_market(&update).await);
+            }
+        }
+        // DAY orders expire when the trading session ends (NYSE: the after-hours close).
+        let calendar = self.engine.calendar();
+        if self.session_end.is_some_and(|end| now >= end) {
+            reports.extend(self.broker.expire_day_orders(now).await);
+        }
+        if self.session_end.is_none_or(|end| now >= end) {
+            self.session_end = Some(calendar.end_of_trading_day(now));
+        }
+        let any = !reports.is_empty();
+        if any {
+            self.count_broker_orders().await;
+        }
+        self.reports(reports, now).await;
+        any
+    }
+
+    async fn reports(&mut self, reports: Vec<BrokerReport>, now: Timestamp) {
+        for report in reports {
+            if let BrokerReport::Filled { client_order_id, execution } = &report {
+                self.pending_fill = Some((client_order_id.clone(), execution.clone()));
+            }
+            let fx = self.engine.handle(Event::Broker(report), now);
+            self.apply(fx, now).await;
+            self.pending_fill = None;
+        }
+    }
+
+    /// Symbols the engine cares about: watched with a strategy, held, or with working orders.
+    fn relevant(&self) -> BTreeSet<Symbol> {
+        let mut symbols: BTreeSet<Symbol> =
+            self.engine.slots().iter().filter(|(_, s)| s.strategy.is_some()).map(|(k, _)| k.clone()).collect();
+        symbols.extend(self.engine.positions().values().filter(|p| !p.is_flat()).map(|p| p.symbol.clone()));
+        symbols.extend(self.engine.orders().values().filter(|o| !o.status.is_final()).map(|o| o.symbol.clone()));
+        symbols
+    }
+
+    async fn market_step(&mut self, at: Timestamp, bar_closed: bool) {
+        self.broker_reports(at).await;
+        for symbol in self.relevant() {
+            let Some(snapshot) = self.market.snapshot(&symbol).await else { continue };
+            let closed = if bar_closed { self.market.last_closed_bar(&symbol).await } else { None };
+            let bar = closed.map(|c| c.bar);
+            let update =
+                MarketUpdate { symbol: &symbol, at, last: snapshot.last, quote: snapshot.quote, bar: bar.as_ref() };
+            let reports = self.broker.on_market(&update).await;
+            if !reports.is_empty() {
+                self.count_broker_orders().await;
+            }
+            self.reports(reports, at).await;
+            let fx = self.engine.handle(Event::Mark { symbol: symbol.clone(), price: snapshot.last.to_decimal() }, at);
+            self.apply(fx, at).await;
+            if let Some(closed) = closed {
+                let event = Event::Bar {
+                    symbol: symbol.clone(),
+                    bar: closed.bar,
+                    prev_close: snapshot.prev_close.to_decimal(),
+                    relative_volume: closed.relative_volume,
+                };
+                let fx = self.engine.handle(event, at);
+                self.apply(fx, at).await;
+            }
+        }
+    }
+
+    /// Carries out effects in order; returns the command's reply when there is one.
+    ///
+    /// The trading state latch is persisted first; every new order of the batch is persisted
+    /// (one transaction) before any is sent; broker calls then follow the effects' order (an
+    /// emergency halt's cancels go out before its exits); order and position updates are saved
+    /// together at the end of the batch, and only then are the batch's events published.
+    async fn apply(&mut self, fx: Vec<Effect>, now: Timestamp) -> Option<Result<Reply, CommandError>> {
+        let mut batch = Batch::new(&fx, now, self.state.settings.mode(), self.state.db.is_writable());
+        let halting = fx.iter().any(|f| matches!(f, Effect::TradingStateChanged { state: TradingState::Halted, .. }));
+        self.persist_latch(&fx, &mut batch).await;
+        if halting {
+            CrashPoint::crash_if(self.crash_point, CrashPoint::HaltLatched);
+        }
+        self.write_ahead(&fx, &mut batch).await;
+        if halting {
+            CrashPoint::crash_if(self.crash_point, CrashPoint::HaltWrittenAhead);
+        }
+        for effect in fx {
+            self.carry_out(effect, &mut batch).await;
+        }
+        self.save_batch(&mut batch).await;
+        let reply = batch.reply();
+        self.publish_events(std::mem::take(&mut batch.events));
+        for report in batch.refused {
+            let more = self.engine.handle(Event::Broker(report), now);
+            Box::pin(self.apply(more, now)).await;
+        }
+        reply
+    }
+
+    /// Persists the trading state first when the batch changes it (the halt latch): held in
+    /// memory when the database cannot take it, and written when it is back.
+    async fn persist_latch(&mut self, fx: &[Effect], batch: &mut Batch) {
+        let (now, reachable) = (batch.now, batch.reachable);
+        let repo: &dyn TradingRepository = &self.state.db;
+        if fx.iter().any(|f| matches!(f, Effect::TradingStateChanged { .. })) {
+            let saved = match reachable {
+                true => bounded(repo.save_engine_state(&self.state_record(now))).await,
+                false => Err(StoreError::Unavailable("the database is unavailable".into())),
+            };
+            if let Err(e) = saved {
+                tracing::error!(error = %e, "trading state not persisted yet: held in memory, written when the database is back");
+                self.state.db.writes_failed(&e);
+                batch.reachable &= !e.is_unavailable();
+                self.unsaved.state = true;
+                self.unsaved.outage = true;
+            }
+        }
+    }
+
+    /// Writes the batch's new orders ahead (one transaction) before any is sent, and notes
+    /// whether that worked and, if not, why.
+    async fn write_ahead(&mut self, fx: &[Effect], batch: &mut Batch) {
+        let (now, mode) = (batch.now, batch.mode.as_str());
+        let date = self.engine.calendar().date_of(now).to_string();
+        let repo: &dyn TradingRepository = &self.state.db;
+        let new_orders: Vec<_> = fx
+            .iter()
+            .filter_map(|f| if let Effect::Submit(o) = f { Some(tradeops_core::orders::Order::clone(o)) } else { None })
+            .collect();
+        batch.state_dirty = !new_orders.is_empty();
+        batch.written_ahead = match (new_orders.is_empty(), batch.reachable) {
+            (true, _) => true,
+            (false, false) => false,
+            (false, true) => match bounded(repo.save_orders(&new_orders, mode, &date)).await {
+                Ok(()) => true,
+                Err(e) => {
+                    tracing::error!(error = %e, orders = new_orders.len(), "orders not written ahead");
+                    self.state.db.writes_failed(&e);
+                    batch.unsent_because = Some(e.is_unavailable());
+                    // A write that did not answer in time may still land: its orders are
+                    // rejected (and that stored later) rather than taken back without a trace.
+                    batch.ambiguous = matches!(e, StoreError::TimedOut(_));
+                    batch.reachable &= !e.is_unavailable();
+                    false
+                }
+            },
+        };
+    }
+
+    /// Carries out one effect: broker calls at once, writes at once (or held), events and
+    /// order and position updates kept in `batch` for its end.
+    async fn carry_out(&mut self, effect: Effect, batch: &mut Batch) {
+        let now = batch.now;
+        match effect {
+            Effect::TradingStateChanged { state, halt } => {
+                tracing::warn!(?state, "trading state changed");
+                batch.events.push(Published::RiskStateChanged(RiskChange::TradingState { state, halt }));
+            }
+            Effect::Submit(order) => self.submit(order, batch).await,
+            Effect::Cancel(id) => self.cancel_at_broker(&id, now).await,
+            Effect::OrderUpdated(order) => {
+                batch.events.push(Published::OrderUpdated { order: order.clone(), mode: batch.mode });
+                if let Some((_, e)) = self.pending_fill.take_if(|(id, _)| *id == order.client_order_id) {
+                    batch.events.push(Published::ExecutionCreated {
+                        client_order_id: order.client_order_id.clone(),
+                        symbol: order.symbol.clone(),
+                        side: order.side,
+                        execution: e,
+                    });
+                }
+                batch.updated_orders.insert(order.client_order_id.clone(), order);
+            }
+            Effect::PositionUpdated { position, status } => {
+                batch.events.push(Published::PositionUpdated { position: position.clone(), status });
+                batch.updated_positions.insert(position.symbol.clone(), position);
+            }
+            Effect::WatchUpdated { symbol, status, reason } => {
+                let change = WatchlistChange::Status { symbol: symbol.clone(), status, reason: reason.clone() };
+                batch.events.push(Published::WatchlistUpdated(change));
+                let write = HeldWrite::WatchStatus { symbol, status, reason, at: now };
+                self.write_or_hold(write, &mut batch.reachable).await;
+            }
+            Effect::WatchStarted { symbol, source, strategy_id, strategy_version, at } => {
+                let change = WatchlistChange::Started { symbol: symbol.clone(), source: source.clone(), at };
+                batch.events.push(Published::WatchlistUpdated(change));
+                let row = tradeops_store::WatchRecord {
+                    symbol: symbol.to_string(),
+                    source,
+                    strategy_id,
+                    strategy_version,
+                    strategy_status: StrategyStatus::Active.as_str().into(),
+                    polling_status: "POLLING".into(),
+                    time_added: to_epoch_ms(&at),
+                    time_closed: None,
+                    time_completed: None,
+                    reason: None,
+                };
+                self.write_or_hold(HeldWrite::WatchStarted(row), &mut batch.reachable).await;
+            }
+            Effect::BlockPlaced { symbol, block } => {
+                let change = RiskChange::Blocked { symbol: symbol.clone(), block: block.clone() };
+                batch.events.push(Published::RiskStateChanged(change));
+                let record = tradeops_store::BlockRecord {
+                    block_id: 0,
+                    symbol: symbol.to_string(),
+                    block_scope: block.scope.clone(),
+                    reason: block.reason.clone(),
+                    actor: block.actor.clone(),
+                    effective_from: to_epoch_ms(&block.effective_from),
+                    expires_at: block.expires_at.as_ref().map(to_epoch_ms),
+                };
+                self.write_or_hold(HeldWrite::Block { record, at: now }, &mut batch.reachable).await;
+            }
+            Effect::BlockLifted { symbol, reason, actor } => {
+                let change =
+                    RiskChange::Unblocked { symbol: symbol.clone(), reason: reason.clone(), actor: actor.clone() };
+                batch.events.push(Published::RiskStateChanged(change));
+                self.write_or_hold(HeldWrite::Unblock { symbol, reason, actor, at: now }, &mut batch.reachable).await;
+            }
+            Effect::Violation { rule, symbol, client_order_id, detail } => {
+                let record = ViolationRecord {
+                    violation_id: 0,
+                    ts: to_epoch_ms(&now),
+                    rule: rule.as_str().to_string(),
+                    symbol: Some(symbol.to_string()),
+                    client_order_id: client_order_id.as_ref().map(|c| c.to_string()),
+                    detail: serde_json::to_string(&detail).unwrap_or_default(),
+                };
+                batch.events.push(Published::RiskViolation(Violation {
+                    rule,
+                    symbol,
+                    client_order_id,
+                    detail,
+                    at: now,
+                }));
+                self.write_or_hold(HeldWrite::Violation(record), &mut batch.reachable).await;
+            }
+            Effect::Decision { symbol, rule, text } => tracing::info!(%symbol, rule, "{text}"),
+            Effect::DayRolled { date } => {
+                tracing::info!(%date, "trading day rolled");
+                batch.state_dirty = true;
+            }
+            Effect::HaltStoppedChanged { symbols } => {
+                batch.events.push(Published::RiskStateChanged(RiskChange::StoppedByHalt { symbols }));
+                batch.state_dirty = true;
+            }
+            Effect::Anomaly(message) => {
+                tracing::warn!("{message}");
+                self.anomalies.push(message);
+            }
+            Effect::Reply(r) => batch.reply = Some(r),
+        }
+    }
+
+    /// Sends a new order when it was written ahead. When it could not be: an emergency halt's
+    /// exit is sent anyway, an operator's order taken back, a strategy's rejected.
+    async fn submit(&mut self, order: Arc<Order>, batch: &mut Batch) {
+        let now = batch.now;
+        match order {
+            order if batch.written_ahead => {
+                self.send(&order, now).await;
+                batch.events.push(Published::OrderUpdated { order, mode: batch.mode });
+            }
+            order if is_liquidation(&order) => {
+                // The emergency halt's exits go out even when they cannot be written ahead:
+                // a halt acts at once, whatever the database. Written when it is back.
+                tracing::warn!(client_order_id = %order.client_order_id, "halt exit sent before it could be written");
+                self.unsaved.outage = true;
+                self.send(&order, now).await;
+                self.unsaved.orders.insert(order.client_order_id.clone(), order);
+            }
+            // An operator's order (the batch answers a command) is taken back, so the 503
+            // changes nothing; a strategy's is rejected, which its strategy sees.
+            order
+                if batch.answers_command && !batch.ambiguous && self.engine.withdraw_unsent(&order.client_order_id) =>
+            {
+                batch.withdrawn = true;
+            }
+            order => batch.refused.push(BrokerReport::Rejected {
+                client_order_id: order.client_order_id.clone(),
+                reason: "not sent: it could not be written ahead (the database is unavailable)".into(),
+                at: now,
+            }),
+        }
+    }
+
+    /// Saves the batch's order and position updates and the engine state together (held in
+    /// memory while the database cannot take them).
+    async fn save_batch(&mut self, batch: &mut Batch) {
+        if !batch.updated_orders.is_empty() || !batch.updated_positions.is_empty() || batch.state_dirty {
+            self.unsaved.orders.extend(std::mem::take(&mut batch.updated_orders));
+            self.unsaved.positions.extend(std::mem::take(&mut batch.updated_positions));
+            self.unsaved.state = true;
+        }
+        if !self.unsaved.is_empty() && batch.reachable {
+            self.save_unsaved(batch.now).await;
+        }
+    }
+
+    /// Publishes the engine's view, then the batch's events, then the halt's progress:
+    /// operators see a change only once it is persisted.
+    fn publish_events(&mut self, events: Vec<Published>) {
+        self.publish();
+        for event in events {
+            self.state.events.publish(event);
+        }
+        self.halt_progress();
+    }
+
+    /// Writes what is held in memory: orders, positions and the engine state in one
+    /// transaction (a fill is never stored without its position or its cash), then the other
+    /// held writes in order. What fails stays held for the next try.
+    async fn save_unsaved(&mut self, now: Timestamp) {
+        let mode = self.state.settings.mode().as_str();
+        let date = self.engine.calendar().date_of(now).to_string();
+        let repo: &dyn TradingRepository = &self.state.db;
+        let orders: Vec<_> = self.unsaved.orders.values().map(|o| tradeops_core::orders::Order::clone(o)).collect();
+        let positions: Vec<_> = self.unsaved.positions.values().cloned().collect();
+        if let Err(e) = bounded(repo.save_batch(&orders, &positions, &self.state_record(now), mode, &date)).await {
+            tracing::error!(error = %e, orders = orders.len(), positions = positions.len(), "batch not persisted yet: held in memory");
+            self.state.db.writes_failed(&e);
+            self.unsaved.outage = true;
+            return;
+        }
+        let held = (orders.len(), positions.len());
+        self.unsaved.orders.clear();
+        self.unsaved.positions.clear();
+        self.unsaved.state = false;
+        while let Some(write) = self.unsaved.writes.front() {
+            if let Err(e) = bounded(write.write(&self.state.db)).await {
+                tracing::error!(error = %e, "held writes not stored yet");
+                self.state.db.writes_failed(&e);
+                return;
+            }
+            self.unsaved.writes.pop_front();
+        }
+        if std::mem::take(&mut self.unsaved.dropped) > 0 {
+            tracing::error!("writes beyond the held bound during the outage were not kept");
+        }
+        if std::mem::take(&mut self.unsaved.outage) {
+            tracing::warn!(
+                orders = held.0,
+                positions = held.1,
+                "the writes held during the database outage are stored"
+            );
+        }
+    }
+
+    fn state_record(&self, now: Timestamp) -> EngineStateRecord {
+        let e = &self.engine;
+        EngineStateRecord {
+            state: serde_json::to_value(e.trading_state())
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default(),
+            halted_at: e.halt().map(|h| to_epoch_ms(&h.at)),
+            halt_reason: e.halt().map(|h| h.reason.clone()),
+            halt_actor: e.halt().map(|h| h.actor.clone()),
+            halt_stopped: e.halt_stopped().iter().map(|s| s.to_string()).collect(),
+            trading_date: e.day().date.map(|d| d.to_string()),
+            trades_today: e.day().trades_today.into(),
+            realized_today: e.day().realized_today,
+            start_equity: e.day().start_equity,
+            peak_equity: e.day().peak_equity,
+            cash: e.cash(),
+            updated_at: to_epoch_ms(&now),
+        }
+    }
+
+    /// Writes now while the database takes writes; otherwise (or when this write finds it
+    /// unavailable) holds the write for [`Runner::save_unsaved`]. Writes are kept in order:
+    /// while any is held, the next is held behind it.
+    async fn write_or_hold(&mut self, write: HeldWrite, reachable: &mut bool) {
+        if *reachable && self.unsaved.writes.is_empty() {
+            match bounded(write.write(&self.state.db)).await {
+                Ok(()) => return,
+                Err(e) if e.is_unavailable() => {
+                    tracing::error!(error = %e, "write held until the database is back");
+                    self.state.db.writes_failed(&e);
+                    *reachable = false;
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, ?write, "write failed");
+                    return;
+                }
+            }
+        }
+        self.unsaved.hold(write);
+    }
+
+    /// While halted, each change of what is still open is published, until flat.
+    fn halt_progress(&mut self) {
+        if self.engine.trading_state() != TradingState::Halted {
+            self.last_progress = None;
+            return;
+        }
+        let positions = self.engine.positions().values().filter(|p| !p.is_flat()).count();
+        let orders = self.engine.orders().values().filter(|o| !o.status.is_final()).count();
+        if self.last_progress == Some((positions, orders)) {
+            return;
+        }
+        self.last_progress = Some((positions, orders));
+        let progress = RiskChange::Liquidation { open_positions: positions, open_orders: orders };
+        self.state.events.publish(Published::RiskStateChanged(progress));
+    }
+
+    fn publish(&self) {
+        let e = &self.engine;
+        let limits = &e.settings().risk_controls;
+        let positions = e
+            .positions()
+            .values()
+            .filter(|p| !p.is_flat())
+            .map(|p| {
+                let mark = e
+                    .market()
+                    .get(&p.symbol)
+                    .map(|m| m.last)
+                    .filter(|m| *m > Decimal::ZERO)
+                    .or(p.average_entry_price())
+                    .unwrap_or_default();
+                PositionView {
+                    alert_level: p.alert_level(mark, limits),
+                    status: e.position_status(&p.symbol),
+                    mark,
+                    position: p.clone(),
+                }
+            })
+            .collect();
+        let reserved: Decimal = e
+            .orders()
+            .values()
+            .filter(|o| !o.status.is_final() && o.side == Side::Buy)
+            .map(|o| Decimal::from(o.remaining()) * o.limit_price.or(o.stop_price).unwrap_or_default())
+            .sum();
+        let broker_open_orders = self.broker_open_orders;
+        let (status, detail) = if let Some(anomaly) = self.anomalies.last() {
+            ("MISMATCH", anomaly.clone())
+        } else if !self.mismatches.is_empty() {
+            ("MISMATCH", self.mismatches.join("; "))
+        } else {
+            let mut detail = format!("{broker_open_orders} open orders match the {} broker's book", self.broker.name());
+            if let Some((at, what)) = &self.last_corrected {
+                detail
+                    .push_str(&format!("; last mismatch corrected at {}: {what}", tradeops_core::time::format_ts(at)));
+            }
+            ("OK", detail)
+        };
+        let view = EngineView {
+            trading_state: e.trading_state(),
+            halt: e.halt().cloned(),
+            halt_stopped: e.halt_stopped().iter().cloned().collect(),
+            positions,
+            cash: e.cash(),
+            equity: e.equity(),
+            buying_power: (e.cash() - reserved).max(Decimal::ZERO),
+            realized_today: e.day().realized_today,
+            unrealized: e.unrealized_pnl(),
+            daily_pnl: e.daily_pnl(),
+            drawdown: e.drawdown(),
+            start_equity: e.day().start_equity,
+            trades_today: e.day().trades_today,
+            session: e.day().date,
+            by_symbol: e.day().by_symbol.iter().map(|(s, (pnl, n))| (s.clone(), *pnl, *n)).collect(),
+            open_orders: e.orders().values().filter(|o| !o.status.is_final()).count(),
+            broker_open_orders,
+            state_persisted: !self.unsaved.state,
+            unsaved_writes: self.unsaved.len(),
+            reconciliation_status: status,
+            reconciliation_detail: detail,
+        };
+        self.view.send_replace(Arc::new(view));
+    }
+}

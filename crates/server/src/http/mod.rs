@@ -1,0 +1,24 @@
+//! The HTTP edge: the only layer that knows axum, status codes and the JSON envelope. The
+//! [`routes`] (one module per area of the API) turn requests into the domain services' typed
+//! commands and their typed results and errors back into responses; [`error`] holds the one
+//! table from domain errors to the contract's error envelope; [`extract`] and [`fields`] read
+//! and refuse request input; [`auth`], [`guard`], [`client_limit`] and [`refusals`] identify
+//! callers, budget them and audit sensitive actions; [`middleware`] stamps every request;
+//! [`openapi`] documents it all; [`console`] serves the operator console; [`state`] is what a
+//! handler is given.
+
+pub mod auth;
+pub mod client_limit;
+pub mod console;
+pub mod deadline;
+pub mod envelope;
+pub mod error;
+pub mod extract;
+pub mod fields;
+pub mod guard;
+pub mod middleware;
+pub mod openapi;
+pub mod order_pages;
+pub mod refusals;
+pub mod routes;
+pub mod state;

@@ -1,0 +1,531 @@
+//! Durable backtest runs (`POST /api/backtests/run`), jobs of kind [`JobKind::Backtest`]: a
+//! row `QUEUED → RUNNING` (with `progress`) `→ COMPLETED` (with the result) or `FAILED`, or
+//! `CANCELED`. A worker runs up to
+//! [`PARALLEL_RUNS`] at once on the blocking pool: bars come from the database (the trading
+//! days missing from it downloaded from the data broker first) and go through
+//! `tradeops_core::backtest::run` — the live engine with a manual clock. A run whose worker
+//! stopped (a crash: its lease expires) is run again from the start (runs are deterministic),
+//! so none stays `RUNNING`.
+
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::state::AppState;
+use crate::jobs::{CancelError, Halt, Leases};
+use rust_decimal::Decimal;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+use tokio::sync::Notify;
+use tradeops_core::backtest::{self, coverage, fills::FillModel, BacktestSpec, BarHistory, History};
+use tradeops_core::calendar::{ny_instant, NyDay};
+use tradeops_core::market::Timeframe;
+use tradeops_core::time::{format_ts, from_epoch_ms, to_epoch_ms};
+use tradeops_core::{Settings, Symbol, Timestamp};
+use tradeops_store::{BacktestRecord, BacktestRepository, DataRepository, JobKind, JobStatus};
+
+/// Runs at once (each takes a core while it runs).
+pub const PARALLEL_RUNS: usize = 2;
+
+#[derive(Default)]
+pub struct BacktestQueue {
+    pub wake: Notify,
+}
+
+/// `POST /api/backtests/run`.
+#[derive(Clone, Debug, Deserialize, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BacktestRequest {
+    /// A strategy of `GET /api/strategies`.
+    pub strategy_id: String,
+    pub symbol: Symbol,
+    /// RFC 3339: bars starting at or after it.
+    #[serde(with = "tradeops_core::time::serde_ts")]
+    #[schema(value_type = String, format = DateTime)]
+    pub start: Timestamp,
+    /// RFC 3339: bars starting before it.
+    #[serde(with = "tradeops_core::time::serde_ts")]
+    #[schema(value_type = String, format = DateTime)]
+    pub end: Timestamp,
+    /// `1m` (default) or `1d`.
+    #[schema(nullable = false)]
+    pub timeframe: Option<Timeframe>,
+    /// Strategy parameters (see `GET /api/strategies`); defaults fill what is left out.
+    #[schema(value_type = Option<Object>, nullable = false)]
+    pub parameters: Option<Map<String, Value>>,
+    /// Dollars (default 100,000).
+    #[schema(value_type = Option<f64>, nullable = false, minimum = 1, maximum = 1000000000000.0)]
+    #[serde(default, with = "rust_decimal::serde::float_option")]
+    pub initial_cash: Option<Decimal>,
+    /// Fraction of traded value charged on every fill (default 0).
+    #[schema(value_type = Option<f64>, nullable = false, minimum = 0, maximum = 0.1)]
+    #[serde(default, with = "rust_decimal::serde::float_option")]
+    pub commission_rate: Option<Decimal>,
+    /// Basis points every fill moves against the order (default 0).
+    #[schema(value_type = Option<f64>, nullable = false, minimum = 0, maximum = 1000)]
+    #[serde(default, with = "rust_decimal::serde::float_option")]
+    pub slippage_bps: Option<Decimal>,
+    /// `NEXT_OPEN` (default) or `CLOSE`.
+    #[schema(nullable = false)]
+    pub fill: Option<FillModel>,
+    /// Overrides of the effective settings for this run only, in the shape of a
+    /// `PUT /api/settings` body (for example `{"risk_controls": {"max_daily_loss": 5000}}`),
+    /// validated the same way. The run otherwise trades under the operator's settings — the same
+    /// risk gate as live.
+    #[schema(value_type = Option<Object>, nullable = false)]
+    pub settings: Option<Map<String, Value>>,
+}
+
+/// A backtest run, as `GET /api/backtests/{backtest_id}` returns it; the rows of
+/// `GET /api/backtests` leave out `effective_settings`, `trades`, `equity_curve` and the result's
+/// other details (the shape `run_json` writes). Metrics are null until `COMPLETED`, and also
+/// after it where they are undefined: `sharpe_ratio` with fewer than two daily returns or none
+/// varying, `win_loss_ratio` without both a win and a loss, `win_rate` and `expectancy` without
+/// trades, `profit_factor` without a loss.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct BacktestRun {
+    pub backtest_id: String,
+    /// `QUEUED`, `RUNNING`, `COMPLETED`, `FAILED` or `CANCELED`.
+    pub status: String,
+    /// 0..1.
+    pub progress: f64,
+    pub strategy_id: String,
+    pub strategy_version: String,
+    pub symbol: String,
+    pub start: String,
+    pub end: String,
+    /// `1m` or `1d`.
+    pub timeframe: String,
+    /// Every strategy parameter, defaults filled in.
+    #[schema(value_type = Object)]
+    pub parameters: Value,
+    pub initial_cash: f64,
+    pub commission_rate: f64,
+    pub slippage_bps: f64,
+    /// `NEXT_OPEN` or `CLOSE`.
+    pub fill: String,
+    /// The request's settings overrides, as sent.
+    #[schema(value_type = Option<Object>)]
+    pub settings: Option<Value>,
+    /// The settings the run traded under (the run's detail only).
+    #[schema(value_type = Option<Object>)]
+    pub effective_settings: Option<Value>,
+    /// `risk_controls.market_buy_buffer_pct` the run traded under: market entries are valued
+    /// this much above their fill price for buying power (0 buys as many shares as cash takes at
+    /// the fill price, as backtesting.py does).
+    pub market_buy_buffer_pct: f64,
+    pub requested_by: String,
+    pub created_at: String,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+    /// Why a `FAILED` run failed.
+    pub error: Option<String>,
+    /// Fraction (0.12 = +12 %).
+    pub total_return: Option<f64>,
+    /// Annualised, risk-free 0, from daily equity returns; null when undefined (fewer than two
+    /// daily returns, or no variance: a run that never traded).
+    pub sharpe_ratio: Option<f64>,
+    /// Fraction, positive.
+    pub max_drawdown: Option<f64>,
+    /// Average win / average loss; null without both.
+    pub win_loss_ratio: Option<f64>,
+    /// Null without trades.
+    pub win_rate: Option<f64>,
+    /// Gross profit / gross loss; null without a loss.
+    pub profit_factor: Option<f64>,
+    pub trade_count: Option<u64>,
+    /// Orders the risk gate refused, by rule (`MAX_ORDER_VALUE`, `BUYING_POWER`, …): why a run
+    /// that traded nothing did not. Empty when none was refused; null until `COMPLETED`.
+    pub refusals: Option<std::collections::BTreeMap<String, u64>>,
+    /// Mean trade P&L, dollars; null without trades (detail only).
+    pub expectancy: Option<f64>,
+    pub gross_profit: Option<f64>,
+    pub gross_loss: Option<f64>,
+    /// Daily returns the Sharpe ratio was computed from.
+    pub sharpe_days: Option<u32>,
+    pub final_equity: Option<f64>,
+    pub bars: Option<u64>,
+    pub orders: Option<u64>,
+    /// Rows as `GET /api/trades` (detail only; null until `COMPLETED`).
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub trades: Option<Vec<Value>>,
+    /// `timestamp`, `equity`; at most 2,000 points (detail only; null until `COMPLETED`).
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub equity_curve: Option<Vec<Value>>,
+}
+
+/// A validated run, as stored in the row's `request`.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+struct Stored {
+    strategy_id: String,
+    strategy_version: String,
+    symbol: String,
+    #[serde(with = "tradeops_core::time::serde_ts")]
+    start: Timestamp,
+    #[serde(with = "tradeops_core::time::serde_ts")]
+    end: Timestamp,
+    timeframe: Timeframe,
+    parameters: std::collections::BTreeMap<String, f64>,
+    #[serde(with = "rust_decimal::serde::str")]
+    initial_cash: Decimal,
+    #[serde(with = "rust_decimal::serde::str")]
+    commission_rate: Decimal,
+    #[serde(with = "rust_decimal::serde::str")]
+    slippage_bps: Decimal,
+    fill: FillModel,
+    settings: Option<Map<String, Value>>,
+    /// The settings the run trades under (the operator's at the request, overrides applied).
+    effective_settings: Value,
+}
+
+fn bounded(field: &'static str, value: Decimal, min: Decimal, max: Decimal) -> Result<Decimal, ApiError> {
+    if value < min || value > max {
+        return Err(crate::http::fields::refuse(field));
+    }
+    Ok(value)
+}
+
+/// Validates and queues a run.
+pub async fn enqueue(state: &AppState, req: BacktestRequest, actor: &str) -> ApiResult<BacktestRecord> {
+    let timeframe = req.timeframe.unwrap_or(Timeframe::Minute);
+    let current = state.settings.current();
+    let settings: Settings = match &req.settings {
+        None => (*current).clone(),
+        Some(patch) => {
+            current
+                .apply_patch(&Value::Object(patch.clone()))
+                .map_err(|errors| {
+                    ApiError::fields(
+                        errors
+                            .into_iter()
+                            .map(|mut e| {
+                                e.field = format!("settings.{}", e.field);
+                                e
+                            })
+                            .collect(),
+                    )
+                })?
+                .settings
+        }
+    };
+    let empty = Map::new();
+    let parameters = backtest::validate_parameters(
+        &req.strategy_id,
+        timeframe,
+        req.parameters.as_ref().unwrap_or(&empty),
+        &settings,
+    )
+    .map_err(ApiError::fields)?;
+    crate::jobs::downloads::check_range(state, timeframe, req.start, req.end, "backtest")?;
+    let initial_cash = bounded(
+        "initial_cash",
+        req.initial_cash.unwrap_or(Decimal::from(100_000)),
+        Decimal::ONE,
+        Decimal::from(1_000_000_000_000u64),
+    )?;
+    let commission_rate =
+        bounded("commission_rate", req.commission_rate.unwrap_or_default(), Decimal::ZERO, Decimal::new(1, 1))?;
+    let slippage_bps =
+        bounded("slippage_bps", req.slippage_bps.unwrap_or_default(), Decimal::ZERO, Decimal::from(1000))?;
+    let known = state.market.instrument(&req.symbol).is_some();
+    let repo: &dyn DataRepository = &state.db;
+    if !known && !repo.has_bars(&req.symbol, timeframe.as_str(), to_epoch_ms(&req.start), to_epoch_ms(&req.end)).await?
+    {
+        return Err(ApiError::not_found(format!(
+            "{} is not a symbol of the {} market and no {} bars of it are stored in the range",
+            req.symbol,
+            state.market.name(),
+            timeframe.as_str()
+        )));
+    }
+    let version = tradeops_core::strategy::make(&req.strategy_id).map(|s| s.version().to_string()).unwrap_or_default();
+    let stored = Stored {
+        strategy_id: req.strategy_id.clone(),
+        strategy_version: version,
+        symbol: req.symbol.to_string(),
+        start: req.start,
+        end: req.end,
+        timeframe,
+        parameters,
+        initial_cash: initial_cash.normalize(),
+        commission_rate: commission_rate.normalize(),
+        slippage_bps: slippage_bps.normalize(),
+        fill: req.fill.unwrap_or_default(),
+        settings: req.settings.clone(),
+        effective_settings: settings.to_json(),
+    };
+    let record = BacktestRecord {
+        backtest_id: format!("bt-{}", uuid::Uuid::new_v4().simple()),
+        strategy_id: stored.strategy_id.clone(),
+        symbol: stored.symbol.clone(),
+        status: JobStatus::Queued,
+        progress: 0.0,
+        request: serde_json::to_string(&stored).map_err(ApiError::internal)?,
+        result: None,
+        error: None,
+        requested_by: actor.to_string(),
+        created_at: to_epoch_ms(&state.clock.now()),
+        started_at: None,
+        finished_at: None,
+    };
+    let runs: &dyn BacktestRepository = &state.db;
+    runs.insert_backtest(&record).await?;
+    publish(state, &record);
+    state.backtests.wake.notify_one();
+    Ok(record)
+}
+
+/// What list rows show of a result (null until `COMPLETED`).
+const METRICS: [&str; 8] = [
+    "total_return",
+    "sharpe_ratio",
+    "max_drawdown",
+    "win_loss_ratio",
+    "win_rate",
+    "profit_factor",
+    "trade_count",
+    "refusals",
+];
+
+/// The market buy buffer a run traded under: its effective settings' (runs stored before the
+/// setting existed traded under the constant 3 % it replaced).
+fn market_buy_buffer_pct(effective_settings: Option<&Value>) -> f64 {
+    effective_settings
+        .and_then(|s| s["risk_controls"]["market_buy_buffer_pct"].as_f64())
+        .unwrap_or(tradeops_core::settings::RiskControls::default().market_buy_buffer_pct)
+}
+
+/// `GET /api/backtests/{id}` (with the result) and the list row and event (without).
+pub fn run_json(r: &BacktestRecord, with_result: bool) -> Value {
+    let ts = |ms: i64| format_ts(&from_epoch_ms(ms));
+    let mut out = json!({
+        "backtest_id": r.backtest_id, "status": r.status, "progress": r.progress,
+    });
+    let fields = out.as_object_mut().expect("an object");
+    if let Ok(Value::Object(request)) = serde_json::from_str::<Value>(&r.request) {
+        fields.insert("market_buy_buffer_pct".into(), json!(market_buy_buffer_pct(request.get("effective_settings"))));
+        for (k, v) in request {
+            if k == "effective_settings" && !with_result {
+                continue;
+            }
+            let v = match k.as_str() {
+                "initial_cash" | "commission_rate" | "slippage_bps" => {
+                    v.as_str().and_then(|s| s.parse::<f64>().ok()).map(Value::from).unwrap_or(v)
+                }
+                _ => v,
+            };
+            fields.insert(k, v);
+        }
+    }
+    fields.insert("requested_by".into(), json!(r.requested_by));
+    fields.insert("created_at".into(), json!(ts(r.created_at)));
+    fields.insert("started_at".into(), json!(r.started_at.map(ts)));
+    fields.insert("finished_at".into(), json!(r.finished_at.map(ts)));
+    fields.insert("error".into(), json!(r.error));
+    let result = r.result.as_deref().and_then(|text| serde_json::from_str::<Value>(text).ok());
+    match result {
+        Some(Value::Object(result)) => {
+            for (k, v) in result {
+                if with_result || METRICS.contains(&k.as_str()) {
+                    fields.insert(k, v);
+                }
+            }
+        }
+        _ => {
+            for k in METRICS {
+                fields.insert(k.into(), Value::Null);
+            }
+            if with_result {
+                fields.insert("trades".into(), Value::Null);
+                fields.insert("equity_curve".into(), Value::Null);
+            }
+        }
+    }
+    out
+}
+
+fn publish(state: &AppState, r: &BacktestRecord) {
+    state.events.publish(crate::events::Event::BacktestUpdated(r.clone()));
+}
+
+/// Cancels a run (see [`crate::jobs::cancel`]) and announces it; the run as it is now.
+pub async fn cancel(state: &AppState, id: &str) -> Result<BacktestRecord, CancelError> {
+    crate::jobs::cancel(&state.db, state.clock.as_ref(), JobKind::Backtest, id).await?;
+    let repo: &dyn BacktestRepository = &state.db;
+    let run = repo.backtest(id).await.map_err(CancelError::Store)?.ok_or(CancelError::NotFound)?;
+    publish(state, &run);
+    Ok(run)
+}
+
+/// The worker: takes back runs whose worker stopped, then runs queued ones as they come.
+pub async fn run_worker(state: AppState) {
+    crate::jobs::Pool {
+        kind: JobKind::Backtest,
+        parallel: PARALLEL_RUNS,
+        wake: |state| &state.backtests.wake,
+        id: |run: &BacktestRecord| run.backtest_id.clone(),
+        queued: |state| Box::pin(async move { Ok(state.db.backtests_in(JobStatus::Queued).await?) }),
+        run: |state, leases, run| Box::pin(async move { execute(&state, &leases, run).await }),
+    }
+    .run(state)
+    .await
+}
+
+/// Runs a run `leases` holds to its end, unless it loses the run on the way (then it stops
+/// without writing).
+async fn execute(state: &AppState, leases: &Leases, mut run: BacktestRecord) {
+    let repo: &dyn BacktestRepository = &state.db;
+    run.status = JobStatus::Running;
+    run.progress = 0.0;
+    run.started_at = Some(to_epoch_ms(&state.clock.now()));
+    if !repo.update_leased_backtest(&run, &leases.lease()).await.unwrap_or(false) {
+        return;
+    }
+    publish(state, &run);
+    let heartbeat = leases.keep_alive(JobKind::Backtest, &run.backtest_id);
+    let outcome = compute(state, leases, &mut run).await;
+    drop(heartbeat);
+    run.finished_at = Some(to_epoch_ms(&state.clock.now()));
+    match outcome {
+        Ok(result) => {
+            run.status = JobStatus::Completed;
+            run.progress = 1.0;
+            run.result = Some(result.to_string());
+        }
+        Err(Halt::Failed(reason)) => {
+            tracing::warn!(backtest_id = %run.backtest_id, %reason, "backtest failed");
+            run.status = JobStatus::Failed;
+            run.error = Some(reason);
+        }
+        Err(Halt::Lost) => {
+            tracing::info!(backtest_id = %run.backtest_id, "backtest stopped: canceled or taken over");
+            return;
+        }
+    }
+    // Announce only what is stored: a console must never show COMPLETED for a run the
+    // database still calls RUNNING.
+    let held = std::sync::atomic::AtomicBool::new(true);
+    let released = leases.released();
+    let write = || async {
+        held.store(repo.update_leased_backtest(&run, &released).await?, std::sync::atomic::Ordering::Relaxed);
+        Ok::<(), tradeops_store::StoreError>(())
+    };
+    if crate::jobs::persist("backtest outcome", &run.backtest_id, write).await
+        && held.load(std::sync::atomic::Ordering::Relaxed)
+    {
+        publish(state, &run);
+    }
+}
+
+async fn compute(state: &AppState, leases: &Leases, run: &mut BacktestRecord) -> Result<Value, Halt> {
+    let stored: Stored = serde_json::from_str(&run.request).map_err(|e| format!("unreadable request: {e}"))?;
+    let settings = Settings::from_json(&stored.effective_settings)
+        .map_err(|e| format!("unreadable settings: {}", e.first().map(|f| f.reason.as_str()).unwrap_or("")))?;
+    let symbol = Symbol::parse(&stored.symbol).map_err(|e| format!("bad symbol: {e}"))?;
+    let (start, end) = (to_epoch_ms(&stored.start), to_epoch_ms(&stored.end));
+    let data: &dyn DataRepository = &state.db;
+    let tf = stored.timeframe.as_str();
+    // Minute bars from the start of the first date: its earlier volume counts toward relative
+    // volume (the strategy still starts at `start`).
+    let from = match stored.timeframe {
+        Timeframe::Minute => ny_instant(NyDay::default().date_of(stored.start), (0, 0)).min(stored.start),
+        Timeframe::Day => stored.start,
+    };
+    let calendar = tradeops_core::calendar::MarketCalendar::new(settings.runtime.market_calendar);
+    let from_ms = to_epoch_ms(&from);
+    let mut bars = data.bars(&symbol, tf, from_ms, end).await.map_err(|e| e.to_string())?;
+    // Trading days with no stored bar that no completed download already asked for are
+    // downloaded first, then the bars read again: a run never quietly covers part of its range.
+    if state.market.instrument(&symbol).is_some() {
+        let downloaded = data.downloaded_ranges(&symbol, tf, from_ms, end).await.map_err(|e| e.to_string())?;
+        let downloaded: Vec<_> = downloaded.into_iter().map(|(a, b)| (from_epoch_ms(a), from_epoch_ms(b))).collect();
+        if let Some((a, b)) = coverage::missing_span(&bars, &downloaded, calendar, from, stored.end) {
+            let by = format!("backtest {}", run.backtest_id);
+            crate::jobs::downloads::download_now(state, &symbol, stored.timeframe, a, b, &by)
+                .await
+                .map_err(|e| format!("downloading the missing bars failed: {e}"))?;
+            bars = data.bars(&symbol, tf, from_ms, end).await.map_err(|e| e.to_string())?;
+        }
+    }
+    if !bars.iter().any(|b| to_epoch_ms(&b.start) >= start) {
+        return Err(format!("no {tf} bars of {symbol} are stored in the range").into());
+    }
+    let history: Box<dyn History + Send> = match state.market.history(&symbol, calendar) {
+        Some(h) => h,
+        None => Box::new(BarHistory::new(&bars, stored.timeframe)),
+    };
+    let spec = BacktestSpec {
+        strategy_id: stored.strategy_id.clone(),
+        symbol,
+        timeframe: stored.timeframe,
+        start: stored.start,
+        parameters: stored.parameters.clone(),
+        initial_cash: stored.initial_cash,
+        commission_rate: stored.commission_rate,
+        slippage_bps: stored.slippage_bps,
+        fill: stored.fill,
+    };
+    let (progress_tx, mut progress_rx) = tokio::sync::watch::channel(0.0_f64);
+    let task = tokio::task::spawn_blocking(move || {
+        let mut history = history;
+        backtest::run(&spec, &settings, &bars, history.as_mut(), &mut |p| {
+            progress_tx.send_if_modified(|old| {
+                // Every 5%: enough for a progress bar, few writes.
+                let changed = p >= *old + 0.05 || (p >= 1.0 && *old < 1.0);
+                if changed {
+                    *old = p;
+                }
+                changed
+            });
+        })
+    });
+    tokio::pin!(task);
+    let repo: &dyn BacktestRepository = &state.db;
+    let output = loop {
+        tokio::select! {
+            done = &mut task => break done.map_err(|e| format!("the run panicked: {e}"))?.map_err(|e| e.to_string())?,
+            changed = progress_rx.changed() => {
+                if changed.is_ok() {
+                    run.progress = (*progress_rx.borrow_and_update()).min(0.99);
+                    match repo.update_leased_backtest(run, &leases.lease()).await {
+                        Ok(true) => publish(state, run),
+                        // Canceled or taken over: the run stops here (its blocking half ends
+                        // on its own; nothing of it is written).
+                        Ok(false) => return Err(Halt::Lost),
+                        Err(_) => {}
+                    }
+                }
+            }
+        }
+    };
+    Ok(result_json(&output))
+}
+
+/// The stored result: every metric of CONTRACT §4, the trades (rows as `GET /api/trades`) and
+/// the equity curve, plus what explains them.
+pub fn result_json(o: &backtest::BacktestOutput) -> Value {
+    let m = &o.metrics;
+    let trades: Vec<Value> = o.trades.iter().map(crate::domain::trades::trade_row).collect();
+    let curve: Vec<Value> = o
+        .equity_curve
+        .iter()
+        .map(|p| json!({"timestamp": format_ts(&p.timestamp), "equity": backtest::dollars(p.equity)}))
+        .collect();
+    json!({
+        "total_return": m.total_return,
+        "sharpe_ratio": m.sharpe_ratio,
+        "max_drawdown": m.max_drawdown,
+        "win_loss_ratio": m.win_loss_ratio,
+        "win_rate": m.win_rate,
+        "profit_factor": m.profit_factor,
+        "trade_count": m.trade_count,
+        "expectancy": m.expectancy.map(backtest::dollars),
+        "gross_profit": backtest::dollars(m.gross_profit),
+        "gross_loss": backtest::dollars(m.gross_loss),
+        "sharpe_days": m.days,
+        "final_equity": backtest::dollars(o.final_equity),
+        "bars": o.bars,
+        "orders": o.orders,
+        "refusals": o.refusals,
+        "trades": trades,
+        "equity_curve": curve,
+    })
+}
