@@ -103,7 +103,7 @@ impl Engine {
     }
 
     /// Status after a fill for a strategy-managed symbol.
-    fn status_after_fill(&self, symbol: &crate::symbol::Symbol, position: &Position) -> StrategyStatus {
+    pub(super) fn status_after_fill(&self, symbol: &crate::symbol::Symbol, position: &Position) -> StrategyStatus {
         let Some(slot) = self.slots.get(symbol) else { return StrategyStatus::Halted };
         if slot.strategy.is_none() {
             return slot.status;

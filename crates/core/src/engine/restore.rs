@@ -59,9 +59,11 @@ impl Engine {
     /// The engine as it was persisted, at `now`: [`Engine::new`] with `initial_cash`, then the
     /// saved state, positions, open orders and blocks set in place; each watched symbol gets its
     /// slot with its saved status, and one whose strategy was running (`Active`, `Buy`, `Hold`,
-    /// `Sell`) is handed [`Command::Restart`] unless trading is `HALTED` (its effects are not
-    /// carried out: they restate what is persisted). Last, each open order is attached to its
-    /// symbol's slot: a strategy's buy as the entry order, a sell as an exit order.
+    /// `Sell`) gets a fresh strategy instance through [`Command::Restart`] unless trading is
+    /// `HALTED` or the symbol is blocked (its effects are not carried out: they restate what is
+    /// persisted). Then each open order is attached to its symbol's slot — a strategy's buy as
+    /// the entry order, a sell as an exit order — and a restarted strategy's status is the one
+    /// its position and working orders make (`Buy`, `Sell`, `Hold` or `Active`).
     pub fn restore(
         settings: Settings,
         initial_cash: Decimal,
@@ -92,14 +94,31 @@ impl Engine {
         for (symbol, block) in blocks {
             engine.blocks.insert(symbol, block);
         }
+        let mut running = Vec::new();
         for Watched { symbol, status, added_at } in watched {
-            engine.slots.insert(symbol.clone(), Slot { status, added_at: Some(added_at), ..Slot::manual() });
-            if matches!(
+            let was_running = matches!(
                 status,
                 StrategyStatus::Active | StrategyStatus::Buy | StrategyStatus::Hold | StrategyStatus::Sell
-            ) && engine.trading_state != TradingState::Halted
-            {
-                engine.handle(Event::Command(Command::Restart { symbol }), now);
+            );
+            if was_running && engine.trading_state != TradingState::Halted {
+                // A fresh strategy instance takes over (a held position is handed to it): the
+                // slot starts from `Closed`, so the restart starts one rather than finding the
+                // saved status "already running" with no strategy behind it.
+                engine.slots.insert(
+                    symbol.clone(),
+                    Slot { status: StrategyStatus::Closed, added_at: Some(added_at), ..Slot::manual() },
+                );
+                engine.handle(Event::Command(Command::Restart { symbol: symbol.clone() }), now);
+                if engine.slots.get(&symbol).is_some_and(|s| s.strategy.is_none()) {
+                    // Refused (a block): the row keeps the status it was saved with.
+                    if let Some(slot) = engine.slots.get_mut(&symbol) {
+                        slot.status = status;
+                    }
+                } else {
+                    running.push(symbol);
+                }
+            } else {
+                engine.slots.insert(symbol.clone(), Slot { status, added_at: Some(added_at), ..Slot::manual() });
             }
         }
         for o in &open_orders {
@@ -111,6 +130,15 @@ impl Engine {
                 }
             } else if let Some(slot) = engine.slots.get_mut(&o.symbol) {
                 slot.exit_orders.insert(o.client_order_id.clone());
+            }
+        }
+        // A restarted strategy's status as its working orders and position make it (buying,
+        // selling, holding or waiting), as after any fill.
+        for symbol in running {
+            let flat = Position::new(symbol.clone());
+            let status = engine.status_after_fill(&symbol, engine.positions.get(&symbol).unwrap_or(&flat));
+            if let Some(slot) = engine.slots.get_mut(&symbol) {
+                slot.status = status;
             }
         }
         engine

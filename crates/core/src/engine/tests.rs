@@ -859,7 +859,10 @@ fn restore_sets_the_persisted_book_in_place_and_attaches_working_orders() {
     assert_eq!(e.blocks().get(&sym("BLKD")), Some(&block));
     assert!(e.is_blocked(&sym("BLKD"), now));
     let slot = |s: &Symbol| &e.slots()[s];
-    assert_eq!((slot(&abcd).status, slot(&abcd).added_at), (StrategyStatus::Hold, Some(now)));
+    // A running strategy gets a fresh instance, and the status its position and working orders
+    // make: holding with a working sell is selling; flat with a working entry is buying.
+    assert!(slot(&abcd).strategy.is_some() && slot(&wxyz).strategy.is_some(), "running strategies run again");
+    assert_eq!((slot(&abcd).status, slot(&abcd).added_at), (StrategyStatus::Sell, Some(now)));
     assert_eq!(slot(&abcd).entry_order, None, "a manual buy is not a strategy's entry");
     assert_eq!(slot(&abcd).exit_orders, BTreeSet::from([id("exit-1")]));
     assert_eq!((slot(&wxyz).status, slot(&wxyz).entry_order.clone()), (StrategyStatus::Buy, Some(id("entry-1"))));
