@@ -8,7 +8,9 @@ use crate::domain::radar::RadarService;
 use crate::domain::settings::SettingsService;
 use crate::domain::tokens::{generate_token, TokenRegistry};
 use crate::domain::watchlist::WatchlistService;
-use crate::health::HealthMonitor;
+use crate::engine::{CrashPoint, EngineDeps};
+use crate::events::EventBus;
+use crate::health::{HealthMonitor, Probes};
 use crate::http::extract::MAX_BODY_BYTES;
 use crate::http::state::{AppState, Inner};
 use crate::metrics::Metrics;
@@ -57,6 +59,8 @@ pub struct Application {
     /// The admin token created on this start, to print once.
     bootstrap_token: Option<String>,
     engine_task: JoinHandle<()>,
+    /// What the background health probes reach.
+    probes: Arc<Probes>,
 }
 
 impl Application {
@@ -106,6 +110,7 @@ impl Application {
         if let Some(mode) = config.mode {
             settings.apply_configured_mode(mode).await.map_err(|e| anyhow::anyhow!("{e}"))?;
         }
+        let settings = Arc::new(settings);
         let mode = settings.mode();
         let calendar = MarketCalendar::new(settings.current().runtime.market_calendar);
         let speed = config.sim.speed.unwrap_or(if mode == TradingMode::Demo { 60.0 } else { 1.0 });
@@ -147,13 +152,26 @@ impl Application {
                 Arc::new(PaperExecution::new(book.with_id_prefix(&prefix)))
             }
         };
+        let events = Arc::new(EventBus::new(market_clock.clone(), clock.clone(), settings.subscribe()));
+        let radar = Arc::new(RadarService::new(cache.clone(), Arc::new(db.clone())));
+        let metrics = Arc::new(Metrics::new(clock.clone()));
+        let engine_deps = EngineDeps {
+            db: db.clone(),
+            settings: settings.subscribe(),
+            events: events.clone(),
+            market_clock: market_clock.clone(),
+            initial_cash: config.paper.initial_cash,
+            crash_point: CrashPoint::from_env(),
+            broker: execution.clone(),
+            market: market.clone(),
+        };
         let state = AppState::new(Inner {
-            radar: RadarService::new(cache.clone(), Arc::new(db.clone())),
+            radar: radar.clone(),
             watchlist: WatchlistService::new(Arc::new(db.clone()), market_clock.clone()),
             market: market.clone(),
             execution_broker: execution.name(),
             live,
-            events: crate::events::EventBus::new(market_clock.clone(), clock.clone(), settings.subscribe()),
+            events: events.clone(),
             market_clock,
             engine: std::sync::OnceLock::new(),
             downloads: Default::default(),
@@ -173,19 +191,34 @@ impl Application {
             db,
             cache,
             tokens,
-            settings,
+            settings: settings.clone(),
             health: HealthMonitor::default(),
-            metrics: Metrics::new(clock.clone()),
+            metrics: metrics.clone(),
         });
         if let Some(live) = &state.live {
             warm_up(&state, live.clone()).await?;
         }
         audit_broker_choice(&state).await;
-        let (engine, engine_task) = crate::engine::spawn_engine(state.clone(), execution, market)
-            .await
-            .context("restoring the trading engine")?;
-        let _ = state.engine.set(engine);
-        state.health.probe_all(&state).await;
+        let (engine, engine_task) =
+            crate::engine::spawn_engine(engine_deps).await.context("restoring the trading engine")?;
+        let _ = state.engine.set(engine.clone());
+        let probes = Arc::new(Probes {
+            clock: clock.clone(),
+            events,
+            db: state.db.clone(),
+            audit: state.audit.clone(),
+            cache: state.cache.clone(),
+            metrics,
+            bind: state.config.bind,
+            market,
+            live: state.live.clone(),
+            market_clock: state.market_clock.clone(),
+            settings,
+            radar,
+            engine,
+            execution_broker: state.execution_broker,
+        });
+        state.health.probe_all(&probes).await;
 
         let listener =
             TcpListener::bind(state.config.bind).await.with_context(|| format!("binding {}", state.config.bind))?;
@@ -193,7 +226,7 @@ impl Application {
             state.health.listening_on(addr);
         }
         let router = router(state.clone(), extra);
-        Ok(Application { listener, router, state, bootstrap_token, engine_task })
+        Ok(Application { listener, router, state, bootstrap_token, engine_task, probes })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -211,8 +244,8 @@ impl Application {
     /// Serves until `shutdown` resolves, then stops taking connections, lets in-flight requests
     /// finish (up to the configured grace), persists pending state and closes the database.
     pub async fn run_until_stopped(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
-        let Application { listener, router, state, engine_task, .. } = self;
-        let mut background = spawn_background(&state);
+        let Application { listener, router, state, engine_task, probes, .. } = self;
+        let mut background = spawn_background(&state, probes);
         background.push(engine_task);
         let grace = state.config.shutdown_grace;
         let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
@@ -334,7 +367,7 @@ async fn audit_broker_choice(state: &AppState) {
 /// The audit action of the broker choice made at start.
 pub const BROKERS_CONFIGURED: &str = "brokers.configured";
 
-fn spawn_background(state: &AppState) -> Vec<JoinHandle<()>> {
+fn spawn_background(state: &AppState, probes: Arc<Probes>) -> Vec<JoinHandle<()>> {
     let health = {
         let state = state.clone();
         tokio::spawn(async move {
@@ -342,7 +375,7 @@ fn spawn_background(state: &AppState) -> Vec<JoinHandle<()>> {
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 tick.tick().await;
-                state.health.probe_all(&state).await;
+                state.health.probe_all(&probes).await;
             }
         })
     };
@@ -423,7 +456,12 @@ fn spawn_background(state: &AppState) -> Vec<JoinHandle<()>> {
         tokio::spawn(crate::jobs::downloads::run_worker(state.clone())),
         tokio::spawn(crate::jobs::backtests::run_worker(state.clone())),
         tokio::spawn(crate::housekeeping::run(state.clone())),
-        tokio::spawn(crate::account_feed::run(state.clone())),
+        tokio::spawn(crate::account_feed::run(
+            state.engine().subscribe(),
+            state.market_clock.clone(),
+            state.live.clone(),
+            state.events.clone(),
+        )),
     ];
     if let Some(live) = &state.live {
         tasks.push(tokio::spawn(run_feed(state.clone(), live.clone())));
