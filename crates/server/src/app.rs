@@ -11,15 +11,10 @@ use crate::domain::watchlist::WatchlistService;
 use crate::engine::{CrashPoint, EngineDeps};
 use crate::events::EventBus;
 use crate::health::{HealthMonitor, Probes};
-use crate::http::extract::MAX_BODY_BYTES;
+use crate::http;
 use crate::http::state::{AppState, Inner};
 use crate::metrics::Metrics;
-use crate::{http, http::openapi, http::routes};
 use anyhow::Context;
-use axum::extract::{DefaultBodyLimit, State};
-use axum::http::header;
-use axum::response::IntoResponse;
-use axum::routing::get;
 use axum::Router;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -27,8 +22,6 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
-use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::trace::TraceLayer;
 use tradeops_brokers::paper::{PaperBroker, PaperConfig, PaperExecution};
 use tradeops_brokers::simulated::live::LiveMarket;
 use tradeops_brokers::simulated::SimulatedMarket;
@@ -37,7 +30,6 @@ use tradeops_core::calendar::MarketCalendar;
 use tradeops_core::settings::{ExecutionBrokerKind, MarketDataBrokerKind};
 use tradeops_core::{Clock, Role, TradingMode};
 use tradeops_store::{Cache, Database, MemoryCache, RedisCache};
-use utoipa_swagger_ui::SwaggerUi;
 
 /// Name of the bootstrap admin token.
 pub const BOOTSTRAP_TOKEN_NAME: &str = "admin";
@@ -225,7 +217,7 @@ impl Application {
         if let Ok(addr) = listener.local_addr() {
             state.health.listening_on(addr);
         }
-        let router = router(state.clone(), extra);
+        let router = http::router::router(state.clone(), extra);
         Ok(Application { listener, router, state, bootstrap_token, engine_task, probes })
     }
 
@@ -275,31 +267,6 @@ impl Application {
         tracing::info!("stopped");
         result
     }
-}
-
-/// The whole HTTP surface under its middleware.
-pub fn router(state: AppState, extra: Router<AppState>) -> Router {
-    let docs: Router<AppState> =
-        Router::from(SwaggerUi::new("/api/docs").url("/api/openapi.json", openapi::document()))
-            .layer(axum::middleware::map_response(http::middleware::envelope_not_found));
-    Router::new()
-        .merge(routes::api())
-        .merge(extra)
-        .merge(docs)
-        .merge(crate::http::console::router())
-        .route("/metrics", get(metrics))
-        .fallback(http::middleware::not_found)
-        .method_not_allowed_fallback(http::middleware::method_not_allowed)
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .layer(CatchPanicLayer::custom(http::middleware::panic_response))
-        .layer(axum::middleware::from_fn_with_state(state.clone(), crate::http::deadline::database_deadline))
-        .layer(TraceLayer::new_for_http().make_span_with(http::middleware::make_span))
-        .layer(axum::middleware::from_fn_with_state(state.clone(), http::middleware::request_context))
-        .with_state(state)
-}
-
-async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], state.metrics.encode())
 }
 
 /// Ensures an admin can sign in: the configured admin token is made the active `admin` token at
