@@ -3,28 +3,37 @@
 //! the minute, as the header shows it), at most once a second. The header follows the stream
 //! instead of polling.
 
-use crate::events::{AccountUpdate, Event};
-use crate::http::routes::account::AccountSummary;
-use crate::http::state::AppState;
+use crate::domain::account::AccountSummary;
+use crate::engine_view::EngineView;
+use crate::events::{AccountUpdate, Event, EventBus};
 use serde_json::{json, Value};
+use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::watch;
+use tradeops_brokers::simulated::live::LiveMarket;
 use tradeops_core::time::format_ts;
+use tradeops_core::Clock;
 
 /// The shortest gap between two `account.updated` events.
 const AT_MOST_EVERY: Duration = Duration::from_secs(1);
 
-/// Runs until the engine stops: waits for the engine's view to change, publishes the header's
-/// figures when they differ from the last published, then waits out [`AT_MOST_EVERY`] (changes
-/// meanwhile are coalesced into the next event).
-pub async fn run(state: AppState) {
-    let mut views = state.engine().subscribe();
+/// Runs until the engine stops: waits for the engine's view (`views`) to change, publishes the
+/// header's figures on `events` when they differ from the last published, then waits out
+/// [`AT_MOST_EVERY`] (changes meanwhile are coalesced into the next event). The market time is
+/// `market_clock`'s; the trading date the `live` feed's, when the simulated market runs.
+pub async fn run(
+    mut views: watch::Receiver<Arc<EngineView>>,
+    market_clock: Arc<dyn Clock>,
+    live: Option<Arc<LiveMarket>>,
+    events: Arc<EventBus>,
+) {
     let mut last: Option<Value> = None;
     loop {
         if views.changed().await.is_err() {
             return;
         }
         let view = views.borrow_and_update().clone();
-        let market_time = state.market_clock.now();
+        let market_time = market_clock.now();
         let summary = serde_json::to_value(AccountSummary::of(&view)).unwrap_or_default();
         let figures = json!({
             "account": summary,
@@ -34,8 +43,8 @@ pub async fn run(state: AppState) {
         if last.as_ref() == Some(&figures) {
             continue;
         }
-        let trading_date = state.live.as_ref().and_then(|l| l.status().date);
-        state.events.publish(Event::AccountUpdated(AccountUpdate { view, market_time, trading_date }));
+        let trading_date = live.as_ref().and_then(|l| l.status().date);
+        events.publish(Event::AccountUpdated(AccountUpdate { view, market_time, trading_date }));
         last = Some(figures);
         tokio::time::sleep(AT_MOST_EVERY).await;
     }

@@ -8,16 +8,13 @@ use crate::domain::radar::RadarService;
 use crate::domain::settings::SettingsService;
 use crate::domain::tokens::{generate_token, TokenRegistry};
 use crate::domain::watchlist::WatchlistService;
-use crate::health::HealthMonitor;
-use crate::http::extract::MAX_BODY_BYTES;
+use crate::engine::{CrashPoint, EngineDeps};
+use crate::events::EventBus;
+use crate::health::{HealthMonitor, Probes};
+use crate::http;
 use crate::http::state::{AppState, Inner};
 use crate::metrics::Metrics;
-use crate::{http, http::openapi, http::routes};
 use anyhow::Context;
-use axum::extract::{DefaultBodyLimit, State};
-use axum::http::header;
-use axum::response::IntoResponse;
-use axum::routing::get;
 use axum::Router;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -25,8 +22,6 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
-use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::trace::TraceLayer;
 use tradeops_brokers::paper::{PaperBroker, PaperConfig, PaperExecution};
 use tradeops_brokers::simulated::live::LiveMarket;
 use tradeops_brokers::simulated::SimulatedMarket;
@@ -35,7 +30,6 @@ use tradeops_core::calendar::MarketCalendar;
 use tradeops_core::settings::{ExecutionBrokerKind, MarketDataBrokerKind};
 use tradeops_core::{Clock, Role, TradingMode};
 use tradeops_store::{Cache, Database, MemoryCache, RedisCache};
-use utoipa_swagger_ui::SwaggerUi;
 
 /// Name of the bootstrap admin token.
 pub const BOOTSTRAP_TOKEN_NAME: &str = "admin";
@@ -57,6 +51,8 @@ pub struct Application {
     /// The admin token created on this start, to print once.
     bootstrap_token: Option<String>,
     engine_task: JoinHandle<()>,
+    /// What the background health probes reach.
+    probes: Arc<Probes>,
 }
 
 impl Application {
@@ -106,6 +102,7 @@ impl Application {
         if let Some(mode) = config.mode {
             settings.apply_configured_mode(mode).await.map_err(|e| anyhow::anyhow!("{e}"))?;
         }
+        let settings = Arc::new(settings);
         let mode = settings.mode();
         let calendar = MarketCalendar::new(settings.current().runtime.market_calendar);
         let speed = config.sim.speed.unwrap_or(if mode == TradingMode::Demo { 60.0 } else { 1.0 });
@@ -147,13 +144,26 @@ impl Application {
                 Arc::new(PaperExecution::new(book.with_id_prefix(&prefix)))
             }
         };
+        let events = Arc::new(EventBus::new(market_clock.clone(), clock.clone(), settings.subscribe()));
+        let radar = Arc::new(RadarService::new(cache.clone(), Arc::new(db.clone())));
+        let metrics = Arc::new(Metrics::new(clock.clone()));
+        let engine_deps = EngineDeps {
+            db: db.clone(),
+            settings: settings.subscribe(),
+            events: events.clone(),
+            market_clock: market_clock.clone(),
+            initial_cash: config.paper.initial_cash,
+            crash_point: CrashPoint::from_env(),
+            broker: execution.clone(),
+            market: market.clone(),
+        };
         let state = AppState::new(Inner {
-            radar: RadarService::new(cache.clone(), Arc::new(db.clone())),
+            radar: radar.clone(),
             watchlist: WatchlistService::new(Arc::new(db.clone()), market_clock.clone()),
             market: market.clone(),
             execution_broker: execution.name(),
             live,
-            events: crate::events::EventBus::new(market_clock.clone(), clock.clone(), settings.subscribe()),
+            events: events.clone(),
             market_clock,
             engine: std::sync::OnceLock::new(),
             downloads: Default::default(),
@@ -173,27 +183,42 @@ impl Application {
             db,
             cache,
             tokens,
-            settings,
+            settings: settings.clone(),
             health: HealthMonitor::default(),
-            metrics: Metrics::new(clock.clone()),
+            metrics: metrics.clone(),
         });
         if let Some(live) = &state.live {
             warm_up(&state, live.clone()).await?;
         }
         audit_broker_choice(&state).await;
-        let (engine, engine_task) = crate::engine::spawn_engine(state.clone(), execution, market)
-            .await
-            .context("restoring the trading engine")?;
-        let _ = state.engine.set(engine);
-        state.health.probe_all(&state).await;
+        let (engine, engine_task) =
+            crate::engine::spawn_engine(engine_deps).await.context("restoring the trading engine")?;
+        let _ = state.engine.set(engine.clone());
+        let probes = Arc::new(Probes {
+            clock: clock.clone(),
+            events,
+            db: state.db.clone(),
+            audit: state.audit.clone(),
+            cache: state.cache.clone(),
+            metrics,
+            bind: state.config.bind,
+            market,
+            live: state.live.clone(),
+            market_clock: state.market_clock.clone(),
+            settings,
+            radar,
+            engine,
+            execution_broker: state.execution_broker,
+        });
+        state.health.probe_all(&probes).await;
 
         let listener =
             TcpListener::bind(state.config.bind).await.with_context(|| format!("binding {}", state.config.bind))?;
         if let Ok(addr) = listener.local_addr() {
             state.health.listening_on(addr);
         }
-        let router = router(state.clone(), extra);
-        Ok(Application { listener, router, state, bootstrap_token, engine_task })
+        let router = http::router::router(state.clone(), extra);
+        Ok(Application { listener, router, state, bootstrap_token, engine_task, probes })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -211,8 +236,8 @@ impl Application {
     /// Serves until `shutdown` resolves, then stops taking connections, lets in-flight requests
     /// finish (up to the configured grace), persists pending state and closes the database.
     pub async fn run_until_stopped(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
-        let Application { listener, router, state, engine_task, .. } = self;
-        let mut background = spawn_background(&state);
+        let Application { listener, router, state, engine_task, probes, .. } = self;
+        let mut background = spawn_background(&state, probes);
         background.push(engine_task);
         let grace = state.config.shutdown_grace;
         let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
@@ -242,31 +267,6 @@ impl Application {
         tracing::info!("stopped");
         result
     }
-}
-
-/// The whole HTTP surface under its middleware.
-pub fn router(state: AppState, extra: Router<AppState>) -> Router {
-    let docs: Router<AppState> =
-        Router::from(SwaggerUi::new("/api/docs").url("/api/openapi.json", openapi::document()))
-            .layer(axum::middleware::map_response(http::middleware::envelope_not_found));
-    Router::new()
-        .merge(routes::api())
-        .merge(extra)
-        .merge(docs)
-        .merge(crate::http::console::router())
-        .route("/metrics", get(metrics))
-        .fallback(http::middleware::not_found)
-        .method_not_allowed_fallback(http::middleware::method_not_allowed)
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .layer(CatchPanicLayer::custom(http::middleware::panic_response))
-        .layer(axum::middleware::from_fn_with_state(state.clone(), crate::http::deadline::database_deadline))
-        .layer(TraceLayer::new_for_http().make_span_with(http::middleware::make_span))
-        .layer(axum::middleware::from_fn_with_state(state.clone(), http::middleware::request_context))
-        .with_state(state)
-}
-
-async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], state.metrics.encode())
 }
 
 /// Ensures an admin can sign in: the configured admin token is made the active `admin` token at
@@ -334,7 +334,7 @@ async fn audit_broker_choice(state: &AppState) {
 /// The audit action of the broker choice made at start.
 pub const BROKERS_CONFIGURED: &str = "brokers.configured";
 
-fn spawn_background(state: &AppState) -> Vec<JoinHandle<()>> {
+fn spawn_background(state: &AppState, probes: Arc<Probes>) -> Vec<JoinHandle<()>> {
     let health = {
         let state = state.clone();
         tokio::spawn(async move {
@@ -342,7 +342,7 @@ fn spawn_background(state: &AppState) -> Vec<JoinHandle<()>> {
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 tick.tick().await;
-                state.health.probe_all(&state).await;
+                state.health.probe_all(&probes).await;
             }
         })
     };
@@ -423,7 +423,12 @@ fn spawn_background(state: &AppState) -> Vec<JoinHandle<()>> {
         tokio::spawn(crate::jobs::downloads::run_worker(state.clone())),
         tokio::spawn(crate::jobs::backtests::run_worker(state.clone())),
         tokio::spawn(crate::housekeeping::run(state.clone())),
-        tokio::spawn(crate::account_feed::run(state.clone())),
+        tokio::spawn(crate::account_feed::run(
+            state.engine().subscribe(),
+            state.market_clock.clone(),
+            state.live.clone(),
+            state.events.clone(),
+        )),
     ];
     if let Some(live) = &state.live {
         tasks.push(tokio::spawn(run_feed(state.clone(), live.clone())));

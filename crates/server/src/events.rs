@@ -9,9 +9,13 @@
 //! simulated market's in DEMO, where it runs faster than real time), so the console's header can
 //! show the market's time from any event; `wall_time` (beyond the contract) keeps the wall time
 //! it was published at.
+//!
+//! The data events carry lives here or below (the engine's view is the leaf
+//! [`crate::engine_view`], [`HealthStatus`] is defined here), so the publishers — the engine
+//! runner, the health monitor, the account feed — depend on the bus and never the reverse.
 
-use crate::engine::EngineView;
-use crate::health::HealthStatus;
+use crate::engine_view::EngineView;
+use serde::Serialize;
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -167,6 +171,17 @@ pub struct SettingsChange {
     /// Dotted paths that changed.
     pub updated: Vec<String>,
     pub actor: String,
+}
+
+// A health component's status, worst last (CONTRACT §3); no doc comment: it would change the
+// OpenAPI document.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum HealthStatus {
+    Disabled,
+    Healthy,
+    Degraded,
+    Down,
 }
 
 /// A health component's status changed.

@@ -6,28 +6,26 @@
 //! why (`unprobed_reason`, with `latency_ms` null). Probes run in the background every
 //! `health.probe_interval_ms`; requests read the latest results, so a health check never waits
 //! on a slow dependency. The trading state is read from the engine at request time, the one
-//! source `/api/health`, the risk manager's row and `/api/risk/state` share.
+//! source `/api/health`, the risk manager's row and `/api/risk/state` share. The probes reach
+//! only what they are given ([`Probes`], built by [`crate::app`] once the engine runs).
 
-use crate::events::{Event, HealthChange};
-use crate::http::state::AppState;
+use crate::domain::radar::RadarService;
+use crate::domain::settings::SettingsService;
+use crate::engine::EngineHandle;
+use crate::events::{Event, EventBus, HealthChange, HealthStatus};
+use crate::metrics::Metrics;
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
+use tradeops_brokers::simulated::live::LiveMarket;
+use tradeops_brokers::MarketData;
 use tradeops_core::risk::TradingState;
 use tradeops_core::time::format_ts;
-use tradeops_core::Timestamp;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "UPPERCASE")]
-pub enum HealthStatus {
-    Disabled,
-    Healthy,
-    Degraded,
-    Down,
-}
+use tradeops_core::{Clock, Timestamp};
+use tradeops_store::{AuditRepository, Cache, Database};
 
 /// One row of `GET /api/health/components`.
 #[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
@@ -56,6 +54,34 @@ pub struct HealthMonitor {
     components: RwLock<BTreeMap<&'static str, ComponentHealth>>,
     /// Where the API listens (set once bound): the API probe's address.
     api_addr: std::sync::OnceLock<SocketAddr>,
+}
+
+/// What the probes reach and read, built once the engine runs (by [`crate::app`]).
+pub struct Probes {
+    /// Wall time: when a component was last healthy.
+    pub clock: Arc<dyn Clock>,
+    /// Where `health.changed` is published.
+    pub events: Arc<EventBus>,
+    pub db: Database,
+    /// The audit log as actions write it (its rows held during a database outage).
+    pub audit: Arc<dyn AuditRepository>,
+    pub cache: Arc<dyn Cache>,
+    /// The API's request counters and uptime.
+    pub metrics: Arc<Metrics>,
+    /// The configured listen address (the API's detail).
+    pub bind: SocketAddr,
+    /// The `data_broker` adapter, and the simulated market's live feed when it runs.
+    pub market: Arc<dyn MarketData>,
+    pub live: Option<Arc<LiveMarket>>,
+    /// Market time, for the market data probe's bar request.
+    pub market_clock: Arc<dyn Clock>,
+    pub settings: Arc<SettingsService>,
+    /// The radar's latest scan (the data broker's detail).
+    pub radar: Arc<RadarService>,
+    /// The engine runner: the risk manager and the execution broker are probed through it.
+    pub engine: EngineHandle,
+    /// The `execution_broker` adapter's name.
+    pub execution_broker: &'static str,
 }
 
 struct Probe {
@@ -89,14 +115,14 @@ impl HealthMonitor {
     }
 
     /// Runs every probe once and records the results.
-    pub async fn probe_all(&self, state: &AppState) {
+    pub async fn probe_all(&self, state: &Probes) {
         let now = state.clock.now();
         let (database, cache, api, feed, engine) = tokio::join!(
             probe_database(state),
             probe_cache(state),
             probe_api(state, self.api_addr.get().copied()),
             probe_feed(state),
-            probe_engine(state),
+            probe_engine(&state.engine),
         );
         let results = [
             ("api", api),
@@ -155,7 +181,7 @@ impl HealthMonitor {
 
 /// The database, with the audit rows held in memory until it answers again (written within
 /// half a second of its return).
-async fn probe_database(state: &AppState) -> Probe {
+async fn probe_database(state: &Probes) -> Probe {
     let backend = state.db.backend().name();
     let held = state.audit.held_rows();
     match tokio::time::timeout(PROBE_TIMEOUT, state.db.probe()).await {
@@ -182,7 +208,7 @@ fn no_answer() -> String {
 }
 
 /// The cache is an accelerator: when it is unreachable the service keeps working, `DEGRADED`.
-async fn probe_cache(state: &AppState) -> Probe {
+async fn probe_cache(state: &Probes) -> Probe {
     let backend = state.cache.backend();
     match tokio::time::timeout(PROBE_TIMEOUT, state.cache.ping()).await {
         Ok(Ok(latency)) => {
@@ -204,7 +230,7 @@ async fn probe_cache(state: &AppState) -> Probe {
 /// `GET /api/health` over the API's own listener, as a load balancer asks it: the time to a
 /// complete answer. Any server error in the last minute other than a 503 (a dependency
 /// unavailable, which the component that is down reports) makes the API `DEGRADED`.
-async fn probe_api(state: &AppState, addr: Option<SocketAddr>) -> Probe {
+async fn probe_api(state: &Probes, addr: Option<SocketAddr>) -> Probe {
     let m = &state.metrics;
     let recent_errors = m.server_errors_within(Duration::from_secs(60));
     let latency = match addr {
@@ -224,7 +250,7 @@ async fn probe_api(state: &AppState, addr: Option<SocketAddr>) -> Probe {
         status,
         latency,
         detail: json!({
-            "bind": state.config.bind.to_string(),
+            "bind": state.bind.to_string(),
             "uptime_seconds": m.uptime().as_secs(),
             "requests_total": m.requests_total(),
             "in_flight": m.in_flight(),
@@ -264,7 +290,7 @@ async fn http_round_trip(addr: SocketAddr) -> std::io::Result<Duration> {
 
 /// The market data adapter: a bar request's round trip, and fresh while steps keep coming at
 /// the pace the market clock sets.
-async fn probe_feed(state: &AppState) -> Probe {
+async fn probe_feed(state: &Probes) -> Probe {
     let Some(live) = &state.live else {
         return probe_adapter("market data", state.settings.current().runtime.market_data_broker);
     };
@@ -310,10 +336,7 @@ async fn probe_feed(state: &AppState) -> Probe {
 /// A round trip through the engine runner's queue to the execution broker, or why there is none.
 type EngineProbe = Result<(Duration, usize), String>;
 
-async fn probe_engine(state: &AppState) -> EngineProbe {
-    let Some(engine) = state.engine.get() else {
-        return Err("the trading engine is not running yet".into());
-    };
+async fn probe_engine(engine: &EngineHandle) -> EngineProbe {
     match tokio::time::timeout(PROBE_TIMEOUT, engine.probe()).await {
         Ok(Ok(answer)) => Ok(answer),
         Ok(Err(_)) => Err("the trading engine has stopped".into()),
@@ -322,44 +345,43 @@ async fn probe_engine(state: &AppState) -> EngineProbe {
 }
 
 /// The live trading state: what `GET /api/health` and the risk manager's row report, read from
-/// the engine when asked (`None` before the engine runs).
-pub fn trading_state(state: &AppState) -> Option<TradingState> {
-    state.engine.get().map(|e| e.view().trading_state)
+/// the `engine` when asked (`None` before the engine runs).
+pub fn trading_state(engine: Option<&EngineHandle>) -> Option<TradingState> {
+    engine.map(|e| e.view().trading_state)
 }
 
-/// The risk manager's detail as of now: the trading state and the limits it enforces.
-pub async fn risk_manager_detail(state: &AppState) -> Value {
-    let settings = state.settings.current();
-    let view = state.engine.get().map(|e| e.view());
+/// The risk manager's detail as of now: the trading state (from the `engine`, once it runs) and
+/// the limits it enforces (from the `settings`).
+pub async fn risk_manager_detail(settings_service: &SettingsService, engine: Option<&EngineHandle>) -> Value {
+    let settings = settings_service.current();
+    let view = engine.map(|e| e.view());
     json!({
         "trading_state": view.as_ref().map(|v| v.trading_state),
         "halted_at": view.as_ref().and_then(|v| v.halt.as_ref()).map(|h| format_ts(&h.at)),
         "state_persisted": view.as_ref().map(|v| v.state_persisted),
         "unsaved_writes": view.as_ref().map(|v| v.unsaved_writes),
         "trades_today": view.as_ref().map(|v| v.trades_today),
-        "settings_version": state.settings.version().await,
+        "settings_version": settings_service.version().await,
         "limits": settings.risk_controls,
     })
 }
 
 /// The risk manager (the engine): the round trip of its command queue. A halt or the daily
 /// loss limit is a deliberate state, not a fault: the component stays `HEALTHY` and says so.
-async fn probe_risk_manager(state: &AppState, engine: &EngineProbe) -> Probe {
+async fn probe_risk_manager(state: &Probes, engine: &EngineProbe) -> Probe {
     Probe {
         status: if engine.is_ok() { HealthStatus::Healthy } else { HealthStatus::Down },
         latency: engine.as_ref().map(|(latency, _)| *latency).map_err(Clone::clone),
-        detail: risk_manager_detail(state).await,
+        detail: risk_manager_detail(&state.settings, Some(&state.engine)).await,
     }
 }
 
 /// The execution broker, reached through the runner that owns it: `HEALTHY` while its book
 /// agrees with the engine's, `DEGRADED` on a reconciliation mismatch. `detail.broker` names the
 /// adapter built at start (`adapter` is the one the settings record).
-fn probe_execution(state: &AppState, engine: &EngineProbe) -> Probe {
+fn probe_execution(state: &Probes, engine: &EngineProbe) -> Probe {
     let adapter = state.settings.current().runtime.execution_broker;
-    let Some(view) = state.engine.get().map(|e| e.view()) else {
-        return probe_adapter("execution", adapter);
-    };
+    let view = state.engine.view();
     let status = match engine {
         Err(_) => HealthStatus::Down,
         Ok(_) if view.reconciliation_status == "OK" => HealthStatus::Healthy,

@@ -3,7 +3,8 @@
 //!   and the console's files; the only module that knows axum and status codes.
 //! - [`domain`]: the services the routes and the CLI share — trading, watchlist and radar,
 //!   settings, tokens, trade analytics — with typed commands, results and errors.
-//! - [`engine`]: the engine runner, the single writer of trading state, and its handle.
+//! - [`engine`]: the engine runner, the single writer of trading state, and its handle;
+//!   [`engine_view`]: the picture of its state it publishes.
 //! - [`jobs`]: durable downloads and backtests on one generic job module.
 //! - [`events`], [`health`], [`metrics`], [`audit_outbox`], [`housekeeping`], [`account_feed`]:
 //!   what operators are told and what keeps the service tidy.
@@ -19,6 +20,7 @@ pub mod clock;
 pub mod config;
 pub mod domain;
 pub mod engine;
+pub mod engine_view;
 pub mod events;
 pub mod health;
 pub mod housekeeping;

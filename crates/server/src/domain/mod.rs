@@ -3,6 +3,7 @@
 //! engine ([`trading`]). Nothing here knows the web framework, HTTP statuses or the JSON envelope; the HTTP
 //! edge ([`crate::http::error`], [`crate::http::routes`]) translates.
 
+pub mod account;
 mod error;
 pub mod radar;
 pub mod settings;

@@ -3,9 +3,9 @@
 //! positions and the engine state as the newest version of each, the rest in the order they
 //! happened — as soon as the database can write again.
 
-use super::StrategyStatus;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
+use tradeops_core::engine::StrategyStatus;
 use tradeops_core::orders::{ClientOrderId, Order};
 use tradeops_core::positions::Position;
 use tradeops_core::time::to_epoch_ms;

@@ -1,19 +1,43 @@
 //! The live side of the trading engine: [`EngineHandle`] sends commands to the runner (the only
-//! writer of trading state) and waits for the reply; [`EngineView`] is the consistent picture
-//! the read endpoints serve, published after every batch of events.
+//! writer of trading state) and waits for the reply, and follows the [`EngineView`] the runner
+//! publishes after every batch of events (the view itself is the leaf [`crate::engine_view`], so
+//! the event bus can carry it without knowing the engine).
 
 mod held;
 mod runner;
 
-pub use runner::spawn_engine;
 use runner::Input;
+pub use runner::{spawn_engine, CrashPoint};
 
+use crate::engine_view::EngineView;
+use crate::events::EventBus;
 use rust_decimal::Decimal;
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot, watch};
-use tradeops_core::engine::{Command, CommandError, Halt, Reply, StrategyStatus};
-use tradeops_core::positions::{AlertLevel, Position};
-use tradeops_core::risk::TradingState;
+use tradeops_brokers::{ExecutionBroker, MarketData};
+use tradeops_core::engine::{Command, CommandError, Reply};
+use tradeops_core::{Clock, Settings};
+use tradeops_store::Database;
+
+/// What the engine runner is built from (the composition root, [`crate::app`], gathers it).
+pub struct EngineDeps {
+    /// The trading state's storage: restored from at start, written ahead and after every batch.
+    pub db: Database,
+    /// The settings in effect; the engine is restored with the current ones and follows changes.
+    pub settings: watch::Receiver<Arc<Settings>>,
+    /// Where the runner publishes what operators are told, once each batch is saved.
+    pub events: Arc<EventBus>,
+    /// Market time: the wall clock in PAPER, faster in DEMO.
+    pub market_clock: Arc<dyn Clock>,
+    /// The paper account's cash when nothing is stored yet.
+    pub initial_cash: Decimal,
+    /// Where a crash test stops the process inside an emergency halt (never set in operation).
+    pub crash_point: Option<CrashPoint>,
+    /// The `execution_broker` adapter, owned by the runner.
+    pub broker: Arc<dyn ExecutionBroker>,
+    /// The `data_broker` adapter, which marks positions and prices orders.
+    pub market: Arc<dyn MarketData>,
+}
 
 /// Sends commands to the engine runner.
 #[derive(Clone)]
@@ -55,76 +79,5 @@ impl EngineHandle {
     /// in the runner's queue, not for the step to be handled.
     pub async fn market_step(&self, at: tradeops_core::Timestamp, bar_closed: bool) -> Result<(), EngineGone> {
         self.tx.send(Input::MarketStep { at, bar_closed }).await.map_err(|_| EngineGone)
-    }
-}
-
-/// A position as the read endpoints show it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct PositionView {
-    pub position: Position,
-    pub mark: Decimal,
-    pub status: StrategyStatus,
-    pub alert_level: AlertLevel,
-}
-
-/// The engine's state after the last batch.
-#[derive(Clone, Debug, PartialEq)]
-pub struct EngineView {
-    pub trading_state: TradingState,
-    pub halt: Option<Halt>,
-    /// Watched symbols whose strategy the emergency halt stopped, not yet restarted.
-    pub halt_stopped: Vec<tradeops_core::Symbol>,
-    pub positions: Vec<PositionView>,
-    pub cash: Decimal,
-    pub equity: Decimal,
-    /// Cash minus what working buy orders reserve.
-    pub buying_power: Decimal,
-    pub realized_today: Decimal,
-    pub unrealized: Decimal,
-    pub daily_pnl: Decimal,
-    pub drawdown: Decimal,
-    pub start_equity: Decimal,
-    pub trades_today: u32,
-    /// The session's date and, by symbol, realized P&L (net of fees) and entries.
-    pub session: Option<chrono::NaiveDate>,
-    pub by_symbol: Vec<(tradeops_core::Symbol, Decimal, u32)>,
-    pub open_orders: usize,
-    /// Orders the execution broker is still working.
-    pub broker_open_orders: usize,
-    /// Whether the trading state (the halt latch, cash, day counters) as shown is stored; false
-    /// while the database is unavailable, until it is back.
-    pub state_persisted: bool,
-    /// Orders, positions and violations held in memory during a database outage.
-    pub unsaved_writes: usize,
-    /// `OK`, `PENDING`, `MISMATCH` or `FAILED`.
-    pub reconciliation_status: &'static str,
-    pub reconciliation_detail: String,
-}
-
-impl Default for EngineView {
-    fn default() -> Self {
-        EngineView {
-            trading_state: TradingState::Active,
-            halt: None,
-            halt_stopped: Vec::new(),
-            positions: Vec::new(),
-            cash: Decimal::ZERO,
-            equity: Decimal::ZERO,
-            buying_power: Decimal::ZERO,
-            realized_today: Decimal::ZERO,
-            unrealized: Decimal::ZERO,
-            daily_pnl: Decimal::ZERO,
-            drawdown: Decimal::ZERO,
-            start_equity: Decimal::ZERO,
-            trades_today: 0,
-            session: None,
-            by_symbol: Vec::new(),
-            open_orders: 0,
-            broker_open_orders: 0,
-            state_persisted: true,
-            unsaved_writes: 0,
-            reconciliation_status: "PENDING",
-            reconciliation_detail: "the engine is starting".into(),
-        }
     }
 }

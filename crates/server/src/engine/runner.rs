@@ -9,9 +9,9 @@
 //! What operators are told is published as typed events once the batch is saved.
 
 use super::held::{self, HeldWrite};
-use super::{EngineHandle, EngineView, PositionView};
-use crate::events::{Event as Published, RiskChange, Violation, WatchlistChange};
-use crate::http::state::AppState;
+use super::{EngineDeps, EngineHandle};
+use crate::engine_view::{EngineView, PositionView};
+use crate::events::{Event as Published, EventBus, RiskChange, Violation, WatchlistChange};
 use rust_decimal::Decimal;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -29,8 +29,8 @@ use tradeops_core::positions::Position;
 use tradeops_core::reconcile::Discrepancy;
 use tradeops_core::risk::TradingState;
 use tradeops_core::time::{from_epoch_ms, to_epoch_ms};
-use tradeops_core::{strategy, Symbol, Timestamp, TradingMode};
-use tradeops_store::StoreError;
+use tradeops_core::{strategy, Clock, Settings, Symbol, Timestamp, TradingMode};
+use tradeops_store::{Database, StoreError};
 use tradeops_store::{EngineStateRecord, MarketRepository, TradingRepository, ViolationRecord};
 
 /// What the runner takes in.
@@ -47,7 +47,14 @@ pub(super) enum Input {
 }
 
 struct Runner {
-    state: AppState,
+    /// Where trading state is persisted (orders written ahead, the halt latch, positions).
+    db: Database,
+    /// The settings in effect, applied to the engine as they change.
+    settings: watch::Receiver<Arc<Settings>>,
+    /// Where what operators are told is published.
+    events: Arc<EventBus>,
+    /// Market time: what every command, step and write is stamped with.
+    market_clock: Arc<dyn Clock>,
     engine: Engine,
     broker: Arc<dyn ExecutionBroker>,
     market: Arc<dyn MarketData>,
@@ -82,7 +89,7 @@ struct Runner {
 /// would (`std::process::abort`: no destructor, no flush), chosen with the environment variable
 /// `TRADEOPS_TEST_CRASH_POINT`. Never set in operation; the configuration ignores `TRADEOPS_TEST_*`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum CrashPoint {
+pub enum CrashPoint {
     /// `HALTED` is persisted; no cancel or exit has been written or sent.
     HaltLatched,
     /// The halt's exits are written ahead; no cancel or exit has reached the broker.
@@ -90,7 +97,8 @@ enum CrashPoint {
 }
 
 impl CrashPoint {
-    fn from_env() -> Option<CrashPoint> {
+    /// The point `TRADEOPS_TEST_CRASH_POINT` names, if any.
+    pub fn from_env() -> Option<CrashPoint> {
         match std::env::var("TRADEOPS_TEST_CRASH_POINT").ok()?.as_str() {
             "halt-latched" => Some(CrashPoint::HaltLatched),
             "halt-written-ahead" => Some(CrashPoint::HaltWrittenAhead),
@@ -113,17 +121,14 @@ impl CrashPoint {
 /// the halt is complete (no working order at the broker, every position flat).
 const RECONCILE_EVERY: Duration = Duration::from_secs(1);
 
-/// Restores the engine and starts its runner, trading through `broker` and marking through
-/// `market`; returns the handle commands go through.
-pub async fn spawn_engine(
-    state: AppState,
-    broker: Arc<dyn ExecutionBroker>,
-    market: Arc<dyn MarketData>,
-) -> anyhow::Result<(EngineHandle, tokio::task::JoinHandle<()>)> {
+/// Restores the engine from `deps.db` and starts its runner, trading through `deps.broker` and
+/// marking through `deps.market`; returns the handle commands go through.
+pub async fn spawn_engine(deps: EngineDeps) -> anyhow::Result<(EngineHandle, tokio::task::JoinHandle<()>)> {
     let (tx, rx) = mpsc::channel(1024);
     let (view_tx, view_rx) = watch::channel(Arc::new(EngineView::default()));
-    let (mut runner, unsent) = restore(state.clone(), broker, market, view_tx).await?;
-    runner.recover(unsent, state.market_clock.now()).await;
+    let (mut runner, unsent) = restore(deps, view_tx).await?;
+    let now = runner.market_clock.now();
+    runner.recover(unsent, now).await;
     runner.publish();
     let handle = EngineHandle { tx, view: view_rx };
     let task = tokio::spawn(async move { runner.run(rx).await });
@@ -133,14 +138,14 @@ pub async fn spawn_engine(
 /// Rebuilds the engine and the broker's book from the database. Returns the runner and the
 /// orders written ahead that the broker may never have received (see [`Runner::recover`]).
 async fn restore(
-    state: AppState,
-    broker: Arc<dyn ExecutionBroker>,
-    market_data: Arc<dyn MarketData>,
+    deps: EngineDeps,
     view: watch::Sender<Arc<EngineView>>,
 ) -> anyhow::Result<(Runner, Vec<ClientOrderId>)> {
-    let repo: &dyn TradingRepository = &state.db;
-    let now = state.market_clock.now();
-    let settings = (*state.settings.current()).clone();
+    let EngineDeps { db, settings, events, market_clock, initial_cash, crash_point, broker, market: market_data } =
+        deps;
+    let repo: &dyn TradingRepository = &db;
+    let now = market_clock.now();
+    let current = settings.borrow().as_ref().clone();
     let saved = repo.engine_state().await?.map(|s| SavedState {
         cash: s.cash,
         trading_state: match s.state.as_str() {
@@ -162,7 +167,7 @@ async fn restore(
     });
     let positions = repo.positions().await?;
     let open = repo.open_orders().await?;
-    let market: &dyn MarketRepository = &state.db;
+    let market: &dyn MarketRepository = &db;
     let mut blocks = Vec::new();
     for b in market.active_blocks(to_epoch_ms(&now)).await? {
         if let Ok(symbol) = Symbol::parse(&b.symbol) {
@@ -186,14 +191,17 @@ async fn restore(
         });
     }
     let restored = Restored { state: saved, positions, open_orders: open.clone(), blocks, watched };
-    let engine = Engine::restore(settings, state.config.paper.initial_cash, strategy::make, restored, now);
+    let engine = Engine::restore(current, initial_cash, strategy::make, restored, now);
     // An order being cancelled is taken back working, as the broker last knew it: the
     // reconciliation that follows finds its cancel missing and sends it again.
     let unsent = broker.restore(&open, now).await;
     let broker_open_orders = broker.open_orders().await.map(|o| o.len()).unwrap_or_default();
     let session_end = Some(engine.calendar().end_of_trading_day(now));
     let mut runner = Runner {
-        state,
+        db,
+        settings,
+        events,
+        market_clock,
         engine,
         broker,
         market: market_data,
@@ -207,7 +215,7 @@ async fn restore(
         pending_fill: None,
         mismatches: Vec::new(),
         last_corrected: None,
-        crash_point: CrashPoint::from_env(),
+        crash_point,
         unsaved: held::Unsaved::default(),
     };
     runner.anomalies.clear();
@@ -325,6 +333,11 @@ impl Batch {
 }
 
 impl Runner {
+    /// The trading mode of the settings in effect (what orders and state are stored under).
+    fn mode(&self) -> TradingMode {
+        self.settings.borrow().runtime.trading_mode
+    }
+
     /// Drives every order that was not final at the last stop: an order written ahead that the
     /// broker does not know is sent now, or — while `HALTED`, or when its cancel was already
     /// requested — marked as never sent (`REJECTED`, never sent at all). The books are then
@@ -497,7 +510,9 @@ impl Runner {
     }
 
     async fn run(&mut self, mut rx: mpsc::Receiver<Input>) {
-        let mut settings = self.state.settings.subscribe();
+        // Changes from now on: the engine was restored with the settings in effect.
+        let mut settings = self.settings.clone();
+        settings.borrow_and_update();
         let mut tick = tokio::time::interval(Duration::from_millis(20));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut check = tokio::time::interval(RECONCILE_EVERY);
@@ -506,8 +521,8 @@ impl Runner {
             tokio::select! {
                 input = rx.recv() => match input {
                     Some(Input::Command(command, reply)) => {
-                        let now = self.state.market_clock.now();
-                        if needs_storage(&command) && !self.state.db.is_writable() {
+                        let now = self.market_clock.now();
+                        if needs_storage(&command) && !self.db.is_writable() {
                             let reason = "the database is unavailable: this change could not be stored, so it was not made";
                             let _ = reply.send(Err(CommandError::NotPersisted { reason: reason.into(), unavailable: true }));
                             continue;
@@ -541,14 +556,14 @@ impl Runner {
                     None => return,
                 },
                 _ = tick.tick() => {
-                    let now = self.state.market_clock.now();
+                    let now = self.market_clock.now();
                     if self.broker_reports(now).await {
                         self.publish();
                     }
                 }
                 _ = check.tick() => {
-                    let now = self.state.market_clock.now();
-                    if !self.unsaved.is_empty() && self.state.db.is_writable() {
+                    let now = self.market_clock.now();
+                    if !self.unsaved.is_empty() && self.db.is_writable() {
                         self.save_unsaved(now).await;
                     }
                     self.broker_reports(now).await;
@@ -558,7 +573,7 @@ impl Runner {
                 changed = settings.changed() => {
                     if changed.is_err() { return; }
                     let next = (**settings.borrow_and_update()).clone();
-                    let now = self.state.market_clock.now();
+                    let now = self.market_clock.now();
                     let fx = self.engine.handle(Event::Command(Command::UpdateSettings(Box::new(next))), now);
                     self.apply(fx, now).await;
                 }
@@ -658,7 +673,7 @@ impl Runner {
     /// emergency halt's cancels go out before its exits); order and position updates are saved
     /// together at the end of the batch, and only then are the batch's events published.
     async fn apply(&mut self, fx: Vec<Effect>, now: Timestamp) -> Option<Result<Reply, CommandError>> {
-        let mut batch = Batch::new(&fx, now, self.state.settings.mode(), self.state.db.is_writable());
+        let mut batch = Batch::new(&fx, now, self.mode(), self.db.is_writable());
         let halting = fx.iter().any(|f| matches!(f, Effect::TradingStateChanged { state: TradingState::Halted, .. }));
         self.persist_latch(&fx, &mut batch).await;
         if halting {
@@ -685,7 +700,7 @@ impl Runner {
     /// memory when the database cannot take it, and written when it is back.
     async fn persist_latch(&mut self, fx: &[Effect], batch: &mut Batch) {
         let (now, reachable) = (batch.now, batch.reachable);
-        let repo: &dyn TradingRepository = &self.state.db;
+        let repo: &dyn TradingRepository = &self.db;
         if fx.iter().any(|f| matches!(f, Effect::TradingStateChanged { .. })) {
             let saved = match reachable {
                 true => bounded(repo.save_engine_state(&self.state_record(now))).await,
@@ -693,7 +708,7 @@ impl Runner {
             };
             if let Err(e) = saved {
                 tracing::error!(error = %e, "trading state not persisted yet: held in memory, written when the database is back");
-                self.state.db.writes_failed(&e);
+                self.db.writes_failed(&e);
                 batch.reachable &= !e.is_unavailable();
                 self.unsaved.state = true;
                 self.unsaved.outage = true;
@@ -706,7 +721,7 @@ impl Runner {
     async fn write_ahead(&mut self, fx: &[Effect], batch: &mut Batch) {
         let (now, mode) = (batch.now, batch.mode.as_str());
         let date = self.engine.calendar().date_of(now).to_string();
-        let repo: &dyn TradingRepository = &self.state.db;
+        let repo: &dyn TradingRepository = &self.db;
         let new_orders: Vec<_> = fx
             .iter()
             .filter_map(|f| if let Effect::Submit(o) = f { Some(tradeops_core::orders::Order::clone(o)) } else { None })
@@ -719,7 +734,7 @@ impl Runner {
                 Ok(()) => true,
                 Err(e) => {
                     tracing::error!(error = %e, orders = new_orders.len(), "orders not written ahead");
-                    self.state.db.writes_failed(&e);
+                    self.db.writes_failed(&e);
                     batch.unsent_because = Some(e.is_unavailable());
                     // A write that did not answer in time may still land: its orders are
                     // rejected (and that stored later) rather than taken back without a trace.
@@ -886,7 +901,7 @@ impl Runner {
     fn publish_events(&mut self, events: Vec<Published>) {
         self.publish();
         for event in events {
-            self.state.events.publish(event);
+            self.events.publish(event);
         }
         self.halt_progress();
     }
@@ -895,14 +910,14 @@ impl Runner {
     /// transaction (a fill is never stored without its position or its cash), then the other
     /// held writes in order. What fails stays held for the next try.
     async fn save_unsaved(&mut self, now: Timestamp) {
-        let mode = self.state.settings.mode().as_str();
+        let mode = self.mode().as_str();
         let date = self.engine.calendar().date_of(now).to_string();
-        let repo: &dyn TradingRepository = &self.state.db;
+        let repo: &dyn TradingRepository = &self.db;
         let orders: Vec<_> = self.unsaved.orders.values().map(|o| tradeops_core::orders::Order::clone(o)).collect();
         let positions: Vec<_> = self.unsaved.positions.values().cloned().collect();
         if let Err(e) = bounded(repo.save_batch(&orders, &positions, &self.state_record(now), mode, &date)).await {
             tracing::error!(error = %e, orders = orders.len(), positions = positions.len(), "batch not persisted yet: held in memory");
-            self.state.db.writes_failed(&e);
+            self.db.writes_failed(&e);
             self.unsaved.outage = true;
             return;
         }
@@ -911,9 +926,9 @@ impl Runner {
         self.unsaved.positions.clear();
         self.unsaved.state = false;
         while let Some(write) = self.unsaved.writes.front() {
-            if let Err(e) = bounded(write.write(&self.state.db)).await {
+            if let Err(e) = bounded(write.write(&self.db)).await {
                 tracing::error!(error = %e, "held writes not stored yet");
-                self.state.db.writes_failed(&e);
+                self.db.writes_failed(&e);
                 return;
             }
             self.unsaved.writes.pop_front();
@@ -956,11 +971,11 @@ impl Runner {
     /// while any is held, the next is held behind it.
     async fn write_or_hold(&mut self, write: HeldWrite, reachable: &mut bool) {
         if *reachable && self.unsaved.writes.is_empty() {
-            match bounded(write.write(&self.state.db)).await {
+            match bounded(write.write(&self.db)).await {
                 Ok(()) => return,
                 Err(e) if e.is_unavailable() => {
                     tracing::error!(error = %e, "write held until the database is back");
-                    self.state.db.writes_failed(&e);
+                    self.db.writes_failed(&e);
                     *reachable = false;
                 }
                 Err(e) => {
@@ -985,7 +1000,7 @@ impl Runner {
         }
         self.last_progress = Some((positions, orders));
         let progress = RiskChange::Liquidation { open_positions: positions, open_orders: orders };
-        self.state.events.publish(Published::RiskStateChanged(progress));
+        self.events.publish(Published::RiskStateChanged(progress));
     }
 
     fn publish(&self) {

@@ -4,8 +4,8 @@
 //! table from domain errors to the contract's error envelope; [`extract`] and [`fields`] read
 //! and refuse request input; [`auth`], [`guard`], [`client_limit`] and [`refusals`] identify
 //! callers, budget them and audit sensitive actions; [`middleware`] stamps every request;
-//! [`openapi`] documents it all; [`console`] serves the operator console; [`state`] is what a
-//! handler is given.
+//! [`openapi`] documents it all; [`console`] serves the operator console; [`router`] puts it all
+//! under the middleware; [`state`] is what a handler is given.
 
 pub mod auth;
 pub mod client_limit;
@@ -20,5 +20,6 @@ pub mod middleware;
 pub mod openapi;
 pub mod order_pages;
 pub mod refusals;
+pub mod router;
 pub mod routes;
 pub mod state;

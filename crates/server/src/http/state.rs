@@ -35,9 +35,9 @@ pub struct Inner {
     pub client_limiter: crate::http::client_limit::ClientLimiter,
     /// Refusals before identification, counted per source and minute.
     pub refusals: crate::http::refusals::RefusalLog,
-    pub settings: SettingsService,
+    pub settings: Arc<SettingsService>,
     pub health: HealthMonitor,
-    pub metrics: Metrics,
+    pub metrics: Arc<Metrics>,
     /// The `data_broker` adapter (the engine runner is given the same one).
     pub market: Arc<dyn MarketData>,
     /// The `execution_broker` adapter's name; the broker itself belongs to the engine runner.
@@ -46,9 +46,9 @@ pub struct Inner {
     pub live: Option<Arc<LiveMarket>>,
     /// Market time: the wall clock in PAPER, faster in DEMO.
     pub market_clock: Arc<dyn Clock>,
-    pub radar: RadarService,
+    pub radar: Arc<RadarService>,
     pub watchlist: WatchlistService,
-    pub events: crate::events::EventBus,
+    pub events: Arc<crate::events::EventBus>,
     pub downloads: crate::jobs::downloads::DownloadQueue,
     pub backtests: crate::jobs::backtests::BacktestQueue,
     pub trade_cache: crate::domain::trades::TradeCache,

@@ -1,7 +1,9 @@
 //! Account and dashboard: `GET /api/dashboard/summary`, `GET /api/account/summary`,
 //! `GET /api/account/performance`.
 
-use crate::health::{HealthMonitor, HealthStatus};
+use crate::domain::account::{figure as f, AccountSummary};
+use crate::events::HealthStatus;
+use crate::health::HealthMonitor;
 use crate::http::auth::Caller;
 use crate::http::envelope::{ApiResponse, SuccessBody};
 use crate::http::error::{ApiError, ApiResult};
@@ -10,12 +12,10 @@ use crate::http::state::AppState;
 use axum::extract::State;
 use axum::routing::get;
 use axum::Router;
-use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use tradeops_core::positions::{Position, PositionFill};
-use tradeops_core::risk::TradingState;
 use tradeops_store::{OrderFilter, TradingRepository};
 
 pub fn router() -> Router<AppState> {
@@ -23,10 +23,6 @@ pub fn router() -> Router<AppState> {
         .route("/api/dashboard/summary", get(dashboard))
         .route("/api/account/summary", get(summary))
         .route("/api/account/performance", get(performance))
-}
-
-fn f(d: Decimal) -> f64 {
-    d.round_dp(2).to_f64().unwrap_or(0.0)
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -53,44 +49,11 @@ pub async fn dashboard(State(state): State<AppState>, _caller: Caller) -> ApiRes
     }))
 }
 
-#[derive(Serialize, utoipa::ToSchema)]
-pub struct AccountSummary {
-    pub buying_power: f64,
-    pub equity: f64,
-    pub cash: f64,
-    /// A cash account: the buying power.
-    pub margin_available: f64,
-    /// Equity now minus equity at the start of the session.
-    pub day_pnl: f64,
-    pub realized_pnl: f64,
-    pub unrealized_pnl: f64,
-    pub broker_name: &'static str,
-    /// `ACTIVE`, or `TRADING_HALTED` during an emergency halt.
-    pub account_status: &'static str,
-}
-
 /// The paper broker account (persisted: a restart loses nothing).
 #[utoipa::path(get, path = "/api/account/summary", tag = "account", security(("bearer" = [])),
     responses((status = 200, description = "Account", body = inline(SuccessBody<AccountSummary>))))]
 pub async fn summary(State(state): State<AppState>, _caller: Caller) -> ApiResult<ApiResponse<AccountSummary>> {
     Ok(ApiResponse::ok(AccountSummary::of(&state.engine().view())))
-}
-
-impl AccountSummary {
-    /// The account as the engine's view has it (also the `account.updated` event's figures).
-    pub fn of(v: &crate::engine::EngineView) -> AccountSummary {
-        AccountSummary {
-            buying_power: f(v.buying_power),
-            equity: f(v.equity),
-            cash: f(v.cash),
-            margin_available: f(v.buying_power),
-            day_pnl: f(v.equity - v.start_equity),
-            realized_pnl: f(v.realized_today),
-            unrealized_pnl: f(v.unrealized),
-            broker_name: "paper",
-            account_status: if v.trading_state == TradingState::Halted { "TRADING_HALTED" } else { "ACTIVE" },
-        }
-    }
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]

@@ -128,7 +128,7 @@ fn data(event: &Published) -> Value {
 /// `account.updated`: the account summary, with the trading state, market time and date.
 fn account(update: &AccountUpdate) -> Value {
     let AccountUpdate { view, market_time, trading_date } = update;
-    let mut data = serde_json::to_value(crate::http::routes::account::AccountSummary::of(view)).unwrap_or_default();
+    let mut data = serde_json::to_value(crate::domain::account::AccountSummary::of(view)).unwrap_or_default();
     if let Value::Object(fields) = &mut data {
         fields.insert("trading_state".into(), json!(view.trading_state));
         fields.insert("market_time".into(), json!(format_ts(market_time)));
@@ -192,9 +192,8 @@ mod tests {
     //! as the JSON the publishers built before (keys, their order, values).
 
     use super::wire;
-    use crate::engine::EngineView;
+    use crate::engine_view::EngineView;
     use crate::events::*;
-    use crate::health::HealthStatus;
     use rust_decimal::Decimal;
     use std::sync::{Arc, OnceLock};
     use tradeops_core::engine::{Block, Halt, StrategyStatus};

@@ -1,6 +1,7 @@
 //! `GET /api/health` (public) and `GET /api/health/components`.
 
-use crate::health::{ComponentHealth, HealthMonitor, HealthStatus};
+use crate::events::HealthStatus;
+use crate::health::{ComponentHealth, HealthMonitor};
 use crate::http::auth::Caller;
 use crate::http::envelope::ApiResponse;
 use crate::http::error::ApiResult;
@@ -44,7 +45,7 @@ pub async fn health(State(state): State<AppState>) -> ApiResponse<PlatformHealth
     ApiResponse::ok(PlatformHealth {
         status,
         mode: state.settings.mode(),
-        trading_state: crate::health::trading_state(&state),
+        trading_state: crate::health::trading_state(state.engine.get()),
         components: statuses.into_iter().collect(),
     })
     .with_status(http)
@@ -62,7 +63,7 @@ pub async fn components(
     let mut rows = state.health.snapshot();
     // The risk manager's state as it is now, not as of the last probe: a halt shows at once.
     if let Some(risk) = rows.iter_mut().find(|r| r.name == "risk_manager") {
-        risk.detail = crate::health::risk_manager_detail(&state).await;
+        risk.detail = crate::health::risk_manager_detail(&state.settings, state.engine.get()).await;
     }
     Ok(ApiResponse::list(rows))
 }

@@ -1,0 +1,78 @@
+//! The account as the engine's view has it: [`AccountSummary`], the figures
+//! `GET /api/account/summary` serves and the `account.updated` event carries (the account feed
+//! compares them to decide when to publish), each money figure rounded to the cent by [`figure`].
+
+use crate::engine_view::EngineView;
+use rust_decimal::prelude::ToPrimitive;
+use rust_decimal::Decimal;
+use serde::Serialize;
+use tradeops_core::risk::TradingState;
+
+/// A money figure as the account endpoints show it: dollars rounded to the cent.
+pub fn figure(d: Decimal) -> f64 {
+    d.round_dp(2).to_f64().unwrap_or(0.0)
+}
+
+// The paper broker's account: what the console's header shows (no doc comment: it would
+// change the OpenAPI document).
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct AccountSummary {
+    pub buying_power: f64,
+    pub equity: f64,
+    pub cash: f64,
+    /// A cash account: the buying power.
+    pub margin_available: f64,
+    /// Equity now minus equity at the start of the session.
+    pub day_pnl: f64,
+    pub realized_pnl: f64,
+    pub unrealized_pnl: f64,
+    pub broker_name: &'static str,
+    /// `ACTIVE`, or `TRADING_HALTED` during an emergency halt.
+    pub account_status: &'static str,
+}
+
+impl AccountSummary {
+    /// The account as the engine's view has it (also the `account.updated` event's figures).
+    pub fn of(v: &EngineView) -> AccountSummary {
+        AccountSummary {
+            buying_power: figure(v.buying_power),
+            equity: figure(v.equity),
+            cash: figure(v.cash),
+            margin_available: figure(v.buying_power),
+            day_pnl: figure(v.equity - v.start_equity),
+            realized_pnl: figure(v.realized_today),
+            unrealized_pnl: figure(v.unrealized),
+            broker_name: "paper",
+            account_status: if v.trading_state == TradingState::Halted { "TRADING_HALTED" } else { "ACTIVE" },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dec(text: &str) -> Decimal {
+        text.parse().expect("a decimal")
+    }
+
+    #[test]
+    fn the_summary_rounds_to_the_cent_and_says_when_trading_is_halted() {
+        let view = EngineView {
+            cash: dec("1000.004"),
+            equity: dec("1012.345"),
+            start_equity: dec("1000"),
+            buying_power: dec("900.999"),
+            realized_today: dec("-1.005"),
+            unrealized: dec("13.35"),
+            trading_state: TradingState::Halted,
+            ..EngineView::default()
+        };
+        let s = AccountSummary::of(&view);
+        assert_eq!((s.cash, s.equity, s.buying_power, s.margin_available), (1000.0, 1012.34, 901.0, 901.0));
+        assert_eq!((s.day_pnl, s.realized_pnl, s.unrealized_pnl), (12.34, -1.0, 13.35));
+        assert_eq!(s.account_status, "TRADING_HALTED");
+        let active = AccountSummary::of(&EngineView { trading_state: TradingState::Reducing, ..view });
+        assert_eq!(active.account_status, "ACTIVE");
+    }
+}

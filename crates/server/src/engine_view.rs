@@ -1,0 +1,80 @@
+//! The engine's state as the read endpoints, the health probes and the `account.updated` event
+//! see it: [`EngineView`] (with its [`PositionView`]s), a plain value the engine runner publishes
+//! after every batch. A leaf: it names no other module of the service, so the event bus and the
+//! health monitor can carry it without depending on the engine.
+
+use rust_decimal::Decimal;
+use tradeops_core::engine::{Halt, StrategyStatus};
+use tradeops_core::positions::{AlertLevel, Position};
+use tradeops_core::risk::TradingState;
+
+/// A position as the read endpoints show it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PositionView {
+    pub position: Position,
+    pub mark: Decimal,
+    pub status: StrategyStatus,
+    pub alert_level: AlertLevel,
+}
+
+/// The engine's state after the last batch.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EngineView {
+    pub trading_state: TradingState,
+    pub halt: Option<Halt>,
+    /// Watched symbols whose strategy the emergency halt stopped, not yet restarted.
+    pub halt_stopped: Vec<tradeops_core::Symbol>,
+    pub positions: Vec<PositionView>,
+    pub cash: Decimal,
+    pub equity: Decimal,
+    /// Cash minus what working buy orders reserve.
+    pub buying_power: Decimal,
+    pub realized_today: Decimal,
+    pub unrealized: Decimal,
+    pub daily_pnl: Decimal,
+    pub drawdown: Decimal,
+    pub start_equity: Decimal,
+    pub trades_today: u32,
+    /// The session's date and, by symbol, realized P&L (net of fees) and entries.
+    pub session: Option<chrono::NaiveDate>,
+    pub by_symbol: Vec<(tradeops_core::Symbol, Decimal, u32)>,
+    pub open_orders: usize,
+    /// Orders the execution broker is still working.
+    pub broker_open_orders: usize,
+    /// Whether the trading state (the halt latch, cash, day counters) as shown is stored; false
+    /// while the database is unavailable, until it is back.
+    pub state_persisted: bool,
+    /// Orders, positions and violations held in memory during a database outage.
+    pub unsaved_writes: usize,
+    /// `OK`, `PENDING`, `MISMATCH` or `FAILED`.
+    pub reconciliation_status: &'static str,
+    pub reconciliation_detail: String,
+}
+
+impl Default for EngineView {
+    fn default() -> Self {
+        EngineView {
+            trading_state: TradingState::Active,
+            halt: None,
+            halt_stopped: Vec::new(),
+            positions: Vec::new(),
+            cash: Decimal::ZERO,
+            equity: Decimal::ZERO,
+            buying_power: Decimal::ZERO,
+            realized_today: Decimal::ZERO,
+            unrealized: Decimal::ZERO,
+            daily_pnl: Decimal::ZERO,
+            drawdown: Decimal::ZERO,
+            start_equity: Decimal::ZERO,
+            trades_today: 0,
+            session: None,
+            by_symbol: Vec::new(),
+            open_orders: 0,
+            broker_open_orders: 0,
+            state_persisted: true,
+            unsaved_writes: 0,
+            reconciliation_status: "PENDING",
+            reconciliation_detail: "the engine is starting".into(),
+        }
+    }
+}
