@@ -39,6 +39,10 @@ pub enum BrokerError {
     /// The venue does not know this client order id.
     #[error("the broker does not know order {0}")]
     UnknownOrder(ClientOrderId),
+    /// The venue already has an order with this client order id (a submit whose reply was lost
+    /// and was sent again): it is working there, and its reports follow. Never a rejection.
+    #[error("the broker already has order {0}")]
+    AlreadyReceived(ClientOrderId),
 }
 
 impl BrokerError {
@@ -49,6 +53,10 @@ impl BrokerError {
 }
 
 /// An execution venue. Object-safe: the engine runner holds an `Arc<dyn ExecutionBroker>`.
+///
+/// The runner bounds every call (a call not answered in time counts as
+/// [`BrokerError::Unavailable`]), so an adapter's futures must be cancel-safe: a `poll` dropped
+/// while waiting loses no report, a `submit` dropped in flight is found by `lookup` later.
 ///
 /// `submit` and `cancel` only send; their outcome (`Accepted`, `Filled`, `Canceled`,
 /// `CancelRejected`, `Rejected`, `Expired`) arrives later as reports from [`poll`],

@@ -66,7 +66,9 @@ struct Runner {
     answers: Vec<BrokerReport>,
     /// Orders whose submit found the broker unavailable: reconciliation looks each up by client
     /// order id and sends it again only if the broker never received it.
-    unconfirmed: BTreeSet<ClientOrderId>,
+    unconfirmed: BTreeMap<ClientOrderId, Timestamp>,
+    /// A submit went out since the broker's working orders were last counted.
+    recount: bool,
     view: watch::Sender<Arc<EngineView>>,
     anomalies: Vec<String>,
     /// When the current trading session ends (DAY orders expire then).
@@ -207,7 +209,8 @@ async fn restore(
         market: market_data,
         broker_open_orders,
         answers: Vec::new(),
-        unconfirmed: BTreeSet::new(),
+        unconfirmed: BTreeMap::new(),
+        recount: false,
         view,
         anomalies: Vec::new(),
         session_end,
@@ -234,6 +237,42 @@ async fn bounded<T>(write: impl std::future::Future<Output = Result<T, StoreErro
         Ok(result) => result,
         Err(_) => Err(StoreError::TimedOut(WRITE_TIMEOUT)),
     }
+}
+
+/// The longest the runner waits for one call to the execution broker: a venue that stops
+/// answering never holds the engine (the emergency halt, the health probe and every command
+/// wait behind it). A call not answered in time counts as the broker being unavailable.
+const BROKER_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How long an order whose submit found the broker unavailable waits before it is looked up by
+/// client order id (and sent again only if the broker does not have it): the venue may still be
+/// taking the submit whose reply was lost. Longer when the venue asked for it (`retry_after`).
+const RESEND_AFTER: Duration = Duration::from_secs(2);
+
+fn resend_wait(e: &BrokerError) -> chrono::Duration {
+    let wait = match e {
+        BrokerError::Unavailable { retry_after: Some(after), .. } => (*after).max(RESEND_AFTER),
+        _ => RESEND_AFTER,
+    };
+    chrono::Duration::from_std(wait).unwrap_or(chrono::Duration::seconds(2))
+}
+
+/// A broker call bounded by [`BROKER_TIMEOUT`]; past it, [`BrokerError::Unavailable`].
+async fn venue<T>(call: impl std::future::Future<Output = Result<T, BrokerError>>) -> Result<T, BrokerError> {
+    match tokio::time::timeout(BROKER_TIMEOUT, call).await {
+        Ok(answer) => answer,
+        Err(_) => {
+            Err(BrokerError::Unavailable { reason: format!("no answer within {BROKER_TIMEOUT:?}"), retry_after: None })
+        }
+    }
+}
+
+/// A broker's reports, bounded by [`BROKER_TIMEOUT`]: none this time when it does not answer.
+async fn venue_reports(call: impl std::future::Future<Output = Vec<BrokerReport>>) -> Vec<BrokerReport> {
+    tokio::time::timeout(BROKER_TIMEOUT, call).await.unwrap_or_else(|_| {
+        tracing::warn!("the execution broker did not report within {BROKER_TIMEOUT:?}");
+        Vec::new()
+    })
 }
 
 /// Commands an operator expects to outlast a restart (orders, closes, the watchlist, blocks,
@@ -376,12 +415,12 @@ impl Runner {
             if order.status.is_final() {
                 continue;
             }
-            match self.broker.lookup(&id).await {
+            match venue(self.broker.lookup(&id)).await {
                 Ok(BrokerLookup::Unknown) => {}
                 Ok(_) => continue, // the broker has it: its reports follow
                 Err(e) => {
-                    tracing::warn!(client_order_id = %id, error = %e, "cannot ask the broker about an order written ahead; asked again at the next reconciliation");
-                    self.unconfirmed.insert(id);
+                    tracing::warn!(client_order_id = %id, error = %e, "cannot ask the broker about an order written ahead; asked again later");
+                    self.unconfirmed.insert(id, now + resend_wait(&e));
                     continue;
                 }
             }
@@ -419,13 +458,18 @@ impl Runner {
     /// reconciliation to look up and send again.
     async fn send(&mut self, order: &Order, now: Timestamp) {
         let id = &order.client_order_id;
-        match self.broker.submit(order, now).await {
+        self.recount = true;
+        match venue(self.broker.submit(order, now)).await {
             Ok(()) => {
                 self.unconfirmed.remove(id);
             }
-            Err(BrokerError::Unavailable { reason, .. }) => {
-                tracing::warn!(client_order_id = %id, %reason, "the broker is unavailable: the order stays written ahead for reconciliation");
-                self.unconfirmed.insert(id.clone());
+            Err(BrokerError::AlreadyReceived(_)) => {
+                tracing::info!(client_order_id = %id, "the broker already has the order: its reports follow");
+                self.unconfirmed.remove(id);
+            }
+            Err(e @ BrokerError::Unavailable { .. }) => {
+                tracing::warn!(client_order_id = %id, error = %e, "the broker is unavailable: the order stays written ahead for reconciliation");
+                self.unconfirmed.insert(id.clone(), now + resend_wait(&e));
             }
             Err(e @ (BrokerError::Rejected { .. } | BrokerError::UnknownOrder(_))) => {
                 tracing::warn!(client_order_id = %id, error = %e, "the broker refused the order");
@@ -437,17 +481,21 @@ impl Runner {
                 self.answers.push(BrokerReport::Rejected { client_order_id: id.clone(), reason, at: now });
             }
         }
-        self.count_broker_orders().await;
     }
 
     /// Asks the broker to cancel an order. A refusal becomes a `CancelRejected` report; an
     /// unreachable broker leaves the cancel to reconciliation, which finds it missing and sends
-    /// it again.
+    /// it again. A broker that does not know an order whose submit it never confirmed says
+    /// nothing yet: the order stays cancelling, and reconciliation looks it up — never sent, it
+    /// is then marked so and never sent.
     async fn cancel_at_broker(&mut self, id: &ClientOrderId, now: Timestamp) {
-        match self.broker.cancel(id, now).await {
+        match venue(self.broker.cancel(id, now)).await {
             Ok(()) => {}
             Err(e) if e.is_retryable() => {
                 tracing::warn!(client_order_id = %id, error = %e, "cancel not sent: reconciliation sends it again");
+            }
+            Err(BrokerError::UnknownOrder(_)) if self.unconfirmed.contains_key(id) => {
+                tracing::info!(client_order_id = %id, "cancel of an order the broker never confirmed: reconciliation looks it up");
             }
             Err(e) => {
                 tracing::warn!(client_order_id = %id, error = %e, "the broker refused the cancel");
@@ -462,7 +510,8 @@ impl Runner {
 
     /// Brings the count of the broker's working orders up to date (kept when it cannot be read).
     async fn count_broker_orders(&mut self) {
-        if let Ok(open) = self.broker.open_orders().await {
+        self.recount = false;
+        if let Ok(open) = venue(self.broker.open_orders()).await {
             self.broker_open_orders = open.len();
         }
     }
@@ -472,13 +521,20 @@ impl Runner {
     /// cancel on its way, is cancelled at the broker. While `HALTED`, an incomplete halt is
     /// applied again (orders cancelled, exits sent) until nothing is open.
     async fn reconcile(&mut self, now: Timestamp) {
-        if !self.unconfirmed.is_empty() {
-            let unconfirmed = std::mem::take(&mut self.unconfirmed).into_iter().collect();
+        // Orders whose submit found the broker unavailable, once their wait is over (the venue
+        // may still be taking a submit whose reply was lost).
+        let due: Vec<ClientOrderId> =
+            self.unconfirmed.iter().filter(|(_, after)| **after <= now).map(|(id, _)| id.clone()).collect();
+        if !due.is_empty() {
+            for id in &due {
+                self.unconfirmed.remove(id);
+            }
+            let unconfirmed = due;
             let cause = "the broker could not be reached when it was sent";
             let never_sent = self.send_unknown(unconfirmed, cause, now).await;
             self.reports(never_sent, now).await;
         }
-        match self.broker.open_orders().await {
+        match venue(self.broker.open_orders()).await {
             Ok(open) => {
                 self.broker_open_orders = open.len();
                 let found = tradeops_core::reconcile::compare(self.engine.orders(), &open);
@@ -550,7 +606,7 @@ impl Runner {
                         self.publish();
                     }
                     Some(Input::Probe(reply)) => {
-                        let open = self.broker.open_orders().await.map(|o| o.len());
+                        let open = venue(self.broker.open_orders()).await.map(|o| o.len());
                         let _ = reply.send(open.unwrap_or(self.broker_open_orders));
                     }
                     None => return,
@@ -586,7 +642,7 @@ impl Runner {
     /// come every 15 market seconds).
     async fn broker_reports(&mut self, now: Timestamp) -> bool {
         let mut reports = std::mem::take(&mut self.answers);
-        reports.extend(self.broker.poll(now).await);
+        reports.extend(venue_reports(self.broker.poll(now)).await);
         let acked: BTreeSet<Symbol> = reports
             .iter()
             .filter_map(|r| match r {
@@ -599,13 +655,13 @@ impl Runner {
         for symbol in &acked {
             if let Some(snapshot) = self.market.snapshot(symbol).await {
                 let update = MarketUpdate { symbol, at: now, last: snapshot.last, quote: snapshot.quote, bar: None };
-                reports.extend(self.broker.on_market(&update).await);
+                reports.extend(venue_reports(self.broker.on_market(&update)).await);
             }
         }
         // DAY orders expire when the trading session ends (NYSE: the after-hours close).
         let calendar = self.engine.calendar();
         if self.session_end.is_some_and(|end| now >= end) {
-            reports.extend(self.broker.expire_day_orders(now).await);
+            reports.extend(venue_reports(self.broker.expire_day_orders(now)).await);
         }
         if self.session_end.is_none_or(|end| now >= end) {
             self.session_end = Some(calendar.end_of_trading_day(now));
@@ -620,6 +676,17 @@ impl Runner {
 
     async fn reports(&mut self, reports: Vec<BrokerReport>, now: Timestamp) {
         for report in reports {
+            let id = report.client_order_id();
+            if self.unconfirmed.contains_key(id) {
+                if let BrokerReport::CancelRejected { reason, .. } = &report {
+                    // The broker cannot cancel what it may never have received: reconciliation
+                    // looks the order up (never sent and cancelling: it is not sent).
+                    tracing::info!(client_order_id = %id, %reason, "cancel of an order the broker never confirmed: reconciliation looks it up");
+                    continue;
+                }
+                // Any other report of the order says the broker has it.
+                self.unconfirmed.remove(&id.clone());
+            }
             if let BrokerReport::Filled { client_order_id, execution } = &report {
                 self.pending_fill = Some((client_order_id.clone(), execution.clone()));
             }
@@ -646,7 +713,7 @@ impl Runner {
             let bar = closed.map(|c| c.bar);
             let update =
                 MarketUpdate { symbol: &symbol, at, last: snapshot.last, quote: snapshot.quote, bar: bar.as_ref() };
-            let reports = self.broker.on_market(&update).await;
+            let reports = venue_reports(self.broker.on_market(&update)).await;
             if !reports.is_empty() {
                 self.count_broker_orders().await;
             }
@@ -687,6 +754,9 @@ impl Runner {
             self.carry_out(effect, &mut batch).await;
         }
         self.save_batch(&mut batch).await;
+        if self.recount {
+            self.count_broker_orders().await;
+        }
         let reply = batch.reply();
         self.publish_events(std::mem::take(&mut batch.events));
         for report in batch.refused {

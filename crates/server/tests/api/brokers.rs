@@ -122,19 +122,32 @@ fn alpaca_and_unknown_adapters_are_refused_at_start() {
     assert!(line.contains("\"bloomberg\"") && line.contains("simulated"), "{line}");
 }
 
-/// The paper broker behind a venue that fails submits on cue (each queued answer is used by one
-/// submit; `None` passes it on) and logs the calls the runner makes.
+/// The paper broker behind a venue that fails submits and cancels on cue (each queued answer is
+/// used by one call; `None` passes it on) and logs the calls the runner makes. `lost_replies`
+/// are errors returned *after* the order reached the venue: the reply was lost on the way back.
 struct Flaky {
     paper: PaperExecution,
     submits: Mutex<VecDeque<Option<BrokerError>>>,
+    lost_replies: Mutex<VecDeque<Option<BrokerError>>>,
+    cancels: Mutex<VecDeque<Option<BrokerError>>>,
     calls: Mutex<Vec<String>>,
 }
 
 impl Flaky {
     fn new(submits: Vec<Option<BrokerError>>) -> Arc<Flaky> {
+        Flaky::with(submits, Vec::new(), Vec::new())
+    }
+
+    fn with(
+        submits: Vec<Option<BrokerError>>,
+        lost_replies: Vec<Option<BrokerError>>,
+        cancels: Vec<Option<BrokerError>>,
+    ) -> Arc<Flaky> {
         Arc::new(Flaky {
             paper: PaperExecution::new(PaperBroker::new(PaperConfig::default())),
             submits: Mutex::new(submits.into()),
+            lost_replies: Mutex::new(lost_replies.into()),
+            cancels: Mutex::new(cancels.into()),
             calls: Mutex::new(Vec::new()),
         })
     }
@@ -143,7 +156,7 @@ impl Flaky {
         self.calls.lock().unwrap().push(call);
     }
 
-    /// The submits and lookups of order `id`, in order.
+    /// The submits, cancels and lookups of order `id`, in order.
     fn calls_of(&self, id: &str) -> Vec<String> {
         self.calls.lock().unwrap().iter().filter(|c| c.ends_with(&format!(" {id}"))).cloned().collect()
     }
@@ -160,12 +173,24 @@ impl ExecutionBroker for Flaky {
         let answer = self.submits.lock().unwrap().pop_front().flatten();
         match answer {
             Some(error) => Err(error),
-            None => self.paper.submit(order, now).await,
+            None => {
+                self.paper.submit(order, now).await?;
+                let lost = self.lost_replies.lock().unwrap().pop_front().flatten();
+                match lost {
+                    Some(lost) => Err(lost),
+                    None => Ok(()),
+                }
+            }
         }
     }
 
     async fn cancel(&self, id: &ClientOrderId, now: Timestamp) -> Result<(), BrokerError> {
-        self.paper.cancel(id, now).await
+        self.log(format!("cancel {id}"));
+        let answer = self.cancels.lock().unwrap().pop_front().flatten();
+        match answer {
+            Some(error) => Err(error),
+            None => self.paper.cancel(id, now).await,
+        }
     }
 
     async fn lookup(&self, id: &ClientOrderId) -> Result<BrokerLookup, BrokerError> {
@@ -269,4 +294,43 @@ async fn an_order_the_broker_refuses_is_rejected_with_its_reason() {
     let order = app.wait_for(&id, &["REJECTED"]).await;
     assert_eq!(order["reject_reason"], "insufficient buying power at the venue", "{order}");
     assert_eq!(venue.calls_of(&id), vec![format!("submit {id}")], "a refusal is final: never sent again");
+}
+
+#[tokio::test]
+async fn an_order_whose_reply_was_lost_is_never_sent_twice() {
+    let lost = BrokerError::Unavailable { reason: "timed out reading the reply".into(), retry_after: None };
+    let venue = Flaky::with(vec![None], vec![Some(lost)], Vec::new());
+    let app = VenueApp::start(venue.clone()).await;
+    let id = app.buy_one().await;
+    let order = app.wait_for(&id, &["ACCEPTED", "PARTIALLY_FILLED", "FILLED"]).await;
+    assert!(order["broker_order_id"].is_string(), "{order}");
+    for _ in 0..20 {
+        app.market.advance(chrono::Duration::milliseconds(100));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        venue.calls_of(&id),
+        vec![format!("submit {id}")],
+        "the venue had it, and its reports said so: never sent again"
+    );
+}
+
+#[tokio::test]
+async fn an_order_cancelled_before_the_broker_ever_got_it_is_never_sent() {
+    let unavailable = BrokerError::Unavailable { reason: "connection refused".into(), retry_after: None };
+    let venue = Flaky::with(vec![Some(unavailable)], Vec::new(), Vec::new());
+    let app = VenueApp::start(venue.clone()).await;
+    let id = app.buy_one().await;
+    let body = json!({"client_order_id": id});
+    let cancelled = app.call(app.client.post(format!("{}/api/orders/cancel", app.base)).json(&body)).await;
+    assert_eq!(cancelled["data"]["status"], "PENDING_CANCEL", "{cancelled}");
+    let order = app.wait_for(&id, &["REJECTED", "CANCELED"]).await;
+    assert_eq!(order["status"], "REJECTED", "{order}");
+    let reason = order["reject_reason"].as_str().unwrap_or_default();
+    assert!(reason.starts_with("never sent") && reason.contains("its cancel was requested"), "{order}");
+    assert_eq!(
+        venue.calls_of(&id),
+        vec![format!("submit {id}"), format!("cancel {id}"), format!("lookup {id}")],
+        "looked up, and not sent: the operator had cancelled it"
+    );
 }
