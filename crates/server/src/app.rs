@@ -147,17 +147,27 @@ impl Application {
                 Arc::new(PaperExecution::new(book.with_id_prefix(&prefix)))
             }
         };
+        let events = Arc::new(crate::events::EventBus::new(market_clock.clone(), clock.clone(), settings.subscribe()));
+        let jobs = crate::jobs::Jobs::new(crate::jobs::JobContext {
+            db: db.clone(),
+            events: events.clone(),
+            market: market.clone(),
+            settings: settings.subscribe(),
+            clock: clock.clone(),
+            market_clock: market_clock.clone(),
+            downloads: Default::default(),
+            backtests: Default::default(),
+        });
         let state = AppState::new(Inner {
             radar: RadarService::new(cache.clone(), Arc::new(db.clone())),
             watchlist: WatchlistService::new(Arc::new(db.clone()), market_clock.clone()),
             market: market.clone(),
             execution_broker: execution.name(),
             live,
-            events: crate::events::EventBus::new(market_clock.clone(), clock.clone(), settings.subscribe()),
+            events,
             market_clock,
             engine: std::sync::OnceLock::new(),
-            downloads: Default::default(),
-            backtests: Default::default(),
+            jobs,
             trade_cache: Default::default(),
             order_pages: Default::default(),
             rate_limiter: RateLimiter::new(config.auth.rate_limit_per_second, config.auth.rate_limit_burst),
@@ -420,9 +430,16 @@ fn spawn_background(state: &AppState) -> Vec<JoinHandle<()>> {
         token_usage,
         token_changes,
         database,
-        tokio::spawn(crate::jobs::downloads::run_worker(state.clone())),
-        tokio::spawn(crate::jobs::backtests::run_worker(state.clone())),
-        tokio::spawn(crate::housekeeping::run(state.clone())),
+        tokio::spawn(crate::jobs::downloads::run_worker(state.jobs.clone())),
+        tokio::spawn(crate::jobs::backtests::run_worker(state.jobs.clone())),
+        tokio::spawn(crate::housekeeping::run(crate::housekeeping::Housekeeping {
+            clock: state.clock.clone(),
+            db: state.db.clone(),
+            audit: state.audit.clone(),
+            audit_store: state.audit_store.clone(),
+            refusals: state.refusals.clone(),
+            retention_days: state.config.audit.retention_days,
+        })),
         tokio::spawn(crate::account_feed::run(state.clone())),
     ];
     if let Some(live) = &state.live {
