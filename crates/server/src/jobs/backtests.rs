@@ -108,7 +108,7 @@ fn bounded(field: &'static str, rule: &str, value: Decimal, min: Decimal, max: D
 /// Validates and queues a run.
 pub async fn enqueue(jobs: &Jobs, req: BacktestRequest, actor: &str) -> DomainResult<BacktestRecord> {
     let timeframe = req.timeframe.unwrap_or(Timeframe::Minute);
-    let current = jobs.settings();
+    let current = jobs.current_settings();
     let settings: Settings = match &req.settings {
         None => (*current).clone(),
         Some(patch) => {
@@ -136,7 +136,7 @@ pub async fn enqueue(jobs: &Jobs, req: BacktestRequest, actor: &str) -> DomainRe
         &settings,
     )
     .map_err(DomainError::Validation)?;
-    crate::jobs::downloads::check_range(jobs, timeframe, req.start, req.end, "backtest")?;
+    crate::jobs::downloads::check_range(jobs.market_clock.now(), timeframe, req.start, req.end, "backtest")?;
     let initial_cash = bounded(
         "initial_cash",
         INITIAL_CASH_RULE,
@@ -392,4 +392,19 @@ pub fn result_json(o: &backtest::BacktestOutput) -> Value {
         "trades": trades,
         "equity_curve": curve,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_amount_out_of_bounds_is_refused_with_what_the_field_accepts() {
+        let (one, ten) = (Decimal::ONE, Decimal::from(10));
+        let refused = bounded("initial_cash", INITIAL_CASH_RULE, Decimal::ZERO, one, ten).unwrap_err();
+        assert_eq!(refused.to_string(), "initial_cash must be an amount of dollars from 1 to 1,000,000,000,000");
+        assert!(matches!(&refused, DomainError::Validation(fields) if fields[0].field == "initial_cash"));
+        assert!(bounded("slippage_bps", SLIPPAGE_BPS_RULE, Decimal::from(11), one, ten).is_err());
+        assert_eq!(bounded("slippage_bps", SLIPPAGE_BPS_RULE, ten, one, ten).unwrap(), ten, "bounds included");
+    }
 }

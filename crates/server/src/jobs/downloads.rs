@@ -31,7 +31,7 @@ pub async fn enqueue(
     actor: &str,
 ) -> DomainResult<JobRecord> {
     // The request's own faults before what only a lookup can tell.
-    check_range(jobs, timeframe, start, end, "download")?;
+    check_range(jobs.market_clock.now(), timeframe, start, end, "download")?;
     if jobs.market.instrument(&symbol).is_none() {
         return Err(DomainError::NotFound(format!("{symbol} is not a symbol of the {} market", jobs.market.name())));
     }
@@ -45,9 +45,10 @@ pub async fn enqueue(
 
 /// The range rules downloads and backtests share: `end` after `start`, not in the future (a day
 /// of slack for time zones), and at most [`MAX_MINUTE_DAYS`] of minute bars or
-/// [`MAX_DAILY_DAYS`] of daily ones. `what` names the request in the message.
+/// [`MAX_DAILY_DAYS`] of daily ones. `present` is the market's time now; `what` names the
+/// request in the message.
 pub fn check_range(
-    jobs: &Jobs,
+    present: Timestamp,
     timeframe: Timeframe,
     start: Timestamp,
     end: Timestamp,
@@ -56,7 +57,7 @@ pub fn check_range(
     if start >= end {
         return Err(DomainError::validation("end", "must be after start"));
     }
-    if end > jobs.market_clock.now() + Duration::days(1) {
+    if end > present + Duration::days(1) {
         return Err(DomainError::validation("end", "must not be in the future"));
     }
     let max_days = if timeframe == Timeframe::Minute { MAX_MINUTE_DAYS } else { MAX_DAILY_DAYS };
@@ -244,4 +245,37 @@ pub async fn import_bars(
     let bars = tradeops_core::csv_bars::parse_bars_csv(text, timeframe).map_err(ImportError::BadRow)?;
     repo.save_bars(symbol, timeframe.as_str(), &bars, "csv").await.map_err(|e| ImportError::Refused(e.into()))?;
     Ok(bars.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tradeops_core::time::parse_ts;
+
+    fn refusal(start: &str, end: &str, timeframe: Timeframe) -> Option<String> {
+        let present = parse_ts("2026-11-20T15:00:00Z").unwrap();
+        check_range(present, timeframe, parse_ts(start).unwrap(), parse_ts(end).unwrap(), "download")
+            .err()
+            .map(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_range_is_refused_in_the_operator_s_words() {
+        let minute = Timeframe::Minute;
+        assert_eq!(refusal("2026-11-02T00:00:00Z", "2026-11-03T00:00:00Z", minute), None);
+        assert_eq!(
+            refusal("2026-11-03T00:00:00Z", "2026-11-03T00:00:00Z", minute).as_deref(),
+            Some("end must be after start")
+        );
+        assert_eq!(refusal("2026-11-03T00:00:00Z", "2026-11-21T14:00:00Z", minute), None, "a day of slack");
+        assert_eq!(
+            refusal("2026-11-03T00:00:00Z", "2026-11-21T16:00:00Z", minute).as_deref(),
+            Some("end must not be in the future")
+        );
+        assert_eq!(
+            refusal("2025-01-01T00:00:00Z", "2026-11-01T00:00:00Z", minute).as_deref(),
+            Some("Invalid value for end: a 1m download spans at most 366 days")
+        );
+        assert_eq!(refusal("2025-01-01T00:00:00Z", "2026-11-01T00:00:00Z", Timeframe::Day), None);
+    }
 }

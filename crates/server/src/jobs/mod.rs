@@ -52,7 +52,7 @@ impl Jobs {
     }
 
     /// The settings in effect now.
-    pub fn settings(&self) -> Arc<Settings> {
+    pub fn current_settings(&self) -> Arc<Settings> {
         self.settings.borrow().clone()
     }
 }
