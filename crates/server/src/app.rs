@@ -157,6 +157,16 @@ impl Application {
             broker: execution.clone(),
             market: market.clone(),
         };
+        let jobs = crate::jobs::Jobs::new(crate::jobs::JobContext {
+            db: db.clone(),
+            events: events.clone(),
+            market: market.clone(),
+            settings: settings.subscribe(),
+            clock: clock.clone(),
+            market_clock: market_clock.clone(),
+            downloads: Default::default(),
+            backtests: Default::default(),
+        });
         let state = AppState::new(Inner {
             radar: radar.clone(),
             watchlist: WatchlistService::new(Arc::new(db.clone()), market_clock.clone()),
@@ -166,8 +176,7 @@ impl Application {
             events: events.clone(),
             market_clock,
             engine: std::sync::OnceLock::new(),
-            downloads: Default::default(),
-            backtests: Default::default(),
+            jobs,
             trade_cache: Default::default(),
             order_pages: Default::default(),
             rate_limiter: RateLimiter::new(config.auth.rate_limit_per_second, config.auth.rate_limit_burst),
@@ -420,9 +429,16 @@ fn spawn_background(state: &AppState, probes: Arc<Probes>) -> Vec<JoinHandle<()>
         token_usage,
         token_changes,
         database,
-        tokio::spawn(crate::jobs::downloads::run_worker(state.clone())),
-        tokio::spawn(crate::jobs::backtests::run_worker(state.clone())),
-        tokio::spawn(crate::housekeeping::run(state.clone())),
+        tokio::spawn(crate::jobs::downloads::run_worker(state.jobs.clone())),
+        tokio::spawn(crate::jobs::backtests::run_worker(state.jobs.clone())),
+        tokio::spawn(crate::housekeeping::run(crate::housekeeping::Housekeeping {
+            clock: state.clock.clone(),
+            db: state.db.clone(),
+            audit: state.audit.clone(),
+            audit_store: state.audit_store.clone(),
+            refusals: state.refusals.clone(),
+            retention_days: state.config.audit.retention_days,
+        })),
         tokio::spawn(crate::account_feed::run(
             state.engine().subscribe(),
             state.market_clock.clone(),

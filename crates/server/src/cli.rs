@@ -99,9 +99,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 .ok_or_else(|| anyhow::anyhow!("--timeframe must be 1d or 1m"))?;
             let body = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
             let db = Database::open(&config.database_url).await?;
-            let stored = crate::jobs::downloads::import_bars(&db, &symbol, timeframe, &body)
-                .await
-                .map_err(|e| anyhow::anyhow!("{}: {}", file.display(), e.message))?;
+            let stored = crate::jobs::downloads::import_bars(&db, &symbol, timeframe, &body).await.map_err(|e| {
+                anyhow::anyhow!("{}: {}", file.display(), crate::http::error::ApiError::from(e).message)
+            })?;
             println!("{stored} {} bars of {symbol} stored", timeframe.as_str());
             Ok(())
         }

@@ -2,12 +2,29 @@
 //! injected clock: aggregated refusals are written ([`crate::http::refusals`]), audit rows older than
 //! `audit.retention_days` are pruned every hour (first at start), and SQLite's write-ahead log
 //! is checkpointed every [`WAL_CHECKPOINT_EVERY`] (truncated when long: see
-//! `Database::checkpoint_wal`).
+//! `Database::checkpoint_wal`). What it works on is passed in as [`Housekeeping`].
 
-use crate::http::state::AppState;
+use crate::http::refusals::RefusalLog;
 use chrono::Duration as Span;
+use std::sync::Arc;
 use std::time::Duration;
-use tradeops_core::Timestamp;
+use tradeops_core::{Clock, Timestamp};
+use tradeops_store::{AuditRepository, Database};
+
+/// What housekeeping works on.
+pub struct Housekeeping {
+    pub clock: Arc<dyn Clock>,
+    /// The database whose write-ahead log is checkpointed.
+    pub db: Database,
+    /// The audit log as actions write it (pruned through it).
+    pub audit: Arc<dyn AuditRepository>,
+    /// The audit log itself, where the aggregated refusals are written.
+    pub audit_store: Arc<dyn AuditRepository>,
+    /// The aggregated refusals not yet written.
+    pub refusals: Arc<RefusalLog>,
+    /// `audit.retention_days`.
+    pub retention_days: u32,
+}
 
 /// How often the audit log is pruned.
 pub const PRUNE_EVERY: Span = Span::hours(1);
@@ -30,7 +47,7 @@ impl Schedule {
 }
 
 /// One round: whatever is due at the clock's current time.
-pub async fn run_due(state: &AppState, schedule: &mut Schedule) {
+pub async fn run_due(state: &Housekeeping, schedule: &mut Schedule) {
     let now = state.clock.now();
     state.refusals.flush(state.audit_store.as_ref(), now.timestamp_millis(), false).await;
     if now >= schedule.next_prune {
@@ -48,19 +65,19 @@ pub async fn run_due(state: &AppState, schedule: &mut Schedule) {
 }
 
 /// Deletes audit rows older than the retention.
-pub async fn prune_audit(state: &AppState, now: Timestamp) {
-    let cutoff = now - Span::days(state.config.audit.retention_days.into());
+pub async fn prune_audit(state: &Housekeeping, now: Timestamp) {
+    let cutoff = now - Span::days(state.retention_days.into());
     match state.audit.prune_audit(cutoff.timestamp_millis()).await {
         Ok(0) => {}
         Ok(deleted) => {
-            tracing::info!(deleted, retention_days = state.config.audit.retention_days, "pruned the audit log")
+            tracing::info!(deleted, retention_days = state.retention_days, "pruned the audit log")
         }
         Err(e) => tracing::warn!(error = %e, "could not prune the audit log"),
     }
 }
 
 /// The background task.
-pub async fn run(state: AppState) {
+pub async fn run(state: Housekeeping) {
     let mut schedule = Schedule::starting(state.clock.now());
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

@@ -34,7 +34,7 @@ pub struct Inner {
     /// The budget of callers without a valid token, per client address.
     pub client_limiter: crate::http::client_limit::ClientLimiter,
     /// Refusals before identification, counted per source and minute.
-    pub refusals: crate::http::refusals::RefusalLog,
+    pub refusals: Arc<crate::http::refusals::RefusalLog>,
     pub settings: Arc<SettingsService>,
     pub health: HealthMonitor,
     pub metrics: Arc<Metrics>,
@@ -49,8 +49,8 @@ pub struct Inner {
     pub radar: Arc<RadarService>,
     pub watchlist: WatchlistService,
     pub events: Arc<crate::events::EventBus>,
-    pub downloads: crate::jobs::downloads::DownloadQueue,
-    pub backtests: crate::jobs::backtests::BacktestQueue,
+    /// Downloads and backtests: the routes enqueue, cancel and list through it.
+    pub jobs: crate::jobs::Jobs,
     pub trade_cache: crate::domain::trades::TradeCache,
     pub order_pages: crate::http::order_pages::OrderPages,
     /// Set once the engine is restored, before the service answers.

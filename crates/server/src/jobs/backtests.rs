@@ -7,13 +7,11 @@
 //! stopped (a crash: its lease expires) is run again from the start (runs are deterministic),
 //! so none stays `RUNNING`.
 
-use crate::http::error::{ApiError, ApiResult};
-use crate::http::state::AppState;
-use crate::jobs::{CancelError, Halt, Leases};
+use crate::domain::{DomainError, DomainResult};
+use crate::jobs::{CancelError, Halt, Jobs, Leases};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
-use tokio::sync::Notify;
 use tradeops_core::backtest::{self, coverage, fills::FillModel, BacktestSpec, BarHistory, History};
 use tradeops_core::calendar::{ny_instant, NyDay};
 use tradeops_core::market::Timeframe;
@@ -23,11 +21,6 @@ use tradeops_store::{BacktestRecord, BacktestRepository, DataRepository, JobKind
 
 /// Runs at once (each takes a core while it runs).
 pub const PARALLEL_RUNS: usize = 2;
-
-#[derive(Default)]
-pub struct BacktestQueue {
-    pub wake: Notify,
-}
 
 /// `POST /api/backtests/run`.
 #[derive(Clone, Debug, Deserialize, Serialize, utoipa::ToSchema)]
@@ -73,85 +66,6 @@ pub struct BacktestRequest {
     pub settings: Option<Map<String, Value>>,
 }
 
-/// A backtest run, as `GET /api/backtests/{backtest_id}` returns it; the rows of
-/// `GET /api/backtests` leave out `effective_settings`, `trades`, `equity_curve` and the result's
-/// other details (the shape `run_json` writes). Metrics are null until `COMPLETED`, and also
-/// after it where they are undefined: `sharpe_ratio` with fewer than two daily returns or none
-/// varying, `win_loss_ratio` without both a win and a loss, `win_rate` and `expectancy` without
-/// trades, `profit_factor` without a loss.
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)]
-pub struct BacktestRun {
-    pub backtest_id: String,
-    /// `QUEUED`, `RUNNING`, `COMPLETED`, `FAILED` or `CANCELED`.
-    pub status: String,
-    /// 0..1.
-    pub progress: f64,
-    pub strategy_id: String,
-    pub strategy_version: String,
-    pub symbol: String,
-    pub start: String,
-    pub end: String,
-    /// `1m` or `1d`.
-    pub timeframe: String,
-    /// Every strategy parameter, defaults filled in.
-    #[schema(value_type = Object)]
-    pub parameters: Value,
-    pub initial_cash: f64,
-    pub commission_rate: f64,
-    pub slippage_bps: f64,
-    /// `NEXT_OPEN` or `CLOSE`.
-    pub fill: String,
-    /// The request's settings overrides, as sent.
-    #[schema(value_type = Option<Object>)]
-    pub settings: Option<Value>,
-    /// The settings the run traded under (the run's detail only).
-    #[schema(value_type = Option<Object>)]
-    pub effective_settings: Option<Value>,
-    /// `risk_controls.market_buy_buffer_pct` the run traded under: market entries are valued
-    /// this much above their fill price for buying power (0 buys as many shares as cash takes at
-    /// the fill price, as backtesting.py does).
-    pub market_buy_buffer_pct: f64,
-    pub requested_by: String,
-    pub created_at: String,
-    pub started_at: Option<String>,
-    pub finished_at: Option<String>,
-    /// Why a `FAILED` run failed.
-    pub error: Option<String>,
-    /// Fraction (0.12 = +12 %).
-    pub total_return: Option<f64>,
-    /// Annualised, risk-free 0, from daily equity returns; null when undefined (fewer than two
-    /// daily returns, or no variance: a run that never traded).
-    pub sharpe_ratio: Option<f64>,
-    /// Fraction, positive.
-    pub max_drawdown: Option<f64>,
-    /// Average win / average loss; null without both.
-    pub win_loss_ratio: Option<f64>,
-    /// Null without trades.
-    pub win_rate: Option<f64>,
-    /// Gross profit / gross loss; null without a loss.
-    pub profit_factor: Option<f64>,
-    pub trade_count: Option<u64>,
-    /// Orders the risk gate refused, by rule (`MAX_ORDER_VALUE`, `BUYING_POWER`, …): why a run
-    /// that traded nothing did not. Empty when none was refused; null until `COMPLETED`.
-    pub refusals: Option<std::collections::BTreeMap<String, u64>>,
-    /// Mean trade P&L, dollars; null without trades (detail only).
-    pub expectancy: Option<f64>,
-    pub gross_profit: Option<f64>,
-    pub gross_loss: Option<f64>,
-    /// Daily returns the Sharpe ratio was computed from.
-    pub sharpe_days: Option<u32>,
-    pub final_equity: Option<f64>,
-    pub bars: Option<u64>,
-    pub orders: Option<u64>,
-    /// Rows as `GET /api/trades` (detail only; null until `COMPLETED`).
-    #[schema(value_type = Option<Vec<Object>>)]
-    pub trades: Option<Vec<Value>>,
-    /// `timestamp`, `equity`; at most 2,000 points (detail only; null until `COMPLETED`).
-    #[schema(value_type = Option<Vec<Object>>)]
-    pub equity_curve: Option<Vec<Value>>,
-}
-
 /// A validated run, as stored in the row's `request`.
 #[derive(Clone, Debug, Deserialize, Serialize)]
 struct Stored {
@@ -176,24 +90,32 @@ struct Stored {
     effective_settings: Value,
 }
 
-fn bounded(field: &'static str, value: Decimal, min: Decimal, max: Decimal) -> Result<Decimal, ApiError> {
+/// What `initial_cash` accepts, in the operator's words (the HTTP field table quotes it too).
+pub const INITIAL_CASH_RULE: &str = "an amount of dollars from 1 to 1,000,000,000,000";
+/// What `commission_rate` accepts.
+pub const COMMISSION_RATE_RULE: &str = "a fraction of the traded value from 0 to 0.1";
+/// What `slippage_bps` accepts.
+pub const SLIPPAGE_BPS_RULE: &str = "basis points from 0 to 1,000";
+
+/// `value` when within `min..=max`; otherwise `field` is refused with what it accepts.
+fn bounded(field: &'static str, rule: &str, value: Decimal, min: Decimal, max: Decimal) -> DomainResult<Decimal> {
     if value < min || value > max {
-        return Err(crate::http::fields::refuse(field));
+        return Err(DomainError::validation(field, format!("must be {rule}")));
     }
     Ok(value)
 }
 
 /// Validates and queues a run.
-pub async fn enqueue(state: &AppState, req: BacktestRequest, actor: &str) -> ApiResult<BacktestRecord> {
+pub async fn enqueue(jobs: &Jobs, req: BacktestRequest, actor: &str) -> DomainResult<BacktestRecord> {
     let timeframe = req.timeframe.unwrap_or(Timeframe::Minute);
-    let current = state.settings.current();
+    let current = jobs.current_settings();
     let settings: Settings = match &req.settings {
         None => (*current).clone(),
         Some(patch) => {
             current
                 .apply_patch(&Value::Object(patch.clone()))
                 .map_err(|errors| {
-                    ApiError::fields(
+                    DomainError::Validation(
                         errors
                             .into_iter()
                             .map(|mut e| {
@@ -213,26 +135,37 @@ pub async fn enqueue(state: &AppState, req: BacktestRequest, actor: &str) -> Api
         req.parameters.as_ref().unwrap_or(&empty),
         &settings,
     )
-    .map_err(ApiError::fields)?;
-    crate::jobs::downloads::check_range(state, timeframe, req.start, req.end, "backtest")?;
+    .map_err(DomainError::Validation)?;
+    crate::jobs::downloads::check_range(jobs.market_clock.now(), timeframe, req.start, req.end, "backtest")?;
     let initial_cash = bounded(
         "initial_cash",
+        INITIAL_CASH_RULE,
         req.initial_cash.unwrap_or(Decimal::from(100_000)),
         Decimal::ONE,
         Decimal::from(1_000_000_000_000u64),
     )?;
-    let commission_rate =
-        bounded("commission_rate", req.commission_rate.unwrap_or_default(), Decimal::ZERO, Decimal::new(1, 1))?;
-    let slippage_bps =
-        bounded("slippage_bps", req.slippage_bps.unwrap_or_default(), Decimal::ZERO, Decimal::from(1000))?;
-    let known = state.market.instrument(&req.symbol).is_some();
-    let repo: &dyn DataRepository = &state.db;
+    let commission_rate = bounded(
+        "commission_rate",
+        COMMISSION_RATE_RULE,
+        req.commission_rate.unwrap_or_default(),
+        Decimal::ZERO,
+        Decimal::new(1, 1),
+    )?;
+    let slippage_bps = bounded(
+        "slippage_bps",
+        SLIPPAGE_BPS_RULE,
+        req.slippage_bps.unwrap_or_default(),
+        Decimal::ZERO,
+        Decimal::from(1000),
+    )?;
+    let known = jobs.market.instrument(&req.symbol).is_some();
+    let repo: &dyn DataRepository = &jobs.db;
     if !known && !repo.has_bars(&req.symbol, timeframe.as_str(), to_epoch_ms(&req.start), to_epoch_ms(&req.end)).await?
     {
-        return Err(ApiError::not_found(format!(
+        return Err(DomainError::NotFound(format!(
             "{} is not a symbol of the {} market and no {} bars of it are stored in the range",
             req.symbol,
-            state.market.name(),
+            jobs.market.name(),
             timeframe.as_str()
         )));
     }
@@ -258,132 +191,63 @@ pub async fn enqueue(state: &AppState, req: BacktestRequest, actor: &str) -> Api
         symbol: stored.symbol.clone(),
         status: JobStatus::Queued,
         progress: 0.0,
-        request: serde_json::to_string(&stored).map_err(ApiError::internal)?,
+        request: serde_json::to_string(&stored).map_err(DomainError::internal)?,
         result: None,
         error: None,
         requested_by: actor.to_string(),
-        created_at: to_epoch_ms(&state.clock.now()),
+        created_at: to_epoch_ms(&jobs.clock.now()),
         started_at: None,
         finished_at: None,
     };
-    let runs: &dyn BacktestRepository = &state.db;
+    let runs: &dyn BacktestRepository = &jobs.db;
     runs.insert_backtest(&record).await?;
-    publish(state, &record);
-    state.backtests.wake.notify_one();
+    publish(jobs, &record);
+    jobs.backtests.notify_one();
     Ok(record)
 }
 
-/// What list rows show of a result (null until `COMPLETED`).
-const METRICS: [&str; 8] = [
-    "total_return",
-    "sharpe_ratio",
-    "max_drawdown",
-    "win_loss_ratio",
-    "win_rate",
-    "profit_factor",
-    "trade_count",
-    "refusals",
-];
-
-/// The market buy buffer a run traded under: its effective settings' (runs stored before the
-/// setting existed traded under the constant 3 % it replaced).
-fn market_buy_buffer_pct(effective_settings: Option<&Value>) -> f64 {
-    effective_settings
-        .and_then(|s| s["risk_controls"]["market_buy_buffer_pct"].as_f64())
-        .unwrap_or(tradeops_core::settings::RiskControls::default().market_buy_buffer_pct)
-}
-
-/// `GET /api/backtests/{id}` (with the result) and the list row and event (without).
-pub fn run_json(r: &BacktestRecord, with_result: bool) -> Value {
-    let ts = |ms: i64| format_ts(&from_epoch_ms(ms));
-    let mut out = json!({
-        "backtest_id": r.backtest_id, "status": r.status, "progress": r.progress,
-    });
-    let fields = out.as_object_mut().expect("an object");
-    if let Ok(Value::Object(request)) = serde_json::from_str::<Value>(&r.request) {
-        fields.insert("market_buy_buffer_pct".into(), json!(market_buy_buffer_pct(request.get("effective_settings"))));
-        for (k, v) in request {
-            if k == "effective_settings" && !with_result {
-                continue;
-            }
-            let v = match k.as_str() {
-                "initial_cash" | "commission_rate" | "slippage_bps" => {
-                    v.as_str().and_then(|s| s.parse::<f64>().ok()).map(Value::from).unwrap_or(v)
-                }
-                _ => v,
-            };
-            fields.insert(k, v);
-        }
-    }
-    fields.insert("requested_by".into(), json!(r.requested_by));
-    fields.insert("created_at".into(), json!(ts(r.created_at)));
-    fields.insert("started_at".into(), json!(r.started_at.map(ts)));
-    fields.insert("finished_at".into(), json!(r.finished_at.map(ts)));
-    fields.insert("error".into(), json!(r.error));
-    let result = r.result.as_deref().and_then(|text| serde_json::from_str::<Value>(text).ok());
-    match result {
-        Some(Value::Object(result)) => {
-            for (k, v) in result {
-                if with_result || METRICS.contains(&k.as_str()) {
-                    fields.insert(k, v);
-                }
-            }
-        }
-        _ => {
-            for k in METRICS {
-                fields.insert(k.into(), Value::Null);
-            }
-            if with_result {
-                fields.insert("trades".into(), Value::Null);
-                fields.insert("equity_curve".into(), Value::Null);
-            }
-        }
-    }
-    out
-}
-
-fn publish(state: &AppState, r: &BacktestRecord) {
-    state.events.publish(crate::events::Event::BacktestUpdated(r.clone()));
+fn publish(jobs: &Jobs, r: &BacktestRecord) {
+    jobs.events.publish(crate::events::Event::BacktestUpdated(r.clone()));
 }
 
 /// Cancels a run (see [`crate::jobs::cancel`]) and announces it; the run as it is now.
-pub async fn cancel(state: &AppState, id: &str) -> Result<BacktestRecord, CancelError> {
-    crate::jobs::cancel(&state.db, state.clock.as_ref(), JobKind::Backtest, id).await?;
-    let repo: &dyn BacktestRepository = &state.db;
+pub async fn cancel(jobs: &Jobs, id: &str) -> Result<BacktestRecord, CancelError> {
+    crate::jobs::cancel(&jobs.db, jobs.clock.as_ref(), JobKind::Backtest, id).await?;
+    let repo: &dyn BacktestRepository = &jobs.db;
     let run = repo.backtest(id).await.map_err(CancelError::Store)?.ok_or(CancelError::NotFound)?;
-    publish(state, &run);
+    publish(jobs, &run);
     Ok(run)
 }
 
 /// The worker: takes back runs whose worker stopped, then runs queued ones as they come.
-pub async fn run_worker(state: AppState) {
+pub async fn run_worker(jobs: Jobs) {
     crate::jobs::Pool {
         kind: JobKind::Backtest,
         parallel: PARALLEL_RUNS,
-        wake: |state| &state.backtests.wake,
+        wake: |jobs| &jobs.backtests,
         id: |run: &BacktestRecord| run.backtest_id.clone(),
-        queued: |state| Box::pin(async move { Ok(state.db.backtests_in(JobStatus::Queued).await?) }),
-        run: |state, leases, run| Box::pin(async move { execute(&state, &leases, run).await }),
+        queued: |jobs| Box::pin(async move { Ok(jobs.db.backtests_in(JobStatus::Queued).await?) }),
+        run: |jobs, leases, run| Box::pin(async move { execute(&jobs, &leases, run).await }),
     }
-    .run(state)
+    .run(jobs)
     .await
 }
 
 /// Runs a run `leases` holds to its end, unless it loses the run on the way (then it stops
 /// without writing).
-async fn execute(state: &AppState, leases: &Leases, mut run: BacktestRecord) {
-    let repo: &dyn BacktestRepository = &state.db;
+async fn execute(jobs: &Jobs, leases: &Leases, mut run: BacktestRecord) {
+    let repo: &dyn BacktestRepository = &jobs.db;
     run.status = JobStatus::Running;
     run.progress = 0.0;
-    run.started_at = Some(to_epoch_ms(&state.clock.now()));
+    run.started_at = Some(to_epoch_ms(&jobs.clock.now()));
     if !repo.update_leased_backtest(&run, &leases.lease()).await.unwrap_or(false) {
         return;
     }
-    publish(state, &run);
+    publish(jobs, &run);
     let heartbeat = leases.keep_alive(JobKind::Backtest, &run.backtest_id);
-    let outcome = compute(state, leases, &mut run).await;
+    let outcome = compute(jobs, leases, &mut run).await;
     drop(heartbeat);
-    run.finished_at = Some(to_epoch_ms(&state.clock.now()));
+    run.finished_at = Some(to_epoch_ms(&jobs.clock.now()));
     match outcome {
         Ok(result) => {
             run.status = JobStatus::Completed;
@@ -411,17 +275,17 @@ async fn execute(state: &AppState, leases: &Leases, mut run: BacktestRecord) {
     if crate::jobs::persist("backtest outcome", &run.backtest_id, write).await
         && held.load(std::sync::atomic::Ordering::Relaxed)
     {
-        publish(state, &run);
+        publish(jobs, &run);
     }
 }
 
-async fn compute(state: &AppState, leases: &Leases, run: &mut BacktestRecord) -> Result<Value, Halt> {
+async fn compute(jobs: &Jobs, leases: &Leases, run: &mut BacktestRecord) -> Result<Value, Halt> {
     let stored: Stored = serde_json::from_str(&run.request).map_err(|e| format!("unreadable request: {e}"))?;
     let settings = Settings::from_json(&stored.effective_settings)
         .map_err(|e| format!("unreadable settings: {}", e.first().map(|f| f.reason.as_str()).unwrap_or("")))?;
     let symbol = Symbol::parse(&stored.symbol).map_err(|e| format!("bad symbol: {e}"))?;
     let (start, end) = (to_epoch_ms(&stored.start), to_epoch_ms(&stored.end));
-    let data: &dyn DataRepository = &state.db;
+    let data: &dyn DataRepository = &jobs.db;
     let tf = stored.timeframe.as_str();
     // Minute bars from the start of the first date: its earlier volume counts toward relative
     // volume (the strategy still starts at `start`).
@@ -434,12 +298,12 @@ async fn compute(state: &AppState, leases: &Leases, run: &mut BacktestRecord) ->
     let mut bars = data.bars(&symbol, tf, from_ms, end).await.map_err(|e| e.to_string())?;
     // Trading days with no stored bar that no completed download already asked for are
     // downloaded first, then the bars read again: a run never quietly covers part of its range.
-    if state.market.instrument(&symbol).is_some() {
+    if jobs.market.instrument(&symbol).is_some() {
         let downloaded = data.downloaded_ranges(&symbol, tf, from_ms, end).await.map_err(|e| e.to_string())?;
         let downloaded: Vec<_> = downloaded.into_iter().map(|(a, b)| (from_epoch_ms(a), from_epoch_ms(b))).collect();
         if let Some((a, b)) = coverage::missing_span(&bars, &downloaded, calendar, from, stored.end) {
             let by = format!("backtest {}", run.backtest_id);
-            crate::jobs::downloads::download_now(state, &symbol, stored.timeframe, a, b, &by)
+            crate::jobs::downloads::download_now(jobs, &symbol, stored.timeframe, a, b, &by)
                 .await
                 .map_err(|e| format!("downloading the missing bars failed: {e}"))?;
             bars = data.bars(&symbol, tf, from_ms, end).await.map_err(|e| e.to_string())?;
@@ -448,7 +312,7 @@ async fn compute(state: &AppState, leases: &Leases, run: &mut BacktestRecord) ->
     if !bars.iter().any(|b| to_epoch_ms(&b.start) >= start) {
         return Err(format!("no {tf} bars of {symbol} are stored in the range").into());
     }
-    let history: Box<dyn History + Send> = match state.market.history(&symbol, calendar) {
+    let history: Box<dyn History + Send> = match jobs.market.history(&symbol, calendar) {
         Some(h) => h,
         None => Box::new(BarHistory::new(&bars, stored.timeframe)),
     };
@@ -478,7 +342,7 @@ async fn compute(state: &AppState, leases: &Leases, run: &mut BacktestRecord) ->
         })
     });
     tokio::pin!(task);
-    let repo: &dyn BacktestRepository = &state.db;
+    let repo: &dyn BacktestRepository = &jobs.db;
     let output = loop {
         tokio::select! {
             done = &mut task => break done.map_err(|e| format!("the run panicked: {e}"))?.map_err(|e| e.to_string())?,
@@ -486,7 +350,7 @@ async fn compute(state: &AppState, leases: &Leases, run: &mut BacktestRecord) ->
                 if changed.is_ok() {
                     run.progress = (*progress_rx.borrow_and_update()).min(0.99);
                     match repo.update_leased_backtest(run, &leases.lease()).await {
-                        Ok(true) => publish(state, run),
+                        Ok(true) => publish(jobs, run),
                         // Canceled or taken over: the run stops here (its blocking half ends
                         // on its own; nothing of it is written).
                         Ok(false) => return Err(Halt::Lost),
@@ -528,4 +392,19 @@ pub fn result_json(o: &backtest::BacktestOutput) -> Value {
         "trades": trades,
         "equity_curve": curve,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_amount_out_of_bounds_is_refused_with_what_the_field_accepts() {
+        let (one, ten) = (Decimal::ONE, Decimal::from(10));
+        let refused = bounded("initial_cash", INITIAL_CASH_RULE, Decimal::ZERO, one, ten).unwrap_err();
+        assert_eq!(refused.to_string(), "initial_cash must be an amount of dollars from 1 to 1,000,000,000,000");
+        assert!(matches!(&refused, DomainError::Validation(fields) if fields[0].field == "initial_cash"));
+        assert!(bounded("slippage_bps", SLIPPAGE_BPS_RULE, Decimal::from(11), one, ten).is_err());
+        assert_eq!(bounded("slippage_bps", SLIPPAGE_BPS_RULE, ten, one, ten).unwrap(), ten, "bounds included");
+    }
 }

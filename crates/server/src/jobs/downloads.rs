@@ -5,12 +5,11 @@
 //! before reporting progress. A job whose worker stopped (a crash: its lease expires) is resumed
 //! (storing bars is idempotent), so no job stays `RUNNING`.
 
-use crate::http::error::{ApiError, ApiResult};
-use crate::http::state::AppState;
-use crate::jobs::{CancelError, Halt, Leases};
+use crate::domain::{DomainError, DomainResult};
+use crate::jobs::{CancelError, Halt, Jobs, Leases};
 use chrono::Duration;
 use std::sync::Arc;
-use tokio::sync::Notify;
+use tradeops_core::csv_bars::CsvError;
 use tradeops_core::market::Timeframe;
 use tradeops_core::time::{from_epoch_ms, to_epoch_ms};
 use tradeops_core::{Symbol, Timestamp};
@@ -22,53 +21,48 @@ pub const PARALLEL_JOBS: usize = 4;
 pub const MAX_MINUTE_DAYS: i64 = 366;
 pub const MAX_DAILY_DAYS: i64 = 366 * 20;
 
-/// Wakes the worker when a job is queued.
-#[derive(Default)]
-pub struct DownloadQueue {
-    pub wake: Notify,
-}
-
 /// Validates and queues a download.
 pub async fn enqueue(
-    state: &AppState,
+    jobs: &Jobs,
     symbol: Symbol,
     timeframe: Timeframe,
     start: Timestamp,
     end: Timestamp,
     actor: &str,
-) -> ApiResult<JobRecord> {
+) -> DomainResult<JobRecord> {
     // The request's own faults before what only a lookup can tell.
-    check_range(state, timeframe, start, end, "download")?;
-    if state.market.instrument(&symbol).is_none() {
-        return Err(ApiError::not_found(format!("{symbol} is not a symbol of the {} market", state.market.name())));
+    check_range(jobs.market_clock.now(), timeframe, start, end, "download")?;
+    if jobs.market.instrument(&symbol).is_none() {
+        return Err(DomainError::NotFound(format!("{symbol} is not a symbol of the {} market", jobs.market.name())));
     }
-    let job = new_job(state, &symbol, timeframe, (start, end), JobStatus::Queued, actor);
-    let repo: &dyn DataRepository = &state.db;
+    let job = new_job(jobs, &symbol, timeframe, (start, end), JobStatus::Queued, actor);
+    let repo: &dyn DataRepository = &jobs.db;
     repo.insert_job(&job).await?;
-    publish(state, &job);
-    state.downloads.wake.notify_one();
+    publish(jobs, &job);
+    jobs.downloads.notify_one();
     Ok(job)
 }
 
 /// The range rules downloads and backtests share: `end` after `start`, not in the future (a day
 /// of slack for time zones), and at most [`MAX_MINUTE_DAYS`] of minute bars or
-/// [`MAX_DAILY_DAYS`] of daily ones. `what` names the request in the message.
+/// [`MAX_DAILY_DAYS`] of daily ones. `present` is the market's time now; `what` names the
+/// request in the message.
 pub fn check_range(
-    state: &AppState,
+    present: Timestamp,
     timeframe: Timeframe,
     start: Timestamp,
     end: Timestamp,
     what: &str,
-) -> ApiResult<()> {
+) -> DomainResult<()> {
     if start >= end {
-        return Err(ApiError::validation("end", "must be after start"));
+        return Err(DomainError::validation("end", "must be after start"));
     }
-    if end > state.market_clock.now() + Duration::days(1) {
-        return Err(ApiError::validation("end", "must not be in the future"));
+    if end > present + Duration::days(1) {
+        return Err(DomainError::validation("end", "must not be in the future"));
     }
     let max_days = if timeframe == Timeframe::Minute { MAX_MINUTE_DAYS } else { MAX_DAILY_DAYS };
     if end - start > Duration::days(max_days) {
-        return Err(ApiError::validation(
+        return Err(DomainError::validation(
             "end",
             format!("a {} {what} spans at most {max_days} days", timeframe.as_str()),
         ));
@@ -77,7 +71,7 @@ pub fn check_range(
 }
 
 fn new_job(
-    state: &AppState,
+    jobs: &Jobs,
     symbol: &Symbol,
     timeframe: Timeframe,
     (start, end): (Timestamp, Timestamp),
@@ -95,7 +89,7 @@ fn new_job(
         bars: 0,
         error: None,
         requested_by: actor.to_string(),
-        created_at: to_epoch_ms(&state.clock.now()),
+        created_at: to_epoch_ms(&jobs.clock.now()),
         started_at: None,
         finished_at: None,
     }
@@ -105,19 +99,19 @@ fn new_job(
 /// `RUNNING` under a lease of its own from the start so the worker leaves it alone, and its
 /// outcome is returned.
 pub async fn download_now(
-    state: &AppState,
+    jobs: &Jobs,
     symbol: &Symbol,
     timeframe: Timeframe,
     start: Timestamp,
     end: Timestamp,
     actor: &str,
 ) -> Result<JobRecord, String> {
-    let job = new_job(state, symbol, timeframe, (start, end), JobStatus::Running, actor);
-    let repo: &dyn DataRepository = &state.db;
-    let leases = Leases::new(Arc::new(state.db.clone()), state.clock.clone());
+    let job = new_job(jobs, symbol, timeframe, (start, end), JobStatus::Running, actor);
+    let repo: &dyn DataRepository = &jobs.db;
+    let leases = Leases::new(Arc::new(jobs.db.clone()), jobs.clock.clone());
     repo.insert_leased_job(&job, &leases.lease()).await.map_err(|e| e.to_string())?;
     let id = job.request_id.clone();
-    run_job(state, &leases, job).await;
+    run_job(jobs, &leases, job).await;
     let done = repo.job(&id).await.map_err(|e| e.to_string())?.ok_or("the download job vanished")?;
     match done.status {
         JobStatus::Completed => Ok(done),
@@ -126,59 +120,49 @@ pub async fn download_now(
     }
 }
 
-/// The `download.updated` event and the list row share this shape.
-pub fn job_json(j: &JobRecord) -> serde_json::Value {
-    let ts = |ms: i64| tradeops_core::time::format_ts(&from_epoch_ms(ms));
-    serde_json::json!({
-        "request_id": j.request_id, "symbol": j.symbol, "timeframe": j.timeframe,
-        "start": ts(j.start), "end": ts(j.end), "status": j.status, "progress": j.progress, "bars": j.bars,
-        "created_at": ts(j.created_at), "finished_at": j.finished_at.map(ts), "error": j.error,
-    })
-}
-
 /// Cancels a download (see [`crate::jobs::cancel`]) and announces it; the job as it is now.
-pub async fn cancel(state: &AppState, id: &str) -> Result<JobRecord, CancelError> {
-    crate::jobs::cancel(&state.db, state.clock.as_ref(), JobKind::Download, id).await?;
-    let repo: &dyn DataRepository = &state.db;
+pub async fn cancel(jobs: &Jobs, id: &str) -> Result<JobRecord, CancelError> {
+    crate::jobs::cancel(&jobs.db, jobs.clock.as_ref(), JobKind::Download, id).await?;
+    let repo: &dyn DataRepository = &jobs.db;
     let job = repo.job(id).await.map_err(CancelError::Store)?.ok_or(CancelError::NotFound)?;
-    publish(state, &job);
+    publish(jobs, &job);
     Ok(job)
 }
 
-fn publish(state: &AppState, job: &JobRecord) {
-    state.events.publish(crate::events::Event::DownloadUpdated(job.clone()));
+fn publish(jobs: &Jobs, job: &JobRecord) {
+    jobs.events.publish(crate::events::Event::DownloadUpdated(job.clone()));
 }
 
 /// The worker: takes back jobs whose worker stopped, then runs queued ones as they come.
-pub async fn run_worker(state: AppState) {
+pub async fn run_worker(jobs: Jobs) {
     crate::jobs::Pool {
         kind: JobKind::Download,
         parallel: PARALLEL_JOBS,
-        wake: |state| &state.downloads.wake,
+        wake: |jobs| &jobs.downloads,
         id: |job: &JobRecord| job.request_id.clone(),
-        queued: |state| Box::pin(async move { Ok(state.db.jobs_in(JobStatus::Queued).await?) }),
-        run: |state, leases, job| Box::pin(async move { run_job(&state, &leases, job).await }),
+        queued: |jobs| Box::pin(async move { Ok(jobs.db.jobs_in(JobStatus::Queued).await?) }),
+        run: |jobs, leases, job| Box::pin(async move { run_job(&jobs, &leases, job).await }),
     }
-    .run(state)
+    .run(jobs)
     .await
 }
 
 /// Runs a job `leases` holds to its end, unless it loses the job on the way (then it stops
 /// without writing).
-async fn run_job(state: &AppState, leases: &Leases, mut job: JobRecord) {
-    let repo: &dyn DataRepository = &state.db;
+async fn run_job(jobs: &Jobs, leases: &Leases, mut job: JobRecord) {
+    let repo: &dyn DataRepository = &jobs.db;
     job.status = JobStatus::Running;
-    job.started_at = Some(to_epoch_ms(&state.clock.now()));
+    job.started_at = Some(to_epoch_ms(&jobs.clock.now()));
     job.progress = 0.0;
     job.bars = 0;
     if !repo.update_leased_job(&job, &leases.lease()).await.unwrap_or(false) {
         return;
     }
-    publish(state, &job);
+    publish(jobs, &job);
     let heartbeat = leases.keep_alive(JobKind::Download, &job.request_id);
-    let outcome = fetch(state, leases, &mut job).await;
+    let outcome = fetch(jobs, leases, &mut job).await;
     drop(heartbeat);
-    job.finished_at = Some(to_epoch_ms(&state.clock.now()));
+    job.finished_at = Some(to_epoch_ms(&jobs.clock.now()));
     match outcome {
         Ok(()) => {
             job.status = JobStatus::Completed;
@@ -203,7 +187,7 @@ async fn run_job(state: &AppState, leases: &Leases, mut job: JobRecord) {
     if crate::jobs::persist("download outcome", &job.request_id, write).await
         && held.load(std::sync::atomic::Ordering::Relaxed)
     {
-        publish(state, &job);
+        publish(jobs, &job);
     }
 }
 
@@ -212,9 +196,9 @@ async fn run_job(state: &AppState, leases: &Leases, mut job: JobRecord) {
 /// (the simulated market could generate those days) ends at the present, as
 /// `GET /api/market/bars` does, and the job records its range as ending there — so a backtest
 /// never counts the rest of that day, or later days, as downloaded.
-async fn fetch(state: &AppState, leases: &Leases, job: &mut JobRecord) -> Result<(), Halt> {
-    let repo: &dyn DataRepository = &state.db;
-    let present = to_epoch_ms(&state.market_clock.now());
+async fn fetch(jobs: &Jobs, leases: &Leases, job: &mut JobRecord) -> Result<(), Halt> {
+    let repo: &dyn DataRepository = &jobs.db;
+    let present = to_epoch_ms(&jobs.market_clock.now());
     let symbol = Symbol::parse(&job.symbol).map_err(|e| format!("bad symbol: {e}"))?;
     let timeframe = Timeframe::parse(&job.timeframe).ok_or("bad timeframe")?;
     let (start, end) = (from_epoch_ms(job.start), from_epoch_ms(job.end));
@@ -223,19 +207,30 @@ async fn fetch(state: &AppState, leases: &Leases, job: &mut JobRecord) -> Result
     let mut from = start;
     while from < end {
         let to = (from + step).min(end);
-        let bars = state.market.bars(&symbol, timeframe, from, to).await.map_err(|e| e.to_string())?;
-        let bars = tradeops_brokers::market::closed_bars(bars, timeframe, state.market_clock.now());
-        repo.save_bars(&symbol, timeframe.as_str(), &bars, state.market.name()).await.map_err(|e| e.to_string())?;
+        let bars = jobs.market.bars(&symbol, timeframe, from, to).await.map_err(|e| e.to_string())?;
+        let bars = tradeops_brokers::market::closed_bars(bars, timeframe, jobs.market_clock.now());
+        repo.save_bars(&symbol, timeframe.as_str(), &bars, jobs.market.name()).await.map_err(|e| e.to_string())?;
         job.bars += bars.len() as i64;
         job.progress = ((to - start).num_milliseconds() as f64 / total).min(1.0);
         if !repo.update_leased_job(job, &leases.lease()).await.map_err(|e| e.to_string())? {
             return Err(Halt::Lost);
         }
-        publish(state, job);
+        publish(jobs, job);
         from = to;
     }
     job.end = job.end.min(present);
     Ok(())
+}
+
+/// Why an import stored nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    /// The file is not text, or the database refused it.
+    #[error("{0}")]
+    Refused(DomainError),
+    /// A row of the file is malformed: its line and what is wrong with it.
+    #[error("{0}")]
+    BadRow(CsvError),
 }
 
 /// Parses the whole file, then stores it in one transaction: all of it or nothing.
@@ -244,12 +239,43 @@ pub async fn import_bars(
     symbol: &Symbol,
     timeframe: Timeframe,
     body: &[u8],
-) -> ApiResult<usize> {
-    let text = std::str::from_utf8(body).map_err(|_| ApiError::validation("body", "the file is not UTF-8 text"))?;
-    let bars = tradeops_core::csv_bars::parse_bars_csv(text, timeframe).map_err(|e| {
-        ApiError::validation("body", e.to_string())
-            .with_detail(serde_json::json!({"field": "body", "line": e.line, "reason": e.reason}))
-    })?;
-    repo.save_bars(symbol, timeframe.as_str(), &bars, "csv").await?;
+) -> Result<usize, ImportError> {
+    let text = std::str::from_utf8(body)
+        .map_err(|_| ImportError::Refused(DomainError::validation("body", "the file is not UTF-8 text")))?;
+    let bars = tradeops_core::csv_bars::parse_bars_csv(text, timeframe).map_err(ImportError::BadRow)?;
+    repo.save_bars(symbol, timeframe.as_str(), &bars, "csv").await.map_err(|e| ImportError::Refused(e.into()))?;
     Ok(bars.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tradeops_core::time::parse_ts;
+
+    fn refusal(start: &str, end: &str, timeframe: Timeframe) -> Option<String> {
+        let present = parse_ts("2026-11-20T15:00:00Z").unwrap();
+        check_range(present, timeframe, parse_ts(start).unwrap(), parse_ts(end).unwrap(), "download")
+            .err()
+            .map(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_range_is_refused_in_the_operator_s_words() {
+        let minute = Timeframe::Minute;
+        assert_eq!(refusal("2026-11-02T00:00:00Z", "2026-11-03T00:00:00Z", minute), None);
+        assert_eq!(
+            refusal("2026-11-03T00:00:00Z", "2026-11-03T00:00:00Z", minute).as_deref(),
+            Some("end must be after start")
+        );
+        assert_eq!(refusal("2026-11-03T00:00:00Z", "2026-11-21T14:00:00Z", minute), None, "a day of slack");
+        assert_eq!(
+            refusal("2026-11-03T00:00:00Z", "2026-11-21T16:00:00Z", minute).as_deref(),
+            Some("end must not be in the future")
+        );
+        assert_eq!(
+            refusal("2025-01-01T00:00:00Z", "2026-11-01T00:00:00Z", minute).as_deref(),
+            Some("Invalid value for end: a 1m download spans at most 366 days")
+        );
+        assert_eq!(refusal("2025-01-01T00:00:00Z", "2026-11-01T00:00:00Z", Timeframe::Day), None);
+    }
 }

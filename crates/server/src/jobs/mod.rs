@@ -6,18 +6,64 @@
 //! or stalled worker — lets another worker take the job back), **cancel** (a queued job at
 //! once, a running one at its next progress point), and **recovery** per kind: a download taken
 //! back resumes, a backtest runs again from the start. The kinds themselves live in
-//! [`crate::jobs::downloads`] and [`crate::jobs::backtests`].
+//! [`crate::jobs::downloads`] and [`crate::jobs::backtests`]; what they run on is [`Jobs`], built
+//! by the composition root and handed to the workers and the routes, so nothing here knows HTTP.
 
 pub mod backtests;
 pub mod downloads;
 
-use crate::http::state::AppState;
+use crate::events::EventBus;
 use futures::future::BoxFuture;
 use std::collections::BTreeSet;
+use std::ops::Deref;
 use std::sync::{Arc, Mutex};
-use tokio::sync::Notify;
-use tradeops_core::Clock;
-use tradeops_store::{Cancel, JobKind, JobRepository, JobStatus, Lease, Recovery, StoreError};
+use tokio::sync::{watch, Notify};
+use tradeops_brokers::MarketData;
+use tradeops_core::{Clock, Settings};
+use tradeops_store::{Cancel, Database, JobKind, JobRepository, JobStatus, Lease, Recovery, StoreError};
+
+/// What downloads and backtests run on, passed explicitly: cheap to clone (one `Arc`).
+#[derive(Clone)]
+pub struct Jobs(Arc<JobContext>);
+
+/// The dependencies of the jobs.
+pub struct JobContext {
+    /// Where jobs, bars and runs are stored.
+    pub db: Database,
+    /// Where `download.updated` and `backtest.updated` are published.
+    pub events: Arc<EventBus>,
+    /// The `data_broker` adapter bars are downloaded from.
+    pub market: Arc<dyn MarketData>,
+    /// The settings in effect: a backtest trades under them (overrides applied).
+    pub settings: watch::Receiver<Arc<Settings>>,
+    /// Wall time: job timestamps and leases.
+    pub clock: Arc<dyn Clock>,
+    /// Market time: the present a range may not pass and bars must have closed by.
+    pub market_clock: Arc<dyn Clock>,
+    /// Wakes the download worker when a job is queued.
+    pub downloads: Notify,
+    /// Wakes the backtest worker when a run is queued.
+    pub backtests: Notify,
+}
+
+impl Jobs {
+    pub fn new(context: JobContext) -> Jobs {
+        Jobs(Arc::new(context))
+    }
+
+    /// The settings in effect now.
+    pub fn current_settings(&self) -> Arc<Settings> {
+        self.settings.borrow().clone()
+    }
+}
+
+impl Deref for Jobs {
+    type Target = JobContext;
+
+    fn deref(&self) -> &JobContext {
+        &self.0
+    }
+}
 
 /// How long a claim or a renewal holds a job.
 pub const LEASE: chrono::Duration = chrono::Duration::seconds(30);
@@ -152,17 +198,17 @@ pub async fn cancel(repo: &dyn JobRepository, clock: &dyn Clock, kind: JobKind, 
 pub struct Pool<J> {
     pub kind: JobKind,
     pub parallel: usize,
-    pub wake: fn(&AppState) -> &Notify,
+    pub wake: fn(&Jobs) -> &Notify,
     pub id: fn(&J) -> String,
     /// Queued jobs, oldest first.
-    pub queued: for<'a> fn(&'a AppState) -> BoxFuture<'a, anyhow::Result<Vec<J>>>,
-    pub run: fn(AppState, Leases, J) -> BoxFuture<'static, ()>,
+    pub queued: for<'a> fn(&'a Jobs) -> BoxFuture<'a, anyhow::Result<Vec<J>>>,
+    pub run: fn(Jobs, Leases, J) -> BoxFuture<'static, ()>,
 }
 
 impl<J: Send + 'static> Pool<J> {
     /// Runs forever.
-    pub async fn run(self, state: AppState) {
-        let leases = Leases::new(Arc::new(state.db.clone()), state.clock.clone());
+    pub async fn run(self, jobs: Jobs) {
+        let leases = Leases::new(Arc::new(jobs.db.clone()), jobs.clock.clone());
         let running: Arc<Mutex<BTreeSet<String>>> = Arc::default();
         let name = self.kind.name();
         loop {
@@ -182,7 +228,7 @@ impl<J: Send + 'static> Pool<J> {
                 }
                 Err(e) => tracing::error!(error = %e, job = name, "could not look for interrupted jobs"),
             }
-            let queued = (self.queued)(&state).await.unwrap_or_else(|e| {
+            let queued = (self.queued)(&jobs).await.unwrap_or_else(|e| {
                 tracing::error!(error = %e, job = name, "could not read the job queue");
                 Vec::new()
             });
@@ -193,21 +239,21 @@ impl<J: Send + 'static> Pool<J> {
                     continue;
                 }
                 active.insert(id.clone());
-                let (state, leases, running, run, wake) =
-                    (state.clone(), leases.clone(), running.clone(), self.run, self.wake);
+                let (jobs, leases, running, run, wake) =
+                    (jobs.clone(), leases.clone(), running.clone(), self.run, self.wake);
                 let kind = self.kind;
                 tokio::spawn(async move {
                     match leases.claim(kind, &id).await {
-                        Ok(true) => run(state.clone(), leases, job).await,
+                        Ok(true) => run(jobs.clone(), leases, job).await,
                         Ok(false) => {}
                         Err(e) => tracing::error!(error = %e, job = kind.name(), id, "could not claim a job"),
                     }
                     running.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
-                    wake(&state).notify_one();
+                    wake(&jobs).notify_one();
                 });
             }
             tokio::select! {
-                _ = (self.wake)(&state).notified() => {}
+                _ = (self.wake)(&jobs).notified() => {}
                 _ = tokio::time::sleep(std::time::Duration::from_millis(500)) => {}
             }
         }

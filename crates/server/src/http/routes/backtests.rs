@@ -1,5 +1,7 @@
 //! Backtests: `POST /api/backtests/run`, `GET /api/backtests`, `GET /api/backtests/{backtest_id}`
-//! (CONTRACT §4), and `POST /api/backtests/{backtest_id}/cancel`. Runs are durable jobs of [`crate::jobs::backtests`].
+//! (CONTRACT §4), and `POST /api/backtests/{backtest_id}/cancel`. Runs are durable jobs of [`crate::jobs::backtests`];
+//! their JSON shape ([`run_json`], the rows, the detail and the `backtest.updated` event) is
+//! written here.
 
 use crate::http::auth::Caller;
 use crate::http::envelope::{ApiResponse, SuccessBody};
@@ -8,14 +10,15 @@ use crate::http::extract::{Path, Query};
 use crate::http::guard::{Action, Sensitive, Target};
 use crate::http::routes::list_limit;
 use crate::http::state::AppState;
-use crate::jobs::backtests::{run_json, BacktestRequest};
+use crate::jobs::backtests::BacktestRequest;
 use axum::extract::State;
 use axum::routing::{get, post};
 use axum::Router;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{json, Value};
+use tradeops_core::time::{format_ts, from_epoch_ms};
 use tradeops_core::Role;
-use tradeops_store::{BacktestRepository, JobStatus};
+use tradeops_store::{BacktestRecord, BacktestRepository, JobStatus};
 
 pub const BACKTEST_RUN: Action = Action { name: "backtest.run", role: Role::Operator };
 pub const BACKTEST_CANCEL: Action = Action { name: "backtest.cancel", role: Role::Operator };
@@ -49,7 +52,7 @@ pub struct BacktestAccepted {
 pub async fn run(State(state): State<AppState>, guard: Sensitive) -> ApiResult<ApiResponse<BacktestAccepted>> {
     guard
         .run(BACKTEST_RUN, Target::BodyField("symbol"), |caller, req: BacktestRequest| async move {
-            let record = crate::jobs::backtests::enqueue(&state, req, &caller.principal.name).await?;
+            let record = crate::jobs::backtests::enqueue(&state.jobs, req, &caller.principal.name).await?;
             Ok(ApiResponse::accepted(BacktestAccepted { backtest_id: record.backtest_id, status: record.status }))
         })
         .await
@@ -65,7 +68,7 @@ pub struct BacktestQuery {
 /// Runs, newest first: the request fields, `status`, `progress` and the headline metrics (null
 /// until `COMPLETED`).
 #[utoipa::path(get, path = "/api/backtests", tag = "backtests", security(("bearer" = [])), params(BacktestQuery),
-    responses((status = 200, description = "Runs", body = inline(SuccessBody<Vec<crate::jobs::backtests::BacktestRun>>))))]
+    responses((status = 200, description = "Runs", body = inline(SuccessBody<Vec<BacktestRun>>))))]
 pub async fn list(
     State(state): State<AppState>,
     _caller: Caller,
@@ -83,7 +86,7 @@ pub async fn list(
 /// `GET /api/trades`) and `equity_curve` (`timestamp`, `equity`; at most 2,000 points).
 #[utoipa::path(get, path = "/api/backtests/{backtest_id}", tag = "backtests", security(("bearer" = [])),
     params(("backtest_id" = String, Path, description = "Run id")),
-    responses((status = 200, description = "Run", body = inline(SuccessBody<crate::jobs::backtests::BacktestRun>)),
+    responses((status = 200, description = "Run", body = inline(SuccessBody<BacktestRun>)),
               (status = 404, description = "NOT_FOUND", body = crate::http::envelope::ErrorBody)))]
 pub async fn one(
     State(state): State<AppState>,
@@ -100,7 +103,7 @@ pub async fn one(
 /// and announces it (`backtest.updated`).
 #[utoipa::path(post, path = "/api/backtests/{backtest_id}/cancel", tag = "backtests", security(("bearer" = [])),
     params(("backtest_id" = String, Path, description = "Run id")),
-    responses((status = 200, description = "Canceled", body = inline(SuccessBody<crate::jobs::backtests::BacktestRun>)),
+    responses((status = 200, description = "Canceled", body = inline(SuccessBody<BacktestRun>)),
               (status = 404, description = "NOT_FOUND", body = crate::http::envelope::ErrorBody),
               (status = 409, description = "SETTINGS_UPDATE_BLOCKED with `detail.guard` = `job_final`, `detail.status` \
 and `detail.reason`: the run already ended (`COMPLETED`, `FAILED` or `CANCELED`). Audited; nothing changes.",
@@ -112,10 +115,158 @@ pub async fn cancel(
 ) -> ApiResult<ApiResponse<Value>> {
     guard
         .run(BACKTEST_CANCEL, Target::Value(id.clone()), |_caller, _: Value| async move {
-            let run = crate::jobs::backtests::cancel(&state, &id)
+            let run = crate::jobs::backtests::cancel(&state.jobs, &id)
                 .await
                 .map_err(|e| crate::http::routes::data::cancel_refusal("backtest", &id, e))?;
             Ok(ApiResponse::ok(run_json(&run, true)))
         })
         .await
+}
+
+/// A backtest run, as `GET /api/backtests/{backtest_id}` returns it; the rows of
+/// `GET /api/backtests` leave out `effective_settings`, `trades`, `equity_curve` and the result's
+/// other details (the shape `run_json` writes). Metrics are null until `COMPLETED`, and also
+/// after it where they are undefined: `sharpe_ratio` with fewer than two daily returns or none
+/// varying, `win_loss_ratio` without both a win and a loss, `win_rate` and `expectancy` without
+/// trades, `profit_factor` without a loss.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct BacktestRun {
+    pub backtest_id: String,
+    /// `QUEUED`, `RUNNING`, `COMPLETED`, `FAILED` or `CANCELED`.
+    pub status: String,
+    /// 0..1.
+    pub progress: f64,
+    pub strategy_id: String,
+    pub strategy_version: String,
+    pub symbol: String,
+    pub start: String,
+    pub end: String,
+    /// `1m` or `1d`.
+    pub timeframe: String,
+    /// Every strategy parameter, defaults filled in.
+    #[schema(value_type = Object)]
+    pub parameters: Value,
+    pub initial_cash: f64,
+    pub commission_rate: f64,
+    pub slippage_bps: f64,
+    /// `NEXT_OPEN` or `CLOSE`.
+    pub fill: String,
+    /// The request's settings overrides, as sent.
+    #[schema(value_type = Option<Object>)]
+    pub settings: Option<Value>,
+    /// The settings the run traded under (the run's detail only).
+    #[schema(value_type = Option<Object>)]
+    pub effective_settings: Option<Value>,
+    /// `risk_controls.market_buy_buffer_pct` the run traded under: market entries are valued
+    /// this much above their fill price for buying power (0 buys as many shares as cash takes at
+    /// the fill price, as backtesting.py does).
+    pub market_buy_buffer_pct: f64,
+    pub requested_by: String,
+    pub created_at: String,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+    /// Why a `FAILED` run failed.
+    pub error: Option<String>,
+    /// Fraction (0.12 = +12 %).
+    pub total_return: Option<f64>,
+    /// Annualised, risk-free 0, from daily equity returns; null when undefined (fewer than two
+    /// daily returns, or no variance: a run that never traded).
+    pub sharpe_ratio: Option<f64>,
+    /// Fraction, positive.
+    pub max_drawdown: Option<f64>,
+    /// Average win / average loss; null without both.
+    pub win_loss_ratio: Option<f64>,
+    /// Null without trades.
+    pub win_rate: Option<f64>,
+    /// Gross profit / gross loss; null without a loss.
+    pub profit_factor: Option<f64>,
+    pub trade_count: Option<u64>,
+    /// Orders the risk gate refused, by rule (`MAX_ORDER_VALUE`, `BUYING_POWER`, …): why a run
+    /// that traded nothing did not. Empty when none was refused; null until `COMPLETED`.
+    pub refusals: Option<std::collections::BTreeMap<String, u64>>,
+    /// Mean trade P&L, dollars; null without trades (detail only).
+    pub expectancy: Option<f64>,
+    pub gross_profit: Option<f64>,
+    pub gross_loss: Option<f64>,
+    /// Daily returns the Sharpe ratio was computed from.
+    pub sharpe_days: Option<u32>,
+    pub final_equity: Option<f64>,
+    pub bars: Option<u64>,
+    pub orders: Option<u64>,
+    /// Rows as `GET /api/trades` (detail only; null until `COMPLETED`).
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub trades: Option<Vec<Value>>,
+    /// `timestamp`, `equity`; at most 2,000 points (detail only; null until `COMPLETED`).
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub equity_curve: Option<Vec<Value>>,
+}
+
+/// What list rows show of a result (null until `COMPLETED`).
+const METRICS: [&str; 8] = [
+    "total_return",
+    "sharpe_ratio",
+    "max_drawdown",
+    "win_loss_ratio",
+    "win_rate",
+    "profit_factor",
+    "trade_count",
+    "refusals",
+];
+
+/// The market buy buffer a run traded under: its effective settings' (runs stored before the
+/// setting existed traded under the constant 3 % it replaced).
+fn market_buy_buffer_pct(effective_settings: Option<&Value>) -> f64 {
+    effective_settings
+        .and_then(|s| s["risk_controls"]["market_buy_buffer_pct"].as_f64())
+        .unwrap_or(tradeops_core::settings::RiskControls::default().market_buy_buffer_pct)
+}
+
+/// `GET /api/backtests/{id}` (with the result) and the list row and event (without).
+pub fn run_json(r: &BacktestRecord, with_result: bool) -> Value {
+    let ts = |ms: i64| format_ts(&from_epoch_ms(ms));
+    let mut out = json!({
+        "backtest_id": r.backtest_id, "status": r.status, "progress": r.progress,
+    });
+    let fields = out.as_object_mut().expect("an object");
+    if let Ok(Value::Object(request)) = serde_json::from_str::<Value>(&r.request) {
+        fields.insert("market_buy_buffer_pct".into(), json!(market_buy_buffer_pct(request.get("effective_settings"))));
+        for (k, v) in request {
+            if k == "effective_settings" && !with_result {
+                continue;
+            }
+            let v = match k.as_str() {
+                "initial_cash" | "commission_rate" | "slippage_bps" => {
+                    v.as_str().and_then(|s| s.parse::<f64>().ok()).map(Value::from).unwrap_or(v)
+                }
+                _ => v,
+            };
+            fields.insert(k, v);
+        }
+    }
+    fields.insert("requested_by".into(), json!(r.requested_by));
+    fields.insert("created_at".into(), json!(ts(r.created_at)));
+    fields.insert("started_at".into(), json!(r.started_at.map(ts)));
+    fields.insert("finished_at".into(), json!(r.finished_at.map(ts)));
+    fields.insert("error".into(), json!(r.error));
+    let result = r.result.as_deref().and_then(|text| serde_json::from_str::<Value>(text).ok());
+    match result {
+        Some(Value::Object(result)) => {
+            for (k, v) in result {
+                if with_result || METRICS.contains(&k.as_str()) {
+                    fields.insert(k, v);
+                }
+            }
+        }
+        _ => {
+            for k in METRICS {
+                fields.insert(k.into(), Value::Null);
+            }
+            if with_result {
+                fields.insert("trades".into(), Value::Null);
+                fields.insert("equity_curve".into(), Value::Null);
+            }
+        }
+    }
+    out
 }

@@ -1,6 +1,7 @@
 //! Historical data: `POST /api/data/download`, `GET /api/data/downloads`,
 //! `GET /api/data/downloads/{request_id}`, `POST /api/data/downloads/{request_id}/cancel`, and `POST /api/data/import` (CSV; the CLI's
-//! `tradeops data import` stores through the same [`crate::jobs::downloads::import_bars`]).
+//! `tradeops data import` stores through the same [`crate::jobs::downloads::import_bars`]). A job's JSON
+//! shape ([`job_json`], the rows and the `download.updated` event) is written here.
 
 use crate::http::auth::Caller;
 use crate::http::envelope::{ApiResponse, SuccessBody};
@@ -9,6 +10,7 @@ use crate::http::extract::{Path, Query};
 use crate::http::guard::{Action, Sensitive, Target};
 use crate::http::routes::list_limit;
 use crate::http::state::AppState;
+use crate::jobs::downloads::ImportError;
 use crate::jobs::CancelError;
 use axum::extract::State;
 use axum::routing::{get, post};
@@ -16,8 +18,9 @@ use axum::Router;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tradeops_core::market::Timeframe;
+use tradeops_core::time::from_epoch_ms;
 use tradeops_core::{Role, Symbol, Timestamp};
-use tradeops_store::{DataRepository, JobStatus};
+use tradeops_store::{DataRepository, JobRecord, JobStatus};
 
 pub const DATA_DOWNLOAD: Action = Action { name: "data.download", role: Role::Operator };
 pub const DATA_DOWNLOAD_CANCEL: Action = Action { name: "data.download_cancel", role: Role::Operator };
@@ -72,7 +75,7 @@ pub async fn download(State(state): State<AppState>, guard: Sensitive) -> ApiRes
         .run(DATA_DOWNLOAD, Target::BodyField("symbol"), |caller, req: DownloadRequest| async move {
             let timeframe = req.timeframe.unwrap_or(Timeframe::Minute);
             let job = crate::jobs::downloads::enqueue(
-                &state,
+                &state.jobs,
                 req.symbol,
                 timeframe,
                 req.start,
@@ -103,7 +106,7 @@ pub async fn list(
 ) -> ApiResult<ApiResponse<Vec<Value>>> {
     let repo: &dyn DataRepository = &state.db;
     let jobs = repo.jobs(list_limit(q.limit)?).await?;
-    Ok(ApiResponse::list(jobs.iter().map(crate::jobs::downloads::job_json).collect()))
+    Ok(ApiResponse::list(jobs.iter().map(job_json).collect()))
 }
 
 /// One download job.
@@ -118,7 +121,7 @@ pub async fn one(
 ) -> ApiResult<ApiResponse<Value>> {
     let repo: &dyn DataRepository = &state.db;
     let job = repo.job(&id).await?.ok_or_else(|| ApiError::not_found(format!("No download {id:?}")))?;
-    Ok(ApiResponse::ok(crate::jobs::downloads::job_json(&job)))
+    Ok(ApiResponse::ok(job_json(&job)))
 }
 
 /// The guard a cancel of a job that already ended names in `detail.guard`.
@@ -154,9 +157,10 @@ pub async fn cancel(
 ) -> ApiResult<ApiResponse<Value>> {
     guard
         .run(DATA_DOWNLOAD_CANCEL, Target::Value(id.clone()), |_caller, _: Value| async move {
-            let job =
-                crate::jobs::downloads::cancel(&state, &id).await.map_err(|e| cancel_refusal("download", &id, e))?;
-            Ok(ApiResponse::ok(crate::jobs::downloads::job_json(&job)))
+            let job = crate::jobs::downloads::cancel(&state.jobs, &id)
+                .await
+                .map_err(|e| cancel_refusal("download", &id, e))?;
+            Ok(ApiResponse::ok(job_json(&job)))
         })
         .await
 }
@@ -202,4 +206,26 @@ pub async fn import(
             Ok(ApiResponse::ok(ImportResult { symbol: symbol.to_string(), timeframe, bars }))
         })
         .await
+}
+
+/// The refusal of an import (the API's and the CLI's): a malformed row is named by its line
+/// (`detail.line`).
+impl From<ImportError> for ApiError {
+    fn from(e: ImportError) -> ApiError {
+        match e {
+            ImportError::Refused(e) => e.into(),
+            ImportError::BadRow(e) => ApiError::validation("body", e.to_string())
+                .with_detail(serde_json::json!({"field": "body", "line": e.line, "reason": e.reason})),
+        }
+    }
+}
+
+/// The `download.updated` event and the list row share this shape.
+pub fn job_json(j: &JobRecord) -> Value {
+    let ts = |ms: i64| tradeops_core::time::format_ts(&from_epoch_ms(ms));
+    serde_json::json!({
+        "request_id": j.request_id, "symbol": j.symbol, "timeframe": j.timeframe,
+        "start": ts(j.start), "end": ts(j.end), "status": j.status, "progress": j.progress, "bars": j.bars,
+        "created_at": ts(j.created_at), "finished_at": j.finished_at.map(ts), "error": j.error,
+    })
 }

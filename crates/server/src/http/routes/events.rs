@@ -116,8 +116,8 @@ fn data(event: &Published) -> Value {
         Published::SettingsUpdated(change) => {
             json!({"version": change.version, "updated": change.updated, "actor": change.actor})
         }
-        Published::DownloadUpdated(job) => crate::jobs::downloads::job_json(job),
-        Published::BacktestUpdated(run) => crate::jobs::backtests::run_json(run, false),
+        Published::DownloadUpdated(job) => crate::http::routes::data::job_json(job),
+        Published::BacktestUpdated(run) => crate::http::routes::backtests::run_json(run, false),
         Published::HealthChanged(change) => {
             json!({"component": change.component, "from": change.from, "to": change.to, "detail": change.detail})
         }
