@@ -136,7 +136,16 @@ pub trait JobRepository: Send + Sync {
     async fn cancel_job(&self, kind: JobKind, id: &str, now: i64) -> Result<Cancel, StoreError>;
     /// Requeues the `RUNNING` jobs whose lease expired before `now` (or that have none), oldest
     /// first; their ids.
-    async fn requeue_expired(&self, kind: JobKind, now: i64, how: Recovery) -> Result<Vec<String>, StoreError>;
+    /// Requeues the running jobs of `kind` whose lease expired by `now` (every running job when
+    /// `now` is `i64::MAX`), except those leased by `keep_owner` (the caller's own, which it
+    /// renews itself); their ids.
+    async fn requeue_expired(
+        &self,
+        kind: JobKind,
+        now: i64,
+        how: Recovery,
+        keep_owner: &str,
+    ) -> Result<Vec<String>, StoreError>;
 }
 
 #[async_trait]
@@ -196,13 +205,26 @@ impl JobRepository for Database {
         self.cancel_job(kind, id, now).await
     }
 
-    async fn requeue_expired(&self, kind: JobKind, now: i64, how: Recovery) -> Result<Vec<String>, StoreError> {
+    async fn requeue_expired(
+        &self,
+        kind: JobKind,
+        now: i64,
+        how: Recovery,
+        keep_owner: &str,
+    ) -> Result<Vec<String>, StoreError> {
         let (table, key) = (kind.table(), kind.id_column());
-        let expired = "status = 'RUNNING' AND (lease_expires_at IS NULL OR lease_expires_at < $1)";
+        let expired = |owner: &str| {
+            format!(
+                "status = 'RUNNING' AND (lease_expires_at IS NULL OR lease_expires_at < $1) \
+                 AND (lease_owner IS NULL OR lease_owner <> {owner})"
+            )
+        };
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT {key} FROM {table} WHERE {expired} ORDER BY created_at, {key}"
+            "SELECT {key} FROM {table} WHERE {} ORDER BY created_at, {key}",
+            expired("$2")
         )))
         .bind(now)
+        .bind(keep_owner)
         .fetch_all(self.pool()?)
         .await?;
         let reset = match how {
@@ -215,10 +237,12 @@ impl JobRepository for Database {
             // Conditional again: a worker may have renewed or finished it since the read.
             let done = sqlx::query(sqlx::AssertSqlSafe(format!(
                 "UPDATE {table} SET status = 'QUEUED', lease_owner = NULL, lease_expires_at = NULL{reset} \
-                 WHERE {key} = $2 AND {expired}"
+                 WHERE {key} = $2 AND {}",
+                expired("$3")
             )))
             .bind(now)
             .bind(&id)
+            .bind(keep_owner)
             .execute(self.pool()?)
             .await?;
             if done.rows_affected() == 1 {

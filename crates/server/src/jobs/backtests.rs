@@ -244,9 +244,9 @@ async fn execute(jobs: &Jobs, leases: &Leases, mut run: BacktestRecord) {
         return;
     }
     publish(jobs, &run);
-    let heartbeat = leases.keep_alive(JobKind::Backtest, &run.backtest_id);
+    // Held until the outcome is written: its write may retry for longer than a lease.
+    let _heartbeat = leases.keep_alive(JobKind::Backtest, &run.backtest_id);
     let outcome = compute(jobs, leases, &mut run).await;
-    drop(heartbeat);
     run.finished_at = Some(to_epoch_ms(&jobs.clock.now()));
     match outcome {
         Ok(result) => {

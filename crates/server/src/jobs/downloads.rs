@@ -159,9 +159,9 @@ async fn run_job(jobs: &Jobs, leases: &Leases, mut job: JobRecord) {
         return;
     }
     publish(jobs, &job);
-    let heartbeat = leases.keep_alive(JobKind::Download, &job.request_id);
+    // Held until the outcome is written: its write may retry for longer than a lease.
+    let _heartbeat = leases.keep_alive(JobKind::Download, &job.request_id);
     let outcome = fetch(jobs, leases, &mut job).await;
-    drop(heartbeat);
     job.finished_at = Some(to_epoch_ms(&jobs.clock.now()));
     match outcome {
         Ok(()) => {

@@ -115,10 +115,14 @@ impl Leases {
         self.repo.renew_lease(kind, id, &self.lease()).await
     }
 
-    /// Requeues the running jobs of a kind whose lease expired, as the kind recovers; their ids.
-    pub async fn recover(&self, kind: JobKind) -> Result<Vec<String>, StoreError> {
-        let now = self.clock.now().timestamp_millis();
-        self.repo.requeue_expired(kind, now, recovery(kind)).await
+    /// Requeues the running jobs of a kind whose lease expired — every running job of another
+    /// worker when `orphans` (no other worker can be alive: see [`Pool::run`]) — as the kind
+    /// recovers; their ids. This worker's own jobs are never taken back: it renews them itself,
+    /// and one whose outcome is still being written (the database was away longer than a lease)
+    /// keeps it.
+    pub async fn recover(&self, kind: JobKind, orphans: bool) -> Result<Vec<String>, StoreError> {
+        let now = if orphans { i64::MAX } else { self.clock.now().timestamp_millis() };
+        self.repo.requeue_expired(kind, now, recovery(kind), &self.owner).await
     }
 
     /// Renews the lease of job `id` every [`HEARTBEAT`] until the returned guard is dropped:
@@ -211,8 +215,13 @@ impl<J: Send + 'static> Pool<J> {
         let leases = Leases::new(Arc::new(jobs.db.clone()), jobs.clock.clone());
         let running: Arc<Mutex<BTreeSet<String>>> = Arc::default();
         let name = self.kind.name();
+        // On SQLite this is the only service on its database file, so a job still RUNNING when
+        // it starts was left by its own previous run (a crash): taken back at once rather than
+        // when its lease runs out. On PostgreSQL other workers may be alive: leases decide.
+        let mut orphans = jobs.db.backend() == tradeops_store::Backend::Sqlite;
         loop {
-            match leases.recover(self.kind).await {
+            let recovered = leases.recover(self.kind, std::mem::take(&mut orphans)).await;
+            match recovered {
                 Ok(ids) => {
                     for id in ids {
                         let how = match recovery(self.kind) {
@@ -424,6 +433,31 @@ mod lease_tests {
         db.close().await;
     }
 
+    /// A worker never takes back its own job, even past the lease (its outcome write may be
+    /// retrying through a long database outage, with the heartbeat failing too); another worker
+    /// does. At the start of a single-process service (`orphans`), every running job of another
+    /// owner is taken back at once, whatever its lease.
+    #[tokio::test]
+    async fn a_worker_keeps_its_own_job_past_the_lease_and_orphans_are_swept_at_start() {
+        let TestDb(db, _dir) = database().await;
+        let clock = clock();
+        let (a, b) = (worker(&db, &clock), worker(&db, &clock));
+        db.insert_job(&download("dl-mine", JobStatus::Queued)).await.unwrap();
+        assert!(a.claim(JobKind::Download, "dl-mine").await.unwrap());
+        clock.advance(chrono::Duration::seconds(45));
+        assert!(a.recover(JobKind::Download, false).await.unwrap().is_empty(), "its own job, past the lease");
+        let mut job = status(&db, "dl-mine").await;
+        job.status = JobStatus::Completed;
+        assert!(db.update_leased_job(&job, &a.released()).await.unwrap(), "so its outcome still lands");
+
+        db.insert_job(&download("dl-left", JobStatus::Queued)).await.unwrap();
+        assert!(a.claim(JobKind::Download, "dl-left").await.unwrap());
+        assert!(b.recover(JobKind::Download, false).await.unwrap().is_empty(), "the lease still runs");
+        assert_eq!(b.recover(JobKind::Download, true).await.unwrap(), vec!["dl-left".to_string()], "swept at start");
+        assert_eq!(status(&db, "dl-left").await.status, JobStatus::Queued);
+        db.close().await;
+    }
+
     #[tokio::test]
     async fn a_lease_left_to_expire_lets_another_worker_take_the_job() {
         let TestDb(db, _dir) = database().await;
@@ -434,10 +468,14 @@ mod lease_tests {
         clock.advance(chrono::Duration::seconds(20));
         assert!(a.renew(JobKind::Download, "dl-1").await.unwrap(), "the holder renews its lease");
         clock.advance(chrono::Duration::seconds(25));
-        assert!(b.recover(JobKind::Download).await.unwrap().is_empty(), "renewed 25 s ago: still held");
+        assert!(b.recover(JobKind::Download, false).await.unwrap().is_empty(), "renewed 25 s ago: still held");
         assert!(!b.claim(JobKind::Download, "dl-1").await.unwrap());
         clock.advance(chrono::Duration::seconds(10));
-        assert_eq!(b.recover(JobKind::Download).await.unwrap(), vec!["dl-1".to_string()], "35 s without renewal");
+        assert_eq!(
+            b.recover(JobKind::Download, false).await.unwrap(),
+            vec!["dl-1".to_string()],
+            "35 s without renewal"
+        );
         assert!(b.claim(JobKind::Download, "dl-1").await.unwrap(), "the second worker takes the job");
         assert!(!a.renew(JobKind::Download, "dl-1").await.unwrap(), "the first lost it");
         let mut job = status(&db, "dl-1").await;
@@ -481,7 +519,7 @@ mod lease_tests {
         let run = db.backtest("bt-1").await.unwrap().unwrap();
         assert_eq!((run.status, run.result), (JobStatus::Canceled, None));
         clock.advance(chrono::Duration::minutes(5));
-        assert!(a.recover(JobKind::Backtest).await.unwrap().is_empty(), "a canceled job is never taken back");
+        assert!(a.recover(JobKind::Backtest, false).await.unwrap().is_empty(), "a canceled job is never taken back");
         let done = backtest("bt-2", JobStatus::Completed);
         db.insert_backtest(&done).await.unwrap();
         let refused = cancel(&db, &clock, JobKind::Backtest, "bt-2").await;
@@ -502,12 +540,12 @@ mod lease_tests {
         db.insert_job(&download("dl-held", JobStatus::Queued)).await.unwrap();
         assert!(a.claim(JobKind::Download, "dl-held").await.unwrap());
         db.insert_backtest(&backtest("bt-crashed", JobStatus::Running)).await.unwrap();
-        assert_eq!(b.recover(JobKind::Download).await.unwrap(), vec!["dl-crashed".to_string()]);
+        assert_eq!(b.recover(JobKind::Download, false).await.unwrap(), vec!["dl-crashed".to_string()]);
         let resumed = status(&db, "dl-crashed").await;
         assert_eq!((resumed.status, resumed.progress, resumed.bars), (JobStatus::Queued, 0.4, 576));
         assert_eq!(status(&db, "dl-held").await.status, JobStatus::Running);
         assert_eq!(status(&db, "dl-done").await.status, JobStatus::Completed);
-        assert_eq!(b.recover(JobKind::Backtest).await.unwrap(), vec!["bt-crashed".to_string()]);
+        assert_eq!(b.recover(JobKind::Backtest, false).await.unwrap(), vec!["bt-crashed".to_string()]);
         let rerun = db.backtest("bt-crashed").await.unwrap().unwrap();
         assert_eq!((rerun.status, rerun.progress), (JobStatus::Queued, 0.0));
         db.close().await;
