@@ -32,9 +32,9 @@ start() {
   local bin="$1" port="$2" dir="$3"
   shift 3
   mkdir -p "$dir"
-  (cd "$dir" && env "$@" TRADEOPS_BIND="127.0.0.1:$port" TRADEOPS_ADMIN_TOKEN="$TOKEN" \
+  (cd "$dir" && exec env "$@" TRADEOPS_BIND="127.0.0.1:$port" TRADEOPS_ADMIN_TOKEN="$TOKEN" \
     TRADEOPS_RATE_LIMIT_PER_SECOND=10000000 TRADEOPS_RATE_LIMIT_BURST=10000000 \
-    exec "$bin" serve >"$dir/svc.log" 2>&1) &
+    "$bin" serve >"$dir/svc.log" 2>&1) &
   SVC=$!
   for _ in $(seq 100); do curl -sf "localhost:$port/api/health" >/dev/null && return 0; sleep 0.1; done
   echo "the service did not start:"; cat "$dir/svc.log"; exit 1

@@ -167,6 +167,16 @@ impl Application {
             downloads: Default::default(),
             backtests: Default::default(),
         });
+        let audit = crate::audit_outbox::AuditOutbox::wrap(Arc::new(db.clone()));
+        let audit_store: Arc<dyn tradeops_store::AuditRepository> = Arc::new(db.clone());
+        if let Some(live) = &live {
+            warm_up(market_clock.as_ref(), &settings, &radar, live.clone()).await?;
+        }
+        let chosen = BrokerChoice { execution: execution.name(), market_data: market.name() };
+        audit_broker_choice(&config, chosen, audit.as_ref(), audit_store.as_ref(), &settings, &market_clock, &clock)
+            .await;
+        let (engine, engine_task) =
+            crate::engine::spawn_engine(engine_deps).await.context("restoring the trading engine")?;
         let state = AppState::new(Inner {
             radar: radar.clone(),
             watchlist: WatchlistService::new(Arc::new(db.clone()), market_clock.clone()),
@@ -175,7 +185,7 @@ impl Application {
             live,
             events: events.clone(),
             market_clock,
-            engine: std::sync::OnceLock::new(),
+            engine: engine.clone(),
             jobs,
             trade_cache: Default::default(),
             order_pages: Default::default(),
@@ -185,8 +195,8 @@ impl Application {
                 config.auth.anonymous_rate_limit_burst,
             ),
             refusals: Default::default(),
-            audit: crate::audit_outbox::AuditOutbox::wrap(Arc::new(db.clone())),
-            audit_store: Arc::new(db.clone()),
+            audit,
+            audit_store,
             config,
             clock: clock.clone(),
             db,
@@ -196,13 +206,6 @@ impl Application {
             health: HealthMonitor::default(),
             metrics: metrics.clone(),
         });
-        if let Some(live) = &state.live {
-            warm_up(&state, live.clone()).await?;
-        }
-        audit_broker_choice(&state).await;
-        let (engine, engine_task) =
-            crate::engine::spawn_engine(engine_deps).await.context("restoring the trading engine")?;
-        let _ = state.engine.set(engine.clone());
         let probes = Arc::new(Probes {
             clock: clock.clone(),
             events,
@@ -301,8 +304,22 @@ async fn bootstrap_admin(config: &Config, tokens: &TokenRegistry, clock: &dyn Cl
 /// Records the configured broker adapters in the audit log (action `brokers.configured`, actor
 /// `config`), as the configured mode is recorded as a settings version: when the file or the
 /// environment chose them and the choice differs from the one recorded last.
-async fn audit_broker_choice(state: &AppState) {
-    let brokers = &state.config.brokers;
+/// The adapters built at start, by name.
+struct BrokerChoice {
+    execution: &'static str,
+    market_data: &'static str,
+}
+
+async fn audit_broker_choice(
+    config: &Config,
+    chosen: BrokerChoice,
+    audit: &dyn tradeops_store::AuditRepository,
+    audit_store: &dyn tradeops_store::AuditRepository,
+    settings: &SettingsService,
+    market_clock: &Arc<dyn Clock>,
+    clock: &Arc<dyn Clock>,
+) {
+    let brokers = &config.brokers;
     if !brokers.is_configured() {
         return;
     }
@@ -312,7 +329,7 @@ async fn audit_broker_choice(state: &AppState) {
         limit: 1,
         ..tradeops_store::AuditFilter::default()
     };
-    let last = match state.audit_store.list_audit(&filter).await {
+    let last = match audit_store.list_audit(&filter).await {
         Ok(rows) => rows.into_iter().next(),
         Err(e) => {
             tracing::error!(error = %e, "could not read the broker choice last recorded; recording this one");
@@ -323,19 +340,19 @@ async fn audit_broker_choice(state: &AppState) {
         return;
     }
     let entry = tradeops_store::AuditEntry {
-        ts: state.market_clock.now().timestamp_millis(),
-        wall_ts: state.clock.now().timestamp_millis(),
+        ts: market_clock.now().timestamp_millis(),
+        wall_ts: clock.now().timestamp_millis(),
         actor: "config".into(),
         role: None,
         action: BROKERS_CONFIGURED.into(),
         target: "brokers".into(),
         request: choice.to_string(),
         outcome: "OK".into(),
-        mode: state.settings.mode().as_str().to_string(),
+        mode: settings.mode().as_str().to_string(),
         request_id: format!("config-{}", uuid::Uuid::new_v4().simple()),
     };
-    tracing::info!(execution = state.execution_broker, market_data = state.market.name(), "broker adapters configured");
-    if let Err(e) = state.audit.append_audit(&entry).await {
+    tracing::info!(execution = chosen.execution, market_data = chosen.market_data, "broker adapters configured");
+    if let Err(e) = audit.append_audit(&entry).await {
         tracing::error!(error = %e, "could not write the broker choice to the audit log");
     }
 }
@@ -474,14 +491,19 @@ fn demo_start(calendar: MarketCalendar, now: tradeops_core::Timestamp) -> tradeo
 /// Brings the live market to the market clock's time before the service answers, and publishes
 /// the scan made there (the stored one when that minute was scanned before a restart), so the
 /// first radar request already has data.
-async fn warm_up(state: &AppState, live: Arc<LiveMarket>) -> anyhow::Result<()> {
-    let now = state.market_clock.now();
-    let settings = state.settings.current();
+async fn warm_up(
+    market_clock: &dyn Clock,
+    settings: &SettingsService,
+    radar: &RadarService,
+    live: Arc<LiveMarket>,
+) -> anyhow::Result<()> {
+    let now = market_clock.now();
+    let settings = settings.current();
     let calendar = MarketCalendar::new(settings.runtime.market_calendar);
     let filters = settings.momentum_radar.clone();
     let scans = tokio::task::spawn_blocking(move || live.advance_to(now, calendar, &filters)).await?;
     if let Some(scan) = scans.into_iter().last() {
-        state.radar.resume(scan).await;
+        radar.resume(scan).await;
     }
     Ok(())
 }

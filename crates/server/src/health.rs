@@ -345,16 +345,16 @@ async fn probe_engine(engine: &EngineHandle) -> EngineProbe {
 }
 
 /// The live trading state: what `GET /api/health` and the risk manager's row report, read from
-/// the `engine` when asked (`None` before the engine runs).
-pub fn trading_state(engine: Option<&EngineHandle>) -> Option<TradingState> {
-    engine.map(|e| e.view().trading_state)
+/// the `engine` when asked (the engine is restored before the service answers).
+pub fn trading_state(engine: &EngineHandle) -> Option<TradingState> {
+    Some(engine.view().trading_state)
 }
 
-/// The risk manager's detail as of now: the trading state (from the `engine`, once it runs) and
+/// The risk manager's detail as of now: the trading state (from the `engine`) and
 /// the limits it enforces (from the `settings`).
-pub async fn risk_manager_detail(settings_service: &SettingsService, engine: Option<&EngineHandle>) -> Value {
+pub async fn risk_manager_detail(settings_service: &SettingsService, engine: &EngineHandle) -> Value {
     let settings = settings_service.current();
-    let view = engine.map(|e| e.view());
+    let view = Some(engine.view());
     json!({
         "trading_state": view.as_ref().map(|v| v.trading_state),
         "halted_at": view.as_ref().and_then(|v| v.halt.as_ref()).map(|h| format_ts(&h.at)),
@@ -372,7 +372,7 @@ async fn probe_risk_manager(state: &Probes, engine: &EngineProbe) -> Probe {
     Probe {
         status: if engine.is_ok() { HealthStatus::Healthy } else { HealthStatus::Down },
         latency: engine.as_ref().map(|(latency, _)| *latency).map_err(Clone::clone),
-        detail: risk_manager_detail(&state.settings, Some(&state.engine)).await,
+        detail: risk_manager_detail(&state.settings, &state.engine).await,
     }
 }
 

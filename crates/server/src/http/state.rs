@@ -53,8 +53,8 @@ pub struct Inner {
     pub jobs: crate::jobs::Jobs,
     pub trade_cache: crate::domain::trades::TradeCache,
     pub order_pages: crate::http::order_pages::OrderPages,
-    /// Set once the engine is restored, before the service answers.
-    pub engine: std::sync::OnceLock<crate::engine::EngineHandle>,
+    /// The trading engine, restored before the service is built: the one way into it.
+    pub engine: crate::engine::EngineHandle,
 }
 
 impl AppState {
@@ -62,9 +62,9 @@ impl AppState {
         AppState(Arc::new(inner))
     }
 
-    /// The trading engine (always set before the router serves).
+    /// The trading engine's handle: the one way into it.
     pub fn engine(&self) -> &crate::engine::EngineHandle {
-        self.engine.get().expect("the engine starts before the service answers")
+        &self.engine
     }
 }
 

@@ -45,7 +45,7 @@ pub async fn health(State(state): State<AppState>) -> ApiResponse<PlatformHealth
     ApiResponse::ok(PlatformHealth {
         status,
         mode: state.settings.mode(),
-        trading_state: crate::health::trading_state(state.engine.get()),
+        trading_state: crate::health::trading_state(&state.engine),
         components: statuses.into_iter().collect(),
     })
     .with_status(http)
@@ -63,7 +63,7 @@ pub async fn components(
     let mut rows = state.health.snapshot();
     // The risk manager's state as it is now, not as of the last probe: a halt shows at once.
     if let Some(risk) = rows.iter_mut().find(|r| r.name == "risk_manager") {
-        risk.detail = crate::health::risk_manager_detail(&state.settings, state.engine.get()).await;
+        risk.detail = crate::health::risk_manager_detail(&state.settings, &state.engine).await;
     }
     Ok(ApiResponse::list(rows))
 }
