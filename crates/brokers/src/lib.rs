@@ -4,6 +4,7 @@
 //! broker ([`backtest`]) and the [`simulated`] market with its live feed. A real venue's adapters
 //! (Alpaca, issue 23) implement the same traits in a module beside these.
 
+pub mod alpaca;
 pub mod backtest;
 pub mod execution;
 pub mod market;
