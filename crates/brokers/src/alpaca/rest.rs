@@ -46,7 +46,9 @@ impl fmt::Debug for AlpacaCredentials {
 pub struct ClientBuildError(String);
 
 /// A client of Alpaca's Trading API at one base URL (`https://paper-api.alpaca.markets`, or a
-/// stand-in in tests), every request bounded by one timeout.
+/// stand-in in tests), every request bounded by one timeout. The workspace's `reqwest` is built
+/// without TLS for now: an `https://` base URL (real Alpaca) needs its `rustls-tls-webpki-roots`
+/// feature, and until then every request fails as [`BrokerError::Unavailable`].
 #[derive(Clone)]
 pub struct TradingClient {
     http: reqwest::Client,
@@ -313,7 +315,7 @@ fn transport_error(error: reqwest::Error) -> BrokerError {
 ///   `Rejected` (an order Alpaca will not take, a cancel of a filled order);
 /// - 404: `UnknownOrder` about an order, `Rejected` otherwise (lookups answer `None` before
 ///   reaching here);
-/// - 429: `Unavailable`, back after `Retry-After` seconds or at `X-RateLimit-Reset` (epoch
+/// - 429: `Unavailable`, back after `Retry-After` (seconds or a date) or at `X-RateLimit-Reset` (epoch
 ///   seconds, measured from the reply's `Date`, else from `now`);
 /// - 5xx: `Unavailable` (with `Retry-After` when given); any other status: `Rejected`.
 pub fn map_error(reply: &FailedReply, order: Option<&ClientOrderId>, now: Timestamp) -> BrokerError {
@@ -358,7 +360,9 @@ pub fn map_error(reply: &FailedReply, order: Option<&ClientOrderId>, now: Timest
             None => BrokerError::Rejected { reason: described },
         },
         429 => BrokerError::Unavailable { reason: described, retry_after: retry_after(&reply.headers, now) },
-        500..=599 => BrokerError::Unavailable { reason: described, retry_after: retry_after_seconds(&reply.headers) },
+        500..=599 => {
+            BrokerError::Unavailable { reason: described, retry_after: retry_after_header(&reply.headers, now) }
+        }
         _ => BrokerError::Rejected { reason: described },
     }
 }
@@ -367,22 +371,32 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim)
 }
 
-fn retry_after_seconds(headers: &HeaderMap) -> Option<Duration> {
-    header(headers, RETRY_AFTER.as_str()).and_then(|v| v.parse::<u64>().ok()).map(Duration::from_secs)
+/// The reply's own time (`Date`), else `now`.
+fn reply_time(headers: &HeaderMap, now: Timestamp) -> Timestamp {
+    header(headers, "date")
+        .and_then(|d| DateTime::parse_from_rfc2822(d).ok())
+        .map(|d| d.with_timezone(&Utc))
+        .unwrap_or(now)
 }
 
-/// When to come back after a 429: `Retry-After` seconds, else `X-RateLimit-Reset` (epoch
-/// seconds) less the reply's `Date` (or `now`), never negative.
+/// `Retry-After` as seconds or as an HTTP date (less the reply's time), never negative.
+fn retry_after_header(headers: &HeaderMap, now: Timestamp) -> Option<Duration> {
+    let value = header(headers, RETRY_AFTER.as_str())?;
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
+    }
+    let at = DateTime::parse_from_rfc2822(value).ok()?.with_timezone(&Utc);
+    Some(Duration::from_secs(at.signed_duration_since(reply_time(headers, now)).num_seconds().max(0) as u64))
+}
+
+/// When to come back after a 429: `Retry-After`, else `X-RateLimit-Reset` (epoch seconds)
+/// less the reply's `Date` (or `now`), never negative.
 fn retry_after(headers: &HeaderMap, now: Timestamp) -> Option<Duration> {
-    if let Some(after) = retry_after_seconds(headers) {
+    if let Some(after) = retry_after_header(headers, now) {
         return Some(after);
     }
     let reset = header(headers, "x-ratelimit-reset")?.parse::<i64>().ok()?;
-    let reference = header(headers, "date")
-        .and_then(|d| DateTime::parse_from_rfc2822(d).ok())
-        .map(|d| d.with_timezone(&Utc))
-        .unwrap_or(now);
-    let wait = reset.saturating_sub(reference.timestamp()).max(0);
+    let wait = reset.saturating_sub(reply_time(headers, now).timestamp()).max(0);
     Some(Duration::from_secs(wait as u64))
 }
 
@@ -460,6 +474,11 @@ mod tests {
         let by_clock = map_error(&reply(429, &[("x-ratelimit-reset", &reset_text)], "{}"), None, now());
         assert!(
             matches!(by_clock, BrokerError::Unavailable { retry_after: Some(d), .. } if d == Duration::from_secs(20))
+        );
+        let dated = [("retry-after", "Wed, 25 Nov 2026 14:41:00 GMT"), ("date", "Wed, 25 Nov 2026 14:40:45 GMT")];
+        let by_http_date = map_error(&reply(429, &dated, "{}"), None, now());
+        assert!(
+            matches!(by_http_date, BrokerError::Unavailable { retry_after: Some(d), .. } if d == Duration::from_secs(15))
         );
         let past = (now().timestamp() - 5).to_string();
         let passed = map_error(&reply(429, &[("x-ratelimit-reset", &past)], "{}"), None, now());
