@@ -1,0 +1,529 @@
+//! Alpaca's Trading REST API v2 (research/domain.md §1.2): the [`TradingClient`] that sends
+//! orders, cancels them, looks them up by client order id, lists them (open, or all submitted
+//! after a time, page after page) and reads the account and positions. It owns the mapping of
+//! Alpaca's HTTP answers to [`BrokerError`] ([`map_error`]) and the exactly-once submit
+//! ([`TradingClient::submit_once`]): a submit whose answer was lost is looked up by client order
+//! id before it is ever sent again. The API secret is sent only as a header marked sensitive and
+//! never appears in `Debug`, logs or errors.
+
+use crate::alpaca::wire;
+use crate::execution::BrokerError;
+use chrono::{DateTime, SecondsFormat, Utc};
+use reqwest::header::{HeaderMap, HeaderValue, RETRY_AFTER};
+use reqwest::{Method, RequestBuilder, StatusCode};
+use rust_decimal::{Decimal, RoundingStrategy};
+use serde::de::DeserializeOwned;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+use tradeops_core::market::Side;
+use tradeops_core::orders::{ClientOrderId, Order, OrderType, TimeInForce};
+use tradeops_core::time::Timestamp;
+use tradeops_core::Clock;
+
+/// The most orders Alpaca returns in one `GET /v2/orders` page.
+pub const PAGE_LIMIT: usize = 500;
+
+/// Alpaca's error code for a `client_order_id` already used on the account.
+const DUPLICATE_CLIENT_ORDER_ID: i64 = 40010001;
+
+/// The API key pair. `Debug` shows the key id and hides the secret.
+#[derive(Clone)]
+pub struct AlpacaCredentials {
+    pub key_id: String,
+    pub secret_key: String,
+}
+
+impl fmt::Debug for AlpacaCredentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AlpacaCredentials").field("key_id", &self.key_id).field("secret_key", &"<redacted>").finish()
+    }
+}
+
+/// The client could not be built (a header value that is not valid HTTP, the HTTP client).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot build the Alpaca client: {0}")]
+pub struct ClientBuildError(String);
+
+/// A client of Alpaca's Trading API at one base URL (`https://paper-api.alpaca.markets`, or a
+/// stand-in in tests), every request bounded by one timeout. The workspace's `reqwest` is built
+/// without TLS for now: an `https://` base URL (real Alpaca) needs its `rustls-tls-webpki-roots`
+/// feature, and until then every request fails as [`BrokerError::Unavailable`].
+#[derive(Clone)]
+pub struct TradingClient {
+    http: reqwest::Client,
+    base_url: String,
+    key_id: String,
+    clock: Arc<dyn Clock>,
+}
+
+impl fmt::Debug for TradingClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TradingClient").field("base_url", &self.base_url).field("key_id", &self.key_id).finish()
+    }
+}
+
+/// One HTTP answer that was not a success, as [`map_error`] reads it.
+#[derive(Clone, Debug)]
+pub struct FailedReply {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: String,
+}
+
+impl TradingClient {
+    /// A client of `base_url` (no trailing path) with `timeout` per request; `clock` is what a
+    /// rate-limit reset time is measured from when the reply carries no `Date`.
+    pub fn new(
+        base_url: &str,
+        credentials: &AlpacaCredentials,
+        timeout: Duration,
+        clock: Arc<dyn Clock>,
+    ) -> Result<TradingClient, ClientBuildError> {
+        let mut headers = HeaderMap::new();
+        let key = HeaderValue::from_str(&credentials.key_id)
+            .map_err(|_| ClientBuildError("the key id is not a valid header value".into()))?;
+        let mut secret = HeaderValue::from_str(&credentials.secret_key)
+            .map_err(|_| ClientBuildError("the secret key is not a valid header value".into()))?;
+        secret.set_sensitive(true);
+        headers.insert("APCA-API-KEY-ID", key);
+        headers.insert("APCA-API-SECRET-KEY", secret);
+        let http = reqwest::Client::builder()
+            .default_headers(headers)
+            .timeout(timeout)
+            .build()
+            .map_err(|e| ClientBuildError(e.to_string()))?;
+        Ok(TradingClient {
+            http,
+            base_url: base_url.trim_end_matches('/').to_string(),
+            key_id: credentials.key_id.clone(),
+            clock,
+        })
+    }
+
+    /// `POST /v2/orders`: sends the order once. A lost answer comes back as
+    /// [`BrokerError::Unavailable`]; use [`TradingClient::submit_once`] to resolve it.
+    pub async fn submit(&self, order: &Order) -> Result<wire::Order, BrokerError> {
+        let body = order_request(order);
+        let request = self.request(Method::POST, "/v2/orders").json(&body);
+        match self.send(request).await? {
+            Ok(text) => decode(&text),
+            Err(reply) => Err(map_error(&reply, Some(&order.client_order_id), self.clock.now())),
+        }
+    }
+
+    /// Submits the order so that Alpaca holds it exactly once. When the answer to a submit is
+    /// lost (timeout, connection error, 5xx without `Retry-After`), the order is looked up by its
+    /// client order id: found, it is returned with no second POST; not found, it is sent once
+    /// more, and a "client_order_id must be unique" answer to that means it landed after all, so
+    /// it is looked up again. A duplicate on the first send (an order sent before a restart)
+    /// is looked up too. When Alpaca said when to come back (`retry_after`), the error is
+    /// returned as it is: the caller waits, then looks up before sending again.
+    pub async fn submit_once(&self, order: &Order) -> Result<wire::Order, BrokerError> {
+        let id = &order.client_order_id;
+        match self.submit(order).await {
+            Ok(placed) => Ok(placed),
+            Err(BrokerError::AlreadyReceived(_)) => self.existing(id).await,
+            Err(BrokerError::Unavailable { retry_after: None, .. }) => {
+                if let Some(placed) = self.by_client_order_id(id).await? {
+                    return Ok(placed);
+                }
+                match self.submit(order).await {
+                    Err(BrokerError::AlreadyReceived(_)) => self.existing(id).await,
+                    other => other,
+                }
+            }
+            Err(other) => Err(other),
+        }
+    }
+
+    /// The order Alpaca just said it already has.
+    async fn existing(&self, id: &ClientOrderId) -> Result<wire::Order, BrokerError> {
+        self.by_client_order_id(id).await?.ok_or_else(|| BrokerError::Unavailable {
+            reason: format!("Alpaca reports order {id} as a duplicate but does not find it yet"),
+            retry_after: None,
+        })
+    }
+
+    /// `GET /v2/orders:by_client_order_id`: the order, or `None` when Alpaca does not know it.
+    pub async fn by_client_order_id(&self, id: &ClientOrderId) -> Result<Option<wire::Order>, BrokerError> {
+        let request =
+            self.request(Method::GET, "/v2/orders:by_client_order_id").query(&[("client_order_id", id.as_str())]);
+        match self.send(request).await? {
+            Ok(text) => decode(&text).map(Some),
+            Err(reply) if reply.status == StatusCode::NOT_FOUND => Ok(None),
+            Err(reply) => Err(map_error(&reply, None, self.clock.now())),
+        }
+    }
+
+    /// `DELETE /v2/orders/{broker_order_id}` of our order `id`: Ok when Alpaca took the request
+    /// (the cancel itself arrives on the stream); [`BrokerError::UnknownOrder`] when Alpaca does
+    /// not know the order; [`BrokerError::Rejected`] with Alpaca's message when it can no longer
+    /// be canceled (already filled).
+    pub async fn cancel(&self, id: &ClientOrderId, broker_order_id: &str) -> Result<(), BrokerError> {
+        if broker_order_id.is_empty() || !broker_order_id.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-') {
+            return Err(BrokerError::Rejected { reason: format!("not an Alpaca order id: {broker_order_id:?}") });
+        }
+        let request = self.request(Method::DELETE, &format!("/v2/orders/{broker_order_id}"));
+        match self.send(request).await? {
+            Ok(_) => Ok(()),
+            Err(reply) => Err(map_error(&reply, Some(id), self.clock.now())),
+        }
+    }
+
+    /// `GET /v2/orders?status=open&limit=500`: every order Alpaca is still working.
+    pub async fn open_orders(&self) -> Result<Vec<wire::Order>, BrokerError> {
+        let limit = PAGE_LIMIT.to_string();
+        let request = self.request(Method::GET, "/v2/orders").query(&[("status", "open"), ("limit", limit.as_str())]);
+        self.get(request).await
+    }
+
+    /// Every order submitted after `after` (exclusive, Alpaca's `after` is submission time),
+    /// oldest first: `GET /v2/orders?status=all&after=…&direction=asc&limit=500`, page after
+    /// page, each page starting after the last order of the one before, until a page comes back
+    /// short. An order submitted before `after` that changed since is not in it: the stream's gap
+    /// fill reads those through [`TradingClient::open_orders`] and by client order id.
+    pub async fn orders_updated_since(&self, after: DateTime<Utc>) -> Result<Vec<wire::Order>, BrokerError> {
+        let limit = PAGE_LIMIT.to_string();
+        let mut orders: Vec<wire::Order> = Vec::new();
+        let mut cursor = after;
+        loop {
+            let since = cursor.to_rfc3339_opts(SecondsFormat::AutoSi, true);
+            let request = self.request(Method::GET, "/v2/orders").query(&[
+                ("status", "all"),
+                ("after", since.as_str()),
+                ("direction", "asc"),
+                ("limit", limit.as_str()),
+            ]);
+            let page: Vec<wire::Order> = self.get(request).await?;
+            let full = page.len() >= PAGE_LIMIT;
+            let last = page.last().and_then(|o| o.submitted_at.or(o.created_at));
+            orders.extend(page);
+            match last {
+                Some(next) if full && next > cursor => cursor = next,
+                Some(_) if full => {
+                    return Err(BrokerError::Unavailable {
+                        reason: format!("Alpaca's order pages do not move past {since}"),
+                        retry_after: None,
+                    })
+                }
+                None if full => {
+                    return Err(BrokerError::Unavailable {
+                        reason: "a full page of Alpaca orders without a submission time".into(),
+                        retry_after: None,
+                    })
+                }
+                _ => return Ok(orders),
+            }
+        }
+    }
+
+    /// `GET /v2/account`.
+    pub async fn account(&self) -> Result<wire::Account, BrokerError> {
+        self.get(self.request(Method::GET, "/v2/account")).await
+    }
+
+    /// `GET /v2/positions`.
+    pub async fn positions(&self) -> Result<Vec<wire::Position>, BrokerError> {
+        self.get(self.request(Method::GET, "/v2/positions")).await
+    }
+
+    fn request(&self, method: Method, path: &str) -> RequestBuilder {
+        self.http.request(method, format!("{}{}", self.base_url, path))
+    }
+
+    async fn get<T: DeserializeOwned>(&self, request: RequestBuilder) -> Result<T, BrokerError> {
+        match self.send(request).await? {
+            Ok(text) => decode(&text),
+            Err(reply) => Err(map_error(&reply, None, self.clock.now())),
+        }
+    }
+
+    /// Sends a request: the success body, or the failed reply to map; a transport failure
+    /// (timeout, connection, a body cut off) is [`BrokerError::Unavailable`].
+    async fn send(&self, request: RequestBuilder) -> Result<Result<String, FailedReply>, BrokerError> {
+        let response = request.send().await.map_err(transport_error)?;
+        let status = response.status();
+        let headers = response.headers().clone();
+        let body = response.text().await.map_err(transport_error)?;
+        if status.is_success() {
+            Ok(Ok(body))
+        } else {
+            Ok(Err(FailedReply { status, headers, body }))
+        }
+    }
+}
+
+/// Our order as Alpaca's `POST /v2/orders` body.
+pub fn order_request(order: &Order) -> wire::OrderRequest {
+    wire::OrderRequest {
+        symbol: order.symbol.as_str().to_string(),
+        qty: order.quantity.to_string(),
+        side: match order.side {
+            Side::Buy => "buy",
+            Side::Sell => "sell",
+        },
+        order_type: match order.order_type {
+            OrderType::Market => "market",
+            OrderType::Limit => "limit",
+            OrderType::Stop => "stop",
+            OrderType::StopLimit => "stop_limit",
+        },
+        time_in_force: match order.time_in_force {
+            TimeInForce::Day => "day",
+            TimeInForce::Gtc => "gtc",
+            TimeInForce::Ioc => "ioc",
+        },
+        limit_price: order.limit_price.map(price_text),
+        stop_price: order.stop_price.map(price_text),
+        client_order_id: order.client_order_id.as_str().to_string(),
+    }
+}
+
+/// A price as Alpaca takes it: at most 2 decimals above $1, at most 4 at or below (half away
+/// from zero), without trailing zeros beyond the cents.
+pub fn price_text(price: Decimal) -> String {
+    let places = if price > Decimal::ONE { 2 } else { 4 };
+    let mut rounded = price.round_dp_with_strategy(places, RoundingStrategy::MidpointAwayFromZero).normalize();
+    if rounded.scale() < 2 {
+        rounded.rescale(2);
+    }
+    rounded.to_string()
+}
+
+fn decode<T: DeserializeOwned>(text: &str) -> Result<T, BrokerError> {
+    serde_json::from_str(text)
+        .map_err(|e| BrokerError::Unavailable { reason: format!("unreadable Alpaca reply: {e}"), retry_after: None })
+}
+
+fn transport_error(error: reqwest::Error) -> BrokerError {
+    let what = if error.is_timeout() {
+        "timed out"
+    } else if error.is_connect() {
+        "connection failed"
+    } else {
+        "request failed"
+    };
+    BrokerError::Unavailable { reason: format!("Alpaca {what}: {error}"), retry_after: None }
+}
+
+/// Alpaca's answer to a request about order `order` (none for account reads) as a
+/// [`BrokerError`]:
+/// - 403 (buying power, quantity held or not available): `Rejected`, with Alpaca's message and
+///   figures;
+/// - 422 with code 40010001 or "client_order_id must be unique": `AlreadyReceived`; other 422:
+///   `Rejected` (an order Alpaca will not take, a cancel of a filled order);
+/// - 404: `UnknownOrder` about an order, `Rejected` otherwise (lookups answer `None` before
+///   reaching here);
+/// - 429: `Unavailable`, back after `Retry-After` (seconds or a date) or at `X-RateLimit-Reset` (epoch
+///   seconds, measured from the reply's `Date`, else from `now`);
+/// - 5xx: `Unavailable` (with `Retry-After` when given); any other status: `Rejected`.
+pub fn map_error(reply: &FailedReply, order: Option<&ClientOrderId>, now: Timestamp) -> BrokerError {
+    let body: Option<wire::ErrorBody> = serde_json::from_str(&reply.body).ok();
+    let message = match &body {
+        Some(b) if !b.message.is_empty() => b.message.clone(),
+        _ => reply.body.chars().take(200).collect(),
+    };
+    let status = reply.status;
+    let described = format!("{} {message}", status.as_u16());
+    match status.as_u16() {
+        403 => {
+            let mut reason = described;
+            if let Some(b) = &body {
+                let figures: Vec<String> = [
+                    ("buying_power", b.buying_power),
+                    ("cost_basis", b.cost_basis),
+                    ("available", b.available),
+                    ("existing_qty", b.existing_qty),
+                    ("held_for_orders", b.held_for_orders),
+                ]
+                .iter()
+                .filter_map(|(name, value)| value.map(|v| format!("{name} {v}")))
+                .collect();
+                if !figures.is_empty() {
+                    reason = format!("{reason} ({})", figures.join(", "));
+                }
+            }
+            BrokerError::Rejected { reason }
+        }
+        422 => {
+            let duplicate = body.as_ref().is_some_and(|b| {
+                b.code == Some(DUPLICATE_CLIENT_ORDER_ID) || b.message.contains("client_order_id must be unique")
+            });
+            match order {
+                Some(id) if duplicate => BrokerError::AlreadyReceived(id.clone()),
+                _ => BrokerError::Rejected { reason: described },
+            }
+        }
+        404 => match order {
+            Some(id) => BrokerError::UnknownOrder(id.clone()),
+            None => BrokerError::Rejected { reason: described },
+        },
+        429 => BrokerError::Unavailable { reason: described, retry_after: retry_after(&reply.headers, now) },
+        500..=599 => {
+            BrokerError::Unavailable { reason: described, retry_after: retry_after_header(&reply.headers, now) }
+        }
+        _ => BrokerError::Rejected { reason: described },
+    }
+}
+
+fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim)
+}
+
+/// The reply's own time (`Date`), else `now`.
+fn reply_time(headers: &HeaderMap, now: Timestamp) -> Timestamp {
+    header(headers, "date")
+        .and_then(|d| DateTime::parse_from_rfc2822(d).ok())
+        .map(|d| d.with_timezone(&Utc))
+        .unwrap_or(now)
+}
+
+/// `Retry-After` as seconds or as an HTTP date (less the reply's time), never negative.
+fn retry_after_header(headers: &HeaderMap, now: Timestamp) -> Option<Duration> {
+    let value = header(headers, RETRY_AFTER.as_str())?;
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
+    }
+    let at = DateTime::parse_from_rfc2822(value).ok()?.with_timezone(&Utc);
+    Some(Duration::from_secs(at.signed_duration_since(reply_time(headers, now)).num_seconds().max(0) as u64))
+}
+
+/// When to come back after a 429: `Retry-After`, else `X-RateLimit-Reset` (epoch seconds)
+/// less the reply's `Date` (or `now`), never negative.
+fn retry_after(headers: &HeaderMap, now: Timestamp) -> Option<Duration> {
+    if let Some(after) = retry_after_header(headers, now) {
+        return Some(after);
+    }
+    let reset = header(headers, "x-ratelimit-reset")?.parse::<i64>().ok()?;
+    let wait = reset.saturating_sub(reply_time(headers, now).timestamp()).max(0);
+    Some(Duration::from_secs(wait as u64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tradeops_core::time::parse_ts;
+
+    fn reply(status: u16, headers: &[(&'static str, &str)], body: &str) -> FailedReply {
+        let mut map = HeaderMap::new();
+        for (name, value) in headers {
+            map.insert(*name, HeaderValue::from_str(value).unwrap());
+        }
+        FailedReply { status: StatusCode::from_u16(status).unwrap(), headers: map, body: body.into() }
+    }
+
+    fn id() -> ClientOrderId {
+        ClientOrderId::parse("to-ABCD-1").unwrap()
+    }
+
+    fn now() -> Timestamp {
+        parse_ts("2026-11-25T14:40:00Z").unwrap()
+    }
+
+    #[test]
+    fn forbidden_is_a_rejection_keeping_alpacas_figures() {
+        let body =
+            r#"{"code":40310000,"message":"insufficient buying power","buying_power":"1000.5","cost_basis":"5000"}"#;
+        let error = map_error(&reply(403, &[], body), Some(&id()), now());
+        assert_eq!(
+            error,
+            BrokerError::Rejected {
+                reason: "403 insufficient buying power (buying_power 1000.5, cost_basis 5000)".into()
+            }
+        );
+    }
+
+    #[test]
+    fn a_duplicate_client_order_id_means_already_received() {
+        let by_code = r#"{"code":40010001,"message":"something"}"#;
+        let by_message = r#"{"message":"client_order_id must be unique"}"#;
+        for body in [by_code, by_message] {
+            assert_eq!(map_error(&reply(422, &[], body), Some(&id()), now()), BrokerError::AlreadyReceived(id()));
+        }
+    }
+
+    #[test]
+    fn another_unprocessable_is_a_rejection_with_alpacas_message() {
+        let body = r#"{"code":42210000,"message":"order is not cancelable"}"#;
+        assert_eq!(
+            map_error(&reply(422, &[], body), Some(&id()), now()),
+            BrokerError::Rejected { reason: "422 order is not cancelable".into() }
+        );
+    }
+
+    #[test]
+    fn not_found_about_an_order_is_unknown_order() {
+        let body = r#"{"code":40410000,"message":"order not found"}"#;
+        assert_eq!(map_error(&reply(404, &[], body), Some(&id()), now()), BrokerError::UnknownOrder(id()));
+        assert!(matches!(map_error(&reply(404, &[], body), None, now()), BrokerError::Rejected { .. }));
+    }
+
+    #[test]
+    fn too_many_requests_waits_as_the_headers_say() {
+        let retry = map_error(&reply(429, &[("retry-after", "7")], "rate limit exceeded"), None, now());
+        assert!(matches!(retry, BrokerError::Unavailable { retry_after: Some(d), .. } if d == Duration::from_secs(7)));
+        // Reset 30 s after the reply's Date (which is 10 s before the clock).
+        let reset = now().timestamp() + 20;
+        let headers = [("x-ratelimit-reset", &*reset.to_string()), ("date", "Wed, 25 Nov 2026 14:39:50 GMT")];
+        let by_date = map_error(&reply(429, &headers, "{}"), None, now());
+        assert!(
+            matches!(by_date, BrokerError::Unavailable { retry_after: Some(d), .. } if d == Duration::from_secs(30))
+        );
+        let reset_text = reset.to_string();
+        let by_clock = map_error(&reply(429, &[("x-ratelimit-reset", &reset_text)], "{}"), None, now());
+        assert!(
+            matches!(by_clock, BrokerError::Unavailable { retry_after: Some(d), .. } if d == Duration::from_secs(20))
+        );
+        let dated = [("retry-after", "Wed, 25 Nov 2026 14:41:00 GMT"), ("date", "Wed, 25 Nov 2026 14:40:45 GMT")];
+        let by_http_date = map_error(&reply(429, &dated, "{}"), None, now());
+        assert!(
+            matches!(by_http_date, BrokerError::Unavailable { retry_after: Some(d), .. } if d == Duration::from_secs(15))
+        );
+        let past = (now().timestamp() - 5).to_string();
+        let passed = map_error(&reply(429, &[("x-ratelimit-reset", &past)], "{}"), None, now());
+        assert!(matches!(passed, BrokerError::Unavailable { retry_after: Some(d), .. } if d == Duration::ZERO));
+    }
+
+    #[test]
+    fn server_errors_are_unavailable_and_other_statuses_rejected() {
+        assert!(matches!(
+            map_error(&reply(500, &[], "oops"), Some(&id()), now()),
+            BrokerError::Unavailable { retry_after: None, .. }
+        ));
+        assert!(matches!(
+            map_error(&reply(503, &[("retry-after", "2")], ""), None, now()),
+            BrokerError::Unavailable { retry_after: Some(d), .. } if d == Duration::from_secs(2)
+        ));
+        assert!(matches!(
+            map_error(&reply(401, &[], r#"{"message":"request is not authorized"}"#), None, now()),
+            BrokerError::Rejected { reason } if reason == "401 request is not authorized"
+        ));
+    }
+
+    #[test]
+    fn prices_round_to_cents_above_a_dollar_and_to_four_places_below() {
+        let cases = [
+            ("12.345", "12.35"),
+            ("12.3", "12.30"),
+            ("180", "180.00"),
+            ("0.12345", "0.1235"),
+            ("1", "1.00"),
+            ("0.5", "0.50"),
+            ("1.00005", "1.00"),
+        ];
+        for (price, text) in cases {
+            assert_eq!(price_text(price.parse().unwrap()), text, "{price}");
+        }
+    }
+
+    #[test]
+    fn the_secret_is_never_shown() {
+        let credentials = AlpacaCredentials { key_id: "PKTEST".into(), secret_key: "s3cr3t".into() };
+        let shown = format!("{credentials:?}");
+        assert!(shown.contains("PKTEST") && !shown.contains("s3cr3t"), "{shown}");
+        let clock = Arc::new(tradeops_core::ManualClock::new(now()));
+        let client = TradingClient::new("http://127.0.0.1:1/", &credentials, Duration::from_secs(1), clock).unwrap();
+        assert!(!format!("{client:?}").contains("s3cr3t"));
+    }
+}
