@@ -609,3 +609,249 @@ async fn authorization(socket: &mut Socket) -> Result<(), StreamError> {
     }
     Err(StreamError::Closed)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn ts(second: u32) -> Timestamp {
+        Utc.with_ymd_and_hms(2026, 11, 25, 14, 31, second).unwrap()
+    }
+
+    fn cid(raw: &str) -> ClientOrderId {
+        ClientOrderId::parse(raw).unwrap()
+    }
+
+    fn order(status: &str, filled_qty: u64, filled_avg_price: Option<Decimal>) -> wire::Order {
+        serde_json::from_value(serde_json::json!({
+            "id": "ord-1", "client_order_id": "to-ABCD-1", "symbol": "ABCD", "side": "buy",
+            "qty": "100", "filled_qty": filled_qty.to_string(), "time_in_force": "day",
+            "filled_avg_price": filled_avg_price.map(|p| p.to_string()), "status": status,
+            "updated_at": "2026-11-25T14:31:30Z"
+        }))
+        .unwrap()
+    }
+
+    fn update(event: &str, order: wire::Order, at: Timestamp) -> wire::TradeUpdate {
+        wire::TradeUpdate {
+            event: event.into(),
+            execution_id: None,
+            order,
+            timestamp: Some(at),
+            price: None,
+            qty: None,
+            position_qty: None,
+        }
+    }
+
+    fn fill(execution_id: &str, qty: u64, price: Decimal, cumulative: u64, at: Timestamp) -> wire::TradeUpdate {
+        let status = if cumulative == 100 { "filled" } else { "partially_filled" };
+        let event = if cumulative == 100 { "fill" } else { "partial_fill" };
+        wire::TradeUpdate {
+            execution_id: Some(execution_id.into()),
+            price: Some(price),
+            qty: Some(Decimal::from(qty)),
+            ..update(event, order(status, cumulative, Some(price)), at)
+        }
+    }
+
+    fn filled(execution_id: &str, quantity: u64, price: Decimal, at: Timestamp) -> BrokerReport {
+        BrokerReport::Filled {
+            client_order_id: cid("to-ABCD-1"),
+            execution: Execution { execution_id: execution_id.into(), timestamp: at, quantity, price, fee: Decimal::ZERO },
+        }
+    }
+
+    fn accepted(at: Timestamp) -> BrokerReport {
+        BrokerReport::Accepted { client_order_id: cid("to-ABCD-1"), broker_order_id: "ord-1".into(), at }
+    }
+
+    #[test]
+    fn new_accepted_and_pending_new_acknowledge_an_order_once() {
+        let mut mapper = ReportMapper::new();
+        assert_eq!(mapper.map_update(&update("pending_new", order("pending_new", 0, None), ts(1)), ts(9)), vec![accepted(ts(1))]);
+        assert_eq!(mapper.map_update(&update("new", order("new", 0, None), ts(2)), ts(9)), vec![]);
+        assert_eq!(mapper.map_update(&update("accepted", order("accepted", 0, None), ts(3)), ts(9)), vec![]);
+    }
+
+    #[test]
+    fn fills_report_their_execution_once_commission_free() {
+        let mut mapper = ReportMapper::new();
+        mapper.map_update(&update("new", order("new", 0, None), ts(1)), ts(9));
+        let price = Decimal::new(17908, 2);
+        assert_eq!(mapper.map_update(&fill("e-1", 40, price, 40, ts(2)), ts(9)), vec![filled("e-1", 40, price, ts(2))]);
+        assert_eq!(mapper.map_update(&fill("e-1", 40, price, 40, ts(2)), ts(9)), vec![], "duplicate");
+        assert_eq!(mapper.map_update(&fill("e-2", 60, price, 100, ts(3)), ts(9)), vec![filled("e-2", 60, price, ts(3))]);
+    }
+
+    #[test]
+    fn a_fill_without_a_prior_new_acknowledges_the_order_first() {
+        let mut mapper = ReportMapper::new();
+        let price = Decimal::from(10);
+        assert_eq!(
+            mapper.map_update(&fill("e-1", 100, price, 100, ts(2)), ts(9)),
+            vec![accepted(ts(2)), filled("e-1", 100, price, ts(2))]
+        );
+    }
+
+    #[test]
+    fn a_fill_after_a_cancel_request_passes_through() {
+        let mut mapper = ReportMapper::new();
+        mapper.map_update(&update("new", order("new", 0, None), ts(1)), ts(9));
+        assert_eq!(mapper.map_update(&update("pending_cancel", order("pending_cancel", 0, None), ts(2)), ts(9)), vec![]);
+        let price = Decimal::from(10);
+        assert_eq!(mapper.map_update(&fill("e-1", 100, price, 100, ts(3)), ts(9)), vec![filled("e-1", 100, price, ts(3))]);
+    }
+
+    #[test]
+    fn endings_are_reported_once() {
+        let c = cid("to-ABCD-1");
+        let mut mapper = ReportMapper::new();
+        assert_eq!(
+            mapper.map_update(&update("canceled", order("canceled", 0, None), ts(4)), ts(9)),
+            vec![BrokerReport::Canceled { client_order_id: c.clone(), at: ts(4) }]
+        );
+        assert_eq!(mapper.map_update(&update("canceled", order("canceled", 0, None), ts(4)), ts(9)), vec![]);
+
+        let mut mapper = ReportMapper::new();
+        assert_eq!(
+            mapper.map_update(&update("expired", order("expired", 0, None), ts(5)), ts(9)),
+            vec![BrokerReport::Expired { client_order_id: c.clone(), at: ts(5) }]
+        );
+
+        let mut mapper = ReportMapper::new();
+        assert_eq!(
+            mapper.map_update(&update("rejected", order("rejected", 0, None), ts(6)), ts(9)),
+            vec![BrokerReport::Rejected { client_order_id: c.clone(), reason: REJECTED_BY_ALPACA.into(), at: ts(6) }]
+        );
+
+        let mut mapper = ReportMapper::new();
+        assert_eq!(
+            mapper.map_update(&update("order_cancel_rejected", order("new", 0, None), ts(7)), ts(9)),
+            vec![BrokerReport::CancelRejected {
+                client_order_id: c,
+                reason: "cancel rejected by Alpaca".into(),
+                at: ts(7)
+            }]
+        );
+    }
+
+    #[test]
+    fn done_for_day_expires_a_day_order_but_not_a_gtc_one() {
+        let mut mapper = ReportMapper::new();
+        let day = order("done_for_day", 0, None);
+        assert_eq!(
+            mapper.map_update(&update("done_for_day", day, ts(5)), ts(9)),
+            vec![BrokerReport::Expired { client_order_id: cid("to-ABCD-1"), at: ts(5) }]
+        );
+        let mut mapper = ReportMapper::new();
+        let gtc = wire::Order { time_in_force: Some("gtc".into()), ..order("done_for_day", 0, None) };
+        assert_eq!(mapper.map_update(&update("done_for_day", gtc, ts(5)), ts(9)), vec![]);
+    }
+
+    #[test]
+    fn replace_and_pending_events_report_nothing() {
+        let mut mapper = ReportMapper::new();
+        mapper.map_update(&update("new", order("new", 0, None), ts(1)), ts(9));
+        for event in ["pending_cancel", "pending_replace", "replaced", "calculated", "something_new"] {
+            assert_eq!(mapper.map_update(&update(event, order("new", 0, None), ts(2)), ts(9)), vec![], "{event}");
+        }
+    }
+
+    #[test]
+    fn an_order_not_ours_is_skipped() {
+        let mut mapper = ReportMapper::new();
+        let foreign = wire::Order { client_order_id: "not ours / web".into(), ..order("new", 0, None) };
+        assert_eq!(mapper.map_update(&update("new", foreign, ts(1)), ts(9)), vec![]);
+    }
+
+    #[test]
+    fn a_missing_timestamp_falls_back_to_the_order_then_the_receipt() {
+        let mut mapper = ReportMapper::new();
+        let mut u = update("new", order("new", 0, None), ts(1));
+        u.timestamp = None;
+        assert_eq!(mapper.map_update(&u, ts(9)), vec![accepted(ts(30))]);
+    }
+
+    #[test]
+    fn a_gap_fill_reports_the_unseen_fill_once_and_the_real_event_does_not_double_it() {
+        let mut mapper = ReportMapper::new();
+        let first = Decimal::from(10);
+        mapper.map_update(&update("new", order("new", 0, None), ts(1)), ts(9));
+        mapper.map_update(&fill("e-1", 40, first, 40, ts(2)), ts(9));
+        // While disconnected the other 60 filled at 11: the average is 10.6.
+        let snapshot = wire::Order { filled_at: Some(ts(20)), ..order("filled", 100, Some(Decimal::new(106, 1))) };
+        let gap = filled("gap:ord-1:100", 60, Decimal::from(11), ts(20));
+        assert_eq!(mapper.map_order(&snapshot, ts(50)), vec![gap]);
+        assert_eq!(mapper.map_order(&snapshot, ts(51)), vec![], "the same gap found again");
+        // The real execution arrives late: already covered.
+        assert_eq!(mapper.map_update(&fill("e-2", 60, Decimal::from(11), 100, ts(20)), ts(52)), vec![]);
+    }
+
+    #[test]
+    fn a_gap_fill_of_an_unseen_order_accepts_fills_and_closes_it() {
+        let mut mapper = ReportMapper::new();
+        let snapshot = wire::Order {
+            submitted_at: Some(ts(1)),
+            filled_at: Some(ts(3)),
+            canceled_at: Some(ts(4)),
+            ..order("canceled", 30, Some(Decimal::from(12)))
+        };
+        assert_eq!(
+            mapper.map_order(&snapshot, ts(50)),
+            vec![
+                accepted(ts(1)),
+                filled("gap:ord-1:30", 30, Decimal::from(12), ts(3)),
+                BrokerReport::Canceled { client_order_id: cid("to-ABCD-1"), at: ts(4) },
+            ]
+        );
+        // The stream's own canceled after the gap fill is a duplicate.
+        assert_eq!(mapper.map_update(&update("canceled", snapshot.clone(), ts(4)), ts(51)), vec![]);
+        // A rejected order was never accepted.
+        let mut mapper = ReportMapper::new();
+        let rejected = wire::Order { id: "ord-2".into(), failed_at: Some(ts(2)), ..order("rejected", 0, None) };
+        assert_eq!(
+            mapper.map_order(&rejected, ts(50)),
+            vec![BrokerReport::Rejected { client_order_id: cid("to-ABCD-1"), reason: REJECTED_BY_ALPACA.into(), at: ts(2) }]
+        );
+    }
+
+    #[test]
+    fn a_gap_fill_of_an_order_already_reported_adds_nothing() {
+        let mut mapper = ReportMapper::new();
+        let price = Decimal::from(10);
+        mapper.map_update(&fill("e-1", 100, price, 100, ts(2)), ts(9));
+        assert_eq!(mapper.map_order(&order("filled", 100, Some(price)), ts(50)), vec![]);
+    }
+
+    #[test]
+    fn backoff_doubles_to_its_ceiling_within_the_jitter_and_repeats_with_its_seed() {
+        let policy = BackoffPolicy::default();
+        let mut backoff = Backoff::new(policy.clone());
+        let delays: Vec<Duration> = (0..10).map(|_| backoff.next_delay()).collect();
+        for (i, delay) in delays.iter().enumerate() {
+            let base = Duration::from_millis(500).saturating_mul(1 << i).min(Duration::from_secs(30));
+            assert!(*delay >= base.mul_f64(0.8) && *delay <= base.mul_f64(1.2), "{i}: {delay:?}");
+        }
+        assert_ne!(delays[0], Duration::from_millis(500), "jittered");
+        let mut again = Backoff::new(policy);
+        assert_eq!((0..10).map(|_| again.next_delay()).collect::<Vec<_>>(), delays);
+        backoff.reset();
+        assert!(backoff.next_delay() <= Duration::from_millis(600));
+    }
+
+    #[test]
+    fn the_config_never_shows_the_secret() {
+        let config = StreamConfig {
+            url: "ws://127.0.0.1:1/stream".into(),
+            key_id: "AK1".into(),
+            secret_key: "very-secret".into(),
+            backoff: BackoffPolicy::default(),
+            gap_fill_from: ts(0),
+            gap_overlap: Duration::from_secs(5),
+            auth_timeout: Duration::from_secs(10),
+        };
+        assert!(!format!("{config:?}").contains("very-secret"));
+    }
+}
