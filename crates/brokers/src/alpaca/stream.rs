@@ -169,7 +169,12 @@ impl ReportMapper {
         })
     }
 
-    fn fill(&mut self, update: &wire::TradeUpdate, client_order_id: &ClientOrderId, at: Timestamp) -> Option<BrokerReport> {
+    fn fill(
+        &mut self,
+        update: &wire::TradeUpdate,
+        client_order_id: &ClientOrderId,
+        at: Timestamp,
+    ) -> Option<BrokerReport> {
         let order = &update.order;
         let Some(execution_id) = update.execution_id.as_deref() else {
             tracing::warn!(order = %order.id, event = %update.event, "fill without an execution id: skipped");
@@ -198,11 +203,22 @@ impl ReportMapper {
             client_order_id: client_order_id.clone(),
             // Alpaca charges no commission on US equities: the fee is zero (regulatory pass-through
             // fees on sells are not reported per execution).
-            execution: Execution { execution_id: execution_id.into(), timestamp: at, quantity, price, fee: Decimal::ZERO },
+            execution: Execution {
+                execution_id: execution_id.into(),
+                timestamp: at,
+                quantity,
+                price,
+                fee: Decimal::ZERO,
+            },
         })
     }
 
-    fn gap_fill(&mut self, order: &wire::Order, client_order_id: &ClientOrderId, now: Timestamp) -> Option<BrokerReport> {
+    fn gap_fill(
+        &mut self,
+        order: &wire::Order,
+        client_order_id: &ClientOrderId,
+        now: Timestamp,
+    ) -> Option<BrokerReport> {
         let filled = order.filled_qty.unwrap_or_default();
         let reported = self.orders.entry(order.id.clone()).or_default();
         let missing = filled - reported.filled_qty;
@@ -524,7 +540,9 @@ impl Runner {
             "data": {"key_id": self.config.key_id, "secret_key": self.config.secret_key}});
         send(&mut socket, &authenticate).await?;
         let timeout = self.config.auth_timeout;
-        tokio::time::timeout(timeout, authorization(&mut socket)).await.map_err(|_| StreamError::AuthTimeout(timeout))??;
+        tokio::time::timeout(timeout, authorization(&mut socket))
+            .await
+            .map_err(|_| StreamError::AuthTimeout(timeout))??;
         send(&mut socket, &serde_json::json!({"action": "listen", "data": {"streams": ["trade_updates"]}})).await?;
         // Updates arriving meanwhile wait in the socket and are read after: the mapper drops
         // whatever the gap fill already reported.
@@ -659,7 +677,13 @@ mod tests {
     fn filled(execution_id: &str, quantity: u64, price: Decimal, at: Timestamp) -> BrokerReport {
         BrokerReport::Filled {
             client_order_id: cid("to-ABCD-1"),
-            execution: Execution { execution_id: execution_id.into(), timestamp: at, quantity, price, fee: Decimal::ZERO },
+            execution: Execution {
+                execution_id: execution_id.into(),
+                timestamp: at,
+                quantity,
+                price,
+                fee: Decimal::ZERO,
+            },
         }
     }
 
@@ -670,7 +694,10 @@ mod tests {
     #[test]
     fn new_accepted_and_pending_new_acknowledge_an_order_once() {
         let mut mapper = ReportMapper::new();
-        assert_eq!(mapper.map_update(&update("pending_new", order("pending_new", 0, None), ts(1)), ts(9)), vec![accepted(ts(1))]);
+        assert_eq!(
+            mapper.map_update(&update("pending_new", order("pending_new", 0, None), ts(1)), ts(9)),
+            vec![accepted(ts(1))]
+        );
         assert_eq!(mapper.map_update(&update("new", order("new", 0, None), ts(2)), ts(9)), vec![]);
         assert_eq!(mapper.map_update(&update("accepted", order("accepted", 0, None), ts(3)), ts(9)), vec![]);
     }
@@ -682,7 +709,21 @@ mod tests {
         let price = Decimal::new(17908, 2);
         assert_eq!(mapper.map_update(&fill("e-1", 40, price, 40, ts(2)), ts(9)), vec![filled("e-1", 40, price, ts(2))]);
         assert_eq!(mapper.map_update(&fill("e-1", 40, price, 40, ts(2)), ts(9)), vec![], "duplicate");
-        assert_eq!(mapper.map_update(&fill("e-2", 60, price, 100, ts(3)), ts(9)), vec![filled("e-2", 60, price, ts(3))]);
+        assert_eq!(
+            mapper.map_update(&fill("e-2", 60, price, 100, ts(3)), ts(9)),
+            vec![filled("e-2", 60, price, ts(3))]
+        );
+    }
+
+    /// Without the order's cumulative quantity only the execution id can tell a duplicate.
+    #[test]
+    fn a_duplicate_execution_id_is_dropped_even_without_the_cumulative_quantity() {
+        let mut mapper = ReportMapper::new();
+        let price = Decimal::from(10);
+        let mut first = fill("e-1", 40, price, 40, ts(2));
+        first.order.filled_qty = None;
+        assert_eq!(mapper.map_update(&first, ts(9)), vec![accepted(ts(2)), filled("e-1", 40, price, ts(2))]);
+        assert_eq!(mapper.map_update(&first, ts(9)), vec![]);
     }
 
     #[test]
@@ -699,9 +740,15 @@ mod tests {
     fn a_fill_after_a_cancel_request_passes_through() {
         let mut mapper = ReportMapper::new();
         mapper.map_update(&update("new", order("new", 0, None), ts(1)), ts(9));
-        assert_eq!(mapper.map_update(&update("pending_cancel", order("pending_cancel", 0, None), ts(2)), ts(9)), vec![]);
+        assert_eq!(
+            mapper.map_update(&update("pending_cancel", order("pending_cancel", 0, None), ts(2)), ts(9)),
+            vec![]
+        );
         let price = Decimal::from(10);
-        assert_eq!(mapper.map_update(&fill("e-1", 100, price, 100, ts(3)), ts(9)), vec![filled("e-1", 100, price, ts(3))]);
+        assert_eq!(
+            mapper.map_update(&fill("e-1", 100, price, 100, ts(3)), ts(9)),
+            vec![filled("e-1", 100, price, ts(3))]
+        );
     }
 
     #[test]
@@ -813,7 +860,11 @@ mod tests {
         let rejected = wire::Order { id: "ord-2".into(), failed_at: Some(ts(2)), ..order("rejected", 0, None) };
         assert_eq!(
             mapper.map_order(&rejected, ts(50)),
-            vec![BrokerReport::Rejected { client_order_id: cid("to-ABCD-1"), reason: REJECTED_BY_ALPACA.into(), at: ts(2) }]
+            vec![BrokerReport::Rejected {
+                client_order_id: cid("to-ABCD-1"),
+                reason: REJECTED_BY_ALPACA.into(),
+                at: ts(2)
+            }]
         );
     }
 
