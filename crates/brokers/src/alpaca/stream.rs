@@ -416,8 +416,12 @@ pub struct StreamConfig {
     pub gap_fill_from: Timestamp,
     /// How far before the last event seen a gap fill starts (clock skew, same-instant events).
     pub gap_overlap: Duration,
-    /// How long to wait for the authorization reply before giving up on a connection.
+    /// How long the WebSocket handshake, and then the authorization reply, may each take
+    /// before the connection is given up.
     pub auth_timeout: Duration,
+    /// A connection silent this long is sent a ping; silent as long again, it is taken for
+    /// dead (a half-open TCP connection never ends by itself) and replaced.
+    pub idle_timeout: Duration,
 }
 
 impl std::fmt::Debug for StreamConfig {
@@ -430,6 +434,7 @@ impl std::fmt::Debug for StreamConfig {
             .field("gap_fill_from", &self.gap_fill_from)
             .field("gap_overlap", &self.gap_overlap)
             .field("auth_timeout", &self.auth_timeout)
+            .field("idle_timeout", &self.idle_timeout)
             .finish()
     }
 }
@@ -447,6 +452,8 @@ pub enum StreamError {
     Socket(String),
     #[error("the trade-updates stream closed")]
     Closed,
+    #[error("the trade-updates stream was silent for {0:?} and did not answer a ping")]
+    Silent(Duration),
     #[error("the gap fill after connecting failed: {0}")]
     GapFill(BrokerError),
 }
@@ -533,13 +540,14 @@ impl Runner {
 
     /// Connects, authenticates, listens and fills the gap.
     async fn connect(&mut self) -> Result<Socket, StreamError> {
-        let (mut socket, _) = tokio_tungstenite::connect_async(self.config.url.as_str())
+        let timeout = self.config.auth_timeout;
+        let (mut socket, _) = tokio::time::timeout(timeout, tokio_tungstenite::connect_async(self.config.url.as_str()))
             .await
+            .map_err(|_| StreamError::Connect(format!("no WebSocket handshake within {timeout:?}")))?
             .map_err(|e| StreamError::Connect(e.to_string()))?;
         let authenticate = serde_json::json!({"action": "authenticate",
             "data": {"key_id": self.config.key_id, "secret_key": self.config.secret_key}});
         send(&mut socket, &authenticate).await?;
-        let timeout = self.config.auth_timeout;
         tokio::time::timeout(timeout, authorization(&mut socket))
             .await
             .map_err(|_| StreamError::AuthTimeout(timeout))??;
@@ -556,9 +564,24 @@ impl Runner {
         Ok(socket)
     }
 
-    /// Reads updates until the connection ends.
+    /// Reads updates until the connection ends or stays silent through a ping.
     async fn read(&mut self, mut socket: Socket) -> StreamError {
-        while let Some(frame) = socket.next().await {
+        let idle = self.config.idle_timeout;
+        let mut pinged = false;
+        loop {
+            let frame = match tokio::time::timeout(idle, socket.next()).await {
+                Ok(Some(frame)) => frame,
+                Ok(None) => return StreamError::Closed,
+                Err(_) if pinged => return StreamError::Silent(idle),
+                Err(_) => {
+                    if let Err(error) = socket.send(Message::Ping(Default::default())).await {
+                        return StreamError::Socket(error.to_string());
+                    }
+                    pinged = true;
+                    continue;
+                }
+            };
+            pinged = false;
             let message = match frame {
                 Ok(message) => message,
                 Err(e) => return StreamError::Socket(e.to_string()),
@@ -571,7 +594,6 @@ impl Runner {
             };
             self.handle(bytes);
         }
-        StreamError::Closed
     }
 
     fn handle(&mut self, bytes: &[u8]) {
@@ -902,6 +924,7 @@ mod tests {
             gap_fill_from: ts(0),
             gap_overlap: Duration::from_secs(5),
             auth_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(30),
         };
         assert!(!format!("{config:?}").contains("very-secret"));
     }

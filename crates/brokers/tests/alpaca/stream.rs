@@ -138,7 +138,7 @@ async fn next_json(socket: &mut tokio_tungstenite::WebSocketStream<tokio::net::T
 
 /// A fake REST client: returns the scripted answer of each call and records the `after` asked.
 struct FakeGapFill {
-    answers: Mutex<Vec<Vec<wire::Order>>>,
+    answers: Mutex<Vec<Result<Vec<wire::Order>, BrokerError>>>,
     asked: Mutex<Vec<DateTime<Utc>>>,
 }
 
@@ -147,7 +147,11 @@ impl GapFill for FakeGapFill {
     async fn orders_updated_since(&self, after: DateTime<Utc>) -> Result<Vec<wire::Order>, BrokerError> {
         self.asked.lock().unwrap().push(after);
         let mut answers = self.answers.lock().unwrap();
-        Ok(if answers.is_empty() { Vec::new() } else { answers.remove(0) })
+        if answers.is_empty() {
+            Ok(Vec::new())
+        } else {
+            answers.remove(0)
+        }
     }
 }
 
@@ -165,6 +169,7 @@ fn config(url: String) -> StreamConfig {
         gap_fill_from: ts(0),
         gap_overlap: Duration::from_secs(5),
         auth_timeout: Duration::from_secs(30),
+        idle_timeout: Duration::from_secs(30),
     }
 }
 
@@ -227,7 +232,7 @@ async fn reports_in_order_once_each_and_fills_the_gap_after_a_drop() {
     let a_filled: wire::Order = serde_json::from_value(a("filled", 100, Some("10.6"))).unwrap();
     let gap_fill = Arc::new(FakeGapFill {
         // First connection's gap fill: nothing; the second's: D filled while down, and A again.
-        answers: Mutex::new(vec![Vec::new(), vec![a_filled, d_filled]]),
+        answers: Mutex::new(vec![Ok(Vec::new()), Ok(vec![a_filled, d_filled])]),
         asked: Mutex::new(Vec::new()),
     });
     let clock = Arc::new(ManualClock::new(ts(59)));
@@ -262,4 +267,58 @@ async fn reports_in_order_once_each_and_fills_the_gap_after_a_drop() {
     assert!(health.last_error.is_some());
     // Each gap fill started at the last event seen, less the overlap.
     assert_eq!(*gap_fill.asked.lock().unwrap(), vec![ts(0) - chrono::Duration::seconds(5), ts(5)]);
+}
+
+fn marker() -> Value {
+    event("new", order_json("ord-e", "to-E-1", "new", 0, None), ts(30))
+}
+
+#[tokio::test]
+async fn a_failed_gap_fill_drops_the_connection_and_is_retried_on_the_next() {
+    let (url, stand_in) = start(vec![Script::SendAndHold(Vec::new()), Script::SendAndHold(vec![marker()])]).await;
+    let mut d_filled: wire::Order =
+        serde_json::from_value(order_json("ord-d", "to-D-1", "filled", 50, Some("20"))).unwrap();
+    d_filled.filled_at = Some(ts(20));
+    d_filled.submitted_at = Some(ts(10));
+    let unavailable = BrokerError::Unavailable { reason: "503 from /v2/orders".into(), retry_after: None };
+    let gap_fill = Arc::new(FakeGapFill {
+        answers: Mutex::new(vec![Err(unavailable), Ok(vec![d_filled])]),
+        asked: Mutex::new(Vec::new()),
+    });
+    let stream = TradeUpdatesStream::spawn(config(url), gap_fill.clone(), Arc::new(ManualClock::new(ts(59))));
+
+    let reports = collect_until(&stream, |r| r.iter().any(|r| r.client_order_id().as_str() == "to-E-1")).await;
+
+    assert_eq!(
+        reports,
+        vec![
+            accepted("to-D-1", "ord-d", ts(10)),
+            filled("to-D-1", "gap:ord-d:50", 50, Decimal::from(20), ts(20)),
+            accepted("to-E-1", "ord-e", ts(30)),
+        ]
+    );
+    assert_eq!(stand_in.connections.load(Ordering::SeqCst), 2);
+    let health = stream.health();
+    assert_eq!(health.connections, 1, "the first connection never completed");
+    assert!(health.last_error.unwrap_or_default().contains("gap fill"));
+    // Nothing was seen in between: both asked from the configured start.
+    let start = ts(0) - chrono::Duration::seconds(5);
+    assert_eq!(*gap_fill.asked.lock().unwrap(), vec![start, start]);
+}
+
+/// The stand-in never reads a held connection, so it never answers the client's ping.
+#[tokio::test]
+async fn a_silent_connection_is_pinged_then_replaced() {
+    let (url, stand_in) = start(vec![Script::SendAndHold(Vec::new()), Script::SendAndHold(vec![marker()])]).await;
+    let gap_fill = Arc::new(FakeGapFill { answers: Mutex::new(Vec::new()), asked: Mutex::new(Vec::new()) });
+    let config = StreamConfig { idle_timeout: Duration::from_millis(20), ..config(url) };
+    let stream = TradeUpdatesStream::spawn(config, gap_fill, Arc::new(ManualClock::new(ts(59))));
+
+    let reports = collect_until(&stream, |r| r.iter().any(|r| r.client_order_id().as_str() == "to-E-1")).await;
+
+    assert_eq!(reports, vec![accepted("to-E-1", "ord-e", ts(30))]);
+    assert_eq!(stand_in.connections.load(Ordering::SeqCst), 2);
+    let health = stream.health();
+    assert_eq!(health.connections, 2);
+    assert!(health.last_error.unwrap_or_default().contains("did not answer a ping"));
 }
