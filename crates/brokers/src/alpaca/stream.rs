@@ -337,8 +337,15 @@ impl StreamHealth {
     }
 }
 
-/// Orders changed since a time, from Alpaca's REST API (`GET /v2/orders?status=all&after=…`,
-/// implemented by the REST client): what the stream may have missed while disconnected.
+/// Orders whose state may have changed since a time, from Alpaca's REST API (implemented by
+/// the REST client): what the stream may have missed while disconnected.
+///
+/// Alpaca's `GET /v2/orders` filters `after` by *submission* time (research §1.2), so passing
+/// `after` through alone would miss an order submitted before the gap and filled during it.
+/// An implementation returns at least every open order and every order closed since `after`
+/// (e.g. `status=open`, plus `status=closed&direction=desc` paged until `updated_at` falls
+/// before `after`). Returning more is harmless: [`ReportMapper::map_order`] reports only what
+/// is new.
 #[async_trait]
 pub trait GapFill: Send + Sync {
     async fn orders_updated_since(&self, after: DateTime<Utc>) -> Result<Vec<wire::Order>, BrokerError>;
