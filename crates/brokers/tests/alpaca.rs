@@ -1,5 +1,8 @@
-//! The Alpaca adapter against stand-ins for Alpaca (axum apps on 127.0.0.1 speaking its wire
-//! format and injecting faults): one module per part of the adapter, each in `tests/alpaca/`.
+//! The Alpaca adapter against stand-ins for Alpaca started in the test (an axum app speaking its
+//! REST wire format, a WebSocket server speaking its trading stream), injecting faults: one
+//! module per part of the adapter, each in `tests/alpaca/`.
 
 #[path = "alpaca/rest.rs"]
 mod rest;
+#[path = "alpaca/stream.rs"]
+mod stream;
