@@ -397,7 +397,7 @@ async fn a_cancel_by_client_order_id_reaches_alpacas_id() {
     alpaca.adapter.submit(&order("to-ABCD-3", 10), at(31, 0)).await.unwrap();
     alpaca.adapter.cancel(&cid("to-ABCD-3"), at(31, 1)).await.unwrap();
     let submitted = alpaca.alpaca_id("to-ABCD-3");
-    assert_eq!(alpaca.calls(&"DELETE", &format!("/v2/orders/{submitted}")), 1);
+    assert_eq!(alpaca.calls("DELETE", &format!("/v2/orders/{submitted}")), 1);
     assert_eq!(alpaca.calls("GET", "/v2/orders:by_client_order_id"), 0, "its id was learned at submit");
 
     // An order the adapter never saw (sent before a restart) is looked up first.
