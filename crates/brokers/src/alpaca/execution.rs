@@ -10,6 +10,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use rust_decimal::prelude::ToPrimitive;
+use rust_decimal::Decimal;
 use tradeops_core::broker::{BrokerLookup, BrokerOpenOrder, BrokerReport};
 use tradeops_core::clock::Clock;
 use tradeops_core::orders::{ClientOrderId, Order};
@@ -88,12 +90,19 @@ impl AlpacaOrders {
         ids
     }
 
-    /// Records what an order snapshot from Alpaca tells: its id, and whether it is final.
+    /// Records what an order snapshot from Alpaca tells: its id, and whether it is final. An
+    /// open order of ours not yet tracked (one sent by an earlier process, seen in the open list
+    /// of the first gap fill or of a reconciliation) joins the unfinished set, so a gap fill
+    /// finds it even when it closes while the stream is down.
     fn learn_order(&self, order: &wire::Order) {
         let Ok(id) = ClientOrderId::parse(&order.client_order_id) else { return };
         let mut book = self.book();
         if order.is_final() {
             book.unfinished.remove(&id);
+        } else if !book.unfinished.contains_key(&id) {
+            let shares = |d: Option<Decimal>| d.and_then(|d| d.trunc().to_u64()).unwrap_or(0);
+            let tracked = Unfinished { quantity: shares(order.qty), filled: shares(order.filled_qty) };
+            book.unfinished.insert(id.clone(), tracked);
         }
         book.broker_ids.entry(id).or_insert_with(|| order.id.as_str().into());
     }
@@ -134,9 +143,12 @@ impl GapFill for AlpacaOrders {
     /// 3. each order this adapter submitted and has not yet seen final, looked up by client
     ///    order id (an order sent before `after` that closed in the gap is among these).
     ///
-    /// Orders submitted by an earlier process and closed in the gap are not covered (the
-    /// set is in memory); reconciliation at start is what finds those. Any failed request fails
-    /// the whole gap fill, which the stream retries on its next connection.
+    /// The set holds what this process submitted and every open order of ours it has seen
+    /// (so an earlier process's orders open at the first connection are covered); an order of an
+    /// earlier process that closed before this process saw it open is not, and reconciliation at
+    /// start is what finds those. An order looked up and not found (a submit that never landed)
+    /// stays in the set and is looked up again at each gap fill. Any failed request fails the
+    /// whole gap fill, which the stream retries on its next connection.
     async fn orders_updated_since(&self, after: DateTime<Utc>) -> Result<Vec<wire::Order>, BrokerError> {
         let mut orders = self.client.open_orders().await?;
         orders.extend(self.client.orders_updated_since(after).await?);
@@ -309,6 +321,43 @@ mod tests {
             "status": status
         }))
         .unwrap()
+    }
+
+    #[test]
+    fn open_orders_seen_are_tracked_until_a_final_report_or_snapshot() {
+        let client = TradingClient::new(
+            "http://127.0.0.1:1",
+            &AlpacaCredentials { key_id: "PK".into(), secret_key: "s".into() },
+            Duration::from_secs(1),
+            Arc::new(tradeops_core::ManualClock::new(chrono::TimeZone::timestamp_opt(&Utc, 0, 0).unwrap())),
+        )
+        .unwrap();
+        let orders = AlpacaOrders::new(client);
+        let mut earlier = order("to-ABCD-1", "partially_filled");
+        earlier.qty = Some(Decimal::from(100));
+        earlier.filled_qty = Some(Decimal::from(40));
+        orders.learn_order(&earlier);
+        orders.learn_order(&order("web order", "new"));
+        let id = ClientOrderId::parse("to-ABCD-1").unwrap();
+        assert_eq!(orders.unfinished(), vec![id.clone()]);
+        assert_eq!(orders.broker_order_id(&id).as_deref(), Some("ord-1"));
+        let fill = |quantity| BrokerReport::Filled {
+            client_order_id: id.clone(),
+            execution: tradeops_core::orders::Execution {
+                execution_id: "e".into(),
+                timestamp: chrono::TimeZone::timestamp_opt(&Utc, 0, 0).unwrap(),
+                quantity,
+                price: Decimal::ONE,
+                fee: Decimal::ZERO,
+            },
+        };
+        orders.learn_report(&fill(30));
+        assert_eq!(orders.unfinished(), vec![id.clone()], "70 of 100 filled");
+        orders.learn_report(&fill(30));
+        assert!(orders.unfinished().is_empty(), "the rest filled");
+        orders.learn_order(&order("to-ABCD-1", "new"));
+        orders.learn_order(&order("to-ABCD-1", "canceled"));
+        assert!(orders.unfinished().is_empty(), "a final snapshot ends it");
     }
 
     #[test]
