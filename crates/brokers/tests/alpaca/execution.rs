@@ -265,10 +265,10 @@ impl StandIn {
         stand_in
     }
 
-    /// Waits (bounded) until the adapter has made `n` connections and is connected, its gap
+    /// Waits (bounded, 30 s at most; a wait, not a timing assertion) until the adapter has made `n` connections and is connected, its gap
     /// fill done.
     async fn connected(&self, n: usize) {
-        for _ in 0..500 {
+        for _ in 0..3000 {
             let state = self.adapter.stream_state();
             if state.connected && state.connections == n as u64 && self.book.lock().unwrap().connections == n {
                 return;
@@ -326,7 +326,7 @@ impl StandIn {
     /// Polls (bounded) until the reports made so far satisfy `done`.
     async fn poll_until(&self, done: impl Fn(&[BrokerReport]) -> bool) -> Vec<BrokerReport> {
         let mut reports = Vec::new();
-        for _ in 0..500 {
+        for _ in 0..3000 {
             reports.extend(self.adapter.poll(at(45, 0)).await);
             if done(&reports) {
                 return reports;
@@ -472,7 +472,7 @@ async fn dropping_the_adapter_ends_its_stream() {
     let alpaca = StandIn::start().await;
     let book = alpaca.book.clone();
     drop(alpaca);
-    for _ in 0..500 {
+    for _ in 0..3000 {
         if book.lock().unwrap().client_closed == 1 {
             return;
         }
