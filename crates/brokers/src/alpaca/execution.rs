@@ -1,0 +1,376 @@
+//! The Alpaca execution adapter (issue 23): [`AlpacaExecution`] assembles the REST client
+//! ([`TradingClient`]) and the trade-updates stream ([`TradeUpdatesStream`]) into one
+//! [`ExecutionBroker`]. It owns what joins the two: the map of our client order ids to Alpaca's
+//! order ids (Alpaca cancels by its own id), the set of orders submitted and not yet seen final,
+//! and the stream's gap fill ([`AlpacaOrders`], a [`GapFill`]) built from them.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use rust_decimal::prelude::ToPrimitive;
+use rust_decimal::Decimal;
+use tradeops_core::broker::{BrokerLookup, BrokerOpenOrder, BrokerReport};
+use tradeops_core::clock::Clock;
+use tradeops_core::orders::{ClientOrderId, Order};
+use tradeops_core::time::Timestamp;
+
+use super::rest::{AlpacaCredentials, ClientBuildError, TradingClient};
+use super::stream::{BackoffPolicy, GapFill, StreamConfig, StreamState, TradeUpdatesStream};
+use super::wire;
+use crate::execution::{BrokerError, ExecutionBroker};
+
+/// Where and how the adapter reaches Alpaca.
+#[derive(Clone, Debug)]
+pub struct AlpacaConfig {
+    /// The Trading API's base URL (`https://paper-api.alpaca.markets`, or a stand-in).
+    pub base_url: String,
+    /// The trade-updates stream (`wss://paper-api.alpaca.markets/stream`, or a stand-in).
+    pub stream_url: String,
+    /// `Debug` hides the secret.
+    pub credentials: AlpacaCredentials,
+    /// Bound of every REST request.
+    pub request_timeout: Duration,
+    pub backoff: BackoffPolicy,
+    /// The first gap fill asks for orders changed since this time (the service's start).
+    pub gap_fill_from: Timestamp,
+    /// See [`StreamConfig::gap_overlap`].
+    pub gap_overlap: Duration,
+    /// See [`StreamConfig::auth_timeout`].
+    pub auth_timeout: Duration,
+    /// See [`StreamConfig::idle_timeout`].
+    pub idle_timeout: Duration,
+}
+
+/// An order submitted through the adapter and not yet seen final.
+#[derive(Clone, Copy, Debug)]
+struct Unfinished {
+    quantity: u64,
+    filled: u64,
+}
+
+#[derive(Debug, Default)]
+struct Book {
+    /// Alpaca's order id of every client order id learned (submit replies, lookups, lists,
+    /// stream reports).
+    broker_ids: HashMap<ClientOrderId, Arc<str>>,
+    /// Orders submitted (or being submitted) and not yet seen final.
+    unfinished: HashMap<ClientOrderId, Unfinished>,
+}
+
+/// Alpaca's orders as the adapter knows them: the REST client plus what it learned. It is the
+/// stream's [`GapFill`] (held by the stream's task, which must not hold the adapter itself, or
+/// dropping the adapter would never stop the task).
+#[derive(Debug)]
+pub struct AlpacaOrders {
+    client: TradingClient,
+    book: Mutex<Book>,
+}
+
+impl AlpacaOrders {
+    pub fn new(client: TradingClient) -> Self {
+        Self { client, book: Mutex::new(Book::default()) }
+    }
+
+    fn book(&self) -> std::sync::MutexGuard<'_, Book> {
+        self.book.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Alpaca's id of our order, when learned.
+    pub fn broker_order_id(&self, id: &ClientOrderId) -> Option<Arc<str>> {
+        self.book().broker_ids.get(id).cloned()
+    }
+
+    /// The client order ids submitted and not yet seen final, sorted.
+    pub fn unfinished(&self) -> Vec<ClientOrderId> {
+        let mut ids: Vec<ClientOrderId> = self.book().unfinished.keys().cloned().collect();
+        ids.sort();
+        ids
+    }
+
+    /// Records what an order snapshot from Alpaca tells: its id, and whether it is final. An
+    /// open order of ours not yet tracked (one sent by an earlier process, seen in the open list
+    /// of the first gap fill or of a reconciliation) joins the unfinished set, so a gap fill
+    /// finds it even when it closes while the stream is down.
+    fn learn_order(&self, order: &wire::Order) {
+        let Ok(id) = ClientOrderId::parse(&order.client_order_id) else { return };
+        let mut book = self.book();
+        if order.is_final() {
+            book.unfinished.remove(&id);
+        } else if !book.unfinished.contains_key(&id) {
+            let shares = |d: Option<Decimal>| d.and_then(|d| d.trunc().to_u64()).unwrap_or(0);
+            let tracked = Unfinished { quantity: shares(order.qty), filled: shares(order.filled_qty) };
+            book.unfinished.insert(id.clone(), tracked);
+        }
+        book.broker_ids.entry(id).or_insert_with(|| order.id.as_str().into());
+    }
+
+    /// Records what a stream report tells: an id on acceptance; the end of an order on a
+    /// cancel, expiry, rejection or the fill that completes it.
+    fn learn_report(&self, report: &BrokerReport) {
+        let mut book = self.book();
+        match report {
+            BrokerReport::Accepted { client_order_id, broker_order_id, .. } => {
+                book.broker_ids.entry(client_order_id.clone()).or_insert_with(|| broker_order_id.clone());
+            }
+            BrokerReport::Filled { client_order_id, execution } => {
+                if let Some(tracked) = book.unfinished.get_mut(client_order_id) {
+                    tracked.filled = tracked.filled.saturating_add(execution.quantity);
+                    if tracked.filled >= tracked.quantity {
+                        book.unfinished.remove(client_order_id);
+                    }
+                }
+            }
+            BrokerReport::Canceled { client_order_id, .. }
+            | BrokerReport::Rejected { client_order_id, .. }
+            | BrokerReport::Expired { client_order_id, .. } => {
+                book.unfinished.remove(client_order_id);
+            }
+            BrokerReport::CancelRejected { .. } => {}
+        }
+    }
+}
+
+#[async_trait]
+impl GapFill for AlpacaOrders {
+    /// Every order that may have changed since `after`, deduplicated by Alpaca's id:
+    /// 1. all open orders (`status=open`);
+    /// 2. every order *submitted* after `after` (`status=all&after=…`, paged): Alpaca filters
+    ///    `after` by submission time, so this alone misses an order submitted before the gap
+    ///    and filled, canceled or expired during it; hence
+    /// 3. each order this adapter submitted and has not yet seen final, looked up by client
+    ///    order id (an order sent before `after` that closed in the gap is among these).
+    ///
+    /// The set holds what this process submitted and every open order of ours it has seen
+    /// (so an earlier process's orders open at the first connection are covered); an order of an
+    /// earlier process that closed before this process saw it open is not, and reconciliation at
+    /// start is what finds those. An order looked up and not found (a submit that never landed)
+    /// stays in the set and is looked up again at each gap fill. Any failed request fails the
+    /// whole gap fill, which the stream retries on its next connection.
+    async fn orders_updated_since(&self, after: DateTime<Utc>) -> Result<Vec<wire::Order>, BrokerError> {
+        let mut orders = self.client.open_orders().await?;
+        orders.extend(self.client.orders_updated_since(after).await?);
+        let mut seen: HashSet<String> = HashSet::new();
+        orders.retain(|o| seen.insert(o.id.clone()));
+        let listed: HashSet<String> = orders.iter().map(|o| o.client_order_id.clone()).collect();
+        for id in self.unfinished() {
+            if listed.contains(id.as_str()) {
+                continue;
+            }
+            if let Some(order) = self.client.by_client_order_id(&id).await? {
+                if seen.insert(order.id.clone()) {
+                    orders.push(order);
+                }
+            }
+        }
+        for order in &orders {
+            self.learn_order(order);
+        }
+        Ok(orders)
+    }
+}
+
+/// Alpaca behind [`ExecutionBroker`]: orders over REST, their outcome over the trade-updates
+/// stream, whose task runs from [`AlpacaExecution::start`] until the adapter is dropped.
+#[derive(Debug)]
+pub struct AlpacaExecution {
+    orders: Arc<AlpacaOrders>,
+    stream: TradeUpdatesStream,
+}
+
+impl AlpacaExecution {
+    /// Builds the REST client and spawns the stream's task on the current Tokio runtime.
+    pub fn start(config: AlpacaConfig, clock: Arc<dyn Clock>) -> Result<Arc<Self>, ClientBuildError> {
+        let client = TradingClient::new(&config.base_url, &config.credentials, config.request_timeout, clock.clone())?;
+        let orders = Arc::new(AlpacaOrders::new(client));
+        let stream_config = StreamConfig {
+            url: config.stream_url,
+            key_id: config.credentials.key_id.clone(),
+            secret_key: config.credentials.secret_key.clone(),
+            backoff: config.backoff,
+            gap_fill_from: config.gap_fill_from,
+            gap_overlap: config.gap_overlap,
+            auth_timeout: config.auth_timeout,
+            idle_timeout: config.idle_timeout,
+        };
+        let stream = TradeUpdatesStream::spawn(stream_config, orders.clone(), clock);
+        Ok(Arc::new(Self { orders, stream }))
+    }
+
+    /// The stream's connection, for health.
+    pub fn stream_state(&self) -> StreamState {
+        self.stream.health()
+    }
+
+    /// What the adapter learned of Alpaca's orders.
+    pub fn orders(&self) -> &Arc<AlpacaOrders> {
+        &self.orders
+    }
+
+    /// Alpaca's id of our order: learned, else looked up; `UnknownOrder` when Alpaca has none.
+    async fn broker_order_id(&self, id: &ClientOrderId) -> Result<Arc<str>, BrokerError> {
+        if let Some(known) = self.orders.broker_order_id(id) {
+            return Ok(known);
+        }
+        match self.orders.client.by_client_order_id(id).await? {
+            Some(order) => {
+                self.orders.learn_order(&order);
+                Ok(order.id.as_str().into())
+            }
+            None => Err(BrokerError::UnknownOrder(id.clone())),
+        }
+    }
+}
+
+#[async_trait]
+impl GapFill for AlpacaExecution {
+    async fn orders_updated_since(&self, after: DateTime<Utc>) -> Result<Vec<wire::Order>, BrokerError> {
+        self.orders.orders_updated_since(after).await
+    }
+}
+
+/// Our lookup answer for an order as Alpaca reports it.
+pub fn lookup_of(order: &wire::Order) -> BrokerLookup {
+    if order.is_final() {
+        return BrokerLookup::Closed;
+    }
+    match ClientOrderId::parse(&order.client_order_id) {
+        Ok(client_order_id) => {
+            BrokerLookup::Open(BrokerOpenOrder { client_order_id, cancel_pending: order.status == "pending_cancel" })
+        }
+        Err(_) => BrokerLookup::Unknown,
+    }
+}
+
+#[async_trait]
+impl ExecutionBroker for AlpacaExecution {
+    fn name(&self) -> &'static str {
+        "alpaca"
+    }
+
+    /// Sends the order exactly once ([`TradingClient::submit_once`]). The order joins the set
+    /// the gap fill looks up before it is sent (a lost reply may still have placed it) and
+    /// leaves it when Alpaca rejects it outright.
+    async fn submit(&self, order: &Order, _now: Timestamp) -> Result<(), BrokerError> {
+        let id = order.client_order_id.clone();
+        self.orders.book().unfinished.insert(id.clone(), Unfinished { quantity: order.quantity, filled: 0 });
+        match self.orders.client.submit_once(order).await {
+            Ok(placed) => {
+                self.orders.learn_order(&placed);
+                Ok(())
+            }
+            Err(error) => {
+                if matches!(error, BrokerError::Rejected { .. }) {
+                    self.orders.book().unfinished.remove(&id);
+                }
+                Err(error)
+            }
+        }
+    }
+
+    async fn cancel(&self, id: &ClientOrderId, _now: Timestamp) -> Result<(), BrokerError> {
+        let broker_order_id = self.broker_order_id(id).await?;
+        self.orders.client.cancel(id, &broker_order_id).await
+    }
+
+    async fn lookup(&self, id: &ClientOrderId) -> Result<BrokerLookup, BrokerError> {
+        match self.orders.client.by_client_order_id(id).await? {
+            Some(order) => {
+                self.orders.learn_order(&order);
+                Ok(lookup_of(&order))
+            }
+            None => Ok(BrokerLookup::Unknown),
+        }
+    }
+
+    async fn open_orders(&self) -> Result<Vec<BrokerOpenOrder>, BrokerError> {
+        let orders = self.orders.client.open_orders().await?;
+        let mut open: Vec<BrokerOpenOrder> = orders
+            .iter()
+            .filter_map(|order| {
+                self.orders.learn_order(order);
+                match lookup_of(order) {
+                    BrokerLookup::Open(open) => Some(open),
+                    BrokerLookup::Closed | BrokerLookup::Unknown => None,
+                }
+            })
+            .collect();
+        open.sort_by(|a, b| a.client_order_id.cmp(&b.client_order_id));
+        Ok(open)
+    }
+
+    /// The stream's reports so far, oldest first: Alpaca's reports are due when they arrive.
+    async fn poll(&self, _now: Timestamp) -> Vec<BrokerReport> {
+        let reports = self.stream.queue().drain();
+        for report in &reports {
+            self.orders.learn_report(report);
+        }
+        reports
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn order(client_order_id: &str, status: &str) -> wire::Order {
+        serde_json::from_value(serde_json::json!({
+            "id": "ord-1", "client_order_id": client_order_id, "symbol": "ABCD", "side": "buy",
+            "status": status
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn open_orders_seen_are_tracked_until_a_final_report_or_snapshot() {
+        let client = TradingClient::new(
+            "http://127.0.0.1:1",
+            &AlpacaCredentials { key_id: "PK".into(), secret_key: "s".into() },
+            Duration::from_secs(1),
+            Arc::new(tradeops_core::ManualClock::new(chrono::TimeZone::timestamp_opt(&Utc, 0, 0).unwrap())),
+        )
+        .unwrap();
+        let orders = AlpacaOrders::new(client);
+        let mut earlier = order("to-ABCD-1", "partially_filled");
+        earlier.qty = Some(Decimal::from(100));
+        earlier.filled_qty = Some(Decimal::from(40));
+        orders.learn_order(&earlier);
+        orders.learn_order(&order("web order", "new"));
+        let id = ClientOrderId::parse("to-ABCD-1").unwrap();
+        assert_eq!(orders.unfinished(), vec![id.clone()]);
+        assert_eq!(orders.broker_order_id(&id).as_deref(), Some("ord-1"));
+        let fill = |quantity| BrokerReport::Filled {
+            client_order_id: id.clone(),
+            execution: tradeops_core::orders::Execution {
+                execution_id: "e".into(),
+                timestamp: chrono::TimeZone::timestamp_opt(&Utc, 0, 0).unwrap(),
+                quantity,
+                price: Decimal::ONE,
+                fee: Decimal::ZERO,
+            },
+        };
+        orders.learn_report(&fill(30));
+        assert_eq!(orders.unfinished(), vec![id.clone()], "70 of 100 filled");
+        orders.learn_report(&fill(30));
+        assert!(orders.unfinished().is_empty(), "the rest filled");
+        orders.learn_order(&order("to-ABCD-1", "new"));
+        orders.learn_order(&order("to-ABCD-1", "canceled"));
+        assert!(orders.unfinished().is_empty(), "a final snapshot ends it");
+    }
+
+    #[test]
+    fn lookups_map_alpacas_statuses() {
+        let id = ClientOrderId::parse("to-ABCD-1").unwrap();
+        let open = |cancel_pending| BrokerLookup::Open(BrokerOpenOrder { client_order_id: id.clone(), cancel_pending });
+        for status in ["new", "accepted", "pending_new", "partially_filled", "done_for_day"] {
+            assert_eq!(lookup_of(&order("to-ABCD-1", status)), open(false), "{status}");
+        }
+        assert_eq!(lookup_of(&order("to-ABCD-1", "pending_cancel")), open(true));
+        for status in ["filled", "canceled", "expired", "rejected", "replaced"] {
+            assert_eq!(lookup_of(&order("to-ABCD-1", status)), BrokerLookup::Closed, "{status}");
+        }
+        assert_eq!(lookup_of(&order("not ours / web", "new")), BrokerLookup::Unknown);
+    }
+}
