@@ -66,6 +66,8 @@ pub enum GuardSubject {
     Fields(Vec<String>),
     /// The token a revoke named.
     Token(String),
+    /// The job a cancel named, and the status it had already ended with.
+    Job { status: tradeops_store::JobStatus },
 }
 
 /// A refusal or failure of a domain service. The message of each variant is the one the

@@ -160,6 +160,9 @@ fn detail(e: &DomainError) -> Value {
         DomainError::GuardRefused { guard, reason, subject: GuardSubject::Token(name) } => {
             json!({"guard": guard, "reason": reason, "name": name})
         }
+        DomainError::GuardRefused { guard, reason, subject: GuardSubject::Job { status } } => {
+            json!({"guard": guard, "status": status, "reason": reason})
+        }
         DomainError::Unavailable { reason: Some(reason) } => json!({"reason": reason}),
         DomainError::NotFound(_)
         | DomainError::EmergencyHaltActive
@@ -289,6 +292,10 @@ mod tests {
                     subject: GuardSubject::Token("root".into()) },
                 409, "SETTINGS_UPDATE_BLOCKED", "last admin",
                 json!({"guard": "last_admin_token", "reason": "last admin", "name": "root"}), None),
+            (D::GuardRefused { guard: "job_final", reason: "already COMPLETED".into(),
+                    subject: GuardSubject::Job { status: tradeops_store::JobStatus::Completed } },
+                409, "SETTINGS_UPDATE_BLOCKED", "already COMPLETED",
+                json!({"guard": "job_final", "status": "COMPLETED", "reason": "already COMPLETED"}), None),
             (D::Unavailable { reason: None }, 503, "SERVICE_UNAVAILABLE",
                 "The database is unavailable; retry shortly", json!({}), Some(DATABASE_RETRY_AFTER)),
             (D::Unavailable { reason: Some("order not written".into()) }, 503, "SERVICE_UNAVAILABLE",

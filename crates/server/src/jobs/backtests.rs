@@ -211,10 +211,11 @@ fn publish(jobs: &Jobs, r: &BacktestRecord) {
 }
 
 /// Cancels a run (see [`crate::jobs::cancel`]) and announces it; the run as it is now.
-pub async fn cancel(jobs: &Jobs, id: &str) -> Result<BacktestRecord, CancelError> {
-    crate::jobs::cancel(&jobs.db, jobs.clock.as_ref(), JobKind::Backtest, id).await?;
+pub async fn cancel(jobs: &Jobs, id: &str) -> DomainResult<BacktestRecord> {
+    let refused = |e: CancelError| e.refusal("backtest", id);
+    crate::jobs::cancel(&jobs.db, jobs.clock.as_ref(), JobKind::Backtest, id).await.map_err(refused)?;
     let repo: &dyn BacktestRepository = &jobs.db;
-    let run = repo.backtest(id).await.map_err(CancelError::Store)?.ok_or(CancelError::NotFound)?;
+    let run = repo.backtest(id).await?.ok_or(CancelError::NotFound).map_err(refused)?;
     publish(jobs, &run);
     Ok(run)
 }

@@ -121,10 +121,11 @@ pub async fn download_now(
 }
 
 /// Cancels a download (see [`crate::jobs::cancel`]) and announces it; the job as it is now.
-pub async fn cancel(jobs: &Jobs, id: &str) -> Result<JobRecord, CancelError> {
-    crate::jobs::cancel(&jobs.db, jobs.clock.as_ref(), JobKind::Download, id).await?;
+pub async fn cancel(jobs: &Jobs, id: &str) -> DomainResult<JobRecord> {
+    let refused = |e: CancelError| e.refusal("download", id);
+    crate::jobs::cancel(&jobs.db, jobs.clock.as_ref(), JobKind::Download, id).await.map_err(refused)?;
     let repo: &dyn DataRepository = &jobs.db;
-    let job = repo.job(id).await.map_err(CancelError::Store)?.ok_or(CancelError::NotFound)?;
+    let job = repo.job(id).await?.ok_or(CancelError::NotFound).map_err(refused)?;
     publish(jobs, &job);
     Ok(job)
 }

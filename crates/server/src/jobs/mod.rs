@@ -12,6 +12,7 @@
 pub mod backtests;
 pub mod downloads;
 
+use crate::domain::{DomainError, GuardSubject};
 use crate::events::EventBus;
 use futures::future::BoxFuture;
 use std::collections::BTreeSet;
@@ -183,6 +184,25 @@ pub enum CancelError {
     /// The job had already ended (`COMPLETED`, `FAILED` or `CANCELED`): nothing changed.
     Final(JobStatus),
     Store(StoreError),
+}
+
+/// The guard a cancel of a job that already ended names (`detail.guard`).
+pub const JOB_FINAL_GUARD: &str = "job_final";
+
+impl CancelError {
+    /// The refusal as the domain states it, `what` naming the job (`download`, `backtest`):
+    /// not found, or a guard refusal ([`JOB_FINAL_GUARD`]) for a job that already ended.
+    pub fn refusal(self, what: &str, id: &str) -> DomainError {
+        match self {
+            CancelError::NotFound => DomainError::NotFound(format!("No {what} {id:?}")),
+            CancelError::Final(status) => DomainError::GuardRefused {
+                guard: JOB_FINAL_GUARD,
+                reason: format!("the {what} {id:?} is already {status}: only a queued or running job can be canceled"),
+                subject: GuardSubject::Job { status },
+            },
+            CancelError::Store(e) => e.into(),
+        }
+    }
 }
 
 /// Cancels a queued job at once; a running one is `CANCELED` now and its worker stops at its

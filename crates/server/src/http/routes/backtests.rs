@@ -115,9 +115,7 @@ pub async fn cancel(
 ) -> ApiResult<ApiResponse<Value>> {
     guard
         .run(BACKTEST_CANCEL, Target::Value(id.clone()), |_caller, _: Value| async move {
-            let run = crate::jobs::backtests::cancel(&state.jobs, &id)
-                .await
-                .map_err(|e| crate::http::routes::data::cancel_refusal("backtest", &id, e))?;
+            let run = crate::jobs::backtests::cancel(&state.jobs, &id).await?;
             Ok(ApiResponse::ok(run_json(&run, true)))
         })
         .await

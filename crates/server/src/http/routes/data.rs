@@ -5,13 +5,12 @@
 
 use crate::http::auth::Caller;
 use crate::http::envelope::{ApiResponse, SuccessBody};
-use crate::http::error::{ApiError, ApiResult, ErrorCode};
+use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{Path, Query};
 use crate::http::guard::{Action, Sensitive, Target};
 use crate::http::routes::list_limit;
 use crate::http::state::AppState;
 use crate::jobs::downloads::ImportError;
-use crate::jobs::CancelError;
 use axum::extract::State;
 use axum::routing::{get, post};
 use axum::Router;
@@ -124,23 +123,6 @@ pub async fn one(
     Ok(ApiResponse::ok(job_json(&job)))
 }
 
-/// The guard a cancel of a job that already ended names in `detail.guard`.
-pub const JOB_FINAL_GUARD: &str = "job_final";
-
-/// The refusal of a cancel, `what` naming the job (`download`, `backtest`): `NOT_FOUND`, or
-/// `SETTINGS_UPDATE_BLOCKED` (guard [`JOB_FINAL_GUARD`]) for a job that already ended.
-pub fn cancel_refusal(what: &str, id: &str, e: CancelError) -> ApiError {
-    match e {
-        CancelError::NotFound => ApiError::not_found(format!("No {what} {id:?}")),
-        CancelError::Final(status) => {
-            let reason = format!("the {what} {id:?} is already {status}: only a queued or running job can be canceled");
-            ApiError::new(ErrorCode::SettingsUpdateBlocked, reason.clone())
-                .with_detail(serde_json::json!({"guard": JOB_FINAL_GUARD, "status": status, "reason": reason}))
-        }
-        CancelError::Store(e) => e.into(),
-    }
-}
-
 /// Cancels a download: a queued one at once, a running one at its next stored day (the days
 /// stored before stay). Answers the job, `CANCELED`, and announces it (`download.updated`).
 #[utoipa::path(post, path = "/api/data/downloads/{request_id}/cancel", tag = "data", security(("bearer" = [])),
@@ -157,9 +139,7 @@ pub async fn cancel(
 ) -> ApiResult<ApiResponse<Value>> {
     guard
         .run(DATA_DOWNLOAD_CANCEL, Target::Value(id.clone()), |_caller, _: Value| async move {
-            let job = crate::jobs::downloads::cancel(&state.jobs, &id)
-                .await
-                .map_err(|e| cancel_refusal("download", &id, e))?;
+            let job = crate::jobs::downloads::cancel(&state.jobs, &id).await?;
             Ok(ApiResponse::ok(job_json(&job)))
         })
         .await
