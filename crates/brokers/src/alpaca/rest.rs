@@ -46,9 +46,8 @@ impl fmt::Debug for AlpacaCredentials {
 pub struct ClientBuildError(String);
 
 /// A client of Alpaca's Trading API at one base URL (`https://paper-api.alpaca.markets`, or a
-/// stand-in in tests), every request bounded by one timeout. The workspace's `reqwest` is built
-/// without TLS for now: an `https://` base URL (real Alpaca) needs its `rustls-tls-webpki-roots`
-/// feature, and until then every request fails as [`BrokerError::Unavailable`].
+/// stand-in in tests), every request bounded by one timeout. HTTPS goes through rustls with the
+/// bundled Mozilla roots (the workspace's `reqwest` features).
 #[derive(Clone)]
 pub struct TradingClient {
     http: reqwest::Client,

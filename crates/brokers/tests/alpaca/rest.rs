@@ -573,3 +573,45 @@ async fn an_order_rejected_for_good_is_not_resent() {
     );
     assert_eq!((alpaca.calls(POST.0, POST.1), alpaca.calls(LOOKUP.0, LOOKUP.1)), (1, 0));
 }
+
+/// Reads the first bytes a client sends to a plain TCP listener: a TLS client opens with a
+/// handshake record (content type 22, version 3.x), a plain one with text.
+async fn first_bytes_sent(connect: impl FnOnce(String) -> tokio::task::JoinHandle<()>) -> [u8; 2] {
+    use tokio::io::AsyncReadExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let client = connect(format!("127.0.0.1:{port}"));
+    let accepted = tokio::time::timeout(Duration::from_secs(10), listener.accept()).await;
+    let (mut socket, _) = accepted.expect("the client connects (a build without TLS never does)").unwrap();
+    let mut head = [0u8; 2];
+    socket.read_exact(&mut head).await.unwrap();
+    drop(socket);
+    let _ = client.await;
+    head
+}
+
+#[tokio::test]
+async fn https_and_wss_urls_speak_tls_so_real_alpaca_can_be_reached() {
+    const TLS_HANDSHAKE: [u8; 2] = [0x16, 0x03];
+    let https = first_bytes_sent(|host| {
+        tokio::spawn(async move {
+            let credentials = AlpacaCredentials { key_id: KEY_ID.into(), secret_key: SECRET.into() };
+            let clock = Arc::new(ManualClock::new(start()));
+            let client =
+                TradingClient::new(&format!("https://{host}"), &credentials, Duration::from_secs(5), clock).unwrap();
+            // The stand-in hangs up mid-handshake: the venue is unavailable, nothing panics.
+            let answer = client.account().await;
+            assert!(matches!(answer, Err(BrokerError::Unavailable { .. })), "{answer:?}");
+        })
+    })
+    .await;
+    assert_eq!(https, TLS_HANDSHAKE, "an https:// base URL opens with a TLS ClientHello");
+    let wss = first_bytes_sent(|host| {
+        tokio::spawn(async move {
+            let answer = tokio_tungstenite::connect_async(format!("wss://{host}/stream")).await;
+            assert!(answer.is_err());
+        })
+    })
+    .await;
+    assert_eq!(wss, TLS_HANDSHAKE, "a wss:// stream URL opens with a TLS ClientHello");
+}
