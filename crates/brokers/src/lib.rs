@@ -11,5 +11,5 @@ pub mod market;
 pub mod paper;
 pub mod simulated;
 
-pub use execution::{BrokerError, ExecutionBroker, MarketUpdate};
+pub use execution::{BrokerError, ExecutionBroker, MarketUpdate, Rejection, VenueConnection};
 pub use market::{ClosedBar, Instrument, MarketData, MarketDataError, Snapshot};

@@ -5,7 +5,7 @@ use crate::budget::RateLimiter;
 use crate::clock::ScaledClock;
 use crate::config::{redact, Config};
 use crate::domain::radar::RadarService;
-use crate::domain::settings::SettingsService;
+use crate::domain::settings::{RunningBrokers, SettingsService};
 use crate::domain::tokens::{generate_token, TokenRegistry};
 use crate::domain::watchlist::WatchlistService;
 use crate::engine::{CrashPoint, EngineDeps};
@@ -102,8 +102,9 @@ impl Application {
         if let Some(mode) = config.mode {
             settings.apply_configured_mode(mode).await.map_err(|e| anyhow::anyhow!("{e}"))?;
         }
-        let settings = Arc::new(settings);
         let mode = settings.mode();
+        check_mode_against_brokers(mode, &config)?;
+        let settings = Arc::new(settings);
         let calendar = MarketCalendar::new(settings.current().runtime.market_calendar);
         let speed = config.sim.speed.unwrap_or(if mode == TradingMode::Demo { 60.0 } else { 1.0 });
         // DEMO resumes from the latest market time anything was persisted with: a restart never
@@ -128,6 +129,9 @@ impl Application {
                 let live = Arc::new(LiveMarket::new(simulated.universe.clone(), speed, clock.clone()));
                 (Arc::new(simulated.with_live(live.clone())), Some(live))
             }
+            MarketDataBrokerKind::Alpaca => {
+                anyhow::bail!("the Alpaca market-data adapter is not wired into the service yet (issue 23)")
+            }
         };
         let execution: Arc<dyn ExecutionBroker> = match (execution, config.brokers.execution()) {
             (Some(given), _) => given,
@@ -143,7 +147,19 @@ impl Application {
                 let prefix = format!("{}-", tradeops_core::time::to_epoch_ms(&clock.now()));
                 Arc::new(PaperExecution::new(book.with_id_prefix(&prefix)))
             }
+            (None, ExecutionBrokerKind::Alpaca) => {
+                let from = resume_at.unwrap_or_else(|| clock.now()) - chrono::Duration::minutes(1);
+                alpaca_execution(&config.alpaca, mode, from, clock.clone())?
+            }
         };
+        settings
+            .apply_running_brokers(RunningBrokers {
+                execution: config.brokers.execution(),
+                market_data: config.brokers.market_data(),
+                live_refusal: live_refusal(&config, mode),
+            })
+            .await
+            .map_err(|e| anyhow::anyhow!("recording the broker adapters in the settings: {e}"))?;
         let events = Arc::new(EventBus::new(market_clock.clone(), clock.clone(), settings.subscribe()));
         let radar = Arc::new(RadarService::new(cache.clone(), Arc::new(db.clone())));
         let metrics = Arc::new(Metrics::new(clock.clone()));
@@ -220,7 +236,7 @@ impl Application {
             settings,
             radar,
             engine,
-            execution_broker: state.execution_broker,
+            execution: execution.clone(),
         });
         state.health.probe_all(&probes).await;
 
@@ -355,6 +371,68 @@ async fn audit_broker_choice(
     if let Err(e) = audit.append_audit(&entry).await {
         tracing::error!(error = %e, "could not write the broker choice to the audit log");
     }
+}
+
+/// Refuses to start a mode the adapters cannot serve: `LIVE` needs the alpaca execution broker
+/// against a live endpoint; `DEMO` runs on the simulated market (CONTRACT §10). The configured
+/// mode is checked with the configuration; this covers a mode persisted by an earlier run.
+fn check_mode_against_brokers(mode: TradingMode, config: &Config) -> anyhow::Result<()> {
+    if mode == TradingMode::Live {
+        if let Some(reason) = live_refusal(config, mode) {
+            anyhow::bail!("the persisted mode is LIVE, but {reason}");
+        }
+    }
+    if mode == TradingMode::Demo
+        && (config.brokers.market_data() != MarketDataBrokerKind::Simulated
+            || config.brokers.execution() != ExecutionBrokerKind::Paper)
+    {
+        anyhow::bail!(
+            "DEMO runs on the simulated market through the paper broker: set TRADEOPS_MARKET_DATA=simulated and \
+             TRADEOPS_EXECUTION_BROKER=paper, or another mode"
+        );
+    }
+    Ok(())
+}
+
+/// Why this configuration cannot trade `LIVE` (switched to at start or at runtime), if it can't.
+fn live_refusal(config: &Config, mode: TradingMode) -> Option<String> {
+    use crate::config::AlpacaSettings;
+    match config.brokers.execution() {
+        ExecutionBrokerKind::Paper => {
+            Some("LIVE needs the alpaca execution broker; this process trades through paper (chosen at start: TRADEOPS_EXECUTION_BROKER)".into())
+        }
+        ExecutionBrokerKind::Alpaca if AlpacaSettings::is_paper_endpoint(&config.alpaca.trading_url(mode)) => Some(format!(
+            "LIVE needs Alpaca's live endpoint; this process trades {} (restart with TRADEOPS_MODE=LIVE, or set TRADEOPS_ALPACA_TRADING_URL)",
+            config.alpaca.trading_url(mode)
+        )),
+        ExecutionBrokerKind::Alpaca => None,
+    }
+}
+
+/// The Alpaca execution adapter at the Trading API `mode` trades (its stream at `/stream` of the
+/// same host); its first gap fill asks for orders changed since `from`.
+fn alpaca_execution(
+    alpaca: &crate::config::AlpacaSettings,
+    mode: TradingMode,
+    from: tradeops_core::Timestamp,
+    clock: Arc<dyn Clock>,
+) -> anyhow::Result<Arc<dyn ExecutionBroker>> {
+    use tradeops_brokers::alpaca::execution::{AlpacaConfig, AlpacaExecution};
+    let credentials = alpaca.credentials.clone().context("the alpaca adapter needs credentials")?;
+    let base_url = alpaca.trading_url(mode);
+    let config = AlpacaConfig {
+        stream_url: crate::config::AlpacaSettings::trade_stream_url(&base_url),
+        base_url,
+        credentials,
+        request_timeout: alpaca.request_timeout,
+        backoff: Default::default(),
+        gap_fill_from: from,
+        gap_overlap: Duration::from_secs(2),
+        auth_timeout: Duration::from_secs(10),
+        idle_timeout: Duration::from_secs(30),
+    };
+    tracing::info!(trading_url = %config.base_url, stream_url = %config.stream_url, key_id = %config.credentials.key_id, "trading through Alpaca");
+    Ok(AlpacaExecution::start(config, clock)?)
 }
 
 /// The audit action of the broker choice made at start.

@@ -49,6 +49,9 @@ pub struct EngineView {
     /// `OK`, `PENDING`, `MISMATCH` or `FAILED`.
     pub reconciliation_status: &'static str,
     pub reconciliation_detail: String,
+    /// Why the execution broker's last call failed as unavailable, while it has not answered
+    /// since (new operator orders are refused meanwhile).
+    pub venue_unavailable: Option<String>,
 }
 
 impl Default for EngineView {
@@ -75,6 +78,7 @@ impl Default for EngineView {
             unsaved_writes: 0,
             reconciliation_status: "PENDING",
             reconciliation_detail: "the engine is starting".into(),
+            venue_unavailable: None,
         }
     }
 }

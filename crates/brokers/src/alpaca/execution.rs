@@ -250,6 +250,16 @@ impl ExecutionBroker for AlpacaExecution {
         "alpaca"
     }
 
+    fn connection(&self) -> Option<crate::execution::VenueConnection> {
+        let state = self.stream.health();
+        Some(crate::execution::VenueConnection {
+            connected: state.connected,
+            last_event_at: state.last_event_at,
+            last_error: state.last_error,
+            connections: state.connections,
+        })
+    }
+
     /// Sends the order exactly once ([`TradingClient::submit_once`]). The order joins the set
     /// the gap fill looks up before it is sent (a lost reply may still have placed it) and
     /// leaves it when Alpaca rejects it outright.

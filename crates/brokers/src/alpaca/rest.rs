@@ -7,7 +7,7 @@
 //! never appears in `Debug`, logs or errors.
 
 use crate::alpaca::wire;
-use crate::execution::BrokerError;
+use crate::execution::{BrokerError, Rejection};
 use chrono::{DateTime, SecondsFormat, Utc};
 use reqwest::header::{HeaderMap, HeaderValue, RETRY_AFTER};
 use reqwest::{Method, RequestBuilder, StatusCode};
@@ -28,7 +28,7 @@ pub const PAGE_LIMIT: usize = 500;
 const DUPLICATE_CLIENT_ORDER_ID: i64 = 40010001;
 
 /// The API key pair. `Debug` shows the key id and hides the secret.
-#[derive(Clone)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct AlpacaCredentials {
     pub key_id: String,
     pub secret_key: String,
@@ -107,7 +107,14 @@ impl TradingClient {
         let request = self.request(Method::POST, "/v2/orders").json(&body);
         match self.send(request).await? {
             Ok(text) => decode(&text),
-            Err(reply) => Err(map_error(&reply, Some(&order.client_order_id), self.clock.now())),
+            Err(reply) => Err(match map_error(&reply, Some(&order.client_order_id), self.clock.now()) {
+                // The shares asked for are the order's own.
+                BrokerError::Rejected { reason, kind: Rejection::SharesAvailable { available, requested: None } } => {
+                    let requested = Some(Decimal::from(order.quantity));
+                    BrokerError::Rejected { reason, kind: Rejection::SharesAvailable { available, requested } }
+                }
+                other => other,
+            }),
         }
     }
 
@@ -161,7 +168,7 @@ impl TradingClient {
     /// be canceled (already filled).
     pub async fn cancel(&self, id: &ClientOrderId, broker_order_id: &str) -> Result<(), BrokerError> {
         if broker_order_id.is_empty() || !broker_order_id.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-') {
-            return Err(BrokerError::Rejected { reason: format!("not an Alpaca order id: {broker_order_id:?}") });
+            return Err(BrokerError::rejected(format!("not an Alpaca order id: {broker_order_id:?}")));
         }
         let request = self.request(Method::DELETE, &format!("/v2/orders/{broker_order_id}"));
         match self.send(request).await? {
@@ -328,6 +335,7 @@ pub fn map_error(reply: &FailedReply, order: Option<&ClientOrderId>, now: Timest
     match status.as_u16() {
         403 => {
             let mut reason = described;
+            let mut kind = Rejection::Other;
             if let Some(b) = &body {
                 let figures: Vec<String> = [
                     ("buying_power", b.buying_power),
@@ -342,8 +350,16 @@ pub fn map_error(reply: &FailedReply, order: Option<&ClientOrderId>, now: Timest
                 if !figures.is_empty() {
                     reason = format!("{reason} ({})", figures.join(", "));
                 }
+                let text = b.message.to_ascii_lowercase();
+                kind = if text.contains("buying power") || b.buying_power.is_some() {
+                    Rejection::BuyingPower { available: b.buying_power, required: b.cost_basis }
+                } else if text.contains("qty") || text.contains("quantity") || b.available.is_some() {
+                    Rejection::SharesAvailable { available: b.available, requested: None }
+                } else {
+                    Rejection::Other
+                };
             }
-            BrokerError::Rejected { reason }
+            BrokerError::Rejected { reason, kind }
         }
         422 => {
             let duplicate = body.as_ref().is_some_and(|b| {
@@ -351,19 +367,45 @@ pub fn map_error(reply: &FailedReply, order: Option<&ClientOrderId>, now: Timest
             });
             match order {
                 Some(id) if duplicate => BrokerError::AlreadyReceived(id.clone()),
-                _ => BrokerError::Rejected { reason: described },
+                _ => {
+                    let text = message.to_ascii_lowercase();
+                    let kind = if text.contains("cancel") || text.contains("already in") {
+                        Rejection::NotCancellable { filled: text.contains("filled") }
+                    } else {
+                        Rejection::Invalid { field: field_named(&text) }
+                    };
+                    BrokerError::Rejected { reason: described, kind }
+                }
             }
         }
         404 => match order {
             Some(id) => BrokerError::UnknownOrder(id.clone()),
-            None => BrokerError::Rejected { reason: described },
+            None => BrokerError::rejected(described),
         },
         429 => BrokerError::Unavailable { reason: described, retry_after: retry_after(&reply.headers, now) },
         500..=599 => {
             BrokerError::Unavailable { reason: described, retry_after: retry_after_header(&reply.headers, now) }
         }
-        _ => BrokerError::Rejected { reason: described },
+        _ => BrokerError::rejected(described),
     }
+}
+
+/// The field of our order API an Alpaca 422 message is about (`qty must be > 0` → `quantity`),
+/// when it names one. Longer names are tried first (`limit_price` before `type`).
+fn field_named(message: &str) -> Option<&'static str> {
+    const FIELDS: &[(&str, &str)] = &[
+        ("client_order_id", "client_order_id"),
+        ("time_in_force", "time_in_force"),
+        ("limit_price", "limit_price"),
+        ("stop_price", "stop_price"),
+        ("notional", "quantity"),
+        ("symbol", "symbol"),
+        ("asset", "symbol"),
+        ("side", "side"),
+        ("type", "order_type"),
+        ("qty", "quantity"),
+    ];
+    FIELDS.iter().find(|(word, _)| message.contains(word)).map(|(_, field)| *field)
 }
 
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
@@ -428,9 +470,40 @@ mod tests {
         assert_eq!(
             error,
             BrokerError::Rejected {
-                reason: "403 insufficient buying power (buying_power 1000.5, cost_basis 5000)".into()
+                reason: "403 insufficient buying power (buying_power 1000.5, cost_basis 5000)".into(),
+                kind: Rejection::BuyingPower {
+                    available: Some(Decimal::new(10005, 1)),
+                    required: Some(Decimal::from(5000))
+                },
             }
         );
+        let shares = r#"{"code":40310000,"message":"insufficient qty available for order (requested: 10, available: 0)","available":"0"}"#;
+        let BrokerError::Rejected { kind, .. } = map_error(&reply(403, &[], shares), Some(&id()), now()) else {
+            panic!("a 403 is a rejection")
+        };
+        assert_eq!(kind, Rejection::SharesAvailable { available: Some(Decimal::ZERO), requested: None });
+    }
+
+    #[test]
+    fn an_unprocessable_order_names_our_field() {
+        let cases = [
+            ("qty must be > 0", Some("quantity")),
+            (
+                "invalid limit_price 0.001. sub-penny increment does not fulfill minimum pricing criteria",
+                Some("limit_price"),
+            ),
+            ("stop_price must be set for stop orders", Some("stop_price")),
+            ("invalid time_in_force for this order type", Some("time_in_force")),
+            ("asset \"ZZZZ\" not found", Some("symbol")),
+            ("something else entirely", None),
+        ];
+        for (message, field) in cases {
+            let body = format!(r#"{{"code":42210000,"message":"{message}"}}"#);
+            let BrokerError::Rejected { kind, .. } = map_error(&reply(422, &[], &body), Some(&id()), now()) else {
+                panic!("a 422 is a rejection")
+            };
+            assert_eq!(kind, Rejection::Invalid { field }, "{message}");
+        }
     }
 
     #[test]
@@ -447,8 +520,16 @@ mod tests {
         let body = r#"{"code":42210000,"message":"order is not cancelable"}"#;
         assert_eq!(
             map_error(&reply(422, &[], body), Some(&id()), now()),
-            BrokerError::Rejected { reason: "422 order is not cancelable".into() }
+            BrokerError::Rejected {
+                reason: "422 order is not cancelable".into(),
+                kind: Rejection::NotCancellable { filled: false }
+            }
         );
+        let filled = r#"{"code":42210000,"message":"order is already in \"filled\" state"}"#;
+        let BrokerError::Rejected { kind, .. } = map_error(&reply(422, &[], filled), Some(&id()), now()) else {
+            panic!("a 422 is a rejection")
+        };
+        assert_eq!(kind, Rejection::NotCancellable { filled: true });
     }
 
     #[test]
@@ -496,7 +577,7 @@ mod tests {
         ));
         assert!(matches!(
             map_error(&reply(401, &[], r#"{"message":"request is not authorized"}"#), None, now()),
-            BrokerError::Rejected { reason } if reason == "401 request is not authorized"
+            BrokerError::Rejected { reason, .. } if reason == "401 request is not authorized"
         ));
     }
 

@@ -147,6 +147,16 @@ pub enum CommandError {
     /// sent): `SERVICE_UNAVAILABLE` when the database is unavailable, else `INTERNAL_ERROR`. Set
     /// by the live runner, never by the engine.
     NotPersisted { reason: String, unavailable: bool },
+    /// The execution broker cannot be reached, so a new order is not placed (`BROKER_UNAVAILABLE`,
+    /// 503 with `Retry-After`): `retry_after` is the venue's own wait when it gave one;
+    /// `client_order_id` the order written ahead whose submit found the venue unreachable (it is
+    /// looked up, never sent again, and marked `REJECTED` unless the venue had received it),
+    /// `None` when nothing was written. Set by the live runner, never by the engine.
+    BrokerUnavailable {
+        reason: String,
+        retry_after: Option<std::time::Duration>,
+        client_order_id: Option<ClientOrderId>,
+    },
 }
 
 impl From<Refusal> for CommandError {

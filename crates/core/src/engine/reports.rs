@@ -31,6 +31,10 @@ impl Engine {
             return;
         }
         let order = order.clone();
+        if order.status == OrderStatus::Rejected {
+            // A rejected order placed nothing: the same order again is no duplicate of it.
+            self.recent.retain(|r| r.client_order_id != id);
+        }
 
         if let BrokerReport::Filled { execution, .. } = &report {
             let position =

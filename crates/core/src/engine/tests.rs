@@ -414,6 +414,24 @@ fn an_order_never_sent_is_withdrawn_as_if_never_placed() {
 }
 
 #[test]
+fn the_same_order_after_a_rejection_is_no_duplicate() {
+    let mut e = engine();
+    let (_, fx) = command(&mut e, buy(100));
+    let order = submitted(&fx)[0].clone();
+    let (again, _) = command(&mut e, buy(100));
+    assert!(matches!(again, Err(CommandError::Duplicate { .. })), "{again:?}");
+    let rejected = BrokerReport::Rejected {
+        client_order_id: order.client_order_id.clone(),
+        reason: "never sent: the broker was unavailable".into(),
+        at: t(NOW),
+    };
+    e.handle(Event::Broker(rejected), t(NOW));
+    let (retry, fx) = command(&mut e, buy(100));
+    assert!(retry.is_ok(), "a rejected order placed nothing: {retry:?}");
+    assert_eq!(submitted(&fx).len(), 1);
+}
+
+#[test]
 fn reaching_the_daily_loss_turns_reducing_until_the_next_day() {
     let mut e = engine();
     let (_, fx) = command(&mut e, buy(1000));

@@ -101,6 +101,14 @@ pub enum DomainError {
     /// The database cannot be reached (or cannot write) now; `reason` says what was not stored.
     #[error("The database is unavailable; retry shortly")]
     Unavailable { reason: Option<String> },
+    /// The execution broker cannot be reached: a new order is not placed. `reason` says what
+    /// failed; `retry_after` is the venue's own wait when it gave one.
+    #[error("The broker is unavailable: {reason}; retry shortly")]
+    BrokerUnavailable {
+        reason: String,
+        retry_after: Option<std::time::Duration>,
+        client_order_id: Option<ClientOrderId>,
+    },
     /// A bug or an unexpected failure.
     #[error("{0}")]
     Internal(String),
@@ -132,6 +140,7 @@ impl DomainError {
             DomainError::MarketClosed { .. } => ErrorCode::MarketClosed,
             DomainError::GuardRefused { .. } => ErrorCode::SettingsUpdateBlocked,
             DomainError::Unavailable { .. } => ErrorCode::ServiceUnavailable,
+            DomainError::BrokerUnavailable { .. } => ErrorCode::BrokerUnavailable,
             DomainError::Internal(_) => ErrorCode::InternalError,
         }
     }
@@ -173,6 +182,9 @@ impl From<CommandError> for DomainError {
             }
             CommandError::NotPersisted { reason, unavailable: false } => DomainError::Internal(reason),
             CommandError::MarketClosed { next_open } => DomainError::MarketClosed { next_open },
+            CommandError::BrokerUnavailable { reason, retry_after, client_order_id } => {
+                DomainError::BrokerUnavailable { reason, retry_after, client_order_id }
+            }
         }
     }
 }
