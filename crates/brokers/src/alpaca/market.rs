@@ -330,8 +330,10 @@ impl MarketData for AlpacaMarketData {
         let snapshot = snapshots.get(symbol)?;
         let figures = day_figures(snapshot, ny_date(self.clock.now()))?;
         self.day.lock().unwrap_or_else(PoisonError::into_inner).insert(symbol.clone(), figures);
+        // The stream's own trade and quote, when it has them, are fresher than the snapshot's.
+        let last = live.as_ref().and_then(|l| l.last_trade).map_or(figures.last, |(price, _)| price);
         let quote = live.and_then(|l| l.quote).or(snapshot.latest_quote.map(|q| q.quote()))?;
-        Some(Snapshot { prev_close: figures.prev_close, last: figures.last, quote })
+        Some(Snapshot { prev_close: figures.prev_close, last, quote })
     }
 
     /// The stream's latest completed minute bar of a watched symbol; its relative volume is
