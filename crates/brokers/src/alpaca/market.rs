@@ -19,9 +19,10 @@ use tradeops_core::settings::MomentumRadarSettings;
 use tradeops_core::{Clock, Symbol, Timestamp};
 use tradeops_sim::profile::{expected_cum_fraction, DayClock};
 
-use super::data::{DataClient, UniverseAsset};
-use super::data_stream::{DataStreamState, MarketDataStream};
+use super::data::{DataClient, DataFeed, UniverseAsset};
+use super::data_stream::{DataStreamConfig, DataStreamState, MarketDataStream};
 use super::data_wire as wire;
+use super::rest::{AlpacaCredentials, ClientBuildError};
 use crate::market::{closed_bars, ClosedBar, Instrument, MarketData, MarketDataError, Snapshot};
 use crate::simulated::live::{RadarScan, AVERAGE_VOLUME_DAYS, MAX_RADAR_ROWS};
 
@@ -33,6 +34,35 @@ pub const FLOAT_UNKNOWN: u64 = 0;
 /// Calendar days of daily bars asked for to find [`AVERAGE_VOLUME_DAYS`] trading days (weekends
 /// and holidays included with room to spare).
 const DAILY_HISTORY_CALENDAR_DAYS: i64 = 2 * AVERAGE_VOLUME_DAYS as i64 + 10;
+
+/// Where the adapter reaches Alpaca.
+#[derive(Clone, Debug)]
+pub struct AlpacaDataConfig {
+    /// The Trading API (`https://paper-api.alpaca.markets` or `https://api.alpaca.markets`):
+    /// assets, calendar, clock.
+    pub trading_url: String,
+    /// The Market Data API (`https://data.alpaca.markets`).
+    pub data_url: String,
+    pub feed: DataFeed,
+    /// Per REST request.
+    pub timeout: std::time::Duration,
+    /// The stock stream; `None` reads every snapshot from REST.
+    pub stream: Option<DataStreamConfig>,
+}
+
+impl AlpacaDataConfig {
+    /// Alpaca's hosts for `feed`, paper trading's reference host, 10 s requests, and the
+    /// stream of [`DataStreamConfig::alpaca`].
+    pub fn alpaca_paper(feed: DataFeed, credentials: &AlpacaCredentials) -> AlpacaDataConfig {
+        AlpacaDataConfig {
+            trading_url: "https://paper-api.alpaca.markets".into(),
+            data_url: "https://data.alpaca.markets".into(),
+            feed,
+            timeout: std::time::Duration::from_secs(10),
+            stream: Some(DataStreamConfig::alpaca(feed, credentials)),
+        }
+    }
+}
 
 /// What tradeops knows of a symbol besides Alpaca: its sector and float (shares), either of
 /// them possibly unknown.
@@ -141,6 +171,27 @@ impl AlpacaMarketData {
         }
     }
 
+    /// Builds the data client of `config` and, when it has a stream, starts the stream on the
+    /// current runtime (its gap fills read the same client). The universe is not loaded yet:
+    /// call [`AlpacaMarketData::load_universe`] (at start, and once a trading day).
+    pub fn connect(
+        config: AlpacaDataConfig,
+        credentials: &AlpacaCredentials,
+        reference: ReferenceMap,
+        clock: Arc<dyn Clock>,
+    ) -> Result<AlpacaMarketData, ClientBuildError> {
+        let client = Arc::new(DataClient::new(
+            &config.trading_url,
+            &config.data_url,
+            config.feed,
+            credentials,
+            config.timeout,
+            clock.clone(),
+        )?);
+        let stream = config.stream.map(|stream| MarketDataStream::spawn(stream, client.clone(), clock.clone()));
+        Ok(AlpacaMarketData::new(client, stream, reference, clock))
+    }
+
     /// Loads (or reloads) the universe from `GET /v2/assets`; returns its size.
     pub async fn load_universe(&self) -> Result<usize, MarketDataError> {
         let universe = self.client.universe().await?;
@@ -218,7 +269,12 @@ impl AlpacaMarketData {
         let universe = self.universe();
         let today = ny_date(now);
         let history = self.daily_history(today).await?;
-        let symbols: Vec<Symbol> = universe.iter().map(|a| a.symbol.clone()).collect();
+        // A radar limited to a list of symbols asks for theirs only.
+        let symbols: Vec<Symbol> = universe
+            .iter()
+            .map(|a| a.symbol.clone())
+            .filter(|s| settings.universe.is_empty() || settings.universe.contains(s))
+            .collect();
         let snapshots = self.client.snapshots(&symbols).await?;
         let started = Instant::now();
         let figures: Vec<(Symbol, DayFigures, Vec<Bar>)> = snapshots
@@ -265,9 +321,11 @@ impl AlpacaMarketData {
         self.day.lock().unwrap_or_else(PoisonError::into_inner).get(symbol).copied()
     }
 
-    fn known(&self, symbol: &Symbol) -> Option<&'_ Self> {
+    /// Whether `symbol` is in the universe (any symbol is, before the universe is loaded:
+    /// Alpaca then says what it knows).
+    fn knows(&self, symbol: &Symbol) -> bool {
         let universe = self.universe();
-        (universe.is_empty() || universe.binary_search_by(|a| a.symbol.cmp(symbol)).is_ok()).then_some(self)
+        universe.is_empty() || universe.binary_search_by(|a| a.symbol.cmp(symbol)).is_ok()
     }
 }
 
@@ -300,7 +358,9 @@ impl MarketData for AlpacaMarketData {
         start: Timestamp,
         end: Timestamp,
     ) -> Result<Vec<Bar>, MarketDataError> {
-        self.known(symbol).ok_or_else(|| MarketDataError::UnknownSymbol(symbol.clone()))?;
+        if !self.knows(symbol) {
+            return Err(MarketDataError::UnknownSymbol(symbol.clone()));
+        }
         let mut bars = self.client.bars(std::slice::from_ref(symbol), timeframe, start, end).await?;
         Ok(closed_bars(bars.remove(symbol).unwrap_or_default(), timeframe, self.clock.now()))
     }
@@ -319,7 +379,9 @@ impl MarketData for AlpacaMarketData {
                 return Some(Snapshot { prev_close: figures.prev_close, last, quote });
             }
         }
-        self.known(symbol)?;
+        if !self.knows(symbol) {
+            return None;
+        }
         let snapshots = match self.client.snapshots(std::slice::from_ref(symbol)).await {
             Ok(snapshots) => snapshots,
             Err(error) => {

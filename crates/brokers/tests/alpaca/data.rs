@@ -20,7 +20,9 @@ use tokio::sync::Notify;
 use tokio_tungstenite::tungstenite::Message;
 use tradeops_brokers::alpaca::data::{DataClient, DataFeed, RateBudget, SNAPSHOT_BATCH};
 use tradeops_brokers::alpaca::data_stream::{DataStreamConfig, MarketDataStream};
-use tradeops_brokers::alpaca::market::{AlpacaMarketData, ReferenceEntry, ReferenceMap, FLOAT_UNKNOWN, SECTOR_UNKNOWN};
+use tradeops_brokers::alpaca::market::{
+    AlpacaDataConfig, AlpacaMarketData, ReferenceEntry, ReferenceMap, FLOAT_UNKNOWN, SECTOR_UNKNOWN,
+};
 use tradeops_brokers::alpaca::rest::AlpacaCredentials;
 use tradeops_brokers::alpaca::stream::BackoffPolicy;
 use tradeops_brokers::MarketData;
@@ -449,6 +451,13 @@ async fn the_radar_scan_ranks_the_universe_as_core_radar_scan_does() {
     market.scan(now() + chrono::Duration::minutes(1), &settings).await.unwrap();
     assert_eq!(alpaca.requests_to("/v2/stocks/bars").len(), history_requests);
     assert_eq!(alpaca.requests_to("/v2/stocks/snapshots").len(), 2);
+
+    // A radar limited to some symbols asks for their snapshots only.
+    let listed = MomentumRadarSettings { universe: vec![sym("CCC"), sym("AAA")], min_percentage_gain: 0.0, ..settings };
+    let scan = market.scan(now(), &listed).await.unwrap();
+    let asked = alpaca.requests_to("/v2/stocks/snapshots");
+    assert_eq!(asked.last().unwrap()["symbols"], "AAA,CCC");
+    assert_eq!(scan.rows.iter().map(|r| r.symbol.as_str()).collect::<Vec<_>>(), vec!["AAA", "CCC"]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -578,10 +587,16 @@ async fn the_stream_authenticates_subscribes_and_folds_trades_quotes_and_bars_in
     ])];
     let (url, stand_in) = start_stream(vec![Script::Refuse, Script::SendAndHold(frames)]).await;
     // The REST gap fill finds nothing to add before 15:29's bar arrives: its bar is not served.
-    let clock = clock();
-    let client = Arc::new(alpaca.client(clock.clone()));
-    let stream = MarketDataStream::spawn(stream_config(url), client.clone(), clock.clone());
-    let market = AlpacaMarketData::new(client, Some(stream), ReferenceMap::new(), clock);
+    let config = AlpacaDataConfig {
+        trading_url: alpaca.url.clone(),
+        data_url: alpaca.url.clone(),
+        feed: DataFeed::Sip,
+        timeout: Duration::from_secs(600),
+        stream: Some(stream_config(url)),
+    };
+    let credentials = AlpacaCredentials { key_id: KEY_ID.into(), secret_key: SECRET.into() };
+    assert!(!format!("{config:?}").contains(SECRET));
+    let market = AlpacaMarketData::connect(config, &credentials, ReferenceMap::new(), clock()).unwrap();
     market.set_watched([sym("ABCD")]);
     eventually("the subscription", || stand_in.subscribes.lock().unwrap().len() == 1).await;
     let health = || market.stream_health().unwrap();
