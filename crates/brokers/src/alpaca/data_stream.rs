@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use chrono::NaiveDate;
 use futures::{SinkExt, StreamExt};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -19,6 +20,7 @@ use tokio_tungstenite::tungstenite::Message;
 use tradeops_core::bars::minute_floor;
 use tradeops_core::market::{Bar, Price, Quote, Timeframe};
 use tradeops_core::{Clock, Symbol, Timestamp};
+use tradeops_sim::profile::DayClock;
 
 use super::data::DataClient;
 use super::data_wire::{self as wire, StreamMessage};
@@ -42,36 +44,56 @@ pub struct SymbolLive {
     pub bars: Vec<Bar>,
 }
 
+/// The minute volumes of a symbol's current New York day, for its relative volume.
+#[derive(Clone, Debug, Default)]
+struct DayVolume {
+    date: Option<NaiveDate>,
+    /// Volume by bar start, of `date`'s bars only.
+    by_minute: BTreeMap<Timestamp, u64>,
+    /// Every minute of `date` up to the latest bar is held: a gap fill reached back to the
+    /// day's start (or the previous day was complete and the stream carried on into this one)
+    /// and no gap fill failed since.
+    complete: bool,
+}
+
+#[derive(Debug, Default)]
+struct Entry {
+    live: SymbolLive,
+    day: DayVolume,
+}
+
 /// The live state of every symbol the stream has heard of.
 #[derive(Debug, Default)]
 pub struct LiveBook {
-    symbols: Mutex<HashMap<Symbol, SymbolLive>>,
+    symbols: Mutex<HashMap<Symbol, Entry>>,
 }
 
 impl LiveBook {
     pub fn get(&self, symbol: &Symbol) -> Option<SymbolLive> {
-        self.lock().get(symbol).cloned()
+        self.lock().get(symbol).map(|e| e.live.clone())
     }
 
     /// A trade; an older one than the latest (out of order, or a gap fill's) leaves the last
     /// price as it is.
     pub fn on_trade(&self, symbol: &Symbol, trade: &wire::DataTrade) {
         let mut symbols = self.lock();
-        let live = symbols.entry(symbol.clone()).or_default();
+        let live = &mut symbols.entry(symbol.clone()).or_default().live;
         if live.last_trade.is_none_or(|(_, at)| trade.at >= at) {
             live.last_trade = Some((trade.price, trade.at));
         }
     }
 
     pub fn on_quote(&self, symbol: &Symbol, quote: &wire::DataQuote) {
-        self.lock().entry(symbol.clone()).or_default().quote = Some(quote.quote());
+        self.lock().entry(symbol.clone()).or_default().live.quote = Some(quote.quote());
     }
 
     /// A completed minute bar, in its place by start; a bar already held (the stream's and the
-    /// gap fill's copy of the same minute) is replaced, never doubled.
+    /// gap fill's copy of the same minute) is replaced, never doubled. The first bar of a new
+    /// New York day starts that day's volume.
     pub fn on_bar(&self, symbol: &Symbol, bar: Bar) {
         let mut symbols = self.lock();
-        let bars = &mut symbols.entry(symbol.clone()).or_default().bars;
+        let entry = symbols.entry(symbol.clone()).or_default();
+        let bars = &mut entry.live.bars;
         match bars.binary_search_by_key(&bar.start, |b| b.start) {
             Ok(i) => bars[i] = bar,
             Err(i) => bars.insert(i, bar),
@@ -80,16 +102,63 @@ impl LiveBook {
             let excess = bars.len() - KEPT_MINUTE_BARS;
             bars.drain(..excess);
         }
+        let date = ny_date(bar.start);
+        let day = &mut entry.day;
+        if day.date.is_none_or(|d| date > d) {
+            let carried = day.date.is_some() && day.complete;
+            *day = DayVolume { date: Some(date), by_minute: BTreeMap::new(), complete: carried };
+        }
+        if day.date == Some(date) {
+            day.by_minute.insert(bar.start, bar.volume);
+        }
+    }
+
+    /// The bars of a gap fill of `[from, …)` on New York date `today`: held as
+    /// [`LiveBook::on_bar`] holds them, and when `from` is at or before the day's start, the
+    /// day's volume is complete.
+    pub fn fill(&self, symbol: &Symbol, bars: Vec<Bar>, from: Timestamp, today: NaiveDate) {
+        for bar in bars {
+            self.on_bar(symbol, bar);
+        }
+        let mut symbols = self.lock();
+        let day = &mut symbols.entry(symbol.clone()).or_default().day;
+        if day.date.is_none_or(|d| today > d) {
+            *day = DayVolume { date: Some(today), ..DayVolume::default() };
+        }
+        if day.date == Some(today) && from <= DayClock::for_date(today).start {
+            day.complete = true;
+        }
+    }
+
+    /// A gap fill of `symbols` failed: their day volumes miss minutes.
+    pub fn gap_failed(&self, symbols: &[Symbol]) {
+        let mut book = self.lock();
+        for symbol in symbols {
+            book.entry(symbol.clone()).or_default().day.complete = false;
+        }
+    }
+
+    /// Shares of `symbol` traded on New York date `date` by the bars held, when the book holds
+    /// every minute of that day so far; `None` otherwise.
+    pub fn day_volume(&self, symbol: &Symbol, date: NaiveDate) -> Option<u64> {
+        let symbols = self.lock();
+        let day = &symbols.get(symbol)?.day;
+        (day.date == Some(date) && day.complete).then(|| day.by_minute.values().sum())
     }
 
     /// The start of the latest minute bar held of `symbol`.
     pub fn last_bar_start(&self, symbol: &Symbol) -> Option<Timestamp> {
-        self.lock().get(symbol).and_then(|s| s.bars.last()).map(|b| b.start)
+        self.lock().get(symbol).and_then(|e| e.live.bars.last()).map(|b| b.start)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Symbol, SymbolLive>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Symbol, Entry>> {
         self.symbols.lock().unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+/// The New York date of `at`.
+pub fn ny_date(at: Timestamp) -> NaiveDate {
+    at.with_timezone(&chrono_tz::America::New_York).date_naive()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -169,7 +238,8 @@ pub struct DataStreamConfig {
     pub auth_timeout: Duration,
     /// A connection silent this long is pinged; silent as long again, it is replaced.
     pub idle_timeout: Duration,
-    /// How far back a gap fill reaches at most (a symbol with no bar yet is filled this far).
+    /// How far back a gap fill reaches at most (a symbol with no bar yet is filled from the
+    /// New York day's start, within this bound).
     pub gap_lookback: Duration,
 }
 
@@ -189,7 +259,7 @@ impl std::fmt::Debug for DataStreamConfig {
 
 impl DataStreamConfig {
     /// Alpaca's stream of `feed` with the usual timings: 10 s to authenticate, a ping after
-    /// 30 s of silence, gap fills of at most an hour.
+    /// 30 s of silence, gap fills reaching back a whole day.
     pub fn alpaca(feed: super::data::DataFeed, credentials: &super::rest::AlpacaCredentials) -> DataStreamConfig {
         DataStreamConfig {
             url: format!("wss://stream.data.alpaca.markets/v2/{}", feed.as_str()),
@@ -198,7 +268,7 @@ impl DataStreamConfig {
             backoff: BackoffPolicy::default(),
             auth_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(30),
-            gap_lookback: Duration::from_secs(3600),
+            gap_lookback: Duration::from_secs(24 * 3600),
         }
     }
 }
@@ -371,37 +441,39 @@ impl Runner {
         Ok(added)
     }
 
-    /// Fills the minute bars of `symbols` since each one's latest held bar (at most
-    /// `gap_lookback` back) up to the current minute from REST; a failure is reported in health
-    /// and the stream goes on (the next reconnect fills again).
+    /// Fills the minute bars of `symbols` up to the current minute from REST: from the minute
+    /// after the latest bar held of each (the New York day's start for a symbol with none, so
+    /// that its day volume is whole), never from more than `gap_lookback` back. A failure is
+    /// reported in health and the stream goes on (the next reconnect fills again).
     async fn fill_gap(&mut self, symbols: &[Symbol]) {
         if symbols.is_empty() {
             return;
         }
         let now = self.clock.now();
+        let today = ny_date(now);
         let end = minute_floor(now);
+        let day_start = DayClock::for_date(today).start;
         let earliest = end - chrono::Duration::from_std(self.config.gap_lookback).unwrap_or_default();
         let start = symbols
             .iter()
-            .map(|s| self.book.last_bar_start(s).map_or(earliest, |t| t + chrono::Duration::minutes(1)))
+            .map(|s| self.book.last_bar_start(s).map_or(day_start, |t| t + chrono::Duration::minutes(1)))
             .min()
-            .unwrap_or(earliest)
+            .unwrap_or(day_start)
             .max(earliest);
         if start >= end {
             return;
         }
         match self.gap_fill.minute_bars(symbols, start, end).await {
-            Ok(bars) => {
+            Ok(mut bars) => {
                 let count: usize = bars.values().map(Vec::len).sum();
-                for (symbol, series) in bars {
-                    for bar in series {
-                        self.book.on_bar(&symbol, bar);
-                    }
+                for symbol in symbols {
+                    self.book.fill(symbol, bars.remove(symbol).unwrap_or_default(), start, today);
                 }
                 tracing::info!(symbols = symbols.len(), bars = count, %start, %end, "market-data gap filled");
             }
             Err(error) => {
                 tracing::warn!(%error, "market-data gap fill failed");
+                self.book.gap_failed(symbols);
                 let message = format!("gap fill failed: {error}");
                 self.health.update(|s| s.last_error = Some(message));
             }
@@ -576,6 +648,31 @@ mod tests {
         let bars = book.get(&abcd).unwrap().bars;
         assert_eq!(bars.len(), KEPT_MINUTE_BARS);
         assert_eq!(book.last_bar_start(&abcd), Some(at(KEPT_MINUTE_BARS as u32 + 9)));
+    }
+
+    #[test]
+    fn the_day_volume_counts_each_minute_once_and_only_when_the_day_is_whole() {
+        let book = LiveBook::default();
+        let abcd = Symbol::parse("ABCD").unwrap();
+        let today = ny_date(at(0));
+        book.on_bar(&abcd, bar(1, 100));
+        assert_eq!(book.day_volume(&abcd, today), None, "no fill from the day's start yet");
+        book.fill(&abcd, vec![bar(0, 100), bar(1, 100)], DayClock::for_date(today).start, today);
+        assert_eq!(book.day_volume(&abcd, today), Some(200));
+        book.on_bar(&abcd, bar(2, 100));
+        assert_eq!(book.day_volume(&abcd, today), Some(300));
+        book.gap_failed(std::slice::from_ref(&abcd));
+        assert_eq!(book.day_volume(&abcd, today), None);
+        // A fill from later in the day does not make it whole again.
+        book.fill(&abcd, vec![bar(3, 100)], at(3), today);
+        assert_eq!(book.day_volume(&abcd, today), None);
+        // The next day's first bar, on a whole day, carries on whole.
+        let other = Symbol::parse("WXYZ").unwrap();
+        book.fill(&other, vec![bar(5, 100)], DayClock::for_date(today).start, today);
+        let tomorrow = Utc.with_ymd_and_hms(2026, 11, 26, 9, 0, 0).unwrap();
+        book.on_bar(&other, Bar { start: tomorrow, ..bar(0, 100) });
+        assert_eq!(book.day_volume(&other, ny_date(tomorrow)), Some(100));
+        assert_eq!(book.day_volume(&other, today), None);
     }
 
     #[test]

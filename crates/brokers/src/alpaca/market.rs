@@ -11,7 +11,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
 use chrono::{Duration, NaiveDate};
-use chrono_tz::America::New_York;
 use tokio::time::Instant;
 use tradeops_core::market::{Bar, Price, Timeframe};
 use tradeops_core::radar::{self, RadarInput};
@@ -20,7 +19,7 @@ use tradeops_core::{Clock, Symbol, Timestamp};
 use tradeops_sim::profile::{expected_cum_fraction, DayClock};
 
 use super::data::{DataClient, DataFeed, UniverseAsset};
-use super::data_stream::{DataStreamConfig, DataStreamState, MarketDataStream};
+use super::data_stream::{ny_date, DataStreamConfig, DataStreamState, MarketDataStream};
 use super::data_wire as wire;
 use super::rest::{AlpacaCredentials, ClientBuildError};
 use crate::market::{closed_bars, ClosedBar, Instrument, MarketData, MarketDataError, Snapshot};
@@ -82,10 +81,6 @@ pub fn expected_fraction_at(now: Timestamp) -> f64 {
     let clock = DayClock::for_date(ny_date(now));
     let minute = (now - clock.start).num_minutes().clamp(0, i64::from(clock.minutes)) as u32;
     expected_cum_fraction(&clock, minute)
-}
-
-fn ny_date(at: Timestamp) -> NaiveDate {
-    at.with_timezone(&New_York).date_naive()
 }
 
 /// A symbol's day as a snapshot tells it.
@@ -398,17 +393,23 @@ impl MarketData for AlpacaMarketData {
         Some(Snapshot { prev_close: figures.prev_close, last, quote })
     }
 
-    /// The stream's latest completed minute bar of a watched symbol; its relative volume is
-    /// the day volume of the latest scan over the average day's volume by the bar's end (the
-    /// scan's volume, not the bar's: an approximation until the book counts the day's volume).
+    /// The stream's latest completed minute bar of a watched symbol, and its relative volume
+    /// as the simulated market measures it: the day's volume through that bar over what an
+    /// average day has traded by its end. The day's volume is the stream's when it holds every
+    /// minute of the day (see [`LiveBook::day_volume`]); otherwise the latest scan's (or REST
+    /// snapshot's), an approximation.
+    ///
+    /// [`LiveBook::day_volume`]: super::data_stream::LiveBook::day_volume
     async fn last_closed_bar(&self, symbol: &Symbol) -> Option<ClosedBar> {
-        let bar = *self.stream.as_ref()?.book().get(symbol)?.bars.last()?;
+        let book = self.stream.as_ref()?.book();
+        let bar = *book.get(symbol)?.bars.last()?;
         let history = self.daily.lock().unwrap_or_else(PoisonError::into_inner).clone();
         let average = history.and_then(|h| h.average_volume.get(symbol).copied());
-        let relative_volume = match (average, self.figures(symbol)) {
-            (Some(average), Some(figures)) => {
+        let volume = book.day_volume(symbol, ny_date(bar.start)).or_else(|| self.figures(symbol).map(|f| f.volume));
+        let relative_volume = match (average, volume) {
+            (Some(average), Some(volume)) => {
                 let expected = average as f64 * expected_fraction_at(bar.start + Duration::minutes(1));
-                (expected >= 1.0).then(|| figures.volume as f64 / expected)
+                (expected >= 1.0).then(|| volume as f64 / expected)
             }
             _ => None,
         };

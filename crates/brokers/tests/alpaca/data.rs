@@ -555,7 +555,7 @@ fn stream_config(url: String) -> DataStreamConfig {
         },
         auth_timeout: Duration::from_secs(30),
         idle_timeout: Duration::from_secs(30),
-        gap_lookback: Duration::from_secs(600),
+        gap_lookback: Duration::from_secs(24 * 3600),
     }
 }
 
@@ -657,6 +657,9 @@ async fn a_dropped_stream_reconnects_resubscribes_and_fills_the_missed_minute_ba
     let subscribes = stand_in.subscribes.lock().unwrap().clone();
     assert_eq!(subscribes.len(), 2);
     assert_eq!(subscribes[0], subscribes[1], "the same subscription after the reconnect");
+    // Filled from the day's start on connecting, then carried by the stream and the gap
+    // fill: the day's volume is whole.
+    assert_eq!(stream.book().day_volume(&abcd, NaiveDate::from_ymd_opt(2026, 11, 25).unwrap()), Some(700));
     let state = stream.health();
     assert_eq!((state.connected, state.reconnects()), (true, 1));
     assert!(state.last_error.is_some());
