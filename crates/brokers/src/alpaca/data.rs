@@ -1,14 +1,14 @@
 //! Alpaca's data REST APIs (research/domain.md §1.8): the [`DataClient`] of the reference
 //! endpoints of the Trading API (assets, calendar, clock) and of the Market Data API v2
 //! (multi-symbol snapshots in batches of [`SNAPSHOT_BATCH`], historical bars followed page after
-//! page). Every request first takes a token from one [`RateBudget`] (at most
-//! [`REQUESTS_PER_MINUTE`], waiting rather than failing); a 429 is waited out as Alpaca's
+//! page). Every request first takes a permit from one [`RateBudget`] (at most
+//! [`REQUESTS_PER_MINUTE`] in any minute, waiting rather than failing); a 429 is waited out as Alpaca's
 //! `Retry-After` / `X-RateLimit-Reset` say and sent again (up to [`RATE_LIMIT_RETRIES`] times);
 //! 5xx, timeouts and unreadable replies are [`MarketDataError::Unavailable`] with the reason.
 //! The API secret is sent only as a header marked sensitive and never appears in `Debug`, logs
 //! or errors.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -86,37 +86,41 @@ pub fn universe_of(assets: Vec<wire::Asset>) -> Vec<UniverseAsset> {
     universe
 }
 
-/// A token bucket of [`tokio::time`]: `capacity` tokens, refilled evenly over a minute; taking a
-/// token waits until one is there. Tests pause tokio's clock and the waits pass instantly.
+/// The request budget: at most `limit` requests in any minute, on [`tokio::time`]. Taking a
+/// permit waits until the oldest of the last `limit` requests is a minute old. A sliding window
+/// rather than a token bucket refilled per minute: a full bucket spent at once and refilled
+/// over the next minute lets nearly twice the limit through in one minute, which Alpaca would
+/// answer with 429s. Tests pause tokio's clock and the waits pass instantly.
 #[derive(Debug)]
 pub struct RateBudget {
-    capacity: f64,
-    per_second: f64,
-    state: Mutex<(f64, Option<Instant>)>,
+    limit: usize,
+    window: Duration,
+    /// When the last `limit` requests were sent, oldest first.
+    sent: Mutex<VecDeque<Instant>>,
 }
 
 impl RateBudget {
     pub fn per_minute(requests: u32) -> RateBudget {
-        let capacity = f64::from(requests.max(1));
-        RateBudget { capacity, per_second: capacity / 60.0, state: Mutex::new((capacity, None)) }
+        let limit = requests.max(1) as usize;
+        RateBudget { limit, window: Duration::from_secs(60), sent: Mutex::new(VecDeque::with_capacity(limit)) }
     }
 
-    /// Takes one token, waiting for it when the bucket is empty.
+    /// Takes one permit, waiting for it when `limit` requests went out in the last minute.
     pub async fn acquire(&self) {
         loop {
             let wait = {
-                let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+                let mut sent = self.sent.lock().unwrap_or_else(PoisonError::into_inner);
                 let now = Instant::now();
-                let (tokens, last) = &mut *state;
-                if let Some(last) = *last {
-                    *tokens = (*tokens + now.duration_since(last).as_secs_f64() * self.per_second).min(self.capacity);
+                while sent.front().is_some_and(|t| now.duration_since(*t) >= self.window) {
+                    sent.pop_front();
                 }
-                *last = Some(now);
-                if *tokens >= 1.0 {
-                    *tokens -= 1.0;
-                    return;
+                match sent.front() {
+                    Some(oldest) if sent.len() >= self.limit => self.window - now.duration_since(*oldest),
+                    _ => {
+                        sent.push_back(now);
+                        return;
+                    }
                 }
-                Duration::from_secs_f64((1.0 - *tokens) / self.per_second)
             };
             tokio::time::sleep(wait).await;
         }
@@ -390,14 +394,16 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn the_budget_waits_for_a_token_instead_of_failing() {
+    async fn the_budget_waits_for_a_permit_instead_of_failing() {
         let budget = RateBudget::per_minute(2);
         let started = Instant::now();
         budget.acquire().await;
+        tokio::time::advance(Duration::from_secs(20)).await;
         budget.acquire().await;
-        assert_eq!(started.elapsed(), Duration::ZERO);
+        assert_eq!(started.elapsed(), Duration::from_secs(20));
         budget.acquire().await;
-        let waited = started.elapsed();
-        assert!(waited >= Duration::from_secs(29) && waited <= Duration::from_secs(31), "{waited:?}");
+        assert_eq!(started.elapsed(), Duration::from_secs(60), "the third waits for the first to age a minute");
+        budget.acquire().await;
+        assert_eq!(started.elapsed(), Duration::from_secs(80), "then for the next oldest");
     }
 }

@@ -255,14 +255,17 @@ impl AlpacaMarketData {
     /// One radar scan of the whole universe as of `now`: snapshots in batches, average volumes
     /// from the day's daily history, the expected intraday fraction of the simulated market's
     /// profile, recent minute bars from the stream for watched symbols (the snapshot's latest
-    /// minute bar otherwise), ranked and filtered by core's [`radar::scan`]. An empty universe
-    /// is loaded first.
+    /// minute bar otherwise), ranked and filtered by core's [`radar::scan`]. The first scan of a
+    /// New York day (re)loads the universe and the daily history; later ones cost the snapshot
+    /// requests only (one per [`SNAPSHOT_BATCH`](super::data::SNAPSHOT_BATCH) symbols).
     pub async fn scan(&self, now: Timestamp, settings: &MomentumRadarSettings) -> Result<RadarScan, MarketDataError> {
-        if self.universe().is_empty() {
+        let today = ny_date(now);
+        let fresh = self.daily.lock().unwrap_or_else(PoisonError::into_inner).as_ref().is_some_and(|h| h.date == today);
+        if self.universe().is_empty() || !fresh {
+            // Listings change overnight: the first scan of a day reloads them.
             self.load_universe().await?;
         }
         let universe = self.universe();
-        let today = ny_date(now);
         let history = self.daily_history(today).await?;
         // A radar limited to a list of symbols asks for theirs only.
         let symbols: Vec<Symbol> = universe
