@@ -30,6 +30,8 @@ pub const SECTOR_UNKNOWN: &str = "Unknown";
 /// The float of a symbol the reference map does not know: 0, so that the radar's `max_float`
 /// filter lets it through (an unknown float does not exclude a mover) and the row shows 0.
 pub const FLOAT_UNKNOWN: u64 = 0;
+/// How long a REST snapshot is served again by [`MarketData::snapshot`] (service clock).
+pub const REST_SNAPSHOT_TTL: Duration = Duration::seconds(5);
 /// Calendar days of daily bars asked for to find [`AVERAGE_VOLUME_DAYS`] trading days (weekends
 /// and holidays included with room to spare).
 const DAILY_HISTORY_CALENDAR_DAYS: i64 = 2 * AVERAGE_VOLUME_DAYS as i64 + 10;
@@ -132,6 +134,8 @@ pub struct AlpacaMarketData {
     daily_refresh: tokio::sync::Mutex<()>,
     /// The latest figures of each symbol, from the latest scan or REST snapshot.
     day: Mutex<HashMap<Symbol, DayFigures>>,
+    /// REST snapshots served by [`MarketData::snapshot`], and when they were fetched.
+    rest_snapshots: Mutex<HashMap<Symbol, (Timestamp, Snapshot)>>,
 }
 
 impl std::fmt::Debug for AlpacaMarketData {
@@ -163,6 +167,7 @@ impl AlpacaMarketData {
             daily: Mutex::new(None),
             daily_refresh: tokio::sync::Mutex::new(()),
             day: Mutex::new(HashMap::new()),
+            rest_snapshots: Mutex::new(HashMap::new()),
         }
     }
 
@@ -369,7 +374,9 @@ impl MarketData for AlpacaMarketData {
     }
 
     /// The stream's last trade and quote with the previous close of the latest scan; for a
-    /// symbol the stream has not both of (or no previous close is known), a REST snapshot.
+    /// symbol the stream has not both of (or no previous close is known), a REST snapshot,
+    /// served again for [`REST_SNAPSHOT_TTL`] (a caller marking unwatched symbols on every tick
+    /// would otherwise spend the request budget, and wait on it).
     async fn snapshot(&self, symbol: &Symbol) -> Option<Snapshot> {
         let live = self.stream.as_ref().and_then(|s| s.book().get(symbol));
         if let (Some(live), Some(figures)) = (&live, self.figures(symbol)) {
@@ -379,6 +386,12 @@ impl MarketData for AlpacaMarketData {
         }
         if !self.knows(symbol) {
             return None;
+        }
+        let now = self.clock.now();
+        let recent = self.rest_snapshots.lock().unwrap_or_else(PoisonError::into_inner).get(symbol).copied();
+        if let Some((fetched_at, snapshot)) = recent.filter(|(at, _)| now - *at < REST_SNAPSHOT_TTL) {
+            tracing::trace!(%symbol, %fetched_at, "Alpaca snapshot from the cache");
+            return Some(snapshot);
         }
         let snapshots = match self.client.snapshots(std::slice::from_ref(symbol)).await {
             Ok(snapshots) => snapshots,
@@ -393,7 +406,9 @@ impl MarketData for AlpacaMarketData {
         // The stream's own trade and quote, when it has them, are fresher than the snapshot's.
         let last = live.as_ref().and_then(|l| l.last_trade).map_or(figures.last, |(price, _)| price);
         let quote = live.and_then(|l| l.quote).or(snapshot.latest_quote.map(|q| q.quote()))?;
-        Some(Snapshot { prev_close: figures.prev_close, last, quote })
+        let snapshot = Snapshot { prev_close: figures.prev_close, last, quote };
+        self.rest_snapshots.lock().unwrap_or_else(PoisonError::into_inner).insert(symbol.clone(), (now, snapshot));
+        Some(snapshot)
     }
 
     /// The stream's latest completed minute bar of a watched symbol, and its relative volume

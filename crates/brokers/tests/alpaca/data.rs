@@ -25,7 +25,7 @@ use tradeops_brokers::alpaca::market::{
 };
 use tradeops_brokers::alpaca::rest::AlpacaCredentials;
 use tradeops_brokers::alpaca::stream::BackoffPolicy;
-use tradeops_brokers::MarketData;
+use tradeops_brokers::{MarketData, Snapshot};
 use tradeops_core::clock::ManualClock;
 use tradeops_core::market::{Bar, Price, Quote, Timeframe};
 use tradeops_core::radar::{self, RadarInput};
@@ -349,6 +349,34 @@ async fn the_secret_never_shows_in_debug() {
     assert!(!format!("{error:?} {error}").contains(SECRET));
 }
 
+#[tokio::test]
+async fn without_a_stream_snapshots_come_from_rest_and_are_served_again_briefly() {
+    let alpaca = RestStandIn::start().await;
+    alpaca.book().snapshots.insert(
+        "ABCD".into(),
+        json!({"latestTrade": {"t": now(), "p": 5.5, "s": 1},
+            "latestQuote": {"t": now(), "bp": 5.49, "bs": 1, "ap": 5.51, "as": 2},
+            "dailyBar": bar_json(DayClock::for_date(NaiveDate::from_ymd_opt(2026, 11, 25).unwrap()).start, 550, 1000),
+            "prevDailyBar": bar_json(previous_weekdays()[11], 500, 900)}),
+    );
+    let clock = clock();
+    let market =
+        AlpacaMarketData::new(Arc::new(alpaca.client(clock.clone())), None, ReferenceMap::new(), clock.clone());
+    let expected = Snapshot {
+        prev_close: Price::from_cents(500),
+        last: Price::from_cents(550),
+        quote: Quote { bid: Price::from_cents(549), ask: Price::from_cents(551), bid_size: 1, ask_size: 2 },
+    };
+    assert_eq!(market.snapshot(&sym("ABCD")).await, Some(expected));
+    assert_eq!(market.snapshot(&sym("ABCD")).await, Some(expected));
+    assert_eq!(alpaca.requests_to("/v2/stocks/snapshots").len(), 1);
+    clock.advance(chrono::Duration::seconds(6));
+    assert_eq!(market.snapshot(&sym("ABCD")).await, Some(expected));
+    assert_eq!(alpaca.requests_to("/v2/stocks/snapshots").len(), 2);
+    assert_eq!(market.snapshot(&sym("NONE")).await, None);
+    assert_eq!(market.last_closed_bar(&sym("ABCD")).await, None, "closed bars come from the stream");
+}
+
 // ---------------------------------------------------------------------------------------------
 // The radar scan
 // ---------------------------------------------------------------------------------------------
@@ -628,6 +656,10 @@ async fn the_stream_authenticates_subscribes_and_folds_trades_quotes_and_bars_in
         snapshot.quote,
         Quote { bid: Price::from_cents(549), ask: Price::from_cents(551), bid_size: 3, ask_size: 4 }
     );
+    // Known now (the previous close from that REST snapshot), the stream alone answers.
+    let snapshot_requests = alpaca.requests_to("/v2/stocks/snapshots").len();
+    assert_eq!(market.snapshot(&sym("ABCD")).await.unwrap().last, Price::from_cents(550));
+    assert_eq!(alpaca.requests_to("/v2/stocks/snapshots").len(), snapshot_requests);
     let closed = market.last_closed_bar(&sym("ABCD")).await.unwrap();
     assert_eq!((closed.bar.start, closed.bar.close, closed.bar.volume), (minute(15, 29), Price::from_cents(550), 700));
 }
