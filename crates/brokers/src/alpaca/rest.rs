@@ -43,7 +43,7 @@ impl fmt::Debug for AlpacaCredentials {
 /// The client could not be built (a header value that is not valid HTTP, the HTTP client).
 #[derive(Debug, thiserror::Error)]
 #[error("cannot build the Alpaca client: {0}")]
-pub struct ClientBuildError(String);
+pub struct ClientBuildError(pub(crate) String);
 
 /// A client of Alpaca's Trading API at one base URL (`https://paper-api.alpaca.markets`, or a
 /// stand-in in tests), every request bounded by one timeout. HTTPS goes through rustls with the
@@ -421,7 +421,7 @@ fn reply_time(headers: &HeaderMap, now: Timestamp) -> Timestamp {
 }
 
 /// `Retry-After` as seconds or as an HTTP date (less the reply's time), never negative.
-fn retry_after_header(headers: &HeaderMap, now: Timestamp) -> Option<Duration> {
+pub(crate) fn retry_after_header(headers: &HeaderMap, now: Timestamp) -> Option<Duration> {
     let value = header(headers, RETRY_AFTER.as_str())?;
     if let Ok(seconds) = value.parse::<u64>() {
         return Some(Duration::from_secs(seconds));
@@ -432,7 +432,7 @@ fn retry_after_header(headers: &HeaderMap, now: Timestamp) -> Option<Duration> {
 
 /// When to come back after a 429: `Retry-After`, else `X-RateLimit-Reset` (epoch seconds)
 /// less the reply's `Date` (or `now`), never negative.
-fn retry_after(headers: &HeaderMap, now: Timestamp) -> Option<Duration> {
+pub(crate) fn retry_after(headers: &HeaderMap, now: Timestamp) -> Option<Duration> {
     if let Some(after) = retry_after_header(headers, now) {
         return Some(after);
     }
