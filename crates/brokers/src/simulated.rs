@@ -113,6 +113,10 @@ impl MarketData for SimulatedMarket {
         self.live.as_ref()?.last_closed_bar(symbol)
     }
 
+    fn last_price(&self, symbol: &Symbol) -> Option<tradeops_core::market::Price> {
+        self.live.as_ref()?.last_price(symbol)
+    }
+
     fn history(
         &self,
         symbol: &Symbol,

@@ -22,6 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
+use tradeops_brokers::alpaca::market::AlpacaMarketData;
 use tradeops_brokers::paper::{PaperBroker, PaperConfig, PaperExecution};
 use tradeops_brokers::simulated::live::LiveMarket;
 use tradeops_brokers::simulated::SimulatedMarket;
@@ -53,6 +54,8 @@ pub struct Application {
     engine_task: JoinHandle<()>,
     /// What the background health probes reach.
     probes: Arc<Probes>,
+    /// Alpaca's market data, when it is the source: its feed task runs with the service.
+    alpaca_data: Option<Arc<AlpacaMarketData>>,
 }
 
 impl Application {
@@ -115,6 +118,8 @@ impl Application {
         };
         let market_clock: Arc<dyn Clock> = match overrides.market_clock {
             Some(c) => c,
+            // A real market's time is the wall clock's (CONTRACT §10).
+            None if config.brokers.market_data() == MarketDataBrokerKind::Alpaca => clock.clone(),
             None if mode == TradingMode::Demo => {
                 let start = demo_start(calendar, clock.now()).max(resume_at.unwrap_or_default());
                 Arc::new(ScaledClock::starting_at(start, speed))
@@ -123,6 +128,7 @@ impl Application {
             None => clock.clone(),
         };
         // The adapters chosen by configuration, passed to the engine runner explicitly.
+        let mut alpaca_data: Option<Arc<AlpacaMarketData>> = None;
         let (market, live): (Arc<dyn MarketData>, _) = match config.brokers.market_data() {
             MarketDataBrokerKind::Simulated => {
                 let simulated = SimulatedMarket::new(config.sim.seed, config.sim.symbols as usize);
@@ -130,7 +136,9 @@ impl Application {
                 (Arc::new(simulated.with_live(live.clone())), Some(live))
             }
             MarketDataBrokerKind::Alpaca => {
-                anyhow::bail!("the Alpaca market-data adapter is not wired into the service yet (issue 23)")
+                let alpaca = alpaca_market_data(&config.alpaca, mode, clock.clone())?;
+                alpaca_data = Some(alpaca.clone());
+                (alpaca, None)
             }
         };
         let execution: Arc<dyn ExecutionBroker> = match (execution, config.brokers.execution()) {
@@ -246,7 +254,7 @@ impl Application {
             state.health.listening_on(addr);
         }
         let router = http::router::router(state.clone(), extra);
-        Ok(Application { listener, router, state, bootstrap_token, engine_task, probes })
+        Ok(Application { listener, router, state, bootstrap_token, engine_task, probes, alpaca_data })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -264,8 +272,12 @@ impl Application {
     /// Serves until `shutdown` resolves, then stops taking connections, lets in-flight requests
     /// finish (up to the configured grace), persists pending state and closes the database.
     pub async fn run_until_stopped(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
-        let Application { listener, router, state, engine_task, probes, .. } = self;
+        let Application { listener, router, state, engine_task, probes, alpaca_data, .. } = self;
         let mut background = spawn_background(&state, probes);
+        if let Some(alpaca) = alpaca_data {
+            background.push(tokio::spawn(crate::feed::alpaca::run_marks(state.clone(), alpaca.clone())));
+            background.push(tokio::spawn(crate::feed::alpaca::run_scans(state.clone(), alpaca)));
+        }
         background.push(engine_task);
         let grace = state.config.shutdown_grace;
         let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
@@ -617,32 +629,7 @@ async fn run_feed(state: AppState, live: Arc<LiveMarket>) {
             let last = i + 1 == count;
             let behind = (state.market_clock.now() - scan.captured_at).to_std().unwrap_or_default();
             let latency = last.then(|| behind.div_f64(live.speed));
-            let top: Vec<_> = scan.rows.iter().map(|r| r.symbol.clone()).collect();
-            if last {
-                let top = scan.rows.iter().take(25).cloned().collect();
-                let summary = crate::events::RadarSummary { captured_at: scan.captured_at, rows: scan.rows.len(), top };
-                state.events.publish(crate::events::Event::RadarUpdated(summary));
-            }
-            state.radar.publish(scan, latency, last).await;
-            if last && settings.strategy_allocator.auto_watch {
-                // The allocator: the engine refuses what the limit or a block forbids (no
-                // violation rows for these automatic attempts).
-                // It leaves alone what the last halt stopped: only the operator restarts those.
-                let halt_stopped = state.engine().view().halt_stopped.clone();
-                for symbol in top
-                    .iter()
-                    .filter(|s| !halt_stopped.contains(*s))
-                    .take(settings.strategy_allocator.auto_watch_top_n as usize)
-                {
-                    let watch =
-                        tradeops_core::engine::Command::Watch { symbol: symbol.clone(), source: "RADAR".into() };
-                    if let Ok(Ok(tradeops_core::engine::Reply::Watch { already: false, .. })) =
-                        state.engine().send(watch).await
-                    {
-                        tracing::info!(%symbol, "allocator watched a radar symbol");
-                    }
-                }
-            }
+            crate::feed::publish_scan(&state, scan, latency, last).await;
         }
         let next = live.next_step();
         let wait = next
@@ -659,6 +646,33 @@ async fn run_feed(state: AppState, live: Arc<LiveMarket>) {
             }
         }
     }
+}
+
+/// Alpaca's market data over `mode`'s Trading API (assets, calendar, clock) and the configured
+/// data API and stream.
+fn alpaca_market_data(
+    alpaca: &crate::config::AlpacaSettings,
+    mode: TradingMode,
+    clock: Arc<dyn Clock>,
+) -> anyhow::Result<Arc<AlpacaMarketData>> {
+    use tradeops_brokers::alpaca::data::DataFeed;
+    use tradeops_brokers::alpaca::data_stream::DataStreamConfig;
+    use tradeops_brokers::alpaca::market::AlpacaDataConfig;
+    let credentials = alpaca.credentials.clone().context("the alpaca adapter needs credentials")?;
+    let feed = match alpaca.feed {
+        crate::config::AlpacaFeed::Iex => DataFeed::Iex,
+        crate::config::AlpacaFeed::Sip => DataFeed::Sip,
+    };
+    let stream = DataStreamConfig { url: alpaca.data_stream_url(), ..DataStreamConfig::alpaca(feed, &credentials) };
+    let config = AlpacaDataConfig {
+        trading_url: alpaca.trading_url(mode),
+        data_url: alpaca.data_url.clone(),
+        feed,
+        timeout: alpaca.request_timeout,
+        stream: Some(stream),
+    };
+    tracing::info!(data_url = %config.data_url, stream_url = %alpaca.data_stream_url(), feed = feed.as_str(), "market data from Alpaca");
+    Ok(Arc::new(AlpacaMarketData::connect(config, &credentials, Default::default(), clock)?))
 }
 
 /// Registers SIGINT and SIGTERM handlers now (so a signal during start-up is not lost) and

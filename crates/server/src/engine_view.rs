@@ -52,6 +52,9 @@ pub struct EngineView {
     /// Why the execution broker's last call failed as unavailable, while it has not answered
     /// since (new operator orders are refused meanwhile).
     pub venue_unavailable: Option<String>,
+    /// The symbols the engine follows: watched with a strategy, held, or with working orders
+    /// (what a streaming market-data source subscribes to).
+    pub followed: Vec<tradeops_core::Symbol>,
 }
 
 impl Default for EngineView {
@@ -79,6 +82,7 @@ impl Default for EngineView {
             reconciliation_status: "PENDING",
             reconciliation_detail: "the engine is starting".into(),
             venue_unavailable: None,
+            followed: Vec::new(),
         }
     }
 }

@@ -368,6 +368,23 @@ impl MarketData for AlpacaMarketData {
         Ok(closed_bars(bars.remove(symbol).unwrap_or_default(), timeframe, self.clock.now()))
     }
 
+    /// The stream's last trade, else the latest scan's.
+    fn last_price(&self, symbol: &Symbol) -> Option<Price> {
+        let streamed = self.stream.as_ref().and_then(|s| s.book().get(symbol)).and_then(|l| l.last_trade);
+        streamed.map(|(price, _)| price).or_else(|| self.figures(symbol).map(|f| f.last))
+    }
+
+    /// The market-data stream's connection (`None` when snapshots come from REST alone).
+    fn connection(&self) -> Option<crate::execution::VenueConnection> {
+        let state = self.stream.as_ref()?.health();
+        Some(crate::execution::VenueConnection {
+            connected: state.connected,
+            last_event_at: state.last_message_at,
+            last_error: state.last_error,
+            connections: state.connections,
+        })
+    }
+
     /// `GET /v2/clock`: one cheap authenticated round trip to Alpaca.
     async fn ping(&self, _now: Timestamp) -> Result<(), MarketDataError> {
         self.client.market_clock().await.map(|_| ())

@@ -1295,6 +1295,7 @@ impl Runner {
             reconciliation_status: status,
             reconciliation_detail: detail,
             venue_unavailable: self.venue_down.as_ref().map(|(reason, _)| reason.clone()),
+            followed: self.relevant().into_iter().collect(),
         };
         self.view.send_replace(Arc::new(view));
     }
