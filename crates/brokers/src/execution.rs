@@ -37,6 +37,27 @@ pub struct VenueConnection {
     pub connections: u64,
 }
 
+/// A venue's own account figures (a real broker keeps them; the service reconciles its cash
+/// with them and shows them on the account screen).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VenueAccount {
+    pub cash: rust_decimal::Decimal,
+    pub equity: rust_decimal::Decimal,
+    pub buying_power: rust_decimal::Decimal,
+    /// Equity at the previous session's close (day P&L = `equity - last_equity`), when given.
+    pub last_equity: Option<rust_decimal::Decimal>,
+    /// The venue refuses new orders on the account.
+    pub trading_blocked: bool,
+}
+
+/// One position a venue holds: signed shares (negative: short) and its average entry price.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VenuePosition {
+    pub symbol: Symbol,
+    pub quantity: i64,
+    pub average_price: rust_decimal::Decimal,
+}
+
 /// Why a venue did not take a call.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum BrokerError {
@@ -135,6 +156,26 @@ pub trait ExecutionBroker: Send + Sync {
     /// venue expires them itself and reports it through `poll`.
     async fn expire_day_orders(&self, _now: Timestamp) -> Vec<BrokerReport> {
         Vec::new()
+    }
+
+    /// The venue's account figures; `None` for a venue that keeps no account of its own (the
+    /// in-process paper broker: the engine's books are the account).
+    async fn account(&self) -> Result<Option<VenueAccount>, BrokerError> {
+        Ok(None)
+    }
+
+    /// Every position the venue holds, sorted by symbol; `None` for a venue that keeps none of
+    /// its own.
+    async fn positions(&self) -> Result<Option<Vec<VenuePosition>>, BrokerError> {
+        Ok(None)
+    }
+
+    /// A working order the venue holds that the engine did not place (found by
+    /// reconciliation), as an order of ours to adopt: its side, type, quantities and prices as
+    /// the venue has them, status and broker order id included. `None` when the venue cannot
+    /// describe it (or has no such order).
+    async fn foreign_order(&self, _id: &ClientOrderId) -> Result<Option<Order>, BrokerError> {
+        Ok(None)
     }
 
     /// The venue's event connection, for health; `None` for an in-process venue (always

@@ -11,5 +11,7 @@ pub mod market;
 pub mod paper;
 pub mod simulated;
 
-pub use execution::{BrokerError, ExecutionBroker, MarketUpdate, Rejection, VenueConnection};
+pub use execution::{
+    BrokerError, ExecutionBroker, MarketUpdate, Rejection, VenueAccount, VenueConnection, VenuePosition,
+};
 pub use market::{ClosedBar, Instrument, MarketData, MarketDataError, Snapshot};

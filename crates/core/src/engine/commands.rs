@@ -467,7 +467,7 @@ impl Engine {
         }
     }
 
-    fn stop_strategy(
+    pub(super) fn stop_strategy(
         &mut self,
         symbol: &Symbol,
         status: StrategyStatus,

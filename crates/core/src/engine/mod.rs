@@ -7,6 +7,7 @@
 //! bars and a simulated broker. No wall clock, no randomness, ordered maps only: the same
 //! events give the same effects, bit for bit.
 
+mod adopt;
 mod commands;
 mod reports;
 mod restore;
@@ -222,6 +223,12 @@ pub enum Effect {
     /// Something that should not happen did (an unknown or impossible broker report): log it
     /// and show it in reconciliation.
     Anomaly(String),
+    /// Reconciliation took the broker's figure for the engine's cash (`what`, in words): persist
+    /// the engine state.
+    CashAdopted {
+        cash: Decimal,
+        what: String,
+    },
     Reply(Result<Reply, CommandError>),
 }
 
@@ -866,7 +873,13 @@ impl Engine {
         false
     }
 
-    fn set_status(&mut self, symbol: &Symbol, status: StrategyStatus, reason: Option<String>, fx: &mut Vec<Effect>) {
+    pub(super) fn set_status(
+        &mut self,
+        symbol: &Symbol,
+        status: StrategyStatus,
+        reason: Option<String>,
+        fx: &mut Vec<Effect>,
+    ) {
         if let Some(slot) = self.slots.get_mut(symbol) {
             if slot.status != status {
                 slot.status = status;

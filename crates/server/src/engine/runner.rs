@@ -98,6 +98,13 @@ struct Runner {
     /// Operator orders answered `BROKER_UNAVAILABLE` whose submit may or may not have reached
     /// the broker: never sent again; one the broker never received is marked `REJECTED`.
     answered_unavailable: BTreeSet<ClientOrderId>,
+    /// When positions and cash were last reconciled with a venue that keeps its own (market
+    /// time); `None`: not yet since start.
+    account_checked_at: Option<Timestamp>,
+    /// What the last positions-and-cash pass found wrong and could not correct, in words.
+    account_mismatches: Vec<String>,
+    /// The venue's own account figures as last read (a real broker's).
+    venue_account: Option<tradeops_brokers::VenueAccount>,
 }
 
 /// A point inside the emergency halt at which the crash tests end the process as `kill -9`
@@ -135,6 +142,10 @@ impl CrashPoint {
 /// How often the runner reconciles its book with the broker's and, while `HALTED`, checks that
 /// the halt is complete (no working order at the broker, every position flat).
 const RECONCILE_EVERY: Duration = Duration::from_secs(1);
+
+/// How often positions and cash are reconciled with a venue that keeps its own (issue 23: at
+/// start and every minute), in market time.
+const ACCOUNT_RECONCILE_EVERY: chrono::Duration = chrono::Duration::seconds(60);
 
 /// Restores the engine from `deps.db` and starts its runner, trading through `deps.broker` and
 /// marking through `deps.market`; returns the handle commands go through.
@@ -227,6 +238,9 @@ async fn restore(
         operator_order: false,
         operator_cancel: false,
         answered_unavailable: BTreeSet::new(),
+        account_checked_at: None,
+        account_mismatches: Vec::new(),
+        venue_account: None,
         recount: false,
         view,
         anomalies: Vec::new(),
@@ -669,6 +683,7 @@ impl Runner {
                 self.broker_open_orders = open.len();
                 let found = tradeops_core::reconcile::compare(self.engine.orders(), &open);
                 let described: Vec<String> = found.iter().map(Discrepancy::describe).collect();
+                let mut adopted = Vec::new();
                 for (d, text) in found.iter().zip(&described) {
                     // Logged when first found, not at every pass while it lasts.
                     if !self.mismatches.contains(text) {
@@ -680,18 +695,121 @@ impl Runner {
                             self.cancel_at_broker(client_order_id, now).await;
                             self.last_corrected = Some((now, text.clone()));
                         }
-                        Discrepancy::Unknown { .. } | Discrepancy::Missing { .. } => {}
+                        Discrepancy::Unknown { client_order_id } => {
+                            if self.adopt_foreign_order(client_order_id, now).await {
+                                adopted.push(text.clone());
+                            }
+                        }
+                        Discrepancy::Missing { .. } => {}
                     }
                 }
-                self.mismatches = described;
+                self.mismatches = described.into_iter().filter(|t| !adopted.contains(t)).collect();
             }
             Err(e) => tracing::warn!(error = %e, "reconciliation skipped: the broker's open orders could not be read"),
+        }
+        if self.account_checked_at.is_none_or(|at| now - at >= ACCOUNT_RECONCILE_EVERY) {
+            self.reconcile_account(now).await;
         }
         if self.engine.trading_state() == TradingState::Halted && !self.engine.halt_progress().is_complete() {
             let (fx, _) = self.engine.reassert_halt(now);
             if !fx.is_empty() {
                 self.apply(fx, now).await;
             }
+        }
+    }
+
+    /// Adopts a working broker order the engine does not know (CONTRACT §10: reason "adopted
+    /// from broker", no strategy); whether it was.
+    async fn adopt_foreign_order(&mut self, id: &ClientOrderId, now: Timestamp) -> bool {
+        let found = venue(self.broker.foreign_order(id)).await;
+        self.note_venue(&found);
+        match found {
+            Ok(Some(order)) => {
+                let (symbol, side, quantity) = (order.symbol.clone(), order.side, order.quantity);
+                let fx = self.engine.adopt_order(order);
+                if fx.is_empty() {
+                    return false;
+                }
+                tracing::warn!(client_order_id = %id, %symbol, ?side, quantity, "reconciliation: adopted a broker order tradeops did not place");
+                self.apply(fx, now).await;
+                self.recount = true;
+                self.last_corrected = Some((now, format!("order {id} working at the broker was adopted")));
+                true
+            }
+            Ok(None) => false,
+            Err(e) => {
+                tracing::warn!(client_order_id = %id, error = %e, "a broker order tradeops did not place could not be read");
+                false
+            }
+        }
+    }
+
+    /// Reconciles positions and cash with a venue that keeps its own (a real broker; the paper
+    /// broker keeps none, and nothing is done): a position held at the broker and not here is
+    /// adopted (managed by hand, `Halted`); a quantity that differs is a mismatch shown until
+    /// it agrees (fills in flight are left alone: symbols with working orders are skipped);
+    /// when nothing is in flight, the broker's cash is taken for the engine's. The venue's
+    /// account figures are kept for the account screen.
+    async fn reconcile_account(&mut self, now: Timestamp) {
+        let positions = venue(self.broker.positions()).await;
+        self.note_venue(&positions);
+        let positions = match positions {
+            Ok(Some(positions)) => positions,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!(error = %e, "positions not reconciled: the broker's positions could not be read");
+                return;
+            }
+        };
+        self.account_checked_at = Some(now);
+        let in_flight: BTreeSet<Symbol> = self
+            .engine
+            .orders()
+            .values()
+            .filter(|o| !o.status.is_final() || self.unconfirmed.contains_key(&o.client_order_id))
+            .map(|o| o.symbol.clone())
+            .collect();
+        let theirs: BTreeMap<Symbol, &tradeops_brokers::VenuePosition> =
+            positions.iter().map(|p| (p.symbol.clone(), p)).collect();
+        let mut symbols: BTreeSet<Symbol> = theirs.keys().cloned().collect();
+        symbols.extend(self.engine.positions().values().filter(|p| !p.is_flat()).map(|p| p.symbol.clone()));
+        let mut mismatches = Vec::new();
+        for symbol in symbols.into_iter().filter(|s| !in_flight.contains(s)) {
+            let ours = self.engine.positions().get(&symbol).map(|p| p.quantity).unwrap_or(0);
+            let (quantity, price) = theirs.get(&symbol).map(|p| (p.quantity, p.average_price)).unwrap_or_default();
+            match quantity {
+                q if q < 0 => mismatches.push(format!(
+                    "{symbol}: short {} shares at the broker; tradeops trades long only (manage it at the broker)",
+                    -q
+                )),
+                q if q as u64 == ours => {}
+                q if ours == 0 => {
+                    let fx = self.engine.adopt_position(&symbol, q as u64, price, now);
+                    tracing::warn!(%symbol, shares = q, %price, "reconciliation: adopted a position tradeops did not open");
+                    self.apply(fx, now).await;
+                    self.last_corrected =
+                        Some((now, format!("{symbol}: {q} shares held at the broker were adopted (managed by hand)")));
+                }
+                q => mismatches.push(format!("{symbol}: {ours} shares here, {q} at the broker")),
+            }
+        }
+        for text in mismatches.iter().filter(|t| !self.account_mismatches.contains(t)) {
+            tracing::warn!("reconciliation: {text}");
+        }
+        let quiet = in_flight.is_empty() && mismatches.is_empty();
+        self.account_mismatches = mismatches;
+        let account = venue(self.broker.account()).await;
+        self.note_venue(&account);
+        match account {
+            Ok(Some(account)) => {
+                if quiet {
+                    let fx = self.engine.adopt_cash(account.cash);
+                    self.apply(fx, now).await;
+                }
+                self.venue_account = Some(account);
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!(error = %e, "cash not reconciled: the broker's account could not be read"),
         }
     }
 
@@ -1064,6 +1182,11 @@ impl Runner {
                 batch.events.push(Published::RiskStateChanged(RiskChange::StoppedByHalt { symbols }));
                 batch.state_dirty = true;
             }
+            Effect::CashAdopted { cash, what } => {
+                tracing::info!(%cash, "reconciliation: {what}");
+                batch.state_dirty = true;
+                self.last_corrected = Some((now, what));
+            }
             Effect::Anomaly(message) => {
                 tracing::warn!("{message}");
                 self.anomalies.push(message);
@@ -1262,8 +1385,9 @@ impl Runner {
         let broker_open_orders = self.broker_open_orders;
         let (status, detail) = if let Some(anomaly) = self.anomalies.last() {
             ("MISMATCH", anomaly.clone())
-        } else if !self.mismatches.is_empty() {
-            ("MISMATCH", self.mismatches.join("; "))
+        } else if !self.mismatches.is_empty() || !self.account_mismatches.is_empty() {
+            let all: Vec<&str> = self.mismatches.iter().chain(&self.account_mismatches).map(String::as_str).collect();
+            ("MISMATCH", all.join("; "))
         } else {
             let mut detail = format!("{broker_open_orders} open orders match the {} broker's book", self.broker.name());
             if let Some((at, what)) = &self.last_corrected {
@@ -1296,6 +1420,8 @@ impl Runner {
             reconciliation_detail: detail,
             venue_unavailable: self.venue_down.as_ref().map(|(reason, _)| reason.clone()),
             followed: self.relevant().into_iter().collect(),
+            broker: self.broker.name(),
+            venue_account: self.venue_account.clone(),
         };
         self.view.send_replace(Arc::new(view));
     }
