@@ -80,8 +80,8 @@ impl MarketData for SimulatedMarket {
     fn instrument(&self, symbol: &Symbol) -> Option<Instrument> {
         self.universe.get(symbol).map(|p| Instrument {
             symbol: p.symbol.clone(),
-            sector: p.sector,
-            float: p.float,
+            sector: Some(p.sector.to_string()),
+            float: Some(p.float),
             average_volume: p.avg_volume,
         })
     }

@@ -5,6 +5,7 @@ use crate::budget::RateLimiter;
 use crate::clock::ScaledClock;
 use crate::config::{redact, Config};
 use crate::domain::radar::RadarService;
+use crate::domain::reference::ReferenceService;
 use crate::domain::settings::SettingsService;
 use crate::domain::tokens::{generate_token, TokenRegistry};
 use crate::domain::watchlist::WatchlistService;
@@ -23,6 +24,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tradeops_brokers::paper::{PaperBroker, PaperConfig, PaperExecution};
+use tradeops_brokers::reference::{ReferenceData, WithReference};
 use tradeops_brokers::simulated::live::LiveMarket;
 use tradeops_brokers::simulated::SimulatedMarket;
 use tradeops_brokers::{ExecutionBroker, MarketData};
@@ -122,13 +124,21 @@ impl Application {
             None => clock.clone(),
         };
         // The adapters chosen by configuration, passed to the engine runner explicitly.
-        let (market, live): (Arc<dyn MarketData>, _) = match config.brokers.market_data() {
+        // Imported float and sector, laid over whatever the source says (radar, instruments,
+        // trade features, backtest history), loaded before the first scan.
+        let reference_data = Arc::new(ReferenceData::default());
+        let reference = Arc::new(ReferenceService::new(Arc::new(db.clone()), reference_data.clone()));
+        reference.reload().await.map_err(|e| anyhow::anyhow!("loading the imported reference data: {e}"))?;
+        let (source, live): (Arc<dyn MarketData>, _) = match config.brokers.market_data() {
             MarketDataBrokerKind::Simulated => {
                 let simulated = SimulatedMarket::new(config.sim.seed, config.sim.symbols as usize);
-                let live = Arc::new(LiveMarket::new(simulated.universe.clone(), speed, clock.clone()));
+                let live = LiveMarket::new(simulated.universe.clone(), speed, clock.clone())
+                    .with_reference(reference_data.clone());
+                let live = Arc::new(live);
                 (Arc::new(simulated.with_live(live.clone())), Some(live))
             }
         };
+        let market: Arc<dyn MarketData> = Arc::new(WithReference::new(source, reference_data.clone()));
         let execution: Arc<dyn ExecutionBroker> = match (execution, config.brokers.execution()) {
             (Some(given), _) => given,
             (None, ExecutionBrokerKind::Paper) => {
@@ -161,6 +171,7 @@ impl Application {
             db: db.clone(),
             events: events.clone(),
             market: market.clone(),
+            reference: reference_data,
             settings: settings.subscribe(),
             clock: clock.clone(),
             market_clock: market_clock.clone(),
@@ -179,6 +190,7 @@ impl Application {
             crate::engine::spawn_engine(engine_deps).await.context("restoring the trading engine")?;
         let state = AppState::new(Inner {
             radar: radar.clone(),
+            reference,
             watchlist: WatchlistService::new(Arc::new(db.clone()), market_clock.clone()),
             market: market.clone(),
             execution_broker: execution.name(),
@@ -441,8 +453,24 @@ fn spawn_background(state: &AppState, probes: Arc<Probes>) -> Vec<JoinHandle<()>
             }
         })
     };
+    // Imports by the CLI or another node reach this one within a reload.
+    let reference = {
+        let service = state.reference.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(crate::domain::reference::RELOAD_EVERY);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                if let Err(e) = service.reload().await {
+                    tracing::debug!(error = %e, "imported reference data not reloaded; the loaded data stays");
+                }
+            }
+        })
+    };
     let mut tasks = vec![
         health,
+        reference,
         token_usage,
         token_changes,
         database,

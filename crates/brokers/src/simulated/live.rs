@@ -77,6 +77,8 @@ pub struct LiveMarket {
     /// Service-clock milliseconds when the last step ran (`i64::MIN`: never).
     last_step_ms: AtomicI64,
     pub speed: f64,
+    /// Imported float and sector, laid over the universe's in every scan.
+    reference: std::sync::Arc<crate::reference::ReferenceData>,
 }
 
 impl LiveMarket {
@@ -93,7 +95,13 @@ impl LiveMarket {
             clock,
             last_step_ms: AtomicI64::new(i64::MIN),
             speed,
+            reference: Default::default(),
         }
+    }
+
+    /// The same feed, whose scans take float and sector from `reference` where imported.
+    pub fn with_reference(self, reference: std::sync::Arc<crate::reference::ReferenceData>) -> LiveMarket {
+        LiveMarket { reference, ..self }
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, LiveState> {
@@ -239,10 +247,11 @@ impl LiveMarket {
         let clock = st.clock.expect("day started");
         let minute = ((at - clock.start).num_minutes()).clamp(0, clock.minutes as i64) as u32;
         let expected_fraction = expected_cum_fraction(&clock, minute);
+        let reference = self.reference.current();
         let inputs = self.universe.symbols.iter().zip(&st.symbols).map(|(p, s)| RadarInput {
             symbol: &p.symbol,
-            sector: p.sector,
-            float: p.float,
+            sector: reference.sector(&p.symbol, Some(p.sector)),
+            float: reference.float(&p.symbol, Some(p.float)),
             prev_close: s.prev_close,
             last: s.last,
             volume: s.volume,
