@@ -48,8 +48,17 @@ impl ReferenceData {
         let book = self.current();
         let float = book.float(symbol, history.float());
         let sector = book.sector(symbol, history.sector().as_deref()).map(str::to_string);
-        Box::new(ReferencedHistory { inner: history, float, sector })
+        with_float_and_sector(history, float, sector)
     }
+}
+
+/// `history` with the given float and sector instead of its own.
+pub(crate) fn with_float_and_sector(
+    history: Box<dyn History + Send>,
+    float: Option<u64>,
+    sector: Option<String>,
+) -> Box<dyn History + Send> {
+    Box::new(ReferencedHistory { inner: history, float, sector })
 }
 
 /// A history whose float and sector are given; the rest is the inner history's.

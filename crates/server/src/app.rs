@@ -131,9 +131,13 @@ impl Application {
         reference.reload().await.map_err(|e| anyhow::anyhow!("loading the imported reference data: {e}"))?;
         let (source, live): (Arc<dyn MarketData>, _) = match config.brokers.market_data() {
             MarketDataBrokerKind::Simulated => {
-                let simulated = SimulatedMarket::new(config.sim.seed, config.sim.symbols as usize);
-                let live = LiveMarket::new(simulated.universe.clone(), speed, clock.clone())
+                let mut simulated = SimulatedMarket::new(config.sim.seed, config.sim.symbols as usize);
+                let mut live = LiveMarket::new(simulated.universe.clone(), speed, clock.clone())
                     .with_reference(reference_data.clone());
+                if !config.sim.reference_data {
+                    simulated = simulated.without_reference_data();
+                    live = live.without_reference_data();
+                }
                 let live = Arc::new(live);
                 (Arc::new(simulated.with_live(live.clone())), Some(live))
             }

@@ -79,6 +79,8 @@ pub struct LiveMarket {
     pub speed: f64,
     /// Imported float and sector, laid over the universe's in every scan.
     reference: std::sync::Arc<crate::reference::ReferenceData>,
+    /// Whether the universe's float and sector are known (false: a real feed's "none").
+    reference_data: bool,
 }
 
 impl LiveMarket {
@@ -96,7 +98,13 @@ impl LiveMarket {
             last_step_ms: AtomicI64::new(i64::MIN),
             speed,
             reference: Default::default(),
+            reference_data: true,
         }
+    }
+
+    /// The same feed, whose scans know no float or sector but the imported ones.
+    pub fn without_reference_data(self) -> LiveMarket {
+        LiveMarket { reference_data: false, ..self }
     }
 
     /// The same feed, whose scans take float and sector from `reference` where imported.
@@ -250,8 +258,8 @@ impl LiveMarket {
         let reference = self.reference.current();
         let inputs = self.universe.symbols.iter().zip(&st.symbols).map(|(p, s)| RadarInput {
             symbol: &p.symbol,
-            sector: reference.sector(&p.symbol, Some(p.sector)),
-            float: reference.float(&p.symbol, Some(p.float)),
+            sector: reference.sector(&p.symbol, self.reference_data.then_some(p.sector)),
+            float: reference.float(&p.symbol, self.reference_data.then_some(p.float)),
             prev_close: s.prev_close,
             last: s.last,
             volume: s.volume,
