@@ -157,17 +157,10 @@ async fn reference_import(config: &Config, merge: bool, file: &std::path::Path) 
     println!(
         "{} symbols imported ({}); {} symbols have imported reference data",
         done.imported,
-        mode_name(mode),
+        if merge { "merge" } else { "replace" },
         done.total
     );
     Ok(())
-}
-
-fn mode_name(mode: crate::domain::reference::ImportMode) -> &'static str {
-    match mode {
-        crate::domain::reference::ImportMode::Replace => "replace",
-        crate::domain::reference::ImportMode::Merge => "merge",
-    }
 }
 
 async fn token_create(db: &Database, name: &str, role: &str) -> anyhow::Result<()> {

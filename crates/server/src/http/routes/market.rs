@@ -121,7 +121,9 @@ pub struct ReferenceImportQuery {
 }
 
 /// One row of a JSON import.
-#[derive(Deserialize, utoipa::ToSchema)]
+// The document's shape of a row only: rows are read as JSON values and checked one by one
+// (`domain::reference::parse_json`), so a refusal names the row and field.
+#[derive(utoipa::ToSchema)]
 #[allow(dead_code)]
 pub struct ReferenceRowBody {
     #[schema(value_type = String)]
