@@ -44,8 +44,10 @@ export interface RadarRow {
   volume: number;
   average_volume: number;
   relative_volume: number;
-  float: number;
-  sector: string;
+  /** Shares in the float; null when unknown (not imported, and the market source has none). */
+  float: number | null;
+  /** Null when unknown (not imported, and the market source has none). */
+  sector: string | null;
   captured_at: string;
 }
 

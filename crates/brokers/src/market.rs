@@ -7,12 +7,15 @@ use chrono::Duration;
 use tradeops_core::market::{Bar, Price, Quote, Timeframe};
 use tradeops_core::{Symbol, Timestamp};
 
-/// Reference data of one tradable symbol.
+/// Reference data of one tradable symbol. A source that does not know a symbol's sector or
+/// float says `None` (a real feed has neither); imported reference data lays its values over
+/// these ([`crate::reference::WithReference`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Instrument {
     pub symbol: Symbol,
-    pub sector: &'static str,
-    pub float: u64,
+    pub sector: Option<String>,
+    /// Shares in the float.
+    pub float: Option<u64>,
     pub average_volume: u64,
 }
 

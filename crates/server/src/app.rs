@@ -5,6 +5,7 @@ use crate::budget::RateLimiter;
 use crate::clock::ScaledClock;
 use crate::config::{redact, Config};
 use crate::domain::radar::RadarService;
+use crate::domain::reference::ReferenceService;
 use crate::domain::settings::{RunningBrokers, SettingsService};
 use crate::domain::tokens::{generate_token, TokenRegistry};
 use crate::domain::watchlist::WatchlistService;
@@ -24,6 +25,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tradeops_brokers::alpaca::market::AlpacaMarketData;
 use tradeops_brokers::paper::{PaperBroker, PaperConfig, PaperExecution};
+use tradeops_brokers::reference::{ReferenceData, WithReference};
 use tradeops_brokers::simulated::live::LiveMarket;
 use tradeops_brokers::simulated::SimulatedMarket;
 use tradeops_brokers::{ExecutionBroker, MarketData};
@@ -129,18 +131,30 @@ impl Application {
         };
         // The adapters chosen by configuration, passed to the engine runner explicitly.
         let mut alpaca_data: Option<Arc<AlpacaMarketData>> = None;
-        let (market, live): (Arc<dyn MarketData>, _) = match config.brokers.market_data() {
+        // Imported float and sector, laid over whatever the source says (radar, instruments,
+        // trade features, backtest history), loaded before the first scan.
+        let reference_data = Arc::new(ReferenceData::default());
+        let reference = Arc::new(ReferenceService::new(Arc::new(db.clone()), reference_data.clone()));
+        reference.reload().await.map_err(|e| anyhow::anyhow!("loading the imported reference data: {e}"))?;
+        let (source, live): (Arc<dyn MarketData>, _) = match config.brokers.market_data() {
             MarketDataBrokerKind::Simulated => {
-                let simulated = SimulatedMarket::new(config.sim.seed, config.sim.symbols as usize);
-                let live = Arc::new(LiveMarket::new(simulated.universe.clone(), speed, clock.clone()));
+                let mut simulated = SimulatedMarket::new(config.sim.seed, config.sim.symbols as usize);
+                let mut live = LiveMarket::new(simulated.universe.clone(), speed, clock.clone())
+                    .with_reference(reference_data.clone());
+                if !config.sim.reference_data {
+                    simulated = simulated.without_reference_data();
+                    live = live.without_reference_data();
+                }
+                let live = Arc::new(live);
                 (Arc::new(simulated.with_live(live.clone())), Some(live))
             }
             MarketDataBrokerKind::Alpaca => {
-                let alpaca = alpaca_market_data(&config.alpaca, mode, clock.clone())?;
+                let alpaca = alpaca_market_data(&config.alpaca, mode, reference_data.clone(), clock.clone())?;
                 alpaca_data = Some(alpaca.clone());
                 (alpaca, None)
             }
         };
+        let market: Arc<dyn MarketData> = Arc::new(WithReference::new(source, reference_data.clone()));
         let execution: Arc<dyn ExecutionBroker> = match (execution, config.brokers.execution()) {
             (Some(given), _) => given,
             (None, ExecutionBrokerKind::Paper) => {
@@ -185,6 +199,7 @@ impl Application {
             db: db.clone(),
             events: events.clone(),
             market: market.clone(),
+            reference: reference_data,
             settings: settings.subscribe(),
             clock: clock.clone(),
             market_clock: market_clock.clone(),
@@ -203,6 +218,7 @@ impl Application {
             crate::engine::spawn_engine(engine_deps).await.context("restoring the trading engine")?;
         let state = AppState::new(Inner {
             radar: radar.clone(),
+            reference,
             watchlist: WatchlistService::new(Arc::new(db.clone()), market_clock.clone()),
             market: market.clone(),
             execution_broker: execution.name(),
@@ -531,8 +547,24 @@ fn spawn_background(state: &AppState, probes: Arc<Probes>) -> Vec<JoinHandle<()>
             }
         })
     };
+    // Imports by the CLI or another node reach this one within a reload.
+    let reference = {
+        let service = state.reference.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(crate::domain::reference::RELOAD_EVERY);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                if let Err(e) = service.reload().await {
+                    tracing::debug!(error = %e, "imported reference data not reloaded; the loaded data stays");
+                }
+            }
+        })
+    };
     let mut tasks = vec![
         health,
+        reference,
         token_usage,
         token_changes,
         database,
@@ -653,6 +685,7 @@ async fn run_feed(state: AppState, live: Arc<LiveMarket>) {
 fn alpaca_market_data(
     alpaca: &crate::config::AlpacaSettings,
     mode: TradingMode,
+    reference: Arc<ReferenceData>,
     clock: Arc<dyn Clock>,
 ) -> anyhow::Result<Arc<AlpacaMarketData>> {
     use tradeops_brokers::alpaca::data::DataFeed;
@@ -672,7 +705,7 @@ fn alpaca_market_data(
         stream: Some(stream),
     };
     tracing::info!(data_url = %config.data_url, stream_url = %alpaca.data_stream_url(), feed = feed.as_str(), "market data from Alpaca");
-    Ok(Arc::new(AlpacaMarketData::connect(config, &credentials, Default::default(), clock)?))
+    Ok(Arc::new(AlpacaMarketData::connect(config, &credentials, reference, clock)?))
 }
 
 /// Registers SIGINT and SIGTERM handlers now (so a signal during start-up is not lost) and

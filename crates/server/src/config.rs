@@ -62,6 +62,9 @@ pub struct SimConfig {
     /// Simulated seconds per real second; `None` means by mode (DEMO 60, otherwise 1).
     pub speed: Option<f64>,
     pub symbols: u32,
+    /// Whether the simulated market gives a float and sector per symbol (true); false plays a
+    /// real feed, which has neither: only imported reference data is known.
+    pub reference_data: bool,
 }
 
 /// The adapters the service trades and reads the market through (`[brokers]`). Left unset, the
@@ -221,6 +224,7 @@ const ENV_KEYS: &[(&str, &str)] = &[
     ("TRADEOPS_SIM_SEED", "simulation.seed"),
     ("TRADEOPS_SIM_SPEED", "simulation.speed"),
     ("TRADEOPS_SIM_SYMBOLS", "simulation.symbols"),
+    ("TRADEOPS_SIM_REFERENCE_DATA", "simulation.reference_data"),
     ("TRADEOPS_LOG", "log.filter"),
     ("TRADEOPS_LOG_FORMAT", "log.format"),
     ("TRADEOPS_CONSOLE_DIR", "console.dir"),
@@ -518,7 +522,8 @@ impl Reader {
         let seed = self.integer("simulation.seed", 0, i64::MAX) as u64;
         let speed = self.number("simulation.speed", 0.0, 10_000.0);
         let symbols = self.integer("simulation.symbols", 1, 20_000) as u32;
-        let sim = SimConfig { seed, speed: (speed > 0.0).then_some(speed), symbols };
+        let reference_data = self.boolean("simulation.reference_data");
+        let sim = SimConfig { seed, speed: (speed > 0.0).then_some(speed), symbols, reference_data };
 
         let paper = PaperConfigValues {
             initial_cash: self.money("paper.initial_cash", 1.0, 1e10),

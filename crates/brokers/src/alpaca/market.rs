@@ -2,11 +2,11 @@
 //! (universe, calendar, clock, snapshots, bars) and the [`MarketDataStream`] (live trades,
 //! quotes and minute bars of the watched symbols), and scans the whole universe for the
 //! momentum radar through core's [`radar::scan`], so that filters and ranking are the simulated
-//! radar's. Alpaca gives no float and no sector: they come from an optional [`ReferenceMap`]
-//! given at construction, and where it has nothing, from [`SECTOR_UNKNOWN`] and
-//! [`FLOAT_UNKNOWN`].
+//! radar's. Alpaca gives no float and no sector: they come from the imported reference data
+//! ([`ReferenceData`], shared with the service), and are unknown (`None`) where nothing was
+//! imported.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
@@ -23,13 +23,9 @@ use super::data_stream::{ny_date, DataStreamConfig, DataStreamState, MarketDataS
 use super::data_wire as wire;
 use super::rest::{AlpacaCredentials, ClientBuildError};
 use crate::market::{closed_bars, ClosedBar, Instrument, MarketData, MarketDataError, Snapshot};
+use crate::reference::ReferenceData;
 use crate::simulated::live::{RadarScan, AVERAGE_VOLUME_DAYS, MAX_RADAR_ROWS};
 
-/// The sector of a symbol the reference map does not know.
-pub const SECTOR_UNKNOWN: &str = "Unknown";
-/// The float of a symbol the reference map does not know: 0, so that the radar's `max_float`
-/// filter lets it through (an unknown float does not exclude a mover) and the row shows 0.
-pub const FLOAT_UNKNOWN: u64 = 0;
 /// How long a REST snapshot is served again by [`MarketData::snapshot`] (service clock).
 pub const REST_SNAPSHOT_TTL: Duration = Duration::seconds(5);
 /// Calendar days of daily bars asked for to find [`AVERAGE_VOLUME_DAYS`] trading days (weekends
@@ -64,17 +60,6 @@ impl AlpacaDataConfig {
         }
     }
 }
-
-/// What tradeops knows of a symbol besides Alpaca: its sector and float (shares), either of
-/// them possibly unknown.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ReferenceEntry {
-    pub sector: Option<&'static str>,
-    pub float: Option<u64>,
-}
-
-/// Sector and float by symbol.
-pub type ReferenceMap = BTreeMap<Symbol, ReferenceEntry>;
 
 /// The expected fraction of an ordinary day's volume traded by `now`, from the simulated
 /// market's intraday profile, exactly as its live radar computes it: the New York date's
@@ -126,7 +111,7 @@ struct DailyHistory {
 pub struct AlpacaMarketData {
     client: Arc<DataClient>,
     stream: Option<MarketDataStream>,
-    reference: ReferenceMap,
+    reference: Arc<ReferenceData>,
     clock: Arc<dyn Clock>,
     universe: Mutex<Arc<Vec<UniverseAsset>>>,
     daily: Mutex<Option<Arc<DailyHistory>>>,
@@ -144,7 +129,7 @@ impl std::fmt::Debug for AlpacaMarketData {
             .field("client", &self.client)
             .field("stream", &self.stream.as_ref().map(MarketDataStream::health))
             .field("universe", &self.universe().len())
-            .field("reference", &self.reference.len())
+            .field("reference", &self.reference.current().len())
             .finish()
     }
 }
@@ -155,7 +140,7 @@ impl AlpacaMarketData {
     pub fn new(
         client: Arc<DataClient>,
         stream: Option<MarketDataStream>,
-        reference: ReferenceMap,
+        reference: Arc<ReferenceData>,
         clock: Arc<dyn Clock>,
     ) -> AlpacaMarketData {
         AlpacaMarketData {
@@ -177,7 +162,7 @@ impl AlpacaMarketData {
     pub fn connect(
         config: AlpacaDataConfig,
         credentials: &AlpacaCredentials,
-        reference: ReferenceMap,
+        reference: Arc<ReferenceData>,
         clock: Arc<dyn Clock>,
     ) -> Result<AlpacaMarketData, ClientBuildError> {
         let client = Arc::new(DataClient::new(
@@ -297,19 +282,17 @@ impl AlpacaMarketData {
             .unwrap_or_else(PoisonError::into_inner)
             .extend(figures.iter().map(|(symbol, f, _)| (symbol.clone(), *f)));
         let expected_fraction = expected_fraction_at(now);
-        let inputs = figures.iter().map(|(symbol, f, recent)| {
-            let reference = self.reference.get(symbol).copied().unwrap_or_default();
-            RadarInput {
-                symbol,
-                sector: reference.sector.unwrap_or(SECTOR_UNKNOWN),
-                float: reference.float.unwrap_or(FLOAT_UNKNOWN),
-                prev_close: f.prev_close,
-                last: f.last,
-                volume: f.volume,
-                average_volume: history.average_volume.get(symbol).copied().unwrap_or(0),
-                expected_fraction,
-                recent,
-            }
+        let book = self.reference.current();
+        let inputs = figures.iter().map(|(symbol, f, recent)| RadarInput {
+            symbol,
+            sector: book.sector(symbol, None),
+            float: book.float(symbol, None),
+            prev_close: f.prev_close,
+            last: f.last,
+            volume: f.volume,
+            average_volume: history.average_volume.get(symbol).copied().unwrap_or(0),
+            expected_fraction,
+            recent,
         });
         let rows = radar::scan(inputs, settings, now, MAX_RADAR_ROWS);
         Ok(RadarScan {
@@ -338,18 +321,17 @@ impl MarketData for AlpacaMarketData {
         "alpaca"
     }
 
-    /// From the loaded universe; sector and float from the reference map (else
-    /// [`SECTOR_UNKNOWN`], [`FLOAT_UNKNOWN`]), the average volume from the day's history (0
+    /// From the loaded universe; sector and float as imported (else unknown), the average volume from the day's history (0
     /// before the first scan).
     fn instrument(&self, symbol: &Symbol) -> Option<Instrument> {
         let universe = self.universe();
         let asset = universe.binary_search_by(|a| a.symbol.cmp(symbol)).ok().map(|i| &universe[i])?;
-        let reference = self.reference.get(symbol).copied().unwrap_or_default();
+        let book = self.reference.current();
         let history = self.daily.lock().unwrap_or_else(PoisonError::into_inner).clone();
         Some(Instrument {
             symbol: asset.symbol.clone(),
-            sector: reference.sector.unwrap_or(SECTOR_UNKNOWN),
-            float: reference.float.unwrap_or(FLOAT_UNKNOWN),
+            sector: book.sector(symbol, None).map(str::to_string),
+            float: book.float(symbol, None),
             average_volume: history.and_then(|h| h.average_volume.get(symbol).copied()).unwrap_or(0),
         })
     }

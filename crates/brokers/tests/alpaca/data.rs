@@ -20,9 +20,7 @@ use tokio::sync::Notify;
 use tokio_tungstenite::tungstenite::Message;
 use tradeops_brokers::alpaca::data::{DataClient, DataFeed, RateBudget, SNAPSHOT_BATCH};
 use tradeops_brokers::alpaca::data_stream::{DataStreamConfig, MarketDataStream};
-use tradeops_brokers::alpaca::market::{
-    AlpacaDataConfig, AlpacaMarketData, ReferenceEntry, ReferenceMap, FLOAT_UNKNOWN, SECTOR_UNKNOWN,
-};
+use tradeops_brokers::alpaca::market::{AlpacaDataConfig, AlpacaMarketData};
 use tradeops_brokers::alpaca::rest::AlpacaCredentials;
 use tradeops_brokers::alpaca::stream::BackoffPolicy;
 use tradeops_brokers::{MarketData, Snapshot};
@@ -238,7 +236,7 @@ async fn the_universe_keeps_tradable_listed_symbols_with_the_key_headers() {
         asset("ZZZ", "BATS", true),
         asset("AAA", "AMEX", true),
     ];
-    let market = AlpacaMarketData::new(Arc::new(alpaca.client(clock())), None, ReferenceMap::new(), clock());
+    let market = AlpacaMarketData::new(Arc::new(alpaca.client(clock())), None, Default::default(), clock());
     assert_eq!(market.load_universe().await.unwrap(), 5);
     let symbols: Vec<String> = market.universe().iter().map(|a| a.symbol.to_string()).collect();
     assert_eq!(symbols, vec!["AAA", "ABCD", "BRK.B", "SPY", "ZZZ"]);
@@ -247,7 +245,7 @@ async fn the_universe_keeps_tradable_listed_symbols_with_the_key_headers() {
     assert_eq!(asked[0].get("asset_class").map(String::as_str), Some("us_equity"));
     assert_eq!(alpaca.book().unauthenticated, 0);
     let instrument = market.instrument(&sym("ABCD")).unwrap();
-    assert_eq!((instrument.sector, instrument.float), (SECTOR_UNKNOWN, FLOAT_UNKNOWN));
+    assert_eq!((instrument.sector, instrument.float), (None, None), "Alpaca knows neither, and none was imported");
     assert!(market.instrument(&sym("OTCQ")).is_none());
     // The clock and the calendar.
     let clock_reply = market.market_clock().await.unwrap();
@@ -299,7 +297,7 @@ async fn bars_follow_the_page_token_and_return_every_bar_once_in_order() {
     assert_eq!(asked[4].get("page_token").map(String::as_str), Some("16"));
     assert!(asked.iter().all(|q| q["timeframe"] == "1Min" && q["adjustment"] == "raw" && q["limit"] == "10000"));
     // The single-symbol read of the trait keeps [start, end) and closed bars only.
-    let market = AlpacaMarketData::new(Arc::new(client), None, ReferenceMap::new(), clock());
+    let market = AlpacaMarketData::new(Arc::new(client), None, Default::default(), clock());
     let one = market.bars(&sym("AAAA"), Timeframe::Minute, minute(15, 2), minute(15, 5)).await.unwrap();
     assert_eq!(one.iter().map(|b| b.start).collect::<Vec<_>>(), vec![minute(15, 2), minute(15, 3), minute(15, 4)]);
 }
@@ -339,7 +337,7 @@ async fn the_secret_never_shows_in_debug() {
     let client = Arc::new(alpaca.client(clock()));
     let credentials = AlpacaCredentials { key_id: KEY_ID.into(), secret_key: SECRET.into() };
     let config = DataStreamConfig::alpaca(DataFeed::Iex, &credentials);
-    let market = AlpacaMarketData::new(client.clone(), None, ReferenceMap::new(), clock());
+    let market = AlpacaMarketData::new(client.clone(), None, Default::default(), clock());
     for shown in [format!("{client:?}"), format!("{config:?}"), format!("{market:?}"), format!("{credentials:?}")] {
         assert!(!shown.contains(SECRET), "{shown}");
     }
@@ -360,8 +358,7 @@ async fn without_a_stream_snapshots_come_from_rest_and_are_served_again_briefly(
             "prevDailyBar": bar_json(previous_weekdays()[11], 500, 900)}),
     );
     let clock = clock();
-    let market =
-        AlpacaMarketData::new(Arc::new(alpaca.client(clock.clone())), None, ReferenceMap::new(), clock.clone());
+    let market = AlpacaMarketData::new(Arc::new(alpaca.client(clock.clone())), None, Default::default(), clock.clone());
     let expected = Snapshot {
         prev_close: Price::from_cents(500),
         last: Price::from_cents(550),
@@ -435,12 +432,10 @@ async fn the_radar_scan_ranks_the_universe_as_core_radar_scan_does() {
         alpaca.add_bars("1Day", m.symbol, [(today, bar_json(today, m.last, 77 * m.daily))]);
     }
     alpaca.book().page_size = 7;
-    let reference: ReferenceMap = [
-        (sym("AAA"), ReferenceEntry { sector: Some("Health Care"), float: Some(5_000_000) }),
-        (sym("FFF"), ReferenceEntry { sector: Some("Technology"), float: Some(90_000_000) }),
-    ]
-    .into_iter()
-    .collect();
+    let imported = "symbol,float,sector\nAAA,5000000,Health Care\nFFF,90000000,Technology\n";
+    let book =
+        tradeops_core::reference::ReferenceBook::new(tradeops_core::reference::parse_reference_csv(imported).unwrap());
+    let reference = Arc::new(tradeops_brokers::reference::ReferenceData::new(book));
     let market = AlpacaMarketData::new(Arc::new(alpaca.client(clock())), None, reference.clone(), clock());
     let settings = MomentumRadarSettings::default();
     let scan = market.scan(now(), &settings).await.unwrap();
@@ -451,11 +446,15 @@ async fn the_radar_scan_ranks_the_universe_as_core_radar_scan_does() {
     let symbols: Vec<Symbol> = movers.iter().map(|m| sym(m.symbol)).collect();
     let recents: Vec<[Bar; 1]> = movers.iter().map(|m| [bar(minute(15, 29), m.last - 10, 5000)]).collect();
     let inputs = movers.iter().enumerate().map(|(i, m)| {
-        let entry = reference.get(&symbols[i]).copied().unwrap_or_default();
+        let (sector, float) = match m.symbol {
+            "AAA" => (Some("Health Care"), Some(5_000_000)),
+            "FFF" => (Some("Technology"), Some(90_000_000)),
+            _ => (None, None),
+        };
         RadarInput {
             symbol: &symbols[i],
-            sector: entry.sector.unwrap_or(SECTOR_UNKNOWN),
-            float: entry.float.unwrap_or(FLOAT_UNKNOWN),
+            sector,
+            float,
             prev_close: Price::from_cents(m.prev_close),
             last: Price::from_cents(m.last),
             volume: m.volume,
@@ -467,10 +466,17 @@ async fn the_radar_scan_ranks_the_universe_as_core_radar_scan_does() {
     let expected = radar::scan(inputs, &settings, now(), 200);
     assert_eq!(scan.rows, expected);
     let ranked: Vec<(u32, &str)> = scan.rows.iter().map(|r| (r.rank, r.symbol.as_str())).collect();
-    // DDD's volume is too thin, CCC's gain too small, FFF's float over the maximum.
-    assert_eq!(ranked, vec![(1, "EEE"), (2, "BBB"), (3, "AAA")]);
+    // DDD's volume is too thin, CCC's gain too small, FFF's float over the maximum; EEE's and
+    // BBB's floats are unknown (nothing imported), which a float ceiling does not pass.
+    assert_eq!(ranked, vec![(1, "AAA")]);
     assert_eq!(scan.scanned, movers.len());
-    assert_eq!(scan.rows[2].sector, "Health Care");
+    assert_eq!(scan.rows[0].sector.as_deref(), Some("Health Care"));
+    // Without a ceiling, the unknown floats pass (and FFF's large one).
+    let open = MomentumRadarSettings { max_float: radar::NO_FLOAT_CEILING, ..settings.clone() };
+    let all = market.scan(now(), &open).await.unwrap();
+    let ranked: Vec<(u32, &str)> = all.rows.iter().map(|r| (r.rank, r.symbol.as_str())).collect();
+    assert_eq!(ranked, vec![(1, "EEE"), (2, "FFF"), (3, "BBB"), (4, "AAA")]);
+    assert_eq!((all.rows[0].float, all.rows[0].sector.as_deref()), (None, None));
     assert_eq!(market.instrument(&sym("EEE")).unwrap().average_volume, 500_000);
 
     // The daily history is fetched once per day: a second scan only asks for snapshots.
@@ -478,12 +484,11 @@ async fn the_radar_scan_ranks_the_universe_as_core_radar_scan_does() {
     assert!(history_requests >= 2, "12 daily bars × 6 symbols in pages of 7");
     market.scan(now() + chrono::Duration::minutes(1), &settings).await.unwrap();
     assert_eq!(alpaca.requests_to("/v2/stocks/bars").len(), history_requests);
-    assert_eq!(alpaca.requests_to("/v2/stocks/snapshots").len(), 2);
-    assert_eq!(alpaca.requests_to("/v2/assets").len(), 1, "the universe too is loaded once a day");
+    assert_eq!(alpaca.requests_to("/v2/stocks/snapshots").len(), 3, "one per scan");
     assert_eq!(alpaca.requests_to("/v2/assets").len(), 1, "the universe too is loaded once a day");
 
     // A radar limited to some symbols asks for their snapshots only.
-    let listed = MomentumRadarSettings { universe: vec![sym("CCC"), sym("AAA")], min_percentage_gain: 0.0, ..settings };
+    let listed = MomentumRadarSettings { universe: vec![sym("CCC"), sym("AAA")], min_percentage_gain: 0.0, ..open };
     let scan = market.scan(now(), &listed).await.unwrap();
     let asked = alpaca.requests_to("/v2/stocks/snapshots");
     assert_eq!(asked.last().unwrap()["symbols"], "AAA,CCC");
@@ -626,7 +631,7 @@ async fn the_stream_authenticates_subscribes_and_folds_trades_quotes_and_bars_in
     };
     let credentials = AlpacaCredentials { key_id: KEY_ID.into(), secret_key: SECRET.into() };
     assert!(!format!("{config:?}").contains(SECRET));
-    let market = AlpacaMarketData::connect(config, &credentials, ReferenceMap::new(), clock()).unwrap();
+    let market = AlpacaMarketData::connect(config, &credentials, Default::default(), clock()).unwrap();
     market.set_watched([sym("ABCD")]);
     eventually("the subscription", || stand_in.subscribes.lock().unwrap().len() == 1).await;
     let health = || market.stream_health().unwrap();

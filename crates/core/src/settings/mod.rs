@@ -112,7 +112,8 @@ pub struct MomentumRadarSettings {
     pub min_percentage_gain: f64,
     /// Minimum time-of-day adjusted relative volume.
     pub min_relative_volume: f64,
-    /// Maximum float, in shares.
+    /// Maximum float, in shares. A symbol whose float is unknown (not imported, and the market
+    /// source has none) does not pass it, unless it is at its maximum, 100000000000: no ceiling.
     pub max_float: u64,
     /// Minimum shares traded today.
     pub min_volume: u64,

@@ -78,6 +78,9 @@ pub enum DomainError {
     /// Refused fields, the first one named in the message.
     #[error("{}", validation_message(.0))]
     Validation(Vec<FieldError>),
+    /// A row of an imported file refused: its line (1-based, the header being line 1) and field.
+    #[error("Line {line}, {field}: {reason}")]
+    BadRow { line: usize, field: String, reason: String },
     /// What was asked for does not exist; the message says what.
     #[error("{0}")]
     NotFound(String),
@@ -129,7 +132,7 @@ impl DomainError {
     /// The contract's code for this refusal (what the audit log records as the outcome).
     pub fn code(&self) -> ErrorCode {
         match self {
-            DomainError::Validation(_) => ErrorCode::ValidationError,
+            DomainError::Validation(_) | DomainError::BadRow { .. } => ErrorCode::ValidationError,
             DomainError::NotFound(_) => ErrorCode::NotFound,
             DomainError::PositionNotFound(_) => ErrorCode::PositionNotFound,
             DomainError::Forbidden { .. } => ErrorCode::Forbidden,

@@ -722,7 +722,9 @@ impl Runner {
     /// from broker", no strategy); whether it was.
     async fn adopt_foreign_order(&mut self, id: &ClientOrderId, now: Timestamp) -> bool {
         let found = venue(self.broker.foreign_order(id)).await;
-        self.note_venue(&found);
+        if !matches!(found, Ok(None)) {
+            self.note_venue(&found);
+        }
         match found {
             Ok(Some(order)) => {
                 let (symbol, side, quantity) = (order.symbol.clone(), order.side, order.quantity);
@@ -752,11 +754,19 @@ impl Runner {
     /// account figures are kept for the account screen.
     async fn reconcile_account(&mut self, now: Timestamp) {
         let positions = venue(self.broker.positions()).await;
-        self.note_venue(&positions);
         let positions = match positions {
-            Ok(Some(positions)) => positions,
-            Ok(None) => return,
+            Ok(Some(positions)) => {
+                self.note_venue(&Ok::<(), BrokerError>(()));
+                positions
+            }
+            // A venue without books of its own: nothing to reconcile, now or later (and no
+            // answer from it, so nothing learned about whether it is reachable).
+            Ok(None) => {
+                self.account_checked_at = Some(now);
+                return;
+            }
             Err(e) => {
+                self.note_venue(&Err::<(), BrokerError>(e.clone()));
                 tracing::warn!(error = %e, "positions not reconciled: the broker's positions could not be read");
                 return;
             }
@@ -799,7 +809,9 @@ impl Runner {
         let quiet = in_flight.is_empty() && mismatches.is_empty();
         self.account_mismatches = mismatches;
         let account = venue(self.broker.account()).await;
-        self.note_venue(&account);
+        if !matches!(account, Ok(None)) {
+            self.note_venue(&account);
+        }
         match account {
             Ok(Some(account)) => {
                 if quiet {

@@ -150,6 +150,7 @@ fn detail(e: &DomainError) -> Value {
             let first = errors.first().cloned().unwrap_or_else(|| FieldError::new("", "invalid request"));
             json!({"field": first.field, "reason": first.reason, "errors": errors})
         }
+        DomainError::BadRow { line, field, reason } => json!({"field": field, "line": line, "reason": reason}),
         DomainError::PositionNotFound(symbol) => json!({"symbol": symbol}),
         DomainError::Forbidden { role, required, .. } => json!({"required_role": required, "role": role}),
         DomainError::Risk(r) => json!({"rule": r.rule, "limit": r.limit, "current": r.current}),
@@ -273,6 +274,9 @@ mod tests {
                     {"field": "side", "reason": "unknown"}, {"field": "quantity", "reason": "is required"}]}), None),
             (D::Validation(vec![]), 400, "VALIDATION_ERROR", "Invalid request: invalid request",
                 json!({"field": "", "reason": "invalid request", "errors": []}), None),
+            (D::BadRow { line: 3, field: "float".into(), reason: "\"-5\" is not a whole number".into() }, 400,
+                "VALIDATION_ERROR", "Line 3, float: \"-5\" is not a whole number",
+                json!({"field": "float", "line": 3, "reason": "\"-5\" is not a whole number"}), None),
             (D::NotFound("No order \"x\"".into()), 404, "NOT_FOUND", "No order \"x\"", json!({}), None),
             (D::PositionNotFound(symbol.clone()), 404, "POSITION_NOT_FOUND", "No open position in ABCD",
                 json!({"symbol": "ABCD"}), None),

@@ -24,6 +24,7 @@ mod openapi;
 mod outage;
 mod parity;
 mod radar;
+mod reference;
 mod settings;
 mod strategies;
 mod trades;

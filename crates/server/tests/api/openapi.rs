@@ -42,6 +42,7 @@ async fn openapi_lists_every_api_route() {
             "GET /api/health",
             "GET /api/health/components",
             "GET /api/market/bars",
+            "GET /api/market/reference/{symbol}",
             "GET /api/orders",
             "GET /api/orders/{client_order_id}",
             "GET /api/positions",
@@ -76,6 +77,7 @@ async fn openapi_lists_every_api_route() {
             "POST /api/risk/resume-strategies",
             "POST /api/watchlist/restart",
             "POST /api/watchlist/stop",
+            "PUT /api/market/reference",
             "PUT /api/settings",
         ]
     );
