@@ -5,9 +5,10 @@
 //! [`crate::ExecutionBroker`]. The market side: [`data_wire`] is the Market Data API's JSON,
 //! [`data`] its REST client (reference data, snapshots, bars), [`data_stream`] the stock
 //! stream, and [`market`] assembles them into a [`crate::MarketData`] with a radar scan of the
-//! whole universe. Not yet selectable in the service's configuration (`alpaca` is
-//! refused at start); see the note.
+//! whole universe. [`budget`] paces each REST client below Alpaca's request limit. The service
+//! builds them when `[brokers]` chooses `alpaca`.
 
+pub mod budget;
 pub mod data;
 pub mod data_stream;
 pub mod data_wire;

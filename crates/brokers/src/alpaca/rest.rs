@@ -6,6 +6,7 @@
 //! id before it is ever sent again. The API secret is sent only as a header marked sensitive and
 //! never appears in `Debug`, logs or errors.
 
+use crate::alpaca::budget::RateBudget;
 use crate::alpaca::wire;
 use crate::execution::{BrokerError, Rejection};
 use chrono::{DateTime, SecondsFormat, Utc};
@@ -20,6 +21,9 @@ use tradeops_core::market::Side;
 use tradeops_core::orders::{ClientOrderId, Order, OrderType, TimeInForce};
 use tradeops_core::time::Timestamp;
 use tradeops_core::Clock;
+
+/// The Trading API's request limit (Alpaca: 200 a minute per account).
+pub const REQUESTS_PER_MINUTE: u32 = 200;
 
 /// The most orders Alpaca returns in one `GET /v2/orders` page.
 pub const PAGE_LIMIT: usize = 500;
@@ -51,6 +55,8 @@ pub struct ClientBuildError(pub(crate) String);
 #[derive(Clone)]
 pub struct TradingClient {
     http: reqwest::Client,
+    /// Every request takes a permit: at most [`REQUESTS_PER_MINUTE`] a minute.
+    budget: Arc<RateBudget>,
     base_url: String,
     key_id: String,
     clock: Arc<dyn Clock>,
@@ -94,10 +100,16 @@ impl TradingClient {
             .map_err(|e| ClientBuildError(e.to_string()))?;
         Ok(TradingClient {
             http,
+            budget: Arc::new(RateBudget::per_minute(REQUESTS_PER_MINUTE)),
             base_url: base_url.trim_end_matches('/').to_string(),
             key_id: credentials.key_id.clone(),
             clock,
         })
+    }
+
+    /// The same client with another request budget (tests; a larger plan's limit).
+    pub fn with_budget(self, budget: RateBudget) -> TradingClient {
+        TradingClient { budget: Arc::new(budget), ..self }
     }
 
     /// `POST /v2/orders`: sends the order once. A lost answer comes back as
@@ -248,6 +260,7 @@ impl TradingClient {
     /// Sends a request: the success body, or the failed reply to map; a transport failure
     /// (timeout, connection, a body cut off) is [`BrokerError::Unavailable`].
     async fn send(&self, request: RequestBuilder) -> Result<Result<String, FailedReply>, BrokerError> {
+        self.budget.acquire().await;
         let response = request.send().await.map_err(transport_error)?;
         let status = response.status();
         let headers = response.headers().clone();

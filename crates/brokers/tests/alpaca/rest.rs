@@ -630,3 +630,19 @@ async fn https_and_wss_urls_speak_tls_so_real_alpaca_can_be_reached() {
     .await;
     assert_eq!(wss, TLS_HANDSHAKE, "a wss:// stream URL opens with a TLS ClientHello");
 }
+
+/// Alpaca allows 200 Trading API requests a minute: the client paces itself rather than
+/// collect 429s. With a budget of 2, the third request waits until the first is a minute old
+/// (tokio's clock is paused: the wait passes at once, and is measured exactly).
+#[tokio::test(start_paused = true)]
+async fn requests_beyond_the_budget_wait_for_the_window_to_pass() {
+    let alpaca = StandIn::start().await;
+    let client = alpaca.client().with_budget(tradeops_brokers::alpaca::budget::RateBudget::per_minute(2));
+    let started = tokio::time::Instant::now();
+    client.submit(&market("to-1")).await.unwrap();
+    client.submit(&market("to-2")).await.unwrap();
+    assert!(started.elapsed() < Duration::from_secs(1), "within the budget: no wait");
+    client.submit(&market("to-3")).await.unwrap();
+    assert!(started.elapsed() >= Duration::from_secs(60), "the third waited for the window: {:?}", started.elapsed());
+    assert_eq!(alpaca.calls(POST.0, POST.1), 3, "nothing dropped");
+}

@@ -379,6 +379,7 @@ impl Engine {
                     return Ok(Reply::Resumed { state: self.trading_state });
                 }
                 self.trading_state = TradingState::Active;
+                self.exit_backoff.clear();
                 self.halt = None;
                 fx.push(Effect::TradingStateChanged { state: TradingState::Active, halt: None });
                 self.check_daily_loss(fx);
@@ -612,6 +613,11 @@ impl Engine {
         self.submit_exits(LIQUIDATION_REASON, now, fx)
     }
 
+    /// Whether the emergency exit of `symbol` waits after the broker rejected it.
+    fn exit_waits(&self, symbol: &Symbol, reason: &str, now: Timestamp) -> bool {
+        reason == LIQUIDATION_REASON && self.exit_backoff.get(symbol).is_some_and(|(not_before, _)| now < *not_before)
+    }
+
     /// Sells every share of every open position not already being sold, at market with `reason`,
     /// outside the risk gate (closing only reduces risk): a backtest's close after its last bar,
     /// once its working orders are cancelled.
@@ -632,7 +638,7 @@ impl Engine {
                 .map(|o| o.remaining())
                 .sum();
             let missing = held.saturating_sub(selling);
-            if missing == 0 {
+            if missing == 0 || self.exit_waits(symbol, reason, now) {
                 continue;
             }
             let id = self.next_client_order_id(symbol, now);

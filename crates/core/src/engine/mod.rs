@@ -243,6 +243,10 @@ pub struct Engine {
     /// stopped (CONTRACT §4); `Command::RestartHaltStopped` restarts exactly these. A symbol
     /// restarted or stopped by hand since leaves the set.
     halt_stopped: BTreeSet<Symbol>,
+    /// Symbols whose emergency exit the broker rejected: not sent again before the time given
+    /// (the doubling wait after the given number of rejections in a row), so a venue refusing an
+    /// exit is asked again every few seconds rather than in a hot loop.
+    exit_backoff: BTreeMap<Symbol, (Timestamp, u32)>,
     orders: BTreeMap<ClientOrderId, Arc<Order>>,
     positions: BTreeMap<Symbol, Position>,
     slots: BTreeMap<Symbol, Slot>,
@@ -345,6 +349,7 @@ impl Engine {
             trading_state: TradingState::Active,
             halt: None,
             halt_stopped: BTreeSet::new(),
+            exit_backoff: BTreeMap::new(),
             orders: BTreeMap::new(),
             positions: BTreeMap::new(),
             slots: BTreeMap::new(),

@@ -373,19 +373,27 @@ fn a_standing_halt_applied_again_resends_cancels_and_exits_what_is_left() {
         Event::Broker(BrokerReport::Canceled { client_order_id: working.client_order_id.clone(), at: t(NOW) }),
         t(NOW),
     );
-    // The exit is refused by the broker: the halt sends another, and applying it again sends
-    // no third.
-    let fx = e.handle(
-        Event::Broker(BrokerReport::Rejected {
-            client_order_id: exit.client_order_id.clone(),
-            reason: "lost".into(),
-            at: t(NOW),
-        }),
-        t(NOW),
-    );
+    // The exit is refused by the broker: the halt sends another once a second has passed (not
+    // in a loop against a venue that keeps refusing), and applying it again sends no third.
+    let reject = |e: &mut Engine, order: &Order, at: Timestamp| {
+        let report =
+            BrokerReport::Rejected { client_order_id: order.client_order_id.clone(), reason: "held".into(), at };
+        e.handle(Event::Broker(report), at)
+    };
+    let fx = reject(&mut e, &exit, t(NOW));
+    assert!(submitted(&fx).is_empty(), "a rejected exit waits: {fx:?}");
+    let later = |secs: i64| t(NOW) + chrono::Duration::milliseconds(secs * 1000);
+    assert!(submitted(&e.reassert_halt(later(0)).0).is_empty(), "not before its wait");
+    let (fx, _) = e.reassert_halt(later(1));
+    let second = submitted(&fx);
+    assert_eq!(second.iter().map(|o| (o.side, o.quantity)).collect::<Vec<_>>(), vec![(Side::Sell, 100)], "{fx:?}");
+    // Refused again: the wait doubles.
+    reject(&mut e, &second[0], later(1));
+    assert!(submitted(&e.reassert_halt(later(2)).0).is_empty(), "2 s after the second rejection, not 1");
+    let (fx, _) = e.reassert_halt(later(3));
     let again = submitted(&fx);
-    assert_eq!(again.iter().map(|o| (o.side, o.quantity)).collect::<Vec<_>>(), vec![(Side::Sell, 100)], "{fx:?}");
-    let (fx, progress) = e.reassert_halt(t(NOW));
+    assert_eq!(again.len(), 1, "{fx:?}");
+    let (fx, progress) = e.reassert_halt(later(3));
     assert!(submitted(&fx).is_empty(), "{fx:?}");
     assert_eq!(progress, HaltProgress { open_orders: 0, open_positions: 1 });
     fill(&mut e, &again[0], "x2", 100, 499);
