@@ -316,6 +316,7 @@ fn transport_error(error: reqwest::Error) -> MarketDataError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::time::Instant;
 
     fn asset(symbol: &str, exchange: &str, tradable: bool) -> wire::Asset {
         wire::Asset {
