@@ -299,7 +299,7 @@ fn answer(venue: &Shared, method: &Method, uri: &Uri, headers: &HeaderMap, body:
             }
             match v.submit_faults.pop_front() {
                 Some(SubmitFault::RateLimited { retry_after }) => {
-                    let reset = (chrono::Utc::now().timestamp() + retry_after as i64).to_string();
+                    let reset = (v.clock.now().timestamp() + retry_after as i64).to_string();
                     let response = (
                         StatusCode::TOO_MANY_REQUESTS,
                         [
@@ -534,12 +534,12 @@ impl StandIn {
         StandIn { base_url: format!("http://{addr}"), venue }
     }
 
-    /// The service's configuration for trading through this stand-in.
+    /// The service's configuration for trading through this stand-in (the request timeout stays
+    /// the configured default, 10 s, longer than the runner's 2 s bound of a broker call).
     pub fn configure(&self, config: &mut Config) {
         config.brokers.execution = Some(ExecutionBrokerKind::Alpaca);
         config.alpaca.credentials = Some(AlpacaCredentials { key_id: KEY_ID.into(), secret_key: SECRET.into() });
         config.alpaca.trading_url = Some(self.base_url.clone());
-        config.alpaca.request_timeout = Duration::from_millis(500);
     }
 
     fn venue(&self) -> std::sync::MutexGuard<'_, Venue> {
@@ -670,6 +670,18 @@ async fn wait_for_order(app: &TestApp, id: &str, statuses: &[&str]) -> Value {
         step(app).await;
     }
     panic!("order {id} never reached {statuses:?}: {}", app.get(&format!("/api/orders/{id}")).await.body);
+}
+
+/// Waits (up to ~10 s) until order `id` has `quantity` shares filled.
+async fn wait_for_filled(app: &TestApp, id: &str, quantity: u64) -> Value {
+    for _ in 0..200 {
+        let order = app.get(&format!("/api/orders/{id}")).await;
+        if order.data()["filled_quantity"] == quantity {
+            return order.data().clone();
+        }
+        step(app).await;
+    }
+    panic!("order {id} never had {quantity} filled: {}", app.get(&format!("/api/orders/{id}")).await.body);
 }
 
 /// The `execution_broker` health component.
@@ -829,11 +841,18 @@ async fn alpaca_submit_faults_leave_exactly_one_order_per_intent() {
     assert_eq!((alpaca.posts(&lost), alpaca.orders_of(&lost)), (1, 1), "a lost 500 reply: one POST, one order");
     wait_for_reconciled(&app).await;
 
-    // 2. A reply slower than the client's timeout: the same.
-    alpaca.fault(SubmitFault::SlowReply(Duration::from_millis(1500)));
-    let slow = placed(&app, market_buy(&a, 12)).await;
-    wait_for_order(&app, &slow, &["FILLED"]).await;
-    assert_eq!((alpaca.posts(&slow), alpaca.orders_of(&slow)), (1, 1), "a timed-out reply: one POST, one order");
+    // 2. A reply slower than the runner waits for a broker call (2 s): the operator is told
+    //    BROKER_UNAVAILABLE (503, Retry-After) while the venue has the order; it is looked up
+    //    later, found, and works, never POSTed again.
+    alpaca.fault(SubmitFault::SlowReply(Duration::from_secs(3)));
+    let reply = place(&app, market_buy(&a, 12)).await;
+    reply.assert_error(503, "BROKER_UNAVAILABLE");
+    let retry_after = reply.headers.get("retry-after").expect("Retry-After").to_str().unwrap();
+    assert!(retry_after.parse::<u64>().is_ok_and(|s| s > 0), "Retry-After {retry_after}");
+    let slow = reply.body["error"]["detail"]["client_order_id"].as_str().expect("the order written ahead").to_string();
+    let order = wait_for_order(&app, &slow, &["FILLED"]).await;
+    assert!(order["broker_order_id"].is_string(), "{order}");
+    assert_eq!((alpaca.posts(&slow), alpaca.orders_of(&slow)), (1, 1), "a timed-out submit: one POST, one order");
     wait_for_reconciled(&app).await;
 
     // 3. The reply is lost and so is the lookup's: the operator is told BROKER_UNAVAILABLE
@@ -933,28 +952,46 @@ async fn alpaca_refusals_are_answered_as_risk_validation_and_not_cancellable() {
     assert_books_agree(&app, &alpaca).await;
 }
 
-/// A fill that arrives after the operator asked to cancel counts, to the share: the venue's
-/// cancel had not happened yet.
+/// Fills that arrive after the operator asked to cancel count, to the share: the venue's cancel
+/// had not happened yet. One order is filled in part and then cancelled (CANCELED with its
+/// filled shares), another filled whole (FILLED).
 #[tokio::test]
-async fn alpaca_a_fill_after_a_cancel_request_counts() {
+async fn alpaca_fills_after_a_cancel_request_count() {
     let (app, alpaca) = start().await;
-    let syms = symbols(&app, 1).await;
-    let (a, pa) = syms[0].clone();
+    let syms = symbols(&app, 2).await;
+    let ((a, pa), (b, pb)) = (syms[0].clone(), syms[1].clone());
     alpaca.hold_cancels(true);
+
     let limit = pa - Decimal::new(4, 2);
-    let id = placed(&app, limit_buy(&a, 25, limit)).await;
-    wait_for_order(&app, &id, &["ACCEPTED"]).await;
-    let reply = app.post("/api/orders/cancel", ADMIN_TOKEN, json!({"client_order_id": id})).await;
-    assert_eq!(reply.assert_ok(200)["status"], "PENDING_CANCEL", "{}", reply.body);
-    wait_for_venue(&app, &alpaca, "the cancel request reached it", |v| v.order(&id)["status"] == "pending_cancel")
-        .await;
-    alpaca.fill(&id, 10, limit, true);
-    alpaca.fill(&id, 15, limit, true);
-    let order = wait_for_order(&app, &id, &["FILLED"]).await;
-    assert_eq!(order["filled_quantity"], 25, "{order}");
+    let partly = placed(&app, limit_buy(&a, 25, limit)).await;
+    let limit_b = pb - Decimal::new(6, 2);
+    let whole = placed(&app, limit_buy(&b, 16, limit_b)).await;
+    for id in [&partly, &whole] {
+        wait_for_order(&app, id, &["ACCEPTED"]).await;
+        let reply = app.post("/api/orders/cancel", ADMIN_TOKEN, json!({"client_order_id": id})).await;
+        assert_eq!(reply.assert_ok(200)["status"], "PENDING_CANCEL", "{}", reply.body);
+        wait_for_venue(&app, &alpaca, "the cancel request reached it", |v| v.order(id)["status"] == "pending_cancel")
+            .await;
+    }
+
+    alpaca.fill(&partly, 10, limit, true);
+    wait_for_filled(&app, &partly, 10).await;
+    {
+        let mut v = alpaca.venue();
+        let i = v.index(&partly).unwrap();
+        v.end_cancel(i);
+    }
+    let order = wait_for_order(&app, &partly, &["CANCELED"]).await;
+    assert_eq!(order["filled_quantity"], 10, "the shares filled before the cancel count: {order}");
+
+    alpaca.fill(&whole, 6, limit_b, true);
+    alpaca.fill(&whole, 10, limit_b, true);
+    let order = wait_for_order(&app, &whole, &["FILLED"]).await;
+    assert_eq!(order["filled_quantity"], 16, "{order}");
+
     wait_for_reconciled(&app).await;
     assert_books_agree(&app, &alpaca).await;
-    assert_eq!(alpaca.posts(&id), 1);
+    assert_eq!((alpaca.posts(&partly), alpaca.posts(&whole)), (1, 1));
 }
 
 /// The stream drops; the order fills while it is down; the service says the stream is down
@@ -973,7 +1010,7 @@ async fn alpaca_a_fill_while_the_stream_is_down_is_taken_after_the_reconnect() {
     let down = wait_for_execution(&app, "DEGRADED while the stream is down", |c| c["status"] == "DEGRADED").await;
     let reason = down["detail"]["reason"].as_str().unwrap_or_default();
     assert!(reason.contains("stream is disconnected"), "{down}");
-    alpaca.fill(&id, 30, limit, true);
+    alpaca.fill(&id, 10, limit, true);
 
     alpaca.allow_stream();
     let up = wait_for_execution(&app, "HEALTHY once the stream is back", |c| {
@@ -981,8 +1018,13 @@ async fn alpaca_a_fill_while_the_stream_is_down_is_taken_after_the_reconnect() {
     })
     .await;
     assert!(up["detail"]["stream"]["connections"].as_u64().unwrap() >= 2, "{up}");
+    let order = wait_for_order(&app, &id, &["PARTIALLY_FILLED"]).await;
+    assert_eq!(order["filled_quantity"], 10, "the gap's fill, once: {order}");
+    assert_books_agree(&app, &alpaca).await;
+    // The rest fills over the stream: the gap's shares are not counted again.
+    alpaca.fill(&id, 20, limit - Decimal::new(1, 2), true);
     let order = wait_for_order(&app, &id, &["FILLED"]).await;
-    assert_eq!(order["filled_quantity"], 30, "filled once: {order}");
+    assert_eq!(order["filled_quantity"], 30, "{order}");
     wait_for_reconciled(&app).await;
     assert_books_agree(&app, &alpaca).await;
     assert_eq!(alpaca.posts(&id), 1);
@@ -1029,8 +1071,11 @@ async fn alpaca_the_emergency_halt_cancels_and_flattens_at_the_venue() {
     let second = placed(&app, market_buy(&b, 35)).await;
     wait_for_order(&app, &first, &["FILLED"]).await;
     wait_for_order(&app, &second, &["FILLED"]).await;
-    let resting = placed(&app, limit_buy(&a, 5, pa - Decimal::new(20, 2))).await;
+    let resting_at = pa - Decimal::new(20, 2);
+    let resting = placed(&app, limit_buy(&a, 5, resting_at)).await;
     wait_for_order(&app, &resting, &["ACCEPTED"]).await;
+    alpaca.fill(&resting, 3, resting_at, true);
+    wait_for_order(&app, &resting, &["PARTIALLY_FILLED"]).await;
     assert_eq!(alpaca.open_orders(), vec![resting.clone()]);
     assert_eq!(alpaca.positions().len(), 2);
 
@@ -1051,6 +1096,13 @@ async fn alpaca_the_emergency_halt_cancels_and_flattens_at_the_venue() {
         v.orders.iter().filter(|o| o["side"] == "sell").cloned().collect()
     };
     assert_eq!(exits.len(), 2, "one market exit per position: {exits:?}");
+    let sold: BTreeMap<String, String> =
+        exits.iter().map(|o| (o["symbol"].as_str().unwrap().into(), o["qty"].as_str().unwrap().into())).collect();
+    assert_eq!(
+        sold,
+        BTreeMap::from([(a.clone(), "23".into()), (b.clone(), "35".into())]),
+        "each exit sells the whole position"
+    );
     assert!(exits.iter().all(|o| o["type"] == "market" && o["status"] == "filled"), "{exits:?}");
     wait_for_order(&app, &resting, &["CANCELED"]).await;
     for _ in 0..200 {
