@@ -1115,3 +1115,212 @@ async fn alpaca_the_emergency_halt_cancels_and_flattens_at_the_venue() {
     assert_books_agree(&app, &alpaca).await;
     wait_for_reconciled(&app).await;
 }
+
+/// CONTRACT §10: the halt is retried until the broker confirms it. Halted while the venue
+/// cannot be reached, the service cancels the open order and flattens every position once it
+/// answers again, with exactly one filled exit per position at the venue.
+#[tokio::test]
+async fn alpaca_a_halt_while_the_venue_is_unreachable_is_carried_out_once_it_is_back() {
+    let (app, alpaca) = start().await;
+    let syms = symbols(&app, 2).await;
+    let ((a, pa), (b, pb)) = (syms[0].clone(), syms[1].clone());
+    alpaca.set_price(&a, pa);
+    alpaca.set_price(&b, pb);
+    let first = placed(&app, market_buy(&a, 21)).await;
+    let second = placed(&app, market_buy(&b, 17)).await;
+    wait_for_order(&app, &first, &["FILLED"]).await;
+    wait_for_order(&app, &second, &["FILLED"]).await;
+    let resting = placed(&app, limit_buy(&b, 4, pb - Decimal::new(25, 2))).await;
+    wait_for_order(&app, &resting, &["ACCEPTED"]).await;
+
+    alpaca.set_down(true);
+    wait_for_execution(&app, "DEGRADED while the venue is unreachable", |c| c["detail"]["unavailable"].is_string())
+        .await;
+    let reply = app.post("/api/risk/emergency-halt", ADMIN_TOKEN, json!({"reason": "venue down"})).await;
+    let halted = reply.assert_ok(200);
+    assert_eq!(halted["halted"], true, "{halted}");
+    assert_eq!(alpaca.open_orders(), vec![resting.clone()], "nothing reached the venue while it was down");
+
+    alpaca.set_down(false);
+    wait_for_venue(&app, &alpaca, "no open order and no position once it answers", |v| {
+        v.open_orders().is_empty() && v.positions().is_empty()
+    })
+    .await;
+    assert_eq!(alpaca.order(&resting)["status"], "canceled");
+    let exits: Vec<Value> = {
+        let v = alpaca.venue();
+        v.orders.iter().filter(|o| o["side"] == "sell").cloned().collect()
+    };
+    let sold: BTreeMap<String, String> =
+        exits.iter().map(|o| (o["symbol"].as_str().unwrap().into(), o["qty"].as_str().unwrap().into())).collect();
+    assert_eq!(exits.len(), 2, "exactly one exit per position reached the venue: {exits:?}");
+    assert_eq!(sold, BTreeMap::from([(a.clone(), "21".into()), (b.clone(), "17".into())]));
+    for exit in &exits {
+        let id = exit["client_order_id"].as_str().unwrap();
+        assert_eq!(alpaca.orders_of(id), 1, "{exit}");
+    }
+    wait_for_order(&app, &resting, &["CANCELED"]).await;
+    wait_for_reconciled(&app).await;
+    assert_books_agree(&app, &alpaca).await;
+}
+
+/// CONTRACT §10: a cancel is retried until the broker confirms it. Asked while the venue
+/// cannot be reached, the order reads PENDING_CANCEL, and is cancelled at the venue once it
+/// answers.
+#[tokio::test]
+async fn alpaca_a_cancel_while_the_venue_is_unreachable_reaches_it_once_it_is_back() {
+    let (app, alpaca) = start().await;
+    let syms = symbols(&app, 1).await;
+    let (a, pa) = syms[0].clone();
+    let id = placed(&app, limit_buy(&a, 9, pa - Decimal::new(15, 2))).await;
+    wait_for_order(&app, &id, &["ACCEPTED"]).await;
+
+    alpaca.set_down(true);
+    wait_for_execution(&app, "DEGRADED while the venue is unreachable", |c| c["detail"]["unavailable"].is_string())
+        .await;
+    let reply = app.post("/api/orders/cancel", ADMIN_TOKEN, json!({"client_order_id": id})).await;
+    assert_eq!(reply.assert_ok(200)["status"], "PENDING_CANCEL", "{}", reply.body);
+    assert_eq!(alpaca.order(&id)["status"], "new", "the venue still works it");
+
+    alpaca.set_down(false);
+    wait_for_order(&app, &id, &["CANCELED"]).await;
+    assert_eq!(alpaca.order(&id)["status"], "canceled");
+    wait_for_reconciled(&app).await;
+}
+
+/// An order of ours that rests, then fills at the venue while the service is stopped, reads
+/// FILLED after the restart, and the books agree. The order was submitted more than a minute
+/// (of market time) before the service last wrote anything, as any order resting a while is.
+#[tokio::test]
+#[ignore = "defect: an order acknowledged before a restart and filled while the service was down is never \
+            learned: after the restart the adapter's first gap fill (AlpacaOrders::orders_updated_since) \
+            lists open orders and orders submitted after `gap_fill_from` (app.rs alpaca_execution: latest \
+            persisted market time − 1 min) and looks up only its own `unfinished` set, which is empty in a new \
+            process (ExecutionBroker::restore is the default: it re-adds nothing); reconciliation then finds \
+            the order Missing and does nothing for it (runner.rs reconcile: `Discrepancy::Missing => {}`), \
+            so the order stays ACCEPTED, the fill and its position are never applied, and \
+            reconciliation_status stays MISMATCH"]
+async fn alpaca_an_order_filled_while_the_service_was_down_reads_filled_after_the_restart() {
+    let (app, alpaca) = start().await;
+    let syms = symbols(&app, 2).await;
+    let ((a, pa), (b, pb)) = (syms[0].clone(), syms[1].clone());
+    alpaca.set_price(&b, pb);
+    let limit = pa - Decimal::new(8, 2);
+    let resting = placed(&app, limit_buy(&a, 12, limit)).await;
+    wait_for_order(&app, &resting, &["ACCEPTED"]).await;
+    // The order rests; the service trades on meanwhile.
+    app.market.advance(chrono::Duration::minutes(3));
+    let other = placed(&app, market_buy(&b, 7)).await;
+    wait_for_order(&app, &other, &["FILLED"]).await;
+
+    let mut app = app;
+    app.stop().await;
+    alpaca.fill(&resting, 12, limit, false);
+    let app = crate::helpers::start_with_clock(
+        app.config.clone(),
+        app.db.clone(),
+        axum::Router::new(),
+        app.market.clone(),
+        app.clock.clone(),
+    )
+    .await;
+    let order = wait_for_order(&app, &resting, &["FILLED"]).await;
+    assert_eq!(order["filled_quantity"], 12, "{order}");
+    wait_for_reconciled(&app).await;
+    assert_books_agree(&app, &alpaca).await;
+}
+
+/// Restarts the service on the same database, market clock and stand-in.
+async fn restart(mut app: TestApp) -> TestApp {
+    app.stop().await;
+    let app = crate::helpers::start_with_clock(
+        app.config.clone(),
+        app.db.clone(),
+        axum::Router::new(),
+        app.market.clone(),
+        app.clock.clone(),
+    )
+    .await;
+    wait_for_execution(&app, "the order-update stream to connect after the restart", |c| {
+        c["detail"]["stream"]["connected"] == true
+    })
+    .await;
+    app
+}
+
+/// A partially filled order still working at a restart keeps its fills once: the first gap
+/// fill of the new process must not report the shares already applied again.
+#[tokio::test]
+#[ignore = "defect: fills applied before a restart are applied again after it: the new process's \
+            ReportMapper (brokers alpaca/stream.rs) starts with nothing reported, so its first gap fill \
+            (map_order → gap_fill) reports the order's whole cumulative filled_qty as a synthetic execution \
+            `gap:{id}:{filled_qty}`, whose id differs from the stream's execution ids the engine already holds; \
+            for a working order the engine applies it (filled_quantity and the position double); nothing seeds \
+            the mapper with the executions persisted (AlpacaExecution has no ExecutionBroker::restore)"]
+async fn alpaca_a_partially_filled_order_keeps_its_fills_once_across_a_restart() {
+    let (app, alpaca) = start().await;
+    let syms = symbols(&app, 1).await;
+    let (a, pa) = syms[0].clone();
+    let limit = pa - Decimal::new(7, 2);
+    let id = placed(&app, limit_buy(&a, 20, limit)).await;
+    wait_for_order(&app, &id, &["ACCEPTED"]).await;
+    alpaca.fill(&id, 5, limit, true);
+    wait_for_filled(&app, &id, 5).await;
+
+    let app = restart(app).await;
+    // Moving on, the gap fill and the reconciliation have run; the order still has 5 filled.
+    for _ in 0..40 {
+        step(&app).await;
+    }
+    let order = app.get(&format!("/api/orders/{id}")).await;
+    assert_eq!(order.data()["filled_quantity"], 5, "the fill before the restart counts once: {}", order.body);
+    assert_books_agree(&app, &alpaca).await;
+    alpaca.fill(&id, 15, limit, true);
+    let order = wait_for_order(&app, &id, &["FILLED"]).await;
+    assert_eq!(order["filled_quantity"], 20, "{order}");
+    wait_for_reconciled(&app).await;
+    assert_books_agree(&app, &alpaca).await;
+}
+
+/// A restart after ordinary trading leaves the books reconciled (OK, HEALTHY): the orders
+/// filled before it are not reported as unknown.
+#[tokio::test]
+#[ignore = "defect: after a restart, execution_broker stays DEGRADED with reconciliation_status MISMATCH \
+            (\"broker report for unknown order …: Filled { execution_id: \\\"gap:…\\\" }\") for the life of the \
+            process: the first gap fill lists the orders submitted in the minute before the last persisted \
+            market time (AlpacaOrders::orders_updated_since, status=all&after=…) and the fresh ReportMapper \
+            reports their fills again as synthetic `gap:` executions (stream.rs map_order); the engine no \
+            longer holds those FILLED orders (restored with open orders only), records an anomaly \
+            (runner.rs carry_out, `self.anomalies.push`), and anomalies are cleared only at restore"]
+async fn alpaca_a_restart_after_trading_leaves_the_books_reconciled() {
+    let (app, alpaca) = start().await;
+    let syms = symbols(&app, 1).await;
+    let (a, pa) = syms[0].clone();
+    alpaca.set_price(&a, pa);
+    let id = placed(&app, market_buy(&a, 8)).await;
+    wait_for_order(&app, &id, &["FILLED"]).await;
+    wait_for_reconciled(&app).await;
+
+    let app = restart(app).await;
+    wait_for_reconciled(&app).await;
+    let order = app.get(&format!("/api/orders/{id}")).await;
+    assert_eq!(order.data()["filled_quantity"], 8, "{}", order.body);
+    assert_books_agree(&app, &alpaca).await;
+}
+
+/// The order rows and the account summary name the broker the service trades through.
+#[tokio::test]
+#[ignore = "defect: `broker_name` is the constant \"paper\" in every order row and detail \
+            (server http/routes/orders.rs, `broker_name: \"paper\"`) and in the account summary \
+            (server domain/account.rs AccountSummary::of) while the service trades through Alpaca"]
+async fn alpaca_orders_and_the_account_name_the_broker() {
+    let (app, alpaca) = start().await;
+    let syms = symbols(&app, 1).await;
+    let (a, pa) = syms[0].clone();
+    alpaca.set_price(&a, pa);
+    let id = placed(&app, market_buy(&a, 6)).await;
+    let order = wait_for_order(&app, &id, &["FILLED"]).await;
+    assert_eq!(order["broker_name"], "alpaca", "{order}");
+    let account = app.get("/api/account/summary").await;
+    assert_eq!(account.assert_ok(200)["broker_name"], "alpaca", "{}", account.body);
+}
