@@ -59,6 +59,8 @@ pub enum SubmitFault {
     RateLimited { retry_after: u64 },
     /// 403 insufficient buying power, with Alpaca's figures; nothing is created.
     BuyingPower { buying_power: &'static str, cost_basis: &'static str },
+    /// 403 insufficient shares for a sell, with what is available; nothing is created.
+    SharesAvailable { available: &'static str },
     /// 422 with this message (naming a field); nothing is created.
     Unprocessable(&'static str),
 }
@@ -79,6 +81,8 @@ pub struct Venue {
     submit_faults: VecDeque<SubmitFault>,
     /// The next this many lookups by client order id answer 500.
     lookup_faults: usize,
+    /// The next this many lookups by client order id answer 404 (the order not visible yet).
+    lookup_misses: usize,
     /// Every REST request answers 503 while set.
     down: bool,
     /// A cancel request leaves the order `pending_cancel` (the test ends it) while set.
@@ -317,6 +321,15 @@ fn answer(venue: &Shared, method: &Method, uri: &Uri, headers: &HeaderMap, body:
                         "buying_power": buying_power, "cost_basis": cost_basis});
                     (error(403, body), None)
                 }
+                Some(SubmitFault::SharesAvailable { available }) => {
+                    let message = format!(
+                        "insufficient qty available for order (requested: {}, available: {available})",
+                        sent["qty"].as_str().unwrap_or_default()
+                    );
+                    let body = json!({"code": 40310000, "message": message, "available": available,
+                        "existing_qty": available, "held_for_orders": "0"});
+                    (error(403, body), None)
+                }
                 Some(SubmitFault::Unprocessable(message)) => {
                     (error(422, json!({"code": 42210000, "message": message})), None)
                 }
@@ -338,6 +351,10 @@ fn answer(venue: &Shared, method: &Method, uri: &Uri, headers: &HeaderMap, body:
             if v.lookup_faults > 0 {
                 v.lookup_faults -= 1;
                 return (error(500, json!({"code": 50010000, "message": "internal server error"})), None);
+            }
+            if v.lookup_misses > 0 {
+                v.lookup_misses -= 1;
+                return (error(404, json!({"code": 40410000, "message": "order not found"})), None);
             }
             match query.get("client_order_id").and_then(|id| v.index(id)) {
                 Some(i) => (axum::Json(v.orders[i].clone()).into_response(), None),
@@ -516,6 +533,7 @@ impl StandIn {
             posts: HashMap::new(),
             submit_faults: VecDeque::new(),
             lookup_faults: 0,
+            lookup_misses: 0,
             down: false,
             hold_cancels: false,
             next_id: 0,
@@ -560,6 +578,10 @@ impl StandIn {
 
     fn fail_lookups(&self, n: usize) {
         self.venue().lookup_faults = n;
+    }
+
+    fn miss_lookups(&self, n: usize) {
+        self.venue().lookup_misses = n;
     }
 
     fn set_down(&self, down: bool) {
@@ -882,9 +904,19 @@ async fn alpaca_submit_faults_leave_exactly_one_order_per_intent() {
     assert!(order["reject_reason"].as_str().unwrap_or_default().starts_with("never sent"), "{order}");
     assert_eq!((alpaca.posts(&limited), alpaca.orders_of(&limited)), (1, 0), "a 429: one POST, no order");
 
+    // 5. The reply is lost and the lookup does not see the order yet: the adapter sends it once
+    //    more, the venue refuses the duplicate client_order_id (422, 40010001), and that answer
+    //    is taken as "it landed": still one order, and the operator's order is taken.
+    alpaca.fault(SubmitFault::LostReply);
+    alpaca.miss_lookups(1);
+    let twice = placed(&app, market_buy(&a, 15)).await;
+    wait_for_order(&app, &twice, &["FILLED"]).await;
+    assert_eq!(alpaca.orders_of(&twice), 1, "one order at the venue");
+    assert_eq!(alpaca.posts(&twice), 2, "the second POST was refused as a duplicate client_order_id");
+
     wait_for_reconciled(&app).await;
     assert_books_agree(&app, &alpaca).await;
-    assert_eq!(alpaca.calls("POST", "/v2/orders"), 4, "four intents, four POSTs in all");
+    assert_eq!(alpaca.calls("POST", "/v2/orders"), 6, "five intents, six POSTs in all (one refused as a duplicate)");
 }
 
 /// The venue's refusals are answered as the operator relies on: a 403 for buying power is
@@ -909,6 +941,17 @@ async fn alpaca_refusals_are_answered_as_risk_validation_and_not_cancellable() {
         rows.iter().any(|r| r["rule"] == "BUYING_POWER" && r["symbol"] == a.as_str()),
         "a violation row for the venue's refusal: {rows:?}"
     );
+
+    // A sell the venue refuses for the shares it holds: RISK_BLOCKED with its figures.
+    alpaca.set_price(&a, pa);
+    let held = placed(&app, market_buy(&a, 11)).await;
+    wait_for_order(&app, &held, &["FILLED"]).await;
+    alpaca.fault(SubmitFault::SharesAvailable { available: "4" });
+    let reply = place(&app, json!({"symbol": a, "side": "SELL", "quantity": 11})).await;
+    reply.assert_error(422, "RISK_BLOCKED");
+    let detail = &reply.body["error"]["detail"];
+    assert_eq!(detail["rule"], "BUYING_POWER", "{}", reply.body);
+    assert_eq!((detail["limit"].as_u64(), detail["current"].as_u64()), (Some(4), Some(11)), "{}", reply.body);
 
     alpaca.fault(SubmitFault::Unprocessable(
         "invalid limit_price 0.001. sub-penny increment does not fulfill minimum pricing criteria",
@@ -1005,12 +1048,18 @@ async fn alpaca_a_fill_while_the_stream_is_down_is_taken_after_the_reconnect() {
     let limit = pa - Decimal::new(3, 2);
     let id = placed(&app, limit_buy(&a, 30, limit)).await;
     wait_for_order(&app, &id, &["ACCEPTED"]).await;
+    let canceled = placed(&app, limit_buy(&a, 3, limit - Decimal::new(10, 2))).await;
+    wait_for_order(&app, &canceled, &["ACCEPTED"]).await;
 
     alpaca.drop_stream();
     let down = wait_for_execution(&app, "DEGRADED while the stream is down", |c| c["status"] == "DEGRADED").await;
     let reason = down["detail"]["reason"].as_str().unwrap_or_default();
     assert!(reason.contains("stream is disconnected"), "{down}");
     alpaca.fill(&id, 10, limit, true);
+    // Cancelled while the stream is down: the cancel's report is lost too.
+    let reply = app.post("/api/orders/cancel", ADMIN_TOKEN, json!({"client_order_id": canceled})).await;
+    assert_eq!(reply.assert_ok(200)["status"], "PENDING_CANCEL", "{}", reply.body);
+    assert_eq!(alpaca.order(&canceled)["status"], "canceled");
 
     alpaca.allow_stream();
     let up = wait_for_execution(&app, "HEALTHY once the stream is back", |c| {
@@ -1020,6 +1069,7 @@ async fn alpaca_a_fill_while_the_stream_is_down_is_taken_after_the_reconnect() {
     assert!(up["detail"]["stream"]["connections"].as_u64().unwrap() >= 2, "{up}");
     let order = wait_for_order(&app, &id, &["PARTIALLY_FILLED"]).await;
     assert_eq!(order["filled_quantity"], 10, "the gap's fill, once: {order}");
+    wait_for_order(&app, &canceled, &["CANCELED"]).await;
     assert_books_agree(&app, &alpaca).await;
     // The rest fills over the stream: the gap's shares are not counted again.
     alpaca.fill(&id, 20, limit - Decimal::new(1, 2), true);
@@ -1323,4 +1373,45 @@ async fn alpaca_orders_and_the_account_name_the_broker() {
     assert_eq!(order["broker_name"], "alpaca", "{order}");
     let account = app.get("/api/account/summary").await;
     assert_eq!(account.assert_ok(200)["broker_name"], "alpaca", "{}", account.body);
+}
+
+/// The emergency halt while the order-update stream is down: the cancels and exits reach the
+/// venue, their reports are lost, and the gap fill after the reconnect brings the service's
+/// book flat, equal to the venue's.
+#[tokio::test]
+async fn alpaca_a_halt_while_the_stream_is_down_is_reported_by_the_gap_fill() {
+    let (app, alpaca) = start().await;
+    let syms = symbols(&app, 2).await;
+    let ((a, pa), (b, pb)) = (syms[0].clone(), syms[1].clone());
+    alpaca.set_price(&a, pa);
+    alpaca.set_price(&b, pb);
+    let first = placed(&app, market_buy(&a, 13)).await;
+    let second = placed(&app, market_buy(&b, 19)).await;
+    wait_for_order(&app, &first, &["FILLED"]).await;
+    wait_for_order(&app, &second, &["FILLED"]).await;
+    let resting = placed(&app, limit_buy(&a, 2, pa - Decimal::new(9, 2))).await;
+    wait_for_order(&app, &resting, &["ACCEPTED"]).await;
+
+    alpaca.drop_stream();
+    wait_for_execution(&app, "DEGRADED while the stream is down", |c| c["status"] == "DEGRADED").await;
+    let reply = app.post("/api/risk/emergency-halt", ADMIN_TOKEN, json!({"reason": "stream down"})).await;
+    assert_eq!(reply.assert_ok(200)["liquidation_requested"], true, "{}", reply.body);
+    wait_for_venue(&app, &alpaca, "no open order and no position", |v| {
+        v.open_orders().is_empty() && v.positions().is_empty()
+    })
+    .await;
+
+    alpaca.allow_stream();
+    wait_for_order(&app, &resting, &["CANCELED"]).await;
+    for _ in 0..200 {
+        let positions = app.get("/api/positions").await;
+        if positions.data().as_array().unwrap().iter().all(|p| p["quantity"] == 0) {
+            break;
+        }
+        step(&app).await;
+    }
+    wait_for_reconciled(&app).await;
+    assert_books_agree(&app, &alpaca).await;
+    let exits = alpaca.venue().orders.iter().filter(|o| o["side"] == "sell").count();
+    assert_eq!(exits, 2, "one exit per position");
 }
