@@ -4,6 +4,7 @@
 
 mod helpers;
 
+mod alpaca;
 mod audit;
 mod auth;
 mod backtests;
