@@ -748,23 +748,37 @@ impl Runner {
     }
 
     /// Reconciles positions and cash with a venue that keeps its own (a real broker; the paper
-    /// broker keeps none, and nothing is done): a position held at the broker and not here is
-    /// adopted (managed by hand, `Halted`); a quantity that differs is a mismatch shown until
-    /// it agrees (fills in flight are left alone: symbols with working orders are skipped);
-    /// when nothing is in flight, the broker's cash is taken for the engine's. The venue's
-    /// account figures are kept for the account screen.
+    /// broker keeps none, and nothing is done). The account is read first, then the positions:
+    /// - a position held at the broker and not here is adopted (managed by hand, `Halted`);
+    /// - a quantity that differs is a mismatch shown until it agrees (symbols with orders in
+    ///   flight are left alone: their fills may be on their way);
+    /// - when every holding agrees (ours counted the broker's fills up to the positions read,
+    ///   hence up to the account read before it) and no submit is unconfirmed, the broker's cash
+    ///   is taken for the engine's: its fees and transfers reach no fill.
+    ///
+    /// The venue's account figures are kept for the account screen.
     async fn reconcile_account(&mut self, now: Timestamp) {
-        let positions = venue(self.broker.positions()).await;
-        let positions = match positions {
-            Ok(Some(positions)) => {
-                self.note_venue(&Ok::<(), BrokerError>(()));
-                positions
-            }
+        let account = match venue(self.broker.account()).await {
             // A venue without books of its own: nothing to reconcile, now or later (and no
             // answer from it, so nothing learned about whether it is reachable).
             Ok(None) => {
                 self.account_checked_at = Some(now);
                 return;
+            }
+            Ok(Some(account)) => {
+                self.note_venue(&Ok::<(), BrokerError>(()));
+                account
+            }
+            Err(e) => {
+                self.note_venue(&Err::<(), BrokerError>(e.clone()));
+                tracing::warn!(error = %e, "positions and cash not reconciled: the broker's account could not be read");
+                return;
+            }
+        };
+        let positions = match venue(self.broker.positions()).await {
+            Ok(positions) => {
+                self.note_venue(&Ok::<(), BrokerError>(()));
+                positions.unwrap_or_default()
             }
             Err(e) => {
                 self.note_venue(&Err::<(), BrokerError>(e.clone()));
@@ -785,15 +799,23 @@ impl Runner {
         let mut symbols: BTreeSet<Symbol> = theirs.keys().cloned().collect();
         symbols.extend(self.engine.positions().values().filter(|p| !p.is_flat()).map(|p| p.symbol.clone()));
         let mut mismatches = Vec::new();
-        for symbol in symbols.into_iter().filter(|s| !in_flight.contains(s)) {
+        let mut all_agree = true;
+        for symbol in symbols {
             let ours = self.engine.positions().get(&symbol).map(|p| p.quantity).unwrap_or(0);
             let (quantity, price) = theirs.get(&symbol).map(|p| (p.quantity, p.average_price)).unwrap_or_default();
+            if quantity >= 0 && quantity as u64 == ours {
+                continue;
+            }
+            if in_flight.contains(&symbol) {
+                all_agree = false;
+                continue;
+            }
             match quantity {
                 q if q < 0 => mismatches.push(format!(
                     "{symbol}: short {} shares at the broker; tradeops trades long only (manage it at the broker)",
                     -q
                 )),
-                q if q as u64 == ours => {}
+                // Adopted: the holdings agree from now on.
                 q if ours == 0 => {
                     let fx = self.engine.adopt_position(&symbol, q as u64, price, now);
                     tracing::warn!(%symbol, shares = q, %price, "reconciliation: adopted a position tradeops did not open");
@@ -807,23 +829,12 @@ impl Runner {
         for text in mismatches.iter().filter(|t| !self.account_mismatches.contains(t)) {
             tracing::warn!("reconciliation: {text}");
         }
-        let quiet = in_flight.is_empty() && mismatches.is_empty();
+        if all_agree && mismatches.is_empty() && self.unconfirmed.is_empty() {
+            let fx = self.engine.adopt_cash(account.cash);
+            self.apply(fx, now).await;
+        }
         self.account_mismatches = mismatches;
-        let account = venue(self.broker.account()).await;
-        if !matches!(account, Ok(None)) {
-            self.note_venue(&account);
-        }
-        match account {
-            Ok(Some(account)) => {
-                if quiet {
-                    let fx = self.engine.adopt_cash(account.cash);
-                    self.apply(fx, now).await;
-                }
-                self.venue_account = Some((account, self.engine.cash()));
-            }
-            Ok(None) => {}
-            Err(e) => tracing::warn!(error = %e, "cash not reconciled: the broker's account could not be read"),
-        }
+        self.venue_account = Some((account, self.engine.cash()));
     }
 
     async fn run(&mut self, mut rx: mpsc::Receiver<Input>) {
@@ -954,6 +965,11 @@ impl Runner {
     async fn reports(&mut self, reports: Vec<BrokerReport>, now: Timestamp) {
         for report in reports {
             let id = report.client_order_id();
+            if self.engine.order(id).is_none() && self.adopt_foreign_order(&id.clone(), now).await {
+                // An order placed at the broker by someone else: adopted as the broker has it
+                // now, which already holds what this report says.
+                continue;
+            }
             if self.unconfirmed.contains_key(id) {
                 if let BrokerReport::CancelRejected { reason, .. } = &report {
                     // The broker cannot cancel what it may never have received: reconciliation

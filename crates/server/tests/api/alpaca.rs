@@ -1391,3 +1391,79 @@ async fn alpaca_a_halt_while_the_stream_is_down_is_reported_by_the_gap_fill() {
     let exits = alpaca.venue().orders.iter().filter(|o| o["side"] == "sell").count();
     assert_eq!(exits, 2, "one exit per position");
 }
+
+/// CONTRACT §10: what reconciliation finds at the broker that tradeops did not place is
+/// adopted and reported — a working order (reason "adopted from broker", no strategy), a
+/// position (managed by hand: `Halted`) — and the broker's cash is taken as the service's;
+/// the books then agree and reconciliation is OK. Positions and cash are reconciled at start
+/// and every minute of market time.
+#[tokio::test]
+async fn alpaca_orders_and_positions_placed_outside_tradeops_are_adopted() {
+    let (app, alpaca) = start().await;
+    let syms = symbols(&app, 2).await;
+    let ((a, pa), (b, pb)) = (syms[0].clone(), syms[1].clone());
+    // Placed at the broker by hand (its web screen): a resting limit buy, and 40 shares bought.
+    {
+        let mut venue = alpaca.venue();
+        venue.create(&json!({"client_order_id": "web-5f1c2a", "symbol": a, "qty": "7", "type": "limit",
+            "side": "buy", "time_in_force": "gtc", "limit_price": (pa - Decimal::ONE).to_string()}));
+        venue.positions.insert(b.clone(), (40, pb * Decimal::from(40)));
+        venue.cash -= pb * Decimal::from(40);
+        venue.prices.insert(b.clone(), pb);
+    }
+    // The order is found by the next pass (every second); positions and cash at the next minute.
+    let adopted = wait_for_order(&app, "web-5f1c2a", &["ACCEPTED"]).await;
+    assert_eq!(adopted["reason"], "adopted from broker", "{adopted}");
+    assert_eq!(adopted["strategy_id"], Value::Null);
+    assert_eq!(adopted["quantity"], 7);
+    app.market.advance(chrono::Duration::seconds(61));
+    let mut held = Value::Null;
+    for _ in 0..200 {
+        let rows = app.get("/api/positions").await;
+        if let Some(row) = rows.data().as_array().unwrap().iter().find(|p| p["symbol"] == b.as_str()) {
+            held = row.clone();
+            break;
+        }
+        step(&app).await;
+    }
+    assert_eq!(held["quantity"], 40, "the position held at the broker is adopted: {held}");
+    assert_eq!(held["strategy_status"], "Halted", "managed by hand: {held}");
+    assert_eq!(cents(held["average_entry_price"].as_f64().unwrap()), cents_of(pb));
+    let health = wait_for_reconciled(&app).await;
+    assert!(
+        health["detail"]["reconciliation_detail"].as_str().unwrap().contains("last mismatch corrected"),
+        "the adoption is reported: {health}"
+    );
+    assert_books_agree(&app, &alpaca).await;
+    // The adopted order counts as working: the operator can cancel it like any other.
+    let cancelled = app.post("/api/orders/cancel", ADMIN_TOKEN, json!({"client_order_id": "web-5f1c2a"})).await;
+    assert_eq!(cancelled.assert_ok(200)["status"], "PENDING_CANCEL");
+    wait_for_venue(&app, &alpaca, "the adopted order cancelled at the broker", |v| v.open_orders().is_empty()).await;
+}
+
+/// A holding that differs from the broker's with nothing in flight is a mismatch, shown in
+/// health with both quantities until they agree again; cash is not taken while it lasts.
+#[tokio::test]
+async fn alpaca_a_position_that_differs_from_the_brokers_is_a_mismatch_until_it_agrees() {
+    let (app, alpaca) = start().await;
+    let syms = symbols(&app, 1).await;
+    let (a, pa) = syms[0].clone();
+    alpaca.set_price(&a, pa);
+    let id = placed(&app, market_buy(&a, 10)).await;
+    wait_for_order(&app, &id, &["FILLED"]).await;
+    wait_for_reconciled(&app).await;
+    // 2 shares leave the account outside tradeops (a transfer, a corporate action).
+    alpaca.venue().positions.get_mut(&a).unwrap().0 = 8;
+    app.market.advance(chrono::Duration::seconds(61));
+    let health =
+        wait_for_execution(&app, "a MISMATCH of the position", |c| c["detail"]["reconciliation_status"] == "MISMATCH")
+            .await;
+    assert_eq!(health["status"], "DEGRADED");
+    let detail = health["detail"]["reconciliation_detail"].as_str().unwrap();
+    assert!(detail.contains(&format!("{a}: 10 shares here, 8 at the broker")), "{detail}");
+    // Back as it was: the next pass finds the books agreeing.
+    alpaca.venue().positions.get_mut(&a).unwrap().0 = 10;
+    app.market.advance(chrono::Duration::seconds(61));
+    wait_for_reconciled(&app).await;
+    assert_books_agree(&app, &alpaca).await;
+}
