@@ -6,14 +6,21 @@
 //! - [`run_scans`] once a minute scans the radar over the whole universe from batched
 //!   snapshots and publishes it exactly as the simulated radar's scans are published.
 //!
+//! [`run_scans`] also compares Alpaca's calendar (`GET /v2/calendar`, the next
+//! [`CALENDAR_CHECK_DAYS`](tradeops_brokers::alpaca::market::CALENDAR_CHECK_DAYS) days) with core's NYSE calendar once a New York day, and logs a
+//! warning for each date they disagree on; health's `data_broker` shows the dates as
+//! `calendar_mismatch` ([`calendar_check_of`]).
+//!
 //! Neither stops on a failure: an unreachable Alpaca is retried at the next tick, and health's
 //! `data_broker` component says what failed.
 
 use crate::http::state::AppState;
 use std::collections::BTreeSet;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
-use tradeops_brokers::alpaca::market::AlpacaMarketData;
+use tradeops_brokers::alpaca::data_stream::ny_date;
+use tradeops_brokers::alpaca::market::{AlpacaMarketData, CalendarCheck};
+use tradeops_brokers::MarketData;
 use tradeops_core::bars::minute_floor;
 use tradeops_core::Symbol;
 
@@ -21,9 +28,34 @@ use tradeops_core::Symbol;
 /// a minute bar shortly after the minute ends.
 const BAR_SETTLE: chrono::Duration = chrono::Duration::seconds(2);
 
+/// A failed calendar check is tried again after this long.
+const CALENDAR_RETRY: Duration = Duration::from_secs(600);
+
+/// The Alpaca adapters whose feed runs in this process, so that health (which holds the
+/// adapter as `dyn MarketData`) can read their calendar check.
+static FEEDS: Mutex<Vec<Weak<AlpacaMarketData>>> = Mutex::new(Vec::new());
+
+fn register(alpaca: &Arc<AlpacaMarketData>) {
+    let mut feeds = FEEDS.lock().unwrap_or_else(PoisonError::into_inner);
+    feeds.retain(|f| f.strong_count() > 0);
+    if !feeds.iter().any(|f| std::ptr::eq(f.as_ptr(), Arc::as_ptr(alpaca))) {
+        feeds.push(Arc::downgrade(alpaca));
+    }
+}
+
+/// The latest calendar check of `market` when it is an Alpaca adapter whose feed runs.
+pub fn calendar_check_of(market: &Arc<dyn MarketData>) -> Option<CalendarCheck> {
+    let address = Arc::as_ptr(market) as *const ();
+    let feeds = FEEDS.lock().unwrap_or_else(PoisonError::into_inner);
+    let alpaca = feeds.iter().find(|f| f.as_ptr() as *const () == address)?.upgrade()?;
+    drop(feeds);
+    alpaca.calendar_check()
+}
+
 /// Steps the engine every second by the market clock, the minute's bar once per minute, and
 /// keeps the stream subscribed to what the engine follows.
 pub async fn run_marks(state: AppState, alpaca: Arc<AlpacaMarketData>) {
+    register(&alpaca);
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut subscribed: BTreeSet<Symbol> = BTreeSet::new();
@@ -51,8 +83,29 @@ pub async fn run_marks(state: AppState, alpaca: Arc<AlpacaMarketData>) {
 /// Scans the radar once a minute (and at start), loading Alpaca's universe first and again
 /// when a load failed.
 pub async fn run_scans(state: AppState, alpaca: Arc<AlpacaMarketData>) {
+    register(&alpaca);
     let mut last_scan_minute = None;
+    let mut calendar_checked = None;
+    let mut calendar_retry_at = tokio::time::Instant::now();
     loop {
+        let today = ny_date(state.market_clock.now());
+        if calendar_checked != Some(today) && tokio::time::Instant::now() >= calendar_retry_at {
+            match alpaca.check_calendar(today).await {
+                Ok(check) => {
+                    calendar_checked = Some(today);
+                    for mismatch in &check.mismatches {
+                        tracing::warn!(%mismatch, "Alpaca's calendar and the NYSE calendar disagree");
+                    }
+                    if check.mismatches.is_empty() {
+                        tracing::info!(from = %check.from, to = %check.to, "Alpaca's calendar agrees with the NYSE calendar");
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "Alpaca calendar not checked; retrying in 10 minutes");
+                    calendar_retry_at = tokio::time::Instant::now() + CALENDAR_RETRY;
+                }
+            }
+        }
         if alpaca.universe().is_empty() {
             if let Err(e) = alpaca.load_universe().await {
                 tracing::warn!(error = %e, "Alpaca universe not loaded; retrying in 10 s");

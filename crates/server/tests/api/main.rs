@@ -4,6 +4,7 @@
 
 mod helpers;
 
+mod alpaca_data;
 mod audit;
 mod auth;
 mod backtests;
