@@ -521,7 +521,9 @@ impl MarketData for AlpacaMarketData {
         Some(snapshot)
     }
 
-    /// The stream's latest completed minute bar of a watched symbol, and its relative volume
+    /// The stream's latest completed minute bar of a watched symbol when it ended within the
+    /// last minute (the bar of the minute just closed: never the same bar again a minute
+    /// later), and its relative volume
     /// as the simulated market measures it: the day's volume through that bar over what an
     /// average day has traded by its end. The day's volume is the stream's when it holds every
     /// minute of the day (see [`LiveBook::day_volume`]); otherwise the latest scan's (or REST
@@ -531,6 +533,14 @@ impl MarketData for AlpacaMarketData {
     async fn last_closed_bar(&self, symbol: &Symbol) -> Option<ClosedBar> {
         let book = self.stream.as_ref()?.book();
         let bar = *book.get(symbol)?.bars.last()?;
+        // Only a bar that ended within the last minute: the engine asks once a minute, and the
+        // stream sends no bar for a minute without trades (nor after the close), so an older bar
+        // would be handed to the strategies again, minute after minute.
+        let ended = bar.start + Duration::minutes(1);
+        let now = self.clock.now();
+        if now < ended || now - ended >= Duration::minutes(1) {
+            return None;
+        }
         let history = self.daily.lock().unwrap_or_else(PoisonError::into_inner).clone();
         let average = history.and_then(|h| h.average_volume.get(symbol).copied());
         let volume = book.day_volume(symbol, ny_date(bar.start)).or_else(|| self.figures(symbol).map(|f| f.volume));
@@ -644,5 +654,33 @@ mod tests {
                 "2026-12-25: Alpaca trades 09:30-16:00; the NYSE calendar has no session".to_string(),
             ]
         );
+    }
+
+    /// A minute without trades brings no bar from Alpaca: the previous one is not handed out
+    /// again as the latest closed bar.
+    #[tokio::test]
+    async fn the_latest_closed_bar_is_only_the_minute_just_ended() {
+        let at = |h, m, s| Utc.with_ymd_and_hms(2026, 11, 25, h, m, s).unwrap();
+        let clock = Arc::new(tradeops_core::clock::ManualClock::new(at(15, 30, 2)));
+        let credentials = AlpacaCredentials { key_id: "AK".into(), secret_key: "secret".into() };
+        let config = AlpacaDataConfig {
+            trading_url: "http://127.0.0.1:9".into(),
+            data_url: "http://127.0.0.1:9".into(),
+            feed: DataFeed::Iex,
+            timeout: std::time::Duration::from_millis(100),
+            stream: Some(DataStreamConfig {
+                url: "ws://127.0.0.1:9/v2/iex".into(),
+                ..DataStreamConfig::alpaca(DataFeed::Iex, &credentials)
+            }),
+        };
+        let market = AlpacaMarketData::connect(config, &credentials, ReferenceMap::new(), clock.clone()).unwrap();
+        let abcd = Symbol::parse("ABCD").unwrap();
+        market.stream.as_ref().unwrap().book().on_bar(&abcd, bar("2026-11-25T15:29:00Z", 500, 10).bar());
+        let closed = market.last_closed_bar(&abcd).await.map(|c| c.bar.start);
+        assert_eq!(closed, Some(at(15, 29, 0)), "the minute just ended");
+        clock.set(at(15, 31, 2));
+        assert_eq!(market.last_closed_bar(&abcd).await, None, "15:30 had no trade: no bar, not 15:29's again");
+        clock.set(at(15, 29, 30));
+        assert_eq!(market.last_closed_bar(&abcd).await, None, "not closed yet");
     }
 }

@@ -16,9 +16,10 @@ use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::{broadcast, Notify};
+use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::Message;
 use tradeops_brokers::alpaca::rest::AlpacaCredentials;
 use tradeops_core::calendar::MarketCalendar;
@@ -31,6 +32,11 @@ use tradeops_store::DataRepository;
 const KEY_ID: &str = "AKSTANDIN";
 const SECRET: &str = "stand-in-secret";
 const GOLDEN_CSV: &str = include_str!("fixtures/golden_daily.csv");
+
+/// The wall clock: the market clock of a service reading Alpaca.
+fn wall_now() -> Timestamp {
+    tradeops_core::Clock::now(&tradeops_server::clock::SystemClock)
+}
 
 fn ny_date(at: Timestamp) -> NaiveDate {
     at.with_timezone(&chrono_tz::America::New_York).date_naive()
@@ -153,7 +159,7 @@ async fn alpaca(State(book): State<Shared>, uri: Uri, headers: HeaderMap) -> Res
         book.unauthenticated += 1;
         return (StatusCode::UNAUTHORIZED, "{\"message\":\"unauthorized\"}").into_response();
     }
-    let now = Utc::now();
+    let now = wall_now();
     let body = match path.as_str() {
         "/v2/assets" => Value::Array(book.assets.clone()),
         "/v2/clock" => json!({"timestamp": now, "is_open": true,
@@ -318,7 +324,7 @@ impl StandIn {
     /// `volume`.
     fn add_mover(&self, symbol: &str, prev: i64, last: i64, volume: u64) {
         self.add_asset(symbol, "NASDAQ");
-        let now = Utc::now();
+        let now = wall_now();
         let today = ny_date(now);
         let snapshot = json!({
             "latestTrade": {"t": now, "p": money(last), "s": 100, "x": "V", "i": 1, "c": ["@"], "z": "C"},
@@ -480,7 +486,8 @@ async fn alpaca_market_data_drives_the_radar_bars_downloads_backtests_health_and
     let download_days = [(2026, 11, 16), (2026, 11, 17), (2026, 11, 18)];
     for (y, m, d) in download_days {
         let open = Utc.with_ymd_and_hms(y, m, d, 14, 30, 0).unwrap();
-        let day: Vec<_> = (0..10).map(|i| (open + Days::minutes(i), flat_bar(open + Days::minutes(i), 400 + i, 50))).collect();
+        let day: Vec<_> =
+            (0..10).map(|i| (open + Days::minutes(i), flat_bar(open + Days::minutes(i), 400 + i, 50))).collect();
         alpaca.add_bars("1Min", "CCC", day);
     }
     alpaca.add_bars("1Day", "GOLDN", golden_bars());
@@ -488,13 +495,10 @@ async fn alpaca_market_data_drives_the_radar_bars_downloads_backtests_health_and
     // The radar's filters are settings: set them, then start again so that the first scan
     // (at start; later ones come once a minute) uses them.
     let mut app = start_service(&alpaca).await;
-    eprintln!("STEP 0 {:?}", started.elapsed());
     app.put_settings(ADMIN_TOKEN, open_filters()).await.assert_ok(200);
     app.stop().await;
-    eprintln!("STEP 1 {:?}", started.elapsed());
     let app = start_on_own_market_clock(app.config.clone(), app.db.clone()).await;
     let boot = Instant::now();
-    eprintln!("STEP 2 {:?}", started.elapsed());
 
     // The radar: rows ranked from the stand-in's snapshots.
     let radar = wait_until(
@@ -520,28 +524,30 @@ async fn alpaca_market_data_drives_the_radar_bars_downloads_backtests_health_and
     assert_eq!(scanned, BTreeSet::from(["AAA", "BBB", "CCC", "DDD", "EEE", "GOLDN"]), "the universe is scanned");
     assert!(scans.iter().all(|q| q["feed"] == "iex"), "the configured feed");
     let radar_after = boot.elapsed();
-    eprintln!("STEP 3 {:?}", started.elapsed());
 
     // Health: the data broker is Alpaca, its stream connected, its calendar agrees with core's.
     let healthy = wait_until(
         "data_broker HEALTHY with its stream connected",
         Duration::from_secs(10),
         || data_broker(&app),
-        |c| c["status"] == "HEALTHY" && c["detail"]["stream"]["connected"] == true && c["detail"]["calendar_mismatch"].is_array(),
+        |c| {
+            c["status"] == "HEALTHY"
+                && c["detail"]["stream"]["connected"] == true
+                && c["detail"]["calendar_mismatch"].is_array()
+        },
     )
     .await;
     assert_eq!(healthy["detail"]["broker"], "alpaca", "{healthy}");
     assert_eq!(healthy["detail"]["adapter"], "alpaca", "{healthy}");
     assert_eq!(healthy["detail"]["calendar_mismatch"], json!([]), "{healthy}");
     let asked = alpaca.requests_to("/v2/calendar");
-    let today = ny_date(Utc::now());
+    let today = ny_date(wall_now());
     assert_eq!(asked[0]["start"], today.to_string());
     assert_eq!(asked[0]["end"], (today + Days::days(30)).to_string());
     // From here on, count the health probe's pings (every 100 ms here).
     let (pings_before, pinging) = (alpaca.requests_to("/v2/clock").len(), Instant::now());
 
     // Bars through the API: every page, in order.
-    eprintln!("STEP 4 {:?}", started.elapsed());
     let bars = app.get("/api/market/bars?symbol=AAA&start=2026-11-20T14:30:00Z&end=2026-11-20T15:00:00Z").await;
     let rows = bars.assert_ok(200).as_array().unwrap().clone();
     let expected: Vec<Value> = minute_bars
@@ -561,15 +567,19 @@ async fn alpaca_market_data_drives_the_radar_bars_downloads_backtests_health_and
     assert_eq!(pages[4].get("page_token").map(String::as_str), Some("28"));
     app.get("/api/market/bars?symbol=ZZZZ").await.assert_error(404, "NOT_FOUND");
 
-eprintln!("STEP 5 {:?}", started.elapsed());
     // A minute download: three days of the stand-in's bars, a day per step.
-    let body = json!({"symbol": "CCC", "start": "2026-11-16T05:00:00Z", "end": "2026-11-19T05:00:00Z", "timeframe": "1m"});
+    let body =
+        json!({"symbol": "CCC", "start": "2026-11-16T05:00:00Z", "end": "2026-11-19T05:00:00Z", "timeframe": "1m"});
     let id = app.post("/api/data/download", ADMIN_TOKEN, body).await.assert_ok(202)["request_id"]
         .as_str()
         .unwrap()
         .to_string();
     let done = wait_done(&app, &format!("/api/data/downloads/{id}")).await;
-    assert_eq!((done["status"].as_str(), done["bars"].as_i64(), done["progress"].as_f64()), (Some("COMPLETED"), Some(30), Some(1.0)), "{done}");
+    assert_eq!(
+        (done["status"].as_str(), done["bars"].as_i64(), done["progress"].as_f64()),
+        (Some("COMPLETED"), Some(30), Some(1.0)),
+        "{done}"
+    );
     let db = tradeops_store::Database::open(&app.config.database_url).await.unwrap();
     let stored = db.bars(&Symbol::parse("CCC").unwrap(), "1m", 0, i64::MAX).await.unwrap();
     let closes: Vec<i64> = stored.iter().map(|b| (b.close.to_f64() * 100.0).round() as i64).collect();
@@ -581,10 +591,10 @@ eprintln!("STEP 5 {:?}", started.elapsed());
         .count();
     assert_eq!(per_day, 3, "a request (and its pages) per day: progress after each");
 
-eprintln!("STEP 6 {:?}", started.elapsed());
     // A daily download of the golden fixture's bars from Alpaca, then the golden backtest on
     // it and on the same bars imported from the CSV under another symbol: the same result.
-    let body = json!({"symbol": "GOLDN", "start": "2026-01-01T00:00:00Z", "end": "2026-05-01T00:00:00Z", "timeframe": "1d"});
+    let body =
+        json!({"symbol": "GOLDN", "start": "2026-01-01T00:00:00Z", "end": "2026-05-01T00:00:00Z", "timeframe": "1d"});
     let id = app.post("/api/data/download", ADMIN_TOKEN, body).await.assert_ok(202)["request_id"]
         .as_str()
         .unwrap()
@@ -602,7 +612,6 @@ eprintln!("STEP 6 {:?}", started.elapsed());
         .body(GOLDEN_CSV);
     assert_eq!(app.raw(import).await.assert_ok(200)["bars"], 80);
     let mut results = Vec::new();
-    eprintln!("STEP 7 {:?}", started.elapsed());
     for symbol in ["GOLDN", "GOLDC"] {
         let queued = app.post("/api/backtests/run", ADMIN_TOKEN, golden_request(symbol)).await;
         let id = queued.assert_ok(202)["backtest_id"].as_str().unwrap().to_string();
@@ -615,7 +624,6 @@ eprintln!("STEP 6 {:?}", started.elapsed());
     assert_eq!(results[0]["trades"][0]["symbol"], "GOLDN");
     assert_eq!(comparable(results[0].clone()), comparable(results[1].clone()), "Alpaca's bars are the CSV's");
 
-eprintln!("STEP 8 {:?}", started.elapsed());
     // A watched symbol is subscribed on the stream and its streamed trade is its price.
     let watch = app.post("/api/radar/watch", ADMIN_TOKEN, json!({"symbol": "CCC"})).await;
     assert_eq!(watch.assert_ok(200)["watchlist_status"], "WATCHING", "{}", watch.body);
@@ -633,7 +641,7 @@ eprintln!("STEP 8 {:?}", started.elapsed());
         rows.data().as_array().unwrap().iter().find(|r| r["symbol"] == "CCC").map(|r| r["current_price"].clone())
     };
     assert_eq!(price().await, Some(json!(5.25)), "from the latest scan before the stream says more");
-    let now = Utc::now();
+    let now = wall_now();
     let minute = tradeops_core::bars::minute_floor(now) - Days::minutes(1);
     alpaca.send(json!([
         {"T": "t", "S": "CCC", "i": 7, "x": "V", "p": 5.61, "s": 100, "t": now, "c": ["@"], "z": "C"},
@@ -641,12 +649,27 @@ eprintln!("STEP 8 {:?}", started.elapsed());
         {"T": "b", "S": "CCC", "o": 5.3, "h": 5.61, "l": 5.3, "c": 5.6, "v": 4200, "t": minute, "n": 9, "vw": 5.5}
     ]));
     wait_until("the streamed trade is CCC's price", Duration::from_secs(10), price, |p| *p == Some(json!(5.61))).await;
-    wait_until("health shows the stream's last event", Duration::from_secs(5), || data_broker(&app), |c| {
-        c["detail"]["stream"]["last_event_at"].is_string()
+    // The engine marks by the stream too: a position bought now is valued at the streamed trade
+    // (filled by the paper broker at the streamed quote).
+    let order = app.post("/api/orders", ADMIN_TOKEN, json!({"symbol": "CCC", "side": "BUY", "quantity": 10})).await;
+    order.assert_ok(201);
+    let position = || async {
+        let rows = app.get("/api/positions").await;
+        rows.data().as_array().unwrap().iter().find(|r| r["symbol"] == "CCC").cloned()
+    };
+    let held = wait_until("a CCC position marked at the streamed trade", Duration::from_secs(10), position, |p| {
+        p.as_ref().is_some_and(|p| p["quantity"] == 10 && p["market_price"] == 5.61)
     })
     .await;
+    assert_eq!(held.unwrap()["average_entry_price"], 5.62, "bought at the streamed ask");
+    wait_until(
+        "health shows the stream's last event",
+        Duration::from_secs(5),
+        || data_broker(&app),
+        |c| c["detail"]["stream"]["last_event_at"].is_string(),
+    )
+    .await;
 
-eprintln!("STEP 9 {:?}", started.elapsed());
     // The stand-in drops the stream and refuses reconnects: DEGRADED with the reason, then
     // back without a restart once it takes connections again.
     alpaca.stream.refuse.store(true, Ordering::SeqCst);
@@ -689,8 +712,12 @@ eprintln!("STEP 9 {:?}", started.elapsed());
         |r| r.iter().filter(|m| m["action"] == "subscribe" && m["trades"] == json!(["CCC"])).count() == 2,
     )
     .await;
-    alpaca.send(json!([{"T": "t", "S": "CCC", "i": 8, "x": "V", "p": 5.70, "s": 100, "t": Utc::now()}]));
+    alpaca.send(json!([{"T": "t", "S": "CCC", "i": 8, "x": "V", "p": 5.70, "s": 100, "t": wall_now()}]));
     wait_until("a trade after the reconnect", Duration::from_secs(10), price, |p| *p == Some(json!(5.7))).await;
+    wait_until("the engine marks the position at it", Duration::from_secs(10), position, |p| {
+        p.as_ref().is_some_and(|p| p["market_price"] == 5.7)
+    })
+    .await;
     assert_eq!(alpaca.book().unauthenticated, 0, "every request carried the key pair");
     // The probe does not spend a request of the budget each time: one per 10 s at most.
     let pings = alpaca.requests_to("/v2/clock").len() - pings_before;
@@ -709,7 +736,7 @@ async fn a_calendar_that_differs_from_the_nyse_rules_is_shown_in_health() {
     // The next NYSE trading day after today closed (as for a day of mourning), the one after
     // closing early.
     let nyse = MarketCalendar::new(MarketCalendarKind::Nyse);
-    let today = ny_date(Utc::now());
+    let today = ny_date(wall_now());
     let closed = nyse.next_trading_day(today);
     let early = nyse.next_trading_day(closed);
     alpaca.book().calendar_changes.insert(closed, None);
