@@ -84,6 +84,8 @@ struct Book {
     /// Every request: path and decoded query.
     requests: Vec<(String, BTreeMap<String, String>)>,
     unauthenticated: usize,
+    /// How long each bars request takes (a download's progress can then be watched).
+    bars_delay: Duration,
 }
 
 type Shared = Arc<Mutex<Book>>;
@@ -149,6 +151,10 @@ fn calendar(book: &Book, start: NaiveDate, end: NaiveDate) -> Value {
 }
 
 async fn alpaca(State(book): State<Shared>, uri: Uri, headers: HeaderMap) -> Response {
+    let delay = book.lock().unwrap().bars_delay;
+    if uri.path() == "/v2/stocks/bars" && !delay.is_zero() {
+        tokio::time::sleep(delay).await;
+    }
     let mut book = book.lock().unwrap();
     let query = query_of(&uri);
     let path = uri.path().to_string();
@@ -483,7 +489,8 @@ async fn alpaca_market_data_drives_the_radar_bars_downloads_backtests_health_and
         })
         .collect();
     alpaca.add_bars("1Min", "AAA", minute_bars.clone());
-    let download_days = [(2026, 11, 16), (2026, 11, 17), (2026, 11, 18)];
+    // Three days in three weeks: a download steps a week at a time from Alpaca.
+    let download_days = [(2026, 10, 27), (2026, 11, 3), (2026, 11, 10)];
     for (y, m, d) in download_days {
         let open = Utc.with_ymd_and_hms(y, m, d, 14, 30, 0).unwrap();
         let day: Vec<_> =
@@ -567,29 +574,58 @@ async fn alpaca_market_data_drives_the_radar_bars_downloads_backtests_health_and
     assert_eq!(pages[4].get("page_token").map(String::as_str), Some("28"));
     app.get("/api/market/bars?symbol=ZZZZ").await.assert_error(404, "NOT_FOUND");
 
-    // A minute download: three days of the stand-in's bars, a day per step.
+    // A minute download over three weeks, a bar request taking 300 ms: stored a week (one
+    // request) at a time, its progress reported after each.
+    alpaca.book().bars_delay = Duration::from_millis(300);
     let body =
-        json!({"symbol": "CCC", "start": "2026-11-16T05:00:00Z", "end": "2026-11-19T05:00:00Z", "timeframe": "1m"});
+        json!({"symbol": "CCC", "start": "2026-10-26T05:00:00Z", "end": "2026-11-16T05:00:00Z", "timeframe": "1m"});
     let id = app.post("/api/data/download", ADMIN_TOKEN, body).await.assert_ok(202)["request_id"]
         .as_str()
         .unwrap()
         .to_string();
-    let done = wait_done(&app, &format!("/api/data/downloads/{id}")).await;
+    let seen: Mutex<Vec<(f64, i64)>> = Mutex::new(Vec::new());
+    let path = format!("/api/data/downloads/{id}");
+    let (seen_by, app_ref, path_ref) = (&seen, &app, &path);
+    let done = wait_until(
+        "the minute download finished",
+        Duration::from_secs(30),
+        || async move {
+            let job = app_ref.get(path_ref).await.data().clone();
+            let progress = (job["progress"].as_f64().unwrap_or(-1.0), job["bars"].as_i64().unwrap_or(-1));
+            seen_by.lock().unwrap().push(progress);
+            job
+        },
+        |job| job["status"] == "COMPLETED" || job["status"] == "FAILED",
+    )
+    .await;
+    let seen = seen.into_inner().unwrap();
+    alpaca.book().bars_delay = Duration::ZERO;
     assert_eq!(
         (done["status"].as_str(), done["bars"].as_i64(), done["progress"].as_f64()),
         (Some("COMPLETED"), Some(30), Some(1.0)),
         "{done}"
     );
+    assert!(seen.iter().any(|(p, _)| *p > 0.0 && *p < 1.0), "progress between the steps: {seen:?}");
+    for (progress, bars) in &seen {
+        assert_eq!(*bars, (progress * 3.0).round() as i64 * 10, "a week's bars stored per third: {seen:?}");
+    }
     let db = tradeops_store::Database::open(&app.config.database_url).await.unwrap();
     let stored = db.bars(&Symbol::parse("CCC").unwrap(), "1m", 0, i64::MAX).await.unwrap();
     let closes: Vec<i64> = stored.iter().map(|b| (b.close.to_f64() * 100.0).round() as i64).collect();
     assert_eq!(closes, (0..3).flat_map(|_| 400..410).collect::<Vec<i64>>(), "exactly the stand-in's bars");
-    let per_day = alpaca
+    let requests: Vec<_> = alpaca
         .requests_to("/v2/stocks/bars")
         .into_iter()
-        .filter(|q| q["symbols"] == "CCC" && q["timeframe"] == "1Min" && !q.contains_key("page_token"))
-        .count();
-    assert_eq!(per_day, 3, "a request (and its pages) per day: progress after each");
+        .filter(|q| q["symbols"] == "CCC" && q["timeframe"] == "1Min")
+        .collect();
+    let steps: Vec<&str> =
+        requests.iter().filter(|q| !q.contains_key("page_token")).map(|q| q["start"].as_str()).collect();
+    assert_eq!(
+        steps,
+        vec!["2026-10-26T05:00:00Z", "2026-11-02T05:00:00Z", "2026-11-09T05:00:00Z"],
+        "a request (and its pages: 10 bars in pages of 7) per week, not per day"
+    );
+    assert_eq!(requests.len(), 6);
 
     // A daily download of the golden fixture's bars from Alpaca, then the golden backtest on
     // it and on the same bars imported from the CSV under another symbol: the same result.
