@@ -465,6 +465,7 @@ impl MarketData for AlpacaMarketData {
 
     /// `GET /v2/clock`: one cheap authenticated round trip to Alpaca, at most once per
     /// [`PING_TTL`] ([`PING_FAILURE_TTL`] after a failure); in between, the latest result.
+    /// While the request budget is spent, a recent success stands for it ([`DataClient::ping`]).
     async fn ping(&self, _now: Timestamp) -> Result<(), MarketDataError> {
         let now = self.clock.now();
         let last = self.last_ping.lock().unwrap_or_else(PoisonError::into_inner).clone();
@@ -474,7 +475,7 @@ impl MarketData for AlpacaMarketData {
                 return failure.map_or(Ok(()), |reason| Err(MarketDataError::Unavailable(reason)));
             }
         }
-        let result = self.client.market_clock().await.map(|_| ());
+        let result = self.client.ping().await;
         let failure = result.as_ref().err().map(|e| match e {
             MarketDataError::Unavailable(reason) => reason.clone(),
             other => other.to_string(),
