@@ -460,6 +460,7 @@ fn probe_remote_feed(state: &Probes, latency: Result<Duration, String>) -> Probe
         detail["calendar_checked_at"] = json!(format_ts(&check.checked_at));
         detail["calendar_checked_through"] = json!(check.to.to_string());
         detail["calendar_mismatch"] = json!(check.mismatches);
+        detail["clock_skew_ms"] = json!(check.clock_skew_ms);
     }
     Probe { status, latency, detail }
 }

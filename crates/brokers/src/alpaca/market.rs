@@ -158,7 +158,14 @@ pub struct CalendarCheck {
     pub to: NaiveDate,
     /// One line per date the two disagree on (empty: they agree).
     pub mismatches: Vec<String>,
+    /// Alpaca's clock (`GET /v2/clock`) minus the service's, in milliseconds (the request's
+    /// round trip included): the market clock is the wall clock, and this says how far it is
+    /// from Alpaca's.
+    pub clock_skew_ms: i64,
 }
+
+/// A clock skew beyond this is logged as a warning by the feed.
+pub const CLOCK_SKEW_WARNING_MS: i64 = 2_000;
 
 /// The dates in `[from, to]` on which Alpaca's sessions `days` and core's NYSE calendar
 /// disagree: a session one has and the other not (a holiday, an unscheduled closure), or a
@@ -290,13 +297,24 @@ impl AlpacaMarketData {
     }
 
     /// Compares Alpaca's sessions of `from` and the next [`CALENDAR_CHECK_DAYS`] days
-    /// (`GET /v2/calendar`) with core's NYSE calendar, keeps the result (see
+    /// (`GET /v2/calendar`) with core's NYSE calendar, and Alpaca's clock with the service's
+    /// (`GET /v2/clock`), keeps the result (see
     /// [`AlpacaMarketData::calendar_check`]) and returns it.
     pub async fn check_calendar(&self, from: NaiveDate) -> Result<CalendarCheck, MarketDataError> {
         let to = from + Duration::days(CALENDAR_CHECK_DAYS);
         let days = self.client.calendar(from, to).await?;
-        let check =
-            CalendarCheck { checked_at: self.clock.now(), from, to, mismatches: calendar_mismatches(&days, from, to) };
+        let asked = self.clock.now();
+        let market_clock = self.client.market_clock().await?;
+        let answered = self.clock.now();
+        // Alpaca stamped its answer somewhere in the round trip: measured against its middle.
+        let middle = asked + (answered - asked) / 2;
+        let check = CalendarCheck {
+            checked_at: answered,
+            from,
+            to,
+            mismatches: calendar_mismatches(&days, from, to),
+            clock_skew_ms: (market_clock.timestamp - middle).num_milliseconds(),
+        };
         *self.calendar_check.lock().unwrap_or_else(PoisonError::into_inner) = Some(check.clone());
         Ok(check)
     }

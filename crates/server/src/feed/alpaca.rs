@@ -9,7 +9,8 @@
 //! [`run_scans`] also compares Alpaca's calendar (`GET /v2/calendar`, the next
 //! [`CALENDAR_CHECK_DAYS`](tradeops_brokers::alpaca::market::CALENDAR_CHECK_DAYS) days) with core's NYSE calendar once a New York day, and logs a
 //! warning for each date they disagree on; health's `data_broker` shows the dates as
-//! `calendar_mismatch` ([`calendar_check_of`]).
+//! `calendar_mismatch` ([`calendar_check_of`]), and how far the wall clock (the market clock)
+//! is from Alpaca's as `clock_skew_ms` (a warning beyond 2 s).
 //!
 //! Neither stops on a failure: an unreachable Alpaca is retried at the next tick, and health's
 //! `data_broker` component says what failed.
@@ -19,7 +20,7 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 use tradeops_brokers::alpaca::data_stream::ny_date;
-use tradeops_brokers::alpaca::market::{AlpacaMarketData, CalendarCheck};
+use tradeops_brokers::alpaca::market::{AlpacaMarketData, CalendarCheck, CLOCK_SKEW_WARNING_MS};
 use tradeops_brokers::MarketData;
 use tradeops_core::bars::minute_floor;
 use tradeops_core::Symbol;
@@ -95,6 +96,12 @@ pub async fn run_scans(state: AppState, alpaca: Arc<AlpacaMarketData>) {
                     calendar_checked = Some(today);
                     for mismatch in &check.mismatches {
                         tracing::warn!(%mismatch, "Alpaca's calendar and the NYSE calendar disagree");
+                    }
+                    if check.clock_skew_ms.abs() > CLOCK_SKEW_WARNING_MS {
+                        tracing::warn!(
+                            skew_ms = check.clock_skew_ms,
+                            "the wall clock (the market clock) is off Alpaca's"
+                        );
                     }
                     if check.mismatches.is_empty() {
                         tracing::info!(from = %check.from, to = %check.to, "Alpaca's calendar agrees with the NYSE calendar");

@@ -547,6 +547,8 @@ async fn alpaca_market_data_drives_the_radar_bars_downloads_backtests_health_and
     assert_eq!(healthy["detail"]["broker"], "alpaca", "{healthy}");
     assert_eq!(healthy["detail"]["adapter"], "alpaca", "{healthy}");
     assert_eq!(healthy["detail"]["calendar_mismatch"], json!([]), "{healthy}");
+    let skew = healthy["detail"]["clock_skew_ms"].as_i64().expect("clock_skew_ms");
+    assert!(skew.abs() < 2_000, "the stand-in's clock is the wall clock: {healthy}");
     let asked = alpaca.requests_to("/v2/calendar");
     let today = ny_date(wall_now());
     assert_eq!(asked[0]["start"], today.to_string());
