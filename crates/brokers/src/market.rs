@@ -3,9 +3,25 @@
 //! and matches orders with — its error type, and the bar arithmetic every source shares.
 
 use async_trait::async_trait;
-use chrono::Duration;
+use chrono::{Duration, NaiveDate};
 use tradeops_core::market::{Bar, Price, Quote, Timeframe};
 use tradeops_core::{Symbol, Timestamp};
+
+/// A remote source's sessions (Alpaca's `GET /v2/calendar`) against core's NYSE calendar over
+/// some days, and its clock against ours.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CalendarCheck {
+    /// Service clock.
+    pub checked_at: Timestamp,
+    pub from: NaiveDate,
+    pub to: NaiveDate,
+    /// One line per date the two disagree on (empty: they agree).
+    pub mismatches: Vec<String>,
+    /// Alpaca's clock (`GET /v2/clock`) minus the service's, in milliseconds (the request's
+    /// round trip included): the market clock is the wall clock, and this says how far it is
+    /// from Alpaca's.
+    pub clock_skew_ms: i64,
+}
 
 /// Reference data of one tradable symbol. A source that does not know a symbol's sector or
 /// float says `None` (a real feed has neither); imported reference data lays its values over
@@ -72,6 +88,12 @@ pub trait MarketData: Send + Sync {
     /// The last trade of `symbol` as the source holds it now, without a round trip (tables
     /// show it beside each row); `None` when it holds none.
     fn last_price(&self, _symbol: &Symbol) -> Option<Price> {
+        None
+    }
+
+    /// A remote source's latest check of its calendar and clock against core's (health shows
+    /// it); `None` for a source that keeps core's calendar (the simulated market).
+    fn calendar_check(&self) -> Option<CalendarCheck> {
         None
     }
 

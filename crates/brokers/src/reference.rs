@@ -145,6 +145,10 @@ impl MarketData for WithReference {
     fn connection(&self) -> Option<crate::execution::VenueConnection> {
         self.inner.connection()
     }
+
+    fn calendar_check(&self) -> Option<crate::market::CalendarCheck> {
+        self.inner.calendar_check()
+    }
 }
 
 #[cfg(test)]

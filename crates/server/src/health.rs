@@ -423,7 +423,8 @@ fn probe_execution(state: &Probes, engine: &EngineProbe) -> Probe {
 
 /// A remote market-data source (Alpaca): `DOWN` when its round trip fails, `DEGRADED` while its
 /// stream is disconnected (snapshots come from REST meanwhile; the reason is shown), `HEALTHY`
-/// otherwise. The radar's latest scan shows whether scans keep coming.
+/// otherwise. The radar's latest scan shows whether scans keep coming; `calendar_mismatch` lists
+/// the dates Alpaca's calendar and core's NYSE calendar disagree on.
 fn probe_remote_feed(state: &Probes, latency: Result<Duration, String>) -> Probe {
     let connection = state.market.connection();
     let status = match &connection {
@@ -452,6 +453,14 @@ fn probe_remote_feed(state: &Probes, latency: Result<Duration, String>) -> Probe
             "last_error": c.last_error,
             "connections": c.connections,
         });
+    }
+    // Alpaca's sessions against core's NYSE calendar (checked once a day): a warning, not a
+    // fault — the engine trades by core's calendar.
+    if let Some(check) = state.market.calendar_check() {
+        detail["calendar_checked_at"] = json!(format_ts(&check.checked_at));
+        detail["calendar_checked_through"] = json!(check.to.to_string());
+        detail["calendar_mismatch"] = json!(check.mismatches);
+        detail["clock_skew_ms"] = json!(check.clock_skew_ms);
     }
     Probe { status, latency, detail }
 }

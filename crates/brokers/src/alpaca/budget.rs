@@ -26,6 +26,21 @@ impl RateBudget {
         RateBudget { limit, window: Duration::from_secs(60), sent: Mutex::new(VecDeque::with_capacity(limit)) }
     }
 
+    /// Takes one permit when one is free now; `false` (and nothing taken) when `limit`
+    /// requests went out in the last minute.
+    pub fn try_acquire(&self) -> bool {
+        let mut sent = self.sent.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = Instant::now();
+        while sent.front().is_some_and(|t| now.duration_since(*t) >= self.window) {
+            sent.pop_front();
+        }
+        if sent.len() >= self.limit {
+            return false;
+        }
+        sent.push_back(now);
+        true
+    }
+
     /// Takes one permit, waiting for it when `limit` requests went out in the last minute.
     pub async fn acquire(&self) {
         loop {

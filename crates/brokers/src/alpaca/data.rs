@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use chrono::{NaiveDate, SecondsFormat};
@@ -98,7 +98,13 @@ pub struct DataClient {
     key_id: String,
     budget: Arc<RateBudget>,
     clock: Arc<dyn Clock>,
+    /// When a request last succeeded (service clock).
+    last_success: Arc<Mutex<Option<chrono::DateTime<chrono::Utc>>>>,
 }
+
+/// How recent a success [`DataClient::ping`] accepts instead of a request while the budget is
+/// spent.
+pub const PING_SUCCESS_WINDOW: Duration = Duration::from_secs(60);
 
 impl fmt::Debug for DataClient {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -144,6 +150,7 @@ impl DataClient {
             key_id: credentials.key_id.clone(),
             budget: Arc::new(RateBudget::per_minute(REQUESTS_PER_MINUTE)),
             clock,
+            last_success: Arc::new(Mutex::new(None)),
         })
     }
 
@@ -175,6 +182,25 @@ impl DataClient {
     pub async fn market_clock(&self) -> Result<wire::MarketClock, MarketDataError> {
         let url = format!("{}/v2/clock", self.trading_url);
         self.get(|| self.http.get(&url)).await
+    }
+
+    /// Whether Alpaca answers, for health: `GET /v2/clock` when the budget has a permit free
+    /// now; while it is spent (a scan or a download took it), a probe must not wait for one
+    /// (it would time out and report Alpaca down), so a request that succeeded within
+    /// [`PING_SUCCESS_WINDOW`] stands for the answer.
+    pub async fn ping(&self) -> Result<(), MarketDataError> {
+        if self.budget.try_acquire() {
+            let url = format!("{}/v2/clock", self.trading_url);
+            return self.send::<wire::MarketClock>(|| self.http.get(&url), true).await.map(|_| ());
+        }
+        let last = *self.last_success.lock().unwrap_or_else(PoisonError::into_inner);
+        let window = chrono::Duration::from_std(PING_SUCCESS_WINDOW).unwrap_or_default();
+        match last {
+            Some(at) if self.clock.now() - at < window => Ok(()),
+            _ => Err(MarketDataError::Unavailable(
+                "the request budget is spent and no Alpaca request succeeded in the last minute".into(),
+            )),
+        }
     }
 
     /// Snapshots of `symbols`, [`SNAPSHOT_BATCH`] per request; a symbol Alpaca has nothing of
@@ -259,16 +285,31 @@ impl DataClient {
 
     /// Sends the request `build` makes, within the budget, waiting out 429s.
     async fn get<T: DeserializeOwned>(&self, build: impl Fn() -> RequestBuilder) -> Result<T, MarketDataError> {
+        self.send(build, false).await
+    }
+
+    /// [`DataClient::get`], the first permit already taken when `permitted`.
+    async fn send<T: DeserializeOwned>(
+        &self,
+        build: impl Fn() -> RequestBuilder,
+        mut permitted: bool,
+    ) -> Result<T, MarketDataError> {
         let mut limited = 0;
         loop {
-            self.budget.acquire().await;
+            if !std::mem::take(&mut permitted) {
+                self.budget.acquire().await;
+            }
             let response = build().send().await.map_err(transport_error)?;
             let status = response.status();
             let headers = response.headers().clone();
             let body = response.text().await.map_err(transport_error)?;
             if status.is_success() {
-                return serde_json::from_str(&body)
+                let parsed = serde_json::from_str(&body)
                     .map_err(|e| MarketDataError::Unavailable(format!("unreadable Alpaca data reply: {e}")));
+                if parsed.is_ok() {
+                    *self.last_success.lock().unwrap_or_else(PoisonError::into_inner) = Some(self.clock.now());
+                }
+                return parsed;
             }
             if status == StatusCode::TOO_MANY_REQUESTS && limited < RATE_LIMIT_RETRIES {
                 limited += 1;
@@ -355,6 +396,16 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn a_permit_is_taken_now_or_not_at_all() {
+        let budget = RateBudget::per_minute(2);
+        assert!(budget.try_acquire());
+        budget.acquire().await;
+        assert!(!budget.try_acquire(), "two in the last minute");
+        tokio::time::advance(Duration::from_secs(60)).await;
+        assert!(budget.try_acquire());
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn the_budget_waits_for_a_permit_instead_of_failing() {
         let budget = RateBudget::per_minute(2);
         let started = Instant::now();
@@ -366,5 +417,41 @@ mod tests {
         assert_eq!(started.elapsed(), Duration::from_secs(60), "the third waits for the first to age a minute");
         budget.acquire().await;
         assert_eq!(started.elapsed(), Duration::from_secs(80), "then for the next oldest");
+    }
+
+    /// While the budget is spent, the health ping does not wait for a permit: a success within
+    /// the last minute answers for Alpaca; without one, it says the budget is spent.
+    #[tokio::test]
+    async fn the_ping_never_waits_on_a_spent_budget() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let asked = Arc::new(AtomicUsize::new(0));
+        let counter = asked.clone();
+        let app = axum::Router::new().route(
+            "/v2/clock",
+            axum::routing::get(move || {
+                counter.fetch_add(1, Ordering::SeqCst);
+                async {
+                    r#"{"timestamp":"2026-11-25T15:30:00Z","is_open":true,"next_open":"2026-11-26T14:30:00Z","next_close":"2026-11-25T21:00:00Z"}"#
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        let at = "2026-11-25T15:30:00Z".parse().unwrap();
+        let clock = Arc::new(tradeops_core::clock::ManualClock::new(at));
+        let credentials = AlpacaCredentials { key_id: "AK".into(), secret_key: "secret".into() };
+        let client = DataClient::new(&url, &url, DataFeed::Iex, &credentials, Duration::from_secs(5), clock.clone())
+            .unwrap()
+            .with_budget(RateBudget::per_minute(1));
+        client.ping().await.unwrap();
+        assert_eq!(asked.load(Ordering::SeqCst), 1);
+        let started = Instant::now();
+        client.ping().await.unwrap();
+        assert_eq!(asked.load(Ordering::SeqCst), 1, "the budget is spent: the success of a moment ago stands");
+        assert!(started.elapsed() < Duration::from_secs(1));
+        clock.advance(chrono::Duration::seconds(61));
+        let error = client.ping().await.unwrap_err();
+        assert!(error.to_string().contains("request budget is spent"), "{error}");
     }
 }

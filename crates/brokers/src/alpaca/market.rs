@@ -6,7 +6,7 @@
 //! ([`ReferenceData`], shared with the service), and are unknown (`None`) where nothing was
 //! imported.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
@@ -28,6 +28,13 @@ use crate::simulated::live::{RadarScan, AVERAGE_VOLUME_DAYS, MAX_RADAR_ROWS};
 
 /// How long a REST snapshot is served again by [`MarketData::snapshot`] (service clock).
 pub const REST_SNAPSHOT_TTL: Duration = Duration::seconds(5);
+/// How long a successful [`MarketData::ping`] stands: health probes every couple of seconds
+/// (every 100 ms in tests), and each real ping is a request of the 200-a-minute budget the
+/// scans, snapshots and bars share. A failed ping stands for [`PING_FAILURE_TTL`].
+pub const PING_TTL: Duration = Duration::seconds(10);
+pub const PING_FAILURE_TTL: Duration = Duration::seconds(2);
+/// How far ahead [`AlpacaMarketData::check_calendar`] compares Alpaca's sessions with core's.
+pub const CALENDAR_CHECK_DAYS: i64 = 30;
 /// Calendar days of daily bars asked for to find [`AVERAGE_VOLUME_DAYS`] trading days (weekends
 /// and holidays included with room to spare).
 const DAILY_HISTORY_CALENDAR_DAYS: i64 = 2 * AVERAGE_VOLUME_DAYS as i64 + 10;
@@ -121,6 +128,52 @@ pub struct AlpacaMarketData {
     day: Mutex<HashMap<Symbol, DayFigures>>,
     /// REST snapshots served by [`MarketData::snapshot`], and when they were fetched.
     rest_snapshots: Mutex<HashMap<Symbol, (Timestamp, Snapshot)>>,
+    /// The latest real ping: when (service clock) and its failure, if it failed.
+    last_ping: Mutex<Option<(Timestamp, Option<String>)>>,
+    /// The latest comparison of Alpaca's calendar with core's NYSE calendar.
+    calendar_check: Mutex<Option<CalendarCheck>>,
+}
+
+pub use crate::market::CalendarCheck;
+
+/// A clock skew beyond this is logged as a warning by the feed.
+pub const CLOCK_SKEW_WARNING_MS: i64 = 2_000;
+
+/// The dates in `[from, to]` on which Alpaca's sessions `days` and core's NYSE calendar
+/// disagree: a session one has and the other not (a holiday, an unscheduled closure), or a
+/// different regular open or close (an early close). Times are New York's `HH:MM`.
+pub fn calendar_mismatches(days: &[wire::CalendarDay], from: NaiveDate, to: NaiveDate) -> Vec<String> {
+    use tradeops_core::calendar::MarketCalendar;
+    use tradeops_core::settings::MarketCalendarKind;
+    let nyse = MarketCalendar::new(MarketCalendarKind::Nyse);
+    let hhmm = |t: Timestamp| t.with_timezone(&chrono_tz::America::New_York).format("%H:%M").to_string();
+    let alpaca: BTreeMap<NaiveDate, &wire::CalendarDay> =
+        days.iter().filter(|d| d.date >= from && d.date <= to).map(|d| (d.date, d)).collect();
+    let mut mismatches = Vec::new();
+    let mut date = from;
+    while date <= to {
+        let core = nyse.trading_day(date).map(|d| (hhmm(d.regular_open), hhmm(d.regular_close)));
+        let theirs = alpaca.get(&date).map(|d| (d.open.clone(), d.close.clone()));
+        match (theirs, core) {
+            (None, None) => {}
+            (None, Some((open, close))) => {
+                mismatches.push(format!("{date}: Alpaca has no session; the NYSE calendar trades {open}-{close}"))
+            }
+            (Some((open, close)), None) => {
+                mismatches.push(format!("{date}: Alpaca trades {open}-{close}; the NYSE calendar has no session"))
+            }
+            (Some(theirs), Some(core)) if theirs != core => mismatches.push(format!(
+                "{date}: Alpaca trades {}-{}; the NYSE calendar {}-{}",
+                theirs.0, theirs.1, core.0, core.1
+            )),
+            _ => {}
+        }
+        date = match date.succ_opt() {
+            Some(next) => next,
+            None => break,
+        };
+    }
+    mismatches
 }
 
 impl std::fmt::Debug for AlpacaMarketData {
@@ -153,6 +206,8 @@ impl AlpacaMarketData {
             daily_refresh: tokio::sync::Mutex::new(()),
             day: Mutex::new(HashMap::new()),
             rest_snapshots: Mutex::new(HashMap::new()),
+            last_ping: Mutex::new(None),
+            calendar_check: Mutex::new(None),
         }
     }
 
@@ -211,6 +266,34 @@ impl AlpacaMarketData {
     /// Alpaca's market clock (`GET /v2/clock`).
     pub async fn market_clock(&self) -> Result<wire::MarketClock, MarketDataError> {
         self.client.market_clock().await
+    }
+
+    /// Compares Alpaca's sessions of `from` and the next [`CALENDAR_CHECK_DAYS`] days
+    /// (`GET /v2/calendar`) with core's NYSE calendar, and Alpaca's clock with the service's
+    /// (`GET /v2/clock`), keeps the result (see
+    /// [`AlpacaMarketData::calendar_check`]) and returns it.
+    pub async fn check_calendar(&self, from: NaiveDate) -> Result<CalendarCheck, MarketDataError> {
+        let to = from + Duration::days(CALENDAR_CHECK_DAYS);
+        let days = self.client.calendar(from, to).await?;
+        let asked = self.clock.now();
+        let market_clock = self.client.market_clock().await?;
+        let answered = self.clock.now();
+        // Alpaca stamped its answer somewhere in the round trip: measured against its middle.
+        let middle = asked + (answered - asked) / 2;
+        let check = CalendarCheck {
+            checked_at: answered,
+            from,
+            to,
+            mismatches: calendar_mismatches(&days, from, to),
+            clock_skew_ms: (market_clock.timestamp - middle).num_milliseconds(),
+        };
+        *self.calendar_check.lock().unwrap_or_else(PoisonError::into_inner) = Some(check.clone());
+        Ok(check)
+    }
+
+    /// The latest [`AlpacaMarketData::check_calendar`] result.
+    pub fn calendar_check(&self) -> Option<CalendarCheck> {
+        self.calendar_check.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
     /// The mean daily volume of each universe symbol over its last [`AVERAGE_VOLUME_DAYS`]
@@ -356,6 +439,11 @@ impl MarketData for AlpacaMarketData {
         streamed.map(|(price, _)| price).or_else(|| self.figures(symbol).map(|f| f.last))
     }
 
+    /// The latest [`AlpacaMarketData::check_calendar`] result.
+    fn calendar_check(&self) -> Option<CalendarCheck> {
+        AlpacaMarketData::calendar_check(self)
+    }
+
     /// The market-data stream's connection (`None` when snapshots come from REST alone).
     fn connection(&self) -> Option<crate::execution::VenueConnection> {
         let state = self.stream.as_ref()?.health();
@@ -367,9 +455,25 @@ impl MarketData for AlpacaMarketData {
         })
     }
 
-    /// `GET /v2/clock`: one cheap authenticated round trip to Alpaca.
+    /// `GET /v2/clock`: one cheap authenticated round trip to Alpaca, at most once per
+    /// [`PING_TTL`] ([`PING_FAILURE_TTL`] after a failure); in between, the latest result.
+    /// While the request budget is spent, a recent success stands for it ([`DataClient::ping`]).
     async fn ping(&self, _now: Timestamp) -> Result<(), MarketDataError> {
-        self.client.market_clock().await.map(|_| ())
+        let now = self.clock.now();
+        let last = self.last_ping.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        if let Some((at, failure)) = last {
+            let ttl = if failure.is_some() { PING_FAILURE_TTL } else { PING_TTL };
+            if now >= at && now - at < ttl {
+                return failure.map_or(Ok(()), |reason| Err(MarketDataError::Unavailable(reason)));
+            }
+        }
+        let result = self.client.ping().await;
+        let failure = result.as_ref().err().map(|e| match e {
+            MarketDataError::Unavailable(reason) => reason.clone(),
+            other => other.to_string(),
+        });
+        *self.last_ping.lock().unwrap_or_else(PoisonError::into_inner) = Some((self.clock.now(), failure));
+        result
     }
 
     /// The stream's last trade and quote with the previous close of the latest scan; for a
@@ -410,7 +514,9 @@ impl MarketData for AlpacaMarketData {
         Some(snapshot)
     }
 
-    /// The stream's latest completed minute bar of a watched symbol, and its relative volume
+    /// The stream's latest completed minute bar of a watched symbol when it ended within the
+    /// last minute (the bar of the minute just closed: never the same bar again a minute
+    /// later), and its relative volume
     /// as the simulated market measures it: the day's volume through that bar over what an
     /// average day has traded by its end. The day's volume is the stream's when it holds every
     /// minute of the day (see [`LiveBook::day_volume`]); otherwise the latest scan's (or REST
@@ -420,6 +526,14 @@ impl MarketData for AlpacaMarketData {
     async fn last_closed_bar(&self, symbol: &Symbol) -> Option<ClosedBar> {
         let book = self.stream.as_ref()?.book();
         let bar = *book.get(symbol)?.bars.last()?;
+        // Only a bar that ended within the last minute: the engine asks once a minute, and the
+        // stream sends no bar for a minute without trades (nor after the close), so an older bar
+        // would be handed to the strategies again, minute after minute.
+        let ended = bar.start + Duration::minutes(1);
+        let now = self.clock.now();
+        if now < ended || now - ended >= Duration::minutes(1) {
+            return None;
+        }
         let history = self.daily.lock().unwrap_or_else(PoisonError::into_inner).clone();
         let average = history.and_then(|h| h.average_volume.get(symbol).copied());
         let volume = book.day_volume(symbol, ny_date(bar.start)).or_else(|| self.figures(symbol).map(|f| f.volume));
@@ -492,5 +606,74 @@ mod tests {
         let clock = DayClock::for_date(today());
         assert_eq!(expected_fraction_at(at), expected_cum_fraction(&clock, 10 * 60 + 30));
         assert!(expected_fraction_at(at) > 0.06 && expected_fraction_at(at) < 0.5);
+    }
+
+    fn day(date: &str, open: &str, close: &str) -> wire::CalendarDay {
+        wire::CalendarDay { date: date.parse().unwrap(), open: open.into(), close: close.into() }
+    }
+
+    /// Alpaca's sessions from Thanksgiving week to New Year 2027 as its calendar lists them
+    /// (Thanksgiving and Christmas absent, the day after Thanksgiving and Christmas Eve closing
+    /// at 13:00) agree with core's NYSE rules; a closure or an early close core does not know of
+    /// is a mismatch.
+    #[test]
+    fn alpacas_calendar_is_compared_with_cores_nyse_calendar() {
+        let from = NaiveDate::from_ymd_opt(2026, 11, 23).unwrap();
+        let to = NaiveDate::from_ymd_opt(2027, 1, 4).unwrap();
+        let nyse = tradeops_core::calendar::MarketCalendar::new(tradeops_core::settings::MarketCalendarKind::Nyse);
+        let mut days = Vec::new();
+        let mut date = from;
+        while date <= to {
+            let weekday = !matches!(chrono::Datelike::weekday(&date), chrono::Weekday::Sat | chrono::Weekday::Sun);
+            let holiday = ["2026-11-26", "2026-12-25", "2027-01-01"].contains(&date.to_string().as_str());
+            let early = ["2026-11-27", "2026-12-24"].contains(&date.to_string().as_str());
+            if weekday && !holiday {
+                days.push(day(&date.to_string(), "09:30", if early { "13:00" } else { "16:00" }));
+            }
+            assert_eq!(weekday && !holiday, nyse.is_trading_day(date), "{date}");
+            date = date.succ_opt().unwrap();
+        }
+        assert_eq!(calendar_mismatches(&days, from, to), Vec::<String>::new());
+        // A day of mourning (Alpaca closed), an early close core does not know, a session
+        // Alpaca lists on a holiday.
+        days.retain(|d| d.date.to_string() != "2026-12-01");
+        days.iter_mut().filter(|d| d.date.to_string() == "2026-12-02").for_each(|d| d.close = "13:00".into());
+        days.push(day("2026-12-25", "09:30", "16:00"));
+        assert_eq!(
+            calendar_mismatches(&days, from, to),
+            vec![
+                "2026-12-01: Alpaca has no session; the NYSE calendar trades 09:30-16:00".to_string(),
+                "2026-12-02: Alpaca trades 09:30-13:00; the NYSE calendar 09:30-16:00".to_string(),
+                "2026-12-25: Alpaca trades 09:30-16:00; the NYSE calendar has no session".to_string(),
+            ]
+        );
+    }
+
+    /// A minute without trades brings no bar from Alpaca: the previous one is not handed out
+    /// again as the latest closed bar.
+    #[tokio::test]
+    async fn the_latest_closed_bar_is_only_the_minute_just_ended() {
+        let at = |h, m, s| Utc.with_ymd_and_hms(2026, 11, 25, h, m, s).unwrap();
+        let clock = Arc::new(tradeops_core::clock::ManualClock::new(at(15, 30, 2)));
+        let credentials = AlpacaCredentials { key_id: "AK".into(), secret_key: "secret".into() };
+        let config = AlpacaDataConfig {
+            trading_url: "http://127.0.0.1:9".into(),
+            data_url: "http://127.0.0.1:9".into(),
+            feed: DataFeed::Iex,
+            timeout: std::time::Duration::from_millis(100),
+            stream: Some(DataStreamConfig {
+                url: "ws://127.0.0.1:9/v2/iex".into(),
+                ..DataStreamConfig::alpaca(DataFeed::Iex, &credentials)
+            }),
+        };
+        let market = AlpacaMarketData::connect(config, &credentials, Default::default(), clock.clone()).unwrap();
+        let abcd = Symbol::parse("ABCD").unwrap();
+        market.stream.as_ref().unwrap().book().on_bar(&abcd, bar("2026-11-25T15:29:00Z", 500, 10).bar());
+        let closed = market.last_closed_bar(&abcd).await.map(|c| c.bar.start);
+        assert_eq!(closed, Some(at(15, 29, 0)), "the minute just ended");
+        clock.set(at(15, 31, 2));
+        assert_eq!(market.last_closed_bar(&abcd).await, None, "15:30 had no trade: no bar, not 15:29's again");
+        clock.set(at(15, 29, 30));
+        assert_eq!(market.last_closed_bar(&abcd).await, None, "not closed yet");
     }
 }

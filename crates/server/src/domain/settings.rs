@@ -8,7 +8,7 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use std::sync::Arc;
 use tokio::sync::{watch, Mutex};
-use tradeops_core::settings::{ExecutionBrokerKind, MarketDataBrokerKind, SettingsGuard};
+use tradeops_core::settings::{ExecutionBrokerKind, MarketCalendarKind, MarketDataBrokerKind, SettingsGuard};
 use tradeops_core::{Clock, Role, Settings, TradingMode};
 use tradeops_store::{SettingsRepository, SettingsVersion};
 
@@ -110,6 +110,13 @@ impl SettingsService {
         let mut version = self.version.lock().await;
         let current = self.current();
         let outcome = current.apply_patch(patch).map_err(DomainError::Validation)?;
+        let real_market = self.running.get().is_some_and(|r| r.market_data == MarketDataBrokerKind::Alpaca);
+        if real_market && outcome.settings.runtime.market_calendar != MarketCalendarKind::Nyse {
+            return Err(DomainError::validation(
+                "runtime.market_calendar",
+                "must be NYSE while the market data is Alpaca's: a real market keeps its own hours",
+            ));
+        }
         if outcome.updated.is_empty() {
             return Ok(SettingsChange { updated: vec![], settings: current, version: *version });
         }
@@ -147,6 +154,14 @@ impl SettingsService {
         if next.runtime.market_data_broker != running.market_data {
             next.runtime.market_data_broker = running.market_data;
             updated.push("runtime.market_data_broker".to_string());
+        }
+        // A real market's sessions are the NYSE's (CONTRACT §10: the calendar is Alpaca's, which
+        // the feed checks against core's NYSE rules every day).
+        if running.market_data == MarketDataBrokerKind::Alpaca
+            && next.runtime.market_calendar != MarketCalendarKind::Nyse
+        {
+            next.runtime.market_calendar = MarketCalendarKind::Nyse;
+            updated.push("runtime.market_calendar".to_string());
         }
         let _ = self.running.set(running);
         if !updated.is_empty() {

@@ -299,6 +299,19 @@ async fn venue<T>(call: impl std::future::Future<Output = Result<T, BrokerError>
     }
 }
 
+/// How long the engine waits for the market source's snapshot of a symbol (a remote source may
+/// go to REST, and wait for its request budget): past it, the symbol is left for the next step
+/// rather than every command waiting behind it.
+const MARKET_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// A market-source read bounded by [`MARKET_TIMEOUT`]: nothing this time when it is slower.
+async fn market_now<T>(read: impl std::future::Future<Output = Option<T>>) -> Option<T> {
+    tokio::time::timeout(MARKET_TIMEOUT, read).await.unwrap_or_else(|_| {
+        tracing::debug!("the market source did not answer within {MARKET_TIMEOUT:?}: left for the next step");
+        None
+    })
+}
+
 /// A broker's reports, bounded by [`BROKER_TIMEOUT`]: none this time when it does not answer.
 async fn venue_reports(call: impl std::future::Future<Output = Vec<BrokerReport>>) -> Vec<BrokerReport> {
     tokio::time::timeout(BROKER_TIMEOUT, call).await.unwrap_or_else(|_| {
@@ -875,7 +888,7 @@ impl Runner {
                                 let _ = reply.send(Err(CommandError::NotFound(unknown)));
                                 continue;
                             }
-                            if let Some(snapshot) = self.market.snapshot(&order.symbol).await {
+                            if let Some(snapshot) = market_now(self.market.snapshot(&order.symbol)).await {
                                 let fx = self.engine.handle(Event::Mark { symbol: order.symbol.clone(), price: snapshot.last.to_decimal() }, now);
                                 self.apply(fx, now).await;
                             }
@@ -941,7 +954,7 @@ impl Runner {
             })
             .collect();
         for symbol in &acked {
-            if let Some(snapshot) = self.market.snapshot(symbol).await {
+            if let Some(snapshot) = market_now(self.market.snapshot(symbol)).await {
                 let update = MarketUpdate { symbol, at: now, last: snapshot.last, quote: snapshot.quote, bar: None };
                 reports.extend(venue_reports(self.broker.on_market(&update)).await);
             }
@@ -1001,8 +1014,8 @@ impl Runner {
     async fn market_step(&mut self, at: Timestamp, bar_closed: bool) {
         self.broker_reports(at).await;
         for symbol in self.relevant() {
-            let Some(snapshot) = self.market.snapshot(&symbol).await else { continue };
-            let closed = if bar_closed { self.market.last_closed_bar(&symbol).await } else { None };
+            let Some(snapshot) = market_now(self.market.snapshot(&symbol)).await else { continue };
+            let closed = if bar_closed { market_now(self.market.last_closed_bar(&symbol)).await } else { None };
             let bar = closed.map(|c| c.bar);
             let update =
                 MarketUpdate { symbol: &symbol, at, last: snapshot.last, quote: snapshot.quote, bar: bar.as_ref() };

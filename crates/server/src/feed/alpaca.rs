@@ -6,6 +6,12 @@
 //! - [`run_scans`] once a minute scans the radar over the whole universe from batched
 //!   snapshots and publishes it exactly as the simulated radar's scans are published.
 //!
+//! [`run_scans`] also compares Alpaca's calendar (`GET /v2/calendar`, the next
+//! [`CALENDAR_CHECK_DAYS`](tradeops_brokers::alpaca::market::CALENDAR_CHECK_DAYS) days) with core's NYSE calendar once a New York day, and logs a
+//! warning for each date they disagree on; health's `data_broker` shows the dates as
+//! `calendar_mismatch` (`MarketData::calendar_check`), and how far the wall clock (the market clock)
+//! is from Alpaca's as `clock_skew_ms` (a warning beyond 2 s).
+//!
 //! Neither stops on a failure: an unreachable Alpaca is retried at the next tick, and health's
 //! `data_broker` component says what failed.
 
@@ -13,13 +19,17 @@ use crate::http::state::AppState;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
-use tradeops_brokers::alpaca::market::AlpacaMarketData;
+use tradeops_brokers::alpaca::data_stream::ny_date;
+use tradeops_brokers::alpaca::market::{AlpacaMarketData, CLOCK_SKEW_WARNING_MS};
 use tradeops_core::bars::minute_floor;
 use tradeops_core::Symbol;
 
 /// How long after a minute boundary the minute's bar is taken as closed: Alpaca's stream sends
 /// a minute bar shortly after the minute ends.
 const BAR_SETTLE: chrono::Duration = chrono::Duration::seconds(2);
+
+/// A failed calendar check is tried again after this long.
+const CALENDAR_RETRY: Duration = Duration::from_secs(600);
 
 /// Steps the engine every second by the market clock, the minute's bar once per minute, and
 /// keeps the stream subscribed to what the engine follows.
@@ -52,7 +62,33 @@ pub async fn run_marks(state: AppState, alpaca: Arc<AlpacaMarketData>) {
 /// when a load failed.
 pub async fn run_scans(state: AppState, alpaca: Arc<AlpacaMarketData>) {
     let mut last_scan_minute = None;
+    let mut calendar_checked = None;
+    let mut calendar_retry_at = tokio::time::Instant::now();
     loop {
+        let today = ny_date(state.market_clock.now());
+        if calendar_checked != Some(today) && tokio::time::Instant::now() >= calendar_retry_at {
+            match alpaca.check_calendar(today).await {
+                Ok(check) => {
+                    calendar_checked = Some(today);
+                    for mismatch in &check.mismatches {
+                        tracing::warn!(%mismatch, "Alpaca's calendar and the NYSE calendar disagree");
+                    }
+                    if check.clock_skew_ms.abs() > CLOCK_SKEW_WARNING_MS {
+                        tracing::warn!(
+                            skew_ms = check.clock_skew_ms,
+                            "the wall clock (the market clock) is off Alpaca's"
+                        );
+                    }
+                    if check.mismatches.is_empty() {
+                        tracing::info!(from = %check.from, to = %check.to, "Alpaca's calendar agrees with the NYSE calendar");
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "Alpaca calendar not checked; retrying in 10 minutes");
+                    calendar_retry_at = tokio::time::Instant::now() + CALENDAR_RETRY;
+                }
+            }
+        }
         if alpaca.universe().is_empty() {
             if let Err(e) = alpaca.load_universe().await {
                 tracing::warn!(error = %e, "Alpaca universe not loaded; retrying in 10 s");

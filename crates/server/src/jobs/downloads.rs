@@ -192,7 +192,14 @@ async fn run_job(jobs: &Jobs, leases: &Leases, mut job: JobRecord) {
     }
 }
 
-/// Fetches and stores the range a day at a time, reporting progress after each stored day.
+/// Calendar days of minute bars fetched per step from a remote source (Alpaca): at most five
+/// trading days of 960 bars (04:00–20:00 New York), within one 10,000-bar page, where a step per
+/// day would spend seven requests of the request budget the radar and the engine share (a year
+/// of minute bars: 53 requests instead of 366).
+pub const REMOTE_MINUTE_STEP_DAYS: i64 = 7;
+
+/// Fetches and stores the range a day at a time (a week at a time from a remote source, see
+/// [`REMOTE_MINUTE_STEP_DAYS`]), reporting progress after each stored step.
 /// Only bars that have closed by the market's present are stored: a range reaching past it
 /// (the simulated market could generate those days) ends at the present, as
 /// `GET /api/market/bars` does, and the job records its range as ending there — so a backtest
@@ -203,7 +210,11 @@ async fn fetch(jobs: &Jobs, leases: &Leases, job: &mut JobRecord) -> Result<(), 
     let symbol = Symbol::parse(&job.symbol).map_err(|e| format!("bad symbol: {e}"))?;
     let timeframe = Timeframe::parse(&job.timeframe).ok_or("bad timeframe")?;
     let (start, end) = (from_epoch_ms(job.start), from_epoch_ms(job.end));
-    let step = if timeframe == Timeframe::Minute { Duration::days(1) } else { Duration::days(366) };
+    let step = match timeframe {
+        Timeframe::Minute if jobs.market.name() == "simulated" => Duration::days(1),
+        Timeframe::Minute => Duration::days(REMOTE_MINUTE_STEP_DAYS),
+        Timeframe::Day => Duration::days(366),
+    };
     let total = (end - start).num_milliseconds().max(1) as f64;
     let mut from = start;
     while from < end {

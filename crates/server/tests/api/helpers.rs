@@ -421,3 +421,26 @@ impl Drop for TestApp {
         }
     }
 }
+
+/// A test app whose market clock is chosen as the service chooses it (no override): a real
+/// market's (Alpaca's) is the wall clock. `market` is then unused.
+pub async fn start_on_own_market_clock(config: Config, db: Arc<TestDb>, clock: Arc<dyn Clock>) -> TestApp {
+    let overrides = Overrides { market_clock: None, extra_routes: axum::Router::new() };
+    let app = Application::build_with(config.clone(), clock.clone(), overrides).await.expect("app builds");
+    let base = format!("http://{}", app.local_addr());
+    let (tx, rx) = oneshot::channel();
+    let server = tokio::spawn(app.run_until_stopped(async {
+        let _ = rx.await;
+    }));
+    let market = tradeops_core::ManualClock::new(tradeops_core::time::parse_ts(MARKET_START).unwrap());
+    TestApp {
+        base,
+        market,
+        config,
+        client: reqwest::Client::new(),
+        db,
+        clock,
+        shutdown: Some(tx),
+        server: Some(server),
+    }
+}

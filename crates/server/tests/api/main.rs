@@ -5,6 +5,7 @@
 mod helpers;
 
 mod alpaca;
+mod alpaca_data;
 mod audit;
 mod auth;
 mod backtests;
