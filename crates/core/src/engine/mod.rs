@@ -8,6 +8,7 @@
 //! events give the same effects, bit for bit.
 
 mod commands;
+mod preview;
 mod reports;
 mod restore;
 mod strategies;
@@ -29,6 +30,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
 pub use commands::{is_liquidation, Command, CommandError, HaltProgress, ManualOrder, Reply, LIQUIDATION_REASON};
+pub use preview::OrderPreview;
 pub use restore::{Restored, SavedState, Watched};
 
 /// A watched symbol's strategy status (CONTRACT §3).

@@ -57,6 +57,7 @@ the refused field by its path in `detail.field` and says what it accepts in `det
         crate::http::routes::orders::list,
         crate::http::routes::orders::detail,
         crate::http::routes::orders::cancel,
+        crate::http::routes::orders::preview,
         crate::http::routes::positions::list,
         crate::http::routes::positions::close,
         crate::http::routes::positions::halt,
@@ -84,6 +85,7 @@ the refused field by its path in `detail.field` and says what it accepts in `det
         crate::http::routes::trades::one,
         crate::http::routes::trades::recommendations,
         crate::http::routes::market::bars,
+        crate::http::routes::market::quote,
     ),
     components(schemas(
         crate::http::error::ErrorCode,

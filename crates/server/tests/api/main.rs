@@ -23,6 +23,7 @@ mod jobs;
 mod openapi;
 mod outage;
 mod parity;
+mod preview;
 mod radar;
 mod settings;
 mod strategies;
