@@ -44,8 +44,10 @@ export interface RadarRow {
   volume: number;
   average_volume: number;
   relative_volume: number;
-  float: number;
-  sector: string;
+  /** Shares in the float; null when the data broker does not know it. */
+  float: number | null;
+  /** null when the data broker does not know it. */
+  sector: string | null;
   captured_at: string;
 }
 

@@ -64,14 +64,22 @@ async fn the_console_works_in_a_browser() {
     app.market_symbols(1).await;
     let viewer = app.token("browser-viewer", "viewer").await;
     // The market moves 20× faster than the wall clock: a scan every 3 s, fills within a second.
+    // The browser test may ask for another speed (60× to measure the live charts as in DEMO) by
+    // writing it to SPEED_FILE.
+    let shots = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/screenshots");
+    std::fs::create_dir_all(&shots).expect("the screenshot directory");
+    let speed_file = shots.join("market-speed");
+    let _ = std::fs::remove_file(&speed_file);
     let clock = app.market.clone();
+    let speed_path = speed_file.clone();
     let ticker = tokio::spawn(async move {
         loop {
             tokio::time::sleep(Duration::from_millis(100)).await;
-            clock.advance(chrono::Duration::seconds(2));
+            let speed =
+                std::fs::read_to_string(&speed_path).ok().and_then(|s| s.trim().parse::<i64>().ok()).unwrap_or(20);
+            clock.advance(chrono::Duration::milliseconds(100 * speed));
         }
     });
-    let shots = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/screenshots");
     let (base, dir) = (app.base.clone(), console_dir());
     let output = tokio::task::spawn_blocking(move || {
         Command::new("node")
@@ -82,6 +90,7 @@ async fn the_console_works_in_a_browser() {
             .env("VIEWER_TOKEN", viewer)
             .env("SCREENSHOT_DIR", shots)
             .env("CHROMIUM", chromium)
+            .env("SPEED_FILE", speed_file)
             .output()
     })
     .await
