@@ -67,12 +67,30 @@ type BarListener = (bar: Bar) => void;
 const barListeners = new Map<string, Set<BarListener>>();
 let unsubscribeBars: (() => void) | null = null;
 
+// One minute closes for every chart at once: the redraws are spread over the next frames, a
+// few charts a frame, so twenty live charts never stall one frame (DEMO runs the market 60×).
+const PER_FRAME = 3;
+const queued: (() => void)[] = [];
+let draining = false;
+function drain() {
+  for (const f of queued.splice(0, PER_FRAME)) f();
+  if (queued.length) requestAnimationFrame(drain);
+  else draining = false;
+}
+
 function onBars(symbol: string, fn: BarListener): () => void {
   if (!barListeners.has(symbol)) barListeners.set(symbol, new Set());
   barListeners.get(symbol)!.add(fn);
   if (!unsubscribeBars) {
     unsubscribeBars = subscribe(["bars.closed"], (e) => {
-      for (const b of (e.data?.bars ?? []) as (Bar & { symbol: string })[]) barListeners.get(b.symbol)?.forEach((f) => f(b));
+      for (const b of (e.data?.bars ?? []) as (Bar & { symbol: string })[]) {
+        const fns = barListeners.get(b.symbol);
+        if (fns) fns.forEach((f) => queued.push(() => f(b)));
+      }
+      if (queued.length && !draining) {
+        draining = true;
+        requestAnimationFrame(drain);
+      }
     });
   }
   return () => {
@@ -144,6 +162,9 @@ interface Drawn {
   vwap: ISeriesApi<"Line">;
   lines: IPriceLine[];
 }
+
+/** Bars a live chart shows at first. */
+const LIVE_WINDOW = 120;
 
 /** Live charts on the page, for the speed figures (`window.__charts`). */
 const live = new Set<string>();
@@ -280,7 +301,10 @@ export function CandleChart({ symbol, from, to, timeframe = "1m", marks = [], le
         }));
       createSeriesMarkers(candles, m);
       drawLevels();
-      chart.timeScale().fitContent();
+      // A live chart shows the last two hours (the quiet night before is a scroll away); a
+      // range asked for shows whole.
+      if (growing && bars.length > LIVE_WINDOW) chart.timeScale().setVisibleLogicalRange({ from: bars.length - LIVE_WINDOW, to: bars.length + 2 });
+      else chart.timeScale().fitContent();
       expose();
     };
     const grow = (b: Bar) => {

@@ -322,7 +322,7 @@ function Header({ onAlerts }: { onAlerts: () => void }) {
             {streamStatus.value === "live" ? "live" : streamStatus.value === "connecting" ? "connecting…" : "reconnecting…"}
           </span>
           <button class="btn ghost" onClick={onAlerts} data-testid="alerts-toggle" title="Alert log and notifications">
-            🔔{unseen.value > 0 ? ` ${unseen.value}` : ""}
+            Alerts{unseen.value > 0 ? ` (${unseen.value})` : ""}
           </button>
           <button class="btn ghost" onClick={() => window.dispatchEvent(new KeyboardEvent("keydown", { key: "?" }))} title="Keyboard shortcuts (?)">
             ?
