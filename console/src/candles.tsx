@@ -23,18 +23,13 @@ import { get, withQuery } from "./api";
 import { subscribe } from "./events";
 import { price as fmtPrice, time as nyTime, date as nyDate } from "./format";
 import { cssVar } from "./chart";
+import { dayRange, vwap, type Bar, type Levels } from "./bars";
 import { theme } from "./session";
 import { ErrorBanner } from "./ui";
 import type { ApiError } from "./api";
 
-export interface Bar {
-  timestamp: string;
-  open: number;
-  high: number;
-  low: number;
-  close: number;
-  volume: number;
-}
+export type { Bar, Levels } from "./bars";
+export { planFromReason } from "./bars";
 
 /** An entry or exit drawn on the chart. */
 export interface Mark {
@@ -42,22 +37,6 @@ export interface Mark {
   price: number;
   side: "BUY" | "SELL";
   label?: string;
-}
-
-/** Price levels drawn across the chart (the strategy's plan). */
-export interface Levels {
-  stop?: number | null;
-  target?: number | null;
-  entry?: number | null;
-}
-
-/** The stop and target a strategy's entry reason states ("… with a stop at 4.90 … target 5.50"). */
-export function planFromReason(reason: string | null | undefined): Levels {
-  const at = (word: RegExp) => {
-    const m = reason?.match(word);
-    return m ? Number(m[1]) : null;
-  };
-  return { stop: at(/stop (?:at |loss )?\$?(\d+(?:\.\d+)?)/i), target: at(/target \$?(\d+(?:\.\d+)?)/i) };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -99,42 +78,7 @@ function onBars(symbol: string, fn: BarListener): () => void {
   };
 }
 
-// ---------------------------------------------------------------------------------------------
-// Figures derived from the bars
-
 const secs = (iso: string) => Math.floor(Date.parse(iso) / 1000) as UTCTimestamp;
-const nyDay = (iso: string) => nyDate(iso);
-
-/** The session VWAP after each bar: Σ typical price × volume / Σ volume, restarting each New York day. */
-export function vwap(bars: Bar[]): (number | null)[] {
-  let day = "";
-  let pv = 0;
-  let v = 0;
-  return bars.map((b) => {
-    const d = nyDay(b.timestamp);
-    if (d !== day) {
-      day = d;
-      pv = 0;
-      v = 0;
-    }
-    pv += ((b.high + b.low + b.close) / 3) * b.volume;
-    v += b.volume;
-    return v > 0 ? pv / v : null;
-  });
-}
-
-/** The high and low of the last bar's New York day. */
-export function dayRange(bars: Bar[]): { high: number; low: number } | null {
-  if (bars.length === 0) return null;
-  const day = nyDay(bars[bars.length - 1].timestamp);
-  let high = -Infinity;
-  let low = Infinity;
-  for (let i = bars.length - 1; i >= 0 && nyDay(bars[i].timestamp) === day; i--) {
-    high = Math.max(high, bars[i].high);
-    low = Math.min(low, bars[i].low);
-  }
-  return { high, low };
-}
 
 /** The start of the bar a time falls in: the latest bar starting at or before it. */
 function barTime(bars: Bar[], iso: string): UTCTimestamp | null {

@@ -11,6 +11,7 @@ import { date as nyDate, dateTime, int, money, price, time, todayNy } from "../f
 import { href, route } from "../route";
 import { canOperate } from "../session";
 import { openTicket, placedOrder } from "../ticket";
+import { SymbolLink, openChart } from "../symbol_chart";
 import { OPEN_STATUSES, type Order, type OrderDetail } from "../types";
 import { Badge, Confirm, ErrorBanner, Field, Modal, Section, Stat, Table, notify, onInput, useLoad, useThrottled, type Column } from "../ui";
 
@@ -265,7 +266,7 @@ export function OrdersTab() {
       sortValue: (o) => Date.parse(o.submitted_at),
       render: (o) => <span title={dateTime(o.submitted_at)}>{multiDay && nyDate(o.submitted_at) !== todayNy() ? dateTime(o.submitted_at) : time(o.submitted_at)}</span>,
     },
-    { key: "symbol", label: "Symbol", render: (o) => <strong>{o.symbol}</strong> },
+    { key: "symbol", label: "Symbol", render: (o) => <strong><SymbolLink symbol={o.symbol} /></strong> },
     { key: "side", label: "Side", render: (o) => <Badge text={o.side} kind={`ord-side ${o.side.toLowerCase()}`} /> },
     { key: "order_type", label: "Type", render: (o) => <span class="ord-type">{o.order_type.replace("_", " ")}</span> },
     { key: "quantity", label: "Qty", num: true, render: (o) => int(o.quantity) },
@@ -572,6 +573,9 @@ function OrderDetailModal({ id, onClose, onCancel }: { id: string; onClose: () =
             <a class="btn ghost" href={href("positions", { symbol: o.symbol })} onClick={onClose}>
               {o.symbol} position
             </a>
+            <button class="btn ghost" data-testid="detail-chart" onClick={() => (onClose(), openChart(o.symbol))}>
+              {o.symbol} chart
+            </button>
             {isOpen(o) && canOperate.value && (
               <button class="btn danger" data-testid="detail-cancel" disabled={o.status === "PENDING_CANCEL"} onClick={() => onCancel(o)}>
                 {o.status === "PENDING_CANCEL" ? "Cancel requested…" : "Cancel order"}

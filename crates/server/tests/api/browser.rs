@@ -1,7 +1,8 @@
 //! The console in a real browser: `console/tests/browser.mjs` drives headless Chromium through
 //! playwright-core against this service (see that file for what it checks). Screenshots of every
-//! tab, light and dark, land in `target/screenshots/`. The console's formatting module is unit
-//! tested under Node (`console/tests/format.test.mjs`).
+//! tab, light and dark, land in `target/screenshots/`. The console's formatting module and what
+//! its charts derive from bars are unit tested under Node (`console/tests/format.test.mjs`,
+//! `console/tests/bars.test.mjs`).
 //!
 //! Needs Node.js, `npm ci` in `console/` and Debian's `chromium`; without them the test says so
 //! and passes, unless `TRADEOPS_REQUIRE_BROWSER=1` (set by `.ci/run`), which makes it fail.
@@ -37,15 +38,16 @@ fn missing(chromium: &str) -> Option<String> {
     None
 }
 
-/// Money, percentages and plain numbers are rounded for display without float drift, and chart
-/// axes label their ticks distinctly (Node's test runner over `console/src/format.ts`).
+/// Money, percentages and plain numbers are rounded for display without float drift, chart axes
+/// label their ticks distinctly, and the charts' VWAP, day range and stated stop and target are
+/// right (Node's test runner over `console/src/format.ts` and `console/src/bars.ts`).
 #[test]
 fn the_console_formats_figures_and_axes() {
     if let Some(why) = missing_node() {
         return skip("the_console_formats_figures_and_axes", &why, REQUIRE_BROWSER);
     }
     let output = Command::new("node")
-        .args(["--test", "tests/format.test.mjs"])
+        .args(["--test", "tests/format.test.mjs", "tests/bars.test.mjs"])
         .current_dir(console_dir())
         .output()
         .expect("node runs");
