@@ -44,9 +44,9 @@ export interface RadarRow {
   volume: number;
   average_volume: number;
   relative_volume: number;
-  /** Shares in the float; null when the data broker does not know it. */
+  /** Shares in the float; null when unknown (not imported, and the market source has none). */
   float: number | null;
-  /** null when the data broker does not know it. */
+  /** Null when unknown (not imported, and the market source has none). */
   sector: string | null;
   captured_at: string;
 }

@@ -52,8 +52,8 @@ export function RadarTab() {
     { key: "relative_volume", label: "RVol", num: true, title: "Volume today against the average volume to this time of day", render: (r) => `${fixed(r.relative_volume, 1)}×` },
     { key: "volume", label: "Volume", num: true, render: (r) => compact(r.volume) },
     { key: "average_volume", label: "Avg vol", num: true, render: (r) => compact(r.average_volume) },
-    { key: "float", label: "Float", num: true, render: (r) => (r.float === null ? "—" : compact(r.float)) },
-    { key: "sector", label: "Sector", render: (r) => r.sector ?? "—" },
+    { key: "float", label: "Float", num: true, title: "Shares in the float; — when unknown (import reference data)", render: (r) => compact(r.float) },
+    { key: "sector", label: "Sector", title: "— when unknown (import reference data)", render: (r) => r.sector ?? "—" },
     {
       key: "actions",
       label: "",

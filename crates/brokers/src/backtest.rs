@@ -70,7 +70,7 @@ impl ExecutionBroker for BarExecution {
     async fn submit(&self, order: &Order, now: Timestamp) -> Result<(), BrokerError> {
         let mut book = self.book();
         let Some(bar) = book.bar else {
-            return Err(BrokerError::Rejected { reason: "the backtest broker has been given no bar yet".into() });
+            return Err(BrokerError::rejected("the backtest broker has been given no bar yet"));
         };
         book.orders.insert(order.client_order_id.clone(), true);
         book.broker.submit(order, &bar, now);

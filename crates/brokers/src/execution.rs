@@ -24,13 +24,47 @@ pub struct MarketUpdate<'a> {
     pub bar: Option<&'a Bar>,
 }
 
+/// A remote venue's event connection (its order-update stream) as health shows it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct VenueConnection {
+    /// Connected, authorized, listening and caught up.
+    pub connected: bool,
+    /// The latest event's time as the venue stamped it.
+    pub last_event_at: Option<Timestamp>,
+    /// The latest failure, kept after a recovery so health can say what happened.
+    pub last_error: Option<String>,
+    /// Successful connections so far (1 + reconnects).
+    pub connections: u64,
+}
+
+/// A venue's own account figures (a real broker keeps them; the service reconciles its cash
+/// with them and shows them on the account screen).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VenueAccount {
+    pub cash: rust_decimal::Decimal,
+    pub equity: rust_decimal::Decimal,
+    pub buying_power: rust_decimal::Decimal,
+    /// Equity at the previous session's close (day P&L = `equity - last_equity`), when given.
+    pub last_equity: Option<rust_decimal::Decimal>,
+    /// The venue refuses new orders on the account.
+    pub trading_blocked: bool,
+}
+
+/// One position a venue holds: signed shares (negative: short) and its average entry price.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VenuePosition {
+    pub symbol: Symbol,
+    pub quantity: i64,
+    pub average_price: rust_decimal::Decimal,
+}
+
 /// Why a venue did not take a call.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum BrokerError {
     /// The venue refused the request for good (a malformed order, buying power, a symbol it
     /// does not trade): sending it again changes nothing.
     #[error("rejected by the broker: {reason}")]
-    Rejected { reason: String },
+    Rejected { reason: String, kind: Rejection },
     /// The venue could not be reached or did not answer (a timeout, a connection error, a 5xx, a
     /// 429): whether the request landed is unknown, so it is looked up by client order id before
     /// it is sent again, not before `retry_after` when the venue said so.
@@ -45,7 +79,32 @@ pub enum BrokerError {
     AlreadyReceived(ClientOrderId),
 }
 
+/// What kind of refusal a [`BrokerError::Rejected`] is, as far as the venue said: what the
+/// service answers the operator (`RISK_BLOCKED` with the venue's figures, `VALIDATION_ERROR`
+/// naming the field, `ORDER_NOT_CANCELLABLE`) rests on it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Rejection {
+    /// The account cannot pay for the order: the venue's buying power (`available`) against
+    /// the order's cost (`required`), in dollars, when it gave them.
+    BuyingPower { available: Option<rust_decimal::Decimal>, required: Option<rust_decimal::Decimal> },
+    /// The account does not hold the shares the order sells (held, or held for other orders):
+    /// the shares available and those asked for, when the venue gave them.
+    SharesAvailable { available: Option<rust_decimal::Decimal>, requested: Option<rust_decimal::Decimal> },
+    /// The venue will not take a field of the request: our API's name of the field, when known.
+    Invalid { field: Option<&'static str> },
+    /// A cancel of an order that can no longer be cancelled (`filled`: it filled).
+    NotCancellable { filled: bool },
+    /// Any other refusal.
+    #[default]
+    Other,
+}
+
 impl BrokerError {
+    /// A refusal of no particular [`Rejection`] kind.
+    pub fn rejected(reason: impl Into<String>) -> Self {
+        BrokerError::Rejected { reason: reason.into(), kind: Rejection::Other }
+    }
+
     /// Whether the same request may succeed later (only [`BrokerError::Unavailable`]).
     pub fn is_retryable(&self) -> bool {
         matches!(self, BrokerError::Unavailable { .. })
@@ -99,6 +158,32 @@ pub trait ExecutionBroker: Send + Sync {
         Vec::new()
     }
 
+    /// The venue's account figures; `None` for a venue that keeps no account of its own (the
+    /// in-process paper broker: the engine's books are the account).
+    async fn account(&self) -> Result<Option<VenueAccount>, BrokerError> {
+        Ok(None)
+    }
+
+    /// Every position the venue holds, sorted by symbol; `None` for a venue that keeps none of
+    /// its own.
+    async fn positions(&self) -> Result<Option<Vec<VenuePosition>>, BrokerError> {
+        Ok(None)
+    }
+
+    /// A working order the venue holds that the engine did not place (found by
+    /// reconciliation), as an order of ours to adopt: its side, type, quantities and prices as
+    /// the venue has them, status and broker order id included. `None` when the venue cannot
+    /// describe it (or has no such order).
+    async fn foreign_order(&self, _id: &ClientOrderId) -> Result<Option<Order>, BrokerError> {
+        Ok(None)
+    }
+
+    /// The venue's event connection, for health; `None` for an in-process venue (always
+    /// connected).
+    fn connection(&self) -> Option<VenueConnection> {
+        None
+    }
+
     /// Rebuilds the venue's book at start from the orders the engine still holds open. Returns
     /// the client ids the venue may never have received (orders never acknowledged), which the
     /// caller looks up before deciding whether to send them. A real venue keeps its own book:
@@ -116,7 +201,7 @@ mod tests {
     fn only_unavailable_is_retryable() {
         let id = ClientOrderId::parse("abc-1").expect("valid");
         assert!(BrokerError::Unavailable { reason: "timeout".into(), retry_after: None }.is_retryable());
-        assert!(!BrokerError::Rejected { reason: "no buying power".into() }.is_retryable());
+        assert!(!BrokerError::rejected("no buying power").is_retryable());
         assert!(!BrokerError::UnknownOrder(id).is_retryable());
     }
 }

@@ -2,14 +2,18 @@
 //! — [`ExecutionBroker`] for orders, [`MarketData`] for reference data, history and live
 //! snapshots — and their in-process implementations: the [`paper`] broker, the backtests' bar
 //! broker ([`backtest`]) and the [`simulated`] market with its live feed. A real venue's adapters
-//! (Alpaca, issue 23) implement the same traits in a module beside these.
+//! (Alpaca, issue 23) implement the same traits in a module beside these. [`reference`] lays
+//! imported float and sector over any source's.
 
 pub mod alpaca;
 pub mod backtest;
 pub mod execution;
 pub mod market;
 pub mod paper;
+pub mod reference;
 pub mod simulated;
 
-pub use execution::{BrokerError, ExecutionBroker, MarketUpdate};
+pub use execution::{
+    BrokerError, ExecutionBroker, MarketUpdate, Rejection, VenueAccount, VenueConnection, VenuePosition,
+};
 pub use market::{ClosedBar, Instrument, MarketData, MarketDataError, Snapshot};

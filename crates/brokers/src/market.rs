@@ -7,12 +7,15 @@ use chrono::Duration;
 use tradeops_core::market::{Bar, Price, Quote, Timeframe};
 use tradeops_core::{Symbol, Timestamp};
 
-/// Reference data of one tradable symbol.
+/// Reference data of one tradable symbol. A source that does not know a symbol's sector or
+/// float says `None` (a real feed has neither); imported reference data lays its values over
+/// these ([`crate::reference::WithReference`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Instrument {
     pub symbol: Symbol,
-    pub sector: &'static str,
-    pub float: u64,
+    pub sector: Option<String>,
+    /// Shares in the float.
+    pub float: Option<u64>,
     pub average_volume: u64,
 }
 
@@ -66,6 +69,18 @@ pub trait MarketData: Send + Sync {
     async fn snapshot(&self, symbol: &Symbol) -> Option<Snapshot>;
     /// The last completed minute bar of `symbol` and its relative volume; `None` before one.
     async fn last_closed_bar(&self, symbol: &Symbol) -> Option<ClosedBar>;
+    /// The last trade of `symbol` as the source holds it now, without a round trip (tables
+    /// show it beside each row); `None` when it holds none.
+    fn last_price(&self, _symbol: &Symbol) -> Option<Price> {
+        None
+    }
+
+    /// A remote source's live connection (its stream), for health; `None` for an in-process
+    /// source.
+    fn connection(&self) -> Option<crate::execution::VenueConnection> {
+        None
+    }
+
     /// What a backtest of `symbol` knows besides its bars (previous close, relative volume,
     /// float, sector) as this market gives them live; `None` when the market cannot say, and the
     /// backtest measures them from the bars.

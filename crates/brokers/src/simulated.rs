@@ -20,11 +20,20 @@ use tradeops_sim::{DayGenerator, Universe};
 pub struct SimulatedMarket {
     pub universe: Arc<Universe>,
     live: Option<Arc<LiveMarket>>,
+    /// Whether it gives its universe's float and sector (see [`SimulatedMarket::without_reference_data`]).
+    reference_data: bool,
 }
 
 impl SimulatedMarket {
     pub fn new(seed: u64, symbols: usize) -> SimulatedMarket {
-        SimulatedMarket { universe: Arc::new(Universe::generate(seed, symbols)), live: None }
+        SimulatedMarket { universe: Arc::new(Universe::generate(seed, symbols)), live: None, reference_data: true }
+    }
+
+    /// The same market without float and sector (`None`), as a real feed: what operators see
+    /// before they import reference data. Its live feed should be built the same way
+    /// ([`LiveMarket::without_reference_data`]).
+    pub fn without_reference_data(self) -> SimulatedMarket {
+        SimulatedMarket { reference_data: false, ..self }
     }
 
     /// The same market, whose snapshots and last closed bars are read from `live` (a feed of
@@ -80,8 +89,8 @@ impl MarketData for SimulatedMarket {
     fn instrument(&self, symbol: &Symbol) -> Option<Instrument> {
         self.universe.get(symbol).map(|p| Instrument {
             symbol: p.symbol.clone(),
-            sector: p.sector,
-            float: p.float,
+            sector: self.reference_data.then(|| p.sector.to_string()),
+            float: self.reference_data.then_some(p.float),
             average_volume: p.avg_volume,
         })
     }
@@ -113,12 +122,21 @@ impl MarketData for SimulatedMarket {
         self.live.as_ref()?.last_closed_bar(symbol)
     }
 
+    fn last_price(&self, symbol: &Symbol) -> Option<tradeops_core::market::Price> {
+        self.live.as_ref()?.last_price(symbol)
+    }
+
     fn history(
         &self,
         symbol: &Symbol,
         calendar: tradeops_core::calendar::MarketCalendar,
     ) -> Option<Box<dyn tradeops_core::backtest::History + Send>> {
         let profile = self.universe.get(symbol)?.clone();
-        Some(Box::new(tradeops_sim::history::SimHistory::new(self.universe.clone(), profile, calendar)))
+        let history = Box::new(tradeops_sim::history::SimHistory::new(self.universe.clone(), profile, calendar));
+        if self.reference_data {
+            Some(history)
+        } else {
+            Some(crate::reference::with_float_and_sector(history, None, None))
+        }
     }
 }

@@ -2,6 +2,8 @@
 //! REST wire format, a WebSocket server speaking its trading stream), injecting faults: one
 //! module per part of the adapter, each in `tests/alpaca/`.
 
+#[path = "alpaca/data.rs"]
+mod data;
 #[path = "alpaca/execution.rs"]
 mod execution;
 #[path = "alpaca/rest.rs"]

@@ -30,7 +30,7 @@ const TIME_COLUMNS: &[&str] = &["timestamp", "datetime", "date", "time"];
 
 /// The fields of a line, trimmed; a field may be double-quoted (RFC 4180, as spreadsheets write
 /// them), with `""` for a quote inside it and commas allowed there.
-fn fields(line: &str) -> Result<Vec<String>, String> {
+pub(crate) fn fields(line: &str) -> Result<Vec<String>, String> {
     let mut out = Vec::new();
     let mut chars = line.chars().peekable();
     loop {

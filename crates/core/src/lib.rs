@@ -17,6 +17,7 @@ pub mod orders;
 pub mod positions;
 pub mod radar;
 pub mod reconcile;
+pub mod reference;
 pub mod risk;
 pub mod role;
 pub mod settings;

@@ -8,6 +8,13 @@
 //! - `relative_volume` is time-of-day adjusted: volume so far today divided by the volume an
 //!   average day has traded by the same minute (`average_volume` × the expected cumulative
 //!   fraction of a day's volume at that minute, from the market's intraday volume profile).
+//! - `float` and `sector` are reference data: the imported values (`instrument_reference`) over
+//!   the market source's; `null` when neither knows them (a real market-data feed has no float).
+//!
+//! Unknown reference data in the filters: a float ceiling (`max_float`) exists to find low
+//! floats, so a symbol whose float is unknown does **not** pass it — unless the ceiling is at its
+//! maximum ([`NO_FLOAT_CEILING`]), which means "no ceiling" and lets unknown floats through. No
+//! filter reads the sector.
 
 use crate::market::{Bar, Price};
 use crate::settings::MomentumRadarSettings;
@@ -15,12 +22,18 @@ use crate::symbol::Symbol;
 use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
 
+/// The largest `momentum_radar.max_float` accepted: a ceiling set there is no ceiling, and a
+/// symbol whose float is unknown passes it.
+pub const NO_FLOAT_CEILING: u64 = 100_000_000_000;
+
 /// What the radar knows about one symbol at a scan.
 #[derive(Clone, Debug)]
 pub struct RadarInput<'a> {
     pub symbol: &'a Symbol,
-    pub sector: &'static str,
-    pub float: u64,
+    /// `None` when neither the imported reference data nor the market source knows it.
+    pub sector: Option<&'a str>,
+    /// Shares in the float; `None` when unknown.
+    pub float: Option<u64>,
     pub prev_close: Price,
     pub last: Price,
     pub volume: u64,
@@ -46,8 +59,10 @@ pub struct RadarRow {
     pub volume: u64,
     pub average_volume: u64,
     pub relative_volume: Option<f64>,
-    pub float: u64,
-    pub sector: String,
+    /// Shares in the float; `null` when unknown (not imported, and the market source has none).
+    pub float: Option<u64>,
+    /// `null` when unknown (not imported, and the market source has none).
+    pub sector: Option<String>,
     #[serde(with = "crate::time::serde_ts")]
     #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub captured_at: Timestamp,
@@ -81,19 +96,29 @@ pub fn radar_row(input: &RadarInput<'_>, captured_at: Timestamp) -> RadarRow {
         average_volume: input.average_volume,
         relative_volume: (expected >= 1.0).then(|| round4(input.volume as f64 / expected)),
         float: input.float,
-        sector: input.sector.to_string(),
+        sector: input.sector.map(str::to_string),
         captured_at,
     }
 }
 
-/// Whether a row passes the radar's filters.
+/// Whether a float passes the ceiling `max_float`: a known float at or under it; an unknown one
+/// only when the ceiling is [`NO_FLOAT_CEILING`] (no ceiling). The ceiling is there to find low
+/// floats, and an unknown float is not known to be low.
+pub fn float_passes(float: Option<u64>, max_float: u64) -> bool {
+    match float {
+        Some(float) => float <= max_float,
+        None => max_float >= NO_FLOAT_CEILING,
+    }
+}
+
+/// Whether a row passes the radar's filters (an unknown float: see [`float_passes`]).
 pub fn passes(row: &RadarRow, f: &MomentumRadarSettings) -> bool {
     let price = row.price.to_decimal();
     price >= f.min_price
         && price <= f.max_price
         && row.percentage_gain >= f.min_percentage_gain
         && row.relative_volume.unwrap_or(0.0) >= f.min_relative_volume
-        && row.float <= f.max_float
+        && float_passes(row.float, f.max_float)
         && row.volume >= f.min_volume
         && (f.universe.is_empty() || f.universe.contains(&row.symbol))
 }
@@ -137,8 +162,8 @@ mod tests {
     fn input<'a>(symbol: &'a Symbol, recent: &'a [Bar], prev: i64, last: i64, volume: u64) -> RadarInput<'a> {
         RadarInput {
             symbol,
-            sector: "Health Care",
-            float: 5_000_000,
+            sector: Some("Health Care"),
+            float: Some(5_000_000),
             prev_close: Price::from_cents(prev),
             last: Price::from_cents(last),
             volume,
@@ -191,5 +216,41 @@ mod tests {
         };
         let got: Vec<_> = scan(inputs, &wide, at, 25).into_iter().map(|r| r.symbol.to_string()).collect();
         assert_eq!(got, vec!["DDD", "CCC"]);
+    }
+
+    /// An unknown float fails a float ceiling (the ceiling finds low floats) unless the ceiling
+    /// is the "no ceiling" maximum; a known float is compared as it is; an unknown sector is
+    /// `None` on the row and filters nothing.
+    #[test]
+    fn unknown_float_fails_a_ceiling_and_unknown_sector_is_none() {
+        let names: Vec<Symbol> = ["KNOWN", "BIG", "UNKNOWN"].iter().map(|s| Symbol::parse(s).unwrap()).collect();
+        let recent = [bar(100, 101)];
+        let mut inputs = vec![
+            input(&names[0], &recent, 500, 600, 3_000_000),
+            input(&names[1], &recent, 500, 600, 3_000_000),
+            input(&names[2], &recent, 500, 600, 3_000_000),
+        ];
+        inputs[1].float = Some(50_000_000);
+        inputs[2].float = None;
+        inputs[2].sector = None;
+        let at = parse_ts("2026-11-20T15:00:00Z").unwrap();
+        let f = MomentumRadarSettings::default();
+        let got: Vec<_> = scan(inputs.clone(), &f, at, 25).into_iter().map(|r| r.symbol.to_string()).collect();
+        assert_eq!(got, vec!["KNOWN"], "50M is over the 20M ceiling; unknown is not known to be under it");
+        let open = MomentumRadarSettings { max_float: NO_FLOAT_CEILING, ..f };
+        let rows = scan(inputs, &open, at, 25);
+        let got: Vec<_> = rows.iter().map(|r| (r.symbol.to_string(), r.float, r.sector.clone())).collect();
+        assert_eq!(
+            got,
+            vec![
+                ("BIG".into(), Some(50_000_000), Some("Health Care".into())),
+                ("KNOWN".into(), Some(5_000_000), Some("Health Care".into())),
+                ("UNKNOWN".into(), None, None),
+            ]
+        );
+        assert!(float_passes(Some(20_000_000), 20_000_000) && !float_passes(Some(20_000_001), 20_000_000));
+        assert!(!float_passes(None, NO_FLOAT_CEILING - 1) && float_passes(None, NO_FLOAT_CEILING));
+        let json = serde_json::to_value(&rows[2]).unwrap();
+        assert!(json["float"].is_null() && json["sector"].is_null(), "{json}");
     }
 }

@@ -5,7 +5,8 @@ use crate::budget::RateLimiter;
 use crate::clock::ScaledClock;
 use crate::config::{redact, Config};
 use crate::domain::radar::RadarService;
-use crate::domain::settings::SettingsService;
+use crate::domain::reference::ReferenceService;
+use crate::domain::settings::{RunningBrokers, SettingsService};
 use crate::domain::tokens::{generate_token, TokenRegistry};
 use crate::domain::watchlist::WatchlistService;
 use crate::engine::{CrashPoint, EngineDeps};
@@ -22,7 +23,9 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
+use tradeops_brokers::alpaca::market::AlpacaMarketData;
 use tradeops_brokers::paper::{PaperBroker, PaperConfig, PaperExecution};
+use tradeops_brokers::reference::{ReferenceData, WithReference};
 use tradeops_brokers::simulated::live::LiveMarket;
 use tradeops_brokers::simulated::SimulatedMarket;
 use tradeops_brokers::{ExecutionBroker, MarketData};
@@ -53,6 +56,8 @@ pub struct Application {
     engine_task: JoinHandle<()>,
     /// What the background health probes reach.
     probes: Arc<Probes>,
+    /// Alpaca's market data, when it is the source: its feed task runs with the service.
+    alpaca_data: Option<Arc<AlpacaMarketData>>,
 }
 
 impl Application {
@@ -102,8 +107,9 @@ impl Application {
         if let Some(mode) = config.mode {
             settings.apply_configured_mode(mode).await.map_err(|e| anyhow::anyhow!("{e}"))?;
         }
-        let settings = Arc::new(settings);
         let mode = settings.mode();
+        check_mode_against_brokers(mode, &config)?;
+        let settings = Arc::new(settings);
         let calendar = MarketCalendar::new(settings.current().runtime.market_calendar);
         let speed = config.sim.speed.unwrap_or(if mode == TradingMode::Demo { 60.0 } else { 1.0 });
         // DEMO resumes from the latest market time anything was persisted with: a restart never
@@ -114,6 +120,8 @@ impl Application {
         };
         let market_clock: Arc<dyn Clock> = match overrides.market_clock {
             Some(c) => c,
+            // A real market's time is the wall clock's (CONTRACT §10).
+            None if config.brokers.market_data() == MarketDataBrokerKind::Alpaca => clock.clone(),
             None if mode == TradingMode::Demo => {
                 let start = demo_start(calendar, clock.now()).max(resume_at.unwrap_or_default());
                 Arc::new(ScaledClock::starting_at(start, speed))
@@ -122,13 +130,31 @@ impl Application {
             None => clock.clone(),
         };
         // The adapters chosen by configuration, passed to the engine runner explicitly.
-        let (market, live): (Arc<dyn MarketData>, _) = match config.brokers.market_data() {
+        let mut alpaca_data: Option<Arc<AlpacaMarketData>> = None;
+        // Imported float and sector, laid over whatever the source says (radar, instruments,
+        // trade features, backtest history), loaded before the first scan.
+        let reference_data = Arc::new(ReferenceData::default());
+        let reference = Arc::new(ReferenceService::new(Arc::new(db.clone()), reference_data.clone()));
+        reference.reload().await.map_err(|e| anyhow::anyhow!("loading the imported reference data: {e}"))?;
+        let (source, live): (Arc<dyn MarketData>, _) = match config.brokers.market_data() {
             MarketDataBrokerKind::Simulated => {
-                let simulated = SimulatedMarket::new(config.sim.seed, config.sim.symbols as usize);
-                let live = Arc::new(LiveMarket::new(simulated.universe.clone(), speed, clock.clone()));
+                let mut simulated = SimulatedMarket::new(config.sim.seed, config.sim.symbols as usize);
+                let mut live = LiveMarket::new(simulated.universe.clone(), speed, clock.clone())
+                    .with_reference(reference_data.clone());
+                if !config.sim.reference_data {
+                    simulated = simulated.without_reference_data();
+                    live = live.without_reference_data();
+                }
+                let live = Arc::new(live);
                 (Arc::new(simulated.with_live(live.clone())), Some(live))
             }
+            MarketDataBrokerKind::Alpaca => {
+                let alpaca = alpaca_market_data(&config.alpaca, mode, reference_data.clone(), clock.clone())?;
+                alpaca_data = Some(alpaca.clone());
+                (alpaca, None)
+            }
         };
+        let market: Arc<dyn MarketData> = Arc::new(WithReference::new(source, reference_data.clone()));
         let execution: Arc<dyn ExecutionBroker> = match (execution, config.brokers.execution()) {
             (Some(given), _) => given,
             (None, ExecutionBrokerKind::Paper) => {
@@ -143,7 +169,19 @@ impl Application {
                 let prefix = format!("{}-", tradeops_core::time::to_epoch_ms(&clock.now()));
                 Arc::new(PaperExecution::new(book.with_id_prefix(&prefix)))
             }
+            (None, ExecutionBrokerKind::Alpaca) => {
+                let from = resume_at.unwrap_or_else(|| clock.now()) - chrono::Duration::minutes(1);
+                alpaca_execution(&config.alpaca, mode, from, clock.clone())?
+            }
         };
+        settings
+            .apply_running_brokers(RunningBrokers {
+                execution: config.brokers.execution(),
+                market_data: config.brokers.market_data(),
+                live_refusal: live_refusal(&config, mode),
+            })
+            .await
+            .map_err(|e| anyhow::anyhow!("recording the broker adapters in the settings: {e}"))?;
         let events = Arc::new(EventBus::new(market_clock.clone(), clock.clone(), settings.subscribe()));
         let radar = Arc::new(RadarService::new(cache.clone(), Arc::new(db.clone())));
         let metrics = Arc::new(Metrics::new(clock.clone()));
@@ -161,6 +199,7 @@ impl Application {
             db: db.clone(),
             events: events.clone(),
             market: market.clone(),
+            reference: reference_data,
             settings: settings.subscribe(),
             clock: clock.clone(),
             market_clock: market_clock.clone(),
@@ -179,6 +218,7 @@ impl Application {
             crate::engine::spawn_engine(engine_deps).await.context("restoring the trading engine")?;
         let state = AppState::new(Inner {
             radar: radar.clone(),
+            reference,
             watchlist: WatchlistService::new(Arc::new(db.clone()), market_clock.clone()),
             market: market.clone(),
             execution_broker: execution.name(),
@@ -220,7 +260,7 @@ impl Application {
             settings,
             radar,
             engine,
-            execution_broker: state.execution_broker,
+            execution: execution.clone(),
         });
         state.health.probe_all(&probes).await;
 
@@ -230,7 +270,7 @@ impl Application {
             state.health.listening_on(addr);
         }
         let router = http::router::router(state.clone(), extra);
-        Ok(Application { listener, router, state, bootstrap_token, engine_task, probes })
+        Ok(Application { listener, router, state, bootstrap_token, engine_task, probes, alpaca_data })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -248,8 +288,12 @@ impl Application {
     /// Serves until `shutdown` resolves, then stops taking connections, lets in-flight requests
     /// finish (up to the configured grace), persists pending state and closes the database.
     pub async fn run_until_stopped(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
-        let Application { listener, router, state, engine_task, probes, .. } = self;
+        let Application { listener, router, state, engine_task, probes, alpaca_data, .. } = self;
         let mut background = spawn_background(&state, probes);
+        if let Some(alpaca) = alpaca_data {
+            background.push(tokio::spawn(crate::feed::alpaca::run_marks(state.clone(), alpaca.clone())));
+            background.push(tokio::spawn(crate::feed::alpaca::run_scans(state.clone(), alpaca)));
+        }
         background.push(engine_task);
         let grace = state.config.shutdown_grace;
         let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
@@ -357,6 +401,68 @@ async fn audit_broker_choice(
     }
 }
 
+/// Refuses to start a mode the adapters cannot serve: `LIVE` needs the alpaca execution broker
+/// against a live endpoint; `DEMO` runs on the simulated market (CONTRACT §10). The configured
+/// mode is checked with the configuration; this covers a mode persisted by an earlier run.
+fn check_mode_against_brokers(mode: TradingMode, config: &Config) -> anyhow::Result<()> {
+    if mode == TradingMode::Live {
+        if let Some(reason) = live_refusal(config, mode) {
+            anyhow::bail!("the persisted mode is LIVE, but {reason}");
+        }
+    }
+    if mode == TradingMode::Demo
+        && (config.brokers.market_data() != MarketDataBrokerKind::Simulated
+            || config.brokers.execution() != ExecutionBrokerKind::Paper)
+    {
+        anyhow::bail!(
+            "DEMO runs on the simulated market through the paper broker: set TRADEOPS_MARKET_DATA=simulated and \
+             TRADEOPS_EXECUTION_BROKER=paper, or another mode"
+        );
+    }
+    Ok(())
+}
+
+/// Why this configuration cannot trade `LIVE` (switched to at start or at runtime), if it can't.
+fn live_refusal(config: &Config, mode: TradingMode) -> Option<String> {
+    use crate::config::AlpacaSettings;
+    match config.brokers.execution() {
+        ExecutionBrokerKind::Paper => {
+            Some("LIVE needs the alpaca execution broker; this process trades through paper (chosen at start: TRADEOPS_EXECUTION_BROKER)".into())
+        }
+        ExecutionBrokerKind::Alpaca if AlpacaSettings::is_paper_endpoint(&config.alpaca.trading_url(mode)) => Some(format!(
+            "LIVE needs Alpaca's live endpoint; this process trades {} (restart with TRADEOPS_MODE=LIVE, or set TRADEOPS_ALPACA_TRADING_URL)",
+            config.alpaca.trading_url(mode)
+        )),
+        ExecutionBrokerKind::Alpaca => None,
+    }
+}
+
+/// The Alpaca execution adapter at the Trading API `mode` trades (its stream at `/stream` of the
+/// same host); its first gap fill asks for orders changed since `from`.
+fn alpaca_execution(
+    alpaca: &crate::config::AlpacaSettings,
+    mode: TradingMode,
+    from: tradeops_core::Timestamp,
+    clock: Arc<dyn Clock>,
+) -> anyhow::Result<Arc<dyn ExecutionBroker>> {
+    use tradeops_brokers::alpaca::execution::{AlpacaConfig, AlpacaExecution};
+    let credentials = alpaca.credentials.clone().context("the alpaca adapter needs credentials")?;
+    let base_url = alpaca.trading_url(mode);
+    let config = AlpacaConfig {
+        stream_url: crate::config::AlpacaSettings::trade_stream_url(&base_url),
+        base_url,
+        credentials,
+        request_timeout: alpaca.request_timeout,
+        backoff: Default::default(),
+        gap_fill_from: from,
+        gap_overlap: Duration::from_secs(2),
+        auth_timeout: Duration::from_secs(10),
+        idle_timeout: Duration::from_secs(30),
+    };
+    tracing::info!(trading_url = %config.base_url, stream_url = %config.stream_url, key_id = %config.credentials.key_id, "trading through Alpaca");
+    Ok(AlpacaExecution::start(config, clock)?)
+}
+
 /// The audit action of the broker choice made at start.
 pub const BROKERS_CONFIGURED: &str = "brokers.configured";
 
@@ -441,8 +547,24 @@ fn spawn_background(state: &AppState, probes: Arc<Probes>) -> Vec<JoinHandle<()>
             }
         })
     };
+    // Imports by the CLI or another node reach this one within a reload.
+    let reference = {
+        let service = state.reference.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(crate::domain::reference::RELOAD_EVERY);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                if let Err(e) = service.reload().await {
+                    tracing::debug!(error = %e, "imported reference data not reloaded; the loaded data stays");
+                }
+            }
+        })
+    };
     let mut tasks = vec![
         health,
+        reference,
         token_usage,
         token_changes,
         database,
@@ -541,32 +663,7 @@ async fn run_feed(state: AppState, live: Arc<LiveMarket>) {
             let last = i + 1 == count;
             let behind = (state.market_clock.now() - scan.captured_at).to_std().unwrap_or_default();
             let latency = last.then(|| behind.div_f64(live.speed));
-            let top: Vec<_> = scan.rows.iter().map(|r| r.symbol.clone()).collect();
-            if last {
-                let top = scan.rows.iter().take(25).cloned().collect();
-                let summary = crate::events::RadarSummary { captured_at: scan.captured_at, rows: scan.rows.len(), top };
-                state.events.publish(crate::events::Event::RadarUpdated(summary));
-            }
-            state.radar.publish(scan, latency, last).await;
-            if last && settings.strategy_allocator.auto_watch {
-                // The allocator: the engine refuses what the limit or a block forbids (no
-                // violation rows for these automatic attempts).
-                // It leaves alone what the last halt stopped: only the operator restarts those.
-                let halt_stopped = state.engine().view().halt_stopped.clone();
-                for symbol in top
-                    .iter()
-                    .filter(|s| !halt_stopped.contains(*s))
-                    .take(settings.strategy_allocator.auto_watch_top_n as usize)
-                {
-                    let watch =
-                        tradeops_core::engine::Command::Watch { symbol: symbol.clone(), source: "RADAR".into() };
-                    if let Ok(Ok(tradeops_core::engine::Reply::Watch { already: false, .. })) =
-                        state.engine().send(watch).await
-                    {
-                        tracing::info!(%symbol, "allocator watched a radar symbol");
-                    }
-                }
-            }
+            crate::feed::publish_scan(&state, scan, latency, last).await;
         }
         if closed_minute {
             // Held, watched and the radar's top symbols: what the console's charts show.
@@ -595,6 +692,34 @@ async fn run_feed(state: AppState, live: Arc<LiveMarket>) {
             }
         }
     }
+}
+
+/// Alpaca's market data over `mode`'s Trading API (assets, calendar, clock) and the configured
+/// data API and stream.
+fn alpaca_market_data(
+    alpaca: &crate::config::AlpacaSettings,
+    mode: TradingMode,
+    reference: Arc<ReferenceData>,
+    clock: Arc<dyn Clock>,
+) -> anyhow::Result<Arc<AlpacaMarketData>> {
+    use tradeops_brokers::alpaca::data::DataFeed;
+    use tradeops_brokers::alpaca::data_stream::DataStreamConfig;
+    use tradeops_brokers::alpaca::market::AlpacaDataConfig;
+    let credentials = alpaca.credentials.clone().context("the alpaca adapter needs credentials")?;
+    let feed = match alpaca.feed {
+        crate::config::AlpacaFeed::Iex => DataFeed::Iex,
+        crate::config::AlpacaFeed::Sip => DataFeed::Sip,
+    };
+    let stream = DataStreamConfig { url: alpaca.data_stream_url(), ..DataStreamConfig::alpaca(feed, &credentials) };
+    let config = AlpacaDataConfig {
+        trading_url: alpaca.trading_url(mode),
+        data_url: alpaca.data_url.clone(),
+        feed,
+        timeout: alpaca.request_timeout,
+        stream: Some(stream),
+    };
+    tracing::info!(data_url = %config.data_url, stream_url = %alpaca.data_stream_url(), feed = feed.as_str(), "market data from Alpaca");
+    Ok(Arc::new(AlpacaMarketData::connect(config, &credentials, reference, clock)?))
 }
 
 /// Registers SIGINT and SIGTERM handlers now (so a signal during start-up is not lost) and

@@ -1,4 +1,8 @@
-//! The `tradeops` command line: `serve`, `migrate`, `token create|revoke|list`, `data import`.
+//! The `tradeops` command line: `serve`, `migrate`, `token create|revoke|list`, `data import`,
+//! `reference import` (float and sector per symbol, through the same
+//! [`crate::domain::reference`] service as `PUT /api/market/reference`, audited with actor `cli`;
+//! a running service on the same database picks it up within
+//! [`crate::domain::reference::RELOAD_EVERY`]).
 //!
 //! Token commands work on the database through the same [`TokenRegistry`] token actions and
 //! repositories as the service (never its routes), are audited like the API's token actions
@@ -47,6 +51,24 @@ pub enum Command {
     Data {
         #[command(subcommand)]
         command: DataCommand,
+    },
+    /// Reference data of symbols (float, sector).
+    Reference {
+        #[command(subcommand)]
+        command: ReferenceCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ReferenceCommand {
+    /// Import float and sector per symbol from a CSV file with the header `symbol,float,sector`
+    /// (the same format as `PUT /api/market/reference`). Replaces every imported row unless
+    /// `--merge`; a bad row names its line and field, and nothing is stored.
+    Import {
+        /// Keep the imported rows of symbols this file does not name.
+        #[arg(long)]
+        merge: bool,
+        file: PathBuf,
     },
 }
 
@@ -105,6 +127,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             println!("{stored} {} bars of {symbol} stored", timeframe.as_str());
             Ok(())
         }
+        Command::Reference { command: ReferenceCommand::Import { merge, file } } => {
+            reference_import(&config, merge, &file).await
+        }
         Command::Token { command } => {
             let db = Database::open(&config.database_url).await?;
             match command {
@@ -114,6 +139,28 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             }
         }
     }
+}
+
+async fn reference_import(config: &Config, merge: bool, file: &std::path::Path) -> anyhow::Result<()> {
+    use crate::domain::reference::{parse_csv, ImportMode, ReferenceService};
+    let body = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+    let db = Database::open(&config.database_url).await?;
+    let mode = if merge { ImportMode::Merge } else { ImportMode::Replace };
+    let service = ReferenceService::new(Arc::new(db.clone()), Default::default());
+    let imported = match parse_csv(&body) {
+        Ok(rows) => service.import(rows, mode, SystemClock.now()).await,
+        Err(e) => Err(e),
+    };
+    let request = serde_json::json!({"file": file.display().to_string(), "bytes": body.len(), "mode": mode});
+    audit(&db, crate::http::guard::REFERENCE_IMPORT, "reference", request, &imported).await;
+    let done = imported.map_err(|e| anyhow::anyhow!("{}: {e} ({})", file.display(), e.code().as_str()))?;
+    println!(
+        "{} symbols imported ({}); {} symbols have imported reference data",
+        done.imported,
+        if merge { "merge" } else { "replace" },
+        done.total
+    );
+    Ok(())
 }
 
 async fn token_create(db: &Database, name: &str, role: &str) -> anyhow::Result<()> {

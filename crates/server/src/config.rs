@@ -28,6 +28,7 @@ pub struct Config {
     pub audit: AuditConfig,
     pub sim: SimConfig,
     pub brokers: BrokersConfig,
+    pub alpaca: AlpacaSettings,
     pub paper: PaperConfigValues,
     pub health_probe_interval: Duration,
     pub log: LogConfig,
@@ -61,6 +62,9 @@ pub struct SimConfig {
     /// Simulated seconds per real second; `None` means by mode (DEMO 60, otherwise 1).
     pub speed: Option<f64>,
     pub symbols: u32,
+    /// Whether the simulated market gives a float and sector per symbol (true); false plays a
+    /// real feed, which has neither: only imported reference data is known.
+    pub reference_data: bool,
 }
 
 /// The adapters the service trades and reads the market through (`[brokers]`). Left unset, the
@@ -85,6 +89,75 @@ impl BrokersConfig {
     /// Whether the file or the environment chose either adapter.
     pub fn is_configured(&self) -> bool {
         self.execution.is_some() || self.market_data.is_some()
+    }
+}
+
+/// Alpaca's paper Trading API.
+pub const ALPACA_PAPER_URL: &str = "https://paper-api.alpaca.markets";
+/// Alpaca's live Trading API (real money).
+pub const ALPACA_LIVE_URL: &str = "https://api.alpaca.markets";
+
+/// Alpaca's market-data feed: `iex` (one exchange, free) or `sip` (every US exchange).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AlpacaFeed {
+    Iex,
+    Sip,
+}
+
+impl AlpacaFeed {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AlpacaFeed::Iex => "iex",
+            AlpacaFeed::Sip => "sip",
+        }
+    }
+}
+
+/// Where and as whom the service reaches Alpaca (`[alpaca]`). `Debug` never shows the secret
+/// (the credentials' own `Debug` hides it).
+#[derive(Clone, Debug, PartialEq)]
+pub struct AlpacaSettings {
+    /// Both halves of the key pair, or none.
+    pub credentials: Option<tradeops_brokers::alpaca::rest::AlpacaCredentials>,
+    /// `None`: by mode ([`ALPACA_PAPER_URL`], or [`ALPACA_LIVE_URL`] in `LIVE`).
+    pub trading_url: Option<String>,
+    pub data_url: String,
+    /// `None`: Alpaca's stream of the feed.
+    pub data_stream_url: Option<String>,
+    pub feed: AlpacaFeed,
+    pub request_timeout: Duration,
+}
+
+impl AlpacaSettings {
+    /// The Trading API base the service trades through in `mode`.
+    pub fn trading_url(&self, mode: TradingMode) -> String {
+        match &self.trading_url {
+            Some(url) => url.trim_end_matches('/').to_string(),
+            None if mode == TradingMode::Live => ALPACA_LIVE_URL.into(),
+            None => ALPACA_PAPER_URL.into(),
+        }
+    }
+
+    /// The trade-updates stream of a Trading API base: the same host at `/stream`, over `wss`
+    /// for `https` (`ws` for a plain `http` stand-in).
+    pub fn trade_stream_url(trading_url: &str) -> String {
+        let base = trading_url.trim_end_matches('/');
+        match base.strip_prefix("https://") {
+            Some(rest) => format!("wss://{rest}/stream"),
+            None => format!("ws://{}/stream", base.trim_start_matches("http://")),
+        }
+    }
+
+    /// The market-data stream URL (the feed's path on Alpaca's stream host unless configured).
+    pub fn data_stream_url(&self) -> String {
+        self.data_stream_url
+            .clone()
+            .unwrap_or_else(|| format!("wss://stream.data.alpaca.markets/v2/{}", self.feed.as_str()))
+    }
+
+    /// Whether a Trading API base is Alpaca's paper endpoint (where `LIVE` must not trade).
+    pub fn is_paper_endpoint(url: &str) -> bool {
+        url.trim_end_matches('/') == ALPACA_PAPER_URL
     }
 }
 
@@ -134,6 +207,12 @@ const ENV_KEYS: &[(&str, &str)] = &[
     ("TRADEOPS_MODE", "runtime.mode"),
     ("TRADEOPS_EXECUTION_BROKER", "brokers.execution"),
     ("TRADEOPS_MARKET_DATA", "brokers.market_data"),
+    ("TRADEOPS_ALPACA_KEY_ID", "alpaca.key_id"),
+    ("TRADEOPS_ALPACA_SECRET_KEY", "alpaca.secret_key"),
+    ("TRADEOPS_ALPACA_TRADING_URL", "alpaca.trading_url"),
+    ("TRADEOPS_ALPACA_DATA_URL", "alpaca.data_url"),
+    ("TRADEOPS_ALPACA_DATA_STREAM_URL", "alpaca.data_stream_url"),
+    ("TRADEOPS_ALPACA_FEED", "alpaca.feed"),
     ("TRADEOPS_AUTH_ENABLED", "auth.enabled"),
     ("TRADEOPS_ADMIN_TOKEN", "auth.admin_token"),
     ("TRADEOPS_RATE_LIMIT_PER_SECOND", "auth.rate_limit_per_second"),
@@ -145,6 +224,7 @@ const ENV_KEYS: &[(&str, &str)] = &[
     ("TRADEOPS_SIM_SEED", "simulation.seed"),
     ("TRADEOPS_SIM_SPEED", "simulation.speed"),
     ("TRADEOPS_SIM_SYMBOLS", "simulation.symbols"),
+    ("TRADEOPS_SIM_REFERENCE_DATA", "simulation.reference_data"),
     ("TRADEOPS_LOG", "log.filter"),
     ("TRADEOPS_LOG_FORMAT", "log.format"),
     ("TRADEOPS_CONSOLE_DIR", "console.dir"),
@@ -186,6 +266,12 @@ impl Config {
             match text.parse::<Table>() {
                 Ok(overlay) => merge(&mut table, overlay, "", &mut problems),
                 Err(e) => problems.push(format!("config file is not valid TOML: {}", e.to_string().trim())),
+            }
+        }
+        // Alpaca's own variable names for the key pair, under the service's (which win).
+        for (var, key) in [("APCA_API_KEY_ID", "alpaca.key_id"), ("APCA_API_SECRET_KEY", "alpaca.secret_key")] {
+            if let Some(value) = env.get(var) {
+                set_from_env(&mut table, key, var, value, &mut problems);
             }
         }
         for (var, value) in env.iter().filter(|(k, _)| k.starts_with("TRADEOPS_") && !k.starts_with("TRADEOPS_TEST_")) {
@@ -323,7 +409,7 @@ impl Reader {
         rust_decimal::Decimal::try_from(value).map(|d| d.round_dp(4)).unwrap_or_default()
     }
 
-    /// An adapter named by `key`, one of `allowed`; `alpaca` is known but not built yet.
+    /// An adapter named by `key`, one of `allowed`.
     fn adapter<K: Copy>(&mut self, key: &str, allowed: &[(&str, K)]) -> Option<K> {
         let names = allowed.iter().map(|(name, _)| *name).collect::<Vec<_>>().join(", ");
         let name = match self.take(key)? {
@@ -336,10 +422,7 @@ impl Reader {
         if let Some((_, kind)) = allowed.iter().find(|(n, _)| *n == name) {
             return Some(*kind);
         }
-        self.problems.push(match name.as_str() {
-            "alpaca" => format!("{key}: the Alpaca adapter is not built yet (issue 23); use one of {names}"),
-            _ => format!("{key}: unknown adapter {name:?}; use one of {names}"),
-        });
+        self.problems.push(format!("{key}: unknown adapter {name:?}; use one of {names}"));
         None
     }
 
@@ -396,9 +479,16 @@ impl Reader {
         };
 
         let brokers = BrokersConfig {
-            execution: self.adapter("brokers.execution", &[("paper", ExecutionBrokerKind::Paper)]),
-            market_data: self.adapter("brokers.market_data", &[("simulated", MarketDataBrokerKind::Simulated)]),
+            execution: self.adapter(
+                "brokers.execution",
+                &[("paper", ExecutionBrokerKind::Paper), ("alpaca", ExecutionBrokerKind::Alpaca)],
+            ),
+            market_data: self.adapter(
+                "brokers.market_data",
+                &[("simulated", MarketDataBrokerKind::Simulated), ("alpaca", MarketDataBrokerKind::Alpaca)],
+            ),
         };
+        let alpaca = self.alpaca(&brokers, mode);
 
         let auth = AuthConfig {
             enabled: self.boolean("auth.enabled"),
@@ -419,9 +509,11 @@ impl Reader {
             self.problems.push(format!("auth.enabled: may be false only when listening on loopback (bind is {bind})"));
         }
         if mode == Some(TradingMode::Live) {
-            self.problems.push(
-                "runtime.mode: LIVE needs a live-capable execution broker; the only one available is `paper`".into(),
-            );
+            if brokers.execution() != ExecutionBrokerKind::Alpaca {
+                self.problems.push(
+                    "runtime.mode: LIVE needs the alpaca execution broker (TRADEOPS_EXECUTION_BROKER=alpaca)".into(),
+                );
+            }
             if !auth.enabled {
                 self.problems.push("runtime.mode: LIVE needs authentication enabled".into());
             }
@@ -430,7 +522,8 @@ impl Reader {
         let seed = self.integer("simulation.seed", 0, i64::MAX) as u64;
         let speed = self.number("simulation.speed", 0.0, 10_000.0);
         let symbols = self.integer("simulation.symbols", 1, 20_000) as u32;
-        let sim = SimConfig { seed, speed: (speed > 0.0).then_some(speed), symbols };
+        let reference_data = self.boolean("simulation.reference_data");
+        let sim = SimConfig { seed, speed: (speed > 0.0).then_some(speed), symbols, reference_data };
 
         let paper = PaperConfigValues {
             initial_cash: self.money("paper.initial_cash", 1.0, 1e10),
@@ -466,11 +559,62 @@ impl Reader {
             audit,
             sim,
             brokers,
+            alpaca,
             paper,
             health_probe_interval,
             console_dir,
             log: LogConfig { filter, format },
         }
+    }
+
+    /// The `[alpaca]` group, checked against the adapters chosen: credentials are required
+    /// when either is `alpaca`, and `LIVE` must not trade Alpaca's paper endpoint.
+    fn alpaca(&mut self, brokers: &BrokersConfig, mode: Option<TradingMode>) -> AlpacaSettings {
+        let key_id = self.string("alpaca.key_id").trim().to_string();
+        let secret_key = self.string("alpaca.secret_key").trim().to_string();
+        let credentials = (!key_id.is_empty() && !secret_key.is_empty())
+            .then_some(tradeops_brokers::alpaca::rest::AlpacaCredentials { key_id, secret_key });
+        let url = |r: &mut Reader, key: &str, schemes: &[&str]| -> Option<String> {
+            let url = r.string(key).trim().to_string();
+            if url.is_empty() {
+                return None;
+            }
+            if !schemes.iter().any(|s| url.starts_with(s)) || url.contains(char::is_whitespace) {
+                r.problems.push(format!("{key}: must be a {} URL (got {url:?})", schemes.join(" or ")));
+            }
+            Some(url)
+        };
+        let trading_url = url(self, "alpaca.trading_url", &["https://", "http://"]);
+        let data_url = url(self, "alpaca.data_url", &["https://", "http://"]).unwrap_or_default();
+        let data_stream_url = url(self, "alpaca.data_stream_url", &["wss://", "ws://"]);
+        let feed = match self.string("alpaca.feed").trim().to_ascii_lowercase().as_str() {
+            "iex" => AlpacaFeed::Iex,
+            "sip" => AlpacaFeed::Sip,
+            other => {
+                self.problems.push(format!("alpaca.feed: must be iex or sip (got {other:?})"));
+                AlpacaFeed::Iex
+            }
+        };
+        let request_timeout = Duration::from_millis(self.integer("alpaca.request_timeout_ms", 100, 120_000) as u64);
+        let chosen =
+            brokers.execution() == ExecutionBrokerKind::Alpaca || brokers.market_data() == MarketDataBrokerKind::Alpaca;
+        if chosen && credentials.is_none() {
+            self.problems.push(
+                "alpaca: the alpaca adapter needs credentials: set TRADEOPS_ALPACA_KEY_ID and \
+                 TRADEOPS_ALPACA_SECRET_KEY (or APCA_API_KEY_ID and APCA_API_SECRET_KEY)"
+                    .into(),
+            );
+        }
+        let settings = AlpacaSettings { credentials, trading_url, data_url, data_stream_url, feed, request_timeout };
+        if mode == Some(TradingMode::Live)
+            && brokers.execution() == ExecutionBrokerKind::Alpaca
+            && AlpacaSettings::is_paper_endpoint(&settings.trading_url(TradingMode::Live))
+        {
+            self.problems.push(format!(
+                "alpaca.trading_url: LIVE trades real money and cannot use Alpaca's paper endpoint {ALPACA_PAPER_URL}"
+            ));
+        }
+        settings
     }
 
     /// Keys nobody read are unknown (only reachable when a section held extra keys).
@@ -588,12 +732,12 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(errs.contains("loopback"), "{errs}");
-        assert!(errs.contains("live-capable"), "{errs}");
+        assert!(errs.contains("LIVE needs the alpaca execution broker"), "{errs}");
         assert!(Config::from_sources(None, &env(&[("TRADEOPS_AUTH_ENABLED", "false")])).is_ok());
     }
 
     #[test]
-    fn broker_adapters_are_chosen_by_file_or_environment_and_alpaca_is_not_built_yet() {
+    fn broker_adapters_are_chosen_by_file_or_environment() {
         let c = Config::default();
         assert_eq!(c.brokers, BrokersConfig::default());
         assert!(!c.brokers.is_configured());
@@ -618,10 +762,65 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(errs.0.len(), 2, "{errs}");
-        assert!(errs.0[0].contains("brokers.execution") && errs.0[0].contains("not built yet"), "{errs}");
-        assert!(errs.0[1].contains("brokers.market_data") && errs.0[1].contains("simulated"), "{errs}");
+        assert!(errs.0[0].contains("brokers.market_data") && errs.0[0].contains("simulated, alpaca"), "{errs}");
+        assert!(errs.0[1].starts_with("alpaca: the alpaca adapter needs credentials"), "{errs}");
         let unknown_key = Config::from_sources(Some("[brokers]\nrisk = \"paper\"\n"), &env(&[])).unwrap_err();
         assert!(unknown_key.to_string().contains("brokers.risk: unknown key"), "{unknown_key}");
+    }
+
+    #[test]
+    fn alpaca_is_configured_by_its_group_and_environment_and_its_secret_never_shows() {
+        let secret = "sk-very-secret-0042";
+        let c = Config::from_sources(
+            None,
+            &env(&[
+                ("TRADEOPS_EXECUTION_BROKER", "alpaca"),
+                ("APCA_API_KEY_ID", "PKAPCA"),
+                ("APCA_API_SECRET_KEY", secret),
+                ("TRADEOPS_ALPACA_KEY_ID", "PKTRADEOPS"),
+                ("TRADEOPS_ALPACA_FEED", "SIP"),
+            ]),
+        )
+        .unwrap();
+        let credentials = c.alpaca.credentials.clone().expect("credentials from the environment");
+        assert_eq!(
+            (credentials.key_id.as_str(), credentials.secret_key.as_str()),
+            ("PKTRADEOPS", secret),
+            "TRADEOPS_ wins over APCA_"
+        );
+        assert_eq!(c.alpaca.feed, AlpacaFeed::Sip);
+        assert_eq!(c.alpaca.trading_url(TradingMode::Paper), ALPACA_PAPER_URL);
+        assert_eq!(c.alpaca.trading_url(TradingMode::Live), ALPACA_LIVE_URL);
+        assert_eq!(c.alpaca.data_stream_url(), "wss://stream.data.alpaca.markets/v2/sip");
+        assert_eq!(AlpacaSettings::trade_stream_url(ALPACA_PAPER_URL), "wss://paper-api.alpaca.markets/stream");
+        assert_eq!(AlpacaSettings::trade_stream_url("http://127.0.0.1:9/"), "ws://127.0.0.1:9/stream");
+        assert!(!format!("{c:?}").contains(secret), "Debug of the configuration hides the secret");
+
+        // LIVE on Alpaca's paper endpoint is refused; on its live endpoint it is taken.
+        let live = |url: &str| {
+            Config::from_sources(
+                None,
+                &env(&[
+                    ("TRADEOPS_MODE", "LIVE"),
+                    ("TRADEOPS_EXECUTION_BROKER", "alpaca"),
+                    ("TRADEOPS_ALPACA_KEY_ID", "PK"),
+                    ("TRADEOPS_ALPACA_SECRET_KEY", secret),
+                    ("TRADEOPS_ALPACA_TRADING_URL", url),
+                ]),
+            )
+        };
+        let errs = live(ALPACA_PAPER_URL).unwrap_err();
+        assert_eq!(errs.0.len(), 1, "{errs}");
+        assert!(errs.0[0].starts_with("alpaca.trading_url: LIVE trades real money"), "{errs}");
+        assert!(live(ALPACA_LIVE_URL).is_ok());
+
+        let errs = Config::from_sources(
+            None,
+            &env(&[("TRADEOPS_ALPACA_TRADING_URL", "ftp://x"), ("TRADEOPS_ALPACA_FEED", "opra")]),
+        )
+        .unwrap_err();
+        assert_eq!(errs.0.len(), 2, "{errs}");
+        assert!(!errs.to_string().contains(secret));
     }
 
     #[test]

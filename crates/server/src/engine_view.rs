@@ -49,6 +49,34 @@ pub struct EngineView {
     /// `OK`, `PENDING`, `MISMATCH` or `FAILED`.
     pub reconciliation_status: &'static str,
     pub reconciliation_detail: String,
+    /// Why the execution broker's last call failed as unavailable, while it has not answered
+    /// since (new operator orders are refused meanwhile).
+    pub venue_unavailable: Option<String>,
+    /// The symbols the engine follows: watched with a strategy, held, or with working orders
+    /// (what a streaming market-data source subscribes to).
+    pub followed: Vec<tradeops_core::Symbol>,
+    /// The execution broker's name (`paper`, `alpaca`).
+    pub broker: &'static str,
+    /// A real broker's own account figures, as last reconciled (`None` for the paper broker,
+    /// whose account is the engine's books).
+    pub venue_account: Option<tradeops_brokers::VenueAccount>,
+}
+
+impl EngineView {
+    /// Cash, equity, buying power and the day's P&L as the account screen shows them: the
+    /// broker's own figures when it keeps an account (its day P&L is equity over the previous
+    /// close's), else the engine's books.
+    pub fn account_figures(&self) -> (Decimal, Decimal, Decimal, Decimal) {
+        match &self.venue_account {
+            Some(a) => (
+                a.cash,
+                a.equity,
+                a.buying_power,
+                a.last_equity.map_or(self.equity - self.start_equity, |last| a.equity - last),
+            ),
+            None => (self.cash, self.equity, self.buying_power, self.equity - self.start_equity),
+        }
+    }
 }
 
 impl Default for EngineView {
@@ -75,6 +103,10 @@ impl Default for EngineView {
             unsaved_writes: 0,
             reconciliation_status: "PENDING",
             reconciliation_detail: "the engine is starting".into(),
+            venue_unavailable: None,
+            followed: Vec::new(),
+            broker: "paper",
+            venue_account: None,
         }
     }
 }

@@ -80,8 +80,9 @@ pub struct Probes {
     pub radar: Arc<RadarService>,
     /// The engine runner: the risk manager and the execution broker are probed through it.
     pub engine: EngineHandle,
-    /// The `execution_broker` adapter's name.
-    pub execution_broker: &'static str,
+    /// The `execution_broker` adapter (owned by the engine runner; health reads only its name
+    /// and its event connection).
+    pub execution: Arc<dyn tradeops_brokers::ExecutionBroker>,
 }
 
 struct Probe {
@@ -291,9 +292,6 @@ async fn http_round_trip(addr: SocketAddr) -> std::io::Result<Duration> {
 /// The market data adapter: a bar request's round trip, and fresh while steps keep coming at
 /// the pace the market clock sets.
 async fn probe_feed(state: &Probes) -> Probe {
-    let Some(live) = &state.live else {
-        return probe_adapter("market data", state.settings.current().runtime.market_data_broker);
-    };
     let latency = {
         let started = tokio::time::Instant::now();
         match tokio::time::timeout(PROBE_TIMEOUT, state.market.ping(state.market_clock.now())).await {
@@ -301,6 +299,9 @@ async fn probe_feed(state: &Probes) -> Probe {
             Ok(Err(e)) => Err(format!("the probe failed: {e}")),
             Err(_) => Err(no_answer()),
         }
+    };
+    let Some(live) = &state.live else {
+        return probe_remote_feed(state, latency);
     };
     let feed = live.status();
     let step = Duration::from_secs_f64(tradeops_brokers::simulated::live::STEP_SECONDS as f64 / live.speed);
@@ -377,38 +378,80 @@ async fn probe_risk_manager(state: &Probes, engine: &EngineProbe) -> Probe {
 }
 
 /// The execution broker, reached through the runner that owns it: `HEALTHY` while its book
-/// agrees with the engine's, `DEGRADED` on a reconciliation mismatch. `detail.broker` names the
-/// adapter built at start (`adapter` is the one the settings record).
+/// agrees with the engine's and it answers; `DEGRADED` on a reconciliation mismatch, while its
+/// last call found it unavailable (new orders are refused `BROKER_UNAVAILABLE` meanwhile), or
+/// while a remote venue's event stream is disconnected (fills arrive by the gap fill once it is
+/// back). `detail.broker` names the adapter built at start (`adapter` is the one the settings
+/// record); `detail.stream` is a remote venue's event connection.
 fn probe_execution(state: &Probes, engine: &EngineProbe) -> Probe {
     let adapter = state.settings.current().runtime.execution_broker;
     let view = state.engine.view();
+    let connection = state.execution.connection();
+    let stream_down = connection.as_ref().is_some_and(|c| !c.connected);
     let status = match engine {
         Err(_) => HealthStatus::Down,
-        Ok(_) if view.reconciliation_status == "OK" => HealthStatus::Healthy,
+        Ok(_) if view.reconciliation_status == "OK" && view.venue_unavailable.is_none() && !stream_down => {
+            HealthStatus::Healthy
+        }
         Ok(_) => HealthStatus::Degraded,
     };
-    Probe {
-        status,
-        latency: engine.as_ref().map(|(latency, _)| *latency).map_err(Clone::clone),
-        detail: json!({
-            "adapter": adapter,
-            "broker": state.execution_broker,
-            "open_orders": view.open_orders,
-            "broker_open_orders": engine.as_ref().map(|(_, open)| *open).unwrap_or(view.broker_open_orders),
-            "reconciliation_status": view.reconciliation_status,
-            "reconciliation_detail": view.reconciliation_detail,
-        }),
+    let mut detail = json!({
+        "adapter": adapter,
+        "broker": state.execution.name(),
+        "open_orders": view.open_orders,
+        "broker_open_orders": engine.as_ref().map(|(_, open)| *open).unwrap_or(view.broker_open_orders),
+        "reconciliation_status": view.reconciliation_status,
+        "reconciliation_detail": view.reconciliation_detail,
+    });
+    if let Some(reason) = &view.venue_unavailable {
+        detail["unavailable"] = json!(reason);
+        detail["reason"] = json!(format!("the broker is unavailable: {reason}"));
+    } else if let Some(c) = connection.as_ref().filter(|c| !c.connected) {
+        let why = c.last_error.as_deref().unwrap_or("not connected yet");
+        detail["reason"] = json!(format!("the order-update stream is disconnected: {why}"));
     }
+    if let Some(c) = connection {
+        detail["stream"] = json!({
+            "connected": c.connected,
+            "last_event_at": c.last_event_at.map(|t| tradeops_core::time::format_ts(&t)),
+            "last_error": c.last_error,
+            "connections": c.connections,
+        });
+    }
+    Probe { status, latency: engine.as_ref().map(|(latency, _)| *latency).map_err(Clone::clone), detail }
 }
 
-/// Broker adapters register their own probes when they are part of the build; until then the
-/// configured adapter is reported as `DISABLED` with the reason.
-fn probe_adapter(kind: &str, adapter: impl Serialize) -> Probe {
-    let adapter = serde_json::to_value(adapter).unwrap_or(Value::Null);
-    let reason = format!("the {kind} adapter {adapter} is configured but not running in this build");
-    Probe {
-        status: HealthStatus::Disabled,
-        latency: Err(reason.clone()),
-        detail: json!({"adapter": adapter, "reason": reason}),
+/// A remote market-data source (Alpaca): `DOWN` when its round trip fails, `DEGRADED` while its
+/// stream is disconnected (snapshots come from REST meanwhile; the reason is shown), `HEALTHY`
+/// otherwise. The radar's latest scan shows whether scans keep coming.
+fn probe_remote_feed(state: &Probes, latency: Result<Duration, String>) -> Probe {
+    let connection = state.market.connection();
+    let status = match &connection {
+        _ if latency.is_err() => HealthStatus::Down,
+        Some(c) if !c.connected => HealthStatus::Degraded,
+        _ => HealthStatus::Healthy,
+    };
+    let radar = state.radar.local();
+    let mut detail = json!({
+        "adapter": state.settings.current().runtime.market_data_broker,
+        "broker": state.market.name(),
+        "market_time": format_ts(&state.market_clock.now()),
+        "radar_captured_at": radar.captured_at.map(|t| format_ts(&t)),
+        "radar_rows": radar.rows.len(),
+    });
+    if let Err(reason) = &latency {
+        detail["reason"] = json!(reason);
+    } else if let Some(c) = connection.as_ref().filter(|c| !c.connected) {
+        let why = c.last_error.as_deref().unwrap_or("not connected yet");
+        detail["reason"] = json!(format!("the market-data stream is disconnected: {why}"));
     }
+    if let Some(c) = connection {
+        detail["stream"] = json!({
+            "connected": c.connected,
+            "last_event_at": c.last_event_at.map(|t| format_ts(&t)),
+            "last_error": c.last_error,
+            "connections": c.connections,
+        });
+    }
+    Probe { status, latency, detail }
 }

@@ -23,6 +23,7 @@ pub mod domain;
 pub mod engine;
 pub mod engine_view;
 pub mod events;
+pub mod feed;
 pub mod health;
 pub mod housekeeping;
 pub mod http;

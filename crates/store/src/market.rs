@@ -19,8 +19,10 @@ pub struct RadarRowRecord {
     pub volume: i64,
     pub average_volume: i64,
     pub relative_volume: Option<f64>,
-    pub float_shares: i64,
-    pub sector: String,
+    /// `None`: unknown.
+    pub float_shares: Option<i64>,
+    /// `None`: unknown.
+    pub sector: Option<String>,
 }
 
 /// A watchlist row.
@@ -332,8 +334,8 @@ mod tests {
             volume: 1_000_000,
             average_volume: 100_000,
             relative_volume: Some(10.0),
-            float_shares: 5_000_000,
-            sector: "Technology".into(),
+            float_shares: Some(5_000_000),
+            sector: Some("Technology".into()),
         }
     }
 
@@ -343,7 +345,8 @@ mod tests {
     async fn a_capture_already_stored_is_kept_not_stored_again() {
         let dir = tempfile::tempdir().unwrap();
         let db = Database::open(&format!("sqlite://{}/t.db", dir.path().display())).await.unwrap();
-        let seen = vec![row(60_000, 1, "ABC"), row(60_000, 2, "XYZ")];
+        let unknown = RadarRowRecord { float_shares: None, sector: None, ..row(60_000, 2, "XYZ") };
+        let seen = vec![row(60_000, 1, "ABC"), unknown];
         assert!(db.insert_radar_scan(&seen).await.unwrap());
         let rescan = vec![row(60_000, 1, "XYZ"), row(60_000, 2, "ABC"), row(60_000, 3, "NEW")];
         assert!(!db.insert_radar_scan(&rescan).await.unwrap(), "the capture is already stored");

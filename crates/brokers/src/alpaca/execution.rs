@@ -231,6 +231,57 @@ impl GapFill for AlpacaExecution {
     }
 }
 
+/// An open Alpaca order as an order of ours (what reconciliation adopts), when tradeops can
+/// represent it: a working market, limit, stop or stop-limit order, day/gtc/ioc, whole shares.
+pub fn adoptable(order: &wire::Order) -> Option<Order> {
+    use tradeops_core::market::Side;
+    use tradeops_core::orders::{OrderStatus, OrderType, TimeInForce};
+    if order.is_final() {
+        return None;
+    }
+    let client_order_id = ClientOrderId::parse(&order.client_order_id).ok()?;
+    let symbol = tradeops_core::Symbol::parse(&order.symbol).ok()?;
+    let side = match order.side.as_str() {
+        "buy" => Side::Buy,
+        "sell" => Side::Sell,
+        _ => return None,
+    };
+    let order_type = match order.order_type.as_deref()? {
+        "market" => OrderType::Market,
+        "limit" => OrderType::Limit,
+        "stop" => OrderType::Stop,
+        "stop_limit" => OrderType::StopLimit,
+        _ => return None,
+    };
+    let time_in_force = match order.time_in_force.as_deref()? {
+        "day" => TimeInForce::Day,
+        "gtc" => TimeInForce::Gtc,
+        "ioc" => TimeInForce::Ioc,
+        _ => return None,
+    };
+    let whole = |d: Option<Decimal>| d.filter(|d| d.fract().is_zero()).and_then(|d| d.to_u64());
+    let quantity = whole(order.qty)?;
+    let filled = whole(order.filled_qty.or(Some(Decimal::ZERO)))?;
+    let created_at = order.submitted_at.or(order.created_at)?;
+    let mut adopted = Order::new(
+        client_order_id,
+        symbol,
+        side,
+        order_type,
+        time_in_force,
+        quantity,
+        order.limit_price,
+        order.stop_price,
+        created_at,
+    );
+    adopted.broker_order_id = Some(order.id.as_str().into());
+    adopted.status = if filled > 0 { OrderStatus::PartiallyFilled } else { OrderStatus::Accepted };
+    adopted.filled_quantity = filled;
+    adopted.filled_notional = order.filled_avg_price.unwrap_or_default() * Decimal::from(filled);
+    adopted.updated_at = order.updated_at.unwrap_or(created_at);
+    Some(adopted)
+}
+
 /// Our lookup answer for an order as Alpaca reports it.
 pub fn lookup_of(order: &wire::Order) -> BrokerLookup {
     if order.is_final() {
@@ -248,6 +299,16 @@ pub fn lookup_of(order: &wire::Order) -> BrokerLookup {
 impl ExecutionBroker for AlpacaExecution {
     fn name(&self) -> &'static str {
         "alpaca"
+    }
+
+    fn connection(&self) -> Option<crate::execution::VenueConnection> {
+        let state = self.stream.health();
+        Some(crate::execution::VenueConnection {
+            connected: state.connected,
+            last_event_at: state.last_event_at,
+            last_error: state.last_error,
+            connections: state.connections,
+        })
     }
 
     /// Sends the order exactly once ([`TradingClient::submit_once`]). The order joins the set
@@ -299,6 +360,49 @@ impl ExecutionBroker for AlpacaExecution {
             .collect();
         open.sort_by(|a, b| a.client_order_id.cmp(&b.client_order_id));
         Ok(open)
+    }
+
+    /// `GET /v2/account`.
+    async fn account(&self) -> Result<Option<crate::execution::VenueAccount>, BrokerError> {
+        let account = self.orders.client.account().await?;
+        Ok(Some(crate::execution::VenueAccount {
+            cash: account.cash,
+            equity: account.equity,
+            buying_power: account.buying_power,
+            last_equity: account.last_equity,
+            trading_blocked: account.trading_blocked || account.account_blocked,
+        }))
+    }
+
+    /// `GET /v2/positions`: shares signed by side; a symbol tradeops cannot name is left out.
+    async fn positions(&self) -> Result<Option<Vec<crate::execution::VenuePosition>>, BrokerError> {
+        let mut positions: Vec<crate::execution::VenuePosition> = self
+            .orders
+            .client
+            .positions()
+            .await?
+            .iter()
+            .filter_map(|p| {
+                let symbol = tradeops_core::Symbol::parse(&p.symbol).ok()?;
+                let shares = p.qty.trunc().to_i64()?;
+                let short = p.side.as_deref() == Some("short") && shares > 0;
+                Some(crate::execution::VenuePosition {
+                    symbol,
+                    quantity: if short { -shares } else { shares },
+                    average_price: p.avg_entry_price,
+                })
+            })
+            .collect();
+        positions.sort_by(|a, b| a.symbol.cmp(&b.symbol));
+        Ok(Some(positions))
+    }
+
+    /// The order as Alpaca has it (`GET /v2/orders:by_client_order_id`), when it is working and
+    /// tradeops can represent it (market, limit, stop, stop-limit; day, gtc, ioc).
+    async fn foreign_order(&self, id: &ClientOrderId) -> Result<Option<Order>, BrokerError> {
+        let Some(order) = self.orders.client.by_client_order_id(id).await? else { return Ok(None) };
+        self.orders.learn_order(&order);
+        Ok(adoptable(&order))
     }
 
     /// The stream's reports so far, oldest first: Alpaca's reports are due when they arrive.

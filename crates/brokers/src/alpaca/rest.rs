@@ -6,8 +6,9 @@
 //! id before it is ever sent again. The API secret is sent only as a header marked sensitive and
 //! never appears in `Debug`, logs or errors.
 
+use crate::alpaca::budget::RateBudget;
 use crate::alpaca::wire;
-use crate::execution::BrokerError;
+use crate::execution::{BrokerError, Rejection};
 use chrono::{DateTime, SecondsFormat, Utc};
 use reqwest::header::{HeaderMap, HeaderValue, RETRY_AFTER};
 use reqwest::{Method, RequestBuilder, StatusCode};
@@ -21,6 +22,9 @@ use tradeops_core::orders::{ClientOrderId, Order, OrderType, TimeInForce};
 use tradeops_core::time::Timestamp;
 use tradeops_core::Clock;
 
+/// The Trading API's request limit (Alpaca: 200 a minute per account).
+pub const REQUESTS_PER_MINUTE: u32 = 200;
+
 /// The most orders Alpaca returns in one `GET /v2/orders` page.
 pub const PAGE_LIMIT: usize = 500;
 
@@ -28,7 +32,7 @@ pub const PAGE_LIMIT: usize = 500;
 const DUPLICATE_CLIENT_ORDER_ID: i64 = 40010001;
 
 /// The API key pair. `Debug` shows the key id and hides the secret.
-#[derive(Clone)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct AlpacaCredentials {
     pub key_id: String,
     pub secret_key: String,
@@ -43,7 +47,7 @@ impl fmt::Debug for AlpacaCredentials {
 /// The client could not be built (a header value that is not valid HTTP, the HTTP client).
 #[derive(Debug, thiserror::Error)]
 #[error("cannot build the Alpaca client: {0}")]
-pub struct ClientBuildError(String);
+pub struct ClientBuildError(pub(crate) String);
 
 /// A client of Alpaca's Trading API at one base URL (`https://paper-api.alpaca.markets`, or a
 /// stand-in in tests), every request bounded by one timeout. HTTPS goes through rustls with the
@@ -51,6 +55,8 @@ pub struct ClientBuildError(String);
 #[derive(Clone)]
 pub struct TradingClient {
     http: reqwest::Client,
+    /// Every request takes a permit: at most [`REQUESTS_PER_MINUTE`] a minute.
+    budget: Arc<RateBudget>,
     base_url: String,
     key_id: String,
     clock: Arc<dyn Clock>,
@@ -94,10 +100,16 @@ impl TradingClient {
             .map_err(|e| ClientBuildError(e.to_string()))?;
         Ok(TradingClient {
             http,
+            budget: Arc::new(RateBudget::per_minute(REQUESTS_PER_MINUTE)),
             base_url: base_url.trim_end_matches('/').to_string(),
             key_id: credentials.key_id.clone(),
             clock,
         })
+    }
+
+    /// The same client with another request budget (tests; a larger plan's limit).
+    pub fn with_budget(self, budget: RateBudget) -> TradingClient {
+        TradingClient { budget: Arc::new(budget), ..self }
     }
 
     /// `POST /v2/orders`: sends the order once. A lost answer comes back as
@@ -107,7 +119,14 @@ impl TradingClient {
         let request = self.request(Method::POST, "/v2/orders").json(&body);
         match self.send(request).await? {
             Ok(text) => decode(&text),
-            Err(reply) => Err(map_error(&reply, Some(&order.client_order_id), self.clock.now())),
+            Err(reply) => Err(match map_error(&reply, Some(&order.client_order_id), self.clock.now()) {
+                // The shares asked for are the order's own.
+                BrokerError::Rejected { reason, kind: Rejection::SharesAvailable { available, requested: None } } => {
+                    let requested = Some(Decimal::from(order.quantity));
+                    BrokerError::Rejected { reason, kind: Rejection::SharesAvailable { available, requested } }
+                }
+                other => other,
+            }),
         }
     }
 
@@ -161,7 +180,7 @@ impl TradingClient {
     /// be canceled (already filled).
     pub async fn cancel(&self, id: &ClientOrderId, broker_order_id: &str) -> Result<(), BrokerError> {
         if broker_order_id.is_empty() || !broker_order_id.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-') {
-            return Err(BrokerError::Rejected { reason: format!("not an Alpaca order id: {broker_order_id:?}") });
+            return Err(BrokerError::rejected(format!("not an Alpaca order id: {broker_order_id:?}")));
         }
         let request = self.request(Method::DELETE, &format!("/v2/orders/{broker_order_id}"));
         match self.send(request).await? {
@@ -241,6 +260,7 @@ impl TradingClient {
     /// Sends a request: the success body, or the failed reply to map; a transport failure
     /// (timeout, connection, a body cut off) is [`BrokerError::Unavailable`].
     async fn send(&self, request: RequestBuilder) -> Result<Result<String, FailedReply>, BrokerError> {
+        self.budget.acquire().await;
         let response = request.send().await.map_err(transport_error)?;
         let status = response.status();
         let headers = response.headers().clone();
@@ -328,6 +348,7 @@ pub fn map_error(reply: &FailedReply, order: Option<&ClientOrderId>, now: Timest
     match status.as_u16() {
         403 => {
             let mut reason = described;
+            let mut kind = Rejection::Other;
             if let Some(b) = &body {
                 let figures: Vec<String> = [
                     ("buying_power", b.buying_power),
@@ -342,8 +363,16 @@ pub fn map_error(reply: &FailedReply, order: Option<&ClientOrderId>, now: Timest
                 if !figures.is_empty() {
                     reason = format!("{reason} ({})", figures.join(", "));
                 }
+                let text = b.message.to_ascii_lowercase();
+                kind = if text.contains("buying power") || b.buying_power.is_some() {
+                    Rejection::BuyingPower { available: b.buying_power, required: b.cost_basis }
+                } else if text.contains("qty") || text.contains("quantity") || b.available.is_some() {
+                    Rejection::SharesAvailable { available: b.available, requested: None }
+                } else {
+                    Rejection::Other
+                };
             }
-            BrokerError::Rejected { reason }
+            BrokerError::Rejected { reason, kind }
         }
         422 => {
             let duplicate = body.as_ref().is_some_and(|b| {
@@ -351,19 +380,45 @@ pub fn map_error(reply: &FailedReply, order: Option<&ClientOrderId>, now: Timest
             });
             match order {
                 Some(id) if duplicate => BrokerError::AlreadyReceived(id.clone()),
-                _ => BrokerError::Rejected { reason: described },
+                _ => {
+                    let text = message.to_ascii_lowercase();
+                    let kind = if text.contains("cancel") || text.contains("already in") {
+                        Rejection::NotCancellable { filled: text.contains("filled") }
+                    } else {
+                        Rejection::Invalid { field: field_named(&text) }
+                    };
+                    BrokerError::Rejected { reason: described, kind }
+                }
             }
         }
         404 => match order {
             Some(id) => BrokerError::UnknownOrder(id.clone()),
-            None => BrokerError::Rejected { reason: described },
+            None => BrokerError::rejected(described),
         },
         429 => BrokerError::Unavailable { reason: described, retry_after: retry_after(&reply.headers, now) },
         500..=599 => {
             BrokerError::Unavailable { reason: described, retry_after: retry_after_header(&reply.headers, now) }
         }
-        _ => BrokerError::Rejected { reason: described },
+        _ => BrokerError::rejected(described),
     }
+}
+
+/// The field of our order API an Alpaca 422 message is about (`qty must be > 0` → `quantity`),
+/// when it names one. Longer names are tried first (`limit_price` before `type`).
+fn field_named(message: &str) -> Option<&'static str> {
+    const FIELDS: &[(&str, &str)] = &[
+        ("client_order_id", "client_order_id"),
+        ("time_in_force", "time_in_force"),
+        ("limit_price", "limit_price"),
+        ("stop_price", "stop_price"),
+        ("notional", "quantity"),
+        ("symbol", "symbol"),
+        ("asset", "symbol"),
+        ("side", "side"),
+        ("type", "order_type"),
+        ("qty", "quantity"),
+    ];
+    FIELDS.iter().find(|(word, _)| message.contains(word)).map(|(_, field)| *field)
 }
 
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
@@ -379,7 +434,7 @@ fn reply_time(headers: &HeaderMap, now: Timestamp) -> Timestamp {
 }
 
 /// `Retry-After` as seconds or as an HTTP date (less the reply's time), never negative.
-fn retry_after_header(headers: &HeaderMap, now: Timestamp) -> Option<Duration> {
+pub(crate) fn retry_after_header(headers: &HeaderMap, now: Timestamp) -> Option<Duration> {
     let value = header(headers, RETRY_AFTER.as_str())?;
     if let Ok(seconds) = value.parse::<u64>() {
         return Some(Duration::from_secs(seconds));
@@ -390,7 +445,7 @@ fn retry_after_header(headers: &HeaderMap, now: Timestamp) -> Option<Duration> {
 
 /// When to come back after a 429: `Retry-After`, else `X-RateLimit-Reset` (epoch seconds)
 /// less the reply's `Date` (or `now`), never negative.
-fn retry_after(headers: &HeaderMap, now: Timestamp) -> Option<Duration> {
+pub(crate) fn retry_after(headers: &HeaderMap, now: Timestamp) -> Option<Duration> {
     if let Some(after) = retry_after_header(headers, now) {
         return Some(after);
     }
@@ -428,9 +483,40 @@ mod tests {
         assert_eq!(
             error,
             BrokerError::Rejected {
-                reason: "403 insufficient buying power (buying_power 1000.5, cost_basis 5000)".into()
+                reason: "403 insufficient buying power (buying_power 1000.5, cost_basis 5000)".into(),
+                kind: Rejection::BuyingPower {
+                    available: Some(Decimal::new(10005, 1)),
+                    required: Some(Decimal::from(5000))
+                },
             }
         );
+        let shares = r#"{"code":40310000,"message":"insufficient qty available for order (requested: 10, available: 0)","available":"0"}"#;
+        let BrokerError::Rejected { kind, .. } = map_error(&reply(403, &[], shares), Some(&id()), now()) else {
+            panic!("a 403 is a rejection")
+        };
+        assert_eq!(kind, Rejection::SharesAvailable { available: Some(Decimal::ZERO), requested: None });
+    }
+
+    #[test]
+    fn an_unprocessable_order_names_our_field() {
+        let cases = [
+            ("qty must be > 0", Some("quantity")),
+            (
+                "invalid limit_price 0.001. sub-penny increment does not fulfill minimum pricing criteria",
+                Some("limit_price"),
+            ),
+            ("stop_price must be set for stop orders", Some("stop_price")),
+            ("invalid time_in_force for this order type", Some("time_in_force")),
+            ("asset \"ZZZZ\" not found", Some("symbol")),
+            ("something else entirely", None),
+        ];
+        for (message, field) in cases {
+            let body = format!(r#"{{"code":42210000,"message":"{message}"}}"#);
+            let BrokerError::Rejected { kind, .. } = map_error(&reply(422, &[], &body), Some(&id()), now()) else {
+                panic!("a 422 is a rejection")
+            };
+            assert_eq!(kind, Rejection::Invalid { field }, "{message}");
+        }
     }
 
     #[test]
@@ -447,8 +533,16 @@ mod tests {
         let body = r#"{"code":42210000,"message":"order is not cancelable"}"#;
         assert_eq!(
             map_error(&reply(422, &[], body), Some(&id()), now()),
-            BrokerError::Rejected { reason: "422 order is not cancelable".into() }
+            BrokerError::Rejected {
+                reason: "422 order is not cancelable".into(),
+                kind: Rejection::NotCancellable { filled: false }
+            }
         );
+        let filled = r#"{"code":42210000,"message":"order is already in \"filled\" state"}"#;
+        let BrokerError::Rejected { kind, .. } = map_error(&reply(422, &[], filled), Some(&id()), now()) else {
+            panic!("a 422 is a rejection")
+        };
+        assert_eq!(kind, Rejection::NotCancellable { filled: true });
     }
 
     #[test]
@@ -496,7 +590,7 @@ mod tests {
         ));
         assert!(matches!(
             map_error(&reply(401, &[], r#"{"message":"request is not authorized"}"#), None, now()),
-            BrokerError::Rejected { reason } if reason == "401 request is not authorized"
+            BrokerError::Rejected { reason, .. } if reason == "401 request is not authorized"
         ));
     }
 

@@ -77,6 +77,10 @@ pub struct LiveMarket {
     /// Service-clock milliseconds when the last step ran (`i64::MIN`: never).
     last_step_ms: AtomicI64,
     pub speed: f64,
+    /// Imported float and sector, laid over the universe's in every scan.
+    reference: std::sync::Arc<crate::reference::ReferenceData>,
+    /// Whether the universe's float and sector are known (false: a real feed's "none").
+    reference_data: bool,
 }
 
 impl LiveMarket {
@@ -93,7 +97,19 @@ impl LiveMarket {
             clock,
             last_step_ms: AtomicI64::new(i64::MIN),
             speed,
+            reference: Default::default(),
+            reference_data: true,
         }
+    }
+
+    /// The same feed, whose scans know no float or sector but the imported ones.
+    pub fn without_reference_data(self) -> LiveMarket {
+        LiveMarket { reference_data: false, ..self }
+    }
+
+    /// The same feed, whose scans take float and sector from `reference` where imported.
+    pub fn with_reference(self, reference: std::sync::Arc<crate::reference::ReferenceData>) -> LiveMarket {
+        LiveMarket { reference, ..self }
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, LiveState> {
@@ -239,10 +255,11 @@ impl LiveMarket {
         let clock = st.clock.expect("day started");
         let minute = ((at - clock.start).num_minutes()).clamp(0, clock.minutes as i64) as u32;
         let expected_fraction = expected_cum_fraction(&clock, minute);
+        let reference = self.reference.current();
         let inputs = self.universe.symbols.iter().zip(&st.symbols).map(|(p, s)| RadarInput {
             symbol: &p.symbol,
-            sector: p.sector,
-            float: p.float,
+            sector: reference.sector(&p.symbol, self.reference_data.then_some(p.sector)),
+            float: reference.float(&p.symbol, self.reference_data.then_some(p.float)),
             prev_close: s.prev_close,
             last: s.last,
             volume: s.volume,

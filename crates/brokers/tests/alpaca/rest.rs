@@ -14,7 +14,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tradeops_brokers::alpaca::rest::{AlpacaCredentials, TradingClient};
-use tradeops_brokers::BrokerError;
+use tradeops_brokers::{BrokerError, Rejection};
 use tradeops_core::market::Side;
 use tradeops_core::orders::{ClientOrderId, Order, OrderType, TimeInForce};
 use tradeops_core::symbol::Symbol;
@@ -327,7 +327,7 @@ async fn a_wrong_secret_is_refused_and_never_shown() {
     let alpaca = StandIn::start().await;
     let wrong = "wrong-secret-77";
     let error = alpaca.client_with(wrong, Duration::from_secs(5)).submit(&market("to-1")).await.unwrap_err();
-    let BrokerError::Rejected { reason } = &error else { panic!("{error:?}") };
+    let BrokerError::Rejected { reason, .. } = &error else { panic!("{error:?}") };
     assert_eq!(reason, "401 request is not authorized");
     assert!(!format!("{error:?}{error}").contains(wrong));
     assert_eq!(alpaca.orders_of("to-1"), 0);
@@ -344,7 +344,13 @@ async fn forbidden_keeps_alpacas_message_and_figures() {
     let error = alpaca.client().submit(&market("to-1")).await.unwrap_err();
     assert_eq!(
         error,
-        BrokerError::Rejected { reason: "403 insufficient buying power (buying_power 1200.5, cost_basis 4800)".into() }
+        BrokerError::Rejected {
+            reason: "403 insufficient buying power (buying_power 1200.5, cost_basis 4800)".into(),
+            kind: Rejection::BuyingPower {
+                available: Some(Decimal::new(12005, 1)),
+                required: Some(Decimal::from(4800))
+            },
+        }
     );
 }
 
@@ -360,7 +366,10 @@ async fn a_second_send_of_an_id_is_already_received_and_other_422s_are_rejection
     alpaca.fault([Fault::Status(422, json!({"code": 40010000, "message": "qty must be > 0"}), vec![])]);
     assert_eq!(
         client.submit(&market("to-2")).await.unwrap_err(),
-        BrokerError::Rejected { reason: "422 qty must be > 0".into() }
+        BrokerError::Rejected {
+            reason: "422 qty must be > 0".into(),
+            kind: Rejection::Invalid { field: Some("quantity") }
+        }
     );
 }
 
@@ -377,7 +386,10 @@ async fn cancels_are_taken_refused_when_filled_and_unknown_when_alpaca_has_no_su
     assert_eq!(alpaca.book.lock().unwrap().orders[0]["status"], "pending_cancel");
     assert_eq!(
         client.cancel(&two, &filled.id).await.unwrap_err(),
-        BrokerError::Rejected { reason: "422 order is already in \"filled\" state".into() }
+        BrokerError::Rejected {
+            reason: "422 order is already in \"filled\" state".into(),
+            kind: Rejection::NotCancellable { filled: true }
+        }
     );
     assert_eq!(
         client.cancel(&one, "0b1e6e2a-0000-4000-8000-999999999999").await.unwrap_err(),
@@ -569,7 +581,10 @@ async fn an_order_rejected_for_good_is_not_resent() {
     let error = alpaca.client().submit_once(&market("to-1")).await.unwrap_err();
     assert_eq!(
         error,
-        BrokerError::Rejected { reason: "403 insufficient qty available for order (available 0)".into() }
+        BrokerError::Rejected {
+            reason: "403 insufficient qty available for order (available 0)".into(),
+            kind: Rejection::SharesAvailable { available: Some(Decimal::ZERO), requested: Some(Decimal::from(100)) },
+        }
     );
     assert_eq!((alpaca.calls(POST.0, POST.1), alpaca.calls(LOOKUP.0, LOOKUP.1)), (1, 0));
 }
@@ -614,4 +629,20 @@ async fn https_and_wss_urls_speak_tls_so_real_alpaca_can_be_reached() {
     })
     .await;
     assert_eq!(wss, TLS_HANDSHAKE, "a wss:// stream URL opens with a TLS ClientHello");
+}
+
+/// Alpaca allows 200 Trading API requests a minute: the client paces itself rather than
+/// collect 429s. With a budget of 2, the third request waits until the first is a minute old
+/// (tokio's clock is paused: the wait passes at once, and is measured exactly).
+#[tokio::test(start_paused = true)]
+async fn requests_beyond_the_budget_wait_for_the_window_to_pass() {
+    let alpaca = StandIn::start().await;
+    let client = alpaca.client().with_budget(tradeops_brokers::alpaca::budget::RateBudget::per_minute(2));
+    let started = tokio::time::Instant::now();
+    client.submit(&market("to-1")).await.unwrap();
+    client.submit(&market("to-2")).await.unwrap();
+    assert!(started.elapsed() < Duration::from_secs(1), "within the budget: no wait");
+    client.submit(&market("to-3")).await.unwrap();
+    assert!(started.elapsed() >= Duration::from_secs(60), "the third waited for the window: {:?}", started.elapsed());
+    assert_eq!(alpaca.calls(POST.0, POST.1), 3, "nothing dropped");
 }

@@ -147,6 +147,16 @@ pub enum CommandError {
     /// sent): `SERVICE_UNAVAILABLE` when the database is unavailable, else `INTERNAL_ERROR`. Set
     /// by the live runner, never by the engine.
     NotPersisted { reason: String, unavailable: bool },
+    /// The execution broker cannot be reached, so a new order is not placed (`BROKER_UNAVAILABLE`,
+    /// 503 with `Retry-After`): `retry_after` is the venue's own wait when it gave one;
+    /// `client_order_id` the order written ahead whose submit found the venue unreachable (it is
+    /// looked up, never sent again, and marked `REJECTED` unless the venue had received it),
+    /// `None` when nothing was written. Set by the live runner, never by the engine.
+    BrokerUnavailable {
+        reason: String,
+        retry_after: Option<std::time::Duration>,
+        client_order_id: Option<ClientOrderId>,
+    },
 }
 
 impl From<Refusal> for CommandError {
@@ -369,6 +379,7 @@ impl Engine {
                     return Ok(Reply::Resumed { state: self.trading_state });
                 }
                 self.trading_state = TradingState::Active;
+                self.exit_backoff.clear();
                 self.halt = None;
                 fx.push(Effect::TradingStateChanged { state: TradingState::Active, halt: None });
                 self.check_daily_loss(fx);
@@ -457,7 +468,7 @@ impl Engine {
         }
     }
 
-    fn stop_strategy(
+    pub(super) fn stop_strategy(
         &mut self,
         symbol: &Symbol,
         status: StrategyStatus,
@@ -602,6 +613,11 @@ impl Engine {
         self.submit_exits(LIQUIDATION_REASON, now, fx)
     }
 
+    /// Whether the emergency exit of `symbol` waits after the broker rejected it.
+    fn exit_waits(&self, symbol: &Symbol, reason: &str, now: Timestamp) -> bool {
+        reason == LIQUIDATION_REASON && self.exit_backoff.get(symbol).is_some_and(|(not_before, _)| now < *not_before)
+    }
+
     /// Sells every share of every open position not already being sold, at market with `reason`,
     /// outside the risk gate (closing only reduces risk): a backtest's close after its last bar,
     /// once its working orders are cancelled.
@@ -622,7 +638,7 @@ impl Engine {
                 .map(|o| o.remaining())
                 .sum();
             let missing = held.saturating_sub(selling);
-            if missing == 0 {
+            if missing == 0 || self.exit_waits(symbol, reason, now) {
                 continue;
             }
             let id = self.next_client_order_id(symbol, now);

@@ -7,6 +7,7 @@
 //! bars and a simulated broker. No wall clock, no randomness, ordered maps only: the same
 //! events give the same effects, bit for bit.
 
+mod adopt;
 mod commands;
 mod preview;
 mod reports;
@@ -224,6 +225,12 @@ pub enum Effect {
     /// Something that should not happen did (an unknown or impossible broker report): log it
     /// and show it in reconciliation.
     Anomaly(String),
+    /// Reconciliation took the broker's figure for the engine's cash (`what`, in words): persist
+    /// the engine state.
+    CashAdopted {
+        cash: Decimal,
+        what: String,
+    },
     Reply(Result<Reply, CommandError>),
 }
 
@@ -238,6 +245,10 @@ pub struct Engine {
     /// stopped (CONTRACT §4); `Command::RestartHaltStopped` restarts exactly these. A symbol
     /// restarted or stopped by hand since leaves the set.
     halt_stopped: BTreeSet<Symbol>,
+    /// Symbols whose emergency exit the broker rejected: not sent again before the time given
+    /// (the doubling wait after the given number of rejections in a row), so a venue refusing an
+    /// exit is asked again every few seconds rather than in a hot loop.
+    exit_backoff: BTreeMap<Symbol, (Timestamp, u32)>,
     orders: BTreeMap<ClientOrderId, Arc<Order>>,
     positions: BTreeMap<Symbol, Position>,
     slots: BTreeMap<Symbol, Slot>,
@@ -340,6 +351,7 @@ impl Engine {
             trading_state: TradingState::Active,
             halt: None,
             halt_stopped: BTreeSet::new(),
+            exit_backoff: BTreeMap::new(),
             orders: BTreeMap::new(),
             positions: BTreeMap::new(),
             slots: BTreeMap::new(),
@@ -868,7 +880,13 @@ impl Engine {
         false
     }
 
-    fn set_status(&mut self, symbol: &Symbol, status: StrategyStatus, reason: Option<String>, fx: &mut Vec<Effect>) {
+    pub(super) fn set_status(
+        &mut self,
+        symbol: &Symbol,
+        status: StrategyStatus,
+        reason: Option<String>,
+        fx: &mut Vec<Effect>,
+    ) {
         if let Some(slot) = self.slots.get_mut(symbol) {
             if slot.status != status {
                 slot.status = status;

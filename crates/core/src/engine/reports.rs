@@ -31,6 +31,10 @@ impl Engine {
             return;
         }
         let order = order.clone();
+        if order.status == OrderStatus::Rejected {
+            // A rejected order placed nothing: the same order again is no duplicate of it.
+            self.recent.retain(|r| r.client_order_id != id);
+        }
 
         if let BrokerReport::Filled { execution, .. } = &report {
             let position =
@@ -135,8 +139,17 @@ impl Engine {
             self.positions.get(symbol).cloned().unwrap_or_else(|| crate::positions::Position::new(symbol.clone()));
         let next = self.status_after_fill(symbol, &position);
         self.set_status(symbol, next, None, fx);
-        // While halted, an exit that ended without filling everything is resubmitted.
+        // While halted, an exit that ended without filling everything is resubmitted; one the
+        // broker rejected, after a wait that doubles with each rejection in a row (1 s up to
+        // 30 s), and then by the halt applied again (every reconciliation pass).
         if self.trading_state == TradingState::Halted && status != OrderStatus::Filled {
+            let rejected_exit = status == OrderStatus::Rejected
+                && self.orders.get(id).is_some_and(|o| o.reason.as_deref() == Some(super::LIQUIDATION_REASON));
+            if rejected_exit {
+                let rejections = self.exit_backoff.get(symbol).map_or(0, |(_, n)| *n) + 1;
+                let wait = chrono::Duration::seconds((1i64 << (rejections - 1).min(5)).min(30));
+                self.exit_backoff.insert(symbol.clone(), (now + wait, rejections));
+            }
             self.submit_liquidation(now, fx);
         }
     }

@@ -373,19 +373,27 @@ fn a_standing_halt_applied_again_resends_cancels_and_exits_what_is_left() {
         Event::Broker(BrokerReport::Canceled { client_order_id: working.client_order_id.clone(), at: t(NOW) }),
         t(NOW),
     );
-    // The exit is refused by the broker: the halt sends another, and applying it again sends
-    // no third.
-    let fx = e.handle(
-        Event::Broker(BrokerReport::Rejected {
-            client_order_id: exit.client_order_id.clone(),
-            reason: "lost".into(),
-            at: t(NOW),
-        }),
-        t(NOW),
-    );
+    // The exit is refused by the broker: the halt sends another once a second has passed (not
+    // in a loop against a venue that keeps refusing), and applying it again sends no third.
+    let reject = |e: &mut Engine, order: &Order, at: Timestamp| {
+        let report =
+            BrokerReport::Rejected { client_order_id: order.client_order_id.clone(), reason: "held".into(), at };
+        e.handle(Event::Broker(report), at)
+    };
+    let fx = reject(&mut e, &exit, t(NOW));
+    assert!(submitted(&fx).is_empty(), "a rejected exit waits: {fx:?}");
+    let later = |secs: i64| t(NOW) + chrono::Duration::milliseconds(secs * 1000);
+    assert!(submitted(&e.reassert_halt(later(0)).0).is_empty(), "not before its wait");
+    let (fx, _) = e.reassert_halt(later(1));
+    let second = submitted(&fx);
+    assert_eq!(second.iter().map(|o| (o.side, o.quantity)).collect::<Vec<_>>(), vec![(Side::Sell, 100)], "{fx:?}");
+    // Refused again: the wait doubles.
+    reject(&mut e, &second[0], later(1));
+    assert!(submitted(&e.reassert_halt(later(2)).0).is_empty(), "2 s after the second rejection, not 1");
+    let (fx, _) = e.reassert_halt(later(3));
     let again = submitted(&fx);
-    assert_eq!(again.iter().map(|o| (o.side, o.quantity)).collect::<Vec<_>>(), vec![(Side::Sell, 100)], "{fx:?}");
-    let (fx, progress) = e.reassert_halt(t(NOW));
+    assert_eq!(again.len(), 1, "{fx:?}");
+    let (fx, progress) = e.reassert_halt(later(3));
     assert!(submitted(&fx).is_empty(), "{fx:?}");
     assert_eq!(progress, HaltProgress { open_orders: 0, open_positions: 1 });
     fill(&mut e, &again[0], "x2", 100, 499);
@@ -411,6 +419,24 @@ fn an_order_never_sent_is_withdrawn_as_if_never_placed() {
     // An order the broker has acknowledged is never withdrawn.
     fill(&mut e, &order, "e1", 10, 500);
     assert!(!e.withdraw_unsent(&order.client_order_id));
+}
+
+#[test]
+fn the_same_order_after_a_rejection_is_no_duplicate() {
+    let mut e = engine();
+    let (_, fx) = command(&mut e, buy(100));
+    let order = submitted(&fx)[0].clone();
+    let (again, _) = command(&mut e, buy(100));
+    assert!(matches!(again, Err(CommandError::Duplicate { .. })), "{again:?}");
+    let rejected = BrokerReport::Rejected {
+        client_order_id: order.client_order_id.clone(),
+        reason: "never sent: the broker was unavailable".into(),
+        at: t(NOW),
+    };
+    e.handle(Event::Broker(rejected), t(NOW));
+    let (retry, fx) = command(&mut e, buy(100));
+    assert!(retry.is_ok(), "a rejected order placed nothing: {retry:?}");
+    assert_eq!(submitted(&fx).len(), 1);
 }
 
 #[test]

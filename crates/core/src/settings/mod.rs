@@ -32,6 +32,8 @@ pub enum MarketDataBrokerKind {
     /// The deterministic simulated US-equity market.
     #[default]
     Simulated,
+    /// Alpaca's Market Data API v2 (stocks): its assets, calendar, clock, snapshots and bars.
+    Alpaca,
 }
 
 /// Which execution adapter receives orders.
@@ -42,6 +44,8 @@ pub enum ExecutionBrokerKind {
     /// The in-process paper matching engine.
     #[default]
     Paper,
+    /// Alpaca's Trading API v2: its paper endpoint in `PAPER`, its live endpoint in `LIVE`.
+    Alpaca,
 }
 
 impl ExecutionBrokerKind {
@@ -49,6 +53,7 @@ impl ExecutionBrokerKind {
     pub fn is_live_capable(self) -> bool {
         match self {
             ExecutionBrokerKind::Paper => false,
+            ExecutionBrokerKind::Alpaca => true,
         }
     }
 }
@@ -107,7 +112,8 @@ pub struct MomentumRadarSettings {
     pub min_percentage_gain: f64,
     /// Minimum time-of-day adjusted relative volume.
     pub min_relative_volume: f64,
-    /// Maximum float, in shares.
+    /// Maximum float, in shares. A symbol whose float is unknown (not imported, and the market
+    /// source has none) does not pass it, unless it is at its maximum, 100000000000: no ceiling.
     pub max_float: u64,
     /// Minimum shares traded today.
     pub min_volume: u64,

@@ -1,4 +1,5 @@
-//! The account as the engine's view has it: [`AccountSummary`], the figures
+//! The account as the engine's view has it (a real broker's own figures when it keeps an
+//! account): [`AccountSummary`], the figures
 //! `GET /api/account/summary` serves and the `account.updated` event carries (the account feed
 //! compares them to decide when to publish), each money figure rounded to the cent by [`figure`].
 
@@ -34,15 +35,16 @@ pub struct AccountSummary {
 impl AccountSummary {
     /// The account as the engine's view has it (also the `account.updated` event's figures).
     pub fn of(v: &EngineView) -> AccountSummary {
+        let (cash, equity, buying_power, day_pnl) = v.account_figures();
         AccountSummary {
-            buying_power: figure(v.buying_power),
-            equity: figure(v.equity),
-            cash: figure(v.cash),
-            margin_available: figure(v.buying_power),
-            day_pnl: figure(v.equity - v.start_equity),
+            buying_power: figure(buying_power),
+            equity: figure(equity),
+            cash: figure(cash),
+            margin_available: figure(buying_power),
+            day_pnl: figure(day_pnl),
             realized_pnl: figure(v.realized_today),
             unrealized_pnl: figure(v.unrealized),
-            broker_name: "paper",
+            broker_name: v.broker,
             account_status: if v.trading_state == TradingState::Halted { "TRADING_HALTED" } else { "ACTIVE" },
         }
     }

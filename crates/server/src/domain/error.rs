@@ -78,6 +78,9 @@ pub enum DomainError {
     /// Refused fields, the first one named in the message.
     #[error("{}", validation_message(.0))]
     Validation(Vec<FieldError>),
+    /// A row of an imported file refused: its line (1-based, the header being line 1) and field.
+    #[error("Line {line}, {field}: {reason}")]
+    BadRow { line: usize, field: String, reason: String },
     /// What was asked for does not exist; the message says what.
     #[error("{0}")]
     NotFound(String),
@@ -101,6 +104,14 @@ pub enum DomainError {
     /// The database cannot be reached (or cannot write) now; `reason` says what was not stored.
     #[error("The database is unavailable; retry shortly")]
     Unavailable { reason: Option<String> },
+    /// The execution broker cannot be reached: a new order is not placed. `reason` says what
+    /// failed; `retry_after` is the venue's own wait when it gave one.
+    #[error("The broker is unavailable: {reason}; retry shortly")]
+    BrokerUnavailable {
+        reason: String,
+        retry_after: Option<std::time::Duration>,
+        client_order_id: Option<ClientOrderId>,
+    },
     /// A bug or an unexpected failure.
     #[error("{0}")]
     Internal(String),
@@ -121,7 +132,7 @@ impl DomainError {
     /// The contract's code for this refusal (what the audit log records as the outcome).
     pub fn code(&self) -> ErrorCode {
         match self {
-            DomainError::Validation(_) => ErrorCode::ValidationError,
+            DomainError::Validation(_) | DomainError::BadRow { .. } => ErrorCode::ValidationError,
             DomainError::NotFound(_) => ErrorCode::NotFound,
             DomainError::PositionNotFound(_) => ErrorCode::PositionNotFound,
             DomainError::Forbidden { .. } => ErrorCode::Forbidden,
@@ -132,6 +143,7 @@ impl DomainError {
             DomainError::MarketClosed { .. } => ErrorCode::MarketClosed,
             DomainError::GuardRefused { .. } => ErrorCode::SettingsUpdateBlocked,
             DomainError::Unavailable { .. } => ErrorCode::ServiceUnavailable,
+            DomainError::BrokerUnavailable { .. } => ErrorCode::BrokerUnavailable,
             DomainError::Internal(_) => ErrorCode::InternalError,
         }
     }
@@ -173,6 +185,9 @@ impl From<CommandError> for DomainError {
             }
             CommandError::NotPersisted { reason, unavailable: false } => DomainError::Internal(reason),
             CommandError::MarketClosed { next_open } => DomainError::MarketClosed { next_open },
+            CommandError::BrokerUnavailable { reason, retry_after, client_order_id } => {
+                DomainError::BrokerUnavailable { reason, retry_after, client_order_id }
+            }
         }
     }
 }

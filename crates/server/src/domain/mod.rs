@@ -6,6 +6,7 @@
 pub mod account;
 mod error;
 pub mod radar;
+pub mod reference;
 pub mod settings;
 pub mod tokens;
 pub mod trades;

@@ -119,7 +119,7 @@ fn radar_row(r: &RadarRowRecord) -> Option<RadarRow> {
         volume: u64::try_from(r.volume).ok()?,
         average_volume: u64::try_from(r.average_volume).ok()?,
         relative_volume: r.relative_volume,
-        float: u64::try_from(r.float_shares).ok()?,
+        float: r.float_shares.map(u64::try_from).transpose().ok()?,
         sector: r.sector.clone(),
         captured_at: from_epoch_ms(r.captured_at),
     })
@@ -137,7 +137,7 @@ fn record(row: &RadarRow) -> RadarRowRecord {
         volume: row.volume as i64,
         average_volume: row.average_volume as i64,
         relative_volume: row.relative_volume,
-        float_shares: row.float as i64,
+        float_shares: row.float.map(|f| i64::try_from(f).unwrap_or(i64::MAX)),
         sector: row.sector.clone(),
     }
 }

@@ -8,7 +8,7 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use std::sync::Arc;
 use tokio::sync::{watch, Mutex};
-use tradeops_core::settings::SettingsGuard;
+use tradeops_core::settings::{ExecutionBrokerKind, MarketDataBrokerKind, SettingsGuard};
 use tradeops_core::{Clock, Role, Settings, TradingMode};
 use tradeops_store::{SettingsRepository, SettingsVersion};
 
@@ -21,6 +21,18 @@ pub struct SettingsService {
     json: std::sync::RwLock<Arc<RawValue>>,
     /// Serialises writers; holds the effective version number.
     version: Mutex<i64>,
+    /// The adapters built at start (CONTRACT §10: brokers are chosen at start), once known.
+    running: std::sync::OnceLock<RunningBrokers>,
+}
+
+/// The broker adapters this process runs, recorded at start: the settings' broker fields must
+/// name them, and `LIVE` can be switched to at runtime only when `live_refusal` is `None`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunningBrokers {
+    pub execution: ExecutionBrokerKind,
+    pub market_data: MarketDataBrokerKind,
+    /// Why this process cannot trade `LIVE` (the paper broker, or Alpaca's paper endpoint).
+    pub live_refusal: Option<String>,
 }
 
 /// Result of a successful update.
@@ -60,7 +72,7 @@ impl SettingsService {
         };
         let json = std::sync::RwLock::new(to_raw(&settings));
         let (tx, _) = watch::channel(Arc::new(settings));
-        Ok(Self { repo, clock, auth_enabled, tx, json, version: Mutex::new(version) })
+        Ok(Self { repo, clock, auth_enabled, tx, json, version: Mutex::new(version), running: Default::default() })
     }
 
     pub fn current(&self) -> Arc<Settings> {
@@ -120,6 +132,29 @@ impl SettingsService {
         Ok(())
     }
 
+    /// Records the adapters built at start and makes the settings' broker fields name them
+    /// (a new version by actor `config` when they named others): what the settings show is
+    /// what trades.
+    pub async fn apply_running_brokers(&self, running: RunningBrokers) -> DomainResult<()> {
+        let mut version = self.version.lock().await;
+        let current = self.current();
+        let mut next = (*current).clone();
+        let mut updated = Vec::new();
+        if next.runtime.execution_broker != running.execution {
+            next.runtime.execution_broker = running.execution;
+            updated.push("runtime.execution_broker".to_string());
+        }
+        if next.runtime.market_data_broker != running.market_data {
+            next.runtime.market_data_broker = running.market_data;
+            updated.push("runtime.market_data_broker".to_string());
+        }
+        let _ = self.running.set(running);
+        if !updated.is_empty() {
+            self.persist(&mut version, next, updated, "config").await?;
+        }
+        Ok(())
+    }
+
     async fn persist(
         &self,
         version: &mut i64,
@@ -175,7 +210,24 @@ impl SettingsService {
                 format!("{what} is refused while {positions} positions and {orders} orders are open"),
             ));
         }
+        if let (SettingsGuard::BrokerChange(_), Some(running)) = (guard, self.running.get()) {
+            if next.runtime.execution_broker != running.execution
+                || next.runtime.market_data_broker != running.market_data
+            {
+                return Err(blocked(
+                    "broker_chosen_at_start",
+                    format!(
+                        "Brokers are chosen at start (this process runs execution {:?} and market data {:?}): \
+                         restart with TRADEOPS_EXECUTION_BROKER / TRADEOPS_MARKET_DATA to change them",
+                        running.execution, running.market_data
+                    ),
+                ));
+            }
+        }
         if *guard == SettingsGuard::SwitchToLive {
+            if let Some(reason) = self.running.get().and_then(|r| r.live_refusal.clone()) {
+                return Err(blocked("live_capable_broker", reason));
+            }
             if !next.runtime.execution_broker.is_live_capable() {
                 return Err(blocked(
                     "live_capable_broker",

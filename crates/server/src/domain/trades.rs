@@ -211,8 +211,9 @@ async fn add_market_detail(service: &TradesService<'_>, trade: &mut Trade, calen
         bars.iter().take_while(|b| b.start + chrono::Duration::minutes(1) <= decided).map(|b| b.volume).sum();
     let ctx = MarketContext {
         prev_close: history.as_mut().and_then(|h| h.prev_close(date)),
-        float: instrument.as_ref().map(|i| i.float),
-        sector: instrument.as_ref().map(|i| i.sector.to_string()),
+        // The market source's instrument carries the imported reference data where imported.
+        float: instrument.as_ref().and_then(|i| i.float),
+        sector: instrument.as_ref().and_then(|i| i.sector.clone()),
         relative_volume: history.as_mut().and_then(|h| h.relative_volume(date, minute, volume)),
         regular_open: ny_instant(date, (9, 30)),
     };

@@ -19,17 +19,17 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, watch};
-use tradeops_brokers::{BrokerError, ExecutionBroker, MarketData, MarketUpdate};
+use tradeops_brokers::{BrokerError, ExecutionBroker, MarketData, MarketUpdate, Rejection};
 use tradeops_core::broker::{BrokerLookup, BrokerReport};
 use tradeops_core::engine::{
     is_liquidation, Command, CommandError, Effect, Engine, Event, Halt, ManualOrder, OrderPreview, Reply, Restored,
     SavedState, StrategyStatus, Watched,
 };
 use tradeops_core::market::Side;
-use tradeops_core::orders::{ClientOrderId, Order, TimeInForce};
+use tradeops_core::orders::{ClientOrderId, Order, OrderStatus, TimeInForce};
 use tradeops_core::positions::Position;
 use tradeops_core::reconcile::Discrepancy;
-use tradeops_core::risk::TradingState;
+use tradeops_core::risk::{RiskFigure, RiskRefusal, RiskRule, TradingState};
 use tradeops_core::time::{from_epoch_ms, to_epoch_ms};
 use tradeops_core::{strategy, Clock, Settings, Symbol, Timestamp, TradingMode};
 use tradeops_store::{Database, StoreError};
@@ -89,6 +89,26 @@ struct Runner {
     crash_point: Option<CrashPoint>,
     /// What the database refused while it was unavailable, written as soon as it is back.
     unsaved: held::Unsaved,
+    /// The execution broker's last call failed as unavailable (why, and the venue's own wait):
+    /// new operator orders are answered `BROKER_UNAVAILABLE` until a call succeeds again
+    /// (reconciliation asks every second, so recovery needs no restart).
+    venue_down: Option<(String, Option<Duration>)>,
+    /// The command being carried out is an operator's new order (an order or a close): the
+    /// broker's answer to its submit becomes the command's answer.
+    operator_order: bool,
+    /// The command being carried out is an operator's cancel: the broker's refusal of it
+    /// (an order it can no longer cancel) becomes the command's answer.
+    operator_cancel: bool,
+    /// Operator orders answered `BROKER_UNAVAILABLE` whose submit may or may not have reached
+    /// the broker: never sent again; one the broker never received is marked `REJECTED`.
+    answered_unavailable: BTreeSet<ClientOrderId>,
+    /// When positions and cash were last reconciled with a venue that keeps its own (market
+    /// time); `None`: not yet since start.
+    account_checked_at: Option<Timestamp>,
+    /// What the last positions-and-cash pass found wrong and could not correct, in words.
+    account_mismatches: Vec<String>,
+    /// The venue's own account figures as last read (a real broker's).
+    venue_account: Option<tradeops_brokers::VenueAccount>,
 }
 
 /// A point inside the emergency halt at which the crash tests end the process as `kill -9`
@@ -126,6 +146,10 @@ impl CrashPoint {
 /// How often the runner reconciles its book with the broker's and, while `HALTED`, checks that
 /// the halt is complete (no working order at the broker, every position flat).
 const RECONCILE_EVERY: Duration = Duration::from_secs(1);
+
+/// How often positions and cash are reconciled with a venue that keeps its own (issue 23: at
+/// start and every minute), in market time.
+const ACCOUNT_RECONCILE_EVERY: chrono::Duration = chrono::Duration::seconds(60);
 
 /// Restores the engine from `deps.db` and starts its runner, trading through `deps.broker` and
 /// marking through `deps.market`; returns the handle commands go through.
@@ -214,6 +238,13 @@ async fn restore(
         broker_open_orders,
         answers: Vec::new(),
         unconfirmed: BTreeMap::new(),
+        venue_down: None,
+        operator_order: false,
+        operator_cancel: false,
+        answered_unavailable: BTreeSet::new(),
+        account_checked_at: None,
+        account_mismatches: Vec::new(),
+        venue_account: None,
         recount: false,
         view,
         anomalies: Vec::new(),
@@ -279,6 +310,41 @@ async fn venue_reports(call: impl std::future::Future<Output = Vec<BrokerReport>
     })
 }
 
+/// What the operator is answered when the venue (`broker`, by name) refuses `order` for good:
+/// a refusal for buying power or shares is `RISK_BLOCKED` under the contract's `BUYING_POWER`
+/// rule with the venue's figures (its buying power against the order's cost; or the shares it
+/// holds available against those sold); a field it will not take is `VALIDATION_ERROR` naming
+/// it (`order` when it named none it could be matched to); anything else is no refusal of the
+/// command: the order is answered as placed and reads `REJECTED` with the venue's reason.
+fn venue_refusal(order: &Order, reason: &str, kind: Rejection, broker: &str) -> Option<CommandError> {
+    let money = |d: Option<Decimal>| d.map(RiskFigure::Money).unwrap_or(RiskFigure::None);
+    let shares = |d: Option<Decimal>| {
+        d.and_then(|d| rust_decimal::prelude::ToPrimitive::to_u64(&d.trunc()))
+            .map(RiskFigure::Shares)
+            .unwrap_or(RiskFigure::None)
+    };
+    let risk = |limit, current| {
+        CommandError::Risk(Box::new(RiskRefusal {
+            rule: RiskRule::BuyingPower,
+            limit,
+            current,
+            message: format!("The broker ({broker}) refused the order: {reason}"),
+        }))
+    };
+    match kind {
+        Rejection::BuyingPower { available, required } => Some(risk(money(available), money(required))),
+        Rejection::SharesAvailable { available, requested } => {
+            let requested = requested.or(Some(Decimal::from(order.quantity)));
+            Some(risk(shares(available), shares(requested)))
+        }
+        Rejection::Invalid { field } => Some(CommandError::Invalid {
+            field: field.unwrap_or("order"),
+            reason: format!("refused by the broker ({broker}): {reason}"),
+        }),
+        Rejection::NotCancellable { .. } | Rejection::Other => None,
+    }
+}
+
 /// Commands an operator expects to outlast a restart (orders, closes, the watchlist, blocks,
 /// resuming) are refused while the database cannot be written, before the engine sees them, so
 /// a refusal changes nothing (no trade counted, no client order id taken). Cancels and the
@@ -328,6 +394,9 @@ struct Batch {
     answers_command: bool,
     /// An operator's order was taken back because it could not be written ahead.
     withdrawn: bool,
+    /// The broker's refusal of the operator's order or cancel this batch answers (unavailable,
+    /// a risk refusal at the venue, a field it will not take, an order it cannot cancel).
+    broker_refusal: Option<CommandError>,
     reply: Option<Result<Reply, CommandError>>,
     state_dirty: bool,
     /// Published after the batch commits: operators see only what is persisted.
@@ -348,6 +417,7 @@ impl Batch {
             ambiguous: false,
             answers_command: fx.iter().any(|f| matches!(f, Effect::Reply(_))),
             withdrawn: false,
+            broker_refusal: None,
             reply: None,
             state_dirty: false,
             events: Vec::new(),
@@ -370,6 +440,9 @@ impl Batch {
                 };
                 reply = Some(Err(CommandError::NotPersisted { reason: reason.into(), unavailable }));
             }
+        }
+        if let (Some(Ok(_)), Some(refusal)) = (&reply, self.broker_refusal.take()) {
+            reply = Some(Err(refusal));
         }
         reply
     }
@@ -419,9 +492,15 @@ impl Runner {
             if order.status.is_final() {
                 continue;
             }
-            match venue(self.broker.lookup(&id)).await {
+            let found = venue(self.broker.lookup(&id)).await;
+            self.note_venue(&found);
+            match found {
                 Ok(BrokerLookup::Unknown) => {}
-                Ok(_) => continue, // the broker has it: its reports follow
+                Ok(_) => {
+                    // The broker has it: its reports follow.
+                    self.answered_unavailable.remove(&id);
+                    continue;
+                }
                 Err(e) => {
                     tracing::warn!(client_order_id = %id, error = %e, "cannot ask the broker about an order written ahead; asked again later");
                     self.unconfirmed.insert(id, now + resend_wait(&e));
@@ -429,10 +508,13 @@ impl Runner {
                 }
             }
             let calendar = self.engine.calendar();
+            let answered_unavailable = self.answered_unavailable.remove(&id);
             let why = if halted {
                 Some("trading is HALTED")
             } else if order.status == tradeops_core::orders::OrderStatus::PendingCancel {
                 Some("its cancel was requested")
+            } else if answered_unavailable {
+                Some("placing it was answered BROKER_UNAVAILABLE")
             } else if order.time_in_force == TimeInForce::Ioc {
                 Some("an immediate-or-cancel order cannot be sent later")
             } else if order.time_in_force == TimeInForce::Day
@@ -450,7 +532,7 @@ impl Runner {
                 }),
                 None => {
                     tracing::info!(client_order_id = %id, "order written ahead but never acknowledged: sending it");
-                    self.send(&order, now).await;
+                    let _ = self.send(&order, now).await;
                 }
             }
         }
@@ -458,31 +540,76 @@ impl Runner {
     }
 
     /// Sends an order to the broker. A refusal becomes the order's rejection (delivered with the
-    /// next reports); an unreachable broker leaves the order as written ahead, for
-    /// reconciliation to look up and send again.
-    async fn send(&mut self, order: &Order, now: Timestamp) {
+    /// next reports; a refusal for buying power or shares is also a violation row); an
+    /// unreachable broker leaves the order as written ahead, for reconciliation to look up and
+    /// send again. Returns the broker's refusal, which answers an operator's order.
+    async fn send(&mut self, order: &Order, now: Timestamp) -> Option<CommandError> {
         let id = &order.client_order_id;
         self.recount = true;
-        match venue(self.broker.submit(order, now)).await {
+        let sent = venue(self.broker.submit(order, now)).await;
+        self.note_venue(&sent);
+        match sent {
             Ok(()) => {
                 self.unconfirmed.remove(id);
+                None
             }
             Err(BrokerError::AlreadyReceived(_)) => {
                 tracing::info!(client_order_id = %id, "the broker already has the order: its reports follow");
                 self.unconfirmed.remove(id);
+                None
             }
-            Err(e @ BrokerError::Unavailable { .. }) => {
-                tracing::warn!(client_order_id = %id, error = %e, "the broker is unavailable: the order stays written ahead for reconciliation");
+            Err(BrokerError::Unavailable { reason, retry_after }) => {
+                tracing::warn!(client_order_id = %id, %reason, "the broker is unavailable: the order stays written ahead for reconciliation");
+                let e = BrokerError::Unavailable { reason: reason.clone(), retry_after };
                 self.unconfirmed.insert(id.clone(), now + resend_wait(&e));
+                let reason = format!(
+                    "{reason} (order {id} is looked up: it is marked REJECTED unless the broker received it, and never sent again)"
+                );
+                Some(CommandError::BrokerUnavailable { reason, retry_after, client_order_id: Some(id.clone()) })
             }
             Err(e @ (BrokerError::Rejected { .. } | BrokerError::UnknownOrder(_))) => {
                 tracing::warn!(client_order_id = %id, error = %e, "the broker refused the order");
                 self.unconfirmed.remove(id);
-                let reason = match e {
-                    BrokerError::Rejected { reason } => reason,
-                    other => other.to_string(),
+                let (reason, kind) = match e {
+                    BrokerError::Rejected { reason, kind } => (reason, kind),
+                    other => (other.to_string(), Rejection::Other),
                 };
+                let refusal = venue_refusal(order, &reason, kind, self.broker.name());
+                if let Some(CommandError::Risk(risk)) = &refusal {
+                    self.venue_violation(order, risk, now).await;
+                }
                 self.answers.push(BrokerReport::Rejected { client_order_id: id.clone(), reason, at: now });
+                refusal
+            }
+        }
+    }
+
+    /// Records the venue's risk refusal of `order` as a violation row (and its event), as the
+    /// engine's own gate records its refusals.
+    async fn venue_violation(&mut self, order: &Order, refusal: &RiskRefusal, now: Timestamp) {
+        let violation = Effect::Violation {
+            rule: refusal.rule,
+            symbol: order.symbol.clone(),
+            client_order_id: Some(order.client_order_id.clone()),
+            detail: tradeops_core::risk::ViolationDetail::of(refusal),
+        };
+        Box::pin(self.apply(vec![violation], now)).await;
+    }
+
+    /// Notes whether the execution broker answered: a call that found it unavailable marks it
+    /// down (new operator orders are refused until a call succeeds); any answer marks it up.
+    fn note_venue<T>(&mut self, answer: &Result<T, BrokerError>) {
+        match answer {
+            Err(BrokerError::Unavailable { reason, retry_after }) => {
+                if self.venue_down.is_none() {
+                    tracing::warn!(%reason, "the execution broker is unavailable: new orders are refused until it answers");
+                }
+                self.venue_down = Some((reason.clone(), *retry_after));
+            }
+            _ => {
+                if self.venue_down.take().is_some() {
+                    tracing::info!("the execution broker answers again: new orders are taken");
+                }
             }
         }
     }
@@ -492,22 +619,35 @@ impl Runner {
     /// it again. A broker that does not know an order whose submit it never confirmed says
     /// nothing yet: the order stays cancelling, and reconciliation looks it up — never sent, it
     /// is then marked so and never sent.
-    async fn cancel_at_broker(&mut self, id: &ClientOrderId, now: Timestamp) {
-        match venue(self.broker.cancel(id, now)).await {
-            Ok(()) => {}
+    async fn cancel_at_broker(&mut self, id: &ClientOrderId, now: Timestamp) -> Option<CommandError> {
+        let answer = venue(self.broker.cancel(id, now)).await;
+        self.note_venue(&answer);
+        match answer {
+            Ok(()) => None,
             Err(e) if e.is_retryable() => {
                 tracing::warn!(client_order_id = %id, error = %e, "cancel not sent: reconciliation sends it again");
+                None
             }
             Err(BrokerError::UnknownOrder(_)) if self.unconfirmed.contains_key(id) => {
                 tracing::info!(client_order_id = %id, "cancel of an order the broker never confirmed: reconciliation looks it up");
+                None
             }
             Err(e) => {
                 tracing::warn!(client_order_id = %id, error = %e, "the broker refused the cancel");
-                let reason = match e {
-                    BrokerError::Rejected { reason } => reason,
-                    other => other.to_string(),
+                let (reason, refusal) = match e {
+                    BrokerError::Rejected { reason, kind: Rejection::NotCancellable { filled } } => {
+                        let status = match (filled, self.engine.order(id)) {
+                            (true, _) => OrderStatus::Filled,
+                            (false, Some(order)) => order.status,
+                            (false, None) => OrderStatus::Canceled,
+                        };
+                        (reason, Some(CommandError::NotCancellable { status }))
+                    }
+                    BrokerError::Rejected { reason, .. } => (reason, None),
+                    other => (other.to_string(), None),
                 };
                 self.answers.push(BrokerReport::CancelRejected { client_order_id: id.clone(), reason, at: now });
+                refusal
             }
         }
     }
@@ -515,7 +655,9 @@ impl Runner {
     /// Brings the count of the broker's working orders up to date (kept when it cannot be read).
     async fn count_broker_orders(&mut self) {
         self.recount = false;
-        if let Ok(open) = venue(self.broker.open_orders()).await {
+        let open = venue(self.broker.open_orders()).await;
+        self.note_venue(&open);
+        if let Ok(open) = open {
             self.broker_open_orders = open.len();
         }
     }
@@ -538,11 +680,14 @@ impl Runner {
             let never_sent = self.send_unknown(unconfirmed, cause, now).await;
             self.reports(never_sent, now).await;
         }
-        match venue(self.broker.open_orders()).await {
+        let open = venue(self.broker.open_orders()).await;
+        self.note_venue(&open);
+        match open {
             Ok(open) => {
                 self.broker_open_orders = open.len();
                 let found = tradeops_core::reconcile::compare(self.engine.orders(), &open);
                 let described: Vec<String> = found.iter().map(Discrepancy::describe).collect();
+                let mut adopted = Vec::new();
                 for (d, text) in found.iter().zip(&described) {
                     // Logged when first found, not at every pass while it lasts.
                     if !self.mismatches.contains(text) {
@@ -554,18 +699,133 @@ impl Runner {
                             self.cancel_at_broker(client_order_id, now).await;
                             self.last_corrected = Some((now, text.clone()));
                         }
-                        Discrepancy::Unknown { .. } | Discrepancy::Missing { .. } => {}
+                        Discrepancy::Unknown { client_order_id } => {
+                            if self.adopt_foreign_order(client_order_id, now).await {
+                                adopted.push(text.clone());
+                            }
+                        }
+                        Discrepancy::Missing { .. } => {}
                     }
                 }
-                self.mismatches = described;
+                self.mismatches = described.into_iter().filter(|t| !adopted.contains(t)).collect();
             }
             Err(e) => tracing::warn!(error = %e, "reconciliation skipped: the broker's open orders could not be read"),
+        }
+        if self.account_checked_at.is_none_or(|at| now - at >= ACCOUNT_RECONCILE_EVERY) {
+            self.reconcile_account(now).await;
         }
         if self.engine.trading_state() == TradingState::Halted && !self.engine.halt_progress().is_complete() {
             let (fx, _) = self.engine.reassert_halt(now);
             if !fx.is_empty() {
                 self.apply(fx, now).await;
             }
+        }
+    }
+
+    /// Adopts a working broker order the engine does not know (CONTRACT §10: reason "adopted
+    /// from broker", no strategy); whether it was.
+    async fn adopt_foreign_order(&mut self, id: &ClientOrderId, now: Timestamp) -> bool {
+        let found = venue(self.broker.foreign_order(id)).await;
+        if !matches!(found, Ok(None)) {
+            self.note_venue(&found);
+        }
+        match found {
+            Ok(Some(order)) => {
+                let (symbol, side, quantity) = (order.symbol.clone(), order.side, order.quantity);
+                let fx = self.engine.adopt_order(order);
+                if fx.is_empty() {
+                    return false;
+                }
+                tracing::warn!(client_order_id = %id, %symbol, ?side, quantity, "reconciliation: adopted a broker order tradeops did not place");
+                self.apply(fx, now).await;
+                self.recount = true;
+                self.last_corrected = Some((now, format!("order {id} working at the broker was adopted")));
+                true
+            }
+            Ok(None) => false,
+            Err(e) => {
+                tracing::warn!(client_order_id = %id, error = %e, "a broker order tradeops did not place could not be read");
+                false
+            }
+        }
+    }
+
+    /// Reconciles positions and cash with a venue that keeps its own (a real broker; the paper
+    /// broker keeps none, and nothing is done): a position held at the broker and not here is
+    /// adopted (managed by hand, `Halted`); a quantity that differs is a mismatch shown until
+    /// it agrees (fills in flight are left alone: symbols with working orders are skipped);
+    /// when nothing is in flight, the broker's cash is taken for the engine's. The venue's
+    /// account figures are kept for the account screen.
+    async fn reconcile_account(&mut self, now: Timestamp) {
+        let positions = venue(self.broker.positions()).await;
+        let positions = match positions {
+            Ok(Some(positions)) => {
+                self.note_venue(&Ok::<(), BrokerError>(()));
+                positions
+            }
+            // A venue without books of its own: nothing to reconcile, now or later (and no
+            // answer from it, so nothing learned about whether it is reachable).
+            Ok(None) => {
+                self.account_checked_at = Some(now);
+                return;
+            }
+            Err(e) => {
+                self.note_venue(&Err::<(), BrokerError>(e.clone()));
+                tracing::warn!(error = %e, "positions not reconciled: the broker's positions could not be read");
+                return;
+            }
+        };
+        self.account_checked_at = Some(now);
+        let in_flight: BTreeSet<Symbol> = self
+            .engine
+            .orders()
+            .values()
+            .filter(|o| !o.status.is_final() || self.unconfirmed.contains_key(&o.client_order_id))
+            .map(|o| o.symbol.clone())
+            .collect();
+        let theirs: BTreeMap<Symbol, &tradeops_brokers::VenuePosition> =
+            positions.iter().map(|p| (p.symbol.clone(), p)).collect();
+        let mut symbols: BTreeSet<Symbol> = theirs.keys().cloned().collect();
+        symbols.extend(self.engine.positions().values().filter(|p| !p.is_flat()).map(|p| p.symbol.clone()));
+        let mut mismatches = Vec::new();
+        for symbol in symbols.into_iter().filter(|s| !in_flight.contains(s)) {
+            let ours = self.engine.positions().get(&symbol).map(|p| p.quantity).unwrap_or(0);
+            let (quantity, price) = theirs.get(&symbol).map(|p| (p.quantity, p.average_price)).unwrap_or_default();
+            match quantity {
+                q if q < 0 => mismatches.push(format!(
+                    "{symbol}: short {} shares at the broker; tradeops trades long only (manage it at the broker)",
+                    -q
+                )),
+                q if q as u64 == ours => {}
+                q if ours == 0 => {
+                    let fx = self.engine.adopt_position(&symbol, q as u64, price, now);
+                    tracing::warn!(%symbol, shares = q, %price, "reconciliation: adopted a position tradeops did not open");
+                    self.apply(fx, now).await;
+                    self.last_corrected =
+                        Some((now, format!("{symbol}: {q} shares held at the broker were adopted (managed by hand)")));
+                }
+                q => mismatches.push(format!("{symbol}: {ours} shares here, {q} at the broker")),
+            }
+        }
+        for text in mismatches.iter().filter(|t| !self.account_mismatches.contains(t)) {
+            tracing::warn!("reconciliation: {text}");
+        }
+        let quiet = in_flight.is_empty() && mismatches.is_empty();
+        self.account_mismatches = mismatches;
+        let account = venue(self.broker.account()).await;
+        if !matches!(account, Ok(None)) {
+            self.note_venue(&account);
+        }
+        match account {
+            Ok(Some(account)) => {
+                if quiet {
+                    let fx = self.engine.adopt_cash(account.cash);
+                    self.apply(fx, now).await;
+                }
+                self.venue_account = Some(account);
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!(error = %e, "cash not reconciled: the broker's account could not be read"),
         }
     }
 
@@ -588,6 +848,18 @@ impl Runner {
                             continue;
                         }
                         self.broker_reports(now).await;
+                        let places = matches!(command, Command::PlaceOrder(_) | Command::ClosePosition { .. });
+                        let cancels = matches!(command, Command::CancelOrder { .. });
+                        if let (true, Some((reason, retry_after))) = (places, &self.venue_down) {
+                            // Nothing is written or counted: the refusal changes nothing.
+                            let refusal = CommandError::BrokerUnavailable {
+                                reason: reason.clone(),
+                                retry_after: *retry_after,
+                                client_order_id: None,
+                            };
+                            let _ = reply.send(Err(refusal));
+                            continue;
+                        }
                         if let Command::PlaceOrder(order) = &command {
                             // The engine values orders at the last trade: mark the symbol first.
                             if self.market.instrument(&order.symbol).is_none() {
@@ -601,7 +873,9 @@ impl Runner {
                             }
                         }
                         let fx = self.engine.handle(Event::Command(command), now);
+                        (self.operator_order, self.operator_cancel) = (places, cancels);
                         let answer = self.apply(fx, now).await;
+                        (self.operator_order, self.operator_cancel) = (false, false);
                         let _ = reply.send(answer.unwrap_or(Err(CommandError::NotFound("no reply".into()))));
                         self.publish();
                     }
@@ -613,7 +887,9 @@ impl Runner {
                         let _ = reply.send(self.preview(&order).await);
                     }
                     Some(Input::Probe(reply)) => {
-                        let open = venue(self.broker.open_orders()).await.map(|o| o.len());
+                        let open = venue(self.broker.open_orders()).await;
+                        self.note_venue(&open);
+                        let open = open.map(|o| o.len());
                         let _ = reply.send(open.unwrap_or(self.broker_open_orders));
                     }
                     None => return,
@@ -833,7 +1109,12 @@ impl Runner {
                 batch.events.push(Published::RiskStateChanged(RiskChange::TradingState { state, halt }));
             }
             Effect::Submit(order) => self.submit(order, batch).await,
-            Effect::Cancel(id) => self.cancel_at_broker(&id, now).await,
+            Effect::Cancel(id) => {
+                let refusal = self.cancel_at_broker(&id, now).await;
+                if self.operator_cancel && batch.answers_command {
+                    batch.broker_refusal = batch.broker_refusal.take().or(refusal);
+                }
+            }
             Effect::OrderUpdated(order) => {
                 batch.events.push(Published::OrderUpdated { order: order.clone(), mode: batch.mode });
                 if let Some((_, e)) = self.pending_fill.take_if(|(id, _)| *id == order.client_order_id) {
@@ -920,6 +1201,11 @@ impl Runner {
                 batch.events.push(Published::RiskStateChanged(RiskChange::StoppedByHalt { symbols }));
                 batch.state_dirty = true;
             }
+            Effect::CashAdopted { cash, what } => {
+                tracing::info!(%cash, "reconciliation: {what}");
+                batch.state_dirty = true;
+                self.last_corrected = Some((now, what));
+            }
             Effect::Anomaly(message) => {
                 tracing::warn!("{message}");
                 self.anomalies.push(message);
@@ -934,7 +1220,13 @@ impl Runner {
         let now = batch.now;
         match order {
             order if batch.written_ahead => {
-                self.send(&order, now).await;
+                let refusal = self.send(&order, now).await;
+                if let Some(refusal) = refusal.filter(|_| self.operator_order && batch.answers_command) {
+                    if matches!(refusal, CommandError::BrokerUnavailable { .. }) {
+                        self.answered_unavailable.insert(order.client_order_id.clone());
+                    }
+                    batch.broker_refusal = Some(refusal);
+                }
                 batch.events.push(Published::OrderUpdated { order, mode: batch.mode });
             }
             order if is_liquidation(&order) => {
@@ -942,7 +1234,7 @@ impl Runner {
                 // a halt acts at once, whatever the database. Written when it is back.
                 tracing::warn!(client_order_id = %order.client_order_id, "halt exit sent before it could be written");
                 self.unsaved.outage = true;
-                self.send(&order, now).await;
+                let _ = self.send(&order, now).await;
                 self.unsaved.orders.insert(order.client_order_id.clone(), order);
             }
             // An operator's order (the batch answers a command) is taken back, so the 503
@@ -1112,8 +1404,9 @@ impl Runner {
         let broker_open_orders = self.broker_open_orders;
         let (status, detail) = if let Some(anomaly) = self.anomalies.last() {
             ("MISMATCH", anomaly.clone())
-        } else if !self.mismatches.is_empty() {
-            ("MISMATCH", self.mismatches.join("; "))
+        } else if !self.mismatches.is_empty() || !self.account_mismatches.is_empty() {
+            let all: Vec<&str> = self.mismatches.iter().chain(&self.account_mismatches).map(String::as_str).collect();
+            ("MISMATCH", all.join("; "))
         } else {
             let mut detail = format!("{broker_open_orders} open orders match the {} broker's book", self.broker.name());
             if let Some((at, what)) = &self.last_corrected {
@@ -1144,6 +1437,10 @@ impl Runner {
             unsaved_writes: self.unsaved.len(),
             reconciliation_status: status,
             reconciliation_detail: detail,
+            venue_unavailable: self.venue_down.as_ref().map(|(reason, _)| reason.clone()),
+            followed: self.relevant().into_iter().collect(),
+            broker: self.broker.name(),
+            venue_account: self.venue_account.clone(),
         };
         self.view.send_replace(Arc::new(view));
     }

@@ -110,6 +110,10 @@ impl ApiError {
 /// Seconds a client is told to wait before retrying while the database is unavailable.
 pub const DATABASE_RETRY_AFTER: u64 = 2;
 
+/// Seconds a client is told to wait before retrying while the broker is unavailable and the
+/// venue named no wait of its own (the runner checks the venue again every second).
+pub const BROKER_RETRY_AFTER: u64 = 5;
+
 impl ApiError {
     /// `SERVICE_UNAVAILABLE`: the database cannot be reached (or cannot write) now.
     pub fn database_unavailable() -> Self {
@@ -131,6 +135,9 @@ impl From<DomainError> for ApiError {
         let refusal = ApiError::new(e.code(), e.to_string()).with_detail(detail(&e));
         match e {
             DomainError::Unavailable { .. } => refusal.with_retry_after(DATABASE_RETRY_AFTER),
+            DomainError::BrokerUnavailable { retry_after, .. } => refusal.with_retry_after(
+                retry_after.map(|d| d.as_secs_f64().ceil() as u64).filter(|s| *s > 0).unwrap_or(BROKER_RETRY_AFTER),
+            ),
             _ => refusal,
         }
     }
@@ -143,6 +150,7 @@ fn detail(e: &DomainError) -> Value {
             let first = errors.first().cloned().unwrap_or_else(|| FieldError::new("", "invalid request"));
             json!({"field": first.field, "reason": first.reason, "errors": errors})
         }
+        DomainError::BadRow { line, field, reason } => json!({"field": field, "line": line, "reason": reason}),
         DomainError::PositionNotFound(symbol) => json!({"symbol": symbol}),
         DomainError::Forbidden { role, required, .. } => json!({"required_role": required, "role": role}),
         DomainError::Risk(r) => json!({"rule": r.rule, "limit": r.limit, "current": r.current}),
@@ -164,6 +172,10 @@ fn detail(e: &DomainError) -> Value {
             json!({"guard": guard, "status": status, "reason": reason})
         }
         DomainError::Unavailable { reason: Some(reason) } => json!({"reason": reason}),
+        DomainError::BrokerUnavailable { reason, client_order_id: None, .. } => json!({"reason": reason}),
+        DomainError::BrokerUnavailable { reason, client_order_id: Some(id), .. } => {
+            json!({"reason": reason, "client_order_id": id})
+        }
         DomainError::NotFound(_)
         | DomainError::EmergencyHaltActive
         | DomainError::Unavailable { reason: None }
@@ -262,6 +274,9 @@ mod tests {
                     {"field": "side", "reason": "unknown"}, {"field": "quantity", "reason": "is required"}]}), None),
             (D::Validation(vec![]), 400, "VALIDATION_ERROR", "Invalid request: invalid request",
                 json!({"field": "", "reason": "invalid request", "errors": []}), None),
+            (D::BadRow { line: 3, field: "float".into(), reason: "\"-5\" is not a whole number".into() }, 400,
+                "VALIDATION_ERROR", "Line 3, float: \"-5\" is not a whole number",
+                json!({"field": "float", "line": 3, "reason": "\"-5\" is not a whole number"}), None),
             (D::NotFound("No order \"x\"".into()), 404, "NOT_FOUND", "No order \"x\"", json!({}), None),
             (D::PositionNotFound(symbol.clone()), 404, "POSITION_NOT_FOUND", "No open position in ABCD",
                 json!({"symbol": "ABCD"}), None),
@@ -296,6 +311,14 @@ mod tests {
                     subject: GuardSubject::Job { status: tradeops_store::JobStatus::Completed } },
                 409, "SETTINGS_UPDATE_BLOCKED", "already COMPLETED",
                 json!({"guard": "job_final", "status": "COMPLETED", "reason": "already COMPLETED"}), None),
+            (D::BrokerUnavailable { reason: "Alpaca timed out".into(), retry_after: None, client_order_id: None },
+                503, "BROKER_UNAVAILABLE", "The broker is unavailable: Alpaca timed out; retry shortly",
+                json!({"reason": "Alpaca timed out"}), Some(BROKER_RETRY_AFTER)),
+            (D::BrokerUnavailable { reason: "429 rate limit exceeded".into(),
+                    retry_after: Some(std::time::Duration::from_millis(7_200)),
+                    client_order_id: Some(ClientOrderId::parse("c-9").unwrap()) }, 503,
+                "BROKER_UNAVAILABLE", "The broker is unavailable: 429 rate limit exceeded; retry shortly",
+                json!({"reason": "429 rate limit exceeded", "client_order_id": "c-9"}), Some(8)),
             (D::Unavailable { reason: None }, 503, "SERVICE_UNAVAILABLE",
                 "The database is unavailable; retry shortly", json!({}), Some(DATABASE_RETRY_AFTER)),
             (D::Unavailable { reason: Some("order not written".into()) }, 503, "SERVICE_UNAVAILABLE",

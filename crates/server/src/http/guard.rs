@@ -45,6 +45,10 @@ pub const TOKEN_CREATE: Action = Action { name: "token.create", role: Role::Admi
 /// Revoking an API token (`DELETE /api/auth/tokens/{name}`, `tradeops token revoke`).
 pub const TOKEN_REVOKE: Action = Action { name: "token.revoke", role: Role::Admin };
 
+/// Importing reference data (`PUT /api/market/reference`, `tradeops reference import`): it
+/// changes what the radar shows and the strategies trade, an admin's write.
+pub const REFERENCE_IMPORT: Action = Action { name: "market.reference_import", role: Role::Admin };
+
 /// What the audit row names as the action's target.
 pub enum Target {
     Fixed(&'static str),
@@ -91,6 +95,12 @@ impl FromRequest<AppState> for Sensitive {
     }
 }
 
+/// A body sent as CSV or as JSON ([`Sensitive::run_csv_or_json`]).
+pub enum CsvOrJson<B> {
+    Csv(Bytes),
+    Json(B),
+}
+
 /// What a guarded action learns about its caller.
 pub struct Authorized {
     pub principal: Principal,
@@ -125,6 +135,22 @@ impl Sensitive {
                 return Err(ApiError::validation("content-type", "the body must be sent as text/csv"));
             }
             Ok(Bytes::copy_from_slice(body))
+        };
+        self.run_with(action, target, decode, true, act).await
+    }
+
+    /// A file sent either as CSV (`text/csv`) or as JSON (`application/json`, read into `B`);
+    /// the audit row keeps its content type and size, not the file.
+    pub async fn run_csv_or_json<B, T, F, Fut>(self, action: Action, target: Target, act: F) -> ApiResult<T>
+    where
+        B: DeserializeOwned,
+        F: FnOnce(Authorized, CsvOrJson<B>) -> Fut,
+        Fut: Future<Output = ApiResult<T>>,
+    {
+        let decode = |body: &[u8], content_type: &str| match content_type {
+            "text/csv" | "application/csv" => Ok(CsvOrJson::Csv(Bytes::copy_from_slice(body))),
+            t if is_json_type(t) => parse_json(body).map(CsvOrJson::Json),
+            _ => Err(ApiError::validation("content-type", "the body must be sent as text/csv or application/json")),
         };
         self.run_with(action, target, decode, true, act).await
     }

@@ -86,6 +86,8 @@ the refused field by its path in `detail.field` and says what it accepts in `det
         crate::http::routes::trades::recommendations,
         crate::http::routes::market::bars,
         crate::http::routes::market::quote,
+        crate::http::routes::market::import_reference,
+        crate::http::routes::market::reference,
     ),
     components(schemas(
         crate::http::error::ErrorCode,
@@ -116,7 +118,7 @@ the refused field by its path in `detail.field` and says what it accepts in `det
         (name = "strategies", description = "Built-in strategies and their parameters"),
         (name = "backtests", description = "Backtests on the live engine"),
         (name = "trades", description = "Completed trades, their deep dives and recommendations"),
-        (name = "market", description = "Market data from the data broker, for charts"),
+        (name = "market", description = "Market data from the data broker, for charts, and imported reference data (float, sector)"),
     )
 )]
 pub struct ApiDoc;

@@ -47,6 +47,8 @@ pub struct Inner {
     /// Market time: the wall clock in PAPER, faster in DEMO.
     pub market_clock: Arc<dyn Clock>,
     pub radar: Arc<RadarService>,
+    /// Imported float and sector: `PUT /api/market/reference` and the periodic reload.
+    pub reference: Arc<crate::domain::reference::ReferenceService>,
     pub watchlist: WatchlistService,
     pub events: Arc<crate::events::EventBus>,
     /// Downloads and backtests: the routes enqueue, cancel and list through it.

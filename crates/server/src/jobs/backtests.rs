@@ -315,7 +315,7 @@ async fn compute(jobs: &Jobs, leases: &Leases, run: &mut BacktestRecord) -> Resu
     }
     let history: Box<dyn History + Send> = match jobs.market.history(&symbol, calendar) {
         Some(h) => h,
-        None => Box::new(BarHistory::new(&bars, stored.timeframe)),
+        None => jobs.reference.history(&symbol, Box::new(BarHistory::new(&bars, stored.timeframe))),
     };
     let spec = BacktestSpec {
         strategy_id: stored.strategy_id.clone(),

@@ -33,8 +33,11 @@ pub struct JobContext {
     pub db: Database,
     /// Where `download.updated` and `backtest.updated` are published.
     pub events: Arc<EventBus>,
-    /// The `data_broker` adapter bars are downloaded from.
+    /// The `data_broker` adapter bars are downloaded from (its instruments and history carry
+    /// the imported reference data).
     pub market: Arc<dyn MarketData>,
+    /// Imported float and sector, for a backtest whose history comes from its bars alone.
+    pub reference: Arc<tradeops_brokers::reference::ReferenceData>,
     /// The settings in effect: a backtest trades under them (overrides applied).
     pub settings: watch::Receiver<Arc<Settings>>,
     /// Wall time: job timestamps and leases.

@@ -112,10 +112,10 @@ fn refused(env: &[(&str, &str)]) -> String {
 }
 
 #[test]
-fn alpaca_and_unknown_adapters_are_refused_at_start() {
+fn alpaca_without_credentials_and_unknown_adapters_are_refused_at_start() {
     let err = refused(&[("TRADEOPS_EXECUTION_BROKER", "alpaca")]);
-    let line = err.lines().find(|l| l.contains("brokers.execution")).unwrap_or_else(|| panic!("{err}"));
-    assert!(line.contains("Alpaca adapter is not built yet") && line.contains("paper"), "{line}");
+    let line = err.lines().find(|l| l.contains("alpaca:")).unwrap_or_else(|| panic!("{err}"));
+    assert!(line.contains("needs credentials") && line.contains("TRADEOPS_ALPACA_KEY_ID"), "{line}");
 
     let err = refused(&[("TRADEOPS_MARKET_DATA", "bloomberg")]);
     let line = err.lines().find(|l| l.contains("brokers.market_data")).unwrap_or_else(|| panic!("{err}"));
@@ -131,6 +131,8 @@ struct Flaky {
     lost_replies: Mutex<VecDeque<Option<BrokerError>>>,
     cancels: Mutex<VecDeque<Option<BrokerError>>>,
     calls: Mutex<Vec<String>>,
+    /// Listing open orders fails as unavailable while set (the venue is down).
+    open_orders_down: std::sync::atomic::AtomicBool,
 }
 
 impl Flaky {
@@ -149,11 +151,21 @@ impl Flaky {
             lost_replies: Mutex::new(lost_replies.into()),
             cancels: Mutex::new(cancels.into()),
             calls: Mutex::new(Vec::new()),
+            open_orders_down: Default::default(),
         })
     }
 
     fn log(&self, call: String) {
         self.calls.lock().unwrap().push(call);
+    }
+
+    fn fail_open_orders(&self, down: bool) {
+        self.open_orders_down.store(down, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Submits the venue was sent so far.
+    fn submits_made(&self) -> usize {
+        self.calls.lock().unwrap().iter().filter(|c| c.starts_with("submit ")).count()
     }
 
     /// The submits, cancels and lookups of order `id`, in order.
@@ -199,6 +211,9 @@ impl ExecutionBroker for Flaky {
     }
 
     async fn open_orders(&self) -> Result<Vec<BrokerOpenOrder>, BrokerError> {
+        if self.open_orders_down.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(BrokerError::Unavailable { reason: "connection refused".into(), retry_after: None });
+        }
         self.paper.open_orders().await
     }
 
@@ -246,13 +261,34 @@ impl VenueApp {
 
     /// Places a market buy of one share of the simulated universe's first symbol; its id.
     async fn buy_one(&self) -> String {
+        let (status, _, placed) = self.place_one().await;
+        assert_eq!((status, &placed["data"]["status"]), (201, &json!("NEW")), "{placed}");
+        placed["data"]["client_order_id"].as_str().unwrap().to_string()
+    }
+
+    /// Places a market buy of one share: the status, `Retry-After` and body of the answer.
+    async fn place_one(&self) -> (u16, Option<String>, Value) {
         let sim = test_config(String::new()).sim;
         let universe = tradeops_sim::Universe::generate(sim.seed, sim.symbols as usize);
         let symbol = universe.symbols[0].symbol.to_string();
         let body = json!({"symbol": symbol, "side": "BUY", "quantity": 1});
-        let placed = self.call(self.client.post(format!("{}/api/orders", self.base)).json(&body)).await;
-        assert_eq!(placed["data"]["status"], "NEW", "{placed}");
-        placed["data"]["client_order_id"].as_str().unwrap().to_string()
+        let answer = self
+            .client
+            .post(format!("{}/api/orders", self.base))
+            .json(&body)
+            .bearer_auth(ADMIN_TOKEN)
+            .send()
+            .await
+            .unwrap();
+        let status = answer.status().as_u16();
+        let retry = answer.headers().get("retry-after").map(|v| v.to_str().unwrap().to_string());
+        (status, retry, answer.json().await.unwrap())
+    }
+
+    /// Every order id the service lists.
+    async fn order_ids(&self) -> Vec<String> {
+        let list = self.call(self.client.get(format!("{}/api/orders?limit=100", self.base))).await;
+        list["data"].as_array().unwrap().iter().map(|o| o["client_order_id"].as_str().unwrap().to_string()).collect()
     }
 
     /// Moves market time on until order `id` is in one of `statuses` (reconciliation runs
@@ -270,29 +306,85 @@ impl VenueApp {
     }
 }
 
+/// CONTRACT §10: a broker that cannot be reached answers new orders with `BROKER_UNAVAILABLE`
+/// (503, `Retry-After`). The order written ahead is looked up by client order id, never sent
+/// again, and marked `REJECTED` when the venue never received it; while the venue is down a new
+/// order is refused before anything is written; once it answers again, orders are taken.
 #[tokio::test]
-async fn an_order_the_broker_could_not_take_is_looked_up_then_sent_by_reconciliation() {
-    let unavailable = BrokerError::Unavailable { reason: "503 from the venue".into(), retry_after: None };
+async fn an_unreachable_broker_answers_503_and_the_order_is_looked_up_never_resent() {
+    let unavailable =
+        BrokerError::Unavailable { reason: "503 from the venue".into(), retry_after: Some(Duration::from_secs(3)) };
     let venue = Flaky::new(vec![Some(unavailable)]);
     let app = VenueApp::start(venue.clone()).await;
-    let id = app.buy_one().await;
-    let order = app.wait_for(&id, &["ACCEPTED", "PARTIALLY_FILLED", "FILLED"]).await;
-    assert!(order["broker_order_id"].is_string(), "{order}");
+    let (status, retry_after, refused) = app.place_one().await;
+    assert_eq!((status, retry_after.as_deref()), (503, Some("3")), "{refused}");
+    assert_eq!(refused["error"]["code"], "BROKER_UNAVAILABLE", "{refused}");
+    let id = refused["error"]["detail"]["client_order_id"].as_str().expect("the order written ahead").to_string();
+    assert!(refused["error"]["detail"]["reason"].as_str().unwrap().starts_with("503 from the venue"), "{refused}");
+
+    let order = app.wait_for(&id, &["REJECTED", "ACCEPTED", "FILLED"]).await;
+    assert_eq!(order["status"], "REJECTED", "{order}");
+    let reason = order["reject_reason"].as_str().unwrap_or_default();
+    assert!(reason.starts_with("never sent") && reason.contains("answered BROKER_UNAVAILABLE"), "{order}");
     assert_eq!(
         venue.calls_of(&id),
-        vec![format!("submit {id}"), format!("lookup {id}"), format!("submit {id}")],
-        "looked up by client order id before it was sent again, and sent once more only"
+        vec![format!("submit {id}"), format!("lookup {id}")],
+        "looked up by client order id, and never sent again: the operator was told it failed"
     );
+
+    // The venue answered the lookup: it is back, and the next order is taken.
+    let next = app.buy_one().await;
+    app.wait_for(&next, &["ACCEPTED", "PARTIALLY_FILLED", "FILLED"]).await;
+}
+
+/// While the last call found the venue unavailable, a new order is refused at once: nothing
+/// is written, nothing reaches the venue; health says why.
+#[tokio::test]
+async fn while_the_broker_is_down_new_orders_are_refused_before_anything_is_written() {
+    let down = || BrokerError::Unavailable { reason: "connection refused".into(), retry_after: None };
+    let venue = Flaky::new(vec![Some(down())]);
+    venue.fail_open_orders(true);
+    let app = VenueApp::start(venue.clone()).await;
+    // Reconciliation (every second) finds the venue down too.
+    let (status, _, first) = app.place_one().await;
+    assert_eq!(status, 503, "{first}");
+    let before = app.order_ids().await;
+    let submits = venue.submits_made();
+    let (status, retry_after, second) = app.place_one().await;
+    assert_eq!((status, retry_after.as_deref()), (503, Some("5")), "{second}");
+    assert_eq!(second["error"]["code"], "BROKER_UNAVAILABLE");
+    assert!(second["error"]["detail"].get("client_order_id").is_none(), "nothing was written: {second}");
+    assert_eq!(app.order_ids().await, before, "a refused order changes nothing");
+    assert_eq!(venue.submits_made(), submits, "nothing reached the venue");
+    let components = app.call(app.client.get(format!("{}/api/health/components", app.base))).await;
+    let execution =
+        components["data"].as_array().unwrap().iter().find(|c| c["name"] == "execution_broker").unwrap().clone();
+    assert_eq!(execution["status"], "DEGRADED", "{execution}");
+    assert!(execution["detail"]["reason"].as_str().unwrap().contains("connection refused"), "{execution}");
+
+    // Recovery without a restart: the venue answers reconciliation again.
+    venue.fail_open_orders(false);
+    let mut last = Value::Null;
+    for _ in 0..100 {
+        app.market.advance(chrono::Duration::milliseconds(200));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let (status, _, answer) = app.place_one().await;
+        if status == 201 {
+            return;
+        }
+        last = answer;
+    }
+    panic!("orders were never taken again once the venue answered: {last}");
 }
 
 #[tokio::test]
 async fn an_order_the_broker_refuses_is_rejected_with_its_reason() {
-    let refused = BrokerError::Rejected { reason: "insufficient buying power at the venue".into() };
+    let refused = BrokerError::rejected("the venue does not trade this symbol");
     let venue = Flaky::new(vec![Some(refused)]);
     let app = VenueApp::start(venue.clone()).await;
     let id = app.buy_one().await;
     let order = app.wait_for(&id, &["REJECTED"]).await;
-    assert_eq!(order["reject_reason"], "insufficient buying power at the venue", "{order}");
+    assert_eq!(order["reject_reason"], "the venue does not trade this symbol", "{order}");
     assert_eq!(venue.calls_of(&id), vec![format!("submit {id}")], "a refusal is final: never sent again");
 }
 
@@ -301,17 +393,20 @@ async fn an_order_whose_reply_was_lost_is_never_sent_twice() {
     let lost = BrokerError::Unavailable { reason: "timed out reading the reply".into(), retry_after: None };
     let venue = Flaky::with(vec![None], vec![Some(lost)], Vec::new());
     let app = VenueApp::start(venue.clone()).await;
-    let id = app.buy_one().await;
+    let (status, _, answer) = app.place_one().await;
+    assert_eq!(status, 503, "whether it landed is unknown when the answer is given: {answer}");
+    let id = answer["error"]["detail"]["client_order_id"].as_str().unwrap().to_string();
     let order = app.wait_for(&id, &["ACCEPTED", "PARTIALLY_FILLED", "FILLED"]).await;
-    assert!(order["broker_order_id"].is_string(), "{order}");
+    assert!(order["broker_order_id"].is_string(), "the venue had it, and it works: {order}");
     for _ in 0..20 {
         app.market.advance(chrono::Duration::milliseconds(100));
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    let calls = venue.calls_of(&id);
     assert_eq!(
-        venue.calls_of(&id),
-        vec![format!("submit {id}")],
-        "the venue had it, and its reports said so: never sent again"
+        calls.iter().filter(|c| c.starts_with("submit")).count(),
+        1,
+        "the venue had it: never sent again ({calls:?})"
     );
 }
 
@@ -320,7 +415,9 @@ async fn an_order_cancelled_before_the_broker_ever_got_it_is_never_sent() {
     let unavailable = BrokerError::Unavailable { reason: "connection refused".into(), retry_after: None };
     let venue = Flaky::with(vec![Some(unavailable)], Vec::new(), Vec::new());
     let app = VenueApp::start(venue.clone()).await;
-    let id = app.buy_one().await;
+    let (status, _, answer) = app.place_one().await;
+    assert_eq!(status, 503, "{answer}");
+    let id = answer["error"]["detail"]["client_order_id"].as_str().unwrap().to_string();
     let body = json!({"client_order_id": id});
     let cancelled = app.call(app.client.post(format!("{}/api/orders/cancel", app.base)).json(&body)).await;
     assert_eq!(cancelled["data"]["status"], "PENDING_CANCEL", "{cancelled}");

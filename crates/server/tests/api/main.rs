@@ -4,6 +4,7 @@
 
 mod helpers;
 
+mod alpaca;
 mod audit;
 mod auth;
 mod backtests;
@@ -25,6 +26,7 @@ mod outage;
 mod parity;
 mod preview;
 mod radar;
+mod reference;
 mod settings;
 mod strategies;
 mod trades;

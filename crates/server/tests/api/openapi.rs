@@ -43,6 +43,7 @@ async fn openapi_lists_every_api_route() {
             "GET /api/health/components",
             "GET /api/market/bars",
             "GET /api/market/quote",
+            "GET /api/market/reference/{symbol}",
             "GET /api/orders",
             "GET /api/orders/{client_order_id}",
             "GET /api/positions",
@@ -78,6 +79,7 @@ async fn openapi_lists_every_api_route() {
             "POST /api/risk/resume-strategies",
             "POST /api/watchlist/restart",
             "POST /api/watchlist/stop",
+            "PUT /api/market/reference",
             "PUT /api/settings",
         ]
     );

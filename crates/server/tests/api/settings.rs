@@ -120,14 +120,18 @@ async fn switching_to_live_is_guarded() {
     assert_eq!(app.get("/api/settings").await.data()["runtime"]["trading_mode"], "PAPER");
 }
 
-/// While LIVE (reachable once a live-capable broker exists; here the persisted settings say so),
-/// every sensitive action needs `X-Confirm-Live`, and raising a risk limit needs an admin too.
+/// While LIVE, every sensitive action needs `X-Confirm-Live`, and raising a risk limit needs
+/// an admin too. LIVE is reached here as a persisted mode with the alpaca execution broker
+/// against a stand-in Alpaca (not Alpaca's paper endpoint, so LIVE-capable); the same persisted
+/// LIVE with the paper broker is refused at start, in one line.
 #[tokio::test]
 async fn live_mode_requires_confirmation_and_guards_raised_limits() {
-    let app = spawn_app().await;
+    let market = tradeops_core::ManualClock::new(tradeops_core::time::parse_ts(MARKET_START).unwrap());
+    let alpaca = crate::alpaca::StandIn::start(rust_decimal::Decimal::from(100_000), market).await;
+    let app = spawn_app_with(|c| alpaca.configure(c)).await;
     let operator = app.token("ops", "operator").await;
     force_live_mode(&app).await;
-    let app = app.restart().await;
+    let mut app = app.restart().await;
     assert_eq!(app.get("/api/health").await.body["meta"]["mode"], "LIVE");
 
     let tighten = json!({"risk_controls": {"max_daily_loss": 400}});
@@ -145,6 +149,18 @@ async fn live_mode_requires_confirmation_and_guards_raised_limits() {
         audit.data().as_array().unwrap().iter().map(|r| r["outcome"].as_str().unwrap().to_string()).collect();
     assert_eq!(outcomes, vec!["OK", "SETTINGS_UPDATE_BLOCKED", "OK", "CONFIRMATION_REQUIRED"]);
     assert!(audit.data().as_array().unwrap().iter().all(|r| r["mode"] == "LIVE"));
+
+    // The same persisted LIVE with the paper broker: the service refuses to start, in one line.
+    app.stop().await;
+    let paper = test_config(app.config.database_url.clone());
+    let clock: std::sync::Arc<dyn tradeops_core::Clock> = std::sync::Arc::new(tradeops_server::clock::SystemClock);
+    let overrides = tradeops_server::app::Overrides { market_clock: None, extra_routes: axum::Router::new() };
+    let refused = match tradeops_server::Application::build_with(paper, clock, overrides).await {
+        Ok(_) => panic!("a persisted LIVE with the paper broker must not start"),
+        Err(e) => format!("{e:#}"),
+    };
+    assert!(refused.contains("LIVE needs the alpaca execution broker"), "{refused}");
+    assert_eq!(refused.lines().count(), 1, "one line: {refused}");
 }
 
 /// Writes a settings version with `trading_mode: LIVE` straight into the database.

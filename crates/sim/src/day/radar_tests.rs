@@ -71,8 +71,8 @@ fn radar_through_day(u: &Universe, date: NaiveDate, minutes: &[u32]) -> Vec<BTre
             let at = clock.start + Duration::minutes(minute.into());
             let inputs = u.symbols.iter().zip(&live).map(|(p, s)| RadarInput {
                 symbol: &p.symbol,
-                sector: p.sector,
-                float: p.float,
+                sector: Some(p.sector),
+                float: Some(p.float),
                 prev_close: s.prev_close,
                 last: s.last,
                 volume: s.volume,

@@ -40,9 +40,10 @@ pub struct DashboardSummary {
 pub async fn dashboard(State(state): State<AppState>, _caller: Caller) -> ApiResult<ApiResponse<DashboardSummary>> {
     let v = state.engine().view();
     let health = HealthMonitor::overall(state.health.statuses().into_iter().map(|(_, s)| s));
+    let (_, equity, buying_power, _) = v.account_figures();
     Ok(ApiResponse::ok(DashboardSummary {
-        buying_power: f(v.buying_power),
-        equity: f(v.equity),
+        buying_power: f(buying_power),
+        equity: f(equity),
         realized_pnl: f(v.realized_today),
         unrealized_pnl: f(v.unrealized),
         system_health: health,

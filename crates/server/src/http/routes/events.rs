@@ -282,8 +282,8 @@ mod tests {
             volume: 1_000_000,
             average_volume: 200_000,
             relative_volume: Some(5.0),
-            float: 10_000_000,
-            sector: "Technology".into(),
+            float: Some(10_000_000),
+            sector: Some("Technology".into()),
             captured_at: at(0),
         };
         let halt = Halt { at: at(3), reason: "drill".into(), actor: "admin".into() };

@@ -2,25 +2,40 @@
 //! what the console draws entries and exits over — and `GET /api/market/quote`: its last trade
 //! and quote, for the order ticket. Beyond the seed: CONTRACT lists no chart or quote data, and
 //! a console that shows an intraday price needs it.
+//!
+//! `PUT /api/market/reference` (admin; CSV or JSON rows) imports float and sector per symbol,
+//! `GET /api/market/reference/{symbol}` shows what is in use ([`crate::domain::reference`]).
 
+use crate::domain::reference::{parse_csv, parse_json, ImportMode, ImportOutcome, SymbolReference};
 use crate::http::auth::Caller;
 use crate::http::envelope::{ApiResponse, SuccessBody};
 use crate::http::error::{ApiError, ApiResult, ErrorCode};
-use crate::http::extract::Query;
+use crate::http::extract::{Path, Query};
+use crate::http::guard::{CsvOrJson, Sensitive, Target, REFERENCE_IMPORT};
 use crate::http::state::AppState;
 use axum::extract::State;
-use axum::routing::get;
+use axum::routing::{get, put};
 use axum::Router;
 use serde::{Deserialize, Serialize};
 use tradeops_brokers::MarketDataError;
 use tradeops_core::market::Timeframe;
 use tradeops_core::{Symbol, Timestamp};
 
+/// Largest reference file accepted (about 100,000 symbols).
+pub const MAX_REFERENCE_BYTES: usize = 8 * 1024 * 1024;
+
 /// Most bars one request returns.
 pub const MAX_BARS: i64 = 5000;
 
 pub fn router() -> Router<AppState> {
-    Router::new().route("/api/market/bars", get(bars)).route("/api/market/quote", get(quote))
+    Router::new()
+        .route("/api/market/bars", get(bars))
+        .route("/api/market/quote", get(quote))
+        .route(
+            "/api/market/reference",
+            put(import_reference).layer(axum::extract::DefaultBodyLimit::max(MAX_REFERENCE_BYTES)),
+        )
+        .route("/api/market/reference/{symbol}", get(reference))
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
@@ -142,4 +157,93 @@ pub async fn quote(
         ask_size: snapshot.quote.ask_size,
         prev_close: snapshot.prev_close.to_f64(),
     }))
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct ReferenceImportQuery {
+    /// `replace` (default: afterwards the imported reference data is exactly this file) or
+    /// `merge` (this file's symbols are replaced, the others kept).
+    pub mode: Option<ImportMode>,
+}
+
+/// One row of a JSON import.
+// The document's shape of a row only: rows are read as JSON values and checked one by one
+// (`domain::reference::parse_json`), so a refusal names the row and field.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct ReferenceRowBody {
+    #[schema(value_type = String)]
+    pub symbol: String,
+    /// Shares in the float, a whole number 0..=1000000000000; `null` or absent: not known to
+    /// this import (the market source's value, if any, is used).
+    pub float: Option<u64>,
+    /// `null` or absent: not known to this import.
+    pub sector: Option<String>,
+}
+
+/// A JSON import: its rows (the same as the CSV's).
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReferenceImportBody {
+    #[schema(value_type = Vec<ReferenceRowBody>)]
+    pub rows: serde_json::Value,
+}
+
+/// Imports float and sector per symbol (admin; audited as `market.reference_import`): a
+/// `text/csv` file with the header `symbol,float,sector` (any order and case; `float` or
+/// `sector` may be left out) or JSON `{"rows": [{"symbol", "float", "sector"}]}`, up to 8 MiB.
+/// Empty cells (`null`) are unknown to the import: there the market source's value is used.
+/// Imported values override the market source's wherever float and sector are read — radar
+/// rows from the next scan on, instruments, trade features, backtests. Symbols follow the
+/// symbol rules; a float is a whole number of shares. The whole file is checked first: a bad
+/// row is `VALIDATION_ERROR` naming it (`detail.line`: its line in the CSV, the header being 1,
+/// or its position from 1 in the JSON rows; `detail.field`: `symbol`, `float`, `sector`,
+/// `header` or `row`), and nothing is stored — the file is stored in one transaction or not
+/// at all.
+#[utoipa::path(put, path = "/api/market/reference", tag = "market", security(("bearer" = [])), params(ReferenceImportQuery),
+    request_body(content(
+        (String = "text/csv", example = "symbol,float,sector\nABCD,5200000,Technology\nEFGH,,Health Care\n"),
+        (ReferenceImportBody = "application/json")
+    )),
+    responses((status = 200, description = "Imported", body = inline(SuccessBody<ImportOutcome>)),
+              (status = 400, description = "VALIDATION_ERROR (`detail.line`, `detail.field`, `detail.reason`); nothing stored",
+               body = crate::http::envelope::ErrorBody),
+              (status = 403, description = "FORBIDDEN (admin only)", body = crate::http::envelope::ErrorBody),
+              (status = 413, description = "PAYLOAD_TOO_LARGE", body = crate::http::envelope::ErrorBody)))]
+pub async fn import_reference(
+    State(state): State<AppState>,
+    Query(q): Query<ReferenceImportQuery>,
+    guard: Sensitive,
+) -> ApiResult<ApiResponse<ImportOutcome>> {
+    guard
+        .run_csv_or_json(
+            REFERENCE_IMPORT,
+            Target::Fixed("reference"),
+            |_caller, body: CsvOrJson<ReferenceImportBody>| async move {
+                let rows = match body {
+                    CsvOrJson::Csv(bytes) => parse_csv(&bytes)?,
+                    CsvOrJson::Json(body) => parse_json(&body.rows)?,
+                };
+                let now = state.market_clock.now();
+                Ok(ApiResponse::ok(state.reference.import(rows, q.mode.unwrap_or_default(), now).await?))
+            },
+        )
+        .await
+}
+
+/// The float and sector in use for a symbol (imported, else the market source's; `null` when
+/// neither knows), whether the market lists it, and the imported row (`null` when none).
+#[utoipa::path(get, path = "/api/market/reference/{symbol}", tag = "market", security(("bearer" = [])),
+    params(("symbol" = String, Path, description = "Symbol")),
+    responses((status = 200, description = "Reference data", body = inline(SuccessBody<SymbolReference>)),
+              (status = 400, description = "VALIDATION_ERROR (symbol)", body = crate::http::envelope::ErrorBody),
+              (status = 404, description = "NOT_FOUND (not listed and not imported)", body = crate::http::envelope::ErrorBody)))]
+pub async fn reference(
+    State(state): State<AppState>,
+    _caller: Caller,
+    Path(symbol): Path<String>,
+) -> ApiResult<ApiResponse<SymbolReference>> {
+    let symbol = Symbol::parse(&symbol).map_err(|e| ApiError::validation("symbol", e))?;
+    Ok(ApiResponse::ok(state.reference.lookup(&symbol, state.market.as_ref()).await?))
 }

@@ -160,8 +160,7 @@ pub async fn list(
         .into_iter()
         .filter(|r| q.status.as_ref().is_none_or(|s| &r.strategy_status == s))
         .map(|r| {
-            let price =
-                Symbol::parse(&r.symbol).ok().and_then(|s| state.live.as_ref()?.last_price(&s)).map(|p| p.to_f64());
+            let price = Symbol::parse(&r.symbol).ok().and_then(|s| state.market.last_price(&s)).map(|p| p.to_f64());
             (
                 r.time_added,
                 WatchlistRow {

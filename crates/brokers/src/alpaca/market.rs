@@ -1,0 +1,496 @@
+//! The Alpaca market behind [`MarketData`]: [`AlpacaMarketData`] assembles the [`DataClient`]
+//! (universe, calendar, clock, snapshots, bars) and the [`MarketDataStream`] (live trades,
+//! quotes and minute bars of the watched symbols), and scans the whole universe for the
+//! momentum radar through core's [`radar::scan`], so that filters and ranking are the simulated
+//! radar's. Alpaca gives no float and no sector: they come from the imported reference data
+//! ([`ReferenceData`], shared with the service), and are unknown (`None`) where nothing was
+//! imported.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use async_trait::async_trait;
+use chrono::{Duration, NaiveDate};
+use tokio::time::Instant;
+use tradeops_core::market::{Bar, Price, Timeframe};
+use tradeops_core::radar::{self, RadarInput};
+use tradeops_core::settings::MomentumRadarSettings;
+use tradeops_core::{Clock, Symbol, Timestamp};
+use tradeops_sim::profile::{expected_cum_fraction, DayClock};
+
+use super::data::{DataClient, DataFeed, UniverseAsset};
+use super::data_stream::{ny_date, DataStreamConfig, DataStreamState, MarketDataStream};
+use super::data_wire as wire;
+use super::rest::{AlpacaCredentials, ClientBuildError};
+use crate::market::{closed_bars, ClosedBar, Instrument, MarketData, MarketDataError, Snapshot};
+use crate::reference::ReferenceData;
+use crate::simulated::live::{RadarScan, AVERAGE_VOLUME_DAYS, MAX_RADAR_ROWS};
+
+/// How long a REST snapshot is served again by [`MarketData::snapshot`] (service clock).
+pub const REST_SNAPSHOT_TTL: Duration = Duration::seconds(5);
+/// Calendar days of daily bars asked for to find [`AVERAGE_VOLUME_DAYS`] trading days (weekends
+/// and holidays included with room to spare).
+const DAILY_HISTORY_CALENDAR_DAYS: i64 = 2 * AVERAGE_VOLUME_DAYS as i64 + 10;
+
+/// Where the adapter reaches Alpaca.
+#[derive(Clone, Debug)]
+pub struct AlpacaDataConfig {
+    /// The Trading API (`https://paper-api.alpaca.markets` or `https://api.alpaca.markets`):
+    /// assets, calendar, clock.
+    pub trading_url: String,
+    /// The Market Data API (`https://data.alpaca.markets`).
+    pub data_url: String,
+    pub feed: DataFeed,
+    /// Per REST request.
+    pub timeout: std::time::Duration,
+    /// The stock stream; `None` reads every snapshot from REST.
+    pub stream: Option<DataStreamConfig>,
+}
+
+impl AlpacaDataConfig {
+    /// Alpaca's hosts for `feed`, paper trading's reference host, 10 s requests, and the
+    /// stream of [`DataStreamConfig::alpaca`].
+    pub fn alpaca_paper(feed: DataFeed, credentials: &AlpacaCredentials) -> AlpacaDataConfig {
+        AlpacaDataConfig {
+            trading_url: "https://paper-api.alpaca.markets".into(),
+            data_url: "https://data.alpaca.markets".into(),
+            feed,
+            timeout: std::time::Duration::from_secs(10),
+            stream: Some(DataStreamConfig::alpaca(feed, credentials)),
+        }
+    }
+}
+
+/// The expected fraction of an ordinary day's volume traded by `now`, from the simulated
+/// market's intraday profile, exactly as its live radar computes it: the New York date's
+/// [`DayClock`] and the whole minutes since its midnight.
+pub fn expected_fraction_at(now: Timestamp) -> f64 {
+    let clock = DayClock::for_date(ny_date(now));
+    let minute = (now - clock.start).num_minutes().clamp(0, i64::from(clock.minutes)) as u32;
+    expected_cum_fraction(&clock, minute)
+}
+
+/// A symbol's day as a snapshot tells it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DayFigures {
+    /// The previous regular session's close.
+    pub prev_close: Price,
+    /// The last trade (or the latest daily close when there is none).
+    pub last: Price,
+    /// Shares traded today (0 before today's first bar).
+    pub volume: u64,
+    /// The snapshot's latest minute bar, when it is today's.
+    pub minute_bar: Option<Bar>,
+}
+
+/// Reads a snapshot as of New York date `today`: when its daily bar is today's, the previous
+/// close is the previous daily bar's close and the volume the daily bar's; when the daily bar
+/// is an earlier session's (before today's first trade), that session is the previous one and
+/// the volume is 0. `None` without a previous close or a price.
+pub fn day_figures(snapshot: &wire::Snapshot, today: NaiveDate) -> Option<DayFigures> {
+    let daily_today = snapshot.daily_bar.filter(|b| ny_date(b.start) == today);
+    let (prev_close, volume) = match daily_today {
+        Some(daily) => (snapshot.prev_daily_bar?.close, daily.volume),
+        None => (snapshot.daily_bar.or(snapshot.prev_daily_bar)?.close, 0),
+    };
+    let last = snapshot.latest_trade.map(|t| t.price).or(daily_today.map(|b| b.close)).unwrap_or(prev_close);
+    let minute_bar = snapshot.minute_bar.filter(|b| ny_date(b.start) == today).map(|b| b.bar());
+    Some(DayFigures { prev_close, last, volume, minute_bar })
+}
+
+/// Average daily volumes of one date's previous trading days.
+#[derive(Debug)]
+struct DailyHistory {
+    date: NaiveDate,
+    average_volume: HashMap<Symbol, u64>,
+}
+
+/// Alpaca's market data as tradeops reads it. Build it with [`AlpacaMarketData::new`], load the
+/// universe with [`AlpacaMarketData::load_universe`], then choose the streamed symbols with
+/// [`AlpacaMarketData::set_watched`] and scan with [`AlpacaMarketData::scan`].
+pub struct AlpacaMarketData {
+    client: Arc<DataClient>,
+    stream: Option<MarketDataStream>,
+    reference: Arc<ReferenceData>,
+    clock: Arc<dyn Clock>,
+    universe: Mutex<Arc<Vec<UniverseAsset>>>,
+    daily: Mutex<Option<Arc<DailyHistory>>>,
+    /// Serialises the daily history's refresh (one fetch per day, however many scans ask).
+    daily_refresh: tokio::sync::Mutex<()>,
+    /// The latest figures of each symbol, from the latest scan or REST snapshot.
+    day: Mutex<HashMap<Symbol, DayFigures>>,
+    /// REST snapshots served by [`MarketData::snapshot`], and when they were fetched.
+    rest_snapshots: Mutex<HashMap<Symbol, (Timestamp, Snapshot)>>,
+}
+
+impl std::fmt::Debug for AlpacaMarketData {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AlpacaMarketData")
+            .field("client", &self.client)
+            .field("stream", &self.stream.as_ref().map(MarketDataStream::health))
+            .field("universe", &self.universe().len())
+            .field("reference", &self.reference.current().len())
+            .finish()
+    }
+}
+
+impl AlpacaMarketData {
+    /// The adapter over `client` and, when given, `stream` (without one, snapshots come from
+    /// REST); `reference` gives sectors and floats.
+    pub fn new(
+        client: Arc<DataClient>,
+        stream: Option<MarketDataStream>,
+        reference: Arc<ReferenceData>,
+        clock: Arc<dyn Clock>,
+    ) -> AlpacaMarketData {
+        AlpacaMarketData {
+            client,
+            stream,
+            reference,
+            clock,
+            universe: Mutex::new(Arc::new(Vec::new())),
+            daily: Mutex::new(None),
+            daily_refresh: tokio::sync::Mutex::new(()),
+            day: Mutex::new(HashMap::new()),
+            rest_snapshots: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Builds the data client of `config` and, when it has a stream, starts the stream on the
+    /// current runtime (its gap fills read the same client). The universe is not loaded yet:
+    /// call [`AlpacaMarketData::load_universe`] (at start, and once a trading day).
+    pub fn connect(
+        config: AlpacaDataConfig,
+        credentials: &AlpacaCredentials,
+        reference: Arc<ReferenceData>,
+        clock: Arc<dyn Clock>,
+    ) -> Result<AlpacaMarketData, ClientBuildError> {
+        let client = Arc::new(DataClient::new(
+            &config.trading_url,
+            &config.data_url,
+            config.feed,
+            credentials,
+            config.timeout,
+            clock.clone(),
+        )?);
+        let stream = config.stream.map(|stream| MarketDataStream::spawn(stream, client.clone(), clock.clone()));
+        Ok(AlpacaMarketData::new(client, stream, reference, clock))
+    }
+
+    /// Loads (or reloads) the universe from `GET /v2/assets`; returns its size.
+    pub async fn load_universe(&self) -> Result<usize, MarketDataError> {
+        let universe = self.client.universe().await?;
+        let size = universe.len();
+        *self.universe.lock().unwrap_or_else(PoisonError::into_inner) = Arc::new(universe);
+        tracing::info!(symbols = size, "Alpaca universe loaded");
+        Ok(size)
+    }
+
+    /// The universe as last loaded, sorted by symbol.
+    pub fn universe(&self) -> Arc<Vec<UniverseAsset>> {
+        self.universe.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    pub fn client(&self) -> &Arc<DataClient> {
+        &self.client
+    }
+
+    /// Streams the trades, quotes and minute bars of `symbols` (and only those); without a
+    /// stream, nothing.
+    pub fn set_watched(&self, symbols: impl IntoIterator<Item = Symbol>) {
+        if let Some(stream) = &self.stream {
+            stream.set_watched(symbols);
+        }
+    }
+
+    /// The stream's connection for health; `None` without a stream.
+    pub fn stream_health(&self) -> Option<DataStreamState> {
+        self.stream.as_ref().map(MarketDataStream::health)
+    }
+
+    /// Alpaca's market clock (`GET /v2/clock`).
+    pub async fn market_clock(&self) -> Result<wire::MarketClock, MarketDataError> {
+        self.client.market_clock().await
+    }
+
+    /// The mean daily volume of each universe symbol over its last [`AVERAGE_VOLUME_DAYS`]
+    /// daily bars before `date` (fewer for a recent listing), fetched once per date.
+    async fn daily_history(&self, date: NaiveDate) -> Result<Arc<DailyHistory>, MarketDataError> {
+        let cached = |this: &Self| this.daily.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        if let Some(history) = cached(self).filter(|h| h.date == date) {
+            return Ok(history);
+        }
+        let _refreshing = self.daily_refresh.lock().await;
+        if let Some(history) = cached(self).filter(|h| h.date == date) {
+            return Ok(history);
+        }
+        let symbols: Vec<Symbol> = self.universe().iter().map(|a| a.symbol.clone()).collect();
+        let end = DayClock::for_date(date).start;
+        let start = DayClock::for_date(date - Duration::days(DAILY_HISTORY_CALENDAR_DAYS)).start;
+        let bars = self.client.bars(&symbols, Timeframe::Day, start, end).await?;
+        let average_volume = bars
+            .into_iter()
+            .filter(|(_, series)| !series.is_empty())
+            .map(|(symbol, series)| {
+                let last = &series[series.len().saturating_sub(AVERAGE_VOLUME_DAYS)..];
+                let average = last.iter().map(|b| b.volume).sum::<u64>() / last.len() as u64;
+                (symbol, average)
+            })
+            .collect();
+        let history = Arc::new(DailyHistory { date, average_volume });
+        *self.daily.lock().unwrap_or_else(PoisonError::into_inner) = Some(history.clone());
+        Ok(history)
+    }
+
+    /// One radar scan of the whole universe as of `now`: snapshots in batches, average volumes
+    /// from the day's daily history, the expected intraday fraction of the simulated market's
+    /// profile, recent minute bars from the stream for watched symbols (the snapshot's latest
+    /// minute bar otherwise), ranked and filtered by core's [`radar::scan`]. The first scan of a
+    /// New York day (re)loads the universe and the daily history; later ones cost the snapshot
+    /// requests only (one per [`SNAPSHOT_BATCH`](super::data::SNAPSHOT_BATCH) symbols).
+    pub async fn scan(&self, now: Timestamp, settings: &MomentumRadarSettings) -> Result<RadarScan, MarketDataError> {
+        let today = ny_date(now);
+        let fresh = self.daily.lock().unwrap_or_else(PoisonError::into_inner).as_ref().is_some_and(|h| h.date == today);
+        if self.universe().is_empty() || !fresh {
+            // Listings change overnight: the first scan of a day reloads them.
+            self.load_universe().await?;
+        }
+        let universe = self.universe();
+        let history = self.daily_history(today).await?;
+        // A radar limited to a list of symbols asks for theirs only.
+        let symbols: Vec<Symbol> = universe
+            .iter()
+            .map(|a| a.symbol.clone())
+            .filter(|s| settings.universe.is_empty() || settings.universe.contains(s))
+            .collect();
+        let snapshots = self.client.snapshots(&symbols).await?;
+        let started = Instant::now();
+        let figures: Vec<(Symbol, DayFigures, Vec<Bar>)> = snapshots
+            .iter()
+            .filter_map(|(symbol, snapshot)| {
+                let figures = day_figures(snapshot, today)?;
+                let streamed = self.stream.as_ref().and_then(|s| s.book().get(symbol)).map(|live| live.bars);
+                let recent = match streamed.filter(|bars| !bars.is_empty()) {
+                    Some(bars) => bars,
+                    None => figures.minute_bar.into_iter().collect(),
+                };
+                Some((symbol.clone(), figures, recent))
+            })
+            .collect();
+        self.day
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend(figures.iter().map(|(symbol, f, _)| (symbol.clone(), *f)));
+        let expected_fraction = expected_fraction_at(now);
+        let book = self.reference.current();
+        let inputs = figures.iter().map(|(symbol, f, recent)| RadarInput {
+            symbol,
+            sector: book.sector(symbol, None),
+            float: book.float(symbol, None),
+            prev_close: f.prev_close,
+            last: f.last,
+            volume: f.volume,
+            average_volume: history.average_volume.get(symbol).copied().unwrap_or(0),
+            expected_fraction,
+            recent,
+        });
+        let rows = radar::scan(inputs, settings, now, MAX_RADAR_ROWS);
+        Ok(RadarScan {
+            captured_at: now,
+            rows,
+            scanned: figures.len(),
+            scan_micros: started.elapsed().as_micros() as u64,
+        })
+    }
+
+    fn figures(&self, symbol: &Symbol) -> Option<DayFigures> {
+        self.day.lock().unwrap_or_else(PoisonError::into_inner).get(symbol).copied()
+    }
+
+    /// Whether `symbol` is in the universe (any symbol is, before the universe is loaded:
+    /// Alpaca then says what it knows).
+    fn knows(&self, symbol: &Symbol) -> bool {
+        let universe = self.universe();
+        universe.is_empty() || universe.binary_search_by(|a| a.symbol.cmp(symbol)).is_ok()
+    }
+}
+
+#[async_trait]
+impl MarketData for AlpacaMarketData {
+    fn name(&self) -> &'static str {
+        "alpaca"
+    }
+
+    /// From the loaded universe; sector and float as imported (else unknown), the average volume from the day's history (0
+    /// before the first scan).
+    fn instrument(&self, symbol: &Symbol) -> Option<Instrument> {
+        let universe = self.universe();
+        let asset = universe.binary_search_by(|a| a.symbol.cmp(symbol)).ok().map(|i| &universe[i])?;
+        let book = self.reference.current();
+        let history = self.daily.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        Some(Instrument {
+            symbol: asset.symbol.clone(),
+            sector: book.sector(symbol, None).map(str::to_string),
+            float: book.float(symbol, None),
+            average_volume: history.and_then(|h| h.average_volume.get(symbol).copied()).unwrap_or(0),
+        })
+    }
+
+    async fn bars(
+        &self,
+        symbol: &Symbol,
+        timeframe: Timeframe,
+        start: Timestamp,
+        end: Timestamp,
+    ) -> Result<Vec<Bar>, MarketDataError> {
+        if !self.knows(symbol) {
+            return Err(MarketDataError::UnknownSymbol(symbol.clone()));
+        }
+        let mut bars = self.client.bars(std::slice::from_ref(symbol), timeframe, start, end).await?;
+        Ok(closed_bars(bars.remove(symbol).unwrap_or_default(), timeframe, self.clock.now()))
+    }
+
+    /// The stream's last trade, else the latest scan's.
+    fn last_price(&self, symbol: &Symbol) -> Option<Price> {
+        let streamed = self.stream.as_ref().and_then(|s| s.book().get(symbol)).and_then(|l| l.last_trade);
+        streamed.map(|(price, _)| price).or_else(|| self.figures(symbol).map(|f| f.last))
+    }
+
+    /// The market-data stream's connection (`None` when snapshots come from REST alone).
+    fn connection(&self) -> Option<crate::execution::VenueConnection> {
+        let state = self.stream.as_ref()?.health();
+        Some(crate::execution::VenueConnection {
+            connected: state.connected,
+            last_event_at: state.last_message_at,
+            last_error: state.last_error,
+            connections: state.connections,
+        })
+    }
+
+    /// `GET /v2/clock`: one cheap authenticated round trip to Alpaca.
+    async fn ping(&self, _now: Timestamp) -> Result<(), MarketDataError> {
+        self.client.market_clock().await.map(|_| ())
+    }
+
+    /// The stream's last trade and quote with the previous close of the latest scan; for a
+    /// symbol the stream has not both of (or no previous close is known), a REST snapshot,
+    /// served again for [`REST_SNAPSHOT_TTL`] (a caller marking unwatched symbols on every tick
+    /// would otherwise spend the request budget, and wait on it).
+    async fn snapshot(&self, symbol: &Symbol) -> Option<Snapshot> {
+        let live = self.stream.as_ref().and_then(|s| s.book().get(symbol));
+        if let (Some(live), Some(figures)) = (&live, self.figures(symbol)) {
+            if let (Some((last, _)), Some(quote)) = (live.last_trade, live.quote) {
+                return Some(Snapshot { prev_close: figures.prev_close, last, quote });
+            }
+        }
+        if !self.knows(symbol) {
+            return None;
+        }
+        let now = self.clock.now();
+        let recent = self.rest_snapshots.lock().unwrap_or_else(PoisonError::into_inner).get(symbol).copied();
+        if let Some((fetched_at, snapshot)) = recent.filter(|(at, _)| now - *at < REST_SNAPSHOT_TTL) {
+            tracing::trace!(%symbol, %fetched_at, "Alpaca snapshot from the cache");
+            return Some(snapshot);
+        }
+        let snapshots = match self.client.snapshots(std::slice::from_ref(symbol)).await {
+            Ok(snapshots) => snapshots,
+            Err(error) => {
+                tracing::warn!(%symbol, %error, "Alpaca snapshot failed");
+                return None;
+            }
+        };
+        let snapshot = snapshots.get(symbol)?;
+        let figures = day_figures(snapshot, ny_date(self.clock.now()))?;
+        self.day.lock().unwrap_or_else(PoisonError::into_inner).insert(symbol.clone(), figures);
+        // The stream's own trade and quote, when it has them, are fresher than the snapshot's.
+        let last = live.as_ref().and_then(|l| l.last_trade).map_or(figures.last, |(price, _)| price);
+        let quote = live.and_then(|l| l.quote).or(snapshot.latest_quote.map(|q| q.quote()))?;
+        let snapshot = Snapshot { prev_close: figures.prev_close, last, quote };
+        self.rest_snapshots.lock().unwrap_or_else(PoisonError::into_inner).insert(symbol.clone(), (now, snapshot));
+        Some(snapshot)
+    }
+
+    /// The stream's latest completed minute bar of a watched symbol, and its relative volume
+    /// as the simulated market measures it: the day's volume through that bar over what an
+    /// average day has traded by its end. The day's volume is the stream's when it holds every
+    /// minute of the day (see [`LiveBook::day_volume`]); otherwise the latest scan's (or REST
+    /// snapshot's), an approximation.
+    ///
+    /// [`LiveBook::day_volume`]: super::data_stream::LiveBook::day_volume
+    async fn last_closed_bar(&self, symbol: &Symbol) -> Option<ClosedBar> {
+        let book = self.stream.as_ref()?.book();
+        let bar = *book.get(symbol)?.bars.last()?;
+        let history = self.daily.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let average = history.and_then(|h| h.average_volume.get(symbol).copied());
+        let volume = book.day_volume(symbol, ny_date(bar.start)).or_else(|| self.figures(symbol).map(|f| f.volume));
+        let relative_volume = match (average, volume) {
+            (Some(average), Some(volume)) => {
+                let expected = average as f64 * expected_fraction_at(bar.start + Duration::minutes(1));
+                (expected >= 1.0).then(|| volume as f64 / expected)
+            }
+            _ => None,
+        };
+        Some(ClosedBar { bar, relative_volume })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::{TimeZone, Utc};
+
+    fn bar(t: &str, close: i64, volume: u64) -> wire::DataBar {
+        let price = Price::from_cents(close);
+        wire::DataBar { start: t.parse().unwrap(), open: price, high: price, low: price, close: price, volume }
+    }
+
+    fn today() -> NaiveDate {
+        NaiveDate::from_ymd_opt(2026, 11, 25).unwrap()
+    }
+
+    #[test]
+    fn during_the_day_the_previous_close_is_yesterdays_and_the_volume_todays() {
+        let snapshot = wire::Snapshot {
+            latest_trade: Some(wire::DataTrade {
+                at: "2026-11-25T15:00:00Z".parse().unwrap(),
+                price: Price::from_cents(550),
+                size: 10,
+            }),
+            latest_quote: None,
+            minute_bar: Some(bar("2026-11-25T14:59:00Z", 549, 1000)),
+            daily_bar: Some(bar("2026-11-25T05:00:00Z", 549, 80_000)),
+            prev_daily_bar: Some(bar("2026-11-24T05:00:00Z", 500, 50_000)),
+        };
+        let figures = day_figures(&snapshot, today()).unwrap();
+        assert_eq!(
+            (figures.prev_close, figures.last, figures.volume),
+            (Price::from_cents(500), Price::from_cents(550), 80_000)
+        );
+        assert_eq!(figures.minute_bar.map(|b| b.volume), Some(1000));
+    }
+
+    #[test]
+    fn before_the_first_trade_the_latest_session_is_the_previous_one() {
+        let snapshot = wire::Snapshot {
+            daily_bar: Some(bar("2026-11-24T05:00:00Z", 500, 50_000)),
+            prev_daily_bar: Some(bar("2026-11-23T05:00:00Z", 480, 40_000)),
+            minute_bar: Some(bar("2026-11-24T20:59:00Z", 500, 10)),
+            ..wire::Snapshot::default()
+        };
+        let figures = day_figures(&snapshot, today()).unwrap();
+        assert_eq!(
+            (figures.prev_close, figures.last, figures.volume),
+            (Price::from_cents(500), Price::from_cents(500), 0)
+        );
+        assert_eq!(figures.minute_bar, None);
+        assert_eq!(day_figures(&wire::Snapshot::default(), today()), None);
+    }
+
+    #[test]
+    fn the_expected_fraction_is_the_simulated_profiles() {
+        let at = Utc.with_ymd_and_hms(2026, 11, 25, 15, 30, 0).unwrap(); // 10:30 New York
+        let clock = DayClock::for_date(today());
+        assert_eq!(expected_fraction_at(at), expected_cum_fraction(&clock, 10 * 60 + 30));
+        assert!(expected_fraction_at(at) > 0.06 && expected_fraction_at(at) < 0.5);
+    }
+}

@@ -1,0 +1,42 @@
+//! What the live market feeds publish, whichever source drives them: radar scans (the radar's
+//! latest result, its event, and the allocator's automatic watches). The simulated market's
+//! feed loop lives in [`crate::app`]; Alpaca's in [`alpaca`].
+
+use crate::http::state::AppState;
+use std::time::Duration;
+
+pub mod alpaca;
+
+/// Publishes one radar scan (`latest`: the newest of a batch, which the radar serves and the
+/// event stream announces) and lets the allocator auto-watch its top rows. The engine refuses
+/// what the limit or a block forbids (no violation rows for these automatic attempts), and the
+/// allocator leaves alone what the last halt stopped: only the operator restarts those.
+pub async fn publish_scan(
+    state: &AppState,
+    scan: tradeops_brokers::simulated::live::RadarScan,
+    latency: Option<Duration>,
+    latest: bool,
+) {
+    let settings = state.settings.current();
+    let top: Vec<_> = scan.rows.iter().map(|r| r.symbol.clone()).collect();
+    if latest {
+        let top = scan.rows.iter().take(25).cloned().collect();
+        let summary = crate::events::RadarSummary { captured_at: scan.captured_at, rows: scan.rows.len(), top };
+        state.events.publish(crate::events::Event::RadarUpdated(summary));
+    }
+    state.radar.publish(scan, latency, latest).await;
+    if latest && settings.strategy_allocator.auto_watch {
+        let halt_stopped = state.engine().view().halt_stopped.clone();
+        for symbol in top
+            .iter()
+            .filter(|s| !halt_stopped.contains(*s))
+            .take(settings.strategy_allocator.auto_watch_top_n as usize)
+        {
+            let watch = tradeops_core::engine::Command::Watch { symbol: symbol.clone(), source: "RADAR".into() };
+            if let Ok(Ok(tradeops_core::engine::Reply::Watch { already: false, .. })) = state.engine().send(watch).await
+            {
+                tracing::info!(%symbol, "allocator watched a radar symbol");
+            }
+        }
+    }
+}

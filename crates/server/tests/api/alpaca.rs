@@ -1,0 +1,1417 @@
+//! Issue 23's proof through the real server: the service configured with the Alpaca execution
+//! broker (`[brokers] execution = "alpaca"`) against a stand-in Alpaca Trading API, driven only
+//! through the service's HTTP API, and checked against the stand-in's own book.
+//!
+//! The stand-in ([`StandIn`]) is one address serving Alpaca's REST API (an axum app over its own
+//! order book, positions and cash) and, on the same host, the trade-updates WebSocket `/stream`
+//! (the service derives `ws://HOST/stream` from `http://HOST`): connections are told apart by
+//! their request line. Market orders fill at once at the price the test sets for their symbol
+//! (whole, or in the parts the test sets); limit orders rest until the test fills them. Every
+//! request is counted by method and path, and every `POST /v2/orders` by client order id. Faults
+//! are queued for the next submit (a lost or slow reply after the order is created, a 429, a
+//! 403, a 422), or set for a while (every request answered 503; the stream dropped and refused).
+//!
+//! Market data is the simulated market; the stand-in fills at a price near the symbol's
+//! simulated price (the engine's own risk gate marks positions at the simulated price, so a
+//! fill far from it would read as a loss). Time is the real clock's; market time (the manual
+//! market clock of the test app) is moved on while waiting, since the service looks up an order
+//! whose submit went unanswered after a wait in market time. Every wait is bounded (~10 s).
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use futures::{SinkExt, StreamExt};
+use rust_decimal::Decimal;
+use serde_json::{json, Value};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+use tokio_tungstenite::tungstenite::Message;
+use tradeops_brokers::alpaca::rest::AlpacaCredentials;
+use tradeops_core::settings::ExecutionBrokerKind;
+use tradeops_core::{Clock, ManualClock};
+use tradeops_server::Config;
+
+use crate::helpers::{start_at, test_config, TestApp, TestDb, ADMIN_TOKEN, MARKET_START};
+
+pub const KEY_ID: &str = "PKSTANDIN0000";
+pub const SECRET: &str = "stand-in-secret-9f2e";
+
+/// What the test tells the stream's open connection.
+enum Push {
+    Frame(Value),
+    /// Drop the connection without a close handshake, as a network fault would.
+    Drop,
+}
+
+/// A fault the next `POST /v2/orders` meets.
+#[derive(Clone, Debug)]
+pub enum SubmitFault {
+    /// Creates the order, then answers 500: the reply is lost.
+    LostReply,
+    /// Creates the order, then answers only after this long (past the client's timeout).
+    SlowReply(Duration),
+    /// 429 with `Retry-After` (seconds) and `X-RateLimit-*`; nothing is created.
+    RateLimited { retry_after: u64 },
+    /// 403 insufficient buying power, with Alpaca's figures; nothing is created.
+    BuyingPower { buying_power: &'static str, cost_basis: &'static str },
+    /// 403 insufficient shares for a sell, with what is available; nothing is created.
+    SharesAvailable { available: &'static str },
+    /// 422 with this message (naming a field); nothing is created.
+    Unprocessable(&'static str),
+}
+
+/// The stand-in's account.
+pub struct Venue {
+    /// Orders as Alpaca reports them (its JSON), oldest first.
+    orders: Vec<Value>,
+    /// The price market orders of a symbol fill at (none: they rest).
+    prices: HashMap<String, Decimal>,
+    /// Market orders fill in these parts (the rest in one last part); empty: whole.
+    parts: Vec<u64>,
+    /// Signed shares and their cost (for the average entry price).
+    positions: BTreeMap<String, (i64, Decimal)>,
+    cash: Decimal,
+    calls: HashMap<(String, String), usize>,
+    posts: HashMap<String, usize>,
+    submit_faults: VecDeque<SubmitFault>,
+    /// The next this many lookups by client order id answer 500.
+    lookup_faults: usize,
+    /// The next this many lookups by client order id answer 404 (the order not visible yet).
+    lookup_misses: usize,
+    /// Every REST request answers 503 while set.
+    down: bool,
+    /// A cancel request leaves the order `pending_cancel` (the test ends it) while set.
+    hold_cancels: bool,
+    next_id: u64,
+    next_execution: u64,
+    /// The open stream connection (its number and sender).
+    stream: Option<(usize, mpsc::UnboundedSender<Push>)>,
+    /// New stream connections are dropped at once while set.
+    stream_refused: bool,
+    connections: usize,
+    /// Alpaca's timestamps: the test app's market time.
+    clock: ManualClock,
+}
+
+type Shared = Arc<Mutex<Venue>>;
+
+fn is_open(order: &Value) -> bool {
+    !matches!(order["status"].as_str(), Some("filled" | "canceled" | "expired" | "rejected" | "replaced"))
+}
+
+fn dec(v: &Value) -> Decimal {
+    v.as_str().and_then(|s| s.parse().ok()).unwrap_or_default()
+}
+
+fn error(status: u16, body: Value) -> Response {
+    (StatusCode::from_u16(status).unwrap(), axum::Json(body)).into_response()
+}
+
+impl Venue {
+    fn now(&self) -> Value {
+        json!(self.clock.now())
+    }
+
+    fn index(&self, client_order_id: &str) -> Option<usize> {
+        self.orders.iter().position(|o| o["client_order_id"] == client_order_id)
+    }
+
+    /// Sends a trade update on the open connection; lost when there is none (a gap).
+    fn send(&mut self, event: &str, i: usize, extra: Value) {
+        let mut data = json!({"event": event, "timestamp": self.now(), "order": self.orders[i].clone()});
+        if let (Some(data), Some(extra)) = (data.as_object_mut(), extra.as_object()) {
+            data.extend(extra.clone());
+        }
+        if let Some((_, tx)) = &self.stream {
+            let _ = tx.send(Push::Frame(json!({"stream": "trade_updates", "data": data})));
+        }
+    }
+
+    fn create(&mut self, sent: &Value) -> usize {
+        self.next_id += 1;
+        let now = self.now();
+        let order = json!({
+            "id": format!("9b1e0f3a-0000-4000-8000-{:012}", self.next_id),
+            "client_order_id": sent["client_order_id"], "symbol": sent["symbol"],
+            "created_at": now, "submitted_at": now, "updated_at": now,
+            "filled_at": null, "canceled_at": null, "failed_at": null,
+            "qty": sent["qty"], "filled_qty": "0", "filled_avg_price": null,
+            "type": sent["type"], "side": sent["side"], "time_in_force": sent["time_in_force"],
+            "limit_price": sent.get("limit_price").cloned().unwrap_or(Value::Null),
+            "stop_price": sent.get("stop_price").cloned().unwrap_or(Value::Null),
+            "status": "new", "extended_hours": false, "legs": null,
+        });
+        self.orders.push(order);
+        let i = self.orders.len() - 1;
+        self.send("new", i, json!({}));
+        if self.orders[i]["type"] == "market" {
+            let symbol = self.orders[i]["symbol"].as_str().unwrap_or_default().to_string();
+            if let Some(price) = self.prices.get(&symbol).copied() {
+                let qty = dec(&self.orders[i]["qty"]).try_into().unwrap_or(0u64);
+                let mut left = qty;
+                for part in self.parts.clone() {
+                    if part >= left {
+                        break;
+                    }
+                    self.fill(i, part, price, true);
+                    left -= part;
+                }
+                self.fill(i, left, price, true);
+            }
+        }
+        i
+    }
+
+    /// Fills `qty` shares of order `i` at `price`: the order, the position and the cash move;
+    /// a `fill` / `partial_fill` goes out when `report` (and a connection is open).
+    fn fill(&mut self, i: usize, qty: u64, price: Decimal, report: bool) {
+        let shares = Decimal::from(qty);
+        let order = &self.orders[i];
+        let total = dec(&order["qty"]);
+        let filled = dec(&order["filled_qty"]);
+        let average = order["filled_avg_price"].as_str().and_then(|p| p.parse::<Decimal>().ok()).unwrap_or_default();
+        let now_filled = filled + shares;
+        assert!(now_filled <= total, "the stand-in cannot fill more than the order: {order}");
+        let new_average = ((average * filled + price * shares) / now_filled).round_dp(4);
+        let symbol = order["symbol"].as_str().unwrap().to_string();
+        let buy = order["side"] == "buy";
+        let now = self.now();
+        let order = &mut self.orders[i];
+        order["filled_qty"] = json!(now_filled.to_string());
+        order["filled_avg_price"] = json!(new_average.to_string());
+        order["updated_at"] = now.clone();
+        let done = now_filled == total;
+        if done {
+            order["status"] = json!("filled");
+            order["filled_at"] = now;
+        } else if order["status"] != "pending_cancel" {
+            order["status"] = json!("partially_filled");
+        }
+        let position = self.positions.entry(symbol.clone()).or_insert((0, Decimal::ZERO));
+        if buy {
+            position.0 += qty as i64;
+            position.1 += shares * price;
+            self.cash -= shares * price;
+        } else {
+            let held = Decimal::from(position.0);
+            let average_cost = if held.is_zero() { Decimal::ZERO } else { position.1 / held };
+            position.0 -= qty as i64;
+            position.1 -= average_cost * shares;
+            if position.0 == 0 {
+                position.1 = Decimal::ZERO;
+            }
+            self.cash += shares * price;
+        }
+        let position_qty = position.0;
+        if position_qty == 0 {
+            self.positions.remove(&symbol);
+        }
+        if report {
+            self.next_execution += 1;
+            let execution_id = format!("exec-{:06}", self.next_execution);
+            let extra = json!({"execution_id": execution_id, "price": price.to_string(),
+                "qty": qty.to_string(), "position_qty": position_qty.to_string()});
+            self.send(if done { "fill" } else { "partial_fill" }, i, extra);
+        }
+    }
+
+    fn account(&self) -> Value {
+        let held: Decimal = self.positions.iter().map(|(s, (q, _))| self.mark(s) * Decimal::from(*q)).sum();
+        let equity = self.cash + held;
+        json!({"id": "acct-standin", "status": "ACTIVE", "currency": "USD", "cash": self.cash.to_string(),
+            "equity": equity.to_string(), "last_equity": equity.to_string(),
+            "buying_power": self.cash.to_string(), "trading_blocked": false, "account_blocked": false})
+    }
+
+    fn mark(&self, symbol: &str) -> Decimal {
+        self.prices.get(symbol).copied().unwrap_or_default()
+    }
+
+    fn positions_json(&self) -> Value {
+        let rows: Vec<Value> = self
+            .positions
+            .iter()
+            .map(|(symbol, (qty, cost))| {
+                let average = (*cost / Decimal::from(*qty)).round_dp(4);
+                json!({"symbol": symbol, "qty": qty.to_string(), "avg_entry_price": average.to_string(),
+                    "side": if *qty > 0 { "long" } else { "short" }, "current_price": self.mark(symbol).to_string()})
+            })
+            .collect();
+        json!(rows)
+    }
+
+    fn cancel(&mut self, i: usize) -> Response {
+        let status = self.orders[i]["status"].as_str().unwrap_or_default().to_string();
+        if !is_open(&self.orders[i]) {
+            let message = format!("order is already in \"{status}\" state");
+            return error(422, json!({"code": 42210000, "message": message}));
+        }
+        self.orders[i]["status"] = json!("pending_cancel");
+        self.send("pending_cancel", i, json!({}));
+        if !self.hold_cancels {
+            self.end_cancel(i);
+        }
+        StatusCode::NO_CONTENT.into_response()
+    }
+
+    fn end_cancel(&mut self, i: usize) {
+        let now = self.now();
+        self.orders[i]["status"] = json!("canceled");
+        self.orders[i]["canceled_at"] = now.clone();
+        self.orders[i]["updated_at"] = now;
+        self.send("canceled", i, json!({}));
+    }
+}
+
+/// The REST API. Answers after the venue's lock is released (a slow reply sleeps unlocked).
+async fn rest(State(venue): State<Shared>, method: Method, uri: Uri, headers: HeaderMap, body: String) -> Response {
+    let (response, delay) = answer(&venue, &method, &uri, &headers, &body);
+    if let Some(delay) = delay {
+        tokio::time::sleep(delay).await;
+    }
+    response
+}
+
+fn answer(venue: &Shared, method: &Method, uri: &Uri, headers: &HeaderMap, body: &str) -> (Response, Option<Duration>) {
+    let path = uri.path().to_string();
+    let query: HashMap<String, String> =
+        form_urlencoded::parse(uri.query().unwrap_or("").as_bytes()).into_owned().collect();
+    let mut v = venue.lock().unwrap();
+    *v.calls.entry((method.to_string(), path.clone())).or_default() += 1;
+    let authorized = headers.get("apca-api-key-id").is_some_and(|h| h == KEY_ID)
+        && headers.get("apca-api-secret-key").is_some_and(|h| h == SECRET);
+    if !authorized {
+        return (error(401, json!({"code": 40110000, "message": "request is not authorized"})), None);
+    }
+    if v.down {
+        return (error(503, json!({"code": 50310000, "message": "service unavailable"})), None);
+    }
+    match (method.as_str(), path.as_str()) {
+        ("POST", "/v2/orders") => {
+            let sent: Value = serde_json::from_str(body).unwrap_or(Value::Null);
+            let Some(id) = sent["client_order_id"].as_str().map(str::to_string) else {
+                return (error(422, json!({"code": 40010000, "message": "client_order_id is required"})), None);
+            };
+            *v.posts.entry(id.clone()).or_default() += 1;
+            if v.index(&id).is_some() {
+                return (error(422, json!({"code": 40010001, "message": "client_order_id must be unique"})), None);
+            }
+            match v.submit_faults.pop_front() {
+                Some(SubmitFault::RateLimited { retry_after }) => {
+                    let reset = (v.clock.now().timestamp() + retry_after as i64).to_string();
+                    let response = (
+                        StatusCode::TOO_MANY_REQUESTS,
+                        [
+                            ("retry-after", retry_after.to_string()),
+                            ("x-ratelimit-limit", "200".to_string()),
+                            ("x-ratelimit-remaining", "0".to_string()),
+                            ("x-ratelimit-reset", reset),
+                        ],
+                        axum::Json(json!({"code": 42910000, "message": "rate limit exceeded"})),
+                    );
+                    (response.into_response(), None)
+                }
+                Some(SubmitFault::BuyingPower { buying_power, cost_basis }) => {
+                    let body = json!({"code": 40310000, "message": "insufficient buying power",
+                        "buying_power": buying_power, "cost_basis": cost_basis});
+                    (error(403, body), None)
+                }
+                Some(SubmitFault::SharesAvailable { available }) => {
+                    let message = format!(
+                        "insufficient qty available for order (requested: {}, available: {available})",
+                        sent["qty"].as_str().unwrap_or_default()
+                    );
+                    let body = json!({"code": 40310000, "message": message, "available": available,
+                        "existing_qty": available, "held_for_orders": "0"});
+                    (error(403, body), None)
+                }
+                Some(SubmitFault::Unprocessable(message)) => {
+                    (error(422, json!({"code": 42210000, "message": message})), None)
+                }
+                Some(SubmitFault::LostReply) => {
+                    v.create(&sent);
+                    (error(500, json!({"code": 50010000, "message": "internal server error"})), None)
+                }
+                Some(SubmitFault::SlowReply(delay)) => {
+                    let i = v.create(&sent);
+                    (axum::Json(v.orders[i].clone()).into_response(), Some(delay))
+                }
+                None => {
+                    let i = v.create(&sent);
+                    (axum::Json(v.orders[i].clone()).into_response(), None)
+                }
+            }
+        }
+        ("GET", "/v2/orders:by_client_order_id") => {
+            if v.lookup_faults > 0 {
+                v.lookup_faults -= 1;
+                return (error(500, json!({"code": 50010000, "message": "internal server error"})), None);
+            }
+            if v.lookup_misses > 0 {
+                v.lookup_misses -= 1;
+                return (error(404, json!({"code": 40410000, "message": "order not found"})), None);
+            }
+            match query.get("client_order_id").and_then(|id| v.index(id)) {
+                Some(i) => (axum::Json(v.orders[i].clone()).into_response(), None),
+                None => (error(404, json!({"code": 40410000, "message": "order not found"})), None),
+            }
+        }
+        ("GET", "/v2/orders") => {
+            let after = query.get("after").map(|a| chrono::DateTime::parse_from_rfc3339(a).unwrap().to_utc());
+            let submitted = |o: &Value| -> chrono::DateTime<chrono::Utc> {
+                serde_json::from_value(o["submitted_at"].clone()).unwrap()
+            };
+            let mut list: Vec<Value> = v
+                .orders
+                .iter()
+                .filter(|o| match query.get("status").map(String::as_str) {
+                    Some("all") => true,
+                    Some("closed") => !is_open(o),
+                    _ => is_open(o),
+                })
+                .filter(|o| after.is_none_or(|a| submitted(o) > a))
+                .cloned()
+                .collect();
+            if query.get("direction").map(String::as_str) != Some("asc") {
+                list.reverse();
+            }
+            let limit = query.get("limit").and_then(|l| l.parse().ok()).unwrap_or(50usize);
+            list.truncate(limit);
+            (axum::Json(list).into_response(), None)
+        }
+        ("DELETE", p) if p.starts_with("/v2/orders/") => {
+            let id = &p["/v2/orders/".len()..];
+            match v.orders.iter().position(|o| o["id"] == id) {
+                Some(i) => (v.cancel(i), None),
+                None => (error(404, json!({"code": 40410000, "message": "order not found"})), None),
+            }
+        }
+        ("GET", "/v2/account") => (axum::Json(v.account()).into_response(), None),
+        ("GET", "/v2/positions") => (axum::Json(v.positions_json()).into_response(), None),
+        _ => (error(404, json!({"code": 40410000, "message": "route not found"})), None),
+    }
+}
+
+/// The HTTP connections of the stand-in's one address, handed to axum (the `/stream` ones are
+/// served apart).
+struct HttpConnections {
+    rx: mpsc::UnboundedReceiver<(TcpStream, SocketAddr)>,
+    addr: SocketAddr,
+}
+
+impl axum::serve::Listener for HttpConnections {
+    type Io = TcpStream;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (TcpStream, SocketAddr) {
+        match self.rx.recv().await {
+            Some(connection) => connection,
+            None => std::future::pending().await,
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        Ok(self.addr)
+    }
+}
+
+/// Tells each connection by its request line: `GET /stream` is the trade-updates stream; any
+/// other goes to the REST app.
+async fn route_connections(listener: TcpListener, http: mpsc::UnboundedSender<(TcpStream, SocketAddr)>, venue: Shared) {
+    loop {
+        let Ok((tcp, addr)) = listener.accept().await else { return };
+        let (http, venue) = (http.clone(), venue.clone());
+        tokio::spawn(async move {
+            let mut start = [0u8; 12];
+            let mut seen = 0;
+            for _ in 0..500 {
+                match tcp.peek(&mut start).await {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => seen = n,
+                }
+                if seen == start.len() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+            if start[..seen].starts_with(b"GET /stream") {
+                serve_stream(tcp, venue).await;
+            } else {
+                let _ = http.send((tcp, addr));
+            }
+        });
+    }
+}
+
+async fn next_json(socket: &mut tokio_tungstenite::WebSocketStream<TcpStream>) -> Value {
+    loop {
+        match socket.next().await {
+            Some(Ok(Message::Text(text))) => return serde_json::from_str(text.as_str()).unwrap_or(Value::Null),
+            Some(Ok(Message::Binary(bytes))) => return serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+            Some(Ok(_)) => continue,
+            _ => return Value::Null,
+        }
+    }
+}
+
+/// One stream connection: authenticate → `authorization`, `listen` → `listening`, then the
+/// venue's trade updates as binary frames until the test drops it or the client goes away.
+async fn serve_stream(tcp: TcpStream, venue: Shared) {
+    if venue.lock().unwrap().stream_refused {
+        return;
+    }
+    let Ok(mut socket) = tokio_tungstenite::accept_async(tcp).await else { return };
+    let auth = next_json(&mut socket).await;
+    let expected = json!({"action": "authenticate", "data": {"key_id": KEY_ID, "secret_key": SECRET}});
+    if auth != expected {
+        let refused = json!({"stream": "authorization", "data": {"status": "unauthorized", "action": "authenticate"}});
+        let _ = socket.send(Message::Binary(refused.to_string().into())).await;
+        return;
+    }
+    let authorized = json!({"stream": "authorization", "data": {"status": "authorized", "action": "authenticate"}});
+    if socket.send(Message::Binary(authorized.to_string().into())).await.is_err() {
+        return;
+    }
+    let listen = next_json(&mut socket).await;
+    if listen != json!({"action": "listen", "data": {"streams": ["trade_updates"]}}) {
+        return;
+    }
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let number = {
+        let mut v = venue.lock().unwrap();
+        v.connections += 1;
+        let number = v.connections;
+        v.stream = Some((number, tx));
+        number
+    };
+    let listening = json!({"stream": "listening", "data": {"streams": ["trade_updates"]}});
+    if socket.send(Message::Binary(listening.to_string().into())).await.is_ok() {
+        loop {
+            tokio::select! {
+                push = rx.recv() => match push {
+                    Some(Push::Frame(frame)) => {
+                        if socket.send(Message::Binary(frame.to_string().into())).await.is_err() {
+                            break;
+                        }
+                    }
+                    Some(Push::Drop) | None => break,
+                },
+                incoming = socket.next() => match incoming {
+                    Some(Ok(_)) => {}
+                    _ => break,
+                },
+            }
+        }
+    }
+    let mut v = venue.lock().unwrap();
+    if v.stream.as_ref().is_some_and(|(n, _)| *n == number) {
+        v.stream = None;
+    }
+}
+
+/// A stand-in Alpaca Trading API (REST and `/stream`) on 127.0.0.1.
+pub struct StandIn {
+    pub base_url: String,
+    venue: Shared,
+}
+
+impl StandIn {
+    /// Starts the stand-in with `cash`; its timestamps are `clock`'s.
+    pub async fn start(cash: Decimal, clock: ManualClock) -> StandIn {
+        let venue: Shared = Arc::new(Mutex::new(Venue {
+            orders: Vec::new(),
+            prices: HashMap::new(),
+            parts: Vec::new(),
+            positions: BTreeMap::new(),
+            cash,
+            calls: HashMap::new(),
+            posts: HashMap::new(),
+            submit_faults: VecDeque::new(),
+            lookup_faults: 0,
+            lookup_misses: 0,
+            down: false,
+            hold_cancels: false,
+            next_id: 0,
+            next_execution: 0,
+            stream: None,
+            stream_refused: false,
+            connections: 0,
+            clock,
+        }));
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(route_connections(listener, tx, venue.clone()));
+        let app = axum::Router::new().fallback(rest).with_state(venue.clone());
+        tokio::spawn(async move { axum::serve(HttpConnections { rx, addr }, app).await.unwrap() });
+        StandIn { base_url: format!("http://{addr}"), venue }
+    }
+
+    /// The service's configuration for trading through this stand-in (the request timeout stays
+    /// the configured default, 10 s, longer than the runner's 2 s bound of a broker call).
+    pub fn configure(&self, config: &mut Config) {
+        config.brokers.execution = Some(ExecutionBrokerKind::Alpaca);
+        config.alpaca.credentials = Some(AlpacaCredentials { key_id: KEY_ID.into(), secret_key: SECRET.into() });
+        config.alpaca.trading_url = Some(self.base_url.clone());
+    }
+
+    fn venue(&self) -> std::sync::MutexGuard<'_, Venue> {
+        self.venue.lock().unwrap()
+    }
+
+    pub fn set_price(&self, symbol: &str, price: Decimal) {
+        self.venue().prices.insert(symbol.to_string(), price);
+    }
+
+    fn set_parts(&self, parts: Vec<u64>) {
+        self.venue().parts = parts;
+    }
+
+    fn fault(&self, fault: SubmitFault) {
+        self.venue().submit_faults.push_back(fault);
+    }
+
+    fn fail_lookups(&self, n: usize) {
+        self.venue().lookup_faults = n;
+    }
+
+    fn miss_lookups(&self, n: usize) {
+        self.venue().lookup_misses = n;
+    }
+
+    fn set_down(&self, down: bool) {
+        self.venue().down = down;
+    }
+
+    fn hold_cancels(&self, hold: bool) {
+        self.venue().hold_cancels = hold;
+    }
+
+    /// Requests made of `method path`.
+    fn calls(&self, method: &str, path: &str) -> usize {
+        self.venue().calls.get(&(method.to_string(), path.to_string())).copied().unwrap_or(0)
+    }
+
+    /// `POST /v2/orders` requests made with this client order id.
+    fn posts(&self, client_order_id: &str) -> usize {
+        self.venue().posts.get(client_order_id).copied().unwrap_or(0)
+    }
+
+    /// Orders the stand-in holds with this client order id.
+    fn orders_of(&self, client_order_id: &str) -> usize {
+        self.venue().orders.iter().filter(|o| o["client_order_id"] == client_order_id).count()
+    }
+
+    fn order(&self, client_order_id: &str) -> Value {
+        let v = self.venue();
+        let i = v.index(client_order_id).unwrap_or_else(|| panic!("the stand-in has no order {client_order_id}"));
+        v.orders[i].clone()
+    }
+
+    /// Fills `qty` of the order at `price`; `report`: send its trade update.
+    fn fill(&self, client_order_id: &str, qty: u64, price: Decimal, report: bool) {
+        let mut v = self.venue();
+        let i = v.index(client_order_id).unwrap();
+        v.fill(i, qty, price, report);
+    }
+
+    /// Alpaca rejects an order it had accepted.
+    fn reject(&self, client_order_id: &str) {
+        let mut v = self.venue();
+        let i = v.index(client_order_id).unwrap();
+        let now = v.now();
+        v.orders[i]["status"] = json!("rejected");
+        v.orders[i]["failed_at"] = now;
+        v.send("rejected", i, json!({}));
+    }
+
+    /// The stream connection drops; new ones are refused until [`StandIn::allow_stream`].
+    fn drop_stream(&self) {
+        let mut v = self.venue();
+        v.stream_refused = true;
+        if let Some((_, tx)) = v.stream.take() {
+            let _ = tx.send(Push::Drop);
+        }
+    }
+
+    fn allow_stream(&self) {
+        self.venue().stream_refused = false;
+    }
+
+    fn open_orders(&self) -> Vec<String> {
+        let v = self.venue();
+        v.orders.iter().filter(|o| is_open(o)).map(|o| o["client_order_id"].as_str().unwrap().to_string()).collect()
+    }
+
+    /// Signed shares and average entry price of each position.
+    fn positions(&self) -> BTreeMap<String, (i64, Decimal)> {
+        let v = self.venue();
+        v.positions.iter().map(|(s, (q, cost))| (s.clone(), (*q, *cost / Decimal::from(*q)))).collect()
+    }
+
+    fn cash(&self) -> Decimal {
+        self.venue().cash
+    }
+}
+
+/// The service trading through a fresh stand-in; the stand-in's cash is the service's
+/// starting cash, its timestamps the service's market time.
+async fn start() -> (TestApp, StandIn) {
+    let market = ManualClock::new(tradeops_core::time::parse_ts(MARKET_START).unwrap());
+    let (db, url) = TestDb::new().await;
+    let mut config = test_config(url);
+    let alpaca = StandIn::start(config.paper.initial_cash, market.clone()).await;
+    alpaca.configure(&mut config);
+    let app = start_at(config, Arc::new(db), axum::Router::new(), market).await;
+    let health = wait_for_execution(&app, "the order-update stream to connect", |c| {
+        c["status"] == "HEALTHY" && c["detail"]["stream"]["connected"] == true
+    })
+    .await;
+    assert_eq!(health["detail"]["broker"], "alpaca", "{health}");
+    (app, alpaca)
+}
+
+/// Moves market time on a little and lets the service work (one step of every bounded wait).
+async fn step(app: &TestApp) {
+    app.market.advance(chrono::Duration::milliseconds(100));
+    tokio::time::sleep(Duration::from_millis(50)).await;
+}
+
+/// Waits (up to ~10 s) until order `id` reads one of `statuses`.
+async fn wait_for_order(app: &TestApp, id: &str, statuses: &[&str]) -> Value {
+    for _ in 0..200 {
+        let order = app.get(&format!("/api/orders/{id}")).await;
+        if statuses.iter().any(|s| order.data()["status"] == *s) {
+            return order.data().clone();
+        }
+        step(app).await;
+    }
+    panic!("order {id} never reached {statuses:?}: {}", app.get(&format!("/api/orders/{id}")).await.body);
+}
+
+/// Waits (up to ~10 s) until order `id` has `quantity` shares filled.
+async fn wait_for_filled(app: &TestApp, id: &str, quantity: u64) -> Value {
+    for _ in 0..200 {
+        let order = app.get(&format!("/api/orders/{id}")).await;
+        if order.data()["filled_quantity"] == quantity {
+            return order.data().clone();
+        }
+        step(app).await;
+    }
+    panic!("order {id} never had {quantity} filled: {}", app.get(&format!("/api/orders/{id}")).await.body);
+}
+
+/// The `execution_broker` health component.
+async fn execution(app: &TestApp) -> Value {
+    let components = app.get("/api/health/components").await;
+    let rows = components.data().as_array().expect("components").clone();
+    rows.into_iter().find(|c| c["name"] == "execution_broker").expect("execution_broker")
+}
+
+/// Waits (up to ~10 s) until the `execution_broker` component satisfies `done`.
+async fn wait_for_execution(app: &TestApp, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..200 {
+        last = execution(app).await;
+        if done(&last) {
+            return last;
+        }
+        step(app).await;
+    }
+    panic!("waited ~10 s for {what}; execution_broker: {last}");
+}
+
+/// Waits (up to ~10 s) until the books agree again: reconciliation `OK`, the venue answering.
+async fn wait_for_reconciled(app: &TestApp) -> Value {
+    wait_for_execution(app, "reconciliation_status OK and HEALTHY", |c| {
+        c["status"] == "HEALTHY" && c["detail"]["reconciliation_status"] == "OK"
+    })
+    .await
+}
+
+/// Waits (up to ~10 s) until the stand-in satisfies `done`.
+async fn wait_for_venue(app: &TestApp, alpaca: &StandIn, what: &str, done: impl Fn(&StandIn) -> bool) {
+    for _ in 0..200 {
+        if done(alpaca) {
+            return;
+        }
+        step(app).await;
+    }
+    panic!(
+        "waited ~10 s for the stand-in: {what}; open orders {:?}, positions {:?}",
+        alpaca.open_orders(),
+        alpaca.positions()
+    );
+}
+
+/// `n` symbols of the simulated market with a fill price near their simulated price (cents).
+async fn symbols(app: &TestApp, n: usize) -> Vec<(String, Decimal)> {
+    let found = app.market_symbols(n).await;
+    assert_eq!(found.len(), n, "the simulated market has {n} symbols priced 2..50: {found:?}");
+    found.into_iter().map(|(s, p)| (s, Decimal::try_from(p).unwrap().round_dp(2))).collect()
+}
+
+async fn place(app: &TestApp, body: Value) -> crate::helpers::Reply {
+    app.post("/api/orders", ADMIN_TOKEN, body).await
+}
+
+fn market_buy(symbol: &str, quantity: u64) -> Value {
+    json!({"symbol": symbol, "side": "BUY", "quantity": quantity})
+}
+
+fn limit_buy(symbol: &str, quantity: u64, price: Decimal) -> Value {
+    json!({"symbol": symbol, "side": "BUY", "quantity": quantity, "order_type": "LIMIT", "limit_price": price.to_string().parse::<f64>().unwrap()})
+}
+
+/// Places an order the service takes (201); its client order id.
+async fn placed(app: &TestApp, body: Value) -> String {
+    let reply = place(app, body).await;
+    reply.assert_ok(201)["client_order_id"].as_str().expect("client_order_id").to_string()
+}
+
+fn cents(x: f64) -> i64 {
+    (x * 100.0).round() as i64
+}
+
+fn cents_of(d: Decimal) -> i64 {
+    (d * Decimal::from(100)).round().try_into().unwrap()
+}
+
+/// The service's positions and cash equal the stand-in's, to the cent.
+async fn assert_books_agree(app: &TestApp, alpaca: &StandIn) {
+    let rows = app.get("/api/positions").await;
+    let ours: BTreeMap<String, (i64, i64)> = rows
+        .assert_ok(200)
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["quantity"].as_u64().unwrap() > 0)
+        .map(|p| {
+            let average = p["average_entry_price"].as_f64().expect("average_entry_price");
+            (p["symbol"].as_str().unwrap().to_string(), (p["quantity"].as_i64().unwrap(), cents(average)))
+        })
+        .collect();
+    let theirs: BTreeMap<String, (i64, i64)> =
+        alpaca.positions().into_iter().map(|(s, (q, average))| (s, (q, cents_of(average)))).collect();
+    assert_eq!(ours, theirs, "positions (shares, average entry in cents): the service's vs the stand-in's");
+    let account = app.get("/api/account/summary").await;
+    let cash = account.assert_ok(200)["cash"].as_f64().expect("cash");
+    assert_eq!(cents(cash), cents_of(alpaca.cash()), "cash: the service's {cash} vs the stand-in's {}", alpaca.cash());
+}
+
+/// Partial fills of market orders, a limit order filled in two parts by the test, a sell: the
+/// service's positions and cash are the venue's to the cent; each order was sent once.
+#[tokio::test]
+async fn alpaca_partial_fills_leave_positions_and_cash_equal_to_the_venues() {
+    let (app, alpaca) = start().await;
+    let syms = symbols(&app, 2).await;
+    let ((a, pa), (b, pb)) = (syms[0].clone(), syms[1].clone());
+    alpaca.set_price(&a, pa);
+    alpaca.set_price(&b, pb);
+
+    // A market buy filled in three parts.
+    alpaca.set_parts(vec![10, 15]);
+    let first = placed(&app, market_buy(&a, 40)).await;
+    let order = wait_for_order(&app, &first, &["FILLED"]).await;
+    assert_eq!(order["filled_quantity"], 40, "{order}");
+    assert_eq!(order["executions"].as_array().unwrap().len(), 3, "three executions: {order}");
+    alpaca.set_parts(Vec::new());
+
+    // A limit buy resting at the venue, filled in two parts by the test.
+    let limit = pb - Decimal::new(5, 2);
+    let second = placed(&app, limit_buy(&b, 30, limit)).await;
+    wait_for_order(&app, &second, &["ACCEPTED"]).await;
+    alpaca.fill(&second, 12, limit, true);
+    let order = wait_for_order(&app, &second, &["PARTIALLY_FILLED"]).await;
+    assert_eq!(order["filled_quantity"], 12, "{order}");
+    assert_books_agree(&app, &alpaca).await;
+    alpaca.fill(&second, 18, limit - Decimal::new(1, 2), true);
+    wait_for_order(&app, &second, &["FILLED"]).await;
+
+    // Part of the first position sold.
+    let sell = json!({"symbol": a, "side": "SELL", "quantity": 15});
+    alpaca.set_price(&a, pa + Decimal::new(3, 2));
+    let third = placed(&app, sell).await;
+    wait_for_order(&app, &third, &["FILLED"]).await;
+
+    assert_books_agree(&app, &alpaca).await;
+    for id in [&first, &second, &third] {
+        assert_eq!((alpaca.posts(id), alpaca.orders_of(id)), (1, 1), "{id}: one POST, one order at the venue");
+    }
+    wait_for_reconciled(&app).await;
+}
+
+/// Every submit fault leaves exactly one broker order per intent (or none, when the venue took
+/// none), and the operator is told what happened.
+#[tokio::test]
+async fn alpaca_submit_faults_leave_exactly_one_order_per_intent() {
+    let (app, alpaca) = start().await;
+    let syms = symbols(&app, 1).await;
+    let (a, pa) = syms[0].clone();
+    alpaca.set_price(&a, pa);
+
+    // 1. A 500 after the order was created: the adapter looks it up and finds it, never
+    //    POSTing again; the operator's order is taken.
+    alpaca.fault(SubmitFault::LostReply);
+    let lost = placed(&app, market_buy(&a, 11)).await;
+    wait_for_order(&app, &lost, &["FILLED"]).await;
+    assert_eq!((alpaca.posts(&lost), alpaca.orders_of(&lost)), (1, 1), "a lost 500 reply: one POST, one order");
+    wait_for_reconciled(&app).await;
+
+    // 2. A reply slower than the runner waits for a broker call (2 s): the operator is told
+    //    BROKER_UNAVAILABLE (503, Retry-After) while the venue has the order; it is looked up
+    //    later, found, and works, never POSTed again.
+    alpaca.fault(SubmitFault::SlowReply(Duration::from_secs(3)));
+    let reply = place(&app, market_buy(&a, 12)).await;
+    reply.assert_error(503, "BROKER_UNAVAILABLE");
+    let retry_after = reply.headers.get("retry-after").expect("Retry-After").to_str().unwrap();
+    assert!(retry_after.parse::<u64>().is_ok_and(|s| s > 0), "Retry-After {retry_after}");
+    let slow = reply.body["error"]["detail"]["client_order_id"].as_str().expect("the order written ahead").to_string();
+    let order = wait_for_order(&app, &slow, &["FILLED"]).await;
+    assert!(order["broker_order_id"].is_string(), "{order}");
+    assert_eq!((alpaca.posts(&slow), alpaca.orders_of(&slow)), (1, 1), "a timed-out submit: one POST, one order");
+    wait_for_reconciled(&app).await;
+
+    // 3. The reply is lost and so is the lookup's: the operator is told BROKER_UNAVAILABLE
+    //    (503, Retry-After); the order written ahead is looked up later, found, and works.
+    alpaca.fault(SubmitFault::LostReply);
+    alpaca.fail_lookups(1);
+    let reply = place(&app, market_buy(&a, 13)).await;
+    reply.assert_error(503, "BROKER_UNAVAILABLE");
+    let retry_after = reply.headers.get("retry-after").expect("Retry-After").to_str().unwrap();
+    assert!(retry_after.parse::<u64>().is_ok_and(|s| s > 0), "Retry-After {retry_after}");
+    let unknown =
+        reply.body["error"]["detail"]["client_order_id"].as_str().expect("the order written ahead").to_string();
+    let order = wait_for_order(&app, &unknown, &["FILLED"]).await;
+    assert!(order["broker_order_id"].is_string(), "{order}");
+    wait_for_reconciled(&app).await;
+    assert_eq!((alpaca.posts(&unknown), alpaca.orders_of(&unknown)), (1, 1), "lost reply and lookup: one POST");
+
+    // 4. 429: nothing was created; BROKER_UNAVAILABLE with the venue's wait; the order is
+    //    looked up once the wait is over, found missing, and marked REJECTED, never re-sent.
+    alpaca.fault(SubmitFault::RateLimited { retry_after: 3 });
+    let reply = place(&app, market_buy(&a, 14)).await;
+    reply.assert_error(503, "BROKER_UNAVAILABLE");
+    assert_eq!(reply.headers.get("retry-after").and_then(|h| h.to_str().ok()), Some("3"), "{:?}", reply.headers);
+    let limited =
+        reply.body["error"]["detail"]["client_order_id"].as_str().expect("the order written ahead").to_string();
+    let order = wait_for_order(&app, &limited, &["REJECTED"]).await;
+    assert!(order["reject_reason"].as_str().unwrap_or_default().starts_with("never sent"), "{order}");
+    assert_eq!((alpaca.posts(&limited), alpaca.orders_of(&limited)), (1, 0), "a 429: one POST, no order");
+
+    // 5. The reply is lost and the lookup does not see the order yet: the adapter sends it once
+    //    more, the venue refuses the duplicate client_order_id (422, 40010001), and that answer
+    //    is taken as "it landed": still one order, and the operator's order is taken.
+    alpaca.fault(SubmitFault::LostReply);
+    alpaca.miss_lookups(1);
+    let twice = placed(&app, market_buy(&a, 15)).await;
+    wait_for_order(&app, &twice, &["FILLED"]).await;
+    assert_eq!(alpaca.orders_of(&twice), 1, "one order at the venue");
+    assert_eq!(alpaca.posts(&twice), 2, "the second POST was refused as a duplicate client_order_id");
+
+    wait_for_reconciled(&app).await;
+    assert_books_agree(&app, &alpaca).await;
+    assert_eq!(alpaca.calls("POST", "/v2/orders"), 6, "five intents, six POSTs in all (one refused as a duplicate)");
+}
+
+/// The venue's refusals are answered as the operator relies on: a 403 for buying power is
+/// RISK_BLOCKED (BUYING_POWER, the venue's figures) with a violation row; a 422 naming a field
+/// is VALIDATION_ERROR naming ours; a rejection after acceptance reads REJECTED; a cancel the
+/// venue answers "already filled" is ORDER_NOT_CANCELLABLE, and the fill, arriving late, counts.
+#[tokio::test]
+async fn alpaca_refusals_are_answered_as_risk_validation_and_not_cancellable() {
+    let (app, alpaca) = start().await;
+    let syms = symbols(&app, 2).await;
+    let ((a, pa), (b, pb)) = (syms[0].clone(), syms[1].clone());
+
+    alpaca.fault(SubmitFault::BuyingPower { buying_power: "1000.50", cost_basis: "5000" });
+    let reply = place(&app, market_buy(&a, 10)).await;
+    reply.assert_error(422, "RISK_BLOCKED");
+    let detail = &reply.body["error"]["detail"];
+    assert_eq!(detail["rule"], "BUYING_POWER", "{}", reply.body);
+    assert_eq!((detail["limit"].as_f64(), detail["current"].as_f64()), (Some(1000.5), Some(5000.0)), "{}", reply.body);
+    let violations = app.get("/api/risk/violations").await;
+    let rows = violations.assert_ok(200).as_array().unwrap().clone();
+    assert!(
+        rows.iter().any(|r| r["rule"] == "BUYING_POWER" && r["symbol"] == a.as_str()),
+        "a violation row for the venue's refusal: {rows:?}"
+    );
+
+    // A sell the venue refuses for the shares it holds: RISK_BLOCKED with its figures.
+    alpaca.set_price(&a, pa);
+    let held = placed(&app, market_buy(&a, 11)).await;
+    wait_for_order(&app, &held, &["FILLED"]).await;
+    alpaca.fault(SubmitFault::SharesAvailable { available: "4" });
+    let reply = place(&app, json!({"symbol": a, "side": "SELL", "quantity": 11})).await;
+    reply.assert_error(422, "RISK_BLOCKED");
+    let detail = &reply.body["error"]["detail"];
+    assert_eq!(detail["rule"], "BUYING_POWER", "{}", reply.body);
+    assert_eq!((detail["limit"].as_u64(), detail["current"].as_u64()), (Some(4), Some(11)), "{}", reply.body);
+
+    alpaca.fault(SubmitFault::Unprocessable(
+        "invalid limit_price 0.001. sub-penny increment does not fulfill minimum pricing criteria",
+    ));
+    let reply = place(&app, limit_buy(&a, 10, pa)).await;
+    reply.assert_error(400, "VALIDATION_ERROR");
+    assert_eq!(reply.body["error"]["detail"]["field"], "limit_price", "{}", reply.body);
+
+    // Accepted, then rejected by the venue.
+    let rejected = placed(&app, limit_buy(&a, 10, pa - Decimal::new(10, 2))).await;
+    wait_for_order(&app, &rejected, &["ACCEPTED"]).await;
+    alpaca.reject(&rejected);
+    wait_for_order(&app, &rejected, &["REJECTED"]).await;
+
+    // Filled at the venue before its report reached the service: the cancel is refused there.
+    let limit = pb - Decimal::new(2, 2);
+    let filled = placed(&app, limit_buy(&b, 20, limit)).await;
+    wait_for_order(&app, &filled, &["ACCEPTED"]).await;
+    alpaca.fill(&filled, 20, limit, false);
+    let reply = app.post("/api/orders/cancel", ADMIN_TOKEN, json!({"client_order_id": filled})).await;
+    reply.assert_error(409, "ORDER_NOT_CANCELLABLE");
+    assert_eq!(reply.body["error"]["detail"]["status"], "FILLED", "{}", reply.body);
+    assert_eq!(alpaca.order(&filled)["status"], "filled");
+    // The fill's report arrives after the refused cancel and is applied.
+    let (i, execution) = {
+        let mut v = alpaca.venue();
+        v.next_execution += 1;
+        (v.index(&filled).unwrap(), format!("exec-late-{}", v.next_execution))
+    };
+    alpaca.venue().send(
+        "fill",
+        i,
+        json!({"execution_id": execution, "price": limit.to_string(), "qty": "20", "position_qty": "20"}),
+    );
+    wait_for_order(&app, &filled, &["FILLED"]).await;
+
+    for id in [&rejected, &filled] {
+        assert_eq!(alpaca.posts(id), 1, "{id} sent once");
+    }
+    wait_for_reconciled(&app).await;
+    assert_books_agree(&app, &alpaca).await;
+}
+
+/// Fills that arrive after the operator asked to cancel count, to the share: the venue's cancel
+/// had not happened yet. One order is filled in part and then cancelled (CANCELED with its
+/// filled shares), another filled whole (FILLED).
+#[tokio::test]
+async fn alpaca_fills_after_a_cancel_request_count() {
+    let (app, alpaca) = start().await;
+    let syms = symbols(&app, 2).await;
+    let ((a, pa), (b, pb)) = (syms[0].clone(), syms[1].clone());
+    alpaca.hold_cancels(true);
+
+    let limit = pa - Decimal::new(4, 2);
+    let partly = placed(&app, limit_buy(&a, 25, limit)).await;
+    let limit_b = pb - Decimal::new(6, 2);
+    let whole = placed(&app, limit_buy(&b, 16, limit_b)).await;
+    for id in [&partly, &whole] {
+        wait_for_order(&app, id, &["ACCEPTED"]).await;
+        let reply = app.post("/api/orders/cancel", ADMIN_TOKEN, json!({"client_order_id": id})).await;
+        assert_eq!(reply.assert_ok(200)["status"], "PENDING_CANCEL", "{}", reply.body);
+        wait_for_venue(&app, &alpaca, "the cancel request reached it", |v| v.order(id)["status"] == "pending_cancel")
+            .await;
+    }
+
+    alpaca.fill(&partly, 10, limit, true);
+    wait_for_filled(&app, &partly, 10).await;
+    {
+        let mut v = alpaca.venue();
+        let i = v.index(&partly).unwrap();
+        v.end_cancel(i);
+    }
+    let order = wait_for_order(&app, &partly, &["CANCELED"]).await;
+    assert_eq!(order["filled_quantity"], 10, "the shares filled before the cancel count: {order}");
+
+    alpaca.fill(&whole, 6, limit_b, true);
+    alpaca.fill(&whole, 10, limit_b, true);
+    let order = wait_for_order(&app, &whole, &["FILLED"]).await;
+    assert_eq!(order["filled_quantity"], 16, "{order}");
+
+    wait_for_reconciled(&app).await;
+    assert_books_agree(&app, &alpaca).await;
+    assert_eq!((alpaca.posts(&partly), alpaca.posts(&whole)), (1, 1));
+}
+
+/// The stream drops; the order fills while it is down; the service says the stream is down
+/// (DEGRADED, with why), then, reconnected, takes the fill from the gap fill once, and the
+/// books agree.
+#[tokio::test]
+async fn alpaca_a_fill_while_the_stream_is_down_is_taken_after_the_reconnect() {
+    let (app, alpaca) = start().await;
+    let syms = symbols(&app, 1).await;
+    let (a, pa) = syms[0].clone();
+    let limit = pa - Decimal::new(3, 2);
+    let id = placed(&app, limit_buy(&a, 30, limit)).await;
+    wait_for_order(&app, &id, &["ACCEPTED"]).await;
+    let canceled = placed(&app, limit_buy(&a, 3, limit - Decimal::new(10, 2))).await;
+    wait_for_order(&app, &canceled, &["ACCEPTED"]).await;
+
+    alpaca.drop_stream();
+    let down = wait_for_execution(&app, "DEGRADED while the stream is down", |c| c["status"] == "DEGRADED").await;
+    let reason = down["detail"]["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("stream is disconnected"), "{down}");
+    alpaca.fill(&id, 10, limit, true);
+    // Cancelled while the stream is down: the cancel's report is lost too.
+    let reply = app.post("/api/orders/cancel", ADMIN_TOKEN, json!({"client_order_id": canceled})).await;
+    assert_eq!(reply.assert_ok(200)["status"], "PENDING_CANCEL", "{}", reply.body);
+    assert_eq!(alpaca.order(&canceled)["status"], "canceled");
+
+    alpaca.allow_stream();
+    let up = wait_for_execution(&app, "HEALTHY once the stream is back", |c| {
+        c["status"] == "HEALTHY" && c["detail"]["stream"]["connected"] == true
+    })
+    .await;
+    assert!(up["detail"]["stream"]["connections"].as_u64().unwrap() >= 2, "{up}");
+    let order = wait_for_order(&app, &id, &["PARTIALLY_FILLED"]).await;
+    assert_eq!(order["filled_quantity"], 10, "the gap's fill, once: {order}");
+    wait_for_order(&app, &canceled, &["CANCELED"]).await;
+    assert_books_agree(&app, &alpaca).await;
+    // The rest fills over the stream: the gap's shares are not counted again.
+    alpaca.fill(&id, 20, limit - Decimal::new(1, 2), true);
+    let order = wait_for_order(&app, &id, &["FILLED"]).await;
+    assert_eq!(order["filled_quantity"], 30, "{order}");
+    wait_for_reconciled(&app).await;
+    assert_books_agree(&app, &alpaca).await;
+    assert_eq!(alpaca.posts(&id), 1);
+}
+
+/// A venue that cannot be reached: health says so, new orders are answered BROKER_UNAVAILABLE
+/// (503, Retry-After) and reach nothing; once it answers, orders are taken again.
+#[tokio::test]
+async fn alpaca_an_unreachable_venue_answers_503_until_it_is_back() {
+    let (app, alpaca) = start().await;
+    let syms = symbols(&app, 1).await;
+    let (a, pa) = syms[0].clone();
+    alpaca.set_price(&a, pa);
+
+    alpaca.set_down(true);
+    let down = wait_for_execution(&app, "DEGRADED while the venue is unreachable", |c| {
+        c["status"] == "DEGRADED" && c["detail"]["unavailable"].is_string()
+    })
+    .await;
+    assert!(down["detail"]["reason"].as_str().unwrap().contains("unavailable"), "{down}");
+    let posts = alpaca.calls("POST", "/v2/orders");
+    let reply = place(&app, market_buy(&a, 10)).await;
+    reply.assert_error(503, "BROKER_UNAVAILABLE");
+    assert!(reply.headers.get("retry-after").is_some(), "{:?}", reply.headers);
+    assert_eq!(alpaca.calls("POST", "/v2/orders"), posts, "nothing reached the venue");
+
+    alpaca.set_down(false);
+    wait_for_reconciled(&app).await;
+    let id = placed(&app, market_buy(&a, 10)).await;
+    wait_for_order(&app, &id, &["FILLED"]).await;
+    assert_books_agree(&app, &alpaca).await;
+}
+
+/// The emergency halt cancels every open order at the venue and flattens every position there
+/// with market exits, as the venue's own book confirms.
+#[tokio::test]
+async fn alpaca_the_emergency_halt_cancels_and_flattens_at_the_venue() {
+    let (app, alpaca) = start().await;
+    let syms = symbols(&app, 2).await;
+    let ((a, pa), (b, pb)) = (syms[0].clone(), syms[1].clone());
+    alpaca.set_price(&a, pa);
+    alpaca.set_price(&b, pb);
+    let first = placed(&app, market_buy(&a, 20)).await;
+    let second = placed(&app, market_buy(&b, 35)).await;
+    wait_for_order(&app, &first, &["FILLED"]).await;
+    wait_for_order(&app, &second, &["FILLED"]).await;
+    let resting_at = pa - Decimal::new(20, 2);
+    let resting = placed(&app, limit_buy(&a, 5, resting_at)).await;
+    wait_for_order(&app, &resting, &["ACCEPTED"]).await;
+    alpaca.fill(&resting, 3, resting_at, true);
+    wait_for_order(&app, &resting, &["PARTIALLY_FILLED"]).await;
+    assert_eq!(alpaca.open_orders(), vec![resting.clone()]);
+    assert_eq!(alpaca.positions().len(), 2);
+
+    let reply = app.post("/api/risk/emergency-halt", ADMIN_TOKEN, json!({"reason": "issue 23 proof"})).await;
+    let halted = reply.assert_ok(200);
+    assert_eq!(
+        (halted["halted"].as_bool(), halted["liquidation_requested"].as_bool()),
+        (Some(true), Some(true)),
+        "{halted}"
+    );
+    wait_for_venue(&app, &alpaca, "no open order and no position", |v| {
+        v.open_orders().is_empty() && v.positions().is_empty()
+    })
+    .await;
+    assert_eq!(alpaca.order(&resting)["status"], "canceled");
+    let exits: Vec<Value> = {
+        let v = alpaca.venue();
+        v.orders.iter().filter(|o| o["side"] == "sell").cloned().collect()
+    };
+    assert_eq!(exits.len(), 2, "one market exit per position: {exits:?}");
+    let sold: BTreeMap<String, String> =
+        exits.iter().map(|o| (o["symbol"].as_str().unwrap().into(), o["qty"].as_str().unwrap().into())).collect();
+    assert_eq!(
+        sold,
+        BTreeMap::from([(a.clone(), "23".into()), (b.clone(), "35".into())]),
+        "each exit sells the whole position"
+    );
+    assert!(exits.iter().all(|o| o["type"] == "market" && o["status"] == "filled"), "{exits:?}");
+    wait_for_order(&app, &resting, &["CANCELED"]).await;
+    for _ in 0..200 {
+        let positions = app.get("/api/positions").await;
+        if positions.data().as_array().unwrap().iter().all(|p| p["quantity"] == 0) {
+            break;
+        }
+        step(&app).await;
+    }
+    assert_books_agree(&app, &alpaca).await;
+    wait_for_reconciled(&app).await;
+}
+
+/// CONTRACT §10: the halt is retried until the broker confirms it. Halted while the venue
+/// cannot be reached, the service cancels the open order and flattens every position once it
+/// answers again, with exactly one filled exit per position at the venue.
+#[tokio::test]
+async fn alpaca_a_halt_while_the_venue_is_unreachable_is_carried_out_once_it_is_back() {
+    let (app, alpaca) = start().await;
+    let syms = symbols(&app, 2).await;
+    let ((a, pa), (b, pb)) = (syms[0].clone(), syms[1].clone());
+    alpaca.set_price(&a, pa);
+    alpaca.set_price(&b, pb);
+    let first = placed(&app, market_buy(&a, 21)).await;
+    let second = placed(&app, market_buy(&b, 17)).await;
+    wait_for_order(&app, &first, &["FILLED"]).await;
+    wait_for_order(&app, &second, &["FILLED"]).await;
+    let resting = placed(&app, limit_buy(&b, 4, pb - Decimal::new(25, 2))).await;
+    wait_for_order(&app, &resting, &["ACCEPTED"]).await;
+
+    alpaca.set_down(true);
+    wait_for_execution(&app, "DEGRADED while the venue is unreachable", |c| c["detail"]["unavailable"].is_string())
+        .await;
+    let reply = app.post("/api/risk/emergency-halt", ADMIN_TOKEN, json!({"reason": "venue down"})).await;
+    let halted = reply.assert_ok(200);
+    assert_eq!(halted["halted"], true, "{halted}");
+    assert_eq!(alpaca.open_orders(), vec![resting.clone()], "nothing reached the venue while it was down");
+
+    alpaca.set_down(false);
+    wait_for_venue(&app, &alpaca, "no open order and no position once it answers", |v| {
+        v.open_orders().is_empty() && v.positions().is_empty()
+    })
+    .await;
+    assert_eq!(alpaca.order(&resting)["status"], "canceled");
+    let exits: Vec<Value> = {
+        let v = alpaca.venue();
+        v.orders.iter().filter(|o| o["side"] == "sell").cloned().collect()
+    };
+    let sold: BTreeMap<String, String> =
+        exits.iter().map(|o| (o["symbol"].as_str().unwrap().into(), o["qty"].as_str().unwrap().into())).collect();
+    assert_eq!(exits.len(), 2, "exactly one exit per position reached the venue: {exits:?}");
+    assert_eq!(sold, BTreeMap::from([(a.clone(), "21".into()), (b.clone(), "17".into())]));
+    for exit in &exits {
+        let id = exit["client_order_id"].as_str().unwrap();
+        assert_eq!(alpaca.orders_of(id), 1, "{exit}");
+    }
+    wait_for_order(&app, &resting, &["CANCELED"]).await;
+    wait_for_reconciled(&app).await;
+    assert_books_agree(&app, &alpaca).await;
+}
+
+/// CONTRACT §10: a cancel is retried until the broker confirms it. Asked while the venue
+/// cannot be reached, the order reads PENDING_CANCEL, and is cancelled at the venue once it
+/// answers.
+#[tokio::test]
+async fn alpaca_a_cancel_while_the_venue_is_unreachable_reaches_it_once_it_is_back() {
+    let (app, alpaca) = start().await;
+    let syms = symbols(&app, 1).await;
+    let (a, pa) = syms[0].clone();
+    let id = placed(&app, limit_buy(&a, 9, pa - Decimal::new(15, 2))).await;
+    wait_for_order(&app, &id, &["ACCEPTED"]).await;
+
+    alpaca.set_down(true);
+    wait_for_execution(&app, "DEGRADED while the venue is unreachable", |c| c["detail"]["unavailable"].is_string())
+        .await;
+    let reply = app.post("/api/orders/cancel", ADMIN_TOKEN, json!({"client_order_id": id})).await;
+    assert_eq!(reply.assert_ok(200)["status"], "PENDING_CANCEL", "{}", reply.body);
+    assert_eq!(alpaca.order(&id)["status"], "new", "the venue still works it");
+
+    alpaca.set_down(false);
+    wait_for_order(&app, &id, &["CANCELED"]).await;
+    assert_eq!(alpaca.order(&id)["status"], "canceled");
+    wait_for_reconciled(&app).await;
+}
+
+/// An order of ours that rests, then fills at the venue while the service is stopped, reads
+/// FILLED after the restart, and the books agree. The order was submitted more than a minute
+/// (of market time) before the service last wrote anything, as any order resting a while is.
+#[tokio::test]
+#[ignore = "defect: an order acknowledged before a restart and filled while the service was down is never \
+            learned: after the restart the adapter's first gap fill (AlpacaOrders::orders_updated_since) \
+            lists open orders and orders submitted after `gap_fill_from` (app.rs alpaca_execution: latest \
+            persisted market time − 1 min) and looks up only its own `unfinished` set, which is empty in a new \
+            process (ExecutionBroker::restore is the default: it re-adds nothing); reconciliation then finds \
+            the order Missing and does nothing for it (runner.rs reconcile: `Discrepancy::Missing => {}`), \
+            so the order stays ACCEPTED, the fill and its position are never applied, and \
+            reconciliation_status stays MISMATCH"]
+async fn alpaca_an_order_filled_while_the_service_was_down_reads_filled_after_the_restart() {
+    let (app, alpaca) = start().await;
+    let syms = symbols(&app, 2).await;
+    let ((a, pa), (b, pb)) = (syms[0].clone(), syms[1].clone());
+    alpaca.set_price(&b, pb);
+    let limit = pa - Decimal::new(8, 2);
+    let resting = placed(&app, limit_buy(&a, 12, limit)).await;
+    wait_for_order(&app, &resting, &["ACCEPTED"]).await;
+    // The order rests; the service trades on meanwhile.
+    app.market.advance(chrono::Duration::minutes(3));
+    let other = placed(&app, market_buy(&b, 7)).await;
+    wait_for_order(&app, &other, &["FILLED"]).await;
+
+    let mut app = app;
+    app.stop().await;
+    alpaca.fill(&resting, 12, limit, false);
+    let app = crate::helpers::start_with_clock(
+        app.config.clone(),
+        app.db.clone(),
+        axum::Router::new(),
+        app.market.clone(),
+        app.clock.clone(),
+    )
+    .await;
+    let order = wait_for_order(&app, &resting, &["FILLED"]).await;
+    assert_eq!(order["filled_quantity"], 12, "{order}");
+    wait_for_reconciled(&app).await;
+    assert_books_agree(&app, &alpaca).await;
+}
+
+/// Restarts the service on the same database, market clock and stand-in.
+async fn restart(mut app: TestApp) -> TestApp {
+    app.stop().await;
+    let app = crate::helpers::start_with_clock(
+        app.config.clone(),
+        app.db.clone(),
+        axum::Router::new(),
+        app.market.clone(),
+        app.clock.clone(),
+    )
+    .await;
+    wait_for_execution(&app, "the order-update stream to connect after the restart", |c| {
+        c["detail"]["stream"]["connected"] == true
+    })
+    .await;
+    app
+}
+
+/// A partially filled order still working at a restart keeps its fills once: the first gap
+/// fill of the new process must not report the shares already applied again.
+#[tokio::test]
+#[ignore = "defect: fills applied before a restart are applied again after it: the new process's \
+            ReportMapper (brokers alpaca/stream.rs) starts with nothing reported, so its first gap fill \
+            (map_order → gap_fill) reports the order's whole cumulative filled_qty as a synthetic execution \
+            `gap:{id}:{filled_qty}`, whose id differs from the stream's execution ids the engine already holds; \
+            for a working order the engine applies it (filled_quantity and the position double); nothing seeds \
+            the mapper with the executions persisted (AlpacaExecution has no ExecutionBroker::restore)"]
+async fn alpaca_a_partially_filled_order_keeps_its_fills_once_across_a_restart() {
+    let (app, alpaca) = start().await;
+    let syms = symbols(&app, 1).await;
+    let (a, pa) = syms[0].clone();
+    let limit = pa - Decimal::new(7, 2);
+    let id = placed(&app, limit_buy(&a, 20, limit)).await;
+    wait_for_order(&app, &id, &["ACCEPTED"]).await;
+    alpaca.fill(&id, 5, limit, true);
+    wait_for_filled(&app, &id, 5).await;
+
+    let app = restart(app).await;
+    // Moving on, the gap fill and the reconciliation have run; the order still has 5 filled.
+    for _ in 0..40 {
+        step(&app).await;
+    }
+    let order = app.get(&format!("/api/orders/{id}")).await;
+    assert_eq!(order.data()["filled_quantity"], 5, "the fill before the restart counts once: {}", order.body);
+    assert_books_agree(&app, &alpaca).await;
+    alpaca.fill(&id, 15, limit, true);
+    let order = wait_for_order(&app, &id, &["FILLED"]).await;
+    assert_eq!(order["filled_quantity"], 20, "{order}");
+    wait_for_reconciled(&app).await;
+    assert_books_agree(&app, &alpaca).await;
+}
+
+/// A restart after ordinary trading leaves the books reconciled (OK, HEALTHY): the orders
+/// filled before it are not reported as unknown.
+#[tokio::test]
+#[ignore = "defect: after a restart, execution_broker stays DEGRADED with reconciliation_status MISMATCH \
+            (\"broker report for unknown order …: Filled { execution_id: \\\"gap:…\\\" }\") for the life of the \
+            process: the first gap fill lists the orders submitted in the minute before the last persisted \
+            market time (AlpacaOrders::orders_updated_since, status=all&after=…) and the fresh ReportMapper \
+            reports their fills again as synthetic `gap:` executions (stream.rs map_order); the engine no \
+            longer holds those FILLED orders (restored with open orders only), records an anomaly \
+            (runner.rs carry_out, `self.anomalies.push`), and anomalies are cleared only at restore"]
+async fn alpaca_a_restart_after_trading_leaves_the_books_reconciled() {
+    let (app, alpaca) = start().await;
+    let syms = symbols(&app, 1).await;
+    let (a, pa) = syms[0].clone();
+    alpaca.set_price(&a, pa);
+    let id = placed(&app, market_buy(&a, 8)).await;
+    wait_for_order(&app, &id, &["FILLED"]).await;
+    wait_for_reconciled(&app).await;
+
+    let app = restart(app).await;
+    wait_for_reconciled(&app).await;
+    let order = app.get(&format!("/api/orders/{id}")).await;
+    assert_eq!(order.data()["filled_quantity"], 8, "{}", order.body);
+    assert_books_agree(&app, &alpaca).await;
+}
+
+/// The order rows and the account summary name the broker the service trades through.
+#[tokio::test]
+#[ignore = "defect: `broker_name` is the constant \"paper\" in every order row and detail \
+            (server http/routes/orders.rs, `broker_name: \"paper\"`) and in the account summary \
+            (server domain/account.rs AccountSummary::of) while the service trades through Alpaca"]
+async fn alpaca_orders_and_the_account_name_the_broker() {
+    let (app, alpaca) = start().await;
+    let syms = symbols(&app, 1).await;
+    let (a, pa) = syms[0].clone();
+    alpaca.set_price(&a, pa);
+    let id = placed(&app, market_buy(&a, 6)).await;
+    let order = wait_for_order(&app, &id, &["FILLED"]).await;
+    assert_eq!(order["broker_name"], "alpaca", "{order}");
+    let account = app.get("/api/account/summary").await;
+    assert_eq!(account.assert_ok(200)["broker_name"], "alpaca", "{}", account.body);
+}
+
+/// The emergency halt while the order-update stream is down: the cancels and exits reach the
+/// venue, their reports are lost, and the gap fill after the reconnect brings the service's
+/// book flat, equal to the venue's.
+#[tokio::test]
+async fn alpaca_a_halt_while_the_stream_is_down_is_reported_by_the_gap_fill() {
+    let (app, alpaca) = start().await;
+    let syms = symbols(&app, 2).await;
+    let ((a, pa), (b, pb)) = (syms[0].clone(), syms[1].clone());
+    alpaca.set_price(&a, pa);
+    alpaca.set_price(&b, pb);
+    let first = placed(&app, market_buy(&a, 13)).await;
+    let second = placed(&app, market_buy(&b, 19)).await;
+    wait_for_order(&app, &first, &["FILLED"]).await;
+    wait_for_order(&app, &second, &["FILLED"]).await;
+    let resting = placed(&app, limit_buy(&a, 2, pa - Decimal::new(9, 2))).await;
+    wait_for_order(&app, &resting, &["ACCEPTED"]).await;
+
+    alpaca.drop_stream();
+    wait_for_execution(&app, "DEGRADED while the stream is down", |c| c["status"] == "DEGRADED").await;
+    let reply = app.post("/api/risk/emergency-halt", ADMIN_TOKEN, json!({"reason": "stream down"})).await;
+    assert_eq!(reply.assert_ok(200)["liquidation_requested"], true, "{}", reply.body);
+    wait_for_venue(&app, &alpaca, "no open order and no position", |v| {
+        v.open_orders().is_empty() && v.positions().is_empty()
+    })
+    .await;
+
+    alpaca.allow_stream();
+    wait_for_order(&app, &resting, &["CANCELED"]).await;
+    for _ in 0..200 {
+        let positions = app.get("/api/positions").await;
+        if positions.data().as_array().unwrap().iter().all(|p| p["quantity"] == 0) {
+            break;
+        }
+        step(&app).await;
+    }
+    wait_for_reconciled(&app).await;
+    assert_books_agree(&app, &alpaca).await;
+    let exits = alpaca.venue().orders.iter().filter(|o| o["side"] == "sell").count();
+    assert_eq!(exits, 2, "one exit per position");
+}
