@@ -458,6 +458,9 @@ fn alpaca_execution(
         gap_overlap: Duration::from_secs(2),
         auth_timeout: Duration::from_secs(10),
         idle_timeout: Duration::from_secs(30),
+        // The engine runner restores the book first: the stream's first gap fill then knows what
+        // was already applied.
+        wait_for_restore: true,
     };
     tracing::info!(trading_url = %config.base_url, stream_url = %config.stream_url, key_id = %config.credentials.key_id, "trading through Alpaca");
     Ok(AlpacaExecution::start(config, clock)?)

@@ -57,25 +57,23 @@ pub struct EngineView {
     pub followed: Vec<tradeops_core::Symbol>,
     /// The execution broker's name (`paper`, `alpaca`).
     pub broker: &'static str,
-    /// A real broker's own account figures, as last reconciled (`None` for the paper broker,
-    /// whose account is the engine's books).
-    pub venue_account: Option<tradeops_brokers::VenueAccount>,
+    /// A real broker's own account figures as last read, with the engine's cash then (`None`
+    /// for the paper broker, whose account is the engine's books).
+    pub venue_account: Option<(tradeops_brokers::VenueAccount, Decimal)>,
 }
 
 impl EngineView {
-    /// Cash, equity, buying power and the day's P&L as the account screen shows them: the
-    /// broker's own figures when it keeps an account (its day P&L is equity over the previous
-    /// close's), else the engine's books.
+    /// Cash, equity, buying power and the day's P&L as the account screen shows them. Cash,
+    /// equity and P&L are the engine's books, which follow every fill at once and whose cash is
+    /// the broker's (reconciled). The buying power of a broker that keeps an account is its own
+    /// (its margin rules), as last read, moved by the cash spent or received since; else the
+    /// engine's.
     pub fn account_figures(&self) -> (Decimal, Decimal, Decimal, Decimal) {
-        match &self.venue_account {
-            Some(a) => (
-                a.cash,
-                a.equity,
-                a.buying_power,
-                a.last_equity.map_or(self.equity - self.start_equity, |last| a.equity - last),
-            ),
-            None => (self.cash, self.equity, self.buying_power, self.equity - self.start_equity),
-        }
+        let buying_power = match &self.venue_account {
+            Some((a, cash_then)) => (a.buying_power + (self.cash - cash_then)).max(Decimal::ZERO),
+            None => self.buying_power,
+        };
+        (self.cash, self.equity, buying_power, self.equity - self.start_equity)
     }
 }
 

@@ -33,10 +33,12 @@ use tradeops_store::{BacktestRecord, JobRecord};
 /// One event of the stream (CONTRACT §7, plus `account.updated`), with its data.
 #[derive(Clone, Debug)]
 pub enum Event {
-    /// An order changed (or was sent); `mode` is the trading mode it was stored under.
+    /// An order changed (or was sent); `mode` is the trading mode it was stored under, `broker`
+    /// the execution broker it went to.
     OrderUpdated {
         order: Arc<Order>,
         mode: TradingMode,
+        broker: &'static str,
     },
     /// A fill of an order, published right after that order's update.
     ExecutionCreated {

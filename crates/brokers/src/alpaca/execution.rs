@@ -42,6 +42,9 @@ pub struct AlpacaConfig {
     pub auth_timeout: Duration,
     /// See [`StreamConfig::idle_timeout`].
     pub idle_timeout: Duration,
+    /// The stream connects only once [`ExecutionBroker::restore`] has been called (the
+    /// service, which always restores its book first); otherwise at once.
+    pub wait_for_restore: bool,
 }
 
 /// An order submitted through the adapter and not yet seen final.
@@ -150,6 +153,13 @@ impl GapFill for AlpacaOrders {
     /// stays in the set and is looked up again at each gap fill. Any failed request fails the
     /// whole gap fill, which the stream retries on its next connection.
     async fn orders_updated_since(&self, after: DateTime<Utc>) -> Result<Vec<wire::Order>, BrokerError> {
+        // Orders this process knows (sent, learned or restored) before the fill: an ended order
+        // outside them ended before this process started — the engine holds it ended already
+        // (or never placed it) — and nothing of it is reported.
+        let tracked: HashSet<String> = {
+            let book = self.book();
+            book.broker_ids.keys().chain(book.unfinished.keys()).map(|id| id.as_str().to_string()).collect()
+        };
         let mut orders = self.client.open_orders().await?;
         orders.extend(self.client.orders_updated_since(after).await?);
         let mut seen: HashSet<String> = HashSet::new();
@@ -165,6 +175,7 @@ impl GapFill for AlpacaOrders {
                 }
             }
         }
+        orders.retain(|o| !o.is_final() || tracked.contains(&o.client_order_id));
         for order in &orders {
             self.learn_order(order);
         }
@@ -195,7 +206,10 @@ impl AlpacaExecution {
             auth_timeout: config.auth_timeout,
             idle_timeout: config.idle_timeout,
         };
-        let stream = TradeUpdatesStream::spawn(stream_config, orders.clone(), clock);
+        let stream = match config.wait_for_restore {
+            true => TradeUpdatesStream::spawn_after_restore(stream_config, orders.clone(), clock),
+            false => TradeUpdatesStream::spawn(stream_config, orders.clone(), clock),
+        };
         Ok(Arc::new(Self { orders, stream }))
     }
 
@@ -360,6 +374,38 @@ impl ExecutionBroker for AlpacaExecution {
             .collect();
         open.sort_by(|a, b| a.client_order_id.cmp(&b.client_order_id));
         Ok(open)
+    }
+
+    /// Takes the engine's open orders at a restart as its own book: their Alpaca ids, the set
+    /// the gap fill looks up (so an order that ended while the service was down is found), and
+    /// what was already reported of each (accepted, the shares filled and the executions
+    /// applied, so nothing is reported twice); then lets the stream connect. Returns the orders
+    /// with no Alpaca id (never acknowledged), which the caller looks up.
+    async fn restore(&self, orders: &[Order], _now: Timestamp) -> Vec<ClientOrderId> {
+        let mut unsent = Vec::new();
+        {
+            let mut book = self.orders.book();
+            for order in orders.iter().filter(|o| !o.status.is_final()) {
+                let id = order.client_order_id.clone();
+                book.unfinished
+                    .insert(id.clone(), Unfinished { quantity: order.quantity, filled: order.filled_quantity });
+                match &order.broker_order_id {
+                    Some(broker_id) => {
+                        book.broker_ids.insert(id, broker_id.clone());
+                        self.stream.seed(
+                            broker_id,
+                            true,
+                            Decimal::from(order.filled_quantity),
+                            order.filled_notional,
+                            order.executions.iter().map(|e| e.execution_id.to_string()),
+                        );
+                    }
+                    None => unsent.push(id),
+                }
+            }
+        }
+        self.stream.restored();
+        unsent
     }
 
     /// `GET /v2/account`.

@@ -61,6 +61,26 @@ impl ReportMapper {
         Self::default()
     }
 
+    /// Records what an earlier process already reported of Alpaca order `broker_order_id` (the
+    /// engine's book at a restart): whether it was accepted, the shares filled and their
+    /// notional, and the executions applied. A fill or gap fill reports only what lies beyond.
+    pub fn seed(
+        &mut self,
+        broker_order_id: &str,
+        accepted: bool,
+        filled_qty: Decimal,
+        filled_notional: Decimal,
+        execution_ids: impl IntoIterator<Item = String>,
+    ) {
+        let reported = self.orders.entry(broker_order_id.to_string()).or_default();
+        reported.accepted |= accepted;
+        if filled_qty > reported.filled_qty {
+            reported.filled_qty = filled_qty;
+            reported.filled_notional = filled_notional;
+        }
+        self.executions.extend(execution_ids);
+    }
+
     /// The reports one stream update means. `received_at` stands in for a time Alpaca left out.
     ///
     /// - `new`, `accepted`, `pending_new` → `Accepted` (once per order).
@@ -470,26 +490,63 @@ pub enum StreamError {
 pub struct TradeUpdatesStream {
     queue: Arc<ReportQueue>,
     health: Arc<StreamHealth>,
+    mapper: Arc<Mutex<ReportMapper>>,
+    ready: tokio::sync::watch::Sender<bool>,
     task: JoinHandle<()>,
 }
 
 impl TradeUpdatesStream {
     /// Starts the stream's task on the current runtime.
     pub fn spawn(config: StreamConfig, gap_fill: Arc<dyn GapFill>, clock: Arc<dyn Clock>) -> Self {
+        let stream = Self::spawn_after_restore(config, gap_fill, clock);
+        stream.restored();
+        stream
+    }
+
+    /// Starts the stream's task, which connects only once [`TradeUpdatesStream::restored`] is
+    /// called: a restarted service first seeds the mapper with what it already applied
+    /// ([`TradeUpdatesStream::seed`]), so the first gap fill reports nothing twice.
+    pub fn spawn_after_restore(config: StreamConfig, gap_fill: Arc<dyn GapFill>, clock: Arc<dyn Clock>) -> Self {
         let queue = Arc::new(ReportQueue::default());
         let health = Arc::new(StreamHealth::default());
+        let mapper = Arc::new(Mutex::new(ReportMapper::new()));
+        let (ready, waiting) = tokio::sync::watch::channel(false);
         let runner = Runner {
             last_event_at: None,
             backoff: Backoff::new(config.backoff.clone()),
             config,
             gap_fill,
             clock,
-            mapper: ReportMapper::new(),
+            mapper: mapper.clone(),
+            ready: waiting,
             queue: queue.clone(),
             health: health.clone(),
         };
         let task = tokio::spawn(runner.run());
-        Self { queue, health, task }
+        Self { queue, health, mapper, ready, task }
+    }
+
+    /// Records what an earlier process already reported of an order (see [`ReportMapper::seed`]).
+    pub fn seed(
+        &self,
+        broker_order_id: &str,
+        accepted: bool,
+        filled_qty: Decimal,
+        filled_notional: Decimal,
+        execution_ids: impl IntoIterator<Item = String>,
+    ) {
+        self.mapper.lock().unwrap_or_else(PoisonError::into_inner).seed(
+            broker_order_id,
+            accepted,
+            filled_qty,
+            filled_notional,
+            execution_ids,
+        );
+    }
+
+    /// Lets the stream connect (once the mapper is seeded).
+    pub fn restored(&self) {
+        self.ready.send_replace(true);
     }
 
     /// The reports made so far, for the adapter's `poll` to drain.
@@ -514,7 +571,10 @@ struct Runner {
     config: StreamConfig,
     gap_fill: Arc<dyn GapFill>,
     clock: Arc<dyn Clock>,
-    mapper: ReportMapper,
+    mapper: Arc<Mutex<ReportMapper>>,
+    /// Set once the mapper holds what an earlier process reported (see
+    /// [`TradeUpdatesStream::spawn_after_restore`]); the first connection waits for it.
+    ready: tokio::sync::watch::Receiver<bool>,
     queue: Arc<ReportQueue>,
     health: Arc<StreamHealth>,
     backoff: Backoff,
@@ -523,6 +583,9 @@ struct Runner {
 
 impl Runner {
     async fn run(mut self) {
+        if self.ready.wait_for(|ready| *ready).await.is_err() {
+            return; // the stream was dropped before it was ready
+        }
         loop {
             let error = match self.connect().await {
                 Ok(socket) => {
@@ -565,8 +628,9 @@ impl Runner {
             - chrono::Duration::from_std(self.config.gap_overlap).unwrap_or_default();
         let orders = self.gap_fill.orders_updated_since(after).await.map_err(StreamError::GapFill)?;
         let now = self.clock.now();
+        let mut mapper = self.mapper.lock().unwrap_or_else(PoisonError::into_inner);
         for order in &orders {
-            self.queue.push(self.mapper.map_order(order, now));
+            self.queue.push(mapper.map_order(order, now));
         }
         Ok(socket)
     }
@@ -628,7 +692,7 @@ impl Runner {
                 self.health.update(|s| s.last_event_at = Some(at));
             }
         }
-        let reports = self.mapper.map_update(&update, self.clock.now());
+        let reports = self.mapper.lock().unwrap_or_else(PoisonError::into_inner).map_update(&update, self.clock.now());
         self.queue.push(reports);
     }
 }

@@ -258,6 +258,7 @@ impl StandIn {
             gap_overlap: Duration::from_secs(1),
             auth_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(600),
+            wait_for_restore: false,
         };
         let adapter = AlpacaExecution::start(config, Arc::new(ManualClock::new(at(40, 0)))).unwrap();
         let stand_in = StandIn { book, adapter };

@@ -107,8 +107,9 @@ struct Runner {
     account_checked_at: Option<Timestamp>,
     /// What the last positions-and-cash pass found wrong and could not correct, in words.
     account_mismatches: Vec<String>,
-    /// The venue's own account figures as last read (a real broker's).
-    venue_account: Option<tradeops_brokers::VenueAccount>,
+    /// The venue's own account figures as last read (a real broker's), with the engine's cash
+    /// at that moment.
+    venue_account: Option<(tradeops_brokers::VenueAccount, Decimal)>,
 }
 
 /// A point inside the emergency halt at which the crash tests end the process as `kill -9`
@@ -822,7 +823,7 @@ impl Runner {
                     let fx = self.engine.adopt_cash(account.cash);
                     self.apply(fx, now).await;
                 }
-                self.venue_account = Some(account);
+                self.venue_account = Some((account, self.engine.cash()));
             }
             Ok(None) => {}
             Err(e) => tracing::warn!(error = %e, "cash not reconciled: the broker's account could not be read"),
@@ -1116,7 +1117,11 @@ impl Runner {
                 }
             }
             Effect::OrderUpdated(order) => {
-                batch.events.push(Published::OrderUpdated { order: order.clone(), mode: batch.mode });
+                batch.events.push(Published::OrderUpdated {
+                    order: order.clone(),
+                    mode: batch.mode,
+                    broker: self.broker.name(),
+                });
                 if let Some((_, e)) = self.pending_fill.take_if(|(id, _)| *id == order.client_order_id) {
                     batch.events.push(Published::ExecutionCreated {
                         client_order_id: order.client_order_id.clone(),
@@ -1227,7 +1232,7 @@ impl Runner {
                     }
                     batch.broker_refusal = Some(refusal);
                 }
-                batch.events.push(Published::OrderUpdated { order, mode: batch.mode });
+                batch.events.push(Published::OrderUpdated { order, mode: batch.mode, broker: self.broker.name() });
             }
             order if is_liquidation(&order) => {
                 // The emergency halt's exits go out even when they cannot be written ahead:

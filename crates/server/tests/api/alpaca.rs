@@ -1242,14 +1242,6 @@ async fn alpaca_a_cancel_while_the_venue_is_unreachable_reaches_it_once_it_is_ba
 /// FILLED after the restart, and the books agree. The order was submitted more than a minute
 /// (of market time) before the service last wrote anything, as any order resting a while is.
 #[tokio::test]
-#[ignore = "defect: an order acknowledged before a restart and filled while the service was down is never \
-            learned: after the restart the adapter's first gap fill (AlpacaOrders::orders_updated_since) \
-            lists open orders and orders submitted after `gap_fill_from` (app.rs alpaca_execution: latest \
-            persisted market time − 1 min) and looks up only its own `unfinished` set, which is empty in a new \
-            process (ExecutionBroker::restore is the default: it re-adds nothing); reconciliation then finds \
-            the order Missing and does nothing for it (runner.rs reconcile: `Discrepancy::Missing => {}`), \
-            so the order stays ACCEPTED, the fill and its position are never applied, and \
-            reconciliation_status stays MISMATCH"]
 async fn alpaca_an_order_filled_while_the_service_was_down_reads_filled_after_the_restart() {
     let (app, alpaca) = start().await;
     let syms = symbols(&app, 2).await;
@@ -1301,12 +1293,6 @@ async fn restart(mut app: TestApp) -> TestApp {
 /// A partially filled order still working at a restart keeps its fills once: the first gap
 /// fill of the new process must not report the shares already applied again.
 #[tokio::test]
-#[ignore = "defect: fills applied before a restart are applied again after it: the new process's \
-            ReportMapper (brokers alpaca/stream.rs) starts with nothing reported, so its first gap fill \
-            (map_order → gap_fill) reports the order's whole cumulative filled_qty as a synthetic execution \
-            `gap:{id}:{filled_qty}`, whose id differs from the stream's execution ids the engine already holds; \
-            for a working order the engine applies it (filled_quantity and the position double); nothing seeds \
-            the mapper with the executions persisted (AlpacaExecution has no ExecutionBroker::restore)"]
 async fn alpaca_a_partially_filled_order_keeps_its_fills_once_across_a_restart() {
     let (app, alpaca) = start().await;
     let syms = symbols(&app, 1).await;
@@ -1335,13 +1321,6 @@ async fn alpaca_a_partially_filled_order_keeps_its_fills_once_across_a_restart()
 /// A restart after ordinary trading leaves the books reconciled (OK, HEALTHY): the orders
 /// filled before it are not reported as unknown.
 #[tokio::test]
-#[ignore = "defect: after a restart, execution_broker stays DEGRADED with reconciliation_status MISMATCH \
-            (\"broker report for unknown order …: Filled { execution_id: \\\"gap:…\\\" }\") for the life of the \
-            process: the first gap fill lists the orders submitted in the minute before the last persisted \
-            market time (AlpacaOrders::orders_updated_since, status=all&after=…) and the fresh ReportMapper \
-            reports their fills again as synthetic `gap:` executions (stream.rs map_order); the engine no \
-            longer holds those FILLED orders (restored with open orders only), records an anomaly \
-            (runner.rs carry_out, `self.anomalies.push`), and anomalies are cleared only at restore"]
 async fn alpaca_a_restart_after_trading_leaves_the_books_reconciled() {
     let (app, alpaca) = start().await;
     let syms = symbols(&app, 1).await;
@@ -1360,9 +1339,6 @@ async fn alpaca_a_restart_after_trading_leaves_the_books_reconciled() {
 
 /// The order rows and the account summary name the broker the service trades through.
 #[tokio::test]
-#[ignore = "defect: `broker_name` is the constant \"paper\" in every order row and detail \
-            (server http/routes/orders.rs, `broker_name: \"paper\"`) and in the account summary \
-            (server domain/account.rs AccountSummary::of) while the service trades through Alpaca"]
 async fn alpaca_orders_and_the_account_name_the_broker() {
     let (app, alpaca) = start().await;
     let syms = symbols(&app, 1).await;

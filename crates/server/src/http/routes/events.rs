@@ -71,8 +71,9 @@ struct Envelope<'a> {
 /// An event's `data` (CONTRACT §7).
 fn data(event: &Published) -> Value {
     match event {
-        Published::OrderUpdated { order, mode } => {
-            serde_json::to_value(crate::http::routes::orders::order_detail(order, mode.as_str())).unwrap_or_default()
+        Published::OrderUpdated { order, mode, broker } => {
+            serde_json::to_value(crate::http::routes::orders::order_detail(order, mode.as_str(), broker))
+                .unwrap_or_default()
         }
         Published::ExecutionCreated { client_order_id, symbol, side, execution: e } => json!({
             "client_order_id": client_order_id, "symbol": symbol, "side": side,
@@ -328,7 +329,7 @@ mod tests {
             ..EngineView::default()
         };
         vec![
-            Event::OrderUpdated { order: Arc::new(order), mode: TradingMode::Paper },
+            Event::OrderUpdated { order: Arc::new(order), mode: TradingMode::Paper, broker: "paper" },
             Event::ExecutionCreated {
                 client_order_id: id(),
                 symbol: symbol(),

@@ -90,7 +90,10 @@ pub struct ExecutionRow {
     pub fee: f64,
 }
 
-pub fn order_row(o: &Order, mode: &str) -> OrderRow {
+/// One order as the lists show it. `broker` is the execution broker the service runs (brokers
+/// are chosen at start, and changed only with nothing open): an order of an earlier run under
+/// another broker shows this one's name.
+pub fn order_row(o: &Order, mode: &str, broker: &'static str) -> OrderRow {
     OrderRow {
         submitted_at: format_ts(&o.created_at),
         status: o.status,
@@ -100,7 +103,7 @@ pub fn order_row(o: &Order, mode: &str) -> OrderRow {
         filled_quantity: o.filled_quantity,
         order_type: o.order_type,
         price: o.limit_price.or(o.average_fill_price()).map(money),
-        broker_name: "paper",
+        broker_name: broker,
         client_order_id: o.client_order_id.to_string(),
         broker_order_id: o.broker_order_id.as_deref().map(str::to_string),
         reason: o.reason.as_deref().map(str::to_string),
@@ -109,9 +112,9 @@ pub fn order_row(o: &Order, mode: &str) -> OrderRow {
     }
 }
 
-pub fn order_detail(o: &Order, mode: &str) -> OrderDetail {
+pub fn order_detail(o: &Order, mode: &str, broker: &'static str) -> OrderDetail {
     OrderDetail {
-        row: order_row(o, mode),
+        row: order_row(o, mode, broker),
         time_in_force: o.time_in_force,
         limit_price: o.limit_price.map(money),
         stop_price: o.stop_price.map(money),
@@ -206,7 +209,7 @@ pub async fn create(State(state): State<AppState>, guard: Sensitive) -> ApiResul
     guard
         .run(ORDER_CREATE, Target::BodyField("symbol"), |_caller, req: CreateOrder| async move {
             let order = TradingService::new(state.engine()).place_order(manual_order(req)?).await?;
-            Ok(ApiResponse::created(order_detail(&order, state.settings.mode().as_str())))
+            Ok(ApiResponse::created(order_detail(&order, state.settings.mode().as_str(), state.execution_broker)))
         })
         .await
 }
@@ -277,7 +280,7 @@ pub async fn list(
             } else {
                 None
             };
-            let rows = rows.iter().map(|(o, mode)| raw_row(&order_row(o, mode))).collect();
+            let rows = rows.iter().map(|(o, mode)| raw_row(&order_row(o, mode, state.execution_broker))).collect();
             state.order_pages.put(version, filter, Arc::new(OrderPage { rows, next }))
         }
     };
@@ -304,7 +307,7 @@ pub async fn detail(
         return Err(not_found());
     }
     let (order, mode) = repo.order(&id).await?.ok_or_else(not_found)?;
-    Ok(ApiResponse::ok(order_detail(&order, &mode)))
+    Ok(ApiResponse::ok(order_detail(&order, &mode, state.execution_broker)))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
