@@ -34,7 +34,12 @@ export function useEvents(kinds: string[], fn: Listener) {
   useEffect(() => subscribe(kinds, fn), [kinds.join(","), fn]);
 }
 
+/** When the last event of each kind arrived (performance.now()), for the speed figures. */
+const arrivals: Record<string, number> = {};
+(window as any).__eventAt = arrivals;
+
 function dispatch(e: StreamEvent) {
+  arrivals[e.kind] = performance.now();
   if (e.mode) mode.value = e.mode;
   lastEventAt.value = e.timestamp;
   listeners.get(e.kind)?.forEach((fn) => {

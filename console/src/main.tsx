@@ -15,7 +15,12 @@ import { canOperate, me, theme, toggleTheme, type Role } from "./session";
 import { Confirm, ErrorBanner, Field, Modal, Stat, Toasts, notify, describe, useThrottled } from "./ui";
 import { account, liquidating, loadAccount, loadMarketClock, loadPositions, loadRisk, openPositions, risk } from "./store";
 import type { AccountSummary } from "./types";
+import { AlertLog, startAlerts, unseen } from "./alerts";
+import { Hotkeys, emergencyAsked } from "./hotkeys";
+import { ChartDialog } from "./symbol_chart";
+import { OrderTicket } from "./ticket";
 import { RadarTab } from "./tabs/radar";
+import { ChartsTab } from "./tabs/charts";
 import { PositionsTab } from "./tabs/positions";
 import { OrdersTab } from "./tabs/orders";
 import { PnlTab } from "./tabs/pnl";
@@ -59,6 +64,7 @@ interface Tab {
 
 const TABS: Tab[] = [
   { id: "radar", label: "Radar", view: RadarTab },
+  { id: "charts", label: "Charts", view: ChartsTab },
   { id: "positions", label: "Positions", view: PositionsTab },
   { id: "orders", label: "Orders", view: OrdersTab },
   { id: "pnl", label: "P&L", view: PnlTab },
@@ -138,7 +144,9 @@ function ModeBadge() {
 }
 
 function EmergencyControl() {
-  const [asking, setAsking] = useState(false);
+  // Also opened by the Shift+H shortcut.
+  const asking = emergencyAsked.value;
+  const setAsking = (v: boolean) => (emergencyAsked.value = v);
   if (!canOperate.value) return null;
   const halted = risk.value?.trading_state === "HALTED";
   if (halted) return null; // the banner below the header offers Resume
@@ -261,7 +269,27 @@ function HaltStoppedBanner() {
   );
 }
 
-function Header() {
+/** How much of the daily loss limit today's loss has used, as a bar: the distance to REDUCING. */
+function LossBar() {
+  const a = account.value;
+  const limit = risk.value?.max_daily_loss;
+  if (!a || !limit) return <Stat label="To loss limit" value="—" testid="stat-loss-limit" />;
+  const loss = Math.max(0, -a.day_pnl);
+  const used = Math.min(1, loss / limit);
+  const left = Math.max(0, limit - loss);
+  const level = used >= 1 ? "breached" : used >= 0.75 ? "critical" : used >= 0.5 ? "warning" : "ok";
+  return (
+    <div class="stat loss-bar" data-testid="stat-loss-limit" data-used={used.toFixed(4)} data-left={left.toFixed(2)} title={`Today's loss ${money(loss)} of the ${money(limit)} limit: trading turns REDUCING at the limit`}>
+      <span class="stat-label">To loss limit</span>
+      <span class={`stat-value ${level === "ok" ? "" : "down"}`}>{money(left)}</span>
+      <span class={`bar ${level}`}>
+        <span style={{ width: `${(used * 100).toFixed(1)}%` }} />
+      </span>
+    </div>
+  );
+}
+
+function Header({ onAlerts }: { onAlerts: () => void }) {
   const a = account.value;
   const live = mode.value === "LIVE";
   return (
@@ -274,8 +302,10 @@ function Header() {
         </div>
         <div class="header-stats" data-testid="header-stats">
           <Stat label="Equity" value={money(a?.equity)} testid="stat-equity" />
-          <Stat label="Buying power" value={money(a?.buying_power)} />
           <Stat label="Day P&L" value={pnl(a?.day_pnl)} cls={sign(a?.day_pnl)} testid="stat-day-pnl" />
+          <Stat label="Open risk" value={money(a ? a.equity - a.cash : null)} testid="stat-open-risk" />
+          <LossBar />
+          <Stat label="Buying power" value={money(a?.buying_power)} />
           <Stat label="Realized" value={pnl(a?.realized_pnl)} cls={sign(a?.realized_pnl)} />
           <Stat label="Unrealized" value={pnl(a?.unrealized_pnl)} cls={sign(a?.unrealized_pnl)} />
           <Stat
@@ -291,6 +321,12 @@ function Header() {
             <span class={`dot ${streamStatus.value}`} />
             {streamStatus.value === "live" ? "live" : streamStatus.value === "connecting" ? "connecting…" : "reconnecting…"}
           </span>
+          <button class="btn ghost" onClick={onAlerts} data-testid="alerts-toggle" title="Alert log and notifications">
+            Alerts{unseen.value > 0 ? ` (${unseen.value})` : ""}
+          </button>
+          <button class="btn ghost" onClick={() => window.dispatchEvent(new KeyboardEvent("keydown", { key: "?" }))} title="Keyboard shortcuts (?)">
+            ?
+          </button>
           <button class="btn ghost" onClick={toggleTheme} data-testid="theme-toggle" title="Light or dark theme">
             {theme.value === "dark" ? "☀ Light" : "☾ Dark"}
           </button>
@@ -363,15 +399,20 @@ function Shell() {
     loadRisk();
     loadPositions();
     loadMarketClock();
+    const stopAlerts = startAlerts();
     startStream();
-    return () => stopStream();
+    return () => (stopStream(), stopAlerts());
   }, []);
+  const [alertsOpen, setAlertsOpen] = useState(false);
+  useEvents(["settings.updated"], loadRisk);
   // The header's figures, trading state and market clock, as they change (at most once a second).
   useEvents(["account.updated"], onAccountUpdated);
+  // A fill moves the header's figures at once (within 1 s of the event), not at the next
+  // coalesced account update.
   const refresh = useThrottled(() => {
     loadAccount();
     loadPositions();
-  }, 1000);
+  }, 250);
   useEvents(["execution.created", "position.updated"], refresh);
   useEvents(["risk.state_changed"], () => {
     loadRisk();
@@ -386,7 +427,8 @@ function Shell() {
   const View = current.view;
   return (
     <>
-      <Header />
+      <Header onAlerts={() => setAlertsOpen(!alertsOpen)} />
+      {alertsOpen && <AlertLog onClose={() => setAlertsOpen(false)} />}
       <HaltedBanner />
       <HaltStoppedBanner />
       <nav class="tabs" role="tablist">
@@ -400,6 +442,9 @@ function Shell() {
         <ErrorBanner error={error} />
         <View key={current.id} />
       </main>
+      <OrderTicket />
+      <ChartDialog />
+      <Hotkeys />
     </>
   );
 }

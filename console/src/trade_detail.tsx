@@ -10,7 +10,7 @@ import { useMemo } from "preact/hooks";
 import { Fragment } from "preact";
 import { call, get, withQuery, type Envelope } from "./api";
 import { compact, date, dateTime, duration, fixed, frac, int, money, pct, pnl, price, sign, time } from "./format";
-import { PriceChart, type Mark } from "./price_chart";
+import { CandleChart, planFromReason, type Mark } from "./candles";
 import type { Order, OrderDetail, Trade, TradeDetail } from "./types";
 import { Badge, ErrorBanner, Modal, Stat, useLoad } from "./ui";
 
@@ -231,6 +231,12 @@ function DeepDiveBody({ data }: { data: Loaded }) {
     [fills, t.trade_id],
   );
   const mismatch = exact ? reconcile(t, fills) : null;
+  // The plan: the entry order's stated stop and target; else the stop the R multiple implies.
+  const levels = useMemo(() => {
+    const plan = planFromReason(fills.find((f) => f.side === "BUY" && f.reason)?.reason);
+    const implied = t.r_multiple ? t.entry_price - (t.exit_price - t.entry_price) / t.r_multiple : null;
+    return { stop: plan.stop ?? implied, target: plan.target };
+  }, [fills, t.trade_id]);
   const features = detail.features ? featureRows(detail.features) : [];
   const labelKind = t.winner_loser_label.toLowerCase();
 
@@ -259,9 +265,9 @@ function DeepDiveBody({ data }: { data: Loaded }) {
 
       <section class="dd-block">
         <h3>
-          Price {time(from)}–{time(to)} NY <span class="muted">· one-minute closes; ▲ buys, ▼ sells</span>
+          Price {time(from)}–{time(to)} NY <span class="muted">· one-minute candles, volume, VWAP; ▲ buys, ▼ sells; stop and target</span>
         </h3>
-        <PriceChart symbol={t.symbol} from={from} to={to} marks={marks} height={300} />
+        <CandleChart symbol={t.symbol} from={from} to={to} marks={marks} levels={levels} height={320} testid="price-chart" />
         {!exact && (
           <div class="note warn">
             {fillsError

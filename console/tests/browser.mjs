@@ -10,18 +10,21 @@
 // reaches the page through the event stream (the header's clock and trading state included).
 import { chromium } from "playwright-core";
 import assert from "node:assert/strict";
-import { mkdirSync, rmSync } from "node:fs";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 
 const BASE = process.env.BASE_URL;
 const ADMIN = process.env.ADMIN_TOKEN;
 const VIEWER = process.env.VIEWER_TOKEN;
 const SHOTS = process.env.SCREENSHOT_DIR ?? "target/screenshots";
 const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
+// Where the market's speed (market seconds per wall second) is asked for; the Rust test's ticker reads it.
+const SPEED_FILE = process.env.SPEED_FILE;
+const setSpeed = (x) => SPEED_FILE && writeFileSync(SPEED_FILE, String(x));
 assert(BASE && ADMIN && VIEWER, "BASE_URL, ADMIN_TOKEN and VIEWER_TOKEN are required");
 mkdirSync(SHOTS, { recursive: true });
 rmSync(`${SHOTS}/failure.png`, { force: true });
 
-const TABS = ["radar", "positions", "orders", "pnl", "health", "settings", "account", "data", "audit"];
+const TABS = ["radar", "charts", "positions", "orders", "pnl", "health", "settings", "account", "data", "audit"];
 const figures = {};
 
 const browser = await chromium.launch({
@@ -141,6 +144,11 @@ await run("the printed sign-in link signs in directly and leaves no token in the
   await other.locator('[data-testid="whoami"]').filter({ hasText: "admin" }).waitFor();
   await other.locator('[data-testid="radar-table"] tbody tr[data-key]').first().waitFor();
   figures.first_load_to_radar_rows_ms = Date.now() - t0;
+  figures.first_contentful_paint_ms = Math.round(
+    await other.evaluate(() => performance.getEntriesByName("first-contentful-paint")[0]?.startTime ?? -1),
+  );
+  assert(figures.first_contentful_paint_ms > 0 && figures.first_contentful_paint_ms < 1000, `first render took ${figures.first_contentful_paint_ms} ms`);
+  assert(figures.first_load_to_radar_rows_ms < 1000, `the radar's rows took ${figures.first_load_to_radar_rows_ms} ms`);
   assert(!other.url().includes(ADMIN), `token left in ${other.url()}`);
   // What the first load transferred: the page and its assets (API calls excluded).
   const assets = await other.evaluate(() =>
@@ -209,6 +217,82 @@ await run("watch a symbol from the radar; it joins the watchlist", async () => {
   await row("radar-table", symbol).locator(".badge", { hasText: "Watching" }).waitFor();
 });
 
+await run("a radar row opens its live candlestick chart: candles, volume, VWAP, the day's high and low, grown by the stream", async () => {
+  await row("radar-table", symbol).locator(`[data-testid="chart-${symbol}"]`).click();
+  const dialog = page.locator('[data-testid="chart-dialog"]');
+  const chart = dialog.locator('[data-testid="candle-chart"]');
+  await chart.locator("canvas").first().waitFor();
+  await page.waitForFunction(() => Number(document.querySelector('[data-testid="chart-dialog"] [data-testid="candle-chart"]')?.dataset.bars) > 0);
+  const first = await chart.getAttribute("data-last");
+  // A new minute arrives through the stream (bars.closed), with no request for bars.
+  let barRequests = 0;
+  const count = (r) => r.url().includes("/api/market/bars") && barRequests++;
+  page.on("request", count);
+  const t0 = Date.now();
+  await page.waitForFunction(
+    (f) => document.querySelector('[data-testid="chart-dialog"] [data-testid="candle-chart"]').dataset.last !== f,
+    first,
+    { timeout: 15_000 },
+  );
+  figures.chart_new_bar_after_ms = Date.now() - t0;
+  page.off("request", count);
+  assert.equal(barRequests, 0, "the new bar came from the event stream");
+  const d = await chart.evaluate((el) => ({ ...el.dataset }));
+  assert(Number(d.dayLow) > 0 && Number(d.dayHigh) >= Number(d.dayLow), JSON.stringify(d));
+  assert(Number(d.vwap) >= Number(d.dayLow) && Number(d.vwap) <= Number(d.dayHigh), JSON.stringify(d));
+  await page.waitForTimeout(300);
+  await page.screenshot({ path: `${SHOTS}/chart-light.png` });
+  await page.keyboard.press("Escape");
+  await dialog.waitFor({ state: "detached" });
+});
+
+await run("hotkeys: ? lists them; none fires while typing; w watches the selected radar row; b opens the ticket; / searches; Esc closes", async () => {
+  await page.keyboard.press("?");
+  const help = page.locator('[data-testid="hotkeys-help"]');
+  await help.waitFor();
+  assert.match(await help.textContent(), /Shift\+H/);
+  await page.screenshot({ path: `${SHOTS}/hotkeys-light.png` });
+  await page.keyboard.press("Escape");
+  await help.waitFor({ state: "detached" });
+  // Typing in a field fires nothing.
+  const filter = page.locator('[data-testid="tab-radar"] input[aria-label="Filter"]');
+  await filter.click();
+  await page.keyboard.type("bsw?/");
+  assert.equal(await page.locator('[role="dialog"]').count(), 0, "no shortcut while typing");
+  await filter.fill("");
+  await filter.blur();
+  // w: watch the selected row.
+  const candidate = page.locator('[data-testid="radar-table"] tbody tr[data-key]').filter({ has: page.locator('[data-testid^="watch-"]') }).first();
+  const other = await candidate.getAttribute("data-key");
+  await candidate.locator("td").first().click();
+  await row("radar-table", other).and(page.locator("tr.selected")).waitFor();
+  await page.keyboard.press("w");
+  await row("watchlist-table", other).waitFor();
+  // b: the ticket for the selected symbol; Esc closes it.
+  await page.keyboard.press("b");
+  const form = page.locator('[data-testid="new-order-dialog"]');
+  await form.waitFor();
+  assert.equal(await form.locator('input[name="symbol"]').inputValue(), other);
+  assert.equal(await form.locator('select[name="side"]').inputValue(), "BUY");
+  await page.keyboard.press("Escape");
+  await form.waitFor({ state: "detached" });
+  // /: search a symbol, Enter opens its chart.
+  await page.keyboard.press("/");
+  const search = page.locator('[data-testid="symbol-search"]');
+  await search.locator('input[name="symbol"]').fill(symbol);
+  await page.keyboard.press("Enter");
+  await page.locator('[data-testid="chart-dialog"] [data-testid="candle-chart"] canvas').first().waitFor();
+  await page.keyboard.press("Escape");
+  await page.locator('[data-testid="chart-dialog"]').waitFor({ state: "detached" });
+  // Shift+H: the emergency halt's confirm, with the reason to type; Esc leaves it.
+  await page.keyboard.press("Shift+H");
+  const halt = page.locator('[data-testid="emergency-confirm"]');
+  await halt.locator('input[name="reason"]').waitFor();
+  await halt.locator("button", { hasText: "Cancel" }).click();
+  await halt.waitFor({ state: "detached" });
+  assert.equal((await api("GET", "/api/risk/state")).trading_state, "ACTIVE");
+});
+
 await run("a watch made elsewhere arrives through the stream", async () => {
   const rows = await api("GET", "/api/radar/momentum?top_n=50");
   const watched = new Set((await api("GET", "/api/watchlist")).map((w) => w.symbol));
@@ -219,11 +303,13 @@ await run("a watch made elsewhere arrives through the stream", async () => {
 
 await run("place a limit order, see it accepted live, cancel it", async () => {
   await open("orders");
-  const quote = (await api("GET", "/api/radar/momentum?top_n=200")).find((r) => r.symbol === symbol);
-  const limit = (Math.floor(quote.price * 0.97 * 100) / 100).toFixed(2);
   await page.locator('[data-testid="new-order"]').click();
   const form = page.locator('[data-testid="new-order-dialog"]');
   await form.locator('input[name="symbol"]').fill(symbol);
+  // 2% under the ticket's live last trade: resting, and inside the 5% price collar.
+  await form.locator('[data-testid="ticket-quote"]:not([data-last=""])').waitFor();
+  const last = Number(await form.locator('[data-testid="ticket-quote"]').getAttribute("data-last"));
+  const limit = (Math.floor(last * 0.98 * 100) / 100).toFixed(2);
   await form.locator('select[name="side"]').selectOption("BUY");
   await form.locator('input[name="quantity"]').fill("10");
   await form.locator('select[name="order_type"]').selectOption("LIMIT");
@@ -275,6 +361,59 @@ await run("the violations table shows each refusal's rule, limit and current val
   await open("orders");
 });
 
+await run("the order ticket shows the quote, cost and buying power after, and the risk gate's verdict before sending; a refusal names the rule", async () => {
+  await page.locator('[data-testid="new-order"]').click();
+  const form = page.locator('[data-testid="new-order-dialog"]');
+  await form.locator('input[name="symbol"]').fill(symbol);
+  await form.locator('[data-testid="ticket-quote"]:not([data-last=""])').waitFor();
+  const last = Number(await form.locator('[data-testid="ticket-quote"]').getAttribute("data-last"));
+  await form.locator('input[name="quantity"]').fill("1");
+  const preview = form.locator('[data-testid="risk-preview"]');
+  await form.locator('[data-testid="risk-preview"][data-approved="true"]').waitFor();
+  assert.match(await form.locator('[data-testid="ticket-cost"]').textContent(), /est\. cost \$[\d,]+\.\d\d · buying power after \$[\d,]+\.\d\d/);
+  // A dollar amount becomes whole shares at the ask.
+  await form.locator('select[name="sizing"]').selectOption("dollars");
+  await form.locator('input[name="amount"]').fill(String(Math.ceil(last * 3)));
+  await form.locator('[data-testid="order-summary"]').filter({ hasNotText: "— " + symbol }).waitFor();
+  await form.locator('[data-testid="risk-preview"][data-approved="true"]').waitFor();
+  await page.screenshot({ path: `${SHOTS}/ticket-approved-light.png` });
+  // The gate would refuse: the rule, its limit and this order's value, and nothing written.
+  const violations = (await api("GET", "/api/risk/violations?limit=1000")).length;
+  const orders = (await api("GET", "/api/orders?limit=1000")).length;
+  await api("PUT", "/api/settings", { risk_controls: { max_order_value: 1 } });
+  await form.locator('select[name="sizing"]').selectOption("shares");
+  await form.locator('input[name="quantity"]').fill("2");
+  await form.locator('[data-testid="risk-preview"][data-rule="MAX_ORDER_VALUE"]').waitFor();
+  assert.match(await preview.textContent(), /Maximum order value/);
+  assert.equal(await preview.locator('[data-testid="preview-limit"]').textContent(), "$1.00");
+  assert.match(await preview.locator('[data-testid="preview-current"]').textContent(), /^\$[\d,]+\.\d\d$/);
+  await page.screenshot({ path: `${SHOTS}/ticket-refused-light.png` });
+  assert.equal((await api("GET", "/api/risk/violations?limit=1000")).length, violations, "the preview wrote no violation");
+  assert.equal((await api("GET", "/api/orders?limit=1000")).length, orders, "the preview placed no order");
+  // Sent anyway: refused, with the rule in words.
+  await form.locator('[data-testid="submit-order"]').click();
+  await form.locator('[data-testid="refusal-rule"]').filter({ hasText: "Maximum order value" }).waitFor();
+  await api("PUT", "/api/settings", { risk_controls: { max_order_value: 25000 } });
+  await page.keyboard.press("Escape");
+  await form.waitFor({ state: "detached" });
+  await open("orders");
+});
+
+await run("alerts: opt in to a sound for fills; the alert log lists what happened; one alert per kind and symbol in 10 s", async () => {
+  await page.locator('[data-testid="alerts-toggle"]').click();
+  const log = page.locator('[data-testid="alert-log"]');
+  await log.waitFor();
+  await log.locator('input[name="sound-fill"]').check();
+  assert.equal(await page.evaluate(() => JSON.parse(localStorage.getItem("tradeops.alerts")).fill.sound), true);
+  assert.equal(await page.evaluate(() => window.__raiseAlert("violation", "ZZTEST", "first")), true);
+  assert.equal(await page.evaluate(() => window.__raiseAlert("violation", "ZZTEST", "again")), false);
+  assert.equal(await page.evaluate(() => window.__raiseAlert("violation", "ZZOTHER", "another symbol")), true);
+  await log.locator('li[data-kind="violation"][data-symbol="ZZTEST"]').waitFor();
+  assert.equal(await log.locator('li[data-symbol="ZZTEST"]').count(), 1);
+  // The refusal just made is in the log as a violation of the symbol.
+  await log.locator(`li[data-kind="violation"][data-symbol="${symbol}"]`).first().waitFor();
+});
+
 await run("a market buy fills and the position arrives through the stream", async () => {
   await page.locator('[data-testid="new-order"]').click();
   const form = page.locator('[data-testid="new-order-dialog"]');
@@ -283,9 +422,26 @@ await run("a market buy fills and the position arrives through the stream", asyn
   await form.locator('input[name="quantity"]').fill("20");
   await form.locator('select[name="order_type"]').selectOption("MARKET");
   await form.locator('input[name="reason"]').fill("browser test entry");
+  // The header's open risk changes when the fill's account update arrives: time it.
+  await page.evaluate(() => {
+    window.__headerChangedAt = [];
+    const el = document.querySelector('[data-testid="stat-open-risk"]');
+    new MutationObserver(() => window.__headerChangedAt.push(performance.now())).observe(el, { subtree: true, characterData: true, childList: true });
+  });
   await form.locator('[data-testid="submit-order"]').click();
   await form.waitFor({ state: "detached" });
   await page.locator('[data-testid="orders-table"] tbody tr', { hasText: "browser test entry" }).filter({ hasText: "FILLED" }).waitFor();
+  await page.waitForFunction(() => window.__headerChangedAt.some((t) => t >= window.__eventAt["execution.created"]));
+  const lag = await page.evaluate(() => window.__headerChangedAt.find((t) => t >= window.__eventAt["execution.created"]) - window.__eventAt["execution.created"]);
+  figures.header_after_fill_ms = Math.round(lag);
+  assert(lag < 1000, `the header changed ${lag} ms after the fill`);
+  const bar = await page.locator('[data-testid="stat-loss-limit"]').evaluate((el) => ({ ...el.dataset }));
+  assert(Number(bar.left) > 0 && Number(bar.used) >= 0 && Number(bar.used) <= 1, JSON.stringify(bar));
+  // The fill alert, with its sound (opted in above).
+  await page.locator(`[data-testid="alert-log"] li[data-kind="fill"][data-symbol="${symbol}"]`).waitFor();
+  assert((await page.evaluate(() => window.__alerts.sounds)) >= 1, "a sound for the fill");
+  await page.screenshot({ path: `${SHOTS}/alert-log-light.png` });
+  await page.locator('[data-testid="alerts-toggle"]').click();
   await open("positions");
   await row("positions-table", symbol).waitFor();
 });
@@ -303,7 +459,9 @@ await run("partially close, then close the position", async () => {
     },
     symbol,
   );
-  await page.locator(`[data-testid="close-${symbol}"]`).click();
+  // Close by the `c` shortcut on the selected row, confirmed.
+  await row("positions-table", symbol).locator("td").nth(1).click();
+  await page.keyboard.press("c");
   await confirm();
   await page.waitForFunction((s) => {
     const r = document.querySelector(`[data-testid="positions-table"] tbody tr[data-key="${s}"]`);
@@ -368,7 +526,8 @@ await run("a completed trade opens its deep dive with the price chart and fills"
   await page.locator('[data-testid="trades-table"] tbody tr[data-key]').first().click();
   const detail = page.locator('[data-testid="trade-detail"]');
   await detail.locator('[data-testid="trade-fills"]').waitFor();
-  await detail.locator('[data-testid="price-chart"] canvas').waitFor();
+  await detail.locator('[data-testid="price-chart"] canvas').first().waitFor();
+  await page.waitForFunction(() => Number(document.querySelector('[data-testid="trade-detail"] [data-testid="price-chart"]')?.dataset.bars) > 0);
   await detail.locator('[data-testid="trade-events"]').waitFor();
   await page.waitForTimeout(500);
   await page.screenshot({ path: `${SHOTS}/trade-deep-dive-light.png` });
@@ -409,6 +568,9 @@ await run("import a CSV (a bad row refused), download bars and run a backtest; b
   await run.click();
   const detail = page.locator('[data-testid="backtest-detail"]');
   await detail.locator('[data-testid="equity-chart"] canvas').waitFor();
+  // The run's price chart with its trades.
+  await detail.locator('[data-testid="backtest-price-chart"] canvas').first().waitFor();
+  await page.waitForFunction(() => Number(document.querySelector('[data-testid="backtest-price-chart"]')?.dataset.bars) > 0);
   // Axis labels: distinct, and rounded (money to the cent at most, no float drift).
   for (const chart of ["equity-chart", "drawdown-chart"]) {
     const ticks = JSON.parse(await detail.locator(`[data-testid="${chart}"]`).getAttribute("data-ticks"));
@@ -439,6 +601,42 @@ await run("import a CSV (a bad row refused), download bars and run a backtest; b
   await detail.getByText("3.00% above the fill price").waitFor({ state: "attached" });
   await page.keyboard.press("Escape");
   await detail.waitFor({ state: "detached" });
+});
+
+await run("speed: 20 live charts with the market at 60x (DEMO speed) hold 30 fps or more", async () => {
+  await open("charts");
+  await page.locator('[data-testid="tab-charts"] select[name="chart-count"]').selectOption("20");
+  await page.waitForFunction(() => [...document.querySelectorAll('[data-testid="grid-chart"]')].filter((e) => Number(e.dataset.bars) > 0).length === 20, null, { timeout: 30_000 });
+  setSpeed(60);
+  await page.waitForTimeout(1000);
+  const lastBars = () => page.evaluate(() => [...document.querySelectorAll('[data-testid="grid-chart"]')].map((e) => e.dataset.last));
+  const before = await lastBars();
+  const m = await page.evaluate(
+    () =>
+      new Promise((resolve) => {
+        const gaps = [];
+        const start = performance.now();
+        let last = start;
+        const step = (t) => {
+          gaps.push(t - last);
+          last = t;
+          if (t - start < 10_000) requestAnimationFrame(step);
+          else {
+            const sorted = [...gaps].sort((a, b) => a - b);
+            resolve({ frames: gaps.length, ms: t - start, p95_frame_ms: sorted[Math.floor(sorted.length * 0.95)], worst_frame_ms: sorted[sorted.length - 1] });
+          }
+        };
+        requestAnimationFrame(step);
+      }),
+  );
+  const after = await lastBars();
+  setSpeed(20);
+  const grown = after.filter((l, i) => l !== before[i]).length;
+  figures.charts_20_at_60x = { fps: Math.round((m.frames / m.ms) * 1000 * 10) / 10, p95_frame_ms: Math.round(m.p95_frame_ms * 10) / 10, worst_frame_ms: Math.round(m.worst_frame_ms), charts_grown: grown, seconds: Math.round(m.ms / 100) / 10 };
+  assert.equal(grown, 20, `every chart grew live: ${JSON.stringify(figures.charts_20_at_60x)}`);
+  assert(figures.charts_20_at_60x.fps >= 30, `fps ${JSON.stringify(figures.charts_20_at_60x)}`);
+  await page.screenshot({ path: `${SHOTS}/charts-20-light.png` });
+  await page.locator('[data-testid="tab-charts"] select[name="chart-count"]').selectOption("8");
 });
 
 await run("every tab renders, in light and in dark (screenshots)", async () => {

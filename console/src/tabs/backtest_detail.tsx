@@ -5,6 +5,7 @@
 import { Fragment, type ComponentChildren } from "preact";
 import { useCallback } from "preact/hooks";
 import { get, post } from "../api";
+import { CandleChart, type Mark } from "../candles";
 import { ChartView, cssVar, timeScale } from "../chart";
 import { useEvents, type StreamEvent } from "../events";
 import { anyValue, axisLabel, date, dateTime, duration, fixed, frac, int, marketClock, money, pnl, pct, price, sign } from "../format";
@@ -503,6 +504,18 @@ export function BacktestDetailModal({
               <Metrics d={d} />
               <Coverage d={d} />
               <Refusals refusals={d.refusals ?? {}} orders={d.orders} />
+              <h3 class="dt-h">
+                Price <span class="muted">· {d.timeframe} candles, volume, VWAP; ▲ entries, ▼ exits</span>
+              </h3>
+              <CandleChart
+                symbol={d.symbol}
+                from={d.start}
+                to={d.end}
+                timeframe={d.timeframe === "1d" ? "1d" : "1m"}
+                marks={tradeMarks(d.trades ?? [])}
+                height={300}
+                testid="backtest-price-chart"
+              />
               <h3 class="dt-h">Equity</h3>
               <EquityCharts d={d} />
               <h3 class="dt-h">
@@ -529,4 +542,12 @@ export function BacktestDetailModal({
       )}
     </Modal>
   );
+}
+
+/** A backtest's trades as entries and exits on its chart. */
+function tradeMarks(trades: Trade[]): Mark[] {
+  return trades.flatMap((t) => [
+    { time: t.entry_time, price: t.entry_price, side: "BUY" as const, label: `B ${int(t.quantity)} @ ${price(t.entry_price)}` },
+    { time: t.exit_time, price: t.exit_price, side: "SELL" as const, label: `S @ ${price(t.exit_price)}` },
+  ]);
 }

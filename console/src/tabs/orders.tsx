@@ -5,22 +5,17 @@
 import "./orders.css";
 import type { ComponentChildren } from "preact";
 import { useCallback, useEffect, useMemo, useRef, useState } from "preact/hooks";
-import { ApiError, call, get, mode, post, withQuery } from "../api";
+import { ApiError, call, get, post, withQuery } from "../api";
 import { useEvents, type StreamEvent } from "../events";
 import { date as nyDate, dateTime, int, money, price, time, todayNy } from "../format";
 import { href, route } from "../route";
 import { canOperate } from "../session";
-import { risk } from "../store";
-import { OPEN_STATUSES, type Order, type OrderDetail, type Position } from "../types";
+import { openTicket, placedOrder } from "../ticket";
+import { SymbolLink, openChart } from "../symbol_chart";
+import { OPEN_STATUSES, type Order, type OrderDetail } from "../types";
 import { Badge, Confirm, ErrorBanner, Field, Modal, Section, Stat, Table, notify, onInput, useLoad, useThrottled, type Column } from "../ui";
 
 const STATUSES = ["NEW", "ACCEPTED", "PARTIALLY_FILLED", "FILLED", "PENDING_CANCEL", "CANCELED", "REJECTED", "EXPIRED"];
-const ORDER_TYPES = ["MARKET", "LIMIT", "STOP", "STOP_LIMIT"];
-const TIFS: Record<string, string> = {
-  DAY: "Works until the session closes",
-  GTC: "Works until filled or cancelled",
-  IOC: "Fills what it can at once; the rest is cancelled",
-};
 const PAGE = 100;
 
 const isOpen = (o: Order) => OPEN_STATUSES.includes(o.status);
@@ -86,7 +81,6 @@ export function OrdersTab() {
   const [flash, setFlash] = useState<Set<string>>(new Set());
   const [detail, setDetail] = useState<string | null>(null);
   const [cancel, setCancel] = useState<Order | null>(null);
-  const [creating, setCreating] = useState(false);
   const seq = useRef(0);
 
   // A typed symbol filters after a short pause rather than on each key.
@@ -246,6 +240,10 @@ export function OrdersTab() {
     ),
   );
   useEvents(["execution.created"], reload);
+  // An order placed from the ticket shows at once, before its event.
+  useEffect(() => {
+    if (placedOrder.value) upsert(placedOrder.value);
+  }, [placedOrder.value]);
 
   const list = rows ?? [];
   const openCount = list.filter(isOpen).length;
@@ -268,7 +266,7 @@ export function OrdersTab() {
       sortValue: (o) => Date.parse(o.submitted_at),
       render: (o) => <span title={dateTime(o.submitted_at)}>{multiDay && nyDate(o.submitted_at) !== todayNy() ? dateTime(o.submitted_at) : time(o.submitted_at)}</span>,
     },
-    { key: "symbol", label: "Symbol", render: (o) => <strong>{o.symbol}</strong> },
+    { key: "symbol", label: "Symbol", render: (o) => <strong><SymbolLink symbol={o.symbol} /></strong> },
     { key: "side", label: "Side", render: (o) => <Badge text={o.side} kind={`ord-side ${o.side.toLowerCase()}`} /> },
     { key: "order_type", label: "Type", render: (o) => <span class="ord-type">{o.order_type.replace("_", " ")}</span> },
     { key: "quantity", label: "Qty", num: true, render: (o) => int(o.quantity) },
@@ -336,7 +334,7 @@ export function OrdersTab() {
               {loading ? "Loading…" : "↻ Refresh"}
             </button>
             {canOperate.value && (
-              <button class="btn primary" data-testid="new-order" onClick={() => setCreating(true)}>
+              <button class="btn primary" data-testid="new-order" onClick={() => openTicket(symbol)}>
                 + New order
               </button>
             )}
@@ -445,16 +443,6 @@ export function OrdersTab() {
             The order shows PENDING CANCEL until the broker confirms; a fill may still arrive meanwhile.
           </p>
         </Confirm>
-      )}
-      {creating && (
-        <NewOrder
-          symbol={symbol}
-          onClose={() => setCreating(false)}
-          onPlaced={(o) => {
-            upsert(o);
-            notify("ok", `${o.side} ${int(o.quantity)} ${o.symbol} ${o.order_type.replace("_", " ")} placed: ${o.status} (${o.client_order_id}).`);
-          }}
-        />
       )}
     </div>
   );
@@ -585,6 +573,9 @@ function OrderDetailModal({ id, onClose, onCancel }: { id: string; onClose: () =
             <a class="btn ghost" href={href("positions", { symbol: o.symbol })} onClick={onClose}>
               {o.symbol} position
             </a>
+            <button class="btn ghost" data-testid="detail-chart" onClick={() => (onClose(), openChart(o.symbol))}>
+              {o.symbol} chart
+            </button>
             {isOpen(o) && canOperate.value && (
               <button class="btn danger" data-testid="detail-cancel" disabled={o.status === "PENDING_CANCEL"} onClick={() => onCancel(o)}>
                 {o.status === "PENDING_CANCEL" ? "Cancel requested…" : "Cancel order"}
@@ -606,196 +597,5 @@ function Kv({ k, children }: { k: string; children: ComponentChildren }) {
       <dt>{k}</dt>
       <dd>{children}</dd>
     </>
-  );
-}
-
-// ---------------------------------------------------------------------------------------------
-// New order
-
-/** The refusal of a write, with the risk rule and figures when the contract gives them. */
-function Refusal({ error }: { error: ApiError }) {
-  const d = error.detail;
-  const extra = Object.entries(d).filter(([k, v]) => !["field", "reason", "errors", "rule"].includes(k) && (typeof v === "string" || typeof v === "number"));
-  return (
-    <div class="banner error" role="alert" data-testid="order-refusal">
-      <strong>{error.code}</strong> {error.message}
-      {(typeof d["rule"] === "string" || extra.length > 0) && (
-        <div class="ord-refusal-detail">
-          {typeof d["rule"] === "string" && (
-            <span>
-              Rule <span class="mono">{d["rule"]}</span>
-            </span>
-          )}
-          {extra.map(([k, v]) => (
-            <span>
-              {k} <strong>{String(v)}</strong>
-            </span>
-          ))}
-        </div>
-      )}
-    </div>
-  );
-}
-
-const FIELDS = ["symbol", "side", "quantity", "order_type", "limit_price", "stop_price", "time_in_force", "reason"];
-
-function NewOrder({ symbol: initialSymbol, onClose, onPlaced }: { symbol: string; onClose: () => void; onPlaced: (o: OrderDetail) => void }) {
-  const [symbol, setSymbol] = useState(initialSymbol);
-  const [side, setSide] = useState<"BUY" | "SELL">("BUY");
-  const [quantity, setQuantity] = useState("");
-  const [orderType, setOrderType] = useState("MARKET");
-  const [limit, setLimit] = useState("");
-  const [stop, setStop] = useState("");
-  const [tif, setTif] = useState("DAY");
-  const [reason, setReason] = useState("");
-  const [tried, setTried] = useState(false);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<ApiError | undefined>();
-  const positions = useLoad(() => get<Position[]>("/api/positions"));
-
-  const needsLimit = orderType === "LIMIT" || orderType === "STOP_LIMIT";
-  const needsStop = orderType === "STOP" || orderType === "STOP_LIMIT";
-  const sym = symbol.trim().toUpperCase();
-  const qty = Number(quantity);
-  const lim = Number(limit);
-  const stp = Number(stop);
-  const held = positions.data?.find((p) => p.symbol === sym && p.quantity > 0);
-
-  const local: Record<string, string> = {};
-  if (!sym) local.symbol = "Enter a symbol.";
-  if (quantity.trim() === "") local.quantity = "Enter a quantity.";
-  else if (!Number.isInteger(qty) || qty < 1) local.quantity = "Whole shares, at least 1.";
-  if (needsLimit && (limit.trim() === "" || !(lim > 0))) local.limit_price = "A positive limit price is required.";
-  if (needsStop && (stop.trim() === "" || !(stp > 0))) local.stop_price = "A positive stop price is required.";
-
-  const server = error?.code === "VALIDATION_ERROR" ? error.fieldErrors : {};
-  const fieldError = (f: string) => server[f] ?? (tried ? local[f] : undefined);
-  const unplaced = Object.keys(server).filter((f) => !FIELDS.includes(f));
-  const showBanner = error && (error.code !== "VALIDATION_ERROR" || Object.keys(server).length === 0 || unplaced.length > 0);
-
-  // What the order is worth, from its own price or the position's last mark.
-  const ref = needsLimit && lim > 0 ? lim : needsStop && stp > 0 ? stp : held ? held.market_price : null;
-  const estimate = ref !== null && Number.isInteger(qty) && qty > 0 ? ref * qty : null;
-
-  const change = (set: (v: string) => void, field: string) => (e: { currentTarget: { value: string } }) => {
-    set(e.currentTarget.value);
-    if (error && (error.code !== "VALIDATION_ERROR" || server[field])) setError(undefined);
-  };
-
-  const submit = async (e: Event) => {
-    e.preventDefault();
-    setTried(true);
-    if (Object.keys(local).length > 0) return;
-    setBusy(true);
-    setError(undefined);
-    const body: Record<string, unknown> = { symbol: sym, side, quantity: qty, order_type: orderType, time_in_force: tif };
-    if (needsLimit) body.limit_price = lim;
-    if (needsStop) body.stop_price = stp;
-    if (reason.trim()) body.reason = reason.trim();
-    try {
-      const placed = await post<OrderDetail>("/api/orders", body);
-      onPlaced(placed);
-      onClose();
-    } catch (err) {
-      setError(err instanceof ApiError ? err : new ApiError(0, "CLIENT", String(err)));
-    } finally {
-      setBusy(false);
-    }
-  };
-
-  const halted = risk.value?.trading_state === "HALTED";
-  return (
-    <Modal title="New order" onClose={onClose} testid="new-order-dialog">
-      <form onSubmit={submit} noValidate class="ord-form">
-        {mode.value === "LIVE" && (
-          <div class="banner error">
-            <strong>LIVE</strong> This order goes to the real brokerage account.
-          </div>
-        )}
-        {halted && <div class="banner info">Trading is halted: the risk manager refuses new orders until trading resumes (closing positions is still allowed from Positions).</div>}
-        <div class="ord-form-grid">
-          <Field label="Symbol" error={fieldError("symbol")}>
-            <input
-              name="symbol"
-              value={symbol}
-              onInput={change((v) => setSymbol(v.toUpperCase()), "symbol")}
-              autoComplete="off"
-              spellcheck={false}
-              autoFocus={!initialSymbol}
-              required
-            />
-          </Field>
-          <Field label="Side" error={fieldError("side")}>
-            <select name="side" value={side} onChange={change((v) => setSide(v as "BUY" | "SELL"), "side")} class={`ord-side-select ${side.toLowerCase()}`}>
-              <option value="BUY">BUY</option>
-              <option value="SELL">SELL</option>
-            </select>
-          </Field>
-          <Field
-            label="Quantity (shares)"
-            error={fieldError("quantity")}
-            hint={
-              held
-                ? side === "SELL" && Number.isInteger(qty) && qty > held.quantity
-                  ? `More than the ${int(held.quantity)} held: trading is long only.`
-                  : `Position: ${int(held.quantity)} @ ${price(held.average_entry_price)}, last ${price(held.market_price)}`
-                : side === "SELL" && sym && positions.data
-                  ? `No open ${sym} position: a sell must reduce one (long only).`
-                  : undefined
-            }
-          >
-            <input name="quantity" type="number" inputMode="numeric" min={1} step={1} value={quantity} onInput={change(setQuantity, "quantity")} autoFocus={!!initialSymbol} required />
-          </Field>
-          <Field label="Order type" error={fieldError("order_type")}>
-            <select name="order_type" value={orderType} onChange={change(setOrderType, "order_type")}>
-              {ORDER_TYPES.map((t) => (
-                <option value={t}>{t.replace("_", " ")}</option>
-              ))}
-            </select>
-          </Field>
-          {needsStop && (
-            <Field label="Stop price" error={fieldError("stop_price")} hint={orderType === "STOP" ? "Becomes a market order when traded through" : "Becomes a limit order when traded through"}>
-              <input name="stop_price" type="number" inputMode="decimal" min={0} step="0.01" value={stop} onInput={change(setStop, "stop_price")} required />
-            </Field>
-          )}
-          {needsLimit && (
-            <Field label="Limit price" error={fieldError("limit_price")} hint={side === "BUY" ? "Highest price paid" : "Lowest price accepted"}>
-              <input name="limit_price" type="number" inputMode="decimal" min={0} step="0.01" value={limit} onInput={change(setLimit, "limit_price")} required />
-            </Field>
-          )}
-          <Field label="Time in force" error={fieldError("time_in_force")} hint={TIFS[tif]}>
-            <select name="time_in_force" value={tif} onChange={change(setTif, "time_in_force")}>
-              {Object.keys(TIFS).map((t) => (
-                <option value={t}>{t}</option>
-              ))}
-            </select>
-          </Field>
-        </div>
-        <Field label="Reason (recorded with the order)" error={fieldError("reason")}>
-          <input name="reason" value={reason} onInput={change(setReason, "reason")} maxLength={500} placeholder="Why this order" />
-        </Field>
-        <div class="ord-summary" data-testid="order-summary">
-          <Badge text={side} kind={`ord-side ${side.toLowerCase()}`} /> {Number.isInteger(qty) && qty > 0 ? int(qty) : "—"} {sym || "—"} {orderType.replace("_", " ")}
-          {needsStop && stp > 0 ? ` stop ${price(stp)}` : ""}
-          {needsLimit && lim > 0 ? ` limit ${price(lim)}` : ""} · {tif}
-          {estimate !== null && (
-            <span class="muted">
-              {" "}
-              · ≈ {money(estimate)}
-              {!needsLimit && !needsStop ? " at the last mark" : ""}
-            </span>
-          )}
-        </div>
-        {showBanner && error && <Refusal error={error} />}
-        <div class="modal-actions">
-          <button type="button" class="btn ghost" onClick={onClose}>
-            Cancel
-          </button>
-          <button type="submit" class={`btn ${side === "SELL" ? "danger" : "primary"}`} data-testid="submit-order" disabled={busy}>
-            {busy ? "Placing…" : `Place ${side}`}
-          </button>
-        </div>
-      </form>
-    </Modal>
   );
 }

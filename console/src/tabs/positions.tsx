@@ -7,7 +7,9 @@ import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { ApiError, get, mode, post, withQuery } from "../api";
 import { useEvents, type StreamEvent } from "../events";
 import { dateTime, int, money, pct, pnl, price, sign, time, todayNy } from "../format";
-import { PriceChart, type Mark } from "../price_chart";
+import { CandleChart, type Mark } from "../candles";
+import { SymbolLink } from "../symbol_chart";
+import { selectedPosition } from "../hotkeys";
 import { href, route } from "../route";
 import { canOperate } from "../session";
 import { loadAccount, risk } from "../store";
@@ -35,6 +37,15 @@ export function PositionsTab() {
   const positions = useLoad(() => get<Position[]>("/api/positions"));
   const [selected, setSelected] = useState<string | null>(() => route.value.params.get("symbol")?.toUpperCase() || null);
   const [ask, setAsk] = useState<Ask>(null);
+  // The selected position is what the `c` hotkey closes: set with the selection, at once.
+  const select = (symbol: string | null) => {
+    selectedPosition.value = symbol;
+    setSelected(symbol);
+  };
+  useEffect(() => {
+    selectedPosition.value = selected;
+    return () => (selectedPosition.value = null);
+  }, []);
 
   const reload = useThrottled(positions.reload, 1000);
   useEvents(["position.updated", "execution.created", "order.updated"], reload);
@@ -66,7 +77,7 @@ export function PositionsTab() {
       render: (p) => (
         <strong class="pos-symbol">
           {p.alert_level === "CRITICAL" ? <span class="pos-alert-dot critical" /> : p.alert_level === "WARNING" ? <span class="pos-alert-dot warning" /> : null}
-          {p.symbol}
+          <SymbolLink symbol={p.symbol} />
         </strong>
       ),
     },
@@ -184,7 +195,7 @@ export function PositionsTab() {
             rowKey={(p) => p.symbol}
             sort={{ key: "alert_level", desc: true }}
             rowClass={(p) => (p.alert_level === "CRITICAL" ? "pos-critical" : p.alert_level === "WARNING" ? "pos-warning" : "")}
-            onRowClick={(p) => setSelected(selected === p.symbol ? null : p.symbol)}
+            onRowClick={(p) => select(selected === p.symbol ? null : p.symbol)}
             selected={selected}
             empty="No open positions. Strategies open them from the watchlist (Radar tab), or place a BUY from the Orders tab."
           />
@@ -197,7 +208,7 @@ export function PositionsTab() {
           symbol={selected}
           position={selectedRow}
           loaded={!!positions.data}
-          onClose={() => setSelected(null)}
+          onClose={() => select(null)}
           onAct={(kind, p) => setAsk({ kind, position: p })}
         />
       )}
@@ -430,13 +441,8 @@ function PositionDetail({
     [fills.data],
   );
 
-  // New bars arrive every minute: redraw the chart once a minute, and at once on a new fill.
-  const [epoch, setEpoch] = useState(0);
-  useEffect(() => {
-    const timer = setInterval(() => setEpoch((n) => n + 1), 60_000);
-    return () => clearInterval(timer);
-  }, []);
-  const from = useMemo(() => (p?.opened_at ? new Date(Date.parse(p.opened_at) - 30 * 60_000).toISOString() : null), [p?.opened_at]);
+  // The day's bars, live; the position's entry price as a level.
+  const from = p?.opened_at ? undefined : null;
 
   const bought = (fills.data ?? []).filter((f) => f.side === "BUY").reduce((s, f) => s + f.quantity, 0);
   const sold = (fills.data ?? []).filter((f) => f.side === "SELL").reduce((s, f) => s + f.quantity, 0);
@@ -502,8 +508,8 @@ function PositionDetail({
           </div>
         )}
         <div class="pos-chart">
-          {from ? (
-            <PriceChart key={`${symbol}-${epoch}-${marks.length}`} symbol={symbol} from={from} marks={marks} />
+          {from !== null ? (
+            <CandleChart symbol={symbol} marks={marks} levels={{ entry: p?.average_entry_price ?? null }} height={320} testid="price-chart" />
           ) : (
             <div class="note">{loaded ? `No opening time for ${symbol}: cannot place the chart.` : "Loading…"}</div>
           )}

@@ -9,6 +9,8 @@ import { href } from "../route";
 import { canOperate } from "../session";
 import type { Block, RadarRow, WatchlistRow } from "../types";
 import { Action, Badge, Confirm, ErrorBanner, Section, Table, onInput, useLoad, useThrottled, type Column } from "../ui";
+import { selectedRadar } from "../hotkeys";
+import { SymbolLink } from "../symbol_chart";
 
 type Ask = { kind: "block" | "unblock" | "stop"; symbol: string } | null;
 
@@ -42,7 +44,7 @@ export function RadarTab() {
 
   const columns: Column<RadarRow>[] = [
     { key: "rank", label: "#", num: true },
-    { key: "symbol", label: "Symbol", render: (r) => <strong>{r.symbol}</strong> },
+    { key: "symbol", label: "Symbol", render: (r) => <strong><SymbolLink symbol={r.symbol} /></strong> },
     { key: "price", label: "Price", num: true, render: (r) => price(r.price) },
     { key: "percentage_gain", label: "Gain", num: true, render: (r) => pct(r.percentage_gain, 1), class: () => "up" },
     { key: "change_1m", label: "1m", num: true, render: (r) => pct(r.change_1m), class: (r) => (r.change_1m >= 0 ? "up" : "down") },
@@ -77,7 +79,8 @@ export function RadarTab() {
   ];
 
   const watchColumns: Column<WatchlistRow>[] = [
-    { key: "symbol", label: "Symbol", render: (w) => <a href={href("orders", { symbol: w.symbol })}>{w.symbol}</a> },
+    { key: "symbol", label: "Symbol", render: (w) => <SymbolLink symbol={w.symbol} /> },
+    { key: "orders", label: "", render: (w) => <a href={href("orders", { symbol: w.symbol })} class="muted">orders</a> },
     { key: "current_price", label: "Price", num: true, render: (w) => price(w.current_price) },
     { key: "strategy_status", label: "Strategy", render: (w) => <Badge text={w.strategy_status} /> },
     { key: "polling_status", label: "Polling", render: (w) => <Badge text={w.polling_status} /> },
@@ -149,6 +152,8 @@ export function RadarTab() {
           columns={columns}
           rows={rows}
           rowKey={(r) => r.symbol}
+          onRowClick={(r) => (selectedRadar.value = selectedRadar.value === r.symbol ? null : r.symbol)}
+          selected={selectedRadar.value}
           empty="No symbol passes the radar's filters in the latest scan. Scans run on each minute."
         />
       </Section>

@@ -651,11 +651,13 @@ async fn run_feed(state: AppState, live: Arc<LiveMarket>) {
             }
         };
         let after = live.next_step();
+        let mut closed_minute = false;
         if let (Some(before), Some(after)) = (before, after) {
             if after > before {
                 // A minute closed if a minute boundary lies in the steps just processed.
                 let boundary = tradeops_core::bars::minute_floor(before + chrono::Duration::seconds(59));
                 let bar_closed = boundary >= before && boundary < after;
+                closed_minute = bar_closed;
                 let _ = state.engine().market_step(now, bar_closed).await;
             }
         }
@@ -665,6 +667,18 @@ async fn run_feed(state: AppState, live: Arc<LiveMarket>) {
             let behind = (state.market_clock.now() - scan.captured_at).to_std().unwrap_or_default();
             let latency = last.then(|| behind.div_f64(live.speed));
             crate::feed::publish_scan(&state, scan, latency, last).await;
+        }
+        if closed_minute {
+            // Held, watched and the radar's top symbols: what the console's charts show.
+            let view = state.engine().view();
+            let mut symbols: std::collections::BTreeSet<_> =
+                view.positions.iter().filter(|p| !p.position.is_flat()).map(|p| p.position.symbol.clone()).collect();
+            if let Ok(rows) = state.watchlist.rows().await {
+                symbols.extend(rows.iter().filter_map(|r| tradeops_core::Symbol::parse(&r.symbol).ok()));
+            }
+            let radar = state.radar.local();
+            symbols.extend(radar.rows.iter().take(crate::bars_feed::RADAR_SYMBOLS).map(|r| r.symbol.clone()));
+            crate::bars_feed::publish_closed_bars(state.market.as_ref(), &state.events, symbols).await;
         }
         let next = live.next_step();
         let wait = next

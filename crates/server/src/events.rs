@@ -60,6 +60,8 @@ pub enum Event {
     BacktestUpdated(BacktestRecord),
     HealthChanged(HealthChange),
     AccountUpdated(AccountUpdate),
+    /// A market minute closed: the bar of each symbol the console may be charting.
+    BarsClosed(BarsClosed),
 }
 
 /// Every [`Event::kind`], in the order of CONTRACT §7.
@@ -76,6 +78,7 @@ pub const KINDS: &[&str] = &[
     Event::BACKTEST_UPDATED,
     Event::HEALTH_CHANGED,
     Event::ACCOUNT_UPDATED,
+    Event::BARS_CLOSED,
 ];
 
 impl Event {
@@ -91,6 +94,7 @@ impl Event {
     const BACKTEST_UPDATED: &'static str = "backtest.updated";
     const HEALTH_CHANGED: &'static str = "health.changed";
     const ACCOUNT_UPDATED: &'static str = "account.updated";
+    const BARS_CLOSED: &'static str = "bars.closed";
 
     /// The kind's wire name (the SSE `event` field, and what `?kinds=` filters on).
     pub fn kind(&self) -> &'static str {
@@ -107,6 +111,7 @@ impl Event {
             Event::BacktestUpdated(_) => Event::BACKTEST_UPDATED,
             Event::HealthChanged(_) => Event::HEALTH_CHANGED,
             Event::AccountUpdated(_) => Event::ACCOUNT_UPDATED,
+            Event::BarsClosed(_) => Event::BARS_CLOSED,
         }
     }
 }
@@ -202,6 +207,14 @@ pub struct AccountUpdate {
     pub view: Arc<EngineView>,
     pub market_time: Timestamp,
     pub trading_date: Option<chrono::NaiveDate>,
+}
+
+/// The one-minute bars that just closed (`bars.closed`, beyond CONTRACT §7): one event per
+/// market minute for the symbols watched, held or near the top of the radar, so the console's
+/// charts grow live without a request per chart.
+#[derive(Clone, Debug)]
+pub struct BarsClosed {
+    pub bars: Vec<(Symbol, tradeops_core::market::Bar)>,
 }
 
 /// Events kept for resume.

@@ -14,6 +14,7 @@
 pub mod account_feed;
 pub mod app;
 pub mod audit_outbox;
+pub mod bars_feed;
 pub mod budget;
 pub mod cli;
 pub mod clock;

@@ -405,7 +405,7 @@ impl Engine {
         CommandError::Risk(Box::new(refusal))
     }
 
-    fn ensure_open(&self, now: Timestamp) -> Result<(), CommandError> {
+    pub(super) fn ensure_open(&self, now: Timestamp) -> Result<(), CommandError> {
         let calendar = self.calendar();
         if calendar.is_open(now) {
             Ok(())

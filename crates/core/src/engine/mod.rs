@@ -9,6 +9,7 @@
 
 mod adopt;
 mod commands;
+mod preview;
 mod reports;
 mod restore;
 mod strategies;
@@ -30,6 +31,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
 pub use commands::{is_liquidation, Command, CommandError, HaltProgress, ManualOrder, Reply, LIQUIDATION_REASON};
+pub use preview::OrderPreview;
 pub use restore::{Restored, SavedState, Watched};
 
 /// A watched symbol's strategy status (CONTRACT §3).

@@ -919,3 +919,39 @@ fn restore_while_halted_leaves_the_halt_stopped_strategies_stopped() {
     assert_eq!(e.halt_stopped(), &BTreeSet::from([sym("ABCD")]));
     assert!(e.slots()[&sym("ABCD")].strategy.is_none());
 }
+
+fn manual(c: &Command) -> &ManualOrder {
+    let Command::PlaceOrder(m) = c else { panic!("a manual order") };
+    m
+}
+
+#[test]
+fn preview_answers_as_the_order_would_and_changes_nothing() {
+    let mut e = engine();
+    // Approved: the same order is then placed.
+    let order = buy(100);
+    let preview = e.preview(manual(&order), None, t(NOW)).unwrap();
+    assert_eq!(preview.verdict, Ok(()));
+    assert_eq!(preview.estimated_cost, Some(d(50_000)));
+    assert!(preview.buying_power_after < preview.buying_power);
+    assert!(e.orders.is_empty() && e.recent.is_empty() && e.day.trades_today == 0, "the preview placed nothing");
+    let (reply, _) = command(&mut e, order.clone());
+    assert!(reply.is_ok());
+    // The same order again is a duplicate, for the preview and the order alike.
+    let preview = e.preview(manual(&order), None, t(NOW)).unwrap();
+    let (reply, _) = command(&mut e, order);
+    assert_eq!(preview.verdict.map_err(CommandError::from), reply.map(|_| ()));
+    // Refused by a risk rule: the same rule, limit and figure, and only the order leaves a
+    // violation row.
+    e.settings.risk_controls.max_order_value = d(10_000);
+    let order = buy(300);
+    let before = e.orders.len();
+    let preview = e.preview(manual(&order), None, t(NOW)).unwrap();
+    let (reply, fx) = command(&mut e, order);
+    let Err(Refusal::Risk(previewed)) = preview.verdict else { panic!("refused by a rule: {preview:?}") };
+    let Err(CommandError::Risk(refused)) = reply else { panic!("refused by a rule: {reply:?}") };
+    assert_eq!(previewed, refused);
+    assert_eq!(previewed.rule, RiskRule::MaxOrderValue);
+    assert!(fx.iter().any(|f| matches!(f, Effect::Violation { .. })));
+    assert_eq!(e.orders.len(), before);
+}

@@ -7,7 +7,7 @@
 use crate::domain::watchlist::{BlockScope, WatchSource};
 use crate::domain::{DomainError, DomainResult};
 use crate::engine::{EngineGone, EngineHandle};
-use tradeops_core::engine::{Block, Command, ManualOrder, Reply, StrategyStatus};
+use tradeops_core::engine::{Block, Command, ManualOrder, OrderPreview, Reply, StrategyStatus};
 use tradeops_core::orders::{ClientOrderId, Order, OrderStatus};
 use tradeops_core::risk::TradingState;
 use tradeops_core::{Symbol, Timestamp};
@@ -88,6 +88,13 @@ impl<'a> TradingService<'a> {
             Reply::Order(order) => Ok(order),
             other => Err(unexpected(other)),
         }
+    }
+
+    /// What the risk gate would answer to `order` sent now, without placing it: the same gate,
+    /// snapshot and refusals as [`TradingService::place_order`], and nothing written. A closed
+    /// market, an unknown symbol or an unsound order is refused as the order would be.
+    pub async fn preview_order(&self, order: ManualOrder) -> DomainResult<OrderPreview> {
+        Ok(self.engine.preview(order).await??)
     }
 
     pub async fn cancel_order(&self, client_order_id: ClientOrderId) -> DomainResult<Cancelled> {

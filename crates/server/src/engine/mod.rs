@@ -15,7 +15,7 @@ use rust_decimal::Decimal;
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot, watch};
 use tradeops_brokers::{ExecutionBroker, MarketData};
-use tradeops_core::engine::{Command, CommandError, Reply};
+use tradeops_core::engine::{Command, CommandError, ManualOrder, OrderPreview, Reply};
 use tradeops_core::{Clock, Settings};
 use tradeops_store::Database;
 
@@ -54,6 +54,14 @@ impl EngineHandle {
     pub async fn send(&self, command: Command) -> Result<Result<Reply, CommandError>, EngineGone> {
         let (reply, answer) = oneshot::channel();
         self.tx.send(Input::Command(command, reply)).await.map_err(|_| EngineGone)?;
+        answer.await.map_err(|_| EngineGone)
+    }
+
+    /// The risk gate's verdict on `order` were it sent now, without placing it (the order
+    /// ticket's preview): the runner reads the engine and changes nothing.
+    pub async fn preview(&self, order: ManualOrder) -> Result<Result<OrderPreview, CommandError>, EngineGone> {
+        let (reply, answer) = oneshot::channel();
+        self.tx.send(Input::Preview(order, reply)).await.map_err(|_| EngineGone)?;
         answer.await.map_err(|_| EngineGone)
     }
 

@@ -8,6 +8,8 @@
 //! order id before sending it again.
 //! What operators are told is published as typed events once the batch is saved.
 
+mod preview;
+
 use super::held::{self, HeldWrite};
 use super::{EngineDeps, EngineHandle};
 use crate::engine_view::{EngineView, PositionView};
@@ -20,8 +22,8 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tradeops_brokers::{BrokerError, ExecutionBroker, MarketData, MarketUpdate, Rejection};
 use tradeops_core::broker::{BrokerLookup, BrokerReport};
 use tradeops_core::engine::{
-    is_liquidation, Command, CommandError, Effect, Engine, Event, Halt, Reply, Restored, SavedState, StrategyStatus,
-    Watched,
+    is_liquidation, Command, CommandError, Effect, Engine, Event, Halt, ManualOrder, OrderPreview, Reply, Restored,
+    SavedState, StrategyStatus, Watched,
 };
 use tradeops_core::market::Side;
 use tradeops_core::orders::{ClientOrderId, Order, OrderStatus, TimeInForce};
@@ -44,6 +46,8 @@ pub(super) enum Input {
     /// The health probe: answered with the execution broker's count of working orders as soon
     /// as the runner reaches it (the round trip every command and order takes).
     Probe(oneshot::Sender<usize>),
+    /// The order ticket's risk preview: the gate's verdict on an order, nothing placed.
+    Preview(ManualOrder, oneshot::Sender<Result<OrderPreview, CommandError>>),
 }
 
 struct Runner {
@@ -903,6 +907,9 @@ impl Runner {
                     Some(Input::MarketStep { at, bar_closed }) => {
                         self.market_step(at, bar_closed).await;
                         self.publish();
+                    }
+                    Some(Input::Preview(order, reply)) => {
+                        let _ = reply.send(self.preview(&order).await);
                     }
                     Some(Input::Probe(reply)) => {
                         let open = venue(self.broker.open_orders()).await;

@@ -1,7 +1,8 @@
 //! The console in a real browser: `console/tests/browser.mjs` drives headless Chromium through
 //! playwright-core against this service (see that file for what it checks). Screenshots of every
-//! tab, light and dark, land in `target/screenshots/`. The console's formatting module is unit
-//! tested under Node (`console/tests/format.test.mjs`).
+//! tab, light and dark, land in `target/screenshots/`. The console's formatting module and what
+//! its charts derive from bars are unit tested under Node (`console/tests/format.test.mjs`,
+//! `console/tests/bars.test.mjs`).
 //!
 //! Needs Node.js, `npm ci` in `console/` and Debian's `chromium`; without them the test says so
 //! and passes, unless `TRADEOPS_REQUIRE_BROWSER=1` (set by `.ci/run`), which makes it fail.
@@ -37,15 +38,16 @@ fn missing(chromium: &str) -> Option<String> {
     None
 }
 
-/// Money, percentages and plain numbers are rounded for display without float drift, and chart
-/// axes label their ticks distinctly (Node's test runner over `console/src/format.ts`).
+/// Money, percentages and plain numbers are rounded for display without float drift, chart axes
+/// label their ticks distinctly, and the charts' VWAP, day range and stated stop and target are
+/// right (Node's test runner over `console/src/format.ts` and `console/src/bars.ts`).
 #[test]
 fn the_console_formats_figures_and_axes() {
     if let Some(why) = missing_node() {
         return skip("the_console_formats_figures_and_axes", &why, REQUIRE_BROWSER);
     }
     let output = Command::new("node")
-        .args(["--test", "tests/format.test.mjs"])
+        .args(["--test", "tests/format.test.mjs", "tests/bars.test.mjs"])
         .current_dir(console_dir())
         .output()
         .expect("node runs");
@@ -64,14 +66,22 @@ async fn the_console_works_in_a_browser() {
     app.market_symbols(1).await;
     let viewer = app.token("browser-viewer", "viewer").await;
     // The market moves 20× faster than the wall clock: a scan every 3 s, fills within a second.
+    // The browser test may ask for another speed (60× to measure the live charts as in DEMO) by
+    // writing it to SPEED_FILE.
+    let shots = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/screenshots");
+    std::fs::create_dir_all(&shots).expect("the screenshot directory");
+    let speed_file = shots.join("market-speed");
+    let _ = std::fs::remove_file(&speed_file);
     let clock = app.market.clone();
+    let speed_path = speed_file.clone();
     let ticker = tokio::spawn(async move {
         loop {
             tokio::time::sleep(Duration::from_millis(100)).await;
-            clock.advance(chrono::Duration::seconds(2));
+            let speed =
+                std::fs::read_to_string(&speed_path).ok().and_then(|s| s.trim().parse::<i64>().ok()).unwrap_or(20);
+            clock.advance(chrono::Duration::milliseconds(100 * speed));
         }
     });
-    let shots = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/screenshots");
     let (base, dir) = (app.base.clone(), console_dir());
     let output = tokio::task::spawn_blocking(move || {
         Command::new("node")
@@ -82,6 +92,7 @@ async fn the_console_works_in_a_browser() {
             .env("VIEWER_TOKEN", viewer)
             .env("SCREENSHOT_DIR", shots)
             .env("CHROMIUM", chromium)
+            .env("SPEED_FILE", speed_file)
             .output()
     })
     .await

@@ -254,3 +254,31 @@ async fn in_demo_orders_executions_audit_rows_and_events_carry_market_time() {
         }
     }
 }
+
+/// The console's charts grow from the stream: each closed minute brings one `bars.closed` event
+/// with the bar of every watched symbol (and the radar's top ones), matching what
+/// `GET /api/market/bars` then returns for that minute; the order ticket reads the quote.
+#[tokio::test]
+async fn closed_minutes_stream_the_bars_of_watched_symbols_and_the_quote_answers() {
+    let app = spawn_app().await;
+    let (symbol, _) = app.market_symbols(1).await.remove(0);
+    app.post("/api/radar/watch", ADMIN_TOKEN, json!({"symbol": symbol})).await.assert_ok(200);
+    let mut sse = Sse::open(&app, "?kinds=bars.closed", None).await;
+    app.market.advance(chrono::Duration::minutes(1));
+    let closed = sse.next_of("bars.closed").await;
+    let bar = closed["bars"].as_array().unwrap().iter().find(|b| b["symbol"] == symbol.as_str()).cloned();
+    let bar = bar.unwrap_or_else(|| panic!("{symbol} in {closed}"));
+    assert!(bar["low"].as_f64().unwrap() <= bar["close"].as_f64().unwrap(), "{bar}");
+    let bars = app.get(&format!("/api/market/bars?symbol={symbol}")).await;
+    let rows = bars.assert_ok(200).as_array().unwrap().clone();
+    let same = rows.iter().find(|r| r["timestamp"] == bar["timestamp"]).unwrap_or_else(|| panic!("{bar} in the bars"));
+    for field in ["open", "high", "low", "close", "volume"] {
+        assert_eq!(same[field], bar[field], "{field}");
+    }
+
+    let quote = app.get(&format!("/api/market/quote?symbol={symbol}")).await;
+    let quote = quote.assert_ok(200);
+    assert!(quote["bid"].as_f64().unwrap() <= quote["ask"].as_f64().unwrap(), "{quote}");
+    assert!(quote["last"].as_f64().unwrap() > 0.0);
+    app.get("/api/market/quote?symbol=ZZZZZ").await.assert_error(404, "NOT_FOUND");
+}

@@ -25,6 +25,7 @@ mod jobs;
 mod openapi;
 mod outage;
 mod parity;
+mod preview;
 mod radar;
 mod reference;
 mod settings;

@@ -34,7 +34,8 @@ pub fn router() -> Router<AppState> {
 pub struct EventQuery {
     /// Comma-separated kinds to receive (default: all): order.updated, execution.created,
     /// position.updated, radar.updated, watchlist.updated, risk.state_changed, risk.violation,
-    /// settings.updated, download.updated, backtest.updated, health.changed, account.updated.
+    /// settings.updated, download.updated, backtest.updated, health.changed, account.updated,
+    /// bars.closed.
     pub kinds: Option<String>,
 }
 
@@ -123,6 +124,13 @@ fn data(event: &Published) -> Value {
             json!({"component": change.component, "from": change.from, "to": change.to, "detail": change.detail})
         }
         Published::AccountUpdated(update) => account(update),
+        Published::BarsClosed(closed) => {
+            let bar = |(symbol, b): &(tradeops_core::Symbol, tradeops_core::market::Bar)| {
+                json!({"symbol": symbol, "timestamp": format_ts(&b.start), "open": b.open.to_f64(),
+                    "high": b.high.to_f64(), "low": b.low.to_f64(), "close": b.close.to_f64(), "volume": b.volume})
+            };
+            json!({"bars": closed.bars.iter().map(bar).collect::<Vec<_>>()})
+        }
     }
 }
 
@@ -361,6 +369,19 @@ mod tests {
                 market_time: at(7),
                 trading_date: Some("2025-11-25".parse().unwrap()),
             }),
+            Event::BarsClosed(BarsClosed {
+                bars: vec![(
+                    symbol(),
+                    tradeops_core::market::Bar {
+                        start: at(8),
+                        open: Price::from_cents(1250),
+                        high: Price::from_cents(1275),
+                        low: Price::from_cents(1240),
+                        close: Price::from_cents(1262),
+                        volume: 4200,
+                    },
+                )],
+            }),
         ]
     }
 
@@ -439,6 +460,7 @@ mod tests {
         r#"{"kind":"backtest.updated","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"backtest_id":"bt-1","status":"COMPLETED","progress":1.0,"market_buy_buffer_pct":3.0,"strategy_id":"sma_cross","symbol":"ABCD","initial_cash":100000.0,"requested_by":"operator","created_at":"2025-11-25T14:13:20.000Z","started_at":"2025-11-25T14:13:21.000Z","finished_at":"2025-11-25T14:13:22.000Z","error":null,"total_return":0.12},"wall_time":"2026-11-25T13:00:00Z"}"#,
         r#"{"kind":"health.changed","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"component":"database","from":"HEALTHY","to":"DOWN","detail":{"backend":"sqlite"}},"wall_time":"2026-11-25T13:00:00Z"}"#,
         r#"{"kind":"account.updated","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"buying_power":99500.0,"equity":100012.34,"cash":99500.0,"margin_available":99500.0,"day_pnl":12.34,"realized_pnl":12.34,"unrealized_pnl":0.0,"broker_name":"paper","account_status":"TRADING_HALTED","trading_state":"HALTED","market_time":"2025-11-25T14:13:27.000Z","trading_date":"2025-11-25"},"wall_time":"2026-11-25T13:00:00Z"}"#,
+        r#"{"kind":"bars.closed","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"bars":[{"symbol":"ABCD","timestamp":"2025-11-25T14:13:28.000Z","open":12.5,"high":12.75,"low":12.4,"close":12.62,"volume":4200}]},"wall_time":"2026-11-25T13:00:00Z"}"#,
     ];
 
     const PINNED_SHAPES: &[&str] = &[

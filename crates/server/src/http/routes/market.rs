@@ -1,6 +1,7 @@
 //! `GET /api/market/bars`: a symbol's bars from the data broker, up to the market's present —
-//! what the console draws entries and exits over. Beyond the seed: CONTRACT lists no chart
-//! data, and a console that shows an intraday price needs it.
+//! what the console draws entries and exits over — and `GET /api/market/quote`: its last trade
+//! and quote, for the order ticket. Beyond the seed: CONTRACT lists no chart or quote data, and
+//! a console that shows an intraday price needs it.
 //!
 //! `PUT /api/market/reference` (admin; CSV or JSON rows) imports float and sector per symbol,
 //! `GET /api/market/reference/{symbol}` shows what is in use ([`crate::domain::reference`]).
@@ -29,6 +30,7 @@ pub const MAX_BARS: i64 = 5000;
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api/market/bars", get(bars))
+        .route("/api/market/quote", get(quote))
         .route(
             "/api/market/reference",
             put(import_reference).layer(axum::extract::DefaultBodyLimit::max(MAX_REFERENCE_BYTES)),
@@ -110,6 +112,51 @@ pub async fn bars(
         })
         .collect();
     Ok(ApiResponse::list(rows))
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct QuoteQuery {
+    pub symbol: Symbol,
+}
+
+/// A symbol's last trade and current quote.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct QuoteRow {
+    pub symbol: Symbol,
+    pub last: f64,
+    pub bid: f64,
+    pub ask: f64,
+    pub bid_size: u64,
+    pub ask_size: u64,
+    /// The previous regular session's close.
+    pub prev_close: f64,
+}
+
+/// The last trade and quote of a symbol now, from the data broker.
+#[utoipa::path(get, path = "/api/market/quote", tag = "market", security(("bearer" = [])), params(QuoteQuery),
+    responses((status = 200, description = "Last trade and quote", body = inline(SuccessBody<QuoteRow>)),
+              (status = 400, description = "VALIDATION_ERROR", body = crate::http::envelope::ErrorBody),
+              (status = 404, description = "NOT_FOUND (unknown symbol, or no live data yet)", body = crate::http::envelope::ErrorBody)))]
+pub async fn quote(
+    State(state): State<AppState>,
+    _caller: Caller,
+    Query(q): Query<QuoteQuery>,
+) -> ApiResult<ApiResponse<QuoteRow>> {
+    let snapshot = state
+        .market
+        .snapshot(&q.symbol)
+        .await
+        .ok_or_else(|| ApiError::not_found(format!("{} has no quote from the market data broker", q.symbol)))?;
+    Ok(ApiResponse::ok(QuoteRow {
+        symbol: q.symbol,
+        last: snapshot.last.to_f64(),
+        bid: snapshot.quote.bid.to_f64(),
+        ask: snapshot.quote.ask.to_f64(),
+        bid_size: snapshot.quote.bid_size,
+        ask_size: snapshot.quote.ask_size,
+        prev_close: snapshot.prev_close.to_f64(),
+    }))
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]

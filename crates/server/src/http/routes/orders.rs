@@ -1,11 +1,12 @@
-//! Orders: `POST /api/orders` (manual entry), `GET /api/orders`, `GET /api/orders/{id}`,
-//! `POST /api/orders/cancel`.
+//! Orders: `POST /api/orders` (manual entry), `POST /api/orders/preview` (its risk preview),
+//! `GET /api/orders`, `GET /api/orders/{id}`, `POST /api/orders/cancel`.
 
 use crate::domain::trading::TradingService;
+use crate::domain::{DomainError, ErrorCode};
 use crate::http::auth::Caller;
 use crate::http::envelope::{ApiResponse, SuccessBody};
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::extract::{Path, Query};
+use crate::http::extract::{Json, Path, Query};
 use crate::http::guard::{Action, Sensitive, Target};
 use crate::http::order_pages::OrderPage;
 use crate::http::routes::list_limit;
@@ -17,10 +18,12 @@ use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
+use serde_json::Value;
 use std::sync::Arc;
-use tradeops_core::engine::ManualOrder;
+use tradeops_core::engine::{CommandError, ManualOrder};
 use tradeops_core::market::Side;
 use tradeops_core::orders::{ClientOrderId, Execution, Order, OrderStatus, OrderType, TimeInForce};
+use tradeops_core::risk::{Refusal, RiskFigure, RiskRule};
 use tradeops_core::time::{format_ts, to_epoch_ms};
 use tradeops_core::{Role, Symbol};
 use tradeops_store::{OrderFilter, TradingRepository};
@@ -35,6 +38,7 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api/orders", get(list).post(create))
         .route("/api/orders/cancel", post(cancel))
+        .route("/api/orders/preview", post(preview))
         .route("/api/orders/{client_order_id}", get(detail))
 }
 
@@ -173,6 +177,26 @@ fn check_price(field: &'static str, price: Option<Decimal>) -> ApiResult<()> {
     }
 }
 
+/// The checks of an order's face, shared by the order and its preview.
+fn manual_order(req: CreateOrder) -> ApiResult<ManualOrder> {
+    check_price("limit_price", req.limit_price)?;
+    check_price("stop_price", req.stop_price)?;
+    if req.quantity == 0 || req.quantity > MAX_ORDER_QUANTITY {
+        return Err(crate::http::fields::refuse("quantity"));
+    }
+    Ok(ManualOrder {
+        client_order_id: req.client_order_id,
+        symbol: req.symbol,
+        side: req.side,
+        quantity: req.quantity,
+        order_type: req.order_type.unwrap_or(OrderType::Market),
+        limit_price: req.limit_price,
+        stop_price: req.stop_price,
+        time_in_force: req.time_in_force.unwrap_or(TimeInForce::Day),
+        reason: req.reason,
+    })
+}
+
 /// Manual order entry. Passes the same risk gate as strategy orders; persisted before it is
 /// sent. A `BUY` of a symbol no strategy watches is managed by hand (`Halted`).
 #[utoipa::path(post, path = "/api/orders", tag = "orders", security(("bearer" = [])), request_body = CreateOrder,
@@ -184,23 +208,7 @@ fn check_price(field: &'static str, price: Option<Decimal>) -> ApiResult<()> {
 pub async fn create(State(state): State<AppState>, guard: Sensitive) -> ApiResult<ApiResponse<OrderDetail>> {
     guard
         .run(ORDER_CREATE, Target::BodyField("symbol"), |_caller, req: CreateOrder| async move {
-            check_price("limit_price", req.limit_price)?;
-            check_price("stop_price", req.stop_price)?;
-            if req.quantity == 0 || req.quantity > MAX_ORDER_QUANTITY {
-                return Err(crate::http::fields::refuse("quantity"));
-            }
-            let order = ManualOrder {
-                client_order_id: req.client_order_id,
-                symbol: req.symbol,
-                side: req.side,
-                quantity: req.quantity,
-                order_type: req.order_type.unwrap_or(OrderType::Market),
-                limit_price: req.limit_price,
-                stop_price: req.stop_price,
-                time_in_force: req.time_in_force.unwrap_or(TimeInForce::Day),
-                reason: req.reason,
-            };
-            let order = TradingService::new(state.engine()).place_order(order).await?;
+            let order = TradingService::new(state.engine()).place_order(manual_order(req)?).await?;
             Ok(ApiResponse::created(order_detail(&order, state.settings.mode().as_str(), state.execution_broker)))
         })
         .await
@@ -335,4 +343,87 @@ pub async fn cancel(State(state): State<AppState>, guard: Sensitive) -> ApiResul
             }))
         })
         .await
+}
+
+/// Why the risk gate would refuse a previewed order: the code the order would be refused with
+/// and, for a risk rule, its rule, limit and current value (as `RISK_BLOCKED`'s `detail`).
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct PreviewVerdict {
+    /// `RISK_BLOCKED`, `EMERGENCY_HALT_ACTIVE` or `DUPLICATE_ORDER_BLOCKED`.
+    pub code: ErrorCode,
+    /// The risk rule (`RISK_BLOCKED` only).
+    pub rule: Option<RiskRule>,
+    /// The rule's limit: dollars, a percentage, a count or shares; `null` when the rule has none.
+    #[schema(value_type = Object)]
+    pub limit: Value,
+    /// The value the order would reach (or the symbol, or its block).
+    #[schema(value_type = Object)]
+    pub current: Value,
+    /// The refusal in words, as the order's error message would say it.
+    pub message: String,
+    /// The earlier order a duplicate repeats.
+    pub existing_client_order_id: Option<String>,
+}
+
+/// The risk preview of an order.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct OrderPreviewResult {
+    /// Whether the risk gate would let the order leave now.
+    pub approved: bool,
+    /// Why not, when refused; `null` when approved.
+    pub verdict: Option<PreviewVerdict>,
+    /// What the order is valued at: its limit, else its stop, else the last trade.
+    pub reference_price: Option<f64>,
+    /// Quantity × reference price.
+    pub estimated_cost: Option<f64>,
+    /// Buying power now, after what working buy orders reserve.
+    pub buying_power: f64,
+    /// Buying power once the order works: a buy reserves its cost (a market buy with the market
+    /// buy buffer); a sell adds its proceeds.
+    pub buying_power_after: f64,
+}
+
+fn preview_verdict(refusal: Refusal) -> PreviewVerdict {
+    let json = |figure: &RiskFigure| serde_json::to_value(figure).unwrap_or(Value::Null);
+    let (rule, limit, current, existing) = match &refusal {
+        Refusal::Risk(r) => (Some(r.rule), json(&r.limit), json(&r.current), None),
+        Refusal::Duplicate { existing, .. } => (None, Value::Null, Value::Null, Some(existing.to_string())),
+        Refusal::Halted | Refusal::Invalid { .. } => (None, Value::Null, Value::Null, None),
+    };
+    let error = DomainError::from(CommandError::from(refusal));
+    PreviewVerdict {
+        code: error.code(),
+        rule,
+        limit,
+        current,
+        message: error.to_string(),
+        existing_client_order_id: existing,
+    }
+}
+
+/// Risk preview of an order (the order ticket's): the body of `POST /api/orders`, checked the
+/// same way and by the same risk gate, with the same snapshot, but not placed — no order, no
+/// violation row, no audit row. `200` with the verdict either way; a closed market, an unknown
+/// symbol or an unsound order is refused with the error an order would meet.
+#[utoipa::path(post, path = "/api/orders/preview", tag = "orders", security(("bearer" = [])), request_body = CreateOrder,
+    responses((status = 200, description = "The gate's verdict and the order's estimated cost", body = inline(SuccessBody<OrderPreviewResult>)),
+              (status = 400, description = "VALIDATION_ERROR", body = crate::http::envelope::ErrorBody),
+              (status = 403, description = "FORBIDDEN (viewer)", body = crate::http::envelope::ErrorBody),
+              (status = 404, description = "NOT_FOUND (not a symbol of the market)", body = crate::http::envelope::ErrorBody),
+              (status = 409, description = "MARKET_CLOSED", body = crate::http::envelope::ErrorBody)))]
+pub async fn preview(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+    Json(req): Json<CreateOrder>,
+) -> ApiResult<ApiResponse<OrderPreviewResult>> {
+    caller.require(Role::Operator)?;
+    let preview = TradingService::new(state.engine()).preview_order(manual_order(req)?).await?;
+    Ok(ApiResponse::ok(OrderPreviewResult {
+        approved: preview.verdict.is_ok(),
+        verdict: preview.verdict.err().map(preview_verdict),
+        reference_price: preview.reference_price.map(money),
+        estimated_cost: preview.estimated_cost.map(money),
+        buying_power: money(preview.buying_power),
+        buying_power_after: money(preview.buying_power_after),
+    }))
 }

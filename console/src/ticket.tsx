@@ -1,0 +1,400 @@
+// The order ticket, open from anywhere (the Orders tab's button, a chart, the `b`/`s` hotkeys):
+// symbol, side, shares or a dollar amount, type, limit/stop, time in force; the live last, bid
+// and ask; and, before sending, the risk preview — `POST /api/orders/preview` runs the same risk
+// gate as the order without placing it, and answers with the verdict (approved, or the rule,
+// its limit and the current value that would refuse it), the estimated cost and the buying
+// power left. A refusal after sending names the rule in words too.
+import { signal } from "@preact/signals";
+import { useEffect, useRef, useState } from "preact/hooks";
+import { ApiError, get, mode, post, withQuery } from "./api";
+import { useEvents } from "./events";
+import { int, money, price } from "./format";
+import { canOperate } from "./session";
+import { account, risk } from "./store";
+import type { OrderDetail, Position } from "./types";
+import { Badge, Field, Modal, notify, useLoad } from "./ui";
+
+export const ORDER_TYPES = ["MARKET", "LIMIT", "STOP", "STOP_LIMIT"];
+export const TIFS: Record<string, string> = {
+  DAY: "Works until the session closes",
+  GTC: "Works until filled or cancelled",
+  IOC: "Fills what it can at once; the rest is cancelled",
+};
+
+/** The ticket open now, with the symbol and side it opened with. */
+export const ticket = signal<{ symbol: string; side: "BUY" | "SELL" } | null>(null);
+/** Orders placed from the ticket, for views that show them at once. */
+export const placedOrder = signal<OrderDetail | null>(null);
+
+export function openTicket(symbol = "", side: "BUY" | "SELL" = "BUY") {
+  if (!canOperate.value) return;
+  ticket.value = { symbol, side };
+}
+
+/** The risk rules, in words. */
+export const RULE_WORDS: Record<string, string> = {
+  MAX_DAILY_LOSS: "Daily loss limit",
+  MAX_POSITION_SIZE: "Maximum position size",
+  MAX_TRADES_PER_DAY: "Maximum trades per day",
+  ACTIVE_WATCHLIST_LIMIT: "Active watchlist limit",
+  OPEN_POSITION_LIMIT: "Open position limit",
+  SYMBOL_BLOCKED: "Symbol blocked",
+  BUYING_POWER: "Buying power",
+  PRICE_COLLAR: "Price collar (distance from the last trade)",
+  MAX_ORDER_VALUE: "Maximum order value",
+  FILL_WHILE_HALTED: "Fill while halted",
+};
+
+/** A risk figure as the rule means it: money, a percentage, a count or shares. */
+export function figure(rule: string | null | undefined, v: unknown): string {
+  if (v === null || v === undefined) return "—";
+  if (typeof v === "object") {
+    const b = v as { block_scope?: string; reason?: string };
+    return b.block_scope ? `blocked ${b.block_scope}: ${b.reason ?? ""}` : JSON.stringify(v);
+  }
+  if (typeof v !== "number") return String(v);
+  switch (rule) {
+    case "MAX_DAILY_LOSS":
+    case "BUYING_POWER":
+    case "MAX_ORDER_VALUE":
+      return money(v);
+    case "PRICE_COLLAR":
+      return `${v}%`;
+    case "MAX_POSITION_SIZE":
+      return `${int(v)} sh`;
+    default:
+      return int(v);
+  }
+}
+
+interface Quote {
+  symbol: string;
+  last: number;
+  bid: number;
+  ask: number;
+  prev_close: number;
+}
+
+interface Verdict {
+  code: string;
+  rule: string | null;
+  limit: unknown;
+  current: unknown;
+  message: string;
+  existing_client_order_id: string | null;
+}
+
+export interface Preview {
+  approved: boolean;
+  verdict: Verdict | null;
+  reference_price: number | null;
+  estimated_cost: number | null;
+  buying_power: number;
+  buying_power_after: number;
+}
+
+/** The refusal of an order, with its rule in words and the figures the contract gives. */
+export function Refusal({ error }: { error: ApiError }) {
+  const d = error.detail;
+  const rule = typeof d["rule"] === "string" ? d["rule"] : null;
+  const extra = Object.entries(d).filter(([k, v]) => !["field", "reason", "errors", "rule", "limit", "current"].includes(k) && (typeof v === "string" || typeof v === "number"));
+  return (
+    <div class="banner error" role="alert" data-testid="order-refusal">
+      <strong>{error.code}</strong> {error.message}
+      {(rule || extra.length > 0) && (
+        <div class="ord-refusal-detail">
+          {rule && (
+            <span data-testid="refusal-rule">
+              {RULE_WORDS[rule] ?? rule} <span class="mono muted">{rule}</span>
+            </span>
+          )}
+          {rule && "limit" in d && (
+            <span>
+              limit <strong>{figure(rule, d["limit"])}</strong>
+            </span>
+          )}
+          {rule && "current" in d && (
+            <span>
+              current <strong>{figure(rule, d["current"])}</strong>
+            </span>
+          )}
+          {extra.map(([k, v]) => (
+            <span>
+              {k} <strong>{String(v)}</strong>
+            </span>
+          ))}
+        </div>
+      )}
+    </div>
+  );
+}
+
+function PreviewPanel({ preview, error, pending }: { preview: Preview | null; error: ApiError | null; pending: boolean }) {
+  if (error) {
+    return (
+      <div class="risk-preview refused" data-testid="risk-preview" data-approved="invalid">
+        <strong>Not sendable</strong> {error.message}
+      </div>
+    );
+  }
+  if (!preview) return <div class="risk-preview muted" data-testid="risk-preview" data-approved="">{pending ? "Checking with the risk gate…" : "Fill in the order to see the risk gate's verdict."}</div>;
+  const v = preview.verdict;
+  return (
+    <div class={`risk-preview ${preview.approved ? "approved" : "refused"}`} data-testid="risk-preview" data-approved={String(preview.approved)} data-rule={v?.rule ?? ""}>
+      {preview.approved ? (
+        <strong>✓ The risk gate would approve this order.</strong>
+      ) : (
+        <>
+          <strong>✕ The risk gate would refuse it: {v?.rule ? RULE_WORDS[v.rule] ?? v.rule : v?.code.replaceAll("_", " ").toLowerCase()}</strong>
+          {v?.rule && (
+            <span>
+              {" "}
+              — limit <strong data-testid="preview-limit">{figure(v.rule, v.limit)}</strong>, this order <strong data-testid="preview-current">{figure(v.rule, v.current)}</strong>
+            </span>
+          )}
+          <div class="muted">{v?.message}</div>
+        </>
+      )}
+    </div>
+  );
+}
+
+const FIELDS = ["symbol", "side", "quantity", "order_type", "limit_price", "stop_price", "time_in_force", "reason"];
+
+/** The ticket, when open (rendered once, by the shell). */
+export function OrderTicket() {
+  const t = ticket.value;
+  if (!t) return null;
+  return <TicketForm key={`${t.symbol}-${t.side}`} initialSymbol={t.symbol} initialSide={t.side} onClose={() => (ticket.value = null)} />;
+}
+
+function TicketForm({ initialSymbol, initialSide, onClose }: { initialSymbol: string; initialSide: "BUY" | "SELL"; onClose: () => void }) {
+  const [symbol, setSymbol] = useState(initialSymbol);
+  const [side, setSide] = useState<"BUY" | "SELL">(initialSide);
+  const [sizing, setSizing] = useState<"shares" | "dollars">("shares");
+  const [quantity, setQuantity] = useState("");
+  const [amount, setAmount] = useState("");
+  const [orderType, setOrderType] = useState("MARKET");
+  const [limit, setLimit] = useState("");
+  const [stop, setStop] = useState("");
+  const [tif, setTif] = useState("DAY");
+  const [reason, setReason] = useState("");
+  const [tried, setTried] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<ApiError | undefined>();
+  const [quote, setQuote] = useState<Quote | null>(null);
+  const [preview, setPreview] = useState<Preview | null>(null);
+  const [previewError, setPreviewError] = useState<ApiError | null>(null);
+  const [pending, setPending] = useState(false);
+  const positions = useLoad(() => get<Position[]>("/api/positions"));
+
+  const needsLimit = orderType === "LIMIT" || orderType === "STOP_LIMIT";
+  const needsStop = orderType === "STOP" || orderType === "STOP_LIMIT";
+  const sym = symbol.trim().toUpperCase();
+  const lim = Number(limit);
+  const stp = Number(stop);
+  const held = positions.data?.find((p) => p.symbol === sym && p.quantity > 0);
+  // What a share is valued at: the order's own price, else the side of the quote it meets.
+  const ref = needsLimit && lim > 0 ? lim : needsStop && stp > 0 ? stp : quote ? (side === "BUY" ? quote.ask || quote.last : quote.bid || quote.last) : held ? held.market_price : null;
+  const qty = sizing === "shares" ? Number(quantity) : ref && Number(amount) > 0 ? Math.floor(Number(amount) / ref) : NaN;
+
+  const local: Record<string, string> = {};
+  if (!sym) local.symbol = "Enter a symbol.";
+  if (sizing === "shares") {
+    if (quantity.trim() === "") local.quantity = "Enter a quantity.";
+    else if (!Number.isInteger(qty) || qty < 1) local.quantity = "Whole shares, at least 1.";
+  } else if (amount.trim() === "" || !(Number(amount) > 0)) local.quantity = "Enter a dollar amount.";
+  else if (!ref) local.quantity = "No price yet to turn dollars into shares.";
+  else if (!(qty >= 1)) local.quantity = `Less than one share at ${price(ref)}.`;
+  if (needsLimit && (limit.trim() === "" || !(lim > 0))) local.limit_price = "A positive limit price is required.";
+  if (needsStop && (stop.trim() === "" || !(stp > 0))) local.stop_price = "A positive stop price is required.";
+  const sendable = Object.keys(local).length === 0;
+
+  const server = error?.code === "VALIDATION_ERROR" ? error.fieldErrors : {};
+  const fieldError = (f: string) => server[f] ?? (tried ? local[f] : undefined);
+  const unplaced = Object.keys(server).filter((f) => !FIELDS.includes(f));
+  const showBanner = error && (error.code !== "VALIDATION_ERROR" || Object.keys(server).length === 0 || unplaced.length > 0);
+
+  const body = (): Record<string, unknown> => {
+    const b: Record<string, unknown> = { symbol: sym, side, quantity: qty, order_type: orderType, time_in_force: tif };
+    if (needsLimit) b.limit_price = lim;
+    if (needsStop) b.stop_price = stp;
+    if (reason.trim()) b.reason = reason.trim();
+    return b;
+  };
+
+  // The live quote: at once, every 2 s while open, and on each closed minute.
+  const quoteFor = useRef(sym);
+  quoteFor.current = sym;
+  const loadQuote = () => {
+    const s = quoteFor.current;
+    if (!/^[A-Z][A-Z0-9.]{0,9}$/.test(s)) return setQuote(null);
+    get<Quote>(withQuery("/api/market/quote", { symbol: s })).then(
+      (q) => quoteFor.current === s && setQuote(q),
+      () => quoteFor.current === s && setQuote(null),
+    );
+  };
+  useEffect(() => {
+    const first = setTimeout(loadQuote, 150);
+    const every = setInterval(loadQuote, 2000);
+    return () => (clearTimeout(first), clearInterval(every));
+  }, [sym]);
+  useEvents(["bars.closed"], loadQuote);
+
+  // The risk preview, a moment after the order stops changing.
+  const key = JSON.stringify(sendable ? body() : null);
+  useEffect(() => {
+    if (!sendable) {
+      setPreview(null);
+      setPreviewError(null);
+      return;
+    }
+    setPending(true);
+    let current = true;
+    const timer = setTimeout(() => {
+      post<Preview>("/api/orders/preview", body()).then(
+        (p) => current && (setPreview(p), setPreviewError(null), setPending(false)),
+        (e) => current && (setPreview(null), setPreviewError(e instanceof ApiError ? e : new ApiError(0, "CLIENT", String(e))), setPending(false)),
+      );
+    }, 250);
+    return () => {
+      current = false;
+      clearTimeout(timer);
+    };
+  }, [key]);
+
+  const change = (set: (v: string) => void, field: string) => (e: { currentTarget: { value: string } }) => {
+    set(e.currentTarget.value);
+    if (error && (error.code !== "VALIDATION_ERROR" || server[field])) setError(undefined);
+  };
+
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setTried(true);
+    if (!sendable) return;
+    setBusy(true);
+    setError(undefined);
+    try {
+      const placed = await post<OrderDetail>("/api/orders", body());
+      placedOrder.value = placed;
+      notify("ok", `${placed.side} ${int(placed.quantity)} ${placed.symbol} ${placed.order_type.replace("_", " ")} placed: ${placed.status} (${placed.client_order_id}).`);
+      onClose();
+    } catch (err) {
+      setError(err instanceof ApiError ? err : new ApiError(0, "CLIENT", String(err)));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const estimate = preview?.estimated_cost ?? (ref !== null && qty > 0 ? ref * qty : null);
+  const powerAfter = preview?.buying_power_after ?? (account.value && estimate !== null ? account.value.buying_power + (side === "BUY" ? -estimate : estimate) : null);
+  const halted = risk.value?.trading_state === "HALTED";
+  return (
+    <Modal title="Order ticket" onClose={onClose} testid="new-order-dialog">
+      <form onSubmit={submit} noValidate class="ord-form">
+        {mode.value === "LIVE" && (
+          <div class="banner error">
+            <strong>LIVE</strong> This order goes to the real brokerage account.
+          </div>
+        )}
+        {halted && <div class="banner info">Trading is halted: the risk manager refuses new orders until trading resumes (closing positions is still allowed from Positions).</div>}
+        <div class="ticket-quote" data-testid="ticket-quote" data-last={quote?.last ?? ""}>
+          <span>
+            Last <strong>{quote ? price(quote.last) : "—"}</strong>
+          </span>
+          <span>
+            Bid <strong class="down">{quote ? price(quote.bid) : "—"}</strong>
+          </span>
+          <span>
+            Ask <strong class="up">{quote ? price(quote.ask) : "—"}</strong>
+          </span>
+          <span class="muted">Buying power {money(preview?.buying_power ?? account.value?.buying_power)}</span>
+        </div>
+        <div class="ord-form-grid">
+          <Field label="Symbol" error={fieldError("symbol")}>
+            <input name="symbol" value={symbol} onInput={change((v) => setSymbol(v.toUpperCase()), "symbol")} autoComplete="off" spellcheck={false} autoFocus={!initialSymbol} required />
+          </Field>
+          <Field label="Side" error={fieldError("side")}>
+            <select name="side" value={side} onChange={change((v) => setSide(v as "BUY" | "SELL"), "side")} class={`ord-side-select ${side.toLowerCase()}`}>
+              <option value="BUY">BUY</option>
+              <option value="SELL">SELL</option>
+            </select>
+          </Field>
+          <Field label="Size in">
+            <select name="sizing" value={sizing} onChange={(e) => setSizing(e.currentTarget.value as "shares" | "dollars")}>
+              <option value="shares">Shares</option>
+              <option value="dollars">Dollars</option>
+            </select>
+          </Field>
+          {sizing === "shares" ? (
+            <Field
+              label="Quantity (shares)"
+              error={fieldError("quantity")}
+              hint={
+                held
+                  ? side === "SELL" && Number.isInteger(qty) && qty > held.quantity
+                    ? `More than the ${int(held.quantity)} held: trading is long only.`
+                    : `Position: ${int(held.quantity)} @ ${price(held.average_entry_price)}`
+                  : side === "SELL" && sym && positions.data
+                    ? `No open ${sym} position: a sell must reduce one (long only).`
+                    : undefined
+              }
+            >
+              <input name="quantity" type="number" inputMode="numeric" min={1} step={1} value={quantity} onInput={change(setQuantity, "quantity")} autoFocus={!!initialSymbol} required />
+            </Field>
+          ) : (
+            <Field label="Amount (dollars)" error={fieldError("quantity")} hint={Number.isInteger(qty) && qty > 0 ? `${int(qty)} shares at ${price(ref)}` : undefined}>
+              <input name="amount" type="number" inputMode="decimal" min={0} step="0.01" value={amount} onInput={change(setAmount, "quantity")} required />
+            </Field>
+          )}
+          <Field label="Order type" error={fieldError("order_type")}>
+            <select name="order_type" value={orderType} onChange={change(setOrderType, "order_type")}>
+              {ORDER_TYPES.map((o) => (
+                <option value={o}>{o.replace("_", " ")}</option>
+              ))}
+            </select>
+          </Field>
+          {needsStop && (
+            <Field label="Stop price" error={fieldError("stop_price")} hint={orderType === "STOP" ? "Becomes a market order when traded through" : "Becomes a limit order when traded through"}>
+              <input name="stop_price" type="number" inputMode="decimal" min={0} step="0.01" value={stop} onInput={change(setStop, "stop_price")} required />
+            </Field>
+          )}
+          {needsLimit && (
+            <Field label="Limit price" error={fieldError("limit_price")} hint={side === "BUY" ? "Highest price paid" : "Lowest price accepted"}>
+              <input name="limit_price" type="number" inputMode="decimal" min={0} step="0.01" value={limit} onInput={change(setLimit, "limit_price")} required />
+            </Field>
+          )}
+          <Field label="Time in force" error={fieldError("time_in_force")} hint={TIFS[tif]}>
+            <select name="time_in_force" value={tif} onChange={change(setTif, "time_in_force")}>
+              {Object.keys(TIFS).map((o) => (
+                <option value={o}>{o}</option>
+              ))}
+            </select>
+          </Field>
+        </div>
+        <Field label="Reason (recorded with the order)" error={fieldError("reason")}>
+          <input name="reason" value={reason} onInput={change(setReason, "reason")} maxLength={500} placeholder="Why this order" />
+        </Field>
+        <div class="ord-summary" data-testid="order-summary">
+          <Badge text={side} kind={`ord-side ${side.toLowerCase()}`} /> {Number.isInteger(qty) && qty > 0 ? int(qty) : "—"} {sym || "—"} {orderType.replace("_", " ")}
+          {needsStop && stp > 0 ? ` stop ${price(stp)}` : ""}
+          {needsLimit && lim > 0 ? ` limit ${price(lim)}` : ""} · {tif}
+          <span class="muted" data-testid="ticket-cost">
+            {" "}
+            · est. {side === "BUY" ? "cost" : "proceeds"} {money(estimate)} · buying power after {money(powerAfter)}
+          </span>
+        </div>
+        <PreviewPanel preview={preview} error={previewError} pending={pending} />
+        {showBanner && error && <Refusal error={error} />}
+        <div class="modal-actions">
+          <button type="button" class="btn ghost" onClick={onClose}>
+            Cancel
+          </button>
+          <button type="submit" class={`btn ${side === "SELL" ? "danger" : "primary"}`} data-testid="submit-order" disabled={busy}>
+            {busy ? "Placing…" : `Place ${side}`}
+          </button>
+        </div>
+      </form>
+    </Modal>
+  );
+}
