@@ -669,15 +669,7 @@ async fn run_feed(state: AppState, live: Arc<LiveMarket>) {
             crate::feed::publish_scan(&state, scan, latency, last).await;
         }
         if closed_minute {
-            // Held, watched and the radar's top symbols: what the console's charts show.
-            let view = state.engine().view();
-            let mut symbols: std::collections::BTreeSet<_> =
-                view.positions.iter().filter(|p| !p.position.is_flat()).map(|p| p.position.symbol.clone()).collect();
-            if let Ok(rows) = state.watchlist.rows().await {
-                symbols.extend(rows.iter().filter_map(|r| tradeops_core::Symbol::parse(&r.symbol).ok()));
-            }
-            let radar = state.radar.local();
-            symbols.extend(radar.rows.iter().take(crate::bars_feed::RADAR_SYMBOLS).map(|r| r.symbol.clone()));
+            let symbols = crate::feed::chart_symbols(&state, crate::bars_feed::RADAR_SYMBOLS).await;
             crate::bars_feed::publish_closed_bars(state.market.as_ref(), &state.events, symbols).await;
         }
         let next = live.next_step();

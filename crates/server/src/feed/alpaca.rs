@@ -2,7 +2,8 @@
 //! simulated market's feed loop in [`crate::app`], driven by the wall clock (a real market's
 //! time). Two tasks:
 //! - [`run_marks`] every second subscribes Alpaca's stream to the symbols the engine follows
-//!   and steps the engine (marks, and at each minute boundary the closed bar strategies read);
+//!   and steps the engine (marks, and at each minute boundary the closed bar strategies read,
+//!   then `bars.closed` for the console's charts);
 //! - [`run_scans`] once a minute scans the radar over the whole universe from batched
 //!   snapshots and publishes it exactly as the simulated radar's scans are published.
 //!
@@ -54,6 +55,12 @@ pub async fn run_marks(state: AppState, alpaca: Arc<AlpacaMarketData>) {
         }
         if state.engine().market_step(now, bar_closed).await.is_err() {
             return; // the engine has stopped: the service is shutting down
+        }
+        if bar_closed {
+            // The charts' bars: the streamed symbols' (held, watched, working orders) only —
+            // the radar's other rows would cost REST requests from Alpaca's budget.
+            let symbols = super::chart_symbols(&state, 0).await;
+            crate::bars_feed::publish_closed_bars(state.market.as_ref(), &state.events, symbols).await;
         }
     }
 }

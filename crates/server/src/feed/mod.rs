@@ -40,3 +40,18 @@ pub async fn publish_scan(
         }
     }
 }
+
+/// The symbols the console's charts show, whose closed bars `bars.closed` carries: held,
+/// watched, and the radar's first `radar_rows`.
+pub async fn chart_symbols(state: &AppState, radar_rows: usize) -> std::collections::BTreeSet<tradeops_core::Symbol> {
+    let view = state.engine().view();
+    let mut symbols: std::collections::BTreeSet<_> =
+        view.positions.iter().filter(|p| !p.position.is_flat()).map(|p| p.position.symbol.clone()).collect();
+    symbols.extend(view.followed.iter().cloned());
+    if let Ok(rows) = state.watchlist.rows().await {
+        symbols.extend(rows.iter().filter_map(|r| tradeops_core::Symbol::parse(&r.symbol).ok()));
+    }
+    let radar = state.radar.local();
+    symbols.extend(radar.rows.iter().take(radar_rows).map(|r| r.symbol.clone()));
+    symbols
+}
