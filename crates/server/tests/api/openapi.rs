@@ -154,7 +154,7 @@ async fn openapi_declares_every_refusal_and_constraint() {
         (order["quantity"]["minimum"].as_i64(), order["quantity"]["maximum"].as_i64()),
         (Some(1), Some(10_000_000))
     );
-    assert_eq!(order["limit_price"]["exclusiveMinimum"], 0);
+    assert_eq!(order["limit_price"]["minimum"], 0.0001, "the smallest tick: a smaller price rounds to zero");
     assert!(!order.to_string().contains("null"), "optional request fields are left out, never null: {order}");
     assert_eq!(schemas["Symbol"]["pattern"], "^[A-Za-z0-9.-]{1,10}$");
     assert_eq!(schemas["ClientOrderId"]["pattern"], "^[A-Za-z0-9_.:-]{1,64}$");

@@ -173,12 +173,15 @@ pub struct ReferenceImportQuery {
 #[derive(utoipa::ToSchema)]
 #[allow(dead_code)]
 pub struct ReferenceRowBody {
-    #[schema(value_type = String)]
+    #[schema(value_type = String, pattern = "^[A-Za-z0-9.-]{1,10}$")]
     pub symbol: String,
     /// Shares in the float, a whole number 0..=1000000000000; `null` or absent: not known to
     /// this import (the market source's value, if any, is used).
+    #[schema(maximum = 1000000000000u64)]
     pub float: Option<u64>,
-    /// `null` or absent: not known to this import.
+    /// `null` or absent: not known to this import. At most 100 characters, no control
+    /// characters.
+    #[schema(max_length = 100, pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$")]
     pub sector: Option<String>,
 }
 
@@ -235,7 +238,7 @@ pub async fn import_reference(
 /// The float and sector in use for a symbol (imported, else the market source's; `null` when
 /// neither knows), whether the market lists it, and the imported row (`null` when none).
 #[utoipa::path(get, path = "/api/market/reference/{symbol}", tag = "market", security(("bearer" = [])),
-    params(("symbol" = String, Path, description = "Symbol")),
+    params(("symbol" = String, Path, description = "Symbol", pattern = "^[A-Za-z0-9.-]{1,10}$")),
     responses((status = 200, description = "Reference data", body = inline(SuccessBody<SymbolReference>)),
               (status = 400, description = "VALIDATION_ERROR (symbol)", body = crate::http::envelope::ErrorBody),
               (status = 404, description = "NOT_FOUND (not listed and not imported)", body = crate::http::envelope::ErrorBody)))]

@@ -149,11 +149,11 @@ pub struct CreateOrder {
     #[schema(nullable = false)]
     pub order_type: Option<OrderType>,
     /// Required by `LIMIT` and `STOP_LIMIT`. Whole cents at or above $1, at most 4 decimal places below.
-    #[schema(value_type = Option<f64>, nullable = false, exclusive_minimum = 0)]
+    #[schema(value_type = Option<f64>, nullable = false, minimum = 0.0001)]
     #[serde(default, with = "rust_decimal::serde::float_option")]
     pub limit_price: Option<Decimal>,
     /// Required by `STOP` and `STOP_LIMIT`; the tick rule of `limit_price`.
-    #[schema(value_type = Option<f64>, nullable = false, exclusive_minimum = 0)]
+    #[schema(value_type = Option<f64>, nullable = false, minimum = 0.0001)]
     #[serde(default, with = "rust_decimal::serde::float_option")]
     pub stop_price: Option<Decimal>,
     /// `DAY` (default), `GTC`, `IOC`.
@@ -354,10 +354,10 @@ pub struct PreviewVerdict {
     /// The risk rule (`RISK_BLOCKED` only).
     pub rule: Option<RiskRule>,
     /// The rule's limit: dollars, a percentage, a count or shares; `null` when the rule has none.
-    #[schema(value_type = Object)]
+    #[schema(value_type = serde_json::Value)]
     pub limit: Value,
-    /// The value the order would reach (or the symbol, or its block).
-    #[schema(value_type = Object)]
+    /// The value the order would reach (or the symbol, or its block); `null` when none.
+    #[schema(value_type = serde_json::Value)]
     pub current: Value,
     /// The refusal in words, as the order's error message would say it.
     pub message: String,
