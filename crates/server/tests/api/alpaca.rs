@@ -685,6 +685,11 @@ impl StandIn {
         self.venue().stream_refused = false;
     }
 
+    /// Every order the stand-in holds, oldest first (Alpaca's JSON).
+    pub(crate) fn orders(&self) -> Vec<Value> {
+        self.venue().orders.clone()
+    }
+
     pub(crate) fn open_orders(&self) -> Vec<String> {
         let v = self.venue();
         v.orders.iter().filter(|o| is_open(o)).map(|o| o["client_order_id"].as_str().unwrap().to_string()).collect()

@@ -89,7 +89,7 @@ pub(crate) fn flat_bar(t: Timestamp, cents: i64, volume: u64) -> Value {
 // ---------------------------------------------------------------------------------------------
 
 #[derive(Default)]
-pub(crate) struct Book {
+struct Book {
     assets: Vec<Value>,
     snapshots: BTreeMap<String, Value>,
     /// Bars by timeframe (`1Min`, `1Day`) and symbol, oldest first.
@@ -240,7 +240,7 @@ fn bars_page(book: &Book, query: &BTreeMap<String, String>) -> Value {
 // ---------------------------------------------------------------------------------------------
 
 #[derive(Default)]
-pub(crate) struct Stream {
+struct Stream {
     connections: AtomicUsize,
     /// While set, a connection is answered `402 auth failed` and closed.
     refuse: AtomicBool,

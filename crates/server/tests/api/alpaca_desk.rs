@@ -272,6 +272,7 @@ async fn alpaca_desk_the_console_shows_the_account_radar_a_watched_strategy_trad
         (Some("Active"), Some("POLLING")),
         "{row}"
     );
+    assert_eq!(row["strategy_id"], "momentum_breakout", "{row}");
     assert!(broker.open_orders().is_empty());
 
     // Six minute bars: an impulse leg from 6.00 to 6.26 (+4.3 %), then two lower highs holding
@@ -385,8 +386,22 @@ async fn alpaca_desk_the_console_shows_the_account_radar_a_watched_strategy_trad
         (Some("HALTED"), Some("OK")),
         "{risk}"
     );
+    let rows = app.get("/api/watchlist").await;
+    let row = rows.data().as_array().unwrap().iter().find(|r| r["symbol"] == SYMBOL).cloned().expect("watched");
+    assert_eq!(
+        (row["polling_status"].as_str(), row["reason"].as_str()),
+        (Some("STOPPED"), Some("emergency halt")),
+        "the strategy stopped: {row}"
+    );
     assert_books_agree(&app, &broker).await;
     assert_eq!(broker.cash(), cash, "bought and sold at the same price: {exit:?}");
     assert_eq!(broker.calls("POST", "/v2/orders"), 2, "one entry and one exit reached the broker");
+    let exits: Vec<Value> = broker.orders().into_iter().filter(|o| o["side"] == "sell").collect();
+    assert_eq!(exits.len(), 1, "{exits:?}");
+    assert_eq!(
+        (exits[0]["type"].as_str(), exits[0]["qty"].as_str(), exits[0]["status"].as_str()),
+        (Some("market"), Some("833"), Some("filled")),
+        "the halt's exit sells the whole position at market: {exits:?}"
+    );
     eprintln!("alpaca_desk: the whole desk in {:?}", started.elapsed());
 }
