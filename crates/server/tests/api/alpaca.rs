@@ -95,8 +95,14 @@ pub struct Venue {
     stream_refused: bool,
     connections: usize,
     /// Alpaca's timestamps: the test app's market time.
-    clock: ManualClock,
+    clock: Arc<dyn Clock>,
+    /// Where `GET` of the Trading API's reference routes ([`REFERENCE_PATHS`]) is forwarded:
+    /// the market-data stand-in's address, when one service reads both from this host.
+    reference: Option<String>,
 }
+
+/// The Trading API's routes the market-data adapter reads (assets, clock, calendar).
+const REFERENCE_PATHS: [&str; 3] = ["/v2/assets", "/v2/clock", "/v2/calendar"];
 
 type Shared = Arc<Mutex<Venue>>;
 
@@ -270,11 +276,35 @@ impl Venue {
 
 /// The REST API. Answers after the venue's lock is released (a slow reply sleeps unlocked).
 async fn rest(State(venue): State<Shared>, method: Method, uri: Uri, headers: HeaderMap, body: String) -> Response {
+    let reference = venue.lock().unwrap().reference.clone();
+    if let Some(host) = reference.filter(|_| method == Method::GET && REFERENCE_PATHS.contains(&uri.path())) {
+        *venue.lock().unwrap().calls.entry((method.to_string(), uri.path().to_string())).or_default() += 1;
+        return forward(&host, &uri, &headers).await;
+    }
     let (response, delay) = answer(&venue, &method, &uri, &headers, &body);
     if let Some(delay) = delay {
         tokio::time::sleep(delay).await;
     }
     response
+}
+
+/// A reference request forwarded as it came (path, query, key pair) to `host`; its answer.
+async fn forward(host: &str, uri: &Uri, headers: &HeaderMap) -> Response {
+    let target = format!("{host}{}", uri.path_and_query().map_or(uri.path(), |p| p.as_str()));
+    let mut request = reqwest::Client::new().get(target);
+    for name in ["apca-api-key-id", "apca-api-secret-key"] {
+        if let Some(value) = headers.get(name).and_then(|v| v.to_str().ok()) {
+            request = request.header(name, value);
+        }
+    }
+    match request.send().await {
+        Ok(reply) => {
+            let status = StatusCode::from_u16(reply.status().as_u16()).unwrap();
+            let body = reply.bytes().await.unwrap_or_default();
+            (status, [("content-type", "application/json")], body).into_response()
+        }
+        Err(e) => error(502, json!({"code": 50210000, "message": e.to_string()})),
+    }
 }
 
 fn answer(venue: &Shared, method: &Method, uri: &Uri, headers: &HeaderMap, body: &str) -> (Response, Option<Duration>) {
@@ -523,6 +553,11 @@ pub struct StandIn {
 impl StandIn {
     /// Starts the stand-in with `cash`; its timestamps are `clock`'s.
     pub async fn start(cash: Decimal, clock: ManualClock) -> StandIn {
+        StandIn::start_on(cash, Arc::new(clock)).await
+    }
+
+    /// [`StandIn::start`] on any clock.
+    pub async fn start_on(cash: Decimal, clock: Arc<dyn Clock>) -> StandIn {
         let venue: Shared = Arc::new(Mutex::new(Venue {
             orders: Vec::new(),
             prices: HashMap::new(),
@@ -542,6 +577,7 @@ impl StandIn {
             stream_refused: false,
             connections: 0,
             clock,
+            reference: None,
         }));
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -562,6 +598,12 @@ impl StandIn {
 
     fn venue(&self) -> std::sync::MutexGuard<'_, Venue> {
         self.venue.lock().unwrap()
+    }
+
+    /// Serves the Trading API's reference routes (assets, clock, calendar) by forwarding them
+    /// to `host` (the market-data stand-in), so that one host is the whole Trading API.
+    pub fn forward_reference_to(&self, host: &str) {
+        self.venue().reference = Some(host.to_string());
     }
 
     pub fn set_price(&self, symbol: &str, price: Decimal) {
@@ -593,7 +635,7 @@ impl StandIn {
     }
 
     /// Requests made of `method path`.
-    fn calls(&self, method: &str, path: &str) -> usize {
+    pub(crate) fn calls(&self, method: &str, path: &str) -> usize {
         self.venue().calls.get(&(method.to_string(), path.to_string())).copied().unwrap_or(0)
     }
 
@@ -607,14 +649,14 @@ impl StandIn {
         self.venue().orders.iter().filter(|o| o["client_order_id"] == client_order_id).count()
     }
 
-    fn order(&self, client_order_id: &str) -> Value {
+    pub(crate) fn order(&self, client_order_id: &str) -> Value {
         let v = self.venue();
         let i = v.index(client_order_id).unwrap_or_else(|| panic!("the stand-in has no order {client_order_id}"));
         v.orders[i].clone()
     }
 
     /// Fills `qty` of the order at `price`; `report`: send its trade update.
-    fn fill(&self, client_order_id: &str, qty: u64, price: Decimal, report: bool) {
+    pub(crate) fn fill(&self, client_order_id: &str, qty: u64, price: Decimal, report: bool) {
         let mut v = self.venue();
         let i = v.index(client_order_id).unwrap();
         v.fill(i, qty, price, report);
@@ -643,18 +685,23 @@ impl StandIn {
         self.venue().stream_refused = false;
     }
 
-    fn open_orders(&self) -> Vec<String> {
+    /// Every order the stand-in holds, oldest first (Alpaca's JSON).
+    pub(crate) fn orders(&self) -> Vec<Value> {
+        self.venue().orders.clone()
+    }
+
+    pub(crate) fn open_orders(&self) -> Vec<String> {
         let v = self.venue();
         v.orders.iter().filter(|o| is_open(o)).map(|o| o["client_order_id"].as_str().unwrap().to_string()).collect()
     }
 
     /// Signed shares and average entry price of each position.
-    fn positions(&self) -> BTreeMap<String, (i64, Decimal)> {
+    pub(crate) fn positions(&self) -> BTreeMap<String, (i64, Decimal)> {
         let v = self.venue();
         v.positions.iter().map(|(s, (q, cost))| (s.clone(), (*q, *cost / Decimal::from(*q)))).collect()
     }
 
-    fn cash(&self) -> Decimal {
+    pub(crate) fn cash(&self) -> Decimal {
         self.venue().cash
     }
 }
@@ -714,7 +761,7 @@ async fn execution(app: &TestApp) -> Value {
 }
 
 /// Waits (up to ~10 s) until the `execution_broker` component satisfies `done`.
-async fn wait_for_execution(app: &TestApp, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+pub(crate) async fn wait_for_execution(app: &TestApp, what: &str, done: impl Fn(&Value) -> bool) -> Value {
     let mut last = Value::Null;
     for _ in 0..200 {
         last = execution(app).await;
@@ -727,7 +774,7 @@ async fn wait_for_execution(app: &TestApp, what: &str, done: impl Fn(&Value) -> 
 }
 
 /// Waits (up to ~10 s) until the books agree again: reconciliation `OK`, the venue answering.
-async fn wait_for_reconciled(app: &TestApp) -> Value {
+pub(crate) async fn wait_for_reconciled(app: &TestApp) -> Value {
     wait_for_execution(app, "reconciliation_status OK and HEALTHY", |c| {
         c["status"] == "HEALTHY" && c["detail"]["reconciliation_status"] == "OK"
     })
@@ -774,16 +821,16 @@ async fn placed(app: &TestApp, body: Value) -> String {
     reply.assert_ok(201)["client_order_id"].as_str().expect("client_order_id").to_string()
 }
 
-fn cents(x: f64) -> i64 {
+pub(crate) fn cents(x: f64) -> i64 {
     (x * 100.0).round() as i64
 }
 
-fn cents_of(d: Decimal) -> i64 {
+pub(crate) fn cents_of(d: Decimal) -> i64 {
     (d * Decimal::from(100)).round().try_into().unwrap()
 }
 
 /// The service's positions and cash equal the stand-in's, to the cent.
-async fn assert_books_agree(app: &TestApp, alpaca: &StandIn) {
+pub(crate) async fn assert_books_agree(app: &TestApp, alpaca: &StandIn) {
     let rows = app.get("/api/positions").await;
     let ours: BTreeMap<String, (i64, i64)> = rows
         .assert_ok(200)
@@ -1210,6 +1257,15 @@ async fn alpaca_a_halt_while_the_venue_is_unreachable_is_carried_out_once_it_is_
         assert_eq!(alpaca.orders_of(id), 1, "{exit}");
     }
     wait_for_order(&app, &resting, &["CANCELED"]).await;
+    // The exits' fills may still be on their way: reconciliation reads OK meanwhile (a symbol
+    // with an order in flight is not compared), so wait for the book to be flat first.
+    for _ in 0..200 {
+        let positions = app.get("/api/positions").await;
+        if positions.data().as_array().unwrap().iter().all(|p| p["quantity"] == 0) {
+            break;
+        }
+        step(&app).await;
+    }
     wait_for_reconciled(&app).await;
     assert_books_agree(&app, &alpaca).await;
 }

@@ -30,8 +30,8 @@ use tradeops_core::{Symbol, Timestamp, TradingMode};
 use tradeops_server::config::{AlpacaFeed, BrokersConfig};
 use tradeops_store::DataRepository;
 
-const KEY_ID: &str = "AKSTANDIN";
-const SECRET: &str = "stand-in-secret";
+// One key pair for both stand-ins: a service reading both (`alpaca_desk`) has one.
+use crate::alpaca::{KEY_ID, SECRET};
 const GOLDEN_CSV: &str = include_str!("fixtures/golden_daily.csv");
 
 /// The wall clock of these tests, the market clock of a service reading Alpaca (and the
@@ -55,16 +55,16 @@ fn wall_now() -> Timestamp {
     service_clock().now()
 }
 
-fn ny_date(at: Timestamp) -> NaiveDate {
+pub(crate) fn ny_date(at: Timestamp) -> NaiveDate {
     at.with_timezone(&chrono_tz::America::New_York).date_naive()
 }
 
 /// Midnight New York of `date` (where Alpaca's daily bars start).
-fn ny_midnight(date: NaiveDate) -> Timestamp {
+pub(crate) fn ny_midnight(date: NaiveDate) -> Timestamp {
     tradeops_core::calendar::ny_instant(date, (0, 0))
 }
 
-fn previous_weekday(date: NaiveDate) -> NaiveDate {
+pub(crate) fn previous_weekday(date: NaiveDate) -> NaiveDate {
     let mut d = date.pred_opt().unwrap();
     while matches!(d.weekday(), chrono::Weekday::Sat | chrono::Weekday::Sun) {
         d = d.pred_opt().unwrap();
@@ -76,11 +76,11 @@ fn money(cents: i64) -> f64 {
     cents as f64 / 100.0
 }
 
-fn bar_json(t: Timestamp, open: f64, high: f64, low: f64, close: f64, volume: u64) -> Value {
+pub(crate) fn bar_json(t: Timestamp, open: f64, high: f64, low: f64, close: f64, volume: u64) -> Value {
     json!({"t": t, "o": open, "h": high, "l": low, "c": close, "v": volume, "n": 1, "vw": close})
 }
 
-fn flat_bar(t: Timestamp, cents: i64, volume: u64) -> Value {
+pub(crate) fn flat_bar(t: Timestamp, cents: i64, volume: u64) -> Value {
     bar_json(t, money(cents), money(cents), money(cents), money(cents), volume)
 }
 
@@ -103,6 +103,14 @@ struct Book {
     unauthenticated: usize,
     /// How long each bars request takes (a download's progress can then be watched).
     bars_delay: Duration,
+    /// The stand-in's time (none: [`wall_now`]).
+    clock: Option<Arc<dyn tradeops_core::Clock>>,
+}
+
+impl Book {
+    fn now(&self) -> Timestamp {
+        self.clock.as_ref().map_or_else(wall_now, |c| c.now())
+    }
 }
 
 type Shared = Arc<Mutex<Book>>;
@@ -182,7 +190,7 @@ async fn alpaca(State(book): State<Shared>, uri: Uri, headers: HeaderMap) -> Res
         book.unauthenticated += 1;
         return (StatusCode::UNAUTHORIZED, "{\"message\":\"unauthorized\"}").into_response();
     }
-    let now = wall_now();
+    let now = book.now();
     let body = match path.as_str() {
         "/v2/assets" => Value::Array(book.assets.clone()),
         "/v2/clock" => json!({"timestamp": now, "is_open": true,
@@ -300,17 +308,26 @@ async fn serve(tcp: tokio::net::TcpStream, stream: Arc<Stream>, mut frames: broa
     }
 }
 
-struct StandIn {
+pub(crate) struct StandIn {
     book: Shared,
-    url: String,
+    pub(crate) url: String,
     stream: Arc<Stream>,
-    stream_url: String,
+    pub(crate) stream_url: String,
     frames: broadcast::Sender<Value>,
 }
 
 impl StandIn {
     async fn start() -> StandIn {
-        let book: Shared = Arc::new(Mutex::new(Book { page_size: 10_000, ..Book::default() }));
+        StandIn::start_with(None).await
+    }
+
+    /// A stand-in whose time is `clock`'s (its clock, snapshots and "today").
+    pub(crate) async fn start_on(clock: Arc<dyn tradeops_core::Clock>) -> StandIn {
+        StandIn::start_with(Some(clock)).await
+    }
+
+    async fn start_with(clock: Option<Arc<dyn tradeops_core::Clock>>) -> StandIn {
+        let book: Shared = Arc::new(Mutex::new(Book { page_size: 10_000, clock, ..Book::default() }));
         let app = axum::Router::new().fallback(alpaca).with_state(book.clone());
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
@@ -333,7 +350,7 @@ impl StandIn {
         self.book.lock().unwrap()
     }
 
-    fn requests_to(&self, path: &str) -> Vec<BTreeMap<String, String>> {
+    pub(crate) fn requests_to(&self, path: &str) -> Vec<BTreeMap<String, String>> {
         self.book().requests.iter().filter(|(p, _)| p == path).map(|(_, q)| q.clone()).collect()
     }
 
@@ -345,9 +362,9 @@ impl StandIn {
 
     /// A symbol that closed yesterday at `prev` cents and trades at `last` now, with today's
     /// `volume`.
-    fn add_mover(&self, symbol: &str, prev: i64, last: i64, volume: u64) {
+    pub(crate) fn add_mover(&self, symbol: &str, prev: i64, last: i64, volume: u64) {
         self.add_asset(symbol, "NASDAQ");
-        let now = wall_now();
+        let now = self.book().now();
         let today = ny_date(now);
         let snapshot = json!({
             "latestTrade": {"t": now, "p": money(last), "s": 100, "x": "V", "i": 1, "c": ["@"], "z": "C"},
@@ -359,16 +376,16 @@ impl StandIn {
         self.book().snapshots.insert(symbol.into(), snapshot);
     }
 
-    fn add_bars(&self, timeframe: &str, symbol: &str, bars: Vec<(Timestamp, Value)>) {
+    pub(crate) fn add_bars(&self, timeframe: &str, symbol: &str, bars: Vec<(Timestamp, Value)>) {
         self.book().bars.entry((timeframe.into(), symbol.into())).or_default().extend(bars);
     }
 
     /// Sends one text frame (a JSON array of messages) on every open connection.
-    fn send(&self, frame: Value) {
+    pub(crate) fn send(&self, frame: Value) {
         let _ = self.frames.send(frame);
     }
 
-    fn received(&self) -> Vec<Value> {
+    pub(crate) fn received(&self) -> Vec<Value> {
         self.stream.received.lock().unwrap().clone()
     }
 }
@@ -396,19 +413,19 @@ async fn start_service(alpaca: &StandIn) -> TestApp {
 }
 
 /// The radar's filters opened (prices up to $100): what ranks is the stand-in's snapshots.
-fn open_filters() -> Value {
+pub(crate) fn open_filters() -> Value {
     json!({"momentum_radar": {"min_percentage_gain": -100, "min_relative_volume": 0, "max_float": 100000000000u64,
         "min_volume": 0, "min_price": 0.01, "max_price": 100}})
 }
 
-async fn data_broker(app: &TestApp) -> Value {
+pub(crate) async fn data_broker(app: &TestApp) -> Value {
     let health = app.get("/api/health/components").await;
     health.data().as_array().unwrap().iter().find(|c| c["name"] == "data_broker").cloned().expect("data_broker")
 }
 
 /// Polls `read` every 50 ms until `check` holds of what it returns; panics after `limit`
 /// naming `what` and the last value seen.
-async fn wait_until<T: std::fmt::Debug, F: std::future::Future<Output = T>>(
+pub(crate) async fn wait_until<T: std::fmt::Debug, F: std::future::Future<Output = T>>(
     what: &str,
     limit: Duration,
     mut read: impl FnMut() -> F,

@@ -6,6 +6,7 @@ mod helpers;
 
 mod alpaca;
 mod alpaca_data;
+mod alpaca_desk;
 mod audit;
 mod auth;
 mod backtests;
