@@ -178,6 +178,13 @@ pub trait ExecutionBroker: Send + Sync {
         Ok(None)
     }
 
+    /// Notified when reports are waiting for [`ExecutionBroker::poll`] (a remote venue's
+    /// stream), so they are applied at once rather than at the next polling tick; `None` for a
+    /// venue polled on the runner's tick.
+    fn reports_waiting(&self) -> Option<std::sync::Arc<tokio::sync::Notify>> {
+        None
+    }
+
     /// The venue's event connection, for health; `None` for an in-process venue (always
     /// connected).
     fn connection(&self) -> Option<VenueConnection> {

@@ -315,6 +315,10 @@ impl ExecutionBroker for AlpacaExecution {
         "alpaca"
     }
 
+    fn reports_waiting(&self) -> Option<Arc<tokio::sync::Notify>> {
+        Some(self.stream.queue().arrived())
+    }
+
     fn connection(&self) -> Option<crate::execution::VenueConnection> {
         let state = self.stream.health();
         Some(crate::execution::VenueConnection {

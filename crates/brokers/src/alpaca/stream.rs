@@ -314,11 +314,23 @@ fn whole_shares(shares: Decimal, order_id: &str) -> Option<u64> {
 #[derive(Debug, Default)]
 pub struct ReportQueue {
     reports: Mutex<VecDeque<BrokerReport>>,
+    /// Woken when reports are pushed: the engine runner applies them at once.
+    arrived: Arc<tokio::sync::Notify>,
 }
 
 impl ReportQueue {
     pub fn push(&self, reports: impl IntoIterator<Item = BrokerReport>) {
-        self.reports.lock().unwrap_or_else(PoisonError::into_inner).extend(reports);
+        let mut queue = self.reports.lock().unwrap_or_else(PoisonError::into_inner);
+        let before = queue.len();
+        queue.extend(reports);
+        if queue.len() > before {
+            self.arrived.notify_one();
+        }
+    }
+
+    /// Notified whenever reports are pushed.
+    pub fn arrived(&self) -> Arc<tokio::sync::Notify> {
+        self.arrived.clone()
     }
 
     /// Everything queued, oldest first.

@@ -570,6 +570,19 @@ impl Engine {
         (fx, self.halt_progress())
     }
 
+    /// Notes on an operator's order, written ahead and not acknowledged, that placing it was
+    /// answered `BROKER_UNAVAILABLE` (`note` becomes its `reject_reason` while it is looked up):
+    /// stored with the order, so that even after a restart it is looked up and never sent
+    /// again. Nothing for an order in any other state.
+    pub fn note_unanswered(&mut self, id: &ClientOrderId, note: &str) -> Vec<Effect> {
+        let Some(order) = self.orders.get_mut(id) else { return Vec::new() };
+        if order.status != OrderStatus::New || order.broker_order_id.is_some() {
+            return Vec::new();
+        }
+        std::sync::Arc::make_mut(order).reject_reason = Some(note.to_string());
+        vec![Effect::OrderUpdated(order.clone())]
+    }
+
     /// Takes back an order that was never sent (the live runner could not write it ahead) as
     /// if it had not been placed: it leaves the book, the duplicate window and the day's trade
     /// count, so a refusal changes nothing and the client may retry with the same id. Only an

@@ -99,9 +99,12 @@ struct Runner {
     /// The command being carried out is an operator's cancel: the broker's refusal of it
     /// (an order it can no longer cancel) becomes the command's answer.
     operator_cancel: bool,
-    /// Operator orders answered `BROKER_UNAVAILABLE` whose submit may or may not have reached
-    /// the broker: never sent again; one the broker never received is marked `REJECTED`.
-    answered_unavailable: BTreeSet<ClientOrderId>,
+    /// A remote venue (one with an event connection): its requests count against its limit,
+    /// so its open orders are listed by reconciliation every [`REMOTE_LISTING_EVERY`] only, not
+    /// after every batch nor for every health probe.
+    remote: bool,
+    /// When a remote venue's open orders were last listed.
+    listed_at: Option<tokio::time::Instant>,
     /// When positions and cash were last reconciled with a venue that keeps its own (market
     /// time); `None`: not yet since start.
     account_checked_at: Option<Timestamp>,
@@ -147,6 +150,10 @@ impl CrashPoint {
 /// How often the runner reconciles its book with the broker's and, while `HALTED`, checks that
 /// the halt is complete (no working order at the broker, every position flat).
 const RECONCILE_EVERY: Duration = Duration::from_secs(1);
+
+/// How often a remote venue's open orders are listed (its request budget is shared with
+/// orders: Alpaca allows 200 a minute).
+const REMOTE_LISTING_EVERY: Duration = Duration::from_secs(3);
 
 /// How often positions and cash are reconciled with a venue that keeps its own (issue 23: at
 /// start and every minute), in market time.
@@ -242,7 +249,8 @@ async fn restore(
         venue_down: None,
         operator_order: false,
         operator_cancel: false,
-        answered_unavailable: BTreeSet::new(),
+        remote: broker.connection().is_some(),
+        listed_at: None,
         account_checked_at: None,
         account_mismatches: Vec::new(),
         venue_account: None,
@@ -303,6 +311,10 @@ async fn venue<T>(call: impl std::future::Future<Output = Result<T, BrokerError>
     }
 }
 
+/// The note an operator's order carries (as its `reject_reason`, while it is looked up) once
+/// placing it was answered `BROKER_UNAVAILABLE`: it is never sent again.
+const UNANSWERED: &str = "placing it was answered BROKER_UNAVAILABLE: looked up at the broker, never sent again";
+
 /// How long the engine waits for the market source's snapshot of a symbol (a remote source may
 /// go to REST, and wait for its request budget): past it, the symbol is left for the next step
 /// rather than every command waiting behind it.
@@ -314,6 +326,14 @@ async fn market_now<T>(read: impl std::future::Future<Output = Option<T>>) -> Op
         tracing::debug!("the market source did not answer within {MARKET_TIMEOUT:?}: left for the next step");
         None
     })
+}
+
+/// Resolves when the venue says reports are waiting; never for a venue that does not say.
+async fn reports_arrived(waiting: Option<&tokio::sync::Notify>) {
+    match waiting {
+        Some(notify) => notify.notified().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// A broker's reports, bounded by [`BROKER_TIMEOUT`]: none this time when it does not answer.
@@ -510,11 +530,7 @@ impl Runner {
             self.note_venue(&found);
             match found {
                 Ok(BrokerLookup::Unknown) => {}
-                Ok(_) => {
-                    // The broker has it: its reports follow.
-                    self.answered_unavailable.remove(&id);
-                    continue;
-                }
+                Ok(_) => continue, // the broker has it: its reports follow
                 Err(e) => {
                     tracing::warn!(client_order_id = %id, error = %e, "cannot ask the broker about an order written ahead; asked again later");
                     self.unconfirmed.insert(id, now + resend_wait(&e));
@@ -522,7 +538,7 @@ impl Runner {
                 }
             }
             let calendar = self.engine.calendar();
-            let answered_unavailable = self.answered_unavailable.remove(&id);
+            let answered_unavailable = order.reject_reason.as_deref() == Some(UNANSWERED);
             let why = if halted {
                 Some("trading is HALTED")
             } else if order.status == tradeops_core::orders::OrderStatus::PendingCancel {
@@ -694,9 +710,19 @@ impl Runner {
             let never_sent = self.send_unknown(unconfirmed, cause, now).await;
             self.reports(never_sent, now).await;
         }
-        let open = venue(self.broker.open_orders()).await;
-        self.note_venue(&open);
+        let listing_due = !self.remote || self.listed_at.is_none_or(|at| at.elapsed() >= REMOTE_LISTING_EVERY);
+        let open = match listing_due {
+            true => {
+                self.listed_at = Some(tokio::time::Instant::now());
+                venue(self.broker.open_orders()).await
+            }
+            false => Err(BrokerError::Unavailable { reason: String::new(), retry_after: None }),
+        };
+        if listing_due {
+            self.note_venue(&open);
+        }
         match open {
+            _ if !listing_due => {}
             Ok(open) => {
                 self.broker_open_orders = open.len();
                 let found = tradeops_core::reconcile::compare(self.engine.orders(), &open);
@@ -862,6 +888,7 @@ impl Runner {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut check = tokio::time::interval(RECONCILE_EVERY);
         check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let waiting = self.broker.reports_waiting();
         loop {
             tokio::select! {
                 input = rx.recv() => match input {
@@ -911,6 +938,10 @@ impl Runner {
                     Some(Input::Preview(order, reply)) => {
                         let _ = reply.send(self.preview(&order).await);
                     }
+                    Some(Input::Probe(reply)) if self.remote => {
+                        // Reconciliation's last listing: a probe spends none of the venue's budget.
+                        let _ = reply.send(self.broker_open_orders);
+                    }
                     Some(Input::Probe(reply)) => {
                         let open = venue(self.broker.open_orders()).await;
                         self.note_venue(&open);
@@ -920,6 +951,13 @@ impl Runner {
                     None => return,
                 },
                 _ = tick.tick() => {
+                    let now = self.market_clock.now();
+                    if self.broker_reports(now).await {
+                        self.publish();
+                    }
+                }
+                _ = reports_arrived(waiting.as_deref()) => {
+                    // A remote venue's reports are applied as they arrive, not at the next tick.
                     let now = self.market_clock.now();
                     if self.broker_reports(now).await {
                         self.publish();
@@ -975,7 +1013,7 @@ impl Runner {
             self.session_end = Some(calendar.end_of_trading_day(now));
         }
         let any = !reports.is_empty();
-        if any {
+        if any && !self.remote {
             self.count_broker_orders().await;
         }
         self.reports(reports, now).await;
@@ -1067,7 +1105,7 @@ impl Runner {
             self.carry_out(effect, &mut batch).await;
         }
         self.save_batch(&mut batch).await;
-        if self.recount {
+        if self.recount && !self.remote {
             self.count_broker_orders().await;
         }
         let reply = batch.reply();
@@ -1257,10 +1295,14 @@ impl Runner {
                 let refusal = self.send(&order, now).await;
                 if let Some(refusal) = refusal.filter(|_| self.operator_order && batch.answers_command) {
                     if matches!(refusal, CommandError::BrokerUnavailable { .. }) {
-                        self.answered_unavailable.insert(order.client_order_id.clone());
+                        // Stored with the order: looked up, never sent again, even after a restart.
+                        for effect in self.engine.note_unanswered(&order.client_order_id, UNANSWERED) {
+                            Box::pin(self.carry_out(effect, batch)).await;
+                        }
                     }
                     batch.broker_refusal = Some(refusal);
                 }
+                let order = self.engine.order(&order.client_order_id).cloned().unwrap_or(order);
                 batch.events.push(Published::OrderUpdated { order, mode: batch.mode, broker: self.broker.name() });
             }
             order if is_liquidation(&order) => {

@@ -1523,3 +1523,31 @@ async fn alpaca_a_position_that_differs_from_the_brokers_is_a_mismatch_until_it_
     wait_for_reconciled(&app).await;
     assert_books_agree(&app, &alpaca).await;
 }
+
+/// An order answered `BROKER_UNAVAILABLE` is never sent again, even by the recovery after a
+/// restart: the operator was told it was not placed (and may place it again), so the mark that
+/// says so is stored with the order, not held in memory.
+#[tokio::test]
+async fn alpaca_an_order_answered_503_is_never_sent_even_after_a_restart() {
+    let (app, alpaca) = start().await;
+    let syms = symbols(&app, 1).await;
+    let (a, pa) = syms[0].clone();
+    alpaca.set_price(&a, pa);
+    alpaca.fault(SubmitFault::RateLimited { retry_after: 30 });
+    let reply = place(&app, market_buy(&a, 10)).await;
+    reply.assert_error(503, "BROKER_UNAVAILABLE");
+    let id = reply.body["error"]["detail"]["client_order_id"].as_str().expect("the order written ahead").to_string();
+    let written = app.get(&format!("/api/orders/{id}")).await;
+    assert_eq!(written.data()["status"], "NEW", "{}", written.body);
+    let note = written.data()["reject_reason"].as_str().unwrap_or_default().to_string();
+    assert!(note.contains("answered BROKER_UNAVAILABLE"), "the mark is on the order: {}", written.body);
+
+    // Restarted before the lookup was due: the recovery looks the order up, finds Alpaca never
+    // got it, and marks it rather than sending it.
+    let app = restart(app).await;
+    let order = wait_for_order(&app, &id, &["REJECTED", "ACCEPTED", "FILLED"]).await;
+    assert_eq!(order["status"], "REJECTED", "{order}");
+    let reason = order["reject_reason"].as_str().unwrap_or_default();
+    assert!(reason.starts_with("never sent") && reason.contains("answered BROKER_UNAVAILABLE"), "{order}");
+    assert_eq!((alpaca.posts(&id), alpaca.orders_of(&id)), (1, 0), "sent once (refused), never again");
+}
