@@ -1012,3 +1012,23 @@ mod tests {
         assert!(!format!("{config:?}").contains("very-secret"));
     }
 }
+
+#[cfg(test)]
+mod queue_tests {
+    use super::*;
+
+    /// The engine runner is woken as soon as reports arrive (not at its next polling tick), and
+    /// only when there are some.
+    #[tokio::test(start_paused = true)]
+    async fn pushing_reports_wakes_the_runner_and_an_empty_push_does_not() {
+        let queue = ReportQueue::default();
+        let arrived = queue.arrived();
+        queue.push(Vec::new());
+        assert!(tokio::time::timeout(Duration::from_secs(1), arrived.notified()).await.is_err(), "nothing pushed");
+        let id = ClientOrderId::parse("to-1").unwrap();
+        let at = tradeops_core::time::parse_ts("2026-11-25T15:00:00Z").unwrap();
+        queue.push([BrokerReport::Canceled { client_order_id: id, at }]);
+        tokio::time::timeout(Duration::from_millis(1), arrived.notified()).await.expect("woken at once");
+        assert_eq!(queue.drain().len(), 1);
+    }
+}

@@ -228,6 +228,7 @@ async fn restore(
             added_at: from_epoch_ms(row.time_added),
         });
     }
+    let remote = broker.connection().is_some();
     let restored = Restored { state: saved, positions, open_orders: open.clone(), blocks, watched };
     let engine = Engine::restore(current, initial_cash, strategy::make, restored, now);
     // An order being cancelled is taken back working, as the broker last knew it: the
@@ -249,7 +250,7 @@ async fn restore(
         venue_down: None,
         operator_order: false,
         operator_cancel: false,
-        remote: broker.connection().is_some(),
+        remote,
         listed_at: None,
         account_checked_at: None,
         account_mismatches: Vec::new(),
