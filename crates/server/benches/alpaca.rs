@@ -28,7 +28,8 @@
 //! the open orders, one Trading API request, so fills faster than ~1.8 a second exhaust the
 //! budget and every report then waits for a permit; `BENCH_FILLS=200 BENCH_FILL_GAP_MS=10`
 //! shows it), `BENCH_SYMBOLS` (10,000),
-//! `TRADEOPS_BIN` (default: the `tradeops` binary cargo built with this bench, release
+//! `BENCH_VENUE_DELAY_MS` (0: the stand-in Trading API holds every REST answer back this long,
+//! as Alpaca's round trip would), `TRADEOPS_BIN` (default: the `tradeops` binary cargo built with this bench, release
 //! profile). The service needs the simulated market's regular session to take market orders:
 //! run `orders`/`fills` between 9:30 and 16:00 New York on a trading day.
 // A benchmark measures wall time; only logic must read time through the injected clock.
@@ -245,7 +246,18 @@ fn error(status: u16, body: Value) -> Response {
     (StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR), axum::Json(body)).into_response()
 }
 
+/// The REST API; every answer is held back `BENCH_VENUE_DELAY_MS` (0: at once), as a round
+/// trip to Alpaca would be.
 async fn rest(State(venue): State<Shared>, method: Method, uri: Uri, body: String) -> Response {
+    let response = answer(&venue, &method, &uri, &body);
+    let delay = env_num("BENCH_VENUE_DELAY_MS", 0);
+    if delay > 0 {
+        tokio::time::sleep(Duration::from_millis(delay)).await;
+    }
+    response
+}
+
+fn answer(venue: &Shared, method: &Method, uri: &Uri, body: &str) -> Response {
     let entered = Instant::now();
     let path = uri.path().to_string();
     let query: HashMap<String, String> =
@@ -256,7 +268,7 @@ async fn rest(State(venue): State<Shared>, method: Method, uri: Uri, body: Strin
     *v.calls.entry(format!("{method} {path}{status}")).or_default() += 1;
     match (method.as_str(), path.as_str()) {
         ("POST", "/v2/orders") => {
-            let sent: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+            let sent: Value = serde_json::from_str(body).unwrap_or(Value::Null);
             let id = sent["client_order_id"].as_str().unwrap_or_default().to_string();
             let direct = id.starts_with("direct-");
             let book = if direct { &mut v.shadow } else { &mut v.book };
