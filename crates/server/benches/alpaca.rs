@@ -21,13 +21,10 @@
 //!
 //! Rerun: `cargo bench -p tradeops-server --bench alpaca [-- orders|fills|scan ...]`. Knobs
 //! (environment): `BENCH_RUNS` (5), `BENCH_ORDERS` (30 a run), `BENCH_ORDER_GAP_MS` (2000: the
-//! idle service makes ~90 Trading API requests a minute and each market order 3 more, so 30
-//! orders a minute stay under Alpaca's 200 a minute; past it the client waits for its budget
-//! and an order waiting over 2 s is answered 503 BROKER_UNAVAILABLE), `BENCH_FILLS` (40 a run),
-//! `BENCH_FILL_GAP_MS` (700, plus 0-9: after every batch of broker reports the service lists
-//! the open orders, one Trading API request, so fills faster than ~1.8 a second exhaust the
-//! budget and every report then waits for a permit; `BENCH_FILLS=200 BENCH_FILL_GAP_MS=10`
-//! shows it), `BENCH_SYMBOLS` (10,000),
+//! gap kept from the first runs, when the service spent ~90 Trading API requests a minute of
+//! Alpaca's 200 on its own listings; now ~16, see docs/PERFORMANCE.md), `BENCH_FILLS` (40 a
+//! run), `BENCH_FILL_GAP_MS` (700, plus 0-9; `BENCH_FILLS=200 BENCH_FILL_GAP_MS=10` is the
+//! burst the first runs stalled on), `BENCH_SYMBOLS` (10,000),
 //! `BENCH_VENUE_DELAY_MS` (0: the stand-in Trading API holds every REST answer back this long,
 //! as Alpaca's round trip would), `TRADEOPS_BIN` (default: the `tradeops` binary cargo built with this bench, release
 //! profile). The service needs the simulated market's regular session to take market orders:
