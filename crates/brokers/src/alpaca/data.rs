@@ -14,7 +14,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use chrono::{NaiveDate, SecondsFormat};
-use reqwest::header::{HeaderMap, HeaderValue};
 use reqwest::{RequestBuilder, StatusCode};
 use serde::de::DeserializeOwned;
 use tradeops_core::market::{Bar, Timeframe};
@@ -129,19 +128,7 @@ impl DataClient {
         timeout: Duration,
         clock: Arc<dyn Clock>,
     ) -> Result<DataClient, ClientBuildError> {
-        let mut headers = HeaderMap::new();
-        let key = HeaderValue::from_str(&credentials.key_id)
-            .map_err(|_| ClientBuildError("the key id is not a valid header value".to_string()))?;
-        let mut secret = HeaderValue::from_str(&credentials.secret_key)
-            .map_err(|_| ClientBuildError("the secret key is not a valid header value".to_string()))?;
-        secret.set_sensitive(true);
-        headers.insert("APCA-API-KEY-ID", key);
-        headers.insert("APCA-API-SECRET-KEY", secret);
-        let http = reqwest::Client::builder()
-            .default_headers(headers)
-            .timeout(timeout)
-            .build()
-            .map_err(|e| ClientBuildError(e.to_string()))?;
+        let http = credentials.http_client(timeout)?;
         Ok(DataClient {
             http,
             trading_url: trading_url.trim_end_matches('/').to_string(),

@@ -44,6 +44,26 @@ impl fmt::Debug for AlpacaCredentials {
     }
 }
 
+impl AlpacaCredentials {
+    /// An HTTP client sending the key pair on every request (the secret as a header marked
+    /// sensitive), each request bounded by `timeout`: what both Alpaca clients are built on.
+    pub fn http_client(&self, timeout: Duration) -> Result<reqwest::Client, ClientBuildError> {
+        let mut headers = HeaderMap::new();
+        let key = HeaderValue::from_str(&self.key_id)
+            .map_err(|_| ClientBuildError("the key id is not a valid header value".into()))?;
+        let mut secret = HeaderValue::from_str(&self.secret_key)
+            .map_err(|_| ClientBuildError("the secret key is not a valid header value".into()))?;
+        secret.set_sensitive(true);
+        headers.insert("APCA-API-KEY-ID", key);
+        headers.insert("APCA-API-SECRET-KEY", secret);
+        reqwest::Client::builder()
+            .default_headers(headers)
+            .timeout(timeout)
+            .build()
+            .map_err(|e| ClientBuildError(e.to_string()))
+    }
+}
+
 /// The client could not be built (a header value that is not valid HTTP, the HTTP client).
 #[derive(Debug, thiserror::Error)]
 #[error("cannot build the Alpaca client: {0}")]
@@ -85,19 +105,7 @@ impl TradingClient {
         timeout: Duration,
         clock: Arc<dyn Clock>,
     ) -> Result<TradingClient, ClientBuildError> {
-        let mut headers = HeaderMap::new();
-        let key = HeaderValue::from_str(&credentials.key_id)
-            .map_err(|_| ClientBuildError("the key id is not a valid header value".into()))?;
-        let mut secret = HeaderValue::from_str(&credentials.secret_key)
-            .map_err(|_| ClientBuildError("the secret key is not a valid header value".into()))?;
-        secret.set_sensitive(true);
-        headers.insert("APCA-API-KEY-ID", key);
-        headers.insert("APCA-API-SECRET-KEY", secret);
-        let http = reqwest::Client::builder()
-            .default_headers(headers)
-            .timeout(timeout)
-            .build()
-            .map_err(|e| ClientBuildError(e.to_string()))?;
+        let http = credentials.http_client(timeout)?;
         Ok(TradingClient {
             http,
             budget: Arc::new(RateBudget::per_minute(REQUESTS_PER_MINUTE)),

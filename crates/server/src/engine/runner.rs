@@ -712,18 +712,27 @@ impl Runner {
             self.reports(never_sent, now).await;
         }
         let listing_due = !self.remote || self.listed_at.is_none_or(|at| at.elapsed() >= REMOTE_LISTING_EVERY);
-        let open = match listing_due {
-            true => {
-                self.listed_at = Some(tokio::time::Instant::now());
-                venue(self.broker.open_orders()).await
-            }
-            false => Err(BrokerError::Unavailable { reason: String::new(), retry_after: None }),
-        };
         if listing_due {
-            self.note_venue(&open);
+            self.listed_at = Some(tokio::time::Instant::now());
+            self.reconcile_orders(now).await;
         }
+        if self.account_checked_at.is_none_or(|at| now - at >= ACCOUNT_RECONCILE_EVERY) {
+            self.reconcile_account(now).await;
+        }
+        if self.engine.trading_state() == TradingState::Halted && !self.engine.halt_progress().is_complete() {
+            let (fx, _) = self.engine.reassert_halt(now);
+            if !fx.is_empty() {
+                self.apply(fx, now).await;
+            }
+        }
+    }
+
+    /// Compares the broker's open orders with the engine's and corrects what disagrees (see
+    /// [`Runner::reconcile`]).
+    async fn reconcile_orders(&mut self, now: Timestamp) {
+        let open = venue(self.broker.open_orders()).await;
+        self.note_venue(&open);
         match open {
-            _ if !listing_due => {}
             Ok(open) => {
                 self.broker_open_orders = open.len();
                 let found = tradeops_core::reconcile::compare(self.engine.orders(), &open);
@@ -751,15 +760,6 @@ impl Runner {
                 self.mismatches = described.into_iter().filter(|t| !adopted.contains(t)).collect();
             }
             Err(e) => tracing::warn!(error = %e, "reconciliation skipped: the broker's open orders could not be read"),
-        }
-        if self.account_checked_at.is_none_or(|at| now - at >= ACCOUNT_RECONCILE_EVERY) {
-            self.reconcile_account(now).await;
-        }
-        if self.engine.trading_state() == TradingState::Halted && !self.engine.halt_progress().is_complete() {
-            let (fx, _) = self.engine.reassert_halt(now);
-            if !fx.is_empty() {
-                self.apply(fx, now).await;
-            }
         }
     }
 
