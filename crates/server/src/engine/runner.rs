@@ -152,7 +152,9 @@ impl CrashPoint {
 const RECONCILE_EVERY: Duration = Duration::from_secs(1);
 
 /// How often a remote venue's open orders are listed (its request budget is shared with
-/// orders: Alpaca allows 200 a minute).
+/// orders: Alpaca allows 200 a minute). While its last call found it unavailable they are
+/// listed at every reconciliation instead: that listing is what finds it back, and new orders
+/// are refused until it does.
 const REMOTE_LISTING_EVERY: Duration = Duration::from_secs(3);
 
 /// How often positions and cash are reconciled with a venue that keeps its own (issue 23: at
@@ -711,7 +713,9 @@ impl Runner {
             let never_sent = self.send_unknown(unconfirmed, cause, now).await;
             self.reports(never_sent, now).await;
         }
-        let listing_due = !self.remote || self.listed_at.is_none_or(|at| at.elapsed() >= REMOTE_LISTING_EVERY);
+        let listing_due = !self.remote
+            || self.venue_down.is_some()
+            || self.listed_at.is_none_or(|at| at.elapsed() >= REMOTE_LISTING_EVERY);
         if listing_due {
             self.listed_at = Some(tokio::time::Instant::now());
             self.reconcile_orders(now).await;

@@ -773,10 +773,13 @@ pub(crate) async fn wait_for_execution(app: &TestApp, what: &str, done: impl Fn(
     panic!("waited ~10 s for {what}; execution_broker: {last}");
 }
 
-/// Waits (up to ~10 s) until the books agree again: reconciliation `OK`, the venue answering.
+/// Waits (up to ~10 s) until the books agree again: reconciliation `OK`, the venue answering,
+/// as a health probe made after this call found them (health is probed in the background: the
+/// last result may predate what the test just did, such as a call the venue failed).
 pub(crate) async fn wait_for_reconciled(app: &TestApp) -> Value {
-    wait_for_execution(app, "reconciliation_status OK and HEALTHY", |c| {
-        c["status"] == "HEALTHY" && c["detail"]["reconciliation_status"] == "OK"
+    let before = execution(app).await["last_ok_at"].clone();
+    wait_for_execution(app, "reconciliation_status OK and HEALTHY, probed after the wait began", |c| {
+        c["status"] == "HEALTHY" && c["detail"]["reconciliation_status"] == "OK" && c["last_ok_at"] != before
     })
     .await
 }
@@ -944,7 +947,13 @@ async fn alpaca_submit_faults_leave_exactly_one_order_per_intent() {
     alpaca.fault(SubmitFault::RateLimited { retry_after: 3 });
     let reply = place(&app, market_buy(&a, 14)).await;
     reply.assert_error(503, "BROKER_UNAVAILABLE");
-    assert_eq!(reply.headers.get("retry-after").and_then(|h| h.to_str().ok()), Some("3"), "{:?}", reply.headers);
+    assert_eq!(
+        reply.headers.get("retry-after").and_then(|h| h.to_str().ok()),
+        Some("3"),
+        "{:?} {}",
+        reply.headers,
+        reply.body
+    );
     let limited =
         reply.body["error"]["detail"]["client_order_id"].as_str().expect("the order written ahead").to_string();
     let order = wait_for_order(&app, &limited, &["REJECTED"]).await;
