@@ -14,7 +14,7 @@ export const ALERT_KINDS: [AlertKind, string][] = [
   ["rejection", "Rejected orders"],
   ["violation", "Risk violations"],
   ["trading", "Trading REDUCING or HALTED"],
-  ["disconnect", "Broker or stream disconnected"],
+  ["disconnect", "Broker or stream down or disconnected"],
   ["reconciliation", "Reconciliation mismatch"],
 ];
 
@@ -123,10 +123,13 @@ export function startAlerts(): () => void {
     }),
     subscribe(["health.changed"], (e) => {
       const d = e.data;
-      if (d.component === "execution_broker" && d.to === "DEGRADED" && d.detail?.reconciliation_status === "MISMATCH") {
+      if (d.component !== "execution_broker" && d.component !== "data_broker") return;
+      if (d.to === "DEGRADED" && d.detail?.reconciliation_status === "MISMATCH") {
         raise("reconciliation", "", `Reconciliation mismatch: ${d.detail.reconciliation_detail ?? ""}`);
-      } else if ((d.component === "execution_broker" || d.component === "data_broker") && d.to === "DOWN") {
-        raise("disconnect", d.component, `${d.component.replace("_", " ")} is DOWN`);
+      } else if (d.to === "DOWN" || d.to === "DEGRADED") {
+        // Unreachable, its stream disconnected, or whatever else its health says (the reason).
+        const why = d.detail?.reason ?? d.detail?.unavailable ?? d.detail?.error;
+        raise("disconnect", d.component, `${d.component.replace("_", " ")} is ${d.to}${why ? `: ${why}` : ""}`);
       }
     }),
   ];

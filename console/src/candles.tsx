@@ -143,8 +143,9 @@ export interface CandleChartProps {
 
 /**
  * A candlestick chart of `symbol`. The holder carries `data-bars` (bars drawn), `data-last` (the
- * last bar's start), `data-day-high`/`data-day-low` and `data-vwap`: what the operator reads off
- * the canvas, there for tests and assistive tools.
+ * last bar's start), `data-day-high`/`data-day-low`, `data-vwap` and the levels drawn
+ * (`data-entry`, `data-stop`, `data-target`): what the operator reads off the canvas, there for
+ * tests and assistive tools.
  */
 export function CandleChart({ symbol, from, to, timeframe = "1m", marks = [], levels = {}, height = 320, live: isLive, testid = "candle-chart", bars: given }: CandleChartProps) {
   const holder = useRef<HTMLDivElement>(null);
@@ -225,6 +226,9 @@ export function CandleChart({ symbol, from, to, timeframe = "1m", marks = [], le
       line(levels.entry, "Entry", c.accent, LineStyle.Dashed);
       line(levels.stop, "Stop", c.down, LineStyle.Dashed);
       line(levels.target, "Target", c.up, LineStyle.Dashed);
+      el.dataset.entry = levels.entry == null ? "" : String(levels.entry);
+      el.dataset.stop = levels.stop == null ? "" : String(levels.stop);
+      el.dataset.target = levels.target == null ? "" : String(levels.target);
     };
     const drawAll = () => {
       const bars = data.current;

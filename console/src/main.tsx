@@ -303,7 +303,7 @@ function Header({ onAlerts }: { onAlerts: () => void }) {
         <div class="header-stats" data-testid="header-stats">
           <Stat label="Equity" value={money(a?.equity)} testid="stat-equity" />
           <Stat label="Day P&L" value={pnl(a?.day_pnl)} cls={sign(a?.day_pnl)} testid="stat-day-pnl" />
-          <Stat label="Open risk" value={money(a ? a.equity - a.cash : null)} testid="stat-open-risk" />
+          <Stat label="Open risk" value={money(a?.open_risk)} testid="stat-open-risk" />
           <LossBar />
           <Stat label="Buying power" value={money(a?.buying_power)} />
           <Stat label="Realized" value={pnl(a?.realized_pnl)} cls={sign(a?.realized_pnl)} />

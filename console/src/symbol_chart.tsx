@@ -1,7 +1,8 @@
 // A symbol's chart of the day, as a dialog open from any row that names a symbol (radar,
 // watchlist, position, order) or the `/` search: live candles with the day's fills as entries and
-// exits, and the plan of the strategy's latest entry (its stop and target, read from the entry
-// order's reason, where the strategy states them) and the position's entry price as levels.
+// exits, and as levels the position's entry price with the stop and target its strategy manages
+// it with now (the position's `stop_loss` and `target`, which follow a stop moved to breakeven);
+// with no position, the plan the latest strategy entry stated in its reason.
 import { signal } from "@preact/signals";
 import { useEffect, useState } from "preact/hooks";
 import { get, withQuery } from "./api";
@@ -34,19 +35,26 @@ async function fillsAndPlan(symbol: string): Promise<{ marks: Mark[]; levels: Le
   return { marks, levels: planFromReason(entry?.reason) };
 }
 
+/** A held position's levels: its entry, and its strategy's stop and target (none when no strategy manages it). */
+export function positionLevels(p: Position): Levels {
+  return { entry: p.average_entry_price ?? null, stop: p.stop_loss, target: p.target };
+}
+
 export function SymbolChart({ symbol, height = 380 }: { symbol: string; height?: number }) {
   const [marks, setMarks] = useState<Mark[]>([]);
   const [levels, setLevels] = useState<Levels>({});
   const [position, setPosition] = useState<Position | null>(null);
+  const loadPosition = () =>
+    get<Position[]>("/api/positions").then(
+      (ps) => setPosition(ps.find((p) => p.symbol === symbol && p.quantity > 0) ?? null),
+      () => {},
+    );
   const load = () => {
     fillsAndPlan(symbol).then(
       (r) => (setMarks(r.marks), setLevels(r.levels)),
       () => {},
     );
-    get<Position[]>("/api/positions").then(
-      (ps) => setPosition(ps.find((p) => p.symbol === symbol && p.quantity > 0) ?? null),
-      () => {},
-    );
+    loadPosition();
   };
   useEffect(load, [symbol]);
   // A fill of this symbol adds its mark at once.
@@ -55,6 +63,10 @@ export function SymbolChart({ symbol, height = 380 }: { symbol: string; height?:
     setMarks((m) => [...m, { time: e.data.timestamp, price: e.data.price, side: e.data.side, label: `${e.data.side === "BUY" ? "B" : "S"} ${int(e.data.quantity)} @ ${price(e.data.price)}` }]);
     load();
   });
+  // Its position changing otherwise (a stop moved, the strategy stopped managing it) redraws its levels.
+  useEvents(["position.updated"], (e: StreamEvent<{ symbol: string }>) => {
+    if (e.data.symbol === symbol) loadPosition();
+  });
   return (
     <div class="symbol-chart">
       {position && (
@@ -62,7 +74,7 @@ export function SymbolChart({ symbol, height = 380 }: { symbol: string; height?:
           Holding {int(position.quantity)} @ {price(position.average_entry_price)} · unrealized {money(position.unrealized_pnl)}
         </div>
       )}
-      <CandleChart symbol={symbol} marks={marks} levels={{ ...levels, entry: position?.average_entry_price ?? null }} height={height} />
+      <CandleChart symbol={symbol} marks={marks} levels={position ? positionLevels(position) : levels} height={height} />
     </div>
   );
 }

@@ -10,6 +10,8 @@ export interface AccountSummary {
   unrealized_pnl: number;
   broker_name: string;
   account_status: string;
+  /** What the open positions stand to lose: down to each strategy's stop, or the whole value without one. */
+  open_risk: number;
 }
 
 export interface RiskState {
@@ -84,6 +86,10 @@ export interface Position {
   strategy_status: string;
   opened_at: string;
   alert_level: "NORMAL" | "WARNING" | "CRITICAL" | string;
+  /** The protective stop its strategy manages it with; null when no strategy manages it. */
+  stop_loss: number | null;
+  /** Where its strategy takes profit; null once it has, or when no strategy manages it. */
+  target: number | null;
 }
 
 export interface Execution {

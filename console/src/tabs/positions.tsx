@@ -85,6 +85,20 @@ export function PositionsTab() {
     { key: "average_entry_price", label: "Avg entry", num: true, render: (p) => price(p.average_entry_price) },
     { key: "market_price", label: "Market", num: true, render: (p) => price(p.market_price) },
     {
+      key: "stop_loss",
+      label: "Stop",
+      num: true,
+      title: "The stop its strategy manages it with (— when no strategy manages it)",
+      render: (p) => <span data-testid="position-stop">{price(p.stop_loss)}</span>,
+    },
+    {
+      key: "target",
+      label: "Target",
+      num: true,
+      title: "Where its strategy takes profit (— once it has, or when no strategy manages it)",
+      render: (p) => <span data-testid="position-target">{price(p.target)}</span>,
+    },
+    {
       key: "market_value",
       label: "Value",
       num: true,

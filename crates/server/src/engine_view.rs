@@ -7,6 +7,7 @@ use rust_decimal::Decimal;
 use tradeops_core::engine::{Halt, StrategyStatus};
 use tradeops_core::positions::{AlertLevel, Position};
 use tradeops_core::risk::TradingState;
+use tradeops_core::strategy::Levels;
 
 /// A position as the read endpoints show it.
 #[derive(Clone, Debug, PartialEq)]
@@ -15,6 +16,20 @@ pub struct PositionView {
     pub mark: Decimal,
     pub status: StrategyStatus,
     pub alert_level: AlertLevel,
+    /// The stop and target its strategy manages it with (none when no strategy does).
+    pub levels: Option<Levels>,
+}
+
+impl PositionView {
+    /// What the position stands to lose from its mark: down to its stop (nothing when the stop
+    /// is at or above the mark), or its whole market value when no stop protects it.
+    pub fn open_risk(&self) -> Decimal {
+        let shares = Decimal::from(self.position.quantity);
+        match self.levels {
+            Some(levels) => shares * (self.mark - levels.stop_loss).max(Decimal::ZERO),
+            None => shares * self.mark,
+        }
+    }
 }
 
 /// The engine's state after the last batch.
@@ -63,6 +78,11 @@ pub struct EngineView {
 }
 
 impl EngineView {
+    /// The open risk of every open position (see [`PositionView::open_risk`]).
+    pub fn open_risk(&self) -> Decimal {
+        self.positions.iter().map(PositionView::open_risk).sum()
+    }
+
     /// Cash, equity, buying power and the day's P&L as the account screen shows them. Cash,
     /// equity and P&L are the engine's books, which follow every fill at once and whose cash is
     /// the broker's (reconciled). The buying power of a broker that keeps an account is its own

@@ -26,6 +26,7 @@ use tradeops_core::orders::{ClientOrderId, Execution, Order};
 use tradeops_core::positions::Position;
 use tradeops_core::radar::RadarRow;
 use tradeops_core::risk::{RiskRule, TradingState};
+use tradeops_core::strategy::Levels;
 use tradeops_core::time::format_ts;
 use tradeops_core::{Clock, Settings, Symbol, Timestamp, TradingMode};
 use tradeops_store::{BacktestRecord, JobRecord};
@@ -50,6 +51,8 @@ pub enum Event {
     PositionUpdated {
         position: Position,
         status: StrategyStatus,
+        /// The stop and target its strategy manages it with (none when no strategy does).
+        levels: Option<Levels>,
     },
     RadarUpdated(RadarSummary),
     WatchlistUpdated(WatchlistChange),

@@ -21,7 +21,7 @@ use crate::orders::{ClientOrderId, Order, OrderType, TimeInForce};
 use crate::positions::Position;
 use crate::risk::{RecentOrder, Refusal, RiskRule, RiskSnapshot, TradingState, ViolationDetail};
 use crate::settings::Settings;
-use crate::strategy::Strategy;
+use crate::strategy::{Levels, Strategy};
 use crate::symbol::Symbol;
 use crate::time::Timestamp;
 use chrono::NaiveDate;
@@ -910,6 +910,16 @@ impl Engine {
     /// manages it.
     pub fn position_status(&self, symbol: &Symbol) -> StrategyStatus {
         self.slots.get(symbol).map(|s| s.status).unwrap_or(StrategyStatus::Halted)
+    }
+
+    /// The stop and target `symbol`'s position is managed with: its strategy's, while a
+    /// strategy manages it (`Buy`, `Hold` or `Sell`); none for a position left to the operator.
+    pub fn position_levels(&self, symbol: &Symbol) -> Option<Levels> {
+        let slot = self.slots.get(symbol)?;
+        if !matches!(slot.status, StrategyStatus::Buy | StrategyStatus::Hold | StrategyStatus::Sell) {
+            return None;
+        }
+        slot.strategy.as_ref()?.levels()
     }
 }
 

@@ -97,6 +97,15 @@ impl Decision {
     }
 }
 
+/// The levels a strategy manages its position with, as it holds them now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Levels {
+    /// The protective stop: the strategy sells the position when a bar trades at or below it.
+    pub stop_loss: Decimal,
+    /// Where the strategy takes (part of) its profit; `None` once it has, or when it sets none.
+    pub target: Option<Decimal>,
+}
+
 /// A strategy instance for one symbol.
 pub trait Strategy: Send + Sync {
     fn id(&self) -> &'static str;
@@ -107,6 +116,11 @@ pub trait Strategy: Send + Sync {
     fn on_entry_filled(&mut self, quantity: u64, price: Decimal);
     /// The day rolled: forget intraday state.
     fn reset_day(&mut self);
+    /// The stop and target the strategy manages its position with now: `None` while it holds
+    /// none, and for a strategy that manages no such levels (`sma_cross` exits on its signal).
+    fn levels(&self) -> Option<Levels> {
+        None
+    }
 }
 
 /// How a parameter's value is written.

@@ -24,7 +24,7 @@
 //! Every decision carries a sentence with the numbers it used. No clock, no randomness, no I/O:
 //! the same bars and contexts always give the same decisions.
 
-use super::{Decision, Strategy, StrategyContext};
+use super::{Decision, Levels, Strategy, StrategyContext};
 use crate::bars::{day_gain, SessionRunning};
 use crate::market::Bar;
 use crate::settings::StrategyAllocatorSettings;
@@ -523,6 +523,15 @@ impl Strategy for MomentumBreakout {
     fn reset_day(&mut self) {
         *self = Self::new();
     }
+
+    /// The current stop (the initial one, the entry price once scaled out) and, until the
+    /// scale-out, the target.
+    fn levels(&self) -> Option<Levels> {
+        match self.phase {
+            Phase::InPosition(h) => Some(Levels { stop_loss: h.stop, target: (!h.scaled_out).then_some(h.target) }),
+            Phase::Flat | Phase::EntryWorking { .. } => None,
+        }
+    }
 }
 
 fn holding_from_plan(plan: Plan, price: Decimal, quantity: u64) -> Holding {
@@ -855,13 +864,17 @@ mod tests {
 
     #[test]
     fn target_scales_out_half_then_the_breakeven_stop_exits_the_rest() {
+        assert_eq!(entered().levels(), None, "no levels before the entry fills");
         let mut s = holding();
+        assert_eq!(s.levels(), Some(Levels { stop_loss: d("5.39"), target: Some(d("5.75")) }), "the plan, once held");
         let up = bars_from(6, &[(5.52, 5.76, 5.50, 5.74, 300_000)]);
         let decisions = feed(&mut s, &up, in_position(416));
         assert_eq!(decisions.len(), 1, "{decisions:?}");
         let (quantity, rule, _) = exit_of(&decisions[0].1);
         assert_eq!((quantity, rule), (208, "SCALE_OUT_TARGET"));
         assert_sentence(&decisions[0].1, &["5.76", "5.75", "2R", "5.51", "208", "416", "5.39"]);
+        let breakeven = Some(Levels { stop_loss: d("5.51"), target: None });
+        assert_eq!(s.levels(), breakeven, "scaled out: the stop at the entry, no target left");
 
         // Still above the old stop and the target again: nothing until the entry price.
         let hold = bars_from(7, &[(5.74, 5.80, 5.60, 5.70, 100_000)]);

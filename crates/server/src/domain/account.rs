@@ -30,6 +30,9 @@ pub struct AccountSummary {
     pub broker_name: &'static str,
     /// `ACTIVE`, or `TRADING_HALTED` during an emergency halt.
     pub account_status: &'static str,
+    /// What the open positions stand to lose from their marks: each down to the stop its
+    /// strategy manages it with, or its whole market value when no stop protects it.
+    pub open_risk: f64,
 }
 
 impl AccountSummary {
@@ -46,6 +49,7 @@ impl AccountSummary {
             unrealized_pnl: figure(v.unrealized),
             broker_name: v.broker,
             account_status: if v.trading_state == TradingState::Halted { "TRADING_HALTED" } else { "ACTIVE" },
+            open_risk: figure(v.open_risk()),
         }
     }
 }
@@ -53,6 +57,11 @@ impl AccountSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine_view::PositionView;
+    use tradeops_core::engine::StrategyStatus;
+    use tradeops_core::positions::{AlertLevel, Position};
+    use tradeops_core::strategy::Levels;
+    use tradeops_core::Symbol;
 
     fn dec(text: &str) -> Decimal {
         text.parse().expect("a decimal")
@@ -76,5 +85,34 @@ mod tests {
         assert_eq!(s.account_status, "TRADING_HALTED");
         let active = AccountSummary::of(&EngineView { trading_state: TradingState::Reducing, ..view });
         assert_eq!(active.account_status, "ACTIVE");
+    }
+
+    #[test]
+    fn open_risk_is_the_loss_down_to_each_stop_or_the_whole_value_without_one() {
+        let held = |symbol: &str, quantity: u64, mark: &str, levels: Option<(&str, Option<&str>)>| PositionView {
+            position: Position {
+                quantity,
+                cost_basis: dec(mark) * Decimal::from(quantity),
+                ..Position::new(Symbol::parse(symbol).unwrap())
+            },
+            mark: dec(mark),
+            status: StrategyStatus::Hold,
+            alert_level: AlertLevel::None,
+            levels: levels.map(|(stop, target)| Levels { stop_loss: dec(stop), target: target.map(dec) }),
+        };
+        let view = EngineView {
+            positions: vec![
+                // 100 × (5.50 − 5.39) = 11.00
+                held("ABCD", 100, "5.50", Some(("5.39", Some("5.75")))),
+                // A stop at or above the mark (moved to breakeven, price above it): nothing.
+                held("EFGH", 50, "7.00", Some(("7.25", None))),
+                // No stop (left to the operator): its whole value, 10 × 12.345 = 123.45.
+                held("IJKL", 10, "12.345", None),
+            ],
+            ..EngineView::default()
+        };
+        assert_eq!(view.open_risk(), dec("134.45"));
+        assert_eq!(AccountSummary::of(&view).open_risk, 134.45);
+        assert_eq!(AccountSummary::of(&EngineView::default()).open_risk, 0.0, "nothing held, nothing at risk");
     }
 }

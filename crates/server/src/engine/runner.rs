@@ -1205,7 +1205,8 @@ impl Runner {
                 batch.updated_orders.insert(order.client_order_id.clone(), order);
             }
             Effect::PositionUpdated { position, status } => {
-                batch.events.push(Published::PositionUpdated { position: position.clone(), status });
+                let levels = self.engine.position_levels(&position.symbol);
+                batch.events.push(Published::PositionUpdated { position: position.clone(), status, levels });
                 batch.updated_positions.insert(position.symbol.clone(), position);
             }
             Effect::WatchUpdated { symbol, status, reason } => {
@@ -1471,6 +1472,7 @@ impl Runner {
                 PositionView {
                     alert_level: p.alert_level(mark, limits),
                     status: e.position_status(&p.symbol),
+                    levels: e.position_levels(&p.symbol),
                     mark,
                     position: p.clone(),
                 }

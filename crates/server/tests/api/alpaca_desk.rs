@@ -346,6 +346,20 @@ async fn alpaca_desk_the_console_shows_the_account_radar_a_watched_strategy_trad
         "at the stand-in's fill price: {held}"
     );
     assert_eq!(held["strategy_status"], "Hold", "the strategy manages it: {held}");
+    // The position carries the stop and target its strategy manages it with: at the fill, the
+    // ones its entry stated; the account's open risk is the loss down to that stop.
+    let reason = order["reason"].as_str().unwrap_or_default().to_string();
+    let stated = |words: &str| -> f64 {
+        let after = reason.split(words).nth(1).unwrap_or_else(|| panic!("{words:?} in the entry's reason {reason:?}"));
+        let number: String = after.chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
+        number.parse().unwrap_or_else(|_| panic!("a price after {words:?} in {reason:?}"))
+    };
+    let (stop, target) = (held["stop_loss"].as_f64().expect("stop_loss"), held["target"].as_f64().expect("target"));
+    assert_eq!((stop, target), (stated("with a stop at "), stated("target ")), "{held} vs {reason:?}");
+    assert!(stop < 6.25 && target > 6.25, "the stop below the fill, the target above it: {held}");
+    let summary = app.get("/api/account/summary").await.data().clone();
+    let mark = held["market_price"].as_f64().unwrap();
+    assert_eq!(cents(summary["open_risk"].as_f64().unwrap()), cents(833.0 * (mark - stop).max(0.0)), "{summary} {held}");
     assert_eq!(broker.cash(), cash - Decimal::from(833) * fill_price);
     assert_books_agree(&app, &broker).await;
     // The same through the console's event stream.

@@ -4,13 +4,108 @@
 //! its charts derive from bars are unit tested under Node (`console/tests/format.test.mjs`,
 //! `console/tests/bars.test.mjs`).
 //!
+//! The service trades through [`Switchable`], the paper broker with faults the browser test
+//! switches on (unreachable, or its open orders unlisted) so that the console's alerts meet the
+//! real health and reconciliation paths. The console's speed goals are measured on every run and
+//! fail it only with `TRADEOPS_CONSOLE_TIMING_GOALS=assert` (`bench/console.sh`).
+//!
 //! Needs Node.js, `npm ci` in `console/` and Debian's `chromium`; without them the test says so
 //! and passes, unless `TRADEOPS_REQUIRE_BROWSER=1` (set by `.ci/run`), which makes it fail.
 
 use crate::helpers::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tradeops_brokers::paper::{PaperBroker, PaperConfig, PaperExecution};
+use tradeops_brokers::{BrokerError, ExecutionBroker, MarketUpdate};
+use tradeops_core::broker::{BrokerLookup, BrokerOpenOrder, BrokerReport};
+use tradeops_core::orders::{ClientOrderId, Order};
+use tradeops_core::Timestamp;
+
+/// The paper broker (as the service builds it by default) with the faults the browser test
+/// asks for by writing a word to `FAULT_FILE`, so that the console's alerts meet the real
+/// health and reconciliation paths: `down`, every call fails as unavailable, as an unreachable
+/// venue's does; `hide-open-orders`, its open-order listing leaves every order out, so the
+/// books disagree (a reconciliation mismatch); anything else, no fault.
+struct Switchable {
+    paper: PaperExecution,
+    fault: Mutex<String>,
+}
+
+impl Switchable {
+    fn new(config: &tradeops_server::Config) -> Arc<Switchable> {
+        let p = &config.paper;
+        let paper = PaperBroker::new(PaperConfig {
+            ack_latency_ms: p.ack_latency_ms,
+            cancel_latency_ms: p.cancel_latency_ms,
+            slippage_bps: p.slippage_bps,
+            fee_per_share: p.fee_per_share,
+        });
+        Arc::new(Switchable { paper: PaperExecution::new(paper), fault: Mutex::new(String::new()) })
+    }
+
+    fn set(&self, fault: &str) {
+        *self.fault.lock().unwrap() = fault.to_string();
+    }
+
+    fn is(&self, fault: &str) -> bool {
+        *self.fault.lock().unwrap() == fault
+    }
+
+    fn reachable(&self) -> Result<(), BrokerError> {
+        match self.is("down") {
+            true => Err(BrokerError::Unavailable { reason: "connection refused".into(), retry_after: None }),
+            false => Ok(()),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl ExecutionBroker for Switchable {
+    fn name(&self) -> &'static str {
+        "paper"
+    }
+
+    async fn submit(&self, order: &Order, now: Timestamp) -> Result<(), BrokerError> {
+        self.reachable()?;
+        self.paper.submit(order, now).await
+    }
+
+    async fn cancel(&self, id: &ClientOrderId, now: Timestamp) -> Result<(), BrokerError> {
+        self.reachable()?;
+        self.paper.cancel(id, now).await
+    }
+
+    async fn lookup(&self, id: &ClientOrderId) -> Result<BrokerLookup, BrokerError> {
+        self.reachable()?;
+        self.paper.lookup(id).await
+    }
+
+    async fn open_orders(&self) -> Result<Vec<BrokerOpenOrder>, BrokerError> {
+        self.reachable()?;
+        match self.is("hide-open-orders") {
+            true => Ok(Vec::new()),
+            false => self.paper.open_orders().await,
+        }
+    }
+
+    async fn poll(&self, now: Timestamp) -> Vec<BrokerReport> {
+        self.paper.poll(now).await
+    }
+
+    async fn on_market(&self, update: &MarketUpdate<'_>) -> Vec<BrokerReport> {
+        self.paper.on_market(update).await
+    }
+
+    async fn expire_day_orders(&self, now: Timestamp) -> Vec<BrokerReport> {
+        self.paper.expire_day_orders(now).await
+    }
+
+    async fn restore(&self, orders: &[Order], now: Timestamp) -> Vec<ClientOrderId> {
+        self.paper.restore(orders, now).await
+    }
+}
 
 fn console_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../console")
@@ -61,25 +156,29 @@ async fn the_console_works_in_a_browser() {
     if let Some(why) = missing(&chromium) {
         return skip("the_console_works_in_a_browser", &why, REQUIRE_BROWSER);
     }
-    let app = spawn_app().await;
+    let venue = Switchable::new(&test_config(String::new()));
+    let app = spawn_app_trading_through(venue.clone()).await;
     // Open radar filters, so the radar has its full 200 rows.
     app.market_symbols(1).await;
     let viewer = app.token("browser-viewer", "viewer").await;
     // The market moves 20× faster than the wall clock: a scan every 3 s, fills within a second.
     // The browser test may ask for another speed (60× to measure the live charts as in DEMO) by
-    // writing it to SPEED_FILE.
+    // writing it to SPEED_FILE, and for a broker fault (see `Switchable`) in FAULT_FILE.
     let shots = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/screenshots");
     std::fs::create_dir_all(&shots).expect("the screenshot directory");
     let speed_file = shots.join("market-speed");
+    let fault_file = shots.join("broker-fault");
     let _ = std::fs::remove_file(&speed_file);
+    let _ = std::fs::remove_file(&fault_file);
     let clock = app.market.clone();
-    let speed_path = speed_file.clone();
+    let (speed_path, fault_path) = (speed_file.clone(), fault_file.clone());
     let ticker = tokio::spawn(async move {
         loop {
             tokio::time::sleep(Duration::from_millis(100)).await;
             let speed =
                 std::fs::read_to_string(&speed_path).ok().and_then(|s| s.trim().parse::<i64>().ok()).unwrap_or(20);
             clock.advance(chrono::Duration::milliseconds(100 * speed));
+            venue.set(std::fs::read_to_string(&fault_path).unwrap_or_default().trim());
         }
     });
     let (base, dir) = (app.base.clone(), console_dir());
@@ -93,6 +192,9 @@ async fn the_console_works_in_a_browser() {
             .env("SCREENSHOT_DIR", shots)
             .env("CHROMIUM", chromium)
             .env("SPEED_FILE", speed_file)
+            .env("FAULT_FILE", fault_file)
+            // `assert` (bench/console.sh): the console's speed goals fail the test when missed.
+            .env("TIMING_GOALS", std::env::var("TRADEOPS_CONSOLE_TIMING_GOALS").unwrap_or_default())
             .output()
     })
     .await

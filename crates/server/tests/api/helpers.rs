@@ -247,6 +247,31 @@ pub async fn start_with_clock(
 ) -> TestApp {
     let overrides = Overrides { market_clock: Some(Arc::new(market.clone())), extra_routes: extra };
     let app = Application::build_with(config.clone(), clock.clone(), overrides).await.expect("app builds");
+    serve(app, config, db, market, clock)
+}
+
+/// A test app trading through `execution` instead of the configured execution broker (a venue
+/// that fails on cue); restarted, it trades through the configured one.
+pub async fn spawn_app_trading_through(execution: Arc<dyn tradeops_brokers::ExecutionBroker>) -> TestApp {
+    let (db, url) = TestDb::new().await;
+    let config = test_config(url);
+    let market = tradeops_core::ManualClock::new(tradeops_core::time::parse_ts(MARKET_START).unwrap());
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let overrides = Overrides { market_clock: Some(Arc::new(market.clone())), extra_routes: axum::Router::new() };
+    let app = Application::build_with_execution(config.clone(), clock.clone(), overrides, execution)
+        .await
+        .expect("app builds");
+    serve(app, config, Arc::new(db), market, clock)
+}
+
+/// Runs a built app until the returned [`TestApp`] stops it.
+fn serve(
+    app: Application,
+    config: Config,
+    db: Arc<TestDb>,
+    market: tradeops_core::ManualClock,
+    clock: Arc<dyn Clock>,
+) -> TestApp {
     let base = format!("http://{}", app.local_addr());
     let (tx, rx) = oneshot::channel();
     let server = tokio::spawn(app.run_until_stopped(async {

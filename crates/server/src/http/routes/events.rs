@@ -80,10 +80,12 @@ fn data(event: &Published) -> Value {
             "execution_id": e.execution_id, "timestamp": format_ts(&e.timestamp),
             "quantity": e.quantity, "price": dollars(e.price), "fee": dollars(e.fee),
         }),
-        Published::PositionUpdated { position, status } => json!({
+        Published::PositionUpdated { position, status, levels } => json!({
             "symbol": position.symbol, "quantity": position.quantity,
             "average_entry_price": position.average_entry_price().map(dollars),
             "realized_pnl": dollars(position.realized_pnl), "strategy_status": status,
+            "stop_loss": levels.map(|l| dollars(l.stop_loss)),
+            "target": levels.and_then(|l| l.target).map(dollars),
         }),
         Published::RadarUpdated(radar) => json!({
             "captured_at": format_ts(&radar.captured_at),
@@ -211,6 +213,7 @@ mod tests {
     use tradeops_core::positions::Position;
     use tradeops_core::radar::RadarRow;
     use tradeops_core::risk::{RiskRule, TradingState};
+    use tradeops_core::strategy::Levels;
     use tradeops_core::time::from_epoch_ms;
     use tradeops_core::{Symbol, Timestamp, TradingMode};
     use tradeops_store::{BacktestRecord, JobRecord};
@@ -336,7 +339,11 @@ mod tests {
                 side: Side::Buy,
                 execution: execution(),
             },
-            Event::PositionUpdated { position, status: StrategyStatus::Hold },
+            Event::PositionUpdated {
+                position,
+                status: StrategyStatus::Hold,
+                levels: Some(Levels { stop_loss: "12.09".parse().unwrap(), target: Some("13.31".parse().unwrap()) }),
+            },
             Event::RadarUpdated(RadarSummary { captured_at: at(0), rows: 40, top: vec![row] }),
             Event::WatchlistUpdated(WatchlistChange::Started { symbol: symbol(), source: "RADAR".into(), at: at(1) }),
             Event::RiskStateChanged(RiskChange::TradingState { state: TradingState::Halted, halt: Some(halt) }),
@@ -450,7 +457,7 @@ mod tests {
     const PINNED: &[&str] = &[
         r#"{"kind":"order.updated","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"submitted_at":"2025-11-25T14:13:20.000Z","status":"PARTIALLY_FILLED","symbol":"ABCD","side":"BUY","quantity":100,"filled_quantity":40,"order_type":"LIMIT","price":12.5,"broker_name":"paper","client_order_id":"ord-1","broker_order_id":null,"reason":"breakout","strategy_id":"momentum_breakout","mode":"PAPER","time_in_force":"DAY","limit_price":12.5,"stop_price":null,"average_fill_price":12.5,"fees":0.2,"reject_reason":null,"updated_at":"2025-11-25T14:13:22.000Z","executions":[{"execution_id":"ex-1","timestamp":"2025-11-25T14:13:22.000Z","quantity":40,"price":12.5,"fee":0.2}]},"wall_time":"2026-11-25T13:00:00Z"}"#,
         r#"{"kind":"execution.created","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"client_order_id":"ord-1","symbol":"ABCD","side":"BUY","execution_id":"ex-1","timestamp":"2025-11-25T14:13:22.000Z","quantity":40,"price":12.5,"fee":0.2},"wall_time":"2026-11-25T13:00:00Z"}"#,
-        r#"{"kind":"position.updated","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"symbol":"ABCD","quantity":40,"average_entry_price":12.5,"realized_pnl":12.34,"strategy_status":"Hold"},"wall_time":"2026-11-25T13:00:00Z"}"#,
+        r#"{"kind":"position.updated","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"symbol":"ABCD","quantity":40,"average_entry_price":12.5,"realized_pnl":12.34,"strategy_status":"Hold","stop_loss":12.09,"target":13.31},"wall_time":"2026-11-25T13:00:00Z"}"#,
         r#"{"kind":"radar.updated","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"captured_at":"2025-11-25T14:13:20.000Z","rows":40,"top":[{"rank":1,"symbol":"ABCD","price":12.5,"percentage_gain":25.5,"change_1m":1.25,"change_5m":null,"volume":1000000,"average_volume":200000,"relative_volume":5.0,"float":10000000,"sector":"Technology","captured_at":"2025-11-25T14:13:20.000Z"}]},"wall_time":"2026-11-25T13:00:00Z"}"#,
         r#"{"kind":"watchlist.updated","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"symbol":"ABCD","strategy_status":"Active","source":"RADAR","time_added":"2025-11-25T14:13:21.000Z"},"wall_time":"2026-11-25T13:00:00Z"}"#,
         r#"{"kind":"risk.state_changed","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"trading_state":"HALTED","halt":{"at":"2025-11-25T14:13:23.000Z","reason":"drill","actor":"admin"}},"wall_time":"2026-11-25T13:00:00Z"}"#,
@@ -459,7 +466,7 @@ mod tests {
         r#"{"kind":"download.updated","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"request_id":"dl-1","symbol":"ABCD","timeframe":"1m","start":"2025-11-25T14:13:20.000Z","end":"2025-11-25T14:14:20.000Z","status":"RUNNING","progress":0.5,"bars":30,"created_at":"2025-11-25T14:13:20.000Z","finished_at":null,"error":null},"wall_time":"2026-11-25T13:00:00Z"}"#,
         r#"{"kind":"backtest.updated","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"backtest_id":"bt-1","status":"COMPLETED","progress":1.0,"market_buy_buffer_pct":3.0,"strategy_id":"sma_cross","symbol":"ABCD","initial_cash":100000.0,"requested_by":"operator","created_at":"2025-11-25T14:13:20.000Z","started_at":"2025-11-25T14:13:21.000Z","finished_at":"2025-11-25T14:13:22.000Z","error":null,"total_return":0.12},"wall_time":"2026-11-25T13:00:00Z"}"#,
         r#"{"kind":"health.changed","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"component":"database","from":"HEALTHY","to":"DOWN","detail":{"backend":"sqlite"}},"wall_time":"2026-11-25T13:00:00Z"}"#,
-        r#"{"kind":"account.updated","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"buying_power":99500.0,"equity":100012.34,"cash":99500.0,"margin_available":99500.0,"day_pnl":12.34,"realized_pnl":12.34,"unrealized_pnl":0.0,"broker_name":"paper","account_status":"TRADING_HALTED","trading_state":"HALTED","market_time":"2025-11-25T14:13:27.000Z","trading_date":"2025-11-25"},"wall_time":"2026-11-25T13:00:00Z"}"#,
+        r#"{"kind":"account.updated","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"buying_power":99500.0,"equity":100012.34,"cash":99500.0,"margin_available":99500.0,"day_pnl":12.34,"realized_pnl":12.34,"unrealized_pnl":0.0,"broker_name":"paper","account_status":"TRADING_HALTED","open_risk":0.0,"trading_state":"HALTED","market_time":"2025-11-25T14:13:27.000Z","trading_date":"2025-11-25"},"wall_time":"2026-11-25T13:00:00Z"}"#,
         r#"{"kind":"bars.closed","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"bars":[{"symbol":"ABCD","timestamp":"2025-11-25T14:13:28.000Z","open":12.5,"high":12.75,"low":12.4,"close":12.62,"volume":4200}]},"wall_time":"2026-11-25T13:00:00Z"}"#,
     ];
 

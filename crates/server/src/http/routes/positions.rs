@@ -40,6 +40,10 @@ pub struct PositionRow {
     pub strategy_status: StrategyStatus,
     pub opened_at: Option<String>,
     pub alert_level: AlertLevel,
+    /// The protective stop its strategy manages it with; null when no strategy manages it.
+    pub stop_loss: Option<f64>,
+    /// Where its strategy takes profit; null once it has, or when no strategy manages it.
+    pub target: Option<f64>,
 }
 
 /// Open positions, marked to the last trade.
@@ -60,6 +64,8 @@ pub async fn list(State(state): State<AppState>, _caller: Caller) -> ApiResult<A
             strategy_status: p.status,
             opened_at: p.position.opened_at.as_ref().map(format_ts),
             alert_level: p.alert_level,
+            stop_loss: p.levels.and_then(|l| l.stop_loss.to_f64()),
+            target: p.levels.and_then(|l| l.target).and_then(|t| t.to_f64()),
         })
         .collect();
     Ok(ApiResponse::list(rows))
