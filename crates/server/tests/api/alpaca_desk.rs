@@ -359,7 +359,11 @@ async fn alpaca_desk_the_console_shows_the_account_radar_a_watched_strategy_trad
     assert!(stop < 6.25 && target > 6.25, "the stop below the fill, the target above it: {held}");
     let summary = app.get("/api/account/summary").await.data().clone();
     let mark = held["market_price"].as_f64().unwrap();
-    assert_eq!(cents(summary["open_risk"].as_f64().unwrap()), cents(833.0 * (mark - stop).max(0.0)), "{summary} {held}");
+    assert_eq!(
+        cents(summary["open_risk"].as_f64().unwrap()),
+        cents(833.0 * (mark - stop).max(0.0)),
+        "{summary} {held}"
+    );
     assert_eq!(broker.cash(), cash - Decimal::from(833) * fill_price);
     assert_books_agree(&app, &broker).await;
     // The same through the console's event stream.

@@ -6,7 +6,8 @@
 //!
 //! The service trades through [`Switchable`], the paper broker with faults the browser test
 //! switches on (unreachable, or its open orders unlisted) so that the console's alerts meet the
-//! real health and reconciliation paths. The console's speed goals are measured on every run and
+//! real health and reconciliation paths; a page opened through [`proxy`] has its connections cut
+//! (the event stream dropped) on the test's word. The console's speed goals are measured on every run and
 //! fail it only with `TRADEOPS_CONSOLE_TIMING_GOALS=assert` (`bench/console.sh`).
 //!
 //! Needs Node.js, `npm ci` in `console/` and Debian's `chromium`; without them the test says so
@@ -150,6 +151,24 @@ fn the_console_formats_figures_and_axes() {
     assert!(output.status.success(), "format tests failed:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
 }
 
+/// A TCP proxy to the service at `upstream`: the browser test opens a page through it and cuts
+/// every connection it carries, as a network fault would (the event stream drops at the
+/// server's end), each time `cuts` changes.
+async fn proxy(listener: tokio::net::TcpListener, upstream: String, cuts: tokio::sync::watch::Receiver<u64>) {
+    while let Ok((mut inbound, _)) = listener.accept().await {
+        let (upstream, mut cuts) = (upstream.clone(), cuts.clone());
+        tokio::spawn(async move {
+            let Ok(mut outbound) = tokio::net::TcpStream::connect(&upstream).await else { return };
+            cuts.borrow_and_update();
+            tokio::select! {
+                _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
+                // Dropping both sockets closes them.
+                _ = cuts.changed() => {}
+            }
+        });
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_console_works_in_a_browser() {
     let chromium = std::env::var("TRADEOPS_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
@@ -170,6 +189,12 @@ async fn the_console_works_in_a_browser() {
     let fault_file = shots.join("broker-fault");
     let _ = std::fs::remove_file(&speed_file);
     let _ = std::fs::remove_file(&fault_file);
+    // FAULT_FILE `cut`: every connection through the proxy is cut, again at each tick while it
+    // says so (reconnections included).
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a port for the proxy");
+    let proxy_url = format!("http://{}", listener.local_addr().unwrap());
+    let (cut, cuts) = tokio::sync::watch::channel(0u64);
+    let proxied = tokio::spawn(proxy(listener, app.base.trim_start_matches("http://").to_string(), cuts));
     let clock = app.market.clone();
     let (speed_path, fault_path) = (speed_file.clone(), fault_file.clone());
     let ticker = tokio::spawn(async move {
@@ -178,7 +203,11 @@ async fn the_console_works_in_a_browser() {
             let speed =
                 std::fs::read_to_string(&speed_path).ok().and_then(|s| s.trim().parse::<i64>().ok()).unwrap_or(20);
             clock.advance(chrono::Duration::milliseconds(100 * speed));
-            venue.set(std::fs::read_to_string(&fault_path).unwrap_or_default().trim());
+            let fault = std::fs::read_to_string(&fault_path).unwrap_or_default();
+            if fault.trim() == "cut" {
+                cut.send_modify(|n| *n += 1);
+            }
+            venue.set(fault.trim());
         }
     });
     let (base, dir) = (app.base.clone(), console_dir());
@@ -193,6 +222,7 @@ async fn the_console_works_in_a_browser() {
             .env("CHROMIUM", chromium)
             .env("SPEED_FILE", speed_file)
             .env("FAULT_FILE", fault_file)
+            .env("PROXY_URL", proxy_url)
             // `assert` (bench/console.sh): the console's speed goals fail the test when missed.
             .env("TIMING_GOALS", std::env::var("TRADEOPS_CONSOLE_TIMING_GOALS").unwrap_or_default())
             .output()
@@ -201,6 +231,7 @@ async fn the_console_works_in_a_browser() {
     .unwrap()
     .expect("node runs");
     ticker.abort();
+    proxied.abort();
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     println!("{stdout}");
