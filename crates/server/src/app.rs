@@ -24,7 +24,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tradeops_brokers::alpaca::market::AlpacaMarketData;
-use tradeops_brokers::paper::{PaperBroker, PaperConfig, PaperExecution};
+use tradeops_brokers::paper::{PaperBroker, PaperExecution};
 use tradeops_brokers::reference::{ReferenceData, WithReference};
 use tradeops_brokers::simulated::live::LiveMarket;
 use tradeops_brokers::simulated::SimulatedMarket;
@@ -158,13 +158,7 @@ impl Application {
         let execution: Arc<dyn ExecutionBroker> = match (execution, config.brokers.execution()) {
             (Some(given), _) => given,
             (None, ExecutionBrokerKind::Paper) => {
-                let paper = &config.paper;
-                let book = PaperBroker::new(PaperConfig {
-                    ack_latency_ms: paper.ack_latency_ms,
-                    cancel_latency_ms: paper.cancel_latency_ms,
-                    slippage_bps: paper.slippage_bps,
-                    fee_per_share: paper.fee_per_share,
-                });
+                let book = PaperBroker::new(config.paper.broker_config());
                 // Ids of this start never collide with stored ones.
                 let prefix = format!("{}-", tradeops_core::time::to_epoch_ms(&clock.now()));
                 Arc::new(PaperExecution::new(book.with_id_prefix(&prefix)))

@@ -171,6 +171,18 @@ pub struct PaperConfigValues {
     pub fee_per_share: rust_decimal::Decimal,
 }
 
+impl PaperConfigValues {
+    /// The paper broker's fill model as these settings set it.
+    pub fn broker_config(&self) -> tradeops_brokers::paper::PaperConfig {
+        tradeops_brokers::paper::PaperConfig {
+            ack_latency_ms: self.ack_latency_ms,
+            cancel_latency_ms: self.cancel_latency_ms,
+            slippage_bps: self.slippage_bps,
+            fee_per_share: self.fee_per_share,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LogFormat {
     Pretty,

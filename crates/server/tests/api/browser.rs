@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tradeops_brokers::paper::{PaperBroker, PaperConfig, PaperExecution};
+use tradeops_brokers::paper::{PaperBroker, PaperExecution};
 use tradeops_brokers::{BrokerError, ExecutionBroker, MarketUpdate};
 use tradeops_core::broker::{BrokerLookup, BrokerOpenOrder, BrokerReport};
 use tradeops_core::orders::{ClientOrderId, Order};
@@ -36,13 +36,7 @@ struct Switchable {
 
 impl Switchable {
     fn new(config: &tradeops_server::Config) -> Arc<Switchable> {
-        let p = &config.paper;
-        let paper = PaperBroker::new(PaperConfig {
-            ack_latency_ms: p.ack_latency_ms,
-            cancel_latency_ms: p.cancel_latency_ms,
-            slippage_bps: p.slippage_bps,
-            fee_per_share: p.fee_per_share,
-        });
+        let paper = PaperBroker::new(config.paper.broker_config());
         Arc::new(Switchable { paper: PaperExecution::new(paper), fault: Mutex::new(String::new()) })
     }
 
