@@ -646,6 +646,9 @@ await run("a position its strategy manages shows the strategy's stop and target 
   await row("positions-table", other).waitFor();
   assert.equal((await api("GET", "/api/positions")).find((p) => p.symbol === other).stop_loss, null, "no strategy, no stop");
   await row("positions-table", other).locator('[data-testid="position-stop"]').filter({ hasText: "—" }).waitFor();
+  // The market stands still meanwhile: no bar closes, so the strategy keeps the position as it
+  // took it (a bar could trigger its exit).
+  setSpeed(0);
   await api("POST", "/api/radar/watch", { symbol: other, source: "MANUAL" });
   await row("positions-table", other).locator('[data-testid="position-stop"]').filter({ hasNotText: "—" }).waitFor();
   const p = (await api("GET", "/api/positions")).find((p) => p.symbol === other);
@@ -663,6 +666,7 @@ await run("a position its strategy manages shows the strategy's stop and target 
   await page.screenshot({ path: `${SHOTS}/chart-levels-light.png` });
   await page.keyboard.press("Escape");
   await page.locator('[data-testid="chart-dialog"]').waitFor({ state: "detached" });
+  setSpeed(20);
   await api("POST", "/api/positions/close", { symbol: other });
   await api("POST", "/api/watchlist/stop", { symbol: other, reason: "browser test done" });
 });
