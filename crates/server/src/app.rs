@@ -32,7 +32,7 @@ use tradeops_brokers::{ExecutionBroker, MarketData};
 use tradeops_core::calendar::MarketCalendar;
 use tradeops_core::settings::{ExecutionBrokerKind, MarketDataBrokerKind};
 use tradeops_core::{Clock, Role, TradingMode};
-use tradeops_store::{Cache, Database, MemoryCache, RedisCache};
+use tradeops_store::{Cache, Database, InstanceLock, MemoryCache, RedisCache};
 
 /// Name of the bootstrap admin token.
 pub const BOOTSTRAP_TOKEN_NAME: &str = "admin";
@@ -58,6 +58,8 @@ pub struct Application {
     probes: Arc<Probes>,
     /// Alpaca's market data, when it is the source: its feed task runs with the service.
     alpaca_data: Option<Arc<AlpacaMarketData>>,
+    /// The hold on a SQLite database, released once the service has closed it.
+    instance: Option<InstanceLock>,
 }
 
 impl Application {
@@ -92,6 +94,10 @@ impl Application {
         execution: Option<Arc<dyn ExecutionBroker>>,
     ) -> anyhow::Result<Application> {
         let extra = overrides.extra_routes;
+        // One service per SQLite file (its engine is the only writer of trading state): a second
+        // is refused here, naming the first, before anything is opened.
+        let holder = format!("pid {}, starting", std::process::id());
+        let instance = InstanceLock::acquire(&config.database_url, &holder).map_err(|e| anyhow::anyhow!("{e}"))?;
         let db = Database::open(&config.database_url)
             .await
             .with_context(|| format!("opening the database {}", redact(&config.database_url)))?;
@@ -262,9 +268,12 @@ impl Application {
             TcpListener::bind(state.config.bind).await.with_context(|| format!("binding {}", state.config.bind))?;
         if let Ok(addr) = listener.local_addr() {
             state.health.listening_on(addr);
+            if let Some(lock) = &instance {
+                lock.describe(&format!("pid {}, listening on {addr}", std::process::id()));
+            }
         }
         let router = http::router::router(state.clone(), extra);
-        Ok(Application { listener, router, state, bootstrap_token, engine_task, probes, alpaca_data })
+        Ok(Application { listener, router, state, bootstrap_token, engine_task, probes, alpaca_data, instance })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -282,7 +291,7 @@ impl Application {
     /// Serves until `shutdown` resolves, then stops taking connections, lets in-flight requests
     /// finish (up to the configured grace), persists pending state and closes the database.
     pub async fn run_until_stopped(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
-        let Application { listener, router, state, engine_task, probes, alpaca_data, .. } = self;
+        let Application { listener, router, state, engine_task, probes, alpaca_data, instance, .. } = self;
         let mut background = spawn_background(&state, probes);
         if let Some(alpaca) = alpaca_data {
             background.push(tokio::spawn(crate::feed::alpaca::run_marks(state.clone(), alpaca.clone())));
@@ -314,6 +323,7 @@ impl Application {
         state.refusals.flush(state.audit_store.as_ref(), state.clock.now().timestamp_millis(), true).await;
         state.audit.flush_held().await;
         state.db.close().await;
+        drop(instance);
         tracing::info!("stopped");
         result
     }

@@ -66,6 +66,9 @@ pub enum StoreError {
     Corrupt(String),
     #[error("{0}")]
     Conflict(String),
+    /// Another service holds the database (a SQLite file: see [`crate::InstanceLock`]).
+    #[error("{0}")]
+    InUse(String),
 }
 
 impl StoreError {

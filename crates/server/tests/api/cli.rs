@@ -73,6 +73,38 @@ fn first_start_prints_admin_token_once_and_sigterm_exits_zero() {
     assert!(terminate(&mut again).success());
 }
 
+/// One service per SQLite file (issue 25.6): a second `serve` on it is refused at once with one
+/// line naming the first (its pid and address), which goes on serving; once the first is gone,
+/// even by `kill -9`, the database starts again.
+#[test]
+fn a_second_service_on_the_same_sqlite_file_is_refused_naming_the_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut first, base, _) = serve(dir.path());
+    let mut second = tradeops(dir.path()).arg("serve").stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let status = (0..100)
+        .find_map(|_| second.try_wait().unwrap().or_else(|| (std::thread::sleep(Duration::from_millis(100)), None).1))
+        .unwrap_or_else(|| {
+            second.kill().unwrap();
+            panic!("a second service on the same SQLite file started");
+        });
+    assert_eq!(status.code(), Some(1));
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut second.stderr.take().unwrap(), &mut err).unwrap();
+    let address = base.trim_start_matches("http://");
+    let holder = format!("tradeops.db is in use by pid {}, listening on {address}", first.id());
+    assert!(err.contains(&holder) && err.contains("PostgreSQL"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let health = rt.block_on(async { reqwest::get(format!("{base}/api/health")).await.unwrap().status() });
+    assert_eq!(health, 200, "the first service goes on serving");
+
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let (mut again, _, _) = serve(dir.path());
+    assert!(terminate(&mut again).success(), "after a kill -9 the file is free again");
+}
+
 #[test]
 fn sigterm_during_start_up_still_exits_zero() {
     let dir = tempfile::tempdir().unwrap();
