@@ -185,8 +185,16 @@ impl Application {
         let events = Arc::new(EventBus::new(market_clock.clone(), clock.clone(), settings.subscribe()));
         let radar = Arc::new(RadarService::new(cache.clone(), Arc::new(db.clone())));
         let metrics = Arc::new(Metrics::new(clock.clone()));
+        // This engine's term (issue 25): it writes trading state only while no newer engine has
+        // taken the database over; one started on it later stops this one.
+        let node_id = node_id(&config);
+        let epoch = db
+            .take_engine_epoch(&node_id, clock.now().timestamp_millis())
+            .await
+            .map_err(|e| anyhow::anyhow!("starting the engine's term: {e}"))?;
+        tracing::info!(epoch, node = %node_id, "the engine's term begins");
         let engine_deps = EngineDeps {
-            db: db.clone(),
+            db: db.fenced(epoch),
             settings: settings.subscribe(),
             events: events.clone(),
             market_clock: market_clock.clone(),
@@ -327,6 +335,17 @@ impl Application {
         tracing::info!("stopped");
         result
     }
+}
+
+/// What this service calls itself where it takes the engine's term: its host, process and
+/// address.
+fn node_id(config: &Config) -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into());
+    format!("{host}:{}:{}", std::process::id(), config.bind)
 }
 
 /// Ensures an admin can sign in: the configured admin token is made the active `admin` token at

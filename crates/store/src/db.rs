@@ -19,6 +19,7 @@
 
 use sqlx::any::{install_default_drivers, AnyPoolOptions};
 use sqlx::migrate::Migrator;
+use sqlx::Row;
 use sqlx::{AnyConnection, AnyPool, Connection};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -69,6 +70,10 @@ pub enum StoreError {
     /// Another service holds the database (a SQLite file: see [`crate::InstanceLock`]).
     #[error("{0}")]
     InUse(String),
+    /// A write of an engine whose term is over (a newer engine took over: see
+    /// [`Database::fenced`]): nothing was written, and nothing of that engine ever will be.
+    #[error("engine term {epoch} is over: a newer engine took over, and this one writes nothing more")]
+    Fenced { epoch: i64 },
 }
 
 impl StoreError {
@@ -187,6 +192,9 @@ pub struct Database {
     pool: AnyPool,
     backend: Backend,
     availability: Arc<Availability>,
+    /// The engine epoch every transaction of this handle checks first (see
+    /// [`Database::fenced`]); `None`: unfenced.
+    fence: Option<i64>,
 }
 
 impl Database {
@@ -241,7 +249,45 @@ impl Database {
             url,
             connection: tokio::sync::Mutex::new(None),
         };
-        Ok(Database { pool, backend, availability: Arc::new(availability) })
+        Ok(Database { pool, backend, availability: Arc::new(availability), fence: None })
+    }
+
+    /// The same database, fenced to the engine term `epoch` (issue 25): every transaction this
+    /// handle begins first checks that `epoch` is still the current one and, once a newer
+    /// engine has taken over ([`Database::take_engine_epoch`]), is refused with
+    /// [`StoreError::Fenced`] before it writes anything. On PostgreSQL the check holds the
+    /// term's row `FOR SHARE` to the commit, so a takeover waits for a write in flight and every
+    /// later one is refused; on SQLite (one service per file) a takeover is a write, which a
+    /// transaction that read the old term cannot write after. The engine writes trading state
+    /// through such a handle only; what else the service writes (settings, audit, jobs) is not
+    /// the engine's.
+    pub fn fenced(&self, epoch: i64) -> Database {
+        Database { fence: Some(epoch), ..self.clone() }
+    }
+
+    /// The engine term this handle is fenced to.
+    pub fn fence(&self) -> Option<i64> {
+        self.fence
+    }
+
+    /// Starts a new engine term: moves the epoch on (refusing every write of the engine whose
+    /// term it was from now on) and records who took it. Returns the new epoch. On PostgreSQL it
+    /// waits for a fenced write in flight to finish first.
+    pub async fn take_engine_epoch(&self, node_id: &str, now_ms: i64) -> Result<i64, StoreError> {
+        let row = sqlx::query(
+            "UPDATE engine_leases SET epoch = epoch + 1, node_id = $1, acquired_at = $2 WHERE id = 1 RETURNING epoch",
+        )
+        .bind(node_id)
+        .bind(now_ms)
+        .fetch_one(self.pool()?)
+        .await?;
+        Ok(row.try_get("epoch")?)
+    }
+
+    /// The current engine term: its epoch, and who took it.
+    pub async fn engine_epoch(&self) -> Result<(i64, Option<String>), StoreError> {
+        let row = sqlx::query("SELECT epoch, node_id FROM engine_leases WHERE id = 1").fetch_one(self.pool()?).await?;
+        Ok((row.try_get("epoch")?, row.try_get("node_id")?))
     }
 
     /// Starts a transaction that a cancelled caller cannot leave half begun. sqlx 0.9 counts a
@@ -250,10 +296,45 @@ impl Database {
     /// connection back to the pool inside a transaction nobody commits, and whatever runs on it
     /// next is silently lost when the connection closes. Begun in its own task, a transaction
     /// always finishes beginning; if its caller is gone, it is dropped there and rolled back.
+    ///
+    /// A fenced handle's transaction begins with its term's check (see [`Database::fenced`]),
+    /// in the same task.
     pub(crate) async fn begin(&self) -> Result<sqlx::Transaction<'static, sqlx::Any>, StoreError> {
         let pool = self.pool()?.clone();
-        match tokio::spawn(async move { pool.begin().await }).await {
-            Ok(begun) => Ok(begun?),
+        // PostgreSQL: the term's row held `FOR SHARE` to the commit (a takeover's UPDATE waits
+        // for it). SQLite: a write of the row, so the transaction takes the write lock at once
+        // (waiting as for any write) and its check cannot go stale; a read first would make the
+        // transaction's first write fail "database is locked" whenever another connection wrote
+        // meanwhile.
+        let guard = self.fence.map(|epoch| (self.backend, epoch));
+        let begin = async move {
+            let mut tx = pool.begin().await?;
+            if let Some((backend, epoch)) = guard {
+                let current = match backend {
+                    Backend::Postgres => {
+                        sqlx::query("SELECT epoch FROM engine_leases WHERE id = 1 AND epoch = $1 FOR SHARE")
+                            .bind(epoch)
+                            .fetch_optional(&mut *tx)
+                            .await?
+                            .is_some()
+                    }
+                    Backend::Sqlite => {
+                        sqlx::query("UPDATE engine_leases SET epoch = epoch WHERE id = 1 AND epoch = $1")
+                            .bind(epoch)
+                            .execute(&mut *tx)
+                            .await?
+                            .rows_affected()
+                            == 1
+                    }
+                };
+                if !current {
+                    return Err(StoreError::Fenced { epoch });
+                }
+            }
+            Ok(tx)
+        };
+        match tokio::spawn(begin).await {
+            Ok(begun) => begun,
             Err(e) => Err(StoreError::Unavailable(format!("beginning a transaction failed: {e}"))),
         }
     }

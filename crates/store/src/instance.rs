@@ -35,7 +35,8 @@ impl InstanceLock {
         }
         let path = lock_path(&database);
         let unusable = |e: std::io::Error| StoreError::Unavailable(format!("lock file {}: {e}", path.display()));
-        let mut file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(unusable)?;
+        let mut file =
+            OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(unusable)?;
         match file.try_lock() {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {
@@ -51,7 +52,7 @@ impl InstanceLock {
             }
             Err(TryLockError::Error(e)) => return Err(unusable(e)),
         }
-        let lock = InstanceLock { file, path };
+        let lock = InstanceLock { file, path: path.clone() };
         lock.write(holder).map_err(unusable)?;
         Ok(Some(lock))
     }

@@ -6,8 +6,10 @@ pub mod audit;
 pub mod backtests;
 pub mod cache;
 pub mod data;
-pub mod instance;
 mod db;
+#[cfg(test)]
+mod fence_tests;
+pub mod instance;
 pub mod jobs;
 pub mod market;
 pub mod reference;

@@ -194,6 +194,9 @@ impl MarketRepository for Database {
     }
 
     async fn put_watch_row(&self, w: &WatchRecord) -> Result<(), StoreError> {
+        // In a transaction of its own, as every write of trading state: a fenced handle checks
+        // its engine's term there (`Database::fenced`).
+        let mut tx = self.begin().await?;
         sqlx::query(
             "INSERT INTO watchlist (symbol, source, strategy_id, strategy_version, strategy_status, polling_status, \
              time_added, time_closed, time_completed, reason) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
@@ -210,8 +213,9 @@ impl MarketRepository for Database {
         .bind(w.time_closed)
         .bind(w.time_completed)
         .bind(&w.reason)
-        .execute(self.pool()?)
+        .execute(&mut *tx)
         .await?;
+        tx.commit().await?;
         Ok(())
     }
 
@@ -253,6 +257,7 @@ impl MarketRepository for Database {
     }
 
     async fn insert_block(&self, b: &BlockRecord) -> Result<i64, StoreError> {
+        let mut tx = self.begin().await?;
         let row = sqlx::query(
             "INSERT INTO symbol_blocks (symbol, block_scope, reason, actor, effective_from, expires_at) \
              VALUES ($1, $2, $3, $4, $5, $6) RETURNING block_id",
@@ -263,12 +268,14 @@ impl MarketRepository for Database {
         .bind(&b.actor)
         .bind(b.effective_from)
         .bind(b.expires_at)
-        .fetch_one(self.pool()?)
+        .fetch_one(&mut *tx)
         .await?;
+        tx.commit().await?;
         Ok(row.try_get("block_id")?)
     }
 
     async fn lift_blocks(&self, symbol: &str, now: i64, by: &str, reason: &str) -> Result<u64, StoreError> {
+        let mut tx = self.begin().await?;
         let done = sqlx::query(sqlx::AssertSqlSafe(format!(
             "UPDATE symbol_blocks SET lifted_at = $1, lifted_by = $2, lift_reason = $3 WHERE {ACTIVE_BLOCK} AND symbol = $4"
         )))
@@ -276,12 +283,14 @@ impl MarketRepository for Database {
         .bind(by)
         .bind(reason)
         .bind(symbol)
-        .execute(self.pool()?)
+        .execute(&mut *tx)
         .await?;
+        tx.commit().await?;
         Ok(done.rows_affected())
     }
 
     async fn insert_violation(&self, v: &ViolationRecord) -> Result<i64, StoreError> {
+        let mut tx = self.begin().await?;
         let row = sqlx::query(
             "INSERT INTO risk_violations (ts, rule, symbol, client_order_id, detail) VALUES ($1, $2, $3, $4, $5) RETURNING violation_id",
         )
@@ -290,8 +299,9 @@ impl MarketRepository for Database {
         .bind(&v.symbol)
         .bind(&v.client_order_id)
         .bind(&v.detail)
-        .fetch_one(self.pool()?)
+        .fetch_one(&mut *tx)
         .await?;
+        tx.commit().await?;
         Ok(row.try_get("violation_id")?)
     }
 

@@ -30,6 +30,8 @@ pub struct EngineStateRecord {
     pub peak_equity: Decimal,
     pub cash: Decimal,
     pub updated_at: i64,
+    /// The engine's order counter (see migration 0016).
+    pub order_sequence: i64,
 }
 
 /// Narrowing of the order list (also the key of a page kept by its caller).
@@ -327,7 +329,7 @@ impl TradingRepository for Database {
     async fn engine_state(&self) -> Result<Option<EngineStateRecord>, StoreError> {
         let row = sqlx::query(
             "SELECT state, halted_at, halt_reason, halt_actor, halt_stopped, trading_date, trades_today, realized_today, start_equity, \
-             peak_equity, cash, updated_at FROM trading_state WHERE id = 1",
+             peak_equity, cash, updated_at, order_sequence FROM trading_state WHERE id = 1",
         )
         .fetch_optional(self.pool()?)
         .await?;
@@ -350,6 +352,7 @@ impl TradingRepository for Database {
             peak_equity: dec(&r.try_get::<String, _>("peak_equity")?)?,
             cash: dec(&r.try_get::<String, _>("cash")?)?,
             updated_at: r.try_get("updated_at")?,
+            order_sequence: r.try_get("order_sequence")?,
         }))
     }
 }
@@ -443,10 +446,11 @@ async fn save_position_in(tx: &mut sqlx::Transaction<'_, sqlx::Any>, p: &Positio
 async fn save_state_in(tx: &mut sqlx::Transaction<'_, sqlx::Any>, s: &EngineStateRecord) -> Result<(), StoreError> {
     sqlx::query(
         "INSERT INTO trading_state (id, state, halted_at, halt_reason, halt_actor, trading_date, trades_today, realized_today, \
-         start_equity, peak_equity, cash, updated_at, halt_stopped) VALUES (1, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
+         start_equity, peak_equity, cash, updated_at, halt_stopped, order_sequence) \
+         VALUES (1, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) \
          ON CONFLICT (id) DO UPDATE SET state = $1, halted_at = $2, halt_reason = $3, halt_actor = $4, trading_date = $5, \
          trades_today = $6, realized_today = $7, start_equity = $8, peak_equity = $9, cash = $10, updated_at = $11, \
-         halt_stopped = $12",
+         halt_stopped = $12, order_sequence = $13",
     )
     .bind(&s.state)
     .bind(s.halted_at)
@@ -460,6 +464,7 @@ async fn save_state_in(tx: &mut sqlx::Transaction<'_, sqlx::Any>, s: &EngineStat
     .bind(s.cash.to_string())
     .bind(s.updated_at)
     .bind(s.halt_stopped.join(","))
+    .bind(s.order_sequence)
     .execute(&mut **tx)
     .await?;
     Ok(())

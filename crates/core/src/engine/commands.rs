@@ -147,6 +147,10 @@ pub enum CommandError {
     /// sent): `SERVICE_UNAVAILABLE` when the database is unavailable, else `INTERNAL_ERROR`. Set
     /// by the live runner, never by the engine.
     NotPersisted { reason: String, unavailable: bool },
+    /// The engine's term is over (a newer engine took its database over: issue 25's fencing):
+    /// nothing of the command was stored or sent, and this engine takes no more
+    /// (`SERVICE_UNAVAILABLE`). Set by the live runner, never by the engine.
+    EngineStopped,
     /// The execution broker cannot be reached, so a new order is not placed (`BROKER_UNAVAILABLE`,
     /// 503 with `Retry-After`): `retry_after` is the venue's own wait when it gave one;
     /// `client_order_id` the order written ahead whose submit found the venue unreachable (it is

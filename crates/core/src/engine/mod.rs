@@ -439,6 +439,12 @@ impl Engine {
         self.cash
     }
 
+    /// The order counter: the N of the last generated client order id
+    /// (`to-SYMBOL-YYYYMMDDHHMMSS-N`), persisted with the trading state.
+    pub fn order_sequence(&self) -> u64 {
+        self.sequence
+    }
+
     /// Runs `strategy` on `symbol` in place of the one the allocator made (a backtest's strategy
     /// with its parameters); nothing when the symbol has no slot.
     pub(crate) fn replace_strategy(&mut self, symbol: &Symbol, strategy: Option<Box<dyn Strategy>>) {
@@ -754,17 +760,24 @@ impl Engine {
     }
 
     fn next_client_order_id(&mut self, symbol: &Symbol, now: Timestamp) -> ClientOrderId {
-        self.sequence += 1;
-        // `to-SYMBOL-YYYYMMDDHHMMSS-N` (UTC), written where reasons are, then shared.
-        let id = &mut self.scratch;
-        id.clear();
-        id.push_str("to-");
-        id.push_str(symbol.as_str());
-        id.push('-');
-        crate::time::push_compact_utc(id, &now, None);
-        id.push('-');
-        crate::time::push_digits(id, self.sequence, 1);
-        ClientOrderId::generated(id)
+        loop {
+            self.sequence += 1;
+            // `to-SYMBOL-YYYYMMDDHHMMSS-N` (UTC), written where reasons are, then shared.
+            let id = &mut self.scratch;
+            id.clear();
+            id.push_str("to-");
+            id.push_str(symbol.as_str());
+            id.push('-');
+            crate::time::push_compact_utc(id, &now, None);
+            id.push('-');
+            crate::time::push_digits(id, self.sequence, 1);
+            let id = ClientOrderId::generated(id);
+            // A restarted engine holds the day's orders but counts from 1 again, and a simulated
+            // market resumes at the second it stopped in: an id already in use is skipped.
+            if !self.orders.contains_key(&id) {
+                return id;
+            }
+        }
     }
 
     /// `id` as shared text, made once per strategy.

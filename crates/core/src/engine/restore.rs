@@ -45,6 +45,8 @@ pub struct SavedState {
     pub realized_today: Decimal,
     pub start_equity: Decimal,
     pub peak_equity: Decimal,
+    /// The order counter ([`Engine::order_sequence`]): a restored engine counts on from it.
+    pub order_sequence: u64,
 }
 
 /// A watchlist row: a symbol, its strategy status and when it was put on the list.
@@ -83,6 +85,7 @@ impl Engine {
             engine.day.realized_today = s.realized_today;
             engine.day.start_equity = s.start_equity;
             engine.day.peak_equity = s.peak_equity;
+            engine.sequence = s.order_sequence;
         }
         for p in positions {
             engine.positions.insert(p.symbol.clone(), p);

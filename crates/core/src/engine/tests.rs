@@ -855,6 +855,7 @@ fn restore_sets_the_persisted_book_in_place_and_attaches_working_orders() {
         realized_today: d(-1_000),
         start_equity: d(10_000_000),
         peak_equity: d(10_010_000),
+        order_sequence: 41,
     };
     let block = Block {
         scope: "PERMANENT".into(),
@@ -894,6 +895,45 @@ fn restore_sets_the_persisted_book_in_place_and_attaches_working_orders() {
     assert_eq!((slot(&wxyz).status, slot(&wxyz).entry_order.clone()), (StrategyStatus::Buy, Some(id("entry-1"))));
     assert_eq!(slot(&qrst).status, StrategyStatus::Closed);
     assert!(slot(&qrst).strategy.is_none());
+    assert_eq!(e.order_sequence(), 41, "the order counter goes on from the saved one");
+}
+
+/// A restarted engine's generated ids never repeat one it holds, nor one the saved counter
+/// says was made: a simulated market resumes at the second it stopped in.
+#[test]
+fn a_restored_engine_counts_order_ids_on_and_skips_ids_in_use() {
+    let now = t(NOW);
+    let stamp = now.format("%Y%m%d%H%M%S").to_string();
+    let held = |n: u64| {
+        let id = ClientOrderId::parse(&format!("to-ABCD-{stamp}-{n}")).unwrap();
+        Order::new(id, sym("ABCD"), Side::Buy, OrderType::Limit, TimeInForce::Day, 1, Some(d(400)), None, now)
+    };
+    let restore = |order_sequence: u64, open_orders: Vec<Order>| {
+        let state = SavedState {
+            cash: d(10_000_000),
+            trading_state: TradingState::Active,
+            halt: None,
+            halt_stopped: BTreeSet::new(),
+            trading_date: None,
+            trades_today: 0,
+            realized_today: Decimal::ZERO,
+            start_equity: d(10_000_000),
+            peak_equity: d(10_000_000),
+            order_sequence,
+        };
+        let restored = Restored { state: Some(state), positions: vec![], open_orders, blocks: vec![], watched: vec![] };
+        let mut e = Engine::restore(Settings::default(), d(10_000_000), factory, restored, now);
+        e.handle(Event::Mark { symbol: sym("ABCD"), price: d(500) }, now);
+        e
+    };
+    let id_of = |e: &mut Engine| match command(e, buy(1)).0 {
+        Ok(Reply::Order(o)) => o.client_order_id.to_string(),
+        other => panic!("{other:?}"),
+    };
+    // The saved counter: on from 7.
+    assert_eq!(id_of(&mut restore(7, vec![])), format!("to-ABCD-{stamp}-8"));
+    // No counter saved (a state from before it was kept), an order of the same second held.
+    assert_eq!(id_of(&mut restore(0, vec![held(1), held(2)])), format!("to-ABCD-{stamp}-3"));
 }
 
 /// Restoring while `HALTED` restarts nothing: the halt's stopped strategies stay stopped.
@@ -911,6 +951,7 @@ fn restore_while_halted_leaves_the_halt_stopped_strategies_stopped() {
         realized_today: Decimal::ZERO,
         start_equity: d(10_000_000),
         peak_equity: d(10_000_000),
+        order_sequence: 0,
     };
     let watched = vec![Watched { symbol: sym("ABCD"), status: StrategyStatus::Active, added_at: now }];
     let restored = Restored { state: Some(saved), watched, ..Restored::default() };

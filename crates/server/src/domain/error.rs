@@ -104,6 +104,10 @@ pub enum DomainError {
     /// The database cannot be reached (or cannot write) now; `reason` says what was not stored.
     #[error("The database is unavailable; retry shortly")]
     Unavailable { reason: Option<String> },
+    /// The trading engine does not run in this service (its term was taken over by a newer
+    /// engine, or it stopped): nothing was done.
+    #[error("The trading engine is not running in this service; retry shortly")]
+    EngineStopped,
     /// The execution broker cannot be reached: a new order is not placed. `reason` says what
     /// failed; `retry_after` is the venue's own wait when it gave one.
     #[error("The broker is unavailable: {reason}; retry shortly")]
@@ -142,7 +146,7 @@ impl DomainError {
             DomainError::NotCancellable { .. } => ErrorCode::OrderNotCancellable,
             DomainError::MarketClosed { .. } => ErrorCode::MarketClosed,
             DomainError::GuardRefused { .. } => ErrorCode::SettingsUpdateBlocked,
-            DomainError::Unavailable { .. } => ErrorCode::ServiceUnavailable,
+            DomainError::Unavailable { .. } | DomainError::EngineStopped => ErrorCode::ServiceUnavailable,
             DomainError::BrokerUnavailable { .. } => ErrorCode::BrokerUnavailable,
             DomainError::Internal(_) => ErrorCode::InternalError,
         }
@@ -184,6 +188,7 @@ impl From<CommandError> for DomainError {
                 DomainError::Unavailable { reason: Some(reason) }
             }
             CommandError::NotPersisted { reason, unavailable: false } => DomainError::Internal(reason),
+            CommandError::EngineStopped => DomainError::EngineStopped,
             CommandError::MarketClosed { next_open } => DomainError::MarketClosed { next_open },
             CommandError::BrokerUnavailable { reason, retry_after, client_order_id } => {
                 DomainError::BrokerUnavailable { reason, retry_after, client_order_id }

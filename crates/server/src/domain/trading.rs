@@ -64,7 +64,7 @@ pub struct TradingService<'a> {
 
 impl From<EngineGone> for DomainError {
     fn from(_: EngineGone) -> Self {
-        DomainError::internal("the trading engine is not running")
+        DomainError::EngineStopped
     }
 }
 

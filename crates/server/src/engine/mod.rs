@@ -21,7 +21,8 @@ use tradeops_store::Database;
 
 /// What the engine runner is built from (the composition root, [`crate::app`], gathers it).
 pub struct EngineDeps {
-    /// The trading state's storage: restored from at start, written ahead and after every batch.
+    /// The trading state's storage: restored from at start, written ahead and after every batch;
+    /// fenced to this engine's term ([`Database::fenced`]), whose end stops the engine.
     pub db: Database,
     /// The settings in effect; the engine is restored with the current ones and follows changes.
     pub settings: watch::Receiver<Arc<Settings>>,

@@ -113,6 +113,10 @@ struct Runner {
     /// The venue's own account figures as last read (a real broker's), with the engine's cash
     /// at that moment.
     venue_account: Option<(tradeops_brokers::VenueAccount, Decimal)>,
+    /// This engine's term is over (issue 25: a newer engine took over the database, and its
+    /// writes are refused): it sends nothing more to the broker and stops after the input at
+    /// hand.
+    fenced: bool,
 }
 
 /// A point inside the emergency halt at which the crash tests end the process as `kill -9`
@@ -204,6 +208,7 @@ async fn restore(
         realized_today: s.realized_today,
         start_equity: s.start_equity,
         peak_equity: s.peak_equity,
+        order_sequence: s.order_sequence.max(0) as u64,
     });
     let positions = repo.positions().await?;
     let open = repo.open_orders().await?;
@@ -250,6 +255,7 @@ async fn restore(
         answers: Vec::new(),
         unconfirmed: BTreeMap::new(),
         venue_down: None,
+        fenced: false,
         operator_order: false,
         operator_cancel: false,
         remote,
@@ -578,6 +584,9 @@ impl Runner {
     /// send again. Returns the broker's refusal, which answers an operator's order.
     async fn send(&mut self, order: &Order, now: Timestamp) -> Option<CommandError> {
         let id = &order.client_order_id;
+        if self.fenced {
+            return Some(CommandError::EngineStopped);
+        }
         self.recount = true;
         let sent = venue(self.broker.submit(order, now)).await;
         self.note_venue(&sent);
@@ -629,6 +638,27 @@ impl Runner {
         Box::pin(self.apply(vec![violation], now)).await;
     }
 
+    /// Notes a write that failed: an outage for the database's availability, and a refusal of
+    /// this engine's term (see [`Runner::fenced`]) as the end of this engine.
+    fn write_failed(&mut self, e: &StoreError) {
+        self.db.writes_failed(e);
+        if let StoreError::Fenced { epoch } = e {
+            self.fence_lost(*epoch, "its write was refused");
+        }
+    }
+
+    /// This engine's term `epoch` is over: from now on it sends nothing to the broker, and it
+    /// stops after the input at hand.
+    fn fence_lost(&mut self, epoch: i64, how: &str) {
+        if !self.fenced {
+            tracing::error!(
+                epoch,
+                "a newer engine took over the database ({how}): this engine sends and writes nothing more, and stops"
+            );
+        }
+        self.fenced = true;
+    }
+
     /// Notes whether the execution broker answered: a call that found it unavailable marks it
     /// down (new operator orders are refused until a call succeeds); any answer marks it up.
     fn note_venue<T>(&mut self, answer: &Result<T, BrokerError>) {
@@ -653,6 +683,9 @@ impl Runner {
     /// nothing yet: the order stays cancelling, and reconciliation looks it up — never sent, it
     /// is then marked so and never sent.
     async fn cancel_at_broker(&mut self, id: &ClientOrderId, now: Timestamp) -> Option<CommandError> {
+        if self.fenced {
+            return Some(CommandError::EngineStopped);
+        }
         let answer = venue(self.broker.cancel(id, now)).await;
         self.note_venue(&answer);
         match answer {
@@ -933,6 +966,8 @@ impl Runner {
                         (self.operator_order, self.operator_cancel) = (places, cancels);
                         let answer = self.apply(fx, now).await;
                         (self.operator_order, self.operator_cancel) = (false, false);
+                        // Taken over meanwhile: what was left of the command was neither stored nor sent.
+                        let answer = if self.fenced { Some(Err(CommandError::EngineStopped)) } else { answer };
                         let _ = reply.send(answer.unwrap_or(Err(CommandError::NotFound("no reply".into()))));
                         self.publish();
                     }
@@ -970,6 +1005,7 @@ impl Runner {
                 }
                 _ = check.tick() => {
                     let now = self.market_clock.now();
+                    self.check_term().await;
                     if !self.unsaved.is_empty() && self.db.is_writable() {
                         self.save_unsaved(now).await;
                     }
@@ -984,6 +1020,22 @@ impl Runner {
                     let fx = self.engine.handle(Event::Command(Command::UpdateSettings(Box::new(next))), now);
                     self.apply(fx, now).await;
                 }
+            }
+            if self.fenced {
+                tracing::error!("the trading engine stopped: its term is over");
+                return;
+            }
+        }
+    }
+
+    /// Asks the database whose term it is (every [`RECONCILE_EVERY`]): an engine that has
+    /// nothing to write learns of a takeover too. A database that cannot answer says nothing.
+    async fn check_term(&mut self) {
+        let Some(ours) = self.db.fence() else { return };
+        if let Ok(Ok((current, holder))) = tokio::time::timeout(WRITE_TIMEOUT, self.db.engine_epoch()).await {
+            if current != ours {
+                let how = format!("term {current} taken by {}", holder.as_deref().unwrap_or("another engine"));
+                self.fence_lost(ours, &how);
             }
         }
     }
@@ -1134,7 +1186,7 @@ impl Runner {
             };
             if let Err(e) = saved {
                 tracing::error!(error = %e, "trading state not persisted yet: held in memory, written when the database is back");
-                self.db.writes_failed(&e);
+                self.write_failed(&e);
                 batch.reachable &= !e.is_unavailable();
                 self.unsaved.state = true;
                 self.unsaved.outage = true;
@@ -1160,7 +1212,7 @@ impl Runner {
                 Ok(()) => true,
                 Err(e) => {
                     tracing::error!(error = %e, orders = new_orders.len(), "orders not written ahead");
-                    self.db.writes_failed(&e);
+                    self.write_failed(&e);
                     batch.unsent_because = Some(e.is_unavailable());
                     // A write that did not answer in time may still land: its orders are
                     // rejected (and that stored later) rather than taken back without a trace.
@@ -1368,7 +1420,7 @@ impl Runner {
         let positions: Vec<_> = self.unsaved.positions.values().cloned().collect();
         if let Err(e) = bounded(repo.save_batch(&orders, &positions, &self.state_record(now), mode, &date)).await {
             tracing::error!(error = %e, orders = orders.len(), positions = positions.len(), "batch not persisted yet: held in memory");
-            self.db.writes_failed(&e);
+            self.write_failed(&e);
             self.unsaved.outage = true;
             return;
         }
@@ -1379,7 +1431,7 @@ impl Runner {
         while let Some(write) = self.unsaved.writes.front() {
             if let Err(e) = bounded(write.write(&self.db)).await {
                 tracing::error!(error = %e, "held writes not stored yet");
-                self.db.writes_failed(&e);
+                self.write_failed(&e);
                 return;
             }
             self.unsaved.writes.pop_front();
@@ -1414,6 +1466,7 @@ impl Runner {
             peak_equity: e.day().peak_equity,
             cash: e.cash(),
             updated_at: to_epoch_ms(&now),
+            order_sequence: e.order_sequence() as i64,
         }
     }
 
@@ -1426,11 +1479,12 @@ impl Runner {
                 Ok(()) => return,
                 Err(e) if e.is_unavailable() => {
                     tracing::error!(error = %e, "write held until the database is back");
-                    self.db.writes_failed(&e);
+                    self.write_failed(&e);
                     *reachable = false;
                 }
                 Err(e) => {
                     tracing::error!(error = %e, ?write, "write failed");
+                    self.write_failed(&e);
                     return;
                 }
             }

@@ -134,7 +134,9 @@ impl From<DomainError> for ApiError {
         }
         let refusal = ApiError::new(e.code(), e.to_string()).with_detail(detail(&e));
         match e {
-            DomainError::Unavailable { .. } => refusal.with_retry_after(DATABASE_RETRY_AFTER),
+            DomainError::Unavailable { .. } | DomainError::EngineStopped => {
+                refusal.with_retry_after(DATABASE_RETRY_AFTER)
+            }
             DomainError::BrokerUnavailable { retry_after, .. } => refusal.with_retry_after(
                 retry_after.map(|d| d.as_secs_f64().ceil() as u64).filter(|s| *s > 0).unwrap_or(BROKER_RETRY_AFTER),
             ),
@@ -179,6 +181,7 @@ fn detail(e: &DomainError) -> Value {
         DomainError::NotFound(_)
         | DomainError::EmergencyHaltActive
         | DomainError::Unavailable { reason: None }
+        | DomainError::EngineStopped
         | DomainError::Internal(_) => json!({}),
     }
 }
@@ -323,6 +326,9 @@ mod tests {
                 "The database is unavailable; retry shortly", json!({}), Some(DATABASE_RETRY_AFTER)),
             (D::Unavailable { reason: Some("order not written".into()) }, 503, "SERVICE_UNAVAILABLE",
                 "The database is unavailable; retry shortly", json!({"reason": "order not written"}),
+                Some(DATABASE_RETRY_AFTER)),
+            (D::EngineStopped, 503, "SERVICE_UNAVAILABLE",
+                "The trading engine is not running in this service; retry shortly", json!({}),
                 Some(DATABASE_RETRY_AFTER)),
             (D::internal("disk on fire"), 500, "INTERNAL_ERROR",
                 "Internal error; the request id identifies it in the logs", json!({}), None),

@@ -14,93 +14,10 @@
 //! and passes, unless `TRADEOPS_REQUIRE_BROWSER=1` (set by `.ci/run`), which makes it fail.
 
 use crate::helpers::*;
+use crate::venues::Switchable;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tradeops_brokers::paper::{PaperBroker, PaperExecution};
-use tradeops_brokers::{BrokerError, ExecutionBroker, MarketUpdate};
-use tradeops_core::broker::{BrokerLookup, BrokerOpenOrder, BrokerReport};
-use tradeops_core::orders::{ClientOrderId, Order};
-use tradeops_core::Timestamp;
-
-/// The paper broker (as the service builds it by default) with the faults the browser test
-/// asks for by writing a word to `FAULT_FILE`, so that the console's alerts meet the real
-/// health and reconciliation paths: `down`, every call fails as unavailable, as an unreachable
-/// venue's does; `hide-open-orders`, its open-order listing leaves every order out, so the
-/// books disagree (a reconciliation mismatch); anything else, no fault.
-struct Switchable {
-    paper: PaperExecution,
-    fault: Mutex<String>,
-}
-
-impl Switchable {
-    fn new(config: &tradeops_server::Config) -> Arc<Switchable> {
-        let paper = PaperBroker::new(config.paper.broker_config());
-        Arc::new(Switchable { paper: PaperExecution::new(paper), fault: Mutex::new(String::new()) })
-    }
-
-    fn set(&self, fault: &str) {
-        *self.fault.lock().unwrap() = fault.to_string();
-    }
-
-    fn is(&self, fault: &str) -> bool {
-        *self.fault.lock().unwrap() == fault
-    }
-
-    fn reachable(&self) -> Result<(), BrokerError> {
-        match self.is("down") {
-            true => Err(BrokerError::Unavailable { reason: "connection refused".into(), retry_after: None }),
-            false => Ok(()),
-        }
-    }
-}
-
-#[async_trait::async_trait]
-impl ExecutionBroker for Switchable {
-    fn name(&self) -> &'static str {
-        "paper"
-    }
-
-    async fn submit(&self, order: &Order, now: Timestamp) -> Result<(), BrokerError> {
-        self.reachable()?;
-        self.paper.submit(order, now).await
-    }
-
-    async fn cancel(&self, id: &ClientOrderId, now: Timestamp) -> Result<(), BrokerError> {
-        self.reachable()?;
-        self.paper.cancel(id, now).await
-    }
-
-    async fn lookup(&self, id: &ClientOrderId) -> Result<BrokerLookup, BrokerError> {
-        self.reachable()?;
-        self.paper.lookup(id).await
-    }
-
-    async fn open_orders(&self) -> Result<Vec<BrokerOpenOrder>, BrokerError> {
-        self.reachable()?;
-        match self.is("hide-open-orders") {
-            true => Ok(Vec::new()),
-            false => self.paper.open_orders().await,
-        }
-    }
-
-    async fn poll(&self, now: Timestamp) -> Vec<BrokerReport> {
-        self.paper.poll(now).await
-    }
-
-    async fn on_market(&self, update: &MarketUpdate<'_>) -> Vec<BrokerReport> {
-        self.paper.on_market(update).await
-    }
-
-    async fn expire_day_orders(&self, now: Timestamp) -> Vec<BrokerReport> {
-        self.paper.expire_day_orders(now).await
-    }
-
-    async fn restore(&self, orders: &[Order], now: Timestamp) -> Vec<ClientOrderId> {
-        self.paper.restore(orders, now).await
-    }
-}
 
 fn console_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../console")

@@ -1,0 +1,135 @@
+//! Fencing (issue 25.1) on a real database: SQLite always, PostgreSQL too when
+//! `TRADEOPS_TEST_DATABASE_URL` is set (a fresh database each test; required where
+//! `TRADEOPS_REQUIRE_SERVICES` is set). A handle fenced to an engine term writes trading state
+//! while that term lasts and nothing once a newer engine took over; on PostgreSQL a takeover
+//! waits for a write in flight.
+
+use std::time::Duration;
+
+use crate::{Database, MarketRepository, StoreError, ViolationRecord, WatchRecord};
+
+/// The databases to test on, each with what keeps it alive.
+async fn databases() -> Vec<(Database, Option<tempfile::TempDir>, Option<(Database, String)>)> {
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = Database::open(&format!("sqlite://{}/t.db", dir.path().display())).await.unwrap();
+    let mut all = vec![(sqlite, Some(dir), None)];
+    if let Some(pg) = postgres().await {
+        all.push(pg);
+    }
+    all
+}
+
+/// A fresh PostgreSQL database, when one is configured.
+async fn postgres() -> Option<(Database, Option<tempfile::TempDir>, Option<(Database, String)>)> {
+    let Some(admin_url) = std::env::var("TRADEOPS_TEST_DATABASE_URL").ok().filter(|u| !u.is_empty()) else {
+        assert!(
+            std::env::var("TRADEOPS_REQUIRE_SERVICES").is_err(),
+            "TRADEOPS_REQUIRE_SERVICES=1 but TRADEOPS_TEST_DATABASE_URL is not set"
+        );
+        eprintln!("PostgreSQL part skipped: set TRADEOPS_TEST_DATABASE_URL");
+        return None;
+    };
+    let name = format!("tradeops_fence_{}", uuid::Uuid::new_v4().simple());
+    let admin = Database::connect(&admin_url).await.expect("PostgreSQL reachable");
+    admin.execute_raw(&format!("CREATE DATABASE {name}")).await.unwrap();
+    let (base, query) = admin_url.split_once('?').map(|(b, q)| (b, Some(q))).unwrap_or((&admin_url, None));
+    let url =
+        format!("{}/{name}{}", &base[..base.rfind('/').unwrap()], query.map(|q| format!("?{q}")).unwrap_or_default());
+    Some((Database::open(&url).await.unwrap(), None, Some((admin, name))))
+}
+
+async fn drop_postgres(admin: Option<(Database, String)>) {
+    if let Some((admin, name)) = admin {
+        let _ = admin.execute_raw(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await;
+        admin.close().await;
+    }
+}
+
+fn violation(ts: i64) -> ViolationRecord {
+    ViolationRecord {
+        violation_id: 0,
+        ts,
+        rule: "MAX_ORDER_VALUE".into(),
+        symbol: Some("ABCD".into()),
+        client_order_id: None,
+        detail: "{}".into(),
+    }
+}
+
+fn watch(symbol: &str) -> WatchRecord {
+    WatchRecord {
+        symbol: symbol.into(),
+        source: "MANUAL".into(),
+        strategy_id: "momentum_breakout".into(),
+        strategy_version: "1.0.0".into(),
+        strategy_status: "Active".into(),
+        polling_status: "POLLING".into(),
+        time_added: 1,
+        time_closed: None,
+        time_completed: None,
+        reason: None,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_engine_writes_while_its_term_lasts_and_nothing_once_taken_over() {
+    for (db, _dir, admin) in databases().await {
+        let backend = db.backend().name();
+        let (start, _) = db.engine_epoch().await.unwrap();
+        let first = db.take_engine_epoch("node-a", 1_000).await.unwrap();
+        assert_eq!(first, start + 1, "{backend}: each start moves the term on");
+        assert_eq!(db.engine_epoch().await.unwrap(), (first, Some("node-a".into())), "{backend}");
+        let old = db.fenced(first);
+        assert_eq!(old.fence(), Some(first));
+        old.insert_violation(&violation(1)).await.unwrap();
+        old.put_watch_row(&watch("ABCD")).await.unwrap();
+
+        let second = db.take_engine_epoch("node-b", 2_000).await.unwrap();
+        assert_eq!(second, first + 1, "{backend}");
+        let refused = old.insert_violation(&violation(2)).await.unwrap_err();
+        assert!(matches!(refused, StoreError::Fenced { epoch } if epoch == first), "{backend}: {refused:?}");
+        assert!(!refused.is_unavailable(), "{backend}: a fenced write is never held to retry");
+        assert!(matches!(old.put_watch_row(&watch("EFGH")).await, Err(StoreError::Fenced { .. })), "{backend}");
+        assert!(matches!(old.lift_blocks("ABCD", 3, "x", "y").await, Err(StoreError::Fenced { .. })), "{backend}");
+
+        let new = db.fenced(second);
+        new.insert_violation(&violation(3)).await.unwrap();
+        let stored: Vec<i64> = db.violations(10).await.unwrap().iter().map(|v| v.ts).collect();
+        assert_eq!(stored, vec![3, 1], "{backend}: the old term's write after the takeover left nothing");
+        let watched: Vec<String> = db.watch_rows().await.unwrap().into_iter().map(|w| w.symbol).collect();
+        assert_eq!(watched, vec!["ABCD".to_string()], "{backend}");
+        // Reads and the service's own writes are not the engine's: unfenced, they go on.
+        assert_eq!(db.fence(), None);
+        db.insert_violation(&violation(4)).await.unwrap();
+        db.close().await;
+        drop_postgres(admin).await;
+    }
+}
+
+/// PostgreSQL: a takeover waits for the old engine's transaction in flight (whose write the new
+/// engine then reads at its restore), and the old engine's next transaction is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_takeover_waits_for_the_write_in_flight_then_refuses_the_next() {
+    let Some((db, _, admin)) = postgres().await else { return };
+    let first = db.take_engine_epoch("node-a", 1).await.unwrap();
+    let old = db.fenced(first);
+    let mut tx = old.begin().await.unwrap();
+    sqlx::query(
+        "INSERT INTO risk_violations (ts, rule, symbol, client_order_id, detail) VALUES (7, 'R', NULL, NULL, '{}')",
+    )
+    .execute(&mut *tx)
+    .await
+    .unwrap();
+    let other = db.clone();
+    let takeover = tokio::spawn(async move { other.take_engine_epoch("node-b", 2).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!takeover.is_finished(), "the takeover waits while the old term's transaction holds its row");
+    tx.commit().await.unwrap();
+    let second = tokio::time::timeout(Duration::from_secs(10), takeover).await.unwrap().unwrap().unwrap();
+    assert_eq!(second, first + 1);
+    let seen: Vec<i64> = db.violations(10).await.unwrap().iter().map(|v| v.ts).collect();
+    assert_eq!(seen, vec![7], "the write that finished before the takeover is there for the new engine");
+    assert!(matches!(old.begin().await, Err(StoreError::Fenced { .. })));
+    db.close().await;
+    drop_postgres(admin).await;
+}
