@@ -13,7 +13,7 @@ import sys
 
 SRC = pathlib.Path(__file__).resolve().parent.parent / "crates/server/src"
 # Modules that must know nothing of HTTP.
-PURE = ("domain", "engine", "jobs", "events", "health")
+PURE = ("domain", "engine", "jobs", "events", "health", "cluster")
 HTTP = "http"
 USE_TREE = re.compile(r"\buse\s+crate::\{([^;]*)\};", re.S)
 PATH = re.compile(r"\bcrate::([a-z_][a-z0-9_]*)")

@@ -3,6 +3,7 @@
 
 use crate::budget::RateLimiter;
 use crate::clock::ScaledClock;
+use crate::cluster::Election;
 use crate::config::{redact, Config};
 use crate::domain::radar::RadarService;
 use crate::domain::reference::ReferenceService;
@@ -32,7 +33,7 @@ use tradeops_brokers::{ExecutionBroker, MarketData};
 use tradeops_core::calendar::MarketCalendar;
 use tradeops_core::settings::{ExecutionBrokerKind, MarketDataBrokerKind};
 use tradeops_core::{Clock, Role, TradingMode};
-use tradeops_store::{Cache, Database, InstanceLock, MemoryCache, RedisCache};
+use tradeops_store::{Backend, Cache, Database, InstanceLock, MemoryCache, RedisCache};
 
 /// Name of the bootstrap admin token.
 pub const BOOTSTRAP_TOKEN_NAME: &str = "admin";
@@ -60,6 +61,8 @@ pub struct Application {
     alpaca_data: Option<Arc<AlpacaMarketData>>,
     /// The hold on a SQLite database, released once the service has closed it.
     instance: Option<InstanceLock>,
+    /// The engine's term this service holds: renewed while it runs, released when it stops.
+    term: (Election, i64),
 }
 
 impl Application {
@@ -186,13 +189,17 @@ impl Application {
         let radar = Arc::new(RadarService::new(cache.clone(), Arc::new(db.clone())));
         let metrics = Arc::new(Metrics::new(clock.clone()));
         // This engine's term (issue 25): it writes trading state only while no newer engine has
-        // taken the database over; one started on it later stops this one.
-        let node_id = node_id(&config);
-        let epoch = db
-            .take_engine_epoch(&node_id, clock.now().timestamp_millis())
-            .await
-            .map_err(|e| anyhow::anyhow!("starting the engine's term: {e}"))?;
-        tracing::info!(epoch, node = %node_id, "the engine's term begins");
+        // taken the database over. On PostgreSQL, where several services may share the
+        // database, the term is elected: this service waits while another holds it (a hot
+        // standby) and takes it over once released or left unrenewed. On SQLite (one service
+        // per file) it is taken at once.
+        let election = Election::new(db.clone(), node_id(&config), clock.clone());
+        let epoch = match db.backend() {
+            Backend::Postgres => election.acquire().await,
+            Backend::Sqlite => db.take_engine_epoch(election.node_id(), clock.now().timestamp_millis()).await,
+        }
+        .map_err(|e| anyhow::anyhow!("starting the engine's term: {e}"))?;
+        tracing::info!(epoch, node = %election.node_id(), "the engine's term begins");
         let engine_deps = EngineDeps {
             db: db.fenced(epoch),
             settings: settings.subscribe(),
@@ -281,7 +288,8 @@ impl Application {
             }
         }
         let router = http::router::router(state.clone(), extra);
-        Ok(Application { listener, router, state, bootstrap_token, engine_task, probes, alpaca_data, instance })
+        let term = (election, epoch);
+        Ok(Application { listener, router, state, bootstrap_token, engine_task, probes, alpaca_data, instance, term })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -299,8 +307,14 @@ impl Application {
     /// Serves until `shutdown` resolves, then stops taking connections, lets in-flight requests
     /// finish (up to the configured grace), persists pending state and closes the database.
     pub async fn run_until_stopped(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
-        let Application { listener, router, state, engine_task, probes, alpaca_data, instance, .. } = self;
+        let Application { listener, router, state, engine_task, probes, alpaca_data, instance, term, .. } = self;
         let mut background = spawn_background(&state, probes);
+        let (election, epoch) = term;
+        if state.db.backend() == Backend::Postgres {
+            // Renewed for those waiting to take it over (SQLite has one service per file).
+            let holder = election.clone();
+            background.push(tokio::spawn(async move { holder.hold(epoch).await }));
+        }
         if let Some(alpaca) = alpaca_data {
             background.push(tokio::spawn(crate::feed::alpaca::run_marks(state.clone(), alpaca.clone())));
             background.push(tokio::spawn(crate::feed::alpaca::run_scans(state.clone(), alpaca)));
@@ -325,6 +339,8 @@ impl Application {
         for task in background {
             task.abort();
         }
+        // The engine has stopped: a service waiting for the term takes it at once.
+        election.release(epoch).await;
         state.tokens.flush_usage().await;
         // Every refusal counted so far reaches the audit log, whatever minute it is; then the
         // rows held during a database outage are written.

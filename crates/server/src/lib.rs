@@ -18,6 +18,7 @@ pub mod bars_feed;
 pub mod budget;
 pub mod cli;
 pub mod clock;
+pub mod cluster;
 pub mod config;
 pub mod domain;
 pub mod engine;

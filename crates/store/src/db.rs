@@ -186,6 +186,15 @@ impl Backend {
     }
 }
 
+/// The engine's term as stored: its epoch, who holds it (`None`: released), and how many times
+/// it was renewed (a holder that lives moves it on; one that stopped leaves it still).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EngineLease {
+    pub epoch: i64,
+    pub node_id: Option<String>,
+    pub renew_seq: i64,
+}
+
 /// A connected, migrated database. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct Database {
@@ -286,8 +295,67 @@ impl Database {
 
     /// The current engine term: its epoch, and who took it.
     pub async fn engine_epoch(&self) -> Result<(i64, Option<String>), StoreError> {
-        let row = sqlx::query("SELECT epoch, node_id FROM engine_leases WHERE id = 1").fetch_one(self.pool()?).await?;
-        Ok((row.try_get("epoch")?, row.try_get("node_id")?))
+        let lease = self.engine_lease().await?;
+        Ok((lease.epoch, lease.node_id))
+    }
+
+    /// The current engine term with its renewals (see [`EngineLease`]).
+    pub async fn engine_lease(&self) -> Result<EngineLease, StoreError> {
+        let row = sqlx::query("SELECT epoch, node_id, renew_seq FROM engine_leases WHERE id = 1")
+            .fetch_one(self.pool()?)
+            .await?;
+        Ok(EngineLease {
+            epoch: row.try_get("epoch")?,
+            node_id: row.try_get("node_id")?,
+            renew_seq: row.try_get("renew_seq")?,
+        })
+    }
+
+    /// Takes the next term for `node_id` if the current one is still `observed` (one of several
+    /// services taking over at once wins); its epoch, or `None` when another took it first.
+    pub async fn take_engine_term_after(
+        &self,
+        observed: i64,
+        node_id: &str,
+        now_ms: i64,
+    ) -> Result<Option<i64>, StoreError> {
+        let row = sqlx::query(
+            "UPDATE engine_leases SET epoch = epoch + 1, node_id = $1, acquired_at = $2, renew_seq = renew_seq + 1, \
+             renewed_at = $2 WHERE id = 1 AND epoch = $3 RETURNING epoch",
+        )
+        .bind(node_id)
+        .bind(now_ms)
+        .bind(observed)
+        .fetch_optional(self.pool()?)
+        .await?;
+        Ok(match row {
+            Some(row) => Some(row.try_get("epoch")?),
+            None => None,
+        })
+    }
+
+    /// Renews term `epoch` held by `node_id`: whether it still is theirs.
+    pub async fn renew_engine_term(&self, epoch: i64, node_id: &str, now_ms: i64) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE engine_leases SET renew_seq = renew_seq + 1, renewed_at = $3 WHERE id = 1 AND epoch = $1 AND node_id = $2",
+        )
+        .bind(epoch)
+        .bind(node_id)
+        .bind(now_ms)
+        .execute(self.pool()?)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Gives term `epoch` up (a service stopping): another may take the next one at once. Its
+    /// engine must have stopped writing.
+    pub async fn release_engine_term(&self, epoch: i64, node_id: &str) -> Result<(), StoreError> {
+        sqlx::query("UPDATE engine_leases SET node_id = NULL WHERE id = 1 AND epoch = $1 AND node_id = $2")
+            .bind(epoch)
+            .bind(node_id)
+            .execute(self.pool()?)
+            .await?;
+        Ok(())
     }
 
     /// Starts a transaction that a cancelled caller cannot leave half begun. sqlx 0.9 counts a

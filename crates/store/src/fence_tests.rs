@@ -133,3 +133,42 @@ async fn a_takeover_waits_for_the_write_in_flight_then_refuses_the_next() {
     db.close().await;
     drop_postgres(admin).await;
 }
+
+/// The term's lease: one of several services taking over at once wins; only the holder renews;
+/// a released term is free (holder `None`) for the next to take.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_term_is_taken_by_one_renewed_by_its_holder_and_released() {
+    for (db, _dir, admin) in databases().await {
+        let backend = db.backend().name();
+        let start = db.engine_lease().await.unwrap();
+        assert_eq!(
+            (start.node_id.as_deref(), start.renew_seq),
+            (None, 0),
+            "{backend}: nobody holds a new database's term"
+        );
+        let a = db.take_engine_term_after(start.epoch, "a", 10).await.unwrap().expect("a takes it");
+        assert_eq!(
+            db.take_engine_term_after(start.epoch, "b", 11).await.unwrap(),
+            None,
+            "{backend}: b saw the old term: too late"
+        );
+        let held = db.engine_lease().await.unwrap();
+        assert_eq!((held.epoch, held.node_id.as_deref()), (a, Some("a")), "{backend}");
+        assert!(db.renew_engine_term(a, "a", 12).await.unwrap(), "{backend}");
+        assert!(!db.renew_engine_term(a, "b", 12).await.unwrap(), "{backend}: only the holder renews");
+        assert_eq!(db.engine_lease().await.unwrap().renew_seq, held.renew_seq + 1, "{backend}");
+        db.release_engine_term(a, "b").await.unwrap();
+        assert_eq!(
+            db.engine_lease().await.unwrap().node_id.as_deref(),
+            Some("a"),
+            "{backend}: only the holder releases"
+        );
+        db.release_engine_term(a, "a").await.unwrap();
+        assert_eq!(db.engine_lease().await.unwrap().node_id, None, "{backend}");
+        let b = db.take_engine_term_after(a, "b", 13).await.unwrap().expect("b takes the released term");
+        assert_eq!(b, a + 1);
+        assert!(!db.renew_engine_term(a, "a", 14).await.unwrap(), "{backend}: a's term is over");
+        db.close().await;
+        drop_postgres(admin).await;
+    }
+}

@@ -21,7 +21,7 @@ pub use audit::{AuditEntry, AuditFilter, AuditRecord, AuditRepository};
 pub use backtests::{BacktestRecord, BacktestRepository};
 pub use cache::{Cache, CacheError, MemoryCache, RedisCache};
 pub use data::{DataRepository, JobRecord};
-pub use db::{Backend, Database, StoreError, PROBE_EVERY};
+pub use db::{Backend, Database, EngineLease, StoreError, PROBE_EVERY};
 pub use instance::InstanceLock;
 pub use jobs::{Cancel, JobKind, JobRepository, JobStatus, Lease, Recovery};
 pub use market::{BlockRecord, MarketRepository, RadarRowRecord, ViolationRecord, WatchRecord};

@@ -1166,7 +1166,12 @@ impl Runner {
             self.count_broker_orders().await;
         }
         let reply = batch.reply();
-        self.publish_events(std::mem::take(&mut batch.events));
+        if !self.fenced {
+            self.publish_events(std::mem::take(&mut batch.events));
+        } else {
+            // Taken over: what the batch changed is the new engine's to tell, from what was stored.
+            batch.events.clear();
+        }
         for report in batch.refused {
             let more = self.engine.handle(Event::Broker(report), now);
             Box::pin(self.apply(more, now)).await;

@@ -6,7 +6,9 @@
 use crate::helpers::*;
 use crate::venues::Switchable;
 use serde_json::json;
+use std::sync::Arc;
 use std::time::Duration;
+use tradeops_server::cluster::Election;
 use tradeops_store::Database;
 
 /// Waits (up to ~10 s) until the service's `risk_manager` reads `status`.
@@ -90,4 +92,114 @@ async fn an_order_of_an_engine_taken_over_is_refused_unsent_and_unstored() {
     assert_eq!(app.get("/api/orders").await.data().as_array().unwrap().len(), 0, "never stored: {:?}", refused.body);
     wait_for_risk_manager(&app, "DOWN").await;
     other.close().await;
+}
+
+/// A PostgreSQL database for a test of several services on one database, or `None` (the test
+/// says it skipped; it fails instead where PostgreSQL is promised).
+async fn postgres_db(test: &str) -> Option<(Arc<TestDb>, String)> {
+    let (db, url) = TestDb::new().await;
+    match db {
+        TestDb::Postgres { .. } => Some((Arc::new(db), url)),
+        _ => {
+            skip(
+                test,
+                "several services share a PostgreSQL database: TRADEOPS_TEST_DATABASE_URL is not set",
+                REQUIRE_SERVICES,
+            );
+            None
+        }
+    }
+}
+
+/// The election of the engine's term (issue 25.1): the first service takes it at once; a second
+/// waits while the holder renews it, takes it over once the renewals stop (a holder killed or
+/// paused), after which the old holder's writes are refused; a released term is taken at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_service_takes_the_term_once_its_holder_stops_renewing() {
+    let Some((_keep, url)) = postgres_db("a_waiting_service_takes_the_term_once_its_holder_stops_renewing").await
+    else {
+        return;
+    };
+    let db = Database::open(&url).await.unwrap();
+    let clock: Arc<dyn tradeops_core::Clock> = Arc::new(tradeops_server::clock::SystemClock);
+    let elect = |name: &str| {
+        Election::new(db.clone(), name.to_string(), clock.clone())
+            .with_timing(Duration::from_secs(3), Duration::from_millis(100))
+    };
+    let a = elect("a");
+    let first =
+        tokio::time::timeout(Duration::from_secs(5), a.acquire()).await.expect("a free term is taken at once").unwrap();
+    let holder = a.clone();
+    let renewing = tokio::spawn(async move { holder.hold(first).await });
+
+    let b = elect("b");
+    let waiting = tokio::spawn(async move { b.acquire().await });
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert!(!waiting.is_finished(), "b took a term its holder kept renewing");
+
+    renewing.abort(); // a stops renewing: killed, or paused past the lease
+    let second =
+        tokio::time::timeout(Duration::from_secs(15), waiting).await.expect("b takes it over").unwrap().unwrap();
+    assert_eq!(second, first + 1);
+    assert_eq!(db.engine_epoch().await.unwrap(), (second, Some("b".into())));
+    let old = db.fenced(first);
+    let violation = tradeops_store::ViolationRecord {
+        violation_id: 0,
+        ts: 1,
+        rule: "MAX_ORDER_VALUE".into(),
+        symbol: None,
+        client_order_id: None,
+        detail: "{}".into(),
+    };
+    let late = tradeops_store::MarketRepository::insert_violation(&old, &violation);
+    assert!(matches!(late.await, Err(tradeops_store::StoreError::Fenced { .. })), "a's writes are refused");
+    // a, back, finds its term gone: its renewal says so at once.
+    tokio::time::timeout(Duration::from_secs(5), a.hold(first)).await.expect("a's hold ends at its first renewal");
+
+    elect("b").release(second).await;
+    // c would wait a minute for an unrenewed term: a released one it takes at once.
+    let c = elect("c").with_timing(Duration::from_secs(60), Duration::from_millis(100));
+    let third = tokio::time::timeout(Duration::from_secs(5), c.acquire()).await.expect("released: taken at once");
+    assert_eq!(third.unwrap(), second + 1);
+    db.close().await;
+}
+
+/// A second service on the same PostgreSQL database is a hot standby (issue 25.3): it waits
+/// while the first runs the engine, and when the first stops it takes the engine's term over at
+/// once, with the first's orders and positions, and trades.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_standby_takes_over_when_the_engine_s_service_stops() {
+    let Some((db, url)) = postgres_db("a_standby_takes_over_when_the_engine_s_service_stops").await else { return };
+    let market = tradeops_core::ManualClock::new(tradeops_core::time::parse_ts(MARKET_START).unwrap());
+    let clock: Arc<dyn tradeops_core::Clock> = Arc::new(tradeops_server::clock::SystemClock);
+    let mut first =
+        start_with_clock(test_config(url.clone()), db.clone(), axum::Router::new(), market.clone(), clock.clone())
+            .await;
+    let (symbol, price) = first.market_symbols(1).await.remove(0);
+    let limit = (price * 97.0).floor() / 100.0;
+    let resting = first
+        .post(
+            "/api/orders",
+            ADMIN_TOKEN,
+            json!({"symbol": symbol, "side": "BUY", "quantity": 1, "order_type": "LIMIT", "limit_price": limit, "time_in_force": "GTC", "reason": "first service"}),
+        )
+        .await;
+    resting.assert_ok(201);
+    let id = resting.data()["client_order_id"].as_str().unwrap().to_string();
+
+    let standby = tokio::spawn(start_with_clock(test_config(url), db, axum::Router::new(), market.clone(), clock));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(!standby.is_finished(), "the second service waits while the first runs the engine");
+    first.stop().await;
+    let second = tokio::time::timeout(Duration::from_secs(15), standby).await.expect("the standby takes over").unwrap();
+    let order = second.get(&format!("/api/orders/{id}")).await;
+    assert_eq!(order.data()["reason"], "first service", "{:?}", order.body);
+    let placed = second
+        .post(
+            "/api/orders",
+            ADMIN_TOKEN,
+            json!({"symbol": symbol, "side": "BUY", "quantity": 1, "reason": "second service"}),
+        )
+        .await;
+    placed.assert_ok(201);
 }

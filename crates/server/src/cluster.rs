@@ -1,0 +1,131 @@
+//! The engine's term among several services on one database (issue 25): [`Election`]. One
+//! service at a time runs the trading engine — the holder of the current term in the
+//! `engine_leases` row. It renews the term every [`RENEW_EVERY`] while it lives; a service
+//! waiting to run the engine takes the next term when the current one is released (its holder
+//! stopped gracefully) or when it has watched it go unrenewed for [`LEASE`] (its holder died, or
+//! is paused). Staleness is judged on the waiting service's own monotonic clock, never by
+//! comparing clocks across machines.
+//!
+//! Safety does not rest on the lease: every write of trading state is fenced to its term
+//! (`Database::fenced`), so a holder that was only paused and comes back writes nothing once
+//! another took over, and its engine stops (it also checks the term every second). The lease only
+//! decides who may start.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tradeops_core::Clock;
+use tradeops_store::{Database, StoreError};
+
+/// How often the holder renews its term, and a waiting service looks at it.
+pub const RENEW_EVERY: Duration = Duration::from_millis(250);
+
+/// How long a term may go unrenewed, as a waiting service watches it, before it is taken over.
+pub const LEASE: Duration = Duration::from_secs(3);
+
+/// This service's part in the election of the engine's term.
+#[derive(Clone)]
+pub struct Election {
+    db: Database,
+    node_id: String,
+    clock: Arc<dyn Clock>,
+    lease: Duration,
+    renew_every: Duration,
+}
+
+impl Election {
+    /// On `db` (unfenced), as `node_id`.
+    pub fn new(db: Database, node_id: String, clock: Arc<dyn Clock>) -> Election {
+        Election { db, node_id, clock, lease: LEASE, renew_every: RENEW_EVERY }
+    }
+
+    /// The same with another lease and renewal period (tests).
+    pub fn with_timing(self, lease: Duration, renew_every: Duration) -> Election {
+        Election { lease, renew_every, ..self }
+    }
+
+    pub fn node_id(&self) -> &str {
+        &self.node_id
+    }
+
+    /// Waits until this service holds the engine's term, and returns its epoch: at once when
+    /// nobody holds it (a new database, or its holder released it), else once the holder's
+    /// renewals have stopped for the lease's length. A database that cannot be read is waited
+    /// for, and what was watched before it went away does not count.
+    pub async fn acquire(&self) -> Result<i64, StoreError> {
+        // The term last seen, its renewals then, and since when it has not moved.
+        let mut watched: Option<(i64, i64, tokio::time::Instant)> = None;
+        let mut told = false;
+        loop {
+            match self.db.engine_lease().await {
+                Ok(lease) => {
+                    let unchanged = watched.filter(|(epoch, seq, _)| *epoch == lease.epoch && *seq == lease.renew_seq);
+                    let stale = unchanged.is_some_and(|(_, _, since)| since.elapsed() >= self.lease);
+                    if lease.node_id.is_none() || stale {
+                        let now = self.clock.now().timestamp_millis();
+                        if let Some(epoch) = self.db.take_engine_term_after(lease.epoch, &self.node_id, now).await? {
+                            if stale {
+                                tracing::warn!(
+                                    epoch,
+                                    previous = lease.node_id.as_deref().unwrap_or("-"),
+                                    "the engine's term went unrenewed for {:?}: taken over",
+                                    self.lease
+                                );
+                            }
+                            return Ok(epoch);
+                        }
+                        watched = None;
+                    } else if unchanged.is_none() {
+                        if !told {
+                            tracing::info!(
+                                holder = lease.node_id.as_deref().unwrap_or("-"),
+                                epoch = lease.epoch,
+                                "another service runs the trading engine: waiting to take its term over"
+                            );
+                            told = true;
+                        }
+                        watched = Some((lease.epoch, lease.renew_seq, tokio::time::Instant::now()));
+                    }
+                }
+                Err(e) if e.is_unavailable() => watched = None,
+                Err(e) => return Err(e),
+            }
+            tokio::time::sleep(self.renew_every).await;
+        }
+    }
+
+    /// Renews term `epoch` until it is no longer this service's (another took it over); returns
+    /// then. A renewal the database cannot take is tried again at the next period: the term
+    /// may be taken over meanwhile, which the fenced writes and the engine's own check see.
+    pub async fn hold(&self, epoch: i64) {
+        let mut failing = false;
+        loop {
+            tokio::time::sleep(self.renew_every).await;
+            let now = self.clock.now().timestamp_millis();
+            match self.db.renew_engine_term(epoch, &self.node_id, now).await {
+                Ok(true) => {
+                    if std::mem::take(&mut failing) {
+                        tracing::info!(epoch, "the engine's term is renewed again");
+                    }
+                }
+                Ok(false) => {
+                    tracing::error!(epoch, "this service's term as the engine's holder was taken over");
+                    return;
+                }
+                Err(e) => {
+                    if !std::mem::replace(&mut failing, true) {
+                        tracing::warn!(epoch, error = %e, "the engine's term cannot be renewed: tried again every {:?}", self.renew_every);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Gives term `epoch` up (the service stops, its engine stopped): a waiting service takes
+    /// the next one at once.
+    pub async fn release(&self, epoch: i64) {
+        if let Err(e) = self.db.release_engine_term(epoch, &self.node_id).await {
+            tracing::warn!(epoch, error = %e, "the engine's term could not be released: another service takes it after the lease");
+        }
+    }
+}
