@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Two release builds of the service side by side (issue 22: the layered server must not be
 # slower than the one before it): HTTP throughput of GET /api/health and GET /api/settings
-# (wrk, 64 connections) and the emergency halt through the API (bench/halt_api.py: 100
-# positions, 500 working orders, DEMO, SQLite). The two binaries run alternately, round after
+# (wrk, 64 connections), an order's round trip (bench/order_latency.py: POST /api/orders ->
+# FILLED visible, PAPER, 100 orders) and the emergency halt through the API (bench/halt_api.py:
+# 100 positions, 500 working orders, DEMO, SQLite). The two binaries run alternately, round after
 # round, so both see the same machine; each figure is the median over the rounds.
 # Usage: bench/compare_servers.sh BASELINE_BIN CANDIDATE_BIN [rounds] [seconds-per-wrk-run]
 # (needs wrk: apt-get install wrk)
@@ -49,6 +50,10 @@ for round in $(seq "$ROUNDS"); do
     wrk_run "http://127.0.0.1:8097/api/health" >>"$WORK/health.$which"
     wrk_run -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:8097/api/settings" >>"$WORK/settings.$which"
     stop
+    start "$bin" 8099 "$WORK/orders-$which-$round"
+    python3 bench/order_latency.py http://127.0.0.1:8099 "$TOKEN" 100 | tee -a "$WORK/orders.log.$which" |
+      awk '{for (i = 1; i <= NF; i++) if ($i == "p50") print $(i+1)}' >>"$WORK/orders.$which"
+    stop
     start "$bin" 8098 "$WORK/halt-$which-$round" TRADEOPS_MODE=DEMO
     python3 bench/halt_api.py http://127.0.0.1:8098 "$TOKEN" | tee -a "$WORK/halt.log.$which" |
       awk '{for (i = 1; i <= NF; i++) if ($(i+1) == "ms") print $i}' >>"$WORK/halt.$which"
@@ -68,7 +73,9 @@ for m in health settings; do
     echo "| GET /api/$m $name | $b | $c |"
   done
 done
+echo "| POST /api/orders -> FILLED visible (PAPER, 100 orders), p50 ms | $(median <"$WORK/orders.base") | $(median <"$WORK/orders.cand") |"
 echo "| emergency halt through the API, ms | $(median <"$WORK/halt.base") | $(median <"$WORK/halt.cand") |"
 echo "every run: health base [$(awk '{print $1}' "$WORK/health.base" | paste -sd' ')] cand [$(awk '{print $1}' "$WORK/health.cand" | paste -sd' ')]"
 echo "           settings base [$(awk '{print $1}' "$WORK/settings.base" | paste -sd' ')] cand [$(awk '{print $1}' "$WORK/settings.cand" | paste -sd' ')]"
+echo "           orders p50 ms base [$(paste -sd' ' "$WORK/orders.base")] cand [$(paste -sd' ' "$WORK/orders.cand")]"
 echo "           halt ms base [$(paste -sd' ' "$WORK/halt.base")] cand [$(paste -sd' ' "$WORK/halt.cand")]"
