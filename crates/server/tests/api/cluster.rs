@@ -203,3 +203,93 @@ async fn a_standby_takes_over_when_the_engine_s_service_stops() {
         .await;
     placed.assert_ok(201);
 }
+
+/// `tradeops serve` in DEMO on the database at `url`, its output lines as they come (the first,
+/// "listening on …", once it holds the engine's term and listens).
+fn serve_on(dir: &std::path::Path, url: &str) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
+    use std::io::BufRead;
+    let mut child = crate::cli::tradeops(dir)
+        .arg("serve")
+        .env("TRADEOPS_DATABASE_URL", url)
+        .env("TRADEOPS_MODE", "DEMO")
+        .env("TRADEOPS_ADMIN_TOKEN", crate::crash::CRASH_TOKEN)
+        .env("TRADEOPS_RATE_LIMIT_BURST", "100000")
+        .env("TRADEOPS_RATE_LIMIT_PER_SECOND", "100000")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (child, rx)
+}
+
+/// The address a service's first line names.
+fn listening(line: &str) -> String {
+    line.split("listening on ").nth(1).and_then(|r| r.split_whitespace().next()).expect("an address").to_string()
+}
+
+/// Failover after `kill -9` (issue 25.3), processes on one PostgreSQL database: the standby
+/// waits while the first service runs the engine; killed, the first is replaced — the standby
+/// takes the term over, with every order, position and cash the first stored (none lost, none
+/// doubled: its resting order still works, found at the broker's side by its id), and trades.
+#[test]
+fn a_standby_takes_over_when_the_engine_s_service_is_killed() {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let Some((_keep, url)) = rt.block_on(postgres_db("a_standby_takes_over_when_the_engine_s_service_is_killed"))
+    else {
+        return;
+    };
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let client = reqwest::Client::new();
+    let (mut first, first_lines) = serve_on(dir_a.path(), &url);
+    let base = listening(&first_lines.recv_timeout(Duration::from_secs(30)).expect("the first service listens"));
+    let before = rt.block_on(async {
+        use crate::crash::{call, facts, radar_symbols, wait_status};
+        let symbols = radar_symbols(&client, &base, 2).await;
+        let bought = call(&client, &base, reqwest::Method::POST, "/api/orders", Some(json!({"symbol": symbols[0].0, "side": "BUY", "quantity": 10}))).await;
+        let bought = bought["data"]["client_order_id"].as_str().expect("bought").to_string();
+        wait_status(&client, &base, &bought, &["FILLED"]).await;
+        let limit = (symbols[1].1 * 97.0).floor() / 100.0;
+        let resting = json!({"symbol": symbols[1].0, "side": "BUY", "quantity": 5, "order_type": "LIMIT", "limit_price": limit, "time_in_force": "GTC"});
+        let resting = call(&client, &base, reqwest::Method::POST, "/api/orders", Some(resting)).await;
+        let resting = resting["data"]["client_order_id"].as_str().expect("resting").to_string();
+        wait_status(&client, &base, &resting, &["ACCEPTED"]).await;
+        facts(&client, &base).await
+    });
+
+    let (mut standby, standby_lines) = serve_on(dir_b.path(), &url);
+    assert!(
+        standby_lines.recv_timeout(Duration::from_secs(2)).is_err(),
+        "the standby does not listen while the first service holds the term"
+    );
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let line = standby_lines.recv_timeout(Duration::from_secs(30)).expect("the standby takes over");
+    let base = listening(&line);
+    rt.block_on(async {
+        use crate::crash::{call, facts};
+        let after = facts(&client, &base).await;
+        assert_eq!(after["orders"], before["orders"], "every order the first service stored, once");
+        assert_eq!(after["positions"], before["positions"]);
+        assert_eq!(after["cash"], before["cash"]);
+        let symbol = before["positions"][0][0].as_str().unwrap().to_string();
+        let sold = call(
+            &client,
+            &base,
+            reqwest::Method::POST,
+            "/api/orders",
+            Some(json!({"symbol": symbol, "side": "SELL", "quantity": 10})),
+        )
+        .await;
+        assert_eq!(sold["ok"], true, "the standby trades: {sold}");
+    });
+    crate::cli::terminate(&mut standby);
+}

@@ -25,7 +25,7 @@ impl Drop for Running {
     }
 }
 
-const CRASH_TOKEN: &str = "tro_crash_test_admin_token_0123456789";
+pub(crate) const CRASH_TOKEN: &str = "tro_crash_test_admin_token_0123456789";
 
 fn start_demo(dir: &std::path::Path, env: &[(&str, &str)]) -> Running {
     let mut cmd = tradeops(dir);
@@ -47,7 +47,13 @@ fn start_demo(dir: &std::path::Path, env: &[(&str, &str)]) -> Running {
     Running { child, base }
 }
 
-async fn call(client: &reqwest::Client, base: &str, method: Method, path: &str, body: Option<Value>) -> Value {
+pub(crate) async fn call(
+    client: &reqwest::Client,
+    base: &str,
+    method: Method,
+    path: &str,
+    body: Option<Value>,
+) -> Value {
     let mut req = client.request(method, format!("{base}{path}")).bearer_auth(CRASH_TOKEN);
     if let Some(b) = body {
         req = req.json(&b);
@@ -56,7 +62,7 @@ async fn call(client: &reqwest::Client, base: &str, method: Method, path: &str, 
 }
 
 /// Opens the radar's filters and returns at least `n` symbols priced 2–50 with their prices.
-async fn radar_symbols(client: &reqwest::Client, base: &str, n: usize) -> Vec<(String, f64)> {
+pub(crate) async fn radar_symbols(client: &reqwest::Client, base: &str, n: usize) -> Vec<(String, f64)> {
     let open = json!({"momentum_radar": {"min_percentage_gain": -100, "min_relative_volume": 0,
         "max_float": 100000000000u64, "min_volume": 0, "min_price": 2, "max_price": 50},
         "risk_controls": {"open_position_limit": 10}});
@@ -78,7 +84,7 @@ async fn radar_symbols(client: &reqwest::Client, base: &str, n: usize) -> Vec<(S
     panic!("the radar never listed {n} symbols");
 }
 
-async fn wait_status(client: &reqwest::Client, base: &str, id: &str, statuses: &[&str]) -> Value {
+pub(crate) async fn wait_status(client: &reqwest::Client, base: &str, id: &str, statuses: &[&str]) -> Value {
     for _ in 0..200 {
         let o = call(client, base, Method::GET, &format!("/api/orders/{id}"), None).await;
         if statuses.iter().any(|s| o["data"]["status"] == *s) {
@@ -90,7 +96,7 @@ async fn wait_status(client: &reqwest::Client, base: &str, id: &str, statuses: &
 }
 
 /// The facts a crash must not lose.
-async fn facts(client: &reqwest::Client, base: &str) -> Value {
+pub(crate) async fn facts(client: &reqwest::Client, base: &str) -> Value {
     let orders = call(client, base, Method::GET, "/api/orders?limit=1000", None).await;
     let orders: Vec<_> = orders["data"]
         .as_array()
