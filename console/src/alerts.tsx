@@ -128,7 +128,7 @@ export function startAlerts(): () => void {
         raise("reconciliation", "", `Reconciliation mismatch: ${d.detail.reconciliation_detail ?? ""}`);
       } else if (d.to === "DOWN" || d.to === "DEGRADED") {
         // Unreachable, its stream disconnected, or whatever else its health says (the reason).
-        const why = d.detail?.reason ?? d.detail?.unavailable ?? d.detail?.error;
+        const why = d.detail?.reason;
         raise("disconnect", d.component, `${d.component.replace("_", " ")} is ${d.to}${why ? `: ${why}` : ""}`);
       }
     }),

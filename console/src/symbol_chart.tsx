@@ -36,7 +36,7 @@ async function fillsAndPlan(symbol: string): Promise<{ marks: Mark[]; levels: Le
 }
 
 /** A held position's levels: its entry, and its strategy's stop and target (none when no strategy manages it). */
-export function positionLevels(p: Position): Levels {
+function positionLevels(p: Position): Levels {
   return { entry: p.average_entry_price ?? null, stop: p.stop_loss, target: p.target };
 }
 

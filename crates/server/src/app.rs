@@ -33,7 +33,7 @@ use tradeops_brokers::{ExecutionBroker, MarketData};
 use tradeops_core::calendar::MarketCalendar;
 use tradeops_core::settings::{ExecutionBrokerKind, MarketDataBrokerKind};
 use tradeops_core::{Clock, Role, TradingMode};
-use tradeops_store::{Backend, Cache, Database, InstanceLock, MemoryCache, RedisCache};
+use tradeops_store::{Cache, Database, InstanceLock, MemoryCache, RedisCache};
 
 /// Name of the bootstrap admin token.
 pub const BOOTSTRAP_TOKEN_NAME: &str = "admin";
@@ -194,11 +194,7 @@ impl Application {
         // standby) and takes it over once released or left unrenewed. On SQLite (one service
         // per file) it is taken at once.
         let election = Election::new(db.clone(), node_id(&config), clock.clone());
-        let epoch = match db.backend() {
-            Backend::Postgres => election.acquire().await,
-            Backend::Sqlite => db.take_engine_epoch(election.node_id(), clock.now().timestamp_millis()).await,
-        }
-        .map_err(|e| anyhow::anyhow!("starting the engine's term: {e}"))?;
+        let epoch = election.acquire().await.map_err(|e| anyhow::anyhow!("starting the engine's term: {e}"))?;
         tracing::info!(epoch, node = %election.node_id(), "the engine's term begins");
         let engine_deps = EngineDeps {
             db: db.fenced(epoch),
@@ -310,11 +306,8 @@ impl Application {
         let Application { listener, router, state, engine_task, probes, alpaca_data, instance, term, .. } = self;
         let mut background = spawn_background(&state, probes);
         let (election, epoch) = term;
-        if state.db.backend() == Backend::Postgres {
-            // Renewed for those waiting to take it over (SQLite has one service per file).
-            let holder = election.clone();
-            background.push(tokio::spawn(async move { holder.hold(epoch).await }));
-        }
+        let holder = election.clone();
+        background.push(tokio::spawn(async move { holder.hold(epoch).await }));
         if let Some(alpaca) = alpaca_data {
             background.push(tokio::spawn(crate::feed::alpaca::run_marks(state.clone(), alpaca.clone())));
             background.push(tokio::spawn(crate::feed::alpaca::run_scans(state.clone(), alpaca)));
@@ -336,8 +329,11 @@ impl Application {
                 Ok(())
             }
         };
-        for task in background {
+        for task in &background {
             task.abort();
+        }
+        for task in background {
+            let _ = task.await;
         }
         // The engine has stopped: a service waiting for the term takes it at once.
         election.release(epoch).await;

@@ -6,6 +6,9 @@
 //! is paused). Staleness is judged on the waiting service's own monotonic clock, never by
 //! comparing clocks across machines.
 //!
+//! On SQLite (one service per file: its instance lock) there is nobody to wait for: the term is
+//! taken at once and nothing renews it.
+//!
 //! Safety does not rest on the lease: every write of trading state is fenced to its term
 //! (`Database::fenced`), so a holder that was only paused and comes back writes nothing once
 //! another took over, and its engine stops (it also checks the term every second). The lease only
@@ -15,7 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tradeops_core::Clock;
-use tradeops_store::{Database, StoreError};
+use tradeops_store::{Backend, Database, StoreError};
 
 /// How often the holder renews its term, and a waiting service looks at it.
 pub const RENEW_EVERY: Duration = Duration::from_millis(250);
@@ -48,11 +51,14 @@ impl Election {
         &self.node_id
     }
 
-    /// Waits until this service holds the engine's term, and returns its epoch: at once when
-    /// nobody holds it (a new database, or its holder released it), else once the holder's
+    /// Waits until this service holds the engine's term, and returns its epoch: at once on
+    /// SQLite, and when nobody holds it (a new database, or its holder released it), else once the holder's
     /// renewals have stopped for the lease's length. A database that cannot be read is waited
     /// for, and what was watched before it went away does not count.
     pub async fn acquire(&self) -> Result<i64, StoreError> {
+        if self.db.backend() == Backend::Sqlite {
+            return self.db.take_engine_epoch(&self.node_id, self.clock.now().timestamp_millis()).await;
+        }
         // The term last seen, its renewals then, and since when it has not moved.
         let mut watched: Option<(i64, i64, tokio::time::Instant)> = None;
         let mut told = false;
@@ -95,9 +101,12 @@ impl Election {
     }
 
     /// Renews term `epoch` until it is no longer this service's (another took it over); returns
-    /// then. A renewal the database cannot take is tried again at the next period: the term
+    /// then (at once on SQLite, where nobody waits to take it over). A renewal the database cannot take is tried again at the next period: the term
     /// may be taken over meanwhile, which the fenced writes and the engine's own check see.
     pub async fn hold(&self, epoch: i64) {
+        if self.db.backend() == Backend::Sqlite {
+            return;
+        }
         let mut failing = false;
         loop {
             tokio::time::sleep(self.renew_every).await;
