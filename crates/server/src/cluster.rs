@@ -9,6 +9,12 @@
 //! On SQLite (one service per file: its instance lock) there is nobody to wait for: the term is
 //! taken at once and nothing renews it.
 //!
+//! On PostgreSQL the holder also holds an advisory lock on a connection of its own
+//! ([`LeaderLock`]). A holder that dies (`kill -9`) loses its session and the lock with it at
+//! once, so a waiting service that finds the lock free and the term unrenewed for two periods
+//! takes over then, without waiting out the lease; a holder only paused keeps its lock, and is
+//! taken over after the lease.
+//!
 //! Safety does not rest on the lease: every write of trading state is fenced to its term
 //! (`Database::fenced`), so a holder that was only paused and comes back writes nothing once
 //! another took over, and its engine stops (it also checks the term every second). The lease only
@@ -18,7 +24,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tradeops_core::Clock;
-use tradeops_store::{Backend, Database, StoreError};
+use tokio::sync::Mutex;
+use tradeops_store::{Backend, Database, LeaderLock, StoreError};
 
 /// How often the holder renews its term, and a waiting service looks at it.
 pub const RENEW_EVERY: Duration = Duration::from_millis(250);
@@ -34,12 +41,15 @@ pub struct Election {
     clock: Arc<dyn Clock>,
     lease: Duration,
     renew_every: Duration,
+    /// The advisory lock's connection (PostgreSQL): held by the holder, tried by a waiter.
+    lock: Arc<Mutex<Option<LeaderLock>>>,
 }
 
 impl Election {
     /// On `db` (unfenced), as `node_id`.
     pub fn new(db: Database, node_id: String, clock: Arc<dyn Clock>) -> Election {
-        Election { db, node_id, clock, lease: LEASE, renew_every: RENEW_EVERY }
+        let lock = Arc::new(Mutex::new(LeaderLock::for_database(&db)));
+        Election { db, node_id, clock, lease: LEASE, renew_every: RENEW_EVERY, lock }
     }
 
     /// The same with another lease and renewal period (tests).
@@ -62,11 +72,22 @@ impl Election {
         // The term last seen, its renewals then, and since when it has not moved.
         let mut watched: Option<(i64, i64, tokio::time::Instant)> = None;
         let mut told = false;
+        let mut lock = self.lock.lock().await;
         loop {
             match self.db.engine_lease().await {
                 Ok(lease) => {
                     let unchanged = watched.filter(|(epoch, seq, _)| *epoch == lease.epoch && *seq == lease.renew_seq);
-                    let stale = unchanged.is_some_and(|(_, _, since)| since.elapsed() >= self.lease);
+                    let quiet = unchanged.map(|(_, _, since)| since.elapsed());
+                    // The holder's lock free while its renewals stand still: its session is gone.
+                    let mut free = false;
+                    if let Some(lock) = lock.as_mut() {
+                        if lease.node_id.is_some() && quiet.is_some() {
+                            free = lock.try_take().await.unwrap_or(false);
+                        } else {
+                            lock.release().await;
+                        }
+                    }
+                    let stale = quiet.is_some_and(|quiet| quiet >= self.lease || (free && quiet >= 2 * self.renew_every));
                     if lease.node_id.is_none() || stale {
                         let now = self.clock.now().timestamp_millis();
                         if let Some(epoch) = self.db.take_engine_term_after(lease.epoch, &self.node_id, now).await? {
@@ -74,11 +95,18 @@ impl Election {
                                 tracing::warn!(
                                     epoch,
                                     previous = lease.node_id.as_deref().unwrap_or("-"),
-                                    "the engine's term went unrenewed for {:?}: taken over",
-                                    self.lease
+                                    "the engine's term went unrenewed for {:?}{}: taken over",
+                                    quiet.unwrap_or_default(),
+                                    if free { " and its holder's session is gone" } else { "" }
                                 );
                             }
+                            if let Some(lock) = lock.as_mut() {
+                                let _ = lock.try_take().await;
+                            }
                             return Ok(epoch);
+                        }
+                        if let Some(lock) = lock.as_mut() {
+                            lock.release().await;
                         }
                         watched = None;
                     } else if unchanged.is_none() {
@@ -113,6 +141,7 @@ impl Election {
             let now = self.clock.now().timestamp_millis();
             match self.db.renew_engine_term(epoch, &self.node_id, now).await {
                 Ok(true) => {
+                    self.keep_lock().await;
                     if std::mem::take(&mut failing) {
                         tracing::info!(epoch, "the engine's term is renewed again");
                     }
@@ -130,11 +159,30 @@ impl Election {
         }
     }
 
+    /// Keeps the holder's advisory lock: takes it when it is not held (it was still held by a
+    /// predecessor that was paused, or its connection failed and was dropped with it).
+    async fn keep_lock(&self) {
+        let mut lock = self.lock.lock().await;
+        if let Some(lock) = lock.as_mut() {
+            if !lock.still_held().await {
+                let _ = lock.try_take().await;
+            }
+        }
+    }
+
+    /// Whether this service holds the advisory lock (PostgreSQL; health and tests).
+    pub async fn holds_lock(&self) -> bool {
+        self.lock.lock().await.as_ref().is_some_and(LeaderLock::held)
+    }
+
     /// Gives term `epoch` up (the service stops, its engine stopped): a waiting service takes
     /// the next one at once.
     pub async fn release(&self, epoch: i64) {
         if let Err(e) = self.db.release_engine_term(epoch, &self.node_id).await {
             tracing::warn!(epoch, error = %e, "the engine's term could not be released: another service takes it after the lease");
+        }
+        if let Some(lock) = self.lock.lock().await.as_mut() {
+            lock.release().await;
         }
     }
 }

@@ -5,6 +5,7 @@
 pub mod audit;
 pub mod backtests;
 pub mod cache;
+pub mod cluster;
 pub mod data;
 mod db;
 #[cfg(test)]
@@ -19,6 +20,7 @@ pub mod trading;
 
 pub use audit::{AuditEntry, AuditFilter, AuditRecord, AuditRepository};
 pub use backtests::{BacktestRecord, BacktestRepository};
+pub use cluster::LeaderLock;
 pub use cache::{Cache, CacheError, MemoryCache, RedisCache};
 pub use data::{DataRepository, JobRecord};
 pub use db::{Backend, Database, EngineLease, StoreError, PROBE_EVERY};

@@ -164,6 +164,48 @@ async fn a_waiting_service_takes_the_term_once_its_holder_stops_renewing() {
     db.close().await;
 }
 
+/// The fast path of a takeover (issue 25.3): the holder's advisory lock tells a waiting service
+/// that the holder's session is gone (killed), so it takes the term over within a few renewal
+/// periods instead of the lease; a holder that only stopped renewing (paused) keeps its session
+/// and its lock, and is not taken over before the lease. The lease here is a minute, so only the
+/// fast path can take it over within the test's bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_service_takes_over_at_once_when_the_holder_s_session_ends() {
+    let Some((_keep, url)) = postgres_db("a_waiting_service_takes_over_at_once_when_the_holder_s_session_ends").await
+    else {
+        return;
+    };
+    let db = Database::open(&url).await.unwrap();
+    let clock: Arc<dyn tradeops_core::Clock> = Arc::new(tradeops_server::clock::SystemClock);
+    let elect = |name: &str| {
+        Election::new(db.clone(), name.to_string(), clock.clone())
+            .with_timing(Duration::from_secs(60), Duration::from_millis(100))
+    };
+    let a = elect("a");
+    let first = tokio::time::timeout(Duration::from_secs(5), a.acquire()).await.expect("a free term").unwrap();
+    assert!(a.holds_lock().await, "the holder holds the advisory lock");
+    let holder = a.clone();
+    let renewing = tokio::spawn(async move { holder.hold(first).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    renewing.abort(); // paused: no renewals, but its session and lock live
+    let _ = renewing.await;
+
+    let b = elect("b");
+    let waiting = tokio::spawn(async move { b.acquire().await });
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(!waiting.is_finished(), "b took over a holder whose session (and lock) lives before the lease");
+
+    drop(a); // killed: its session ends, and the lock is freed
+    let second = tokio::time::timeout(Duration::from_secs(15), waiting)
+        .await
+        .expect("b takes over once the holder's lock is free, long before the lease")
+        .unwrap()
+        .unwrap();
+    assert_eq!(second, first + 1);
+    assert_eq!(db.engine_epoch().await.unwrap(), (second, Some("b".into())));
+    db.close().await;
+}
+
 /// A second service on the same PostgreSQL database is a hot standby (issue 25.3): it waits
 /// while the first runs the engine, and when the first stops it takes the engine's term over at
 /// once, with the first's orders and positions, and trades.

@@ -1,0 +1,88 @@
+//! The cluster's liveness hint for the engine's term (issue 25): [`LeaderLock`], a PostgreSQL
+//! session-level advisory lock held on a connection of its own by the service that holds the
+//! term. When that service dies (`kill -9`, a lost machine whose socket is reset) PostgreSQL ends
+//! its session and frees the lock at once, so a waiting service learns of the death without
+//! waiting out the lease; a service that is only paused (SIGSTOP) keeps its session and its
+//! lock, and is taken over after the lease as before. Safety never rests on the lock: every
+//! trading write is fenced to its term (`Database::fenced`).
+
+use sqlx::{AnyConnection, Connection, Row};
+
+use crate::db::{Backend, Database, StoreError};
+
+/// The advisory lock's key: "tradeops" in ASCII.
+const KEY: i64 = 0x7472_6164_656f_7073;
+
+/// A connection of its own that may hold the engine's advisory lock. PostgreSQL only: on
+/// SQLite there is one service per file and nothing to learn.
+pub struct LeaderLock {
+    url: String,
+    connection: Option<AnyConnection>,
+    held: bool,
+}
+
+impl LeaderLock {
+    /// For `db`'s database; `None` on SQLite. Connects on first use.
+    pub fn for_database(db: &Database) -> Option<LeaderLock> {
+        (db.backend() == Backend::Postgres).then(|| LeaderLock { url: db.url().to_string(), connection: None, held: false })
+    }
+
+    /// Whether this connection holds the lock now (as far as it knows: a connection that failed
+    /// is counted as not holding it, since its session, and the lock, are gone).
+    pub fn held(&self) -> bool {
+        self.held
+    }
+
+    /// Takes the lock if it is free (or already ours): whether it is held now. A connection that
+    /// fails is dropped, with the lock it held, and opened again at the next call.
+    pub async fn try_take(&mut self) -> Result<bool, StoreError> {
+        if self.held {
+            return Ok(true);
+        }
+        if self.connection.is_none() {
+            self.connection = Some(AnyConnection::connect(&self.url).await?);
+        }
+        let Some(connection) = self.connection.as_mut() else { unreachable!("connected above") };
+        match sqlx::query("SELECT pg_try_advisory_lock($1) AS taken").bind(KEY).fetch_one(&mut *connection).await {
+            Ok(row) => {
+                self.held = row.try_get::<bool, _>("taken")?;
+                Ok(self.held)
+            }
+            Err(e) => {
+                self.lost();
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Checks that the connection (and with it the lock) is still alive: false once it failed.
+    pub async fn still_held(&mut self) -> bool {
+        if !self.held {
+            return false;
+        }
+        let Some(connection) = self.connection.as_mut() else { return false };
+        if sqlx::query("SELECT 1").execute(&mut *connection).await.is_err() {
+            self.lost();
+            return false;
+        }
+        true
+    }
+
+    /// Frees the lock (a waiting service that found it free but did not take the term over).
+    pub async fn release(&mut self) {
+        if !self.held {
+            return;
+        }
+        self.held = false;
+        let Some(connection) = self.connection.as_mut() else { return };
+        if sqlx::query("SELECT pg_advisory_unlock($1)").bind(KEY).execute(&mut *connection).await.is_err() {
+            // The session is gone, and the lock with it.
+            self.connection = None;
+        }
+    }
+
+    fn lost(&mut self) {
+        self.connection = None;
+        self.held = false;
+    }
+}
