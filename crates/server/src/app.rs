@@ -120,7 +120,7 @@ impl Application {
         check_mode_against_brokers(mode, &config)?;
         let settings = Arc::new(settings);
         let calendar = MarketCalendar::new(settings.current().runtime.market_calendar);
-        let speed = config.sim.speed.unwrap_or(if mode == TradingMode::Demo { 60.0 } else { 1.0 });
+        let speed = market_speed(&config, mode);
         // DEMO resumes from the latest market time anything was persisted with: a restart never
         // rewinds the market.
         let resume_at = {
@@ -129,14 +129,7 @@ impl Application {
         };
         let market_clock: Arc<dyn Clock> = match overrides.market_clock {
             Some(c) => c,
-            // A real market's time is the wall clock's (CONTRACT §10).
-            None if config.brokers.market_data() == MarketDataBrokerKind::Alpaca => clock.clone(),
-            None if mode == TradingMode::Demo => {
-                let start = demo_start(calendar, clock.now()).max(resume_at.unwrap_or_default());
-                Arc::new(ScaledClock::starting_at(start, speed))
-            }
-            None if speed != 1.0 => Arc::new(ScaledClock::starting_at(clock.now(), speed)),
-            None => clock.clone(),
+            None => market_clock(&config, mode, calendar, resume_at, &clock),
         };
         // The adapters chosen by configuration, passed to the engine runner explicitly.
         let mut alpaca_data: Option<Arc<AlpacaMarketData>> = None;
@@ -158,7 +151,7 @@ impl Application {
                 (Arc::new(simulated.with_live(live.clone())), Some(live))
             }
             MarketDataBrokerKind::Alpaca => {
-                let alpaca = alpaca_market_data(&config.alpaca, mode, reference_data.clone(), clock.clone())?;
+                let alpaca = alpaca_market_data(&config.alpaca, mode, reference_data.clone(), clock.clone(), true)?;
                 alpaca_data = Some(alpaca.clone());
                 (alpaca, None)
             }
@@ -214,6 +207,8 @@ impl Application {
             settings: settings.subscribe(),
             clock: clock.clone(),
             market_clock: market_clock.clone(),
+            limits: job_limits(&config),
+            worker: crate::jobs::worker_name(&node_id(&config)),
             downloads: Default::default(),
             backtests: Default::default(),
         });
@@ -337,6 +332,9 @@ impl Application {
         }
         // The engine has stopped: a service waiting for the term takes it at once.
         election.release(epoch).await;
+        if state.config.jobs.run {
+            state.jobs.release_held().await;
+        }
         state.tokens.flush_usage().await;
         // Every refusal counted so far reaches the audit log, whatever minute it is; then the
         // rows held during a database outage are written.
@@ -351,18 +349,20 @@ impl Application {
 
 /// What this service calls itself where it takes the engine's term: its host, process and
 /// address.
-fn node_id(config: &Config) -> String {
+pub(crate) fn node_id(config: &Config) -> String {
+    format!("{}:{}", host_and_process(), config.bind)
+}
+
+/// `host:pid` of this process.
+pub(crate) fn host_and_process() -> String {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()
         .map(|h| h.trim().to_string())
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "localhost".into());
-    format!("{host}:{}:{}", std::process::id(), config.bind)
+    format!("{host}:{}", std::process::id())
 }
 
-/// Ensures an admin can sign in: the configured admin token is made the active `admin` token at
-/// every start (also after it was revoked: whoever sets the variable controls it); with none
-/// configured and no active token at all, one is generated and returned to print once.
 async fn bootstrap_admin(config: &Config, tokens: &TokenRegistry, clock: &dyn Clock) -> anyhow::Result<Option<String>> {
     let now = clock.now().timestamp_millis();
     let fail = |e: crate::domain::DomainError| anyhow::anyhow!("bootstrap admin token: {e}");
@@ -585,29 +585,13 @@ fn spawn_background(state: &AppState, probes: Arc<Probes>) -> Vec<JoinHandle<()>
             }
         })
     };
-    // Imports by the CLI or another node reach this one within a reload.
-    let reference = {
-        let service = state.reference.clone();
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(crate::domain::reference::RELOAD_EVERY);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            tick.tick().await;
-            loop {
-                tick.tick().await;
-                if let Err(e) = service.reload().await {
-                    tracing::debug!(error = %e, "imported reference data not reloaded; the loaded data stays");
-                }
-            }
-        })
-    };
+    let reference = tokio::spawn(keep_reference_loaded(state.reference.clone()));
     let mut tasks = vec![
         health,
         reference,
         token_usage,
         token_changes,
         database,
-        tokio::spawn(crate::jobs::downloads::run_worker(state.jobs.clone())),
-        tokio::spawn(crate::jobs::backtests::run_worker(state.jobs.clone())),
         tokio::spawn(crate::housekeeping::run(crate::housekeeping::Housekeeping {
             clock: state.clock.clone(),
             db: state.db.clone(),
@@ -626,8 +610,64 @@ fn spawn_background(state: &AppState, probes: Arc<Probes>) -> Vec<JoinHandle<()>
     if let Some(live) = &state.live {
         tasks.push(tokio::spawn(run_feed(state.clone(), live.clone())));
     }
+    // Downloads and backtests, unless `tradeops worker` processes run them (`jobs.run`).
+    if state.config.jobs.run {
+        tasks.extend(crate::jobs::spawn_workers(&state.jobs));
+    }
     tasks.extend(token_notices);
     tasks
+}
+
+/// The market's time by configuration and mode: a real market's is the wall clock's (CONTRACT
+/// §10); DEMO's runs at the configured speed from 09:25 New York of the current trading day, or
+/// from `resume_at` (the latest market time anything was stored with) when that is later, so a
+/// restart never rewinds it.
+pub(crate) fn market_clock(
+    config: &Config,
+    mode: TradingMode,
+    calendar: MarketCalendar,
+    resume_at: Option<tradeops_core::Timestamp>,
+    clock: &Arc<dyn Clock>,
+) -> Arc<dyn Clock> {
+    let speed = market_speed(config, mode);
+    if config.brokers.market_data() == MarketDataBrokerKind::Alpaca {
+        clock.clone()
+    } else if mode == TradingMode::Demo {
+        let start = demo_start(calendar, clock.now()).max(resume_at.unwrap_or_default());
+        Arc::new(ScaledClock::starting_at(start, speed))
+    } else if speed != 1.0 {
+        Arc::new(ScaledClock::starting_at(clock.now(), speed))
+    } else {
+        clock.clone()
+    }
+}
+
+/// Simulated seconds per real second: configured, else 60 in DEMO and 1 otherwise.
+pub(crate) fn market_speed(config: &Config, mode: TradingMode) -> f64 {
+    config.sim.speed.unwrap_or(if mode == TradingMode::Demo { 60.0 } else { 1.0 })
+}
+
+/// What the `[jobs]` configuration lets this process run.
+pub(crate) fn job_limits(config: &Config) -> crate::jobs::JobLimits {
+    crate::jobs::JobLimits {
+        lease: chrono::Duration::from_std(config.jobs.lease).unwrap_or(crate::jobs::LEASE),
+        backtest_parallel: config.jobs.backtest_parallel,
+        download_parallel: config.jobs.download_parallel,
+    }
+}
+
+/// Reloads the imported reference data every [`crate::domain::reference::RELOAD_EVERY`]: imports
+/// by the CLI or another process reach this one within a reload.
+pub(crate) async fn keep_reference_loaded(service: Arc<ReferenceService>) {
+    let mut tick = tokio::time::interval(crate::domain::reference::RELOAD_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tick.tick().await;
+    loop {
+        tick.tick().await;
+        if let Err(e) = service.reload().await {
+            tracing::debug!(error = %e, "imported reference data not reloaded; the loaded data stays");
+        }
+    }
 }
 
 /// DEMO starts its market at 09:25 New York of the current (or last) trading day.
@@ -726,11 +766,14 @@ async fn run_feed(state: AppState, live: Arc<LiveMarket>) {
 
 /// Alpaca's market data over `mode`'s Trading API (assets, calendar, clock) and the configured
 /// data API and stream.
-fn alpaca_market_data(
+/// Alpaca's market data; with its stream (`with_stream`: the service's live marks and bars), or
+/// its REST history only (a job worker).
+pub(crate) fn alpaca_market_data(
     alpaca: &crate::config::AlpacaSettings,
     mode: TradingMode,
     reference: Arc<ReferenceData>,
     clock: Arc<dyn Clock>,
+    with_stream: bool,
 ) -> anyhow::Result<Arc<AlpacaMarketData>> {
     use tradeops_brokers::alpaca::data::DataFeed;
     use tradeops_brokers::alpaca::data_stream::DataStreamConfig;
@@ -746,7 +789,7 @@ fn alpaca_market_data(
         data_url: alpaca.data_url.clone(),
         feed,
         timeout: alpaca.request_timeout,
-        stream: Some(stream),
+        stream: with_stream.then_some(stream),
     };
     tracing::info!(data_url = %config.data_url, stream_url = %alpaca.data_stream_url(), feed = feed.as_str(), "market data from Alpaca");
     Ok(Arc::new(AlpacaMarketData::connect(config, &credentials, reference, clock)?))

@@ -1,4 +1,4 @@
-//! The `tradeops` command line: `serve`, `migrate`, `token create|revoke|list`, `data import`,
+//! The `tradeops` command line: `serve`, `worker`, `migrate`, `token create|revoke|list`, `data import`,
 //! `reference import` (float and sector per symbol, through the same
 //! [`crate::domain::reference`] service as `PUT /api/market/reference`, audited with actor `cli`;
 //! a running service on the same database picks it up within
@@ -40,6 +40,9 @@ pub struct Cli {
 pub enum Command {
     /// Run the service.
     Serve,
+    /// Run downloads and backtests only, beside services on the same PostgreSQL database
+    /// (set `jobs.run = false` on the services to leave every job to workers).
+    Worker,
     /// Apply database migrations and exit.
     Migrate,
     /// Manage API tokens.
@@ -110,6 +113,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     telemetry::init(&config.log);
     match cli.command {
         Command::Serve => serve(config).await,
+        Command::Worker => {
+            let shutdown = shutdown_signal()?;
+            let worker = crate::worker::Worker::build(config, Arc::new(SystemClock)).await?;
+            worker.run_until_stopped(shutdown).await
+        }
         Command::Migrate => {
             Database::open(&config.database_url).await?;
             println!("migrations applied to {}", redact(&config.database_url));

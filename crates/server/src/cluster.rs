@@ -23,8 +23,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tradeops_core::Clock;
 use tokio::sync::Mutex;
+use tradeops_core::Clock;
 use tradeops_store::{Backend, Database, LeaderLock, StoreError};
 
 /// How often the holder renews its term, and a waiting service looks at it.
@@ -87,7 +87,8 @@ impl Election {
                             lock.release().await;
                         }
                     }
-                    let stale = quiet.is_some_and(|quiet| quiet >= self.lease || (free && quiet >= 2 * self.renew_every));
+                    let stale =
+                        quiet.is_some_and(|quiet| quiet >= self.lease || (free && quiet >= 2 * self.renew_every));
                     if lease.node_id.is_none() || stale {
                         let now = self.clock.now().timestamp_millis();
                         if let Some(epoch) = self.db.take_engine_term_after(lease.epoch, &self.node_id, now).await? {

@@ -31,6 +31,7 @@ pub struct Config {
     pub alpaca: AlpacaSettings,
     pub paper: PaperConfigValues,
     pub health_probe_interval: Duration,
+    pub jobs: JobsConfig,
     pub log: LogConfig,
     /// Serve the console from this folder instead of the copy built into the binary (for
     /// working on the console: `npm run build` there, reload the page).
@@ -48,6 +49,18 @@ pub struct AuthConfig {
     pub anonymous_rate_limit_burst: u32,
     /// Take the client address from `X-Forwarded-For` (behind a trusted reverse proxy only).
     pub trust_forwarded_for: bool,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobsConfig {
+    /// Whether `serve` runs downloads and backtests itself.
+    pub run: bool,
+    /// How long a claim or renewal holds a job.
+    pub lease: Duration,
+    /// Backtests run at once in this process.
+    pub backtest_parallel: usize,
+    /// Downloads run at once in this process.
+    pub download_parallel: usize,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -233,6 +246,10 @@ const ENV_KEYS: &[(&str, &str)] = &[
     ("TRADEOPS_ANONYMOUS_RATE_LIMIT_BURST", "auth.anonymous_rate_limit_burst"),
     ("TRADEOPS_TRUST_FORWARDED_FOR", "auth.trust_forwarded_for"),
     ("TRADEOPS_AUDIT_RETENTION_DAYS", "audit.retention_days"),
+    ("TRADEOPS_JOBS_RUN", "jobs.run"),
+    ("TRADEOPS_JOBS_LEASE_SECONDS", "jobs.lease_seconds"),
+    ("TRADEOPS_JOBS_BACKTEST_PARALLEL", "jobs.backtest_parallel"),
+    ("TRADEOPS_JOBS_DOWNLOAD_PARALLEL", "jobs.download_parallel"),
     ("TRADEOPS_SIM_SEED", "simulation.seed"),
     ("TRADEOPS_SIM_SPEED", "simulation.speed"),
     ("TRADEOPS_SIM_SYMBOLS", "simulation.symbols"),
@@ -546,6 +563,12 @@ impl Reader {
         };
         let health_probe_interval =
             Duration::from_millis(self.integer("health.probe_interval_ms", 100, 600_000) as u64);
+        let jobs = JobsConfig {
+            run: self.boolean("jobs.run"),
+            lease: Duration::from_secs(self.integer("jobs.lease_seconds", 3, 3_600) as u64),
+            backtest_parallel: self.integer("jobs.backtest_parallel", 1, 256) as usize,
+            download_parallel: self.integer("jobs.download_parallel", 1, 256) as usize,
+        };
 
         let filter = self.string("log.filter");
         if let Err(e) = tracing_subscriber::EnvFilter::try_new(&filter) {
@@ -574,6 +597,7 @@ impl Reader {
             alpaca,
             paper,
             health_probe_interval,
+            jobs,
             console_dir,
             log: LogConfig { filter, format },
         }

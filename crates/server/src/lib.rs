@@ -8,7 +8,8 @@
 //! - [`jobs`]: durable downloads and backtests on one generic job module.
 //! - [`events`], [`health`], [`metrics`], [`audit_outbox`], [`housekeeping`], [`account_feed`]:
 //!   what operators are told and what keeps the service tidy.
-//! - [`app`] builds all of it from the [`config`]; [`cli`] runs the commands. `main.rs` only
+//! - [`app`] builds all of it from the [`config`]; [`worker`] builds a process that runs jobs
+//!   only; [`cli`] runs the commands. `main.rs` only
 //!   parses arguments and calls into here, so tests build the same application.
 
 pub mod account_feed;
@@ -31,6 +32,7 @@ pub mod http;
 pub mod jobs;
 pub mod metrics;
 pub mod telemetry;
+pub mod worker;
 
 pub use app::Application;
 pub use config::Config;

@@ -24,7 +24,11 @@ pub struct LeaderLock {
 impl LeaderLock {
     /// For `db`'s database; `None` on SQLite. Connects on first use.
     pub fn for_database(db: &Database) -> Option<LeaderLock> {
-        (db.backend() == Backend::Postgres).then(|| LeaderLock { url: db.url().to_string(), connection: None, held: false })
+        (db.backend() == Backend::Postgres).then(|| LeaderLock {
+            url: db.url().to_string(),
+            connection: None,
+            held: false,
+        })
     }
 
     /// Whether this connection holds the lock now (as far as it knows: a connection that failed

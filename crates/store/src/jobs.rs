@@ -5,7 +5,8 @@
 //! it is atomic on SQLite and PostgreSQL alike; times are epoch milliseconds the caller read
 //! from its injected clock.
 
-use crate::db::{Database, StoreError};
+use crate::db::{Backend, Database, StoreError};
+use crate::tokens::ChangeListener;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
@@ -98,6 +99,41 @@ impl JobKind {
     }
 }
 
+/// The PostgreSQL channel a queued job is announced on ([`Database::announce_jobs`]): workers in
+/// other processes start it at once instead of at their next poll.
+pub const JOB_CHANNEL: &str = "tradeops_jobs";
+
+impl Database {
+    /// Announces that a job was queued (PostgreSQL; nothing on SQLite, where the service that
+    /// queued it is the only one that runs jobs and wakes its workers itself).
+    pub async fn announce_jobs(&self) -> Result<(), StoreError> {
+        if self.backend() == Backend::Postgres {
+            let notify = format!("NOTIFY {JOB_CHANNEL}");
+            sqlx::raw_sql(sqlx::AssertSqlSafe(notify)).execute(self.pool()?).await?;
+        }
+        Ok(())
+    }
+
+    /// Who holds job `id` of `kind` (`lease_owner`: the worker running it, or the last one that
+    /// did), if it exists: for operations and tests.
+    pub async fn job_holder(&self, kind: JobKind, id: &str) -> Result<Option<String>, StoreError> {
+        let (table, key) = (kind.table(), kind.id_column());
+        let row = sqlx::query(sqlx::AssertSqlSafe(format!("SELECT lease_owner FROM {table} WHERE {key} = $1")))
+            .bind(id)
+            .fetch_optional(self.pool()?)
+            .await?;
+        Ok(match row {
+            Some(row) => row.try_get("lease_owner")?,
+            None => None,
+        })
+    }
+
+    /// A listener for queued jobs: PostgreSQL only.
+    pub fn job_listener(&self) -> Option<ChangeListener> {
+        ChangeListener::on(self, JOB_CHANNEL)
+    }
+}
+
 /// A worker's hold on a running job: who, and until when (epoch ms; `None` once the job is
 /// final, so the lease is released).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -129,6 +165,11 @@ pub enum Cancel {
 pub trait JobRepository: Send + Sync {
     /// Takes a `QUEUED` job for `lease.owner`: true for exactly one of several claimants.
     async fn claim_job(&self, kind: JobKind, id: &str, lease: &Lease) -> Result<bool, StoreError>;
+    /// Takes the oldest `QUEUED` job of `kind` for `lease.owner`: its id, or `None` when none is
+    /// queued. Claimants never wait for one another: on PostgreSQL a row another claimant is
+    /// taking is skipped (`FOR UPDATE SKIP LOCKED`), so N workers take N different jobs at
+    /// once; on SQLite writes are serial anyway.
+    async fn claim_next(&self, kind: JobKind, lease: &Lease) -> Result<Option<String>, StoreError>;
     /// Moves the lease of a job `lease.owner` still holds (it is `RUNNING` and theirs); false
     /// when they lost it (canceled, or taken back after it expired).
     async fn renew_lease(&self, kind: JobKind, id: &str, lease: &Lease) -> Result<bool, StoreError>;
@@ -146,6 +187,9 @@ pub trait JobRepository: Send + Sync {
         how: Recovery,
         keep_owner: &str,
     ) -> Result<Vec<String>, StoreError>;
+    /// Requeues the running jobs of `kind` that `owner` holds, as `how` says (a worker stopping
+    /// hands its jobs back instead of leaving them to its leases' expiry); their ids.
+    async fn release_jobs(&self, kind: JobKind, owner: &str, how: Recovery) -> Result<Vec<String>, StoreError>;
 }
 
 #[async_trait]
@@ -162,6 +206,27 @@ impl JobRepository for Database {
         .execute(self.pool()?)
         .await?;
         Ok(done.rows_affected() == 1)
+    }
+
+    async fn claim_next(&self, kind: JobKind, lease: &Lease) -> Result<Option<String>, StoreError> {
+        let (table, key) = (kind.table(), kind.id_column());
+        let skip = match self.backend() {
+            Backend::Postgres => " FOR UPDATE SKIP LOCKED",
+            Backend::Sqlite => "",
+        };
+        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE {table} SET status = 'RUNNING', lease_owner = $1, lease_expires_at = $2 \
+             WHERE {key} = (SELECT {key} FROM {table} WHERE status = 'QUEUED' ORDER BY created_at, {key} LIMIT 1{skip}) \
+             AND status = 'QUEUED' RETURNING {key}"
+        )))
+        .bind(&lease.owner)
+        .bind(lease.expires_at)
+        .fetch_optional(self.pool()?)
+        .await?;
+        Ok(match row {
+            Some(row) => Some(row.try_get(key)?),
+            None => None,
+        })
     }
 
     async fn renew_lease(&self, kind: JobKind, id: &str, lease: &Lease) -> Result<bool, StoreError> {
@@ -250,5 +315,21 @@ impl JobRepository for Database {
             }
         }
         Ok(requeued)
+    }
+
+    async fn release_jobs(&self, kind: JobKind, owner: &str, how: Recovery) -> Result<Vec<String>, StoreError> {
+        let (table, key) = (kind.table(), kind.id_column());
+        let reset = match how {
+            Recovery::Resume => "",
+            Recovery::Rerun => ", progress = 0",
+        };
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE {table} SET status = 'QUEUED', lease_owner = NULL, lease_expires_at = NULL{reset} \
+             WHERE status = 'RUNNING' AND lease_owner = $1 RETURNING {key}"
+        )))
+        .bind(owner)
+        .fetch_all(self.pool()?)
+        .await?;
+        rows.iter().map(|row| Ok(row.try_get(key)?)).collect()
     }
 }

@@ -20,14 +20,14 @@ pub mod trading;
 
 pub use audit::{AuditEntry, AuditFilter, AuditRecord, AuditRepository};
 pub use backtests::{BacktestRecord, BacktestRepository};
-pub use cluster::LeaderLock;
 pub use cache::{Cache, CacheError, MemoryCache, RedisCache};
+pub use cluster::LeaderLock;
 pub use data::{DataRepository, JobRecord};
 pub use db::{Backend, Database, EngineLease, StoreError, PROBE_EVERY};
 pub use instance::InstanceLock;
-pub use jobs::{Cancel, JobKind, JobRepository, JobStatus, Lease, Recovery};
+pub use jobs::{Cancel, JobKind, JobRepository, JobStatus, Lease, Recovery, JOB_CHANNEL};
 pub use market::{BlockRecord, MarketRepository, RadarRowRecord, ViolationRecord, WatchRecord};
 pub use reference::{ReferenceRecord, ReferenceRepository};
 pub use settings::{SettingsRepository, SettingsVersion};
-pub use tokens::{Revocation, TokenChangeListener, TokenRecord, TokenRepository};
+pub use tokens::{ChangeListener, Revocation, TokenChangeListener, TokenRecord, TokenRepository};
 pub use trading::{EngineStateRecord, OrderFilter, TradingRepository};

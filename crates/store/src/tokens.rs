@@ -207,16 +207,30 @@ impl TokenRepository for Database {
     }
 }
 
-/// Token changes announced by any connection to the same PostgreSQL database (LISTEN on
-/// [`TOKEN_CHANNEL`]), on a connection of its own.
-pub struct TokenChangeListener {
+/// Changes announced by any connection to the same PostgreSQL database on one channel (LISTEN),
+/// on a connection of its own: token changes ([`TOKEN_CHANNEL`]), queued jobs
+/// (`crate::jobs::JOB_CHANNEL`).
+pub struct ChangeListener {
     url: String,
+    channel: &'static str,
     listener: Option<PgListener>,
 }
 
-impl TokenChangeListener {
+/// The listener of token changes.
+pub type TokenChangeListener = ChangeListener;
+
+impl ChangeListener {
+    /// On `db`'s database, for `channel`: PostgreSQL only.
+    pub(crate) fn on(db: &Database, channel: &'static str) -> Option<ChangeListener> {
+        (db.backend() == Backend::Postgres).then(|| ChangeListener {
+            url: db.url().to_string(),
+            channel,
+            listener: None,
+        })
+    }
+
     /// Waits for the next announcement, connecting first when not connected (bounded by
-    /// [`LISTEN_CONNECT_TIMEOUT`]). `Ok(true)`: tokens changed. `Ok(false)`: the listener just
+    /// [`LISTEN_CONNECT_TIMEOUT`]). `Ok(true)`: something changed. `Ok(false)`: the listener just
     /// (re)connected or lost its connection, so changes may have gone unannounced. `Err`: it
     /// could not connect; call again later.
     pub async fn next(&mut self) -> Result<bool, StoreError> {
@@ -224,7 +238,7 @@ impl TokenChangeListener {
             let connect = async {
                 let mut listener = PgListener::connect(&self.url).await?;
                 listener.eager_reconnect(false);
-                listener.listen(TOKEN_CHANNEL).await?;
+                listener.listen(self.channel).await?;
                 Ok::<_, sqlx::Error>(listener)
             };
             let listener = tokio::time::timeout(LISTEN_CONNECT_TIMEOUT, connect)
@@ -252,8 +266,7 @@ impl Database {
     /// polls [`TokenRepository::token_version`] there, and on PostgreSQL as well, for changes
     /// a lost connection missed).
     pub fn token_change_listener(&self) -> Option<TokenChangeListener> {
-        (self.backend() == Backend::Postgres)
-            .then(|| TokenChangeListener { url: self.url().to_string(), listener: None })
+        ChangeListener::on(self, TOKEN_CHANNEL)
     }
 }
 

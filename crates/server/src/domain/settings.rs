@@ -50,13 +50,7 @@ impl SettingsService {
         auth_enabled: bool,
     ) -> DomainResult<Self> {
         let (settings, version) = match repo.latest_settings().await? {
-            Some(v) => {
-                let doc: Value = serde_json::from_str(&v.settings).map_err(DomainError::internal)?;
-                let settings = Settings::from_json(&doc).map_err(|e| {
-                    DomainError::internal(format!("persisted settings v{} are invalid: {e:?}", v.version))
-                })?;
-                (settings, v.version)
-            }
+            Some(v) => (parse_version(&v)?, v.version),
             None => {
                 let settings = Settings::default();
                 repo.append_settings(&SettingsVersion {
@@ -170,6 +164,22 @@ impl SettingsService {
         Ok(())
     }
 
+    /// Takes the newest stored version when it is newer than the one in effect here: another
+    /// process (the service, for a job worker) changed the settings. Whether it did.
+    pub async fn reload_if_newer(&self) -> DomainResult<bool> {
+        let Some(stored) = self.repo.latest_settings().await? else { return Ok(false) };
+        let mut version = self.version.lock().await;
+        if stored.version <= *version {
+            return Ok(false);
+        }
+        let settings = parse_version(&stored)?;
+        *version = stored.version;
+        *self.json.write().unwrap_or_else(|e| e.into_inner()) = to_raw(&settings);
+        self.tx.send_replace(Arc::new(settings));
+        tracing::info!(version = stored.version, actor = %stored.actor, "settings changed elsewhere: taken");
+        Ok(true)
+    }
+
     async fn persist(
         &self,
         version: &mut i64,
@@ -259,6 +269,13 @@ impl SettingsService {
     pub async fn history(&self, before: Option<i64>, limit: u32) -> DomainResult<Vec<SettingsVersion>> {
         Ok(self.repo.settings_history(before, limit).await?)
     }
+}
+
+/// The settings a stored version holds.
+fn parse_version(v: &SettingsVersion) -> DomainResult<Settings> {
+    let doc: Value = serde_json::from_str(&v.settings).map_err(DomainError::internal)?;
+    Settings::from_json(&doc)
+        .map_err(|e| DomainError::internal(format!("persisted settings v{} are invalid: {e:?}", v.version)))
 }
 
 fn to_raw(settings: &Settings) -> Arc<RawValue> {

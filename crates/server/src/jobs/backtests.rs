@@ -1,7 +1,7 @@
 //! Durable backtest runs (`POST /api/backtests/run`), jobs of kind [`JobKind::Backtest`]: a
 //! row `QUEUED → RUNNING` (with `progress`) `→ COMPLETED` (with the result) or `FAILED`, or
 //! `CANCELED`. A worker runs up to
-//! [`PARALLEL_RUNS`] at once on the blocking pool: bars come from the database (the trading
+//! `jobs.backtest_parallel` (2) at once on the blocking pool: bars come from the database (the trading
 //! days missing from it downloaded from the data broker first) and go through
 //! `tradeops_core::backtest::run` — the live engine with a manual clock. A run whose worker
 //! stopped (a crash: its lease expires) is run again from the start (runs are deterministic),
@@ -18,9 +18,6 @@ use tradeops_core::market::Timeframe;
 use tradeops_core::time::{format_ts, from_epoch_ms, to_epoch_ms};
 use tradeops_core::{Settings, Symbol, Timestamp};
 use tradeops_store::{BacktestRecord, BacktestRepository, DataRepository, JobKind, JobStatus};
-
-/// Runs at once (each takes a core while it runs).
-pub const PARALLEL_RUNS: usize = 2;
 
 /// `POST /api/backtests/run`.
 #[derive(Clone, Debug, Deserialize, Serialize, utoipa::ToSchema)]
@@ -202,7 +199,7 @@ pub async fn enqueue(jobs: &Jobs, req: BacktestRequest, actor: &str) -> DomainRe
     let runs: &dyn BacktestRepository = &jobs.db;
     runs.insert_backtest(&record).await?;
     publish(jobs, &record);
-    jobs.backtests.notify_one();
+    jobs.announce(JobKind::Backtest).await;
     Ok(record)
 }
 
@@ -224,10 +221,9 @@ pub async fn cancel(jobs: &Jobs, id: &str) -> DomainResult<BacktestRecord> {
 pub async fn run_worker(jobs: Jobs) {
     crate::jobs::Pool {
         kind: JobKind::Backtest,
-        parallel: PARALLEL_RUNS,
+        parallel: jobs.limits.backtest_parallel,
         wake: |jobs| &jobs.backtests,
-        id: |run: &BacktestRecord| run.backtest_id.clone(),
-        queued: |jobs| Box::pin(async move { Ok(jobs.db.backtests_in(JobStatus::Queued).await?) }),
+        load: |jobs, id| Box::pin(async move { Ok(BacktestRepository::backtest(&jobs.db, id).await?) }),
         run: |jobs, leases, run| Box::pin(async move { execute(&jobs, &leases, run).await }),
     }
     .run(jobs)

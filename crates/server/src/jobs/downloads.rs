@@ -1,22 +1,19 @@
 //! The data service: durable downloads (`POST /api/data/download`), jobs of kind
 //! [`JobKind::Download`] that go `QUEUED → RUNNING` (with `progress`) `→ COMPLETED` or `FAILED`,
 //! or `CANCELED`; and the CSV import of bars ([`import_bars`], the API's and the CLI's). A
-//! worker runs up to [`PARALLEL_JOBS`] side by side, a day of bars at a time, storing each day
+//! worker runs up to `jobs.download_parallel` (4) side by side, a day of bars at a time, storing each day
 //! before reporting progress. A job whose worker stopped (a crash: its lease expires) is resumed
 //! (storing bars is idempotent), so no job stays `RUNNING`.
 
 use crate::domain::{DomainError, DomainResult};
 use crate::jobs::{CancelError, Halt, Jobs, Leases};
 use chrono::Duration;
-use std::sync::Arc;
 use tradeops_core::csv_bars::CsvError;
 use tradeops_core::market::Timeframe;
 use tradeops_core::time::{from_epoch_ms, to_epoch_ms};
 use tradeops_core::{Symbol, Timestamp};
 use tradeops_store::{DataRepository, JobKind, JobRecord, JobStatus};
 
-/// Jobs running at once.
-pub const PARALLEL_JOBS: usize = 4;
 /// Longest range of one job.
 pub const MAX_MINUTE_DAYS: i64 = 366;
 pub const MAX_DAILY_DAYS: i64 = 366 * 20;
@@ -39,7 +36,7 @@ pub async fn enqueue(
     let repo: &dyn DataRepository = &jobs.db;
     repo.insert_job(&job).await?;
     publish(jobs, &job);
-    jobs.downloads.notify_one();
+    jobs.announce(JobKind::Download).await;
     Ok(job)
 }
 
@@ -108,7 +105,7 @@ pub async fn download_now(
 ) -> Result<JobRecord, String> {
     let job = new_job(jobs, symbol, timeframe, (start, end), JobStatus::Running, actor);
     let repo: &dyn DataRepository = &jobs.db;
-    let leases = Leases::new(Arc::new(jobs.db.clone()), jobs.clock.clone());
+    let leases = jobs.leases();
     repo.insert_leased_job(&job, &leases.lease()).await.map_err(|e| e.to_string())?;
     let id = job.request_id.clone();
     run_job(jobs, &leases, job).await;
@@ -138,10 +135,9 @@ fn publish(jobs: &Jobs, job: &JobRecord) {
 pub async fn run_worker(jobs: Jobs) {
     crate::jobs::Pool {
         kind: JobKind::Download,
-        parallel: PARALLEL_JOBS,
+        parallel: jobs.limits.download_parallel,
         wake: |jobs| &jobs.downloads,
-        id: |job: &JobRecord| job.request_id.clone(),
-        queued: |jobs| Box::pin(async move { Ok(jobs.db.jobs_in(JobStatus::Queued).await?) }),
+        load: |jobs, id| Box::pin(async move { Ok(DataRepository::job(&jobs.db, id).await?) }),
         run: |jobs, leases, job| Box::pin(async move { run_job(&jobs, &leases, job).await }),
     }
     .run(jobs)

@@ -44,15 +44,73 @@ pub struct JobContext {
     pub clock: Arc<dyn Clock>,
     /// Market time: the present a range may not pass and bars must have closed by.
     pub market_clock: Arc<dyn Clock>,
+    /// How long a lease holds and how many jobs of each kind this process runs at once.
+    pub limits: JobLimits,
+    /// The name this process's leases carry (`lease_owner`): its node and a start of its own.
+    pub worker: String,
     /// Wakes the download worker when a job is queued.
     pub downloads: Notify,
     /// Wakes the backtest worker when a run is queued.
     pub backtests: Notify,
 }
 
+/// A process's part of the job work (`[jobs]` in the configuration).
+#[derive(Clone, Copy, Debug)]
+pub struct JobLimits {
+    /// How long a claim or a renewal holds a job; renewed every third of it.
+    pub lease: chrono::Duration,
+    pub backtest_parallel: usize,
+    pub download_parallel: usize,
+}
+
+impl Default for JobLimits {
+    fn default() -> JobLimits {
+        JobLimits { lease: LEASE, backtest_parallel: 2, download_parallel: 4 }
+    }
+}
+
 impl Jobs {
     pub fn new(context: JobContext) -> Jobs {
         Jobs(Arc::new(context))
+    }
+
+    /// This process's leases, for its workers and for a download run at once.
+    pub fn leases(&self) -> Leases {
+        Leases {
+            repo: Arc::new(self.db.clone()),
+            clock: self.clock.clone(),
+            owner: self.worker.clone(),
+            lease: self.limits.lease,
+        }
+    }
+
+    /// Hands the jobs this process runs back to the queue (it is stopping, its workers
+    /// stopped): another worker takes them at once instead of after their leases. A download
+    /// resumes, a backtest runs again.
+    pub async fn release_held(&self) {
+        for kind in [JobKind::Download, JobKind::Backtest] {
+            match self.db.release_jobs(kind, &self.worker, recovery(kind)).await {
+                Ok(ids) if !ids.is_empty() => {
+                    tracing::info!(job = kind.name(), ?ids, "jobs handed back to the queue for another worker")
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, job = kind.name(), "jobs not handed back: taken back after their leases")
+                }
+            }
+        }
+    }
+
+    /// Tells the workers a job was queued: this process's at once, other processes' through the
+    /// database (PostgreSQL; they also poll).
+    pub async fn announce(&self, kind: JobKind) {
+        match kind {
+            JobKind::Download => self.downloads.notify_one(),
+            JobKind::Backtest => self.backtests.notify_one(),
+        }
+        if let Err(e) = self.db.announce_jobs().await {
+            tracing::warn!(error = %e, "could not announce a queued job to other processes: they find it at their next poll");
+        }
     }
 
     /// The settings in effect now.
@@ -69,10 +127,14 @@ impl Deref for Jobs {
     }
 }
 
-/// How long a claim or a renewal holds a job.
+/// How long a claim or a renewal holds a job, unless configured (`jobs.lease_seconds`).
 pub const LEASE: chrono::Duration = chrono::Duration::seconds(30);
-/// How often a running job's lease is renewed between progress writes.
-pub const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// A lease owner's name: `node` and a start of its own (a process restarted under the same
+/// name is another owner).
+pub fn worker_name(node: &str) -> String {
+    format!("{node}/{}", &uuid::Uuid::new_v4().simple().to_string()[..8])
+}
 
 /// How a kind's job taken back from a worker that stopped renewing its lease goes on.
 pub fn recovery(kind: JobKind) -> Recovery {
@@ -90,17 +152,23 @@ pub struct Leases {
     repo: Arc<dyn JobRepository>,
     clock: Arc<dyn Clock>,
     owner: String,
+    lease: chrono::Duration,
 }
 
 impl Leases {
-    /// A worker with a name of its own.
-    pub fn new(repo: Arc<dyn JobRepository>, clock: Arc<dyn Clock>) -> Leases {
-        Leases { repo, clock, owner: format!("worker-{}", uuid::Uuid::new_v4().simple()) }
+    /// A worker with a name of its own, whose leases hold for `lease`.
+    pub fn new(repo: Arc<dyn JobRepository>, clock: Arc<dyn Clock>, lease: chrono::Duration) -> Leases {
+        Leases { repo, clock, owner: worker_name("worker"), lease }
     }
 
-    /// A lease held from now for [`LEASE`]: what every write of a running job carries.
+    /// This worker's name, as the jobs it holds record it (`lease_owner`).
+    pub fn owner(&self) -> &str {
+        &self.owner
+    }
+
+    /// A lease held from now for the lease's length: what every write of a running job carries.
     pub fn lease(&self) -> Lease {
-        let until = self.clock.now() + LEASE;
+        let until = self.clock.now() + self.lease;
         Lease { owner: self.owner.clone(), expires_at: Some(until.timestamp_millis()) }
     }
 
@@ -112,6 +180,12 @@ impl Leases {
     /// Takes a queued job; false when another worker took it first (or it is no longer queued).
     pub async fn claim(&self, kind: JobKind, id: &str) -> Result<bool, StoreError> {
         self.repo.claim_job(kind, id, &self.lease()).await
+    }
+
+    /// Takes the oldest queued job of `kind`, skipping those other workers are taking: its id,
+    /// or `None` when none is queued.
+    pub async fn claim_next(&self, kind: JobKind) -> Result<Option<String>, StoreError> {
+        self.repo.claim_next(kind, &self.lease()).await
     }
 
     /// Moves the lease of a job this worker runs; false when it lost the job.
@@ -129,12 +203,13 @@ impl Leases {
         self.repo.requeue_expired(kind, now, recovery(kind), &self.owner).await
     }
 
-    /// Renews the lease of job `id` every [`HEARTBEAT`] until the returned guard is dropped:
+    /// Renews the lease of job `id` every third of the lease until the returned guard is dropped:
     /// a job between progress points (a long day of bars, a long stretch of a run) stays held.
     pub fn keep_alive(&self, kind: JobKind, id: &str) -> KeepAlive {
         let (leases, id) = (self.clone(), id.to_string());
         KeepAlive(tokio::spawn(async move {
-            let mut every = tokio::time::interval(HEARTBEAT);
+            let heartbeat = (leases.lease / 3).to_std().unwrap_or(std::time::Duration::from_secs(1));
+            let mut every = tokio::time::interval(heartbeat);
             every.tick().await;
             loop {
                 every.tick().await;
@@ -221,21 +296,22 @@ pub async fn cancel(repo: &dyn JobRepository, clock: &dyn Clock, kind: JobKind, 
     }
 }
 
-/// How a worker reads its queue and runs one job it claimed.
+/// How a worker claims jobs of its kind and runs each one it claimed.
 pub struct Pool<J> {
     pub kind: JobKind,
     pub parallel: usize,
     pub wake: fn(&Jobs) -> &Notify,
-    pub id: fn(&J) -> String,
-    /// Queued jobs, oldest first.
-    pub queued: for<'a> fn(&'a Jobs) -> BoxFuture<'a, anyhow::Result<Vec<J>>>,
+    /// The job a claim returned the id of (`None`: it vanished).
+    pub load: for<'a> fn(&'a Jobs, &'a str) -> BoxFuture<'a, anyhow::Result<Option<J>>>,
     pub run: fn(Jobs, Leases, J) -> BoxFuture<'static, ()>,
 }
 
 impl<J: Send + 'static> Pool<J> {
-    /// Runs forever.
+    /// Runs forever: each pass takes back jobs whose worker stopped renewing them, then claims
+    /// the oldest queued jobs (never one another worker is taking) while fewer than `parallel`
+    /// run here.
     pub async fn run(self, jobs: Jobs) {
-        let leases = Leases::new(Arc::new(jobs.db.clone()), jobs.clock.clone());
+        let leases = jobs.leases();
         let running: Arc<Mutex<BTreeSet<String>>> = Arc::default();
         let name = self.kind.name();
         // On SQLite this is the only service on its database file, so a job still RUNNING when
@@ -260,26 +336,31 @@ impl<J: Send + 'static> Pool<J> {
                 }
                 Err(e) => tracing::error!(error = %e, job = name, "could not look for interrupted jobs"),
             }
-            let queued = (self.queued)(&jobs).await.unwrap_or_else(|e| {
-                tracing::error!(error = %e, job = name, "could not read the job queue");
-                Vec::new()
-            });
-            for job in queued {
-                let id = (self.id)(&job);
-                let mut active = running.lock().unwrap_or_else(|e| e.into_inner());
-                if active.len() >= self.parallel || active.contains(&id) {
-                    continue;
-                }
-                active.insert(id.clone());
+            while running.lock().unwrap_or_else(|e| e.into_inner()).len() < self.parallel {
+                let id = match leases.claim_next(self.kind).await {
+                    Ok(Some(id)) => id,
+                    Ok(None) => break,
+                    Err(e) => {
+                        tracing::error!(error = %e, job = name, "could not claim a queued job");
+                        break;
+                    }
+                };
+                let job = match (self.load)(&jobs, &id).await {
+                    Ok(Some(job)) => job,
+                    // Claimed but unreadable: it stays RUNNING under a lease nobody renews, and
+                    // is taken back (by this worker too) once the lease expires.
+                    Ok(None) => continue,
+                    Err(e) => {
+                        tracing::error!(error = %e, job = name, id, "could not read a claimed job: taken back after its lease");
+                        break;
+                    }
+                };
+                tracing::info!(job = name, id, worker = leases.owner(), "job claimed");
+                running.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone());
                 let (jobs, leases, running, run, wake) =
                     (jobs.clone(), leases.clone(), running.clone(), self.run, self.wake);
-                let kind = self.kind;
                 tokio::spawn(async move {
-                    match leases.claim(kind, &id).await {
-                        Ok(true) => run(jobs.clone(), leases, job).await,
-                        Ok(false) => {}
-                        Err(e) => tracing::error!(error = %e, job = kind.name(), id, "could not claim a job"),
-                    }
+                    run(jobs.clone(), leases, job).await;
                     running.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
                     wake(&jobs).notify_one();
                 });
@@ -287,6 +368,35 @@ impl<J: Send + 'static> Pool<J> {
             tokio::select! {
                 _ = (self.wake)(&jobs).notified() => {}
                 _ = tokio::time::sleep(std::time::Duration::from_millis(500)) => {}
+            }
+        }
+    }
+}
+
+/// This process's job workers: downloads, backtests, and the listener that wakes them when
+/// another process queues a job.
+pub fn spawn_workers(jobs: &Jobs) -> Vec<tokio::task::JoinHandle<()>> {
+    vec![
+        tokio::spawn(downloads::run_worker(jobs.clone())),
+        tokio::spawn(backtests::run_worker(jobs.clone())),
+        tokio::spawn(listen_for_jobs(jobs.clone())),
+    ]
+}
+
+/// Wakes this process's workers whenever another process announces a queued job (PostgreSQL;
+/// returns at once on SQLite). A lost connection wakes them too, since announcements may have
+/// been missed meanwhile; the workers poll every half second anyway.
+pub async fn listen_for_jobs(jobs: Jobs) {
+    let Some(mut listener) = jobs.db.job_listener() else { return };
+    loop {
+        match listener.next().await {
+            Ok(_) => {
+                jobs.downloads.notify_one();
+                jobs.backtests.notify_one();
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "cannot listen for queued jobs: polling meanwhile");
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
             }
         }
     }
@@ -399,7 +509,7 @@ mod lease_tests {
     }
 
     fn worker(db: &Database, clock: &ManualClock) -> Leases {
-        Leases::new(Arc::new(db.clone()), Arc::new(clock.clone()))
+        Leases::new(Arc::new(db.clone()), Arc::new(clock.clone()), super::LEASE)
     }
 
     fn download(id: &str, status: JobStatus) -> JobRecord {
@@ -453,6 +563,49 @@ mod lease_tests {
             assert!(took_a.unwrap() ^ took_b.unwrap(), "one claimant and only one takes {id}");
             assert_eq!(status(&db, &id).await.status, JobStatus::Running);
         }
+        db.close().await;
+    }
+
+    /// Workers claim the oldest queued jobs, each a different one, even when they claim at the
+    /// same moment (on PostgreSQL a row being taken is skipped, not waited for); with nothing
+    /// queued a claim takes nothing. A worker that stops hands its running jobs back: queued
+    /// again at once (a backtest with its progress reset), and not another worker's.
+    #[tokio::test]
+    async fn workers_claim_the_oldest_queued_jobs_each_a_different_one() {
+        let TestDb(db, _dir) = database().await;
+        let clock = clock();
+        let workers: Vec<Leases> = (0..4).map(|_| worker(&db, &clock)).collect();
+        for n in 0..6 {
+            let mut job = download(&format!("dl-{n}"), JobStatus::Queued);
+            job.created_at = 10 - n; // dl-5 is the oldest
+            db.insert_job(&job).await.unwrap();
+        }
+        let claims = futures::future::join_all(workers.iter().map(|w| w.claim_next(JobKind::Download))).await;
+        let mut taken: Vec<String> = claims.into_iter().map(|c| c.unwrap().expect("a queued job for each")).collect();
+        taken.sort();
+        assert_eq!(taken, ["dl-2", "dl-3", "dl-4", "dl-5"], "the four oldest, one each");
+        for id in &taken {
+            assert_eq!(status(&db, id).await.status, JobStatus::Running);
+        }
+        assert_eq!(workers[0].claim_next(JobKind::Download).await.unwrap().as_deref(), Some("dl-1"));
+        assert_eq!(workers[0].claim_next(JobKind::Download).await.unwrap().as_deref(), Some("dl-0"));
+        assert_eq!(workers[1].claim_next(JobKind::Download).await.unwrap(), None, "nothing left queued");
+        assert_eq!(workers[1].claim_next(JobKind::Backtest).await.unwrap(), None);
+
+        db.insert_backtest(&backtest("bt-1", JobStatus::Queued)).await.unwrap();
+        assert_eq!(workers[0].claim_next(JobKind::Backtest).await.unwrap().as_deref(), Some("bt-1"));
+        let mut released = db.release_jobs(JobKind::Download, workers[0].owner(), Recovery::Resume).await.unwrap();
+        released.sort();
+        let mine: Vec<&str> = ["dl-0", "dl-1"].into_iter().filter(|id| released.contains(&id.to_string())).collect();
+        assert_eq!(mine.len(), 2, "both of its downloads: {released:?}");
+        assert_eq!(released.len(), 3, "its own only (one of the first four was its): {released:?}");
+        assert_eq!(status(&db, "dl-0").await.status, JobStatus::Queued);
+        assert_eq!(status(&db, "dl-0").await.progress, 0.4, "a download resumes");
+        assert_eq!(db.release_jobs(JobKind::Backtest, workers[0].owner(), Recovery::Rerun).await.unwrap(), ["bt-1"]);
+        let run = BacktestRepository::backtest(&db, "bt-1").await.unwrap().unwrap();
+        assert_eq!((run.status, run.progress), (JobStatus::Queued, 0.0), "a backtest runs again");
+        let others = taken.iter().filter(|id| !released.contains(id)).count();
+        assert_eq!(others, 3, "the other workers' jobs stay theirs");
         db.close().await;
     }
 

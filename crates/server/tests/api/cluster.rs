@@ -249,14 +249,26 @@ async fn a_standby_takes_over_when_the_engine_s_service_stops() {
 /// `tradeops serve` in DEMO on the database at `url`, its output lines as they come (the first,
 /// "listening on …", once it holds the engine's term and listens).
 fn serve_on(dir: &std::path::Path, url: &str) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
+    run_on(dir, url, "serve", &[])
+}
+
+/// `tradeops COMMAND` (serve or worker) in DEMO on the database at `url` with `env` besides, its
+/// output lines as they come.
+fn run_on(
+    dir: &std::path::Path,
+    url: &str,
+    command: &str,
+    env: &[(&str, &str)],
+) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
     use std::io::BufRead;
     let mut child = crate::cli::tradeops(dir)
-        .arg("serve")
+        .arg(command)
         .env("TRADEOPS_DATABASE_URL", url)
         .env("TRADEOPS_MODE", "DEMO")
         .env("TRADEOPS_ADMIN_TOKEN", crate::crash::CRASH_TOKEN)
         .env("TRADEOPS_RATE_LIMIT_BURST", "100000")
         .env("TRADEOPS_RATE_LIMIT_PER_SECOND", "100000")
+        .envs(env.iter().copied())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -271,6 +283,14 @@ fn serve_on(dir: &std::path::Path, url: &str) -> (std::process::Child, std::sync
         }
     });
     (child, rx)
+}
+
+/// A `tradeops worker` with a 3 s lease, and the name its leases carry (from its first line).
+fn worker_on(dir: &std::path::Path, url: &str) -> (std::process::Child, String) {
+    let (child, lines) = run_on(dir, url, "worker", &[("TRADEOPS_JOBS_LEASE_SECONDS", "3")]);
+    let line = lines.recv_timeout(Duration::from_secs(30)).expect("the worker starts");
+    let owner = line.strip_prefix("worker ").and_then(|r| r.strip_suffix(" started")).expect("worker NAME started");
+    (child, owner.to_string())
 }
 
 /// The address a service's first line names.
@@ -334,4 +354,100 @@ fn a_standby_takes_over_when_the_engine_s_service_is_killed() {
         assert_eq!(sold["ok"], true, "the standby trades: {sold}");
     });
     crate::cli::terminate(&mut standby);
+}
+
+/// Job workers (issue 25.5), processes on one PostgreSQL database: a service that leaves its
+/// jobs to workers (`jobs.run = false`) queues a backtest, and a `tradeops worker` claims it. Killed
+/// with -9 mid-run, the worker leaves the run to another worker once its 3 s lease expires: run
+/// again from the start by the second worker and completed once, by it, with the result of an
+/// uninterrupted run. A worker stopped with SIGTERM hands its run back to the queue at once.
+#[test]
+fn a_worker_killed_mid_backtest_leaves_it_to_another_worker() {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let Some((_keep, url)) = rt.block_on(postgres_db("a_worker_killed_mid_backtest_leaves_it_to_another_worker"))
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let client = reqwest::Client::new();
+    let (mut service, lines) = run_on(dir.path(), &url, "serve", &[("TRADEOPS_JOBS_RUN", "false")]);
+    let base = listening(&lines.recv_timeout(Duration::from_secs(30)).expect("the service listens"));
+    let db = rt.block_on(Database::open(&url)).unwrap();
+    let holder = |id: &str| rt.block_on(db.job_holder(tradeops_store::JobKind::Backtest, id)).unwrap();
+    let run = |id: &str| {
+        rt.block_on(crate::crash::call(&client, &base, reqwest::Method::GET, &format!("/api/backtests/{id}"), None))
+    };
+    let symbol = rt.block_on(crate::crash::radar_symbols(&client, &base, 1)).remove(0).0;
+    // Minute bars of 40 trading days: long enough to be caught running.
+    let request = json!({"strategy_id": "sma_cross", "symbol": symbol, "timeframe": "1m",
+        "start": "2026-09-01T00:00:00Z", "end": "2026-10-27T00:00:00Z", "parameters": {"fast": 5, "slow": 20}});
+    let queue = |request: &serde_json::Value| {
+        let queued = rt.block_on(crate::crash::call(
+            &client,
+            &base,
+            reqwest::Method::POST,
+            "/api/backtests/run",
+            Some(request.clone()),
+        ));
+        queued["data"]["backtest_id"].as_str().unwrap_or_else(|| panic!("queued: {queued}")).to_string()
+    };
+    let wait = |id: &str, what: &str, done: &dyn Fn(&serde_json::Value) -> bool| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(120);
+        loop {
+            let body = run(id);
+            if done(&body["data"]) {
+                return body["data"].clone();
+            }
+            assert!(std::time::Instant::now() < deadline, "{what}: {body}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let id = queue(&request);
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(run(&id)["data"]["status"], "QUEUED", "the service runs no job itself");
+
+    let (mut first, first_name) = worker_on(dir.path(), &url);
+    wait(&id, "the first worker runs it", &|r| r["status"] == "RUNNING");
+    assert_eq!(holder(&id).as_deref(), Some(first_name.as_str()));
+    first.kill().unwrap();
+    first.wait().unwrap();
+
+    let (mut second, second_name) = worker_on(dir.path(), &url);
+    let done = wait(&id, "the second worker completes it", &|r| r["status"] == "COMPLETED");
+    assert_eq!(holder(&id).as_deref(), Some(second_name.as_str()), "completed by the second worker, once");
+    assert!(done["trade_count"].as_u64().unwrap() > 0, "{done}");
+
+    // The same run uninterrupted gives the same result; stopped with SIGTERM, its worker hands
+    // it back to the queue at once.
+    let again = queue(&request);
+    let uninterrupted = wait(&again, "the same run again", &|r| r["status"] == "COMPLETED");
+    for key in ["total_return", "trade_count", "max_drawdown", "equity_curve", "trades"] {
+        assert_eq!(uninterrupted[key], done[key], "{key}");
+    }
+    let third = queue(&request);
+    wait(&third, "the second worker runs a third", &|r| r["status"] == "RUNNING");
+    crate::cli::terminate(&mut second);
+    let handed_back = run(&third)["data"].clone();
+    assert_eq!(handed_back["status"], "QUEUED", "handed back at once: {handed_back}");
+    assert_eq!(holder(&third), None);
+    let (mut last, last_name) = worker_on(dir.path(), &url);
+    wait(&third, "another worker takes it at once", &|r| r["status"] == "COMPLETED");
+    assert_eq!(holder(&third).as_deref(), Some(last_name.as_str()));
+    crate::cli::terminate(&mut last);
+    crate::cli::terminate(&mut service);
+    rt.block_on(db.close());
+}
+
+/// `tradeops worker` refuses SQLite, saying why: there the service runs its jobs itself.
+#[test]
+fn a_worker_refuses_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = crate::cli::tradeops(dir.path())
+        .arg("worker")
+        .env("TRADEOPS_DATABASE_URL", format!("sqlite://{}/t.db", dir.path().display()))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("tradeops worker needs PostgreSQL"), "{stderr}");
 }
