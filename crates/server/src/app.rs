@@ -267,6 +267,7 @@ impl Application {
             radar,
             engine,
             execution: execution.clone(),
+            term: (election.node_id().to_string(), epoch),
         });
         state.health.probe_all(&probes).await;
 
@@ -303,6 +304,8 @@ impl Application {
         let (election, epoch) = term;
         let holder = election.clone();
         background.push(tokio::spawn(async move { holder.hold(epoch).await }));
+        let node = election.node_id().to_string();
+        background.push(tokio::spawn(crate::cluster::heartbeat(state.db.clone(), node.clone(), "serve", state.clock.clone())));
         if let Some(alpaca) = alpaca_data {
             background.push(tokio::spawn(crate::feed::alpaca::run_marks(state.clone(), alpaca.clone())));
             background.push(tokio::spawn(crate::feed::alpaca::run_scans(state.clone(), alpaca)));
@@ -332,6 +335,7 @@ impl Application {
         }
         // The engine has stopped: a service waiting for the term takes it at once.
         election.release(epoch).await;
+        crate::cluster::leave(&state.db, &node).await;
         if state.config.jobs.run {
             state.jobs.release_held().await;
         }

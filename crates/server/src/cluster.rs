@@ -33,6 +33,41 @@ pub const RENEW_EVERY: Duration = Duration::from_millis(250);
 /// How long a term may go unrenewed, as a waiting service watches it, before it is taken over.
 pub const LEASE: Duration = Duration::from_secs(3);
 
+/// How often a process of the cluster records that it lives (`cluster_members`).
+pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(1);
+/// A member whose heartbeat is older than this is shown stale (the `cluster` health component
+/// is `DEGRADED` while one is).
+pub const MEMBER_STALE_AFTER: Duration = Duration::from_secs(5);
+/// A member whose heartbeat is older than this is forgotten.
+pub const MEMBER_FORGOTTEN_AFTER: Duration = Duration::from_secs(60);
+
+/// Records every [`HEARTBEAT_EVERY`] that this process (`node`, a `serve` or a `worker`) lives,
+/// on PostgreSQL (returns at once on SQLite: one process, nothing to list). A heartbeat the
+/// database cannot take is tried again at the next period.
+pub async fn heartbeat(db: Database, node: String, kind: &'static str, clock: Arc<dyn Clock>) {
+    if db.backend() == Backend::Sqlite {
+        return;
+    }
+    let started = clock.now().timestamp_millis();
+    let forget = MEMBER_FORGOTTEN_AFTER.as_millis() as i64;
+    loop {
+        let now = clock.now().timestamp_millis();
+        if let Err(e) = db.heartbeat_member(&node, kind, started, now, now - forget).await {
+            tracing::debug!(error = %e, "the cluster heartbeat was not recorded; tried again");
+        }
+        tokio::time::sleep(HEARTBEAT_EVERY).await;
+    }
+}
+
+/// Removes this process from the members (it stops).
+pub async fn leave(db: &Database, node: &str) {
+    if db.backend() == Backend::Postgres {
+        if let Err(e) = db.leave_cluster(node).await {
+            tracing::debug!(error = %e, "not removed from the cluster's members: forgotten after a minute");
+        }
+    }
+}
+
 /// This service's part in the election of the engine's term.
 #[derive(Clone)]
 pub struct Election {

@@ -43,7 +43,10 @@ pub struct ComponentHealth {
 }
 
 /// Component keys, in the order they are listed.
-pub const COMPONENTS: [&str; 6] = ["api", "data_broker", "execution_broker", "risk_manager", "cache", "database"];
+/// `cluster` is listed only on PostgreSQL (CONTRACT §10), where several processes may share
+/// the database.
+pub const COMPONENTS: [&str; 7] =
+    ["api", "data_broker", "execution_broker", "risk_manager", "cache", "database", "cluster"];
 
 /// A database probe slower than this is `DEGRADED`.
 const SLOW_DATABASE: Duration = Duration::from_millis(500);
@@ -83,6 +86,8 @@ pub struct Probes {
     /// The `execution_broker` adapter (owned by the engine runner; health reads only its name
     /// and its event connection).
     pub execution: Arc<dyn tradeops_brokers::ExecutionBroker>,
+    /// This service's name in the cluster and the engine's term it holds.
+    pub term: (String, i64),
 }
 
 struct Probe {
@@ -118,13 +123,15 @@ impl HealthMonitor {
     /// Runs every probe once and records the results.
     pub async fn probe_all(&self, state: &Probes) {
         let now = state.clock.now();
-        let (database, cache, api, feed, engine) = tokio::join!(
+        let (database, cache, api, feed, engine, cluster) = tokio::join!(
             probe_database(state),
             probe_cache(state),
             probe_api(state, self.api_addr.get().copied()),
             probe_feed(state),
             probe_engine(&state.engine),
+            probe_cluster(state),
         );
+        let cluster = cluster.map(|probe| ("cluster", probe));
         let results = [
             ("api", api),
             ("data_broker", feed),
@@ -132,7 +139,9 @@ impl HealthMonitor {
             ("risk_manager", probe_risk_manager(state, &engine).await),
             ("cache", cache),
             ("database", database),
-        ];
+        ]
+        .into_iter()
+        .chain(cluster);
         let mut changes = Vec::new();
         {
             let mut components = self.components.write().unwrap_or_else(|e| e.into_inner());
@@ -206,6 +215,65 @@ async fn probe_database(state: &Probes) -> Probe {
 
 fn no_answer() -> String {
     format!("no answer within {PROBE_TIMEOUT:?}")
+}
+
+/// The cluster on PostgreSQL (issue 25.6; `None` on SQLite): this node's role — `leader` while
+/// it holds the engine's current term, else `follower` (its term was taken over: its engine
+/// stopped, and it is `DOWN` until restarted as a standby) — the leader, the epoch, the leader's
+/// last renewal and the members with their heartbeats. `DEGRADED` while a member's heartbeat is
+/// stale (a process killed or paused, forgotten after a minute).
+async fn probe_cluster(state: &Probes) -> Option<Probe> {
+    if state.db.backend() != tradeops_store::Backend::Postgres {
+        return None;
+    }
+    let (node, epoch) = &state.term;
+    let started = std::time::Instant::now();
+    let read = async { Ok::<_, tradeops_store::StoreError>((state.db.engine_lease().await?, state.db.cluster_members().await?)) };
+    let (lease, members) = match tokio::time::timeout(PROBE_TIMEOUT, read).await {
+        Ok(Ok(found)) => found,
+        Ok(Err(e)) => {
+            let error = e.to_string();
+            let detail = json!({"node": node, "epoch": epoch, "error": error});
+            return Some(Probe { status: HealthStatus::Down, latency: Err(format!("the probe failed: {e}")), detail });
+        }
+        Err(_) => {
+            let detail = json!({"node": node, "epoch": epoch, "error": no_answer()});
+            return Some(Probe { status: HealthStatus::Down, latency: Err(no_answer()), detail });
+        }
+    };
+    let latency = started.elapsed();
+    let now = state.clock.now().timestamp_millis();
+    let leader = lease.epoch == *epoch && lease.node_id.as_deref() == Some(node.as_str());
+    let stale_after = crate::cluster::MEMBER_STALE_AFTER.as_millis() as i64;
+    let members: Vec<Value> = members
+        .iter()
+        .map(|m| {
+            let age = (now - m.heartbeat_at).max(0);
+            json!({
+                "node": m.node_id,
+                "kind": m.kind,
+                "started_at": format_ts(&tradeops_core::time::from_epoch_ms(m.started_at)),
+                "last_heartbeat": format_ts(&tradeops_core::time::from_epoch_ms(m.heartbeat_at)),
+                "heartbeat_age_ms": age,
+                "stale": age > stale_after,
+            })
+        })
+        .collect();
+    let stale = members.iter().any(|m| m["stale"] == true);
+    let status = match (leader, stale) {
+        (false, _) => HealthStatus::Down,
+        (true, true) => HealthStatus::Degraded,
+        (true, false) => HealthStatus::Healthy,
+    };
+    let detail = json!({
+        "role": if leader { "leader" } else { "follower" },
+        "node": node,
+        "leader": lease.node_id,
+        "epoch": lease.epoch,
+        "last_heartbeat": lease.renewed_at.map(|ms| format_ts(&tradeops_core::time::from_epoch_ms(ms))),
+        "members": members,
+    });
+    Some(Probe { status, latency: Ok(latency), detail })
 }
 
 /// The cache is an accelerator: when it is unreachable the service keeps working, `DEGRADED`.

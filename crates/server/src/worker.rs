@@ -109,6 +109,7 @@ impl Worker {
         let Worker { jobs, settings, reference, node } = self;
         let mut tasks = crate::jobs::spawn_workers(&jobs);
         tasks.push(tokio::spawn(keep_reference_loaded(reference)));
+        tasks.push(tokio::spawn(crate::cluster::heartbeat(jobs.db.clone(), node.clone(), "worker", jobs.clock.clone())));
         tasks.push(tokio::spawn(async move {
             let mut tick = tokio::time::interval(SETTINGS_RELOAD_EVERY);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -131,6 +132,7 @@ impl Worker {
             let _ = task.await;
         }
         jobs.release_held().await;
+        crate::cluster::leave(&jobs.db, &node).await;
         jobs.db.close().await;
         tracing::info!("stopped");
         Ok(())

@@ -6,6 +6,7 @@
 //! lock, and is taken over after the lease as before. Safety never rests on the lock: every
 //! trading write is fenced to its term (`Database::fenced`).
 
+use serde::Serialize;
 use sqlx::{AnyConnection, Connection, Row};
 
 use crate::db::{Backend, Database, StoreError};
@@ -88,5 +89,69 @@ impl LeaderLock {
     fn lost(&mut self) {
         self.connection = None;
         self.held = false;
+    }
+}
+
+/// A process of the cluster as its heartbeats record it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Member {
+    pub node_id: String,
+    /// `serve` or `worker`.
+    pub kind: String,
+    pub started_at: i64,
+    pub heartbeat_at: i64,
+}
+
+impl Database {
+    /// Records that `node_id` (a process of `kind`, started at `started_at`) lives at `now_ms`,
+    /// and removes members whose last heartbeat is older than `forget_before_ms`.
+    pub async fn heartbeat_member(
+        &self,
+        node_id: &str,
+        kind: &str,
+        started_at: i64,
+        now_ms: i64,
+        forget_before_ms: i64,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO cluster_members (node_id, kind, started_at, heartbeat_at) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (node_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at",
+        )
+        .bind(node_id)
+        .bind(kind)
+        .bind(started_at)
+        .bind(now_ms)
+        .execute(self.pool()?)
+        .await?;
+        sqlx::query("DELETE FROM cluster_members WHERE heartbeat_at < $1")
+            .bind(forget_before_ms)
+            .execute(self.pool()?)
+            .await?;
+        Ok(())
+    }
+
+    /// The members, by kind and name.
+    pub async fn cluster_members(&self) -> Result<Vec<Member>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT node_id, kind, started_at, heartbeat_at FROM cluster_members ORDER BY kind, node_id",
+        )
+        .fetch_all(self.pool()?)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(Member {
+                    node_id: row.try_get("node_id")?,
+                    kind: row.try_get("kind")?,
+                    started_at: row.try_get("started_at")?,
+                    heartbeat_at: row.try_get("heartbeat_at")?,
+                })
+            })
+            .collect()
+    }
+
+    /// Removes `node_id` (a process stopping).
+    pub async fn leave_cluster(&self, node_id: &str) -> Result<(), StoreError> {
+        sqlx::query("DELETE FROM cluster_members WHERE node_id = $1").bind(node_id).execute(self.pool()?).await?;
+        Ok(())
     }
 }

@@ -193,6 +193,8 @@ pub struct EngineLease {
     pub epoch: i64,
     pub node_id: Option<String>,
     pub renew_seq: i64,
+    /// The holder's last renewal (its wall clock, epoch ms).
+    pub renewed_at: Option<i64>,
 }
 
 /// A connected, migrated database. Cheap to clone.
@@ -301,13 +303,14 @@ impl Database {
 
     /// The current engine term with its renewals (see [`EngineLease`]).
     pub async fn engine_lease(&self) -> Result<EngineLease, StoreError> {
-        let row = sqlx::query("SELECT epoch, node_id, renew_seq FROM engine_leases WHERE id = 1")
+        let row = sqlx::query("SELECT epoch, node_id, renew_seq, renewed_at FROM engine_leases WHERE id = 1")
             .fetch_one(self.pool()?)
             .await?;
         Ok(EngineLease {
             epoch: row.try_get("epoch")?,
             node_id: row.try_get("node_id")?,
             renew_seq: row.try_get("renew_seq")?,
+            renewed_at: row.try_get("renewed_at")?,
         })
     }
 

@@ -20,8 +20,28 @@ async fn components_report_measured_probes() {
     let reply = app.get("/api/health/components").await;
     let rows = reply.assert_ok(200).as_array().unwrap().clone();
     let names: Vec<_> = rows.iter().map(|r| r["name"].as_str().unwrap()).collect();
-    assert_eq!(names, vec!["api", "data_broker", "execution_broker", "risk_manager", "cache", "database"]);
+    let postgres = std::env::var("TRADEOPS_TEST_DATABASE_URL").is_ok_and(|u| !u.is_empty());
+    let mut expected = vec!["api", "data_broker", "execution_broker", "risk_manager", "cache", "database"];
+    if postgres {
+        expected.push("cluster"); // CONTRACT §10: on PostgreSQL only
+    }
+    assert_eq!(names, expected);
     let by = |n: &str| rows.iter().find(|r| r["name"] == n).unwrap().clone();
+    if postgres {
+        // This service holds the engine's term: it is the leader, and a member of kind serve.
+        let cluster = wait_for(&app, "cluster", |c| {
+            c["status"] == "HEALTHY"
+                && c["detail"]["members"].as_array().is_some_and(|m| m.iter().any(|m| m["kind"] == "serve"))
+        })
+        .await;
+        let detail = &cluster["detail"];
+        assert_eq!(detail["role"], "leader");
+        assert_eq!(detail["leader"], detail["node"]);
+        assert!(detail["epoch"].as_i64().unwrap() >= 1, "{detail}");
+        assert!(detail["last_heartbeat"].is_string() || detail["last_heartbeat"].is_null());
+        let me = detail["members"].as_array().unwrap().iter().find(|m| m["node"] == detail["node"]).cloned();
+        assert_eq!(me.expect("this service is a member")["kind"], "serve");
+    }
     let db = by("database");
     assert_eq!(db["status"], "HEALTHY");
     // A real round trip: more than nothing, less than the probe's 2 s bound.
