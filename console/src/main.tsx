@@ -13,7 +13,7 @@ import { money, pnl, sign, dateTime, marketClock, time, todayNy } from "./format
 import { route } from "./route";
 import { canOperate, me, theme, toggleTheme, type Role } from "./session";
 import { Confirm, ErrorBanner, Field, Modal, Stat, Toasts, notify, describe, useThrottled } from "./ui";
-import { account, liquidating, loadAccount, loadMarketClock, loadPositions, loadRisk, openPositions, risk } from "./store";
+import { account, cluster, liquidating, loadAccount, loadMarketClock, loadPositions, loadRisk, openPositions, risk } from "./store";
 import type { AccountSummary } from "./types";
 import { AlertLog, startAlerts, unseen } from "./alerts";
 import { Hotkeys, emergencyAsked } from "./hotkeys";
@@ -315,6 +315,18 @@ function Header({ onAlerts }: { onAlerts: () => void }) {
             testid="stat-trading"
           />
           <Stat label="Market (NY)" value={marketClock.value ? `${marketClock.value.date.slice(5)} ${time(marketClock.value.time).slice(0, 5)}` : "—"} testid="stat-market" />
+          {cluster.value && (
+            <span
+              title={`This node: ${cluster.value.node} (${cluster.value.role}). Engine leader: ${cluster.value.leader ?? "none"}, epoch ${cluster.value.epoch}; ${cluster.value.members} member(s).`}
+            >
+              <Stat
+                label="Engine leader"
+                value={`${cluster.value.leader ?? "none"} · e${cluster.value.epoch}`}
+                cls={cluster.value.role === "leader" ? "up" : "down"}
+                testid="stat-leader"
+              />
+            </span>
+          )}
         </div>
         <div class="header-right">
           <span class="stream" title="Live updates" data-testid="stream-status">

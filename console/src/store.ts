@@ -41,7 +41,10 @@ export async function loadPositions() {
 }
 
 
-/** The market's date and time, from the data broker's health detail. */
+/** The cluster as the `cluster` health component reports it (PostgreSQL only; null otherwise). */
+export const cluster = signal<{ role: string; node: string; leader: string | null; epoch: number; members: number } | null>(null);
+
+/** The market's date and time, from the data broker's health detail, and the cluster. */
 export async function loadMarketClock() {
   try {
     const components = await get<{ name: string; detail: Record<string, unknown> }[]>("/api/health/components");
@@ -49,6 +52,17 @@ export async function loadMarketClock() {
     if (d && typeof d.trading_date === "string" && typeof d.market_time === "string") {
       marketClock.value = { date: d.trading_date, time: d.market_time };
     }
+    const c = components.find((c) => c.name === "cluster")?.detail;
+    cluster.value =
+      c && typeof c.node === "string"
+        ? {
+            role: String(c.role),
+            node: c.node,
+            leader: typeof c.leader === "string" ? c.leader : null,
+            epoch: Number(c.epoch),
+            members: Array.isArray(c.members) ? c.members.length : 0,
+          }
+        : null;
   } catch {
     /* keep the last known */
   }
