@@ -46,6 +46,9 @@ pub struct Overrides {
     /// Extra routes under the same middleware (tests prove that a panicking handler still
     /// answers with the envelope).
     pub extra_routes: Router<AppState>,
+    /// This service's name in the cluster (default: host, process and bind address); a cluster
+    /// node names itself by its public address, its service listening inside.
+    pub node_id: Option<String>,
 }
 
 pub struct Application {
@@ -97,6 +100,7 @@ impl Application {
         execution: Option<Arc<dyn ExecutionBroker>>,
     ) -> anyhow::Result<Application> {
         let extra = overrides.extra_routes;
+        let node = overrides.node_id.unwrap_or_else(|| node_id(&config));
         // One service per SQLite file (its engine is the only writer of trading state): a second
         // is refused here, naming the first, before anything is opened.
         let holder = format!("pid {}, starting", std::process::id());
@@ -186,7 +190,7 @@ impl Application {
         // database, the term is elected: this service waits while another holds it (a hot
         // standby) and takes it over once released or left unrenewed. On SQLite (one service
         // per file) it is taken at once.
-        let election = Election::new(db.clone(), node_id(&config), clock.clone());
+        let election = Election::new(db.clone(), node.clone(), clock.clone());
         let epoch = election.acquire().await.map_err(|e| anyhow::anyhow!("starting the engine's term: {e}"))?;
         tracing::info!(epoch, node = %election.node_id(), "the engine's term begins");
         let engine_deps = EngineDeps {
@@ -208,7 +212,7 @@ impl Application {
             clock: clock.clone(),
             market_clock: market_clock.clone(),
             limits: job_limits(&config),
-            worker: crate::jobs::worker_name(&node_id(&config)),
+            worker: crate::jobs::worker_name(&node),
             downloads: Default::default(),
             backtests: Default::default(),
         });
@@ -299,13 +303,60 @@ impl Application {
     /// Serves until `shutdown` resolves, then stops taking connections, lets in-flight requests
     /// finish (up to the configured grace), persists pending state and closes the database.
     pub async fn run_until_stopped(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+        self.run(shutdown, None).await
+    }
+
+    /// This service's name in the cluster and the engine's term it holds.
+    pub fn term(&self) -> (&str, i64) {
+        (self.term.0.node_id(), self.term.1)
+    }
+
+    /// Like [`Application::run_until_stopped`], behind a cluster node's `front` (which this
+    /// service's router now answers for), and stopping also when this service's term is taken
+    /// over: its engine has stopped, and the process is to be restarted as a follower.
+    pub async fn run_behind(
+        self,
+        front: Arc<crate::http::front::Front>,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> anyhow::Result<()> {
+        self.run(shutdown, Some(front)).await
+    }
+
+    async fn run(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+        front: Option<Arc<crate::http::front::Front>>,
+    ) -> anyhow::Result<()> {
         let Application { listener, router, state, engine_task, probes, alpaca_data, instance, term, .. } = self;
         let mut background = spawn_background(&state, probes);
         let (election, epoch) = term;
         let holder = election.clone();
-        background.push(tokio::spawn(async move { holder.hold(epoch).await }));
+        let (lost_tx, lost_rx) = tokio::sync::oneshot::channel::<()>();
+        background.push(tokio::spawn(async move {
+            holder.hold(epoch).await;
+            let _ = lost_tx.send(());
+        }));
+        let shutdown: std::pin::Pin<Box<dyn Future<Output = ()> + Send>> = match &front {
+            Some(front) => {
+                front.lead(router.clone());
+                Box::pin(async move {
+                    tokio::select! {
+                        _ = shutdown => {}
+                        Ok(()) = lost_rx => {
+                            tracing::error!("this node's term was taken over: it stops, to be restarted as a follower");
+                        }
+                    }
+                })
+            }
+            None => Box::pin(shutdown),
+        };
         let node = election.node_id().to_string();
-        background.push(tokio::spawn(crate::cluster::heartbeat(state.db.clone(), node.clone(), "serve", state.clock.clone())));
+        background.push(tokio::spawn(crate::cluster::heartbeat(
+            state.db.clone(),
+            node.clone(),
+            "serve",
+            state.clock.clone(),
+        )));
         if let Some(alpaca) = alpaca_data {
             background.push(tokio::spawn(crate::feed::alpaca::run_marks(state.clone(), alpaca.clone())));
             background.push(tokio::spawn(crate::feed::alpaca::run_scans(state.clone(), alpaca)));

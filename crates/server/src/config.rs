@@ -32,6 +32,8 @@ pub struct Config {
     pub paper: PaperConfigValues,
     pub health_probe_interval: Duration,
     pub jobs: JobsConfig,
+    /// Where other nodes of a cluster reach this one (`None`: from the bind address).
+    pub advertise_url: Option<String>,
     pub log: LogConfig,
     /// Serve the console from this folder instead of the copy built into the binary (for
     /// working on the console: `npm run build` there, reload the page).
@@ -247,6 +249,7 @@ const ENV_KEYS: &[(&str, &str)] = &[
     ("TRADEOPS_TRUST_FORWARDED_FOR", "auth.trust_forwarded_for"),
     ("TRADEOPS_AUDIT_RETENTION_DAYS", "audit.retention_days"),
     ("TRADEOPS_JOBS_RUN", "jobs.run"),
+    ("TRADEOPS_ADVERTISE_URL", "cluster.advertise_url"),
     ("TRADEOPS_JOBS_LEASE_SECONDS", "jobs.lease_seconds"),
     ("TRADEOPS_JOBS_BACKTEST_PARALLEL", "jobs.backtest_parallel"),
     ("TRADEOPS_JOBS_DOWNLOAD_PARALLEL", "jobs.download_parallel"),
@@ -563,6 +566,13 @@ impl Reader {
         };
         let health_probe_interval =
             Duration::from_millis(self.integer("health.probe_interval_ms", 100, 600_000) as u64);
+        let advertise_url = Some(self.string("cluster.advertise_url").trim().trim_end_matches('/').to_string())
+            .filter(|u| !u.is_empty());
+        if let Some(url) = &advertise_url {
+            if !(url.starts_with("http://") || url.starts_with("https://")) || url.contains(char::is_whitespace) {
+                self.problems.push(format!("cluster.advertise_url: must be an http:// or https:// URL (got {url:?})"));
+            }
+        }
         let jobs = JobsConfig {
             run: self.boolean("jobs.run"),
             lease: Duration::from_secs(self.integer("jobs.lease_seconds", 3, 3_600) as u64),
@@ -598,6 +608,7 @@ impl Reader {
             paper,
             health_probe_interval,
             jobs,
+            advertise_url,
             console_dir,
             log: LogConfig { filter, format },
         }

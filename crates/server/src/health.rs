@@ -228,7 +228,9 @@ async fn probe_cluster(state: &Probes) -> Option<Probe> {
     }
     let (node, epoch) = &state.term;
     let started = std::time::Instant::now();
-    let read = async { Ok::<_, tradeops_store::StoreError>((state.db.engine_lease().await?, state.db.cluster_members().await?)) };
+    let read = async {
+        Ok::<_, tradeops_store::StoreError>((state.db.engine_lease().await?, state.db.cluster_members().await?))
+    };
     let (lease, members) = match tokio::time::timeout(PROBE_TIMEOUT, read).await {
         Ok(Ok(found)) => found,
         Ok(Err(e)) => {

@@ -109,7 +109,12 @@ impl Worker {
         let Worker { jobs, settings, reference, node } = self;
         let mut tasks = crate::jobs::spawn_workers(&jobs);
         tasks.push(tokio::spawn(keep_reference_loaded(reference)));
-        tasks.push(tokio::spawn(crate::cluster::heartbeat(jobs.db.clone(), node.clone(), "worker", jobs.clock.clone())));
+        tasks.push(tokio::spawn(crate::cluster::heartbeat(
+            jobs.db.clone(),
+            node.clone(),
+            "worker",
+            jobs.clock.clone(),
+        )));
         tasks.push(tokio::spawn(async move {
             let mut tick = tokio::time::interval(SETTINGS_RELOAD_EVERY);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

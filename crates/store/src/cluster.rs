@@ -132,11 +132,10 @@ impl Database {
 
     /// The members, by kind and name.
     pub async fn cluster_members(&self) -> Result<Vec<Member>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT node_id, kind, started_at, heartbeat_at FROM cluster_members ORDER BY kind, node_id",
-        )
-        .fetch_all(self.pool()?)
-        .await?;
+        let rows =
+            sqlx::query("SELECT node_id, kind, started_at, heartbeat_at FROM cluster_members ORDER BY kind, node_id")
+                .fetch_all(self.pool()?)
+                .await?;
         rows.iter()
             .map(|row| {
                 Ok(Member {

@@ -195,6 +195,8 @@ pub struct EngineLease {
     pub renew_seq: i64,
     /// The holder's last renewal (its wall clock, epoch ms).
     pub renewed_at: Option<i64>,
+    /// Where the holder answers requests (`http://host:port`), once it listens.
+    pub advertise_url: Option<String>,
 }
 
 /// A connected, migrated database. Cheap to clone.
@@ -286,7 +288,7 @@ impl Database {
     /// waits for a fenced write in flight to finish first.
     pub async fn take_engine_epoch(&self, node_id: &str, now_ms: i64) -> Result<i64, StoreError> {
         let row = sqlx::query(
-            "UPDATE engine_leases SET epoch = epoch + 1, node_id = $1, acquired_at = $2 WHERE id = 1 RETURNING epoch",
+            "UPDATE engine_leases SET epoch = epoch + 1, node_id = $1, acquired_at = $2, advertise_url = NULL WHERE id = 1 RETURNING epoch",
         )
         .bind(node_id)
         .bind(now_ms)
@@ -303,14 +305,16 @@ impl Database {
 
     /// The current engine term with its renewals (see [`EngineLease`]).
     pub async fn engine_lease(&self) -> Result<EngineLease, StoreError> {
-        let row = sqlx::query("SELECT epoch, node_id, renew_seq, renewed_at FROM engine_leases WHERE id = 1")
-            .fetch_one(self.pool()?)
-            .await?;
+        let row =
+            sqlx::query("SELECT epoch, node_id, renew_seq, renewed_at, advertise_url FROM engine_leases WHERE id = 1")
+                .fetch_one(self.pool()?)
+                .await?;
         Ok(EngineLease {
             epoch: row.try_get("epoch")?,
             node_id: row.try_get("node_id")?,
             renew_seq: row.try_get("renew_seq")?,
             renewed_at: row.try_get("renewed_at")?,
+            advertise_url: row.try_get("advertise_url")?,
         })
     }
 
@@ -324,7 +328,7 @@ impl Database {
     ) -> Result<Option<i64>, StoreError> {
         let row = sqlx::query(
             "UPDATE engine_leases SET epoch = epoch + 1, node_id = $1, acquired_at = $2, renew_seq = renew_seq + 1, \
-             renewed_at = $2 WHERE id = 1 AND epoch = $3 RETURNING epoch",
+             renewed_at = $2, advertise_url = NULL WHERE id = 1 AND epoch = $3 RETURNING epoch",
         )
         .bind(node_id)
         .bind(now_ms)
@@ -350,10 +354,22 @@ impl Database {
         Ok(done.rows_affected() == 1)
     }
 
+    /// Records where the holder of term `epoch` answers requests (other services forward to it).
+    pub async fn advertise_engine(&self, epoch: i64, node_id: &str, url: &str) -> Result<bool, StoreError> {
+        let done =
+            sqlx::query("UPDATE engine_leases SET advertise_url = $3 WHERE id = 1 AND epoch = $1 AND node_id = $2")
+                .bind(epoch)
+                .bind(node_id)
+                .bind(url)
+                .execute(self.pool()?)
+                .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
     /// Gives term `epoch` up (a service stopping): another may take the next one at once. Its
     /// engine must have stopped writing.
     pub async fn release_engine_term(&self, epoch: i64, node_id: &str) -> Result<(), StoreError> {
-        sqlx::query("UPDATE engine_leases SET node_id = NULL WHERE id = 1 AND epoch = $1 AND node_id = $2")
+        sqlx::query("UPDATE engine_leases SET node_id = NULL, advertise_url = NULL WHERE id = 1 AND epoch = $1 AND node_id = $2")
             .bind(epoch)
             .bind(node_id)
             .execute(self.pool()?)

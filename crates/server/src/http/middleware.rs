@@ -17,7 +17,7 @@ pub const MODE_HEADER: HeaderName = HeaderName::from_static("x-trading-mode");
 
 /// A caller's own request id is kept when it is sane (1–64 of `A-Za-z0-9-_.`), so ids can be
 /// followed across systems; otherwise a fresh UUID.
-fn request_id(req: &Request) -> String {
+pub fn request_id(req: &Request) -> String {
     req.headers()
         .get(&REQUEST_ID_HEADER)
         .and_then(|v| v.to_str().ok())

@@ -5,7 +5,8 @@
 //! and refuse request input; [`auth`], [`guard`], [`client_limit`] and [`refusals`] identify
 //! callers, budget them and audit sensitive actions; [`middleware`] stamps every request;
 //! [`openapi`] documents it all; [`console`] serves the operator console; [`router`] puts it all
-//! under the middleware; [`state`] is what a handler is given.
+//! under the middleware; [`state`] is what a handler is given; [`front`] is a cluster node's
+//! listener, which forwards to the engine's leader while this node follows.
 
 pub mod auth;
 pub mod client_limit;
@@ -15,6 +16,7 @@ pub mod envelope;
 pub mod error;
 pub mod extract;
 pub mod fields;
+pub mod front;
 pub mod guard;
 pub mod middleware;
 pub mod openapi;

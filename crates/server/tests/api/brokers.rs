@@ -243,7 +243,11 @@ impl VenueApp {
     async fn start(venue: Arc<Flaky>) -> VenueApp {
         let (db, url) = TestDb::new().await;
         let market = ManualClock::new(tradeops_core::time::parse_ts(MARKET_START).unwrap());
-        let overrides = Overrides { market_clock: Some(Arc::new(market.clone())), extra_routes: axum::Router::new() };
+        let overrides = Overrides {
+            market_clock: Some(Arc::new(market.clone())),
+            extra_routes: axum::Router::new(),
+            ..Default::default()
+        };
         let clock: Arc<dyn Clock> = Arc::new(tradeops_server::clock::SystemClock);
         let app =
             Application::build_with_execution(test_config(url), clock, overrides, venue).await.expect("app builds");

@@ -293,6 +293,17 @@ fn worker_on(dir: &std::path::Path, url: &str) -> (std::process::Child, String) 
     (child, owner.to_string())
 }
 
+/// Waits for a node's line saying it leads the engine (a node that finds no leader takes the
+/// term at once; until then it answers 503).
+fn wait_leads(lines: &std::sync::mpsc::Receiver<String>) {
+    loop {
+        let line = lines.recv_timeout(Duration::from_secs(30)).expect("the node leads the engine");
+        if line.contains("leads the engine") {
+            return;
+        }
+    }
+}
+
 /// The address a service's first line names.
 fn listening(line: &str) -> String {
     line.split("listening on ").nth(1).and_then(|r| r.split_whitespace().next()).expect("an address").to_string()
@@ -313,6 +324,7 @@ fn a_standby_takes_over_when_the_engine_s_service_is_killed() {
     let client = reqwest::Client::new();
     let (mut first, first_lines) = serve_on(dir_a.path(), &url);
     let base = listening(&first_lines.recv_timeout(Duration::from_secs(30)).expect("the first service listens"));
+    wait_leads(&first_lines);
     let before = rt.block_on(async {
         use crate::crash::{call, facts, radar_symbols, wait_status};
         let symbols = radar_symbols(&client, &base, 2).await;
@@ -328,14 +340,23 @@ fn a_standby_takes_over_when_the_engine_s_service_is_killed() {
     });
 
     let (mut standby, standby_lines) = serve_on(dir_b.path(), &url);
-    assert!(
-        standby_lines.recv_timeout(Duration::from_secs(2)).is_err(),
-        "the standby does not listen while the first service holds the term"
-    );
+    let follower =
+        listening(&standby_lines.recv_timeout(Duration::from_secs(30)).expect("the standby listens at once"));
+    rt.block_on(async {
+        // A follower answers with the leader's state, and says whose.
+        assert_eq!(crate::crash::facts(&client, &follower).await, before, "the leader's orders, positions and cash");
+        let answer = client
+            .get(format!("{follower}/api/positions"))
+            .bearer_auth(crate::crash::CRASH_TOKEN)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.headers()["x-tradeops-leader"].to_str().unwrap(), base);
+    });
     first.kill().unwrap();
     first.wait().unwrap();
-    let line = standby_lines.recv_timeout(Duration::from_secs(30)).expect("the standby takes over");
-    let base = listening(&line);
+    wait_leads(&standby_lines);
+    let base = follower;
     rt.block_on(async {
         use crate::crash::{call, facts};
         let after = facts(&client, &base).await;
@@ -372,6 +393,7 @@ fn a_worker_killed_mid_backtest_leaves_it_to_another_worker() {
     let client = reqwest::Client::new();
     let (mut service, lines) = run_on(dir.path(), &url, "serve", &[("TRADEOPS_JOBS_RUN", "false")]);
     let base = listening(&lines.recv_timeout(Duration::from_secs(30)).expect("the service listens"));
+    wait_leads(&lines);
     let db = rt.block_on(Database::open(&url)).unwrap();
     let holder = |id: &str| rt.block_on(db.job_holder(tradeops_store::JobKind::Backtest, id)).unwrap();
     let run = |id: &str| {

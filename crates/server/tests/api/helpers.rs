@@ -245,7 +245,8 @@ pub async fn start_with_clock(
     market: tradeops_core::ManualClock,
     clock: Arc<dyn Clock>,
 ) -> TestApp {
-    let overrides = Overrides { market_clock: Some(Arc::new(market.clone())), extra_routes: extra };
+    let overrides =
+        Overrides { market_clock: Some(Arc::new(market.clone())), extra_routes: extra, ..Default::default() };
     let app = Application::build_with(config.clone(), clock.clone(), overrides).await.expect("app builds");
     serve(app, config, db, market, clock)
 }
@@ -257,7 +258,11 @@ pub async fn spawn_app_trading_through(execution: Arc<dyn tradeops_brokers::Exec
     let config = test_config(url);
     let market = tradeops_core::ManualClock::new(tradeops_core::time::parse_ts(MARKET_START).unwrap());
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let overrides = Overrides { market_clock: Some(Arc::new(market.clone())), extra_routes: axum::Router::new() };
+    let overrides = Overrides {
+        market_clock: Some(Arc::new(market.clone())),
+        extra_routes: axum::Router::new(),
+        ..Default::default()
+    };
     let app = Application::build_with_execution(config.clone(), clock.clone(), overrides, execution)
         .await
         .expect("app builds");
@@ -450,7 +455,7 @@ impl Drop for TestApp {
 /// A test app whose market clock is chosen as the service chooses it (no override): a real
 /// market's (Alpaca's) is the wall clock. `market` is then unused.
 pub async fn start_on_own_market_clock(config: Config, db: Arc<TestDb>, clock: Arc<dyn Clock>) -> TestApp {
-    let overrides = Overrides { market_clock: None, extra_routes: axum::Router::new() };
+    let overrides = Overrides { market_clock: None, extra_routes: axum::Router::new(), ..Default::default() };
     let app = Application::build_with(config.clone(), clock.clone(), overrides).await.expect("app builds");
     let base = format!("http://{}", app.local_addr());
     let (tx, rx) = oneshot::channel();

@@ -154,7 +154,8 @@ async fn live_mode_requires_confirmation_and_guards_raised_limits() {
     app.stop().await;
     let paper = test_config(app.config.database_url.clone());
     let clock: std::sync::Arc<dyn tradeops_core::Clock> = std::sync::Arc::new(tradeops_server::clock::SystemClock);
-    let overrides = tradeops_server::app::Overrides { market_clock: None, extra_routes: axum::Router::new() };
+    let overrides =
+        tradeops_server::app::Overrides { market_clock: None, extra_routes: axum::Router::new(), ..Default::default() };
     let refused = match tradeops_server::Application::build_with(paper, clock, overrides).await {
         Ok(_) => panic!("a persisted LIVE with the paper broker must not start"),
         Err(e) => format!("{e:#}"),
