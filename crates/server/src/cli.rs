@@ -312,7 +312,8 @@ async fn serve_cluster_node(config: Config) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("opening the database {}", redact(&config.database_url)))?;
     let mode = latest_mode(&db).await.unwrap_or(TradingMode::Paper);
-    let front = Front::new(node.clone(), db.clone(), clock.clone(), mode);
+    let tokens = TokenRegistry::load(Arc::new(db.clone())).await.map_err(|e| anyhow::anyhow!("{e}"))?;
+    let front = Front::new(node.clone(), db.clone(), clock.clone(), mode, tokens, config.auth.enabled);
     {
         let (front, db) = (front.clone(), db.clone());
         tokio::spawn(async move {

@@ -154,3 +154,85 @@ impl Database {
         Ok(())
     }
 }
+
+/// An emergency halt a node accepted while it did not run the engine, not yet applied.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HaltRequest {
+    pub request_id: i64,
+    pub reason: String,
+    pub actor: String,
+    /// The node that accepted it, and the request's id there.
+    pub node_id: String,
+    pub request_ref: String,
+    pub requested_at: i64,
+}
+
+impl Database {
+    /// Stores an emergency halt to be applied by the engine's leader; its id.
+    pub async fn request_halt(
+        &self,
+        reason: &str,
+        actor: &str,
+        node_id: &str,
+        request_ref: &str,
+        now_ms: i64,
+    ) -> Result<i64, StoreError> {
+        let row = sqlx::query(
+            "INSERT INTO halt_requests (reason, actor, node_id, request_ref, requested_at) VALUES ($1, $2, $3, $4, $5) \
+             RETURNING request_id",
+        )
+        .bind(reason)
+        .bind(actor)
+        .bind(node_id)
+        .bind(request_ref)
+        .bind(now_ms)
+        .fetch_one(self.pool()?)
+        .await?;
+        Ok(row.try_get("request_id")?)
+    }
+
+    /// The halt requests not applied yet, oldest first.
+    pub async fn pending_halts(&self) -> Result<Vec<HaltRequest>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT request_id, reason, actor, node_id, request_ref, requested_at FROM halt_requests \
+             WHERE applied_at IS NULL ORDER BY request_id",
+        )
+        .fetch_all(self.pool()?)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(HaltRequest {
+                    request_id: row.try_get("request_id")?,
+                    reason: row.try_get("reason")?,
+                    actor: row.try_get("actor")?,
+                    node_id: row.try_get("node_id")?,
+                    request_ref: row.try_get("request_ref")?,
+                    requested_at: row.try_get("requested_at")?,
+                })
+            })
+            .collect()
+    }
+
+    /// Marks the halt requests up to `last` (inclusive) applied by the engine of `epoch`.
+    pub async fn mark_halts_applied(&self, last: i64, epoch: i64, now_ms: i64) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE halt_requests SET applied_epoch = $1, applied_at = $2 WHERE request_id <= $3 AND applied_at IS NULL",
+        )
+        .bind(epoch)
+        .bind(now_ms)
+        .bind(last)
+        .execute(self.pool()?)
+        .await?;
+        Ok(())
+    }
+
+    /// Marks halt request `id` applied: the node that accepted it saw the leader apply it.
+    pub async fn mark_halt_applied(&self, id: i64, now_ms: i64) -> Result<(), StoreError> {
+        sqlx::query("UPDATE halt_requests SET applied_at = $1 WHERE request_id = $2 AND applied_at IS NULL")
+            .bind(now_ms)
+            .bind(id)
+            .execute(self.pool()?)
+            .await?;
+        Ok(())
+    }
+}

@@ -21,7 +21,7 @@ pub mod trading;
 pub use audit::{AuditEntry, AuditFilter, AuditRecord, AuditRepository};
 pub use backtests::{BacktestRecord, BacktestRepository};
 pub use cache::{Cache, CacheError, MemoryCache, RedisCache};
-pub use cluster::{LeaderLock, Member};
+pub use cluster::{HaltRequest, LeaderLock, Member};
 pub use data::{DataRepository, JobRecord};
 pub use db::{Backend, Database, EngineLease, StoreError, PROBE_EVERY};
 pub use instance::InstanceLock;

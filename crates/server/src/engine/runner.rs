@@ -172,6 +172,8 @@ pub async fn spawn_engine(deps: EngineDeps) -> anyhow::Result<(EngineHandle, tok
     let (view_tx, view_rx) = watch::channel(Arc::new(EngineView::default()));
     let (mut runner, unsent) = restore(deps, view_tx).await?;
     let now = runner.market_clock.now();
+    // A halt another node accepted while no engine could act on it comes before anything else.
+    runner.apply_halt_requests(now).await;
     runner.recover(unsent, now).await;
     runner.publish();
     let handle = EngineHandle { tx, view: view_rx };
@@ -1006,6 +1008,7 @@ impl Runner {
                 _ = check.tick() => {
                     let now = self.market_clock.now();
                     self.check_term().await;
+                    self.apply_halt_requests(now).await;
                     if !self.unsaved.is_empty() && self.db.is_writable() {
                         self.save_unsaved(now).await;
                     }
@@ -1026,6 +1029,39 @@ impl Runner {
                 return;
             }
         }
+    }
+
+    /// Applies the emergency halts another node of a cluster accepted and stored
+    /// (`halt_requests`) — at start, before anything else, and every [`RECONCILE_EVERY`] — then
+    /// marks them applied by this term. PostgreSQL only: on SQLite no other node accepts any.
+    /// A database that cannot answer is asked again at the next check.
+    async fn apply_halt_requests(&mut self, now: Timestamp) {
+        let Some(epoch) = self.db.fence() else { return };
+        if self.db.backend() != tradeops_store::Backend::Postgres || self.fenced {
+            return;
+        }
+        let pending = match tokio::time::timeout(WRITE_TIMEOUT, self.db.pending_halts()).await {
+            Ok(Ok(pending)) => pending,
+            _ => return,
+        };
+        let Some(last) = pending.last().map(|r| r.request_id) else { return };
+        for request in pending {
+            tracing::warn!(
+                node = %request.node_id,
+                actor = %request.actor,
+                request = %request.request_ref,
+                "applying an emergency halt another node accepted"
+            );
+            let halt = Command::EmergencyHalt { reason: request.reason, actor: request.actor };
+            let fx = self.engine.handle(Event::Command(halt), now);
+            self.apply(fx, now).await;
+        }
+        if !self.fenced {
+            if let Err(e) = self.db.mark_halts_applied(last, epoch, to_epoch_ms(&now)).await {
+                tracing::warn!(error = %e, "halt requests applied but not marked: applied again at the next check (a halt repeats safely)");
+            }
+        }
+        self.publish();
     }
 
     /// Asks the database whose term it is (every [`RECONCILE_EVERY`]): an engine that has

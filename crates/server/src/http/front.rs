@@ -5,16 +5,19 @@
 //! console's files — to the leader's advertised address, and relays the leader's answer as it
 //! is (status, headers, body, streamed), so a caller gets the leader's result from any node and
 //! the leader alone authenticates, rate-limits, audits and acts. The one exception is the
-//! emergency halt while no leader answers (it is changing): see [`Front::halt_requested`].
+//! emergency halt: a follower stores it first, so it is applied even while no leader answers
+//! (it is changing) — see `Front::halt`.
 //!
 //! When no leader can be reached (a failover in progress), a follower answers
 //! `SERVICE_UNAVAILABLE` (503, `Retry-After: 1`, `detail.reason`), and once it takes the term
 //! over itself its front becomes the leader's: one listener throughout, nothing to rebind.
 //! Every answer carries `X-Tradeops-Node` (who answered) and, forwarded, `X-Tradeops-Leader`.
 
-use crate::http::envelope::{RequestContext, REQUEST};
+use crate::domain::tokens::{Principal, TokenRegistry};
+use crate::http::envelope::{ApiResponse, Meta, RequestContext, REQUEST};
 use crate::http::error::{ApiError, ErrorCode};
 use crate::http::middleware::{request_id, REQUEST_ID_HEADER};
+use crate::http::routes::risk::{HaltResult, EMERGENCY_HALT};
 use axum::body::Body;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
@@ -25,6 +28,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 use tower::ServiceExt;
+use tradeops_core::time::format_ts;
 use tradeops_core::{Clock, TradingMode};
 use tradeops_store::Database;
 
@@ -35,12 +39,19 @@ pub const LEADER_HEADER: HeaderName = HeaderName::from_static("x-tradeops-leader
 /// The node that forwarded a request (set by a follower).
 pub const FORWARDED_BY_HEADER: HeaderName = HeaderName::from_static("x-tradeops-forwarded-by");
 
-/// A forwarded request's bound, but the event stream's (it lasts).
-const FORWARD_TIMEOUT: Duration = Duration::from_secs(30);
+/// A forwarded request's bound, but the event stream's (it lasts). A paused leader accepts
+/// connections and never answers: this is how long a caller waits on one.
+const FORWARD_TIMEOUT: Duration = Duration::from_secs(10);
+/// A forwarded emergency halt's bound: stored first, it is answered here when the leader does
+/// not answer by then.
+const HALT_FORWARD_TIMEOUT: Duration = Duration::from_secs(2);
 /// The largest body a follower forwards (the API's largest: a bar import).
 const MAX_FORWARDED_BODY: usize = 64 * 1024 * 1024;
 /// How long a follower trusts the leader's address it read before reading it again.
 const LEADER_CACHE: Duration = Duration::from_millis(250);
+
+/// The emergency halt's routes (the second a deprecated alias).
+const HALT_PATHS: [&str; 2] = ["/api/risk/emergency-halt", "/api/emergency/liquidate"];
 
 /// Headers that belong to one connection, never forwarded or relayed.
 const HOP_BY_HOP: [&str; 8] = [
@@ -65,6 +76,9 @@ pub struct Front {
     leader: tokio::sync::Mutex<Option<(Option<String>, tokio::time::Instant)>>,
     /// The trading mode last seen (a follower's own refusals carry it in `meta`).
     mode: RwLock<TradingMode>,
+    /// The API's tokens, to accept an emergency halt while no leader answers.
+    tokens: TokenRegistry,
+    auth_enabled: bool,
 }
 
 #[derive(Clone)]
@@ -75,7 +89,14 @@ enum Role {
 
 impl Front {
     /// A follower's front, as `node`, reading the leader's address from `db`.
-    pub fn new(node: String, db: Database, clock: Arc<dyn Clock>, mode: TradingMode) -> Arc<Front> {
+    pub fn new(
+        node: String,
+        db: Database,
+        clock: Arc<dyn Clock>,
+        mode: TradingMode,
+        tokens: TokenRegistry,
+        auth_enabled: bool,
+    ) -> Arc<Front> {
         let client = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(1))
             .pool_idle_timeout(Duration::from_secs(30))
@@ -89,6 +110,8 @@ impl Front {
             role: RwLock::new(Role::Follower),
             leader: tokio::sync::Mutex::new(None),
             mode: RwLock::new(mode),
+            tokens,
+            auth_enabled,
         })
     }
 
@@ -127,10 +150,9 @@ impl Front {
         Ok(url)
     }
 
-    /// Forwards `req` to the leader and relays its answer; a connection that fails is tried
-    /// once more with the leader read again (it may have just changed).
+    /// Forwards `req` to the leader and relays its answer.
     async fn forward(&self, req: Request) -> Response {
-        let client_addr = req.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip());
+        let client = req.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip());
         let (parts, body) = req.into_parts();
         let body = match axum::body::to_bytes(body, MAX_FORWARDED_BODY).await {
             Ok(body) => body,
@@ -139,6 +161,21 @@ impl Front {
                     .into_response()
             }
         };
+        if parts.method == axum::http::Method::POST && HALT_PATHS.contains(&parts.uri.path()) {
+            return self.halt(parts, body, client).await;
+        }
+        self.try_forward(&parts, body, client).await.unwrap_or_else(|refusal| refusal)
+    }
+
+    /// The leader's answer to the request, or (`Err`) the refusal to send when no leader can
+    /// be reached. A connection that fails is tried once more with the leader read again (it
+    /// may have just changed).
+    async fn try_forward(
+        &self,
+        parts: &axum::http::request::Parts,
+        body: bytes::Bytes,
+        client: Option<std::net::IpAddr>,
+    ) -> Result<Response, Response> {
         let path = parts.uri.path_and_query().map(|p| p.as_str()).unwrap_or("/").to_string();
         let streaming = parts.uri.path() == "/api/events";
         let mut last_error = String::new();
@@ -146,16 +183,16 @@ impl Front {
             let leader = match self.leader_url(attempt > 0).await {
                 Ok(Some(url)) => url,
                 Ok(None) => {
-                    return unavailable(
+                    return Err(unavailable(
                         "no_engine_leader",
                         "No node runs the trading engine at the moment (a failover is in progress)",
-                    )
+                    ))
                 }
                 Err(e) => {
-                    return unavailable(
+                    return Err(unavailable(
                         "database_unavailable",
                         &format!("The engine's leader cannot be looked up: {e}"),
-                    )
+                    ))
                 }
             };
             let mut out = self.client.request(parts.method.clone(), format!("{leader}{path}"));
@@ -164,28 +201,112 @@ impl Front {
                     out = out.header(name, value);
                 }
             }
-            if let Some(ip) = client_addr {
+            if let Some(ip) = client {
                 out = out.header("x-forwarded-for", ip.to_string());
             }
             out = out.header(FORWARDED_BY_HEADER, self.node.as_str()).body(body.clone());
-            if !streaming {
+            if HALT_PATHS.contains(&parts.uri.path()) {
+                out = out.timeout(HALT_FORWARD_TIMEOUT);
+            } else if !streaming {
                 out = out.timeout(FORWARD_TIMEOUT);
             }
             match out.send().await {
-                Ok(answer) => return relay(answer, &leader),
+                Ok(answer) => return Ok(relay(answer, &leader)),
                 Err(e) if e.is_connect() => {
                     last_error = format!("the engine's leader at {leader} cannot be reached: {e}");
-                    continue;
                 }
                 Err(e) => {
-                    return unavailable(
+                    return Err(unavailable(
                         "leader_unreachable",
                         &format!("The engine's leader at {leader} did not answer: {e}"),
-                    )
+                    ))
                 }
             }
         }
-        unavailable("leader_unreachable", &last_error)
+        Err(unavailable("leader_unreachable", &last_error))
+    }
+
+    /// The emergency halt through a follower: a caller allowed to halt, with a reason, has the
+    /// halt **stored first** (`halt_requests`, for the leader running now — it looks every
+    /// second — or the next one, before anything else), then forwarded. The leader's answer is
+    /// relayed; when no leader answers (it is changing), this node answers itself: halted,
+    /// persisted, applied by the next leader, and audited here. Anything else (no token, a bad
+    /// reason) is the leader's to refuse, as forwarded.
+    async fn halt(
+        &self,
+        parts: axum::http::request::Parts,
+        body: bytes::Bytes,
+        client: Option<std::net::IpAddr>,
+    ) -> Response {
+        let now = self.clock.now();
+        let caller = self.caller(&parts.headers).await.filter(|p| p.role.allows(EMERGENCY_HALT.role));
+        let reason = serde_json::from_slice::<serde_json::Value>(&body)
+            .ok()
+            .and_then(|v| v["reason"].as_str().map(str::to_string))
+            .filter(|r| crate::http::routes::radar::require_reason(r).is_ok());
+        let request_ref = Meta::current().request_id;
+        let stored = match (&caller, &reason) {
+            (Some(caller), Some(reason)) => {
+                match self.db.request_halt(reason, &caller.name, &self.node, &request_ref, now.timestamp_millis()).await
+                {
+                    Ok(id) => Some(id),
+                    Err(e) => {
+                        tracing::error!(error = %e, "an emergency halt could not be stored here: forwarded only");
+                        None
+                    }
+                }
+            }
+            _ => None,
+        };
+        let answer = self.try_forward(&parts, body, client).await;
+        let (Some(id), Some(caller), Some(reason)) = (stored, caller, reason) else {
+            return answer.unwrap_or_else(|refusal| refusal);
+        };
+        match answer {
+            Ok(answer) => {
+                if answer.status().is_success() {
+                    let _ = self.db.mark_halt_applied(id, now.timestamp_millis()).await;
+                }
+                answer
+            }
+            Err(_) => {
+                tracing::warn!(request = id, actor = %caller.name, "emergency halt stored for the next engine leader: no leader answers now");
+                let positions = tradeops_store::TradingRepository::positions(&self.db).await.unwrap_or_default();
+                let entry = tradeops_store::AuditEntry {
+                    ts: now.timestamp_millis(),
+                    wall_ts: now.timestamp_millis(),
+                    actor: caller.name.clone(),
+                    role: Some(caller.role.to_string()),
+                    action: EMERGENCY_HALT.name.to_string(),
+                    target: "trading".into(),
+                    request: json!({"reason": reason, "accepted_by": self.node, "halt_request": id}).to_string(),
+                    outcome: "OK".into(),
+                    mode: Meta::current().mode.as_str().to_string(),
+                    request_id: request_ref,
+                };
+                if let Err(e) = tradeops_store::AuditRepository::append_audit(&self.db, &entry).await {
+                    tracing::warn!(error = %e, "the stored halt's audit row was not written");
+                }
+                ApiResponse::ok(HaltResult {
+                    halted: true,
+                    liquidation_requested: positions.iter().any(|p| p.quantity != 0),
+                    timestamp: format_ts(&now),
+                    persisted: true,
+                })
+                .into_response()
+            }
+        }
+    }
+
+    /// Who calls, by the bearer token (tokens read again if they changed); everyone is `local`
+    /// when authentication is off.
+    async fn caller(&self, headers: &HeaderMap) -> Option<Principal> {
+        if !self.auth_enabled {
+            return Some(Principal { name: "local".into(), role: tradeops_core::Role::Admin });
+        }
+        let token = headers.get(axum::http::header::AUTHORIZATION)?.to_str().ok()?.strip_prefix("Bearer ")?.trim();
+        let _ = self.tokens.refresh().await;
+        self.tokens.resolve(token, self.clock.now().timestamp_millis())
     }
 }
 

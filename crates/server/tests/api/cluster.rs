@@ -473,3 +473,153 @@ fn a_worker_refuses_sqlite() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("tradeops worker needs PostgreSQL"), "{stderr}");
 }
+
+/// Waits until one of `nodes` says it leads the engine; its index.
+fn which_leads(nodes: &[&std::sync::mpsc::Receiver<String>]) -> usize {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        for (i, lines) in nodes.iter().enumerate() {
+            while let Ok(line) = lines.try_recv() {
+                if line.contains("leads the engine") {
+                    return i;
+                }
+            }
+        }
+        assert!(std::time::Instant::now() < deadline, "no node took the engine over");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn signal(child: &std::process::Child, sig: &str) {
+    let done = std::process::Command::new("kill").args([sig, &child.id().to_string()]).status().unwrap();
+    assert!(done.success(), "kill {sig}");
+}
+
+/// Three nodes on one PostgreSQL database (issue 25.2–25.4, 25.7): every node answers the whole
+/// API, commands through a follower are carried out by the leader, and the event stream through a
+/// follower carries the leader's events. The leader killed with -9 is replaced with every order
+/// once. The next leader paused (SIGSTOP) past its lease: an emergency halt sent meanwhile to the
+/// third node is stored first and answered there, and the third node, taking over, applies it
+/// before anything else (HALTED, positions flattened); the paused leader, resumed, finds its term
+/// gone and stops (exit 1). A node started again later follows, then takes over: HALTED stays
+/// HALTED.
+#[test]
+fn three_nodes_survive_a_killed_leader_and_a_paused_one() {
+    use crate::crash::{call, facts, radar_symbols, wait_status, CRASH_TOKEN};
+    use reqwest::Method;
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let Some((_keep, url)) = rt.block_on(postgres_db("three_nodes_survive_a_killed_leader_and_a_paused_one")) else {
+        return;
+    };
+    let dirs: Vec<_> = (0..4).map(|_| tempfile::tempdir().unwrap()).collect();
+    let client = reqwest::Client::new();
+    let (mut a, a_lines) = serve_on(dirs[0].path(), &url);
+    let a_base = listening(&a_lines.recv_timeout(Duration::from_secs(30)).unwrap());
+    wait_leads(&a_lines);
+    let (b, b_lines) = serve_on(dirs[1].path(), &url);
+    let (c, c_lines) = serve_on(dirs[2].path(), &url);
+    let mut nodes = [b, c];
+    let bases = [&b_lines, &c_lines]
+        .map(|lines| listening(&lines.recv_timeout(Duration::from_secs(30)).expect("a follower listens")));
+
+    let (symbol, bought) = rt.block_on(async {
+        let symbols = radar_symbols(&client, &bases[0], 1).await;
+        // The event stream through the third node carries what the leader does.
+        let mut stream = client
+            .get(format!("{}/api/events?kinds=order.updated", bases[1]))
+            .bearer_auth(CRASH_TOKEN)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(stream.status(), 200);
+        // An order through the second node: carried out by the leader, answered as there.
+        let order = json!({"symbol": symbols[0].0, "side": "BUY", "quantity": 10});
+        let placed =
+            client.post(format!("{}/api/orders", bases[0])).bearer_auth(CRASH_TOKEN).json(&order).send().await.unwrap();
+        assert_eq!(placed.status(), 201);
+        assert_eq!(placed.headers()["x-tradeops-leader"].to_str().unwrap(), a_base);
+        let placed: serde_json::Value = placed.json().await.unwrap();
+        let id = placed["data"]["client_order_id"].as_str().unwrap().to_string();
+        let mut seen = String::new();
+        while !seen.contains(&id) {
+            let chunk = tokio::time::timeout(Duration::from_secs(10), stream.chunk()).await.expect("the event arrives");
+            seen.push_str(&String::from_utf8_lossy(&chunk.unwrap().expect("the stream stays open")));
+        }
+        wait_status(&client, &a_base, &id, &["FILLED"]).await;
+        (symbols[0].0.clone(), id)
+    });
+    let before = rt.block_on(facts(&client, &a_base));
+    assert_eq!(rt.block_on(facts(&client, &bases[1])), before, "every node answers with the leader's state");
+
+    // The leader killed: one of the others takes over with every order once.
+    a.kill().unwrap();
+    a.wait().unwrap();
+    let next = which_leads(&[&b_lines, &c_lines]);
+    let other = 1 - next;
+    let after = rt.block_on(facts(&client, &bases[other]));
+    assert_eq!(after["orders"], before["orders"], "every order once, through the follower");
+    assert_eq!(after["positions"], before["positions"]);
+
+    // The new leader paused past its lease; a halt through the other node meanwhile.
+    signal(&nodes[next], "-STOP");
+    let halt = rt.block_on(call(
+        &client,
+        &bases[other],
+        Method::POST,
+        "/api/risk/emergency-halt",
+        Some(json!({"reason": "leader paused: halt from the other node"})),
+    ));
+    assert_eq!(halt["ok"], true, "{halt}");
+    assert_eq!(halt["data"]["persisted"], true);
+    assert_eq!(halt["data"]["liquidation_requested"], true, "a position was open");
+    let lines = [&b_lines, &c_lines];
+    assert_eq!(which_leads(&[lines[other]]), 0, "the other node takes over after the lease");
+    let halted = rt.block_on(async {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let state = facts(&client, &bases[other]).await;
+            let flat = state["positions"].as_array().unwrap().iter().all(|p| p[1] == 0);
+            if state["trading_state"] == "HALTED" && flat {
+                return state;
+            }
+            assert!(std::time::Instant::now() < deadline, "the stored halt is applied: {state}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    });
+    let audit = rt.block_on(call(&client, &bases[other], Method::GET, "/api/audit?action=risk.emergency_halt", None));
+    assert!(audit["meta"]["count"].as_u64().unwrap() >= 1, "{audit}");
+
+    // The paused leader, resumed, finds its term gone and stops.
+    signal(&nodes[next], "-CONT");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = nodes[next].try_wait().unwrap() {
+            break status;
+        }
+        assert!(std::time::Instant::now() < deadline, "the resumed old leader stops");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(1), "it exits to be restarted as a follower");
+    let still = rt.block_on(facts(&client, &bases[other]));
+    assert_eq!(still["orders"], halted["orders"], "the resumed old leader wrote nothing");
+
+    // HALTED stays HALTED through the next failover.
+    let (mut d, d_lines) = serve_on(dirs[3].path(), &url);
+    let d_base = listening(&d_lines.recv_timeout(Duration::from_secs(30)).unwrap());
+    nodes[other].kill().unwrap();
+    nodes[other].wait().unwrap();
+    wait_leads(&d_lines);
+    let last = rt.block_on(facts(&client, &d_base));
+    assert_eq!(last["trading_state"], "HALTED");
+    assert_eq!(last["orders"], halted["orders"]);
+    let refused = rt.block_on(call(
+        &client,
+        &d_base,
+        Method::POST,
+        "/api/orders",
+        Some(json!({"symbol": symbol, "side": "BUY", "quantity": 1})),
+    ));
+    assert_eq!(refused["error"]["code"], "EMERGENCY_HALT_ACTIVE", "{refused}");
+    let _ = bought;
+    crate::cli::terminate(&mut d);
+}
