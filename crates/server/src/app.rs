@@ -193,6 +193,12 @@ impl Application {
         let election = Election::new(db.clone(), node.clone(), clock.clone());
         let epoch = election.acquire().await.map_err(|e| anyhow::anyhow!("starting the engine's term: {e}"))?;
         tracing::info!(epoch, node = %election.node_id(), "the engine's term begins");
+        // Event ids grow across terms; on PostgreSQL the last term's events come first, so a
+        // stream resumes across a failover.
+        if db.backend() == tradeops_store::Backend::Postgres {
+            events.preload(http::event_log::earlier_events(&db).await);
+        }
+        events.continue_after(u64::try_from(epoch).unwrap_or_default() << 32);
         let engine_deps = EngineDeps {
             db: db.fenced(epoch),
             settings: settings.subscribe(),
@@ -357,6 +363,11 @@ impl Application {
             "serve",
             state.clock.clone(),
         )));
+        if state.db.backend() == tradeops_store::Backend::Postgres {
+            let (events, db, clock) = (state.events.clone(), state.db.clone(), state.clock.clone());
+            background.push(tokio::spawn(http::event_log::keep_events(events, db, clock)));
+            background.push(tokio::spawn(relay_worker_jobs(state.clone())));
+        }
         if let Some(alpaca) = alpaca_data {
             background.push(tokio::spawn(crate::feed::alpaca::run_marks(state.clone(), alpaca.clone())));
             background.push(tokio::spawn(crate::feed::alpaca::run_scans(state.clone(), alpaca)));
@@ -671,6 +682,41 @@ fn spawn_background(state: &AppState, probes: Arc<Probes>) -> Vec<JoinHandle<()>
     }
     tasks.extend(token_notices);
     tasks
+}
+
+/// Publishes, on this service's event stream, the progress of jobs that `tradeops worker`
+/// processes run (they announce each change on the database, PostgreSQL): the job as stored
+/// now, so the console follows a backtest whoever runs it.
+async fn relay_worker_jobs(state: AppState) {
+    let Some(mut listener) = state.db.job_update_listener() else { return };
+    loop {
+        match listener.next_notice().await {
+            Ok(Some(notice)) => {
+                let Some((kind, id)) = notice.split_once(':') else { continue };
+                let event = match kind {
+                    "backtest" => tradeops_store::BacktestRepository::backtest(&state.db, id)
+                        .await
+                        .ok()
+                        .flatten()
+                        .map(crate::events::Event::BacktestUpdated),
+                    "download" => tradeops_store::DataRepository::job(&state.db, id)
+                        .await
+                        .ok()
+                        .flatten()
+                        .map(crate::events::Event::DownloadUpdated),
+                    _ => None,
+                };
+                if let Some(event) = event {
+                    state.events.publish(event);
+                }
+            }
+            Ok(None) => {}
+            Err(e) => {
+                tracing::debug!(error = %e, "cannot listen for the workers' job updates: retried");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    }
 }
 
 /// The market's time by configuration and mode: a real market's is the wall clock's (CONTRACT

@@ -65,6 +65,9 @@ pub enum Event {
     AccountUpdated(AccountUpdate),
     /// A market minute closed: the bar of each symbol the console may be charting.
     BarsClosed(BarsClosed),
+    /// An event of an earlier engine term of the cluster, of this kind, read back from the
+    /// database (PostgreSQL) with its wire text, so a stream resumes across a failover.
+    Earlier(&'static str),
 }
 
 /// Every [`Event::kind`], in the order of CONTRACT §7.
@@ -115,6 +118,7 @@ impl Event {
             Event::HealthChanged(_) => Event::HEALTH_CHANGED,
             Event::AccountUpdated(_) => Event::ACCOUNT_UPDATED,
             Event::BarsClosed(_) => Event::BARS_CLOSED,
+            Event::Earlier(kind) => kind,
         }
     }
 }
@@ -285,6 +289,42 @@ impl EventBus {
         let _ = self.tx.send(event);
     }
 
+    /// Numbers the events from now on after `last` at least. A new engine term numbers from
+    /// `epoch << 32`: ids grow across restarts and failovers, and never repeat, so a
+    /// `Last-Event-ID` from an earlier term resumes (on any node) after what it saw.
+    pub fn continue_after(&self, last: u64) {
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        inner.0 = inner.0.max(last);
+    }
+
+    /// Puts events of an earlier engine term (id, kind, wire text; oldest first) in the resume
+    /// buffer, and numbers on after them. Called before this bus publishes anything.
+    pub fn preload(&self, earlier: Vec<(u64, &'static str, String)>) {
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let published = std::mem::take(&mut inner.1);
+        for (id, kind, wire) in earlier {
+            inner.0 = inner.0.max(id);
+            let event = StoredEvent {
+                id,
+                timestamp: String::new(),
+                mode: TradingMode::Paper,
+                event: Event::Earlier(kind),
+                wall_time: String::new(),
+                wire: OnceLock::from(Arc::<str>::from(wire)),
+            };
+            if inner.1.len() == BUFFER {
+                inner.1.pop_front();
+            }
+            inner.1.push_back(Arc::new(event));
+        }
+        for event in published {
+            if inner.1.len() == BUFFER {
+                inner.1.pop_front();
+            }
+            inner.1.push_back(event);
+        }
+    }
+
     /// Subscribes, returning the buffered events after `after` (resume) first. Taken under the
     /// lock, so nothing is missed or repeated between the replay and the live stream.
     pub fn subscribe(&self, after: Option<u64>) -> (Vec<Arc<StoredEvent>>, broadcast::Receiver<Arc<StoredEvent>>) {
@@ -294,5 +334,50 @@ impl EventBus {
             None => Vec::new(),
         };
         (replay, self.tx.subscribe())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tradeops_core::time::parse_ts;
+    use tradeops_core::ManualClock;
+
+    fn bus() -> EventBus {
+        let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(parse_ts("2026-11-26T15:00:00Z").unwrap()));
+        let (_, settings) = watch::channel(Arc::new(Settings::default()));
+        EventBus::new(clock.clone(), clock, settings)
+    }
+
+    fn health() -> Event {
+        Event::HealthChanged(HealthChange {
+            component: "cache",
+            from: HealthStatus::Healthy,
+            to: HealthStatus::Degraded,
+            detail: Value::Null,
+        })
+    }
+
+    /// A new engine term numbers its events after every id of the terms before (restarts and
+    /// failovers never reuse one), and a `Last-Event-ID` of an earlier term resumes with the
+    /// earlier term's later events (read back from the database), then this term's.
+    #[test]
+    fn ids_grow_across_terms_and_a_resume_spans_them() {
+        let bus = bus();
+        bus.preload(vec![
+            ((4 << 32) + 7, Event::ORDER_UPDATED, "{\"kind\":\"order.updated\",\"n\":7}".into()),
+            ((4 << 32) + 8, Event::ORDER_UPDATED, "{\"kind\":\"order.updated\",\"n\":8}".into()),
+        ]);
+        bus.continue_after(5 << 32);
+        bus.publish(health());
+        let (replay, _) = bus.subscribe(Some((4 << 32) + 7));
+        let ids: Vec<u64> = replay.iter().map(|e| e.id).collect();
+        assert_eq!(ids, [(4 << 32) + 8, (5 << 32) + 1], "the earlier term's later event, then this term's");
+        assert_eq!(replay[0].kind(), Event::ORDER_UPDATED);
+        assert_eq!(replay[0].wire.get().map(|w| w.as_ref()), Some("{\"kind\":\"order.updated\",\"n\":8}"));
+        bus.continue_after(3 << 32);
+        bus.publish(health());
+        let (replay, _) = bus.subscribe(Some(5 << 32));
+        assert_eq!(replay.iter().map(|e| e.id).collect::<Vec<_>>(), [(5 << 32) + 1, (5 << 32) + 2], "never back");
     }
 }

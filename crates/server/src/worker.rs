@@ -79,7 +79,7 @@ impl Worker {
         };
         let market: Arc<dyn MarketData> = Arc::new(WithReference::new(source, reference_data.clone()));
         let settings = Arc::new(settings);
-        // Nobody subscribes here: the job's rows are what the services read.
+        // Its job updates are announced to the engine's leader, who publishes them.
         let events = Arc::new(EventBus::new(market_clock.clone(), clock.clone(), settings.subscribe()));
         let node = format!("{}:worker", host_and_process());
         let jobs = Jobs::new(JobContext {
@@ -125,6 +125,7 @@ impl Worker {
                 }
             }
         }));
+        tasks.push(tokio::spawn(announce_job_updates(jobs.clone())));
         tracing::info!(node, lease_owner = %jobs.worker, limits = ?jobs.limits, "worker started");
         // Tests and scripts wait for this line, as they wait for the service's "listening on".
         println!("worker {} started", jobs.worker);
@@ -141,5 +142,28 @@ impl Worker {
         jobs.db.close().await;
         tracing::info!("stopped");
         Ok(())
+    }
+}
+
+/// Announces every change of a job this worker runs on the database, for the engine's leader
+/// to publish on its event stream (the worker serves no stream of its own).
+async fn announce_job_updates(jobs: Jobs) {
+    use crate::events::Event;
+    use tokio::sync::broadcast::error::RecvError;
+    let (_, mut live) = jobs.events.subscribe(None);
+    loop {
+        let event = match live.recv().await {
+            Ok(event) => event,
+            Err(RecvError::Lagged(_)) => continue,
+            Err(RecvError::Closed) => return,
+        };
+        let (kind, id) = match &event.event {
+            Event::BacktestUpdated(run) => (tradeops_store::JobKind::Backtest, run.backtest_id.as_str()),
+            Event::DownloadUpdated(job) => (tradeops_store::JobKind::Download, job.request_id.as_str()),
+            _ => continue,
+        };
+        if let Err(e) = jobs.db.announce_job_update(kind, id).await {
+            tracing::debug!(error = %e, id, "a job's change was not announced: the services read it from its row");
+        }
     }
 }

@@ -236,3 +236,48 @@ impl Database {
         Ok(())
     }
 }
+
+impl Database {
+    /// Stores published events (id, kind, wire text, wall ms); an id already stored is kept.
+    pub async fn append_events(&self, events: &[(i64, &str, &str, i64)]) -> Result<(), StoreError> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        let mut tx = self.begin().await?;
+        for (id, kind, wire, at) in events {
+            sqlx::query(
+                "INSERT INTO cluster_events (event_id, kind, wire, published_at) VALUES ($1, $2, $3, $4) \
+                 ON CONFLICT (event_id) DO NOTHING",
+            )
+            .bind(*id)
+            .bind(*kind)
+            .bind(*wire)
+            .bind(*at)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The newest `limit` stored events, oldest first: (id, kind, wire text).
+    pub async fn recent_events(&self, limit: i64) -> Result<Vec<(i64, String, String)>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT event_id, kind, wire FROM (SELECT event_id, kind, wire FROM cluster_events \
+             ORDER BY event_id DESC LIMIT $1) AS newest ORDER BY event_id",
+        )
+        .bind(limit)
+        .fetch_all(self.pool()?)
+        .await?;
+        rows.iter().map(|r| Ok((r.try_get("event_id")?, r.try_get("kind")?, r.try_get("wire")?))).collect()
+    }
+
+    /// Deletes the events published before `before_ms`; how many.
+    pub async fn prune_events(&self, before_ms: i64) -> Result<u64, StoreError> {
+        let done = sqlx::query("DELETE FROM cluster_events WHERE published_at < $1")
+            .bind(before_ms)
+            .execute(self.pool()?)
+            .await?;
+        Ok(done.rows_affected())
+    }
+}

@@ -103,6 +103,10 @@ impl JobKind {
 /// other processes start it at once instead of at their next poll.
 pub const JOB_CHANNEL: &str = "tradeops_jobs";
 
+/// The PostgreSQL channel a worker announces each change of a job it runs on
+/// ([`Database::announce_job_update`]; payload `backtest:ID` or `download:ID`).
+pub const JOB_UPDATE_CHANNEL: &str = "tradeops_job_updates";
+
 impl Database {
     /// Announces that a job was queued (PostgreSQL; nothing on SQLite, where the service that
     /// queued it is the only one that runs jobs and wakes its workers itself).
@@ -126,6 +130,22 @@ impl Database {
             Some(row) => row.try_get("lease_owner")?,
             None => None,
         })
+    }
+
+    /// Announces that job `id` of `kind` changed (a worker's progress; PostgreSQL only): the
+    /// engine's leader publishes it on its event stream.
+    pub async fn announce_job_update(&self, kind: JobKind, id: &str) -> Result<(), StoreError> {
+        if self.backend() == Backend::Postgres {
+            // Ids are the service's own (UUIDs): nothing in them needs quoting but a quote.
+            let notify = format!("NOTIFY {JOB_UPDATE_CHANNEL}, '{}:{}'", kind.name(), id.replace('\'', "''"));
+            sqlx::raw_sql(sqlx::AssertSqlSafe(notify)).execute(self.pool()?).await?;
+        }
+        Ok(())
+    }
+
+    /// A listener for job changes announced by workers: PostgreSQL only.
+    pub fn job_update_listener(&self) -> Option<ChangeListener> {
+        ChangeListener::on(self, JOB_UPDATE_CHANNEL)
     }
 
     /// A listener for queued jobs: PostgreSQL only.

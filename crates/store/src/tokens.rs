@@ -229,6 +229,27 @@ impl ChangeListener {
         })
     }
 
+    /// Waits for the next announcement and returns its payload (`None`: the listener just
+    /// (re)connected or lost its connection, so announcements may have been missed). `Err`: it
+    /// could not connect; call again later.
+    pub async fn next_notice(&mut self) -> Result<Option<String>, StoreError> {
+        let Some(listener) = self.listener.as_mut() else {
+            self.next().await?;
+            return Ok(None);
+        };
+        match listener.try_recv().await {
+            Ok(Some(notice)) => Ok(Some(notice.payload().to_string())),
+            Ok(None) => {
+                self.listener = None;
+                Ok(None)
+            }
+            Err(e) => {
+                self.listener = None;
+                Err(e.into())
+            }
+        }
+    }
+
     /// Waits for the next announcement, connecting first when not connected (bounded by
     /// [`LISTEN_CONNECT_TIMEOUT`]). `Ok(true)`: something changed. `Ok(false)`: the listener just
     /// (re)connected or lost its connection, so changes may have gone unannounced. `Err`: it

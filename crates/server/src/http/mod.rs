@@ -14,6 +14,7 @@ pub mod console;
 pub mod deadline;
 pub mod envelope;
 pub mod error;
+pub mod event_log;
 pub mod extract;
 pub mod fields;
 pub mod front;

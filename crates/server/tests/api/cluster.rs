@@ -441,8 +441,26 @@ fn a_worker_killed_mid_backtest_leaves_it_to_another_worker() {
 
     // The same run uninterrupted gives the same result; stopped with SIGTERM, its worker hands
     // it back to the queue at once.
+    let mut stream = rt
+        .block_on(
+            client
+                .get(format!("{base}/api/events?kinds=backtest.updated"))
+                .bearer_auth(crate::crash::CRASH_TOKEN)
+                .send(),
+        )
+        .unwrap();
     let again = queue(&request);
     let uninterrupted = wait(&again, "the same run again", &|r| r["status"] == "COMPLETED");
+    // The service's event stream follows the run the worker runs.
+    rt.block_on(async {
+        let mut seen = String::new();
+        while !seen.split("\n\n").any(|m| m.contains(&again) && m.contains("COMPLETED")) {
+            let chunk = tokio::time::timeout(Duration::from_secs(10), stream.chunk())
+                .await
+                .unwrap_or_else(|_| panic!("the worker's progress reaches the stream: {seen}"));
+            seen.push_str(&String::from_utf8_lossy(&chunk.unwrap().expect("the stream stays open")));
+        }
+    });
     for key in ["total_return", "trade_count", "max_drawdown", "equity_curve", "trades"] {
         assert_eq!(uninterrupted[key], done[key], "{key}");
     }
@@ -545,9 +563,18 @@ fn three_nodes_survive_a_killed_leader_and_a_paused_one() {
             let chunk = tokio::time::timeout(Duration::from_secs(10), stream.chunk()).await.expect("the event arrives");
             seen.push_str(&String::from_utf8_lossy(&chunk.unwrap().expect("the stream stays open")));
         }
+        // The id of the order's first event: a client that saw only that one resumes from it.
+        let first_event = seen
+            .split("\n\n")
+            .find(|message| message.contains(&id))
+            .and_then(|message| message.lines().find_map(|l| l.strip_prefix("id:")))
+            .map(|n| n.trim().parse::<u64>().unwrap())
+            .expect("an id");
         wait_status(&client, &a_base, &id, &["FILLED"]).await;
-        (symbols[0].0.clone(), id)
+        (symbols[0].0.clone(), (id, first_event))
     });
+    let (bought, first_event) = bought;
+    std::thread::sleep(Duration::from_millis(300)); // the leader stores its events every 50 ms
     let before = rt.block_on(facts(&client, &a_base));
     assert_eq!(rt.block_on(facts(&client, &bases[1])), before, "every node answers with the leader's state");
 
@@ -559,6 +586,28 @@ fn three_nodes_survive_a_killed_leader_and_a_paused_one() {
     let after = rt.block_on(facts(&client, &bases[other]));
     assert_eq!(after["orders"], before["orders"], "every order once, through the follower");
     assert_eq!(after["positions"], before["positions"]);
+    // A client that saw only the order's first event resumes on another node, after the
+    // failover, with what the killed leader published after it: the fill.
+    rt.block_on(async {
+        let mut stream = client
+            .get(format!("{}/api/events?kinds=order.updated", bases[other]))
+            .bearer_auth(CRASH_TOKEN)
+            .header("last-event-id", first_event.to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(stream.status(), 200);
+        let mut seen = String::new();
+        while !(seen.contains(&bought) && seen.contains("FILLED")) {
+            let chunk = tokio::time::timeout(Duration::from_secs(10), stream.chunk())
+                .await
+                .unwrap_or_else(|_| panic!("the earlier term's events are replayed: {seen}"));
+            seen.push_str(&String::from_utf8_lossy(&chunk.unwrap().expect("the stream stays open")));
+        }
+        let ids: Vec<u64> =
+            seen.lines().filter_map(|l| l.strip_prefix("id:")).map(|n| n.trim().parse().unwrap()).collect();
+        assert!(ids.iter().all(|id| *id > first_event), "only what came after: {ids:?}");
+    });
 
     // The new leader paused past its lease; a halt through the other node meanwhile.
     signal(&nodes[next], "-STOP");
@@ -620,6 +669,5 @@ fn three_nodes_survive_a_killed_leader_and_a_paused_one() {
         Some(json!({"symbol": symbol, "side": "BUY", "quantity": 1})),
     ));
     assert_eq!(refused["error"]["code"], "EMERGENCY_HALT_ACTIVE", "{refused}");
-    let _ = bought;
     crate::cli::terminate(&mut d);
 }

@@ -133,6 +133,8 @@ fn data(event: &Published) -> Value {
             };
             json!({"bars": closed.bars.iter().map(bar).collect::<Vec<_>>()})
         }
+        // Its wire text came with it: never serialised here.
+        Published::Earlier(_) => Value::Null,
     }
 }
 
