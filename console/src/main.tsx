@@ -317,12 +317,12 @@ function Header({ onAlerts }: { onAlerts: () => void }) {
           <Stat label="Market (NY)" value={marketClock.value ? `${marketClock.value.date.slice(5)} ${time(marketClock.value.time).slice(0, 5)}` : "—"} testid="stat-market" />
           {cluster.value && (
             <span
-              title={`This node: ${cluster.value.node} (${cluster.value.role}). Engine leader: ${cluster.value.leader ?? "none"}, epoch ${cluster.value.epoch}; ${cluster.value.members} member(s).`}
+              title={`Answered by ${cluster.value.node} (${cluster.value.role}). Engine leader: ${cluster.value.leader ?? "none"}, epoch ${cluster.value.epoch}; ${cluster.value.members} member(s).`}
             >
               <Stat
                 label="Engine leader"
                 value={`${cluster.value.leader ?? "none"} · e${cluster.value.epoch}`}
-                cls={cluster.value.role === "leader" ? "up" : "down"}
+                cls={cluster.value.leader ? "up" : "down"}
                 testid="stat-leader"
               />
             </span>

@@ -325,6 +325,8 @@ async fn serve_cluster_node(config: Config) -> anyhow::Result<()> {
             }
         });
     }
+    // A member of the cluster from now on, following or leading.
+    let heartbeat = tokio::spawn(crate::cluster::heartbeat(db.clone(), node.clone(), "serve", clock.clone()));
     let server = {
         let service = front.router().into_make_service_with_connect_info::<std::net::SocketAddr>();
         let stopped = stopped();
@@ -344,6 +346,8 @@ async fn serve_cluster_node(config: Config) -> anyhow::Result<()> {
         app = Application::build_with(inside, clock, overrides) => app.context("starting tradeops")?,
         _ = stopped() => {
             server.abort();
+            heartbeat.abort();
+            crate::cluster::leave(&db, &node).await;
             return Ok(());
         }
     };
@@ -372,6 +376,8 @@ async fn serve_cluster_node(config: Config) -> anyhow::Result<()> {
         done_rx.await.is_err()
     };
     server.abort();
+    heartbeat.abort();
+    crate::cluster::leave(&db, &node).await;
     db.close().await;
     if taken_over {
         anyhow::bail!("this node's engine term was taken over by another node: restart it to follow");

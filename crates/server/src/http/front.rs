@@ -211,6 +211,9 @@ impl Front {
                 out = out.timeout(FORWARD_TIMEOUT);
             }
             match out.send().await {
+                Ok(answer) if parts.uri.path() == "/api/health/components" && answer.status().is_success() => {
+                    return Ok(self.as_follower(answer, &leader).await)
+                }
                 Ok(answer) => return Ok(relay(answer, &leader)),
                 Err(e) if e.is_connect() => {
                     last_error = format!("the engine's leader at {leader} cannot be reached: {e}");
@@ -296,6 +299,34 @@ impl Front {
                 .into_response()
             }
         }
+    }
+
+    /// The leader's component health as this follower reports it: the same rows, but the
+    /// `cluster` row's `role` is `follower` and `node` this node (`leader` stays the leader).
+    async fn as_follower(&self, answer: reqwest::Response, leader: &str) -> Response {
+        let status = answer.status();
+        let mut body: serde_json::Value = match answer.json().await {
+            Ok(body) => body,
+            Err(e) => {
+                return unavailable(
+                    "leader_unreachable",
+                    &format!("The engine's leader at {leader} did not answer: {e}"),
+                )
+            }
+        };
+        if let Some(rows) = body["data"].as_array_mut() {
+            for row in rows.iter_mut().filter(|r| r["name"] == "cluster") {
+                row["detail"]["role"] = json!("follower");
+                row["detail"]["node"] = json!(self.node);
+                row["detail"]["leader_url"] = json!(leader);
+            }
+        }
+        let mut response = axum::Json(body).into_response();
+        *response.status_mut() = status;
+        if let Ok(v) = HeaderValue::from_str(leader) {
+            response.headers_mut().insert(LEADER_HEADER, v);
+        }
+        response
     }
 
     /// Who calls, by the bearer token (tokens read again if they changed); everyone is `local`

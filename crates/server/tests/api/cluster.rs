@@ -540,6 +540,23 @@ fn three_nodes_survive_a_killed_leader_and_a_paused_one() {
     let bases = [&b_lines, &c_lines]
         .map(|lines| listening(&lines.recv_timeout(Duration::from_secs(30)).expect("a follower listens")));
 
+    // A follower's health: the leader's, but its `cluster` row says it follows; all three are
+    // members.
+    let cluster = rt.block_on(async {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let rows = call(&client, &bases[0], Method::GET, "/api/health/components", None).await;
+            let row = rows["data"].as_array().unwrap().iter().find(|r| r["name"] == "cluster").cloned().unwrap();
+            if row["detail"]["members"].as_array().unwrap().len() == 3 {
+                return row;
+            }
+            assert!(std::time::Instant::now() < deadline, "three members: {row}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    });
+    assert_eq!(cluster["detail"]["role"], "follower", "{cluster}");
+    assert_ne!(cluster["detail"]["node"], cluster["detail"]["leader"]);
+    assert_eq!(cluster["detail"]["leader_url"], a_base.as_str());
     let (symbol, bought) = rt.block_on(async {
         let symbols = radar_symbols(&client, &bases[0], 1).await;
         // The event stream through the third node carries what the leader does.
