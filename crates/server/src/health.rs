@@ -221,7 +221,7 @@ fn no_answer() -> String {
 /// it holds the engine's current term, else `follower` (its term was taken over: its engine
 /// stopped, and it is `DOWN` until restarted as a standby) — the leader, the epoch, the leader's
 /// last renewal and the members with their heartbeats. `DEGRADED` while a member's heartbeat is
-/// stale (a process killed or paused, forgotten after a minute).
+/// stale (a process killed or paused, forgotten after a minute) or the database cannot be read.
 async fn probe_cluster(state: &Probes) -> Option<Probe> {
     if state.db.backend() != tradeops_store::Backend::Postgres {
         return None;
@@ -233,14 +233,16 @@ async fn probe_cluster(state: &Probes) -> Option<Probe> {
     };
     let (lease, members) = match tokio::time::timeout(PROBE_TIMEOUT, read).await {
         Ok(Ok(found)) => found,
+        // The database's own component reports an outage: the cluster's state is unknown
+        // meanwhile, not broken (the term is fenced, and renewed again once it is back).
         Ok(Err(e)) => {
             let error = e.to_string();
             let detail = json!({"node": node, "epoch": epoch, "error": error});
-            return Some(Probe { status: HealthStatus::Down, latency: Err(format!("the probe failed: {e}")), detail });
+            return Some(Probe { status: HealthStatus::Degraded, latency: Err(format!("the probe failed: {e}")), detail });
         }
         Err(_) => {
             let detail = json!({"node": node, "epoch": epoch, "error": no_answer()});
-            return Some(Probe { status: HealthStatus::Down, latency: Err(no_answer()), detail });
+            return Some(Probe { status: HealthStatus::Degraded, latency: Err(no_answer()), detail });
         }
     };
     let latency = started.elapsed();
