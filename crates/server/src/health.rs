@@ -227,7 +227,7 @@ async fn probe_cluster(state: &Probes) -> Option<Probe> {
         return None;
     }
     let (node, epoch) = &state.term;
-    let started = std::time::Instant::now();
+    let started = tokio::time::Instant::now();
     let read = async {
         Ok::<_, tradeops_store::StoreError>((state.db.engine_lease().await?, state.db.cluster_members().await?))
     };

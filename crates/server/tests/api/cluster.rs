@@ -414,13 +414,13 @@ fn a_worker_killed_mid_backtest_leaves_it_to_another_worker() {
         queued["data"]["backtest_id"].as_str().unwrap_or_else(|| panic!("queued: {queued}")).to_string()
     };
     let wait = |id: &str, what: &str, done: &dyn Fn(&serde_json::Value) -> bool| {
-        let deadline = std::time::Instant::now() + Duration::from_secs(120);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
         loop {
             let body = run(id);
             if done(&body["data"]) {
                 return body["data"].clone();
             }
-            assert!(std::time::Instant::now() < deadline, "{what}: {body}");
+            assert!(tokio::time::Instant::now() < deadline, "{what}: {body}");
             std::thread::sleep(Duration::from_millis(20));
         }
     };
@@ -494,7 +494,7 @@ fn a_worker_refuses_sqlite() {
 
 /// Waits until one of `nodes` says it leads the engine; its index.
 fn which_leads(nodes: &[&std::sync::mpsc::Receiver<String>]) -> usize {
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     loop {
         for (i, lines) in nodes.iter().enumerate() {
             while let Ok(line) = lines.try_recv() {
@@ -503,7 +503,7 @@ fn which_leads(nodes: &[&std::sync::mpsc::Receiver<String>]) -> usize {
                 }
             }
         }
-        assert!(std::time::Instant::now() < deadline, "no node took the engine over");
+        assert!(tokio::time::Instant::now() < deadline, "no node took the engine over");
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -543,14 +543,14 @@ fn three_nodes_survive_a_killed_leader_and_a_paused_one() {
     // A follower's health: the leader's, but its `cluster` row says it follows; all three are
     // members.
     let cluster = rt.block_on(async {
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
         loop {
             let rows = call(&client, &bases[0], Method::GET, "/api/health/components", None).await;
             let row = rows["data"].as_array().unwrap().iter().find(|r| r["name"] == "cluster").cloned().unwrap();
             if row["detail"]["members"].as_array().unwrap().len() == 3 {
                 return row;
             }
-            assert!(std::time::Instant::now() < deadline, "three members: {row}");
+            assert!(tokio::time::Instant::now() < deadline, "three members: {row}");
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     });
@@ -641,14 +641,14 @@ fn three_nodes_survive_a_killed_leader_and_a_paused_one() {
     let lines = [&b_lines, &c_lines];
     assert_eq!(which_leads(&[lines[other]]), 0, "the other node takes over after the lease");
     let halted = rt.block_on(async {
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
         loop {
             let state = facts(&client, &bases[other]).await;
             let flat = state["positions"].as_array().unwrap().iter().all(|p| p[1] == 0);
             if state["trading_state"] == "HALTED" && flat {
                 return state;
             }
-            assert!(std::time::Instant::now() < deadline, "the stored halt is applied: {state}");
+            assert!(tokio::time::Instant::now() < deadline, "the stored halt is applied: {state}");
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     });
@@ -657,12 +657,12 @@ fn three_nodes_survive_a_killed_leader_and_a_paused_one() {
 
     // The paused leader, resumed, finds its term gone and stops.
     signal(&nodes[next], "-CONT");
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     let status = loop {
         if let Some(status) = nodes[next].try_wait().unwrap() {
             break status;
         }
-        assert!(std::time::Instant::now() < deadline, "the resumed old leader stops");
+        assert!(tokio::time::Instant::now() < deadline, "the resumed old leader stops");
         std::thread::sleep(Duration::from_millis(50));
     };
     assert_eq!(status.code(), Some(1), "it exits to be restarted as a follower");
