@@ -238,7 +238,11 @@ async fn probe_cluster(state: &Probes) -> Option<Probe> {
         Ok(Err(e)) => {
             let error = e.to_string();
             let detail = json!({"node": node, "epoch": epoch, "error": error});
-            return Some(Probe { status: HealthStatus::Degraded, latency: Err(format!("the probe failed: {e}")), detail });
+            return Some(Probe {
+                status: HealthStatus::Degraded,
+                latency: Err(format!("the probe failed: {e}")),
+                detail,
+            });
         }
         Err(_) => {
             let detail = json!({"node": node, "epoch": epoch, "error": no_answer()});
