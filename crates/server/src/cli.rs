@@ -313,7 +313,11 @@ async fn serve_cluster_node(config: Config) -> anyhow::Result<()> {
         .with_context(|| format!("opening the database {}", redact(&config.database_url)))?;
     let mode = latest_mode(&db).await.unwrap_or(TradingMode::Paper);
     let tokens = TokenRegistry::load(Arc::new(db.clone())).await.map_err(|e| anyhow::anyhow!("{e}"))?;
-    let front = Front::new(node.clone(), db.clone(), clock.clone(), mode, tokens, config.auth.enabled);
+    let secret = db
+        .cluster_secret(&crate::domain::tokens::generate_token())
+        .await
+        .context("reading the cluster's shared secret")?;
+    let front = Front::new(node.clone(), db.clone(), clock.clone(), mode, tokens, config.auth.enabled, secret);
     {
         let (front, db) = (front.clone(), db.clone());
         tokio::spawn(async move {

@@ -281,3 +281,15 @@ impl Database {
         Ok(done.rows_affected())
     }
 }
+
+impl Database {
+    /// The cluster's shared secret: `candidate` when no node made one yet, else the one made.
+    pub async fn cluster_secret(&self, candidate: &str) -> Result<String, StoreError> {
+        sqlx::query("INSERT INTO cluster_secret (id, secret) VALUES (1, $1) ON CONFLICT (id) DO NOTHING")
+            .bind(candidate)
+            .execute(self.pool()?)
+            .await?;
+        let row = sqlx::query("SELECT secret FROM cluster_secret WHERE id = 1").fetch_one(self.pool()?).await?;
+        Ok(row.try_get("secret")?)
+    }
+}

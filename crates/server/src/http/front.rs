@@ -38,6 +38,10 @@ pub const NODE_HEADER: HeaderName = HeaderName::from_static("x-tradeops-node");
 pub const LEADER_HEADER: HeaderName = HeaderName::from_static("x-tradeops-leader");
 /// The node that forwarded a request (set by a follower).
 pub const FORWARDED_BY_HEADER: HeaderName = HeaderName::from_static("x-tradeops-forwarded-by");
+/// The cluster's shared secret, on a forwarded request.
+const SECRET_HEADER: HeaderName = HeaderName::from_static("x-tradeops-cluster-secret");
+/// The address of the client a follower forwards for (believed with the secret only).
+const CLIENT_HEADER: HeaderName = HeaderName::from_static("x-tradeops-client");
 
 /// A forwarded request's bound, but the event stream's (it lasts). A paused leader accepts
 /// connections and never answers: this is how long a caller waits on one.
@@ -79,6 +83,9 @@ pub struct Front {
     /// The API's tokens, to accept an emergency halt while no leader answers.
     tokens: TokenRegistry,
     auth_enabled: bool,
+    /// The cluster's shared secret (`cluster_secret`): sent with what this node forwards,
+    /// required of what it is forwarded.
+    secret: String,
 }
 
 #[derive(Clone)]
@@ -96,6 +103,7 @@ impl Front {
         mode: TradingMode,
         tokens: TokenRegistry,
         auth_enabled: bool,
+        secret: String,
     ) -> Arc<Front> {
         let client = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(1))
@@ -112,6 +120,7 @@ impl Front {
             mode: RwLock::new(mode),
             tokens,
             auth_enabled,
+            secret,
         })
     }
 
@@ -128,6 +137,21 @@ impl Front {
     /// Whether this node leads.
     pub fn leads(&self) -> bool {
         matches!(*self.role.read().unwrap_or_else(|e| e.into_inner()), Role::Leader(_))
+    }
+
+    /// A request a follower forwarded carries the client's address and the cluster's secret:
+    /// with the right secret the request is taken as coming from that client (its budget, its
+    /// audit row), as if the client had called the leader; the two headers are removed either
+    /// way, so nobody else can claim an address.
+    fn believe_forwarded(&self, mut req: Request) -> Request {
+        let secret = req.headers_mut().remove(SECRET_HEADER);
+        let client = req.headers_mut().remove(CLIENT_HEADER);
+        let trusted = secret.is_some_and(|s| constant_time_eq(s.as_bytes(), self.secret.as_bytes()));
+        if let (true, Some(ip)) = (trusted, client.and_then(|c| c.to_str().ok()?.parse::<std::net::IpAddr>().ok())) {
+            let port = req.extensions().get::<ConnectInfo<SocketAddr>>().map_or(0, |c| c.0.port());
+            req.extensions_mut().insert(ConnectInfo(SocketAddr::new(ip, port)));
+        }
+        req
     }
 
     /// The trading mode a follower's own answers carry.
@@ -197,13 +221,15 @@ impl Front {
             };
             let mut out = self.client.request(parts.method.clone(), format!("{leader}{path}"));
             for (name, value) in parts.headers.iter() {
-                if name != axum::http::header::HOST && !HOP_BY_HOP.contains(&name.as_str()) {
+                let ours = *name == SECRET_HEADER || *name == CLIENT_HEADER;
+                if name != axum::http::header::HOST && !ours && !HOP_BY_HOP.contains(&name.as_str()) {
                     out = out.header(name, value);
                 }
             }
             if let Some(ip) = client {
-                out = out.header("x-forwarded-for", ip.to_string());
+                out = out.header("x-forwarded-for", ip.to_string()).header(CLIENT_HEADER, ip.to_string());
             }
+            out = out.header(SECRET_HEADER, self.secret.as_str());
             out = out.header(FORWARDED_BY_HEADER, self.node.as_str()).body(body.clone());
             if HALT_PATHS.contains(&parts.uri.path()) {
                 out = out.timeout(HALT_FORWARD_TIMEOUT);
@@ -345,7 +371,7 @@ impl Front {
 async fn dispatch(State(front): State<Arc<Front>>, req: Request) -> Response {
     let role = front.role.read().unwrap_or_else(|e| e.into_inner()).clone();
     let mut response = match role {
-        Role::Leader(router) => match router.oneshot(req).await {
+        Role::Leader(router) => match router.oneshot(front.believe_forwarded(req)).await {
             Ok(response) => response,
             Err(never) => match never {},
         },
@@ -400,4 +426,9 @@ fn unavailable(reason: &str, message: &str) -> Response {
         .with_detail(json!({"reason": reason}))
         .with_retry_after(1)
         .into_response()
+}
+
+/// Whether `a` equals `b`, in time that does not depend on where they differ.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
 }

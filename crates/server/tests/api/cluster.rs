@@ -688,3 +688,49 @@ fn three_nodes_survive_a_killed_leader_and_a_paused_one() {
     assert_eq!(refused["error"]["code"], "EMERGENCY_HALT_ACTIVE", "{refused}");
     crate::cli::terminate(&mut d);
 }
+
+/// A follower forwards each client's own address with the cluster's shared secret (issue 25.2):
+/// the leader budgets anonymous callers per real client, not per follower — a flood through a
+/// follower is refused 429 while another client through the same follower is still answered.
+/// A client cannot claim an address itself: without the secret the header is dropped.
+#[test]
+fn a_follower_forwards_each_client_s_own_address() {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let Some((_keep, url)) = rt.block_on(postgres_db("a_follower_forwards_each_client_s_own_address")) else {
+        return;
+    };
+    let (a_dir, b_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (mut a, a_lines) = serve_on(a_dir.path(), &url);
+    let leader = listening(&a_lines.recv_timeout(Duration::from_secs(30)).unwrap());
+    wait_leads(&a_lines);
+    let (mut b, b_lines) = serve_on(b_dir.path(), &url);
+    let follower = listening(&b_lines.recv_timeout(Duration::from_secs(30)).unwrap());
+    let from = |ip: [u8; 4]| reqwest::Client::builder().local_address(std::net::IpAddr::from(ip)).build().unwrap();
+    rt.block_on(async {
+        let flood = from([127, 0, 0, 5]);
+        let mut limited = false;
+        for _ in 0..60 {
+            let status = flood.get(format!("{follower}/api/positions")).send().await.unwrap().status();
+            if status == 429 {
+                limited = true;
+                break;
+            }
+            assert_eq!(status, 401);
+        }
+        assert!(limited, "the flood through the follower is budgeted");
+        let other = from([127, 0, 0, 6]).get(format!("{follower}/api/positions")).send().await.unwrap();
+        assert_eq!(other.status(), 401, "another client through the same follower has its own budget");
+        // Claiming the flood's address straight at the leader, without the secret, is ignored:
+        // the caller is budgeted as itself.
+        let claimed = from([127, 0, 0, 7])
+            .get(format!("{leader}/api/positions"))
+            .header("x-tradeops-client", "127.0.0.5")
+            .header("x-tradeops-cluster-secret", "guessed")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(claimed.status(), 401);
+    });
+    crate::cli::terminate(&mut b);
+    crate::cli::terminate(&mut a);
+}
