@@ -221,6 +221,7 @@ impl Application {
             worker: crate::jobs::worker_name(&node),
             downloads: Default::default(),
             backtests: Default::default(),
+            sweeps: Default::default(),
         });
         let audit = crate::audit_outbox::AuditOutbox::wrap(Arc::new(db.clone()));
         let audit_store: Arc<dyn tradeops_store::AuditRepository> = Arc::new(db.clone());

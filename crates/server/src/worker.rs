@@ -94,6 +94,7 @@ impl Worker {
             worker: crate::jobs::worker_name(&node),
             downloads: Default::default(),
             backtests: Default::default(),
+            sweeps: Default::default(),
         });
         Ok(Worker { jobs, settings, reference, node })
     }

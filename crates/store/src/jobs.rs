@@ -73,6 +73,8 @@ impl From<&str> for JobStatus {
 pub enum JobKind {
     Download,
     Backtest,
+    /// A part of a parameter sweep (`sweep_parts`).
+    Sweep,
 }
 
 impl JobKind {
@@ -81,6 +83,7 @@ impl JobKind {
         match self {
             JobKind::Download => "download",
             JobKind::Backtest => "backtest",
+            JobKind::Sweep => "sweep",
         }
     }
 
@@ -88,6 +91,7 @@ impl JobKind {
         match self {
             JobKind::Download => "download_jobs",
             JobKind::Backtest => "backtests",
+            JobKind::Sweep => "sweep_parts",
         }
     }
 
@@ -95,6 +99,7 @@ impl JobKind {
         match self {
             JobKind::Download => "request_id",
             JobKind::Backtest => "backtest_id",
+            JobKind::Sweep => "part_id",
         }
     }
 }

@@ -15,6 +15,7 @@ pub mod jobs;
 pub mod market;
 pub mod reference;
 pub mod settings;
+pub mod sweeps;
 pub mod tokens;
 pub mod trading;
 
@@ -29,5 +30,6 @@ pub use jobs::{Cancel, JobKind, JobRepository, JobStatus, Lease, Recovery, JOB_C
 pub use market::{BlockRecord, MarketRepository, RadarRowRecord, ViolationRecord, WatchRecord};
 pub use reference::{ReferenceRecord, ReferenceRepository};
 pub use settings::{SettingsRepository, SettingsVersion};
+pub use sweeps::{SweepPart, SweepRecord, SweepRepository};
 pub use tokens::{ChangeListener, Revocation, TokenChangeListener, TokenRecord, TokenRepository};
 pub use trading::{EngineStateRecord, OrderFilter, TradingRepository};

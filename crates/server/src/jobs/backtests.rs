@@ -63,28 +63,29 @@ pub struct BacktestRequest {
     pub settings: Option<Map<String, Value>>,
 }
 
-/// A validated run, as stored in the row's `request`.
+/// A validated run, as stored in the row's `request` (a sweep stores one too: its first
+/// combination's, every other field shared).
 #[derive(Clone, Debug, Deserialize, Serialize)]
-struct Stored {
-    strategy_id: String,
-    strategy_version: String,
-    symbol: String,
+pub(crate) struct Stored {
+    pub(crate) strategy_id: String,
+    pub(crate) strategy_version: String,
+    pub(crate) symbol: String,
     #[serde(with = "tradeops_core::time::serde_ts")]
-    start: Timestamp,
+    pub(crate) start: Timestamp,
     #[serde(with = "tradeops_core::time::serde_ts")]
-    end: Timestamp,
-    timeframe: Timeframe,
-    parameters: std::collections::BTreeMap<String, f64>,
+    pub(crate) end: Timestamp,
+    pub(crate) timeframe: Timeframe,
+    pub(crate) parameters: std::collections::BTreeMap<String, f64>,
     #[serde(with = "rust_decimal::serde::str")]
-    initial_cash: Decimal,
+    pub(crate) initial_cash: Decimal,
     #[serde(with = "rust_decimal::serde::str")]
-    commission_rate: Decimal,
+    pub(crate) commission_rate: Decimal,
     #[serde(with = "rust_decimal::serde::str")]
-    slippage_bps: Decimal,
-    fill: FillModel,
-    settings: Option<Map<String, Value>>,
+    pub(crate) slippage_bps: Decimal,
+    pub(crate) fill: FillModel,
+    pub(crate) settings: Option<Map<String, Value>>,
     /// The settings the run trades under (the operator's at the request, overrides applied).
-    effective_settings: Value,
+    pub(crate) effective_settings: Value,
 }
 
 /// What `initial_cash` accepts, in the operator's words (the HTTP field table quotes it too).
@@ -102,8 +103,9 @@ fn bounded(field: &'static str, rule: &str, value: Decimal, min: Decimal, max: D
     Ok(value)
 }
 
-/// Validates and queues a run.
-pub async fn enqueue(jobs: &Jobs, req: BacktestRequest, actor: &str) -> DomainResult<BacktestRecord> {
+/// A run's request checked — settings overrides, parameters, range, amounts, the symbol — and
+/// normalised as it is stored.
+pub(crate) async fn validate(jobs: &Jobs, req: &BacktestRequest) -> DomainResult<Stored> {
     let timeframe = req.timeframe.unwrap_or(Timeframe::Minute);
     let current = jobs.current_settings();
     let settings: Settings = match &req.settings {
@@ -182,6 +184,12 @@ pub async fn enqueue(jobs: &Jobs, req: BacktestRequest, actor: &str) -> DomainRe
         settings: req.settings.clone(),
         effective_settings: settings.to_json(),
     };
+    Ok(stored)
+}
+
+/// Validates and queues a run.
+pub async fn enqueue(jobs: &Jobs, req: BacktestRequest, actor: &str) -> DomainResult<BacktestRecord> {
+    let stored = validate(jobs, &req).await?;
     let record = BacktestRecord {
         backtest_id: format!("bt-{}", uuid::Uuid::new_v4().simple()),
         strategy_id: stored.strategy_id.clone(),
@@ -278,41 +286,9 @@ async fn execute(jobs: &Jobs, leases: &Leases, mut run: BacktestRecord) {
 
 async fn compute(jobs: &Jobs, leases: &Leases, run: &mut BacktestRecord) -> Result<Value, Halt> {
     let stored: Stored = serde_json::from_str(&run.request).map_err(|e| format!("unreadable request: {e}"))?;
-    let settings = Settings::from_json(&stored.effective_settings)
-        .map_err(|e| format!("unreadable settings: {}", e.first().map(|f| f.reason.as_str()).unwrap_or("")))?;
-    let symbol = Symbol::parse(&stored.symbol).map_err(|e| format!("bad symbol: {e}"))?;
-    let (start, end) = (to_epoch_ms(&stored.start), to_epoch_ms(&stored.end));
-    let data: &dyn DataRepository = &jobs.db;
-    let tf = stored.timeframe.as_str();
-    // Minute bars from the start of the first date: its earlier volume counts toward relative
-    // volume (the strategy still starts at `start`).
-    let from = match stored.timeframe {
-        Timeframe::Minute => ny_instant(NyDay::default().date_of(stored.start), (0, 0)).min(stored.start),
-        Timeframe::Day => stored.start,
-    };
-    let calendar = tradeops_core::calendar::MarketCalendar::new(settings.runtime.market_calendar);
-    let from_ms = to_epoch_ms(&from);
-    let mut bars = data.bars(&symbol, tf, from_ms, end).await.map_err(|e| e.to_string())?;
-    // Trading days with no stored bar that no completed download already asked for are
-    // downloaded first, then the bars read again: a run never quietly covers part of its range.
-    if jobs.market.instrument(&symbol).is_some() {
-        let downloaded = data.downloaded_ranges(&symbol, tf, from_ms, end).await.map_err(|e| e.to_string())?;
-        let downloaded: Vec<_> = downloaded.into_iter().map(|(a, b)| (from_epoch_ms(a), from_epoch_ms(b))).collect();
-        if let Some((a, b)) = coverage::missing_span(&bars, &downloaded, calendar, from, stored.end) {
-            let by = format!("backtest {}", run.backtest_id);
-            crate::jobs::downloads::download_now(jobs, &symbol, stored.timeframe, a, b, &by)
-                .await
-                .map_err(|e| format!("downloading the missing bars failed: {e}"))?;
-            bars = data.bars(&symbol, tf, from_ms, end).await.map_err(|e| e.to_string())?;
-        }
-    }
-    if !bars.iter().any(|b| to_epoch_ms(&b.start) >= start) {
-        return Err(format!("no {tf} bars of {symbol} are stored in the range").into());
-    }
-    let history: Box<dyn History + Send> = match jobs.market.history(&symbol, calendar) {
-        Some(h) => h,
-        None => jobs.reference.history(&symbol, Box::new(BarHistory::new(&bars, stored.timeframe))),
-    };
+    let Prepared { settings, symbol, bars, calendar } =
+        prepare(jobs, &stored, &format!("backtest {}", run.backtest_id)).await?;
+    let history = history_of(jobs, &symbol, calendar, &bars, stored.timeframe);
     let spec = BacktestSpec {
         strategy_id: stored.strategy_id.clone(),
         symbol,
@@ -358,6 +334,64 @@ async fn compute(jobs: &Jobs, leases: &Leases, run: &mut BacktestRecord) -> Resu
         }
     };
     Ok(result_json(&output))
+}
+
+/// What a run trades on: its settings, symbol and bars, and the calendar its history follows.
+pub(crate) struct Prepared {
+    pub(crate) settings: Settings,
+    pub(crate) symbol: Symbol,
+    pub(crate) bars: Vec<tradeops_core::market::Bar>,
+    pub(crate) calendar: tradeops_core::calendar::MarketCalendar,
+}
+
+/// Reads a stored run's settings and bars; trading days of its range with no stored bar that no
+/// completed download already asked for are downloaded first (`by` names who asked), then the
+/// bars read again: a run never quietly covers part of its range.
+pub(crate) async fn prepare(jobs: &Jobs, stored: &Stored, by: &str) -> Result<Prepared, Halt> {
+    let settings = Settings::from_json(&stored.effective_settings)
+        .map_err(|e| format!("unreadable settings: {}", e.first().map(|f| f.reason.as_str()).unwrap_or("")))?;
+    let symbol = Symbol::parse(&stored.symbol).map_err(|e| format!("bad symbol: {e}"))?;
+    let (start, end) = (to_epoch_ms(&stored.start), to_epoch_ms(&stored.end));
+    let data: &dyn DataRepository = &jobs.db;
+    let tf = stored.timeframe.as_str();
+    // Minute bars from the start of the first date: its earlier volume counts toward relative
+    // volume (the strategy still starts at `start`).
+    let from = match stored.timeframe {
+        Timeframe::Minute => ny_instant(NyDay::default().date_of(stored.start), (0, 0)).min(stored.start),
+        Timeframe::Day => stored.start,
+    };
+    let calendar = tradeops_core::calendar::MarketCalendar::new(settings.runtime.market_calendar);
+    let from_ms = to_epoch_ms(&from);
+    let mut bars = data.bars(&symbol, tf, from_ms, end).await.map_err(|e| e.to_string())?;
+    if jobs.market.instrument(&symbol).is_some() {
+        let downloaded = data.downloaded_ranges(&symbol, tf, from_ms, end).await.map_err(|e| e.to_string())?;
+        let downloaded: Vec<_> = downloaded.into_iter().map(|(a, b)| (from_epoch_ms(a), from_epoch_ms(b))).collect();
+        if let Some((a, b)) = coverage::missing_span(&bars, &downloaded, calendar, from, stored.end) {
+            crate::jobs::downloads::download_now(jobs, &symbol, stored.timeframe, a, b, by)
+                .await
+                .map_err(|e| format!("downloading the missing bars failed: {e}"))?;
+            bars = data.bars(&symbol, tf, from_ms, end).await.map_err(|e| e.to_string())?;
+        }
+    }
+    if !bars.iter().any(|b| to_epoch_ms(&b.start) >= start) {
+        return Err(format!("no {tf} bars of {symbol} are stored in the range").into());
+    }
+    Ok(Prepared { settings, symbol, bars, calendar })
+}
+
+/// A run's history of `symbol` (float, sector, earlier days): the market's, else the imported
+/// reference data over its bars.
+pub(crate) fn history_of(
+    jobs: &Jobs,
+    symbol: &Symbol,
+    calendar: tradeops_core::calendar::MarketCalendar,
+    bars: &[tradeops_core::market::Bar],
+    timeframe: Timeframe,
+) -> Box<dyn History + Send> {
+    match jobs.market.history(symbol, calendar) {
+        Some(h) => h,
+        None => jobs.reference.history(symbol, Box::new(BarHistory::new(bars, timeframe))),
+    }
 }
 
 /// The stored result: every metric of CONTRACT §4, the trades (rows as `GET /api/trades`) and

@@ -11,6 +11,7 @@
 
 pub mod backtests;
 pub mod downloads;
+pub mod sweeps;
 
 use crate::domain::{DomainError, GuardSubject};
 use crate::events::EventBus;
@@ -52,6 +53,8 @@ pub struct JobContext {
     pub downloads: Notify,
     /// Wakes the backtest worker when a run is queued.
     pub backtests: Notify,
+    /// Wakes the sweep worker when a sweep's parts are queued.
+    pub sweeps: Notify,
 }
 
 /// A process's part of the job work (`[jobs]` in the configuration).
@@ -88,7 +91,7 @@ impl Jobs {
     /// stopped): another worker takes them at once instead of after their leases. A download
     /// resumes, a backtest runs again.
     pub async fn release_held(&self) {
-        for kind in [JobKind::Download, JobKind::Backtest] {
+        for kind in JobKind::ALL {
             match self.db.release_jobs(kind, &self.worker, recovery(kind)).await {
                 Ok(ids) if !ids.is_empty() => {
                     tracing::info!(job = kind.name(), ?ids, "jobs handed back to the queue for another worker")
@@ -107,6 +110,7 @@ impl Jobs {
         match kind {
             JobKind::Download => self.downloads.notify_one(),
             JobKind::Backtest => self.backtests.notify_one(),
+            JobKind::Sweep => self.sweeps.notify_one(),
         }
         if let Err(e) = self.db.announce_jobs().await {
             tracing::warn!(error = %e, "could not announce a queued job to other processes: they find it at their next poll");
@@ -142,7 +146,7 @@ pub fn recovery(kind: JobKind) -> Recovery {
         // Storing bars is idempotent: the job continues.
         JobKind::Download => Recovery::Resume,
         // Runs are deterministic: it runs again from the start.
-        JobKind::Backtest => Recovery::Rerun,
+        JobKind::Backtest | JobKind::Sweep => Recovery::Rerun,
     }
 }
 
@@ -379,6 +383,7 @@ pub fn spawn_workers(jobs: &Jobs) -> Vec<tokio::task::JoinHandle<()>> {
     vec![
         tokio::spawn(downloads::run_worker(jobs.clone())),
         tokio::spawn(backtests::run_worker(jobs.clone())),
+        tokio::spawn(sweeps::run_worker(jobs.clone())),
         tokio::spawn(listen_for_jobs(jobs.clone())),
     ]
 }
@@ -393,6 +398,7 @@ pub async fn listen_for_jobs(jobs: Jobs) {
             Ok(_) => {
                 jobs.downloads.notify_one();
                 jobs.backtests.notify_one();
+                jobs.sweeps.notify_one();
             }
             Err(e) => {
                 tracing::debug!(error = %e, "cannot listen for queued jobs: polling meanwhile");

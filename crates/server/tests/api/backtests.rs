@@ -290,3 +290,122 @@ async fn all_in_runs_trade_within_the_limits_and_refusals_are_counted_by_rule() 
     let listed = app.get("/api/backtests").await;
     assert_eq!(listed.data()[0]["refusals"], json!({"MAX_ORDER_VALUE": 47}), "list rows show them too");
 }
+
+/// A sweep of the golden request's parameters: combinations ranked highest objective first,
+/// those the strategy refuses skipped, each the same run as `POST /api/backtests/run` gives.
+async fn wait_sweep(app: &TestApp, id: &str) -> Value {
+    for _ in 0..1500 {
+        let sweep = app.get(&format!("/api/backtests/sweeps/{id}")).await.data().clone();
+        if ["COMPLETED", "FAILED", "CANCELED"].contains(&sweep["status"].as_str().unwrap()) {
+            return sweep;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    panic!("sweep {id} never finished");
+}
+
+fn sweep_request(grid: Value) -> Value {
+    let mut body = golden_request();
+    let body = body.as_object_mut().unwrap();
+    body.remove("parameters");
+    body.insert("grid".into(), grid);
+    Value::Object(body.clone())
+}
+
+#[tokio::test]
+async fn a_sweep_ranks_every_combination_as_its_own_backtest_would() {
+    let app = spawn_app().await;
+    import_golden(&app).await;
+    // fast 5, 10, 15 × slow 10, 20: (10, 10) and (15, 10) are refused by sma_cross (fast < slow).
+    let grid = json!({"fast": {"from": 5, "to": 15, "step": 5}, "slow": [10, 20]});
+    let queued = app.post("/api/backtests/sweeps", ADMIN_TOKEN, sweep_request(grid.clone())).await;
+    let accepted = queued.assert_ok(202).clone();
+    assert_eq!(accepted["combinations"], 4);
+    let sweep = wait_sweep(&app, accepted["sweep_id"].as_str().unwrap()).await;
+    assert_eq!(sweep["status"], "COMPLETED", "{sweep}");
+    assert_eq!(
+        (sweep["completed"].clone(), sweep["skipped"].clone(), sweep["progress"].clone()),
+        (json!(4), json!(2), json!(1.0))
+    );
+    assert_eq!(sweep["objective"], "sharpe_ratio");
+    let results = sweep["results"].as_array().unwrap();
+    assert_eq!(results.len(), 4);
+    let sharpe: Vec<f64> = results.iter().map(|r| r["sharpe_ratio"].as_f64().unwrap_or(f64::NEG_INFINITY)).collect();
+    assert!(sharpe.windows(2).all(|w| w[0] >= w[1]), "ranked highest first: {sharpe:?}");
+    assert_eq!(sweep["best"], results[0]);
+    // Each combination is the backtest the same request runs alone.
+    for row in results {
+        let mut single = golden_request();
+        single["parameters"] = row["parameters"].clone();
+        let alone = run(&app, single).await;
+        for key in ["total_return", "sharpe_ratio", "max_drawdown", "trade_count", "profit_factor", "final_equity"] {
+            assert_eq!(row[key], alone[key], "{key} of {}", row["parameters"]);
+        }
+    }
+    // A constraint nothing meets: listed, unranked, no best.
+    let mut strict = sweep_request(grid);
+    strict["constraint"] = json!({"max_drawdown": 0.0});
+    strict["objective"] = json!("total_return");
+    let id = app.post("/api/backtests/sweeps", ADMIN_TOKEN, strict).await.assert_ok(202)["sweep_id"].clone();
+    let strict = wait_sweep(&app, id.as_str().unwrap()).await;
+    assert_eq!(strict["best"], Value::Null, "{strict}");
+    assert!(strict["results"].as_array().unwrap().iter().all(|r| r["meets_constraint"] == false));
+    let listed = app.get("/api/backtests/sweeps").await;
+    assert_eq!(listed.body["meta"]["count"], 2);
+    assert!(listed.data()[0].get("results").is_none(), "the list leaves results out");
+    let audit = app.get("/api/audit?action=backtest.sweep").await;
+    assert_eq!(audit.body["meta"]["count"], 2);
+}
+
+#[tokio::test]
+async fn bad_sweeps_are_refused_and_nothing_is_queued() {
+    trait Refused {
+        fn assert_validation(&self, field: &str);
+    }
+    impl Refused for Reply {
+        fn assert_validation(&self, field: &str) {
+            self.assert_error(400, "VALIDATION_ERROR");
+            assert_eq!(self.body["error"]["detail"]["field"], field, "{}", self.body);
+        }
+    }
+    let app = spawn_app().await;
+    import_golden(&app).await;
+    let refused = |grid: Value| sweep_request(grid);
+    app.post("/api/backtests/sweeps", ADMIN_TOKEN, refused(json!({"fast": {"from": 9, "to": 1, "step": 1}})))
+        .await
+        .assert_validation("grid.fast");
+    app.post("/api/backtests/sweeps", ADMIN_TOKEN, refused(json!({}))).await.assert_validation("grid");
+    // Every combination refused by the strategy.
+    app.post("/api/backtests/sweeps", ADMIN_TOKEN, refused(json!({"fast": [30], "slow": [10, 20]})))
+        .await
+        .assert_error(400, "VALIDATION_ERROR");
+    let mut big =
+        refused(json!({"fast": {"from": 1, "to": 200, "step": 1}, "slow": {"from": 1, "to": 200, "step": 1}}));
+    app.post("/api/backtests/sweeps", ADMIN_TOKEN, big.clone()).await.assert_validation("grid");
+    big["sample"] = json!(0);
+    app.post("/api/backtests/sweeps", ADMIN_TOKEN, big).await.assert_error(400, "VALIDATION_ERROR");
+    assert_eq!(app.get("/api/backtests/sweeps").await.body["meta"]["count"], 0);
+    app.get("/api/backtests/sweeps/sw-nope").await.assert_error(404, "NOT_FOUND");
+}
+
+/// A sweep canceled while queued (this service runs no jobs): every part `CANCELED`, and a
+/// second cancel is refused, changing nothing.
+#[tokio::test]
+async fn a_queued_sweep_is_canceled_whole() {
+    let app = spawn_app_with(|config| config.jobs.run = false).await;
+    import_golden(&app).await;
+    let grid = json!({"fast": {"from": 2, "to": 9, "step": 1}, "slow": {"from": 10, "to": 20, "step": 1}});
+    let id =
+        app.post("/api/backtests/sweeps", ADMIN_TOKEN, sweep_request(grid)).await.assert_ok(202)["sweep_id"].clone();
+    let id = id.as_str().unwrap();
+    let queued = app.get(&format!("/api/backtests/sweeps/{id}")).await.data().clone();
+    assert_eq!(
+        (queued["status"].clone(), queued["combinations"].clone(), queued["parts"].clone()),
+        (json!("QUEUED"), json!(88), json!(4))
+    );
+    let canceled = app.post(&format!("/api/backtests/sweeps/{id}/cancel"), ADMIN_TOKEN, json!({})).await;
+    assert_eq!(canceled.assert_ok(200)["status"], "CANCELED");
+    app.post(&format!("/api/backtests/sweeps/{id}/cancel"), ADMIN_TOKEN, json!({}))
+        .await
+        .assert_error(409, "SETTINGS_UPDATE_BLOCKED");
+}
