@@ -152,7 +152,7 @@ fn axis(name: &str, spec: &Value) -> DomainResult<Vec<f64>> {
             let (Some(from), Some(to), Some(step), false) = (get("from"), get("to"), get("step"), unknown) else {
                 return Err(refuse("a range needs from, to and step (numbers), and nothing else"));
             };
-            if !(step > 0.0) || !from.is_finite() || !to.is_finite() || to < from {
+            if step <= 0.0 || !step.is_finite() || !from.is_finite() || !to.is_finite() || to < from {
                 return Err(refuse("a range needs a positive step and to not below from"));
             }
             let count = ((to - from) / step + 1e-9).floor() + 1.0;
