@@ -25,7 +25,9 @@ pub struct AuditOutbox {
 
 #[derive(Default)]
 struct Held {
-    rows: VecDeque<AuditEntry>,
+    /// Each row, and whether it may have been written already (its write timed out: the
+    /// database may have stored it after all).
+    rows: VecDeque<(AuditEntry, bool)>,
     /// Rows not kept because [`MAX_HELD`] were held already, and the newest of them.
     lost: u64,
     last_lost: Option<AuditEntry>,
@@ -58,10 +60,10 @@ impl AuditOutbox {
         self.lock().rows.len()
     }
 
-    fn hold(&self, entry: &AuditEntry) {
+    fn hold(&self, entry: &AuditEntry, maybe_written: bool) {
         let mut held = self.lock();
         if held.rows.len() < MAX_HELD {
-            held.rows.push_back(entry.clone());
+            held.rows.push_back((entry.clone(), maybe_written));
         } else {
             held.lost += 1;
             held.last_lost = Some(entry.clone());
@@ -88,8 +90,18 @@ impl AuditOutbox {
     async fn write_held(&self) {
         loop {
             let next = self.lock().rows.front().cloned();
-            let Some(entry) = next else { break };
-            match self.inner.append_audit(&entry).await {
+            let Some((entry, maybe_written)) = next else { break };
+            // A row whose first write timed out may have been stored after all: not twice.
+            let stored = match maybe_written {
+                true => match self.inner.has_audit_row(&entry).await {
+                    Ok(stored) => stored,
+                    Err(e) if e.is_unavailable() => return,
+                    Err(_) => false,
+                },
+                false => false,
+            };
+            let written = if stored { Ok(0) } else { self.inner.append_audit(&entry).await };
+            match written {
                 Ok(_) => {}
                 Err(e) if e.is_unavailable() => return,
                 Err(e) => tracing::error!(error = %e, action = %entry.action, "held audit row refused; set aside"),
@@ -128,19 +140,20 @@ impl AuditRepository for AuditOutbox {
     /// returned (no id yet).
     async fn append_audit(&self, entry: &AuditEntry) -> Result<i64, StoreError> {
         if self.held() > 0 {
-            self.hold(entry);
+            self.hold(entry, false);
             return Ok(0);
         }
-        let written = match tokio::time::timeout(APPEND_TIMEOUT, self.inner.append_audit(entry)).await {
-            Ok(written) => written,
-            // Not answered in time (a database that stopped answering): held, so the request
-            // is not held up; if the first write lands after all, the row is stored twice.
-            Err(_) => Err(StoreError::TimedOut(APPEND_TIMEOUT)),
+        let (written, timed_out) = match tokio::time::timeout(APPEND_TIMEOUT, self.inner.append_audit(entry)).await {
+            Ok(written) => (written, false),
+            // Not answered in time (a database that stopped answering, or one slow under load):
+            // held, so the request is not held up; the first write may land after all, so the
+            // held row is looked up before it is written again.
+            Err(_) => (Err(StoreError::TimedOut(APPEND_TIMEOUT)), true),
         };
         match written {
             Err(e) if e.is_unavailable() => {
                 tracing::warn!(action = %entry.action, "audit row held until the database is back");
-                self.hold(entry);
+                self.hold(entry, timed_out);
                 Ok(0)
             }
             other => other,
@@ -157,6 +170,10 @@ impl AuditRepository for AuditOutbox {
 
     async fn prune_audit(&self, before_ts: i64) -> Result<u64, StoreError> {
         self.inner.prune_audit(before_ts).await
+    }
+
+    async fn has_audit_row(&self, entry: &AuditEntry) -> Result<bool, StoreError> {
+        self.inner.has_audit_row(entry).await
     }
 
     async fn flush_held(&self) {
@@ -177,8 +194,11 @@ mod tests {
     #[derive(Default)]
     struct Flaky {
         up: AtomicBool,
-        rows: Mutex<Vec<AuditEntry>>,
+        rows: Arc<Mutex<Vec<AuditEntry>>>,
         write_time: Duration,
+        /// A write stores its row after `write_time` even when its caller stopped waiting (a
+        /// database that commits an insert whose answer came too late).
+        lands_late: bool,
     }
 
     #[async_trait]
@@ -186,6 +206,16 @@ mod tests {
         async fn append_audit(&self, entry: &AuditEntry) -> Result<i64, StoreError> {
             if !self.up.load(Ordering::SeqCst) {
                 return Err(StoreError::Unavailable("down".into()));
+            }
+            if self.lands_late {
+                let (rows, entry, wait) = (self.rows.clone(), entry.clone(), self.write_time);
+                let landed = tokio::spawn(async move {
+                    tokio::time::sleep(wait).await;
+                    let mut rows = rows.lock().unwrap();
+                    rows.push(entry);
+                    rows.len() as i64
+                });
+                return Ok(landed.await.unwrap());
             }
             tokio::time::sleep(self.write_time).await;
             let mut rows = self.rows.lock().unwrap();
@@ -200,6 +230,9 @@ mod tests {
         }
         async fn prune_audit(&self, _: i64) -> Result<u64, StoreError> {
             Ok(0)
+        }
+        async fn has_audit_row(&self, entry: &AuditEntry) -> Result<bool, StoreError> {
+            Ok(self.rows.lock().unwrap().contains(entry))
         }
     }
 
@@ -255,6 +288,22 @@ mod tests {
         let actions: Vec<_> = log.rows.lock().unwrap().iter().map(|r| r.action.clone()).collect();
         assert_eq!(actions, ["halt", "resume"]);
         retry.await.unwrap();
+    }
+
+    /// A write answered too late is held, and may have been stored after all: the flush finds
+    /// it stored and does not write it twice (a duplicate CI caught under load).
+    #[tokio::test(start_paused = true)]
+    async fn a_row_whose_write_timed_out_but_landed_is_not_stored_twice() {
+        let log = Arc::new(Flaky { write_time: APPEND_TIMEOUT * 2, lands_late: true, ..Flaky::default() });
+        log.up.store(true, Ordering::SeqCst);
+        let outbox = AuditOutbox::wrap(log.clone());
+        assert_eq!(outbox.append_audit(&entry("block")).await.unwrap(), 0, "held: not answered in time");
+        assert_eq!(outbox.held(), 1);
+        tokio::time::sleep(APPEND_TIMEOUT * 3).await; // the first write lands
+        outbox.flush_held().await;
+        let actions: Vec<_> = log.rows.lock().unwrap().iter().map(|r| r.action.clone()).collect();
+        assert_eq!(actions, ["block"], "once");
+        assert_eq!(outbox.held(), 0);
     }
 
     #[tokio::test]

@@ -55,6 +55,10 @@ pub trait AuditRepository: Send + Sync {
     async fn update_audit_request(&self, audit_id: i64, request: &str) -> Result<(), StoreError>;
     /// Deletes the rows written (wall time) before `before_wall_ts`; returns how many.
     async fn prune_audit(&self, before_wall_ts: i64) -> Result<u64, StoreError>;
+    /// Whether a row equal to `entry` is stored (a write that timed out may have landed).
+    async fn has_audit_row(&self, _entry: &AuditEntry) -> Result<bool, StoreError> {
+        Ok(false)
+    }
     /// Writes rows an implementation holds back (during an outage); nothing by default.
     async fn flush_held(&self) {}
     /// Rows held back, not yet written (0 by default).
@@ -69,6 +73,22 @@ const PRUNE_BATCH: i64 = 5_000;
 
 #[async_trait]
 impl AuditRepository for Database {
+    async fn has_audit_row(&self, e: &AuditEntry) -> Result<bool, StoreError> {
+        let row = sqlx::query(
+            "SELECT audit_id FROM audit_log WHERE request_id = $1 AND action = $2 AND wall_ts = $3 AND actor = $4 \
+             AND target = $5 AND outcome = $6 LIMIT 1",
+        )
+        .bind(&e.request_id)
+        .bind(&e.action)
+        .bind(e.wall_ts)
+        .bind(&e.actor)
+        .bind(&e.target)
+        .bind(&e.outcome)
+        .fetch_optional(self.pool()?)
+        .await?;
+        Ok(row.is_some())
+    }
+
     async fn append_audit(&self, e: &AuditEntry) -> Result<i64, StoreError> {
         let row = sqlx::query(
             "INSERT INTO audit_log (ts, actor, role, action, target, request, outcome, mode, request_id, wall_ts) \
