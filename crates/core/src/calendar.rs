@@ -80,6 +80,28 @@ impl MarketCalendar {
     /// day: `pre_market_open = regular_open` = 00:00 NY of `date`, `regular_close =
     /// after_hours_close` = 00:00 NY of the next date, `early_close` false.
     pub fn trading_day(&self, date: NaiveDate) -> Option<TradingDay> {
+        // A pure function of (kind, date), asked for every bar of every run (a sweep repeats
+        // the same dates per combination): remembered per thread.
+        thread_local! {
+            static KNOWN: std::cell::RefCell<std::collections::HashMap<(bool, NaiveDate), Option<TradingDay>>> =
+                std::cell::RefCell::new(std::collections::HashMap::new());
+        }
+        let key = (self.kind == MarketCalendarKind::Nyse, date);
+        if let Some(known) = KNOWN.with(|k| k.borrow().get(&key).copied()) {
+            return known;
+        }
+        let day = self.compute_trading_day(date);
+        KNOWN.with(|k| {
+            let mut known = k.borrow_mut();
+            if known.len() >= 100_000 {
+                known.clear();
+            }
+            known.insert(key, day);
+        });
+        day
+    }
+
+    fn compute_trading_day(&self, date: NaiveDate) -> Option<TradingDay> {
         if !self.is_trading_day(date) {
             return None;
         }
@@ -266,11 +288,21 @@ pub fn nyse_early_closes(year: i32) -> Vec<NaiveDate> {
 }
 
 fn is_nyse_holiday(date: NaiveDate) -> bool {
-    nyse_holidays(date.year()).iter().any(|(holiday, _)| *holiday == date)
+    year_dates(date.year(), |year| nyse_holidays(year).into_iter().map(|(d, _)| d).collect(), true).contains(&date)
 }
 
 fn is_nyse_early_close(date: NaiveDate) -> bool {
-    nyse_early_closes(date.year()).contains(&date)
+    year_dates(date.year(), nyse_early_closes, false).contains(&date)
+}
+
+/// A year's holidays (`holidays`) or early closes, worked out once per thread: asked for every
+/// bar of every run.
+fn year_dates(year: i32, make: impl FnOnce(i32) -> Vec<NaiveDate>, holidays: bool) -> std::rc::Rc<[NaiveDate]> {
+    type Known = std::collections::HashMap<(i32, bool), std::rc::Rc<[NaiveDate]>>;
+    thread_local! {
+        static KNOWN: std::cell::RefCell<Known> = std::cell::RefCell::new(Known::new());
+    }
+    KNOWN.with(|k| k.borrow_mut().entry((year, holidays)).or_insert_with(|| make(year).into()).clone())
 }
 
 fn is_weekday(date: NaiveDate) -> bool {
@@ -370,13 +402,35 @@ impl NyDay {
     #[cold]
     #[inline(never)]
     fn move_to(&mut self, seconds: i64) -> (NaiveDate, u32) {
-        let at = chrono::DateTime::from_timestamp(seconds, 0).expect("instants of the market are in range");
-        let date = at.with_timezone(&New_York).date_naive();
-        let start = ny_instant(date, (0, 0)).timestamp();
-        let end = ny_instant(date + Duration::days(1), (0, 0)).timestamp();
+        let (date, start, end) = day_bounds(seconds);
         self.bounds = Some((date, start, end));
         (date, ((seconds - start) / 60).max(0) as u32)
     }
+}
+
+/// The New York date of the instant `seconds` and that date's bounds (epoch seconds). A pure
+/// function, asked again for the same instants by every run over the same bars (a sweep's
+/// combinations: daily bars change date on every bar): remembered per thread.
+fn day_bounds(seconds: i64) -> (NaiveDate, i64, i64) {
+    thread_local! {
+        static KNOWN: std::cell::RefCell<std::collections::HashMap<i64, (NaiveDate, i64, i64)>> =
+            std::cell::RefCell::new(std::collections::HashMap::new());
+    }
+    if let Some(known) = KNOWN.with(|k| k.borrow().get(&seconds).copied()) {
+        return known;
+    }
+    let at = chrono::DateTime::from_timestamp(seconds, 0).expect("instants of the market are in range");
+    let date = at.with_timezone(&New_York).date_naive();
+    let start = ny_instant(date, (0, 0)).timestamp();
+    let end = ny_instant(date + Duration::days(1), (0, 0)).timestamp();
+    KNOWN.with(|k| {
+        let mut known = k.borrow_mut();
+        if known.len() >= 200_000 {
+            known.clear();
+        }
+        known.insert(seconds, (date, start, end));
+    });
+    (date, start, end)
 }
 
 #[cfg(test)]
