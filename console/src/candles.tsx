@@ -277,7 +277,9 @@ export function CandleChart({ symbol, from, to, timeframe = "1m", marks = [], le
     } else {
       // Live bars that arrive while the history loads are kept and merged after it.
       const early: Bar[] = [];
-      if (growing) stop = onBars(symbol, (b) => (drawn.current && data.current.length ? grow(b) : early.push(b)));
+      // A bar queued for a redraw may arrive after this chart was disposed (the effect ran
+      // again, say for new levels, and `drawn` now holds the next chart): it is dropped.
+      if (growing) stop = onBars(symbol, (b) => void (cancelled || (drawn.current && data.current.length ? grow(b) : early.push(b))));
       get<Bar[]>(withQuery("/api/market/bars", { symbol, start: from, end: to, timeframe })).then(
         (bars) => {
           if (cancelled) return;
