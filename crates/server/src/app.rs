@@ -358,16 +358,15 @@ impl Application {
             None => Box::pin(shutdown),
         };
         let node = election.node_id().to_string();
-        background.push(tokio::spawn(crate::cluster::heartbeat(
-            state.db.clone(),
-            node.clone(),
-            "serve",
-            state.clock.clone(),
-        )));
+        // A cluster node's front heartbeats for the node already, leading or following.
+        if front.is_none() {
+            let (db, clock) = (state.db.clone(), state.clock.clone());
+            background.push(tokio::spawn(crate::cluster::heartbeat(db, node.clone(), "serve", clock)));
+        }
         if state.db.backend() == tradeops_store::Backend::Postgres {
             let (events, db, clock) = (state.events.clone(), state.db.clone(), state.clock.clone());
             background.push(tokio::spawn(http::event_log::keep_events(events, db, clock)));
-            background.push(tokio::spawn(relay_worker_jobs(state.clone())));
+            background.push(tokio::spawn(crate::jobs::relay_worker_updates(state.jobs.clone())));
         }
         if let Some(alpaca) = alpaca_data {
             background.push(tokio::spawn(crate::feed::alpaca::run_marks(state.clone(), alpaca.clone())));
@@ -422,12 +421,16 @@ pub(crate) fn node_id(config: &Config) -> String {
 
 /// `host:pid` of this process.
 pub(crate) fn host_and_process() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+    format!("{}:{}", host_name(), std::process::id())
+}
+
+/// This machine's host name (`localhost` when it cannot be read).
+pub(crate) fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()
         .map(|h| h.trim().to_string())
         .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "localhost".into());
-    format!("{host}:{}", std::process::id())
+        .unwrap_or_else(|| "localhost".into())
 }
 
 async fn bootstrap_admin(config: &Config, tokens: &TokenRegistry, clock: &dyn Clock) -> anyhow::Result<Option<String>> {
@@ -683,41 +686,6 @@ fn spawn_background(state: &AppState, probes: Arc<Probes>) -> Vec<JoinHandle<()>
     }
     tasks.extend(token_notices);
     tasks
-}
-
-/// Publishes, on this service's event stream, the progress of jobs that `tradeops worker`
-/// processes run (they announce each change on the database, PostgreSQL): the job as stored
-/// now, so the console follows a backtest whoever runs it.
-async fn relay_worker_jobs(state: AppState) {
-    let Some(mut listener) = state.db.job_update_listener() else { return };
-    loop {
-        match listener.next_notice().await {
-            Ok(Some(notice)) => {
-                let Some((kind, id)) = notice.split_once(':') else { continue };
-                let event = match kind {
-                    "backtest" => tradeops_store::BacktestRepository::backtest(&state.db, id)
-                        .await
-                        .ok()
-                        .flatten()
-                        .map(crate::events::Event::BacktestUpdated),
-                    "download" => tradeops_store::DataRepository::job(&state.db, id)
-                        .await
-                        .ok()
-                        .flatten()
-                        .map(crate::events::Event::DownloadUpdated),
-                    _ => None,
-                };
-                if let Some(event) = event {
-                    state.events.publish(event);
-                }
-            }
-            Ok(None) => {}
-            Err(e) => {
-                tracing::debug!(error = %e, "cannot listen for the workers' job updates: retried");
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
-        }
-    }
 }
 
 /// The market's time by configuration and mode: a real market's is the wall clock's (CONTRACT

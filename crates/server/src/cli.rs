@@ -393,15 +393,13 @@ async fn serve_cluster_node(config: Config) -> anyhow::Result<()> {
 async fn latest_mode(db: &Database) -> Option<TradingMode> {
     let stored = db.latest_settings().await.ok()??;
     let doc: serde_json::Value = serde_json::from_str(&stored.settings).ok()?;
-    doc["runtime"]["trading_mode"].as_str()?.parse().ok()
+    Some(Settings::from_json(&doc).ok()?.runtime.trading_mode)
 }
 
 /// `http://ADDR`, or `http://HOST:PORT` when bound to every interface.
 fn advertise_url(addr: std::net::SocketAddr) -> String {
     if addr.ip().is_unspecified() {
-        let host = crate::app::host_and_process();
-        let host = host.rsplit_once(':').map_or(host.as_str(), |(h, _)| h);
-        format!("http://{host}:{}", addr.port())
+        format!("http://{}:{}", crate::app::host_name(), addr.port())
     } else {
         format!("http://{addr}")
     }

@@ -99,11 +99,6 @@ impl Worker {
         Ok(Worker { jobs, settings, reference, node })
     }
 
-    /// The name its leases carry (`lease_owner` of the jobs it runs).
-    pub fn lease_owner(&self) -> &str {
-        &self.jobs.worker
-    }
-
     /// Runs jobs until `shutdown` resolves, then stops claiming, hands the jobs it was running
     /// back to the queue and closes the database.
     pub async fn run_until_stopped(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {

@@ -78,6 +78,9 @@ pub enum JobKind {
 }
 
 impl JobKind {
+    /// Every kind of durable job.
+    pub const ALL: [JobKind; 3] = [JobKind::Download, JobKind::Backtest, JobKind::Sweep];
+
     /// The name logs and the API use.
     pub fn name(self) -> &'static str {
         match self {

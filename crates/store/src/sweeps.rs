@@ -1,9 +1,9 @@
 //! Parameter sweeps (issue 26.1): the sweep as requested, and its parts — durable jobs of kind
-//! [`JobKind::Sweep`], each a share of the combinations, with their results once completed (JSON
+//! [`crate::jobs::JobKind::Sweep`], each a share of the combinations, with their results once completed (JSON
 //! text). A sweep's status, progress and results are read from its parts.
 
 use crate::db::{Database, StoreError};
-use crate::jobs::{JobKind, JobStatus, Lease};
+use crate::jobs::{JobStatus, Lease};
 use async_trait::async_trait;
 use sqlx::any::AnyRow;
 use sqlx::Row;
@@ -43,8 +43,9 @@ pub trait SweepRepository: Send + Sync {
     async fn sweep(&self, id: &str) -> Result<Option<SweepRecord>, StoreError>;
     /// Sweeps, newest first.
     async fn sweeps(&self, limit: u32) -> Result<Vec<SweepRecord>, StoreError>;
-    /// The parts of a sweep, oldest first, with their results.
-    async fn sweep_parts(&self, sweep_id: &str) -> Result<Vec<SweepPart>, StoreError>;
+    /// The parts of a sweep, oldest first, with their results when `with_results` (a list
+    /// needs their status and progress only).
+    async fn sweep_parts(&self, sweep_id: &str, with_results: bool) -> Result<Vec<SweepPart>, StoreError>;
     async fn sweep_part(&self, part_id: &str) -> Result<Option<SweepPart>, StoreError>;
     /// Saves status, progress, results, error and times and moves the lease, only while the part
     /// is `RUNNING` under `lease.owner`; false when they no longer hold it.
@@ -137,9 +138,14 @@ impl SweepRepository for Database {
         Ok(rows.iter().map(sweep).collect::<Result<_, _>>()?)
     }
 
-    async fn sweep_parts(&self, sweep_id: &str) -> Result<Vec<SweepPart>, StoreError> {
+    async fn sweep_parts(&self, sweep_id: &str, with_results: bool) -> Result<Vec<SweepPart>, StoreError> {
+        let columns = if with_results {
+            PART_COLUMNS.to_string()
+        } else {
+            PART_COLUMNS.replace("results", "CAST(NULL AS TEXT) AS results")
+        };
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT {PART_COLUMNS} FROM sweep_parts WHERE sweep_id = $1 ORDER BY created_at, part_id"
+            "SELECT {columns} FROM sweep_parts WHERE sweep_id = $1 ORDER BY created_at, part_id"
         )))
         .bind(sweep_id)
         .fetch_all(self.pool()?)
@@ -174,9 +180,4 @@ impl SweepRepository for Database {
         .await?;
         Ok(done.rows_affected() == 1)
     }
-}
-
-impl JobKind {
-    /// Every kind of durable job.
-    pub const ALL: [JobKind; 3] = [JobKind::Download, JobKind::Backtest, JobKind::Sweep];
 }

@@ -134,11 +134,6 @@ impl Front {
         *self.role.write().unwrap_or_else(|e| e.into_inner()) = Role::Leader(router);
     }
 
-    /// Whether this node leads.
-    pub fn leads(&self) -> bool {
-        matches!(*self.role.read().unwrap_or_else(|e| e.into_inner()), Role::Leader(_))
-    }
-
     /// A request a follower forwarded carries the client's address and the cluster's secret:
     /// with the right secret the request is taken as coming from that client (its budget, its
     /// audit row), as if the client had called the leader; the two headers are removed either

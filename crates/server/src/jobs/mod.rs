@@ -388,6 +388,41 @@ pub fn spawn_workers(jobs: &Jobs) -> Vec<tokio::task::JoinHandle<()>> {
     ]
 }
 
+/// Publishes, on this process's event stream, each change of a job a `tradeops worker` process
+/// runs (workers announce them on the database, PostgreSQL; returns at once on SQLite): the job
+/// as stored now, so the console follows a backtest whoever runs it.
+pub async fn relay_worker_updates(jobs: Jobs) {
+    let Some(mut listener) = jobs.db.job_update_listener() else { return };
+    loop {
+        match listener.next_notice().await {
+            Ok(Some(notice)) => {
+                let Some((kind, id)) = notice.split_once(':') else { continue };
+                let event = match kind {
+                    "backtest" => tradeops_store::BacktestRepository::backtest(&jobs.db, id)
+                        .await
+                        .ok()
+                        .flatten()
+                        .map(crate::events::Event::BacktestUpdated),
+                    "download" => tradeops_store::DataRepository::job(&jobs.db, id)
+                        .await
+                        .ok()
+                        .flatten()
+                        .map(crate::events::Event::DownloadUpdated),
+                    _ => None,
+                };
+                if let Some(event) = event {
+                    jobs.events.publish(event);
+                }
+            }
+            Ok(None) => {}
+            Err(e) => {
+                tracing::debug!(error = %e, "cannot listen for the workers' job updates: retried");
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            }
+        }
+    }
+}
+
 /// Wakes this process's workers whenever another process announces a queued job (PostgreSQL;
 /// returns at once on SQLite). A lost connection wakes them too, since announcements may have
 /// been missed meanwhile; the workers poll every half second anyway.

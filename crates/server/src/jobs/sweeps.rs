@@ -325,7 +325,7 @@ pub async fn enqueue(jobs: &Jobs, req: SweepRequest, actor: &str) -> DomainResul
 pub async fn cancel(jobs: &Jobs, id: &str) -> DomainResult<()> {
     let repo: &dyn SweepRepository = &jobs.db;
     repo.sweep(id).await?.ok_or_else(|| DomainError::NotFound(format!("No sweep {id:?}")))?;
-    let parts = repo.sweep_parts(id).await?;
+    let parts = repo.sweep_parts(id, false).await?;
     let mut canceled = 0;
     let mut last_final = JobStatus::Completed;
     for part in &parts {
@@ -460,7 +460,7 @@ async fn compute(jobs: &Jobs, leases: &Leases, part: &mut SweepPart) -> Result<V
 /// constraint after the others, `meets_constraint` false), the best one, and `skipped`.
 pub async fn view(jobs: &Jobs, sweep: &SweepRecord, results: bool) -> DomainResult<Value> {
     let repo: &dyn SweepRepository = &jobs.db;
-    let parts = repo.sweep_parts(&sweep.sweep_id).await?;
+    let parts = repo.sweep_parts(&sweep.sweep_id, results).await?;
     let stored: StoredSweep = serde_json::from_str(&sweep.request).map_err(DomainError::internal)?;
     let statuses: Vec<JobStatus> = parts.iter().map(|p| p.status).collect();
     let status = if statuses.contains(&JobStatus::Failed) {

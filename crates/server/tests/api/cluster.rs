@@ -111,6 +111,14 @@ async fn postgres_db(test: &str) -> Option<(Arc<TestDb>, String)> {
     }
 }
 
+/// Services taking part in the election on `db` by name, with `lease`, renewing every 100 ms.
+fn electing(db: &Database, lease: Duration) -> impl Fn(&str) -> Election + '_ {
+    let clock: Arc<dyn tradeops_core::Clock> = Arc::new(tradeops_server::clock::SystemClock);
+    move |name| {
+        Election::new(db.clone(), name.to_string(), clock.clone()).with_timing(lease, Duration::from_millis(100))
+    }
+}
+
 /// The election of the engine's term (issue 25.1): the first service takes it at once; a second
 /// waits while the holder renews it, takes it over once the renewals stop (a holder killed or
 /// paused), after which the old holder's writes are refused; a released term is taken at once.
@@ -121,11 +129,7 @@ async fn a_waiting_service_takes_the_term_once_its_holder_stops_renewing() {
         return;
     };
     let db = Database::open(&url).await.unwrap();
-    let clock: Arc<dyn tradeops_core::Clock> = Arc::new(tradeops_server::clock::SystemClock);
-    let elect = |name: &str| {
-        Election::new(db.clone(), name.to_string(), clock.clone())
-            .with_timing(Duration::from_secs(3), Duration::from_millis(100))
-    };
+    let elect = electing(&db, Duration::from_secs(3));
     let a = elect("a");
     let first =
         tokio::time::timeout(Duration::from_secs(5), a.acquire()).await.expect("a free term is taken at once").unwrap();
@@ -176,11 +180,7 @@ async fn a_waiting_service_takes_over_at_once_when_the_holder_s_session_ends() {
         return;
     };
     let db = Database::open(&url).await.unwrap();
-    let clock: Arc<dyn tradeops_core::Clock> = Arc::new(tradeops_server::clock::SystemClock);
-    let elect = |name: &str| {
-        Election::new(db.clone(), name.to_string(), clock.clone())
-            .with_timing(Duration::from_secs(60), Duration::from_millis(100))
-    };
+    let elect = electing(&db, Duration::from_secs(60));
     let a = elect("a");
     let first = tokio::time::timeout(Duration::from_secs(5), a.acquire()).await.expect("a free term").unwrap();
     assert!(a.holds_lock().await, "the holder holds the advisory lock");
