@@ -154,6 +154,13 @@ export function CandleChart({ symbol, from, to, timeframe = "1m", marks = [], le
   const [error, setError] = useState<ApiError | undefined>();
   const [empty, setEmpty] = useState(false);
   const growing = isLive ?? (to === undefined && !given);
+  // Marks and levels change often (a fill, a stop moved): they are redrawn on the chart as it
+  // stands, never a reason to build it and load its bars again.
+  const marksNow = useRef(marks);
+  const levelsNow = useRef(levels);
+  marksNow.current = marks;
+  levelsNow.current = levels;
+  const redrawMarks = useRef<(() => void) | null>(null);
 
   // Builds the chart (again when the theme changes) and loads its bars.
   useEffect(() => {
@@ -195,6 +202,7 @@ export function CandleChart({ symbol, from, to, timeframe = "1m", marks = [], le
     volume.priceScale().applyOptions({ scaleMargins: { top: 0.8, bottom: 0 } });
     const vw = chart.addSeries(LineSeries, { color: c.accent, lineWidth: 1, priceLineVisible: false, lastValueVisible: false, crosshairMarkerVisible: false, title: "VWAP" });
     drawn.current = { chart, candles, volume, vwap: vw, lines: [] };
+    const markers = createSeriesMarkers(candles, []);
     let stop = () => {};
     let cancelled = false;
 
@@ -223,6 +231,7 @@ export function CandleChart({ symbol, from, to, timeframe = "1m", marks = [], le
       };
       line(range?.high, "Day high", c.text, LineStyle.Dotted);
       line(range?.low, "Day low", c.text, LineStyle.Dotted);
+      const levels = levelsNow.current;
       line(levels.entry, "Entry", c.accent, LineStyle.Dashed);
       line(levels.stop, "Stop", c.down, LineStyle.Dashed);
       line(levels.target, "Target", c.up, LineStyle.Dashed);
@@ -230,13 +239,9 @@ export function CandleChart({ symbol, from, to, timeframe = "1m", marks = [], le
       el.dataset.stop = levels.stop == null ? "" : String(levels.stop);
       el.dataset.target = levels.target == null ? "" : String(levels.target);
     };
-    const drawAll = () => {
+    const drawMarks = () => {
       const bars = data.current;
-      candles.setData(bars.map(candle));
-      volume.setData(bars.map(volumeBar));
-      const w = vwap(bars);
-      vw.setData(bars.flatMap((b, i) => (w[i] === null ? [] : [{ time: secs(b.timestamp), value: w[i]! }])));
-      const m: SeriesMarker<Time>[] = marks
+      const m: SeriesMarker<Time>[] = marksNow.current
         .map((mk) => ({ mk, t: barTime(bars, mk.time) }))
         .filter((x) => x.t !== null)
         .sort((a, b) => a.t! - b.t!)
@@ -247,7 +252,21 @@ export function CandleChart({ symbol, from, to, timeframe = "1m", marks = [], le
           color: mk.side === "BUY" ? c.up : c.down,
           text: mk.label ?? `${mk.side === "BUY" ? "B" : "S"} ${fmtPrice(mk.price)}`,
         }));
-      createSeriesMarkers(candles, m);
+      markers.setMarkers(m);
+    };
+    redrawMarks.current = () => {
+      if (!cancelled && data.current.length) {
+        drawMarks();
+        drawLevels();
+      }
+    };
+    const drawAll = () => {
+      const bars = data.current;
+      candles.setData(bars.map(candle));
+      volume.setData(bars.map(volumeBar));
+      const w = vwap(bars);
+      vw.setData(bars.flatMap((b, i) => (w[i] === null ? [] : [{ time: secs(b.timestamp), value: w[i]! }])));
+      drawMarks();
       drawLevels();
       // A live chart shows the last two hours (the quiet night before is a scroll away); a
       // range asked for shows whole.
@@ -300,9 +319,11 @@ export function CandleChart({ symbol, from, to, timeframe = "1m", marks = [], le
       live.delete(id);
       (window as any).__charts = live.size;
       drawn.current = null;
+      redrawMarks.current = null;
       chart.remove();
     };
-  }, [symbol, from, to, timeframe, given, theme.value, JSON.stringify(marks), JSON.stringify(levels)]);
+  }, [symbol, from, to, timeframe, given, theme.value]);
+  useEffect(() => redrawMarks.current?.(), [JSON.stringify(marks), JSON.stringify(levels)]);
 
   return (
     <div class="candle-wrap">
