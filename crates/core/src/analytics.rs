@@ -169,6 +169,20 @@ pub fn scope_of(trade: &Trade, scope: ScopeType) -> Option<(String, String)> {
     }
 }
 
+/// 1 − the two-sided p-value of the sign test of `wins` of `n` paired comparisons (ties left
+/// out) against a coin flip: how sure one may be that one side beats the other more often than
+/// chance would (the exact binomial, as `confidence_score` is 1 − a p-value). 0 when `n` is 0.
+pub fn sign_test_confidence(wins: u64, n: u64) -> f64 {
+    if n == 0 {
+        return 0.0;
+    }
+    let extreme = wins.max(n - wins);
+    // P(X ≥ extreme) for X ~ Binomial(n, ½), the terms built up as C(n, k) / 2ⁿ in logs.
+    let ln_choose = |k: u64| -> f64 { (1..=k).map(|i| ((n - k + i) as f64 / i as f64).ln()).sum() };
+    let tail: f64 = (extreme..=n).map(|k| (ln_choose(k) - n as f64 * std::f64::consts::LN_2).exp()).sum();
+    (1.0 - (2.0 * tail).min(1.0)).clamp(0.0, 1.0)
+}
+
 /// Φ, the standard normal CDF (erfc by the Numerical Recipes Chebyshev fit, |error| < 1.2e-7).
 pub fn normal_cdf(x: f64) -> f64 {
     let z = x.abs() / std::f64::consts::SQRT_2;
@@ -337,6 +351,17 @@ mod tests {
         let early = (0..40).map(|i| trade(i, 9, 35, i < 10));
         let late = (40..100).map(|i| trade(i, 10, 45, i < 85));
         early.chain(late).collect()
+    }
+
+    #[test]
+    fn the_sign_test_matches_the_binomial() {
+        // 7 of 9: P(X >= 7) = (36 + 9 + 1) / 512; two-sided 92 / 512.
+        assert!((sign_test_confidence(7, 9) - (1.0 - 92.0 / 512.0)).abs() < 1e-12);
+        assert!((sign_test_confidence(2, 9) - sign_test_confidence(7, 9)).abs() < 1e-12, "symmetric");
+        assert_eq!(sign_test_confidence(5, 10), 0.0, "an even split says nothing");
+        assert_eq!(sign_test_confidence(0, 0), 0.0);
+        // 10 of 10: 1 - 2/1024.
+        assert!((sign_test_confidence(10, 10) - (1.0 - 2.0 / 1024.0)).abs() < 1e-12);
     }
 
     #[test]

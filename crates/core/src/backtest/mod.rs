@@ -132,10 +132,16 @@ impl BarHistory {
             } else {
                 closes.entry(date).or_insert_with(|| bar.close.to_decimal());
             }
+            // Each minute's own volume first; made cumulative below, once per date (adding a
+            // bar's volume to every later minute cost a million-bar series 10⁹ additions).
             let slots = cumulative.entry(date).or_insert_with(|| vec![0; if daily { 1 } else { 1440 }]);
-            let from = if daily { 0 } else { minute as usize };
-            for slot in &mut slots[from..] {
-                *slot += bar.volume;
+            slots[if daily { 0 } else { (minute as usize).min(1439) }] += bar.volume;
+        }
+        for slots in cumulative.values_mut() {
+            let mut total = 0;
+            for slot in slots.iter_mut() {
+                total += *slot;
+                *slot = total;
             }
         }
         BarHistory { closes, cumulative, expected: None }

@@ -83,6 +83,95 @@ pub struct SweepRequest {
     /// Overrides of the effective settings for these runs only, as for a backtest.
     #[schema(value_type = Option<Object>, nullable = false)]
     pub settings: Option<Map<String, Value>>,
+    /// Also split the range into in-sample / out-of-sample windows: every combination runs on
+    /// each window's two parts, and the report shows how each window's in-sample best did out
+    /// of sample (issue 26.3).
+    #[schema(nullable = false)]
+    pub walk_forward: Option<WalkForward>,
+}
+
+/// Walk-forward windows over a sweep's range, counted in trading days of the market calendar.
+/// Rolling (the default): windows of equal length, each starting where the previous one's
+/// out-of-sample part starts, so the out-of-sample parts follow one another to the range's end.
+/// Anchored: every in-sample part starts at the range's start and grows by one out-of-sample
+/// part per window.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WalkForward {
+    /// How many windows (2 to 20).
+    #[schema(minimum = 2, maximum = 20)]
+    pub windows: u32,
+    /// The in-sample share of a window (of the first window when anchored): 0.5 to 0.95,
+    /// default 0.7.
+    #[schema(nullable = false, minimum = 0.5, maximum = 0.95)]
+    pub in_sample_fraction: Option<f64>,
+    /// In-sample parts all start at the range's start (default false: rolling).
+    #[schema(nullable = false)]
+    pub anchored: Option<bool>,
+}
+
+/// The most windows a walk-forward has.
+pub const MAX_WINDOWS: u32 = 20;
+/// The most combination × window pairs a walk-forward sweep may have (each runs twice).
+pub const MAX_WINDOW_RUNS: usize = 20_000;
+
+/// One walk-forward window, in epoch milliseconds: in sample `[start, split)`, out of sample
+/// `[split, end)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+struct Window {
+    start: i64,
+    split: i64,
+    end: i64,
+}
+
+/// The windows of `walk_forward` over `[start, end)`: boundaries at New York midnight of
+/// trading days (the first at `start`, the last at `end`), so a day's bars are never split.
+fn windows_of(
+    calendar: tradeops_core::calendar::MarketCalendar,
+    start: Timestamp,
+    end: Timestamp,
+    walk_forward: &WalkForward,
+) -> DomainResult<Vec<Window>> {
+    let n = walk_forward.windows;
+    if !(2..=MAX_WINDOWS).contains(&n) {
+        return Err(DomainError::validation("walk_forward.windows", format!("must be from 2 to {MAX_WINDOWS}")));
+    }
+    let fraction = walk_forward.in_sample_fraction.unwrap_or(0.7);
+    if !(0.5..=0.95).contains(&fraction) {
+        return Err(DomainError::validation("walk_forward.in_sample_fraction", "must be from 0.5 to 0.95"));
+    }
+    let mut day = tradeops_core::calendar::NyDay::default();
+    let (first, last) = (day.date_of(start), day.date_of(end - chrono::Duration::milliseconds(1)));
+    let days: Vec<chrono::NaiveDate> =
+        first.iter_days().take_while(|d| *d <= last).filter(|d| calendar.is_trading_day(*d)).collect();
+    let (total, n, out) = (days.len() as f64, n as usize, 1.0 - fraction);
+    let anchored = walk_forward.anchored.unwrap_or(false);
+    // Out-of-sample days per window: rolling, the in-sample part plus n out-of-sample parts
+    // span the range with in/(in + out) = fraction; anchored the same for the first window.
+    let step =
+        if anchored { total * out / (fraction + n as f64 * out) } else { total * out / (1.0 + (n - 1) as f64 * out) };
+    let step = step.floor() as usize;
+    let in_sample = days.len().saturating_sub(n * step);
+    if step == 0 || in_sample == 0 {
+        return Err(DomainError::validation(
+            "walk_forward.windows",
+            format!("the range has {} trading days: too few for {n} windows", days.len()),
+        ));
+    }
+    let at = |index: usize| -> i64 {
+        match index {
+            0 => to_epoch_ms(&start),
+            i if i >= days.len() => to_epoch_ms(&end),
+            i => to_epoch_ms(&tradeops_core::calendar::ny_instant(days[i], (0, 0))),
+        }
+    };
+    Ok((0..n)
+        .map(|i| Window {
+            start: at(if anchored { 0 } else { i * step }),
+            split: at(in_sample + i * step),
+            end: at(in_sample + (i + 1) * step),
+        })
+        .collect())
 }
 
 /// The metric a sweep ranks by, highest first.
@@ -135,6 +224,14 @@ struct StoredSweep {
     constraint: Constraint,
     /// Combinations the strategy refused (skipped).
     skipped: usize,
+    /// The parameters the strategy trades with now (its defaults under the operator's settings),
+    /// run with the grid (added when not in it) so the report says where they rank.
+    #[serde(default)]
+    baseline: Option<BTreeMap<String, f64>>,
+    #[serde(default)]
+    walk_forward: Option<WalkForward>,
+    #[serde(default)]
+    windows: Vec<Window>,
 }
 
 /// One parameter's values, checked.
@@ -276,8 +373,33 @@ pub async fn enqueue(jobs: &Jobs, req: SweepRequest, actor: &str) -> DomainResul
             return Err(DomainError::validation("constraint.max_drawdown", "must be a fraction from 0 to 1"));
         }
     }
-    run.parameters = valid[0].clone();
     let skipped = combos.len() - valid.len();
+    // The strategy's parameters now: run too, so the report can say where they rank.
+    let baseline = backtest::validate_parameters(&req.strategy_id, timeframe, &Map::new(), &settings).ok();
+    if let Some(b) = &baseline {
+        if !valid.contains(b) {
+            valid.push(b.clone());
+        }
+    }
+    let windows = match &req.walk_forward {
+        None => Vec::new(),
+        Some(wf) => {
+            let calendar = tradeops_core::calendar::MarketCalendar::new(settings.runtime.market_calendar);
+            let windows = windows_of(calendar, req.start, req.end, wf)?;
+            if valid.len() * windows.len() > MAX_WINDOW_RUNS {
+                return Err(DomainError::validation(
+                    "walk_forward.windows",
+                    format!(
+                        "{} combinations × {} windows: at most {MAX_WINDOW_RUNS} (fewer windows, or draw a sample)",
+                        valid.len(),
+                        windows.len()
+                    ),
+                ));
+            }
+            windows
+        }
+    };
+    run.parameters = valid[0].clone();
     let stored = StoredSweep {
         run,
         grid: req.grid.clone(),
@@ -286,7 +408,12 @@ pub async fn enqueue(jobs: &Jobs, req: SweepRequest, actor: &str) -> DomainResul
         objective: req.objective.unwrap_or_default(),
         constraint: req.constraint.clone().unwrap_or_default(),
         skipped,
+        baseline,
+        walk_forward: req.walk_forward.clone(),
+        windows,
     };
+    // A part is about PART_SIZE runs: a combination runs once, and twice more per window.
+    let part_size = (PART_SIZE / (1 + 2 * stored.windows.len())).max(1);
     let now = to_epoch_ms(&jobs.clock.now());
     let sweep_id = format!("sw-{}", uuid::Uuid::new_v4().simple());
     let record = SweepRecord {
@@ -299,7 +426,7 @@ pub async fn enqueue(jobs: &Jobs, req: SweepRequest, actor: &str) -> DomainResul
         created_at: now,
     };
     let parts: Vec<SweepPart> = valid
-        .chunks(PART_SIZE)
+        .chunks(part_size)
         .enumerate()
         .map(|(n, chunk)| SweepPart {
             part_id: format!("{sweep_id}-{n:04}"),
@@ -395,40 +522,51 @@ async fn compute(jobs: &Jobs, leases: &Leases, part: &mut SweepPart) -> Result<V
         serde_json::from_str(&part.combos).map_err(|e| format!("unreadable combinations: {e}"))?;
     let Prepared { settings, symbol, bars, calendar } =
         prepare(jobs, &stored.run, &format!("sweep {}", sweep.sweep_id)).await?;
-    let histories: Vec<_> =
-        combos.iter().map(|_| history_of(jobs, &symbol, calendar, &bars, stored.run.timeframe)).collect();
-    let run = stored.run;
+    // One history for the part: a history answers the same for a date whoever asks (what it
+    // keeps is a cache), so the combinations' runs share it — and its cost, which for minute
+    // bars is a pass over every bar.
+    let mut history = history_of(jobs, &symbol, calendar, &bars, stored.run.timeframe);
+    let (run, windows) = (stored.run, stored.windows);
     let (progress_tx, mut progress_rx) = tokio::sync::watch::channel(0usize);
     let total = combos.len();
     let task = tokio::task::spawn_blocking(move || {
         let mut rows = Vec::with_capacity(combos.len());
-        for (done, (parameters, mut history)) in combos.into_iter().zip(histories).enumerate() {
+        for (done, parameters) in combos.into_iter().enumerate() {
             let spec = BacktestSpec {
                 strategy_id: run.strategy_id.clone(),
                 symbol: symbol.clone(),
                 timeframe: run.timeframe,
                 start: run.start,
-                parameters: parameters.clone(),
+                parameters,
                 initial_cash: run.initial_cash,
                 commission_rate: run.commission_rate,
                 slippage_bps: run.slippage_bps,
                 fill: run.fill,
             };
-            let output = backtest::run(&spec, &settings, &bars, history.as_mut(), &mut |_| {})
-                .map_err(|e| format!("{parameters:?}: {e}"))?;
-            let m = &output.metrics;
-            rows.push(json!({
-                "parameters": parameters,
-                "total_return": m.total_return,
-                "sharpe_ratio": m.sharpe_ratio,
-                "max_drawdown": m.max_drawdown,
-                "win_rate": m.win_rate,
-                "profit_factor": m.profit_factor,
-                "win_loss_ratio": m.win_loss_ratio,
-                "trade_count": m.trade_count,
-                "expectancy": m.expectancy.map(backtest::dollars),
-                "final_equity": backtest::dollars(output.final_equity),
-            }));
+            let failed = |e: backtest::BacktestError| format!("{:?}: {e}", spec.parameters);
+            let output = backtest::run(&spec, &settings, &bars, history.as_mut(), &mut |_| {}).map_err(failed)?;
+            let mut row = metrics_of(&output);
+            row.insert("parameters".into(), json!(spec.parameters));
+            if !windows.is_empty() {
+                // Each window's two parts, run afresh (indicators warm up inside each).
+                let mut part = |from: i64, to: i64| -> Result<Value, String> {
+                    let from_ts = tradeops_core::time::from_epoch_ms(from);
+                    let lo = if from_ts <= run.start { 0 } else { bars.partition_point(|b| b.start < from_ts) };
+                    let hi = bars.partition_point(|b| to_epoch_ms(&b.start) < to);
+                    let spec = BacktestSpec { start: from_ts.max(run.start), ..spec.clone() };
+                    match backtest::run(&spec, &settings, &bars[lo..hi.max(lo)], history.as_mut(), &mut |_| {}) {
+                        Ok(output) => Ok(Value::Object(metrics_of(&output))),
+                        Err(backtest::BacktestError::NoData { .. }) => Ok(Value::Null),
+                        Err(e) => Err(failed(e)),
+                    }
+                };
+                let mut parts = Vec::with_capacity(windows.len());
+                for w in &windows {
+                    parts.push(json!({"in_sample": part(w.start, w.split)?, "out_of_sample": part(w.split, w.end)?}));
+                }
+                row.insert("windows".into(), Value::Array(parts));
+            }
+            rows.push(Value::Object(row));
             // Every 10 % of the part (a progress write per combination would cost more than
             // a daily-bar run takes).
             if (done + 1) * 10 / total > done * 10 / total {
@@ -453,6 +591,22 @@ async fn compute(jobs: &Jobs, leases: &Leases, part: &mut SweepPart) -> Result<V
         }
     };
     Ok(Value::Array(rows))
+}
+
+/// The metrics a sweep keeps of a run (of a whole range or of a window's part).
+fn metrics_of(output: &backtest::BacktestOutput) -> Map<String, Value> {
+    let m = &output.metrics;
+    let mut row = Map::new();
+    row.insert("total_return".into(), json!(m.total_return));
+    row.insert("sharpe_ratio".into(), json!(m.sharpe_ratio));
+    row.insert("max_drawdown".into(), json!(m.max_drawdown));
+    row.insert("win_rate".into(), json!(m.win_rate));
+    row.insert("profit_factor".into(), json!(m.profit_factor));
+    row.insert("win_loss_ratio".into(), json!(m.win_loss_ratio));
+    row.insert("trade_count".into(), json!(m.trade_count));
+    row.insert("expectancy".into(), json!(m.expectancy.map(backtest::dollars)));
+    row.insert("final_equity".into(), json!(backtest::dollars(output.final_equity)));
+    row
 }
 
 /// A sweep as the API shows it: the request, status and progress read from its parts, and —
@@ -510,26 +664,183 @@ pub async fn view(jobs: &Jobs, sweep: &SweepRecord, results: bool) -> DomainResu
             .filter_map(|r| serde_json::from_str::<Vec<Value>>(r).ok())
             .flatten()
             .collect();
-        let key = stored.objective.key();
+        let baseline = stored.baseline.as_ref().map(|b| json!(b));
         for row in &mut rows {
-            let meets = stored.constraint.max_drawdown.is_none_or(|d| row["max_drawdown"].as_f64().unwrap_or(0.0) <= d)
-                && stored.constraint.min_trades.is_none_or(|n| row["trade_count"].as_u64().unwrap_or(0) >= n);
-            row["meets_constraint"] = json!(meets);
+            row["meets_constraint"] = json!(meets(&stored.constraint, row));
+            row["baseline"] = json!(baseline.as_ref() == Some(&row["parameters"]));
         }
-        let score = |row: &Value| -> f64 {
-            let value = &row[key];
-            value.as_f64().or_else(|| value.as_str().and_then(|s| s.parse().ok())).unwrap_or(f64::NEG_INFINITY)
+        let order = rank(&rows, Some, &stored.constraint, stored.objective);
+        let in_grid = stored.baseline.as_ref().is_some_and(|b| in_grid(&stored.grid, b));
+        body["baseline"] = match (&baseline, order.iter().position(|&i| rows[i]["baseline"] == true)) {
+            (Some(parameters), Some(rank)) => json!({"parameters": parameters, "rank": rank + 1, "in_grid": in_grid}),
+            _ => Value::Null,
         };
-        // Stable: ties keep grid order.
-        rows.sort_by(|a, b| {
-            let (ma, mb) = (a["meets_constraint"] == true, b["meets_constraint"] == true);
-            mb.cmp(&ma).then(score(b).partial_cmp(&score(a)).unwrap_or(std::cmp::Ordering::Equal))
-        });
-        let best = rows.first().filter(|r| r["meets_constraint"] == true && score(r).is_finite()).cloned();
+        if !stored.windows.is_empty() {
+            body["walk_forward"] = walk_forward_report(&stored, &rows, status == JobStatus::Completed);
+        }
+        let mut ranked: Vec<Value> = Vec::with_capacity(rows.len());
+        for i in order {
+            let mut row = std::mem::take(&mut rows[i]);
+            if let Some(row) = row.as_object_mut() {
+                // The windows' figures are in `walk_forward`, by window.
+                row.remove("windows");
+            }
+            ranked.push(row);
+        }
+        let key = stored.objective.key();
+        let best = ranked.first().filter(|r| r["meets_constraint"] == true && score(&r[key]).is_finite()).cloned();
         body["best"] = best.unwrap_or(Value::Null);
-        body["results"] = Value::Array(rows);
+        body["results"] = Value::Array(ranked);
     }
     Ok(body)
+}
+
+/// A metric as a number to rank by; unknown (null, or not a number) ranks last.
+fn score(value: &Value) -> f64 {
+    value.as_f64().or_else(|| value.as_str().and_then(|s| s.parse().ok())).unwrap_or(f64::NEG_INFINITY)
+}
+
+/// Whether a run's metrics keep within the constraint.
+fn meets(constraint: &Constraint, metrics: &Value) -> bool {
+    constraint.max_drawdown.is_none_or(|d| metrics["max_drawdown"].as_f64().unwrap_or(0.0) <= d)
+        && constraint.min_trades.is_none_or(|n| metrics["trade_count"].as_u64().unwrap_or(0) >= n)
+}
+
+/// The indices of `rows` ranked by the objective of the metrics `of` picks (highest first):
+/// those keeping the constraint first, rows without metrics left out; ties keep grid order.
+fn rank<'a>(
+    rows: &'a [Value],
+    of: impl Fn(&'a Value) -> Option<&'a Value>,
+    constraint: &Constraint,
+    objective: Objective,
+) -> Vec<usize> {
+    let key = objective.key();
+    let mut keyed: Vec<(usize, bool, f64)> = rows
+        .iter()
+        .enumerate()
+        .filter_map(|(i, row)| of(row).filter(|m| m.is_object()).map(|m| (i, meets(constraint, m), score(&m[key]))))
+        .collect();
+    keyed.sort_by(|a, b| b.1.cmp(&a.1).then(b.2.partial_cmp(&a.2).unwrap_or(std::cmp::Ordering::Equal)));
+    keyed.into_iter().map(|(i, _, _)| i).collect()
+}
+
+/// Whether `parameters` is a point of the grid (each gridded parameter's value on its axis).
+fn in_grid(grid: &Map<String, Value>, parameters: &BTreeMap<String, f64>) -> bool {
+    grid.iter().all(|(name, spec)| {
+        let value = parameters.get(name).copied().unwrap_or(f64::NAN);
+        axis(name, spec).is_ok_and(|values| values.iter().any(|v| (v - value).abs() < 1e-9))
+    })
+}
+
+/// The walk-forward report (issue 26.3): per window, the in-sample best (ranked as the table
+/// is), how it did out of sample and the rank it would have had there, beside the baseline
+/// (the strategy's current parameters); then the whole: the out-of-sample parts chained (what
+/// re-optimising every window would have earned), the walk-forward efficiency (out-of-sample
+/// over in-sample objective) and in how many windows the in-sample best beat the baseline out
+/// of sample, with the sign test's confidence. `complete`: every part has run (before, the
+/// figures cover the combinations run so far).
+fn walk_forward_report(stored: &StoredSweep, rows: &[Value], complete: bool) -> Value {
+    let key = stored.objective.key();
+    let baseline = rows.iter().position(|r| r["baseline"] == true);
+    let mut windows = Vec::with_capacity(stored.windows.len());
+    let (mut in_scores, mut out_scores) = (Vec::new(), Vec::new());
+    let (mut chained, mut baseline_chained) = (1.0_f64, 1.0_f64);
+    let (mut beat, mut compared) = (0u64, 0u64);
+    let mut chosen: BTreeMap<String, (usize, Value)> = BTreeMap::new();
+    for (n, w) in stored.windows.iter().enumerate() {
+        let part = |row: &'_ Value, which: &str| -> Option<Value> {
+            row["windows"].get(n).map(|p| p[which].clone()).filter(Value::is_object)
+        };
+        let in_rank =
+            rank(rows, |r| r["windows"].get(n).map(|p| &p["in_sample"]), &stored.constraint, stored.objective);
+        let out_rank =
+            rank(rows, |r| r["windows"].get(n).map(|p| &p["out_of_sample"]), &stored.constraint, stored.objective);
+        let best = in_rank.first().copied().filter(|&i| {
+            part(&rows[i], "in_sample").is_some_and(|m| meets(&stored.constraint, &m) && score(&m[key]).is_finite())
+        });
+        let baseline_out = baseline.and_then(|b| part(&rows[b], "out_of_sample"));
+        let mut entry = json!({
+            "window": n + 1,
+            "in_sample": {"start": ms_ts(w.start), "end": ms_ts(w.split)},
+            "out_of_sample": {"start": ms_ts(w.split), "end": ms_ts(w.end)},
+            "best": null,
+            "baseline": baseline.map(|b| json!({
+                "in_sample": part(&rows[b], "in_sample"),
+                "out_of_sample": baseline_out,
+            })),
+            "beat_baseline": null,
+        });
+        if let Some(b_out) = &baseline_out {
+            baseline_chained *= 1.0 + b_out["total_return"].as_f64().unwrap_or(0.0);
+        }
+        if let Some(b) = best {
+            let (is, oos) = (part(&rows[b], "in_sample"), part(&rows[b], "out_of_sample"));
+            let out_position = out_rank.iter().position(|&i| i == b).map(|p| p + 1);
+            if let Some(is) = &is {
+                in_scores.push(score(&is[key]));
+            }
+            if let Some(oos) = &oos {
+                out_scores.push(score(&oos[key]));
+                chained *= 1.0 + oos["total_return"].as_f64().unwrap_or(0.0);
+            }
+            // The sign test leaves out ties: windows whose best is the baseline itself, or
+            // either side unknown.
+            if let (Some(oos), Some(b_out), false) = (&oos, &baseline_out, Some(b) == baseline) {
+                let (mine, theirs) = (score(&oos[key]), score(&b_out[key]));
+                if mine.is_finite() && theirs.is_finite() && mine != theirs {
+                    compared += 1;
+                    beat += u64::from(mine > theirs);
+                    entry["beat_baseline"] = json!(mine > theirs);
+                }
+            }
+            let parameters = rows[b]["parameters"].clone();
+            chosen.entry(parameters.to_string()).or_insert((0, parameters.clone())).0 += 1;
+            entry["best"] = json!({
+                "parameters": parameters,
+                "in_sample": is,
+                "out_of_sample": oos,
+                "out_of_sample_rank": out_position,
+                "ranked_out_of_sample": out_rank.len(),
+            });
+        }
+        windows.push(entry);
+    }
+    let finite_mean = |v: &[f64]| -> Option<f64> {
+        let finite: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+        (!finite.is_empty()).then(|| finite.iter().sum::<f64>() / finite.len() as f64)
+    };
+    let (in_mean, out_mean) = (finite_mean(&in_scores), finite_mean(&out_scores));
+    let efficiency = match (in_mean, out_mean) {
+        (Some(i), Some(o)) if i > 0.0 => Some(o / i),
+        _ => None,
+    };
+    let most = chosen.into_values().max_by_key(|(count, _)| *count);
+    let wf =
+        stored.walk_forward.clone().unwrap_or(WalkForward { windows: 0, in_sample_fraction: None, anchored: None });
+    json!({
+        "windows": stored.windows.len(),
+        "in_sample_fraction": wf.in_sample_fraction.unwrap_or(0.7),
+        "anchored": wf.anchored.unwrap_or(false),
+        "complete": complete,
+        "objective": stored.objective,
+        "in_sample_objective_mean": in_mean,
+        "out_of_sample_objective_mean": out_mean,
+        "efficiency": efficiency,
+        "out_of_sample_return": (!out_scores.is_empty()).then_some(chained - 1.0),
+        "baseline_out_of_sample_return": baseline.map(|_| baseline_chained - 1.0),
+        "beat_baseline": {
+            "windows": beat,
+            "of": compared,
+            "confidence": tradeops_core::analytics::sign_test_confidence(beat, compared),
+        },
+        "most_chosen": most.map(|(count, parameters)| json!({"parameters": parameters, "windows": count})),
+        "by_window": windows,
+    })
+}
+
+/// An epoch-milliseconds instant as the API writes instants.
+fn ms_ts(ms: i64) -> String {
+    tradeops_core::time::format_ts(&tradeops_core::time::from_epoch_ms(ms))
 }
 
 #[cfg(test)]
@@ -595,5 +906,49 @@ mod tests {
         assert_eq!(refused(big.clone(), None), "grid");
         assert_eq!(combinations(&grid(big), Some(100), 1).unwrap().len(), 100, "a sample of a large grid is fine");
         assert_eq!(refused(json!({"a": [1]}), Some(0)), "sample");
+    }
+
+    #[test]
+    fn walk_forward_windows_split_trading_days() {
+        use tradeops_core::calendar::{ny_instant, MarketCalendar};
+        use tradeops_core::settings::MarketCalendarKind;
+        let day = |d: &str| chrono::NaiveDate::parse_from_str(d, "%Y-%m-%d").unwrap();
+        let at = |d: &str| to_epoch_ms(&ny_instant(day(d), (0, 0)));
+        // 100 days, every one a trading day: out-of-sample parts of floor(100 × 0.25 / 1.75) =
+        // 14 days, the in-sample part 100 − 4 × 14 = 44.
+        let (start, end) = (ny_instant(day("2026-01-01"), (0, 0)), ny_instant(day("2026-04-11"), (0, 0)));
+        let always = MarketCalendar::new(MarketCalendarKind::AlwaysOpen);
+        let rolling = WalkForward { windows: 4, in_sample_fraction: Some(0.75), anchored: None };
+        let w = windows_of(always, start, end, &rolling).unwrap();
+        assert_eq!(w[0], Window { start: at("2026-01-01"), split: at("2026-02-14"), end: at("2026-02-28") });
+        assert_eq!(w[1], Window { start: at("2026-01-15"), split: at("2026-02-28"), end: at("2026-03-14") });
+        assert_eq!(w[3].end, to_epoch_ms(&end), "the last window ends with the range");
+        let anchored = WalkForward { anchored: Some(true), ..rolling.clone() };
+        let a = windows_of(always, start, end, &anchored).unwrap();
+        assert!(a.iter().all(|w| w.start == to_epoch_ms(&start)));
+        assert_eq!(a.iter().map(|w| w.split).collect::<Vec<_>>(), w.iter().map(|w| w.split).collect::<Vec<_>>());
+        // On the NYSE calendar weekends and holidays are not days of a window; boundaries fall
+        // on trading days.
+        let nyse = MarketCalendar::new(MarketCalendarKind::Nyse);
+        let n = windows_of(nyse, start, end, &rolling).unwrap();
+        let mut ny = tradeops_core::calendar::NyDay::default();
+        for w in &n[1..] {
+            let date = ny.date_of(tradeops_core::time::from_epoch_ms(w.start));
+            assert!(nyse.is_trading_day(date), "{date}");
+        }
+        let refused = |wf: WalkForward| match windows_of(nyse, start, end, &wf) {
+            Err(DomainError::Validation(errors)) => errors[0].field.clone(),
+            other => panic!("expected a refusal, got {other:?}"),
+        };
+        assert_eq!(refused(WalkForward { windows: 1, ..rolling.clone() }), "walk_forward.windows");
+        let short = ny_instant(day("2026-01-20"), (0, 0));
+        let few = WalkForward { windows: 20, in_sample_fraction: Some(0.95), anchored: None };
+        assert!(
+            matches!(windows_of(nyse, start, short, &few), Err(DomainError::Validation(e)) if e[0].field == "walk_forward.windows")
+        );
+        assert_eq!(
+            refused(WalkForward { in_sample_fraction: Some(0.3), ..rolling }),
+            "walk_forward.in_sample_fraction"
+        );
     }
 }

@@ -333,6 +333,12 @@ async fn a_sweep_ranks_every_combination_as_its_own_backtest_would() {
     let sharpe: Vec<f64> = results.iter().map(|r| r["sharpe_ratio"].as_f64().unwrap_or(f64::NEG_INFINITY)).collect();
     assert!(sharpe.windows(2).all(|w| w[0] >= w[1]), "ranked highest first: {sharpe:?}");
     assert_eq!(sweep["best"], results[0]);
+    // The strategy's current parameters (10 / 20) are a point of the grid: ranked with it.
+    let baseline = results.iter().position(|r| r["baseline"] == true).expect("the baseline's row") + 1;
+    assert_eq!(
+        sweep["baseline"],
+        json!({"parameters": {"fast": 10.0, "slow": 20.0}, "rank": baseline, "in_grid": true})
+    );
     // Each combination is the backtest the same request runs alone.
     for row in results {
         let mut single = golden_request();
@@ -401,11 +407,117 @@ async fn a_queued_sweep_is_canceled_whole() {
     let queued = app.get(&format!("/api/backtests/sweeps/{id}")).await.data().clone();
     assert_eq!(
         (queued["status"].clone(), queued["combinations"].clone(), queued["parts"].clone()),
-        (json!("QUEUED"), json!(88), json!(4))
+        (json!("QUEUED"), json!(89), json!(4)),
+        "88 of the grid, and the strategy's current 10 / 20 beside them"
     );
     let canceled = app.post(&format!("/api/backtests/sweeps/{id}/cancel"), ADMIN_TOKEN, json!({})).await;
     assert_eq!(canceled.assert_ok(200)["status"], "CANCELED");
     app.post(&format!("/api/backtests/sweeps/{id}/cancel"), ADMIN_TOKEN, json!({}))
         .await
         .assert_error(409, "SETTINGS_UPDATE_BLOCKED");
+}
+
+/// Walk-forward (issue 26.3): the range split into rolling windows at trading-day boundaries;
+/// each window's in-sample best is the combination a backtest of the in-sample range ranks
+/// first, and its out-of-sample figures are a backtest of the out-of-sample range; the whole
+/// chains the out-of-sample parts and counts the windows the best beat the current parameters.
+#[tokio::test]
+async fn a_walk_forward_shows_each_windows_in_sample_best_out_of_sample() {
+    // Some thirty single runs check it.
+    let app = spawn_app_with(|config| {
+        config.auth.rate_limit_per_second = 1_000_000;
+        config.auth.rate_limit_burst = 1_000_000;
+    })
+    .await;
+    import_goog(&app).await;
+    let lifted = json!({"risk_controls": {
+        "max_daily_loss": 1000000000, "max_order_value": 1000000000, "max_position_size": 10000000,
+        "market_buy_buffer_pct": 0
+    }});
+    let mut body = goog_request(lifted.clone());
+    body.as_object_mut().unwrap().remove("parameters");
+    body["grid"] = json!({"fast": [5, 10, 20], "slow": [20, 50]});
+    body["objective"] = json!("total_return");
+    body["walk_forward"] = json!({"windows": 4, "in_sample_fraction": 0.75});
+    let accepted = app.post("/api/backtests/sweeps", ADMIN_TOKEN, body.clone()).await.assert_ok(202).clone();
+    assert_eq!(accepted["combinations"], 5, "(20, 20) refused; 10 / 20 is in the grid");
+    let sweep = wait_sweep(&app, accepted["sweep_id"].as_str().unwrap()).await;
+    assert_eq!(sweep["status"], "COMPLETED", "{sweep}");
+    let wf = &sweep["walk_forward"];
+    assert_eq!((wf["windows"].clone(), wf["complete"].clone()), (json!(4), json!(true)), "{wf}");
+    let windows = wf["by_window"].as_array().unwrap();
+    assert_eq!(windows.len(), 4);
+    // Rolling: the out-of-sample parts follow one another from the first split to the end.
+    assert_eq!(
+        (&windows[0]["in_sample"]["start"], &sweep["start"]),
+        (&json!("2004-08-19T00:00:00.000Z"), &sweep["start"])
+    );
+    assert_eq!(windows[3]["out_of_sample"]["end"], sweep["end"]);
+    for pair in windows.windows(2) {
+        assert_eq!(pair[0]["out_of_sample"]["end"], pair[1]["out_of_sample"]["start"]);
+        assert!(pair[0]["in_sample"]["start"].as_str() < pair[1]["in_sample"]["start"].as_str());
+    }
+    let range = |w: &Value, part: &str, parameters: &Value| {
+        let mut single = goog_request(lifted.clone());
+        single["start"] = w[part]["start"].clone();
+        single["end"] = w[part]["end"].clone();
+        single["parameters"] = parameters.clone();
+        single
+    };
+    let (mut chained, mut beat, mut compared) = (1.0, 0, 0);
+    for w in windows {
+        assert_eq!(w["in_sample"]["end"], w["out_of_sample"]["start"]);
+        let best = &w["best"];
+        // The in-sample best is the combination whose in-sample backtest returned most.
+        let mut returns = Vec::new();
+        for row in sweep["results"].as_array().unwrap() {
+            let alone = run(&app, range(w, "in_sample", &row["parameters"])).await;
+            returns.push((alone["total_return"].as_f64().unwrap(), row["parameters"].clone()));
+        }
+        let top = returns.iter().map(|(r, _)| *r).fold(f64::NEG_INFINITY, f64::max);
+        let tops: Vec<_> = returns.iter().filter(|(r, _)| *r == top).map(|(_, p)| p.clone()).collect();
+        assert!(
+            tops.contains(&best["parameters"]),
+            "window {}: {} not among {tops:?}",
+            w["window"],
+            best["parameters"]
+        );
+        assert_eq!(best["in_sample"]["total_return"].as_f64(), Some(top));
+        // Its out-of-sample figures are the out-of-sample range's backtest.
+        let out = run(&app, range(w, "out_of_sample", &best["parameters"])).await;
+        for key in ["total_return", "trade_count", "final_equity", "max_drawdown"] {
+            assert_eq!(best["out_of_sample"][key], out[key], "window {} {key}", w["window"]);
+        }
+        chained *= 1.0 + out["total_return"].as_f64().unwrap();
+        let rank = best["out_of_sample_rank"].as_u64().unwrap();
+        assert!((1..=5).contains(&rank) && best["ranked_out_of_sample"] == 5, "{best}");
+        if let Some(won) = w["beat_baseline"].as_bool() {
+            compared += 1;
+            beat += u64::from(won);
+            let base = run(&app, range(w, "out_of_sample", &json!({"fast": 10, "slow": 20}))).await;
+            assert_eq!(w["baseline"]["out_of_sample"]["total_return"], base["total_return"]);
+            assert_eq!(won, out["total_return"].as_f64() > base["total_return"].as_f64());
+        }
+    }
+    assert!((wf["out_of_sample_return"].as_f64().unwrap() - (chained - 1.0)).abs() < 1e-9, "{wf}");
+    assert_eq!(
+        (wf["beat_baseline"]["windows"].clone(), wf["beat_baseline"]["of"].clone()),
+        (json!(beat), json!(compared))
+    );
+    // The results table still ranks the whole range; the windows' figures are only in the report.
+    assert!(sweep["results"][0].get("windows").is_none());
+
+    // Too many windows for the range, or a fraction out of bounds: refused, nothing queued.
+    let before = app.get("/api/backtests/sweeps").await.body["meta"]["count"].clone();
+    let mut short = body.clone();
+    short["end"] = json!("2004-08-27T00:00:00Z");
+    short["walk_forward"] = json!({"windows": 20});
+    let reply = app.post("/api/backtests/sweeps", ADMIN_TOKEN, short).await;
+    reply.assert_error(400, "VALIDATION_ERROR");
+    assert_eq!(reply.body["error"]["detail"]["field"], "walk_forward.windows", "{}", reply.body);
+    let mut fraction = body.clone();
+    fraction["walk_forward"] = json!({"windows": 3, "in_sample_fraction": 0.2});
+    let reply = app.post("/api/backtests/sweeps", ADMIN_TOKEN, fraction).await;
+    assert_eq!(reply.body["error"]["detail"]["field"], "walk_forward.in_sample_fraction", "{}", reply.body);
+    assert_eq!(app.get("/api/backtests/sweeps").await.body["meta"]["count"], before);
 }
