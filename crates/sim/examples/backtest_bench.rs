@@ -152,6 +152,50 @@ fn main() {
                 rates.iter().copied().fold(0.0, f64::max) / 1e6
             );
         }
+        "goog" => {
+            // The sweep of bench/sweep_vs_optimize.sh without the service: fast 5..50 step 5 ×
+            // slow 10..100 step 10 (fast below slow) on backtesting.py's GOOG daily bars, one
+            // thread, one history shared as a sweep's part shares it; `n` repeats, median ms.
+            let csv = include_str!("../../core/src/backtest/goog_daily.csv");
+            let bars = tradeops_core::csv_bars::parse_bars_csv(csv, Timeframe::Day).expect("GOOG bars");
+            let mut s = settings();
+            s.risk_controls.market_buy_buffer_pct = 0.0;
+            let symbol = tradeops_core::Symbol::parse("GOOG").expect("symbol");
+            let mut times = Vec::new();
+            let mut best = (0.0, 0.0, Decimal::ZERO);
+            for _ in 0..n.max(1) {
+                let mut history = backtest::BarHistory::new(&bars, Timeframe::Day);
+                let started = Instant::now();
+                for fast in (5..=50).step_by(5) {
+                    for slow in (10..=100).step_by(10).filter(|slow| fast < *slow) {
+                        let spec = BacktestSpec {
+                            strategy_id: "sma_cross".into(),
+                            symbol: symbol.clone(),
+                            timeframe: Timeframe::Day,
+                            start: bars[0].start,
+                            parameters: [("fast".to_string(), fast as f64), ("slow".to_string(), slow as f64)].into(),
+                            initial_cash: Decimal::new(100_000, 0),
+                            commission_rate: Decimal::ZERO,
+                            slippage_bps: Decimal::ZERO,
+                            fill: FillModel::NextOpen,
+                        };
+                        let out = backtest::run(&spec, &s, &bars, &mut history, &mut |_| {}).expect("runs");
+                        if out.final_equity > best.2 {
+                            best = (fast as f64, slow as f64, out.final_equity);
+                        }
+                    }
+                }
+                times.push(started.elapsed().as_secs_f64() * 1e3);
+            }
+            println!(
+                "GOOG sweep, 75 combinations of {} daily bars, one thread: median {:.1} ms of {times:.1?}; best fast {} slow {}: {}",
+                bars.len(),
+                median(times.clone()),
+                best.0,
+                best.1,
+                best.2.round_dp(2)
+            );
+        }
         "momentum" => {
             // Runner-prone names first: the strategy trades runners.
             let chosen: Vec<&SymbolProfile> = universe.symbols.iter().take(n).collect();

@@ -111,64 +111,93 @@ pub fn relative_volume_from(expected: &[f64], minute_of_day: u32, volume: u64) -
 /// close is the last close of the previous date in the data (16:00 New York or earlier, for
 /// minute bars); relative volume compares the volume by this minute with the average volume by
 /// the same minute over the previous (up to 10) dates of the data, and is unknown on the first.
+/// Dates are asked for in order by a run (and again by the next run of a sweep's part, which
+/// shares the history): a cursor finds the next date without a search, and each date's expected
+/// volume is worked out once.
 pub struct BarHistory {
-    closes: BTreeMap<NaiveDate, Decimal>,
-    /// Per date, cumulative volume by minute of day (daily bars: one entry per date).
-    cumulative: BTreeMap<NaiveDate, Vec<u64>>,
-    /// The date last asked for and its expected volume by minute.
-    expected: Option<(NaiveDate, Vec<f64>)>,
+    /// The dates of the data, ascending, and per date its last close and cumulative volume by
+    /// minute of day (daily bars: one entry).
+    dates: Vec<NaiveDate>,
+    closes: Vec<Decimal>,
+    cumulative: Vec<Vec<u64>>,
+    /// Per date, the volume expected by each minute, once asked for.
+    expected: Vec<Option<Box<[f64]>>>,
+    /// The index of the date last asked for: the next question is most often about it or the next.
+    cursor: usize,
+    /// The expected volume of a date not in the data, last asked for.
+    scratch: Box<[f64]>,
 }
 
 impl BarHistory {
     pub fn new(bars: &[Bar], timeframe: Timeframe) -> BarHistory {
         let daily = timeframe == Timeframe::Day;
-        let mut closes = BTreeMap::new();
-        let mut cumulative: BTreeMap<NaiveDate, Vec<u64>> = BTreeMap::new();
+        let mut by_date: BTreeMap<NaiveDate, (Decimal, Vec<u64>)> = BTreeMap::new();
         let mut day = NyDay::default();
         for bar in bars {
             let (date, minute) = day.locate(bar.start);
+            let entry =
+                by_date.entry(date).or_insert_with(|| (bar.close.to_decimal(), vec![0; if daily { 1 } else { 1440 }]));
             if daily || minute < 16 * 60 {
-                closes.insert(date, bar.close.to_decimal());
-            } else {
-                closes.entry(date).or_insert_with(|| bar.close.to_decimal());
+                entry.0 = bar.close.to_decimal();
             }
             // Each minute's own volume first; made cumulative below, once per date (adding a
             // bar's volume to every later minute cost a million-bar series 10⁹ additions).
-            let slots = cumulative.entry(date).or_insert_with(|| vec![0; if daily { 1 } else { 1440 }]);
-            slots[if daily { 0 } else { (minute as usize).min(1439) }] += bar.volume;
+            entry.1[if daily { 0 } else { (minute as usize).min(1439) }] += bar.volume;
         }
-        for slots in cumulative.values_mut() {
+        let (mut dates, mut closes, mut cumulative) = (Vec::new(), Vec::new(), Vec::new());
+        for (date, (close, mut slots)) in by_date {
             let mut total = 0;
             for slot in slots.iter_mut() {
                 total += *slot;
                 *slot = total;
             }
+            dates.push(date);
+            closes.push(close);
+            cumulative.push(slots);
         }
-        BarHistory { closes, cumulative, expected: None }
+        let expected = vec![None; dates.len()];
+        BarHistory { dates, closes, cumulative, expected, cursor: 0, scratch: Box::new([]) }
+    }
+
+    /// How many of the data's dates come before `date` (the cursor moved there).
+    fn before(&mut self, date: NaiveDate) -> usize {
+        let at = |i: usize, dates: &[NaiveDate]| {
+            (i <= dates.len() && (i == 0 || dates[i - 1] < date) && (i == dates.len() || dates[i] >= date)).then_some(i)
+        };
+        let found = at(self.cursor, &self.dates)
+            .or_else(|| at(self.cursor + 1, &self.dates))
+            .unwrap_or_else(|| self.dates.partition_point(|d| *d < date));
+        self.cursor = found;
+        found
     }
 }
 
 impl History for BarHistory {
     fn prev_close(&mut self, date: NaiveDate) -> Option<Decimal> {
-        self.closes.range(..date).next_back().map(|(_, c)| *c)
+        let before = self.before(date);
+        before.checked_sub(1).map(|i| self.closes[i])
     }
 
     /// The average, over the previous (up to 10) dates of the data, of the volume by each minute.
     fn expected_volume(&mut self, date: NaiveDate) -> &[f64] {
-        if self.expected.as_ref().is_none_or(|(d, _)| *d != date) {
-            // The previous date's table is reused (no allocation per date).
-            let mut table = self.expected.take().map(|(_, t)| t).unwrap_or_default();
-            table.clear();
-            let previous: Vec<&Vec<u64>> = self.cumulative.range(..date).rev().take(10).map(|(_, v)| v).collect();
-            if let Some(first) = previous.first() {
-                let n = previous.len() as f64;
-                table.extend(
-                    (0..first.len()).map(|m| previous.iter().map(|by_minute| by_minute[m]).sum::<u64>() as f64 / n),
-                );
-            }
-            self.expected = Some((date, table));
+        let before = self.before(date);
+        // A date not in the data (asked for all the same) is worked out each time; one of
+        // the data, once.
+        let known = self.dates.get(before) == Some(&date);
+        let table = |cumulative: &[Vec<u64>]| -> Box<[f64]> {
+            let previous = &cumulative[before.saturating_sub(10)..before];
+            let Some(first) = previous.first() else { return Box::new([]) };
+            let n = previous.len() as f64;
+            (0..first.len()).map(|m| previous.iter().map(|by_minute| by_minute[m]).sum::<u64>() as f64 / n).collect()
+        };
+        if !known {
+            self.scratch = table(&self.cumulative);
+            return &self.scratch;
         }
-        &self.expected.as_ref().expect("set above").1
+        if self.expected[before].is_none() {
+            self.expected[before] = Some(table(&self.cumulative));
+        }
+        self.expected[before].as_deref().unwrap_or_default()
     }
 }
 

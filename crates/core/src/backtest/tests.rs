@@ -258,6 +258,12 @@ fn bar_history_measures_previous_close_and_relative_volume() {
     assert_eq!(h.expected_volume(march(4)).len(), 1440);
     assert_eq!(h.relative_volume(march(4), 5000, 450), Some(2.0));
     assert_eq!(h.relative_volume(march(3), 601, 300), Some(3.0), "an earlier date asked again");
+    // Dates not in the data: after it, the last close and the last (up to 10) dates' volume;
+    // then back to an earlier date (the cursor moves back).
+    assert_eq!(h.prev_close(march(10)), Some(d("13")));
+    assert_eq!(h.relative_volume(march(10), 5000, 460), Some(3.0), "(150 + 300 + 10) / 3 by the day's end");
+    assert_eq!(h.prev_close(march(1)), None);
+    assert_eq!(h.prev_close(march(3)), Some(d("10")));
     let mut daily = BarHistory::new(&bars, Timeframe::Day);
     assert_eq!(daily.expected_volume(march(4)), [(150.0 + 300.0) / 2.0], "daily bars: the day's volume");
 }

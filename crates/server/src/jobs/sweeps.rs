@@ -522,56 +522,41 @@ async fn compute(jobs: &Jobs, leases: &Leases, part: &mut SweepPart) -> Result<V
         serde_json::from_str(&part.combos).map_err(|e| format!("unreadable combinations: {e}"))?;
     let Prepared { settings, symbol, bars, calendar } =
         prepare(jobs, &stored.run, &format!("sweep {}", sweep.sweep_id)).await?;
-    // One history for the part: a history answers the same for a date whoever asks (what it
-    // keeps is a cache), so the combinations' runs share it — and its cost, which for minute
-    // bars is a pass over every bar.
-    let mut history = history_of(jobs, &symbol, calendar, &bars, stored.run.timeframe);
+    // The part's combinations split across every core (rayon's pool: one thread a core), a
+    // slice each; the slices' runs share one history (a history answers the same for a date
+    // whoever asks; what it keeps is a cache), so its cost — for minute bars, a pass over every
+    // bar — is paid once a slice, not once a run.
+    let slices = rayon::current_num_threads().clamp(1, combos.len().max(1));
+    let per_slice = combos.len().div_ceil(slices).max(1);
+    let histories: Vec<_> = (0..combos.len().div_ceil(per_slice))
+        .map(|_| history_of(jobs, &symbol, calendar, &bars, stored.run.timeframe))
+        .collect();
     let (run, windows) = (stored.run, stored.windows);
     let (progress_tx, mut progress_rx) = tokio::sync::watch::channel(0usize);
     let total = combos.len();
     let task = tokio::task::spawn_blocking(move || {
-        let mut rows = Vec::with_capacity(combos.len());
-        for (done, parameters) in combos.into_iter().enumerate() {
-            let spec = BacktestSpec {
-                strategy_id: run.strategy_id.clone(),
-                symbol: symbol.clone(),
-                timeframe: run.timeframe,
-                start: run.start,
-                parameters,
-                initial_cash: run.initial_cash,
-                commission_rate: run.commission_rate,
-                slippage_bps: run.slippage_bps,
-                fill: run.fill,
-            };
-            let failed = |e: backtest::BacktestError| format!("{:?}: {e}", spec.parameters);
-            let output = backtest::run(&spec, &settings, &bars, history.as_mut(), &mut |_| {}).map_err(failed)?;
-            let mut row = metrics_of(&output);
-            row.insert("parameters".into(), json!(spec.parameters));
-            if !windows.is_empty() {
-                // Each window's two parts, run afresh (indicators warm up inside each).
-                let mut part = |from: i64, to: i64| -> Result<Value, String> {
-                    let from_ts = tradeops_core::time::from_epoch_ms(from);
-                    let lo = if from_ts <= run.start { 0 } else { bars.partition_point(|b| b.start < from_ts) };
-                    let hi = bars.partition_point(|b| to_epoch_ms(&b.start) < to);
-                    let spec = BacktestSpec { start: from_ts.max(run.start), ..spec.clone() };
-                    match backtest::run(&spec, &settings, &bars[lo..hi.max(lo)], history.as_mut(), &mut |_| {}) {
-                        Ok(output) => Ok(Value::Object(metrics_of(&output))),
-                        Err(backtest::BacktestError::NoData { .. }) => Ok(Value::Null),
-                        Err(e) => Err(failed(e)),
+        use rayon::prelude::*;
+        let done = std::sync::atomic::AtomicUsize::new(0);
+        let slices: Vec<Result<Vec<Value>, String>> = combos
+            .par_chunks(per_slice)
+            .zip(histories.into_par_iter())
+            .map(|(slice, mut history)| {
+                let mut rows = Vec::with_capacity(slice.len());
+                for parameters in slice {
+                    rows.push(combination(&run, &symbol, &settings, &bars, &windows, history.as_mut(), parameters)?);
+                    // Every 10 % of the part (a progress write per combination would cost more
+                    // than a daily-bar run takes).
+                    let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                    if n * 10 / total > (n - 1) * 10 / total {
+                        progress_tx.send_replace(n);
                     }
-                };
-                let mut parts = Vec::with_capacity(windows.len());
-                for w in &windows {
-                    parts.push(json!({"in_sample": part(w.start, w.split)?, "out_of_sample": part(w.split, w.end)?}));
                 }
-                row.insert("windows".into(), Value::Array(parts));
-            }
-            rows.push(Value::Object(row));
-            // Every 10 % of the part (a progress write per combination would cost more than
-            // a daily-bar run takes).
-            if (done + 1) * 10 / total > done * 10 / total {
-                progress_tx.send_replace(done + 1);
-            }
+                Ok(rows)
+            })
+            .collect();
+        let mut rows = Vec::with_capacity(total);
+        for slice in slices {
+            rows.extend(slice?);
         }
         Ok::<_, String>(rows)
     });
@@ -591,6 +576,53 @@ async fn compute(jobs: &Jobs, leases: &Leases, part: &mut SweepPart) -> Result<V
         }
     };
     Ok(Value::Array(rows))
+}
+
+/// One combination's row: its run over the whole range, and over each window's two parts.
+fn combination(
+    run: &Stored,
+    symbol: &Symbol,
+    settings: &tradeops_core::Settings,
+    bars: &[tradeops_core::market::Bar],
+    windows: &[Window],
+    history: &mut dyn tradeops_core::backtest::History,
+    parameters: &BTreeMap<String, f64>,
+) -> Result<Value, String> {
+    let spec = BacktestSpec {
+        strategy_id: run.strategy_id.clone(),
+        symbol: symbol.clone(),
+        timeframe: run.timeframe,
+        start: run.start,
+        parameters: parameters.clone(),
+        initial_cash: run.initial_cash,
+        commission_rate: run.commission_rate,
+        slippage_bps: run.slippage_bps,
+        fill: run.fill,
+    };
+    let failed = |e: backtest::BacktestError| format!("{parameters:?}: {e}");
+    let output = backtest::run(&spec, settings, bars, history, &mut |_| {}).map_err(failed)?;
+    let mut row = metrics_of(&output);
+    row.insert("parameters".into(), json!(parameters));
+    if !windows.is_empty() {
+        // Each window's two parts, run afresh (indicators warm up inside each).
+        let mut part = |from: i64, to: i64| -> Result<Value, String> {
+            let from_ts = tradeops_core::time::from_epoch_ms(from);
+            let lo = if from_ts <= run.start { 0 } else { bars.partition_point(|b| b.start < from_ts) };
+            let hi = bars.partition_point(|b| to_epoch_ms(&b.start) < to).max(lo);
+            let spec = BacktestSpec { start: from_ts.max(run.start), ..spec.clone() };
+            match backtest::run(&spec, settings, &bars[lo..hi], history, &mut |_| {}) {
+                Ok(output) => Ok(Value::Object(metrics_of(&output))),
+                Err(backtest::BacktestError::NoData { .. }) => Ok(Value::Null),
+                Err(e) => Err(failed(e)),
+            }
+        };
+        let mut parts = Vec::with_capacity(windows.len());
+        for w in windows {
+            parts.push(json!({"in_sample": part(w.start, w.split)?, "out_of_sample": part(w.split, w.end)?}));
+        }
+        row.insert("windows".into(), Value::Array(parts));
+    }
+    Ok(Value::Object(row))
 }
 
 /// The metrics a sweep keeps of a run (of a whole range or of a window's part).
