@@ -761,6 +761,92 @@ await run("import a CSV (a bad row refused), download bars and run a backtest; b
   await detail.waitFor({ state: "detached" });
 });
 
+await run("sweep sma_cross's parameters over the same bars: a refusal shows at its field, the list polls to COMPLETED, the heatmap outlines the API's best", async () => {
+  await open("data");
+  const form = page.locator('[data-testid="sweep-form"]');
+  await form.locator('select[name="strategy_id"]').selectOption("sma_cross");
+  await form.locator('input[name="symbol"]').fill(symbol);
+  await form.locator('select[name="timeframe"]').selectOption("1d");
+  await form.locator('input[name="start"]').fill("2026-03-02");
+  await form.locator('input[name="end"]').fill("2026-11-20");
+  // The form starts each parameter on a range around its default, within its bounds.
+  assert.equal(await form.locator('select[name="grid.fast.mode"]').inputValue(), "range");
+  assert.equal(await form.locator('input[name="grid.fast.from"]').inputValue(), "5");
+  for (const [name, from, to, step] of [["fast", 5, 15, 5], ["slow", 20, 40, 10]]) {
+    await form.locator(`input[name="grid.${name}.from"]`).fill(String(from));
+    await form.locator(`input[name="grid.${name}.to"]`).fill(String(to));
+    await form.locator(`input[name="grid.${name}.step"]`).fill(String(step));
+  }
+  await form.locator('[data-testid="sweep-count"]').filter({ hasText: "3 × 3 = 9 combinations" }).waitFor();
+  // The service's refusal, shown by the field it names.
+  await form.locator('input[name="max_drawdown"]').fill("2");
+  await form.locator('[data-testid="run-sweep"]').click();
+  await form.locator(".field.invalid", { has: page.locator('input[name="max_drawdown"]') }).filter({ hasText: "fraction from 0 to 1" }).waitFor();
+  await form.locator('input[name="max_drawdown"]').fill("");
+  // Sweeps publish no event: the list polls while one runs, and stops once none does.
+  let listReads = 0;
+  const countReads = (r) => r.method() === "GET" && new URL(r.url()).pathname === "/api/backtests/sweeps" && listReads++;
+  page.on("request", countReads);
+  await form.locator('[data-testid="run-sweep"]').click();
+  await page.locator('[data-testid="toast"]').filter({ hasText: "Sweep queued: 9 combinations" }).waitFor();
+  const id = (await api("GET", "/api/backtests/sweeps?limit=1"))[0].sweep_id;
+  const row = page.locator(`[data-testid="sweeps-table"] tbody tr[data-key="${id}"]`);
+  await row.filter({ hasText: "COMPLETED" }).waitFor({ timeout: 60_000 });
+  await row.locator('[data-testid="sweep-row-best"]').waitFor();
+  const before = listReads;
+  await page.waitForTimeout(2500);
+  assert(listReads - before <= 1, `the list stopped polling once no sweep runs (${listReads - before} reads in 2.5 s)`);
+  page.off("request", countReads);
+
+  const sweep = await api("GET", `/api/backtests/sweeps/${id}`);
+  assert.equal(sweep.status, "COMPLETED");
+  assert(sweep.best, `a best combination: ${JSON.stringify(sweep.results?.slice(0, 2))}`);
+  await row.click();
+  const detail = page.locator('[data-testid="sweep-detail"]');
+  const heat = detail.locator('[data-testid="sweep-heatmap"]');
+  await heat.waitFor();
+  assert.equal(await heat.locator('select[name="heatmap-x"]').inputValue(), "fast", "the first grid axis across");
+  assert.equal(await heat.locator('select[name="heatmap-y"]').inputValue(), "slow", "the second down");
+  assert.equal(await heat.locator('[data-testid^="sweep-heatmap-"][data-params]').count(), 9, "a cell per combination run");
+  const best = heat.locator('[data-testid="sweep-heatmap-best"]');
+  assert.equal(await best.count(), 1);
+  assert.deepEqual(JSON.parse(await best.getAttribute("data-params")), sweep.best.parameters, "the outlined cell is the API's best");
+  assert.match(await best.getAttribute("title"), new RegExp(`fast ${sweep.best.parameters.fast} · slow ${sweep.best.parameters.slow}`));
+  assert.equal(await detail.locator('[data-testid="sweep-results"] tbody tr[data-key]').count(), 9);
+  await page.waitForTimeout(300);
+  await page.screenshot({ path: `${SHOTS}/sweep-detail-light.png` });
+  // The colour scale reads in the dark theme too (the dialog covers the theme button).
+  await page.evaluate(() => (document.documentElement.dataset.theme = "dark"));
+  await page.screenshot({ path: `${SHOTS}/sweep-detail-dark.png` });
+  await page.evaluate(() => (document.documentElement.dataset.theme = "light"));
+  // The best combination fills the backtest form.
+  await detail.locator('[data-testid="backtest-best"]').click();
+  await detail.waitFor({ state: "detached" });
+  const runForm = page.locator('[data-testid="backtest-form"]');
+  assert.equal(await runForm.locator('input[name="param.fast"]').inputValue(), String(sweep.best.parameters.fast));
+  assert.equal(await runForm.locator('input[name="param.slow"]').inputValue(), String(sweep.best.parameters.slow));
+  assert.equal(await runForm.locator('input[name="symbol"]').inputValue(), symbol);
+
+  // A constraint no combination meets: every cell hatched, no best, the rows marked. Queued by
+  // another operator: no event tells the list, which shows it when refreshed.
+  const strict = await api("POST", "/api/backtests/sweeps", {
+    strategy_id: "sma_cross", symbol, timeframe: "1d", start: "2026-03-02T00:00:00Z", end: "2026-11-20T00:00:00Z",
+    grid: { fast: { from: 5, to: 15, step: 5 }, slow: [20, 30, 40] }, objective: "total_return", constraint: { max_drawdown: 0, min_trades: 1000 },
+  });
+  await page.locator('[data-testid="refresh-sweeps"]').click();
+  const strictRow = page.locator(`[data-testid="sweeps-table"] tbody tr[data-key="${strict.sweep_id}"]`);
+  await strictRow.filter({ hasText: "COMPLETED" }).waitFor({ timeout: 60_000 });
+  await strictRow.click();
+  await heat.waitFor();
+  assert.equal(await heat.locator('[data-testid="sweep-heatmap-best"]').count(), 0, "no best when every combination breaks the constraint");
+  assert.equal(await heat.locator('[data-meets="false"]').count(), 9);
+  assert.equal(await heat.locator(".sw-cell.breaker[data-params]").count(), 9, "each one hatched");
+  assert.equal(await detail.locator('[data-testid="sweep-results"] [data-testid="sweep-breaker"]').count(), 9);
+  await page.screenshot({ path: `${SHOTS}/sweep-breakers-light.png` });
+  await page.keyboard.press("Escape");
+  await detail.waitFor({ state: "detached" });
+});
+
 await run("speed: 20 live charts with the market at 60x (DEMO speed) hold 30 fps or more", async () => {
   await open("charts");
   await page.locator('[data-testid="tab-charts"] select[name="chart-count"]').selectOption("20");
@@ -840,6 +926,10 @@ await run("a viewer sees no action buttons and no audit tab", async () => {
   await viewer.locator(`[data-testid="positions-table"] tbody tr[data-key="${symbol}"]`).waitFor();
   assert.equal(await viewer.locator('[data-testid^="close-"], [data-testid^="halt-"]').count(), 0);
   await viewer.screenshot({ path: `${SHOTS}/viewer-positions.png` });
+  // Sweeps: listed for a viewer, with no form to run one and nothing to cancel.
+  await viewer.locator('nav.tabs a[data-tab="data"]').click();
+  await viewer.locator('[data-testid="sweeps-table"] tbody tr[data-key]').first().waitFor();
+  assert.equal(await viewer.locator('[data-testid="sweep-form"], [data-testid="cancel-sweep"], [data-testid="run-backtest"]').count(), 0);
   await viewer.context().close();
 });
 

@@ -1,17 +1,36 @@
-// Data & Backtests: run a strategy over stored bars and read the results; download bars from
-// the data broker; import bars from a CSV file. Downloads and backtests run in the background;
-// their rows follow the `download.updated` and `backtest.updated` events, which carry the whole
-// list row, so the tables update in place without polling.
+// Data & Backtests: run a strategy over stored bars and read the results; sweep a strategy's
+// parameters (sweeps.tsx); download bars from the data broker; import bars from a CSV file.
+// Downloads and backtests run in the background; their rows follow the `download.updated` and
+// `backtest.updated` events, which carry the whole list row, so the tables update in place
+// without polling (sweeps publish no event: their list polls while one runs).
 import "./data.css";
 import { useCallback, useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { ApiError, call, get, post, withQuery } from "../api";
 import { useEvents, type StreamEvent } from "../events";
-import { dateTime, fixed, frac, inputNumber, int, plain, todayNy } from "../format";
+import { dateTime, fixed, frac, inputNumber, int, plain } from "../format";
 import { navigate, route } from "../route";
 import { canOperate } from "../session";
 import type { RadarRow } from "../types";
 import { Badge, ErrorBanner, Field, Section, Table, notify, onInput, useLoad, useThrottled, type Column } from "../ui";
 import { BacktestDetailModal, StatusCell, day, isActive, signedFrac, type BacktestDetail, type BacktestRow } from "./backtest_detail";
+import {
+  FILLS,
+  RISK_FIELDS,
+  RangeFields,
+  TIMEFRAMES,
+  daysAgo,
+  defaultDays,
+  parseNum,
+  rfc,
+  shortId,
+  toApiError,
+  toInput,
+  tomorrow,
+  useFormErrors,
+  type RiskControls,
+  type Strategy,
+} from "./data_form";
+import { Sweeps, type SweepPick } from "./sweeps";
 
 // ---------------------------------------------------------------------------------------------
 // Types
@@ -31,84 +50,12 @@ interface DownloadJob {
   error: string | null;
 }
 
-interface Parameter {
-  name: string;
-  kind: "NUMBER" | "INTEGER" | string;
-  default: number | null;
-  minimum: number | null;
-  maximum: number | null;
-  description: string;
-}
-
-interface Strategy {
-  strategy_id: string;
-  strategy_version: string;
-  description: string;
-  live: boolean;
-  timeframes: string[];
-  parameters: Parameter[];
-}
-
-interface RiskControls {
-  max_order_value?: number;
-  max_daily_loss?: number;
-  max_position_size?: number;
-  max_trades_per_day?: number;
-}
-
-const TIMEFRAMES = ["1m", "1d"];
-const FILLS = ["NEXT_OPEN", "CLOSE"];
 const MAX_IMPORT_BYTES = 50 * 1024 * 1024;
-
-/** The risk controls a run may override, in the order shown. */
-const RISK_FIELDS: { key: keyof RiskControls; label: string; integer: boolean; money: boolean; hint: string }[] = [
-  { key: "max_order_value", label: "Max order value ($)", integer: false, money: true, hint: "Largest value of one order." },
-  { key: "max_daily_loss", label: "Max daily loss ($)", integer: false, money: true, hint: "Loss in a day after which orders are refused." },
-  { key: "max_position_size", label: "Max position size (shares)", integer: true, money: false, hint: "Most shares held in the symbol." },
-  { key: "max_trades_per_day", label: "Max trades per day", integer: true, money: false, hint: "Entries allowed in a day." },
-];
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
 
-const toApiError = (e: unknown) => (e instanceof ApiError ? e : new ApiError(0, "CLIENT", String(e)));
-
-/** YYYY-MM-DD of a Date, in UTC (the day the console sends as midnight UTC). */
-const utcDay = (d: Date) => d.toISOString().slice(0, 10);
-/** N days before the market's trading date (negative: after it). */
-const daysAgo = (n: number) => {
-  const [y, m, d] = todayNy().split("-").map(Number);
-  return utcDay(new Date(Date.UTC(y, m - 1, d - n)));
-};
-/** A date input's value as the API's RFC 3339 timestamp. */
-const rfc = (d: string) => `${d}T00:00:00Z`;
-/** A stored range bound back to a date input's value. */
-const toInput = (iso: string) => {
-  const d = day(iso);
-  return /^\d{4}-\d{2}-\d{2}$/.test(d.slice(0, 10)) ? d.slice(0, 10) : "";
-};
-
-/** Ranges through today: from N days ago to tomorrow 00:00 UTC (the end is exclusive). */
-const PRESETS: { label: string; days: number }[] = [
-  { label: "Today", days: 0 },
-  { label: "5 days", days: 5 },
-  { label: "1 month", days: 30 },
-  { label: "6 months", days: 182 },
-  { label: "1 year", days: 365 },
-];
-const tomorrow = () => daysAgo(-1);
-/** The range a timeframe starts with: a trading week of minutes, half a year of days. */
-const defaultDays = (tf: string) => (tf === "1m" ? 5 : 182);
-
 const num = plain;
-const shortId = (id: string) => (id.length > 14 ? `${id.slice(0, 11)}…` : id);
-
-/** Parses a number input: undefined when empty, NaN when not a number. */
-function parseNum(v: string): number | undefined {
-  const t = v.trim();
-  if (t === "") return undefined;
-  return Number(t);
-}
 
 function upsert<T>(rows: T[], row: T, key: (r: T) => string): T[] {
   const k = key(row);
@@ -161,59 +108,6 @@ function useLiveRows<T>(path: string, kind: string, key: (r: T) => string) {
 
 const backtestKey = (r: BacktestRow) => r.backtest_id;
 const downloadKey = (r: DownloadJob) => r.request_id;
-
-/** Date-range inputs with presets; `touched` is false while the range is still a default. */
-function RangeFields({
-  start,
-  end,
-  setRange,
-  errors,
-  timeframe,
-}: {
-  start: string;
-  end: string;
-  setRange: (start: string, end: string, touched: boolean) => void;
-  errors: Record<string, string>;
-  timeframe: string;
-}) {
-  return (
-    <>
-      <Field label="Start (00:00 UTC)" error={errors["start"]} hint="Bars starting on or after this day.">
-        <input type="date" name="start" value={start} max={end || undefined} onInput={(e) => setRange(e.currentTarget.value, end, true)} required />
-      </Field>
-      <Field
-        label="End (00:00 UTC, exclusive)"
-        error={errors["end"]}
-        hint={`Bars before this day: tomorrow includes today. ${timeframe === "1m" ? "1m: at most 366 days." : "1d: up to 20 years."}`}
-      >
-        <input type="date" name="end" value={end} min={start || undefined} onInput={(e) => setRange(start, e.currentTarget.value, true)} required />
-      </Field>
-      <div class="field dt-presets">
-        <span class="label">Quick range, through today</span>
-        <span>
-          {PRESETS.filter((p) => (timeframe === "1m" ? p.days <= 365 : p.days > 0)).map((p) => (
-            <button type="button" class="btn ghost" key={p.label} onClick={() => setRange(daysAgo(p.days), tomorrow(), true)}>
-              {p.label}
-            </button>
-          ))}
-        </span>
-      </div>
-    </>
-  );
-}
-
-/** Shows a refusal at the fields it names, and in a banner when it names none of them. */
-function useFormErrors(known: (field: string) => boolean) {
-  const [error, setError] = useState<ApiError | undefined>();
-  const fields = error?.fieldErrors ?? {};
-  const atField = Object.keys(fields).some(known);
-  return {
-    error,
-    setError,
-    fields: atField ? fields : {},
-    banner: error && !atField ? error : undefined,
-  };
-}
 
 // ---------------------------------------------------------------------------------------------
 // Backtest run form
@@ -942,6 +836,19 @@ export function DataTab() {
     const gated = Object.entries(d.refusals ?? {}).some(([rule, n]) => n > 0 && RISK_FIELDS.some((r) => r.key.toUpperCase() === rule));
     setSeed((p) => ({ n: (p?.n ?? 0) + 1, form: formFromRun(d), openRisk: gated }));
   };
+  const backtestCombination = ({ sweep, parameters }: SweepPick) =>
+    setSeed((p) => ({
+      n: (p?.n ?? 0) + 1,
+      form: {
+        strategy_id: sweep.strategy_id,
+        symbol: sweep.symbol,
+        timeframe: sweep.timeframe,
+        start: toInput(sweep.start),
+        end: toInput(sweep.end),
+        datesTouched: true,
+        params: Object.fromEntries(Object.entries(parameters).map(([k, v]) => [k, inputNumber(v)])),
+      },
+    }));
   const backtestBars = (j: DownloadJob) => {
     const fits = strategyList.find((s) => s.timeframes.includes(j.timeframe));
     setSeed((p) => ({
@@ -988,7 +895,8 @@ export function DataTab() {
     <div data-testid="tab-data" class="dt">
       {!canOperate.value && (
         <div class="banner info">
-          You can read every download and backtest here. Running backtests, downloading and importing bars take the operator role.
+          You can read every download, backtest and parameter sweep here. Running backtests and sweeps, downloading and importing bars take the
+          operator role.
         </div>
       )}
       {canOperate.value && (
@@ -1065,6 +973,8 @@ export function DataTab() {
         )}
         {btRows.length > 0 && <div class="note">Click a run for its metrics, equity curve, trades and the settings it ran under. Ratios are fractions of the initial cash shown as percentages.</div>}
       </Section>
+
+      <Sweeps strategies={strategies.data} strategiesError={strategies.error} onBacktest={backtestCombination} />
 
       {canOperate.value && (
         <div class="grid2">

@@ -1,7 +1,7 @@
 //! The console in a real browser: `console/tests/browser.mjs` drives headless Chromium through
 //! playwright-core against this service (see that file for what it checks). Screenshots of every
 //! tab, light and dark, land in `target/screenshots/`. The console's formatting module and what
-//! its charts derive from bars are unit tested under Node (`console/tests/format.test.mjs`,
+//! its charts derive from bars are unit tested under Node (`console/tests/format.test.mjs`, `sweep_grid.test.mjs`,
 //! `console/tests/bars.test.mjs`).
 //!
 //! The service trades through [`Switchable`], the paper broker with faults the browser test
@@ -54,7 +54,7 @@ fn the_console_formats_figures_and_axes() {
         return skip("the_console_formats_figures_and_axes", &why, REQUIRE_BROWSER);
     }
     let output = Command::new("node")
-        .args(["--test", "tests/format.test.mjs", "tests/bars.test.mjs"])
+        .args(["--test", "tests/format.test.mjs", "tests/bars.test.mjs", "tests/sweep_grid.test.mjs"])
         .current_dir(console_dir())
         .output()
         .expect("node runs");
