@@ -89,8 +89,13 @@ pub struct Recommendation {
     pub baseline_win_rate: f64,
     /// Wilson score interval of `win_rate` at the configured confidence level.
     pub win_rate_interval: [f64; 2],
-    /// Mean net P&L of the group's trades, dollars.
+    /// Mean net P&L of the group's trades, dollars (of a walk-forward's: the chosen
+    /// parameters' mean out-of-sample P&L per window).
     pub average_net_pnl: f64,
+    /// The walk-forward sweep a recommendation cites (issue 26.4); absent for trade groups.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
+    pub sweep_id: Option<String>,
 }
 
 fn band(value: f64, edges: &[(f64, &'static str)], last: &'static str) -> &'static str {
@@ -306,6 +311,7 @@ pub fn recommendations(trades: &[Trade], min_sample_size: u32, confidence_level:
                 baseline_win_rate: baseline,
                 win_rate_interval: interval,
                 average_net_pnl: average,
+                sweep_id: None,
             });
         }
         rows.sort_by(|a, b| b.confidence_score.total_cmp(&a.confidence_score).then(a.scope_value.cmp(&b.scope_value)));

@@ -15,6 +15,7 @@ use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
+use tradeops_core::analytics::{Recommendation, ScopeType};
 use tradeops_core::backtest::{self, fills::FillModel, BacktestSpec};
 use tradeops_core::market::Timeframe;
 use tradeops_core::time::to_epoch_ms;
@@ -677,6 +678,12 @@ pub async fn view(jobs: &Jobs, sweep: &SweepRecord, results: bool) -> DomainResu
         "start": tradeops_core::time::format_ts(&stored.run.start),
         "end": tradeops_core::time::format_ts(&stored.run.end),
         "grid": stored.grid,
+        "initial_cash": backtest::dollars(stored.run.initial_cash),
+        "commission_rate": tradeops_core::market::decimal_to_f64(stored.run.commission_rate),
+        "slippage_bps": tradeops_core::market::decimal_to_f64(stored.run.slippage_bps),
+        "fill": stored.run.fill,
+        "settings": stored.run.settings,
+        "walk_forward": stored.walk_forward,
         "sample": stored.sample,
         "seed": stored.seed,
         "objective": stored.objective,
@@ -870,6 +877,93 @@ fn walk_forward_report(stored: &StoredSweep, rows: &[Value], complete: bool) -> 
     })
 }
 
+/// Recommendations citing walk-forward sweeps (issue 26.4): per strategy, its latest
+/// completed walk-forward sweep (of the newest 200 sweeps) says in how many windows
+/// re-optimising beat the current parameters out of sample, with the sign test's confidence
+/// (1 − its two-sided p-value, as the trade groups' `confidence_score` is 1 − a p-value), and
+/// names the latest window's in-sample best. Advice only at `confidence_level`; none from a
+/// walk-forward with fewer than two windows compared.
+pub async fn recommendations(jobs: &Jobs, confidence_level: f64) -> DomainResult<Vec<Recommendation>> {
+    let repo: &dyn SweepRepository = &jobs.db;
+    let mut seen = std::collections::BTreeSet::new();
+    let mut out = Vec::new();
+    for sweep in repo.sweeps(200).await? {
+        if seen.contains(&sweep.strategy_id) {
+            continue;
+        }
+        let Ok(stored) = serde_json::from_str::<StoredSweep>(&sweep.request) else { continue };
+        if stored.windows.is_empty() {
+            continue;
+        }
+        let body = view(jobs, &sweep, true).await?;
+        if body["status"] != "COMPLETED" {
+            continue;
+        }
+        seen.insert(sweep.strategy_id.clone());
+        if let Some(row) = walk_forward_recommendation(&sweep, &body, confidence_level) {
+            out.push(row);
+        }
+    }
+    Ok(out)
+}
+
+/// The recommendation a completed walk-forward sweep's view supports, if any.
+fn walk_forward_recommendation(sweep: &SweepRecord, body: &Value, confidence_level: f64) -> Option<Recommendation> {
+    let wf = &body["walk_forward"];
+    let (beat, of) = (wf["beat_baseline"]["windows"].as_u64()?, wf["beat_baseline"]["of"].as_u64()?);
+    let baseline = body["baseline"]["parameters"].as_object()?;
+    if of < 2 {
+        return None;
+    }
+    let confidence = tradeops_core::analytics::sign_test_confidence(beat, of);
+    let latest = wf["by_window"].as_array()?.iter().rev().find_map(|w| w["best"]["parameters"].as_object())?;
+    let pnls: Vec<f64> = wf["by_window"]
+        .as_array()?
+        .iter()
+        .filter_map(|w| w["best"]["out_of_sample"]["final_equity"].as_f64())
+        .map(|equity| equity - body["initial_cash"].as_f64().unwrap_or(0.0))
+        .collect();
+    let average = pnls.iter().sum::<f64>() / pnls.len().max(1) as f64;
+    let words = |parameters: &Map<String, Value>| -> String {
+        parameters
+            .iter()
+            .map(|(name, value)| format!("{name} {}", value.as_f64().map_or(value.to_string(), |v| format!("{v}"))))
+            .collect::<Vec<_>>()
+            .join(" / ")
+    };
+    let (latest, current) = (words(latest), words(baseline));
+    let advice = if confidence < confidence_level {
+        format!("the difference is not yet significant (confidence {confidence:.2})")
+    } else if beat * 2 > of {
+        format!("consider trading {latest}")
+    } else {
+        "keep your current parameters: re-optimising did worse out of sample".to_string()
+    };
+    let objective = body["objective"].as_str().unwrap_or("the objective").replace('_', " ");
+    let text = format!(
+        "Walk-forward of {} on {} {} ({} windows, ranked by {objective}, sweep {}): re-optimising beat your current \
+         {current} out of sample in {beat} of {of} windows; the latest window's in-sample best is {latest}; {advice}.",
+        sweep.strategy_id,
+        sweep.symbol,
+        body["timeframe"].as_str().unwrap_or(""),
+        wf["windows"],
+        sweep.sweep_id,
+    );
+    Some(Recommendation {
+        recommendation_id: format!("STRATEGY:{}:walk_forward", sweep.strategy_id),
+        scope_type: ScopeType::Strategy,
+        scope_value: sweep.strategy_id.clone(),
+        recommendation_text: text,
+        confidence_score: confidence,
+        sample_size: of,
+        win_rate: beat as f64 / of as f64,
+        baseline_win_rate: 0.5,
+        win_rate_interval: tradeops_core::analytics::wilson_interval(beat, of, confidence_level),
+        average_net_pnl: (average * 100.0).round() / 100.0,
+        sweep_id: Some(sweep.sweep_id.clone()),
+    })
+}
+
 /// An epoch-milliseconds instant as the API writes instants.
 fn ms_ts(ms: i64) -> String {
     tradeops_core::time::format_ts(&tradeops_core::time::from_epoch_ms(ms))
@@ -982,5 +1076,43 @@ mod tests {
             refused(WalkForward { in_sample_fraction: Some(0.3), ..rolling }),
             "walk_forward.in_sample_fraction"
         );
+    }
+
+    #[test]
+    fn a_walk_forward_recommends_only_what_its_windows_support() {
+        let sweep = SweepRecord {
+            sweep_id: "sw-1".into(),
+            strategy_id: "sma_cross".into(),
+            symbol: "GOOG".into(),
+            request: String::new(),
+            combinations: 10,
+            requested_by: "admin".into(),
+            created_at: 0,
+        };
+        let body = |beat: u64, of: u64| {
+            json!({
+                "objective": "sharpe_ratio", "timeframe": "1d", "initial_cash": 100000.0,
+                "baseline": {"parameters": {"fast": 10.0, "slow": 20.0}},
+                "walk_forward": {
+                    "windows": of,
+                    "beat_baseline": {"windows": beat, "of": of},
+                    "by_window": [
+                        {"best": {"parameters": {"fast": 5.0, "slow": 40.0}, "out_of_sample": {"final_equity": 101000.0}}},
+                        {"best": {"parameters": {"fast": 15.0, "slow": 40.0}, "out_of_sample": {"final_equity": 99000.0}}},
+                        {"best": null}
+                    ]
+                }
+            })
+        };
+        let nine = walk_forward_recommendation(&sweep, &body(9, 10), 0.95).unwrap();
+        assert!((nine.confidence_score - tradeops_core::analytics::sign_test_confidence(9, 10)).abs() < 1e-12);
+        assert!(nine.recommendation_text.contains("in 9 of 10 windows"), "{}", nine.recommendation_text);
+        assert!(nine.recommendation_text.contains("consider trading fast 15 / slow 40"), "the latest window's best");
+        assert_eq!((nine.sample_size, nine.average_net_pnl, nine.sweep_id.as_deref()), (10, 0.0, Some("sw-1")));
+        let one = walk_forward_recommendation(&sweep, &body(1, 10), 0.95).unwrap();
+        assert!(one.recommendation_text.contains("keep your current parameters"), "{}", one.recommendation_text);
+        let even = walk_forward_recommendation(&sweep, &body(3, 5), 0.95).unwrap();
+        assert!(even.recommendation_text.contains("not yet significant"), "{}", even.recommendation_text);
+        assert!(walk_forward_recommendation(&sweep, &body(1, 1), 0.95).is_none(), "one window compared says nothing");
     }
 }

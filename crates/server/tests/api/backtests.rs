@@ -436,23 +436,23 @@ async fn a_walk_forward_shows_each_windows_in_sample_best_out_of_sample() {
     }});
     let mut body = goog_request(lifted.clone());
     body.as_object_mut().unwrap().remove("parameters");
-    body["grid"] = json!({"fast": [5, 10, 20], "slow": [20, 50]});
+    body["grid"] = json!({"fast": [5, 20, 30], "slow": [50, 100]});
     body["objective"] = json!("total_return");
-    body["walk_forward"] = json!({"windows": 4, "in_sample_fraction": 0.75});
+    body["walk_forward"] = json!({"windows": 8, "in_sample_fraction": 0.6});
     let accepted = app.post("/api/backtests/sweeps", ADMIN_TOKEN, body.clone()).await.assert_ok(202).clone();
-    assert_eq!(accepted["combinations"], 5, "(20, 20) refused; 10 / 20 is in the grid");
+    assert_eq!(accepted["combinations"], 7, "the grid's 6 and the current 10 / 20 beside them");
     let sweep = wait_sweep(&app, accepted["sweep_id"].as_str().unwrap()).await;
     assert_eq!(sweep["status"], "COMPLETED", "{sweep}");
     let wf = &sweep["walk_forward"];
-    assert_eq!((wf["windows"].clone(), wf["complete"].clone()), (json!(4), json!(true)), "{wf}");
+    assert_eq!((wf["windows"].clone(), wf["complete"].clone()), (json!(8), json!(true)), "{wf}");
     let windows = wf["by_window"].as_array().unwrap();
-    assert_eq!(windows.len(), 4);
+    assert_eq!(windows.len(), 8);
     // Rolling: the out-of-sample parts follow one another from the first split to the end.
     assert_eq!(
         (&windows[0]["in_sample"]["start"], &sweep["start"]),
         (&json!("2004-08-19T00:00:00.000Z"), &sweep["start"])
     );
-    assert_eq!(windows[3]["out_of_sample"]["end"], sweep["end"]);
+    assert_eq!(windows[7]["out_of_sample"]["end"], sweep["end"]);
     for pair in windows.windows(2) {
         assert_eq!(pair[0]["out_of_sample"]["end"], pair[1]["out_of_sample"]["start"]);
         assert!(pair[0]["in_sample"]["start"].as_str() < pair[1]["in_sample"]["start"].as_str());
@@ -490,7 +490,7 @@ async fn a_walk_forward_shows_each_windows_in_sample_best_out_of_sample() {
         }
         chained *= 1.0 + out["total_return"].as_f64().unwrap();
         let rank = best["out_of_sample_rank"].as_u64().unwrap();
-        assert!((1..=5).contains(&rank) && best["ranked_out_of_sample"] == 5, "{best}");
+        assert!((1..=7).contains(&rank) && best["ranked_out_of_sample"] == 7, "{best}");
         if let Some(won) = w["beat_baseline"].as_bool() {
             compared += 1;
             beat += u64::from(won);
@@ -506,6 +506,25 @@ async fn a_walk_forward_shows_each_windows_in_sample_best_out_of_sample() {
     );
     // The results table still ranks the whole range; the windows' figures are only in the report.
     assert!(sweep["results"][0].get("windows").is_none());
+    assert_eq!(sweep["baseline"]["in_grid"], false);
+    let confidence = wf["beat_baseline"]["confidence"].as_f64().unwrap();
+
+    // Recommendations cite it (issue 26.4): re-optimising against the current 10 / 20, in how
+    // many windows, with the sign test's confidence.
+    let recommendations = app.get("/api/trades/recommendations?scope_type=STRATEGY&scope_value=sma_cross").await;
+    let cited: Vec<&Value> =
+        recommendations.data().as_array().unwrap().iter().filter(|r| r["sweep_id"] == sweep["sweep_id"]).collect();
+    assert_eq!(cited.len(), 1, "{}", recommendations.body);
+    let row = cited[0];
+    assert_eq!(row["recommendation_id"], "STRATEGY:sma_cross:walk_forward");
+    assert_eq!(
+        (row["sample_size"].as_u64(), row["win_rate"].as_f64()),
+        (Some(compared), Some(beat as f64 / compared as f64))
+    );
+    let text = row["recommendation_text"].as_str().unwrap();
+    assert!(text.contains(&format!("in {beat} of {compared} windows")), "{text}");
+    assert!(text.contains("fast 10 / slow 20"), "{text}");
+    assert_eq!(row["confidence_score"].as_f64(), Some(confidence));
 
     // Too many windows for the range, or a fraction out of bounds: refused, nothing queued.
     let before = app.get("/api/backtests/sweeps").await.body["meta"]["count"].clone();

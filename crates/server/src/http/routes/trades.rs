@@ -95,7 +95,10 @@ pub struct RecommendationQuery {
 /// Statistics over completed trades by scope: each group of at least
 /// `analytics.min_sample_size` trades, its win rate against the overall baseline in a sentence,
 /// `confidence_score` (1 − p-value of a two-proportion z-test against the other trades) and
-/// `sample_size`, with the Wilson interval at `analytics.confidence_level`.
+/// `sample_size`, with the Wilson interval at `analytics.confidence_level`. Beside them, under
+/// `STRATEGY`, each strategy's latest completed walk-forward sweep: in how many windows
+/// re-optimising beat the current parameters out of sample (`sample_size` the windows compared,
+/// `confidence_score` 1 − the sign test's p-value, `sweep_id` the sweep).
 #[utoipa::path(get, path = "/api/trades/recommendations", tag = "trades", security(("bearer" = [])),
     params(RecommendationQuery),
     responses((status = 200, description = "Recommendations", body = inline(SuccessBody<Vec<Recommendation>>)),
@@ -116,12 +119,18 @@ pub async fn recommendations(
         })
         .transpose()?;
     let analytics = state.settings.current().analytics.clone();
-    let rows =
-        recommend(&trades(&state).completed().await?.trades, analytics.min_sample_size, analytics.confidence_level)
-            .into_iter()
-            .filter(|r| scope.is_none_or(|s| r.scope_type == s))
-            .filter(|r| q.scope_value.as_deref().is_none_or(|v| r.scope_value == v))
-            .collect();
+    let mut rows =
+        recommend(&trades(&state).completed().await?.trades, analytics.min_sample_size, analytics.confidence_level);
+    if scope.is_none_or(|s| s == ScopeType::Strategy) {
+        // Walk-forward sweeps' findings beside the strategy groups' (issue 26.4).
+        rows.extend(crate::jobs::sweeps::recommendations(&state.jobs, analytics.confidence_level).await?);
+        rows.sort_by(|a, b| a.scope_type.cmp(&b.scope_type).then(b.confidence_score.total_cmp(&a.confidence_score)));
+    }
+    let rows = rows
+        .into_iter()
+        .filter(|r| scope.is_none_or(|s| r.scope_type == s))
+        .filter(|r| q.scope_value.as_deref().is_none_or(|v| r.scope_value == v))
+        .collect();
     Ok(ApiResponse::list(rows))
 }
 
