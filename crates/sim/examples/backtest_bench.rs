@@ -9,6 +9,10 @@
 //!
 //! `cargo run --release -p tradeops-sim --example backtest_bench -- sma [bars] [runs] [csv]`
 //! `cargo run --release -p tradeops-sim --example backtest_bench -- momentum [symbols] [runs] [threads] [dir]`
+//! `cargo run --release -p tradeops-sim --example backtest_bench -- goog [repeats]` (the GOOG
+//! sweep grid in process, one thread)
+//! `cargo run --release -p tradeops-sim --example backtest_bench -- scaling [bars] [runs] [max threads]`
+//! (a sweep of 8 `sma_cross` combinations over `bars` minute bars on 1..=max threads)
 //!
 //! With a `csv` path, `sma` also writes its bars there (for `bench/backtesting_py.py`). With a
 //! `dir`, `momentum` also writes each symbol's bars to `dir/<SYMBOL>.csv`, with the previous
@@ -195,6 +199,79 @@ fn main() {
                 best.1,
                 best.2.round_dp(2)
             );
+        }
+        "scaling" => {
+            // Issue 26.1's second goal: a sweep over one million minute bars, its combinations
+            // split across 1, 2, … threads as a sweep's part splits them (a slice a thread, each
+            // slice with its own history over the bars), as combinations (and bars) per second.
+            let p = &universe.symbols[0];
+            let mut bars = bars_of(&universe, p, start, n.div_ceil(1440), false);
+            bars.truncate(n);
+            let combos: Vec<(f64, f64)> = [
+                (5.0, 20.0),
+                (10.0, 20.0),
+                (10.0, 40.0),
+                (20.0, 60.0),
+                (5.0, 60.0),
+                (15.0, 30.0),
+                (30.0, 90.0),
+                (20.0, 100.0),
+            ]
+            .into_iter()
+            .collect();
+            let settings = settings();
+            let max_threads: usize = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(2);
+            let mut single = None;
+            for threads in 1..=max_threads {
+                let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool");
+                let mut times = Vec::new();
+                for _ in 0..runs {
+                    let started = Instant::now();
+                    let per = combos.len().div_ceil(threads);
+                    let trades: usize = pool.install(|| {
+                        use rayon::prelude::*;
+                        combos
+                            .par_chunks(per)
+                            .map(|slice| {
+                                let mut history = backtest::BarHistory::new(&bars, Timeframe::Minute);
+                                slice
+                                    .iter()
+                                    .map(|(fast, slow)| {
+                                        let spec = BacktestSpec {
+                                            strategy_id: "sma_cross".into(),
+                                            symbol: p.symbol.clone(),
+                                            timeframe: Timeframe::Minute,
+                                            start: bars[0].start,
+                                            parameters: [("fast".to_string(), *fast), ("slow".to_string(), *slow)]
+                                                .into(),
+                                            initial_cash: Decimal::new(100_000, 0),
+                                            commission_rate: Decimal::ZERO,
+                                            slippage_bps: Decimal::ZERO,
+                                            fill: FillModel::NextOpen,
+                                        };
+                                        backtest::run(&spec, &settings, &bars, &mut history, &mut |_| {})
+                                            .expect("runs")
+                                            .trades
+                                            .len()
+                                    })
+                                    .sum::<usize>()
+                            })
+                            .sum()
+                    });
+                    times.push(started.elapsed().as_secs_f64());
+                    std::hint::black_box(trades);
+                }
+                let seconds = median(times.clone());
+                let rate = combos.len() as f64 / seconds;
+                let speedup = single.map_or(1.0, |one: f64| rate / one);
+                single.get_or_insert(rate);
+                println!(
+                    "{threads} thread(s): {} combinations × {} minute bars in {seconds:.2} s (median of {runs}): {rate:.2} combinations/s, {:.1} M bars/s, {speedup:.2}× one thread",
+                    combos.len(),
+                    bars.len(),
+                    rate * bars.len() as f64 / 1e6
+                );
+            }
         }
         "momentum" => {
             // Runner-prone names first: the strategy trades runners.
