@@ -726,17 +726,32 @@ pub async fn view(jobs: &Jobs, sweep: &SweepRecord, results: bool) -> DomainResu
             }
             ranked.push(row);
         }
-        let key = stored.objective.key();
-        let best = ranked.first().filter(|r| r["meets_constraint"] == true && score(&r[key]).is_finite()).cloned();
+        let best = ranked
+            .first()
+            .filter(|r| r["meets_constraint"] == true && score(r, stored.objective) > f64::NEG_INFINITY)
+            .cloned();
         body["best"] = best.unwrap_or(Value::Null);
         body["results"] = Value::Array(ranked);
     }
     Ok(body)
 }
 
-/// A metric as a number to rank by; unknown (null, or not a number) ranks last.
-fn score(value: &Value) -> f64 {
-    value.as_f64().or_else(|| value.as_str().and_then(|s| s.parse().ok())).unwrap_or(f64::NEG_INFINITY)
+/// A run's objective as a number to rank by; unknown (null: no trades, say) ranks last — but
+/// a profit factor left undefined because no trade lost while the run made money is
+/// unbounded, and ranks first.
+fn score(metrics: &Value, objective: Objective) -> f64 {
+    let value = &metrics[objective.key()];
+    let known = value.as_f64().or_else(|| value.as_str().and_then(|s| s.parse().ok()));
+    match known {
+        Some(v) => v,
+        None if objective == Objective::ProfitFactor
+            && metrics["trade_count"].as_u64().unwrap_or(0) > 0
+            && metrics["total_return"].as_f64().unwrap_or(0.0) > 0.0 =>
+        {
+            f64::INFINITY
+        }
+        None => f64::NEG_INFINITY,
+    }
 }
 
 /// Whether a run's metrics keep within the constraint.
@@ -753,11 +768,12 @@ fn rank<'a>(
     constraint: &Constraint,
     objective: Objective,
 ) -> Vec<usize> {
-    let key = objective.key();
     let mut keyed: Vec<(usize, bool, f64)> = rows
         .iter()
         .enumerate()
-        .filter_map(|(i, row)| of(row).filter(|m| m.is_object()).map(|m| (i, meets(constraint, m), score(&m[key]))))
+        .filter_map(|(i, row)| {
+            of(row).filter(|m| m.is_object()).map(|m| (i, meets(constraint, m), score(m, objective)))
+        })
         .collect();
     keyed.sort_by(|a, b| b.1.cmp(&a.1).then(b.2.partial_cmp(&a.2).unwrap_or(std::cmp::Ordering::Equal)));
     keyed.into_iter().map(|(i, _, _)| i).collect()
@@ -779,7 +795,6 @@ fn in_grid(grid: &Map<String, Value>, parameters: &BTreeMap<String, f64>) -> boo
 /// of sample, with the sign test's confidence. `complete`: every part has run (before, the
 /// figures cover the combinations run so far).
 fn walk_forward_report(stored: &StoredSweep, rows: &[Value], complete: bool) -> Value {
-    let key = stored.objective.key();
     let baseline = rows.iter().position(|r| r["baseline"] == true);
     let mut windows = Vec::with_capacity(stored.windows.len());
     let (mut in_scores, mut out_scores) = (Vec::new(), Vec::new());
@@ -795,7 +810,8 @@ fn walk_forward_report(stored: &StoredSweep, rows: &[Value], complete: bool) -> 
         let out_rank =
             rank(rows, |r| r["windows"].get(n).map(|p| &p["out_of_sample"]), &stored.constraint, stored.objective);
         let best = in_rank.first().copied().filter(|&i| {
-            part(&rows[i], "in_sample").is_some_and(|m| meets(&stored.constraint, &m) && score(&m[key]).is_finite())
+            part(&rows[i], "in_sample")
+                .is_some_and(|m| meets(&stored.constraint, &m) && score(&m, stored.objective) > f64::NEG_INFINITY)
         });
         let baseline_out = baseline.and_then(|b| part(&rows[b], "out_of_sample"));
         let mut entry = json!({
@@ -816,16 +832,16 @@ fn walk_forward_report(stored: &StoredSweep, rows: &[Value], complete: bool) -> 
             let (is, oos) = (part(&rows[b], "in_sample"), part(&rows[b], "out_of_sample"));
             let out_position = out_rank.iter().position(|&i| i == b).map(|p| p + 1);
             if let Some(is) = &is {
-                in_scores.push(score(&is[key]));
+                in_scores.push(score(is, stored.objective));
             }
             if let Some(oos) = &oos {
-                out_scores.push(score(&oos[key]));
+                out_scores.push(score(oos, stored.objective));
                 chained *= 1.0 + oos["total_return"].as_f64().unwrap_or(0.0);
             }
             // The sign test leaves out ties: windows whose best is the baseline itself, or
             // either side unknown.
             if let (Some(oos), Some(b_out), false) = (&oos, &baseline_out, Some(b) == baseline) {
-                let (mine, theirs) = (score(&oos[key]), score(&b_out[key]));
+                let (mine, theirs) = (score(oos, stored.objective), score(b_out, stored.objective));
                 if mine.is_finite() && theirs.is_finite() && mine != theirs {
                     compared += 1;
                     beat += u64::from(mine > theirs);
@@ -1114,5 +1130,19 @@ mod tests {
         let even = walk_forward_recommendation(&sweep, &body(3, 5), 0.95).unwrap();
         assert!(even.recommendation_text.contains("not yet significant"), "{}", even.recommendation_text);
         assert!(walk_forward_recommendation(&sweep, &body(1, 1), 0.95).is_none(), "one window compared says nothing");
+    }
+
+    #[test]
+    fn an_unbounded_profit_factor_ranks_first_and_no_trades_last() {
+        let rows = [
+            json!({"profit_factor": 2.5, "trade_count": 10, "total_return": 0.1}),
+            json!({"profit_factor": null, "trade_count": 0, "total_return": 0.0}),
+            json!({"profit_factor": null, "trade_count": 3, "total_return": 0.05}),
+            json!({"profit_factor": 0.5, "trade_count": 8, "total_return": -0.1}),
+        ];
+        assert_eq!(rank(&rows, Some, &Constraint::default(), Objective::ProfitFactor), [2, 0, 3, 1]);
+        // Under the constraint, breakers after the rest, each group by the objective.
+        let five = Constraint { min_trades: Some(5), ..Constraint::default() };
+        assert_eq!(rank(&rows, Some, &five, Objective::ProfitFactor), [0, 3, 2, 1]);
     }
 }
