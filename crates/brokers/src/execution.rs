@@ -146,6 +146,13 @@ pub trait ExecutionBroker: Send + Sync {
     /// The reports due at or before `now` (acknowledgements, cancels, fills), oldest first.
     async fn poll(&self, now: Timestamp) -> Vec<BrokerReport>;
 
+    /// When the next report this broker delivers by itself is due (a paper ack or cancel), if
+    /// it knows: a replay on a manual clock (issue 26.2) delivers each at its own time. A remote
+    /// venue does not know (its reports come when they come).
+    fn next_due(&self) -> Option<Timestamp> {
+        None
+    }
+
     /// Matches working orders against a market update (in-process venues): the reports that
     /// came due by then, then fills. A real venue matches on its own and answers nothing here.
     async fn on_market(&self, _update: &MarketUpdate<'_>) -> Vec<BrokerReport> {

@@ -245,6 +245,11 @@ impl PaperBroker {
         self.schedule(at, Due::Cancel(id.clone()));
     }
 
+    /// When the next scheduled report (an ack or a cancel) is due.
+    pub fn next_due(&self) -> Option<Timestamp> {
+        self.scheduled.iter().map(|s| s.at).min()
+    }
+
     /// Delivers every report due at or before `now` (acks, cancels), in time order, ties in
     /// submission order.
     pub fn advance(&mut self, now: Timestamp) -> Vec<BrokerReport> {
@@ -409,6 +414,10 @@ impl ExecutionBroker for PaperExecution {
 
     async fn poll(&self, now: Timestamp) -> Vec<BrokerReport> {
         self.book().advance(now)
+    }
+
+    fn next_due(&self) -> Option<Timestamp> {
+        self.book().next_due()
     }
 
     async fn on_market(&self, update: &MarketUpdate<'_>) -> Vec<BrokerReport> {

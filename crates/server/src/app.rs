@@ -222,6 +222,7 @@ impl Application {
             downloads: Default::default(),
             backtests: Default::default(),
             sweeps: Default::default(),
+            desk: desk_source(&config),
         });
         let audit = crate::audit_outbox::AuditOutbox::wrap(Arc::new(db.clone()));
         let audit_store: Arc<dyn tradeops_store::AuditRepository> = Arc::new(db.clone());
@@ -718,6 +719,16 @@ pub(crate) fn market_speed(config: &Config, mode: TradingMode) -> f64 {
 }
 
 /// What the `[jobs]` configuration lets this process run.
+/// The simulated market desk replays regenerate, when it is the data broker.
+pub(crate) fn desk_source(config: &Config) -> Option<crate::jobs::desk::DeskSource> {
+    (config.brokers.market_data() == MarketDataBrokerKind::Simulated).then(|| crate::jobs::desk::DeskSource {
+        seed: config.sim.seed,
+        symbols: config.sim.symbols as usize,
+        reference_data: config.sim.reference_data,
+        paper: config.paper.broker_config(),
+    })
+}
+
 pub(crate) fn job_limits(config: &Config) -> crate::jobs::JobLimits {
     crate::jobs::JobLimits {
         lease: chrono::Duration::from_std(config.jobs.lease).unwrap_or(crate::jobs::LEASE),

@@ -95,6 +95,7 @@ impl Worker {
             downloads: Default::default(),
             backtests: Default::default(),
             sweeps: Default::default(),
+            desk: crate::app::desk_source(&config),
         });
         Ok(Worker { jobs, settings, reference, node })
     }

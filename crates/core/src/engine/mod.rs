@@ -396,6 +396,14 @@ impl Engine {
         self.halt.as_ref()
     }
 
+    /// The symbols of a radar scan (ranked, best first) the allocator auto-watches (issue 26.2
+    /// shares this with the live feed): the top `auto_watch_top_n` not stopped by the last halt —
+    /// only the operator restarts those —, none when auto-watch is off. The engine still refuses
+    /// what the watchlist limit or a block forbids.
+    pub fn auto_watch_picks(&self, ranked: &[Symbol]) -> Vec<Symbol> {
+        auto_watch_picks(ranked, &self.settings.strategy_allocator, |s| self.halt_stopped.contains(s))
+    }
+
     /// Watched symbols whose running strategy the emergency halt stopped.
     pub fn halt_stopped(&self) -> &BTreeSet<Symbol> {
         &self.halt_stopped
@@ -938,3 +946,16 @@ impl Engine {
 
 #[cfg(test)]
 mod tests;
+
+/// [`Engine::auto_watch_picks`] from the allocator's settings and what the last halt stopped
+/// (the live feed reads both from the published view).
+pub fn auto_watch_picks(
+    ranked: &[Symbol],
+    allocator: &crate::settings::StrategyAllocatorSettings,
+    halt_stopped: impl Fn(&Symbol) -> bool,
+) -> Vec<Symbol> {
+    if !allocator.auto_watch {
+        return Vec::new();
+    }
+    ranked.iter().filter(|s| !halt_stopped(s)).take(allocator.auto_watch_top_n as usize).cloned().collect()
+}

@@ -7,7 +7,7 @@ mod held;
 mod runner;
 
 use runner::Input;
-pub use runner::{spawn_engine, CrashPoint};
+pub use runner::{replay_desk, spawn_engine, CrashPoint, DeskOutcome};
 
 use crate::engine_view::EngineView;
 use crate::events::EventBus;

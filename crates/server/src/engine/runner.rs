@@ -8,7 +8,10 @@
 //! order id before sending it again.
 //! What operators are told is published as typed events once the batch is saved.
 
+mod desk;
 mod preview;
+
+pub use desk::{replay_desk, DeskOutcome};
 
 use super::held::{self, HeldWrite};
 use super::{EngineDeps, EngineHandle};
@@ -920,6 +923,46 @@ impl Runner {
         self.venue_account = Some((account, self.engine.cash()));
     }
 
+    /// Carries out an operator's (or the allocator's) command at market time `now`: the
+    /// broker's due reports first, then the engine's decision, written ahead and sent.
+    async fn command(&mut self, command: Command, now: Timestamp) -> Result<Reply, CommandError> {
+        if needs_storage(&command) && !self.db.is_writable() {
+            let reason = "the database is unavailable: this change could not be stored, so it was not made";
+            return Err(CommandError::NotPersisted { reason: reason.into(), unavailable: true });
+        }
+        self.broker_reports(now).await;
+        let places = matches!(command, Command::PlaceOrder(_) | Command::ClosePosition { .. });
+        let cancels = matches!(command, Command::CancelOrder { .. });
+        if let (true, Some((reason, retry_after))) = (places, &self.venue_down) {
+            // Nothing is written or counted: the refusal changes nothing.
+            return Err(CommandError::BrokerUnavailable {
+                reason: reason.clone(),
+                retry_after: *retry_after,
+                client_order_id: None,
+            });
+        }
+        if let Command::PlaceOrder(order) = &command {
+            // The engine values orders at the last trade: mark the symbol first.
+            if self.market.instrument(&order.symbol).is_none() {
+                let unknown = format!("{} is not a symbol of the {} market", order.symbol, self.market.name());
+                return Err(CommandError::NotFound(unknown));
+            }
+            if let Some(snapshot) = market_now(self.market.snapshot(&order.symbol)).await {
+                let fx = self
+                    .engine
+                    .handle(Event::Mark { symbol: order.symbol.clone(), price: snapshot.last.to_decimal() }, now);
+                self.apply(fx, now).await;
+            }
+        }
+        let fx = self.engine.handle(Event::Command(command), now);
+        (self.operator_order, self.operator_cancel) = (places, cancels);
+        let answer = self.apply(fx, now).await;
+        (self.operator_order, self.operator_cancel) = (false, false);
+        // Taken over meanwhile: what was left of the command was neither stored nor sent.
+        let answer = if self.fenced { Some(Err(CommandError::EngineStopped)) } else { answer };
+        answer.unwrap_or(Err(CommandError::NotFound("no reply".into())))
+    }
+
     async fn run(&mut self, mut rx: mpsc::Receiver<Input>) {
         // Changes from now on: the engine was restored with the settings in effect.
         let mut settings = self.settings.clone();
@@ -934,43 +977,7 @@ impl Runner {
                 input = rx.recv() => match input {
                     Some(Input::Command(command, reply)) => {
                         let now = self.market_clock.now();
-                        if needs_storage(&command) && !self.db.is_writable() {
-                            let reason = "the database is unavailable: this change could not be stored, so it was not made";
-                            let _ = reply.send(Err(CommandError::NotPersisted { reason: reason.into(), unavailable: true }));
-                            continue;
-                        }
-                        self.broker_reports(now).await;
-                        let places = matches!(command, Command::PlaceOrder(_) | Command::ClosePosition { .. });
-                        let cancels = matches!(command, Command::CancelOrder { .. });
-                        if let (true, Some((reason, retry_after))) = (places, &self.venue_down) {
-                            // Nothing is written or counted: the refusal changes nothing.
-                            let refusal = CommandError::BrokerUnavailable {
-                                reason: reason.clone(),
-                                retry_after: *retry_after,
-                                client_order_id: None,
-                            };
-                            let _ = reply.send(Err(refusal));
-                            continue;
-                        }
-                        if let Command::PlaceOrder(order) = &command {
-                            // The engine values orders at the last trade: mark the symbol first.
-                            if self.market.instrument(&order.symbol).is_none() {
-                                let unknown = format!("{} is not a symbol of the {} market", order.symbol, self.market.name());
-                                let _ = reply.send(Err(CommandError::NotFound(unknown)));
-                                continue;
-                            }
-                            if let Some(snapshot) = market_now(self.market.snapshot(&order.symbol)).await {
-                                let fx = self.engine.handle(Event::Mark { symbol: order.symbol.clone(), price: snapshot.last.to_decimal() }, now);
-                                self.apply(fx, now).await;
-                            }
-                        }
-                        let fx = self.engine.handle(Event::Command(command), now);
-                        (self.operator_order, self.operator_cancel) = (places, cancels);
-                        let answer = self.apply(fx, now).await;
-                        (self.operator_order, self.operator_cancel) = (false, false);
-                        // Taken over meanwhile: what was left of the command was neither stored nor sent.
-                        let answer = if self.fenced { Some(Err(CommandError::EngineStopped)) } else { answer };
-                        let _ = reply.send(answer.unwrap_or(Err(CommandError::NotFound("no reply".into()))));
+                        let _ = reply.send(self.command(command, now).await);
                         self.publish();
                     }
                     Some(Input::MarketStep { at, bar_closed }) => {

@@ -25,13 +25,11 @@ pub async fn publish_scan(
         state.events.publish(crate::events::Event::RadarUpdated(summary));
     }
     state.radar.publish(scan, latency, latest).await;
-    if latest && settings.strategy_allocator.auto_watch {
+    if latest {
         let halt_stopped = state.engine().view().halt_stopped.clone();
-        for symbol in top
-            .iter()
-            .filter(|s| !halt_stopped.contains(*s))
-            .take(settings.strategy_allocator.auto_watch_top_n as usize)
-        {
+        let picks =
+            tradeops_core::engine::auto_watch_picks(&top, &settings.strategy_allocator, |s| halt_stopped.contains(s));
+        for symbol in &picks {
             let watch = tradeops_core::engine::Command::Watch { symbol: symbol.clone(), source: "RADAR".into() };
             if let Ok(Ok(tradeops_core::engine::Reply::Watch { already: false, .. })) = state.engine().send(watch).await
             {

@@ -96,37 +96,43 @@ pub const COMMISSION_RATE_RULE: &str = "a fraction of the traded value from 0 to
 pub const SLIPPAGE_BPS_RULE: &str = "basis points from 0 to 1,000";
 
 /// `value` when within `min..=max`; otherwise `field` is refused with what it accepts.
-fn bounded(field: &'static str, rule: &str, value: Decimal, min: Decimal, max: Decimal) -> DomainResult<Decimal> {
+pub(crate) fn bounded(
+    field: &'static str,
+    rule: &str,
+    value: Decimal,
+    min: Decimal,
+    max: Decimal,
+) -> DomainResult<Decimal> {
     if value < min || value > max {
         return Err(DomainError::validation(field, format!("must be {rule}")));
     }
     Ok(value)
 }
 
+/// The settings a run trades under: the operator's now, with the request's overrides (refused
+/// field by field, as `settings.<field>`).
+pub(crate) fn effective_settings(jobs: &Jobs, overrides: Option<&Map<String, Value>>) -> DomainResult<Settings> {
+    let current = jobs.current_settings();
+    let Some(patch) = overrides else { return Ok((*current).clone()) };
+    let applied = current.apply_patch(&Value::Object(patch.clone())).map_err(|errors| {
+        DomainError::Validation(
+            errors
+                .into_iter()
+                .map(|mut e| {
+                    e.field = format!("settings.{}", e.field);
+                    e
+                })
+                .collect(),
+        )
+    })?;
+    Ok(applied.settings)
+}
+
 /// A run's request checked — settings overrides, parameters, range, amounts, the symbol — and
 /// normalised as it is stored.
 pub(crate) async fn validate(jobs: &Jobs, req: &BacktestRequest) -> DomainResult<Stored> {
     let timeframe = req.timeframe.unwrap_or(Timeframe::Minute);
-    let current = jobs.current_settings();
-    let settings: Settings = match &req.settings {
-        None => (*current).clone(),
-        Some(patch) => {
-            current
-                .apply_patch(&Value::Object(patch.clone()))
-                .map_err(|errors| {
-                    DomainError::Validation(
-                        errors
-                            .into_iter()
-                            .map(|mut e| {
-                                e.field = format!("settings.{}", e.field);
-                                e
-                            })
-                            .collect(),
-                    )
-                })?
-                .settings
-        }
-    };
+    let settings = effective_settings(jobs, req.settings.as_ref())?;
     let empty = Map::new();
     let parameters = backtest::validate_parameters(
         &req.strategy_id,
@@ -285,6 +291,9 @@ async fn execute(jobs: &Jobs, leases: &Leases, mut run: BacktestRecord) {
 }
 
 async fn compute(jobs: &Jobs, leases: &Leases, run: &mut BacktestRecord) -> Result<Value, Halt> {
+    if crate::jobs::desk::is_desk(&run.request) {
+        return crate::jobs::desk::compute(jobs, leases, run).await;
+    }
     let stored: Stored = serde_json::from_str(&run.request).map_err(|e| format!("unreadable request: {e}"))?;
     let Prepared { settings, symbol, bars, calendar } =
         prepare(jobs, &stored, &format!("backtest {}", run.backtest_id)).await?;

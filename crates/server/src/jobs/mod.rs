@@ -10,6 +10,7 @@
 //! by the composition root and handed to the workers and the routes, so nothing here knows HTTP.
 
 pub mod backtests;
+pub mod desk;
 pub mod downloads;
 pub mod sweeps;
 
@@ -55,6 +56,8 @@ pub struct JobContext {
     pub backtests: Notify,
     /// Wakes the sweep worker when a sweep's parts are queued.
     pub sweeps: Notify,
+    /// The simulated market a desk replay regenerates; `None` when the data broker is another.
+    pub desk: Option<desk::DeskSource>,
 }
 
 /// A process's part of the job work (`[jobs]` in the configuration).

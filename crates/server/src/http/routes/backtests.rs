@@ -25,11 +25,13 @@ use tradeops_store::{BacktestRecord, BacktestRepository, JobStatus};
 pub const BACKTEST_RUN: Action = Action { name: "backtest.run", role: Role::Operator };
 pub const BACKTEST_CANCEL: Action = Action { name: "backtest.cancel", role: Role::Operator };
 pub const SWEEP_RUN: Action = Action { name: "backtest.sweep", role: Role::Operator };
+pub const DESK_RUN: Action = Action { name: "backtest.desk", role: Role::Operator };
 pub const SWEEP_CANCEL: Action = Action { name: "backtest.sweep_cancel", role: Role::Operator };
 
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api/backtests/run", post(run))
+        .route("/api/backtests/desk", post(desk))
         .route("/api/backtests", get(list))
         .route("/api/backtests/{backtest_id}", get(one))
         .route("/api/backtests/{backtest_id}/cancel", post(cancel))
@@ -191,6 +193,27 @@ pub async fn run(State(state): State<AppState>, guard: Sensitive) -> ApiResult<A
     guard
         .run(BACKTEST_RUN, Target::BodyField("symbol"), |caller, req: BacktestRequest| async move {
             let record = crate::jobs::backtests::enqueue(&state.jobs, req, &caller.principal.name).await?;
+            Ok(ApiResponse::accepted(BacktestAccepted { backtest_id: record.backtest_id, status: record.status }))
+        })
+        .await
+}
+
+/// Queues a whole-desk replay (issue 26.2): the simulated market's prints of `start`..`end`
+/// replayed through the radar, the allocator's auto-watch, every strategy, the risk gate and the
+/// paper broker's fill model — the live engine runner on a manual clock, over a database of its
+/// own, from a flat book at `initial_cash`, under the operator's settings with `settings`
+/// overrides. A backtest row (`kind: "desk"`, symbol `*`) follows it; its result has the shape
+/// of live analytics: `trades` (rows as `GET /api/trades`), `violations`, `watched` (the
+/// watchlist the allocator built), `by_symbol`, the `equity_curve` and its metrics. Only where
+/// the data broker is the simulated market.
+#[utoipa::path(post, path = "/api/backtests/desk", tag = "backtests", security(("bearer" = [])),
+    request_body = crate::jobs::desk::DeskRequest,
+    responses((status = 202, description = "Queued", body = inline(SuccessBody<BacktestAccepted>)),
+              (status = 400, description = "VALIDATION_ERROR (fields named in detail)", body = crate::http::envelope::ErrorBody)))]
+pub async fn desk(State(state): State<AppState>, guard: Sensitive) -> ApiResult<ApiResponse<BacktestAccepted>> {
+    guard
+        .run(DESK_RUN, Target::Fixed("desk"), |caller, req: crate::jobs::desk::DeskRequest| async move {
+            let record = crate::jobs::desk::enqueue(&state.jobs, req, &caller.principal.name).await?;
             Ok(ApiResponse::accepted(BacktestAccepted { backtest_id: record.backtest_id, status: record.status }))
         })
         .await

@@ -1,0 +1,96 @@
+//! The whole-desk replay (issue 26.2): the live engine runner — the same write-ahead orders,
+//! risk gate, allocator and paper broker — driven through a simulated trading day on a manual
+//! clock, in strict market-time order and as fast as it computes: every report the paper broker
+//! schedules (acks, cancels) is delivered at its own due time with the market as it stood, then
+//! the feed's next 15-second step is printed and the runner takes it (marks, fills, closed bars
+//! to the strategies), then the allocator auto-watches the step's scan. That is the order live
+//! PAPER trading at real speed sees them in (its 20 ms tick delivers an ack long before the next
+//! print). Not replayed: operator commands and settings changes during the day, and the
+//! once-a-second reconciliation (the paper broker's book is the engine's own).
+
+use super::*;
+use tradeops_brokers::simulated::live::LiveMarket;
+use tradeops_core::calendar::MarketCalendar;
+use tradeops_core::clock::ManualClock;
+
+/// What a replayed stretch of market time left besides what its database holds (orders,
+/// executions, violations, the watchlist): the engine's equity at each minute's close.
+#[derive(Clone, Debug, Default)]
+pub struct DeskOutcome {
+    /// Market time and engine equity (cash plus positions at the last trade) at every minute
+    /// boundary.
+    pub equity: Vec<(Timestamp, Decimal)>,
+    pub final_equity: Decimal,
+    /// Feed steps taken and radar scans made.
+    pub steps: u64,
+    pub scans: u64,
+    /// The trading state at the end (`REDUCING` once the daily loss limit was reached).
+    pub trading_state: TradingState,
+}
+
+/// Replays market time `[from, until)` of `live` through a runner restored from `deps` (an
+/// empty database: a flat book at `deps.initial_cash`), `clock` being the runner's market clock
+/// and the feed's. `progress` hears the fraction done now and then.
+pub async fn replay_desk(
+    deps: EngineDeps,
+    live: Arc<LiveMarket>,
+    clock: Arc<ManualClock>,
+    from: Timestamp,
+    until: Timestamp,
+    progress: &mut (dyn FnMut(f64) + Send),
+) -> anyhow::Result<DeskOutcome> {
+    let (view, _) = watch::channel(Arc::new(EngineView::default()));
+    let (mut runner, _unsent) = restore(deps, view).await?;
+    let settings = runner.settings.borrow().clone();
+    let calendar = MarketCalendar::new(settings.runtime.market_calendar);
+    let radar = settings.momentum_radar.clone();
+    let mut outcome = DeskOutcome::default();
+    clock.set(from);
+    // The feed's first call starts the day (the minutes before `from` generated, not traded),
+    // as the live feed's first does; its scans are the allocator's first.
+    let mut scans = live.advance_to(from, calendar, &radar);
+    // The print at `from` is the replay's first step.
+    if live.next_step().is_some_and(|next| next > from) {
+        runner.market_step(from, from.timestamp().rem_euclid(60) == 0).await;
+        outcome.steps += 1;
+    }
+    let span = (until - from).num_milliseconds().max(1) as f64;
+    let mut reported = 0.0;
+    loop {
+        outcome.scans += scans.len() as u64;
+        if let Some(scan) = scans.last() {
+            let ranked: Vec<Symbol> = scan.rows.iter().map(|r| r.symbol.clone()).collect();
+            let at = clock.now();
+            for symbol in runner.engine.auto_watch_picks(&ranked) {
+                // Refusals (the watchlist limit, a block) are the engine's, as live.
+                let _ = runner.command(Command::Watch { symbol, source: "RADAR".into() }, at).await;
+            }
+        }
+        let Some(step) = live.next_step().filter(|s| *s < until) else { break };
+        // The broker's reports due before the step, each at its own time.
+        while let Some(due) = runner.broker.next_due().filter(|d| *d < step) {
+            clock.set(due);
+            runner.broker_reports(due).await;
+        }
+        clock.set(step);
+        scans = live.advance_to(step, calendar, &radar);
+        let bar_closed = step.timestamp().rem_euclid(60) == 0;
+        runner.market_step(step, bar_closed).await;
+        outcome.steps += 1;
+        if bar_closed {
+            outcome.equity.push((step, runner.engine.equity()));
+            let done = (step - from).num_milliseconds() as f64 / span;
+            if done >= reported + 0.05 {
+                reported = done;
+                progress(done.min(1.0));
+            }
+        }
+        anyhow::ensure!(!runner.fenced, "the replay's database refused its writes");
+    }
+    // Reports still due by the end (a last ack), then the day as it ended.
+    clock.set(until);
+    runner.broker_reports(until).await;
+    outcome.final_equity = runner.engine.equity();
+    outcome.trading_state = runner.engine.trading_state();
+    Ok(outcome)
+}

@@ -1,0 +1,333 @@
+//! Whole-desk replays (`POST /api/backtests/desk`, issue 26.2): simulated trading days replayed
+//! through the radar, the allocator's auto-watch, every strategy, the risk gate and the paper
+//! broker's fill model — the live engine runner itself ([`crate::engine::replay_desk`]) on a
+//! manual clock, over a database of its own (a temporary SQLite file, removed after) and a
+//! simulated market of its own: the service's universe (same seed and size), so a day replays
+//! exactly the prints the live feed made. A replay is a backtest row (`kind: "desk"`, symbol
+//! `*`), queued, leased and run like one; its result has the shape of live analytics: the
+//! completed trades with features and outcomes (built by the trades service from the replay's
+//! orders, as live trades are), the risk violations, the watchlist the allocator built, the
+//! equity curve and its metrics, and performance per symbol.
+
+use crate::domain::settings::SettingsService;
+use crate::domain::trades::{trade_row, TradeCache, TradesService};
+use crate::domain::{DomainError, DomainResult};
+use crate::engine::{replay_desk, EngineDeps};
+use crate::events::EventBus;
+use crate::jobs::backtests::{bounded, effective_settings, INITIAL_CASH_RULE};
+use crate::jobs::{Halt, Jobs, Leases};
+use rust_decimal::Decimal;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use tradeops_brokers::paper::{PaperBroker, PaperConfig, PaperExecution};
+use tradeops_brokers::reference::WithReference;
+use tradeops_brokers::simulated::live::LiveMarket;
+use tradeops_brokers::simulated::SimulatedMarket;
+use tradeops_brokers::MarketData;
+use tradeops_core::clock::ManualClock;
+use tradeops_core::metrics::EquityPoint;
+use tradeops_core::time::{format_ts, from_epoch_ms, to_epoch_ms};
+use tradeops_core::{Clock, Settings, Timestamp};
+use tradeops_store::{
+    BacktestRecord, BacktestRepository, Database, JobKind, JobStatus, MarketRepository, SettingsRepository,
+    SettingsVersion,
+};
+
+/// The most market time one replay covers.
+pub const MAX_DAYS: i64 = 5;
+
+/// The simulated market a replay regenerates (the service's, when its data broker is the
+/// simulated market).
+#[derive(Clone, Debug)]
+pub struct DeskSource {
+    pub seed: u64,
+    pub symbols: usize,
+    /// Whether the universe's float and sector are known (`sim.reference_data`).
+    pub reference_data: bool,
+    /// The paper broker's latencies, slippage and fees (`[paper]`).
+    pub paper: PaperConfig,
+}
+
+/// `POST /api/backtests/desk`.
+#[derive(Clone, Debug, Deserialize, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeskRequest {
+    /// RFC 3339 market time the replay starts trading at (the day's earlier minutes are
+    /// generated, as the live feed generates them when it starts, not traded).
+    #[serde(with = "tradeops_core::time::serde_ts")]
+    #[schema(value_type = String, format = DateTime)]
+    pub start: Timestamp,
+    /// RFC 3339 market time it stops at: after `start`, at most 5 days later, not in the future.
+    #[serde(with = "tradeops_core::time::serde_ts")]
+    #[schema(value_type = String, format = DateTime)]
+    pub end: Timestamp,
+    /// The book's cash at the start, dollars (default 100,000): a flat book.
+    #[schema(value_type = Option<f64>, nullable = false, minimum = 1, maximum = 1000000000000.0)]
+    #[serde(default, with = "rust_decimal::serde::float_option")]
+    pub initial_cash: Option<Decimal>,
+    /// Overrides of the effective settings for this replay only (the allocator's auto-watch,
+    /// the risk limits, the radar's filters...), in the shape of a `PUT /api/settings` body.
+    #[schema(value_type = Option<Object>, nullable = false)]
+    pub settings: Option<Map<String, Value>>,
+}
+
+/// A replay as its row's `request` stores it.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+pub(crate) struct StoredDesk {
+    /// `desk`: what tells a replay's row from a single run's.
+    kind: String,
+    /// The allocator's strategy (what auto-watched symbols trade), and `*`: every symbol.
+    strategy_id: String,
+    symbol: String,
+    #[serde(with = "tradeops_core::time::serde_ts")]
+    start: Timestamp,
+    #[serde(with = "tradeops_core::time::serde_ts")]
+    end: Timestamp,
+    #[serde(with = "rust_decimal::serde::str")]
+    initial_cash: Decimal,
+    settings: Option<Map<String, Value>>,
+    effective_settings: Value,
+}
+
+/// Whether a run's stored request is a desk replay's.
+pub(crate) fn is_desk(request: &str) -> bool {
+    serde_json::from_str::<Value>(request).is_ok_and(|v| v["kind"] == "desk")
+}
+
+/// Validates and queues a replay.
+pub async fn enqueue(jobs: &Jobs, req: DeskRequest, actor: &str) -> DomainResult<BacktestRecord> {
+    if jobs.desk.is_none() {
+        return Err(DomainError::validation(
+            "start",
+            "a desk replay regenerates the simulated market: this service's data broker is not the simulated market",
+        ));
+    }
+    let settings = effective_settings(jobs, req.settings.as_ref())?;
+    if req.end <= req.start {
+        return Err(DomainError::validation("end", "must be after start"));
+    }
+    if req.end - req.start > chrono::Duration::days(MAX_DAYS) {
+        return Err(DomainError::validation("end", format!("at most {MAX_DAYS} days after start")));
+    }
+    if req.end > jobs.market_clock.now() {
+        return Err(DomainError::validation("end", "must not be in the future (market time)"));
+    }
+    let initial_cash = bounded(
+        "initial_cash",
+        INITIAL_CASH_RULE,
+        req.initial_cash.unwrap_or(Decimal::from(100_000)),
+        Decimal::ONE,
+        Decimal::from(1_000_000_000_000u64),
+    )?;
+    let stored = StoredDesk {
+        kind: "desk".into(),
+        strategy_id: settings.strategy_allocator.default_strategy_id.clone(),
+        symbol: "*".into(),
+        start: req.start,
+        end: req.end,
+        initial_cash: initial_cash.normalize(),
+        settings: req.settings.clone(),
+        effective_settings: settings.to_json(),
+    };
+    let record = BacktestRecord {
+        backtest_id: format!("bt-{}", uuid::Uuid::new_v4().simple()),
+        strategy_id: stored.strategy_id.clone(),
+        symbol: stored.symbol.clone(),
+        status: JobStatus::Queued,
+        progress: 0.0,
+        request: serde_json::to_string(&stored).map_err(DomainError::internal)?,
+        result: None,
+        error: None,
+        requested_by: actor.to_string(),
+        created_at: to_epoch_ms(&jobs.clock.now()),
+        started_at: None,
+        finished_at: None,
+    };
+    let runs: &dyn BacktestRepository = &jobs.db;
+    runs.insert_backtest(&record).await?;
+    jobs.events.publish(crate::events::Event::BacktestUpdated(record.clone()));
+    jobs.announce(JobKind::Backtest).await;
+    Ok(record)
+}
+
+/// Runs a queued replay (the backtest worker hands it over): a database of its own in a
+/// temporary folder, removed whatever happens.
+pub(crate) async fn compute(jobs: &Jobs, leases: &Leases, run: &mut BacktestRecord) -> Result<Value, Halt> {
+    let stored: StoredDesk = serde_json::from_str(&run.request).map_err(|e| format!("unreadable request: {e}"))?;
+    let source = jobs.desk.clone().ok_or("this process has no simulated market to replay")?;
+    let settings = Settings::from_json(&stored.effective_settings)
+        .map_err(|e| format!("unreadable settings: {}", e.first().map(|f| f.reason.as_str()).unwrap_or("")))?;
+    let dir = std::env::temp_dir().join(format!("tradeops-desk-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("a folder for the replay's database: {e}"))?;
+    let db = Database::open(&format!("sqlite://{}/desk.db", dir.display()))
+        .await
+        .map_err(|e| format!("the replay's database: {e}"))?;
+    let outcome = replay(jobs, leases, run, &stored, settings, source, db.clone()).await;
+    db.close().await;
+    let _ = std::fs::remove_dir_all(&dir);
+    outcome
+}
+
+async fn replay(
+    jobs: &Jobs,
+    leases: &Leases,
+    run: &mut BacktestRecord,
+    stored: &StoredDesk,
+    settings: Settings,
+    source: DeskSource,
+    db: Database,
+) -> Result<Value, Halt> {
+    let clock = Arc::new(ManualClock::new(stored.start));
+    let market_clock: Arc<dyn Clock> = clock.clone();
+    let store = |e: tradeops_store::StoreError| format!("the replay's database: {e}");
+    SettingsRepository::append_settings(
+        &db,
+        &SettingsVersion {
+            version: 1,
+            settings: settings.to_json().to_string(),
+            updated: "[]".into(),
+            actor: "replay".into(),
+            created_at: to_epoch_ms(&stored.start),
+        },
+    )
+    .await
+    .map_err(store)?;
+    let settings_service = SettingsService::load(Arc::new(db.clone()), market_clock.clone(), false)
+        .await
+        .map_err(|e| format!("the replay's settings: {e}"))?;
+    // The service's universe, regenerated: the same prints the live feed made.
+    let mut simulated = SimulatedMarket::new(source.seed, source.symbols);
+    let mut live =
+        LiveMarket::new(simulated.universe.clone(), 1.0, market_clock.clone()).with_reference(jobs.reference.clone());
+    if !source.reference_data {
+        simulated = simulated.without_reference_data();
+        live = live.without_reference_data();
+    }
+    let live = Arc::new(live);
+    let market: Arc<dyn MarketData> =
+        Arc::new(WithReference::new(Arc::new(simulated.with_live(live.clone())), jobs.reference.clone()));
+    let events = Arc::new(EventBus::new(market_clock.clone(), market_clock.clone(), settings_service.subscribe()));
+    let deps = EngineDeps {
+        db: db.clone(),
+        settings: settings_service.subscribe(),
+        events,
+        market_clock: market_clock.clone(),
+        initial_cash: stored.initial_cash,
+        crash_point: None,
+        broker: Arc::new(PaperExecution::new(PaperBroker::new(source.paper))),
+        market: market.clone(),
+    };
+    let (progress_tx, mut progress_rx) = tokio::sync::watch::channel(0.0_f64);
+    let (start, end) = (stored.start, stored.end);
+    let task = tokio::spawn(async move {
+        replay_desk(deps, live, clock, start, end, &mut move |p| {
+            progress_tx.send_replace(p);
+        })
+        .await
+    });
+    tokio::pin!(task);
+    let repo: &dyn BacktestRepository = &jobs.db;
+    let outcome = loop {
+        tokio::select! {
+            done = &mut task => break done.map_err(|e| format!("the replay panicked: {e}"))?.map_err(|e| e.to_string())?,
+            changed = progress_rx.changed() => {
+                if changed.is_ok() {
+                    run.progress = (*progress_rx.borrow_and_update()).min(0.99);
+                    match repo.update_leased_backtest(run, &leases.lease()).await {
+                        Ok(true) => jobs.events.publish(crate::events::Event::BacktestUpdated(run.clone())),
+                        Ok(false) => {
+                            task.abort();
+                            return Err(Halt::Lost);
+                        }
+                        Err(_) => {}
+                    }
+                }
+            }
+        }
+    };
+    // What live analytics show, from the replay's own records.
+    let trades = TradesService {
+        orders: &db,
+        audit: &db,
+        market: market.as_ref(),
+        settings: &settings_service,
+        cache: &TradeCache::default(),
+    }
+    .completed()
+    .await
+    .map_err(|e| format!("the replay's trades: {e}"))?;
+    let trades = &trades.trades;
+    let violations: Vec<Value> = MarketRepository::violations(&db, 10_000)
+        .await
+        .map_err(store)?
+        .into_iter()
+        .rev()
+        .map(|v| {
+            json!({
+                "rule": v.rule, "symbol": v.symbol, "client_order_id": v.client_order_id,
+                "detail": serde_json::from_str::<Value>(&v.detail).unwrap_or(Value::Null),
+                "timestamp": format_ts(&from_epoch_ms(v.ts)),
+            })
+        })
+        .collect();
+    let watched: Vec<Value> = MarketRepository::watch_rows(&db)
+        .await
+        .map_err(store)?
+        .into_iter()
+        .map(|w| {
+            json!({
+                "symbol": w.symbol, "source": w.source, "strategy_id": w.strategy_id,
+                "strategy_status": w.strategy_status, "time_added": format_ts(&from_epoch_ms(w.time_added)),
+            })
+        })
+        .collect();
+    let curve: Vec<EquityPoint> =
+        outcome.equity.iter().map(|(at, equity)| EquityPoint { timestamp: *at, equity: *equity }).collect();
+    let pnl: Vec<Decimal> = trades.iter().map(|t| t.net_pnl).collect();
+    let m = tradeops_core::metrics::compute(stored.initial_cash, &curve, &pnl);
+    let mut by_symbol: BTreeMap<String, (u64, u64, Decimal)> = BTreeMap::new();
+    for t in trades.iter() {
+        let entry = by_symbol.entry(t.symbol.to_string()).or_default();
+        entry.0 += 1;
+        entry.1 += u64::from(t.net_pnl > Decimal::ZERO);
+        entry.2 += t.net_pnl;
+    }
+    let per_symbol: Vec<Value> = by_symbol
+        .into_iter()
+        .map(|(symbol, (n, wins, net))| {
+            json!({"symbol": symbol, "trades": n, "wins": wins, "net_pnl": tradeops_core::backtest::dollars(net)})
+        })
+        .collect();
+    // At most MAX_CURVE_POINTS points, the last of each stretch (metrics used every minute).
+    let stride = curve.len().div_ceil(tradeops_core::backtest::MAX_CURVE_POINTS).max(1);
+    let points: Vec<Value> = curve
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| (i + 1) % stride == 0 || i + 1 == curve.len())
+        .map(|(_, p)| json!({"timestamp": format_ts(&p.timestamp), "equity": tradeops_core::backtest::dollars(p.equity)}))
+        .collect();
+    Ok(json!({
+        "kind": "desk",
+        "total_return": m.total_return,
+        "sharpe_ratio": m.sharpe_ratio,
+        "max_drawdown": m.max_drawdown,
+        "win_loss_ratio": m.win_loss_ratio,
+        "win_rate": m.win_rate,
+        "profit_factor": m.profit_factor,
+        "trade_count": m.trade_count,
+        "expectancy": m.expectancy.map(tradeops_core::backtest::dollars),
+        "gross_profit": tradeops_core::backtest::dollars(m.gross_profit),
+        "gross_loss": tradeops_core::backtest::dollars(m.gross_loss),
+        "final_equity": tradeops_core::backtest::dollars(outcome.final_equity),
+        "trading_state": outcome.trading_state,
+        "steps": outcome.steps,
+        "scans": outcome.scans,
+        "trades": trades.iter().map(trade_row).collect::<Vec<_>>(),
+        "violations": violations,
+        "watched": watched,
+        "by_symbol": per_symbol,
+        "equity_curve": points,
+    }))
+}
