@@ -105,10 +105,25 @@ export function suggestRange(p: ParameterBounds): { from: number; to: number; st
   return { from: tidy(from), to, step };
 }
 
+/** A run's metrics as a sweep keeps them (of the whole range, or of a walk-forward window's part). */
+export interface SweepMetrics {
+  total_return: number | null;
+  sharpe_ratio: number | null;
+  max_drawdown: number | null;
+  win_rate: number | null;
+  profit_factor: number | null;
+  win_loss_ratio: number | null;
+  trade_count: number | null;
+  expectancy: number | null;
+  final_equity: number | null;
+}
+
 /** A combination's metrics in a sweep's `results` (GET /api/backtests/sweeps/{id}). */
 export interface SweepResult {
   parameters: Record<string, number>;
   meets_constraint: boolean;
+  /** The strategy's current parameters (its defaults under the operator's settings), run with the grid. */
+  baseline?: boolean;
   total_return: number | null;
   sharpe_ratio: number | null;
   max_drawdown: number | null;
@@ -121,7 +136,8 @@ export interface SweepResult {
 }
 
 /** A result's objective as the service ranks it: a number, or null (ranked last). */
-export function score(row: SweepResult, objective: string): number | null {
+export function score(row: SweepMetrics | SweepResult | null | undefined, objective: string): number | null {
+  if (!row) return null;
   const v = (row as unknown as Record<string, unknown>)[objective];
   const n = typeof v === "number" ? v : typeof v === "string" ? Number(v) : NaN;
   return Number.isFinite(n) ? n : null;
@@ -140,6 +156,8 @@ export interface HeatCell {
   value: number | null;
   /** Where the value sits between the map's lowest and highest, 0..1; null without a value. */
   level: number | null;
+  /** The strategy's current parameters (the baseline row) ran here: shown, or beaten by another. */
+  baseline: SweepResult | null;
 }
 
 export interface Heatmap {
@@ -176,15 +194,18 @@ export function heatmap(
   };
   const xs = ticks(x);
   const ys: (number | null)[] = y ? ticks(y).reverse() : [null];
-  const at = new Map<string, { row: SweepResult; runs: number }>();
+  const at = new Map<string, { row: SweepResult; runs: number; baseline: SweepResult | null }>();
   for (const r of results) {
     const xv = r.parameters[x];
     const yv = y ? r.parameters[y] : null;
     if (typeof xv !== "number" || (y && typeof yv !== "number")) continue;
     const key = `${valueKey(xv)}|${yv === null ? "" : valueKey(yv)}`;
     const seen = at.get(key);
-    if (seen) seen.runs += 1;
-    else at.set(key, { row: r, runs: 1 });
+    const baseline = r.baseline ? r : null;
+    if (seen) {
+      seen.runs += 1;
+      seen.baseline ??= baseline;
+    } else at.set(key, { row: r, runs: 1, baseline });
   }
   const values = [...at.values()].map((c) => score(c.row, objective)).filter((v): v is number => v !== null);
   const min = values.length ? Math.min(...values) : null;
@@ -194,7 +215,7 @@ export function heatmap(
       const hit = at.get(`${valueKey(xv)}|${yv === null ? "" : valueKey(yv)}`);
       const value = hit ? score(hit.row, objective) : null;
       const level = value === null || min === null || max === null ? null : max > min ? (value - min) / (max - min) : 0.5;
-      return { x: xv, y: yv, row: hit?.row ?? null, runs: hit?.runs ?? 0, value, level };
+      return { x: xv, y: yv, row: hit?.row ?? null, runs: hit?.runs ?? 0, value, level, baseline: hit?.baseline ?? null };
     }),
   );
   return { xs, ys, cells, min, max };
@@ -212,4 +233,139 @@ export function breaches(row: SweepResult, constraint: { max_drawdown?: number |
     out.push(`${trades.toLocaleString("en-US")} trade${trades === 1 ? "" : "s"} < ${constraint.min_trades.toLocaleString("en-US")}`);
   }
   return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Walk-forward (issue 26.3)
+
+/** The service's walk-forward limits (jobs/sweeps.rs). */
+export const MIN_WINDOWS = 2;
+export const MAX_WINDOWS = 20;
+export const MIN_IN_SAMPLE = 0.5;
+export const MAX_IN_SAMPLE = 0.95;
+export const DEFAULT_IN_SAMPLE = 0.7;
+/** The most combination × window pairs a walk-forward sweep may have. */
+export const MAX_WINDOW_RUNS = 20_000;
+
+/** `walk_forward` as a sweep is asked for it (and as the list echoes it). */
+export interface WalkForwardRequest {
+  windows: number;
+  in_sample_fraction?: number | null;
+  anchored?: boolean | null;
+}
+
+/** A half-open span `[start, end)` of a window, RFC 3339. */
+export interface Span {
+  start: string;
+  end: string;
+}
+
+/** One window of the walk-forward report. */
+export interface WalkForwardWindow {
+  /** 1-based. */
+  window: number;
+  in_sample: Span;
+  out_of_sample: Span;
+  /** The in-sample best (ranked as the table is), or null: none keeps the constraint with an objective. */
+  best: {
+    parameters: Record<string, number>;
+    in_sample: SweepMetrics | null;
+    out_of_sample: SweepMetrics | null;
+    /** Its rank among the combinations run out of sample (1-based), of `ranked_out_of_sample`. */
+    out_of_sample_rank: number | null;
+    ranked_out_of_sample: number;
+  } | null;
+  /** The current parameters' runs in this window; null when they were not run. */
+  baseline: { in_sample: SweepMetrics | null; out_of_sample: SweepMetrics | null } | null;
+  /** Whether the in-sample best beat the current parameters out of sample; null: a tie, the same parameters, or unknown. */
+  beat_baseline: boolean | null;
+}
+
+/** `walk_forward` of GET /api/backtests/sweeps/{id} for a walk-forward sweep: the report. */
+export interface WalkForwardReport {
+  windows: number;
+  in_sample_fraction: number;
+  anchored: boolean;
+  /** Every part has run (before, the figures cover the combinations run so far). */
+  complete: boolean;
+  objective: string;
+  in_sample_objective_mean: number | null;
+  out_of_sample_objective_mean: number | null;
+  /** Out-of-sample over in-sample objective mean; null when the in-sample mean is not above 0. */
+  efficiency: number | null;
+  /** The windows' in-sample bests' out-of-sample returns, chained. */
+  out_of_sample_return: number | null;
+  /** The current parameters' out-of-sample returns, chained. */
+  baseline_out_of_sample_return: number | null;
+  beat_baseline: { windows: number; of: number; confidence: number };
+  most_chosen: { parameters: Record<string, number>; windows: number } | null;
+  by_window: WalkForwardWindow[];
+}
+
+/**
+ * The detail's `walk_forward` is the report for a walk-forward sweep (it has `by_window`); the
+ * list echoes the request under the same key, and a detail read without results would too.
+ */
+export function isWalkForwardReport(wf: unknown): wf is WalkForwardReport {
+  return !!wf && typeof wf === "object" && Array.isArray((wf as { by_window?: unknown }).by_window);
+}
+
+/** Walk-forward settings in words: `3 rolling windows, 70% in sample`. */
+export function walkForwardText(wf: WalkForwardRequest | WalkForwardReport): string {
+  const fraction = wf.in_sample_fraction ?? DEFAULT_IN_SAMPLE;
+  return `${wf.windows} ${wf.anchored ? "anchored" : "rolling"} window${wf.windows === 1 ? "" : "s"}, ${Math.round(fraction * 100)}% in sample`;
+}
+
+/** Runs a combination makes: over the whole range, then each window's two parts. */
+export const runsPerCombination = (windows: number) => 1 + 2 * windows;
+
+/** Weekdays in `[start, end)` (YYYY-MM-DD): about the trading days, holidays aside. */
+export function weekdaysBetween(start: string, end: string): number | null {
+  const a = Date.parse(`${start}T00:00:00Z`);
+  const b = Date.parse(`${end}T00:00:00Z`);
+  if (!Number.isFinite(a) || !Number.isFinite(b) || b <= a) return null;
+  const days = Math.round((b - a) / 86_400_000);
+  const first = new Date(a).getUTCDay();
+  let n = Math.floor(days / 7) * 5;
+  for (let i = 0; i < days % 7; i++) {
+    const d = (first + i) % 7;
+    if (d !== 0 && d !== 6) n += 1;
+  }
+  return n;
+}
+
+/**
+ * The trading days of a window's parts, as the service splits `days` (jobs/sweeps.rs
+ * `windows_of`): out-of-sample parts of equal length following one another to the range's end;
+ * rolling, every in-sample part the same length; anchored, the first's (later ones grow). Null
+ * when the range is too short for that many windows (the service refuses it).
+ */
+export function walkForwardSplit(days: number, windows: number, fraction: number, anchored: boolean): { in_sample: number; out_of_sample: number } | null {
+  if (!(days > 0) || !(windows >= 1) || !(fraction > 0 && fraction < 1)) return null;
+  const out = 1 - fraction;
+  const step = Math.floor(anchored ? (days * out) / (fraction + windows * out) : (days * out) / (1 + (windows - 1) * out));
+  const inSample = days - windows * step;
+  if (step <= 0 || inSample <= 0) return null;
+  return { in_sample: inSample, out_of_sample: step };
+}
+
+/**
+ * The geometry of a chart of bars around zero: for each value, the top and height of its bar in
+ * a box `height` high, and where zero sits. The scale spans the values and zero; nulls have no bar.
+ */
+export function barScale(values: (number | null)[], height: number): { zero: number; bars: ({ y: number; h: number } | null)[] } {
+  const finite = values.filter((v): v is number => v !== null && Number.isFinite(v));
+  const hi = Math.max(0, ...finite);
+  const lo = Math.min(0, ...finite);
+  const span = hi - lo || 1;
+  const at = (v: number) => ((hi - v) / span) * height;
+  const zero = at(0);
+  return {
+    zero,
+    bars: values.map((v) => {
+      if (v === null || !Number.isFinite(v)) return null;
+      const y = Math.min(at(v), zero);
+      return { y, h: Math.abs(at(v) - zero) };
+    }),
+  };
 }

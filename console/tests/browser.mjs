@@ -847,6 +847,93 @@ await run("sweep sma_cross's parameters over the same bars: a refusal shows at i
   await detail.waitFor({ state: "detached" });
 });
 
+await run("a walk-forward sweep: its windows refused at their field, the report's windows and beat-baseline figure as the API's, the current parameters marked", async () => {
+  await open("data");
+  const form = page.locator('[data-testid="sweep-form"]');
+  await form.locator('select[name="strategy_id"]').selectOption("sma_cross");
+  await form.locator('input[name="symbol"]').fill(symbol);
+  await form.locator('select[name="timeframe"]').selectOption("1d");
+  await form.locator('input[name="start"]').fill("2026-03-02");
+  await form.locator('input[name="end"]').fill("2026-11-20");
+  // Off by default; on, it says what it costs, and the service's refusal shows at its field.
+  const wf = form.locator('[data-testid="sweep-walk-forward"]');
+  assert.equal(await wf.locator('input[name="walk_forward"]').isChecked(), false, "walk-forward is off by default");
+  assert.equal(await wf.locator('input[name="wf_windows"]').count(), 0);
+  await wf.locator('input[name="walk_forward"]').check();
+  await wf.locator('input[name="wf_windows"]').fill("25");
+  await form.locator('[data-testid="sweep-wf-runs"]').filter({ hasText: "1 + 2×25 = 51 times" }).waitFor();
+  await form.locator('[data-testid="run-sweep"]').click();
+  await wf.locator(".field.invalid", { has: page.locator('input[name="wf_windows"]') }).filter({ hasText: "from 2 to 20" }).waitFor();
+  await wf.locator('input[name="walk_forward"]').uncheck();
+
+  // A year of daily bars (downloaded first: the sweep's parts would each fetch the missing span),
+  // three rolling windows; other simulation inputs than the defaults, to see them carried.
+  const range = { start: "2025-11-20T00:00:00Z", end: "2026-11-20T00:00:00Z" };
+  const dl = await api("POST", "/api/data/download", { symbol, timeframe: "1d", ...range });
+  for (let i = 0; ; i++) {
+    const job = await api("GET", `/api/data/downloads/${dl.request_id}`);
+    if (job.status === "COMPLETED") break;
+    assert(!["FAILED", "CANCELED"].includes(job.status) && i < 300, `the download: ${JSON.stringify(job)}`);
+    await page.waitForTimeout(200);
+  }
+  const queued = await api("POST", "/api/backtests/sweeps", {
+    strategy_id: "sma_cross", symbol, timeframe: "1d", ...range,
+    grid: { fast: { from: 5, to: 15, step: 5 }, slow: [20, 30, 40] }, objective: "total_return",
+    initial_cash: 50000, commission_rate: 0.001, settings: { risk_controls: { max_trades_per_day: 50 } },
+    walk_forward: { windows: 3 },
+  });
+  await page.locator('[data-testid="refresh-sweeps"]').click();
+  const row = page.locator(`[data-testid="sweeps-table"] tbody tr[data-key="${queued.sweep_id}"]`);
+  await row.locator('[data-testid="sweep-row-wf"]').filter({ hasText: "3 rolling windows" }).waitFor();
+  await row.filter({ hasText: "COMPLETED" }).waitFor({ timeout: 90_000 });
+  const sweep = await api("GET", `/api/backtests/sweeps/${queued.sweep_id}`);
+  const report = sweep.walk_forward;
+  assert(report && Array.isArray(report.by_window), `the detail's walk_forward is the report: ${JSON.stringify(report)}`);
+  assert.equal(report.by_window.length, 3);
+  assert(sweep.baseline, "the current parameters ranked");
+
+  await row.click();
+  const detail = page.locator('[data-testid="sweep-detail"]');
+  const section = detail.locator('[data-testid="sweep-walk-forward-report"]');
+  await section.waitFor();
+  const windows = section.locator('[data-testid="wf-windows"] tbody tr[data-key]');
+  assert.equal(await windows.count(), 3, "a row per window");
+  for (const w of report.by_window) {
+    const cells = windows.nth(w.window - 1).locator("td");
+    const beat = await cells.last().innerText();
+    assert.equal(beat.trim(), w.beat_baseline === true ? "✓" : w.beat_baseline === false ? "✗" : "—", `window ${w.window} beat`);
+    if (w.best?.out_of_sample_rank) assert(await windows.nth(w.window - 1).getByText(`${w.best.out_of_sample_rank} of ${w.best.ranked_out_of_sample}`).count());
+  }
+  const b = report.beat_baseline;
+  const beat = section.locator('[data-testid="wf-beat"]');
+  assert.deepEqual([Number(await beat.getAttribute("data-windows")), Number(await beat.getAttribute("data-of"))], [b.windows, b.of], "the beat-baseline figure is the API's");
+  assert.match(await beat.innerText(), new RegExp(`${b.windows} of ${b.of} window`));
+  if (b.of) assert.match(await beat.innerText(), new RegExp(`${Math.round(b.confidence * 100)}% confidence`));
+  // The current parameters (sma_cross's defaults, 10 / 20: on the grid): their line, row and cell.
+  const line = detail.locator('[data-testid="sweep-baseline"]');
+  assert.equal(Number(await line.getAttribute("data-rank")), sweep.baseline.rank);
+  assert.match(await line.innerText(), new RegExp(`Current parameters \\(fast ${sweep.baseline.parameters.fast} · slow ${sweep.baseline.parameters.slow}\\) rank ${sweep.baseline.rank} of ${sweep.results.length}`));
+  assert.equal(await detail.locator('[data-testid="sweep-results"] [data-testid="sweep-baseline-row"]').count(), 1);
+  const cell = detail.locator('[data-testid="sweep-heatmap"] [data-baseline="true"]');
+  assert.equal(await cell.count(), 1);
+  assert.deepEqual(JSON.parse(await cell.getAttribute("data-params")), sweep.results.find((r) => r.baseline).parameters);
+  await detail.locator('[data-testid="sweep-simulation"]').filter({ hasText: "$50,000" }).waitFor();
+  await section.scrollIntoViewIfNeeded();
+  await page.waitForTimeout(300);
+  await page.screenshot({ path: `${SHOTS}/sweep-walk-forward-light.png` });
+  await page.evaluate(() => (document.documentElement.dataset.theme = "dark"));
+  await page.screenshot({ path: `${SHOTS}/sweep-walk-forward-dark.png` });
+  await page.evaluate(() => (document.documentElement.dataset.theme = "light"));
+  // The best fills the backtest form with the sweep's simulation inputs and risk overrides.
+  await detail.locator('[data-testid="backtest-best"]').click();
+  await detail.waitFor({ state: "detached" });
+  const runForm = page.locator('[data-testid="backtest-form"]');
+  assert.equal(await runForm.locator('input[name="initial_cash"]').inputValue(), "50000");
+  assert.equal(await runForm.locator('input[name="commission_rate"]').inputValue(), "0.001");
+  assert.equal(await runForm.locator('input[name="risk.max_trades_per_day"]').inputValue(), "50");
+  assert.equal(await runForm.locator('input[name="start"]').inputValue(), "2025-11-20");
+});
+
 await run("speed: 20 live charts with the market at 60x (DEMO speed) hold 30 fps or more", async () => {
   await open("charts");
   await page.locator('[data-testid="tab-charts"] select[name="chart-count"]').selectOption("20");

@@ -78,3 +78,53 @@ test("what a combination breaks is said in words", () => {
   assert.deepEqual(g.breaches(r, {}), []);
   assert.deepEqual(g.breaches({ ...r, trade_count: 1200 }, { min_trades: 5000 }), ["1,200 trades < 5,000"]);
 });
+
+test("the current parameters are marked in their cell, shown or beaten there, and beside the grid add to the axes", () => {
+  const base = { ...row(10, 20, 1, 0.5), baseline: true };
+  const results = [row(10, 20, 2, 1.5), row(5, 20, 1, 1.0), base, row(5, 30, 1, 0.2)];
+  const grid = { fast: [5, 10], slow: [20, 30], extra: [1, 2] };
+  const m = g.heatmap(results, grid, "fast", "slow", "sharpe_ratio");
+  const cell = (x, y) => m.cells[m.ys.indexOf(y)][m.xs.indexOf(x)];
+  assert.equal(cell(10, 20).row, results[0], "the cell shows the best over `extra`");
+  assert.equal(cell(10, 20).baseline, base, "and knows the current parameters ran there");
+  assert.equal(cell(5, 20).baseline, null);
+  const alone = g.heatmap([base], grid, "fast", "slow", "sharpe_ratio");
+  assert.equal(alone.cells[alone.ys.indexOf(20)][alone.xs.indexOf(10)].row, base, "shown when it is the best there");
+  // Beside the grid: their values join the axes.
+  const beside = g.heatmap([row(5, 30, 1, 1), { ...row(12, 26, 1, 0.4), baseline: true }], { fast: [5, 10], slow: [20, 30] }, "fast", "slow", "sharpe_ratio");
+  assert.deepEqual(beside.xs, [5, 10, 12]);
+  assert.deepEqual(beside.ys, [30, 26, 20]);
+  assert.equal(beside.cells[1][2].baseline.parameters.fast, 12);
+});
+
+test("walk-forward: the report told from the request, its settings in words, the runs and window lengths the service makes", () => {
+  assert.equal(g.isWalkForwardReport({ windows: 3, in_sample_fraction: null, anchored: null }), false, "the request, as the list echoes it");
+  assert.equal(g.isWalkForwardReport(null), false);
+  assert.equal(g.isWalkForwardReport({ windows: 3, by_window: [] }), true);
+  assert.equal(g.walkForwardText({ windows: 3 }), "3 rolling windows, 70% in sample");
+  assert.equal(g.walkForwardText({ windows: 4, in_sample_fraction: 0.75, anchored: true }), "4 anchored windows, 75% in sample");
+  assert.equal(g.runsPerCombination(3), 7);
+  // As the service's test: 100 days, 4 windows of 75% in sample: 14 days out of sample each, 44 in.
+  assert.deepEqual(g.walkForwardSplit(100, 4, 0.75, false), { in_sample: 44, out_of_sample: 14 });
+  const anchored = g.walkForwardSplit(100, 4, 0.75, true);
+  assert.equal(anchored.in_sample + 4 * anchored.out_of_sample <= 100, true);
+  assert.equal(g.walkForwardSplit(3, 20, 0.95, false), null, "too few days for the windows");
+  // Weekdays of [start, end): about the trading days.
+  assert.equal(g.weekdaysBetween("2026-11-16", "2026-11-23"), 5, "Monday to Monday");
+  assert.equal(g.weekdaysBetween("2026-11-20", "2026-11-24"), 2, "Friday, the weekend, Monday");
+  assert.equal(g.weekdaysBetween("2026-01-01", "2027-01-01"), 261);
+  assert.equal(g.weekdaysBetween("2026-11-20", "2026-11-20"), null);
+});
+
+test("bars around zero: heights to scale, negative values below the line, nulls without a bar", () => {
+  const { zero, bars } = g.barScale([2, -1, null, 0], 90);
+  assert.equal(zero, 60, "zero two thirds of the way down (2 above it, 1 below)");
+  assert.deepEqual(bars[0], { y: 0, h: 60 });
+  assert.deepEqual(bars[1], { y: 60, h: 30 });
+  assert.equal(bars[2], null);
+  assert.deepEqual(bars[3], { y: 60, h: 0 });
+  const positive = g.barScale([1, 3], 30);
+  assert.equal(positive.zero, 30, "zero at the bottom when nothing is negative");
+  assert.deepEqual(positive.bars[1], { y: 0, h: 30 });
+  assert.equal(g.barScale([null], 30).zero, 0, "no values: a flat line");
+});

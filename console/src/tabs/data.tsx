@@ -30,6 +30,7 @@ import {
   type RiskControls,
   type Strategy,
 } from "./data_form";
+import { overrideList } from "./sweep_detail";
 import { Sweeps, type SweepPick } from "./sweeps";
 
 // ---------------------------------------------------------------------------------------------
@@ -836,7 +837,16 @@ export function DataTab() {
     const gated = Object.entries(d.refusals ?? {}).some(([rule, n]) => n > 0 && RISK_FIELDS.some((r) => r.key.toUpperCase() === rule));
     setSeed((p) => ({ n: (p?.n ?? 0) + 1, form: formFromRun(d), openRisk: gated }));
   };
-  const backtestCombination = ({ sweep, parameters }: SweepPick) =>
+  const backtestCombination = ({ sweep, parameters }: SweepPick) => {
+    // The sweep's simulation inputs and the risk overrides the form has fields for; any other
+    // override is named, as the form cannot carry it.
+    const rc = (sweep.settings?.["risk_controls"] ?? {}) as Record<string, unknown>;
+    const risk = Object.fromEntries(RISK_FIELDS.filter((f) => typeof rc[f.key] === "number").map((f) => [f.key, inputNumber(rc[f.key] as number)]));
+    const left = overrideList(sweep.settings)
+      .map(([k]) => k)
+      .filter((k) => !RISK_FIELDS.some((f) => `risk_controls.${f.key}` === k));
+    if (left.length) notify("info", `The backtest form has no field for the sweep's override${left.length === 1 ? "" : "s"} ${left.join(", ")}: not carried.`);
+    const num = (v: number | undefined, blank: string) => (typeof v === "number" ? inputNumber(v) : blank);
     setSeed((p) => ({
       n: (p?.n ?? 0) + 1,
       form: {
@@ -847,8 +857,14 @@ export function DataTab() {
         end: toInput(sweep.end),
         datesTouched: true,
         params: Object.fromEntries(Object.entries(parameters).map(([k, v]) => [k, inputNumber(v)])),
+        initial_cash: num(sweep.initial_cash, "100000"),
+        commission_rate: num(sweep.commission_rate, "0"),
+        slippage_bps: num(sweep.slippage_bps, "0"),
+        fill: sweep.fill ?? "NEXT_OPEN",
+        risk,
       },
     }));
+  };
   const backtestBars = (j: DownloadJob) => {
     const fits = strategyList.find((s) => s.timeframes.includes(j.timeframe));
     setSeed((p) => ({

@@ -1,5 +1,6 @@
 // One parameter sweep (GET /api/backtests/sweeps/{id}): its inputs, progress, the best
-// combination, a heatmap of the objective over two chosen parameters and the ranked result
+// combination and where the strategy's current parameters rank, the walk-forward report (when
+// the sweep had one), a heatmap of the objective over two chosen parameters and the ranked result
 // table. Shown in a wide dialog from the Data & Backtests tab. Sweeps publish no event, so the
 // dialog reads the sweep again every second while it is queued or running.
 import "./data.css";
@@ -7,9 +8,23 @@ import "./sweeps.css";
 import type { ComponentChildren } from "preact";
 import { useEffect, useMemo, useState } from "preact/hooks";
 import { get } from "../api";
-import { compact, dateTime, fixed, frac, int, money, plain, pnl, sign } from "../format";
+import { anyValue, compact, dateTime, fixed, frac, int, money, plain, pnl, sign } from "../format";
 import { canOperate } from "../session";
-import { breaches, heatmap, type AxisSpec, type HeatCell, type SweepResult } from "../sweep_grid";
+import {
+  barScale,
+  breaches,
+  heatmap,
+  isWalkForwardReport,
+  score,
+  walkForwardText,
+  type AxisSpec,
+  type HeatCell,
+  type SweepMetrics,
+  type SweepResult,
+  type WalkForwardReport,
+  type WalkForwardRequest,
+  type WalkForwardWindow,
+} from "../sweep_grid";
 import { Badge, ErrorBanner, Modal, Table, onInput, useLoad, type Column } from "../ui";
 import { Progress, day, isActive, signedFrac, type Status } from "./backtest_detail";
 
@@ -19,6 +34,15 @@ import { Progress, day, isActive, signedFrac, type Status } from "./backtest_det
 export interface Constraint {
   max_drawdown?: number | null;
   min_trades?: number | null;
+}
+
+/** Where the strategy's current parameters (its defaults under the operator's settings) rank. */
+export interface SweepBaseline {
+  parameters: Record<string, number>;
+  /** 1-based, in the results' order. */
+  rank: number;
+  /** False when they are not a point of the grid: run beside it. */
+  in_grid: boolean;
 }
 
 /** A row of GET /api/backtests/sweeps; with `results` and `best`, GET /api/backtests/sweeps/{id}. */
@@ -46,6 +70,20 @@ export interface SweepView {
   error: string | null;
   requested_by: string;
   created_at: string;
+  /** The simulation inputs every combination ran with (as for a backtest). */
+  initial_cash?: number;
+  commission_rate?: number;
+  slippage_bps?: number;
+  fill?: string;
+  /** The request's settings overrides, or null. */
+  settings?: Record<string, Record<string, unknown>> | null;
+  /**
+   * The request's walk-forward (the list), or — in the detail of a walk-forward sweep — its
+   * report (it has `by_window`: tell them apart with `isWalkForwardReport`); null without one.
+   */
+  walk_forward?: WalkForwardRequest | WalkForwardReport | null;
+  /** The detail only: where the current parameters rank; null when they were not run (yet). */
+  baseline?: SweepBaseline | null;
   /** Ranked: those meeting the constraint first, then by the objective, highest first. */
   results?: SweepResult[];
   /** The first result when it meets the constraint and has an objective; else null. */
@@ -53,15 +91,16 @@ export interface SweepView {
 }
 
 /** What a sweep may rank by, highest first, and how each reads. */
-export const OBJECTIVES: { key: string; label: string; show: (v: number | null | undefined) => string; short: (v: number) => string }[] = [
-  { key: "sharpe_ratio", label: "Sharpe ratio", show: (v) => fixed(v, 2), short: (v) => fixed(v, 2) },
-  { key: "total_return", label: "Total return", show: (v) => signedFrac(v), short: (v) => `${fixed(v * 100, 2)}%` },
-  { key: "profit_factor", label: "Profit factor", show: (v) => fixed(v, 2), short: (v) => fixed(v, 2) },
-  { key: "win_rate", label: "Win rate", show: (v) => frac(v, 1), short: (v) => `${fixed(v * 100, 0)}%` },
-  { key: "expectancy", label: "Expectancy ($ per trade)", show: (v) => pnl(v), short: (v) => compact(v) },
-  { key: "final_equity", label: "Final equity", show: (v) => money(v), short: (v) => compact(v) },
+export const OBJECTIVES: { key: string; label: string; abbr: string; show: (v: number | null | undefined) => string; short: (v: number) => string }[] = [
+  { key: "sharpe_ratio", label: "Sharpe ratio", abbr: "Sharpe", show: (v) => fixed(v, 2), short: (v) => fixed(v, 2) },
+  { key: "total_return", label: "Total return", abbr: "return", show: (v) => signedFrac(v), short: (v) => `${fixed(v * 100, 2)}%` },
+  { key: "profit_factor", label: "Profit factor", abbr: "PF", show: (v) => fixed(v, 2), short: (v) => fixed(v, 2) },
+  { key: "win_rate", label: "Win rate", abbr: "win rate", show: (v) => frac(v, 1), short: (v) => `${fixed(v * 100, 0)}%` },
+  { key: "expectancy", label: "Expectancy ($ per trade)", abbr: "expectancy", show: (v) => pnl(v), short: (v) => compact(v) },
+  { key: "final_equity", label: "Final equity", abbr: "equity", show: (v) => money(v), short: (v) => compact(v) },
 ];
-export const objectiveOf = (key: string) => OBJECTIVES.find((o) => o.key === key) ?? { key, label: key, show: (v: number | null | undefined) => fixed(v, 2), short: (v: number) => fixed(v, 2) };
+export const objectiveOf = (key: string) =>
+  OBJECTIVES.find((o) => o.key === key) ?? { key, label: key, abbr: key, show: (v: number | null | undefined) => fixed(v, 2), short: (v: number) => fixed(v, 2) };
 
 // ---------------------------------------------------------------------------------------------
 // Small shared helpers (also used by the list)
@@ -92,6 +131,19 @@ export const paramsText = (p: Record<string, number>, only?: string[]) =>
 
 const ddText = (v: number | null | undefined) => (v ? `−${frac(v)}` : frac(v));
 
+/** The settings overrides as `group.key value` pairs. */
+export const overrideList = (settings: SweepView["settings"]) =>
+  Object.entries(settings ?? {}).flatMap(([g, kv]) =>
+    kv && typeof kv === "object" ? Object.entries(kv).map(([k, v]) => [`${g}.${k}`, v] as const) : [[g, kv as unknown] as const],
+  );
+
+/** A run's headline figures in words, for a cell's or a window's title. */
+const metricsLine = (m: SweepMetrics | null | undefined) =>
+  m ? `Return ${signedFrac(m.total_return)} · Sharpe ${fixed(m.sharpe_ratio, 2)} · Max DD ${ddText(m.max_drawdown)} · ${int(m.trade_count)} trades` : "Not run (no bars in the part)";
+
+/** The marker of the strategy's current parameters, in the heatmap, tables and lines. */
+const CURRENT = "◆ current";
+
 // ---------------------------------------------------------------------------------------------
 // Heatmap
 
@@ -110,9 +162,16 @@ function cellTitle(cell: HeatCell, s: SweepView, x: string, y: string | null, ot
     `${o.label}: ${o.show(cell.value)}${cell.runs > 1 ? ` (best of ${cell.runs} combinations over ${others.join(", ")})` : ""}`,
   ];
   if (others.length && cell.runs > 1) lines.push(`at ${paramsText(r.parameters, others)}`);
-  lines.push(`Return ${signedFrac(r.total_return)} · Sharpe ${fixed(r.sharpe_ratio, 2)} · Max DD ${ddText(r.max_drawdown)} · ${int(r.trade_count)} trades`);
+  lines.push(metricsLine(r));
   const broken = breaches(r, s.constraint);
   if (!r.meets_constraint) lines.push(`Breaks the constraint${broken.length ? `: ${broken.join(", ")}` : ""}`);
+  const b = cell.baseline;
+  if (b === r) lines.push(`◆ The strategy's current parameters${s.baseline ? `, rank ${s.baseline.rank}` : ""}`);
+  else if (b) {
+    lines.push(
+      `◆ The current parameters (${paramsText(b.parameters, others)}) ran here too${s.baseline ? `, rank ${s.baseline.rank}` : ""}: ${o.label} ${o.show(score(b, s.objective))}`,
+    );
+  }
   return lines.join("\n");
 }
 
@@ -186,6 +245,7 @@ function Heatmap({ s, results }: { s: SweepView; results: SweepResult[] }) {
                 !c.row ? "empty" : c.level === null ? "na" : c.level > HOT ? "hot" : "",
                 c.row && !c.row.meets_constraint ? "breaker" : "",
                 bestCell ? "best" : "",
+                c.baseline ? "current" : "",
               ].join(" ");
               return (
                 <div
@@ -196,10 +256,12 @@ function Heatmap({ s, results }: { s: SweepView; results: SweepResult[] }) {
                   data-testid={bestCell ? "sweep-heatmap-best" : "sweep-heatmap-cell"}
                   data-params={c.row ? JSON.stringify(c.row.parameters) : undefined}
                   data-meets={c.row ? String(c.row.meets_constraint) : undefined}
+                  data-baseline={c.baseline ? "true" : undefined}
                 >
                   {!big && c.row && (
                     <span>
                       {bestCell ? "★ " : ""}
+                      {c.baseline ? <span class="sw-mark">◆ </span> : ""}
                       {c.value === null ? "—" : o.short(c.value)}
                     </span>
                   )}
@@ -225,6 +287,9 @@ function Heatmap({ s, results }: { s: SweepView; results: SweepResult[] }) {
         ) : (
           <>Each cell is one combination; hover it for its figures.</>
         )}
+        {s.baseline && !s.baseline.in_grid && (
+          <> The current parameters are not on the grid: they ran beside it, so their values add to the axes (the other cells there are empty).</>
+        )}
         <span class="sw-legend">
           <span class="sw-swatch sw-ramp" /> {o.label}, low → high
           <span class="sw-swatch sw-cell breaker" style={{ background: heat(0.5) }} /> breaks the constraint
@@ -234,6 +299,11 @@ function Heatmap({ s, results }: { s: SweepView; results: SweepResult[] }) {
             <>
               <span class="sw-swatch sw-cell best" style={{ background: heat(1) }} /> the best
             </>
+          )}
+          {results.some((r) => r.baseline) && (
+            <span class="sw-nowrap">
+              <span class="sw-swatch sw-cell current" style={{ background: heat(0.3) }} /> ◆ the strategy's current parameters
+            </span>
           )}
         </span>
       </figcaption>
@@ -263,7 +333,23 @@ function resultColumns(s: SweepView, onBacktest?: (p: Record<string, number>) =>
     class: (r) => `${cls ? cls(r) : ""} ${key === s.objective ? "sw-obj" : ""}`,
   });
   return [
-    { key: "rank", label: "#", num: true, title: "Rank: by the objective, those breaking the constraint after the others" },
+    {
+      key: "rank",
+      label: "#",
+      num: true,
+      title: "Rank: by the objective, those breaking the constraint after the others",
+      render: (r) =>
+        r.baseline ? (
+          <span class="sw-rank-current">
+            <span class="sw-current" data-testid="sweep-baseline-row" title="The strategy's current parameters (its defaults under the operator's settings)">
+              {CURRENT}
+            </span>{" "}
+            {r.rank}
+          </span>
+        ) : (
+          r.rank
+        ),
+    },
     ...Object.keys(s.grid).map(
       (p): Column<Ranked> => ({ key: `p.${p}`, label: p, num: true, sortValue: (r) => r.parameters[p], render: (r) => <span class="mono">{plain(r.parameters[p])}</span> }),
     ),
@@ -296,7 +382,7 @@ function resultColumns(s: SweepView, onBacktest?: (p: Record<string, number>) =>
             label: "",
             sortValue: () => 0,
             render: (r: Ranked) => (
-              <button class="btn" title="Fill the backtest form with these parameters, this symbol and range" onClick={(ev) => (ev.stopPropagation(), onBacktest(r.parameters))}>
+              <button class="btn" title="Fill the backtest form with these parameters, this symbol, range and simulation inputs" onClick={(ev) => (ev.stopPropagation(), onBacktest(r.parameters))}>
                 Backtest
               </button>
             ),
@@ -310,7 +396,8 @@ function Results({ s, results, onBacktest }: { s: SweepView; results: SweepResul
   const [all, setAll] = useState(false);
   const ranked: Ranked[] = useMemo(() => results.map((r, i) => ({ ...r, rank: i + 1 })), [results]);
   const LIMIT = 200;
-  const shown = all ? ranked : ranked.slice(0, LIMIT);
+  // The top ones, and the current parameters wherever they rank.
+  const shown = all ? ranked : ranked.filter((r, i) => i < LIMIT || r.baseline);
   const breakers = results.filter((r) => !r.meets_constraint).length;
   return (
     <>
@@ -319,14 +406,14 @@ function Results({ s, results, onBacktest }: { s: SweepView; results: SweepResul
         columns={resultColumns(s, onBacktest)}
         rows={shown}
         rowKey={(r) => String(r.rank)}
-        rowClass={(r) => (r.meets_constraint ? "" : "sw-breaker-row")}
+        rowClass={(r) => `${r.meets_constraint ? "" : "sw-breaker-row"} ${r.baseline ? "sw-baseline-row" : ""}`}
         sort={{ key: "rank", desc: false }}
         empty={isActive(s.status) ? "No combination has finished yet." : "No combination completed."}
       />
       <div class="note">
         Ranked by {objectiveOf(s.objective).label.toLowerCase()} (★), highest first
-        {breakers ? `; the ${int(breakers)} combination${breakers === 1 ? "" : "s"} breaking the constraint come after the others, marked ✕` : ""}. Click a
-        header to sort by it.
+        {breakers ? `; the ${int(breakers)} combination${breakers === 1 ? "" : "s"} breaking the constraint come after the others, marked ✕` : ""}
+        {ranked.some((r) => r.baseline) ? `; ${CURRENT} marks the strategy's current parameters` : ""}. Click a header to sort by it.
         {ranked.length > LIMIT && (
           <>
             {" "}
@@ -337,6 +424,287 @@ function Results({ s, results, onBacktest }: { s: SweepView; results: SweepResul
         )}
       </div>
     </>
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The current parameters
+
+/** Where the strategy's current parameters rank: "Current parameters (fast 10 · slow 20) rank 4 of 9". */
+function BaselineLine({ s, results }: { s: SweepView; results: SweepResult[] }) {
+  const b = s.baseline;
+  if (!b) return null;
+  const row = results.find((r) => r.baseline);
+  const o = objectiveOf(s.objective);
+  const isBest = !!s.best && sameParams(s.best.parameters, b.parameters);
+  const value = row ? score(row, s.objective) : null;
+  const bestValue = s.best ? score(s.best, s.objective) : null;
+  return (
+    <div class="sw-baseline" data-testid="sweep-baseline" data-rank={b.rank} data-of={results.length} data-in-grid={String(b.in_grid)}>
+      <span class="sw-current">{CURRENT}</span>
+      <span>
+        Current parameters (<span class="mono">{paramsText(b.parameters, Object.keys(s.grid))}</span>) rank <strong>{int(b.rank)}</strong> of {int(results.length)}
+        {b.in_grid ? "" : ", added beside the grid"}
+      </span>
+      {row && (
+        <span>
+          {o.label} <strong>{o.show(value)}</strong>
+          {isBest ? " — the best" : bestValue !== null ? <span class="muted"> (best {o.show(bestValue)})</span> : ""}
+        </span>
+      )}
+      {row && <span class={sign(row.total_return)}>return {signedFrac(row.total_return)}</span>}
+      {row && !row.meets_constraint && <span class="down">breaks the constraint: {breaches(row, s.constraint).join(", ") || "yes"}</span>}
+      <span class="muted dt-small">the strategy's defaults under the operator's settings, run with the grid to compare</span>
+    </div>
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Walk-forward
+
+function Figure({ label, value, cls, sub, title, testid, data }: { label: string; value: ComponentChildren; cls?: string; sub?: ComponentChildren; title?: string; testid?: string; data?: Record<string, string> }) {
+  const attrs = Object.fromEntries(Object.entries(data ?? {}).map(([k, v]) => [`data-${k}`, v]));
+  return (
+    <div class="dt-metric" title={title} data-testid={testid} {...attrs}>
+      <span class="stat-label">{label}</span>
+      <span class={`stat-value ${cls ?? ""}`}>{value}</span>
+      {sub !== undefined && <span class="dt-sub">{sub}</span>}
+    </div>
+  );
+}
+
+/** A window's span `[start, end)` as dates. */
+const spanText = (sp: { start: string; end: string }) => `${day(sp.start)} → ${day(sp.end)}`;
+const spanTitle = (sp: { start: string; end: string }) => `${sp.start} to ${sp.end} (end exclusive)`;
+
+/** Per window, the in-sample best's objective in sample and out of sample, as bars around zero. */
+function WindowBars({ wf, objective }: { wf: WalkForwardReport; objective: string }) {
+  const o = objectiveOf(objective);
+  const rows = wf.by_window;
+  const isv = rows.map((w) => score(w.best?.in_sample, objective));
+  const oos = rows.map((w) => score(w.best?.out_of_sample, objective));
+  const base = rows.map((w) => score(w.baseline?.out_of_sample, objective));
+  if ([...isv, ...oos].every((v) => v === null)) return null;
+  const H = 96;
+  const n = rows.length;
+  const bar = n > 12 ? 12 : 20;
+  const slot = bar * 2 + (n > 12 ? 10 : 22);
+  const left = 64;
+  const all = [...isv, ...oos, ...base];
+  const { zero, bars } = barScale(all, H);
+  const finite = all.filter((v): v is number => v !== null);
+  const [hi, lo] = [Math.max(0, ...finite), Math.min(0, ...finite)];
+  const width = left + n * slot;
+  return (
+    <figure class="sw-wf-bars" data-testid="wf-bars">
+      <svg width={width} height={H + 18} viewBox={`0 0 ${width} ${H + 18}`} role="img" aria-label={`In-sample and out-of-sample ${o.label} of each window's best`}>
+        <line class="sw-wf-zero" x1={left - 4} x2={width} y1={zero} y2={zero} />
+        <text x={left - 8} y={9} class="sw-wf-lab" text-anchor="end">
+          {o.show(hi)}
+        </text>
+        {lo < 0 && (
+          <text x={left - 8} y={H} class="sw-wf-lab" text-anchor="end">
+            {o.show(lo)}
+          </text>
+        )}
+        {zero > 14 && zero < H - 10 && (
+          <text x={left - 8} y={zero + 4} class="sw-wf-lab" text-anchor="end">
+            0
+          </text>
+        )}
+        {rows.map((w, i) => {
+          const x = left + i * slot;
+          const a = bars[i];
+          const b = bars[n + i];
+          const c = bars[2 * n + i];
+          return (
+            <g key={w.window}>
+              <title>
+                {`Window ${w.window}: in sample ${o.show(isv[i])}, out of sample ${o.show(oos[i])}${base[i] !== null ? `; current parameters out of sample ${o.show(base[i])}` : ""}`}
+              </title>
+              <rect x={x} y={0} width={slot - 6} height={H} class="sw-wf-hit" />
+              {a && <rect class="sw-wf-is" x={x} y={a.y} width={bar} height={Math.max(a.h, 1)} />}
+              {b && <rect class={`sw-wf-oos ${oos[i]! < 0 ? "neg" : ""}`} x={x + bar} y={b.y} width={bar} height={Math.max(b.h, 1)} />}
+              {c && <line class="sw-wf-base" x1={x + bar - 2} x2={x + 2 * bar + 2} y1={base[i]! >= 0 ? c.y : c.y + c.h} y2={base[i]! >= 0 ? c.y : c.y + c.h} />}
+              <text x={x + bar} y={H + 14} class="sw-wf-lab" text-anchor="middle">
+                {w.window}
+              </text>
+            </g>
+          );
+        })}
+      </svg>
+      <figcaption class="sw-legend">
+        <span class="sw-swatch sw-wf-is" /> in sample
+        <span class="sw-swatch sw-wf-oos" /> out of sample: {o.label} of each window's in-sample best, by window
+        <span class="sw-swatch sw-wf-base-swatch" /> {CURRENT} out of sample
+      </figcaption>
+    </figure>
+  );
+}
+
+function windowColumns(s: SweepView, wf: WalkForwardReport): Column<WalkForwardWindow>[] {
+  const objective = wf.objective || s.objective;
+  const o = objectiveOf(objective);
+  const keys = Object.keys(s.grid);
+  const isBaseline = (w: WalkForwardWindow) => !!w.best && !!s.baseline && sameParams(w.best.parameters, s.baseline.parameters);
+  const obj = (key: string, label: string, pick: (w: WalkForwardWindow) => SweepMetrics | null | undefined, title: string): Column<WalkForwardWindow> => ({
+    key,
+    label,
+    num: true,
+    title,
+    sortValue: (w) => score(pick(w), objective),
+    render: (w) => {
+      const m = pick(w);
+      return <span title={metricsLine(m)}>{m ? o.show(score(m, objective)) : "—"}</span>;
+    },
+  });
+  return [
+    { key: "window", label: "#", num: true, title: "Window" },
+    {
+      key: "in_sample",
+      label: "In sample",
+      sortValue: (w) => w.in_sample.start,
+      render: (w) => <span title={spanTitle(w.in_sample)}>{spanText(w.in_sample)}</span>,
+    },
+    {
+      key: "out_of_sample",
+      label: "Out of sample",
+      sortValue: (w) => w.out_of_sample.start,
+      render: (w) => <span title={spanTitle(w.out_of_sample)}>{spanText(w.out_of_sample)}</span>,
+    },
+    {
+      key: "best",
+      label: "Best in sample",
+      title: "The combination ranked first in sample (as the table ranks: those keeping the constraint first)",
+      sortValue: (w) => (w.best ? paramsText(w.best.parameters, keys) : null),
+      render: (w) =>
+        w.best ? (
+          <span>
+            <span class="mono">{paramsText(w.best.parameters, keys)}</span>
+            {isBaseline(w) && (
+              <span class="sw-current" title="The strategy's current parameters">
+                {" "}
+                ◆
+              </span>
+            )}
+          </span>
+        ) : (
+          <span class="muted" title="No combination keeps the constraint with an objective in sample (or none has run yet)">
+            none
+          </span>
+        ),
+    },
+    obj("is_objective", `IS ${o.abbr}`, (w) => w.best?.in_sample, `The best's ${o.label} in sample`),
+    obj("oos_objective", `OOS ${o.abbr}`, (w) => w.best?.out_of_sample, `The best's ${o.label} out of sample, on days it was not chosen on`),
+    ...(objective === "total_return"
+      ? []
+      : [
+          {
+            key: "oos_return",
+            label: "OOS return",
+            num: true,
+            sortValue: (w: WalkForwardWindow) => w.best?.out_of_sample?.total_return ?? null,
+            render: (w: WalkForwardWindow) => signedFrac(w.best?.out_of_sample?.total_return),
+            class: (w: WalkForwardWindow) => sign(w.best?.out_of_sample?.total_return),
+          } as Column<WalkForwardWindow>,
+        ]),
+    {
+      key: "oos_rank",
+      label: "OOS rank",
+      num: true,
+      title: "Where the in-sample best ranks among every combination out of sample (1: it would have been the best there too)",
+      sortValue: (w) => w.best?.out_of_sample_rank ?? null,
+      render: (w) => (w.best?.out_of_sample_rank ? `${int(w.best.out_of_sample_rank)} of ${int(w.best.ranked_out_of_sample)}` : "—"),
+    },
+    obj("baseline_oos", `◆ OOS ${o.abbr}`, (w) => w.baseline?.out_of_sample, `◆ The strategy's current parameters: their ${o.label} out of sample`),
+    {
+      key: "beat_baseline",
+      label: "Beat",
+      title: "Whether the in-sample best did better out of sample than the current parameters (—: a tie, the same parameters, or a figure unknown)",
+      sortValue: (w) => (w.beat_baseline === null ? null : w.beat_baseline ? 1 : 0),
+      render: (w) =>
+        w.beat_baseline === true ? (
+          <span class="up" title="Beat the current parameters out of sample">✓</span>
+        ) : w.beat_baseline === false ? (
+          <span class="down" title="Did worse than the current parameters out of sample">✗</span>
+        ) : (
+          <span class="muted" title={isBaseline(w) ? "The best is the current parameters" : "A tie, or a figure unknown: not counted"}>—</span>
+        ),
+    },
+  ];
+}
+
+function WalkForwardSection({ s, wf }: { s: SweepView; wf: WalkForwardReport }) {
+  const objective = wf.objective || s.objective;
+  const o = objectiveOf(objective);
+  const n = wf.by_window.length;
+  const beat = wf.beat_baseline;
+  const most = wf.most_chosen;
+  const lost = beat.of - beat.windows;
+  const leaning = beat.windows > lost ? "the re-chosen bests did better" : beat.windows < lost ? "the current parameters did better" : "an even split";
+  return (
+    <section class="sw-wf-report" data-testid="sweep-walk-forward-report">
+      <h3 class="dt-h">
+        Walk-forward <span class="muted">· {walkForwardText(wf)}</span>
+      </h3>
+      <p class="note muted sw-wf-explain">
+        Each window chooses its best combination in sample, then trades it unchanged on the days that follow: a best that shines in sample but does poorly out of
+        sample is overfitting — the grid fitted noise, not an edge.
+      </p>
+      {!wf.complete && <div class="banner info">Not every part has run: these figures cover the combinations run so far.</div>}
+      <div class="dt-metrics sw-wf-figures">
+        <Figure
+          label="Out-of-sample return, chained"
+          testid="wf-oos-return"
+          value={signedFrac(wf.out_of_sample_return)}
+          cls={sign(wf.out_of_sample_return)}
+          sub={
+            <>
+              {CURRENT}: <span class={sign(wf.baseline_out_of_sample_return)}>{signedFrac(wf.baseline_out_of_sample_return)}</span>
+            </>
+          }
+          title="Each window's in-sample best traded on its out-of-sample days, one window after another (what choosing again every window would have earned), beside the current parameters over the same days"
+        />
+        <Figure
+          label="Efficiency"
+          testid="wf-efficiency"
+          value={wf.efficiency === null ? "—" : frac(wf.efficiency, 0)}
+          cls={wf.efficiency === null ? "" : wf.efficiency < 0.5 ? "down" : ""}
+          sub={`OOS mean ${o.show(wf.out_of_sample_objective_mean)} ÷ IS mean ${o.show(wf.in_sample_objective_mean)}`}
+          title={`The bests' mean ${o.label} out of sample over their mean in sample: near 100% holds up; far below, the in-sample figures were luck.${
+            wf.efficiency === null ? " Undefined when the in-sample mean is not above 0." : ""
+          }`}
+        />
+        <Figure
+          label="Beat the current parameters"
+          testid="wf-beat"
+          data={{ windows: String(beat.windows), of: String(beat.of), confidence: String(beat.confidence) }}
+          value={`${int(beat.windows)} of ${int(beat.of)} window${beat.of === 1 ? "" : "s"}`}
+          cls={beat.of ? (beat.windows > lost ? "up" : beat.windows < lost ? "down" : "") : ""}
+          sub={beat.of ? `${frac(beat.confidence, 0)} confidence it is not chance · ${leaning}` : "no window to compare"}
+          title="Out of sample, by the objective. Ties, and windows whose best is the current parameters, are left out. Confidence: 1 − the two-sided sign test's p-value (with few windows it cannot be high: 3 of 3 is 75%)."
+        />
+        <Figure
+          label="Most chosen"
+          testid="wf-most-chosen"
+          value={most ? <span class="mono">{paramsText(most.parameters, Object.keys(s.grid))}</span> : "—"}
+          sub={
+            most
+              ? `best in sample in ${int(most.windows)} of ${int(n)} windows${most.windows === 1 && n > 1 ? ": none chosen twice" : ""}${
+                  s.baseline && sameParams(most.parameters, s.baseline.parameters) ? ` · ${CURRENT}` : ""
+                }`
+              : "no window has a best"
+          }
+          title="The combination chosen in sample most often: stable parameters are chosen again and again"
+        />
+      </div>
+      <WindowBars wf={wf} objective={objective} />
+      <Table testid="wf-windows" columns={windowColumns(s, wf)} rows={wf.by_window} rowKey={(w) => String(w.window)} sort={{ key: "window", desc: false }} empty="No window." />
+      <div class="note">
+        IS: in sample, where each window's best is chosen; OOS: out of sample, the days after, unseen when choosing. Each part is run afresh (indicators warm up inside it).
+        The heatmap and results below are over the whole range.
+      </div>
+    </section>
   );
 }
 
@@ -364,6 +732,8 @@ export function SweepDetailModal({
   const results = s?.results ?? [];
   const backtest = onBacktest && s ? (p: Record<string, number>) => onBacktest(s, p) : undefined;
   const o = objectiveOf(s?.objective ?? "");
+  const overrides = overrideList(s?.settings);
+  const wf = isWalkForwardReport(s?.walk_forward) ? s.walk_forward : null;
 
   const title = s ? (
     <>
@@ -398,6 +768,26 @@ export function SweepDetailModal({
             <dd>{o.label}, highest first</dd>
             <dt>Constraint</dt>
             <dd>{constraintText(s.constraint) || "none"}</dd>
+            <dt>Simulation</dt>
+            <dd data-testid="sweep-simulation">
+              {money(s.initial_cash)} initial cash · commission {frac(s.commission_rate, 3)} of traded value · slippage {fixed(s.slippage_bps, 1)} bps · fill{" "}
+              {s.fill ?? "—"}
+            </dd>
+            <dt>Overrides</dt>
+            <dd>
+              {overrides.length ? (
+                overrides.map(([k, v], i) => (
+                  <span key={k} class="mono warn">
+                    {i ? " · " : ""}
+                    {k} {anyValue(v)}
+                  </span>
+                ))
+              ) : (
+                <span class="muted">none: the operator's settings at the request</span>
+              )}
+            </dd>
+            <dt>Walk-forward</dt>
+            <dd>{s.walk_forward ? walkForwardText(s.walk_forward) : <span class="muted">none</span>}</dd>
           </dl>
           {s.status === "FAILED" && (
             <div class="banner error" role="alert">
@@ -422,7 +812,12 @@ export function SweepDetailModal({
               <span>max DD {ddText(s.best.max_drawdown)}</span>
               <span>{int(s.best.trade_count)} trades</span>
               {backtest && canOperate.value && !isActive(s.status) && (
-                <button class="btn" data-testid="backtest-best" onClick={() => backtest(s.best!.parameters)} title="Fill the backtest form with the best parameters, this symbol and range">
+                <button
+                  class="btn"
+                  data-testid="backtest-best"
+                  onClick={() => backtest(s.best!.parameters)}
+                  title="Fill the backtest form with the best parameters, this symbol, range and simulation inputs (cash, commission, slippage, fill, risk overrides)"
+                >
                   Backtest these parameters
                 </button>
               )}
@@ -434,9 +829,11 @@ export function SweepDetailModal({
               </div>
             )
           )}
+          <BaselineLine s={s} results={results} />
+          {wf && <WalkForwardSection s={s} wf={wf} />}
           {results.length > 0 && (
             <>
-              <h3 class="dt-h">Heatmap</h3>
+              <h3 class="dt-h">Heatmap{wf ? <span class="muted"> · the whole range</span> : null}</h3>
               <Heatmap key={s.sweep_id} s={s} results={results} />
             </>
           )}

@@ -1,12 +1,27 @@
 // The form that queues a parameter sweep (POST /api/backtests/sweeps): a strategy's parameters
 // each over a range or a list of values (the range first suggested by its bounds and default, or
 // left out at its default), the objective that ranks the combinations, the constraint a ranked one
-// must keep, an optional random sample, and a backtest's simulation inputs. A refusal is shown at
-// the field it names, as the backtest form shows its own.
+// must keep, an optional random sample, an optional walk-forward (in-sample / out-of-sample windows)
+// and a backtest's simulation inputs. A refusal is shown at the field it names, as the backtest
+// form shows its own.
 import { useEffect, useState } from "preact/hooks";
 import { ApiError, post } from "../api";
 import { frac, int, plain } from "../format";
-import { MAX_COMBINATIONS, combinationCount, suggestRange, type AxisSpec } from "../sweep_grid";
+import {
+  DEFAULT_IN_SAMPLE,
+  MAX_COMBINATIONS,
+  MAX_IN_SAMPLE,
+  MAX_WINDOWS,
+  MAX_WINDOW_RUNS,
+  MIN_IN_SAMPLE,
+  MIN_WINDOWS,
+  combinationCount,
+  runsPerCombination,
+  suggestRange,
+  walkForwardSplit,
+  weekdaysBetween,
+  type AxisSpec,
+} from "../sweep_grid";
 import { ErrorBanner, Field, notify, onInput } from "../ui";
 import {
   FILLS,
@@ -57,6 +72,11 @@ interface SweepInputs {
   slippage_bps: string;
   fill: string;
   risk: Record<string, string>;
+  /** Walk-forward: off unless ticked; its fields as typed. */
+  wf: boolean;
+  wf_windows: string;
+  wf_fraction: string;
+  wf_anchored: boolean;
 }
 
 /** Each parameter's suggested range; the first two swept, the others left at their defaults. */
@@ -90,6 +110,10 @@ function blankForm(s: Strategy | undefined): SweepInputs {
     slippage_bps: "0",
     fill: "NEXT_OPEN",
     risk: {},
+    wf: false,
+    wf_windows: "4",
+    wf_fraction: String(DEFAULT_IN_SAMPLE),
+    wf_anchored: false,
   };
 }
 
@@ -111,7 +135,7 @@ function axisSpec(a: AxisForm): AxisSpec | string {
 /** The values an axis makes, for the count beside it. */
 const axisCount = (spec: AxisSpec | string) => (typeof spec === "string" ? null : combinationCount({ x: spec }));
 
-const SWEEP_FIELDS = ["strategy_id", "symbol", "timeframe", "start", "end", "objective", "sample", "seed", "grid", "constraint", "constraint.max_drawdown", "constraint.min_trades", "initial_cash", "commission_rate", "slippage_bps", "fill"];
+const SWEEP_FIELDS = ["strategy_id", "symbol", "timeframe", "start", "end", "objective", "sample", "seed", "grid", "constraint", "constraint.max_drawdown", "constraint.min_trades", "initial_cash", "commission_rate", "slippage_bps", "fill", "walk_forward", "walk_forward.windows", "walk_forward.in_sample_fraction", "walk_forward.anchored"];
 
 export function SweepForm({ strategies, onQueued }: { strategies: Strategy[]; onQueued: (id: string) => void }) {
   const [f, setF] = useState<SweepInputs>(() => blankForm(strategies[0]));
@@ -149,6 +173,16 @@ export function SweepForm({ strategies, onQueued }: { strategies: Strategy[]; on
   const total = counts.every((n) => n !== null) && counts.length ? counts.reduce((a, b) => a! * b!, 1) : null;
   const sample = parseNum(f.sample);
   const tried = total === null ? null : sample && sample > 0 ? Math.min(sample, total) : total;
+  // Walk-forward: the windows as typed, and about how many trading days each part spans.
+  const wfWindows = parseNum(f.wf_windows);
+  const wfFraction = parseNum(f.wf_fraction);
+  const wfWhole = f.wf && wfWindows !== undefined && Number.isInteger(wfWindows) && wfWindows >= 1;
+  const wfReady = wfWhole && wfWindows! >= MIN_WINDOWS && wfWindows! <= MAX_WINDOWS;
+  const wfDays = weekdaysBetween(f.start, f.end);
+  const wfSplit =
+    wfReady && wfDays !== null && wfFraction !== undefined && wfFraction >= MIN_IN_SAMPLE && wfFraction <= MAX_IN_SAMPLE
+      ? walkForwardSplit(wfDays, wfWindows!, wfFraction, f.wf_anchored)
+      : null;
 
   const submit = async (ev: Event) => {
     ev.preventDefault();
@@ -185,6 +219,16 @@ export function SweepForm({ strategies, onQueued }: { strategies: Strategy[]; on
       else risk[r.key] = v;
     }
     if (Object.keys(risk).length) body["settings"] = { risk_controls: risk };
+    if (f.wf) {
+      const wf: Record<string, unknown> = { anchored: f.wf_anchored };
+      number("wf_windows", "walk_forward.windows", (v) => {
+        if (Number.isInteger(v)) wf.windows = v;
+        else local["walk_forward.windows"] = "A whole number of windows.";
+      });
+      number("wf_fraction", "walk_forward.in_sample_fraction", (v) => (wf.in_sample_fraction = v));
+      if (wf.windows === undefined && !local["walk_forward.windows"]) local["walk_forward.windows"] = `Enter how many windows (${MIN_WINDOWS} to ${MAX_WINDOWS}).`;
+      body["walk_forward"] = wf;
+    }
     if (Object.keys(local).length) {
       errs.setError(new ApiError(400, "VALIDATION_ERROR", "Check the marked fields.", { errors: Object.entries(local).map(([field, reason]) => ({ field, reason })) }));
       if (Object.keys(local).some((k) => k.startsWith("settings.") || ["initial_cash", "commission_rate", "slippage_bps"].includes(k))) setMoreOpen(true);
@@ -262,7 +306,7 @@ export function SweepForm({ strategies, onQueued }: { strategies: Strategy[]; on
             : "Sweep at least one parameter."
           : `${counts.join(" × ")} = ${int(total)} combination${total === 1 ? "" : "s"}${tried !== total ? `, a random sample of ${int(tried)}` : ""}${
               tried! > MAX_COMBINATIONS ? `: at most ${int(MAX_COMBINATIONS)} — narrow the grid or draw a sample` : ""
-            }. Combinations the strategy refuses${f.strategy_id === "sma_cross" ? " (fast not below slow)" : ""} are skipped; parameters not swept keep their defaults.`}
+            }. Combinations the strategy refuses${f.strategy_id === "sma_cross" ? " (fast not below slow)" : ""} are skipped; parameters not swept keep their defaults. The strategy's current parameters run too (beside the grid when not in it), to compare with.`}
       </div>
 
       <h3 class="dt-formhead">Ranking</h3>
@@ -293,6 +337,59 @@ export function SweepForm({ strategies, onQueued }: { strategies: Strategy[]; on
           <input type="number" name="seed" min={0} step={1} value={f.seed} onInput={onInput(set("seed"))} placeholder="0" disabled={!f.sample.trim()} />
         </Field>
       </div>
+
+      <fieldset class={`sw-wf ${f.wf ? "on" : ""}`} data-testid="sweep-walk-forward">
+        <legend>
+          <label>
+            <input type="checkbox" name="walk_forward" checked={f.wf} onChange={(ev) => setF((p) => ({ ...p, wf: ev.currentTarget.checked }))} /> Walk-forward{" "}
+            <span class="muted">· optional: is the best in-sample still good on the days after?</span>
+          </label>
+        </legend>
+        {f.wf ? (
+          <>
+            <div class="form-grid">
+              <Field label="Windows" error={e["walk_forward.windows"] ?? e["walk_forward"]} hint={`${MIN_WINDOWS} to ${MAX_WINDOWS}. The range is split into this many in-sample / out-of-sample windows.`}>
+                <input type="number" name="wf_windows" min={MIN_WINDOWS} max={MAX_WINDOWS} step={1} value={f.wf_windows} onInput={onInput(set("wf_windows"))} />
+              </Field>
+              <Field
+                label="In-sample fraction"
+                error={e["walk_forward.in_sample_fraction"]}
+                hint={`${MIN_IN_SAMPLE} to ${MAX_IN_SAMPLE}, default ${DEFAULT_IN_SAMPLE}: the share of a window (of the first one when anchored) the best is chosen on.${
+                  wfFraction !== undefined && !Number.isNaN(wfFraction) ? ` Now ${frac(wfFraction, 0)} in, ${frac(1 - wfFraction, 0)} out.` : ""
+                }`}
+              >
+                <input type="number" name="wf_fraction" min={MIN_IN_SAMPLE} max={MAX_IN_SAMPLE} step={0.05} value={f.wf_fraction} onInput={onInput(set("wf_fraction"))} placeholder={String(DEFAULT_IN_SAMPLE)} />
+              </Field>
+              <Field
+                label="Windows move"
+                error={e["walk_forward.anchored"]}
+                hint={f.wf_anchored ? "Anchored: every in-sample part starts at the range's start and grows." : "Rolling: windows of equal length, each starting one out-of-sample part later."}
+              >
+                <select name="wf_mode" value={f.wf_anchored ? "anchored" : "rolling"} onChange={(ev) => setF((p) => ({ ...p, wf_anchored: ev.currentTarget.value === "anchored" }))}>
+                  <option value="rolling">Rolling</option>
+                  <option value="anchored">Anchored</option>
+                </select>
+              </Field>
+            </div>
+            <div class={`sw-count ${wfWhole && (!wfReady || (tried !== null && tried * wfWindows! > MAX_WINDOW_RUNS)) ? "over" : "muted"}`} data-testid="sweep-wf-runs">
+              {wfWhole
+                ? `Each combination then runs 1 + 2×${wfWindows} = ${runsPerCombination(wfWindows!)} times: over the whole range, and over each window's in-sample and out-of-sample parts${
+                    tried !== null ? ` (${int(tried)} combination${tried === 1 ? "" : "s"}: ${int(tried * runsPerCombination(wfWindows!))} runs)` : ""
+                  }.${!wfReady ? ` Windows: ${MIN_WINDOWS} to ${MAX_WINDOWS}.` : ""}${
+                    wfReady && tried !== null && tried * wfWindows! > MAX_WINDOW_RUNS ? ` At most ${int(MAX_WINDOW_RUNS)} combinations × windows: fewer windows, or draw a sample.` : ""
+                  }${
+                    wfSplit ? ` About ${int(wfSplit.in_sample)} trading days in sample and ${int(wfSplit.out_of_sample)} out of sample per window${f.wf_anchored ? " (the first; in-sample parts grow)" : ""}; each part is run afresh, so its indicators warm up inside it.` : ""
+                  }`
+                : `Each combination then runs 1 + 2×windows times: over the whole range, and over each window's in-sample and out-of-sample parts.`}
+            </div>
+          </>
+        ) : (
+          <div class="note muted">
+            Off. When on, the range is split into windows: each window's best in sample is traded on the days that follow it, and set beside the strategy's
+            current parameters. Each combination then runs 1 + 2×windows times.
+          </div>
+        )}
+      </fieldset>
 
       <details class="dt-risk" open={moreOpen} onToggle={(ev) => setMoreOpen((ev.currentTarget as HTMLDetailsElement).open)}>
         <summary>

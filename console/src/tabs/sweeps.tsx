@@ -8,7 +8,7 @@ import { ApiError, get, post, withQuery } from "../api";
 import { dateTime, int } from "../format";
 import { navigate, route } from "../route";
 import { canOperate } from "../session";
-import type { SweepResult } from "../sweep_grid";
+import { walkForwardText, type SweepResult } from "../sweep_grid";
 import { Action, ErrorBanner, Section, Table, onInput, type Column } from "../ui";
 import { StatusCell, day, isActive } from "./backtest_detail";
 import { shortId, toApiError, type Strategy } from "./data_form";
@@ -126,6 +126,11 @@ function sweepColumns(bests: Record<string, SweepResult | null>, reload: () => v
         <span class="dt-two">
           <span>{objectiveOf(r.objective).label}</span>
           {constraintText(r.constraint) && <span class="muted dt-small">{constraintText(r.constraint)}</span>}
+          {r.walk_forward && (
+            <span class="muted dt-small" data-testid="sweep-row-wf" title="Walk-forward: each window's in-sample best traded out of sample">
+              walk-forward: {walkForwardText(r.walk_forward)}
+            </span>
+          )}
         </span>
       ),
     },
