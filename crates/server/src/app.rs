@@ -798,6 +798,11 @@ async fn run_feed(state: AppState, live: Arc<LiveMarket>) {
         let calendar = MarketCalendar::new(settings.runtime.market_calendar);
         let (feed, filters) = (live.clone(), settings.momentum_radar.clone());
         let before = live.next_step();
+        // The broker's reports due before the next print are delivered first (a live day's acks
+        // meet the prints a replay's do).
+        if let Some(next) = before.filter(|next| *next <= now) {
+            let _ = state.engine().deliver_due(next).await;
+        }
         let scans = match tokio::task::spawn_blocking(move || feed.advance_to(now, calendar, &filters)).await {
             Ok(scans) => scans,
             Err(e) => {
@@ -827,6 +832,9 @@ async fn run_feed(state: AppState, live: Arc<LiveMarket>) {
         if closed_minute {
             let symbols = crate::feed::chart_symbols(&state, crate::bars_feed::RADAR_SYMBOLS).await;
             crate::bars_feed::publish_closed_bars(state.market.as_ref(), &state.events, symbols).await;
+        }
+        if let Some(after) = live.next_step().filter(|after| Some(*after) != before) {
+            live.handled(after - chrono::Duration::seconds(tradeops_brokers::simulated::live::STEP_SECONDS));
         }
         let next = live.next_step();
         let wait = next

@@ -400,6 +400,7 @@ async fn probe_feed(state: &Probes) -> Probe {
             "symbols": feed.symbols,
             "speed": live.speed,
             "market_time": feed.market_time.map(|t| format_ts(&t)),
+            "handled_through": feed.handled_through.map(|t| format_ts(&t)),
             "trading_date": feed.date.map(|d| d.to_string()),
             "last_tick_age_ms": feed.since_last_step.map(|d| d.as_millis() as u64),
             "radar_captured_at": radar.captured_at.map(|t| format_ts(&t)),

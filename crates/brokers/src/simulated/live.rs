@@ -63,6 +63,9 @@ struct LiveState {
 #[derive(Clone, Debug)]
 pub struct FeedStatus {
     pub market_time: Option<Timestamp>,
+    /// The last step whose market step, scans and the allocator's watches the service has
+    /// finished handing on (see [`LiveMarket::handled`]).
+    pub handled_through: Option<Timestamp>,
     pub date: Option<NaiveDate>,
     pub symbols: usize,
     /// Service-clock time since the last step was processed.
@@ -76,6 +79,8 @@ pub struct LiveMarket {
     clock: std::sync::Arc<dyn Clock>,
     /// Service-clock milliseconds when the last step ran (`i64::MIN`: never).
     last_step_ms: AtomicI64,
+    /// Market-time milliseconds of the last step handed on (`i64::MIN`: none).
+    handled_ms: AtomicI64,
     pub speed: f64,
     /// Imported float and sector, laid over the universe's in every scan.
     reference: std::sync::Arc<crate::reference::ReferenceData>,
@@ -96,6 +101,7 @@ impl LiveMarket {
             }),
             clock,
             last_step_ms: AtomicI64::new(i64::MIN),
+            handled_ms: AtomicI64::new(i64::MIN),
             speed,
             reference: Default::default(),
             reference_data: true,
@@ -121,11 +127,19 @@ impl LiveMarket {
         self.state().next_step
     }
 
+    /// The service has handed on everything of the steps up to `at` (the engine's market step,
+    /// the scans, the allocator's watches): what a test stepping a manual clock waits for.
+    pub fn handled(&self, at: Timestamp) {
+        self.handled_ms.store(at.timestamp_millis(), Ordering::Relaxed);
+    }
+
     pub fn status(&self) -> FeedStatus {
         let st = self.state();
         let ms = self.last_step_ms.load(Ordering::Relaxed);
+        let handled = self.handled_ms.load(Ordering::Relaxed);
         FeedStatus {
             market_time: st.next_step.map(|t| t - Duration::seconds(STEP_SECONDS)),
+            handled_through: (handled != i64::MIN).then(|| tradeops_core::time::from_epoch_ms(handled)),
             date: st.date,
             symbols: self.universe.len(),
             since_last_step: (ms != i64::MIN).then(|| {

@@ -84,6 +84,15 @@ impl EngineHandle {
         self.view.clone()
     }
 
+    /// The market feed is about to print its step at `before`: returns once the broker's
+    /// reports due before it are delivered (at their own times, against the market as it
+    /// stands), so a live day's acks meet the same prints as its replay's (issue 26.2).
+    pub async fn deliver_due(&self, before: tradeops_core::Timestamp) -> Result<(), EngineGone> {
+        let (reply, done) = oneshot::channel();
+        self.tx.send(Input::Due(before, reply)).await.map_err(|_| EngineGone)?;
+        done.await.map_err(|_| EngineGone)
+    }
+
     /// The market feed stepped to `at` (`bar_closed`: a minute just completed). Waits for room
     /// in the runner's queue, not for the step to be handled.
     pub async fn market_step(&self, at: tradeops_core::Timestamp, bar_closed: bool) -> Result<(), EngineGone> {

@@ -46,6 +46,10 @@ pub(super) enum Input {
         at: Timestamp,
         bar_closed: bool,
     },
+    /// The market feed is about to print the step at `before`: the broker's reports due before
+    /// it are delivered first, each at its own time and against the market as it stands (answered
+    /// once done), as a desk replay delivers them (issue 26.2).
+    Due(Timestamp, oneshot::Sender<()>),
     /// The health probe: answered with the execution broker's count of working orders as soon
     /// as the runner reaches it (the round trip every command and order takes).
     Probe(oneshot::Sender<usize>),
@@ -980,6 +984,12 @@ impl Runner {
                         let _ = reply.send(self.command(command, now).await);
                         self.publish();
                     }
+                    Some(Input::Due(before, reply)) => {
+                        if self.deliver_due(before).await {
+                            self.publish();
+                        }
+                        let _ = reply.send(());
+                    }
                     Some(Input::MarketStep { at, bar_closed }) => {
                         self.market_step(at, bar_closed).await;
                         self.publish();
@@ -1001,7 +1011,10 @@ impl Runner {
                 },
                 _ = tick.tick() => {
                     let now = self.market_clock.now();
-                    if self.broker_reports(now).await {
+                    // Reports an in-process broker scheduled are stamped with their due time,
+                    // whenever the tick finds them (a replay and a live day agree).
+                    let due = self.deliver_due(now + chrono::Duration::milliseconds(1)).await;
+                    if self.broker_reports(now).await || due {
                         self.publish();
                     }
                 }
@@ -1145,6 +1158,17 @@ impl Runner {
             self.apply(fx, now).await;
             self.pending_fill = None;
         }
+    }
+
+    /// Delivers the reports the broker scheduled (paper acks and cancels) due before `before`,
+    /// each at its own due time; whether there were any.
+    async fn deliver_due(&mut self, before: Timestamp) -> bool {
+        let (mut any, mut last) = (false, None);
+        while let Some(due) = self.broker.next_due().filter(|d| *d < before && Some(*d) != last) {
+            last = Some(due);
+            any |= self.broker_reports(due).await;
+        }
+        any
     }
 
     /// Symbols the engine cares about: watched with a strategy, held, or with working orders.

@@ -825,9 +825,6 @@ fn walk_forward_report(stored: &StoredSweep, rows: &[Value], complete: bool) -> 
             })),
             "beat_baseline": null,
         });
-        if let Some(b_out) = &baseline_out {
-            baseline_chained *= 1.0 + b_out["total_return"].as_f64().unwrap_or(0.0);
-        }
         if let Some(b) = best {
             let (is, oos) = (part(&rows[b], "in_sample"), part(&rows[b], "out_of_sample"));
             let out_position = out_rank.iter().position(|&i| i == b).map(|p| p + 1);
@@ -837,6 +834,10 @@ fn walk_forward_report(stored: &StoredSweep, rows: &[Value], complete: bool) -> 
             if let Some(oos) = &oos {
                 out_scores.push(score(oos, stored.objective));
                 chained *= 1.0 + oos["total_return"].as_f64().unwrap_or(0.0);
+                // The baseline's chain covers the same windows as the bests'.
+                if let Some(b_out) = &baseline_out {
+                    baseline_chained *= 1.0 + b_out["total_return"].as_f64().unwrap_or(0.0);
+                }
             }
             // The sign test leaves out ties: windows whose best is the baseline itself, or
             // either side unknown.
@@ -865,8 +866,9 @@ fn walk_forward_report(stored: &StoredSweep, rows: &[Value], complete: bool) -> 
         (!finite.is_empty()).then(|| finite.iter().sum::<f64>() / finite.len() as f64)
     };
     let (in_mean, out_mean) = (finite_mean(&in_scores), finite_mean(&out_scores));
+    // Final equity is not a rate: the ratio of two means of it says nothing.
     let efficiency = match (in_mean, out_mean) {
-        (Some(i), Some(o)) if i > 0.0 => Some(o / i),
+        (Some(i), Some(o)) if i > 0.0 && stored.objective != Objective::FinalEquity => Some(o / i),
         _ => None,
     };
     let most = chosen.into_values().max_by_key(|(count, _)| *count);

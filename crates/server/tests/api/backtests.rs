@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 
 const GOLDEN_CSV: &str = include_str!("fixtures/golden_daily.csv");
 
-async fn wait_done(app: &TestApp, id: &str) -> Value {
+pub(crate) async fn wait_done(app: &TestApp, id: &str) -> Value {
     for _ in 0..600 {
         let run = app.get(&format!("/api/backtests/{id}")).await.data().clone();
         if run["status"] == "COMPLETED" || run["status"] == "FAILED" {
@@ -560,7 +560,7 @@ async fn a_desk_replay_trades_a_simulated_day_through_the_live_runner_the_same_w
     let first = replay(body.clone()).await;
     assert_eq!(first["status"], "COMPLETED", "{first}");
     assert_eq!((first["kind"].clone(), first["symbol"].clone()), (json!("desk"), json!("*")));
-    assert_eq!(first["steps"], 720, "three hours of 15-second prints");
+    assert_eq!(first["steps"], 719, "three hours of 15-second prints after the start's");
     let watched = first["watched"].as_array().unwrap();
     assert!(!watched.is_empty() && watched.iter().all(|w| w["source"] == "RADAR"), "{watched:?}");
     let trades = first["trades"].as_array().unwrap();

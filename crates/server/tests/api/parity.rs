@@ -196,3 +196,89 @@ async fn a_simulated_day_traded_live_matches_its_backtest() {
         assert_features_match_reason(&features, &trade.detail.explanations[0].text);
     }
 }
+
+/// Issue 26.2: a stretch of live PAPER trading on the simulated market — the radar, the
+/// allocator's auto-watch, the strategies, the risk gate and the paper broker, the market clock
+/// stepped 15 s at a time as the live feed steps — and its desk replay (`POST
+/// /api/backtests/desk`) give identical trades and the same watchlist.
+#[tokio::test]
+async fn a_live_paper_stretch_and_its_desk_replay_trade_identically() {
+    const FROM: &str = "2026-11-19T14:30:00Z"; // 09:30 New York
+    const TO: &str = "2026-11-19T17:30:00Z";
+    let (db, url) = TestDb::new().await;
+    let mut config = test_config(url);
+    config.auth.rate_limit_per_second = 10_000;
+    config.auth.rate_limit_burst = 10_000;
+    config.health_probe_interval = std::time::Duration::from_millis(2);
+    let clock = tradeops_core::ManualClock::new(parse_ts(FROM).unwrap());
+    let app = start_at(config, Arc::new(db), axum::Router::new(), clock).await;
+    let desk = json!({"strategy_allocator": {"auto_watch": true, "auto_watch_top_n": 5}});
+    app.put_settings(ADMIN_TOKEN, desk.clone()).await.assert_ok(200);
+    // Each step handed on whole (market step, scans, the allocator's watches) before the next.
+    let (mut at, until) = (parse_ts(FROM).unwrap(), parse_ts(TO).unwrap());
+    while at < until {
+        at += chrono::Duration::seconds(15);
+        app.market.set(at);
+        let stamp = format_ts(&at);
+        let mut handed_on = false;
+        for _ in 0..2000 {
+            let health = app.get("/api/health/components").await;
+            let feed = health.data().as_array().unwrap().iter().find(|c| c["name"] == "data_broker").cloned();
+            if feed.is_some_and(|f| f["detail"]["handled_through"] == stamp.as_str()) {
+                handed_on = true;
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        }
+        assert!(handed_on, "the feed never handed on {stamp}");
+    }
+    // The step's reports due by the end, as the replay ends.
+    app.market.set(until);
+    let comparable = |t: &serde_json::Value| {
+        json!([
+            t["trade_id"],
+            t["symbol"],
+            t["strategy_id"],
+            t["entry_time"],
+            t["exit_time"],
+            t["quantity"],
+            t["entry_price"],
+            t["exit_price"],
+            t["gross_pnl"],
+            t["net_pnl"],
+            t["exit_reason"]
+        ])
+    };
+    let mut live: Vec<serde_json::Value> =
+        app.get("/api/trades").await.data().as_array().unwrap().iter().map(comparable).collect();
+    live.sort_by_key(|t| t[0].as_str().unwrap().to_string());
+    assert!(!live.is_empty(), "the live desk traded");
+    let watchlist: Vec<(String, String)> = app
+        .get("/api/watchlist")
+        .await
+        .data()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| (w["symbol"].as_str().unwrap().to_string(), w["source"].as_str().unwrap().to_string()))
+        .collect();
+
+    let body = json!({"start": FROM, "end": TO, "initial_cash": app.config.paper.initial_cash, "settings": desk});
+    let queued = app.post("/api/backtests/desk", ADMIN_TOKEN, body).await;
+    let id = queued.assert_ok(202)["backtest_id"].as_str().unwrap().to_string();
+    let replay = crate::backtests::wait_done(&app, &id).await;
+    assert_eq!(replay["status"], "COMPLETED", "{replay}");
+    let mut replayed: Vec<serde_json::Value> = replay["trades"].as_array().unwrap().iter().map(comparable).collect();
+    replayed.sort_by_key(|t| t[0].as_str().unwrap().to_string());
+    assert_eq!(replayed, live, "the replay's trades are the live desk's");
+    let mut watched: Vec<(String, String)> = replay["watched"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| (w["symbol"].as_str().unwrap().to_string(), w["source"].as_str().unwrap().to_string()))
+        .collect();
+    let mut expected = watchlist;
+    watched.sort();
+    expected.sort();
+    assert_eq!(watched, expected, "the allocator watched the same symbols");
+}

@@ -46,14 +46,11 @@ pub async fn replay_desk(
     let radar = settings.momentum_radar.clone();
     let mut outcome = DeskOutcome::default();
     clock.set(from);
-    // The feed's first call starts the day (the minutes before `from` generated, not traded),
-    // as the live feed's first does; its scans are the allocator's first.
-    let mut scans = live.advance_to(from, calendar, &radar);
-    // The print at `from` is the replay's first step.
-    if live.next_step().is_some_and(|next| next > from) {
-        runner.market_step(from, from.timestamp().rem_euclid(60) == 0).await;
-        outcome.steps += 1;
-    }
+    // The service's start at `from`: the feed's first call generates the day up to `from` (its
+    // warm-up, handed to no one), then trading follows the steps after it — as a service started
+    // at `from` trades.
+    live.advance_to(from, calendar, &radar);
+    let mut scans: Vec<tradeops_brokers::simulated::live::RadarScan> = Vec::new();
     let span = (until - from).num_milliseconds().max(1) as f64;
     let mut reported = 0.0;
     loop {
@@ -68,10 +65,7 @@ pub async fn replay_desk(
         }
         let Some(step) = live.next_step().filter(|s| *s < until) else { break };
         // The broker's reports due before the step, each at its own time.
-        while let Some(due) = runner.broker.next_due().filter(|d| *d < step) {
-            clock.set(due);
-            runner.broker_reports(due).await;
-        }
+        runner.deliver_due(step).await;
         clock.set(step);
         scans = live.advance_to(step, calendar, &radar);
         let bar_closed = step.timestamp().rem_euclid(60) == 0;
