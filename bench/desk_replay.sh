@@ -17,6 +17,7 @@ WORK=$(mktemp -d)
 trap 'kill "${SVC:-}" 2>/dev/null || true; wait "${SVC:-}" 2>/dev/null || true; rm -rf "$WORK"' EXIT
 (cd "$WORK" && for v in $(compgen -e | grep '^TRADEOPS_'); do unset "$v"; done &&
   TRADEOPS_BIND="127.0.0.1:$PORT" TRADEOPS_ADMIN_TOKEN="$TOKEN" TRADEOPS_LOG=warn \
+  TRADEOPS_RATE_LIMIT_PER_SECOND=100000 TRADEOPS_RATE_LIMIT_BURST=100000 \
   exec "$BIN" serve >"$WORK/svc.log" 2>&1) &
 SVC=$!
 for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$PORT/api/health" && break; sleep 0.1; done

@@ -196,13 +196,26 @@ pub(crate) async fn validate(jobs: &Jobs, req: &BacktestRequest) -> DomainResult
 /// Validates and queues a run.
 pub async fn enqueue(jobs: &Jobs, req: BacktestRequest, actor: &str) -> DomainResult<BacktestRecord> {
     let stored = validate(jobs, &req).await?;
+    let request = serde_json::to_string(&stored).map_err(DomainError::internal)?;
+    queue(jobs, &stored.strategy_id, &stored.symbol, request, actor).await
+}
+
+/// Stores a run (a single one's or a desk replay's validated `request`) queued, announces it and
+/// wakes the workers.
+pub(crate) async fn queue(
+    jobs: &Jobs,
+    strategy_id: &str,
+    symbol: &str,
+    request: String,
+    actor: &str,
+) -> DomainResult<BacktestRecord> {
     let record = BacktestRecord {
         backtest_id: format!("bt-{}", uuid::Uuid::new_v4().simple()),
-        strategy_id: stored.strategy_id.clone(),
-        symbol: stored.symbol.clone(),
+        strategy_id: strategy_id.to_string(),
+        symbol: symbol.to_string(),
         status: JobStatus::Queued,
         progress: 0.0,
-        request: serde_json::to_string(&stored).map_err(DomainError::internal)?,
+        request,
         result: None,
         error: None,
         requested_by: actor.to_string(),
@@ -309,7 +322,7 @@ async fn compute(jobs: &Jobs, leases: &Leases, run: &mut BacktestRecord) -> Resu
         slippage_bps: stored.slippage_bps,
         fill: stored.fill,
     };
-    let (progress_tx, mut progress_rx) = tokio::sync::watch::channel(0.0_f64);
+    let (progress_tx, progress_rx) = tokio::sync::watch::channel(0.0_f64);
     let task = tokio::task::spawn_blocking(move || {
         let mut history = history;
         backtest::run(&spec, &settings, &bars, history.as_mut(), &mut |p| {
@@ -323,26 +336,42 @@ async fn compute(jobs: &Jobs, leases: &Leases, run: &mut BacktestRecord) -> Resu
             });
         })
     });
+    let output = follow(jobs, leases, run, task, progress_rx).await?;
+    Ok(result_json(&output))
+}
+
+/// Waits for a run's `task`, writing its progress (as `progress` hears it) under the lease and
+/// announcing it; a run canceled or taken over meanwhile stops here (its task is abandoned:
+/// nothing of it is written).
+pub(crate) async fn follow<T, E: std::fmt::Display>(
+    jobs: &Jobs,
+    leases: &Leases,
+    run: &mut BacktestRecord,
+    task: tokio::task::JoinHandle<Result<T, E>>,
+    mut progress: tokio::sync::watch::Receiver<f64>,
+) -> Result<T, Halt> {
     tokio::pin!(task);
     let repo: &dyn BacktestRepository = &jobs.db;
-    let output = loop {
+    loop {
         tokio::select! {
-            done = &mut task => break done.map_err(|e| format!("the run panicked: {e}"))?.map_err(|e| e.to_string())?,
-            changed = progress_rx.changed() => {
+            done = &mut task => {
+                return done.map_err(|e| format!("the run panicked: {e}"))?.map_err(|e| e.to_string().into());
+            }
+            changed = progress.changed() => {
                 if changed.is_ok() {
-                    run.progress = (*progress_rx.borrow_and_update()).min(0.99);
+                    run.progress = (*progress.borrow_and_update()).min(0.99);
                     match repo.update_leased_backtest(run, &leases.lease()).await {
                         Ok(true) => publish(jobs, run),
-                        // Canceled or taken over: the run stops here (its blocking half ends
-                        // on its own; nothing of it is written).
-                        Ok(false) => return Err(Halt::Lost),
+                        Ok(false) => {
+                            task.abort();
+                            return Err(Halt::Lost);
+                        }
                         Err(_) => {}
                     }
                 }
             }
         }
-    };
-    Ok(result_json(&output))
+    }
 }
 
 /// What a run trades on: its settings, symbol and bars, and the calendar its history follows.

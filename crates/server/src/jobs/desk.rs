@@ -30,10 +30,7 @@ use tradeops_core::clock::ManualClock;
 use tradeops_core::metrics::EquityPoint;
 use tradeops_core::time::{format_ts, from_epoch_ms, to_epoch_ms};
 use tradeops_core::{Clock, Settings, Timestamp};
-use tradeops_store::{
-    BacktestRecord, BacktestRepository, Database, JobKind, JobStatus, MarketRepository, SettingsRepository,
-    SettingsVersion,
-};
+use tradeops_store::{BacktestRecord, Database, MarketRepository, SettingsRepository, SettingsVersion};
 
 /// The most market time one replay covers.
 pub const MAX_DAYS: i64 = 5;
@@ -131,25 +128,8 @@ pub async fn enqueue(jobs: &Jobs, req: DeskRequest, actor: &str) -> DomainResult
         settings: req.settings.clone(),
         effective_settings: settings.to_json(),
     };
-    let record = BacktestRecord {
-        backtest_id: format!("bt-{}", uuid::Uuid::new_v4().simple()),
-        strategy_id: stored.strategy_id.clone(),
-        symbol: stored.symbol.clone(),
-        status: JobStatus::Queued,
-        progress: 0.0,
-        request: serde_json::to_string(&stored).map_err(DomainError::internal)?,
-        result: None,
-        error: None,
-        requested_by: actor.to_string(),
-        created_at: to_epoch_ms(&jobs.clock.now()),
-        started_at: None,
-        finished_at: None,
-    };
-    let runs: &dyn BacktestRepository = &jobs.db;
-    runs.insert_backtest(&record).await?;
-    jobs.events.publish(crate::events::Event::BacktestUpdated(record.clone()));
-    jobs.announce(JobKind::Backtest).await;
-    Ok(record)
+    let request = serde_json::to_string(&stored).map_err(DomainError::internal)?;
+    crate::jobs::backtests::queue(jobs, &stored.strategy_id, &stored.symbol, request, actor).await
 }
 
 /// Runs a queued replay (the backtest worker hands it over): a database of its own in a
@@ -219,7 +199,7 @@ async fn replay(
         broker: Arc::new(PaperExecution::new(PaperBroker::new(source.paper))),
         market: market.clone(),
     };
-    let (progress_tx, mut progress_rx) = tokio::sync::watch::channel(0.0_f64);
+    let (progress_tx, progress_rx) = tokio::sync::watch::channel(0.0_f64);
     let (start, end) = (stored.start, stored.end);
     let task = tokio::spawn(async move {
         replay_desk(deps, live, clock, start, end, &mut move |p| {
@@ -227,26 +207,7 @@ async fn replay(
         })
         .await
     });
-    tokio::pin!(task);
-    let repo: &dyn BacktestRepository = &jobs.db;
-    let outcome = loop {
-        tokio::select! {
-            done = &mut task => break done.map_err(|e| format!("the replay panicked: {e}"))?.map_err(|e| e.to_string())?,
-            changed = progress_rx.changed() => {
-                if changed.is_ok() {
-                    run.progress = (*progress_rx.borrow_and_update()).min(0.99);
-                    match repo.update_leased_backtest(run, &leases.lease()).await {
-                        Ok(true) => jobs.events.publish(crate::events::Event::BacktestUpdated(run.clone())),
-                        Ok(false) => {
-                            task.abort();
-                            return Err(Halt::Lost);
-                        }
-                        Err(_) => {}
-                    }
-                }
-            }
-        }
-    };
+    let outcome = crate::jobs::backtests::follow(jobs, leases, run, task, progress_rx).await?;
     // What live analytics show, from the replay's own records.
     let trades = TradesService {
         orders: &db,
