@@ -985,7 +985,7 @@ impl Runner {
                         self.publish();
                     }
                     Some(Input::Due(before, reply)) => {
-                        if self.deliver_due(before).await {
+                        if self.deliver_due(before, false).await {
                             self.publish();
                         }
                         let _ = reply.send(());
@@ -1013,7 +1013,7 @@ impl Runner {
                     let now = self.market_clock.now();
                     // Reports an in-process broker scheduled are stamped with their due time,
                     // whenever the tick finds them (a replay and a live day agree).
-                    let due = self.deliver_due(now + chrono::Duration::milliseconds(1)).await;
+                    let due = self.deliver_due(now, true).await;
                     if self.broker_reports(now).await || due {
                         self.publish();
                     }
@@ -1160,11 +1160,12 @@ impl Runner {
         }
     }
 
-    /// Delivers the reports the broker scheduled (paper acks and cancels) due before `before`,
-    /// each at its own due time; whether there were any.
-    async fn deliver_due(&mut self, before: Timestamp) -> bool {
+    /// Delivers the reports the broker scheduled (paper acks and cancels) due before `until`
+    /// (`through`: at or before it), each at its own due time; whether there were any.
+    async fn deliver_due(&mut self, until: Timestamp, through: bool) -> bool {
         let (mut any, mut last) = (false, None);
-        while let Some(due) = self.broker.next_due().filter(|d| *d < before && Some(*d) != last) {
+        let in_time = |d: &Timestamp| if through { *d <= until } else { *d < until };
+        while let Some(due) = self.broker.next_due().filter(|d| in_time(d) && Some(*d) != last) {
             last = Some(due);
             any |= self.broker_reports(due).await;
         }

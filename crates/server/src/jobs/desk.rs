@@ -132,33 +132,60 @@ pub async fn enqueue(jobs: &Jobs, req: DeskRequest, actor: &str) -> DomainResult
     crate::jobs::backtests::queue(jobs, &stored.strategy_id, &stored.symbol, request, actor).await
 }
 
-/// Runs a queued replay (the backtest worker hands it over): a database of its own in a
-/// temporary folder, removed whatever happens.
+/// Runs a queued replay (the backtest worker hands it over) on a thread of its own, with a
+/// runtime of its own: generating 500 symbols' prints is work the service's runtime (the live
+/// engine, the feed, HTTP) must not wait behind. Its database lives in a temporary folder,
+/// removed whatever happens (the thread runs to its end even when the run was canceled).
 pub(crate) async fn compute(jobs: &Jobs, leases: &Leases, run: &mut BacktestRecord) -> Result<Value, Halt> {
     let stored: StoredDesk = serde_json::from_str(&run.request).map_err(|e| format!("unreadable request: {e}"))?;
     let source = jobs.desk.clone().ok_or("this process has no simulated market to replay")?;
     let settings = Settings::from_json(&stored.effective_settings)
         .map_err(|e| format!("unreadable settings: {}", e.first().map(|f| f.reason.as_str()).unwrap_or("")))?;
-    let dir = std::env::temp_dir().join(format!("tradeops-desk-{}", uuid::Uuid::new_v4().simple()));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("a folder for the replay's database: {e}"))?;
-    let db = Database::open(&format!("sqlite://{}/desk.db", dir.display()))
-        .await
-        .map_err(|e| format!("the replay's database: {e}"))?;
-    let outcome = replay(jobs, leases, run, &stored, settings, source, db.clone()).await;
-    db.close().await;
-    let _ = std::fs::remove_dir_all(&dir);
-    outcome
+    let reference = jobs.reference.clone();
+    let (progress_tx, progress_rx) = tokio::sync::watch::channel(0.0_f64);
+    let task = tokio::task::spawn_blocking(move || -> Result<Value, String> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("a runtime for the replay: {e}"))?;
+        let folder = TempFolder::new()?;
+        runtime.block_on(async {
+            let db = Database::open(&format!("sqlite://{}/desk.db", folder.0.display()))
+                .await
+                .map_err(|e| format!("the replay's database: {e}"))?;
+            let result = replay(&stored, settings, source, reference, db.clone(), progress_tx).await;
+            db.close().await;
+            result
+        })
+    });
+    crate::jobs::backtests::follow(jobs, leases, run, task, progress_rx).await
+}
+
+/// A folder of the replay's own under the system's temporary folder, removed when dropped.
+struct TempFolder(std::path::PathBuf);
+
+impl TempFolder {
+    fn new() -> Result<TempFolder, String> {
+        let path = std::env::temp_dir().join(format!("tradeops-desk-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&path).map_err(|e| format!("a folder for the replay's database: {e}"))?;
+        Ok(TempFolder(path))
+    }
+}
+
+impl Drop for TempFolder {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 async fn replay(
-    jobs: &Jobs,
-    leases: &Leases,
-    run: &mut BacktestRecord,
     stored: &StoredDesk,
     settings: Settings,
     source: DeskSource,
+    reference: Arc<tradeops_brokers::reference::ReferenceData>,
     db: Database,
-) -> Result<Value, Halt> {
+    progress: tokio::sync::watch::Sender<f64>,
+) -> Result<Value, String> {
     let clock = Arc::new(ManualClock::new(stored.start));
     let market_clock: Arc<dyn Clock> = clock.clone();
     let store = |e: tradeops_store::StoreError| format!("the replay's database: {e}");
@@ -180,14 +207,14 @@ async fn replay(
     // The service's universe, regenerated: the same prints the live feed made.
     let mut simulated = SimulatedMarket::new(source.seed, source.symbols);
     let mut live =
-        LiveMarket::new(simulated.universe.clone(), 1.0, market_clock.clone()).with_reference(jobs.reference.clone());
+        LiveMarket::new(simulated.universe.clone(), 1.0, market_clock.clone()).with_reference(reference.clone());
     if !source.reference_data {
         simulated = simulated.without_reference_data();
         live = live.without_reference_data();
     }
     let live = Arc::new(live);
     let market: Arc<dyn MarketData> =
-        Arc::new(WithReference::new(Arc::new(simulated.with_live(live.clone())), jobs.reference.clone()));
+        Arc::new(WithReference::new(Arc::new(simulated.with_live(live.clone())), reference.clone()));
     let events = Arc::new(EventBus::new(market_clock.clone(), market_clock.clone(), settings_service.subscribe()));
     let deps = EngineDeps {
         db: db.clone(),
@@ -199,15 +226,11 @@ async fn replay(
         broker: Arc::new(PaperExecution::new(PaperBroker::new(source.paper))),
         market: market.clone(),
     };
-    let (progress_tx, progress_rx) = tokio::sync::watch::channel(0.0_f64);
-    let (start, end) = (stored.start, stored.end);
-    let task = tokio::spawn(async move {
-        replay_desk(deps, live, clock, start, end, &mut move |p| {
-            progress_tx.send_replace(p);
-        })
-        .await
-    });
-    let outcome = crate::jobs::backtests::follow(jobs, leases, run, task, progress_rx).await?;
+    let outcome = replay_desk(deps, live, clock, stored.start, stored.end, &mut move |p| {
+        progress.send_replace(p);
+    })
+    .await
+    .map_err(|e| e.to_string())?;
     // What live analytics show, from the replay's own records.
     let trades = TradesService {
         orders: &db,

@@ -448,10 +448,8 @@ async fn a_walk_forward_shows_each_windows_in_sample_best_out_of_sample() {
     let windows = wf["by_window"].as_array().unwrap();
     assert_eq!(windows.len(), 8);
     // Rolling: the out-of-sample parts follow one another from the first split to the end.
-    assert_eq!(
-        (&windows[0]["in_sample"]["start"], &sweep["start"]),
-        (&json!("2004-08-19T00:00:00.000Z"), &sweep["start"])
-    );
+    assert_eq!(windows[0]["in_sample"]["start"], "2004-08-19T00:00:00.000Z", "the range's start");
+    assert_eq!(windows[0]["in_sample"]["start"], sweep["start"]);
     assert_eq!(windows[7]["out_of_sample"]["end"], sweep["end"]);
     for pair in windows.windows(2) {
         assert_eq!(pair[0]["out_of_sample"]["end"], pair[1]["out_of_sample"]["start"]);
@@ -547,7 +545,12 @@ async fn a_walk_forward_shows_each_windows_in_sample_best_out_of_sample() {
 /// result reads like live analytics; the same request replays to the same trades.
 #[tokio::test]
 async fn a_desk_replay_trades_a_simulated_day_through_the_live_runner_the_same_way_twice() {
-    let app = spawn_app().await;
+    // It polls two replays to their end, then reads the live desk.
+    let app = spawn_app_with(|config| {
+        config.auth.rate_limit_per_second = 1_000_000;
+        config.auth.rate_limit_burst = 1_000_000;
+    })
+    .await;
     let body = json!({
         "start": "2026-11-19T14:30:00Z", "end": "2026-11-19T17:30:00Z", "initial_cash": 100000,
         "settings": {"strategy_allocator": {"auto_watch": true, "auto_watch_top_n": 5}}
@@ -581,9 +584,12 @@ async fn a_desk_replay_trades_a_simulated_day_through_the_live_runner_the_same_w
     assert_eq!(second["trades"], first["trades"]);
     assert_eq!(second["equity_curve"], first["equity_curve"]);
     assert_eq!(second["violations"], first["violations"]);
-    // The live desk was not touched.
-    assert_eq!(app.get("/api/watchlist").await.body["meta"]["count"], 0);
+    // The live desk was not touched: its settings (auto-watch off), watchlist, trades and orders.
+    assert_eq!(app.get("/api/settings").await.data()["strategy_allocator"]["auto_watch"], false);
+    let watchlist = app.get("/api/watchlist").await;
+    assert_eq!(watchlist.body["meta"]["count"], 0, "{}", watchlist.body);
     assert_eq!(app.get("/api/trades").await.body["meta"]["count"], 0);
+    assert_eq!(app.get("/api/orders").await.data().as_array().map(Vec::len), Some(0));
 
     // Refused, nothing queued: a range ending in the future, backwards, or longer than 5 days.
     let before = app.get("/api/backtests").await.body["meta"]["count"].clone();

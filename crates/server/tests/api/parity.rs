@@ -215,8 +215,9 @@ async fn a_live_paper_stretch_and_its_desk_replay_trade_identically() {
     let desk = json!({"strategy_allocator": {"auto_watch": true, "auto_watch_top_n": 5}});
     app.put_settings(ADMIN_TOKEN, desk.clone()).await.assert_ok(200);
     // Each step handed on whole (market step, scans, the allocator's watches) before the next.
+    // The steps after FROM and before TO: the replay's.
     let (mut at, until) = (parse_ts(FROM).unwrap(), parse_ts(TO).unwrap());
-    while at < until {
+    while at + chrono::Duration::seconds(15) < until {
         at += chrono::Duration::seconds(15);
         app.market.set(at);
         let stamp = format_ts(&at);
@@ -232,8 +233,17 @@ async fn a_live_paper_stretch_and_its_desk_replay_trade_identically() {
         }
         assert!(handed_on, "the feed never handed on {stamp}");
     }
-    // The step's reports due by the end, as the replay ends.
-    app.market.set(until);
+    // The reports due before TO (a last ack), delivered by the engine's tick as the replay
+    // delivers them at its end; the feed's next print (TO) is not reached.
+    app.market.set(until - chrono::Duration::milliseconds(1));
+    // Every order acknowledged (its ack was due 50 ms after a step, before TO).
+    for _ in 0..250 {
+        let orders = app.get("/api/orders").await;
+        if orders.data().as_array().unwrap().iter().all(|o| o["status"] != "NEW") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     let comparable = |t: &serde_json::Value| {
         json!([
             t["trade_id"],
@@ -249,9 +259,13 @@ async fn a_live_paper_stretch_and_its_desk_replay_trade_identically() {
             t["exit_reason"]
         ])
     };
-    let mut live: Vec<serde_json::Value> =
-        app.get("/api/trades").await.data().as_array().unwrap().iter().map(comparable).collect();
-    live.sort_by_key(|t| t[0].as_str().unwrap().to_string());
+    let live_trades = || async {
+        let mut rows: Vec<serde_json::Value> =
+            app.get("/api/trades").await.data().as_array().unwrap().iter().map(comparable).collect();
+        rows.sort_by_key(|t| t[0].as_str().unwrap().to_string());
+        rows
+    };
+    let live = live_trades().await;
     assert!(!live.is_empty(), "the live desk traded");
     let watchlist: Vec<(String, String)> = app
         .get("/api/watchlist")
@@ -263,6 +277,8 @@ async fn a_live_paper_stretch_and_its_desk_replay_trade_identically() {
         .map(|w| (w["symbol"].as_str().unwrap().to_string(), w["source"].as_str().unwrap().to_string()))
         .collect();
 
+    // The market clock at TO, so the replay's range is not in the future (the live trades were read).
+    app.market.set(until);
     let body = json!({"start": FROM, "end": TO, "initial_cash": app.config.paper.initial_cash, "settings": desk});
     let queued = app.post("/api/backtests/desk", ADMIN_TOKEN, body).await;
     let id = queued.assert_ok(202)["backtest_id"].as_str().unwrap().to_string();

@@ -65,7 +65,7 @@ pub async fn replay_desk(
         }
         let Some(step) = live.next_step().filter(|s| *s < until) else { break };
         // The broker's reports due before the step, each at its own time.
-        runner.deliver_due(step).await;
+        runner.deliver_due(step, false).await;
         clock.set(step);
         scans = live.advance_to(step, calendar, &radar);
         let bar_closed = step.timestamp().rem_euclid(60) == 0;
@@ -82,6 +82,7 @@ pub async fn replay_desk(
         anyhow::ensure!(!runner.fenced, "the replay's database refused its writes");
     }
     // Reports still due by the end (a last ack), then the day as it ended.
+    runner.deliver_due(until, false).await;
     clock.set(until);
     runner.broker_reports(until).await;
     outcome.final_equity = runner.engine.equity();
