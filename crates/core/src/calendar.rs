@@ -312,9 +312,10 @@ impl WordHasher {
 }
 
 impl std::hash::Hasher for WordHasher {
+    /// Rotated as rustc-hash's: the multiply leaves the low bits (which pick a bucket) weakest.
     #[inline]
     fn finish(&self) -> u64 {
-        self.0
+        self.0.rotate_left(26)
     }
     fn write(&mut self, bytes: &[u8]) {
         for chunk in bytes.chunks(8) {

@@ -223,6 +223,8 @@ impl Application {
             backtests: Default::default(),
             sweeps: Default::default(),
             desk: desk_source(&config),
+            sweep_threads: Default::default(),
+            walk_forward_findings: Default::default(),
         });
         let audit = crate::audit_outbox::AuditOutbox::wrap(Arc::new(db.clone()));
         let audit_store: Arc<dyn tradeops_store::AuditRepository> = Arc::new(db.clone());

@@ -96,6 +96,8 @@ impl Worker {
             backtests: Default::default(),
             sweeps: Default::default(),
             desk: crate::app::desk_source(&config),
+            sweep_threads: Default::default(),
+            walk_forward_findings: Default::default(),
         });
         Ok(Worker { jobs, settings, reference, node })
     }

@@ -58,6 +58,13 @@ pub struct JobContext {
     pub sweeps: Notify,
     /// The simulated market a desk replay regenerates; `None` when the data broker is another.
     pub desk: Option<desk::DeskSource>,
+    /// The threads sweeps' combinations run on: `backtest_parallel` of them, built at first use
+    /// and shared by every part this process runs, so sweeps take no more cores than the
+    /// operator gave backtests.
+    pub sweep_threads: std::sync::OnceLock<Arc<rayon::ThreadPool>>,
+    /// What the recommendations read of each completed walk-forward sweep (which never
+    /// changes), kept once read.
+    pub walk_forward_findings: std::sync::Mutex<std::collections::HashMap<String, serde_json::Value>>,
 }
 
 /// A process's part of the job work (`[jobs]` in the configuration).

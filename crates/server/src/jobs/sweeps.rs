@@ -3,8 +3,9 @@
 //! combination a backtest on the same engine as live. The combinations are split into parts of
 //! at most [`PART_SIZE`], each a durable job of kind [`JobKind::Sweep`] — claimed, leased and
 //! taken back like a backtest, so the parts run in parallel on every process that runs jobs
-//! (`jobs.backtest_parallel` at a time each, one core apiece). A part reads the bars once and
-//! runs its combinations one after another, storing their metrics. A sweep's status, progress
+//! (`jobs.backtest_parallel` at a time each). A part reads the bars once and splits its
+//! combinations across the process's sweep threads (`jobs.backtest_parallel` of them, shared by
+//! its parts), storing their metrics. A sweep's status, progress
 //! and result table are read from its parts: ranked by the objective, combinations that break
 //! the constraint listed after the others.
 
@@ -15,6 +16,7 @@ use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use tradeops_core::analytics::{Recommendation, ScopeType};
 use tradeops_core::backtest::{self, fills::FillModel, BacktestSpec};
 use tradeops_core::market::Timeframe;
@@ -414,7 +416,8 @@ pub async fn enqueue(jobs: &Jobs, req: SweepRequest, actor: &str) -> DomainResul
         windows,
     };
     // A part is about PART_SIZE runs: a combination runs once, and twice more per window.
-    let part_size = (PART_SIZE / (1 + 2 * stored.windows.len())).max(1);
+    // At least 4 combinations, so a part's slices keep a few cores busy.
+    let part_size = (PART_SIZE / (1 + 2 * stored.windows.len())).max(4);
     let now = to_epoch_ms(&jobs.clock.now());
     let sweep_id = format!("sw-{}", uuid::Uuid::new_v4().simple());
     let record = SweepRecord {
@@ -527,7 +530,14 @@ async fn compute(jobs: &Jobs, leases: &Leases, part: &mut SweepPart) -> Result<V
     // slice each; the slices' runs share one history (a history answers the same for a date
     // whoever asks; what it keeps is a cache), so its cost — for minute bars, a pass over every
     // bar — is paid once a slice, not once a run.
-    let slices = rayon::current_num_threads().clamp(1, combos.len().max(1));
+    let pool = jobs
+        .sweep_threads
+        .get_or_init(|| {
+            let threads = jobs.limits.backtest_parallel.max(1);
+            Arc::new(rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("threads for sweeps"))
+        })
+        .clone();
+    let slices = pool.current_num_threads().clamp(1, combos.len().max(1));
     let per_slice = combos.len().div_ceil(slices).max(1);
     let histories: Vec<_> = (0..combos.len().div_ceil(per_slice))
         .map(|_| history_of(jobs, &symbol, calendar, &bars, stored.run.timeframe))
@@ -535,26 +545,42 @@ async fn compute(jobs: &Jobs, leases: &Leases, part: &mut SweepPart) -> Result<V
     let (run, windows) = (stored.run, stored.windows);
     let (progress_tx, mut progress_rx) = tokio::sync::watch::channel(0usize);
     let total = combos.len();
+    // Set when the part is canceled or taken over: its slices stop at their next combination.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stopped = stop.clone();
     let task = tokio::task::spawn_blocking(move || {
         use rayon::prelude::*;
         let done = std::sync::atomic::AtomicUsize::new(0);
-        let slices: Vec<Result<Vec<Value>, String>> = combos
-            .par_chunks(per_slice)
-            .zip(histories.into_par_iter())
-            .map(|(slice, mut history)| {
-                let mut rows = Vec::with_capacity(slice.len());
-                for parameters in slice {
-                    rows.push(combination(&run, &symbol, &settings, &bars, &windows, history.as_mut(), parameters)?);
-                    // Every 10 % of the part (a progress write per combination would cost more
-                    // than a daily-bar run takes).
-                    let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-                    if n * 10 / total > (n - 1) * 10 / total {
-                        progress_tx.send_replace(n);
+        let slices: Vec<Result<Vec<Value>, String>> = pool.install(|| {
+            combos
+                .par_chunks(per_slice)
+                .zip(histories.into_par_iter())
+                .map(|(slice, mut history)| {
+                    let mut rows = Vec::with_capacity(slice.len());
+                    for parameters in slice {
+                        if stopped.load(std::sync::atomic::Ordering::Relaxed) {
+                            return Err("stopped".to_string());
+                        }
+                        rows.push(combination(
+                            &run,
+                            &symbol,
+                            &settings,
+                            &bars,
+                            &windows,
+                            history.as_mut(),
+                            parameters,
+                        )?);
+                        // Every 10 % of the part (a progress write per combination would cost more
+                        // than a daily-bar run takes).
+                        let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                        if n * 10 / total > (n - 1) * 10 / total {
+                            progress_tx.send_replace(n);
+                        }
                     }
-                }
-                Ok(rows)
-            })
-            .collect();
+                    Ok(rows)
+                })
+                .collect()
+        });
         let mut rows = Vec::with_capacity(total);
         for slice in slices {
             rows.extend(slice?);
@@ -570,7 +596,10 @@ async fn compute(jobs: &Jobs, leases: &Leases, part: &mut SweepPart) -> Result<V
                     part.progress = (*progress_rx.borrow_and_update() as f64 / total.max(1) as f64).min(0.99);
                     match repo.update_leased_part(part, &leases.lease()).await {
                         Ok(true) | Err(_) => {}
-                        Ok(false) => return Err(Halt::Lost),
+                        Ok(false) => {
+                            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                            return Err(Halt::Lost);
+                        }
                     }
                 }
             }
@@ -775,7 +804,7 @@ fn rank<'a>(
             of(row).filter(|m| m.is_object()).map(|m| (i, meets(constraint, m), score(m, objective)))
         })
         .collect();
-    keyed.sort_by(|a, b| b.1.cmp(&a.1).then(b.2.partial_cmp(&a.2).unwrap_or(std::cmp::Ordering::Equal)));
+    keyed.sort_by(|a, b| b.1.cmp(&a.1).then(b.2.total_cmp(&a.2)));
     keyed.into_iter().map(|(i, _, _)| i).collect()
 }
 
@@ -798,6 +827,7 @@ fn walk_forward_report(stored: &StoredSweep, rows: &[Value], complete: bool) -> 
     let baseline = rows.iter().position(|r| r["baseline"] == true);
     let mut windows = Vec::with_capacity(stored.windows.len());
     let (mut in_scores, mut out_scores) = (Vec::new(), Vec::new());
+    let (mut in_rates, mut out_rates) = (Vec::new(), Vec::new());
     let (mut chained, mut baseline_chained) = (1.0_f64, 1.0_f64);
     let (mut beat, mut compared) = (0u64, 0u64);
     let mut chosen: BTreeMap<String, (usize, Value)> = BTreeMap::new();
@@ -828,11 +858,21 @@ fn walk_forward_report(stored: &StoredSweep, rows: &[Value], complete: bool) -> 
         if let Some(b) = best {
             let (is, oos) = (part(&rows[b], "in_sample"), part(&rows[b], "out_of_sample"));
             let out_position = out_rank.iter().position(|&i| i == b).map(|p| p + 1);
+            // A return is over its part's length: the efficiency compares returns per day.
+            let per_day = |value: f64, from: i64, to: i64| {
+                if stored.objective == Objective::TotalReturn {
+                    value / ((to - from) as f64 / 86_400_000.0).max(1e-9)
+                } else {
+                    value
+                }
+            };
             if let Some(is) = &is {
                 in_scores.push(score(is, stored.objective));
+                in_rates.push(per_day(score(is, stored.objective), w.start, w.split));
             }
             if let Some(oos) = &oos {
                 out_scores.push(score(oos, stored.objective));
+                out_rates.push(per_day(score(oos, stored.objective), w.split, w.end));
                 chained *= 1.0 + oos["total_return"].as_f64().unwrap_or(0.0);
                 // The baseline's chain covers the same windows as the bests'.
                 if let Some(b_out) = &baseline_out {
@@ -843,7 +883,9 @@ fn walk_forward_report(stored: &StoredSweep, rows: &[Value], complete: bool) -> 
             // either side unknown.
             if let (Some(oos), Some(b_out), false) = (&oos, &baseline_out, Some(b) == baseline) {
                 let (mine, theirs) = (score(oos, stored.objective), score(b_out, stored.objective));
-                if mine.is_finite() && theirs.is_finite() && mine != theirs {
+                // An unbounded profit factor (no losing trade) counts; only unknown figures do not.
+                let known = |x: f64| x > f64::NEG_INFINITY;
+                if known(mine) && known(theirs) && mine != theirs {
                     compared += 1;
                     beat += u64::from(mine > theirs);
                     entry["beat_baseline"] = json!(mine > theirs);
@@ -866,8 +908,9 @@ fn walk_forward_report(stored: &StoredSweep, rows: &[Value], complete: bool) -> 
         (!finite.is_empty()).then(|| finite.iter().sum::<f64>() / finite.len() as f64)
     };
     let (in_mean, out_mean) = (finite_mean(&in_scores), finite_mean(&out_scores));
-    // Final equity is not a rate: the ratio of two means of it says nothing.
-    let efficiency = match (in_mean, out_mean) {
+    // Final equity is not a rate: the ratio of two means of it says nothing. Returns compare
+    // per day (an in-sample part is longer than its out-of-sample part).
+    let efficiency = match (finite_mean(&in_rates), finite_mean(&out_rates)) {
         (Some(i), Some(o)) if i > 0.0 && stored.objective != Objective::FinalEquity => Some(o / i),
         _ => None,
     };
@@ -913,10 +956,33 @@ pub async fn recommendations(jobs: &Jobs, confidence_level: f64) -> DomainResult
         if stored.windows.is_empty() {
             continue;
         }
-        let body = view(jobs, &sweep, true).await?;
-        if body["status"] != "COMPLETED" {
-            continue;
-        }
+        let known = jobs.walk_forward_findings.lock().unwrap_or_else(|e| e.into_inner()).get(&sweep.sweep_id).cloned();
+        let body = match known {
+            Some(body) => body,
+            None => {
+                let body = match view(jobs, &sweep, true).await {
+                    Ok(body) => body,
+                    Err(e) => {
+                        // One sweep unreadable does not hide the others' findings.
+                        tracing::warn!(sweep = %sweep.sweep_id, error = %e, "a walk-forward sweep could not be read");
+                        continue;
+                    }
+                };
+                if body["status"] != "COMPLETED" {
+                    continue;
+                }
+                // What the finding reads, without the results table.
+                let keep = ["status", "objective", "timeframe", "initial_cash", "baseline", "walk_forward"];
+                let slim: Map<String, Value> = keep.iter().map(|k| (k.to_string(), body[*k].clone())).collect();
+                let slim = Value::Object(slim);
+                let mut findings = jobs.walk_forward_findings.lock().unwrap_or_else(|e| e.into_inner());
+                if findings.len() >= 1_000 {
+                    findings.clear();
+                }
+                findings.insert(sweep.sweep_id.clone(), slim.clone());
+                slim
+            }
+        };
         seen.insert(sweep.strategy_id.clone());
         if let Some(row) = walk_forward_recommendation(&sweep, &body, confidence_level) {
             out.push(row);
