@@ -101,6 +101,12 @@ pub async fn enqueue(jobs: &Jobs, req: DeskRequest, actor: &str) -> DomainResult
             "a desk replay regenerates the simulated market: this service's data broker is not the simulated market",
         ));
     }
+    if req.settings.as_ref().is_some_and(|patch| patch.contains_key("runtime")) {
+        return Err(DomainError::validation(
+            "settings.runtime",
+            "a replay trades the simulated market's own calendar in the service's mode: not overridable",
+        ));
+    }
     let settings = effective_settings(jobs, req.settings.as_ref())?;
     if req.end <= req.start {
         return Err(DomainError::validation("end", "must be after start"));
@@ -308,7 +314,21 @@ async fn replay(
         "trading_state": outcome.trading_state,
         "steps": outcome.steps,
         "scans": outcome.scans,
-        "trades": trades.iter().map(trade_row).collect::<Vec<_>>(),
+        // Each trade's row with its deep dive (features at entry, outcomes, explanations, the
+        // orders' events), as `GET /api/trades/{trade_id}` gives a live trade's.
+        "trades": trades
+            .iter()
+            .map(|t| {
+                let mut row = trade_row(t);
+                row["detail"] = json!({
+                    "events": t.detail.events,
+                    "features": t.detail.features,
+                    "outcomes": t.detail.outcomes,
+                    "explanations": t.detail.explanations,
+                });
+                row
+            })
+            .collect::<Vec<_>>(),
         "violations": violations,
         "watched": watched,
         "by_symbol": per_symbol,

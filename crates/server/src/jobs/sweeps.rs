@@ -539,17 +539,20 @@ async fn compute(jobs: &Jobs, leases: &Leases, part: &mut SweepPart) -> Result<V
         .clone();
     let slices = pool.current_num_threads().clamp(1, combos.len().max(1));
     let per_slice = combos.len().div_ceil(slices).max(1);
-    let histories: Vec<_> = (0..combos.len().div_ceil(per_slice))
-        .map(|_| history_of(jobs, &symbol, calendar, &bars, stored.run.timeframe))
-        .collect();
+    let slice_count = combos.len().div_ceil(per_slice);
+    let for_histories = jobs.clone();
     let (run, windows) = (stored.run, stored.windows);
     let (progress_tx, mut progress_rx) = tokio::sync::watch::channel(0usize);
     let total = combos.len();
     // Set when the part is canceled or taken over: its slices stop at their next combination.
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let stopped = stop.clone();
+    let timeframe = run.timeframe;
     let task = tokio::task::spawn_blocking(move || {
         use rayon::prelude::*;
+        // Built here, not on the service's runtime: for minute bars a pass over every bar.
+        let histories: Vec<_> =
+            (0..slice_count).map(|_| history_of(&for_histories, &symbol, calendar, &bars, timeframe)).collect();
         let done = std::sync::atomic::AtomicUsize::new(0);
         let slices: Vec<Result<Vec<Value>, String>> = pool.install(|| {
             combos
@@ -1018,6 +1021,8 @@ fn walk_forward_recommendation(sweep: &SweepRecord, body: &Value, confidence_lev
     let (latest, current) = (words(latest), words(baseline));
     let advice = if confidence < confidence_level {
         format!("the difference is not yet significant (confidence {confidence:.2})")
+    } else if latest == current {
+        "your current parameters are already the latest window's in-sample best".to_string()
     } else if beat * 2 > of {
         format!("consider trading {latest}")
     } else {
@@ -1198,6 +1203,14 @@ mod tests {
         let even = walk_forward_recommendation(&sweep, &body(3, 5), 0.95).unwrap();
         assert!(even.recommendation_text.contains("not yet significant"), "{}", even.recommendation_text);
         assert!(walk_forward_recommendation(&sweep, &body(1, 1), 0.95).is_none(), "one window compared says nothing");
+        let mut current = body(9, 10);
+        current["walk_forward"]["by_window"][1]["best"]["parameters"] = json!({"fast": 10.0, "slow": 20.0});
+        let kept = walk_forward_recommendation(&sweep, &current, 0.95).unwrap();
+        assert!(
+            kept.recommendation_text.contains("already the latest window's in-sample best"),
+            "{}",
+            kept.recommendation_text
+        );
     }
 
     #[test]

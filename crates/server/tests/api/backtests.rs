@@ -572,6 +572,10 @@ async fn a_desk_replay_trades_a_simulated_day_through_the_live_runner_the_same_w
     for t in trades {
         assert!(watched.iter().any(|w| w["symbol"] == t["symbol"]), "{} was not watched", t["symbol"]);
         assert_eq!(t["mode"], "PAPER");
+        // The deep dive of live analytics: the features the entry decided on, outcomes, reasons.
+        assert!(t["detail"]["features"]["relative_volume"].is_number(), "{}", t["detail"]);
+        assert_eq!(t["detail"]["outcomes"]["exit_reason"], t["exit_reason"]);
+        assert!(!t["detail"]["explanations"].as_array().unwrap().is_empty());
         assert!(
             t["entry_time"].as_str() >= Some("2026-11-19T14:30") && t["exit_time"].as_str() < Some("2026-11-19T17:30")
         );
@@ -602,5 +606,10 @@ async fn a_desk_replay_trades_a_simulated_day_through_the_live_runner_the_same_w
         reply.assert_error(400, "VALIDATION_ERROR");
         assert_eq!(reply.body["error"]["detail"]["field"], field, "{}", reply.body);
     }
+    let calendar = json!({"start": "2026-11-19T14:30:00Z", "end": "2026-11-19T15:30:00Z",
+                          "settings": {"runtime": {"market_calendar": "NYSE"}}});
+    let reply = app.post("/api/backtests/desk", ADMIN_TOKEN, calendar).await;
+    reply.assert_error(400, "VALIDATION_ERROR");
+    assert_eq!(reply.body["error"]["detail"]["field"], "settings.runtime", "{}", reply.body);
     assert_eq!(app.get("/api/backtests").await.body["meta"]["count"], before);
 }
