@@ -4,10 +4,11 @@
 //
 // Fill marks come from the orders' executions (exact time, price, quantity and side), not from
 // the timeline's FILL sentences. Self-contained: other tabs may import `TradeDeepDive` (inline)
-// or `TradeDeepDiveModal` (the wide dialog, data-testid="trade-detail").
+// or `TradeDeepDiveModal` (the wide dialog, data-testid="trade-detail"); `TradeRowDive` shows a
+// trade known by its row alone (a whole-desk replay's), with the average entry and exit marked.
 import "./tabs/pnl.css";
 import { useMemo } from "preact/hooks";
-import { Fragment } from "preact";
+import { Fragment, type ComponentChildren } from "preact";
 import { call, get, withQuery, type Envelope } from "./api";
 import { compact, date, dateTime, duration, fixed, frac, int, money, pct, pnl, price, sign, time } from "./format";
 import { CandleChart, planFromReason, type Mark } from "./candles";
@@ -209,6 +210,63 @@ export function TradeDeepDiveModal({ tradeId, onClose }: { tradeId: string; onCl
   );
 }
 
+/** A trade's headline: symbol, label, strategy, times, and its figures. */
+function TradeHeadline({ t }: { t: Trade }) {
+  const when = (iso: string) => (date(t.entry_time) === date(t.exit_time) ? time(iso) : dateTime(iso));
+  return (
+    <div class={`trade-headline ${t.winner_loser_label.toLowerCase()}`}>
+      <div class="trade-title">
+        <span class="trade-symbol">{t.symbol}</span>
+        <Badge text={t.winner_loser_label} />
+        <span class="muted">
+          {t.strategy_id ?? "manual (operator)"} · {t.mode} · {date(t.entry_time)} {time(t.entry_time)} → {when(t.exit_time)} NY
+        </span>
+      </div>
+      <div class="stats">
+        <Stat label="Net P&L" value={pnl(t.net_pnl)} cls={sign(t.net_pnl)} testid="trade-net-pnl" />
+        <Stat label="Return" value={frac(t.return_pct)} cls={sign(t.return_pct)} />
+        <Stat label="R multiple" value={t.r_multiple === null ? "—" : `${t.r_multiple > 0 ? "+" : ""}${fixed(t.r_multiple, 2)}R`} cls={sign(t.r_multiple)} />
+        <Stat label="Hold" value={duration(t.hold_seconds)} />
+        <Stat label="Shares (max held)" value={int(t.quantity)} />
+        <Stat label="Entry → exit" value={`${price(t.entry_price)} → ${price(t.exit_price)}`} />
+        <Stat label="Gross P&L" value={pnl(t.gross_pnl)} cls={sign(t.gross_pnl)} />
+        <Stat label="Fees" value={money(t.fees)} />
+        <Stat label="Exit reason" value={humanize(t.exit_reason)} />
+      </div>
+    </div>
+  );
+}
+
+/** The stop a trade's R multiple implies: entry − (exit − entry) / R; null without one. */
+const impliedStop = (t: Trade) => (t.r_multiple ? t.entry_price - (t.exit_price - t.entry_price) / t.r_multiple : null);
+
+/**
+ * A trade known by its row only (a whole-desk replay's: its orders, fills and timeline stayed in
+ * the replay's own database, removed after the run), inline: the headline and the data broker's
+ * one-minute bars around it, with the average entry and exit marked and the stop its R multiple
+ * implies. `note` says where the row comes from.
+ */
+export function TradeRowDive({ trade: t, note, testid }: { trade: Trade; note?: ComponentChildren; testid?: string }) {
+  const from = new Date(Date.parse(t.entry_time) - 30 * MINUTE).toISOString();
+  const to = new Date(Date.parse(t.exit_time) + 30 * MINUTE).toISOString();
+  const marks: Mark[] = [
+    { time: t.entry_time, price: t.entry_price, side: "BUY", label: `B ${int(t.quantity)} @ ${price(t.entry_price)}` },
+    { time: t.exit_time, price: t.exit_price, side: "SELL", label: `S @ ${price(t.exit_price)}` },
+  ];
+  return (
+    <div class="trade-detail" data-testid={testid} data-trade={t.trade_id}>
+      <TradeHeadline t={t} />
+      <section class="dd-block">
+        <h3>
+          Price {time(from)}–{time(to)} NY <span class="muted">· one-minute candles, volume, VWAP; ▲ average entry, ▼ average exit; the stop the R multiple implies</span>
+        </h3>
+        <CandleChart symbol={t.symbol} from={from} to={to} marks={marks} levels={{ stop: impliedStop(t) }} height={280} testid="desk-trade-chart" />
+        {note && <div class="note muted dd-note">{note}</div>}
+      </section>
+    </div>
+  );
+}
+
 function DeepDiveBody({ data }: { data: Loaded }) {
   const { detail, fills, fillsError } = data;
   const t = detail.trade;
@@ -234,34 +292,13 @@ function DeepDiveBody({ data }: { data: Loaded }) {
   // The plan: the entry order's stated stop and target; else the stop the R multiple implies.
   const levels = useMemo(() => {
     const plan = planFromReason(fills.find((f) => f.side === "BUY" && f.reason)?.reason);
-    const implied = t.r_multiple ? t.entry_price - (t.exit_price - t.entry_price) / t.r_multiple : null;
-    return { stop: plan.stop ?? implied, target: plan.target };
+    return { stop: plan.stop ?? impliedStop(t), target: plan.target };
   }, [fills, t.trade_id]);
   const features = detail.features ? featureRows(detail.features) : [];
-  const labelKind = t.winner_loser_label.toLowerCase();
 
   return (
     <>
-      <div class={`trade-headline ${labelKind}`}>
-        <div class="trade-title">
-          <span class="trade-symbol">{t.symbol}</span>
-          <Badge text={t.winner_loser_label} />
-          <span class="muted">
-            {t.strategy_id ?? "manual (operator)"} · {t.mode} · {date(t.entry_time)} {time(t.entry_time)} → {when(t.exit_time)} NY
-          </span>
-        </div>
-        <div class="stats">
-          <Stat label="Net P&L" value={pnl(t.net_pnl)} cls={sign(t.net_pnl)} testid="trade-net-pnl" />
-          <Stat label="Return" value={frac(t.return_pct)} cls={sign(t.return_pct)} />
-          <Stat label="R multiple" value={t.r_multiple === null ? "—" : `${t.r_multiple > 0 ? "+" : ""}${fixed(t.r_multiple, 2)}R`} cls={sign(t.r_multiple)} />
-          <Stat label="Hold" value={duration(t.hold_seconds)} />
-          <Stat label="Shares (max held)" value={int(t.quantity)} />
-          <Stat label="Entry → exit" value={`${price(t.entry_price)} → ${price(t.exit_price)}`} />
-          <Stat label="Gross P&L" value={pnl(t.gross_pnl)} cls={sign(t.gross_pnl)} />
-          <Stat label="Fees" value={money(t.fees)} />
-          <Stat label="Exit reason" value={humanize(t.exit_reason)} />
-        </div>
-      </div>
+      <TradeHeadline t={t} />
 
       <section class="dd-block">
         <h3>

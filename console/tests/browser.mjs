@@ -8,7 +8,8 @@
 // It signs in (also by a sign-in link opened in a tab already open), walks every tab in both
 // themes (screenshots in SCREENSHOT_DIR), watches a symbol from the radar, places and cancels an
 // order, closes a position, triggers and resumes an emergency halt and restarts the strategies it
-// stopped, reads the violations table and a backtest's chart axes, and checks that each effect
+// stopped, reads the violations table and a backtest's chart axes, replays the desk over a past
+// stretch of the simulated market and reads its day, and checks that each effect
 // reaches the page through the event stream (the header's clock and trading state included).
 // Alerts are provoked for real: fills, refusals, the halt, the broker made unreachable and its
 // books made to disagree (FAULT_FILE), the event stream cut (PROXY_URL), the daily loss limit reached;
@@ -934,6 +935,141 @@ await run("a walk-forward sweep: its windows refused at their field, the report'
   assert.equal(await runForm.locator('input[name="start"]').inputValue(), "2025-11-20");
 });
 
+await run("replay the desk from its form: refusals at their fields, the row COMPLETED as a desk replay, its day's trades, symbols, watchlist and refusals as the API's", async () => {
+  await open("data");
+  // Nothing may ask for bars of the replay's symbol `*` (a desk row has no price chart).
+  const starBars = [];
+  const watchBars = (r) => {
+    const u = new URL(r.url());
+    if (u.pathname === "/api/market/bars" && u.searchParams.get("symbol") === "*") starBars.push(r.url());
+  };
+  page.on("request", watchBars);
+  const form = page.locator('[data-testid="desk-form"]');
+  await form.waitFor();
+  // By default the previous trading day, whole, in New York time.
+  const today = (await api("GET", "/api/health/components")).find((c) => c.name === "data_broker").detail.trading_date;
+  const prev = new Date(`${today}T12:00:00Z`);
+  do prev.setUTCDate(prev.getUTCDate() - 1);
+  while ([0, 6].includes(prev.getUTCDay()));
+  const prevDay = prev.toISOString().slice(0, 10);
+  assert.equal(await form.locator('input[name="start"]').inputValue(), `${prevDay}T00:00`);
+  assert.equal(await form.locator('input[name="auto_watch"]').isChecked(), true, "auto-watch on by default");
+  const invalid = (name) => form.locator(".field.invalid", { has: page.locator(`input[name="${name}"]`) });
+  // The service's refusals, each at the field it names: the settings override, then the range.
+  await form.locator('input[name="auto_watch_top_n"]').fill("500");
+  await form.locator('[data-testid="run-desk"]').click();
+  await invalid("auto_watch_top_n").waitFor();
+  await form.locator('input[name="auto_watch_top_n"]').fill("5");
+  await form.locator('input[name="start"]').fill("2026-11-24T09:30");
+  await form.locator('input[name="end"]').fill("2026-11-24T11:30");
+  await form.locator('[data-testid="run-desk"]').click();
+  await invalid("end").filter({ hasText: "future" }).waitFor();
+  assert.equal(await invalid("auto_watch_top_n").count(), 0);
+
+  // Two hours of the simulated day before the test's, auto-watching the radar's top 5 (New York
+  // times: 14:30Z to 16:30Z).
+  await form.locator('input[name="start"]').fill("2026-11-19T09:30");
+  await form.locator('input[name="end"]').fill("2026-11-19T11:30");
+  await form.locator('input[name="initial_cash"]').fill("100000");
+  await form.locator('[data-testid="run-desk"]').click();
+  await page.locator('[data-testid="toast"]').filter({ hasText: "Desk replay queued" }).waitFor();
+  const queued = (await api("GET", "/api/backtests?limit=50")).filter((r) => r.kind === "desk").sort((a, b) => b.created_at.localeCompare(a.created_at))[0];
+  assert.deepEqual([queued.start, queued.end, queued.symbol], ["2026-11-19T14:30:00.000Z", "2026-11-19T16:30:00.000Z", "*"], JSON.stringify(queued));
+  assert.deepEqual(queued.settings, { strategy_allocator: { auto_watch: true, auto_watch_top_n: 5 } });
+  const row = page.locator(`[data-testid="backtests-table"] tbody tr[data-key="${queued.backtest_id}"]`);
+  await row.filter({ hasText: "COMPLETED" }).waitFor({ timeout: 60_000 });
+  assert.equal(await row.locator('[data-testid="desk-row-tag"]').innerText(), "Desk replay");
+  assert.match(await row.innerText(), /2026-11-19 09:30–11:30 NY/);
+  assert.match(await row.innerText(), /auto-watch top 5/);
+  const result = await api("GET", `/api/backtests/${queued.backtest_id}`);
+  assert.equal(result.status, "COMPLETED");
+  assert(result.trades.length > 0, `the replay traded: ${JSON.stringify(result.by_symbol)}`);
+
+  await row.click();
+  const dialog = page.locator('[data-testid="backtest-detail"]');
+  const detail = dialog.locator('[data-testid="desk-detail"]');
+  await detail.waitFor();
+  assert.equal(await dialog.locator('[data-testid="backtest-price-chart"]').count(), 0, "no price chart of `*`");
+  await detail.locator('[data-testid="equity-chart"] canvas').waitFor();
+  // The day's figures, its trades, symbols, watchlist and refusals are the API's.
+  const trades = detail.locator('[data-testid="desk-trades"] tbody tr[data-key]');
+  assert.equal(await trades.count(), result.trades.length, "a row per trade");
+  assert.deepEqual((await trades.evaluateAll((rs) => rs.map((r) => r.dataset.key))).sort(), result.trades.map((t) => t.trade_id).sort());
+  const symbols = detail.locator('[data-testid="desk-by-symbol"] tbody tr[data-key]');
+  assert.equal(await symbols.count(), result.by_symbol.length, "a row per symbol traded");
+  for (const s of result.by_symbol) {
+    const cells = detail.locator(`[data-testid="desk-by-symbol"] tbody tr[data-key="${s.symbol}"] td`);
+    assert.equal(Number((await cells.nth(1).innerText()).replace(/,/g, "")), s.trades, `${s.symbol} trades`);
+    assert.equal(Number((await cells.nth(2).innerText()).replace(/,/g, "")), s.wins, `${s.symbol} wins`);
+    const net = Number((await cells.nth(4).innerText()).replace(/[$,+]/g, ""));
+    assert(Math.abs(net - s.net_pnl) < 0.006, `${s.symbol} net P&L ${net} vs ${s.net_pnl}`);
+  }
+  assert.equal(await detail.locator('[data-testid="desk-watched"] tbody tr[data-key]').count(), result.watched.length);
+  assert.equal(await detail.locator('[data-testid="desk-violations"] tbody tr[data-key]').count(), result.violations.length);
+  assert.equal(Number((await detail.locator('[data-testid="desk-trade-count"] .stat-value').innerText()).replace(/,/g, "")), result.trade_count);
+  const state = detail.locator('[data-testid="desk-state"]');
+  assert.equal(await state.getAttribute("data-state"), result.trading_state);
+  assert.equal((await state.getAttribute("class")).includes("desk-reducing"), result.trading_state === "REDUCING", "REDUCING, and only it, highlighted");
+  // A trade opens inline: its row's figures and the data broker's bars around it.
+  await trades.first().click();
+  const dive = detail.locator('[data-testid="desk-trade"]');
+  await dive.waitFor();
+  const chartDrawn = () => page.waitForFunction(() => Number(document.querySelector('[data-testid="desk-trade-chart"]')?.dataset.bars) > 0);
+  await chartDrawn();
+  await page.waitForTimeout(400);
+  const top = () => dialog.locator(".modal-body").evaluate((el) => (el.scrollTop = 0));
+  await top();
+  await page.screenshot({ path: `${SHOTS}/desk-replay-light.png` });
+  await detail.locator('[data-testid="desk-trade-chart"]').scrollIntoViewIfNeeded();
+  await page.waitForTimeout(300);
+  await page.screenshot({ path: `${SHOTS}/desk-replay-trade-light.png` });
+  // Dark, through the theme button (the dialog covers it), so the charts are drawn in its colours.
+  await page.keyboard.press("Escape");
+  await dialog.waitFor({ state: "detached" });
+  await page.locator('[data-testid="theme-toggle"]').click();
+  await row.click();
+  await detail.locator('[data-testid="equity-chart"] canvas').waitFor();
+  await trades.first().click();
+  await chartDrawn();
+  await page.waitForTimeout(400);
+  await top();
+  await page.screenshot({ path: `${SHOTS}/desk-replay-dark.png` });
+  await detail.locator('[data-testid="desk-by-symbol"]').scrollIntoViewIfNeeded();
+  await page.screenshot({ path: `${SHOTS}/desk-replay-tables-dark.png` });
+  await page.keyboard.press("Escape");
+  await dialog.waitFor({ state: "detached" });
+  await page.locator('[data-testid="theme-toggle"]').click();
+  assert.equal(await page.evaluate(() => document.documentElement.dataset.theme), "light");
+
+  // The same day with a loss limit of a cent: the desk ends REDUCING, and the detail says so.
+  const tight = await api("POST", "/api/backtests/desk", {
+    start: queued.start, end: queued.end, settings: { strategy_allocator: { auto_watch: true, auto_watch_top_n: 5 }, risk_controls: { max_daily_loss: 0.01 } },
+  });
+  const tightRow = page.locator(`[data-testid="backtests-table"] tbody tr[data-key="${tight.backtest_id}"]`);
+  await tightRow.filter({ hasText: "COMPLETED" }).waitFor({ timeout: 60_000 });
+  const tightResult = await api("GET", `/api/backtests/${tight.backtest_id}`);
+  await tightRow.click();
+  await detail.waitFor();
+  assert.equal(await state.getAttribute("data-state"), tightResult.trading_state);
+  if (result.trades.some((t) => t.net_pnl <= -0.01)) {
+    assert.equal(tightResult.trading_state, "REDUCING", "a loss past a cent's limit");
+    await detail.locator('[data-testid="desk-state"].desk-reducing').waitFor();
+    await detail.locator('[data-testid="desk-reducing"]').filter({ hasText: "REDUCING" }).waitFor();
+    assert.equal(await detail.locator('[data-testid="desk-violations"] tbody tr[data-key]').count(), tightResult.violations.length);
+    await page.waitForTimeout(300);
+    await page.screenshot({ path: `${SHOTS}/desk-replay-reducing-light.png` });
+  }
+  // "Edit & replay again" fills the form with the replay's range and overrides.
+  await dialog.locator('[data-testid="rerun-backtest"]').click();
+  await dialog.waitFor({ state: "detached" });
+  assert.equal(await form.locator('input[name="start"]').inputValue(), "2026-11-19T09:30");
+  assert.equal(await form.locator('input[name="end"]').inputValue(), "2026-11-19T11:30");
+  assert.equal(await form.locator('input[name="auto_watch_top_n"]').inputValue(), "5");
+  assert.equal(await form.locator('input[name="max_daily_loss"]').inputValue(), "0.01");
+  page.off("request", watchBars);
+  assert.deepEqual(starBars, [], "no request for bars of `*`");
+});
+
 await run("speed: 20 live charts with the market at 60x (DEMO speed) hold 30 fps or more", async () => {
   await open("charts");
   await page.locator('[data-testid="tab-charts"] select[name="chart-count"]').selectOption("20");
@@ -1016,7 +1152,7 @@ await run("a viewer sees no action buttons and no audit tab", async () => {
   // Sweeps: listed for a viewer, with no form to run one and nothing to cancel.
   await viewer.locator('nav.tabs a[data-tab="data"]').click();
   await viewer.locator('[data-testid="sweeps-table"] tbody tr[data-key]').first().waitFor();
-  assert.equal(await viewer.locator('[data-testid="sweep-form"], [data-testid="cancel-sweep"], [data-testid="run-backtest"]').count(), 0);
+  assert.equal(await viewer.locator('[data-testid="sweep-form"], [data-testid="cancel-sweep"], [data-testid="run-backtest"], [data-testid="desk-form"], [data-testid="run-desk"]').count(), 0);
   await viewer.context().close();
 });
 

@@ -1,7 +1,8 @@
 // One backtest run (GET /api/backtests/{id}): every metric, the refusals of the risk gate, the
 // equity curve with its drawdown, the trades, and the parameters and settings it ran under.
 // Shown in a wide dialog from the Data & Backtests tab; follows `backtest.updated` while the run
-// is queued or running.
+// is queued or running. A whole-desk replay (`kind: "desk"`, symbol `*`) is a backtest row too:
+// its result reads like a trading day (desk_detail.tsx), and no bars of `*` are ever asked for.
 import { Fragment, type ComponentChildren } from "preact";
 import { useCallback } from "preact/hooks";
 import { get, post } from "../api";
@@ -12,6 +13,7 @@ import { anyValue, axisLabel, date, dateTime, duration, fixed, frac, int, market
 import { canOperate } from "../session";
 import type { Trade } from "../types";
 import { Action, Badge, ErrorBanner, Modal, Table, useLoad, useThrottled, type Column } from "../ui";
+import { DeskDetail, deskRange, type DeskSymbol, type DeskViolation, type DeskWatch } from "./desk_detail";
 
 // ---------------------------------------------------------------------------------------------
 // Types (the API's backtest resources)
@@ -21,14 +23,18 @@ export type Status = "QUEUED" | "RUNNING" | "COMPLETED" | "FAILED" | string;
 /** A row of GET /api/backtests, and the payload of `backtest.updated`. */
 export interface BacktestRow {
   backtest_id: string;
+  /** `desk` for a whole-desk replay (POST /api/backtests/desk); absent for a single run. */
+  kind?: string;
   status: Status;
   /** 0..1 */
   progress: number;
   strategy_id: string;
   strategy_version: string;
+  /** `*` for a desk replay: every symbol. */
   symbol: string;
   start: string;
   end: string;
+  /** Absent on a desk replay's row, as are parameters, commission, slippage and fill. */
   timeframe: string;
   parameters: Record<string, number>;
   initial_cash: number;
@@ -67,7 +73,18 @@ export interface BacktestDetail extends BacktestRow {
   orders?: number | null;
   trades?: Trade[] | null;
   equity_curve?: { timestamp: string; equity: number }[] | null;
+  /** A desk replay's: the risk gate's state at the end (ACTIVE, REDUCING, HALTED). */
+  trading_state?: string | null;
+  /** A desk replay's 15-second market steps and radar scans. */
+  steps?: number | null;
+  scans?: number | null;
+  violations?: DeskViolation[] | null;
+  watched?: DeskWatch[] | null;
+  by_symbol?: DeskSymbol[] | null;
 }
+
+/** Whether a row is a whole-desk replay's (symbol `*`: no bars of its own). */
+export const isDesk = (r: Pick<BacktestRow, "kind" | "symbol">) => r.kind === "desk" || r.symbol === "*";
 
 export const isActive = (s: Status) => s === "QUEUED" || s === "RUNNING";
 
@@ -182,9 +199,9 @@ function Coverage({ d }: { d: BacktestDetail }) {
 // ---------------------------------------------------------------------------------------------
 // Metrics
 
-function Metric({ label, value, cls, sub, title }: { label: string; value: ComponentChildren; cls?: string; sub?: ComponentChildren; title?: string }) {
+export function Metric({ label, value, cls, sub, title, testid }: { label: string; value: ComponentChildren; cls?: string; sub?: ComponentChildren; title?: string; testid?: string }) {
   return (
-    <div class="dt-metric" title={title}>
+    <div class="dt-metric" title={title} data-testid={testid}>
       <span class="stat-label">{label}</span>
       <span class={`stat-value ${cls ?? ""}`}>{value}</span>
       {sub !== undefined && <span class="dt-sub">{sub}</span>}
@@ -230,9 +247,10 @@ function alpha(hex: string, a: number): string {
   return m ? `rgba(${parseInt(m[1], 16)}, ${parseInt(m[2], 16)}, ${parseInt(m[3], 16)}, ${a})` : hex;
 }
 
-function EquityCharts({ d }: { d: BacktestDetail }) {
+/** The equity curve and its drawdown below; `every` names what a point is (a bar, a minute). */
+export function EquityCharts({ d, every = "bar" }: { d: BacktestDetail; every?: string }) {
   const curve = d.equity_curve ?? [];
-  if (curve.length === 0) return <div class="note">The run produced no equity curve (no bars in the range).</div>;
+  if (curve.length === 0) return <div class="note">The run produced no equity curve ({every === "bar" ? "no bars in the range" : "nothing was replayed"}).</div>;
   const xs = curve.map((p) => Date.parse(p.timestamp));
   const span = xs[xs.length - 1] - xs[0];
   const xScale = timeScale(xs[0], xs[xs.length - 1]);
@@ -327,7 +345,7 @@ function EquityCharts({ d }: { d: BacktestDetail }) {
         })}
       />
       <div class="note">
-        Drawdown from the running peak of the curve above{curve.length >= 2000 ? " (sampled to 2,000 points; the max drawdown figure uses every bar)" : ""}. Times in New York.
+        Drawdown from the running peak of the curve above{curve.length >= 2000 ? ` (sampled to 2,000 points; the max drawdown figure uses every ${every})` : ""}. Times in New York.
       </div>
     </>
   );
@@ -362,55 +380,61 @@ function Settings({ d }: { d: BacktestDetail }) {
   const eff = d.effective_settings ?? {};
   const overridden = (group: string, key: string) => overrides[group] && key in overrides[group];
   const overrideList = Object.entries(overrides).flatMap(([g, kv]) => Object.entries(kv ?? {}).map(([k, v]) => [`${g}.${k}`, v] as const));
+  const desk = isDesk(d);
   return (
     <details class="dt-details" data-testid="backtest-settings">
       <summary>
-        Parameters and settings{" "}
+        {desk ? "Settings" : "Parameters and settings"}{" "}
         <span class="muted">
-          · {Object.keys(d.parameters ?? {}).length} parameter{Object.keys(d.parameters ?? {}).length === 1 ? "" : "s"} ·{" "}
+          · {desk ? "" : `${Object.keys(d.parameters ?? {}).length} parameter${Object.keys(d.parameters ?? {}).length === 1 ? "" : "s"} · `}
           {overrideList.length ? `${overrideList.length} override${overrideList.length === 1 ? "" : "s"} for this run` : "operator's settings, no override"}
         </span>
       </summary>
       <div class="dt-settings">
-        <div>
-          <h3>Strategy parameters</h3>
-          <dl class="kv">
-            {Object.entries(d.parameters ?? {}).map(([k, v]) => (
-              <Fragment key={k}>
-                <dt>{k}</dt>
-                <dd class="mono">{show(v)}</dd>
-              </Fragment>
-            ))}
-          </dl>
-          <h3>Simulation</h3>
-          <dl class="kv">
-            <dt>Initial cash</dt>
-            <dd>{money(d.initial_cash)}</dd>
-            <dt>Commission</dt>
-            <dd>{frac(d.commission_rate, 3)} of traded value</dd>
-            <dt>Slippage</dt>
-            <dd>{fixed(d.slippage_bps, 1)} bps</dd>
-            <dt>Fill</dt>
-            <dd>{d.fill === "NEXT_OPEN" ? "NEXT_OPEN (next bar's open)" : d.fill === "CLOSE" ? "CLOSE (signal bar's close)" : d.fill}</dd>
-            <dt>Market buy buffer</dt>
-            <dd title="Market entries are sized at their fill price, valued this much above it for buying power (risk_controls.market_buy_buffer_pct); 0 buys as many shares as the cash takes, as backtesting.py does">
-              {d.market_buy_buffer_pct === undefined ? "—" : `${fixed(d.market_buy_buffer_pct, 2)}% above the fill price`}
-            </dd>
-          </dl>
-          <h3>Overrides for this run</h3>
-          {overrideList.length ? (
+        {desk ? (
+          <div>
+            <h3>Replay</h3>
             <dl class="kv">
-              {overrideList.map(([k, v]) => (
+              <dt>Market time</dt>
+              <dd>{deskRange(d.start, d.end)}</dd>
+              <dt>Initial cash</dt>
+              <dd>{money(d.initial_cash)}, a flat book</dd>
+              <dt>Fills</dt>
+              <dd>the paper broker's model: its latencies, slippage and fees (the service's [paper] configuration)</dd>
+              <dt>Strategy</dt>
+              <dd>{d.strategy_id}, on every symbol the allocator watches</dd>
+            </dl>
+            <OverrideList list={overrideList} />
+          </div>
+        ) : (
+          <div>
+            <h3>Strategy parameters</h3>
+            <dl class="kv">
+              {Object.entries(d.parameters ?? {}).map(([k, v]) => (
                 <Fragment key={k}>
                   <dt>{k}</dt>
-                  <dd class="mono warn">{show(v)}</dd>
+                  <dd class="mono">{show(v)}</dd>
                 </Fragment>
               ))}
             </dl>
-          ) : (
-            <p class="note">None: the run traded under the operator's settings of the time.</p>
-          )}
-        </div>
+            <h3>Simulation</h3>
+            <dl class="kv">
+              <dt>Initial cash</dt>
+              <dd>{money(d.initial_cash)}</dd>
+              <dt>Commission</dt>
+              <dd>{frac(d.commission_rate, 3)} of traded value</dd>
+              <dt>Slippage</dt>
+              <dd>{fixed(d.slippage_bps, 1)} bps</dd>
+              <dt>Fill</dt>
+              <dd>{d.fill === "NEXT_OPEN" ? "NEXT_OPEN (next bar's open)" : d.fill === "CLOSE" ? "CLOSE (signal bar's close)" : d.fill}</dd>
+              <dt>Market buy buffer</dt>
+              <dd title="Market entries are sized at their fill price, valued this much above it for buying power (risk_controls.market_buy_buffer_pct); 0 buys as many shares as the cash takes, as backtesting.py does">
+                {d.market_buy_buffer_pct === undefined ? "—" : `${fixed(d.market_buy_buffer_pct, 2)}% above the fill price`}
+              </dd>
+            </dl>
+            <OverrideList list={overrideList} />
+          </div>
+        )}
         <div>
           <h3>Effective settings</h3>
           {Object.keys(eff).length === 0 && <p class="note">Not recorded.</p>}
@@ -433,6 +457,26 @@ function Settings({ d }: { d: BacktestDetail }) {
         </div>
       </div>
     </details>
+  );
+}
+
+function OverrideList({ list }: { list: (readonly [string, unknown])[] }) {
+  return (
+    <>
+      <h3>Overrides for this run</h3>
+      {list.length ? (
+        <dl class="kv">
+          {list.map(([k, v]) => (
+            <Fragment key={k}>
+              <dt>{k}</dt>
+              <dd class="mono warn">{show(v)}</dd>
+            </Fragment>
+          ))}
+        </dl>
+      ) : (
+        <p class="note">None: the run traded under the operator's settings of the time.</p>
+      )}
+    </>
   );
 }
 
@@ -459,8 +503,13 @@ export function BacktestDetailModal({
   );
   useEvents(["backtest.updated"], onEvent);
   const d = run.data;
+  const desk = d ? isDesk(d) : false;
 
-  const title = d ? (
+  const title = d && desk ? (
+    <>
+      Desk replay <span class="muted">· {d.strategy_id} on every watched symbol</span> · {deskRange(d.start, d.end)} <Badge text={d.status} />
+    </>
+  ) : d ? (
     <>
       {d.strategy_id} <span class="muted">{d.strategy_version}</span> on {d.symbol} · {d.timeframe} · {day(d.start)} → {day(d.end)}{" "}
       <Badge text={d.status} />
@@ -483,8 +532,13 @@ export function BacktestDetailModal({
             {d.started_at && !d.finished_at && <span>started {dateTime(d.started_at)}</span>}
             <span style={{ flex: 1 }} />
             {onRerun && canOperate.value && !isActive(d.status) && (
-              <button class="btn" data-testid="rerun-backtest" onClick={() => onRerun(d)} title="Copy this run's inputs into the run form to change and run again">
-                Edit &amp; run again
+              <button
+                class="btn"
+                data-testid="rerun-backtest"
+                onClick={() => onRerun(d)}
+                title={desk ? "Copy this replay's range, cash and overrides into the desk replay form" : "Copy this run's inputs into the run form to change and run again"}
+              >
+                {desk ? <>Edit &amp; replay again</> : <>Edit &amp; run again</>}
               </button>
             )}
           </div>
@@ -495,11 +549,12 @@ export function BacktestDetailModal({
           )}
           {isActive(d.status) && (
             <div class="banner info">
-              {d.status === "QUEUED" ? "Waiting for the backtest worker…" : "Replaying bars…"} <Progress value={d.progress} />
+              {d.status === "QUEUED" ? "Waiting for the backtest worker…" : desk ? "Replaying the desk's market time…" : "Replaying bars…"} <Progress value={d.progress} />
               <div class="muted">Results appear here when the run completes.</div>
             </div>
           )}
-          {d.status === "COMPLETED" && (
+          {d.status === "COMPLETED" && desk && <DeskDetail d={d} />}
+          {d.status === "COMPLETED" && !desk && (
             <>
               <Metrics d={d} />
               <Coverage d={d} />

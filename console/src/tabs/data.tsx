@@ -1,4 +1,5 @@
-// Data & Backtests: run a strategy over stored bars and read the results; sweep a strategy's
+// Data & Backtests: run a strategy over stored bars and read the results; replay the whole desk
+// over a past stretch of the simulated market (desk_form.tsx, desk_detail.tsx); sweep a strategy's
 // parameters (sweeps.tsx); download bars from the data broker; import bars from a CSV file.
 // Downloads and backtests run in the background; their rows follow the `download.updated` and
 // `backtest.updated` events, which carry the whole list row, so the tables update in place
@@ -7,12 +8,12 @@ import "./data.css";
 import { useCallback, useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { ApiError, call, get, post, withQuery } from "../api";
 import { useEvents, type StreamEvent } from "../events";
-import { dateTime, fixed, frac, inputNumber, int, plain } from "../format";
+import { dateTime, fixed, frac, inputNumber, int, money, plain } from "../format";
 import { navigate, route } from "../route";
 import { canOperate } from "../session";
 import type { RadarRow } from "../types";
 import { Badge, ErrorBanner, Field, Section, Table, notify, onInput, useLoad, useThrottled, type Column } from "../ui";
-import { BacktestDetailModal, StatusCell, day, isActive, signedFrac, type BacktestDetail, type BacktestRow } from "./backtest_detail";
+import { BacktestDetailModal, StatusCell, day, isActive, isDesk, signedFrac, type BacktestDetail, type BacktestRow } from "./backtest_detail";
 import {
   FILLS,
   RISK_FIELDS,
@@ -30,6 +31,8 @@ import {
   type RiskControls,
   type Strategy,
 } from "./data_form";
+import { deskRange } from "./desk_detail";
+import { DeskForm, deskFormFrom, type DeskSeed } from "./desk_form";
 import { overrideList } from "./sweep_detail";
 import { Sweeps, type SweepPick } from "./sweeps";
 
@@ -432,6 +435,17 @@ function paramSummary(p: Record<string, number> | null | undefined): string {
     .join(" · ");
 }
 
+/** A desk replay's overrides in words, for its row: "auto-watch top 5 · max daily loss $500". */
+function deskSummary(o: BacktestRow["settings"]): string {
+  const alloc = (o?.["strategy_allocator"] ?? {}) as Record<string, unknown>;
+  const risk = (o?.["risk_controls"] ?? {}) as Record<string, unknown>;
+  const parts: string[] = [];
+  if (alloc["auto_watch"] === false) parts.push("auto-watch off");
+  else if (alloc["auto_watch"] === true) parts.push(typeof alloc["auto_watch_top_n"] === "number" ? `auto-watch top ${alloc["auto_watch_top_n"]}` : "auto-watch on");
+  if (typeof risk["max_daily_loss"] === "number") parts.push(`max daily loss ${money(risk["max_daily_loss"])}`);
+  return parts.length ? parts.join(" · ") : "the live settings";
+}
+
 function backtestColumns(): Column<BacktestRow>[] {
   return [
     { key: "backtest_id", label: "Run", render: (r) => <span class="mono" title={r.backtest_id}>{shortId(r.backtest_id)}</span> },
@@ -449,15 +463,44 @@ function backtestColumns(): Column<BacktestRow>[] {
               </span>
             )}
           </span>
-          <span class="muted dt-small dt-clip" title={paramSummary(r.parameters)}>
-            {paramSummary(r.parameters)}
-          </span>
+          {isDesk(r) ? (
+            <span class="muted dt-small dt-clip" title={deskSummary(r.settings)}>
+              {deskSummary(r.settings)}
+            </span>
+          ) : (
+            <span class="muted dt-small dt-clip" title={paramSummary(r.parameters)}>
+              {paramSummary(r.parameters)}
+            </span>
+          )}
         </span>
       ),
     },
-    { key: "symbol", label: "Symbol", render: (r) => <strong>{r.symbol}</strong> },
-    { key: "timeframe", label: "TF" },
-    { key: "start", label: "Range", render: (r) => <span title={`${r.start} to ${r.end} (end exclusive)`}>{day(r.start)} → {day(r.end)}</span> },
+    {
+      key: "symbol",
+      label: "Symbol",
+      sortValue: (r) => (isDesk(r) ? "" : r.symbol),
+      render: (r) =>
+        isDesk(r) ? (
+          <span class="desk-tag" data-testid="desk-row-tag" title="A whole-desk replay: every symbol the allocator watched, traded as the live desk would have">
+            Desk replay
+          </span>
+        ) : (
+          <strong>{r.symbol}</strong>
+        ),
+    },
+    { key: "timeframe", label: "TF", render: (r) => (isDesk(r) ? <span class="muted" title="The live feed's 15-second prints">15s</span> : r.timeframe) },
+    {
+      key: "start",
+      label: "Range",
+      render: (r) =>
+        isDesk(r) ? (
+          <span title={`${r.start} to ${r.end}, market time`}>{deskRange(r.start, r.end)}</span>
+        ) : (
+          <span title={`${r.start} to ${r.end} (end exclusive)`}>
+            {day(r.start)} → {day(r.end)}
+          </span>
+        ),
+    },
     {
       key: "status",
       label: "Status",
@@ -782,13 +825,16 @@ function ImportForm() {
 
 export function DataTab() {
   const strategies = useLoad(() => get<Strategy[]>("/api/strategies"));
-  const settings = useLoad(() => get<{ risk_controls?: RiskControls }>("/api/settings"));
+  const settings = useLoad(() =>
+    get<{ risk_controls?: RiskControls; strategy_allocator?: { auto_watch?: boolean; auto_watch_top_n?: number }; runtime?: { market_data_broker?: string } }>("/api/settings"),
+  );
   const radar = useLoad(() => get<RadarRow[]>(withQuery("/api/radar/momentum", { top_n: 25 })));
   const backtests = useLiveRows<BacktestRow>(withQuery("/api/backtests", { limit: 200 }), "backtest.updated", backtestKey);
   const downloads = useLiveRows<DownloadJob>(withQuery("/api/data/downloads", { limit: 100 }), "download.updated", downloadKey);
   useEvents(["settings.updated"], settings.reload);
 
   const [seed, setSeed] = useState<Seed | null>(null);
+  const [deskSeed, setDeskSeed] = useState<DeskSeed | null>(null);
   const [btFilter, setBtFilter] = useState("");
   const [btStatus, setBtStatus] = useState("");
   const [dlFilter, setDlFilter] = useState("");
@@ -806,6 +852,12 @@ export function DataTab() {
       const r = e.data;
       if (!r || !mine.current.has(r.backtest_id) || isActive(r.status)) return;
       mine.current.delete(r.backtest_id);
+      if (isDesk(r)) {
+        if (r.status === "COMPLETED")
+          notify("ok", `Desk replay of ${deskRange(r.start, r.end)} completed: ${signedFrac(r.total_return)}, ${int(r.trade_count)} trades. Click its row for the day.`);
+        else notify("error", `Desk replay of ${deskRange(r.start, r.end)} ${r.status}: ${r.error ?? "no reason given"}`);
+        return;
+      }
       if (r.status === "COMPLETED")
         notify("ok", `Backtest ${r.strategy_id} on ${r.symbol} completed: ${signedFrac(r.total_return)}, ${int(r.trade_count)} trades. Click its row for the detail.`);
       else notify("error", `Backtest ${r.strategy_id} on ${r.symbol} ${r.status}: ${r.error ?? "no reason given"}`);
@@ -825,7 +877,7 @@ export function DataTab() {
   const symbols = useMemo(() => {
     const s = new Set<string>();
     (downloads.rows ?? []).forEach((d) => d.status === "COMPLETED" && s.add(d.symbol));
-    (backtests.rows ?? []).forEach((b) => s.add(b.symbol));
+    (backtests.rows ?? []).forEach((b) => isDesk(b) || s.add(b.symbol));
     (radar.data ?? []).forEach((r) => s.add(r.symbol));
     return [...s].sort();
   }, [downloads.rows, backtests.rows, radar.data]);
@@ -833,6 +885,12 @@ export function DataTab() {
   const strategyList = strategies.data ?? [];
   const rerun = (d: BacktestDetail) => {
     close();
+    if (isDesk(d)) {
+      const { form, dropped } = deskFormFrom(d);
+      if (dropped.length) notify("info", `The desk replay form has no field for the override${dropped.length === 1 ? "" : "s"} ${dropped.join(", ")}: not carried.`);
+      setDeskSeed((p) => ({ n: (p?.n ?? 0) + 1, form }));
+      return;
+    }
     // Refusals by a rule the overrides cover: open the overrides to raise them.
     const gated = Object.entries(d.refusals ?? {}).some(([rule, n]) => n > 0 && RISK_FIELDS.some((r) => r.key.toUpperCase() === rule));
     setSeed((p) => ({ n: (p?.n ?? 0) + 1, form: formFromRun(d), openRisk: gated }));
@@ -877,6 +935,7 @@ export function DataTab() {
     if (btStatus && r.status !== btStatus) return false;
     if (!btFilter) return true;
     const q = btFilter.toLowerCase();
+    if (isDesk(r) && "desk replay".includes(q)) return true;
     return r.symbol.toLowerCase().includes(q) || r.strategy_id.toLowerCase().includes(q) || r.backtest_id.includes(q) || r.requested_by.toLowerCase().includes(q);
   });
   const running = (backtests.rows ?? []).filter((r) => isActive(r.status)).length;
@@ -940,6 +999,29 @@ export function DataTab() {
         </Section>
       )}
 
+      {canOperate.value && (
+        <Section
+          title={
+            <>
+              Replay the desk <span class="muted">· a past stretch of the simulated market, traded as the live desk would have traded it</span>
+            </>
+          }
+        >
+          <DeskForm
+            live={
+              settings.data
+                ? { ...settings.data.strategy_allocator, max_daily_loss: settings.data.risk_controls?.max_daily_loss, market_data_broker: settings.data.runtime?.market_data_broker }
+                : undefined
+            }
+            seed={deskSeed}
+            onQueued={(id) => {
+              mine.current.add(id);
+              setHighlight(id);
+            }}
+          />
+        </Section>
+      )}
+
       <Section
         title={
           <>
@@ -951,7 +1033,7 @@ export function DataTab() {
         }
         actions={
           <>
-            <input placeholder="Filter symbol, strategy, id, user" value={btFilter} onInput={onInput(setBtFilter)} aria-label="Filter backtests" />
+            <input placeholder="Filter symbol, strategy, id, user, desk" value={btFilter} onInput={onInput(setBtFilter)} aria-label="Filter backtests" />
             <select value={btStatus} onChange={onInput(setBtStatus)} aria-label="Status">
               <option value="">Any status</option>
               {["QUEUED", "RUNNING", "COMPLETED", "FAILED"].map((s) => (
@@ -972,6 +1054,7 @@ export function DataTab() {
             columns={backtestColumns()}
             rows={btRows}
             rowKey={backtestKey}
+            rowClass={(r) => (isDesk(r) ? "dt-desk-row" : "")}
             onRowClick={(r) => {
               setHighlight(r.backtest_id);
               open(r.backtest_id);
@@ -987,7 +1070,7 @@ export function DataTab() {
             }
           />
         )}
-        {btRows.length > 0 && <div class="note">Click a run for its metrics, equity curve, trades and the settings it ran under. Ratios are fractions of the initial cash shown as percentages.</div>}
+        {btRows.length > 0 && <div class="note">Click a run for its metrics, equity curve, trades and the settings it ran under; a desk replay for its day. Ratios are fractions of the initial cash shown as percentages.</div>}
       </Section>
 
       <Sweeps strategies={strategies.data} strategiesError={strategies.error} onBacktest={backtestCombination} />

@@ -74,13 +74,13 @@ const STATUS_WORDS: Record<string, string> = {
   DISABLED: "Switched off in this configuration.",
 };
 
-const TRADING_STATE_WORDS: Record<string, string> = {
+export const TRADING_STATE_WORDS: Record<string, string> = {
   ACTIVE: "Strategies and operators may open new positions within the limits below.",
   REDUCING: "The daily loss limit was reached: only orders that reduce a position are allowed until the next trading day.",
   HALTED: "Emergency halt: no new orders until someone resumes trading. Closing positions is still allowed.",
 };
 
-const RULE_WORDS: Record<string, string> = {
+export const RULE_WORDS: Record<string, string> = {
   MAX_DAILY_LOSS: "Daily loss limit",
   MAX_POSITION_SIZE: "Position size",
   MAX_TRADES_PER_DAY: "Trades per day",
@@ -451,7 +451,7 @@ function RiskState() {
  * A violation's limit or current value in the rule's unit. `SYMBOL_BLOCKED` has no number: its
  * limit is that a blocked symbol may not be traded, its current value the block (scope, reason).
  */
-function ruleValue(rule: string, v: unknown, which: "limit" | "current"): string {
+export function ruleValue(rule: string, v: unknown, which: "limit" | "current"): string {
   if (rule === "SYMBOL_BLOCKED") {
     if (which === "limit") return "no trading";
     if (v !== null && typeof v === "object" && !Array.isArray(v)) {

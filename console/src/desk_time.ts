@@ -1,0 +1,81 @@
+// New York wall times for the whole-desk replay's form (POST /api/backtests/desk takes RFC 3339
+// instants; an operator thinks of a trading day in New York time): a `datetime-local` value read
+// as New York time and back, and the trading day before a date. Free of the DOM, so Node's test
+// runner checks them (tests/desk_time.test.mjs), daylight-saving changes included.
+
+const nyParts = new Intl.DateTimeFormat("en-CA", {
+  timeZone: "America/New_York",
+  year: "numeric",
+  month: "2-digit",
+  day: "2-digit",
+  hour: "2-digit",
+  minute: "2-digit",
+  second: "2-digit",
+  hourCycle: "h23",
+});
+
+/** The New York wall clock at `ms`, as if it were a UTC time (epoch ms). */
+function nyWall(ms: number): number {
+  const p: Record<string, number> = {};
+  for (const x of nyParts.formatToParts(new Date(ms))) if (x.type !== "literal") p[x.type] = Number(x.value);
+  return Date.UTC(p.year, p.month - 1, p.day, p.hour % 24, p.minute, p.second);
+}
+
+const LOCAL = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2}))?$/;
+
+/**
+ * A `datetime-local` value ("2026-11-19T09:30") read as New York time, as the API's RFC 3339
+ * instant ("2026-11-19T14:30:00Z"); null when it is not such a value. A wall time the spring
+ * change skips reads as the instant an hour later; one the autumn change repeats, as the first.
+ */
+export function nyLocalToIso(local: string): string | null {
+  const m = LOCAL.exec(local.trim());
+  if (!m) return null;
+  const [y, mo, d, h, mi, s] = m.slice(1).map((x) => Number(x ?? 0));
+  const wall = Date.UTC(y, mo - 1, d, h, mi, s);
+  if (Number.isNaN(wall)) return null;
+  // New York is 4 or 5 hours behind UTC: start from the earlier offset, step to the wall time.
+  let t = wall + 4 * 3_600_000;
+  for (let i = 0; i < 3; i++) {
+    const off = wall - nyWall(t);
+    if (off === 0) break;
+    t += off;
+  }
+  return new Date(t).toISOString().replace(/\.000Z$/, "Z");
+}
+
+/** An instant as a `datetime-local` value in New York time ("2026-11-19T09:30"). */
+export function isoToNyLocal(iso: string): string {
+  const ms = Date.parse(iso);
+  if (Number.isNaN(ms)) return "";
+  return new Date(nyWall(ms)).toISOString().slice(0, 16);
+}
+
+const addDays = (day: string, n: number) => {
+  const [y, m, d] = day.split("-").map(Number);
+  return new Date(Date.UTC(y, m - 1, d + n)).toISOString().slice(0, 10);
+};
+const weekday = (day: string) => new Date(`${day}T12:00:00Z`).getUTCDay();
+
+/** The weekday before `day` (YYYY-MM-DD): the previous trading day, holidays aside. */
+export function previousTradingDay(day: string): string {
+  let d = addDays(day, -1);
+  while (weekday(d) === 0 || weekday(d) === 6) d = addDays(d, -1);
+  return d;
+}
+
+/** The day after `day` (YYYY-MM-DD). */
+export const nextDay = (day: string) => addDays(day, 1);
+
+/** A New York day whole, as `datetime-local` values: its midnight to the next one. */
+export const wholeDay = (day: string) => ({ start: `${day}T00:00`, end: `${nextDay(day)}T00:00` });
+
+/** A New York day's regular session, 09:30 to 16:00, as `datetime-local` values. */
+export const sessionOf = (day: string) => ({ start: `${day}T09:30`, end: `${day}T16:00` });
+
+/** Milliseconds from one `datetime-local` New York value to another; null unless both read. */
+export function spanMs(start: string, end: string): number | null {
+  const a = nyLocalToIso(start);
+  const b = nyLocalToIso(end);
+  return a && b ? Date.parse(b) - Date.parse(a) : null;
+}

@@ -1,0 +1,263 @@
+// The form that queues a whole-desk replay (POST /api/backtests/desk): a stretch of past market
+// time in New York time (by default the previous trading day, whole), the book's cash, and the
+// overrides that matter most for one — the allocator's auto-watch and how many radar rows it
+// takes, and the max daily loss — sent in the shape of PUT /api/settings. A refusal is shown at
+// the field it names, as the other forms of the tab show theirs.
+import { useEffect, useRef, useState } from "preact/hooks";
+import { ApiError, post } from "../api";
+import { isoToNyLocal, nyLocalToIso, previousTradingDay, sessionOf, spanMs, wholeDay } from "../desk_time";
+import { duration, inputNumber, marketClock, money, todayNy } from "../format";
+import { ErrorBanner, Field, notify, onInput } from "../ui";
+import type { BacktestDetail } from "./backtest_detail";
+import { parseNum, toApiError, useFormErrors } from "./data_form";
+import { deskRange } from "./desk_detail";
+
+/** The most market time one replay covers (the service's `desk::MAX_DAYS`). */
+export const MAX_DESK_DAYS = 5;
+
+/** The live settings the form starts from. */
+export interface DeskLive {
+  auto_watch?: boolean;
+  auto_watch_top_n?: number;
+  max_daily_loss?: number;
+  /** `simulated`, or another data broker (a replay needs the simulated market). */
+  market_data_broker?: string;
+}
+
+/** The form as typed; times are `datetime-local` values in New York time. */
+export interface DeskInputs {
+  start: string;
+  end: string;
+  /** False while the range is still the default (it follows the market's date). */
+  touched: boolean;
+  initial_cash: string;
+  auto_watch: boolean;
+  top_n: string;
+  max_daily_loss: string;
+}
+
+/** A fill of the form from elsewhere (a replay's "Edit & replay again"); `n` changes on each. */
+export interface DeskSeed {
+  n: number;
+  form: Partial<DeskInputs>;
+}
+
+const FIELDS = ["start", "end", "initial_cash", "settings", "settings.strategy_allocator.auto_watch", "settings.strategy_allocator.auto_watch_top_n", "settings.risk_controls.max_daily_loss"];
+
+const defaultRange = () => wholeDay(previousTradingDay(todayNy()));
+
+function blank(live: DeskLive | undefined): DeskInputs {
+  return {
+    ...defaultRange(),
+    touched: false,
+    initial_cash: "100000",
+    auto_watch: true,
+    top_n: String(live?.auto_watch_top_n ?? 5),
+    max_daily_loss: "",
+  };
+}
+
+/** The form filled from an earlier replay; overrides it has no field for are named. */
+export function deskFormFrom(d: BacktestDetail): { form: DeskInputs; dropped: string[] } {
+  const o = (d.settings ?? {}) as Record<string, Record<string, unknown>>;
+  const alloc = o["strategy_allocator"] ?? {};
+  const risk = o["risk_controls"] ?? {};
+  const eff = (d.effective_settings ?? {}) as Record<string, Record<string, unknown>>;
+  const dropped = Object.entries(o).flatMap(([g, kv]) =>
+    Object.keys(kv ?? {})
+      .map((k) => `${g}.${k}`)
+      .filter((k) => !["strategy_allocator.auto_watch", "strategy_allocator.auto_watch_top_n", "risk_controls.max_daily_loss"].includes(k)),
+  );
+  const n = (v: unknown) => (typeof v === "number" ? inputNumber(v) : "");
+  return {
+    form: {
+      start: isoToNyLocal(d.start),
+      end: isoToNyLocal(d.end),
+      touched: true,
+      initial_cash: n(d.initial_cash) || "100000",
+      auto_watch: (alloc["auto_watch"] ?? eff["strategy_allocator"]?.["auto_watch"]) === true,
+      top_n: n(alloc["auto_watch_top_n"] ?? eff["strategy_allocator"]?.["auto_watch_top_n"]) || "5",
+      max_daily_loss: n(risk["max_daily_loss"]),
+    },
+    dropped,
+  };
+}
+
+export function DeskForm({ live, seed, onQueued }: { live: DeskLive | undefined; seed: DeskSeed | null; onQueued: (id: string) => void }) {
+  const [f, setF] = useState<DeskInputs>(() => blank(live));
+  const [topTouched, setTopTouched] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const box = useRef<HTMLFormElement>(null);
+  const errs = useFormErrors((k) => FIELDS.includes(k));
+  const e = errs.fields;
+  const marketDate = marketClock.value?.date;
+
+  // The default range follows the market's date (known a moment after the first render).
+  useEffect(() => {
+    setF((p) => (p.touched ? p : { ...p, ...defaultRange() }));
+  }, [marketDate]);
+  // The live top N, once the settings arrive, unless typed over.
+  useEffect(() => {
+    if (!topTouched && live?.auto_watch_top_n !== undefined) setF((p) => ({ ...p, top_n: String(live.auto_watch_top_n) }));
+  }, [live?.auto_watch_top_n]);
+  // "Edit & replay again".
+  useEffect(() => {
+    if (!seed) return;
+    setF((p) => ({ ...p, ...seed.form }));
+    setTopTouched(true);
+    errs.setError(undefined);
+    box.current?.scrollIntoView({ behavior: "smooth", block: "start" });
+  }, [seed?.n]);
+
+  const set = (k: keyof DeskInputs) => (v: string) => setF((p) => ({ ...p, [k]: v }));
+  const setRange = (r: { start: string; end: string }) => setF((p) => ({ ...p, ...r, touched: true }));
+  const baseDay = /^\d{4}-\d{2}-\d{2}/.test(f.start) ? f.start.slice(0, 10) : previousTradingDay(todayNy());
+  const span = spanMs(f.start, f.end);
+
+  const submit = async (ev: Event) => {
+    ev.preventDefault();
+    const local: Record<string, string> = {};
+    const start = nyLocalToIso(f.start);
+    const end = nyLocalToIso(f.end);
+    if (!start) local["start"] = "Pick the New York date and time the replay starts at.";
+    if (!end) local["end"] = "Pick the New York date and time it stops at.";
+    if (start && end && Date.parse(end) <= Date.parse(start)) local["end"] = "Must be after the start.";
+    const body: Record<string, unknown> = { start, end };
+    const cash = parseNum(f.initial_cash);
+    if (cash !== undefined) {
+      if (Number.isNaN(cash)) local["initial_cash"] = "Not a number.";
+      else body["initial_cash"] = cash;
+    }
+    const allocator: Record<string, unknown> = { auto_watch: f.auto_watch };
+    if (f.auto_watch) {
+      const n = parseNum(f.top_n);
+      if (n === undefined) local["settings.strategy_allocator.auto_watch_top_n"] = "How many of the radar's top rows to watch.";
+      else if (Number.isNaN(n)) local["settings.strategy_allocator.auto_watch_top_n"] = "Not a number.";
+      else allocator["auto_watch_top_n"] = n;
+    }
+    const settings: Record<string, unknown> = { strategy_allocator: allocator };
+    const loss = parseNum(f.max_daily_loss);
+    if (loss !== undefined) {
+      if (Number.isNaN(loss)) local["settings.risk_controls.max_daily_loss"] = "Not a number.";
+      else settings["risk_controls"] = { max_daily_loss: loss };
+    }
+    body["settings"] = settings;
+    if (Object.keys(local).length) {
+      errs.setError(new ApiError(400, "VALIDATION_ERROR", "Check the marked fields.", { errors: Object.entries(local).map(([field, reason]) => ({ field, reason })) }));
+      return;
+    }
+    setBusy(true);
+    errs.setError(undefined);
+    try {
+      const r = await post<{ backtest_id: string; status: string }>("/api/backtests/desk", body);
+      notify("ok", `Desk replay queued: ${deskRange(start!, end!)} (${r.backtest_id}). Its row below follows it.`);
+      onQueued(r.backtest_id);
+    } catch (err) {
+      errs.setError(toApiError(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const topErr = e["settings.strategy_allocator.auto_watch_top_n"];
+  const notSimulated = live?.market_data_broker !== undefined && live.market_data_broker !== "simulated";
+  return (
+    <form ref={box} data-testid="desk-form" onSubmit={submit} noValidate class="dt-form desk-form">
+      <p class="note muted desk-about">
+        The live engine runner replays the simulated market's prints of that time through the radar, the allocator's auto-watch, the strategies, the
+        risk gate and the paper broker's fills, on a database of its own from a flat book — live and replay trade identically, and the live desk is not
+        touched.
+      </p>
+      {notSimulated && (
+        <div class="banner dt-warn desk-unavailable" role="note" data-testid="desk-unavailable">
+          A replay regenerates the simulated market's prints; this service's market data comes from <strong>{live!.market_data_broker}</strong>, so it
+          refuses desk replays.
+        </div>
+      )}
+      <div class="form-grid">
+        <Field label="Start (New York time)" error={e["start"]} hint="Trading starts here; the day's earlier minutes are generated, not traded.">
+          <input type="datetime-local" name="start" value={f.start} max={f.end || undefined} onInput={(ev) => setRange({ start: ev.currentTarget.value, end: f.end })} required />
+        </Field>
+        <Field
+          label="End (New York time)"
+          error={e["end"]}
+          hint={`${span !== null && span > 0 ? `${duration(span / 1000)} of market time. ` : ""}At most ${MAX_DESK_DAYS} days after the start, not in the market's future.`}
+        >
+          <input type="datetime-local" name="end" value={f.end} min={f.start || undefined} onInput={(ev) => setRange({ start: f.start, end: ev.currentTarget.value })} required />
+        </Field>
+        <div class="field dt-presets">
+          <span class="label">Quick range</span>
+          <span>
+            <button type="button" class="btn ghost" onClick={() => setRange(defaultRange())} title="The weekday before the market's date, midnight to midnight New York">
+              Previous trading day
+            </button>
+            <button type="button" class="btn ghost" onClick={() => setRange(sessionOf(baseDay))} title={`${baseDay}, 09:30 to 16:00 New York`}>
+              Its session
+            </button>
+            <button type="button" class="btn ghost" onClick={() => setRange({ start: `${baseDay}T09:30`, end: `${baseDay}T11:30` })} title={`${baseDay}, 09:30 to 11:30 New York`}>
+              First two hours
+            </button>
+          </span>
+        </div>
+        <Field label="Initial cash ($)" error={e["initial_cash"]} hint="The book's cash at the start. Default $100,000.">
+          <input type="number" name="initial_cash" min={1} step="any" value={f.initial_cash} onInput={onInput(set("initial_cash"))} placeholder="100000" />
+        </Field>
+        <Field
+          label="Auto-watch"
+          error={e["settings.strategy_allocator.auto_watch"]}
+          hint={f.auto_watch ? "The allocator watches the radar's top rows at each scan; its strategy trades them." : "Off: the replay starts with an empty watchlist, so nothing trades."}
+        >
+          <span class="desk-toggle">
+            <input type="checkbox" name="auto_watch" checked={f.auto_watch} onChange={(ev) => setF((p) => ({ ...p, auto_watch: ev.currentTarget.checked }))} /> Watch the radar's top rows
+          </span>
+        </Field>
+        <Field label="Top N" error={topErr} hint={`Radar rows auto-watch considers at each scan, 1 to 200.${live?.auto_watch_top_n !== undefined ? ` Live: ${live.auto_watch_top_n}.` : ""}`}>
+          <input
+            type="number"
+            name="auto_watch_top_n"
+            min={1}
+            max={200}
+            step={1}
+            value={f.top_n}
+            disabled={!f.auto_watch}
+            onInput={(ev) => {
+              setTopTouched(true);
+              set("top_n")(ev.currentTarget.value);
+            }}
+          />
+        </Field>
+        <Field
+          label="Max daily loss ($, optional)"
+          error={e["settings.risk_controls.max_daily_loss"]}
+          hint={`At this loss the risk gate turns REDUCING: no new entries. Empty: the live value${live?.max_daily_loss !== undefined ? `, ${money(live.max_daily_loss)}` : ""}.`}
+        >
+          <input type="number" name="max_daily_loss" min={0} step="any" value={f.max_daily_loss} onInput={onInput(set("max_daily_loss"))} placeholder={live?.max_daily_loss !== undefined ? String(live.max_daily_loss) : "live value"} />
+        </Field>
+      </div>
+      <ErrorBanner error={errs.banner ?? (e["settings"] ? new ApiError(400, "VALIDATION_ERROR", e["settings"]) : undefined)} />
+      <div class="dt-actions">
+        <button type="submit" class="btn primary" data-testid="run-desk" disabled={busy || notSimulated}>
+          {busy ? "Queuing…" : "Replay the desk"}
+        </button>
+        <button
+          type="button"
+          class="btn ghost"
+          onClick={() => {
+            setF(blank(live));
+            setTopTouched(false);
+            errs.setError(undefined);
+          }}
+        >
+          Reset
+        </button>
+        {errs.error && !errs.banner ? (
+          <span class="down" role="alert">
+            Not queued: {errs.error.message}
+          </span>
+        ) : (
+          <span class="muted">A replay is a backtest row: it runs in the background, its row below shows its progress.</span>
+        )}
+      </div>
+    </form>
+  );
+}
