@@ -157,6 +157,9 @@ struct Availability {
     writes_failing: AtomicBool,
     /// Why the last probe failed.
     reason: Mutex<String>,
+    /// Probes in a row that timed out: one alone (a round trip slow under load) is not an
+    /// outage; two in a row are.
+    timeouts: std::sync::atomic::AtomicU32,
     url: String,
     connection: tokio::sync::Mutex<Option<AnyConnection>>,
 }
@@ -258,6 +261,7 @@ impl Database {
         let availability = Availability {
             down: AtomicBool::new(false),
             writes_failing: AtomicBool::new(false),
+            timeouts: std::sync::atomic::AtomicU32::new(0),
             reason: Mutex::new(String::new()),
             url,
             connection: tokio::sync::Mutex::new(None),
@@ -477,6 +481,19 @@ impl Database {
                 }
                 Err(e) => return Err(StoreError::Unavailable(format!("writes fail: {e}"))),
             }
+        }
+        // A single slow round trip (a machine under load) does not refuse every request: the
+        // database is down once it refused a connection or a query, or timed out twice in a row.
+        let timeouts = match &result {
+            Err(StoreError::TimedOut(_)) => self.availability.timeouts.fetch_add(1, Ordering::AcqRel) + 1,
+            _ => {
+                self.availability.timeouts.store(0, Ordering::Release);
+                0
+            }
+        };
+        if timeouts == 1 && !self.availability.down.load(Ordering::Acquire) {
+            tracing::warn!(backend = self.backend.name(), "a database probe timed out; the next one decides");
+            return result;
         }
         match &result {
             Ok(_) => {

@@ -36,7 +36,12 @@ fn serve_with(mut cmd: Command) -> (Child, String, Vec<String>) {
         }
     });
     let mut lines = vec![rx.recv_timeout(Duration::from_secs(30)).expect("start-up line")];
-    while let Ok(line) = rx.recv_timeout(Duration::from_millis(500)) {
+    // A cluster node (PostgreSQL) forwards to the engine's leader until it leads: wait for that
+    // line (its start-up generates the simulated day so far, which takes longer late in the day),
+    // then for the lines after it.
+    let mut leading = !lines[0].contains("until it leads");
+    while let Ok(line) = rx.recv_timeout(if leading { Duration::from_millis(500) } else { Duration::from_secs(30) }) {
+        leading |= line.contains("leads the engine");
         lines.push(line);
     }
     let base =
