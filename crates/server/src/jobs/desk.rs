@@ -75,9 +75,21 @@ pub struct DeskRequest {
 pub(crate) struct StoredDesk {
     /// `desk`: what tells a replay's row from a single run's.
     kind: String,
-    /// The allocator's strategy (what auto-watched symbols trade), and `*`: every symbol.
+    /// The allocator's strategy (what auto-watched symbols trade), its version and parameters,
+    /// and `*`: every symbol.
     strategy_id: String,
+    strategy_version: String,
     symbol: String,
+    parameters: BTreeMap<String, f64>,
+    /// The replay trades minute bars (printed four times a minute).
+    timeframe: tradeops_core::market::Timeframe,
+    /// The paper broker's fills: `PAPER`, its slippage in basis points, no commission rate
+    /// (its fee per share is in the trades' fees).
+    fill: String,
+    #[serde(with = "rust_decimal::serde::str")]
+    slippage_bps: Decimal,
+    #[serde(with = "rust_decimal::serde::str")]
+    commission_rate: Decimal,
     #[serde(with = "tradeops_core::time::serde_ts")]
     start: Timestamp,
     #[serde(with = "tradeops_core::time::serde_ts")]
@@ -124,10 +136,23 @@ pub async fn enqueue(jobs: &Jobs, req: DeskRequest, actor: &str) -> DomainResult
         Decimal::ONE,
         Decimal::from(1_000_000_000_000u64),
     )?;
+    let strategy_id = settings.strategy_allocator.default_strategy_id.clone();
+    let timeframe = tradeops_core::market::Timeframe::Minute;
+    let parameters = tradeops_core::backtest::validate_parameters(&strategy_id, timeframe, &Map::new(), &settings)
+        .unwrap_or_default();
+    let paper = jobs.desk.as_ref().map(|d| d.paper.clone()).unwrap_or_default();
     let stored = StoredDesk {
         kind: "desk".into(),
-        strategy_id: settings.strategy_allocator.default_strategy_id.clone(),
+        strategy_version: tradeops_core::strategy::make(&strategy_id)
+            .map(|s| s.version().to_string())
+            .unwrap_or_default(),
+        strategy_id,
         symbol: "*".into(),
+        parameters,
+        timeframe,
+        fill: "PAPER".into(),
+        slippage_bps: Decimal::try_from(paper.slippage_bps).unwrap_or_default().normalize(),
+        commission_rate: Decimal::ZERO,
         start: req.start,
         end: req.end,
         initial_cash: initial_cash.normalize(),

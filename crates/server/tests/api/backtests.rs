@@ -563,6 +563,16 @@ async fn a_desk_replay_trades_a_simulated_day_through_the_live_runner_the_same_w
     let first = replay(body.clone()).await;
     assert_eq!(first["status"], "COMPLETED", "{first}");
     assert_eq!((first["kind"].clone(), first["symbol"].clone()), (json!("desk"), json!("*")));
+    // A backtest row in every field the schema requires: the allocator's strategy, its version
+    // and parameters, minute bars, the paper broker's fills.
+    assert_eq!(
+        (first["strategy_id"].clone(), first["timeframe"].clone(), first["fill"].clone()),
+        (json!("momentum_breakout"), json!("1m"), json!("PAPER"))
+    );
+    assert!(
+        first["strategy_version"].as_str().is_some_and(|v| !v.is_empty()) && first["parameters"].is_object(),
+        "{first}"
+    );
     assert_eq!(first["steps"], 719, "three hours of 15-second prints after the start's");
     let watched = first["watched"].as_array().unwrap();
     assert!(!watched.is_empty() && watched.iter().all(|w| w["source"] == "RADAR"), "{watched:?}");

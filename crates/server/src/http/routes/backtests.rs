@@ -309,8 +309,12 @@ pub struct BacktestRun {
     pub initial_cash: f64,
     pub commission_rate: f64,
     pub slippage_bps: f64,
-    /// `NEXT_OPEN` or `CLOSE`.
+    /// `NEXT_OPEN` or `CLOSE`; `PAPER` for a whole-desk replay (the paper broker's fills).
     pub fill: String,
+    /// `desk` for a whole-desk replay (`POST /api/backtests/desk`, symbol `*`); absent for a run
+    /// of one strategy on one symbol.
+    #[schema(nullable = false)]
+    pub kind: Option<String>,
     /// The request's settings overrides, as sent.
     #[schema(value_type = Option<Object>)]
     pub settings: Option<Value>,
