@@ -119,20 +119,11 @@ export interface SweepMetrics {
 }
 
 /** A combination's metrics in a sweep's `results` (GET /api/backtests/sweeps/{id}). */
-export interface SweepResult {
+export interface SweepResult extends SweepMetrics {
   parameters: Record<string, number>;
   meets_constraint: boolean;
   /** The strategy's current parameters (its defaults under the operator's settings), run with the grid. */
   baseline?: boolean;
-  total_return: number | null;
-  sharpe_ratio: number | null;
-  max_drawdown: number | null;
-  win_rate: number | null;
-  profit_factor: number | null;
-  win_loss_ratio: number | null;
-  trade_count: number | null;
-  expectancy: number | null;
-  final_equity: number | null;
 }
 
 /** A result's objective as the service ranks it: a number, or null (ranked last). */

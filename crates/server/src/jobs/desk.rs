@@ -107,12 +107,12 @@ pub(crate) fn is_desk(request: &str) -> bool {
 
 /// Validates and queues a replay.
 pub async fn enqueue(jobs: &Jobs, req: DeskRequest, actor: &str) -> DomainResult<BacktestRecord> {
-    if jobs.desk.is_none() {
+    let Some(source) = &jobs.desk else {
         return Err(DomainError::validation(
             "start",
             "a desk replay regenerates the simulated market: this service's data broker is not the simulated market",
         ));
-    }
+    };
     if req.settings.as_ref().is_some_and(|patch| patch.contains_key("runtime")) {
         return Err(DomainError::validation(
             "settings.runtime",
@@ -140,7 +140,6 @@ pub async fn enqueue(jobs: &Jobs, req: DeskRequest, actor: &str) -> DomainResult
     let timeframe = tradeops_core::market::Timeframe::Minute;
     let parameters = tradeops_core::backtest::validate_parameters(&strategy_id, timeframe, &Map::new(), &settings)
         .unwrap_or_default();
-    let paper = jobs.desk.as_ref().map(|d| d.paper.clone()).unwrap_or_default();
     let stored = StoredDesk {
         kind: "desk".into(),
         strategy_version: tradeops_core::strategy::make(&strategy_id)
@@ -151,7 +150,7 @@ pub async fn enqueue(jobs: &Jobs, req: DeskRequest, actor: &str) -> DomainResult
         parameters,
         timeframe,
         fill: "PAPER".into(),
-        slippage_bps: Decimal::try_from(paper.slippage_bps).unwrap_or_default().normalize(),
+        slippage_bps: Decimal::try_from(source.paper.slippage_bps).unwrap_or_default().normalize(),
         commission_rate: Decimal::ZERO,
         start: req.start,
         end: req.end,

@@ -149,10 +149,11 @@ fn windows_of(
         first.iter_days().take_while(|d| *d <= last).filter(|d| calendar.is_trading_day(*d)).collect();
     let (total, n, out) = (days.len() as f64, n as usize, 1.0 - fraction);
     let anchored = walk_forward.anchored.unwrap_or(false);
-    // Out-of-sample days per window: rolling, the in-sample part plus n out-of-sample parts
-    // span the range with in/(in + out) = fraction; anchored the same for the first window.
-    let step =
-        if anchored { total * out / (fraction + n as f64 * out) } else { total * out / (1.0 + (n - 1) as f64 * out) };
+    // Out-of-sample days per window: the in-sample part and n out-of-sample parts span the
+    // range with in/(in + out) = fraction (rolling: every window; anchored: the first). Both
+    // come to the same step, total × out / (1 + (n − 1) × out); they differ in where each
+    // window's in-sample part starts.
+    let step = total * out / (1.0 + (n - 1) as f64 * out);
     let step = step.floor() as usize;
     let in_sample = days.len().saturating_sub(n * step);
     if step == 0 || in_sample == 0 {
