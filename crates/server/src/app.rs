@@ -801,10 +801,12 @@ async fn run_feed(state: AppState, live: Arc<LiveMarket>) {
         let (feed, filters) = (live.clone(), settings.momentum_radar.clone());
         let before = live.next_step();
         // The broker's reports due before the next print are delivered first (a live day's acks
-        // meet the prints a replay's do). An engine that cannot answer within a second (its
-        // database slow to write, say) does not stall the feed: the print goes on without it.
+        // meet the prints a replay's do). An engine that cannot answer within 5 s (its database
+        // slow to write, say) does not stall the feed: the print goes on without it. (One
+        // second was too short for a debug build on a loaded machine: the parity test then saw
+        // an ack land at the next print.)
         if let Some(next) = before.filter(|next| *next <= now) {
-            let _ = tokio::time::timeout(Duration::from_secs(1), state.engine().deliver_due(next)).await;
+            let _ = tokio::time::timeout(Duration::from_secs(5), state.engine().deliver_due(next)).await;
         }
         let scans = match tokio::task::spawn_blocking(move || feed.advance_to(now, calendar, &filters)).await {
             Ok(scans) => scans,
