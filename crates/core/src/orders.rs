@@ -345,6 +345,11 @@ impl Order {
                 self.filled_quantity += exec.quantity;
                 self.filled_notional += exec.price * Decimal::from(exec.quantity);
                 self.fees += exec.fee;
+                // Most orders fill once: room for that one, not the four a first push reserves
+                // (a backtest's order log keeps every order).
+                if self.executions.is_empty() {
+                    self.executions.reserve_exact(1);
+                }
                 self.executions.push(exec);
             }
             OrderEvent::Rejected { reason } => self.reject_reason = Some(reason),

@@ -159,7 +159,8 @@ fn main() {
         "goog" => {
             // The sweep of bench/sweep_vs_optimize.sh without the service: fast 5..50 step 5 ×
             // slow 10..100 step 10 (fast below slow) on backtesting.py's GOOG daily bars, one
-            // thread, one history shared as a sweep's part shares it; `n` repeats, median ms.
+            // thread, one history shared as a sweep's part shares it, each combination's figures
+            // alone as a sweep keeps them (`run_metrics`); `n` repeats, median ms.
             let csv = include_str!("../../core/src/backtest/goog_daily.csv");
             let bars = tradeops_core::csv_bars::parse_bars_csv(csv, Timeframe::Day).expect("GOOG bars");
             let mut s = settings();
@@ -183,7 +184,7 @@ fn main() {
                             slippage_bps: Decimal::ZERO,
                             fill: FillModel::NextOpen,
                         };
-                        let out = backtest::run(&spec, &s, &bars, &mut history, &mut |_| {}).expect("runs");
+                        let out = backtest::run_metrics(&spec, &s, &bars, &mut history, &mut |_| {}).expect("runs");
                         if out.final_equity > best.2 {
                             best = (fast as f64, slow as f64, out.final_equity);
                         }
@@ -203,7 +204,8 @@ fn main() {
         "scaling" => {
             // Issue 26.1's second goal: a sweep over one million minute bars, its combinations
             // split across 1, 2, … threads as a sweep's part splits them (a slice a thread, each
-            // slice with its own history over the bars), as combinations (and bars) per second.
+            // slice with its own history over the bars, each combination's figures alone as a
+            // sweep keeps them: `run_metrics`), as combinations (and bars) per second.
             let p = &universe.symbols[0];
             let mut bars = bars_of(&universe, p, start, n.div_ceil(1440), false);
             bars.truncate(n);
@@ -249,10 +251,10 @@ fn main() {
                                             slippage_bps: Decimal::ZERO,
                                             fill: FillModel::NextOpen,
                                         };
-                                        backtest::run(&spec, &settings, &bars, &mut history, &mut |_| {})
+                                        backtest::run_metrics(&spec, &settings, &bars, &mut history, &mut |_| {})
                                             .expect("runs")
-                                            .trades
-                                            .len()
+                                            .metrics
+                                            .trade_count as usize
                                     })
                                     .sum::<usize>()
                             })

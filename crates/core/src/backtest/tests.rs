@@ -331,3 +331,45 @@ fn sma_cross_on_goog_matches_backtesting_py() {
     assert_eq!(row(&out.trades[46]), (at(2087), at(2147), 956, d("702.24"), d("806.19")));
     assert_eq!(out.final_equity, d("771184.06"));
 }
+
+/// `run_metrics` reports exactly `run`'s figures — metrics, final equity, bar and order counts,
+/// refusals — whatever the fill model, costs, risk refusals and timeframe, with a history shared
+/// from run to run as a sweep's part shares it.
+#[test]
+fn run_metrics_reports_the_figures_of_run() {
+    let minute = bars(&SERIES);
+    let goog = crate::csv_bars::parse_bars_csv(GOOG_CSV, Timeframe::Day).unwrap();
+    let costly = BacktestSpec { commission_rate: d("0.001"), slippage_bps: d("5"), ..spec(FillModel::Close) };
+    let mut refusing = settings();
+    refusing.risk_controls.max_order_value = d("10");
+    let daily = |fast: f64, slow: f64| BacktestSpec {
+        symbol: Symbol::parse("GOOG").unwrap(),
+        timeframe: Timeframe::Day,
+        start: goog[0].start,
+        parameters: [("fast".to_string(), fast), ("slow".to_string(), slow)].into(),
+        initial_cash: d("100000"),
+        ..spec(FillModel::NextOpen)
+    };
+    let cases = [
+        (spec(FillModel::NextOpen), settings(), &minute),
+        (costly, settings(), &minute),
+        (spec(FillModel::NextOpen), refusing, &minute),
+        (daily(10.0, 20.0), settings(), &goog),
+        (daily(5.0, 60.0), settings(), &goog),
+    ];
+    for (spec, settings, bars) in cases {
+        let mut history = BarHistory::new(bars, spec.timeframe);
+        let full = run(&spec, &settings, bars, &mut history, &mut |_| {}).unwrap();
+        let figures = run_metrics(&spec, &settings, bars, &mut history, &mut |_| {}).unwrap();
+        assert!(!full.order_log.is_empty() || !full.refusals.is_empty());
+        let expected = BacktestMetrics {
+            metrics: full.metrics,
+            final_equity: full.final_equity,
+            bars: full.bars,
+            orders: full.orders,
+            refusals: full.refusals,
+        };
+        assert_eq!(format!("{figures:?}"), format!("{expected:?}"));
+        assert_eq!(figures, expected);
+    }
+}
