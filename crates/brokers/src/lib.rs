@@ -12,6 +12,7 @@ pub mod market;
 pub mod paper;
 pub mod reference;
 pub mod simulated;
+pub mod stored;
 
 pub use execution::{
     BrokerError, ExecutionBroker, MarketUpdate, Rejection, VenueAccount, VenueConnection, VenuePosition,

@@ -720,17 +720,22 @@ pub(crate) fn market_speed(config: &Config, mode: TradingMode) -> f64 {
     config.sim.speed.unwrap_or(if mode == TradingMode::Demo { 60.0 } else { 1.0 })
 }
 
-/// What the `[jobs]` configuration lets this process run.
-/// The simulated market desk replays regenerate, when it is the data broker.
-pub(crate) fn desk_source(config: &Config) -> Option<crate::jobs::desk::DeskSource> {
-    (config.brokers.market_data() == MarketDataBrokerKind::Simulated).then(|| crate::jobs::desk::DeskSource {
-        seed: config.sim.seed,
-        symbols: config.sim.symbols as usize,
-        reference_data: config.sim.reference_data,
+/// What desk replays run on: the paper broker's fill model, and the simulated market they
+/// regenerate when it is the data broker.
+pub(crate) fn desk_source(config: &Config) -> crate::jobs::desk::DeskSource {
+    crate::jobs::desk::DeskSource {
+        simulated: (config.brokers.market_data() == MarketDataBrokerKind::Simulated).then_some(
+            crate::jobs::desk::SimulatedSource {
+                seed: config.sim.seed,
+                symbols: config.sim.symbols as usize,
+                reference_data: config.sim.reference_data,
+            },
+        ),
         paper: config.paper.broker_config(),
-    })
+    }
 }
 
+/// What the `[jobs]` configuration lets this process run.
 pub(crate) fn job_limits(config: &Config) -> crate::jobs::JobLimits {
     crate::jobs::JobLimits {
         lease: chrono::Duration::from_std(config.jobs.lease).unwrap_or(crate::jobs::LEASE),

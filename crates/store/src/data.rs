@@ -37,6 +37,8 @@ pub trait DataRepository: Send + Sync {
     async fn bars(&self, symbol: &Symbol, timeframe: &str, start: i64, end: i64) -> Result<Vec<Bar>, StoreError>;
     /// Whether any bar has `start` in `[start, end)`.
     async fn has_bars(&self, symbol: &Symbol, timeframe: &str, start: i64, end: i64) -> Result<bool, StoreError>;
+    /// The symbols with a bar of `timeframe` starting in `[start, end)`, alphabetically.
+    async fn bar_symbols(&self, timeframe: &str, start: i64, end: i64) -> Result<Vec<String>, StoreError>;
     async fn insert_job(&self, job: &JobRecord) -> Result<(), StoreError>;
     /// Inserts a job already `RUNNING` under `lease` (a download run at once, not queued).
     async fn insert_leased_job(&self, job: &JobRecord, lease: &Lease) -> Result<(), StoreError>;
@@ -168,6 +170,18 @@ impl DataRepository for Database {
         .fetch_optional(self.pool()?)
         .await?;
         Ok(row.is_some())
+    }
+
+    async fn bar_symbols(&self, timeframe: &str, start: i64, end: i64) -> Result<Vec<String>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT DISTINCT symbol FROM bars WHERE timeframe = $1 AND start >= $2 AND start < $3 ORDER BY symbol",
+        )
+        .bind(timeframe)
+        .bind(start)
+        .bind(end)
+        .fetch_all(self.pool()?)
+        .await?;
+        rows.iter().map(|r| r.try_get("symbol")).collect::<Result<_, sqlx::Error>>().map_err(StoreError::from)
     }
 
     async fn insert_job(&self, j: &JobRecord) -> Result<(), StoreError> {

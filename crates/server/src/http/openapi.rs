@@ -78,7 +78,7 @@ the refused field by its path in `detail.field` and says what it accepts in `det
         crate::http::routes::data::import,
         crate::http::routes::strategies::list,
         crate::http::routes::backtests::run,
-        crate::http::routes::backtests::desk,
+        crate::http::routes::backtests::create,
         crate::http::routes::backtests::list,
         crate::http::routes::backtests::one,
         crate::http::routes::backtests::cancel,

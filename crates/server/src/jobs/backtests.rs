@@ -19,10 +19,21 @@ use tradeops_core::time::{format_ts, from_epoch_ms, to_epoch_ms};
 use tradeops_core::{Settings, Symbol, Timestamp};
 use tradeops_store::{BacktestRecord, BacktestRepository, DataRepository, JobKind, JobStatus};
 
-/// `POST /api/backtests/run`.
+/// The kind of a single run.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, utoipa::ToSchema)]
+pub enum SingleKind {
+    #[serde(rename = "single")]
+    Single,
+}
+
+/// `POST /api/backtests/run` (or `POST /api/backtests`): a run of one strategy on one symbol.
 #[derive(Clone, Debug, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BacktestRequest {
+    /// `single` (the default): one strategy on one symbol (`desk` is a whole-desk replay's).
+    #[schema(nullable = false)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<SingleKind>,
     /// A strategy of `GET /api/strategies`.
     pub strategy_id: String,
     pub symbol: Symbol,

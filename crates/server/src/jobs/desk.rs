@@ -1,10 +1,12 @@
-//! Whole-desk replays (`POST /api/backtests/desk`, issue 26.2): simulated trading days replayed
-//! through the radar, the allocator's auto-watch, every strategy, the risk gate and the paper
-//! broker's fill model — the live engine runner itself ([`crate::engine::replay_desk`]) on a
-//! manual clock, over a database of its own (a temporary SQLite file, removed after) and a
-//! simulated market of its own: the service's universe (same seed and size), so a day replays
-//! exactly the prints the live feed made. A replay is a backtest row (`kind: "desk"`, symbol
-//! `*`), queued, leased and run like one; its result has the shape of live analytics: the
+//! Whole-desk replays (`POST /api/backtests` with `kind: "desk"`, issue 26.2): trading days
+//! replayed through the radar, the allocator's auto-watch, every strategy, the risk gate and the
+//! paper broker's fill model — the live engine runner itself ([`crate::engine::replay_desk`]) on
+//! a manual clock, over a database of its own (a temporary SQLite file, removed after) and a
+//! market of its own: either the simulated market regenerated (the service's universe, same seed
+//! and size, so a day replays exactly the prints the live feed made), or the stored minute bars
+//! of downloaded (or imported) days, printed the same way ([`tradeops_brokers::stored`]). A
+//! replay is a backtest row (`kind: "desk"`, symbol `*`), queued, leased and run like one; its
+//! result has the shape of live analytics: the
 //! completed trades with features and outcomes (built by the trades service from the replay's
 //! orders, as live trades are), the risk violations, the watchlist the allocator built, the
 //! equity curve and its metrics, and performance per symbol.
@@ -25,32 +27,77 @@ use tradeops_brokers::paper::{PaperBroker, PaperConfig, PaperExecution};
 use tradeops_brokers::reference::WithReference;
 use tradeops_brokers::simulated::live::LiveMarket;
 use tradeops_brokers::simulated::SimulatedMarket;
+use tradeops_brokers::stored::{StoredDays, StoredMarket};
 use tradeops_brokers::MarketData;
 use tradeops_core::clock::ManualClock;
 use tradeops_core::metrics::EquityPoint;
 use tradeops_core::time::{format_ts, from_epoch_ms, to_epoch_ms};
 use tradeops_core::{Clock, Settings, Timestamp};
-use tradeops_store::{BacktestRecord, Database, MarketRepository, SettingsRepository, SettingsVersion};
+use tradeops_store::{BacktestRecord, DataRepository, Database, MarketRepository, SettingsRepository, SettingsVersion};
 
 /// The most market time one replay covers.
 pub const MAX_DAYS: i64 = 5;
 
-/// The simulated market a replay regenerates (the service's, when its data broker is the
-/// simulated market).
+/// The most symbols a replay of downloaded days trades.
+pub const MAX_SYMBOLS: usize = 2_000;
+/// Calendar days of daily bars read before a replay's start (the radar's average volume spans
+/// 20 trading days), and of minute bars (a previous close where no daily bar is stored).
+const DAILY_LOOKBACK_DAYS: i64 = 45;
+const MINUTE_LOOKBACK_DAYS: i64 = 5;
+
+/// What replays run on in this process: the paper broker's fill model, and the simulated market
+/// a `simulated` replay regenerates.
 #[derive(Clone, Debug)]
 pub struct DeskSource {
-    pub seed: u64,
-    pub symbols: usize,
-    /// Whether the universe's float and sector are known (`sim.reference_data`).
-    pub reference_data: bool,
+    /// The service's simulated market, when it is the data broker.
+    pub simulated: Option<SimulatedSource>,
     /// The paper broker's latencies, slippage and fees (`[paper]`).
     pub paper: PaperConfig,
 }
 
-/// `POST /api/backtests/desk`.
+/// The service's simulated market.
+#[derive(Clone, Debug)]
+pub struct SimulatedSource {
+    pub seed: u64,
+    pub symbols: usize,
+    /// Whether the universe's float and sector are known (`sim.reference_data`).
+    pub reference_data: bool,
+}
+
+/// A whole-desk replay's kind.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, utoipa::ToSchema)]
+pub enum DeskKind {
+    #[serde(rename = "desk")]
+    Desk,
+}
+
+/// Whose prints a replay trades.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ReplaySource {
+    /// The simulated market's, regenerated (where it is the data broker).
+    Simulated,
+    /// The stored minute bars of downloaded or imported days.
+    Downloaded,
+}
+
+/// `POST /api/backtests` (or `/api/backtests/run`) with `kind: "desk"`.
 #[derive(Clone, Debug, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DeskRequest {
+    /// `desk`.
+    pub kind: DeskKind,
+    /// `simulated` (the default where the simulated market is the data broker): the simulated
+    /// market's days, regenerated; or `downloaded` (the default elsewhere): the stored minute bars
+    /// of downloaded or imported days (`POST /api/data/download`), with the previous closes and
+    /// average volumes the stored days before them give.
+    #[schema(nullable = false)]
+    pub source: Option<ReplaySource>,
+    /// `downloaded` only: the symbols the radar scans and the desk may trade (default: every
+    /// symbol with stored minute bars in the range); at most 2,000, each with stored minute bars
+    /// in the range.
+    #[schema(nullable = false, max_items = 2000)]
+    pub symbols: Option<Vec<tradeops_core::Symbol>>,
     /// RFC 3339 market time the replay starts trading at (the day's earlier minutes are
     /// generated, as the live feed generates them when it starts, not traded).
     #[serde(with = "tradeops_core::time::serde_ts")]
@@ -75,6 +122,12 @@ pub struct DeskRequest {
 pub(crate) struct StoredDesk {
     /// `desk`: what tells a replay's row from a single run's.
     kind: String,
+    /// `simulated` or `downloaded` (rows before it was asked: `simulated`).
+    #[serde(default = "simulated")]
+    source: ReplaySource,
+    /// `downloaded`: the symbols replayed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    symbols: Option<Vec<String>>,
     /// The allocator's strategy (what auto-watched symbols trade), its version and parameters,
     /// and `*`: every symbol.
     strategy_id: String,
@@ -100,6 +153,10 @@ pub(crate) struct StoredDesk {
     effective_settings: Value,
 }
 
+fn simulated() -> ReplaySource {
+    ReplaySource::Simulated
+}
+
 /// Whether a run's stored request is a desk replay's.
 pub(crate) fn is_desk(request: &str) -> bool {
     serde_json::from_str::<Value>(request).is_ok_and(|v| v["kind"] == "desk")
@@ -107,12 +164,25 @@ pub(crate) fn is_desk(request: &str) -> bool {
 
 /// Validates and queues a replay.
 pub async fn enqueue(jobs: &Jobs, req: DeskRequest, actor: &str) -> DomainResult<BacktestRecord> {
-    let Some(source) = &jobs.desk else {
-        return Err(DomainError::validation(
-            "start",
-            "a desk replay regenerates the simulated market: this service's data broker is not the simulated market",
-        ));
-    };
+    let source = req.source.unwrap_or(if jobs.desk.simulated.is_some() {
+        ReplaySource::Simulated
+    } else {
+        ReplaySource::Downloaded
+    });
+    if source == ReplaySource::Simulated {
+        if jobs.desk.simulated.is_none() {
+            return Err(DomainError::validation(
+                "source",
+                "a simulated replay regenerates the simulated market: this service's data broker is not the simulated market (replay downloaded days: `downloaded`)",
+            ));
+        }
+        if req.symbols.is_some() {
+            return Err(DomainError::validation(
+                "symbols",
+                "a simulated replay scans the simulated market's whole universe; symbols are for `downloaded`",
+            ));
+        }
+    }
     if req.settings.as_ref().is_some_and(|patch| patch.contains_key("runtime")) {
         return Err(DomainError::validation(
             "settings.runtime",
@@ -129,6 +199,10 @@ pub async fn enqueue(jobs: &Jobs, req: DeskRequest, actor: &str) -> DomainResult
     if req.end > jobs.market_clock.now() {
         return Err(DomainError::validation("end", "must not be in the future (market time)"));
     }
+    let symbols = match source {
+        ReplaySource::Simulated => None,
+        ReplaySource::Downloaded => Some(stored_symbols(jobs, &req).await?),
+    };
     let initial_cash = bounded(
         "initial_cash",
         INITIAL_CASH_RULE,
@@ -142,6 +216,8 @@ pub async fn enqueue(jobs: &Jobs, req: DeskRequest, actor: &str) -> DomainResult
         .unwrap_or_default();
     let stored = StoredDesk {
         kind: "desk".into(),
+        source,
+        symbols,
         strategy_version: tradeops_core::strategy::make(&strategy_id)
             .map(|s| s.version().to_string())
             .unwrap_or_default(),
@@ -150,7 +226,7 @@ pub async fn enqueue(jobs: &Jobs, req: DeskRequest, actor: &str) -> DomainResult
         parameters,
         timeframe,
         fill: "PAPER".into(),
-        slippage_bps: Decimal::try_from(source.paper.slippage_bps).unwrap_or_default().normalize(),
+        slippage_bps: Decimal::try_from(jobs.desk.paper.slippage_bps).unwrap_or_default().normalize(),
         commission_rate: Decimal::ZERO,
         start: req.start,
         end: req.end,
@@ -162,13 +238,77 @@ pub async fn enqueue(jobs: &Jobs, req: DeskRequest, actor: &str) -> DomainResult
     crate::jobs::backtests::queue(jobs, &stored.strategy_id, &stored.symbol, request, actor).await
 }
 
+/// The symbols a replay of downloaded days trades: those asked for, each with stored minute bars
+/// in the range, or every symbol with some.
+async fn stored_symbols(jobs: &Jobs, req: &DeskRequest) -> DomainResult<Vec<String>> {
+    let repo: &dyn DataRepository = &jobs.db;
+    let (start, end) = (to_epoch_ms(&req.start), to_epoch_ms(&req.end));
+    let symbols = match &req.symbols {
+        Some(asked) => {
+            if asked.is_empty() || asked.len() > MAX_SYMBOLS {
+                return Err(DomainError::validation("symbols", format!("1 to {MAX_SYMBOLS} symbols")));
+            }
+            let mut symbols: Vec<String> = Vec::with_capacity(asked.len());
+            for (i, symbol) in asked.iter().enumerate() {
+                if symbols.iter().any(|s| s == symbol.as_str()) {
+                    return Err(DomainError::validation(format!("symbols[{i}]"), "is given more than once"));
+                }
+                if !repo.has_bars(symbol, "1m", start, end).await? {
+                    return Err(DomainError::NotFound(format!(
+                        "{symbol} has no stored minute bars between start and end: download them first (POST /api/data/download)"
+                    )));
+                }
+                symbols.push(symbol.to_string());
+            }
+            symbols
+        }
+        None => repo.bar_symbols("1m", start, end).await?,
+    };
+    if symbols.is_empty() {
+        return Err(DomainError::NotFound(
+            "no minute bars are stored between start and end: download the days first (POST /api/data/download)".into(),
+        ));
+    }
+    if symbols.len() > MAX_SYMBOLS {
+        return Err(DomainError::validation(
+            "symbols",
+            format!("{} symbols have stored minute bars in the range; name at most {MAX_SYMBOLS}", symbols.len()),
+        ));
+    }
+    Ok(symbols)
+}
+
+/// The stored days a replay of downloaded days prints: its symbols' minute bars from a few days
+/// before its start (previous closes) and daily bars from 45 days before (average volumes).
+async fn load_stored(jobs: &Jobs, stored: &StoredDesk) -> Result<StoredDays, String> {
+    let repo: &dyn DataRepository = &jobs.db;
+    let minute_from = to_epoch_ms(&(stored.start - chrono::Duration::days(MINUTE_LOOKBACK_DAYS)));
+    let daily_from = to_epoch_ms(&(stored.start - chrono::Duration::days(DAILY_LOOKBACK_DAYS)));
+    let end = to_epoch_ms(&stored.end);
+    let mut days = StoredDays::default();
+    for symbol in stored.symbols.iter().flatten() {
+        let symbol = tradeops_core::Symbol::parse(symbol).map_err(|e| format!("unreadable symbol {symbol}: {e}"))?;
+        let read = |e: tradeops_store::StoreError| format!("the stored bars of {symbol}: {e}");
+        let minute = repo.bars(&symbol, "1m", minute_from, end).await.map_err(read)?;
+        let daily = repo.bars(&symbol, "1d", daily_from, end).await.map_err(read)?;
+        days.add(symbol, minute, daily);
+    }
+    Ok(days)
+}
+
 /// Runs a queued replay (the backtest worker hands it over) on a thread of its own, with a
 /// runtime of its own: generating 500 symbols' prints is work the service's runtime (the live
 /// engine, the feed, HTTP) must not wait behind. Its database lives in a temporary folder,
 /// removed whatever happens (the thread runs to its end even when the run was canceled).
 pub(crate) async fn compute(jobs: &Jobs, leases: &Leases, run: &mut BacktestRecord) -> Result<Value, Halt> {
     let stored: StoredDesk = serde_json::from_str(&run.request).map_err(|e| format!("unreadable request: {e}"))?;
-    let source = jobs.desk.clone().ok_or("this process has no simulated market to replay")?;
+    let source = jobs.desk.clone();
+    let market = match stored.source {
+        ReplaySource::Simulated => {
+            Market::Simulated(source.simulated.clone().ok_or("this process has no simulated market to replay")?)
+        }
+        ReplaySource::Downloaded => Market::Stored(Arc::new(load_stored(jobs, &stored).await?)),
+    };
     let settings = Settings::from_json(&stored.effective_settings)
         .map_err(|e| format!("unreadable settings: {}", e.first().map(|f| f.reason.as_str()).unwrap_or("")))?;
     let reference = jobs.reference.clone();
@@ -183,7 +323,7 @@ pub(crate) async fn compute(jobs: &Jobs, leases: &Leases, run: &mut BacktestReco
             let db = Database::open(&format!("sqlite://{}/desk.db", folder.0.display()))
                 .await
                 .map_err(|e| format!("the replay's database: {e}"))?;
-            let result = replay(&stored, settings, source, reference, db.clone(), progress_tx).await;
+            let result = replay(&stored, settings, market, source.paper, reference, db.clone(), progress_tx).await;
             db.close().await;
             result
         })
@@ -208,10 +348,17 @@ impl Drop for TempFolder {
     }
 }
 
+/// The market a replay prints.
+enum Market {
+    Simulated(SimulatedSource),
+    Stored(Arc<StoredDays>),
+}
+
 async fn replay(
     stored: &StoredDesk,
     settings: Settings,
-    source: DeskSource,
+    source: Market,
+    paper: PaperConfig,
     reference: Arc<tradeops_brokers::reference::ReferenceData>,
     db: Database,
     progress: tokio::sync::watch::Sender<f64>,
@@ -234,17 +381,29 @@ async fn replay(
     let settings_service = SettingsService::load(Arc::new(db.clone()), market_clock.clone(), false)
         .await
         .map_err(|e| format!("the replay's settings: {e}"))?;
-    // The service's universe, regenerated: the same prints the live feed made.
-    let mut simulated = SimulatedMarket::new(source.seed, source.symbols);
-    let mut live =
-        LiveMarket::new(simulated.universe.clone(), 1.0, market_clock.clone()).with_reference(reference.clone());
-    if !source.reference_data {
-        simulated = simulated.without_reference_data();
-        live = live.without_reference_data();
-    }
-    let live = Arc::new(live);
-    let market: Arc<dyn MarketData> =
-        Arc::new(WithReference::new(Arc::new(simulated.with_live(live.clone())), reference.clone()));
+    let (live, market): (Arc<LiveMarket>, Arc<dyn MarketData>) = match source {
+        // The service's universe, regenerated: the same prints the live feed made.
+        Market::Simulated(source) => {
+            let mut simulated = SimulatedMarket::new(source.seed, source.symbols);
+            let mut live = LiveMarket::new(simulated.universe.clone(), 1.0, market_clock.clone())
+                .with_reference(reference.clone());
+            if !source.reference_data {
+                simulated = simulated.without_reference_data();
+                live = live.without_reference_data();
+            }
+            let live = Arc::new(live);
+            (live.clone(), Arc::new(simulated.with_live(live)))
+        }
+        // The stored days, printed as the simulated market's are.
+        Market::Stored(days) => {
+            let live = Arc::new(
+                LiveMarket::over_stored(days.clone(), 1.0, market_clock.clone()).with_reference(reference.clone()),
+            );
+            let calendar = tradeops_core::calendar::MarketCalendar::new(settings.runtime.market_calendar);
+            (live.clone(), Arc::new(StoredMarket::new(days, live, calendar)))
+        }
+    };
+    let market: Arc<dyn MarketData> = Arc::new(WithReference::new(market, reference.clone()));
     let events = Arc::new(EventBus::new(market_clock.clone(), market_clock.clone(), settings_service.subscribe()));
     let deps = EngineDeps {
         db: db.clone(),
@@ -253,7 +412,7 @@ async fn replay(
         market_clock: market_clock.clone(),
         initial_cash: stored.initial_cash,
         crash_point: None,
-        broker: Arc::new(PaperExecution::new(PaperBroker::new(source.paper))),
+        broker: Arc::new(PaperExecution::new(PaperBroker::new(paper))),
         market: market.clone(),
     };
     let outcome = replay_desk(deps, live, clock, stored.start, stored.end, &mut move |p| {

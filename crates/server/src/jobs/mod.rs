@@ -56,8 +56,9 @@ pub struct JobContext {
     pub backtests: Notify,
     /// Wakes the sweep worker when a sweep's parts are queued.
     pub sweeps: Notify,
-    /// The simulated market a desk replay regenerates; `None` when the data broker is another.
-    pub desk: Option<desk::DeskSource>,
+    /// What desk replays run on (the simulated market they regenerate, when it is the data
+    /// broker).
+    pub desk: desk::DeskSource,
     /// The threads sweeps' combinations run on: `backtest_parallel` of them, built at first use
     /// and shared by every part this process runs, so sweeps take no more cores than the
     /// operator gave backtests.

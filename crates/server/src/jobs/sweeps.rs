@@ -334,6 +334,7 @@ pub async fn enqueue(jobs: &Jobs, req: SweepRequest, actor: &str) -> DomainResul
     let combos = combinations(&req.grid, req.sample, req.seed.unwrap_or_default())?;
     let timeframe = req.timeframe.unwrap_or(Timeframe::Minute);
     let base = |parameters: Option<Map<String, Value>>| BacktestRequest {
+        kind: None,
         strategy_id: req.strategy_id.clone(),
         symbol: req.symbol.clone(),
         start: req.start,

@@ -552,11 +552,11 @@ async fn a_desk_replay_trades_a_simulated_day_through_the_live_runner_the_same_w
     })
     .await;
     let body = json!({
-        "start": "2026-11-19T14:30:00Z", "end": "2026-11-19T17:30:00Z", "initial_cash": 100000,
+        "kind": "desk", "start": "2026-11-19T14:30:00Z", "end": "2026-11-19T17:30:00Z", "initial_cash": 100000,
         "settings": {"strategy_allocator": {"auto_watch": true, "auto_watch_top_n": 5}}
     });
     let replay = |body: Value| async {
-        let queued = app.post("/api/backtests/desk", ADMIN_TOKEN, body).await;
+        let queued = app.post("/api/backtests", ADMIN_TOKEN, body).await;
         let id = queued.assert_ok(202)["backtest_id"].as_str().unwrap().to_string();
         wait_done(&app, &id).await
     };
@@ -612,14 +612,126 @@ async fn a_desk_replay_trades_a_simulated_day_through_the_live_runner_the_same_w
         ("2026-11-19T17:30:00Z", "2026-11-19T14:30:00Z", "end"),
         ("2026-11-01T00:00:00Z", "2026-11-19T00:00:00Z", "end"),
     ] {
-        let reply = app.post("/api/backtests/desk", ADMIN_TOKEN, json!({"start": start, "end": end})).await;
+        let reply = app.post("/api/backtests", ADMIN_TOKEN, json!({"kind": "desk", "start": start, "end": end})).await;
         reply.assert_error(400, "VALIDATION_ERROR");
         assert_eq!(reply.body["error"]["detail"]["field"], field, "{}", reply.body);
     }
-    let calendar = json!({"start": "2026-11-19T14:30:00Z", "end": "2026-11-19T15:30:00Z",
+    let calendar = json!({"kind": "desk", "start": "2026-11-19T14:30:00Z", "end": "2026-11-19T15:30:00Z",
                           "settings": {"runtime": {"market_calendar": "NYSE"}}});
-    let reply = app.post("/api/backtests/desk", ADMIN_TOKEN, calendar).await;
+    let reply = app.post("/api/backtests/run", ADMIN_TOKEN, calendar).await;
     reply.assert_error(400, "VALIDATION_ERROR");
     assert_eq!(reply.body["error"]["detail"]["field"], "settings.runtime", "{}", reply.body);
+    assert_eq!(app.get("/api/backtests").await.body["meta"]["count"], before);
+}
+
+/// A replay of downloaded days (issue 26.2, `source: "downloaded"`): the stored minute bars of
+/// every symbol, printed as the simulated market prints its own, with the previous closes and
+/// average volumes the stored daily bars give. Downloaded from the simulated market, a day
+/// replays to the very trades, watchlist and violations the simulated replay of that day makes;
+/// a symbol or range with nothing stored is refused, nothing queued.
+#[tokio::test]
+async fn a_replay_of_downloaded_days_trades_as_the_simulated_replay_of_the_same_days() {
+    const SYMBOLS: usize = 30;
+    let app = spawn_app_with(|config| {
+        config.auth.rate_limit_per_second = 1_000_000;
+        config.auth.rate_limit_burst = 1_000_000;
+        config.sim.symbols = SYMBOLS as u32;
+        // The stored days know no float or sector; neither does this universe.
+        config.sim.reference_data = false;
+    })
+    .await;
+    let universe = tradeops_brokers::simulated::SimulatedMarket::new(app.config.sim.seed, SYMBOLS).universe;
+    let mut downloads = Vec::new();
+    for p in &universe.symbols {
+        for (timeframe, start, end) in [
+            ("1m", "2026-11-19T05:00:00Z", "2026-11-20T05:00:00Z"),
+            ("1d", "2026-10-10T04:00:00Z", "2026-11-19T05:00:00Z"),
+        ] {
+            let body = json!({"symbol": p.symbol.as_str(), "timeframe": timeframe, "start": start, "end": end});
+            let queued = app.post("/api/data/download", ADMIN_TOKEN, body).await;
+            downloads.push(queued.assert_ok(202)["request_id"].as_str().unwrap().to_string());
+        }
+    }
+    for id in downloads {
+        let mut job = Value::Null;
+        for _ in 0..3000 {
+            job = app.get(&format!("/api/data/downloads/{id}")).await.data().clone();
+            if job["status"] != "QUEUED" && job["status"] != "RUNNING" {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        assert_eq!(job["status"], "COMPLETED", "{job}");
+    }
+
+    let desk = json!({"strategy_allocator": {"auto_watch": true, "auto_watch_top_n": 3},
+        "momentum_radar": {"min_percentage_gain": -100, "min_relative_volume": 0, "max_float": 100000000000u64,
+                           "min_volume": 0, "min_price": 0.01, "max_price": 100000}});
+    let replay = |source: &'static str| {
+        let desk = desk.clone();
+        let app = &app;
+        async move {
+            let body = json!({"kind": "desk", "source": source, "start": "2026-11-19T14:30:00Z",
+                              "end": "2026-11-19T17:30:00Z", "settings": desk});
+            let queued = app.post("/api/backtests", ADMIN_TOKEN, body).await;
+            let id = queued.assert_ok(202)["backtest_id"].as_str().unwrap().to_string();
+            let done = wait_done(app, &id).await;
+            assert_eq!(done["status"], "COMPLETED", "{done}");
+            done
+        }
+    };
+    let simulated = replay("simulated").await;
+    let downloaded = replay("downloaded").await;
+    assert_eq!(downloaded["source"], "downloaded");
+    let mut symbols: Vec<&str> = universe.symbols.iter().map(|p| p.symbol.as_str()).collect();
+    symbols.sort_unstable();
+    assert_eq!(downloaded["symbols"], json!(symbols), "every symbol with stored minute bars");
+    let trades = simulated["trades"].as_array().unwrap();
+    assert!(!trades.is_empty(), "the simulated day trades: {}", simulated["watched"]);
+    // The same trades (their deep dives aside: the simulated market also knows each symbol's
+    // history beyond what was downloaded), watchlist, violations and curve.
+    let rows = |run: &Value| -> Vec<Value> {
+        run["trades"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                let mut t = t.clone();
+                t.as_object_mut().unwrap().retain(|k, _| k != "detail" && k != "trade_id");
+                t
+            })
+            .collect()
+    };
+    assert_eq!(rows(&downloaded), rows(&simulated));
+    assert_eq!(downloaded["watched"], simulated["watched"]);
+    assert_eq!(downloaded["violations"], simulated["violations"]);
+    assert_eq!(downloaded["equity_curve"], simulated["equity_curve"]);
+    assert_eq!(downloaded["final_equity"], simulated["final_equity"]);
+
+    // Nothing stored in the range, a symbol with nothing stored, symbols on a simulated replay,
+    // an unknown source: refused, nothing queued.
+    let before = app.get("/api/backtests").await.body["meta"]["count"].clone();
+    let base =
+        json!({"kind": "desk", "source": "downloaded", "start": "2026-11-18T14:30:00Z", "end": "2026-11-18T17:30:00Z"});
+    app.post("/api/backtests", ADMIN_TOKEN, base.clone()).await.assert_error(404, "NOT_FOUND");
+    let mut unknown = base.clone();
+    unknown["start"] = json!("2026-11-19T14:30:00Z");
+    unknown["end"] = json!("2026-11-19T17:30:00Z");
+    unknown["symbols"] = json!([symbols[0], "ZZZZ"]);
+    app.post("/api/backtests", ADMIN_TOKEN, unknown.clone()).await.assert_error(404, "NOT_FOUND");
+    for (patch, field) in [
+        (json!({"source": "simulated", "symbols": [symbols[0]]}), "symbols"),
+        (json!({"symbols": [symbols[0], symbols[0]]}), "symbols[1]"),
+        (json!({"symbols": []}), "symbols"),
+        (json!({"source": "alpaca"}), "source"),
+    ] {
+        let mut body = unknown.clone();
+        for (k, v) in patch.as_object().unwrap() {
+            body[k] = v.clone();
+        }
+        let reply = app.post("/api/backtests", ADMIN_TOKEN, body).await;
+        reply.assert_error(400, "VALIDATION_ERROR");
+        assert_eq!(reply.body["error"]["detail"]["field"], field, "{}", reply.body);
+    }
     assert_eq!(app.get("/api/backtests").await.body["meta"]["count"], before);
 }

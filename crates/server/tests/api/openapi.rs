@@ -62,7 +62,7 @@ async fn openapi_lists_every_api_route() {
             "GET /api/version",
             "GET /api/watchlist",
             "POST /api/auth/tokens",
-            "POST /api/backtests/desk",
+            "POST /api/backtests",
             "POST /api/backtests/run",
             "POST /api/backtests/sweeps",
             "POST /api/backtests/sweeps/{sweep_id}/cancel",

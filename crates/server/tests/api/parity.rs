@@ -200,7 +200,7 @@ async fn a_simulated_day_traded_live_matches_its_backtest() {
 /// Issue 26.2: a stretch of live PAPER trading on the simulated market — the radar, the
 /// allocator's auto-watch, the strategies, the risk gate and the paper broker, the market clock
 /// stepped 15 s at a time as the live feed steps — and its desk replay (`POST
-/// /api/backtests/desk`) give identical trades and the same watchlist.
+/// /api/backtests` with `kind: "desk"`) give identical trades and the same watchlist.
 #[tokio::test]
 async fn a_live_paper_stretch_and_its_desk_replay_trade_identically() {
     const FROM: &str = "2026-11-19T14:30:00Z"; // 09:30 New York
@@ -279,8 +279,8 @@ async fn a_live_paper_stretch_and_its_desk_replay_trade_identically() {
 
     // The market clock at TO, so the replay's range is not in the future (the live trades were read).
     app.market.set(until);
-    let body = json!({"start": FROM, "end": TO, "initial_cash": app.config.paper.initial_cash, "settings": desk});
-    let queued = app.post("/api/backtests/desk", ADMIN_TOKEN, body).await;
+    let body = json!({"kind": "desk", "start": FROM, "end": TO, "initial_cash": app.config.paper.initial_cash, "settings": desk});
+    let queued = app.post("/api/backtests", ADMIN_TOKEN, body).await;
     let id = queued.assert_ok(202)["backtest_id"].as_str().unwrap().to_string();
     let replay = crate::backtests::wait_done(&app, &id).await;
     assert_eq!(replay["status"], "COMPLETED", "{replay}");

@@ -1,5 +1,6 @@
 //! Backtests: `POST /api/backtests/run`, `GET /api/backtests`, `GET /api/backtests/{backtest_id}`
-//! (CONTRACT §4), and `POST /api/backtests/{backtest_id}/cancel`; parameter sweeps (issue 26):
+//! (CONTRACT §4), `POST /api/backtests` (the same runs, and whole-desk replays: `kind: "desk"`,
+//! issue 26.2) and `POST /api/backtests/{backtest_id}/cancel`; parameter sweeps (issue 26):
 //! `POST /api/backtests/sweeps`, `GET /api/backtests/sweeps[/{sweep_id}]`,
 //! `POST /api/backtests/sweeps/{sweep_id}/cancel`. Runs are durable jobs of [`crate::jobs::backtests`];
 //! their JSON shape ([`run_json`], the rows, the detail and the `backtest.updated` event) is
@@ -8,7 +9,7 @@
 use crate::http::auth::Caller;
 use crate::http::envelope::{ApiResponse, SuccessBody};
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::extract::{Path, Query};
+use crate::http::extract::{parse_json, Path, Query};
 use crate::http::guard::{Action, Sensitive, Target};
 use crate::http::routes::list_limit;
 use crate::http::state::AppState;
@@ -25,14 +26,12 @@ use tradeops_store::{BacktestRecord, BacktestRepository, JobStatus};
 pub const BACKTEST_RUN: Action = Action { name: "backtest.run", role: Role::Operator };
 pub const BACKTEST_CANCEL: Action = Action { name: "backtest.cancel", role: Role::Operator };
 pub const SWEEP_RUN: Action = Action { name: "backtest.sweep", role: Role::Operator };
-pub const DESK_RUN: Action = Action { name: "backtest.desk", role: Role::Operator };
 pub const SWEEP_CANCEL: Action = Action { name: "backtest.sweep_cancel", role: Role::Operator };
 
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api/backtests/run", post(run))
-        .route("/api/backtests/desk", post(desk))
-        .route("/api/backtests", get(list))
+        .route("/api/backtests", get(list).post(create))
         .route("/api/backtests/{backtest_id}", get(one))
         .route("/api/backtests/{backtest_id}/cancel", post(cancel))
         .route("/api/backtests/sweeps", post(sweep).get(sweeps))
@@ -178,42 +177,63 @@ pub struct BacktestAccepted {
     pub status: JobStatus,
 }
 
-/// Queues a backtest of a strategy on one symbol: the live engine, strategies and risk gate on
-/// stored bars, with the simulated fill model. Trading days of the range with no stored bar that
-/// no completed download already asked for are downloaded from the data broker first (one job,
-/// listed in `GET /api/data/downloads`). The range follows the download rules: `end` after
-/// `start`, not in the future, at most 366 days of `1m` bars or 20 years of `1d`. Follow it with
-/// `GET /api/backtests/{backtest_id}` or `backtest.updated` events.
+/// What `POST /api/backtests` and `POST /api/backtests/run` take: a run of one strategy on one
+/// symbol (`kind` absent or `single`), or a whole-desk replay (`kind: "desk"`).
+#[derive(Serialize, utoipa::ToSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+pub enum RunBody {
+    Single(BacktestRequest),
+    Desk(crate::jobs::desk::DeskRequest),
+}
+
+/// Queues a backtest (CONTRACT §4: `strategy_id`, `symbol`, `start`, `end`), or with
+/// `kind: "desk"` a whole-desk replay; the same as `POST /api/backtests`.
 #[utoipa::path(post, path = "/api/backtests/run", tag = "backtests", security(("bearer" = [])),
-    request_body = BacktestRequest,
+    request_body = RunBody,
     responses((status = 202, description = "Queued", body = inline(SuccessBody<BacktestAccepted>)),
               (status = 400, description = "VALIDATION_ERROR (fields named in detail)", body = crate::http::envelope::ErrorBody),
               (status = 404, description = "NOT_FOUND (no such symbol nor stored bars)", body = crate::http::envelope::ErrorBody)))]
-pub async fn run(State(state): State<AppState>, guard: Sensitive) -> ApiResult<ApiResponse<BacktestAccepted>> {
-    guard
-        .run(BACKTEST_RUN, Target::BodyField("symbol"), |caller, req: BacktestRequest| async move {
-            let record = crate::jobs::backtests::enqueue(&state.jobs, req, &caller.principal.name).await?;
-            Ok(ApiResponse::accepted(BacktestAccepted { backtest_id: record.backtest_id, status: record.status }))
-        })
-        .await
+pub async fn run(state: State<AppState>, guard: Sensitive) -> ApiResult<ApiResponse<BacktestAccepted>> {
+    create(state, guard).await
 }
 
-/// Queues a whole-desk replay (issue 26.2): the simulated market's prints of `start`..`end`
-/// replayed through the radar, the allocator's auto-watch, every strategy, the risk gate and the
-/// paper broker's fill model — the live engine runner on a manual clock, over a database of its
-/// own, from a flat book at `initial_cash`, under the operator's settings with `settings`
-/// overrides. A backtest row (`kind: "desk"`, symbol `*`) follows it; its result has the shape
-/// of live analytics: `trades` (rows as `GET /api/trades`), `violations`, `watched` (the
-/// watchlist the allocator built), `by_symbol`, the `equity_curve` and its metrics. Only where
-/// the data broker is the simulated market.
-#[utoipa::path(post, path = "/api/backtests/desk", tag = "backtests", security(("bearer" = [])),
-    request_body = crate::jobs::desk::DeskRequest,
+/// Queues a backtest.
+///
+/// **A run of one strategy on one symbol** (`kind` absent or `single`): the live engine,
+/// strategies and risk gate on stored bars, with the simulated fill model. Trading days of the
+/// range with no stored bar that no completed download already asked for are downloaded from the
+/// data broker first (one job, listed in `GET /api/data/downloads`). The range follows the
+/// download rules: `end` after `start`, not in the future, at most 366 days of `1m` bars or 20
+/// years of `1d`.
+///
+/// **A whole-desk replay** (`kind: "desk"`, issue 26.2): trading days replayed through the
+/// radar, the allocator's auto-watch, every strategy, the risk gate and the paper broker's fill
+/// model — the live engine runner on a manual clock, over a database of its own, from a flat
+/// book at `initial_cash`, under the operator's settings with `settings` overrides. `source`
+/// says whose prints: the simulated market's (`simulated`, where it is the data broker) or the
+/// stored minute bars of downloaded (or imported) days (`downloaded`). Its row has symbol `*`;
+/// its result has the shape of live analytics: `trades` (rows as `GET /api/trades`, each with
+/// its deep dive), `violations`, `watched` (the watchlist the allocator built), `by_symbol`,
+/// the `equity_curve` and its metrics.
+///
+/// Follow either with `GET /api/backtests/{backtest_id}` or `backtest.updated` events.
+#[utoipa::path(post, path = "/api/backtests", tag = "backtests", security(("bearer" = [])),
+    request_body = RunBody,
     responses((status = 202, description = "Queued", body = inline(SuccessBody<BacktestAccepted>)),
-              (status = 400, description = "VALIDATION_ERROR (fields named in detail)", body = crate::http::envelope::ErrorBody)))]
-pub async fn desk(State(state): State<AppState>, guard: Sensitive) -> ApiResult<ApiResponse<BacktestAccepted>> {
+              (status = 400, description = "VALIDATION_ERROR (fields named in detail)", body = crate::http::envelope::ErrorBody),
+              (status = 404, description = "NOT_FOUND (no such symbol nor stored bars)", body = crate::http::envelope::ErrorBody)))]
+pub async fn create(State(state): State<AppState>, guard: Sensitive) -> ApiResult<ApiResponse<BacktestAccepted>> {
     guard
-        .run(DESK_RUN, Target::Fixed("desk"), |caller, req: crate::jobs::desk::DeskRequest| async move {
-            let record = crate::jobs::desk::enqueue(&state.jobs, req, &caller.principal.name).await?;
+        .run(BACKTEST_RUN, Target::BodyField("symbol"), |caller, body: Value| async move {
+            // The kind decides the shape; each shape's own rules name a faulty field.
+            let bytes = serde_json::to_vec(&body).map_err(ApiError::internal)?;
+            let actor = &caller.principal.name;
+            let record = if body.get("kind").and_then(Value::as_str) == Some("desk") {
+                crate::jobs::desk::enqueue(&state.jobs, parse_json(&bytes)?, actor).await?
+            } else {
+                crate::jobs::backtests::enqueue(&state.jobs, parse_json(&bytes)?, actor).await?
+            };
             Ok(ApiResponse::accepted(BacktestAccepted { backtest_id: record.backtest_id, status: record.status }))
         })
         .await
@@ -311,10 +331,16 @@ pub struct BacktestRun {
     pub slippage_bps: f64,
     /// `NEXT_OPEN` or `CLOSE`; `PAPER` for a whole-desk replay (the paper broker's fills).
     pub fill: String,
-    /// `desk` for a whole-desk replay (`POST /api/backtests/desk`, symbol `*`); absent for a run
+    /// `desk` for a whole-desk replay (`kind: "desk"`, symbol `*`); absent for a run
     /// of one strategy on one symbol.
     #[schema(nullable = false)]
     pub kind: Option<String>,
+    /// A whole-desk replay's prints: `simulated` or `downloaded`.
+    #[schema(nullable = false)]
+    pub source: Option<String>,
+    /// A replay of downloaded days: the symbols it replayed.
+    #[schema(nullable = false)]
+    pub symbols: Option<Vec<String>>,
     /// The request's settings overrides, as sent.
     #[schema(value_type = Option<Object>)]
     pub settings: Option<Value>,
