@@ -1,7 +1,8 @@
-// New York wall times for the whole-desk replay's form (POST /api/backtests/desk takes RFC 3339
-// instants; an operator thinks of a trading day in New York time): a `datetime-local` value read
-// as New York time and back, and the trading day before a date. Free of the DOM, so Node's test
-// runner checks them (tests/desk_time.test.mjs), daylight-saving changes included.
+// New York wall times for the whole-desk replay's form (POST /api/backtests with `kind: "desk"`
+// takes RFC 3339 instants; an operator thinks of a trading day in New York time): a
+// `datetime-local` value read as New York time and back, and the trading day before a date; and
+// the symbols typed for a replay of downloaded days, as the list the API takes. Free of the DOM,
+// so Node's test runner checks them (tests/desk_time.test.mjs), daylight-saving changes included.
 
 const nyParts = new Intl.DateTimeFormat("en-CA", {
   timeZone: "America/New_York",
@@ -78,4 +79,26 @@ export function spanMs(start: string, end: string): number | null {
   const a = nyLocalToIso(start);
   const b = nyLocalToIso(end);
   return a && b ? Date.parse(b) - Date.parse(a) : null;
+}
+
+/**
+ * Symbols typed for a replay of downloaded days ("aapl, msft  nvda") as the API's list, in the
+ * order typed, uppercased: commas, semicolons and spaces separate them. Repeats are kept (the
+ * service refuses them at `symbols[i]`; duplicateAt finds the first). Empty: none named.
+ */
+export function parseSymbols(text: string): string[] {
+  return text
+    .split(/[\s,;]+/)
+    .map((s) => s.trim().toUpperCase())
+    .filter((s) => s !== "");
+}
+
+/** The index of the first symbol that repeats an earlier one, or -1. */
+export function duplicateAt(symbols: string[]): number {
+  const seen = new Set<string>();
+  for (let i = 0; i < symbols.length; i++) {
+    if (seen.has(symbols[i])) return i;
+    seen.add(symbols[i]);
+  }
+  return -1;
 }

@@ -9,7 +9,7 @@
 // themes (screenshots in SCREENSHOT_DIR), watches a symbol from the radar, places and cancels an
 // order, closes a position, triggers and resumes an emergency halt and restarts the strategies it
 // stopped, reads the violations table and a backtest's chart axes, replays the desk over a past
-// stretch of the simulated market and reads its day, and checks that each effect
+// stretch of the simulated market (refusing downloaded days with none stored) and reads its day, and checks that each effect
 // reaches the page through the event stream (the header's clock and trading state included).
 // Alerts are provoked for real: fills, refusals, the halt, the broker made unreachable and its
 // books made to disagree (FAULT_FILE), the event stream cut (PROXY_URL), the daily loss limit reached;
@@ -954,6 +954,9 @@ await run("replay the desk from its form: refusals at their fields, the row COMP
   const prevDay = prev.toISOString().slice(0, 10);
   assert.equal(await form.locator('input[name="start"]').inputValue(), `${prevDay}T00:00`);
   assert.equal(await form.locator('input[name="auto_watch"]').isChecked(), true, "auto-watch on by default");
+  // The simulated market's prints by default, where it is the data broker; symbols only for downloaded days.
+  assert.equal(await form.locator('select[name="source"]').inputValue(), "simulated");
+  assert.equal(await form.locator('input[name="symbols"]').count(), 0);
   const invalid = (name) => form.locator(".field.invalid", { has: page.locator(`input[name="${name}"]`) });
   // The service's refusals, each at the field it names: the settings override, then the range.
   await form.locator('input[name="auto_watch_top_n"]').fill("500");
@@ -965,6 +968,19 @@ await run("replay the desk from its form: refusals at their fields, the row COMP
   await form.locator('[data-testid="run-desk"]').click();
   await invalid("end").filter({ hasText: "future" }).waitFor();
   assert.equal(await invalid("auto_watch_top_n").count(), 0);
+  // Downloaded days: a symbol named twice is refused at the symbols, one with no stored minute
+  // bars in the range in the form's banner (download first).
+  await form.locator('input[name="start"]').fill("2026-11-19T09:30");
+  await form.locator('input[name="end"]').fill("2026-11-19T11:30");
+  await form.locator('select[name="source"]').selectOption("downloaded");
+  await form.locator('input[name="symbols"]').fill("zzzz, ZZZZ");
+  await form.locator('[data-testid="run-desk"]').click();
+  await invalid("symbols").filter({ hasText: "ZZZZ: is given more than once" }).waitFor();
+  await form.locator('input[name="symbols"]').fill("zzzz");
+  await form.locator('[data-testid="run-desk"]').click();
+  await form.locator(".banner.error").filter({ hasText: "download" }).waitFor();
+  await form.locator('select[name="source"]').selectOption("simulated");
+  assert.equal(await form.locator('input[name="symbols"]').count(), 0);
 
   // Two hours of the simulated day before the test's, auto-watching the radar's top 5 (New York
   // times: 14:30Z to 16:30Z).
@@ -974,7 +990,7 @@ await run("replay the desk from its form: refusals at their fields, the row COMP
   await form.locator('[data-testid="run-desk"]').click();
   await page.locator('[data-testid="toast"]').filter({ hasText: "Desk replay queued" }).waitFor();
   const queued = (await api("GET", "/api/backtests?limit=50")).filter((r) => r.kind === "desk").sort((a, b) => b.created_at.localeCompare(a.created_at))[0];
-  assert.deepEqual([queued.start, queued.end, queued.symbol], ["2026-11-19T14:30:00.000Z", "2026-11-19T16:30:00.000Z", "*"], JSON.stringify(queued));
+  assert.deepEqual([queued.start, queued.end, queued.symbol, queued.source], ["2026-11-19T14:30:00.000Z", "2026-11-19T16:30:00.000Z", "*", "simulated"], JSON.stringify(queued));
   assert.deepEqual(queued.settings, { strategy_allocator: { auto_watch: true, auto_watch_top_n: 5 } });
   const row = page.locator(`[data-testid="backtests-table"] tbody tr[data-key="${queued.backtest_id}"]`);
   await row.filter({ hasText: "COMPLETED" }).waitFor({ timeout: 60_000 });
@@ -990,6 +1006,7 @@ await run("replay the desk from its form: refusals at their fields, the row COMP
   const detail = dialog.locator('[data-testid="desk-detail"]');
   await detail.waitFor();
   assert.equal(await dialog.locator('[data-testid="backtest-price-chart"]').count(), 0, "no price chart of `*`");
+  assert.equal(await dialog.locator('[data-testid="desk-source"]').innerText(), "simulated market");
   await detail.locator('[data-testid="equity-chart"] canvas').waitFor();
   // The day's figures, its trades, symbols, watchlist and refusals are the API's.
   const trades = detail.locator('[data-testid="desk-trades"] tbody tr[data-key]');
@@ -1042,8 +1059,8 @@ await run("replay the desk from its form: refusals at their fields, the row COMP
   assert.equal(await page.evaluate(() => document.documentElement.dataset.theme), "light");
 
   // The same day with a loss limit of a cent: the desk ends REDUCING, and the detail says so.
-  const tight = await api("POST", "/api/backtests/desk", {
-    start: queued.start, end: queued.end, settings: { strategy_allocator: { auto_watch: true, auto_watch_top_n: 5 }, risk_controls: { max_daily_loss: 0.01 } },
+  const tight = await api("POST", "/api/backtests", {
+    kind: "desk", start: queued.start, end: queued.end, settings: { strategy_allocator: { auto_watch: true, auto_watch_top_n: 5 }, risk_controls: { max_daily_loss: 0.01 } },
   });
   const tightRow = page.locator(`[data-testid="backtests-table"] tbody tr[data-key="${tight.backtest_id}"]`);
   await tightRow.filter({ hasText: "COMPLETED" }).waitFor({ timeout: 60_000 });
@@ -1066,6 +1083,7 @@ await run("replay the desk from its form: refusals at their fields, the row COMP
   assert.equal(await form.locator('input[name="end"]').inputValue(), "2026-11-19T11:30");
   assert.equal(await form.locator('input[name="auto_watch_top_n"]').inputValue(), "5");
   assert.equal(await form.locator('input[name="max_daily_loss"]').inputValue(), "0.01");
+  assert.equal(await form.locator('select[name="source"]').inputValue(), "simulated");
   page.off("request", watchBars);
   assert.deepEqual(starBars, [], "no request for bars of `*`");
 });

@@ -1,7 +1,8 @@
 // Unit tests of the whole-desk replay form's New York times (src/desk_time.ts), bundled with
 // esbuild and run by Node's test runner: `node --test tests/desk_time.test.mjs` (or `npm test`).
 // A New York wall time is sent as the instant it is, on both sides of a daylight-saving change,
-// and the default day is the weekday before the market's date.
+// the default day is the weekday before the market's date, and typed symbols read as the list a
+// replay of downloaded days is sent.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as esbuild from "esbuild";
@@ -41,4 +42,13 @@ test("the default replay is the weekday before the market's date, whole", () => 
   assert.equal(t.spanMs("2026-11-19T09:30", "2026-11-19T11:30"), 2 * 3_600_000);
   assert.equal(t.spanMs("2026-03-07T12:00", "2026-03-08T12:00"), 23 * 3_600_000, "the spring day is 23 hours");
   assert.equal(t.spanMs("x", "2026-11-19T11:30"), null);
+});
+
+test("typed symbols read as the list sent, uppercased, repeats found", () => {
+  assert.deepEqual(t.parseSymbols(" aapl, msft  nvda;brk.b\n"), ["AAPL", "MSFT", "NVDA", "BRK.B"]);
+  assert.deepEqual(t.parseSymbols(" , ;  "), [], "nothing named: every stored symbol");
+  assert.deepEqual(t.parseSymbols(""), []);
+  assert.equal(t.duplicateAt(t.parseSymbols("AAPL msft aapl MSFT")), 2, "the first repeat");
+  assert.equal(t.duplicateAt(["AAPL", "MSFT"]), -1);
+  assert.equal(t.duplicateAt([]), -1);
 });

@@ -2,7 +2,9 @@
 // equity curve with its drawdown, the trades, and the parameters and settings it ran under.
 // Shown in a wide dialog from the Data & Backtests tab; follows `backtest.updated` while the run
 // is queued or running. A whole-desk replay (`kind: "desk"`, symbol `*`) is a backtest row too:
-// its result reads like a trading day (desk_detail.tsx), and no bars of `*` are ever asked for.
+// its header says whose prints it traded (the simulated market's, or downloaded days' and which
+// symbols), its result reads like a trading day (desk_detail.tsx), and no bars of `*` are ever
+// asked for.
 import { Fragment, type ComponentChildren } from "preact";
 import { useCallback } from "preact/hooks";
 import { get, post } from "../api";
@@ -13,7 +15,7 @@ import { anyValue, axisLabel, date, dateTime, duration, fixed, frac, int, market
 import { canOperate } from "../session";
 import type { Trade } from "../types";
 import { Action, Badge, ErrorBanner, Modal, Table, useLoad, useThrottled, type Column } from "../ui";
-import { DeskDetail, deskRange, type DeskSymbol, type DeskViolation, type DeskWatch } from "./desk_detail";
+import { DeskDetail, DeskSourceTag, DeskSymbolList, deskRange, type DeskSymbol, type DeskViolation, type DeskWatch } from "./desk_detail";
 
 // ---------------------------------------------------------------------------------------------
 // Types (the API's backtest resources)
@@ -23,8 +25,12 @@ export type Status = "QUEUED" | "RUNNING" | "COMPLETED" | "FAILED" | string;
 /** A row of GET /api/backtests, and the payload of `backtest.updated`. */
 export interface BacktestRow {
   backtest_id: string;
-  /** `desk` for a whole-desk replay (POST /api/backtests/desk); absent for a single run. */
+  /** `desk` for a whole-desk replay (POST /api/backtests with `kind: "desk"`); absent for a single run. */
   kind?: string;
+  /** A desk replay's prints: `simulated` (also when absent, on older rows) or `downloaded`. */
+  source?: string;
+  /** A replay of downloaded days: the symbols it replayed. */
+  symbols?: string[];
   status: Status;
   /** 0..1 */
   progress: number;
@@ -397,6 +403,17 @@ function Settings({ d }: { d: BacktestDetail }) {
             <dl class="kv">
               <dt>Market time</dt>
               <dd>{deskRange(d.start, d.end)}</dd>
+              <dt>Prints</dt>
+              <dd>
+                {d.source === "downloaded" ? (
+                  <>
+                    the stored minute bars of downloaded (or imported) days
+                    {d.symbols?.length ? <DeskSymbolList symbols={d.symbols} /> : null}
+                  </>
+                ) : (
+                  "the simulated market's, regenerated as the live feed made them"
+                )}
+              </dd>
               <dt>Initial cash</dt>
               <dd>{money(d.initial_cash)}, a flat book</dd>
               <dt>Fills</dt>
@@ -507,7 +524,7 @@ export function BacktestDetailModal({
 
   const title = d && desk ? (
     <>
-      Desk replay <span class="muted">· {d.strategy_id} on every watched symbol</span> · {deskRange(d.start, d.end)} <Badge text={d.status} />
+      Desk replay <span class="muted">· {d.strategy_id} on every watched symbol</span> · {deskRange(d.start, d.end)} · <DeskSourceTag d={d} testid="desk-source" /> <Badge text={d.status} />
     </>
   ) : d ? (
     <>

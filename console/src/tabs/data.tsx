@@ -1,6 +1,7 @@
 // Data & Backtests: run a strategy over stored bars and read the results; replay the whole desk
-// over a past stretch of the simulated market (desk_form.tsx, desk_detail.tsx); sweep a strategy's
-// parameters (sweeps.tsx); download bars from the data broker; import bars from a CSV file.
+// over a past stretch of the simulated market or of downloaded days (desk_form.tsx,
+// desk_detail.tsx); sweep a strategy's parameters (sweeps.tsx); download bars from the data
+// broker; import bars from a CSV file.
 // Downloads and backtests run in the background; their rows follow the `download.updated` and
 // `backtest.updated` events, which carry the whole list row, so the tables update in place
 // without polling (sweeps publish no event: their list polls while one runs).
@@ -31,7 +32,7 @@ import {
   type RiskControls,
   type Strategy,
 } from "./data_form";
-import { deskRange } from "./desk_detail";
+import { deskRange, deskSourceText } from "./desk_detail";
 import { DeskForm, deskFormFrom, type DeskSeed } from "./desk_form";
 import { overrideList } from "./sweep_detail";
 import { Sweeps, type SweepPick } from "./sweeps";
@@ -481,7 +482,7 @@ function backtestColumns(): Column<BacktestRow>[] {
       sortValue: (r) => (isDesk(r) ? "" : r.symbol),
       render: (r) =>
         isDesk(r) ? (
-          <span class="desk-tag" data-testid="desk-row-tag" title="A whole-desk replay: every symbol the allocator watched, traded as the live desk would have">
+          <span class="desk-tag" data-testid="desk-row-tag" title={`A whole-desk replay of the ${deskSourceText(r)}: every symbol the allocator watched, traded as the live desk would have`}>
             Desk replay
           </span>
         ) : (
@@ -1003,7 +1004,7 @@ export function DataTab() {
         <Section
           title={
             <>
-              Replay the desk <span class="muted">· a past stretch of the simulated market, traded as the live desk would have traded it</span>
+              Replay the desk <span class="muted">· a past stretch of the simulated market or of downloaded days, traded as the live desk would have traded it</span>
             </>
           }
         >

@@ -1,9 +1,10 @@
 // A whole-desk replay's result (GET /api/backtests/{id} of a `kind: "desk"` row), read like a
-// trading day: the day's figures with the risk gate's state at the end (REDUCING stands out), the
-// equity curve, the trades (one opens inline with its price chart), the performance of each
-// symbol, the watchlist the allocator built and the orders the risk gate refused. Shown inside
-// the backtest dialog (backtest_detail.tsx) in place of a single run's metrics and price chart:
-// a replay's symbol is `*`, whose bars are never asked for.
+// trading day: whose prints it traded (the simulated market's, or the stored minute bars of
+// downloaded days, with the symbols replayed), the day's figures with the risk gate's state at
+// the end (REDUCING stands out), the equity curve, the trades (one opens inline with its price
+// chart), the performance of each symbol, the watchlist the allocator built and the orders the
+// risk gate refused. Shown inside the backtest dialog (backtest_detail.tsx) in place of a single
+// run's metrics and price chart: a replay's symbol is `*`, whose bars are never asked for.
 import "./desk.css";
 import { useState } from "preact/hooks";
 import { isoToNyLocal, nextDay } from "../desk_time";
@@ -32,6 +33,53 @@ export interface DeskViolation {
   client_order_id: string | null;
   detail: { message?: string; limit?: unknown; current?: unknown; [k: string]: unknown } | null;
   timestamp: string;
+}
+
+/** Whose prints a replay trades (`source`): the simulated market's, regenerated, or the stored minute bars of downloaded days. */
+export type DeskSource = "simulated" | "downloaded";
+
+/** A replay's prints in words: "simulated market" (also rows from before `source`), "downloaded days: 12 symbols". */
+export function deskSourceText(d: { source?: string | null; symbols?: string[] | null }): string {
+  if (d.source !== "downloaded") return "simulated market";
+  const n = d.symbols?.length ?? 0;
+  return n ? `downloaded days: ${int(n)} symbol${n === 1 ? "" : "s"}` : "downloaded days";
+}
+
+/** The symbols a replay of downloaded days replayed, for a title (the first 100, then how many more). */
+function symbolsTitle(symbols: string[]): string {
+  const more = symbols.length - 100;
+  return `${symbols.slice(0, 100).join(", ")}${more > 0 ? ` … and ${int(more)} more` : ""}`;
+}
+
+/** A replay's prints, in a header: the symbols replayed in its title. */
+export function DeskSourceTag({ d, testid }: { d: { source?: string | null; symbols?: string[] | null }; testid?: string }) {
+  const downloaded = d.source === "downloaded";
+  return (
+    <span
+      class="desk-source"
+      data-testid={testid}
+      data-source={downloaded ? "downloaded" : "simulated"}
+      title={
+        downloaded
+          ? `The stored minute bars of downloaded (or imported) days${d.symbols?.length ? `: ${symbolsTitle(d.symbols)}` : ""}`
+          : "The simulated market's prints of that time, regenerated as the live feed made them"
+      }
+    >
+      {deskSourceText(d)}
+    </span>
+  );
+}
+
+/** The symbols a replay of downloaded days replayed, folded. */
+export function DeskSymbolList({ symbols, testid }: { symbols: string[]; testid?: string }) {
+  return (
+    <details class="desk-symbols" data-testid={testid}>
+      <summary>
+        {int(symbols.length)} symbol{symbols.length === 1 ? "" : "s"} replayed
+      </summary>
+      <div class="mono">{symbols.join(" ")}</div>
+    </details>
+  );
 }
 
 /** One symbol's trades in the replay (`by_symbol`). */
@@ -125,8 +173,9 @@ export function DeskDetail({ d }: { d: BacktestDetail }) {
   return (
     <div class="desk-day" data-testid="desk-detail">
       <div class="desk-line muted">
-        {deskRange(d.start, d.end)} · {int(d.steps)} market steps of 15 s · {int(d.scans)} radar scans · {int(watched.length)} symbol{watched.length === 1 ? "" : "s"} watched
+        {deskRange(d.start, d.end)} · <DeskSourceTag d={d} /> · {int(d.steps)} market steps of 15 s · {int(d.scans)} radar scans · {int(watched.length)} symbol{watched.length === 1 ? "" : "s"} watched
       </div>
+      {d.source === "downloaded" && (d.symbols?.length ?? 0) > 0 && <DeskSymbolList symbols={d.symbols!} testid="desk-symbols" />}
       <div class="dt-metrics desk-metrics" data-testid="desk-metrics">
         <Metric label="Net P&L" value={pnl(net)} cls={sign(net)} sub={`on ${money(d.initial_cash)}, a flat book at the start`} testid="desk-net-pnl" title="Final equity − initial cash: closed trades and any position still open at the end" />
         <Metric label="Return" value={signedFrac(d.total_return)} cls={sign(d.total_return)} sub={`final equity ${money(d.final_equity)}`} />
@@ -194,7 +243,10 @@ export function DeskDetail({ d }: { d: BacktestDetail }) {
             note={
               <>
                 A replay keeps its trades' rows: their orders, fills, market features and timeline stayed in the replay's own database, removed when
-                it ended. The bars are the data broker's, the simulated market's prints that the replay traded on.
+                it ended.{" "}
+                {d.source === "downloaded"
+                  ? "The bars are the data broker's of those minutes; the replay traded on the stored minute bars of the downloaded (or imported) days."
+                  : "The bars are the data broker's, the simulated market's prints that the replay traded on."}
               </>
             }
           />

@@ -1,31 +1,41 @@
-// The form that queues a whole-desk replay (POST /api/backtests/desk): a stretch of past market
-// time in New York time (by default the previous trading day, whole), the book's cash, and the
-// overrides that matter most for one — the allocator's auto-watch and how many radar rows it
-// takes, and the max daily loss — sent in the shape of PUT /api/settings. A refusal is shown at
-// the field it names, as the other forms of the tab show theirs.
+// The form that queues a whole-desk replay (POST /api/backtests with `kind: "desk"`): whose
+// prints it trades — the simulated market's, regenerated (only where the simulated market is the
+// data broker, and then the default), or the stored minute bars of downloaded days (the default
+// elsewhere), of every stored symbol or of those named — a stretch of past market time in New
+// York time (by default the previous trading day, whole), the book's cash, and the overrides that
+// matter most for one — the allocator's auto-watch and how many radar rows it takes, and the max
+// daily loss — sent in the shape of PUT /api/settings. A refusal is shown at the field it names
+// (`symbols[i]` at the symbols), as the other forms of the tab show theirs; one that names none
+// (404: nothing stored in the range) in the form's banner.
 import { useEffect, useRef, useState } from "preact/hooks";
 import { ApiError, post } from "../api";
-import { isoToNyLocal, nyLocalToIso, previousTradingDay, sessionOf, spanMs, wholeDay } from "../desk_time";
+import { duplicateAt, isoToNyLocal, nyLocalToIso, parseSymbols, previousTradingDay, sessionOf, spanMs, wholeDay } from "../desk_time";
 import { duration, inputNumber, marketClock, money, todayNy } from "../format";
 import { ErrorBanner, Field, notify, onInput } from "../ui";
 import type { BacktestDetail } from "./backtest_detail";
 import { parseNum, toApiError, useFormErrors } from "./data_form";
-import { deskRange } from "./desk_detail";
+import { deskRange, deskSourceText, type DeskSource } from "./desk_detail";
 
 /** The most market time one replay covers (the service's `desk::MAX_DAYS`). */
 export const MAX_DESK_DAYS = 5;
+/** The most symbols a replay of downloaded days trades (the service's `desk::MAX_SYMBOLS`). */
+export const MAX_DESK_SYMBOLS = 2000;
 
 /** The live settings the form starts from. */
 export interface DeskLive {
   auto_watch?: boolean;
   auto_watch_top_n?: number;
   max_daily_loss?: number;
-  /** `simulated`, or another data broker (a replay needs the simulated market). */
+  /** `simulated`, or another data broker (only downloaded days replay there). */
   market_data_broker?: string;
 }
 
 /** The form as typed; times are `datetime-local` values in New York time. */
 export interface DeskInputs {
+  /** Whose prints the replay trades. */
+  source: DeskSource;
+  /** Downloaded days only: symbols as typed; empty = every symbol stored in the range. */
+  symbols: string;
   start: string;
   end: string;
   /** False while the range is still the default (it follows the market's date). */
@@ -42,12 +52,22 @@ export interface DeskSeed {
   form: Partial<DeskInputs>;
 }
 
-const FIELDS = ["start", "end", "initial_cash", "settings", "settings.strategy_allocator.auto_watch", "settings.strategy_allocator.auto_watch_top_n", "settings.risk_controls.max_daily_loss"];
+const FIELDS = ["source", "symbols", "symbols[i]", "start", "end", "initial_cash", "settings", "settings.strategy_allocator.auto_watch", "settings.strategy_allocator.auto_watch_top_n", "settings.risk_controls.max_daily_loss"];
+
+/** Whether the form shows a refusal at the field it names (`symbols[3]` as `symbols[i]`). */
+const known = (k: string) => FIELDS.includes(k.replace(/^symbols\[\d+\]$/, "symbols[i]"));
 
 const defaultRange = () => wholeDay(previousTradingDay(todayNy()));
 
+/** Whether the service's market is not the simulated one (unknown until the settings arrive). */
+const notSimulatedMarket = (live: DeskLive | undefined) => live?.market_data_broker !== undefined && live.market_data_broker !== "simulated";
+/** The service's default: the simulated market where it is the data broker, downloaded days elsewhere. */
+const defaultSource = (live: DeskLive | undefined): DeskSource => (notSimulatedMarket(live) ? "downloaded" : "simulated");
+
 function blank(live: DeskLive | undefined): DeskInputs {
   return {
+    source: defaultSource(live),
+    symbols: "",
     ...defaultRange(),
     touched: false,
     initial_cash: "100000",
@@ -69,8 +89,11 @@ export function deskFormFrom(d: BacktestDetail): { form: DeskInputs; dropped: st
       .filter((k) => !["strategy_allocator.auto_watch", "strategy_allocator.auto_watch_top_n", "risk_controls.max_daily_loss"].includes(k)),
   );
   const n = (v: unknown) => (typeof v === "number" ? inputNumber(v) : "");
+  const downloaded = d.source === "downloaded";
   return {
     form: {
+      source: downloaded ? "downloaded" : "simulated",
+      symbols: downloaded ? (d.symbols ?? []).join(" ") : "",
       start: isoToNyLocal(d.start),
       end: isoToNyLocal(d.end),
       touched: true,
@@ -86,11 +109,15 @@ export function deskFormFrom(d: BacktestDetail): { form: DeskInputs; dropped: st
 export function DeskForm({ live, seed, onQueued }: { live: DeskLive | undefined; seed: DeskSeed | null; onQueued: (id: string) => void }) {
   const [f, setF] = useState<DeskInputs>(() => blank(live));
   const [topTouched, setTopTouched] = useState(false);
+  const [sourceTouched, setSourceTouched] = useState(false);
   const [busy, setBusy] = useState(false);
   const box = useRef<HTMLFormElement>(null);
-  const errs = useFormErrors((k) => FIELDS.includes(k));
+  /** The symbols last checked or sent, which a refusal at `symbols[i]` indexes. */
+  const sent = useRef<string[]>([]);
+  const errs = useFormErrors(known);
   const e = errs.fields;
   const marketDate = marketClock.value?.date;
+  const notSimulated = notSimulatedMarket(live);
 
   // The default range follows the market's date (known a moment after the first render).
   useEffect(() => {
@@ -100,11 +127,18 @@ export function DeskForm({ live, seed, onQueued }: { live: DeskLive | undefined;
   useEffect(() => {
     if (!topTouched && live?.auto_watch_top_n !== undefined) setF((p) => ({ ...p, top_n: String(live.auto_watch_top_n) }));
   }, [live?.auto_watch_top_n]);
-  // "Edit & replay again".
+  // The service's default source, once its data broker is known, unless chosen; never the
+  // simulated market where it is not the data broker.
+  useEffect(() => {
+    setF((p) => (notSimulated ? { ...p, source: "downloaded" } : sourceTouched ? p : { ...p, source: defaultSource(live) }));
+  }, [live?.market_data_broker]);
+  // "Edit & replay again" (a simulated replay's range, where the market is no longer simulated,
+  // as downloaded days).
   useEffect(() => {
     if (!seed) return;
-    setF((p) => ({ ...p, ...seed.form }));
+    setF((p) => ({ ...p, ...seed.form, ...(notSimulated && seed.form.source === "simulated" ? { source: "downloaded" as const } : {}) }));
     setTopTouched(true);
+    setSourceTouched(true);
     errs.setError(undefined);
     box.current?.scrollIntoView({ behavior: "smooth", block: "start" });
   }, [seed?.n]);
@@ -122,7 +156,16 @@ export function DeskForm({ live, seed, onQueued }: { live: DeskLive | undefined;
     if (!start) local["start"] = "Pick the New York date and time the replay starts at.";
     if (!end) local["end"] = "Pick the New York date and time it stops at.";
     if (start && end && Date.parse(end) <= Date.parse(start)) local["end"] = "Must be after the start.";
-    const body: Record<string, unknown> = { start, end };
+    const body: Record<string, unknown> = { kind: "desk", source: f.source, start, end };
+    if (f.source === "simulated" && notSimulated) local["source"] = `The market data comes from ${live!.market_data_broker}: only downloaded days replay here.`;
+    if (f.source === "downloaded") {
+      const symbols = parseSymbols(f.symbols);
+      const dup = duplicateAt(symbols);
+      sent.current = symbols;
+      if (symbols.length > MAX_DESK_SYMBOLS) local["symbols"] = `At most ${MAX_DESK_SYMBOLS.toLocaleString("en-US")} symbols; ${symbols.length.toLocaleString("en-US")} named.`;
+      else if (dup >= 0) local[`symbols[${dup}]`] = "is given more than once";
+      if (symbols.length) body["symbols"] = symbols;
+    }
     const cash = parseNum(f.initial_cash);
     if (cash !== undefined) {
       if (Number.isNaN(cash)) local["initial_cash"] = "Not a number.";
@@ -149,8 +192,8 @@ export function DeskForm({ live, seed, onQueued }: { live: DeskLive | undefined;
     setBusy(true);
     errs.setError(undefined);
     try {
-      const r = await post<{ backtest_id: string; status: string }>("/api/backtests/desk", body);
-      notify("ok", `Desk replay queued: ${deskRange(start!, end!)} (${r.backtest_id}). Its row below follows it.`);
+      const r = await post<{ backtest_id: string; status: string }>("/api/backtests", body);
+      notify("ok", `Desk replay queued: ${deskRange(start!, end!)}, ${deskSourceText(body as { source?: string; symbols?: string[] })} (${r.backtest_id}). Its row below follows it.`);
       onQueued(r.backtest_id);
     } catch (err) {
       errs.setError(toApiError(err));
@@ -160,22 +203,67 @@ export function DeskForm({ live, seed, onQueued }: { live: DeskLive | undefined;
   };
 
   const topErr = e["settings.strategy_allocator.auto_watch_top_n"];
-  const notSimulated = live?.market_data_broker !== undefined && live.market_data_broker !== "simulated";
+  const downloaded = f.source === "downloaded";
+  const typed = downloaded ? parseSymbols(f.symbols) : [];
+  // A repeat named by its index in the list sent (`symbols[3]`), shown at the symbols with its name.
+  const dupKey = Object.keys(e).find((k) => /^symbols\[\d+\]$/.test(k));
+  const symbolsErr = e["symbols"] ?? (dupKey ? `${sent.current[Number(dupKey.slice(8, -1))] ?? dupKey}: ${e[dupKey].replace(/\.$/, "")}.` : undefined);
   return (
     <form ref={box} data-testid="desk-form" onSubmit={submit} noValidate class="dt-form desk-form">
       <p class="note muted desk-about">
-        The live engine runner replays the simulated market's prints of that time through the radar, the allocator's auto-watch, the strategies, the
-        risk gate and the paper broker's fills, on a database of its own from a flat book — live and replay trade identically, and the live desk is not
-        touched.
+        The live engine runner replays the prints of that time through the radar, the allocator's auto-watch, the strategies, the risk gate and the
+        paper broker's fills, on a database of its own from a flat book — live and replay trade identically, and the live desk is not touched. The
+        prints are the simulated market's, regenerated as the live feed made them, or the stored minute bars of downloaded (or imported) days,
+        printed the same way.
       </p>
       {notSimulated && (
         <div class="banner dt-warn desk-unavailable" role="note" data-testid="desk-unavailable">
-          A replay regenerates the simulated market's prints; this service's market data comes from <strong>{live!.market_data_broker}</strong>, so it
-          refuses desk replays.
+          This service's market data comes from <strong>{live!.market_data_broker}</strong>, not the simulated market: simulated replays are
+          unavailable here. Downloaded days can be replayed — download their 1m bars first (Download bars, below; 1d bars of the weeks before give
+          the radar its average volumes).
         </div>
       )}
       <div class="form-grid">
-        <Field label="Start (New York time)" error={e["start"]} hint="Trading starts here; the day's earlier minutes are generated, not traded.">
+        <Field
+          label="Prints"
+          error={e["source"]}
+          hint={downloaded ? "The stored minute bars of the range: download (or import) the days first." : "The simulated market's prints of that time, as the live feed made them."}
+        >
+          <select
+            name="source"
+            value={f.source}
+            onChange={(ev) => {
+              setSourceTouched(true);
+              setF((p) => ({ ...p, source: ev.currentTarget.value as DeskSource }));
+            }}
+          >
+            <option value="simulated" disabled={notSimulated}>
+              Simulated market (regenerated){notSimulated ? " — unavailable here" : ""}
+            </option>
+            <option value="downloaded">Downloaded days (stored minute bars)</option>
+          </select>
+        </Field>
+        {downloaded && (
+          <Field
+            label="Symbols (optional)"
+            error={symbolsErr}
+            hint={
+              typed.length
+                ? `${typed.length.toLocaleString("en-US")} symbol${typed.length === 1 ? "" : "s"}, each with stored minute bars in the range; at most ${MAX_DESK_SYMBOLS.toLocaleString("en-US")}.`
+                : "Empty: every symbol with stored minute bars in the range. Separate them with commas or spaces."
+            }
+          >
+            <input
+              name="symbols"
+              value={f.symbols}
+              onInput={(ev) => set("symbols")(ev.currentTarget.value.toUpperCase())}
+              placeholder="every stored symbol, or e.g. AAPL MSFT NVDA"
+              autoComplete="off"
+              spellcheck={false}
+            />
+          </Field>
+        )}
+        <Field label="Start (New York time)" error={e["start"]} hint="Trading starts here; the day's earlier minutes are printed to no one, not traded.">
           <input type="datetime-local" name="start" value={f.start} max={f.end || undefined} onInput={(ev) => setRange({ start: ev.currentTarget.value, end: f.end })} required />
         </Field>
         <Field
@@ -236,7 +324,7 @@ export function DeskForm({ live, seed, onQueued }: { live: DeskLive | undefined;
       </div>
       <ErrorBanner error={errs.banner ?? (e["settings"] ? new ApiError(400, "VALIDATION_ERROR", e["settings"]) : undefined)} />
       <div class="dt-actions">
-        <button type="submit" class="btn primary" data-testid="run-desk" disabled={busy || notSimulated}>
+        <button type="submit" class="btn primary" data-testid="run-desk" disabled={busy || (notSimulated && !downloaded)}>
           {busy ? "Queuing…" : "Replay the desk"}
         </button>
         <button
@@ -245,6 +333,7 @@ export function DeskForm({ live, seed, onQueued }: { live: DeskLive | undefined;
           onClick={() => {
             setF(blank(live));
             setTopTouched(false);
+            setSourceTouched(false);
             errs.setError(undefined);
           }}
         >
