@@ -21,7 +21,7 @@ pub mod fills;
 use crate::bars::SessionRunning;
 use crate::calendar::{ny_instant, NyDay};
 use crate::engine::{Command, Effect, Engine, Event};
-use crate::market::{Bar, Timeframe};
+use crate::market::{Bar, Price, Timeframe};
 use crate::metrics::{CurveStats, EquityPoint, Metrics};
 use crate::orders::{ClientOrderId, Order};
 use crate::settings::{FieldError, Settings};
@@ -152,28 +152,44 @@ pub struct BarHistory {
 impl BarHistory {
     pub fn new(bars: &[Bar], timeframe: Timeframe) -> BarHistory {
         let daily = timeframe == Timeframe::Day;
-        let mut by_date: BTreeMap<NaiveDate, (Decimal, Vec<u64>)> = BTreeMap::new();
+        // Per date, in the order first met, its last close and each minute's volume; `index`
+        // finds a date's place when the date changes (bars in time order change it once a
+        // day: a search per bar was most of building a million-bar history).
+        let mut by_date: Vec<(NaiveDate, Price, Vec<u64>)> = Vec::new();
+        let mut index: BTreeMap<NaiveDate, usize> = BTreeMap::new();
+        let mut current: Option<(NaiveDate, usize)> = None;
         let mut day = NyDay::default();
         for bar in bars {
             let (date, minute) = day.locate(bar.start);
-            let entry =
-                by_date.entry(date).or_insert_with(|| (bar.close.to_decimal(), vec![0; if daily { 1 } else { 1440 }]));
+            let at = match current {
+                Some((d, at)) if d == date => at,
+                _ => {
+                    let at = *index.entry(date).or_insert_with(|| {
+                        by_date.push((date, bar.close, vec![0; if daily { 1 } else { 1440 }]));
+                        by_date.len() - 1
+                    });
+                    current = Some((date, at));
+                    at
+                }
+            };
+            let entry = &mut by_date[at];
             if daily || minute < 16 * 60 {
-                entry.0 = bar.close.to_decimal();
+                entry.1 = bar.close;
             }
             // Each minute's own volume first; made cumulative below, once per date (adding a
             // bar's volume to every later minute cost a million-bar series 10⁹ additions).
-            entry.1[if daily { 0 } else { (minute as usize).min(1439) }] += bar.volume;
+            entry.2[if daily { 0 } else { (minute as usize).min(1439) }] += bar.volume;
         }
+        by_date.sort_unstable_by_key(|(date, ..)| *date);
         let (mut dates, mut closes, mut cumulative) = (Vec::new(), Vec::new(), Vec::new());
-        for (date, (close, mut slots)) in by_date {
+        for (date, close, mut slots) in by_date {
             let mut total = 0;
             for slot in slots.iter_mut() {
                 total += *slot;
                 *slot = total;
             }
             dates.push(date);
-            closes.push(close);
+            closes.push(close.to_decimal());
             cumulative.push(slots);
         }
         let expected = vec![None; dates.len()];

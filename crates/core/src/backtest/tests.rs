@@ -266,6 +266,14 @@ fn bar_history_measures_previous_close_and_relative_volume() {
     assert_eq!(h.prev_close(march(3)), Some(d("10")));
     let mut daily = BarHistory::new(&bars, Timeframe::Day);
     assert_eq!(daily.expected_volume(march(4)), [(150.0 + 300.0) / 2.0], "daily bars: the day's volume");
+    // Bars out of time order make the same history (a date's close is its last bar given
+    // before 16:00, as in order).
+    let mixed = [bars[2], bars[0], bars[3], bars[1]];
+    let mut m = BarHistory::new(&mixed, Timeframe::Minute);
+    for date in (1..=11).map(march) {
+        assert_eq!(m.prev_close(date), h.prev_close(date), "{date}");
+        assert_eq!(m.expected_volume(date), h.expected_volume(date), "{date}");
+    }
 }
 
 #[test]
