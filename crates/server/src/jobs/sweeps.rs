@@ -1,7 +1,7 @@
 //! Parameter sweeps (`POST /api/backtests/sweeps`, issue 26.1): one strategy's parameters tried
 //! over a grid (or a reproducible random sample of it) on one symbol and range, each
 //! combination a backtest on the same engine as live. The combinations are split into parts of
-//! at most [`PART_SIZE`], each a durable job of kind [`JobKind::Sweep`] — claimed, leased and
+//! about [`PART_WORK`] bar steps ([`part_size`]), each a durable job of kind [`JobKind::Sweep`] — claimed, leased and
 //! taken back like a backtest, so the parts run in parallel on every process that runs jobs
 //! (`jobs.backtest_parallel` at a time each). A part reads the bars once and splits its
 //! combinations across the process's sweep threads (`jobs.backtest_parallel` of them, shared by
@@ -24,8 +24,13 @@ use tradeops_core::time::to_epoch_ms;
 use tradeops_core::{Symbol, Timestamp};
 use tradeops_store::{JobKind, JobStatus, SweepPart, SweepRecord, SweepRepository};
 
-/// Combinations a part runs (a part is what one worker takes at a time).
-pub const PART_SIZE: usize = 25;
+/// About how many bar steps a part runs (a part is what one worker takes at a time): a small
+/// sweep is one part — its cost (its lease, reading the sweep and the bars, storing its results)
+/// paid once — and a large one spreads over every worker.
+pub const PART_WORK: f64 = 2_000_000.0;
+/// Fewest combinations of a part (its slices keep a few cores busy), and most.
+const MIN_PART: usize = 4;
+const MAX_PART: usize = 500;
 /// The most combinations one sweep may try.
 pub const MAX_COMBINATIONS: usize = 10_000;
 /// The most values one parameter's axis may have.
@@ -417,9 +422,7 @@ pub async fn enqueue(jobs: &Jobs, req: SweepRequest, actor: &str) -> DomainResul
         walk_forward: req.walk_forward.clone(),
         windows,
     };
-    // A part is about PART_SIZE runs: a combination runs once, and twice more per window.
-    // At least 4 combinations, so a part's slices keep a few cores busy.
-    let part_size = (PART_SIZE / (1 + 2 * stored.windows.len())).max(4);
+    let part_size = part_size(timeframe, req.start, req.end, !stored.windows.is_empty());
     let now = to_epoch_ms(&jobs.clock.now());
     let sweep_id = format!("sw-{}", uuid::Uuid::new_v4().simple());
     let record = SweepRecord {
@@ -451,6 +454,20 @@ pub async fn enqueue(jobs: &Jobs, req: SweepRequest, actor: &str) -> DomainResul
     repo.insert_sweep(&record, &parts).await?;
     jobs.announce(JobKind::Sweep).await;
     Ok(record)
+}
+
+/// Combinations a part of a sweep over `start..end` takes: about [`PART_WORK`] bar steps, the
+/// bars estimated from the range (five trading days a week; 960 minute bars a day, the
+/// extended session's), a walk-forward's windows counted as two more runs of the range.
+fn part_size(timeframe: Timeframe, start: Timestamp, end: Timestamp, walk_forward: bool) -> usize {
+    let days = (end - start).num_seconds().max(0) as f64 / 86_400.0;
+    let per_day = match timeframe {
+        Timeframe::Day => 1.0,
+        Timeframe::Minute => 960.0,
+    };
+    let bars = (days * 5.0 / 7.0 * per_day).max(1.0);
+    let runs = if walk_forward { 3.0 } else { 1.0 };
+    ((PART_WORK / (bars * runs)) as usize).clamp(MIN_PART, MAX_PART)
 }
 
 /// Cancels every part of a sweep not ended yet: queued ones at once, running ones at their
@@ -635,7 +652,7 @@ fn combination(
         fill: run.fill,
     };
     let failed = |e: backtest::BacktestError| format!("{parameters:?}: {e}");
-    let output = backtest::run(&spec, settings, bars, history, &mut |_| {}).map_err(failed)?;
+    let output = backtest::run_metrics(&spec, settings, bars, history, &mut |_| {}).map_err(failed)?;
     let mut row = metrics_of(&output);
     row.insert("parameters".into(), json!(parameters));
     if !windows.is_empty() {
@@ -645,7 +662,7 @@ fn combination(
             let lo = if from_ts <= run.start { 0 } else { bars.partition_point(|b| b.start < from_ts) };
             let hi = bars.partition_point(|b| to_epoch_ms(&b.start) < to).max(lo);
             let spec = BacktestSpec { start: from_ts.max(run.start), ..spec.clone() };
-            match backtest::run(&spec, settings, &bars[lo..hi], history, &mut |_| {}) {
+            match backtest::run_metrics(&spec, settings, &bars[lo..hi], history, &mut |_| {}) {
                 Ok(output) => Ok(Value::Object(metrics_of(&output))),
                 Err(backtest::BacktestError::NoData { .. }) => Ok(Value::Null),
                 Err(e) => Err(failed(e)),
@@ -661,7 +678,7 @@ fn combination(
 }
 
 /// The metrics a sweep keeps of a run (of a whole range or of a window's part).
-fn metrics_of(output: &backtest::BacktestOutput) -> Map<String, Value> {
+fn metrics_of(output: &backtest::BacktestMetrics) -> Map<String, Value> {
     let m = &output.metrics;
     let mut row = Map::new();
     row.insert("total_return".into(), json!(m.total_return));
@@ -1123,6 +1140,19 @@ mod tests {
         assert_eq!(refused(big.clone(), None), "grid");
         assert_eq!(combinations(&grid(big), Some(100), 1).unwrap().len(), 100, "a sample of a large grid is fine");
         assert_eq!(refused(json!({"a": [1]}), Some(0)), "sample");
+    }
+
+    #[test]
+    fn a_part_is_about_two_million_bar_steps() {
+        let ts = |t: &str| tradeops_core::time::parse_ts(t).unwrap();
+        // backtesting.py's GOOG: 8.5 years of daily bars, any grid in one part (at most 500).
+        assert_eq!(part_size(Timeframe::Day, ts("2004-08-19T00:00:00Z"), ts("2013-03-02T00:00:00Z"), false), 500);
+        // A year of minute bars: about 250,000 bars, 7 combinations a part; a walk-forward's
+        // windows run the range twice more.
+        let year = (ts("2025-11-01T00:00:00Z"), ts("2026-11-01T00:00:00Z"));
+        assert_eq!(part_size(Timeframe::Minute, year.0, year.1, false), 7);
+        assert_eq!(part_size(Timeframe::Minute, year.0, year.1, true), 4, "never fewer than four");
+        assert_eq!(part_size(Timeframe::Minute, year.0, ts("2026-01-01T00:00:00Z"), true), 15);
     }
 
     #[test]
