@@ -1,13 +1,13 @@
 //! Parameter sweeps (`POST /api/backtests/sweeps`, issue 26.1): one strategy's parameters tried
 //! over a grid (or a reproducible random sample of it) on one symbol and range, each
 //! combination a backtest on the same engine as live. The combinations are split into parts of
-//! about [`PART_WORK`] bar steps ([`part_size`]), each a durable job of kind [`JobKind::Sweep`] — claimed, leased and
-//! taken back like a backtest, so the parts run in parallel on every process that runs jobs
-//! (`jobs.backtest_parallel` at a time each). A part reads the bars once and splits its
-//! combinations across the process's sweep threads (`jobs.backtest_parallel` of them, shared by
-//! its parts), storing their metrics. A sweep's status, progress
-//! and result table are read from its parts: ranked by the objective, combinations that break
-//! the constraint listed after the others.
+//! about [`PART_WORK`] bar steps ([`part_size`]), each a durable job of kind [`JobKind::Sweep`]
+//! — claimed, leased and taken back like a backtest, so the parts run in parallel on every
+//! process that runs jobs (`jobs.backtest_parallel` at a time each). A part reads the bars once
+//! and runs its combinations on the process's sweep threads (`jobs.backtest_parallel` of them,
+//! shared by its parts; a combination at a time as a thread comes free), storing their
+//! metrics. A sweep's status, progress and result table are read from its parts: ranked by the
+//! objective, combinations that break the constraint listed after the others.
 
 use crate::domain::{DomainError, DomainResult};
 use crate::jobs::backtests::{history_of, prepare, validate, BacktestRequest, Prepared, Stored};
@@ -28,7 +28,7 @@ use tradeops_store::{JobKind, JobStatus, SweepPart, SweepRecord, SweepRepository
 /// sweep is one part — its cost (its lease, reading the sweep and the bars, storing its results)
 /// paid once — and a large one spreads over every worker.
 pub const PART_WORK: f64 = 2_000_000.0;
-/// Fewest combinations of a part (its slices keep a few cores busy), and most.
+/// Fewest combinations of a part (to keep a few cores busy), and most.
 const MIN_PART: usize = 4;
 const MAX_PART: usize = 500;
 /// The most combinations one sweep may try.
@@ -545,10 +545,11 @@ async fn compute(jobs: &Jobs, leases: &Leases, part: &mut SweepPart) -> Result<V
         serde_json::from_str(&part.combos).map_err(|e| format!("unreadable combinations: {e}"))?;
     let Prepared { settings, symbol, bars, calendar } =
         prepare(jobs, &stored.run, &format!("sweep {}", sweep.sweep_id)).await?;
-    // The part's combinations split across every core (rayon's pool: one thread a core), a
-    // slice each; the slices' runs share one history (a history answers the same for a date
-    // whoever asks; what it keeps is a cache), so its cost — for minute bars, a pass over every
-    // bar — is paid once a slice, not once a run.
+    // The part's combinations run on the sweep threads (rayon's pool), taken one at a time as
+    // threads come free (runs differ in cost: a fast pair trades more), each thread with a
+    // history of its own that its runs share (a history answers the same for a date whoever
+    // asks; what it keeps is a cache), so its cost — for minute bars, a pass over every bar —
+    // is paid once a thread, not once a run.
     let pool = jobs
         .sweep_threads
         .get_or_init(|| {
@@ -556,58 +557,43 @@ async fn compute(jobs: &Jobs, leases: &Leases, part: &mut SweepPart) -> Result<V
             Arc::new(rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("threads for sweeps"))
         })
         .clone();
-    let slices = pool.current_num_threads().clamp(1, combos.len().max(1));
-    let per_slice = combos.len().div_ceil(slices).max(1);
-    let slice_count = combos.len().div_ceil(per_slice);
+    let threads = pool.current_num_threads().clamp(1, combos.len().max(1));
     let for_histories = jobs.clone();
     let (run, windows) = (stored.run, stored.windows);
     let (progress_tx, mut progress_rx) = tokio::sync::watch::channel(0usize);
     let total = combos.len();
-    // Set when the part is canceled or taken over: its slices stop at their next combination.
+    // Set when the part is canceled or taken over: its threads stop at their next combination.
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let stopped = stop.clone();
     let timeframe = run.timeframe;
     let task = tokio::task::spawn_blocking(move || {
         use rayon::prelude::*;
         // Built here, not on the service's runtime: for minute bars a pass over every bar.
-        let histories: Vec<_> =
-            (0..slice_count).map(|_| history_of(&for_histories, &symbol, calendar, &bars, timeframe)).collect();
+        let histories: Vec<std::sync::Mutex<_>> = (0..threads)
+            .map(|_| std::sync::Mutex::new(history_of(&for_histories, &symbol, calendar, &bars, timeframe)))
+            .collect();
         let done = std::sync::atomic::AtomicUsize::new(0);
-        let slices: Vec<Result<Vec<Value>, String>> = pool.install(|| {
+        pool.install(|| {
             combos
-                .par_chunks(per_slice)
-                .zip(histories.into_par_iter())
-                .map(|(slice, mut history)| {
-                    let mut rows = Vec::with_capacity(slice.len());
-                    for parameters in slice {
-                        if stopped.load(std::sync::atomic::Ordering::Relaxed) {
-                            return Err("stopped".to_string());
-                        }
-                        rows.push(combination(
-                            &run,
-                            &symbol,
-                            &settings,
-                            &bars,
-                            &windows,
-                            history.as_mut(),
-                            parameters,
-                        )?);
-                        // Every 10 % of the part (a progress write per combination would cost more
-                        // than a daily-bar run takes).
-                        let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-                        if n * 10 / total > (n - 1) * 10 / total {
-                            progress_tx.send_replace(n);
-                        }
+                .par_iter()
+                .map(|parameters| {
+                    if stopped.load(std::sync::atomic::Ordering::Relaxed) {
+                        return Err("stopped".to_string());
                     }
-                    Ok(rows)
+                    // This thread's history (never contended: a thread runs one run at a time).
+                    let slot = rayon::current_thread_index().unwrap_or(0) % histories.len();
+                    let mut history = histories[slot].lock().unwrap_or_else(|e| e.into_inner());
+                    let row = combination(&run, &symbol, &settings, &bars, &windows, history.as_mut(), parameters)?;
+                    // Every 10 % of the part (a progress write per combination would cost more
+                    // than a daily-bar run takes).
+                    let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                    if n * 10 / total > (n - 1) * 10 / total {
+                        progress_tx.send_replace(n);
+                    }
+                    Ok(row)
                 })
-                .collect()
-        });
-        let mut rows = Vec::with_capacity(total);
-        for slice in slices {
-            rows.extend(slice?);
-        }
-        Ok::<_, String>(rows)
+                .collect::<Result<Vec<Value>, String>>()
+        })
     });
     tokio::pin!(task);
     let rows = loop {
