@@ -105,6 +105,22 @@ struct SymbolLive {
     average_volume: u64,
 }
 
+impl SymbolLive {
+    /// A symbol's day before its first print: `last` is where its price stands.
+    fn open(bars: DayBars, last: Price, prev_close: Price, average_volume: u64) -> SymbolLive {
+        SymbolLive {
+            bars,
+            builder: MinuteBarBuilder::default(),
+            pending: None,
+            recent: Vec::with_capacity(RECENT_BARS + 1),
+            volume: 0,
+            last,
+            prev_close,
+            average_volume,
+        }
+    }
+}
+
 struct LiveState {
     date: Option<NaiveDate>,
     clock: Option<DayClock>,
@@ -385,16 +401,8 @@ impl LiveMarket {
                     let prev_close = Price::from_f64_tick(close_of(u, p, prev_trading_day));
                     let average_volume =
                         previous_days.iter().map(|d| daily_volume(u, p, *d)).sum::<u64>() / previous_days.len() as u64;
-                    SymbolLive {
-                        last: Price::from_f64_tick(plan.prev_close),
-                        bars: DayBars::Generated(generator),
-                        builder: MinuteBarBuilder::default(),
-                        pending: None,
-                        recent: Vec::with_capacity(RECENT_BARS + 1),
-                        volume: 0,
-                        prev_close,
-                        average_volume,
-                    }
+                    let last = Price::from_f64_tick(plan.prev_close);
+                    SymbolLive::open(DayBars::Generated(generator), last, prev_close, average_volume)
                 })
                 .collect(),
             Days::Stored(days) => (0..days.len())
@@ -402,16 +410,8 @@ impl LiveMarket {
                     let day = days.day(index, date, &previous_days);
                     // Before the day's first print: the previous close (or its first open).
                     let prev_close = day.prev_close.unwrap_or(Price(0));
-                    SymbolLive {
-                        last: prev_close,
-                        bars: DayBars::Stored(day.bars.into_iter().peekable()),
-                        builder: MinuteBarBuilder::default(),
-                        pending: None,
-                        recent: Vec::with_capacity(RECENT_BARS + 1),
-                        volume: 0,
-                        prev_close,
-                        average_volume: day.average_volume,
-                    }
+                    let bars = DayBars::Stored(day.bars.into_iter().peekable());
+                    SymbolLive::open(bars, prev_close, prev_close, day.average_volume)
                 })
                 .collect(),
         };
@@ -454,4 +454,4 @@ fn print_step(s: &mut SymbolLive, at: Timestamp, k: i64) {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -1,7 +1,8 @@
 use super::*;
+use crate::simulated::live::tests::open_filters;
 use crate::simulated::SimulatedMarket;
 use tradeops_core::calendar::MarketCalendar;
-use tradeops_core::settings::{MarketCalendarKind, MomentumRadarSettings};
+use tradeops_core::settings::MarketCalendarKind;
 use tradeops_core::time::parse_ts;
 
 fn ts(text: &str) -> Timestamp {
@@ -11,18 +12,6 @@ fn ts(text: &str) -> Timestamp {
 fn bar(start: &str, close: i64, volume: u64) -> Bar {
     let p = Price(close);
     Bar { start: ts(start), open: p, high: p, low: p, close: p, volume }
-}
-
-fn open_filters() -> MomentumRadarSettings {
-    MomentumRadarSettings {
-        min_price: rust_decimal::Decimal::new(1, 2),
-        max_price: rust_decimal::Decimal::new(100_000, 0),
-        min_percentage_gain: -100.0,
-        min_relative_volume: 0.0,
-        max_float: u64::MAX / 2,
-        min_volume: 0,
-        ..MomentumRadarSettings::default()
-    }
 }
 
 #[test]

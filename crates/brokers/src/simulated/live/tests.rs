@@ -7,7 +7,8 @@ fn ts(text: &str) -> Timestamp {
     parse_ts(text).unwrap()
 }
 
-fn open_filters() -> MomentumRadarSettings {
+/// The radar with every filter open (every symbol a row).
+pub(crate) fn open_filters() -> MomentumRadarSettings {
     MomentumRadarSettings {
         min_price: rust_decimal::Decimal::new(1, 2),
         max_price: rust_decimal::Decimal::new(100_000, 0),
