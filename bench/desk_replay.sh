@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole-desk replay's speed (issue 26.2, goal: a 500-symbol simulated day in under 1 s):
 # a release service on its embedded defaults (the simulated market of 500 symbols, SQLite), then
-# POST /api/backtests/desk for a whole simulated day (24 h of market time on the default
+# POST /api/backtests (kind desk) for a whole simulated day (24 h of market time on the default
 # ALWAYS_OPEN calendar: 5,760 steps of 15 s, with the radar scanning every step) with the
 # allocator's auto-watch on (top 5), timed from the request to COMPLETED (polled every 5 ms);
 # also the job's own time (started_at to finished_at). Median of RUNS.
@@ -30,12 +30,12 @@ call = client(base, token)
 start = datetime.date.fromisoformat(day)
 end = start + datetime.timedelta(days=1)
 # New York midnight to midnight (EST in November: UTC-5).
-body = {"start": f"{start}T05:00:00Z", "end": f"{end}T05:00:00Z",
+body = {"kind": "desk", "start": f"{start}T05:00:00Z", "end": f"{end}T05:00:00Z",
         "settings": {"strategy_allocator": {"auto_watch": True, "auto_watch_top_n": 5}}}
 walls, jobs, last = [], [], None
 for _ in range(runs):
     t0 = time.perf_counter()
-    queued = call("POST", "/api/backtests/desk", body)
+    queued = call("POST", "/api/backtests", body)
     assert queued.get("ok"), queued
     rid = queued["data"]["backtest_id"]
     while True:
