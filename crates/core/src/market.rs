@@ -206,6 +206,30 @@ pub fn ticks_to_dollars(ticks: i128) -> Option<Decimal> {
 /// Whole ticks of `dollars`, rounded down, or up when `up` (`None` beyond an `i128`): the
 /// integer bounds a value in ticks is compared with.
 pub fn whole_ticks(dollars: Decimal, up: bool) -> Option<i128> {
+    // Integer arithmetic where the `Decimal` product below is exact (a mantissa below 2^64 times
+    // 10^4 fits its 96 bits, and a scale up to 24 plus 4 needs no rescaling): the same floor or
+    // ceiling of `mantissa × 10^4 / 10^scale`, without `Decimal`'s multiply, floor and
+    // conversion (a daily-bar run asks twice per bar).
+    let (mantissa, scale) = (dollars.mantissa(), dollars.scale());
+    if mantissa.unsigned_abs() < 1 << 64 && scale <= 24 {
+        let ticks = mantissa * i128::from(Price::SCALE);
+        if scale == 0 {
+            return Some(ticks);
+        }
+        // Most amounts fit 64 bits, whose division is one instruction (128 bits' is a call).
+        if let (Ok(ticks), Some(unit)) = (i64::try_from(ticks), 10i64.checked_pow(scale)) {
+            let floor = ticks.div_euclid(unit);
+            return Some(i128::from(if up && floor * unit != ticks { floor + 1 } else { floor }));
+        }
+        let unit = 10i128.pow(scale);
+        let floor = ticks.div_euclid(unit);
+        return Some(if up && floor * unit != ticks { floor + 1 } else { floor });
+    }
+    whole_ticks_of_decimal(dollars, up)
+}
+
+/// [`whole_ticks`] by `Decimal` arithmetic.
+fn whole_ticks_of_decimal(dollars: Decimal, up: bool) -> Option<i128> {
     let ticks = dollars.checked_mul(Decimal::from(Price::SCALE))?;
     rust_decimal::prelude::ToPrimitive::to_i128(&if up { ticks.ceil() } else { ticks.floor() })
 }
@@ -229,6 +253,55 @@ pub fn decimal_to_f64(d: Decimal) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// Whole ticks by integers are those of `Decimal` arithmetic, for every mantissa and scale.
+        #[test]
+        fn whole_ticks_match_decimal_arithmetic(
+            lo in proptest::prelude::any::<u32>(),
+            mid in proptest::prelude::any::<u32>(),
+            hi in proptest::prelude::any::<u32>(),
+            small in proptest::prelude::any::<i64>(),
+            negative in proptest::prelude::any::<bool>(),
+            scale in 0u32..=28,
+            use_small in proptest::prelude::any::<bool>(),
+        ) {
+            let d = if use_small {
+                Decimal::new(small, scale)
+            } else {
+                Decimal::from_parts(lo, mid, hi, negative, scale)
+            };
+            for up in [false, true] {
+                proptest::prop_assert_eq!(whole_ticks(d, up), whole_ticks_of_decimal(d, up), "{} {}", d, up);
+            }
+        }
+    }
+
+    #[test]
+    fn whole_ticks_round_down_or_up() {
+        let cases = [
+            ("0", 0, 0),
+            ("1.23456", 12345, 12346),
+            ("-1.23456", -12346, -12345),
+            ("-0.00001", -1, 0),
+            ("0.00001", 0, 1),
+            ("12.5", 125_000, 125_000),
+            ("-7", -70_000, -70_000),
+            ("0.0000000000000000000000000001", 0, 1),
+            ("-0.0000000000000000000000000001", -1, 0),
+            ("18446744073709551615.5", 184_467_440_737_095_516_155_000, 184_467_440_737_095_516_155_000),
+        ];
+        for (text, down, up) in cases {
+            let d: Decimal = text.parse().expect("decimal");
+            assert_eq!(whole_ticks(d, false), Some(down), "{text}");
+            assert_eq!(whole_ticks(d, true), Some(up), "{text}");
+            assert_eq!(whole_ticks_of_decimal(d, false), Some(down), "{text}");
+            assert_eq!(whole_ticks_of_decimal(d, true), Some(up), "{text}");
+        }
+        // Beyond what the product holds: none, either way.
+        assert_eq!(whole_ticks(Decimal::MAX, false), None);
+        assert_eq!(whole_ticks_of_decimal(Decimal::MAX, false), None);
+    }
 
     proptest::proptest! {
         /// A price displays exactly as its decimal does.

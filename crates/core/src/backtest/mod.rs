@@ -578,7 +578,11 @@ fn run_keeping(
         // Entries decided on this bar are sized at the price they will fill at.
         let fill = run.broker.market_buy_fill(bar, bars.get(i + 1));
         run.engine.bar_into(symbol, bar, prev_close, relative_volume, fill, now, &mut run.fx);
-        let fx_applied = run.carry_out_any(bar, now);
+        // A day roll (every bar of daily bars) is announced and changes nothing when carried
+        // out: a bar whose only effects are day rolls leaves the book as the bar's daily-loss
+        // check saw it, as a bar without effects does, and its equity is read the same way.
+        let only_day_rolls = run.fx.iter().all(|effect| matches!(effect, Effect::DayRolled { .. }));
+        let fx_applied = run.carry_out_any(bar, now) && !only_day_rolls;
         let end = if spec.timeframe == Timeframe::Minute { start + 60 } else { now.timestamp() };
         let date = end_day.locate_seconds(end).0;
         let version = run.engine.equity_version();
