@@ -341,9 +341,14 @@ fn strategy_for(spec: &BacktestSpec) -> Option<Box<dyn Strategy>> {
 
 /// When the engine sees a bar: at its end (`start`: the bar's start in seconds since the epoch).
 fn bar_end(bar: &Bar, start: i64, timeframe: Timeframe, day: &mut NyDay) -> Timestamp {
+    bar_end_on(bar, day.locate_seconds(start).0, timeframe)
+}
+
+/// [`bar_end`] of a bar starting on New York date `date`.
+fn bar_end_on(bar: &Bar, date: NaiveDate, timeframe: Timeframe) -> Timestamp {
     match timeframe {
         Timeframe::Minute => crate::time::plus_seconds(&bar.start, 60),
-        Timeframe::Day => ny_instant(day.locate_seconds(start).0, (16, 0)).max(bar.start),
+        Timeframe::Day => ny_instant(date, (16, 0)).max(bar.start),
     }
 }
 
@@ -573,7 +578,7 @@ fn run_keeping(
             run.fills(bar, open);
         }
         volume += bar.volume;
-        let now = bar_end(bar, start, spec.timeframe, &mut end_day);
+        let now = bar_end_on(bar, today, spec.timeframe);
         let relative_volume = relative_volume_from(&expected_volume, minute + 1, volume);
         // Entries decided on this bar are sized at the price they will fill at.
         let fill = run.broker.market_buy_fill(bar, bars.get(i + 1));
@@ -583,8 +588,12 @@ fn run_keeping(
         // check saw it, as a bar without effects does, and its equity is read the same way.
         let only_day_rolls = run.fx.iter().all(|effect| matches!(effect, Effect::DayRolled { .. }));
         let fx_applied = run.carry_out_any(bar, now) && !only_day_rolls;
-        let end = if spec.timeframe == Timeframe::Minute { start + 60 } else { now.timestamp() };
-        let date = end_day.locate_seconds(end).0;
+        // A daily bar ends on its own date (16:00 New York of it, or its start if later): only a
+        // minute bar's end can fall on the next date.
+        let date = match spec.timeframe {
+            Timeframe::Minute => end_day.locate_seconds(start + 60).0,
+            Timeframe::Day => today,
+        };
         let version = run.engine.equity_version();
         if fx_applied || version != equity_version {
             equity_version = version;
