@@ -203,9 +203,10 @@ fn main() {
         }
         "scaling" => {
             // Issue 26.1's second goal: a sweep over one million minute bars, its combinations
-            // split across 1, 2, … threads as a sweep's part splits them (a slice a thread, each
-            // slice with its own history over the bars, each combination's figures alone as a
-            // sweep keeps them: `run_metrics`), as combinations (and bars) per second.
+            // run on 1, 2, … threads as a sweep's part runs them (each thread with its own
+            // history over the bars, built in the timed stretch, taking the next combination as
+            // it comes free; each combination's figures alone as a sweep keeps them:
+            // `run_metrics`), as combinations (and bars) per second.
             let p = &universe.symbols[0];
             let mut bars = bars_of(&universe, p, start, n.div_ceil(1440), false);
             bars.truncate(n);
@@ -229,34 +230,33 @@ fn main() {
                 let mut times = Vec::new();
                 for _ in 0..runs {
                     let started = Instant::now();
-                    let per = combos.len().div_ceil(threads);
+                    // As a sweep's part runs them: a history a thread, and each combination
+                    // taken by the next thread to come free.
+                    let histories: Vec<std::sync::Mutex<_>> = (0..threads)
+                        .map(|_| std::sync::Mutex::new(backtest::BarHistory::new(&bars, Timeframe::Minute)))
+                        .collect();
                     let trades: usize = pool.install(|| {
                         use rayon::prelude::*;
                         combos
-                            .par_chunks(per)
-                            .map(|slice| {
-                                let mut history = backtest::BarHistory::new(&bars, Timeframe::Minute);
-                                slice
-                                    .iter()
-                                    .map(|(fast, slow)| {
-                                        let spec = BacktestSpec {
-                                            strategy_id: "sma_cross".into(),
-                                            symbol: p.symbol.clone(),
-                                            timeframe: Timeframe::Minute,
-                                            start: bars[0].start,
-                                            parameters: [("fast".to_string(), *fast), ("slow".to_string(), *slow)]
-                                                .into(),
-                                            initial_cash: Decimal::new(100_000, 0),
-                                            commission_rate: Decimal::ZERO,
-                                            slippage_bps: Decimal::ZERO,
-                                            fill: FillModel::NextOpen,
-                                        };
-                                        backtest::run_metrics(&spec, &settings, &bars, &mut history, &mut |_| {})
-                                            .expect("runs")
-                                            .metrics
-                                            .trade_count as usize
-                                    })
-                                    .sum::<usize>()
+                            .par_iter()
+                            .map(|(fast, slow)| {
+                                let slot = rayon::current_thread_index().unwrap_or(0) % histories.len();
+                                let mut history = histories[slot].lock().expect("a thread's own history");
+                                let spec = BacktestSpec {
+                                    strategy_id: "sma_cross".into(),
+                                    symbol: p.symbol.clone(),
+                                    timeframe: Timeframe::Minute,
+                                    start: bars[0].start,
+                                    parameters: [("fast".to_string(), *fast), ("slow".to_string(), *slow)].into(),
+                                    initial_cash: Decimal::new(100_000, 0),
+                                    commission_rate: Decimal::ZERO,
+                                    slippage_bps: Decimal::ZERO,
+                                    fill: FillModel::NextOpen,
+                                };
+                                backtest::run_metrics(&spec, &settings, &bars, &mut *history, &mut |_| {})
+                                    .expect("runs")
+                                    .metrics
+                                    .trade_count as usize
                             })
                             .sum()
                     });
