@@ -54,7 +54,17 @@ async fn a_download_canceled_as_soon_as_queued_ends_canceled_and_stays_so() {
     let body = json!({"symbol": symbol, "start": "2026-01-05T05:00:00Z", "end": "2026-11-01T05:00:00Z"});
     let queued = app.post("/api/data/download", ADMIN_TOKEN, body).await;
     let id = queued.assert_ok(202)["request_id"].as_str().unwrap().to_string();
-    let reply = cancel(&app, &format!("/api/data/downloads/{id}/cancel"), ADMIN_TOKEN).await;
+    // The download's writes hold SQLite's one writer; on a loaded machine the cancel may find
+    // the database busy past its wait and be refused with SERVICE_UNAVAILABLE ("retry
+    // shortly"), changing nothing: retried, as a client does.
+    let mut reply = cancel(&app, &format!("/api/data/downloads/{id}/cancel"), ADMIN_TOKEN).await;
+    for _ in 0..10 {
+        if reply.status != 503 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        reply = cancel(&app, &format!("/api/data/downloads/{id}/cancel"), ADMIN_TOKEN).await;
+    }
     let canceled = reply.assert_ok(200).clone();
     assert_eq!((canceled["request_id"].as_str(), canceled["status"].as_str()), (Some(id.as_str()), Some("CANCELED")));
     assert!(canceled["finished_at"].is_string(), "{canceled}");
@@ -65,7 +75,13 @@ async fn a_download_canceled_as_soon_as_queued_ends_canceled_and_stays_so() {
     tokio::time::sleep(std::time::Duration::from_millis(700)).await;
     assert_eq!(download(&app, &id).await, later, "a canceled job does not move");
     let audit = app.get("/api/audit?action=data.download_cancel").await;
-    assert_eq!(audit_rows(&audit.body), vec![format!("data.download_cancel {id} OK")]);
+    // One cancel went through (a refused attempt before it is audited as refused).
+    let rows = audit_rows(&audit.body);
+    assert_eq!(
+        rows.iter().filter(|r| r.ends_with(" OK")).cloned().collect::<Vec<_>>(),
+        vec![format!("data.download_cancel {id} OK")]
+    );
+    assert!(rows.iter().all(|r| r.ends_with(" OK") || r.ends_with(" SERVICE_UNAVAILABLE")), "{rows:?}");
 }
 
 #[tokio::test]
