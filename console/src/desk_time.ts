@@ -4,23 +4,7 @@
 // the symbols typed for a replay of downloaded days, as the list the API takes. Free of the DOM,
 // so Node's test runner checks them (tests/desk_time.test.mjs), daylight-saving changes included.
 
-const nyParts = new Intl.DateTimeFormat("en-CA", {
-  timeZone: "America/New_York",
-  year: "numeric",
-  month: "2-digit",
-  day: "2-digit",
-  hour: "2-digit",
-  minute: "2-digit",
-  second: "2-digit",
-  hourCycle: "h23",
-});
-
-/** The New York wall clock at `ms`, as if it were a UTC time (epoch ms). */
-function nyWall(ms: number): number {
-  const p: Record<string, number> = {};
-  for (const x of nyParts.formatToParts(new Date(ms))) if (x.type !== "literal") p[x.type] = Number(x.value);
-  return Date.UTC(p.year, p.month - 1, p.day, p.hour % 24, p.minute, p.second);
-}
+import { nyWall, shiftDay } from "./format";
 
 const LOCAL = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2}))?$/;
 
@@ -52,21 +36,17 @@ export function isoToNyLocal(iso: string): string {
   return new Date(nyWall(ms)).toISOString().slice(0, 16);
 }
 
-const addDays = (day: string, n: number) => {
-  const [y, m, d] = day.split("-").map(Number);
-  return new Date(Date.UTC(y, m - 1, d + n)).toISOString().slice(0, 10);
-};
 const weekday = (day: string) => new Date(`${day}T12:00:00Z`).getUTCDay();
 
 /** The weekday before `day` (YYYY-MM-DD): the previous trading day, holidays aside. */
 export function previousTradingDay(day: string): string {
-  let d = addDays(day, -1);
-  while (weekday(d) === 0 || weekday(d) === 6) d = addDays(d, -1);
+  let d = shiftDay(day, -1);
+  while (weekday(d) === 0 || weekday(d) === 6) d = shiftDay(d, -1);
   return d;
 }
 
 /** The day after `day` (YYYY-MM-DD). */
-export const nextDay = (day: string) => addDays(day, 1);
+export const nextDay = (day: string) => shiftDay(day, 1);
 
 /** A New York day whole, as `datetime-local` values: its midnight to the next one. */
 export const wholeDay = (day: string) => ({ start: `${day}T00:00`, end: `${nextDay(day)}T00:00` });

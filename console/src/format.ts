@@ -212,6 +212,20 @@ export const dateTime = (iso: string | null | undefined) =>
   iso ? nyDateTime.format(new Date(iso)).replace(",", "") : "—";
 export const date = (iso: string | null | undefined) => (iso ? nyDate.format(new Date(iso)) : "—");
 
+/** The New York wall clock at `ms` (epoch ms), as if it were a UTC time: for arithmetic on NY times. */
+export function nyWall(ms: number): number {
+  const p: Record<string, number> = {};
+  for (const x of nyDateTime.formatToParts(new Date(ms))) if (x.type !== "literal") p[x.type] = Number(x.value);
+  // `hour12: false` reads midnight as 24 in some engines.
+  return Date.UTC(p.year, p.month - 1, p.day, p.hour % 24, p.minute, p.second);
+}
+
+/** `YYYY-MM-DD` moved by `days` (negative: back). */
+export function shiftDay(day: string, days: number): string {
+  const [y, m, d] = day.split("-").map(Number);
+  return new Date(Date.UTC(y, m - 1, d + days)).toISOString().slice(0, 10);
+}
+
 /** 3725 s → "1h 02m". */
 export function duration(seconds: N): string {
   if (seconds === null || seconds === undefined) return "—";

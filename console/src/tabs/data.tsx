@@ -17,6 +17,7 @@ import { Badge, ErrorBanner, Field, Section, Table, notify, onInput, useLoad, us
 import { BacktestDetailModal, StatusCell, day, isActive, isDesk, signedFrac, type BacktestDetail, type BacktestRow } from "./backtest_detail";
 import {
   FILLS,
+  FormActions,
   RISK_FIELDS,
   RangeFields,
   TIMEFRAMES,
@@ -400,29 +401,19 @@ function BacktestForm({
         </div>
       </details>
       <ErrorBanner error={errs.banner} />
-      <div class="dt-actions">
-        <button type="submit" class="btn primary" data-testid="run-backtest" disabled={busy || !f.strategy_id}>
-          {busy ? "Queuing…" : "Run backtest"}
-        </button>
-        <button
-          type="button"
-          class="btn ghost"
-          onClick={() => {
-            setF(blankForm(strategy ?? strategies[0]));
-            setRiskOpen(false);
-            errs.setError(undefined);
-          }}
-        >
-          Reset
-        </button>
-        {errs.error && !errs.banner ? (
-          <span class="down" role="alert">
-            Not queued: {errs.error.message}
-          </span>
-        ) : (
-          <span class="muted">Runs execute in the background; each row below shows its progress live.</span>
-        )}
-      </div>
+      <FormActions
+        testid="run-backtest"
+        label="Run backtest"
+        busy={busy}
+        disabled={!f.strategy_id}
+        onReset={() => {
+          setF(blankForm(strategy ?? strategies[0]));
+          setRiskOpen(false);
+          errs.setError(undefined);
+        }}
+        errs={errs}
+        idle="Runs execute in the background; each row below shows its progress live."
+      />
     </form>
   );
 }

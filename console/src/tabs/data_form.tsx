@@ -1,9 +1,10 @@
 // The form pieces the Data tab's run forms share (a backtest, a parameter sweep, a download):
 // the strategy catalogue's types, the date range with its presets, number parsing, and refusals
 // shown at the fields they name.
+import type { ComponentChildren } from "preact";
 import { useState } from "preact/hooks";
 import { ApiError } from "../api";
-import { todayNy } from "../format";
+import { shiftDay, todayNy } from "../format";
 import { Field } from "../ui";
 import { day } from "./backtest_detail";
 
@@ -47,13 +48,8 @@ export const RISK_FIELDS: { key: keyof RiskControls; label: string; integer: boo
 /** Any failure as the contract's error, for the refusal banners. */
 export const toApiError = (e: unknown) => (e instanceof ApiError ? e : new ApiError(0, "CLIENT", String(e)));
 
-/** YYYY-MM-DD of a Date, in UTC (the day the console sends as midnight UTC). */
-export const utcDay = (d: Date) => d.toISOString().slice(0, 10);
 /** N days before the market's trading date (negative: after it). */
-export const daysAgo = (n: number) => {
-  const [y, m, d] = todayNy().split("-").map(Number);
-  return utcDay(new Date(Date.UTC(y, m - 1, d - n)));
-};
+export const daysAgo = (n: number) => shiftDay(todayNy(), -n);
 /** A date input's value as the API's RFC 3339 timestamp. */
 export const rfc = (d: string) => `${d}T00:00:00Z`;
 /** A stored range bound back to a date input's value. */
@@ -125,6 +121,46 @@ export function RangeFields({
 }
 
 /** Shows a refusal at the fields it names, and in a banner when it names none of them. */
+/**
+ * A run form's last row: its submit button, Reset, and the refusal that named no field of the
+ * form ("Not queued: …"), else `idle` (what happens once queued).
+ */
+export function FormActions({
+  testid,
+  label,
+  busy,
+  disabled,
+  onReset,
+  errs,
+  idle,
+}: {
+  testid: string;
+  label: string;
+  busy: boolean;
+  disabled?: boolean;
+  onReset: () => void;
+  errs: Pick<ReturnType<typeof useFormErrors>, "error" | "banner">;
+  idle: ComponentChildren;
+}) {
+  return (
+    <div class="dt-actions">
+      <button type="submit" class="btn primary" data-testid={testid} disabled={busy || disabled}>
+        {busy ? "Queuing…" : label}
+      </button>
+      <button type="button" class="btn ghost" onClick={onReset}>
+        Reset
+      </button>
+      {errs.error && !errs.banner ? (
+        <span class="down" role="alert">
+          Not queued: {errs.error.message}
+        </span>
+      ) : (
+        <span class="muted">{idle}</span>
+      )}
+    </div>
+  );
+}
+
 export function useFormErrors(known: (field: string) => boolean) {
   const [error, setError] = useState<ApiError | undefined>();
   const fields = error?.fieldErrors ?? {};

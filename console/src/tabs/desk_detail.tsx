@@ -13,7 +13,7 @@ import { TradeRowDive, humanize } from "../trade_detail";
 import type { Trade } from "../types";
 import { Badge, Table, type Column } from "../ui";
 import { EquityCharts, Metric, signedFrac, type BacktestDetail } from "./backtest_detail";
-import { RULE_WORDS, TRADING_STATE_WORDS, ruleValue } from "./health";
+import { TRADING_STATE_WORDS, VIOLATION_DETAIL_COLUMNS, VIOLATION_RULE_COLUMN, type Violation } from "./health";
 
 /** A symbol the allocator watched during the replay (`watched`). */
 export interface DeskWatch {
@@ -27,13 +27,7 @@ export interface DeskWatch {
 }
 
 /** An order the risk gate refused during the replay (`violations`, as GET /api/risk/violations). */
-export interface DeskViolation {
-  rule: string;
-  symbol: string | null;
-  client_order_id: string | null;
-  detail: { message?: string; limit?: unknown; current?: unknown; [k: string]: unknown } | null;
-  timestamp: string;
-}
+export type DeskViolation = Violation;
 
 /** Whose prints a replay trades (`source`): the simulated market's, regenerated, or the stored minute bars of downloaded days. */
 export type DeskSource = "simulated" | "downloaded";
@@ -120,30 +114,34 @@ const tradeColumns: Column<Trade>[] = [
   { key: "winner_loser_label", label: "Label", render: (t) => <Badge text={t.winner_loser_label} /> },
 ];
 
-interface Keyed<T> {
-  key: string;
-  row: T;
-}
+const violationColumns: Column<DeskViolation>[] = [
+  { key: "timestamp", label: "Time (NY)", render: (v) => <span title={`${dateTime(v.timestamp)} NY`}>{time(v.timestamp)}</span> },
+  VIOLATION_RULE_COLUMN,
+  { key: "symbol", label: "Symbol", render: (v) => v.symbol ?? <span class="muted">—</span> },
+  ...VIOLATION_DETAIL_COLUMNS,
+];
 
 export function DeskDetail({ d }: { d: BacktestDetail }) {
   const [picked, setPicked] = useState<string | null>(null);
   const trades = d.trades ?? [];
   const bySymbol = d.by_symbol ?? [];
   const watched = d.watched ?? [];
-  const violations: Keyed<DeskViolation>[] = (d.violations ?? []).map((v, i) => ({ key: `${i}`, row: v }));
+  const violations = d.violations ?? [];
+  // Refusals have no id of their own (two may share a time, rule and symbol): keyed by position.
+  const violationKey = new Map(violations.map((v, i) => [v, `${i}`]));
   const net = d.final_equity === null || d.final_equity === undefined ? null : d.final_equity - d.initial_cash;
   const wins = trades.filter((t) => t.net_pnl > 0).length;
   const losses = trades.filter((t) => t.net_pnl < 0).length;
   const state = d.trading_state ?? null;
   const reducing = state === "REDUCING";
   const maxLoss = (d.effective_settings?.["risk_controls"] as Record<string, unknown> | undefined)?.["max_daily_loss"];
-  const lossRefusals = violations.filter((v) => v.row.rule === "MAX_DAILY_LOSS").map((v) => v.row);
+  const lossRefusals = violations.filter((v) => v.rule === "MAX_DAILY_LOSS");
   const tradesOf = new Map(bySymbol.map((s) => [s.symbol, s.trades]));
   const watchedAt = new Map(watched.map((w) => [w.symbol, w.time_added]));
   const autoWatch = (d.effective_settings?.["strategy_allocator"] as Record<string, unknown> | undefined)?.["auto_watch"];
   const pickedTrade = trades.find((t) => t.trade_id === picked);
   const byRule = Object.entries(
-    violations.reduce<Record<string, number>>((acc, v) => ((acc[v.row.rule] = (acc[v.row.rule] ?? 0) + 1), acc), {}),
+    violations.reduce<Record<string, number>>((acc, v) => ((acc[v.rule] = (acc[v.rule] ?? 0) + 1), acc), {}),
   ).sort((a, b) => b[1] - a[1]);
 
   const symbolColumns: Column<DeskSymbol>[] = [
@@ -160,14 +158,6 @@ export function DeskDetail({ d }: { d: BacktestDetail }) {
     { key: "source", label: "By", render: (w) => (w.source === "RADAR" ? <span title="The allocator's auto-watch of the radar's top rows">radar</span> : w.source.toLowerCase()) },
     { key: "strategy_status", label: "Strategy at the end", render: (w) => <span title={w.strategy_id}>{w.strategy_status}</span> },
     { key: "trades", label: "Trades", num: true, sortValue: (w) => tradesOf.get(w.symbol) ?? 0, render: (w) => (tradesOf.get(w.symbol) ? int(tradesOf.get(w.symbol)) : <span class="muted">0</span>) },
-  ];
-  const violationColumns: Column<Keyed<DeskViolation>>[] = [
-    { key: "timestamp", label: "Time (NY)", sortValue: (v) => v.row.timestamp, render: (v) => <span title={`${dateTime(v.row.timestamp)} NY`}>{time(v.row.timestamp)}</span> },
-    { key: "rule", label: "Rule", sortValue: (v) => v.row.rule, render: (v) => <span title={RULE_WORDS[v.row.rule] ?? ""}><Badge text={v.row.rule} kind="error" /></span> },
-    { key: "symbol", label: "Symbol", sortValue: (v) => v.row.symbol, render: (v) => v.row.symbol ?? <span class="muted">—</span> },
-    { key: "message", label: "What happened", sortValue: (v) => v.row.detail?.message ?? "", render: (v) => <span class="wrap">{v.row.detail?.message ?? "—"}</span> },
-    { key: "limit", label: "Limit", num: true, sortValue: (v) => num(v.row.detail?.limit), render: (v) => ruleValue(v.row.rule, v.row.detail?.limit, "limit") },
-    { key: "current", label: "Current", num: true, sortValue: (v) => num(v.row.detail?.current), render: (v) => <span class="down">{ruleValue(v.row.rule, v.row.detail?.current, "current")}</span> },
   ];
 
   return (
@@ -289,12 +279,10 @@ export function DeskDetail({ d }: { d: BacktestDetail }) {
         testid="desk-violations"
         columns={violationColumns}
         rows={violations}
-        rowKey={(v) => v.key}
+        rowKey={(v) => violationKey.get(v)!}
         sort={{ key: "timestamp", desc: false }}
         empty="No order was refused by a risk rule."
       />
     </div>
   );
 }
-
-const num = (v: unknown) => (typeof v === "number" ? v : null);

@@ -13,7 +13,7 @@ import { duplicateAt, isoToNyLocal, nyLocalToIso, parseSymbols, previousTradingD
 import { duration, inputNumber, marketClock, money, todayNy } from "../format";
 import { ErrorBanner, Field, notify, onInput } from "../ui";
 import type { BacktestDetail } from "./backtest_detail";
-import { parseNum, toApiError, useFormErrors } from "./data_form";
+import { FormActions, parseNum, toApiError, useFormErrors } from "./data_form";
 import { deskRange, deskSourceText, type DeskSource } from "./desk_detail";
 
 /** The most market time one replay covers (the service's `desk::MAX_DAYS`). */
@@ -323,30 +323,20 @@ export function DeskForm({ live, seed, onQueued }: { live: DeskLive | undefined;
         </Field>
       </div>
       <ErrorBanner error={errs.banner ?? (e["settings"] ? new ApiError(400, "VALIDATION_ERROR", e["settings"]) : undefined)} />
-      <div class="dt-actions">
-        <button type="submit" class="btn primary" data-testid="run-desk" disabled={busy || (notSimulated && !downloaded)}>
-          {busy ? "Queuing…" : "Replay the desk"}
-        </button>
-        <button
-          type="button"
-          class="btn ghost"
-          onClick={() => {
-            setF(blank(live));
-            setTopTouched(false);
-            setSourceTouched(false);
-            errs.setError(undefined);
-          }}
-        >
-          Reset
-        </button>
-        {errs.error && !errs.banner ? (
-          <span class="down" role="alert">
-            Not queued: {errs.error.message}
-          </span>
-        ) : (
-          <span class="muted">A replay is a backtest row: it runs in the background, its row below shows its progress.</span>
-        )}
-      </div>
+      <FormActions
+        testid="run-desk"
+        label="Replay the desk"
+        busy={busy}
+        disabled={notSimulated && !downloaded}
+        onReset={() => {
+          setF(blank(live));
+          setTopTouched(false);
+          setSourceTouched(false);
+          errs.setError(undefined);
+        }}
+        errs={errs}
+        idle="A replay is a backtest row: it runs in the background, its row below shows its progress."
+      />
     </form>
   );
 }

@@ -40,11 +40,12 @@ type BlockRow = Block;
 
 type RiskStateRow = RiskState;
 
-interface Violation {
+/** An order the risk gate refused (GET /api/risk/violations; a desk replay's `violations`). */
+export interface Violation {
   rule: string;
   symbol: string | null;
   client_order_id: string | null;
-  detail: { message?: string; limit?: unknown; current?: unknown; [k: string]: unknown };
+  detail: { message?: string; limit?: unknown; current?: unknown; [k: string]: unknown } | null;
   timestamp: string;
 }
 
@@ -476,6 +477,24 @@ export function ruleValue(rule: string, v: unknown, which: "limit" | "current"):
   }
 }
 
+const detailNumber = (v: unknown) => (typeof v === "number" ? v : null);
+
+/** A violation's rule and what it says: the columns every table of refusals shows. */
+export const VIOLATION_RULE_COLUMN: Column<Violation> = {
+  key: "rule",
+  label: "Rule",
+  render: (v) => (
+    <span title={RULE_WORDS[v.rule] ?? ""}>
+      <Badge text={v.rule} kind="error" />
+    </span>
+  ),
+};
+export const VIOLATION_DETAIL_COLUMNS: Column<Violation>[] = [
+  { key: "message", label: "What happened", sortValue: (v) => v.detail?.message ?? "", render: (v) => <span class="wrap">{v.detail?.message ?? "—"}</span> },
+  { key: "limit", label: "Limit", num: true, sortValue: (v) => detailNumber(v.detail?.limit), render: (v) => <span data-col="limit">{ruleValue(v.rule, v.detail?.limit, "limit")}</span> },
+  { key: "current", label: "Current", num: true, sortValue: (v) => detailNumber(v.detail?.current), render: (v) => <span class="down" data-col="current">{ruleValue(v.rule, v.detail?.current, "current")}</span> },
+];
+
 function Violations() {
   const [rule, setRule] = useState("");
   const list = useLoad(() => get<Violation[]>(withQuery("/api/risk/violations", { limit: 100 })));
@@ -487,12 +506,10 @@ function Violations() {
 
   const columns: Column<Violation>[] = [
     { key: "timestamp", label: "Time", render: (v) => <span title={`${dateTime(v.timestamp)} NY`}>{dateTime(v.timestamp)}</span> },
-    { key: "rule", label: "Rule", render: (v) => <span title={RULE_WORDS[v.rule] ?? ""}><Badge text={v.rule} kind="error" /></span> },
+    VIOLATION_RULE_COLUMN,
     { key: "symbol", label: "Symbol", render: (v) => (v.symbol ? <a href={href("orders", { symbol: v.symbol })}>{v.symbol}</a> : <span class="muted">—</span>) },
     { key: "client_order_id", label: "Client order id", render: (v) => <span class="mono">{v.client_order_id ?? "—"}</span> },
-    { key: "message", label: "What happened", sortValue: (v) => v.detail?.message ?? "", render: (v) => <span class="wrap">{v.detail?.message ?? "—"}</span> },
-    { key: "limit", label: "Limit", num: true, sortValue: (v) => (typeof v.detail?.limit === "number" ? v.detail.limit : null), render: (v) => <span data-col="limit">{ruleValue(v.rule, v.detail?.limit, "limit")}</span> },
-    { key: "current", label: "Current", num: true, sortValue: (v) => (typeof v.detail?.current === "number" ? v.detail.current : null), render: (v) => <span class="down" data-col="current">{ruleValue(v.rule, v.detail?.current, "current")}</span> },
+    ...VIOLATION_DETAIL_COLUMNS,
   ];
 
   return (

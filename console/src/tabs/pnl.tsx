@@ -7,7 +7,7 @@ import { useEffect, useMemo, useState } from "preact/hooks";
 import { get, withQuery } from "../api";
 import { ChartView, cssVar } from "../chart";
 import { useEvents } from "../events";
-import { axisLabel, dateTime, duration, fixed, frac, int, money, pnl, price, sign, time, todayNy } from "../format";
+import { axisLabel, dateTime, duration, fixed, frac, int, money, pnl, price, shiftDay, sign, time, todayNy } from "../format";
 import { route } from "../route";
 import { TradeDeepDiveModal, humanize } from "../trade_detail";
 import type { Trade } from "../types";
@@ -63,12 +63,6 @@ const SCOPE_TYPES: [string, string][] = [
 const scopeLabel = (s: string) => SCOPE_TYPES.find(([k]) => k === s)?.[1] ?? humanize(s);
 
 const DATE_RE = /^\d{4}-\d{2}-\d{2}$/;
-
-/** `YYYY-MM-DD` moved by `days`. */
-function shiftDate(day: string, days: number): string {
-  const [y, m, d] = day.split("-").map(Number);
-  return new Date(Date.UTC(y, m - 1, d + days)).toISOString().slice(0, 10);
-}
 
 /** `value`, once it has stopped changing for `ms`. */
 function useDebounced<T>(value: T, ms: number): T {
@@ -144,10 +138,10 @@ export function PnlTab() {
           <Field label="Session (New York date)">
             <input type="date" name="date" value={day} onChange={(e) => setDate(e.currentTarget.value)} required />
           </Field>
-          <button class="btn" onClick={() => setDay(shiftDate(day, -1))} title="The day before">
+          <button class="btn" onClick={() => setDay(shiftDay(day, -1))} title="The day before">
             ‹ Previous
           </button>
-          <button class="btn" onClick={() => setDay(shiftDate(day, 1))} title="The day after">
+          <button class="btn" onClick={() => setDay(shiftDay(day, 1))} title="The day after">
             Next ›
           </button>
           <button class="btn ghost" onClick={() => setDay(todayNy())} disabled={day === today}>

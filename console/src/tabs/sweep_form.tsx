@@ -25,6 +25,7 @@ import {
 import { ErrorBanner, Field, notify, onInput } from "../ui";
 import {
   FILLS,
+  FormActions,
   RISK_FIELDS,
   RangeFields,
   TIMEFRAMES,
@@ -432,29 +433,19 @@ export function SweepForm({ strategies, onQueued }: { strategies: Strategy[]; on
         </div>
       </details>
       <ErrorBanner error={errs.banner} />
-      <div class="dt-actions">
-        <button type="submit" class="btn primary" data-testid="run-sweep" disabled={busy || !f.strategy_id}>
-          {busy ? "Queuing…" : "Run sweep"}
-        </button>
-        <button
-          type="button"
-          class="btn ghost"
-          onClick={() => {
-            setF(blankForm(strategy ?? strategies[0]));
-            setMoreOpen(false);
-            errs.setError(undefined);
-          }}
-        >
-          Reset
-        </button>
-        {errs.error && !errs.banner ? (
-          <span class="down" role="alert">
-            Not queued: {errs.error.message}
-          </span>
-        ) : (
-          <span class="muted">Each combination is a backtest on the live engine; the parts run in parallel in the background.</span>
-        )}
-      </div>
+      <FormActions
+        testid="run-sweep"
+        label="Run sweep"
+        busy={busy}
+        disabled={!f.strategy_id}
+        onReset={() => {
+          setF(blankForm(strategy ?? strategies[0]));
+          setMoreOpen(false);
+          errs.setError(undefined);
+        }}
+        errs={errs}
+        idle="Each combination is a backtest on the live engine; the parts run in parallel in the background."
+      />
     </form>
   );
 }
