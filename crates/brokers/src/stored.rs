@@ -13,14 +13,13 @@ use async_trait::async_trait;
 use chrono::NaiveDate;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use tradeops_core::calendar::MarketCalendar;
 use tradeops_core::market::{Bar, Price, Timeframe};
 use tradeops_core::{Symbol, Timestamp};
 
 /// One symbol's stored days.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 struct StoredSymbol {
-    symbol: Option<Symbol>,
+    symbol: Symbol,
     /// Minute bars of each New York date, oldest first.
     minutes: BTreeMap<NaiveDate, Vec<Bar>>,
     /// Each date's close and volume: its daily bar's, else its minute bars' (the last close,
@@ -58,7 +57,7 @@ impl StoredDays {
     /// dated by the New York date of its start). Adding a symbol twice merges its bars.
     pub fn add(&mut self, symbol: Symbol, minute: Vec<Bar>, daily: Vec<Bar>) {
         let index = *self.by_symbol.entry(symbol.clone()).or_insert_with(|| {
-            self.symbols.push(StoredSymbol { symbol: Some(symbol.clone()), ..StoredSymbol::default() });
+            self.symbols.push(StoredSymbol { symbol: symbol.clone(), minutes: BTreeMap::new(), days: BTreeMap::new() });
             self.symbols.len() - 1
         });
         let s = &mut self.symbols[index];
@@ -80,11 +79,6 @@ impl StoredDays {
         }
     }
 
-    /// Symbols, in the order they were added.
-    pub fn symbols(&self) -> impl Iterator<Item = &Symbol> {
-        self.symbols.iter().filter_map(|s| s.symbol.as_ref())
-    }
-
     pub fn len(&self) -> usize {
         self.symbols.len()
     }
@@ -99,12 +93,7 @@ impl StoredDays {
     }
 
     pub fn symbol(&self, index: usize) -> &Symbol {
-        self.symbols[index].symbol.as_ref().expect("added symbols have their symbol")
-    }
-
-    /// Whether any symbol has a minute bar on `date`.
-    pub fn has_minutes_on(&self, date: NaiveDate) -> bool {
-        self.symbols.iter().any(|s| s.minutes.get(&date).is_some_and(|b| !b.is_empty()))
+        &self.symbols[index].symbol
     }
 
     /// Symbol `index`'s `date` as the feed starts it: `previous_days` are the calendar's trading
@@ -164,17 +153,16 @@ impl StoredDays {
 
 /// The data broker of a replay of stored days: instruments are the stored symbols (float and
 /// sector unknown but as imported reference data says, laid over by
-/// [`crate::reference::WithReference`]), snapshots and closed bars are the feed's, bars the
-/// stored ones.
+/// [`crate::reference::WithReference`]; typical volume the feed's average for the day),
+/// snapshots and closed bars are the feed's, bars the stored ones.
 pub struct StoredMarket {
     days: Arc<StoredDays>,
     live: Arc<LiveMarket>,
-    calendar: MarketCalendar,
 }
 
 impl StoredMarket {
-    pub fn new(days: Arc<StoredDays>, live: Arc<LiveMarket>, calendar: MarketCalendar) -> StoredMarket {
-        StoredMarket { days, live, calendar }
+    pub fn new(days: Arc<StoredDays>, live: Arc<LiveMarket>) -> StoredMarket {
+        StoredMarket { days, live }
     }
 }
 
@@ -185,16 +173,8 @@ impl MarketData for StoredMarket {
     }
 
     fn instrument(&self, symbol: &Symbol) -> Option<Instrument> {
-        let index = self.days.index(symbol)?;
-        // The typical volume as of the feed's day (the radar's average).
-        let average_volume = self.live.status().date.map_or(0, |date| {
-            let previous: Vec<NaiveDate> =
-                std::iter::successors(Some(date), |d| Some(self.calendar.previous_trading_day(*d)))
-                    .skip(1)
-                    .take(crate::simulated::live::AVERAGE_VOLUME_DAYS)
-                    .collect();
-            self.days.day(index, date, &previous).average_volume
-        });
+        self.days.index(symbol)?;
+        let average_volume = self.live.average_volume(symbol).unwrap_or(0);
         Some(Instrument { symbol: symbol.clone(), sector: None, float: None, average_volume })
     }
 

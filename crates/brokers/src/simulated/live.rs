@@ -263,6 +263,12 @@ impl LiveMarket {
         Some(ClosedBar { bar, relative_volume: relative_volume(&st, s, s.volume.saturating_sub(partial)) })
     }
 
+    /// The radar's average daily volume of `symbol` for the day the feed is in.
+    pub fn average_volume(&self, symbol: &Symbol) -> Option<u64> {
+        let index = self.days.index(symbol)?;
+        self.state().symbols.get(index).map(|s| s.average_volume)
+    }
+
     /// The quote of `symbol` around its last trade.
     pub fn quote(&self, symbol: &Symbol) -> Option<tradeops_core::market::Quote> {
         let index = self.days.index(symbol)?;

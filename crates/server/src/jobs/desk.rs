@@ -248,12 +248,15 @@ async fn stored_symbols(jobs: &Jobs, req: &DeskRequest) -> DomainResult<Vec<Stri
             if asked.is_empty() || asked.len() > MAX_SYMBOLS {
                 return Err(DomainError::validation("symbols", format!("1 to {MAX_SYMBOLS} symbols")));
             }
+            // One look-up of what is stored, not one a symbol.
+            let stored: std::collections::BTreeSet<String> =
+                repo.bar_symbols("1m", start, end).await?.into_iter().collect();
             let mut symbols: Vec<String> = Vec::with_capacity(asked.len());
             for (i, symbol) in asked.iter().enumerate() {
                 if symbols.iter().any(|s| s == symbol.as_str()) {
                     return Err(DomainError::validation(format!("symbols[{i}]"), "is given more than once"));
                 }
-                if !repo.has_bars(symbol, "1m", start, end).await? {
+                if !stored.contains(symbol.as_str()) {
                     return Err(DomainError::NotFound(format!(
                         "{symbol} has no stored minute bars between start and end: download them first (POST /api/data/download)"
                     )));
@@ -399,8 +402,7 @@ async fn replay(
             let live = Arc::new(
                 LiveMarket::over_stored(days.clone(), 1.0, market_clock.clone()).with_reference(reference.clone()),
             );
-            let calendar = tradeops_core::calendar::MarketCalendar::new(settings.runtime.market_calendar);
-            (live.clone(), Arc::new(StoredMarket::new(days, live, calendar)))
+            (live.clone(), Arc::new(StoredMarket::new(days, live)))
         }
     };
     let market: Arc<dyn MarketData> = Arc::new(WithReference::new(market, reference.clone()));
