@@ -3,7 +3,6 @@
 //! publishes after every batch of events (the view itself is the leaf [`crate::engine_view`], so
 //! the event bus can carry it without knowing the engine).
 
-mod held;
 mod runner;
 
 use runner::Input;
@@ -86,7 +85,7 @@ impl EngineHandle {
 
     /// The market feed is about to print its step at `before`: returns once the broker's
     /// reports due before it are delivered (at their own times, against the market as it
-    /// stands), so a live day's acks meet the same prints as its replay's (issue 26.2).
+    /// stands), so a live day's acks meet the same prints as its replay's.
     pub async fn deliver_due(&self, before: tradeops_core::Timestamp) -> Result<(), EngineGone> {
         let (reply, done) = oneshot::channel();
         self.tx.send(Input::Due(before, reply)).await.map_err(|_| EngineGone)?;

@@ -1,4 +1,4 @@
-//! The whole-desk replay (issue 26.2): the live engine runner — the same write-ahead orders,
+//! The whole-desk replay: the live engine runner — the same write-ahead orders,
 //! risk gate, allocator and paper broker — driven through a simulated trading day on a manual
 //! clock, in strict market-time order and as fast as it computes: every report the paper broker
 //! schedules (acks, cancels) is delivered at its own due time with the market as it stood, then
@@ -8,10 +8,17 @@
 //! print). Not replayed: operator commands and settings changes during the day, and the
 //! once-a-second reconciliation (the paper broker's book is the engine's own).
 
-use super::*;
+use super::{restore, EngineDeps};
+use crate::engine_view::EngineView;
+use rust_decimal::Decimal;
+use std::sync::Arc;
+use tokio::sync::watch;
 use tradeops_brokers::simulated::live::LiveMarket;
 use tradeops_core::calendar::MarketCalendar;
 use tradeops_core::clock::ManualClock;
+use tradeops_core::engine::Command;
+use tradeops_core::risk::TradingState;
+use tradeops_core::{Clock, Symbol, Timestamp};
 
 /// What a replayed stretch of market time left besides what its database holds (orders,
 /// executions, violations, the watchlist): the engine's equity at each minute's close.
@@ -79,7 +86,7 @@ pub async fn replay_desk(
                 progress(done.min(1.0));
             }
         }
-        anyhow::ensure!(!runner.fenced, "the replay's database refused its writes");
+        anyhow::ensure!(!runner.books.term_over(), "the replay's database refused its writes");
     }
     // Reports still due by the end (a last ack), then the day as it ended.
     runner.deliver_due(until, false).await;

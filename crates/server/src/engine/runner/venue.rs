@@ -1,0 +1,600 @@
+//! The runner's venue part: every call to the execution broker goes through [`Venue`], which
+//! bounds it in time ([`BROKER_TIMEOUT`]), notes whether the venue answered (a venue found
+//! unavailable refuses new operator orders `BROKER_UNAVAILABLE` until a call succeeds again),
+//! and keeps what a venue that fails leaves behind: orders whose submit went unanswered (looked
+//! up by client order id before any resend), the venue's refusals owed to the engine as
+//! reports, and the count of the broker's working orders.
+//!
+//! A trading request (a submit or a cancel) first passes one check, here and nowhere else: this
+//! engine's [`Term`] is not over. Once a newer engine has taken the database over, nothing more
+//! reaches the broker from this one.
+
+use rust_decimal::Decimal;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tradeops_brokers::{BrokerError, ExecutionBroker, MarketUpdate, Rejection, VenueAccount, VenuePosition};
+use tradeops_core::broker::{BrokerLookup, BrokerOpenOrder, BrokerReport};
+use tradeops_core::engine::CommandError;
+use tradeops_core::orders::{ClientOrderId, Order, OrderStatus};
+use tradeops_core::risk::{RiskFigure, RiskRefusal, RiskRule};
+use tradeops_core::Timestamp;
+
+/// The longest the runner waits for one call to the execution broker: a venue that stops
+/// answering never holds the engine (the emergency halt, the health probe and every command
+/// wait behind it). A call not answered in time counts as the broker being unavailable.
+pub(super) const BROKER_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How long an order whose submit found the broker unavailable waits before it is looked up by
+/// client order id (and sent again only if the broker does not have it): the venue may still be
+/// taking the submit whose reply was lost. Longer when the venue asked for it (`retry_after`).
+const RESEND_AFTER: Duration = Duration::from_secs(2);
+
+/// The note an operator's order carries (as its `reject_reason`, while it is looked up) once
+/// placing it was answered `BROKER_UNAVAILABLE`: it is never sent again.
+pub(super) const UNANSWERED: &str =
+    "placing it was answered BROKER_UNAVAILABLE: looked up at the broker, never sent again";
+
+/// Whether this engine's term still lets it send to the broker. Shared by the runner's parts:
+/// the books end it when the database refuses a write of this term (a newer engine took over),
+/// the venue checks it before every trading request.
+#[derive(Debug, Default)]
+pub(super) struct Term {
+    over: AtomicBool,
+}
+
+impl Term {
+    pub fn is_over(&self) -> bool {
+        self.over.load(Ordering::Acquire)
+    }
+
+    /// Ends the term; whether it was still running.
+    pub fn end(&self) -> bool {
+        !self.over.swap(true, Ordering::AcqRel)
+    }
+}
+
+/// The execution broker as the runner sees it (see the module's doc).
+pub(super) struct Venue {
+    broker: Arc<dyn ExecutionBroker>,
+    term: Arc<Term>,
+    /// The broker's count of working orders, as of its last report or order taken (what the
+    /// published view shows).
+    open_orders: usize,
+    /// The broker's answers owed to the engine: refusals of a submit or a cancel, delivered
+    /// with the next reports.
+    answers: Vec<BrokerReport>,
+    /// Orders whose submit found the broker unavailable, with when each is due to be looked
+    /// up: reconciliation asks by client order id and sends again only what never arrived.
+    unconfirmed: BTreeMap<ClientOrderId, Timestamp>,
+    /// A submit went out since the broker's working orders were last counted.
+    recount: bool,
+    /// The last call found the venue unavailable (why, and the venue's own wait).
+    down: Option<(String, Option<Duration>)>,
+    /// A remote venue (one with an event connection): its requests count against its limit,
+    /// so its working orders are not counted after every batch nor for every health probe.
+    remote: bool,
+}
+
+/// A broker call bounded by [`BROKER_TIMEOUT`]; past it, [`BrokerError::Unavailable`].
+async fn bounded<T>(call: impl std::future::Future<Output = Result<T, BrokerError>>) -> Result<T, BrokerError> {
+    match tokio::time::timeout(BROKER_TIMEOUT, call).await {
+        Ok(answer) => answer,
+        Err(_) => {
+            Err(BrokerError::Unavailable { reason: format!("no answer within {BROKER_TIMEOUT:?}"), retry_after: None })
+        }
+    }
+}
+
+/// A broker's reports, bounded by [`BROKER_TIMEOUT`]: none this time when it does not answer.
+async fn bounded_reports(call: impl std::future::Future<Output = Vec<BrokerReport>>) -> Vec<BrokerReport> {
+    tokio::time::timeout(BROKER_TIMEOUT, call).await.unwrap_or_else(|_| {
+        tracing::warn!("the execution broker did not report within {BROKER_TIMEOUT:?}");
+        Vec::new()
+    })
+}
+
+/// When an order whose submit or look-up found the venue unavailable (`e`) is next looked up.
+fn resend_at(e: &BrokerError, now: Timestamp) -> Timestamp {
+    let wait = match e {
+        BrokerError::Unavailable { retry_after: Some(after), .. } => (*after).max(RESEND_AFTER),
+        _ => RESEND_AFTER,
+    };
+    now + chrono::Duration::from_std(wait).unwrap_or(chrono::Duration::seconds(2))
+}
+
+impl Venue {
+    pub fn new(broker: Arc<dyn ExecutionBroker>, term: Arc<Term>, open_orders: usize) -> Venue {
+        let remote = broker.connection().is_some();
+        Venue {
+            broker,
+            term,
+            open_orders,
+            answers: Vec::new(),
+            unconfirmed: BTreeMap::new(),
+            recount: false,
+            down: None,
+            remote,
+        }
+    }
+
+    /// The adapter's name as configured.
+    pub fn name(&self) -> &'static str {
+        self.broker.name()
+    }
+
+    pub fn broker(&self) -> &Arc<dyn ExecutionBroker> {
+        &self.broker
+    }
+
+    /// A remote venue (see [`Venue::remote`]).
+    pub fn is_remote(&self) -> bool {
+        self.remote
+    }
+
+    /// The broker's count of working orders as last known.
+    pub fn open_orders_known(&self) -> usize {
+        self.open_orders
+    }
+
+    /// Why the venue is unavailable, and its own wait, while its last call found it so.
+    pub fn down(&self) -> Option<&(String, Option<Duration>)> {
+        self.down.as_ref()
+    }
+
+    /// The broker's working orders changed other than by a submit (an order adopted): counted
+    /// again after the batch.
+    pub fn open_orders_changed(&mut self) {
+        self.recount = true;
+    }
+
+    /// Whether a submit went out since the working orders were last counted.
+    pub fn needs_recount(&self) -> bool {
+        self.recount
+    }
+
+    pub fn is_unconfirmed(&self, id: &ClientOrderId) -> bool {
+        self.unconfirmed.contains_key(id)
+    }
+
+    pub fn any_unconfirmed(&self) -> bool {
+        !self.unconfirmed.is_empty()
+    }
+
+    /// The broker reported on the order: it has it.
+    pub fn confirmed(&mut self, id: &ClientOrderId) {
+        self.unconfirmed.remove(id);
+    }
+
+    /// Takes the unconfirmed orders whose wait is over by `now`.
+    pub fn due_for_lookup(&mut self, now: Timestamp) -> Vec<ClientOrderId> {
+        let due: Vec<ClientOrderId> =
+            self.unconfirmed.iter().filter(|(_, after)| **after <= now).map(|(id, _)| id.clone()).collect();
+        for id in &due {
+            self.unconfirmed.remove(id);
+        }
+        due
+    }
+
+    /// The order could not be looked up (`e`): asked again once the venue's wait is over.
+    pub fn look_up_later(&mut self, id: ClientOrderId, e: &BrokerError, now: Timestamp) {
+        self.unconfirmed.insert(id, resend_at(e, now));
+    }
+
+    /// Notes whether the execution broker answered: a call that found it unavailable marks it
+    /// down (new operator orders are refused until a call succeeds); any answer marks it up.
+    fn note<T>(&mut self, answer: &Result<T, BrokerError>) {
+        match answer {
+            Err(BrokerError::Unavailable { reason, retry_after }) => {
+                if self.down.is_none() {
+                    tracing::warn!(%reason, "the execution broker is unavailable: new orders are refused until it answers");
+                }
+                self.down = Some((reason.clone(), *retry_after));
+            }
+            _ => {
+                if self.down.take().is_some() {
+                    tracing::info!("the execution broker answers again: new orders are taken");
+                }
+            }
+        }
+    }
+
+    /// Sends an order. A refusal becomes the order's rejection (delivered with the next
+    /// reports); an unreachable broker leaves the order as written ahead, for reconciliation to
+    /// look up and send again. Returns the refusal that answers an operator's order: the
+    /// venue's, or `EngineStopped` once this engine's term is over (nothing is sent).
+    pub async fn submit(&mut self, order: &Order, now: Timestamp) -> Option<CommandError> {
+        let id = &order.client_order_id;
+        if self.term.is_over() {
+            return Some(CommandError::EngineStopped);
+        }
+        self.recount = true;
+        let sent = bounded(self.broker.submit(order, now)).await;
+        self.note(&sent);
+        match sent {
+            Ok(()) => {
+                self.unconfirmed.remove(id);
+                None
+            }
+            Err(BrokerError::AlreadyReceived(_)) => {
+                tracing::info!(client_order_id = %id, "the broker already has the order: its reports follow");
+                self.unconfirmed.remove(id);
+                None
+            }
+            Err(e @ BrokerError::Unavailable { .. }) => {
+                self.unconfirmed.insert(id.clone(), resend_at(&e, now));
+                let BrokerError::Unavailable { reason, retry_after } = e else { unreachable!() };
+                tracing::warn!(client_order_id = %id, %reason, "the broker is unavailable: the order stays written ahead for reconciliation");
+                let reason = format!(
+                    "{reason} (order {id} is looked up: it is marked REJECTED unless the broker received it, and never sent again)"
+                );
+                Some(CommandError::BrokerUnavailable { reason, retry_after, client_order_id: Some(id.clone()) })
+            }
+            Err(e @ (BrokerError::Rejected { .. } | BrokerError::UnknownOrder(_))) => {
+                tracing::warn!(client_order_id = %id, error = %e, "the broker refused the order");
+                self.unconfirmed.remove(id);
+                let (reason, kind) = match e {
+                    BrokerError::Rejected { reason, kind } => (reason, kind),
+                    other => (other.to_string(), Rejection::Other),
+                };
+                let refusal = refusal(order, &reason, kind, self.broker.name());
+                self.answers.push(BrokerReport::Rejected { client_order_id: id.clone(), reason, at: now });
+                refusal
+            }
+        }
+    }
+
+    /// Asks the broker to cancel an order (`status`: the order's status in the engine, if it
+    /// knows it). A refusal becomes a `CancelRejected` report; an unreachable broker leaves the
+    /// cancel to reconciliation, which finds it missing and sends it again. A broker that does
+    /// not know an order whose submit it never confirmed says nothing yet: the order stays
+    /// cancelling, and reconciliation looks it up — never sent, it is then marked so and never
+    /// sent. Returns the refusal that answers an operator's cancel.
+    pub async fn cancel(
+        &mut self,
+        id: &ClientOrderId,
+        status: Option<OrderStatus>,
+        now: Timestamp,
+    ) -> Option<CommandError> {
+        if self.term.is_over() {
+            return Some(CommandError::EngineStopped);
+        }
+        let answer = bounded(self.broker.cancel(id, now)).await;
+        self.note(&answer);
+        match answer {
+            Ok(()) => None,
+            Err(e) if e.is_retryable() => {
+                tracing::warn!(client_order_id = %id, error = %e, "cancel not sent: reconciliation sends it again");
+                None
+            }
+            Err(BrokerError::UnknownOrder(_)) if self.unconfirmed.contains_key(id) => {
+                tracing::info!(client_order_id = %id, "cancel of an order the broker never confirmed: reconciliation looks it up");
+                None
+            }
+            Err(e) => {
+                tracing::warn!(client_order_id = %id, error = %e, "the broker refused the cancel");
+                let (reason, refusal) = match e {
+                    BrokerError::Rejected { reason, kind: Rejection::NotCancellable { filled } } => {
+                        let status = match (filled, status) {
+                            (true, _) => OrderStatus::Filled,
+                            (false, Some(status)) => status,
+                            (false, None) => OrderStatus::Canceled,
+                        };
+                        (reason, Some(CommandError::NotCancellable { status }))
+                    }
+                    BrokerError::Rejected { reason, .. } => (reason, None),
+                    other => (other.to_string(), None),
+                };
+                self.answers.push(BrokerReport::CancelRejected { client_order_id: id.clone(), reason, at: now });
+                refusal
+            }
+        }
+    }
+
+    /// What the broker knows of one client order id.
+    pub async fn lookup(&mut self, id: &ClientOrderId) -> Result<BrokerLookup, BrokerError> {
+        let found = bounded(self.broker.lookup(id)).await;
+        self.note(&found);
+        found
+    }
+
+    /// The broker's working orders (their count kept for the view).
+    pub async fn open_orders(&mut self) -> Result<Vec<BrokerOpenOrder>, BrokerError> {
+        let open = bounded(self.broker.open_orders()).await;
+        self.note(&open);
+        if let Ok(open) = &open {
+            self.open_orders = open.len();
+        }
+        open
+    }
+
+    /// Brings the count of the broker's working orders up to date (kept when it cannot be read).
+    pub async fn count_open_orders(&mut self) {
+        self.recount = false;
+        let _ = self.open_orders().await;
+    }
+
+    /// The health probe's count of working orders: a remote venue's as reconciliation last
+    /// listed them (a probe spends none of its request budget), an in-process one's asked now.
+    pub async fn probe(&mut self) -> usize {
+        if !self.remote {
+            let _ = self.open_orders().await;
+        }
+        self.open_orders
+    }
+
+    /// A working broker order the engine did not place, as an order to adopt.
+    pub async fn foreign_order(&mut self, id: &ClientOrderId) -> Result<Option<Order>, BrokerError> {
+        let found = bounded(self.broker.foreign_order(id)).await;
+        if !matches!(found, Ok(None)) {
+            self.note(&found);
+        }
+        found
+    }
+
+    /// The venue's account figures (`None`: a venue without books of its own, which says
+    /// nothing about whether it is reachable).
+    pub async fn account(&mut self) -> Result<Option<VenueAccount>, BrokerError> {
+        let account = bounded(self.broker.account()).await;
+        if !matches!(account, Ok(None)) {
+            self.note(&account);
+        }
+        account
+    }
+
+    /// The venue's positions (`None`: a venue that keeps none).
+    pub async fn positions(&mut self) -> Result<Option<Vec<VenuePosition>>, BrokerError> {
+        let positions = bounded(self.broker.positions()).await;
+        self.note(&positions);
+        positions
+    }
+
+    /// The reports owed to the engine: the venue's refusals first, then those it has due by
+    /// `now`.
+    pub async fn reports(&mut self, now: Timestamp) -> Vec<BrokerReport> {
+        let mut reports = std::mem::take(&mut self.answers);
+        reports.extend(bounded_reports(self.broker.poll(now)).await);
+        reports
+    }
+
+    /// An in-process venue's matching of its working orders against a market update.
+    pub async fn on_market(&self, update: &MarketUpdate<'_>) -> Vec<BrokerReport> {
+        bounded_reports(self.broker.on_market(update)).await
+    }
+
+    /// An in-process venue's DAY orders expire at the session's end.
+    pub async fn expire_day_orders(&self, now: Timestamp) -> Vec<BrokerReport> {
+        bounded_reports(self.broker.expire_day_orders(now)).await
+    }
+
+    /// When the next report an in-process venue delivers by itself is due.
+    pub fn next_due(&self) -> Option<Timestamp> {
+        self.broker.next_due()
+    }
+}
+
+/// What the operator is answered when the venue (`broker`, by name) refuses `order` for good:
+/// a refusal for buying power or shares is `RISK_BLOCKED` under the contract's `BUYING_POWER`
+/// rule with the venue's figures (its buying power against the order's cost; or the shares it
+/// holds available against those sold); a field it will not take is `VALIDATION_ERROR` naming
+/// it (`order` when it named none it could be matched to); anything else is no refusal of the
+/// command: the order is answered as placed and reads `REJECTED` with the venue's reason.
+fn refusal(order: &Order, reason: &str, kind: Rejection, broker: &str) -> Option<CommandError> {
+    let money = |d: Option<Decimal>| d.map(RiskFigure::Money).unwrap_or(RiskFigure::None);
+    let shares = |d: Option<Decimal>| {
+        d.and_then(|d| rust_decimal::prelude::ToPrimitive::to_u64(&d.trunc()))
+            .map(RiskFigure::Shares)
+            .unwrap_or(RiskFigure::None)
+    };
+    let risk = |limit, current| {
+        CommandError::Risk(Box::new(RiskRefusal {
+            rule: RiskRule::BuyingPower,
+            limit,
+            current,
+            message: format!("The broker ({broker}) refused the order: {reason}"),
+        }))
+    };
+    match kind {
+        Rejection::BuyingPower { available, required } => Some(risk(money(available), money(required))),
+        Rejection::SharesAvailable { available, requested } => {
+            let requested = requested.or(Some(Decimal::from(order.quantity)));
+            Some(risk(shares(available), shares(requested)))
+        }
+        Rejection::Invalid { field } => Some(CommandError::Invalid {
+            field: field.unwrap_or("order"),
+            reason: format!("refused by the broker ({broker}): {reason}"),
+        }),
+        Rejection::NotCancellable { .. } | Rejection::Other => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use async_trait::async_trait;
+    use std::sync::Mutex;
+    use tradeops_core::market::Side;
+    use tradeops_core::trades::fixtures;
+
+    /// A venue that answers each call with what the test scripted (once), and records the
+    /// trading requests it received.
+    #[derive(Default)]
+    struct Scripted {
+        submit: Mutex<Option<BrokerError>>,
+        cancel: Mutex<Option<BrokerError>>,
+        /// Never answers a submit (a venue that hangs).
+        hang: bool,
+        received: Mutex<Vec<String>>,
+    }
+
+    #[async_trait]
+    impl ExecutionBroker for Scripted {
+        fn name(&self) -> &'static str {
+            "scripted"
+        }
+        async fn submit(&self, order: &Order, _now: Timestamp) -> Result<(), BrokerError> {
+            if self.hang {
+                std::future::pending::<()>().await;
+            }
+            self.received.lock().unwrap().push(format!("submit {}", order.client_order_id));
+            self.submit.lock().unwrap().take().map_or(Ok(()), Err)
+        }
+        async fn cancel(&self, id: &ClientOrderId, _now: Timestamp) -> Result<(), BrokerError> {
+            self.received.lock().unwrap().push(format!("cancel {id}"));
+            self.cancel.lock().unwrap().take().map_or(Ok(()), Err)
+        }
+        async fn lookup(&self, _id: &ClientOrderId) -> Result<BrokerLookup, BrokerError> {
+            Ok(BrokerLookup::Unknown)
+        }
+        async fn open_orders(&self) -> Result<Vec<BrokerOpenOrder>, BrokerError> {
+            Ok(Vec::new())
+        }
+        async fn poll(&self, _now: Timestamp) -> Vec<BrokerReport> {
+            Vec::new()
+        }
+    }
+
+    fn now() -> Timestamp {
+        fixtures::t(0)
+    }
+
+    fn order(id: &str, quantity: u64) -> Order {
+        fixtures::order(id, Side::Sell, quantity, 0, "exit", None)
+    }
+
+    fn venue(broker: Scripted) -> (Venue, Arc<Scripted>, Arc<Term>) {
+        let broker = Arc::new(broker);
+        let term = Arc::new(Term::default());
+        (Venue::new(broker.clone(), term.clone(), 0), broker, term)
+    }
+
+    fn unavailable(retry_after: Option<Duration>) -> BrokerError {
+        BrokerError::Unavailable { reason: "503 from the venue".into(), retry_after }
+    }
+
+    #[tokio::test]
+    async fn a_submit_the_venue_did_not_answer_is_looked_up_after_the_venues_own_wait() {
+        let (mut venue, _, _) = venue(Scripted {
+            submit: Mutex::new(Some(unavailable(Some(Duration::from_secs(5))))),
+            ..Scripted::default()
+        });
+        let refusal = venue.submit(&order("c-1", 10), now()).await;
+        let Some(CommandError::BrokerUnavailable { retry_after, client_order_id, .. }) = refusal else {
+            panic!("expected BROKER_UNAVAILABLE, got {refusal:?}");
+        };
+        assert_eq!(retry_after, Some(Duration::from_secs(5)));
+        assert_eq!(client_order_id.as_ref().map(ClientOrderId::as_str), Some("c-1"));
+        assert!(venue.down().is_some(), "new operator orders are refused while the venue is down");
+        // Not before the venue's 5 s: a submit in flight may still land.
+        assert!(venue.due_for_lookup(now() + chrono::Duration::seconds(4)).is_empty());
+        let due = venue.due_for_lookup(now() + chrono::Duration::seconds(5));
+        assert_eq!(due, vec![ClientOrderId::parse("c-1").unwrap()]);
+        assert!(!venue.any_unconfirmed(), "taken for the look-up");
+    }
+
+    #[tokio::test]
+    async fn any_answer_brings_the_venue_back_up() {
+        let (mut venue, _, _) = venue(Scripted { submit: Mutex::new(Some(unavailable(None))), ..Scripted::default() });
+        venue.submit(&order("c-1", 10), now()).await;
+        assert!(venue.down().is_some());
+        assert_eq!(venue.probe().await, 0);
+        assert!(venue.down().is_none(), "the listing answered");
+    }
+
+    #[tokio::test]
+    async fn a_resubmit_the_venue_already_has_is_no_refusal_and_no_longer_unconfirmed() {
+        let id = ClientOrderId::parse("c-1").unwrap();
+        let (mut venue, _, _) = venue(Scripted {
+            submit: Mutex::new(Some(BrokerError::AlreadyReceived(id.clone()))),
+            ..Scripted::default()
+        });
+        venue.look_up_later(id.clone(), &unavailable(None), now());
+        assert_eq!(venue.submit(&order("c-1", 10), now()).await, None);
+        assert!(!venue.is_unconfirmed(&id));
+        assert!(venue.reports(now()).await.is_empty(), "no rejection owed to the engine");
+    }
+
+    #[tokio::test]
+    async fn a_venue_refusal_for_shares_is_a_buying_power_risk_refusal_and_a_rejection_report() {
+        let kind = Rejection::SharesAvailable { available: Some(Decimal::from(3)), requested: None };
+        let refused = BrokerError::Rejected { reason: "insufficient qty available for order".into(), kind };
+        let (mut venue, _, _) = venue(Scripted { submit: Mutex::new(Some(refused)), ..Scripted::default() });
+        let refusal = venue.submit(&order("c-1", 10), now()).await;
+        let Some(CommandError::Risk(risk)) = refusal else { panic!("expected RISK_BLOCKED, got {refusal:?}") };
+        assert_eq!(risk.rule, RiskRule::BuyingPower);
+        assert_eq!((risk.limit, risk.current), (RiskFigure::Shares(3), RiskFigure::Shares(10)));
+        assert!(risk.message.contains("scripted"), "{}", risk.message);
+        let reports = venue.reports(now()).await;
+        assert!(
+            matches!(&reports[..], [BrokerReport::Rejected { reason, .. }] if reason.contains("insufficient qty")),
+            "{reports:?}"
+        );
+        assert!(venue.down().is_none(), "a refusal is an answer");
+    }
+
+    #[tokio::test]
+    async fn a_field_the_venue_refuses_is_named_and_any_other_refusal_answers_the_order_as_placed() {
+        let invalid = BrokerError::Rejected { reason: "bad tif".into(), kind: Rejection::Invalid { field: None } };
+        let (mut venue, broker, _) = venue(Scripted { submit: Mutex::new(Some(invalid)), ..Scripted::default() });
+        let refusal = venue.submit(&order("c-1", 10), now()).await;
+        assert!(matches!(refusal, Some(CommandError::Invalid { field: "order", .. })), "{refusal:?}");
+        *broker.submit.lock().unwrap() = Some(BrokerError::rejected("symbol not tradable"));
+        assert_eq!(venue.submit(&order("c-2", 10), now()).await, None, "the order reads REJECTED instead");
+        assert_eq!(venue.reports(now()).await.len(), 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_venue_that_does_not_answer_counts_as_unavailable_after_the_timeout() {
+        let (mut venue, _, _) = venue(Scripted { hang: true, ..Scripted::default() });
+        let started = tokio::time::Instant::now();
+        let refusal = venue.submit(&order("c-1", 10), now()).await;
+        assert_eq!(started.elapsed(), BROKER_TIMEOUT);
+        assert!(matches!(refusal, Some(CommandError::BrokerUnavailable { .. })), "{refusal:?}");
+        assert!(venue.is_unconfirmed(&ClientOrderId::parse("c-1").unwrap()));
+    }
+
+    #[tokio::test]
+    async fn once_the_term_is_over_nothing_reaches_the_broker() {
+        let (mut venue, broker, term) = venue(Scripted::default());
+        assert!(term.end());
+        assert!(!term.end(), "ended once");
+        let id = ClientOrderId::parse("c-1").unwrap();
+        assert_eq!(venue.submit(&order("c-1", 10), now()).await, Some(CommandError::EngineStopped));
+        assert_eq!(venue.cancel(&id, Some(OrderStatus::Accepted), now()).await, Some(CommandError::EngineStopped));
+        assert!(broker.received.lock().unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_cancel_of_a_filled_order_answers_not_cancellable_filled() {
+        let refused = BrokerError::Rejected {
+            reason: "order is already in \"filled\" state".into(),
+            kind: Rejection::NotCancellable { filled: true },
+        };
+        let (mut venue, _, _) = venue(Scripted { cancel: Mutex::new(Some(refused)), ..Scripted::default() });
+        let id = ClientOrderId::parse("c-1").unwrap();
+        let refusal = venue.cancel(&id, Some(OrderStatus::Accepted), now()).await;
+        assert_eq!(refusal, Some(CommandError::NotCancellable { status: OrderStatus::Filled }));
+        let reports = venue.reports(now()).await;
+        assert!(matches!(&reports[..], [BrokerReport::CancelRejected { .. }]), "{reports:?}");
+    }
+
+    #[tokio::test]
+    async fn a_cancel_the_venue_could_not_take_is_left_to_reconciliation() {
+        let (mut venue, _, _) = venue(Scripted { cancel: Mutex::new(Some(unavailable(None))), ..Scripted::default() });
+        let id = ClientOrderId::parse("c-1").unwrap();
+        assert_eq!(venue.cancel(&id, Some(OrderStatus::Accepted), now()).await, None);
+        assert!(venue.reports(now()).await.is_empty(), "no CancelRejected: it is sent again");
+        assert!(venue.down().is_some());
+    }
+
+    #[tokio::test]
+    async fn a_cancel_of_an_order_the_venue_never_confirmed_says_nothing_yet() {
+        let id = ClientOrderId::parse("c-1").unwrap();
+        let (mut venue, _, _) =
+            venue(Scripted { cancel: Mutex::new(Some(BrokerError::UnknownOrder(id.clone()))), ..Scripted::default() });
+        venue.look_up_later(id.clone(), &unavailable(None), now());
+        assert_eq!(venue.cancel(&id, Some(OrderStatus::PendingCancel), now()).await, None);
+        assert!(venue.reports(now()).await.is_empty(), "the look-up decides");
+    }
+}
