@@ -9,12 +9,12 @@
 //! (actor `cli`), and reach a running service on the same database within its token poll
 //! ([`crate::domain::tokens::TOKEN_POLL_EVERY`]), without a restart.
 
-use crate::app::{shutdown_signal, Application};
+use crate::app::shutdown_signal;
 use crate::clock::SystemClock;
 use crate::config::{redact, Config};
+use crate::domain::actions::{Action, TOKEN_CREATE, TOKEN_REVOKE};
 use crate::domain::tokens::{validate_token_name, TokenRegistry};
 use crate::domain::DomainError;
-use crate::http::guard::{Action, TOKEN_CREATE, TOKEN_REVOKE};
 use crate::telemetry;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -112,7 +112,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let config = Config::load(cli.config.as_deref(), &env)?;
     telemetry::init(&config.log);
     match cli.command {
-        Command::Serve => serve(config).await,
+        Command::Serve => crate::serve::run(config).await,
         Command::Worker => {
             let shutdown = shutdown_signal()?;
             let worker = crate::worker::Worker::build(config, Arc::new(SystemClock)).await?;
@@ -129,9 +129,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 .ok_or_else(|| anyhow::anyhow!("--timeframe must be 1d or 1m"))?;
             let body = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
             let db = Database::open(&config.database_url).await?;
-            let stored = crate::jobs::downloads::import_bars(&db, &symbol, timeframe, &body).await.map_err(|e| {
-                anyhow::anyhow!("{}: {}", file.display(), crate::http::error::ApiError::from(e).message)
-            })?;
+            let stored = crate::jobs::downloads::import_bars(&db, &symbol, timeframe, &body)
+                .await
+                .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
             println!("{stored} {} bars of {symbol} stored", timeframe.as_str());
             Ok(())
         }
@@ -160,7 +160,7 @@ async fn reference_import(config: &Config, merge: bool, file: &std::path::Path) 
         Err(e) => Err(e),
     };
     let request = serde_json::json!({"file": file.display().to_string(), "bytes": body.len(), "mode": mode});
-    audit(&db, crate::http::guard::REFERENCE_IMPORT, "reference", request, &imported).await;
+    audit(&db, crate::domain::actions::REFERENCE_IMPORT, "reference", request, &imported).await;
     let done = imported.map_err(|e| anyhow::anyhow!("{}: {e} ({})", file.display(), e.code().as_str()))?;
     println!(
         "{} symbols imported ({}); {} symbols have imported reference data",
@@ -246,161 +246,5 @@ async fn audit<T>(
     };
     if let Err(e) = db.append_audit(&entry).await {
         eprintln!("warning: could not write the audit row: {e}");
-    }
-}
-
-async fn serve(config: Config) -> anyhow::Result<()> {
-    if tradeops_store::Backend::from_url(&config.database_url).map_err(|e| anyhow::anyhow!("{e}"))?
-        == tradeops_store::Backend::Postgres
-    {
-        return serve_cluster_node(config).await;
-    }
-    let shutdown = shutdown_signal().context("installing signal handlers")?;
-    let app = Application::build(config, Arc::new(SystemClock)).await.context("starting tradeops")?;
-    let addr = app.local_addr();
-    let base = format!("http://{addr}");
-    let state = app.state();
-    // Start-up lines tolerate a closed stdout: losing them must not stop the service.
-    let say = |line: String| {
-        let _ = writeln!(std::io::stdout(), "{line}");
-    };
-    say(format!(
-        "tradeops {} listening on {base}  (mode {}, database {}, cache {})",
-        env!("CARGO_PKG_VERSION"),
-        state.settings.mode(),
-        state.db.backend().name(),
-        state.cache.backend()
-    ));
-    say(format!("  console: {base}/   API docs: {base}/api/docs   metrics: {base}/metrics"));
-    if let Some(token) = app.bootstrap_token() {
-        say(format!("  admin token (shown once, keep it): {token}"));
-        say(format!("  sign in directly: {base}/#token={token}"));
-    }
-    if !state.config.auth.enabled {
-        say("  authentication is disabled (loopback only); every caller acts as `local`".into());
-    }
-    app.run_until_stopped(shutdown).await
-}
-
-/// `serve` on PostgreSQL: a node of a cluster (docs/OPERATIONS.md, Cluster). It listens at once
-/// through its front ([`crate::http::front`]): while another node leads, every request is
-/// forwarded there and this node waits to take the engine's term over (a hot standby); once it
-/// holds the term its service answers in process, its address advertised for the others. When
-/// its term is taken over (it was paused past the lease) it stops, exit status 1, to be
-/// restarted as a follower.
-async fn serve_cluster_node(config: Config) -> anyhow::Result<()> {
-    use crate::http::front::Front;
-    let shutdown = shutdown_signal().context("installing signal handlers")?;
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    tokio::spawn(async move {
-        shutdown.await;
-        let _ = stop_tx.send(true);
-    });
-    let stopped = move || {
-        let mut stop = stop_rx.clone();
-        async move {
-            let _ = stop.wait_for(|s| *s).await;
-        }
-    };
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let listener =
-        tokio::net::TcpListener::bind(config.bind).await.with_context(|| format!("binding {}", config.bind))?;
-    let addr = listener.local_addr()?;
-    let advertise = config.advertise_url.clone().unwrap_or_else(|| advertise_url(addr));
-    let node = format!("{}:{addr}", crate::app::host_and_process());
-    let db = Database::open(&config.database_url)
-        .await
-        .with_context(|| format!("opening the database {}", redact(&config.database_url)))?;
-    let mode = latest_mode(&db).await.unwrap_or(TradingMode::Paper);
-    let tokens = TokenRegistry::load(Arc::new(db.clone())).await.map_err(|e| anyhow::anyhow!("{e}"))?;
-    let secret = db
-        .cluster_secret(&crate::domain::tokens::generate_token())
-        .await
-        .context("reading the cluster's shared secret")?;
-    let front = Front::new(node.clone(), db.clone(), clock.clone(), mode, tokens, config.auth.enabled, secret);
-    {
-        let (front, db) = (front.clone(), db.clone());
-        tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-                if let Some(mode) = latest_mode(&db).await {
-                    front.set_mode(mode);
-                }
-            }
-        });
-    }
-    // A member of the cluster from now on, following or leading.
-    let heartbeat = tokio::spawn(crate::cluster::heartbeat(db.clone(), node.clone(), "serve", clock.clone()));
-    let server = {
-        let service = front.router().into_make_service_with_connect_info::<std::net::SocketAddr>();
-        let stopped = stopped();
-        tokio::spawn(async move { axum::serve(listener, service).with_graceful_shutdown(stopped).await })
-    };
-    let say = |line: String| {
-        let _ = writeln!(std::io::stdout(), "{line}");
-    };
-    say(format!(
-        "tradeops {} listening on http://{addr}  (cluster node {node}, database postgresql; forwarding to the engine's leader until it leads)",
-        env!("CARGO_PKG_VERSION")
-    ));
-    // The service itself listens inside, on loopback (its own health probe calls it there).
-    let inside = Config { bind: std::net::SocketAddr::from(([127, 0, 0, 1], 0)), ..config };
-    let overrides = crate::app::Overrides { node_id: Some(node.clone()), ..Default::default() };
-    let app = tokio::select! {
-        app = Application::build_with(inside, clock, overrides) => app.context("starting tradeops")?,
-        _ = stopped() => {
-            server.abort();
-            heartbeat.abort();
-            crate::cluster::leave(&db, &node).await;
-            return Ok(());
-        }
-    };
-    let (_, epoch) = app.term();
-    if !db.advertise_engine(epoch, &node, &advertise).await.unwrap_or(false) {
-        tracing::warn!(epoch, "this node's address could not be advertised: followers answer 503 until it is");
-    }
-    say(format!(
-        "  leads the engine (epoch {epoch}), advertised as {advertise}; mode {}, cache {}",
-        app.state().settings.mode(),
-        app.state().cache.backend()
-    ));
-    if let Some(token) = app.bootstrap_token() {
-        say(format!("  admin token (shown once, keep it): {token}"));
-    }
-    let taken_over = {
-        let stop = stopped();
-        let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
-        let result = app
-            .run_behind(front.clone(), async move {
-                stop.await;
-                let _ = done_tx.send(());
-            })
-            .await;
-        result?;
-        done_rx.await.is_err()
-    };
-    server.abort();
-    heartbeat.abort();
-    crate::cluster::leave(&db, &node).await;
-    db.close().await;
-    if taken_over {
-        anyhow::bail!("this node's engine term was taken over by another node: restart it to follow");
-    }
-    Ok(())
-}
-
-/// The trading mode of the newest stored settings (what a follower's own answers carry).
-async fn latest_mode(db: &Database) -> Option<TradingMode> {
-    let stored = db.latest_settings().await.ok()??;
-    let doc: serde_json::Value = serde_json::from_str(&stored.settings).ok()?;
-    Some(Settings::from_json(&doc).ok()?.runtime.trading_mode)
-}
-
-/// `http://ADDR`, or `http://HOST:PORT` when bound to every interface.
-fn advertise_url(addr: std::net::SocketAddr) -> String {
-    if addr.ip().is_unspecified() {
-        format!("http://{}:{}", crate::app::host_name(), addr.port())
-    } else {
-        format!("http://{addr}")
     }
 }

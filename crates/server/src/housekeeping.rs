@@ -1,10 +1,10 @@
 //! Housekeeping that keeps the disk bounded (issue 20), woken every second and timed by the
-//! injected clock: aggregated refusals are written ([`crate::http::refusals`]), audit rows older than
+//! injected clock: aggregated refusals are written ([`crate::refusals`]), audit rows older than
 //! `audit.retention_days` are pruned every hour (first at start), and SQLite's write-ahead log
 //! is checkpointed every [`WAL_CHECKPOINT_EVERY`] (truncated when long: see
 //! `Database::checkpoint_wal`). What it works on is passed in as [`Housekeeping`].
 
-use crate::http::refusals::RefusalLog;
+use crate::refusals::RefusalLog;
 use chrono::Duration as Span;
 use std::sync::Arc;
 use std::time::Duration;

@@ -31,6 +31,8 @@ pub mod housekeeping;
 pub mod http;
 pub mod jobs;
 pub mod metrics;
+pub mod refusals;
+pub mod serve;
 pub mod telemetry;
 pub mod worker;
 

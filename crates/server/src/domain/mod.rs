@@ -4,6 +4,7 @@
 //! edge ([`crate::http::error`], [`crate::http::routes`]) translates.
 
 pub mod account;
+pub mod actions;
 mod error;
 pub mod radar;
 pub mod reference;

@@ -65,7 +65,8 @@ pub struct BlockResult {
 }
 
 /// Reads of the watchlist and blocks. Every change goes through the engine, whose runner
-/// persists it: this service only queries.
+/// persists it: this service only queries. Cheap to clone.
+#[derive(Clone)]
 pub struct WatchlistService {
     repo: Arc<dyn MarketRepository>,
     clock: Arc<dyn Clock>,

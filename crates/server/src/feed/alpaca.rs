@@ -1,5 +1,5 @@
-//! The live feed when Alpaca is the market-data source (issue 23): the counterpart of the
-//! simulated market's feed loop in [`crate::app`], driven by the wall clock (a real market's
+//! The live feed when Alpaca is the market-data source: the counterpart of the simulated
+//! market's feed loop ([`super::simulated`]), driven by the wall clock (a real market's
 //! time). Two tasks:
 //! - [`run_marks`] every second subscribes Alpaca's stream to the symbols the engine follows
 //!   and steps the engine (marks, and at each minute boundary the closed bar strategies read,
@@ -16,7 +16,7 @@
 //! Neither stops on a failure: an unreachable Alpaca is retried at the next tick, and health's
 //! `data_broker` component says what failed.
 
-use crate::http::state::AppState;
+use super::FeedDeps;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,14 +34,14 @@ const CALENDAR_RETRY: Duration = Duration::from_secs(600);
 
 /// Steps the engine every second by the market clock, the minute's bar once per minute, and
 /// keeps the stream subscribed to what the engine follows.
-pub async fn run_marks(state: AppState, alpaca: Arc<AlpacaMarketData>) {
+pub async fn run_marks(state: FeedDeps, alpaca: Arc<AlpacaMarketData>) {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut subscribed: BTreeSet<Symbol> = BTreeSet::new();
     let mut last_bar_minute = None;
     loop {
         tick.tick().await;
-        let followed: BTreeSet<Symbol> = state.engine().view().followed.iter().cloned().collect();
+        let followed: BTreeSet<Symbol> = state.engine.view().followed.iter().cloned().collect();
         if followed != subscribed {
             tracing::info!(symbols = followed.len(), "Alpaca stream subscribed to the symbols the engine follows");
             alpaca.set_watched(followed.iter().cloned());
@@ -53,7 +53,7 @@ pub async fn run_marks(state: AppState, alpaca: Arc<AlpacaMarketData>) {
         if last_bar_minute.is_none() || bar_closed {
             last_bar_minute = Some(minute);
         }
-        if state.engine().market_step(now, bar_closed).await.is_err() {
+        if state.engine.market_step(now, bar_closed).await.is_err() {
             return; // the engine has stopped: the service is shutting down
         }
         if bar_closed {
@@ -67,7 +67,7 @@ pub async fn run_marks(state: AppState, alpaca: Arc<AlpacaMarketData>) {
 
 /// Scans the radar once a minute (and at start), loading Alpaca's universe first and again
 /// when a load failed.
-pub async fn run_scans(state: AppState, alpaca: Arc<AlpacaMarketData>) {
+pub async fn run_scans(state: FeedDeps, alpaca: Arc<AlpacaMarketData>) {
     let mut last_scan_minute = None;
     let mut calendar_checked = None;
     let mut calendar_retry_at = tokio::time::Instant::now();

@@ -1,18 +1,46 @@
-//! What the live market feeds publish, whichever source drives them: radar scans (the radar's
-//! latest result, its event, and the allocator's automatic watches). The simulated market's
-//! feed loop lives in [`crate::app`]; Alpaca's in [`alpaca`].
+//! The live market feeds: what drives the engine and the radar by market time, whichever
+//! source it is — the simulated market's feed loop ([`simulated`]) or Alpaca's ([`alpaca`]) —
+//! and what both publish: radar scans (the radar's latest result, its event, and the
+//! allocator's automatic watches) and the symbols the console's charts follow. A feed is given
+//! exactly what it uses ([`FeedDeps`]), nothing of the HTTP layer.
 
-use crate::http::state::AppState;
+use crate::domain::radar::RadarService;
+use crate::domain::settings::SettingsService;
+use crate::domain::watchlist::WatchlistService;
+use crate::engine::EngineHandle;
+use crate::events::EventBus;
+use std::sync::Arc;
 use std::time::Duration;
+use tradeops_brokers::MarketData;
+use tradeops_core::Clock;
 
 pub mod alpaca;
+pub mod simulated;
+
+/// What a live feed reads and drives.
+#[derive(Clone)]
+pub struct FeedDeps {
+    /// The radar's filters and the allocator's settings, as in effect.
+    pub settings: Arc<SettingsService>,
+    pub events: Arc<EventBus>,
+    /// Where scans are published (the radar's latest, its history).
+    pub radar: Arc<RadarService>,
+    /// The watchlist's rows, whose symbols the charts follow.
+    pub watchlist: WatchlistService,
+    /// The engine: stepped by the feed, and the allocator's watches sent to it.
+    pub engine: EngineHandle,
+    /// The `data_broker`, whose closed bars the charts are sent.
+    pub market: Arc<dyn MarketData>,
+    /// Market time, which the feed follows.
+    pub market_clock: Arc<dyn Clock>,
+}
 
 /// Publishes one radar scan (`latest`: the newest of a batch, which the radar serves and the
 /// event stream announces) and lets the allocator auto-watch its top rows. The engine refuses
 /// what the limit or a block forbids (no violation rows for these automatic attempts), and the
 /// allocator leaves alone what the last halt stopped: only the operator restarts those.
 pub async fn publish_scan(
-    state: &AppState,
+    state: &FeedDeps,
     scan: tradeops_brokers::simulated::live::RadarScan,
     latency: Option<Duration>,
     latest: bool,
@@ -26,13 +54,12 @@ pub async fn publish_scan(
     }
     state.radar.publish(scan, latency, latest).await;
     if latest {
-        let halt_stopped = state.engine().view().halt_stopped.clone();
+        let halt_stopped = state.engine.view().halt_stopped.clone();
         let picks =
             tradeops_core::engine::auto_watch_picks(&top, &settings.strategy_allocator, |s| halt_stopped.contains(s));
         for symbol in &picks {
             let watch = tradeops_core::engine::Command::Watch { symbol: symbol.clone(), source: "RADAR".into() };
-            if let Ok(Ok(tradeops_core::engine::Reply::Watch { already: false, .. })) = state.engine().send(watch).await
-            {
+            if let Ok(Ok(tradeops_core::engine::Reply::Watch { already: false, .. })) = state.engine.send(watch).await {
                 tracing::info!(%symbol, "allocator watched a radar symbol");
             }
         }
@@ -41,8 +68,8 @@ pub async fn publish_scan(
 
 /// The symbols the console's charts show, whose closed bars `bars.closed` carries: held,
 /// watched, and the radar's first `radar_rows`.
-pub async fn chart_symbols(state: &AppState, radar_rows: usize) -> std::collections::BTreeSet<tradeops_core::Symbol> {
-    let view = state.engine().view();
+pub async fn chart_symbols(state: &FeedDeps, radar_rows: usize) -> std::collections::BTreeSet<tradeops_core::Symbol> {
+    let view = state.engine.view();
     let mut symbols: std::collections::BTreeSet<_> =
         view.positions.iter().filter(|p| !p.position.is_flat()).map(|p| p.position.symbol.clone()).collect();
     symbols.extend(view.followed.iter().cloned());

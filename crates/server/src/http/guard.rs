@@ -2,7 +2,7 @@
 //! authenticate → role check → LIVE confirmation → parse the body → act → audit row.
 //! Every outcome, refusals included, is audited (CONTRACT §6): one row per action of an
 //! identified caller; refusals before that (no or an invalid token, a spent rate budget) are
-//! counted per source and minute into one row ([`crate::http::refusals`]), so a flood of them cannot
+//! counted per source and minute into one row ([`crate::refusals`]), so a flood of them cannot
 //! fill the disk.
 //!
 //! ```text
@@ -11,14 +11,15 @@
 //! }
 //! ```
 
+pub use crate::domain::actions::Action;
 use crate::domain::tokens::Principal;
 use crate::http::auth::{identify, spend};
 use crate::http::client_limit::ClientAddr;
 use crate::http::envelope::REQUEST;
 use crate::http::error::{ApiError, ApiResult, ErrorCode};
 use crate::http::extract::{body_rejection, is_json_type, parse_json};
-use crate::http::refusals::RefusalKey;
 use crate::http::state::AppState;
+use crate::refusals::RefusalKey;
 use axum::extract::{FromRequest, Request};
 use axum::http::HeaderMap;
 use bytes::Bytes;
@@ -27,27 +28,11 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use tradeops_core::{Role, TradingMode};
+use tradeops_core::TradingMode;
 use tradeops_store::AuditEntry;
 
 /// Header that confirms a sensitive action while trading `LIVE`.
 pub const CONFIRM_LIVE_HEADER: &str = "x-confirm-live";
-
-/// A sensitive action: its audit name and the least role that may perform it.
-#[derive(Clone, Copy, Debug)]
-pub struct Action {
-    pub name: &'static str,
-    pub role: Role,
-}
-
-/// Creating an API token (`POST /api/auth/tokens`, `tradeops token create`).
-pub const TOKEN_CREATE: Action = Action { name: "token.create", role: Role::Admin };
-/// Revoking an API token (`DELETE /api/auth/tokens/{name}`, `tradeops token revoke`).
-pub const TOKEN_REVOKE: Action = Action { name: "token.revoke", role: Role::Admin };
-
-/// Importing reference data (`PUT /api/market/reference`, `tradeops reference import`): it
-/// changes what the radar shows and the strategies trade, an admin's write.
-pub const REFERENCE_IMPORT: Action = Action { name: "market.reference_import", role: Role::Admin };
 
 /// What the audit row names as the action's target.
 pub enum Target {

@@ -22,7 +22,6 @@ pub mod guard;
 pub mod middleware;
 pub mod openapi;
 pub mod order_pages;
-pub mod refusals;
 pub mod router;
 pub mod routes;
 pub mod state;

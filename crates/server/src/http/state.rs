@@ -27,14 +27,14 @@ pub struct Inner {
     /// and written once it is back ([`crate::audit_outbox`]).
     pub audit: Arc<dyn AuditRepository>,
     /// The audit log itself, for the aggregated refusals, which keep their own counts and write
-    /// them again until stored ([`crate::http::refusals`]).
+    /// them again until stored ([`crate::refusals`]).
     pub audit_store: Arc<dyn AuditRepository>,
     pub tokens: TokenRegistry,
     pub rate_limiter: RateLimiter,
     /// The budget of callers without a valid token, per client address.
     pub client_limiter: crate::http::client_limit::ClientLimiter,
     /// Refusals before identification, counted per source and minute.
-    pub refusals: Arc<crate::http::refusals::RefusalLog>,
+    pub refusals: Arc<crate::refusals::RefusalLog>,
     pub settings: Arc<SettingsService>,
     pub health: HealthMonitor,
     pub metrics: Arc<Metrics>,

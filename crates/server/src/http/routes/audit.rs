@@ -1,5 +1,5 @@
 //! `GET /api/audit` (operator+): who did what, refusals included, newest first. Refusals before
-//! identification are one row per source and minute with a count (`crate::http::refusals`).
+//! identification are one row per source and minute with a count (`crate::refusals`).
 
 use crate::http::auth::Caller;
 use crate::http::envelope::{ApiResponse, SuccessBody};

@@ -1,10 +1,11 @@
 //! Token management (admin) and `GET /api/auth/me`.
 
+use crate::domain::actions::{TOKEN_CREATE, TOKEN_REVOKE};
 use crate::http::auth::Caller;
 use crate::http::envelope::{ApiResponse, SuccessBody};
 use crate::http::error::ApiResult;
 use crate::http::extract::Path;
-use crate::http::guard::{Sensitive, Target, TOKEN_CREATE, TOKEN_REVOKE};
+use crate::http::guard::{Sensitive, Target};
 use crate::http::state::AppState;
 use axum::extract::State;
 use axum::routing::{delete, get};

@@ -188,7 +188,7 @@ pub async fn import(
         .await
 }
 
-/// The refusal of an import (the API's and the CLI's): a malformed row is named by its line
+/// The refusal of an import: a malformed row is named by its line
 /// (`detail.line`).
 impl From<ImportError> for ApiError {
     fn from(e: ImportError) -> ApiError {

@@ -6,12 +6,13 @@
 //! `PUT /api/market/reference` (admin; CSV or JSON rows) imports float and sector per symbol,
 //! `GET /api/market/reference/{symbol}` shows what is in use ([`crate::domain::reference`]).
 
+use crate::domain::actions::REFERENCE_IMPORT;
 use crate::domain::reference::{parse_csv, parse_json, ImportMode, ImportOutcome, SymbolReference};
 use crate::http::auth::Caller;
 use crate::http::envelope::{ApiResponse, SuccessBody};
 use crate::http::error::{ApiError, ApiResult, ErrorCode};
 use crate::http::extract::{Path, Query};
-use crate::http::guard::{CsvOrJson, Sensitive, Target, REFERENCE_IMPORT};
+use crate::http::guard::{CsvOrJson, Sensitive, Target};
 use crate::http::state::AppState;
 use axum::extract::State;
 use axum::routing::{get, put};

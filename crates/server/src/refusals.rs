@@ -1,5 +1,5 @@
 //! Refusals before a sensitive action is even considered — no or an invalid token (`UNAUTHORIZED`),
-//! a spent budget (`RATE_LIMITED`) — audited in aggregate (issue 20): one audit row per actor,
+//! a spent budget (`RATE_LIMITED`) — audited in aggregate: one audit row per actor,
 //! client address, action, outcome and minute, carrying the count, so a flood costs a counter in
 //! memory per request instead of a database row.
 //!
