@@ -14,7 +14,8 @@
 //! market clock. SQLite is refused: there one service owns the database file and runs its jobs
 //! itself.
 
-use crate::app::{alpaca_market_data, host_and_process, job_limits, keep_reference_loaded, market_clock};
+use crate::app::brokers::alpaca_market_data;
+use crate::app::{host_and_process, job_limits, keep_reference_loaded, market_clock};
 use crate::config::{redact, Config};
 use crate::domain::reference::ReferenceService;
 use crate::domain::settings::SettingsService;

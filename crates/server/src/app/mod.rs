@@ -1,6 +1,11 @@
 //! Building and running the service: storage, cache, tokens, settings, health, router, listener.
 //! Tests build exactly this, on port 0.
 
+mod background;
+pub(crate) mod brokers;
+
+use background::{feed_deps, spawn_background};
+
 use crate::budget::RateLimiter;
 use crate::clock::ScaledClock;
 use crate::cluster::Election;
@@ -18,10 +23,12 @@ use crate::http::state::{AppState, Inner};
 use crate::metrics::Metrics;
 use anyhow::Context;
 use axum::Router;
+use brokers::{
+    alpaca_execution, alpaca_market_data, audit_broker_choice, check_mode_against_brokers, live_refusal, BrokerChoice,
+};
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tradeops_brokers::alpaca::market::AlpacaMarketData;
@@ -453,257 +460,6 @@ async fn bootstrap_admin(config: &Config, tokens: &TokenRegistry, clock: &dyn Cl
     Ok(None)
 }
 
-/// Records the configured broker adapters in the audit log (action `brokers.configured`, actor
-/// `config`), as the configured mode is recorded as a settings version: when the file or the
-/// environment chose them and the choice differs from the one recorded last.
-/// The adapters built at start, by name.
-struct BrokerChoice {
-    execution: &'static str,
-    market_data: &'static str,
-}
-
-async fn audit_broker_choice(
-    config: &Config,
-    chosen: BrokerChoice,
-    audit: &dyn tradeops_store::AuditRepository,
-    audit_store: &dyn tradeops_store::AuditRepository,
-    settings: &SettingsService,
-    market_clock: &Arc<dyn Clock>,
-    clock: &Arc<dyn Clock>,
-) {
-    let brokers = &config.brokers;
-    if !brokers.is_configured() {
-        return;
-    }
-    let choice = serde_json::json!({"execution": brokers.execution(), "market_data": brokers.market_data()});
-    let filter = tradeops_store::AuditFilter {
-        action: Some(BROKERS_CONFIGURED.into()),
-        limit: 1,
-        ..tradeops_store::AuditFilter::default()
-    };
-    let last = match audit_store.list_audit(&filter).await {
-        Ok(rows) => rows.into_iter().next(),
-        Err(e) => {
-            tracing::error!(error = %e, "could not read the broker choice last recorded; recording this one");
-            None
-        }
-    };
-    if last.and_then(|row| serde_json::from_str::<serde_json::Value>(&row.entry.request).ok()) == Some(choice.clone()) {
-        return;
-    }
-    let entry = tradeops_store::AuditEntry {
-        ts: market_clock.now().timestamp_millis(),
-        wall_ts: clock.now().timestamp_millis(),
-        actor: "config".into(),
-        role: None,
-        action: BROKERS_CONFIGURED.into(),
-        target: "brokers".into(),
-        request: choice.to_string(),
-        outcome: "OK".into(),
-        mode: settings.mode().as_str().to_string(),
-        request_id: format!("config-{}", uuid::Uuid::new_v4().simple()),
-    };
-    tracing::info!(execution = chosen.execution, market_data = chosen.market_data, "broker adapters configured");
-    if let Err(e) = audit.append_audit(&entry).await {
-        tracing::error!(error = %e, "could not write the broker choice to the audit log");
-    }
-}
-
-/// Refuses to start a mode the adapters cannot serve: `LIVE` needs the alpaca execution broker
-/// against a live endpoint; `DEMO` runs on the simulated market (CONTRACT §10). The configured
-/// mode is checked with the configuration; this covers a mode persisted by an earlier run.
-fn check_mode_against_brokers(mode: TradingMode, config: &Config) -> anyhow::Result<()> {
-    if mode == TradingMode::Live {
-        if let Some(reason) = live_refusal(config, mode) {
-            anyhow::bail!("the persisted mode is LIVE, but {reason}");
-        }
-    }
-    if mode == TradingMode::Demo
-        && (config.brokers.market_data() != MarketDataBrokerKind::Simulated
-            || config.brokers.execution() != ExecutionBrokerKind::Paper)
-    {
-        anyhow::bail!(
-            "DEMO runs on the simulated market through the paper broker: set TRADEOPS_MARKET_DATA=simulated and \
-             TRADEOPS_EXECUTION_BROKER=paper, or another mode"
-        );
-    }
-    Ok(())
-}
-
-/// Why this configuration cannot trade `LIVE` (switched to at start or at runtime), if it can't.
-fn live_refusal(config: &Config, mode: TradingMode) -> Option<String> {
-    use crate::config::AlpacaSettings;
-    match config.brokers.execution() {
-        ExecutionBrokerKind::Paper => {
-            Some("LIVE needs the alpaca execution broker; this process trades through paper (chosen at start: TRADEOPS_EXECUTION_BROKER)".into())
-        }
-        ExecutionBrokerKind::Alpaca if AlpacaSettings::is_paper_endpoint(&config.alpaca.trading_url(mode)) => Some(format!(
-            "LIVE needs Alpaca's live endpoint; this process trades {} (restart with TRADEOPS_MODE=LIVE, or set TRADEOPS_ALPACA_TRADING_URL)",
-            config.alpaca.trading_url(mode)
-        )),
-        ExecutionBrokerKind::Alpaca => None,
-    }
-}
-
-/// The Alpaca execution adapter at the Trading API `mode` trades (its stream at `/stream` of the
-/// same host); its first gap fill asks for orders changed since `from`.
-fn alpaca_execution(
-    alpaca: &crate::config::AlpacaSettings,
-    mode: TradingMode,
-    from: tradeops_core::Timestamp,
-    clock: Arc<dyn Clock>,
-) -> anyhow::Result<Arc<dyn ExecutionBroker>> {
-    use tradeops_brokers::alpaca::execution::{AlpacaConfig, AlpacaExecution};
-    let credentials = alpaca.credentials.clone().context("the alpaca adapter needs credentials")?;
-    let base_url = alpaca.trading_url(mode);
-    let config = AlpacaConfig {
-        stream_url: crate::config::AlpacaSettings::trade_stream_url(&base_url),
-        base_url,
-        credentials,
-        request_timeout: alpaca.request_timeout,
-        backoff: Default::default(),
-        gap_fill_from: from,
-        gap_overlap: Duration::from_secs(2),
-        auth_timeout: Duration::from_secs(10),
-        idle_timeout: Duration::from_secs(30),
-        // The engine runner restores the book first: the stream's first gap fill then knows what
-        // was already applied.
-        wait_for_restore: true,
-    };
-    tracing::info!(trading_url = %config.base_url, stream_url = %config.stream_url, key_id = %config.credentials.key_id, "trading through Alpaca");
-    Ok(AlpacaExecution::start(config, clock)?)
-}
-
-/// The audit action of the broker choice made at start.
-pub const BROKERS_CONFIGURED: &str = "brokers.configured";
-
-fn spawn_background(state: &AppState, probes: Arc<Probes>) -> Vec<JoinHandle<()>> {
-    let health = {
-        let state = state.clone();
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(state.config.health_probe_interval);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                tick.tick().await;
-                state.health.probe_all(&probes).await;
-            }
-        })
-    };
-    let token_usage = {
-        let state = state.clone();
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(Duration::from_secs(30));
-            loop {
-                tick.tick().await;
-                state.tokens.flush_usage().await;
-            }
-        })
-    };
-    // Tokens created or revoked elsewhere (the CLI, another node) take effect within a poll,
-    // and on PostgreSQL at once, when their write's notification arrives; a failed poll (the
-    // database is down) keeps the tokens already known.
-    let announced = Arc::new(tokio::sync::Notify::new());
-    let token_notices = state.db.token_change_listener().map(|mut listener| {
-        let announced = announced.clone();
-        tokio::spawn(async move {
-            loop {
-                match listener.next().await {
-                    // A change, or a (re)connection after which one may have gone unannounced.
-                    Ok(_) => announced.notify_one(),
-                    Err(e) => {
-                        tracing::debug!(error = %e, "cannot listen for token changes; polling only");
-                        tokio::time::sleep(Duration::from_secs(1)).await;
-                    }
-                }
-            }
-        })
-    });
-    let token_changes = {
-        let state = state.clone();
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(crate::domain::tokens::TOKEN_POLL_EVERY);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            let mut failing = false;
-            loop {
-                tokio::select! {
-                    _ = tick.tick() => {}
-                    _ = announced.notified() => {}
-                }
-                match state.tokens.refresh().await {
-                    Ok(reloaded) => {
-                        if reloaded {
-                            tracing::debug!("tokens changed in the database; reloaded");
-                        }
-                        failing = false;
-                    }
-                    Err(e) if !failing => {
-                        failing = true;
-                        tracing::warn!(error = %e, "could not look for token changes; known tokens stay valid");
-                    }
-                    Err(_) => {}
-                }
-            }
-        })
-    };
-    // Outages are noticed within a probe: requests are then refused at once with
-    // SERVICE_UNAVAILABLE instead of each waiting for a connection.
-    let database = {
-        let db = state.db.clone();
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(tradeops_store::PROBE_EVERY);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                tick.tick().await;
-                let _ = db.probe().await;
-            }
-        })
-    };
-    let reference = tokio::spawn(keep_reference_loaded(state.reference.clone()));
-    let mut tasks = vec![
-        health,
-        reference,
-        token_usage,
-        token_changes,
-        database,
-        tokio::spawn(crate::housekeeping::run(crate::housekeeping::Housekeeping {
-            clock: state.clock.clone(),
-            db: state.db.clone(),
-            audit: state.audit.clone(),
-            audit_store: state.audit_store.clone(),
-            refusals: state.refusals.clone(),
-            retention_days: state.config.audit.retention_days,
-        })),
-        tokio::spawn(crate::account_feed::run(
-            state.engine().subscribe(),
-            state.market_clock.clone(),
-            state.live.clone(),
-            state.events.clone(),
-        )),
-    ];
-    if let Some(live) = &state.live {
-        tasks.push(tokio::spawn(crate::feed::simulated::run(feed_deps(state), live.clone())));
-    }
-    // Downloads and backtests, unless `tradeops worker` processes run them (`jobs.run`).
-    if state.config.jobs.run {
-        tasks.extend(crate::jobs::spawn_workers(&state.jobs));
-    }
-    tasks.extend(token_notices);
-    tasks
-}
-
-/// What the live feeds are given of the service.
-fn feed_deps(state: &AppState) -> crate::feed::FeedDeps {
-    crate::feed::FeedDeps {
-        settings: state.settings.clone(),
-        events: state.events.clone(),
-        radar: state.radar.clone(),
-        watchlist: state.watchlist.clone(),
-        engine: state.engine().clone(),
-        market: state.market.clone(),
-        market_clock: state.market_clock.clone(),
-    }
-}
-
 /// The market's time by configuration and mode: a real market's is the wall clock's (CONTRACT
 /// §10); DEMO's runs at the configured speed from 09:25 New York of the current trading day, or
 /// from `resume_at` (the latest market time anything was stored with) when that is later, so a
@@ -787,37 +543,6 @@ fn demo_start(calendar: MarketCalendar, now: tradeops_core::Timestamp) -> tradeo
                 .unwrap_or(now)
         }
     }
-}
-
-/// Alpaca's market data over `mode`'s Trading API (assets, calendar, clock) and the configured
-/// data API and stream.
-/// Alpaca's market data; with its stream (`with_stream`: the service's live marks and bars), or
-/// its REST history only (a job worker).
-pub(crate) fn alpaca_market_data(
-    alpaca: &crate::config::AlpacaSettings,
-    mode: TradingMode,
-    reference: Arc<ReferenceData>,
-    clock: Arc<dyn Clock>,
-    with_stream: bool,
-) -> anyhow::Result<Arc<AlpacaMarketData>> {
-    use tradeops_brokers::alpaca::data::DataFeed;
-    use tradeops_brokers::alpaca::data_stream::DataStreamConfig;
-    use tradeops_brokers::alpaca::market::AlpacaDataConfig;
-    let credentials = alpaca.credentials.clone().context("the alpaca adapter needs credentials")?;
-    let feed = match alpaca.feed {
-        crate::config::AlpacaFeed::Iex => DataFeed::Iex,
-        crate::config::AlpacaFeed::Sip => DataFeed::Sip,
-    };
-    let stream = DataStreamConfig { url: alpaca.data_stream_url(), ..DataStreamConfig::alpaca(feed, &credentials) };
-    let config = AlpacaDataConfig {
-        trading_url: alpaca.trading_url(mode),
-        data_url: alpaca.data_url.clone(),
-        feed,
-        timeout: alpaca.request_timeout,
-        stream: with_stream.then_some(stream),
-    };
-    tracing::info!(data_url = %config.data_url, stream_url = %alpaca.data_stream_url(), feed = feed.as_str(), "market data from Alpaca");
-    Ok(Arc::new(AlpacaMarketData::connect(config, &credentials, reference, clock)?))
 }
 
 /// Registers SIGINT and SIGTERM handlers now (so a signal during start-up is not lost) and
