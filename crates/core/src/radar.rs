@@ -23,8 +23,9 @@ use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
 
 /// The largest `momentum_radar.max_float` accepted: a ceiling set there is no ceiling, and a
-/// symbol whose float is unknown passes it.
-pub const NO_FLOAT_CEILING: u64 = 100_000_000_000;
+/// symbol whose float is unknown passes it. The settings define it (the validator bounds
+/// `max_float` with it); the filter's meaning of it is here.
+pub use crate::settings::NO_FLOAT_CEILING;
 
 /// What the radar knows about one symbol at a scan.
 #[derive(Clone, Debug)]
