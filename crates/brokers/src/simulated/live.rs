@@ -28,7 +28,7 @@ use tradeops_sim::{daily_volume, DayGenerator, Universe};
 /// Seconds between feed steps (four per minute).
 pub const STEP_SECONDS: i64 = 15;
 /// Days in the radar's average volume (backtests' history uses the same).
-pub use tradeops_sim::history::AVERAGE_VOLUME_DAYS;
+pub use tradeops_core::radar::AVERAGE_VOLUME_DAYS;
 /// Most rows a scan keeps (the maximum `top_n`).
 pub const MAX_RADAR_ROWS: usize = 200;
 const RECENT_BARS: usize = 6;
