@@ -4,90 +4,23 @@
 // is queued or running. A whole-desk replay (`kind: "desk"`, symbol `*`) is a backtest row too:
 // its header says whose prints it traded (the simulated market's, or downloaded days' and which
 // symbols), its result reads like a trading day (desk_detail.tsx), and no bars of `*` are ever
-// asked for.
-import { Fragment, type ComponentChildren } from "preact";
+// asked for. The resources' types are in backtest_types.ts, and the figures this dialog shares
+// with the desk replay's view (metric tiles, the equity curve) in backtest_figures.tsx.
+import { Fragment } from "preact";
 import { useCallback } from "preact/hooks";
 import { get, post } from "../api";
 import { CandleChart, type Mark } from "../candles";
-import { ChartView, cssVar, timeScale } from "../chart";
 import { useEvents, type StreamEvent } from "../events";
-import { anyValue, axisLabel, date, dateTime, duration, fixed, frac, int, marketClock, money, pnl, pct, price, sign } from "../format";
+import { anyValue, date, dateTime, duration, fixed, frac, int, marketClock, money, pnl, price, sign } from "../format";
 import { canOperate } from "../session";
 import type { Trade } from "../types";
 import { Action, Badge, ErrorBanner, Modal, Table, useLoad, useThrottled, type Column } from "../ui";
-import { DeskDetail, DeskSourceTag, DeskSymbolList, deskRange, type DeskSymbol, type DeskViolation, type DeskWatch } from "./desk_detail";
+import { EquityCharts, Metric, signedFrac } from "./backtest_figures";
+import type { BacktestDetail, BacktestRow, Status } from "./backtest_types";
+import { DeskDetail, DeskSourceTag, DeskSymbolList, deskRange } from "./desk_detail";
 
 // ---------------------------------------------------------------------------------------------
-// Types (the API's backtest resources)
-
-export type Status = "QUEUED" | "RUNNING" | "COMPLETED" | "FAILED" | string;
-
-/** A row of GET /api/backtests, and the payload of `backtest.updated`. */
-export interface BacktestRow {
-  backtest_id: string;
-  /** `desk` for a whole-desk replay (POST /api/backtests with `kind: "desk"`); absent for a single run. */
-  kind?: string;
-  /** A desk replay's prints: `simulated` (also when absent, on older rows) or `downloaded`. */
-  source?: string;
-  /** A replay of downloaded days: the symbols it replayed. */
-  symbols?: string[];
-  status: Status;
-  /** 0..1 */
-  progress: number;
-  strategy_id: string;
-  strategy_version: string;
-  /** `*` for a desk replay: every symbol. */
-  symbol: string;
-  start: string;
-  end: string;
-  /** Absent on a desk replay's row, as are parameters, commission, slippage and fill. */
-  timeframe: string;
-  parameters: Record<string, number>;
-  initial_cash: number;
-  commission_rate: number;
-  slippage_bps: number;
-  fill: string;
-  settings: Record<string, Record<string, unknown>> | null;
-  requested_by: string;
-  created_at: string;
-  started_at: string | null;
-  finished_at: string | null;
-  error: string | null;
-  /** Fractions (docs/METRICS.md): 0.12 = +12%. Null until COMPLETED. */
-  total_return: number | null;
-  sharpe_ratio: number | null;
-  max_drawdown: number | null;
-  win_loss_ratio: number | null;
-  win_rate: number | null;
-  profit_factor: number | null;
-  trade_count: number | null;
-  /** Orders the risk gate refused, by rule; null until COMPLETED. */
-  refusals: Record<string, number> | null;
-  /** risk_controls.market_buy_buffer_pct the run traded under. */
-  market_buy_buffer_pct?: number;
-}
-
-/** GET /api/backtests/{id}: the row, the effective settings and, once COMPLETED, the result. */
-export interface BacktestDetail extends BacktestRow {
-  effective_settings?: Record<string, Record<string, unknown>>;
-  expectancy?: number | null;
-  gross_profit?: number | null;
-  gross_loss?: number | null;
-  sharpe_days?: number | null;
-  final_equity?: number | null;
-  bars?: number | null;
-  orders?: number | null;
-  trades?: Trade[] | null;
-  equity_curve?: { timestamp: string; equity: number }[] | null;
-  /** A desk replay's: the risk gate's state at the end (ACTIVE, REDUCING, HALTED). */
-  trading_state?: string | null;
-  /** A desk replay's 15-second market steps and radar scans. */
-  steps?: number | null;
-  scans?: number | null;
-  violations?: DeskViolation[] | null;
-  watched?: DeskWatch[] | null;
-  by_symbol?: DeskSymbol[] | null;
-}
+// Rows
 
 /** Whether a row is a whole-desk replay's (symbol `*`: no bars of its own). */
 export const isDesk = (r: Pick<BacktestRow, "kind" | "symbol">) => r.kind === "desk" || r.symbol === "*";
@@ -107,9 +40,6 @@ export function day(iso: string | null | undefined): string {
   const ny = dateTime(iso);
   return ny.endsWith(" 00:00:00") ? ny.slice(0, 10) : ny.slice(0, 16);
 }
-
-/** A fraction with its sign: 0.045 → "+4.50%". */
-export const signedFrac = (v: number | null | undefined, digits = 2) => (v === null || v === undefined ? "—" : pct(v * 100, digits));
 
 /** A progress bar with its percentage, for queued and running jobs. */
 export function Progress({ value, label }: { value: number; label?: string }) {
@@ -205,16 +135,6 @@ function Coverage({ d }: { d: BacktestDetail }) {
 // ---------------------------------------------------------------------------------------------
 // Metrics
 
-export function Metric({ label, value, cls, sub, title, testid }: { label: string; value: ComponentChildren; cls?: string; sub?: ComponentChildren; title?: string; testid?: string }) {
-  return (
-    <div class="dt-metric" title={title} data-testid={testid}>
-      <span class="stat-label">{label}</span>
-      <span class={`stat-value ${cls ?? ""}`}>{value}</span>
-      {sub !== undefined && <span class="dt-sub">{sub}</span>}
-    </div>
-  );
-}
-
 /** "—" with why the metric is undefined (docs/METRICS.md). */
 const undef = (v: unknown, why: string) => (v === null || v === undefined ? why : undefined);
 
@@ -241,119 +161,6 @@ function Metrics({ d }: { d: BacktestDetail }) {
       <Metric label="Gross loss" value={money(d.gross_loss)} cls={d.gross_loss ? "down" : ""} sub="sum of losing trades" />
       <Metric label="Bars" value={int(d.bars)} sub={`${d.timeframe} bars replayed`} />
     </div>
-  );
-}
-
-// ---------------------------------------------------------------------------------------------
-// Charts
-
-/** A theme colour (#rrggbb) with an alpha, for chart fills (canvas takes no color-mix). */
-function alpha(hex: string, a: number): string {
-  const m = hex.match(/^#([0-9a-f]{2})([0-9a-f]{2})([0-9a-f]{2})$/i);
-  return m ? `rgba(${parseInt(m[1], 16)}, ${parseInt(m[2], 16)}, ${parseInt(m[3], 16)}, ${a})` : hex;
-}
-
-/** The equity curve and its drawdown below; `every` names what a point is (a bar, a minute). */
-export function EquityCharts({ d, every = "bar" }: { d: BacktestDetail; every?: string }) {
-  const curve = d.equity_curve ?? [];
-  if (curve.length === 0) return <div class="note">The run produced no equity curve ({every === "bar" ? "no bars in the range" : "nothing was replayed"}).</div>;
-  const xs = curve.map((p) => Date.parse(p.timestamp));
-  const span = xs[xs.length - 1] - xs[0];
-  const xScale = timeScale(xs[0], xs[xs.length - 1]);
-  let peak = d.initial_cash;
-  const dd = curve.map((p, i) => {
-    peak = Math.max(peak, p.equity);
-    return { x: xs[i], y: peak > 0 ? (p.equity / peak - 1) * 100 : 0 };
-  });
-  const tip = (x: number) => (span <= 36 * 3600_000 ? dateTime(new Date(x).toISOString()).slice(0, 16) : date(new Date(x).toISOString()));
-  return (
-    <>
-      <ChartView
-        label={`Equity of backtest ${d.backtest_id}`}
-        testid="equity-chart"
-        height={260}
-        deps={[d.backtest_id, curve]}
-        config={() => ({
-          type: "line",
-          data: {
-            datasets: [
-              {
-                label: "Equity",
-                data: curve.map((p, i) => ({ x: xs[i], y: p.equity })),
-                borderColor: cssVar("--accent"),
-                backgroundColor: "transparent",
-                borderWidth: 1.6,
-                pointRadius: 0,
-                tension: 0,
-              },
-              {
-                label: "Initial cash",
-                data: [
-                  { x: xs[0], y: d.initial_cash },
-                  { x: xs[xs.length - 1], y: d.initial_cash },
-                ],
-                borderColor: cssVar("--muted"),
-                borderDash: [4, 4],
-                borderWidth: 1,
-                pointRadius: 0,
-              },
-            ],
-          },
-          options: {
-            interaction: { mode: "index", intersect: false },
-            scales: { x: xScale, y: { ticks: { callback: axisLabel("money") } } },
-            plugins: {
-              legend: { display: true, position: "bottom" },
-              tooltip: {
-                callbacks: {
-                  title: (items) => (items.length ? tip(items[0].parsed.x ?? 0) : ""),
-                  label: (item) => `${item.dataset.label}: ${money(item.parsed.y)}`,
-                },
-              },
-            },
-          },
-        })}
-      />
-      <ChartView
-        label={`Drawdown of backtest ${d.backtest_id}`}
-        testid="drawdown-chart"
-        height={120}
-        deps={[d.backtest_id, curve]}
-        config={() => ({
-          type: "line",
-          data: {
-            datasets: [
-              {
-                label: "Drawdown",
-                data: dd,
-                borderColor: cssVar("--down"),
-                backgroundColor: alpha(cssVar("--down"), 0.22),
-                fill: "origin",
-                borderWidth: 1,
-                pointRadius: 0,
-                tension: 0,
-              },
-            ],
-          },
-          options: {
-            interaction: { mode: "index", intersect: false },
-            scales: { x: xScale, y: { max: 0, suggestedMin: -1, ticks: { callback: axisLabel("percent"), maxTicksLimit: 4 } } },
-            plugins: {
-              legend: { display: false },
-              tooltip: {
-                callbacks: {
-                  title: (items) => (items.length ? tip(items[0].parsed.x ?? 0) : ""),
-                  label: (item) => `Drawdown: ${fixed(item.parsed.y ?? 0, 2)}%`,
-                },
-              },
-            },
-          },
-        })}
-      />
-      <div class="note">
-        Drawdown from the running peak of the curve above{curve.length >= 2000 ? ` (sampled to 2,000 points; the max drawdown figure uses every ${every})` : ""}. Times in New York.
-      </div>
-    </>
   );
 }
 

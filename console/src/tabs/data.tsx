@@ -14,7 +14,9 @@ import { navigate, route } from "../route";
 import { canOperate } from "../session";
 import type { RadarRow } from "../types";
 import { Badge, ErrorBanner, Field, Section, Table, notify, onInput, useLoad, useThrottled, type Column } from "../ui";
-import { BacktestDetailModal, StatusCell, day, isActive, isDesk, signedFrac, type BacktestDetail, type BacktestRow } from "./backtest_detail";
+import { BacktestDetailModal, StatusCell, day, isActive, isDesk } from "./backtest_detail";
+import { signedFrac } from "./backtest_figures";
+import type { BacktestDetail, BacktestRow } from "./backtest_types";
 import {
   FILLS,
   FormActions,

@@ -12,25 +12,9 @@ import { dateTime, duration, fixed, frac, int, money, pnl, price, sign, time } f
 import { TradeRowDive, humanize } from "../trade_detail";
 import type { Trade } from "../types";
 import { Badge, Table, type Column } from "../ui";
-import { EquityCharts, Metric, signedFrac, type BacktestDetail } from "./backtest_detail";
-import { TRADING_STATE_WORDS, VIOLATION_DETAIL_COLUMNS, VIOLATION_RULE_COLUMN, type Violation } from "./health";
-
-/** A symbol the allocator watched during the replay (`watched`). */
-export interface DeskWatch {
-  symbol: string;
-  /** `RADAR` for the allocator's auto-watch. */
-  source: string;
-  strategy_id: string;
-  /** The strategy's state of the symbol at the end. */
-  strategy_status: string;
-  time_added: string;
-}
-
-/** An order the risk gate refused during the replay (`violations`, as GET /api/risk/violations). */
-export type DeskViolation = Violation;
-
-/** Whose prints a replay trades (`source`): the simulated market's, regenerated, or the stored minute bars of downloaded days. */
-export type DeskSource = "simulated" | "downloaded";
+import { EquityCharts, Metric, signedFrac } from "./backtest_figures";
+import type { BacktestDetail, DeskSymbol, DeskViolation, DeskWatch } from "./backtest_types";
+import { TRADING_STATE_WORDS, VIOLATION_DETAIL_COLUMNS, VIOLATION_RULE_COLUMN } from "./health";
 
 /** A replay's prints in words: "simulated market" (also rows from before `source`), "downloaded days: 12 symbols". */
 export function deskSourceText(d: { source?: string | null; symbols?: string[] | null }): string {
@@ -74,14 +58,6 @@ export function DeskSymbolList({ symbols, testid }: { symbols: string[]; testid?
       <div class="mono">{symbols.join(" ")}</div>
     </details>
   );
-}
-
-/** One symbol's trades in the replay (`by_symbol`). */
-export interface DeskSymbol {
-  symbol: string;
-  trades: number;
-  wins: number;
-  net_pnl: number;
 }
 
 /**

@@ -12,9 +12,9 @@ import { ApiError, post } from "../api";
 import { duplicateAt, isoToNyLocal, nyLocalToIso, parseSymbols, previousTradingDay, sessionOf, spanMs, wholeDay } from "../desk_time";
 import { duration, inputNumber, marketClock, money, todayNy } from "../format";
 import { ErrorBanner, Field, notify, onInput } from "../ui";
-import type { BacktestDetail } from "./backtest_detail";
+import type { BacktestDetail, DeskSource } from "./backtest_types";
 import { FormActions, parseNum, toApiError, useFormErrors } from "./data_form";
-import { deskRange, deskSourceText, type DeskSource } from "./desk_detail";
+import { deskRange, deskSourceText } from "./desk_detail";
 
 /** The most market time one replay covers (the service's `desk::MAX_DAYS`). */
 export const MAX_DESK_DAYS = 5;

@@ -26,7 +26,9 @@ import {
   type WalkForwardWindow,
 } from "../sweep_grid";
 import { Badge, ErrorBanner, Modal, Table, onInput, useLoad, type Column } from "../ui";
-import { Progress, day, isActive, signedFrac, type Status } from "./backtest_detail";
+import { Progress, day, isActive } from "./backtest_detail";
+import { signedFrac } from "./backtest_figures";
+import type { Status } from "./backtest_types";
 
 // ---------------------------------------------------------------------------------------------
 // Types (the API's sweep resources)

@@ -4,7 +4,7 @@
 //! - `change_1m`, `change_5m` = (close of the last completed minute bar − open of the bar 1 or 5
 //!   bars back) / that open × 100; `null` until enough bars exist.
 //! - `volume` = shares traded today (the New York date, pre-market included).
-//! - `average_volume` = mean daily volume of the previous 10 trading days.
+//! - `average_volume` = mean daily volume of the previous 10 trading days ([`AVERAGE_VOLUME_DAYS`]).
 //! - `relative_volume` is time-of-day adjusted: volume so far today divided by the volume an
 //!   average day has traded by the same minute (`average_volume` × the expected cumulative
 //!   fraction of a day's volume at that minute, from the market's intraday volume profile).
@@ -23,8 +23,13 @@ use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
 
 /// The largest `momentum_radar.max_float` accepted: a ceiling set there is no ceiling, and a
-/// symbol whose float is unknown passes it.
-pub const NO_FLOAT_CEILING: u64 = 100_000_000_000;
+/// symbol whose float is unknown passes it. The settings define it (the validator bounds
+/// `max_float` with it); the filter's meaning of it is here.
+pub use crate::settings::NO_FLOAT_CEILING;
+
+/// Trading days in `average_volume`: every market source averages a symbol's daily volume over
+/// this many previous days, so the radar's relative volume means the same whatever feeds it.
+pub const AVERAGE_VOLUME_DAYS: usize = 10;
 
 /// What the radar knows about one symbol at a scan.
 #[derive(Clone, Debug)]

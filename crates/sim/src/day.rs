@@ -9,7 +9,6 @@
 //! a phase, by the U-shaped profile with noise that grows with the size of the move. The walk is
 //! causal, so the live feed (one step per minute) and history (all steps at once) are identical.
 
-use crate::history::AVERAGE_VOLUME_DAYS;
 use crate::profile::{
     regular_remaining, regular_weight, DayClock, PhaseShares, NORMAL_SHARES, REGULAR_MINUTES, RUNNER_SHARES,
 };
@@ -17,6 +16,7 @@ use crate::rng::{mix, unit, Rng};
 use crate::universe::{SymbolProfile, Universe};
 use chrono::{Datelike, Duration, NaiveDate};
 use tradeops_core::market::{Bar, Price};
+use tradeops_core::radar::AVERAGE_VOLUME_DAYS;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DayKind {

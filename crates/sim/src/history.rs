@@ -14,9 +14,7 @@ use std::sync::Arc;
 use tradeops_core::backtest::History;
 use tradeops_core::calendar::MarketCalendar;
 use tradeops_core::market::Price;
-
-/// Days in the average volume (as the radar's `average_volume`).
-pub const AVERAGE_VOLUME_DAYS: usize = 10;
+use tradeops_core::radar::AVERAGE_VOLUME_DAYS;
 
 pub struct SimHistory {
     universe: Arc<Universe>,

@@ -94,6 +94,11 @@ impl Default for RuntimeSettings {
     }
 }
 
+/// The largest `momentum_radar.max_float` accepted: a ceiling set there is no ceiling, and a
+/// symbol whose float is unknown passes it. A bound of the setting (CONTRACT §4), so defined
+/// with it; the radar's filter reads it as `crate::radar::NO_FLOAT_CEILING`.
+pub const NO_FLOAT_CEILING: u64 = 100_000_000_000;
+
 /// Filters of the momentum radar (research/domain.md §2).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

@@ -1,7 +1,7 @@
 //! Semantic validation of settings: every problem is reported at once, each with its dotted
 //! field path and the reason in words.
 
-use super::{Settings, LIVE_STRATEGIES};
+use super::{Settings, LIVE_STRATEGIES, NO_FLOAT_CEILING};
 use rust_decimal::Decimal;
 use serde::Serialize;
 use std::collections::BTreeSet;
@@ -75,7 +75,7 @@ impl Settings {
         );
         p.range_f64(r.min_percentage_gain, -100.0, 10_000.0, "momentum_radar.min_percentage_gain");
         p.range_f64(r.min_relative_volume, 0.0, 1_000.0, "momentum_radar.min_relative_volume");
-        p.range_u64(r.max_float, 1, crate::radar::NO_FLOAT_CEILING, "momentum_radar.max_float");
+        p.range_u64(r.max_float, 1, NO_FLOAT_CEILING, "momentum_radar.max_float");
         p.range_u64(r.min_volume, 0, 100_000_000_000, "momentum_radar.min_volume");
         p.require(r.universe.len() <= 20_000, "momentum_radar.universe", "at most 20000 symbols");
         let distinct: BTreeSet<_> = r.universe.iter().collect();

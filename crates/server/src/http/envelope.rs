@@ -3,7 +3,9 @@
 //! middleware, so every response — handler, fallback, rejection or panic — carries the same
 //! `meta` without handlers passing it around.
 
-use crate::http::error::ErrorCode;
+// The code catalogue (CONTRACT §2) is the domain's: the envelope only carries a code, and the
+// code → status table in `http::error` builds on the envelope, not the other way round.
+use crate::domain::ErrorCode;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;

@@ -4,9 +4,10 @@
 //! table from domain errors to the contract's error envelope; [`extract`] and [`fields`] read
 //! and refuse request input; [`auth`], [`guard`], [`client_limit`] and [`refusals`] identify
 //! callers, budget them and audit sensitive actions; [`middleware`] stamps every request;
-//! [`openapi`] documents it all; [`console`] serves the operator console; [`router`] puts it all
-//! under the middleware; [`state`] is what a handler is given; [`front`] is a cluster node's
-//! listener, which forwards to the engine's leader while this node follows.
+//! [`openapi`] documents it all, with [`string_schemas`] for the constrained strings that the
+//! routes and the document both name; [`console`] serves the operator console; [`router`] puts
+//! it all under the middleware; [`state`] is what a handler is given; [`front`] is a cluster
+//! node's listener, which forwards to the engine's leader while this node follows.
 
 pub mod auth;
 pub mod client_limit;
@@ -25,3 +26,4 @@ pub mod order_pages;
 pub mod router;
 pub mod routes;
 pub mod state;
+pub mod string_schemas;

@@ -97,13 +97,13 @@ the refused field by its path in `detail.field` and says what it accepts in `det
     components(schemas(
         crate::http::error::ErrorCode,
         crate::http::envelope::ErrorBody,
-        ReasonText,
-        TradingDay,
-        IdCursor,
-        OrderCursor,
-        WatchlistStatus,
-        WatchlistSort,
-        ScopeTypeName
+        crate::http::string_schemas::ReasonText,
+        crate::http::string_schemas::TradingDay,
+        crate::http::string_schemas::IdCursor,
+        crate::http::string_schemas::OrderCursor,
+        crate::http::string_schemas::WatchlistStatus,
+        crate::http::string_schemas::WatchlistSort,
+        crate::http::string_schemas::ScopeTypeName
     )),
     modifiers(&BearerAuth, &CommonResponses),
     tags(
@@ -272,77 +272,3 @@ fn add_common(operation: &mut Operation, action: bool) {
 pub fn document() -> utoipa::openapi::OpenApi {
     ApiDoc::openapi()
 }
-
-/// Schemas of request values that are plain strings in Rust but constrained on the wire: the
-/// constraint the validator enforces, stated once for every field that uses it.
-macro_rules! string_schema {
-    ($(#[$doc:meta])* $name:ident, $build:expr) => {
-        $(#[$doc])*
-        pub struct $name;
-
-        impl utoipa::PartialSchema for $name {
-            fn schema() -> RefOr<utoipa::openapi::schema::Schema> {
-                let build: fn() -> utoipa::openapi::schema::ObjectBuilder = $build;
-                build().into()
-            }
-        }
-
-        impl utoipa::ToSchema for $name {}
-    };
-}
-
-fn text() -> utoipa::openapi::schema::ObjectBuilder {
-    utoipa::openapi::schema::ObjectBuilder::new().schema_type(utoipa::openapi::schema::Type::String)
-}
-
-fn one_of(values: impl IntoIterator<Item = impl Into<serde_json::Value>>) -> utoipa::openapi::schema::ObjectBuilder {
-    text().enum_values(Some(values))
-}
-
-string_schema!(
-    /// `reason` of an action: 1 to 500 characters, not only spaces
-    /// ([`crate::http::routes::radar::require_reason`]). The pattern asks for one character that is not
-    /// white space as Rust's `trim` defines it.
-    ReasonText,
-    || text()
-        .min_length(Some(1))
-        .max_length(Some(500))
-        .pattern(Some("[^\\t-\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"))
-);
-
-string_schema!(
-    /// A trading day, `YYYY-MM-DD`.
-    TradingDay,
-    || text().format(Some(utoipa::openapi::SchemaFormat::KnownFormat(utoipa::openapi::KnownFormat::Date)))
-        .pattern(Some("^[0-9]{4}-[0-9]{2}-[0-9]{2}$"))
-);
-
-string_schema!(
-    /// `next_cursor` of the previous page of a list paged by row id.
-    IdCursor,
-    || text().pattern(Some("^[+-]?[0-9]{1,18}$"))
-);
-
-string_schema!(
-    /// `next_cursor` of the previous page of `GET /api/orders`.
-    OrderCursor,
-    || text().pattern(Some("^[+-]?[0-9]{1,18}~"))
-);
-
-string_schema!(
-    /// A watchlist row's `strategy_status`.
-    WatchlistStatus,
-    || one_of(crate::http::routes::watchlist::STATUSES.iter().copied())
-);
-
-string_schema!(
-    /// The order of watchlist rows.
-    WatchlistSort,
-    || one_of(crate::http::routes::watchlist::SORTS.iter().copied())
-);
-
-string_schema!(
-    /// A recommendation's scope.
-    ScopeTypeName,
-    || one_of(tradeops_core::analytics::ScopeType::ALL.iter().map(|s| s.as_str()))
-);

@@ -1,11 +1,11 @@
 //! Durable backtest runs (`POST /api/backtests/run`), jobs of kind [`JobKind::Backtest`]: a
 //! row `QUEUED → RUNNING` (with `progress`) `→ COMPLETED` (with the result) or `FAILED`, or
-//! `CANCELED`. A worker runs up to
-//! `jobs.backtest_parallel` (2) at once on the blocking pool: bars come from the database (the trading
-//! days missing from it downloaded from the data broker first) and go through
-//! `tradeops_core::backtest::run` — the live engine with a manual clock. A run whose worker
-//! stopped (a crash: its lease expires) is run again from the start (runs are deterministic),
-//! so none stays `RUNNING`.
+//! `CANCELED`. This module owns what every backtest row shares — the request's rules, queueing
+//! ([`queue`]), following a run under its lease ([`follow`]) and cancelling — and the single
+//! run itself ([`compute`]): bars come from the database (the trading days missing from it
+//! downloaded from the data broker first) and go through `tradeops_core::backtest::run` — the
+//! live engine with a manual clock. Desk replays ([`crate::jobs::desk`]) build on it; the worker
+//! that runs both kinds is [`crate::jobs::backtest_worker`].
 
 use crate::domain::{DomainError, DomainResult};
 use crate::jobs::{CancelError, Halt, Jobs, Leases};
@@ -241,7 +241,8 @@ pub(crate) async fn queue(
     Ok(record)
 }
 
-fn publish(jobs: &Jobs, r: &BacktestRecord) {
+/// Announces a run as it is now (stored).
+pub(crate) fn publish(jobs: &Jobs, r: &BacktestRecord) {
     jobs.events.publish(crate::events::Event::BacktestUpdated(r.clone()));
 }
 
@@ -255,69 +256,9 @@ pub async fn cancel(jobs: &Jobs, id: &str) -> DomainResult<BacktestRecord> {
     Ok(run)
 }
 
-/// The worker: takes back runs whose worker stopped, then runs queued ones as they come.
-pub async fn run_worker(jobs: Jobs) {
-    crate::jobs::Pool {
-        kind: JobKind::Backtest,
-        parallel: jobs.limits.backtest_parallel,
-        wake: |jobs| &jobs.backtests,
-        load: |jobs, id| Box::pin(async move { Ok(BacktestRepository::backtest(&jobs.db, id).await?) }),
-        run: |jobs, leases, run| Box::pin(async move { execute(&jobs, &leases, run).await }),
-    }
-    .run(jobs)
-    .await
-}
-
-/// Runs a run `leases` holds to its end, unless it loses the run on the way (then it stops
-/// without writing).
-async fn execute(jobs: &Jobs, leases: &Leases, mut run: BacktestRecord) {
-    let repo: &dyn BacktestRepository = &jobs.db;
-    run.status = JobStatus::Running;
-    run.progress = 0.0;
-    run.started_at = Some(to_epoch_ms(&jobs.clock.now()));
-    if !repo.update_leased_backtest(&run, &leases.lease()).await.unwrap_or(false) {
-        return;
-    }
-    publish(jobs, &run);
-    // Held until the outcome is written: its write may retry for longer than a lease.
-    let _heartbeat = leases.keep_alive(JobKind::Backtest, &run.backtest_id);
-    let outcome = compute(jobs, leases, &mut run).await;
-    run.finished_at = Some(to_epoch_ms(&jobs.clock.now()));
-    match outcome {
-        Ok(result) => {
-            run.status = JobStatus::Completed;
-            run.progress = 1.0;
-            run.result = Some(result.to_string());
-        }
-        Err(Halt::Failed(reason)) => {
-            tracing::warn!(backtest_id = %run.backtest_id, %reason, "backtest failed");
-            run.status = JobStatus::Failed;
-            run.error = Some(reason);
-        }
-        Err(Halt::Lost) => {
-            tracing::info!(backtest_id = %run.backtest_id, "backtest stopped: canceled or taken over");
-            return;
-        }
-    }
-    // Announce only what is stored: a console must never show COMPLETED for a run the
-    // database still calls RUNNING.
-    let held = std::sync::atomic::AtomicBool::new(true);
-    let released = leases.released();
-    let write = || async {
-        held.store(repo.update_leased_backtest(&run, &released).await?, std::sync::atomic::Ordering::Relaxed);
-        Ok::<(), tradeops_store::StoreError>(())
-    };
-    if crate::jobs::persist("backtest outcome", &run.backtest_id, write).await
-        && held.load(std::sync::atomic::Ordering::Relaxed)
-    {
-        publish(jobs, &run);
-    }
-}
-
-async fn compute(jobs: &Jobs, leases: &Leases, run: &mut BacktestRecord) -> Result<Value, Halt> {
-    if crate::jobs::desk::is_desk(&run.request) {
-        return crate::jobs::desk::compute(jobs, leases, run).await;
-    }
+/// Runs a single run (a desk replay is [`crate::jobs::desk::compute`]'s): its result, or why it
+/// stopped.
+pub(crate) async fn compute(jobs: &Jobs, leases: &Leases, run: &mut BacktestRecord) -> Result<Value, Halt> {
     let stored: Stored = serde_json::from_str(&run.request).map_err(|e| format!("unreadable request: {e}"))?;
     let Prepared { settings, symbol, bars, calendar } =
         prepare(jobs, &stored, &format!("backtest {}", run.backtest_id)).await?;

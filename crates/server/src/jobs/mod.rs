@@ -6,9 +6,12 @@
 //! or stalled worker — lets another worker take the job back), **cancel** (a queued job at
 //! once, a running one at its next progress point), and **recovery** per kind: a download taken
 //! back resumes, a backtest runs again from the start. The kinds themselves live in
-//! [`crate::jobs::downloads`] and [`crate::jobs::backtests`]; what they run on is [`Jobs`], built
-//! by the composition root and handed to the workers and the routes, so nothing here knows HTTP.
+//! [`crate::jobs::downloads`] and [`crate::jobs::backtests`] (desk replays in
+//! [`crate::jobs::desk`], both run by [`crate::jobs::backtest_worker`]); what they run on is
+//! [`Jobs`], built by the composition root and handed to the workers and the routes, so nothing
+//! here knows HTTP.
 
+pub mod backtest_worker;
 pub mod backtests;
 pub mod desk;
 pub mod downloads;
@@ -393,7 +396,7 @@ impl<J: Send + 'static> Pool<J> {
 pub fn spawn_workers(jobs: &Jobs) -> Vec<tokio::task::JoinHandle<()>> {
     vec![
         tokio::spawn(downloads::run_worker(jobs.clone())),
-        tokio::spawn(backtests::run_worker(jobs.clone())),
+        tokio::spawn(backtest_worker::run_worker(jobs.clone())),
         tokio::spawn(sweeps::run_worker(jobs.clone())),
         tokio::spawn(listen_for_jobs(jobs.clone())),
     ]

@@ -5,11 +5,10 @@
 //! average volume.
 
 use super::*;
-use crate::history::AVERAGE_VOLUME_DAYS;
 use crate::profile::expected_cum_fraction;
 use std::collections::BTreeSet;
 use tradeops_core::calendar::MarketCalendar;
-use tradeops_core::radar::{scan, RadarInput};
+use tradeops_core::radar::{scan, RadarInput, AVERAGE_VOLUME_DAYS};
 use tradeops_core::settings::{MarketCalendarKind, MomentumRadarSettings};
 use tradeops_core::Symbol;
 

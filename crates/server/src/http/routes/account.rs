@@ -61,10 +61,10 @@ pub async fn summary(State(state): State<AppState>, _caller: Caller) -> ApiResul
 #[serde(deny_unknown_fields)]
 pub struct PerformanceQuery {
     /// A session is one trading day: `YYYY-MM-DD`.
-    #[param(value_type = Option<crate::http::openapi::TradingDay>)]
+    #[param(value_type = Option<crate::http::string_schemas::TradingDay>)]
     pub session_id: Option<String>,
     /// Same as `session_id`.
-    #[param(value_type = Option<crate::http::openapi::TradingDay>)]
+    #[param(value_type = Option<crate::http::string_schemas::TradingDay>)]
     pub date: Option<String>,
 }
 

@@ -33,7 +33,7 @@ pub struct AuditQuery {
     #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u32>,
     /// `next_cursor` of the previous page.
-    #[param(value_type = Option<crate::http::openapi::IdCursor>)]
+    #[param(value_type = Option<crate::http::string_schemas::IdCursor>)]
     pub cursor: Option<String>,
 }
 

@@ -218,14 +218,14 @@ pub async fn create(State(state): State<AppState>, guard: Sensitive) -> ApiResul
 #[serde(deny_unknown_fields)]
 pub struct OrderQuery {
     /// Trading day `YYYY-MM-DD` (America/New_York); default the current session.
-    #[param(value_type = Option<crate::http::openapi::TradingDay>)]
+    #[param(value_type = Option<crate::http::string_schemas::TradingDay>)]
     pub date: Option<String>,
     pub status: Option<OrderStatus>,
     #[param(value_type = Option<Symbol>)]
     pub symbol: Option<String>,
     #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u32>,
-    #[param(value_type = Option<crate::http::openapi::OrderCursor>)]
+    #[param(value_type = Option<crate::http::string_schemas::OrderCursor>)]
     pub cursor: Option<String>,
 }
 

@@ -114,7 +114,7 @@ pub async fn close(State(state): State<AppState>, guard: Sensitive) -> ApiResult
 #[serde(deny_unknown_fields)]
 pub struct HaltPosition {
     pub symbol: Symbol,
-    #[schema(value_type = crate::http::openapi::ReasonText)]
+    #[schema(value_type = crate::http::string_schemas::ReasonText)]
     pub reason: String,
 }
 

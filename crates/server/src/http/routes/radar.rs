@@ -104,7 +104,7 @@ pub struct BlockRequest {
     /// `TODAY` (default: until the end of the trading day) or `PERMANENT`.
     #[schema(nullable = false)]
     pub block_scope: Option<BlockScope>,
-    #[schema(value_type = crate::http::openapi::ReasonText)]
+    #[schema(value_type = crate::http::string_schemas::ReasonText)]
     pub reason: String,
 }
 
@@ -140,7 +140,7 @@ pub async fn block(State(state): State<AppState>, guard: Sensitive) -> ApiResult
 #[serde(deny_unknown_fields)]
 pub struct UnblockRequest {
     pub symbol: Symbol,
-    #[schema(value_type = crate::http::openapi::ReasonText)]
+    #[schema(value_type = crate::http::string_schemas::ReasonText)]
     pub reason: String,
 }
 

@@ -144,7 +144,7 @@ pub async fn violations(
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReasonBody {
-    #[schema(value_type = crate::http::openapi::ReasonText)]
+    #[schema(value_type = crate::http::string_schemas::ReasonText)]
     pub reason: String,
 }
 

@@ -85,7 +85,7 @@ pub struct HistoryQuery {
     #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u32>,
     /// `next_cursor` of the previous page.
-    #[param(value_type = Option<crate::http::openapi::IdCursor>)]
+    #[param(value_type = Option<crate::http::string_schemas::IdCursor>)]
     pub cursor: Option<String>,
 }
 

@@ -28,7 +28,7 @@ pub fn router() -> Router<AppState> {
 #[serde(deny_unknown_fields)]
 pub struct TradeQuery {
     /// `YYYY-MM-DD`: trades entered on that New York date.
-    #[param(value_type = Option<crate::http::openapi::TradingDay>)]
+    #[param(value_type = Option<crate::http::string_schemas::TradingDay>)]
     pub date: Option<String>,
     /// A strategy id, or `manual` for trades opened by hand.
     pub strategy_id: Option<String>,
@@ -87,7 +87,7 @@ pub async fn one(
 pub struct RecommendationQuery {
     /// `SYMBOL`, `STRATEGY`, `SECTOR`, `TIME_OF_DAY`, `PRICE_BAND`, `FLOAT_BAND`, `RVOL_BAND`,
     /// `GAIN_BAND`, `HOLD_TIME`, `DAY_OF_WEEK`.
-    #[param(value_type = Option<crate::http::openapi::ScopeTypeName>)]
+    #[param(value_type = Option<crate::http::string_schemas::ScopeTypeName>)]
     pub scope_type: Option<String>,
     pub scope_value: Option<String>,
 }

@@ -7,6 +7,7 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::Query;
 use crate::http::guard::{Action, Sensitive, Target};
 use crate::http::state::AppState;
+use crate::http::string_schemas::{WATCHLIST_SORTS, WATCHLIST_STATUSES};
 use axum::extract::State;
 use axum::routing::{get, post};
 use axum::Router;
@@ -30,7 +31,7 @@ pub fn router() -> Router<AppState> {
 #[serde(deny_unknown_fields)]
 pub struct StopRequest {
     pub symbol: Symbol,
-    #[schema(value_type = crate::http::openapi::ReasonText)]
+    #[schema(value_type = crate::http::string_schemas::ReasonText)]
     pub reason: String,
 }
 
@@ -106,10 +107,10 @@ pub fn polling_status(status: StrategyStatus) -> &'static str {
 #[serde(deny_unknown_fields)]
 pub struct WatchlistQuery {
     /// Only rows with this `strategy_status` (`Active`, `Buy`, `Hold`, `Sell`, `Closed`, `Halted`).
-    #[param(value_type = Option<crate::http::openapi::WatchlistStatus>)]
+    #[param(value_type = Option<crate::http::string_schemas::WatchlistStatus>)]
     pub status: Option<String>,
     /// `time_added_desc` (default), `time_added_asc`, `symbol_asc`, `symbol_desc`, `price_desc`, `price_asc`.
-    #[param(value_type = Option<crate::http::openapi::WatchlistSort>)]
+    #[param(value_type = Option<crate::http::string_schemas::WatchlistSort>)]
     pub sort: Option<String>,
 }
 
@@ -131,10 +132,6 @@ pub struct WatchlistRow {
     pub reason: Option<String>,
 }
 
-pub const STATUSES: &[&str] = &["Active", "Buy", "Hold", "Sell", "Closed", "Halted"];
-pub const SORTS: &[&str] =
-    &["time_added_desc", "time_added_asc", "symbol_asc", "symbol_desc", "price_desc", "price_asc"];
-
 /// Watchlist rows with the strategy and polling status of each.
 #[utoipa::path(get, path = "/api/watchlist", tag = "watchlist", security(("bearer" = [])), params(WatchlistQuery),
     responses((status = 200, description = "Watchlist rows", body = inline(SuccessBody<Vec<WatchlistRow>>)),
@@ -145,13 +142,13 @@ pub async fn list(
     Query(q): Query<WatchlistQuery>,
 ) -> ApiResult<ApiResponse<Vec<WatchlistRow>>> {
     if let Some(status) = &q.status {
-        if !STATUSES.contains(&status.as_str()) {
-            return Err(ApiError::validation("status", format!("must be one of {}", STATUSES.join(", "))));
+        if !WATCHLIST_STATUSES.contains(&status.as_str()) {
+            return Err(ApiError::validation("status", format!("must be one of {}", WATCHLIST_STATUSES.join(", "))));
         }
     }
     let sort = q.sort.as_deref().unwrap_or("time_added_desc");
-    if !SORTS.contains(&sort) {
-        return Err(ApiError::validation("sort", format!("must be one of {}", SORTS.join(", "))));
+    if !WATCHLIST_SORTS.contains(&sort) {
+        return Err(ApiError::validation("sort", format!("must be one of {}", WATCHLIST_SORTS.join(", "))));
     }
     let mut rows: Vec<(i64, WatchlistRow)> = state
         .watchlist
