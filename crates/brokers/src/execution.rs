@@ -147,7 +147,7 @@ pub trait ExecutionBroker: Send + Sync {
     async fn poll(&self, now: Timestamp) -> Vec<BrokerReport>;
 
     /// When the next report this broker delivers by itself is due (a paper ack or cancel), if
-    /// it knows: a replay on a manual clock (issue 26.2) delivers each at its own time. A remote
+    /// it knows: a replay on a manual clock delivers each at its own time. A remote
     /// venue does not know (its reports come when they come).
     fn next_due(&self) -> Option<Timestamp> {
         None

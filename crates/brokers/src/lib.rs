@@ -1,8 +1,8 @@
-//! The broker seam of tradeops (issue 22): the traits the engine runner trades and marks through
+//! The broker seam of tradeops: the traits the engine runner trades and marks through
 //! — [`ExecutionBroker`] for orders, [`MarketData`] for reference data, history and live
 //! snapshots — and their in-process implementations: the [`paper`] broker, the backtests' bar
 //! broker ([`backtest`]) and the [`simulated`] market with its live feed. A real venue's adapters
-//! (Alpaca, issue 23) implement the same traits in a module beside these. [`reference`] lays
+//! (Alpaca's) implement the same traits in a module beside these. [`reference`] lays
 //! imported float and sector over any source's.
 
 pub mod alpaca;

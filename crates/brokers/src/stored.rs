@@ -2,7 +2,7 @@
 //! stored minute and daily bars of a set of symbols, the live feed ([`LiveMarket::over_stored`])
 //! prints them as it prints the simulated market's generated days, and [`StoredMarket`] answers
 //! what the engine asks a data broker (instruments, snapshots, the last closed bar, bars) from
-//! them. What a whole-desk replay of downloaded days trades on (issue 26.2). Pure: the caller
+//! them. What a whole-desk replay of downloaded days trades on. Pure: the caller
 //! reads the bars from the store.
 //!
 //! [`LiveMarket::over_stored`]: crate::simulated::live::LiveMarket::over_stored

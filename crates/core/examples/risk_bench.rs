@@ -1,4 +1,4 @@
-//! Benchmark of the pre-trade risk gate (issue 4): time per check of an approved buy that passes
+//! Benchmark of the pre-trade risk gate: time per check of an approved buy that passes
 //! every rule (the slowest path), with 20 recent orders in the duplicate window.
 //! `cargo run --release -p tradeops-core --example risk_bench`
 // A benchmark measures wall time; only logic must read time through the injected clock.

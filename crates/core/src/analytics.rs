@@ -92,7 +92,7 @@ pub struct Recommendation {
     /// Mean net P&L of the group's trades, dollars (of a walk-forward's: the chosen
     /// parameters' mean out-of-sample P&L per window).
     pub average_net_pnl: f64,
-    /// The walk-forward sweep a recommendation cites (issue 26.4); absent for trade groups.
+    /// The walk-forward sweep a recommendation cites; absent for trade groups.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub sweep_id: Option<String>,

@@ -1,5 +1,5 @@
-//! Issue 23's benchmarks of the Alpaca adapter, against stand-ins on 127.0.0.1 answering at
-//! once (docs/PERFORMANCE.md, "Alpaca adapter (issue 23)"):
+//! Benchmarks of the Alpaca adapter, against stand-ins on 127.0.0.1 answering at
+//! once (docs/PERFORMANCE.md, "Alpaca adapter"):
 //!
 //! - `orders`: the latency tradeops adds to an order's submit. The real `tradeops serve` binary
 //!   (PAPER, simulated market data, `TRADEOPS_EXECUTION_BROKER=alpaca`) trades through a

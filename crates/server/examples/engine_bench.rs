@@ -1,4 +1,4 @@
-//! Benchmark of the trading engine (issue 4): market events per second through
+//! Benchmark of the trading engine: market events per second through
 //! `Engine::handle` with 50 watched symbols running `momentum_breakout`, no I/O.
 //! `cargo run --release --example engine_bench -- [symbols] [runs]`
 // A benchmark measures wall time; only logic must read time through the injected clock.

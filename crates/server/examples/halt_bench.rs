@@ -1,4 +1,4 @@
-//! Benchmark of the Emergency Liquidate & Halt (issue 4): with 100 open positions and 500 open
+//! Benchmark of the Emergency Liquidate & Halt: with 100 open positions and 500 open
 //! orders on the paper broker, the time from the halt command until every cancel and every exit
 //! has been handed to the broker. Engine and broker only (persistence excluded).
 //! `cargo run --release --example halt_bench -- [runs]`

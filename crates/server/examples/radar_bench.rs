@@ -1,4 +1,4 @@
-//! Benchmark of the live market (issue 3): radar scan time over the whole universe, the feed's
+//! Benchmark of the live market: radar scan time over the whole universe, the feed's
 //! work per minute, and resident memory with the universe live.
 //! `cargo run --release --example radar_bench -- [symbols] [minutes]`
 // A benchmark measures wall time; only logic must read time through the injected clock.

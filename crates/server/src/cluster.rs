@@ -1,4 +1,4 @@
-//! The engine's term among several services on one database (issue 25): [`Election`]. One
+//! The engine's term among several services on one database: [`Election`]. One
 //! service at a time runs the trading engine — the holder of the current term in the
 //! `engine_leases` row. It renews the term every [`RENEW_EVERY`] while it lives; a service
 //! waiting to run the engine takes the next term when the current one is released (its holder

@@ -217,7 +217,7 @@ fn no_answer() -> String {
     format!("no answer within {PROBE_TIMEOUT:?}")
 }
 
-/// The cluster on PostgreSQL (issue 25.6; `None` on SQLite): this node's role — `leader` while
+/// The cluster on PostgreSQL (`None` on SQLite): this node's role — `leader` while
 /// it holds the engine's current term, else `follower` (its term was taken over: its engine
 /// stopped, and it is `DOWN` until restarted as a standby) — the leader, the epoch, the leader's
 /// last renewal and the members with their heartbeats. `DEGRADED` while a member's heartbeat is

@@ -1,4 +1,4 @@
-//! Housekeeping that keeps the disk bounded (issue 20), woken every second and timed by the
+//! Housekeeping that keeps the disk bounded, woken every second and timed by the
 //! injected clock: aggregated refusals are written ([`crate::refusals`]), audit rows older than
 //! `audit.retention_days` are pruned every hour (first at start), and SQLite's write-ahead log
 //! is checkpointed every [`WAL_CHECKPOINT_EVERY`] (truncated when long: see

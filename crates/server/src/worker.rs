@@ -1,4 +1,4 @@
-//! `tradeops worker` (issue 25.5): a process that runs downloads and backtests only — no HTTP
+//! `tradeops worker`: a process that runs downloads and backtests only — no HTTP
 //! listener, no engine, no feed. Any number of them share the service's PostgreSQL database:
 //! each claims queued jobs with `FOR UPDATE SKIP LOCKED` (never one another worker is taking),
 //! holds each under a lease it renews, and is woken by `NOTIFY` when a service queues one. A

@@ -1,4 +1,4 @@
-//! Backtest benchmarks (issue 5), end to end through `tradeops_core::backtest::run` with the
+//! Backtest benchmarks, end to end through `tradeops_core::backtest::run` with the
 //! bars already in memory:
 //!
 //! - `sma`: `sma_cross` (10/20) over N one-minute bars of one simulated symbol (default
@@ -202,7 +202,7 @@ fn main() {
             );
         }
         "scaling" => {
-            // Issue 26.1's second goal: a sweep over one million minute bars, its combinations
+            // A sweep over one million minute bars, its combinations
             // run on 1, 2, … threads as a sweep's part runs them (each thread with its own
             // history over the bars, built in the timed stretch, taking the next combination as
             // it comes free; each combination's figures alone as a sweep keeps them:

@@ -1,4 +1,4 @@
-//! Benchmark of history generation (issue 3): minute bars generated per second, one core.
+//! Benchmark of history generation: minute bars generated per second, one core.
 //! `cargo run --release -p tradeops-sim --example sim_bench [symbols] [days] [runs]`
 //! Prints the median of the runs.
 // A benchmark measures wall time; only logic must read time through the injected clock.

@@ -1,4 +1,4 @@
-//! The cluster's liveness hint for the engine's term (issue 25): [`LeaderLock`], a PostgreSQL
+//! The cluster's liveness hint for the engine's term: [`LeaderLock`], a PostgreSQL
 //! session-level advisory lock held on a connection of its own by the service that holds the
 //! term. When that service dies (`kill -9`, a lost machine whose socket is reset) PostgreSQL ends
 //! its session and frees the lock at once, so a waiting service learns of the death without

@@ -269,7 +269,7 @@ impl Database {
         Ok(Database { pool, backend, availability: Arc::new(availability), fence: None })
     }
 
-    /// The same database, fenced to the engine term `epoch` (issue 25): every transaction this
+    /// The same database, fenced to the engine term `epoch`: every transaction this
     /// handle begins first checks that `epoch` is still the current one and, once a newer
     /// engine has taken over ([`Database::take_engine_epoch`]), is refused with
     /// [`StoreError::Fenced`] before it writes anything. On PostgreSQL the check holds the

@@ -1,4 +1,4 @@
-//! Fencing (issue 25.1) on a real database: SQLite always, PostgreSQL too when
+//! Fencing on a real database: SQLite always, PostgreSQL too when
 //! `TRADEOPS_TEST_DATABASE_URL` is set (a fresh database each test; required where
 //! `TRADEOPS_REQUIRE_SERVICES` is set). A handle fenced to an engine term writes trading state
 //! while that term lasts and nothing once a newer engine took over; on PostgreSQL a takeover

@@ -1,4 +1,4 @@
-//! One service per SQLite file (issue 25.6): [`InstanceLock`], an OS lock (`flock`) on a file
+//! One service per SQLite file: [`InstanceLock`], an OS lock (`flock`) on a file
 //! beside the database, held by `tradeops serve` for its whole life. The engine is the only
 //! writer of trading state, and two services on one file would run two engines (and each would
 //! take the other's running jobs for orphans); the second is refused at start, naming the first.

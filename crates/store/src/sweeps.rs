@@ -1,4 +1,4 @@
-//! Parameter sweeps (issue 26.1): the sweep as requested, and its parts — durable jobs of kind
+//! Parameter sweeps: the sweep as requested, and its parts — durable jobs of kind
 //! [`crate::jobs::JobKind::Sweep`], each a share of the combinations, with their results once completed (JSON
 //! text). A sweep's status, progress and results are read from its parts.
 

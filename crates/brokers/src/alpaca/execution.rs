@@ -1,4 +1,4 @@
-//! The Alpaca execution adapter (issue 23): [`AlpacaExecution`] assembles the REST client
+//! The Alpaca execution adapter: [`AlpacaExecution`] assembles the REST client
 //! ([`TradingClient`]) and the trade-updates stream ([`TradeUpdatesStream`]) into one
 //! [`ExecutionBroker`]. It owns what joins the two: the map of our client order ids to Alpaca's
 //! order ids (Alpaca cancels by its own id), the set of orders submitted and not yet seen final,

@@ -1,4 +1,4 @@
-//! The Alpaca adapter (issue 23): Alpaca's Trading API v2 behind [`crate::ExecutionBroker`].
+//! The Alpaca adapter: Alpaca's Trading API v2 behind [`crate::ExecutionBroker`].
 //! [`wire`] is Alpaca's JSON; [`rest`] its Trading REST API (orders with the exactly-once
 //! submit, account, positions); [`stream`] the trade-updates WebSocket, mapped to broker reports
 //! and gap-filled from REST after every reconnect; [`execution`] assembles them into an

@@ -1,4 +1,4 @@
-//! Alpaca's trade-updates stream (issue 23, research §1.4): the WebSocket client of the trading
+//! Alpaca's trade-updates stream (research §1.4): the WebSocket client of the trading
 //! API's `/stream` (authenticate, listen to `trade_updates`, read Alpaca's binary JSON frames),
 //! the mapping of each update to the [`BrokerReport`]s it means ([`ReportMapper`], which also
 //! remembers what was reported so nothing is reported twice), the reconnect with backoff and

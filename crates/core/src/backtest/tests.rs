@@ -302,7 +302,7 @@ proptest::proptest! {
 /// prices, kept as a fixture), as `POST /api/data/import` reads them.
 const GOOG_CSV: &str = include_str!("goog_daily.csv");
 
-/// Parity with backtesting.py 0.6.6 (issue 21.6): its `SmaCross` example — SMA(10) / SMA(20) of
+/// Parity with backtesting.py 0.6.6: its `SmaCross` example — SMA(10) / SMA(20) of
 /// closes, long only, all in, no commission, 100,000 of cash — on its GOOG bars, with the desk's
 /// limits lifted and no market buy buffer, trades as it does: 47 trades, each buy taking
 /// floor(cash / next open) shares, and 771,184.06 at the end (the last trade, still open at the

@@ -147,7 +147,7 @@ pub enum CommandError {
     /// sent): `SERVICE_UNAVAILABLE` when the database is unavailable, else `INTERNAL_ERROR`. Set
     /// by the live runner, never by the engine.
     NotPersisted { reason: String, unavailable: bool },
-    /// The engine's term is over (a newer engine took its database over: issue 25's fencing):
+    /// The engine's term is over (a newer engine took its database over: fencing, CONTRACT §10):
     /// nothing of the command was stored or sent, and this engine takes no more
     /// (`SERVICE_UNAVAILABLE`). Set by the live runner, never by the engine.
     EngineStopped,

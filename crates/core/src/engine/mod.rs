@@ -396,8 +396,8 @@ impl Engine {
         self.halt.as_ref()
     }
 
-    /// The symbols of a radar scan (ranked, best first) the allocator auto-watches (issue 26.2
-    /// shares this with the live feed): the top `auto_watch_top_n` not stopped by the last halt —
+    /// The symbols of a radar scan (ranked, best first) the allocator auto-watches (the desk
+    /// replay shares this with the live feed): the top `auto_watch_top_n` not stopped by the last halt —
     /// only the operator restarts those —, none when auto-watch is off. The engine still refuses
     /// what the watchlist limit or a block forbids.
     pub fn auto_watch_picks(&self, ranked: &[Symbol]) -> Vec<Symbol> {

@@ -192,7 +192,7 @@ impl Application {
         let events = Arc::new(EventBus::new(market_clock.clone(), clock.clone(), settings.subscribe()));
         let radar = Arc::new(RadarService::new(cache.clone(), Arc::new(db.clone())));
         let metrics = Arc::new(Metrics::new(clock.clone()));
-        // This engine's term (issue 25): it writes trading state only while no newer engine has
+        // This engine's term: it writes trading state only while no newer engine has
         // taken the database over. On PostgreSQL, where several services may share the
         // database, the term is elected: this service waits while another holds it (a hot
         // standby) and takes it over once released or left unrenewed. On SQLite (one service

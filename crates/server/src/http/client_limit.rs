@@ -1,4 +1,4 @@
-//! The request budget of callers without a valid token, per client address (issue 20): a token
+//! The request budget of callers without a valid token, per client address: a token
 //! bucket per IPv4 address or IPv6 /64, spent before anything about the request is written, so
 //! a flood of unauthenticated or bad-token requests is answered `429 RATE_LIMITED` from memory.
 //! Valid tokens never spend from it: an operator behind the same address as a flood keeps their

@@ -1,4 +1,4 @@
-//! The event stream kept in the database (issue 25.4, PostgreSQL): the engine's leader stores
+//! The event stream kept in the database (PostgreSQL): the engine's leader stores
 //! every event it publishes, as its subscribers are sent it ([`keep_events`]), and the next
 //! leader reads the newest back into its resume buffer ([`earlier_events`]), so a client that
 //! reconnects to any node with `Last-Event-ID` gets what it missed across a failover — all

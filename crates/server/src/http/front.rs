@@ -1,4 +1,4 @@
-//! The cluster's front door (issue 25.2): on PostgreSQL every `serve` process listens at once,
+//! The cluster's front door: on PostgreSQL every `serve` process listens at once,
 //! whether or not it runs the engine. The one that holds the engine's term is the **leader**:
 //! its front hands each request to its own router, in process. Every other is a **follower**
 //! (a hot standby): its front forwards each request — reads, commands, the SSE stream, the

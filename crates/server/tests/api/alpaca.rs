@@ -1,4 +1,4 @@
-//! Issue 23's proof through the real server: the service configured with the Alpaca execution
+//! Trading Alpaca through the real server (CONTRACT §10): the service configured with the Alpaca execution
 //! broker (`[brokers] execution = "alpaca"`) against a stand-in Alpaca Trading API, driven only
 //! through the service's HTTP API, and checked against the stand-in's own book.
 //!

@@ -1,4 +1,4 @@
-//! Alpaca as the market-data source, through the real service (issue 23 points 7–9): the
+//! Alpaca as the market-data source, through the real service: the
 //! service starts with `market_data = alpaca` (execution stays `paper`, mode `PAPER`) against
 //! stand-ins started in the test — an axum app speaking the Trading API's assets, clock and
 //! calendar and the Market Data API's snapshots and bars (paging bars by `next_page_token`,

@@ -1,4 +1,4 @@
-//! Issue 23's end-to-end proof: the whole desk on Alpaca. ONE service started with both
+//! End to end, the whole desk on Alpaca. ONE service started with both
 //! `execution = alpaca` and `market_data = alpaca` (mode `PAPER`), as
 //! `TRADEOPS_EXECUTION_BROKER=alpaca TRADEOPS_MARKET_DATA=alpaca TRADEOPS_ALPACA_TRADING_URL=…`
 //! would start it, against the two stand-ins of this binary:

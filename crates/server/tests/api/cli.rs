@@ -78,7 +78,7 @@ fn first_start_prints_admin_token_once_and_sigterm_exits_zero() {
     assert!(terminate(&mut again).success());
 }
 
-/// One service per SQLite file (issue 25.6): a second `serve` on it is refused at once with one
+/// One service per SQLite file: a second `serve` on it is refused at once with one
 /// line naming the first (its pid and address), which goes on serving; once the first is gone,
 /// even by `kill -9`, the database starts again.
 #[test]

@@ -1,4 +1,4 @@
-//! Issue 25: more than one engine on one database. Each engine writes trading state in its own
+//! More than one engine on one database (CONTRACT §10). Each engine writes trading state in its own
 //! term; once a newer engine has taken the database over, the old one writes and sends nothing
 //! more and stops (fencing), and a service whose engine stopped says so. Runs on SQLite, and on
 //! PostgreSQL in CI's second pass.
@@ -25,7 +25,7 @@ async fn wait_for_risk_manager(app: &TestApp, status: &str) -> serde_json::Value
     panic!("risk_manager never read {status}: {last}");
 }
 
-/// An engine whose database a newer engine took over (issue 25.1): it sends no order to the
+/// An engine whose database a newer engine took over: it sends no order to the
 /// broker and writes none, its service answers 503 `SERVICE_UNAVAILABLE` to commands while
 /// reads go on and `/api/health` says DOWN; a restart takes a new term and trades again.
 #[tokio::test]
@@ -119,7 +119,7 @@ fn electing(db: &Database, lease: Duration) -> impl Fn(&str) -> Election + '_ {
     }
 }
 
-/// The election of the engine's term (issue 25.1): the first service takes it at once; a second
+/// The election of the engine's term: the first service takes it at once; a second
 /// waits while the holder renews it, takes it over once the renewals stop (a holder killed or
 /// paused), after which the old holder's writes are refused; a released term is taken at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -168,7 +168,7 @@ async fn a_waiting_service_takes_the_term_once_its_holder_stops_renewing() {
     db.close().await;
 }
 
-/// The fast path of a takeover (issue 25.3): the holder's advisory lock tells a waiting service
+/// The fast path of a takeover: the holder's advisory lock tells a waiting service
 /// that the holder's session is gone (killed), so it takes the term over within a few renewal
 /// periods instead of the lease; a holder that only stopped renewing (paused) keeps its session
 /// and its lock, and is not taken over before the lease. The lease here is a minute, so only the
@@ -206,7 +206,7 @@ async fn a_waiting_service_takes_over_at_once_when_the_holder_s_session_ends() {
     db.close().await;
 }
 
-/// A second service on the same PostgreSQL database is a hot standby (issue 25.3): it waits
+/// A second service on the same PostgreSQL database is a hot standby: it waits
 /// while the first runs the engine, and when the first stops it takes the engine's term over at
 /// once, with the first's orders and positions, and trades.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -309,7 +309,7 @@ fn listening(line: &str) -> String {
     line.split("listening on ").nth(1).and_then(|r| r.split_whitespace().next()).expect("an address").to_string()
 }
 
-/// Failover after `kill -9` (issue 25.3), processes on one PostgreSQL database: the standby
+/// Failover after `kill -9`, processes on one PostgreSQL database: the standby
 /// waits while the first service runs the engine; killed, the first is replaced — the standby
 /// takes the term over, with every order, position and cash the first stored (none lost, none
 /// doubled: its resting order still works, found at the broker's side by its id), and trades.
@@ -377,7 +377,7 @@ fn a_standby_takes_over_when_the_engine_s_service_is_killed() {
     crate::cli::terminate(&mut standby);
 }
 
-/// Job workers (issue 25.5), processes on one PostgreSQL database: a service that leaves its
+/// Job workers, processes on one PostgreSQL database: a service that leaves its
 /// jobs to workers (`jobs.run = false`) queues a backtest, and a `tradeops worker` claims it. Killed
 /// with -9 mid-run, the worker leaves the run to another worker once its 3 s lease expires: run
 /// again from the start by the second worker and completed once, by it, with the result of an
@@ -513,7 +513,7 @@ fn signal(child: &std::process::Child, sig: &str) {
     assert!(done.success(), "kill {sig}");
 }
 
-/// Three nodes on one PostgreSQL database (issue 25.2–25.4, 25.7): every node answers the whole
+/// Three nodes on one PostgreSQL database: every node answers the whole
 /// API, commands through a follower are carried out by the leader, and the event stream through a
 /// follower carries the leader's events. The leader killed with -9 is replaced with every order
 /// once. The next leader paused (SIGSTOP) past its lease: an emergency halt sent meanwhile to the
@@ -689,7 +689,7 @@ fn three_nodes_survive_a_killed_leader_and_a_paused_one() {
     crate::cli::terminate(&mut d);
 }
 
-/// A follower forwards each client's own address with the cluster's shared secret (issue 25.2):
+/// A follower forwards each client's own address with the cluster's shared secret:
 /// the leader budgets anonymous callers per real client, not per follower — a flood through a
 /// follower is refused 429 while another client through the same follower is still answered.
 /// A client cannot claim an address itself: without the secret the header is dropped.

@@ -59,7 +59,7 @@ async fn assets_are_gzip_compressed_and_revalidated_by_entity_tag() {
     assert!(again.bytes().await.unwrap().is_empty());
 }
 
-/// Issue 6's budget: the first load transfers under 500 KB compressed (every asset, gzip).
+/// The console's budget: the first load transfers under 500 KB compressed (every asset, gzip).
 #[test]
 fn the_first_load_transfers_under_500_kb_compressed() {
     let sizes = transfer_sizes();

@@ -208,7 +208,7 @@ async fn the_header_figures_stream_as_the_market_clock_and_trading_state_move() 
     assert_eq!(halted["account_status"], "TRADING_HALTED");
 }
 
-/// In DEMO the simulated market's time is the only clock of the desk (issue 21.4): an order, its
+/// In DEMO the simulated market's time is the only clock of the desk: an order, its
 /// execution, the audit row of the action that placed it and the events reporting it all carry
 /// market time (here days before the wall clock), with the wall time kept beside it in the audit
 /// row and the event.

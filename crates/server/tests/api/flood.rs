@@ -1,4 +1,4 @@
-//! A flood of refused requests cannot fill the disk or starve the operator (issue 20): refusals
+//! A flood of refused requests cannot fill the disk or starve the operator: refusals
 //! before identification are one audit row per source and minute with a count, callers without a
 //! valid token have a per-address budget, and old audit rows are pruned. The service clock is a
 //! manual one, so minutes and budgets move only when the test says.

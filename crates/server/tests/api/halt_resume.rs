@@ -1,4 +1,4 @@
-//! Halt, resume and health tell one story (issue 21.3): the trading state `/api/health` and
+//! Halt, resume and health tell one story: the trading state `/api/health` and
 //! the risk manager's row report is the engine's, at once; resume leaves the halted strategies
 //! stopped and one audited action restarts exactly those (remembered across a restart); every
 //! health component has a measured latency and a last healthy time.

@@ -112,7 +112,7 @@ async fn version_names_service_and_contract() {
     assert_eq!(data["api_version"], "1.0.0");
 }
 
-/// What generated clients rely on (issue 21.8): every status an operation can answer is
+/// What generated clients rely on: every status an operation can answer is
 /// declared with the error envelope, the validators' constraints are in the schemas, optional
 /// request fields are left out rather than `null`, and `audit[].request` is any JSON.
 #[tokio::test]

@@ -235,7 +235,7 @@ async fn a_database_outage_fails_fast_and_never_blocks_the_halt() {
     let health = wait_health(&app, "DOWN").await;
     assert_eq!(health.status.as_u16(), 503, "health answers 503 while DOWN: {}", health.body);
     assert_eq!(health.data()["status"], "DOWN");
-    // Tokens known before the outage keep signing in while the token poll fails (issue 21.1);
+    // Tokens known before the outage keep signing in while the token poll fails;
     // an unknown one is refused from memory, never waiting for the database.
     let me = app.get_as("/api/auth/me", &viewer).await;
     assert_eq!(me.assert_ok(200)["name"], "outage-viewer");

@@ -1,8 +1,8 @@
-//! Live/backtest parity (issue 5 §4): the live engine trading a simulated day (09:25 to the
+//! Live/backtest parity: the live engine trading a simulated day (09:25 to the
 //! 16:00 close) minute by minute through the real feed, runner and paper broker, places the same
 //! strategy orders — same minute, side, type, quantity and reasons — as a backtest of the same
 //! symbol and day with the same settings. Both trades' deep dives show the market the strategy
-//! decided on (issue 21.4): the gain, relative volume and VWAP its entry reason quotes.
+//! decided on: the gain, relative volume and VWAP its entry reason quotes.
 
 use crate::helpers::*;
 use serde_json::json;
@@ -197,7 +197,7 @@ async fn a_simulated_day_traded_live_matches_its_backtest() {
     }
 }
 
-/// Issue 26.2: a stretch of live PAPER trading on the simulated market — the radar, the
+/// A stretch of live PAPER trading on the simulated market — the radar, the
 /// allocator's auto-watch, the strategies, the risk gate and the paper broker, the market clock
 /// stepped 15 s at a time as the live feed steps — and its desk replay (`POST
 /// /api/backtests` with `kind: "desk"`) give identical trades and the same watchlist.

@@ -1,5 +1,5 @@
 //! Every refusal of a malformed request names the offending field by its path, in the
-//! operator's words (issue 21.2): every write endpoint × (missing field, wrong type, null, out
+//! operator's words: every write endpoint × (missing field, wrong type, null, out
 //! of range, unknown field), and the query parameters of every endpoint that takes them.
 
 use crate::helpers::*;

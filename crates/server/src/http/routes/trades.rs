@@ -122,7 +122,7 @@ pub async fn recommendations(
     let mut rows =
         recommend(&trades(&state).completed().await?.trades, analytics.min_sample_size, analytics.confidence_level);
     if scope.is_none_or(|s| s == ScopeType::Strategy) {
-        // Walk-forward sweeps' findings beside the strategy groups' (issue 26.4).
+        // Walk-forward sweeps' findings beside the strategy groups'.
         rows.extend(crate::jobs::sweeps::recommendations(&state.jobs, analytics.confidence_level).await?);
         rows.sort_by(|a, b| a.scope_type.cmp(&b.scope_type).then(b.confidence_score.total_cmp(&a.confidence_score)));
     }
