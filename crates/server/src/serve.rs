@@ -84,7 +84,16 @@ async fn serve_cluster_node(config: Config) -> anyhow::Result<()> {
         .cluster_secret(&crate::domain::tokens::generate_token())
         .await
         .context("reading the cluster's shared secret")?;
-    let front = Front::new(node.clone(), db.clone(), clock.clone(), mode, tokens, config.auth.enabled, secret);
+    let front = Front::new(
+        node.clone(),
+        advertise.clone(),
+        db.clone(),
+        clock.clone(),
+        mode,
+        tokens,
+        config.auth.enabled,
+        secret,
+    );
     {
         let (front, db) = (front.clone(), db.clone());
         tokio::spawn(async move {

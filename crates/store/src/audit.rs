@@ -42,7 +42,8 @@ pub struct AuditFilter {
     pub outcome: Option<String>,
     /// Only rows about this target (a symbol, an order id, a setting).
     pub target: Option<String>,
-    /// Only rows with `audit_id` below this (the cursor of the previous page).
+    /// Only rows listed after this one (the cursor: the id of the previous page's last row) —
+    /// older by timestamp, or as old and of a lower id.
     pub before_id: Option<i64>,
     pub limit: u32,
 }
@@ -140,14 +141,19 @@ impl AuditRepository for Database {
 
     async fn list_audit(&self, f: &AuditFilter) -> Result<Vec<AuditRecord>, StoreError> {
         // Optional filters are written as `($n IS NULL OR col = $n)` so the SQL stays static
-        // and runs unchanged on both backends.
+        // and runs unchanged on both backends. Newest first by timestamp, then id: a row
+        // written late (held in the outbox, an aggregated refusal) takes its place in time. The
+        // cursor is the id of the last row listed; the page after it starts below that row's
+        // (timestamp, id).
         let rows = sqlx::query(
             "SELECT audit_id, ts, wall_ts, actor, role, action, target, request, outcome, mode, request_id \
              FROM audit_log \
              WHERE ($1 IS NULL OR action = $1) AND ($2 IS NULL OR actor = $2) \
-               AND ($3 IS NULL OR outcome = $3) AND ($4 IS NULL OR audit_id < $4) \
+               AND ($3 IS NULL OR outcome = $3) \
+               AND ($4 IS NULL OR ts < (SELECT c.ts FROM audit_log c WHERE c.audit_id = $4) \
+                    OR (ts = (SELECT c.ts FROM audit_log c WHERE c.audit_id = $4) AND audit_id < $4)) \
                AND ($6 IS NULL OR target = $6) \
-             ORDER BY audit_id DESC LIMIT $5",
+             ORDER BY ts DESC, audit_id DESC LIMIT $5",
         )
         .bind(&f.action)
         .bind(&f.actor)
@@ -177,5 +183,50 @@ impl AuditRepository for Database {
             })
             .collect::<Result<_, sqlx::Error>>()
             .map_err(StoreError::from)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_databases::{databases, drop_postgres};
+
+    fn entry(ts: i64, action: &str) -> AuditEntry {
+        AuditEntry {
+            ts,
+            wall_ts: ts,
+            actor: "ops".into(),
+            role: Some("operator".into()),
+            action: action.into(),
+            target: "AAPL".into(),
+            request: "{}".into(),
+            outcome: "OK".into(),
+            mode: "PAPER".into(),
+            request_id: format!("r-{ts}-{action}"),
+        }
+    }
+
+    /// Rows written late with earlier stamps (held in the outbox, aggregated refusals) are listed
+    /// in their place in time, and a page's cursor continues below its last row.
+    #[tokio::test]
+    async fn the_audit_log_is_listed_newest_first_by_timestamp_and_pages_follow_it() {
+        for (db, _dir, admin) in databases().await {
+            // Written in this order; stamped 18, 30, 29 (late), 18 (late), 31.
+            for (ts, action) in [(18, "a"), (30, "b"), (29, "c"), (18, "d"), (31, "e")] {
+                db.append_audit(&entry(ts, action)).await.unwrap();
+            }
+            let list = |before_id, limit| AuditFilter { before_id, limit, ..AuditFilter::default() };
+            let actions = |rows: &[AuditRecord]| rows.iter().map(|r| r.entry.action.clone()).collect::<Vec<_>>();
+            let all = db.list_audit(&list(None, 10)).await.unwrap();
+            assert_eq!(actions(&all), ["e", "b", "c", "d", "a"], "{:?}", db.backend());
+            let first = db.list_audit(&list(None, 2)).await.unwrap();
+            assert_eq!(actions(&first), ["e", "b"]);
+            let second = db.list_audit(&list(Some(first[1].audit_id), 2)).await.unwrap();
+            assert_eq!(actions(&second), ["c", "d"]);
+            let third = db.list_audit(&list(Some(second[1].audit_id), 2)).await.unwrap();
+            assert_eq!(actions(&third), ["a"], "rows of one stamp continue by id");
+            db.close().await;
+            drop_postgres(admin).await;
+        }
     }
 }

@@ -16,6 +16,8 @@ pub mod market;
 pub mod reference;
 pub mod settings;
 pub mod sweeps;
+#[cfg(test)]
+mod test_databases;
 pub mod tokens;
 pub mod trading;
 

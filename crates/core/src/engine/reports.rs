@@ -110,6 +110,14 @@ impl Engine {
     pub(super) fn status_after_fill(&self, symbol: &crate::symbol::Symbol, position: &Position) -> StrategyStatus {
         let Some(slot) = self.slots.get(symbol) else { return StrategyStatus::Halted };
         if slot.strategy.is_none() {
+            // `Halted` is a position left to manual management (CONTRACT §3): once it is flat
+            // with no order of the symbol working (the emergency halt's exit filled, the
+            // operator closed it), nothing is left to manage, and the row reads `Closed`.
+            let managed =
+                !position.is_flat() || self.orders.values().any(|o| o.symbol == *symbol && !o.status.is_final());
+            if slot.status == StrategyStatus::Halted && !managed {
+                return StrategyStatus::Closed;
+            }
             return slot.status;
         }
         let exiting = slot.exit_orders.iter().any(|id| self.is_working(id));

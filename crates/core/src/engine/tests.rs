@@ -249,6 +249,26 @@ fn closing_sells_the_position_in_full_or_in_part() {
 }
 
 #[test]
+fn a_watched_position_the_emergency_halt_flattened_reads_closed_not_halted() {
+    let mut e = engine();
+    command(&mut e, Command::Watch { symbol: sym("ABCD"), source: "MANUAL".into() }).0.unwrap();
+    let (_, fx) = command(&mut e, buy(100));
+    fill(&mut e, &submitted(&fx)[0], "e1", 100, 500);
+    let (_, fx) = command(&mut e, Command::EmergencyHalt { reason: "test".into(), actor: "ops".into() });
+    assert!(
+        fx.iter().any(|f| matches!(f, Effect::WatchUpdated { status: StrategyStatus::Halted, .. })),
+        "held when the halt stops it: {fx:?}"
+    );
+    let exit = submitted(&fx).into_iter().find(|o| o.side == Side::Sell).unwrap();
+    let fx = fill(&mut e, &exit, "x1", 100, 495);
+    assert!(
+        fx.iter().any(|f| matches!(f, Effect::WatchUpdated { status: StrategyStatus::Closed, .. })),
+        "flat, nothing left to manage: {fx:?}"
+    );
+    assert_eq!(e.slots()[&sym("ABCD")].status, StrategyStatus::Closed);
+}
+
+#[test]
 fn emergency_halt_latches_first_then_stops_cancels_and_exits() {
     let mut e = engine();
     command(&mut e, Command::Watch { symbol: sym("WXYZ"), source: "MANUAL".into() }).0.unwrap();

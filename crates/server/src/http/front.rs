@@ -69,15 +69,21 @@ const HOP_BY_HOP: [&str; 8] = [
     "upgrade",
 ];
 
+/// The engine's leader as its term names it: node id and advertised address (`None`: no term
+/// holder has an address yet).
+type Leader = Option<(String, String)>;
+
 /// This node's front: its role, and what a follower forwards with.
 pub struct Front {
     node: String,
+    /// Where this node listens for the cluster (what it advertises once it leads).
+    advertise: String,
     db: Database,
     clock: Arc<dyn Clock>,
     client: reqwest::Client,
     role: RwLock<Role>,
-    /// The leader's address as last read, and when.
-    leader: tokio::sync::Mutex<Option<(Option<String>, tokio::time::Instant)>>,
+    /// The leader (its node id and address) as last read, and when.
+    leader: tokio::sync::Mutex<Option<(Leader, tokio::time::Instant)>>,
     /// The trading mode last seen (a follower's own refusals carry it in `meta`).
     mode: RwLock<TradingMode>,
     /// The API's tokens, to accept an emergency halt while no leader answers.
@@ -95,9 +101,12 @@ enum Role {
 }
 
 impl Front {
-    /// A follower's front, as `node`, reading the leader's address from `db`.
+    /// A follower's front, as `node` listening at `advertise`, reading the leader's address
+    /// from `db`.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         node: String,
+        advertise: String,
         db: Database,
         clock: Arc<dyn Clock>,
         mode: TradingMode,
@@ -112,6 +121,7 @@ impl Front {
             .expect("a plain HTTP client builds");
         Arc::new(Front {
             node,
+            advertise,
             db,
             clock,
             client,
@@ -149,14 +159,19 @@ impl Front {
         req
     }
 
+    /// Whether `req` was forwarded by a node of this cluster (it carries the cluster's secret).
+    fn forwarded_here(&self, req: &Request) -> bool {
+        req.headers().get(SECRET_HEADER).is_some_and(|s| constant_time_eq(s.as_bytes(), self.secret.as_bytes()))
+    }
+
     /// The trading mode a follower's own answers carry.
     pub fn set_mode(&self, mode: TradingMode) {
         *self.mode.write().unwrap_or_else(|e| e.into_inner()) = mode;
     }
 
-    /// The leader's advertised address: read from the engine's term at most every
+    /// The leader's node id and advertised address: read from the engine's term at most every
     /// [`LEADER_CACHE`], at once when `fresh` (the last one failed).
-    async fn leader_url(&self, fresh: bool) -> Result<Option<String>, String> {
+    async fn leader(&self, fresh: bool) -> Result<Leader, String> {
         let mut cached = self.leader.lock().await;
         if let Some((url, at)) = cached.as_ref() {
             if !fresh && at.elapsed() < LEADER_CACHE {
@@ -164,9 +179,9 @@ impl Front {
             }
         }
         let lease = self.db.engine_lease().await.map_err(|e| e.to_string())?;
-        let url = lease.node_id.and(lease.advertise_url);
-        *cached = Some((url.clone(), tokio::time::Instant::now()));
-        Ok(url)
+        let leader = lease.node_id.zip(lease.advertise_url);
+        *cached = Some((leader.clone(), tokio::time::Instant::now()));
+        Ok(leader)
     }
 
     /// Forwards `req` to the leader and relays its answer.
@@ -199,8 +214,18 @@ impl Front {
         let streaming = parts.uri.path() == "/api/events";
         let mut last_error = String::new();
         for attempt in 0..2 {
-            let leader = match self.leader_url(attempt > 0).await {
-                Ok(Some(url)) => url,
+            let leader = match self.leader(attempt > 0).await {
+                // The term names this node, or a holder at this node's own address (a process
+                // here before a restart, gone since this one listens there): forwarding would
+                // come back here. No leader answers until this node, or another, takes over.
+                Ok(Some((node, url))) if node == self.node || url == self.advertise => {
+                    return Err(unavailable(
+                        "no_engine_leader",
+                        "No node runs the trading engine at the moment: the engine's term names this node's \
+                         address, and this node does not lead (a failover is in progress)",
+                    ))
+                }
+                Ok(Some((_, url))) => url,
                 Ok(None) => {
                     return Err(unavailable(
                         "no_engine_leader",
@@ -287,13 +312,14 @@ impl Front {
             return answer.unwrap_or_else(|refusal| refusal);
         };
         match answer {
-            Ok(answer) => {
+            // A node that does not lead (it too found no leader) answers 503: as no answer.
+            Ok(answer) if answer.status() != axum::http::StatusCode::SERVICE_UNAVAILABLE => {
                 if answer.status().is_success() {
                     let _ = self.db.mark_halt_applied(id, now.timestamp_millis()).await;
                 }
                 answer
             }
-            Err(_) => {
+            Ok(_) | Err(_) => {
                 tracing::warn!(request = id, actor = %caller.name, "emergency halt stored for the next engine leader: no leader answers now");
                 let positions = tradeops_store::TradingRepository::positions(&self.db).await.unwrap_or_default();
                 let entry = tradeops_store::AuditEntry {
@@ -374,7 +400,19 @@ async fn dispatch(State(front): State<Arc<Front>>, req: Request) -> Response {
             let mode = *front.mode.read().unwrap_or_else(|e| e.into_inner());
             let ctx = RequestContext { request_id: request_id(&req), mode, clock: front.clock.clone() };
             let id = ctx.request_id.clone();
-            let mut response = REQUEST.scope(ctx, front.forward(req)).await;
+            let mut response = if front.forwarded_here(&req) {
+                // A node of the cluster took this one for the leader, and it is not: forwarding
+                // again could only go round (every hop adds headers until the request is refused
+                // as too large). The caller is told no leader answers, and retries.
+                let refusal = unavailable(
+                    "no_engine_leader",
+                    "No node runs the trading engine at the moment: this node was forwarded a request as the \
+                     leader, and it does not lead (a failover is in progress)",
+                );
+                REQUEST.scope(ctx, async { refusal }).await
+            } else {
+                REQUEST.scope(ctx, front.forward(req)).await
+            };
             if !response.headers().contains_key(&REQUEST_ID_HEADER) {
                 if let Ok(v) = HeaderValue::from_str(&id) {
                     response.headers_mut().insert(REQUEST_ID_HEADER, v);
@@ -426,4 +464,92 @@ fn unavailable(reason: &str, message: &str) -> Response {
 /// Whether `a` equals `b`, in time that does not depend on where they differ.
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::SystemClock;
+
+    /// Where nothing listens: a forward there would fail to connect, not answer.
+    const OWN: &str = "http://127.0.0.1:9";
+    const OTHER: &str = "http://127.0.0.2:9";
+
+    async fn follower(dir: &tempfile::TempDir) -> (Arc<Front>, Database) {
+        let db = Database::open(&format!("sqlite://{}/front.db", dir.path().display())).await.unwrap();
+        let tokens = TokenRegistry::load(Arc::new(db.clone())).await.unwrap();
+        let front = Front::new(
+            "host:2:127.0.0.1:9".into(),
+            OWN.into(),
+            db.clone(),
+            Arc::new(SystemClock),
+            TradingMode::Paper,
+            tokens,
+            false,
+            "secret".into(),
+        );
+        (front, db)
+    }
+
+    /// The engine's term names `node` at `url`.
+    async fn leader_is(db: &Database, node: &str, url: &str) {
+        let epoch = db.take_engine_epoch(node, 0).await.unwrap();
+        assert!(db.advertise_engine(epoch, node, url).await.unwrap());
+    }
+
+    async fn answer(front: &Arc<Front>, req: axum::http::Request<axum::body::Body>) -> (u16, serde_json::Value) {
+        let response = front.router().oneshot(req).await.unwrap();
+        let status = response.status().as_u16();
+        let body = axum::body::to_bytes(response.into_body(), 1 << 20).await.unwrap();
+        (status, serde_json::from_slice(&body).unwrap_or_default())
+    }
+
+    fn get(path: &str) -> axum::http::request::Builder {
+        axum::http::Request::get(path)
+    }
+
+    /// Restarted at the address of a leader that died there, a node would forward to itself
+    /// (each hop adding headers until the request is refused as too large): it answers that no
+    /// leader answers instead, at once.
+    #[tokio::test]
+    async fn a_node_never_forwards_to_its_own_address() {
+        let dir = tempfile::tempdir().unwrap();
+        let (front, db) = follower(&dir).await;
+        leader_is(&db, "host:1:127.0.0.1:9", OWN).await;
+        let (status, body) = answer(&front, get("/api/settings").body(Default::default()).unwrap()).await;
+        assert_eq!((status, body["error"]["detail"]["reason"].as_str()), (503, Some("no_engine_leader")), "{body}");
+    }
+
+    /// A request another node forwarded here, taking this node for the leader, is not forwarded
+    /// again: forwarding could only go round.
+    #[tokio::test]
+    async fn a_forwarded_request_is_not_forwarded_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let (front, db) = follower(&dir).await;
+        leader_is(&db, "host:3:127.0.0.2:9", OTHER).await;
+        let forwarded = get("/api/settings").header(SECRET_HEADER, "secret").body(Default::default()).unwrap();
+        let (status, body) = answer(&front, forwarded).await;
+        assert_eq!((status, body["error"]["detail"]["reason"].as_str()), (503, Some("no_engine_leader")), "{body}");
+        // Without the cluster's secret it is a client's request: forwarded (and here the leader
+        // cannot be reached).
+        let (status, body) = answer(&front, get("/api/settings").body(Default::default()).unwrap()).await;
+        assert_eq!((status, body["error"]["detail"]["reason"].as_str()), (503, Some("leader_unreachable")), "{body}");
+    }
+
+    /// An emergency halt sent to a node that finds no leader is stored and answered as stored,
+    /// for the next leader to apply.
+    #[tokio::test]
+    async fn a_halt_with_no_leader_to_forward_to_is_stored_and_answered() {
+        let dir = tempfile::tempdir().unwrap();
+        let (front, db) = follower(&dir).await;
+        leader_is(&db, "host:1:127.0.0.1:9", OWN).await;
+        let halt = axum::http::Request::post("/api/risk/emergency-halt")
+            .header("content-type", "application/json")
+            .body(axum::body::Body::from(r#"{"reason": "the leader's address is this node's"}"#))
+            .unwrap();
+        let (status, body) = answer(&front, halt).await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!((body["data"]["halted"].as_bool(), body["data"]["persisted"].as_bool()), (Some(true), Some(true)));
+        assert_eq!(db.pending_halts().await.unwrap().len(), 1, "for the next leader");
+    }
 }
