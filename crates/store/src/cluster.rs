@@ -213,16 +213,21 @@ impl Database {
             .collect()
     }
 
-    /// Marks the halt requests up to `last` (inclusive) applied by the engine of `epoch`.
+    /// Marks the halt requests up to `last` (inclusive) applied by the engine of `epoch`. In the
+    /// transaction of a handle fenced to that term ([`Database::fenced`]): an engine whose term
+    /// is over cannot mark a halt applied that it may not have applied, so the next leader
+    /// still finds it pending.
     pub async fn mark_halts_applied(&self, last: i64, epoch: i64, now_ms: i64) -> Result<(), StoreError> {
+        let mut tx = self.begin().await?;
         sqlx::query(
             "UPDATE halt_requests SET applied_epoch = $1, applied_at = $2 WHERE request_id <= $3 AND applied_at IS NULL",
         )
         .bind(epoch)
         .bind(now_ms)
         .bind(last)
-        .execute(self.pool()?)
+        .execute(&mut *tx)
         .await?;
+        tx.commit().await?;
         Ok(())
     }
 

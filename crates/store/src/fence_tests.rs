@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use crate::test_databases::{databases, drop_postgres, postgres};
-use crate::{MarketRepository, StoreError, ViolationRecord, WatchRecord};
+use crate::{BlockRecord, MarketRepository, StoreError, ViolationRecord, WatchRecord};
 
 fn violation(ts: i64) -> ViolationRecord {
     ViolationRecord {
@@ -17,6 +17,35 @@ fn violation(ts: i64) -> ViolationRecord {
         symbol: Some("ABCD".into()),
         client_order_id: None,
         detail: "{}".into(),
+    }
+}
+
+fn block(symbol: &str, at: i64) -> BlockRecord {
+    BlockRecord {
+        block_id: 0,
+        symbol: symbol.into(),
+        block_scope: "PERMANENT".into(),
+        reason: "test".into(),
+        actor: "ops".into(),
+        effective_from: at,
+        expires_at: None,
+    }
+}
+
+/// A block placed over another replaces it in one transaction: one active block, the old one
+/// lifted by the new one's actor.
+#[tokio::test]
+async fn a_new_block_replaces_the_active_one_at_once() {
+    for (db, _dir, admin) in databases().await {
+        let backend = db.backend().name();
+        let term = db.fenced(db.take_engine_epoch("node-a", 1).await.unwrap());
+        let first = term.replace_block(&block("ABCD", 10), 10, "replaced").await.unwrap();
+        let second = term.replace_block(&block("ABCD", 20), 20, "replaced by a new block").await.unwrap();
+        assert_ne!(first, second);
+        let active = db.active_blocks(30).await.unwrap();
+        assert_eq!(active.iter().map(|b| b.block_id).collect::<Vec<_>>(), vec![second], "{backend}");
+        db.close().await;
+        drop_postgres(admin).await;
     }
 }
 
@@ -55,6 +84,14 @@ async fn an_engine_writes_while_its_term_lasts_and_nothing_once_taken_over() {
         assert!(!refused.is_unavailable(), "{backend}: a fenced write is never held to retry");
         assert!(matches!(old.put_watch_row(&watch("EFGH")).await, Err(StoreError::Fenced { .. })), "{backend}");
         assert!(matches!(old.lift_blocks("ABCD", 3, "x", "y").await, Err(StoreError::Fenced { .. })), "{backend}");
+        assert!(
+            matches!(old.replace_block(&block("ABCD", 3), 3, "replaced").await, Err(StoreError::Fenced { .. })),
+            "{backend}"
+        );
+        // An old term cannot mark a halt applied that it may never have applied.
+        let halt = db.request_halt("test", "ops", "node-c", "r-1", 3).await.unwrap();
+        assert!(matches!(old.mark_halts_applied(halt, first, 3).await, Err(StoreError::Fenced { .. })), "{backend}");
+        assert_eq!(db.pending_halts().await.unwrap().len(), 1, "{backend}: still pending for the new term");
 
         let new = db.fenced(second);
         new.insert_violation(&violation(3)).await.unwrap();

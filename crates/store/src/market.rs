@@ -83,6 +83,10 @@ pub trait MarketRepository: Send + Sync {
     async fn active_block(&self, symbol: &str, now: i64) -> Result<Option<BlockRecord>, StoreError>;
     async fn active_blocks(&self, now: i64) -> Result<Vec<BlockRecord>, StoreError>;
     async fn insert_block(&self, block: &BlockRecord) -> Result<i64, StoreError>;
+    /// Places `block` at `now`, lifting the symbol's active blocks first (by the block's actor,
+    /// for `lift_reason`), in one transaction: the symbol is never left with both, nor with
+    /// none. Returns the new block's id.
+    async fn replace_block(&self, block: &BlockRecord, now: i64, lift_reason: &str) -> Result<i64, StoreError>;
     /// Lifts the active blocks of `symbol`; returns how many.
     async fn lift_blocks(&self, symbol: &str, now: i64, by: &str, reason: &str) -> Result<u64, StoreError>;
 
@@ -258,6 +262,33 @@ impl MarketRepository for Database {
 
     async fn insert_block(&self, b: &BlockRecord) -> Result<i64, StoreError> {
         let mut tx = self.begin().await?;
+        let row = sqlx::query(
+            "INSERT INTO symbol_blocks (symbol, block_scope, reason, actor, effective_from, expires_at) \
+             VALUES ($1, $2, $3, $4, $5, $6) RETURNING block_id",
+        )
+        .bind(&b.symbol)
+        .bind(&b.block_scope)
+        .bind(&b.reason)
+        .bind(&b.actor)
+        .bind(b.effective_from)
+        .bind(b.expires_at)
+        .fetch_one(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(row.try_get("block_id")?)
+    }
+
+    async fn replace_block(&self, b: &BlockRecord, now: i64, lift_reason: &str) -> Result<i64, StoreError> {
+        let mut tx = self.begin().await?;
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE symbol_blocks SET lifted_at = $1, lifted_by = $2, lift_reason = $3 WHERE {ACTIVE_BLOCK} AND symbol = $4"
+        )))
+        .bind(now)
+        .bind(&b.actor)
+        .bind(lift_reason)
+        .bind(&b.symbol)
+        .execute(&mut *tx)
+        .await?;
         let row = sqlx::query(
             "INSERT INTO symbol_blocks (symbol, block_scope, reason, actor, effective_from, expires_at) \
              VALUES ($1, $2, $3, $4, $5, $6) RETURNING block_id",

@@ -40,6 +40,12 @@ impl RadarService {
     }
 
     /// Publishes a scan: memory, cache (the latest only) and database.
+    ///
+    /// The database write goes through the unfenced handle, on purpose: a radar scan is not
+    /// trading state. It records what the market looked like at a minute, a capture is stored
+    /// once (a second write of the same minute keeps the first), no order, position or risk
+    /// decision is restored from it, and the engine never reads it back. An engine whose term
+    /// is over storing its last scan changes nothing the new leader acts on.
     pub async fn publish(&self, scan: RadarScan, latency: Option<Duration>, latest: bool) {
         let records: Vec<RadarRowRecord> = scan.rows.iter().map(record).collect();
         if latest {

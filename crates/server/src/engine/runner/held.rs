@@ -86,8 +86,7 @@ impl HeldWrite {
                 market.put_watch_row(&watch_row(existing, symbol, *status, reason.clone(), *at)).await
             }
             HeldWrite::Block { record, at } => {
-                market.lift_blocks(&record.symbol, to_epoch_ms(at), &record.actor, "replaced by a new block").await?;
-                market.insert_block(record).await.map(|_| ())
+                market.replace_block(record, to_epoch_ms(at), "replaced by a new block").await.map(|_| ())
             }
             HeldWrite::Unblock { symbol, reason, actor, at } => {
                 market.lift_blocks(symbol.as_str(), to_epoch_ms(at), actor, reason).await.map(|_| ())
