@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Import cycles, checked at two levels.
 
-1. The server crate's layering (issue 22). Reads every `crate::` path in crates/server/src and
+1. The server crate's layering. Reads every `crate::` path in crates/server/src and
    builds the import graph between the crate's top-level modules (`http`, `domain`, `engine`,
    `app`, ...; a module's own submodules count as itself). Fails when:
      - the graph has a cycle (printed as the modules on it and one import that closes it);
      - a module of the domain services (`domain`) or the engine runner (`engine`) names axum, an
        HTTP status code or the HTTP layer's error type;
-     - `routes::` is used outside the HTTP layer.
+     - `routes::` is used outside the HTTP layer;
+     - the services, engine, jobs, live feeds, housekeeping, the CLI or the worker import the
+       HTTP layer (`serve` and `app` compose the service with its router and may).
    Prints the graph (module -> the modules it imports).
 
 2. No file circles: a file-level import graph for every crate under crates/*/src and for the
@@ -56,7 +58,11 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SRC = ROOT / "crates/server/src"
 # Modules that must know nothing of HTTP.
-PURE = ("domain", "engine", "jobs", "events", "health", "cluster")
+PURE = ("domain", "engine", "jobs", "events", "health", "cluster", "feed", "housekeeping", "refusals")
+# Modules below the HTTP layer or beside it that must not import it: the services, the engine,
+# the jobs, the live feeds, housekeeping and the command line (`serve`, the composition that
+# runs the service behind its HTTP front, and `app`, which builds the router, may).
+NO_HTTP_IMPORT = PURE + ("cli", "worker")
 HTTP = "http"
 USE_TREE = re.compile(r"\buse\s+crate::\{([^;]*)\};", re.S)
 PATH = re.compile(r"\bcrate::([a-z_][a-z0-9_]*)")
@@ -140,12 +146,18 @@ def server_layers() -> tuple:
             problems.append(f"{file.relative_to(SRC)} ({me}) names `{word}`: the {me} layer must not know HTTP")
         if me != HTTP and re.search(r"\broutes::", text):
             problems.append(f"{file.relative_to(SRC)} uses `routes::` outside the HTTP layer")
+    for me in sorted(graph):
+        if me in NO_HTTP_IMPORT and HTTP in graph[me]:
+            problems.append(f"{witness[(me, HTTP)]} ({me}) imports the HTTP layer: {me} must not depend on it")
     for scc in cycles(graph):
         edges = [witness[(a, b)] for a in scc for b in scc if (a, b) in witness]
         problems.append("import cycle between " + ", ".join(scc) + ":\n      " + "\n      ".join(edges))
     lines = [f"{v} -> {', '.join(sorted(w for w in graph[v] if w in graph)) or '(nothing)'}" for v in sorted(graph)]
     if not problems:
-        lines.append(f"{len(graph)} modules, no import cycle; domain and engine know no HTTP; routes only in http")
+        lines.append(
+            f"{len(graph)} modules, no import cycle; domain, engine, jobs, feeds, housekeeping and the CLI know no "
+            "HTTP; routes only in http"
+        )
     return lines, problems
 
 
