@@ -262,62 +262,24 @@ impl MarketRepository for Database {
 
     async fn insert_block(&self, b: &BlockRecord) -> Result<i64, StoreError> {
         let mut tx = self.begin().await?;
-        let row = sqlx::query(
-            "INSERT INTO symbol_blocks (symbol, block_scope, reason, actor, effective_from, expires_at) \
-             VALUES ($1, $2, $3, $4, $5, $6) RETURNING block_id",
-        )
-        .bind(&b.symbol)
-        .bind(&b.block_scope)
-        .bind(&b.reason)
-        .bind(&b.actor)
-        .bind(b.effective_from)
-        .bind(b.expires_at)
-        .fetch_one(&mut *tx)
-        .await?;
+        let id = insert_block_in(&mut tx, b).await?;
         tx.commit().await?;
-        Ok(row.try_get("block_id")?)
+        Ok(id)
     }
 
     async fn replace_block(&self, b: &BlockRecord, now: i64, lift_reason: &str) -> Result<i64, StoreError> {
         let mut tx = self.begin().await?;
-        sqlx::query(sqlx::AssertSqlSafe(format!(
-            "UPDATE symbol_blocks SET lifted_at = $1, lifted_by = $2, lift_reason = $3 WHERE {ACTIVE_BLOCK} AND symbol = $4"
-        )))
-        .bind(now)
-        .bind(&b.actor)
-        .bind(lift_reason)
-        .bind(&b.symbol)
-        .execute(&mut *tx)
-        .await?;
-        let row = sqlx::query(
-            "INSERT INTO symbol_blocks (symbol, block_scope, reason, actor, effective_from, expires_at) \
-             VALUES ($1, $2, $3, $4, $5, $6) RETURNING block_id",
-        )
-        .bind(&b.symbol)
-        .bind(&b.block_scope)
-        .bind(&b.reason)
-        .bind(&b.actor)
-        .bind(b.effective_from)
-        .bind(b.expires_at)
-        .fetch_one(&mut *tx)
-        .await?;
+        lift_blocks_in(&mut tx, &b.symbol, now, &b.actor, lift_reason).await?;
+        let id = insert_block_in(&mut tx, b).await?;
         tx.commit().await?;
-        Ok(row.try_get("block_id")?)
+        Ok(id)
     }
 
     async fn lift_blocks(&self, symbol: &str, now: i64, by: &str, reason: &str) -> Result<u64, StoreError> {
         let mut tx = self.begin().await?;
-        let done = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "UPDATE symbol_blocks SET lifted_at = $1, lifted_by = $2, lift_reason = $3 WHERE {ACTIVE_BLOCK} AND symbol = $4"
-        )))
-        .bind(now)
-        .bind(by)
-        .bind(reason)
-        .bind(symbol)
-        .execute(&mut *tx)
-        .await?;
+        let lifted = lift_blocks_in(&mut tx, symbol, now, by, reason).await?;
         tx.commit().await?;
-        Ok(done.rows_affected())
+        Ok(lifted)
     }
 
     async fn insert_violation(&self, v: &ViolationRecord) -> Result<i64, StoreError> {
@@ -357,6 +319,43 @@ impl MarketRepository for Database {
             .collect::<Result<_, sqlx::Error>>()
             .map_err(StoreError::from)
     }
+}
+
+/// Stores a new block in `tx`; its id.
+async fn insert_block_in(tx: &mut sqlx::Transaction<'static, sqlx::Any>, b: &BlockRecord) -> Result<i64, StoreError> {
+    let row = sqlx::query(
+        "INSERT INTO symbol_blocks (symbol, block_scope, reason, actor, effective_from, expires_at) \
+         VALUES ($1, $2, $3, $4, $5, $6) RETURNING block_id",
+    )
+    .bind(&b.symbol)
+    .bind(&b.block_scope)
+    .bind(&b.reason)
+    .bind(&b.actor)
+    .bind(b.effective_from)
+    .bind(b.expires_at)
+    .fetch_one(&mut **tx)
+    .await?;
+    Ok(row.try_get("block_id")?)
+}
+
+/// Lifts `symbol`'s blocks active at `now` in `tx`; how many.
+async fn lift_blocks_in(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    symbol: &str,
+    now: i64,
+    by: &str,
+    reason: &str,
+) -> Result<u64, StoreError> {
+    let done = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "UPDATE symbol_blocks SET lifted_at = $1, lifted_by = $2, lift_reason = $3 WHERE {ACTIVE_BLOCK} AND symbol = $4"
+    )))
+    .bind(now)
+    .bind(by)
+    .bind(reason)
+    .bind(symbol)
+    .execute(&mut **tx)
+    .await?;
+    Ok(done.rows_affected())
 }
 
 #[cfg(test)]
