@@ -7,7 +7,8 @@
 //! once, a running one at its next progress point), and **recovery** per kind: a download taken
 //! back resumes, a backtest runs again from the start. The kinds themselves live in
 //! [`crate::jobs::downloads`] and [`crate::jobs::backtests`] (desk replays in
-//! [`crate::jobs::desk`], both run by [`crate::jobs::backtest_worker`]); what they run on is
+//! [`crate::jobs::desk`], both run by [`crate::jobs::backtest_worker`]; parameter sweeps in
+//! [`crate::jobs::sweeps`]; what every run shares in [`crate::jobs::run`]); what they run on is
 //! [`Jobs`], built by the composition root and handed to the workers and the routes, so nothing
 //! here knows HTTP.
 
@@ -15,6 +16,7 @@ pub mod backtest_worker;
 pub mod backtests;
 pub mod desk;
 pub mod downloads;
+pub mod run;
 pub mod sweeps;
 
 use crate::domain::{DomainError, GuardSubject};

@@ -10,7 +10,7 @@
 //! objective, combinations that break the constraint listed after the others.
 
 use crate::domain::{DomainError, DomainResult};
-use crate::jobs::backtests::{history_of, prepare, validate, BacktestRequest, Prepared, Stored};
+use crate::jobs::run::{self, history_of, Prepared, RunRequest, StoredRun};
 use crate::jobs::{CancelError, Halt, Jobs, Leases};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
@@ -225,7 +225,7 @@ pub struct Constraint {
 /// the sweep's own fields.
 #[derive(Clone, Debug, Deserialize, Serialize)]
 struct StoredSweep {
-    run: Stored,
+    run: StoredRun,
     grid: Map<String, Value>,
     sample: Option<u32>,
     seed: u64,
@@ -338,8 +338,7 @@ fn splitmix64(state: &mut u64) -> u64 {
 pub async fn enqueue(jobs: &Jobs, req: SweepRequest, actor: &str) -> DomainResult<SweepRecord> {
     let combos = combinations(&req.grid, req.sample, req.seed.unwrap_or_default())?;
     let timeframe = req.timeframe.unwrap_or(Timeframe::Minute);
-    let base = |parameters: Option<Map<String, Value>>| BacktestRequest {
-        kind: None,
+    let base = |parameters: Option<Map<String, Value>>| RunRequest {
         strategy_id: req.strategy_id.clone(),
         symbol: req.symbol.clone(),
         start: req.start,
@@ -353,7 +352,7 @@ pub async fn enqueue(jobs: &Jobs, req: SweepRequest, actor: &str) -> DomainResul
         settings: req.settings.clone(),
     };
     // Everything but the parameters, checked once (the first combination's parameters aside).
-    let mut run = validate(jobs, &base(None)).await?;
+    let mut run = run::validate(jobs, &base(None)).await?;
     let settings = tradeops_core::Settings::from_json(&run.effective_settings).map_err(DomainError::Validation)?;
     let mut valid: Vec<BTreeMap<String, f64>> = Vec::with_capacity(combos.len());
     let mut first_refusal = None;
@@ -543,8 +542,8 @@ async fn compute(jobs: &Jobs, leases: &Leases, part: &mut SweepPart) -> Result<V
     let stored: StoredSweep = serde_json::from_str(&sweep.request).map_err(|e| format!("unreadable sweep: {e}"))?;
     let combos: Vec<BTreeMap<String, f64>> =
         serde_json::from_str(&part.combos).map_err(|e| format!("unreadable combinations: {e}"))?;
-    let Prepared { settings, symbol, bars, calendar } =
-        prepare(jobs, &stored.run, &format!("sweep {}", sweep.sweep_id)).await?;
+    let bars = run::ensure_bars(jobs, &stored.run, &format!("sweep {}", sweep.sweep_id)).await?;
+    let Prepared { settings, symbol, bars, calendar } = run::prepare(&stored.run, bars)?;
     // The part's combinations run on the sweep threads (rayon's pool), taken one at a time as
     // threads come free (runs differ in cost: a fast pair trades more), each thread with a
     // history of its own that its runs share (a history answers the same for a date whoever
@@ -618,7 +617,7 @@ async fn compute(jobs: &Jobs, leases: &Leases, part: &mut SweepPart) -> Result<V
 
 /// One combination's row: its run over the whole range, and over each window's two parts.
 fn combination(
-    run: &Stored,
+    run: &StoredRun,
     symbol: &Symbol,
     settings: &tradeops_core::Settings,
     bars: &[tradeops_core::market::Bar],
