@@ -73,7 +73,7 @@ pub struct JobContext {
     pub sweep_threads: std::sync::OnceLock<Arc<rayon::ThreadPool>>,
     /// What the recommendations read of each completed walk-forward sweep (which never
     /// changes), kept once read.
-    pub walk_forward_findings: std::sync::Mutex<std::collections::HashMap<String, serde_json::Value>>,
+    pub walk_forward_findings: std::sync::Mutex<std::collections::HashMap<String, sweeps::WalkForwardFinding>>,
 }
 
 /// A process's part of the job work (`[jobs]` in the configuration).

@@ -16,9 +16,12 @@ mod report;
 #[cfg(test)]
 mod tests;
 
-pub use advice::recommendations;
-pub use part::run_worker;
-pub use report::view;
+pub use advice::{recommendations, WalkForwardFinding, WindowFinding};
+pub use part::{run_worker, CombinationResult, Metrics, WindowRuns};
+pub use report::{
+    view, BaselineRank, BeatBaseline, MostChosen, RankedCombination, Span, SweepReport, SweepResults,
+    WalkForwardReport, WindowBest, WindowReport,
+};
 
 use crate::domain::{DomainError, DomainResult};
 use crate::jobs::run::{self, RunRequest, StoredRun};

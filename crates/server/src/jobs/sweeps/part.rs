@@ -2,13 +2,14 @@
 //! the bars made sure of and read once, then its combinations run on the process's sweep
 //! threads (`jobs.backtest_parallel` of them, shared by its parts; a combination at a time as a
 //! thread comes free), each over the whole range and each walk-forward window's two parts; the
-//! metrics of every combination stored as the part's results.
+//! metrics of every combination stored as the part's results ([`CombinationResult`], JSON text
+//! with these field names: what the report reads back).
 
 use super::grid::Window;
 use super::StoredSweep;
 use crate::jobs::run::{self, history_of, Prepared, StoredRun};
 use crate::jobs::{Halt, Jobs, Leases};
-use serde_json::{json, Map, Value};
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use tradeops_core::backtest::{self, BacktestSpec};
@@ -44,7 +45,7 @@ async fn execute(jobs: &Jobs, leases: &Leases, mut part: SweepPart) {
         Ok(results) => {
             part.status = JobStatus::Completed;
             part.progress = 1.0;
-            part.results = Some(results.to_string());
+            part.results = Some(serde_json::to_string(&results).unwrap_or_default());
         }
         Err(Halt::Failed(reason)) => {
             tracing::warn!(part = %part.part_id, %reason, "sweep part failed");
@@ -58,7 +59,7 @@ async fn execute(jobs: &Jobs, leases: &Leases, mut part: SweepPart) {
     crate::jobs::persist("sweep part outcome", &part.part_id, write).await;
 }
 
-async fn compute(jobs: &Jobs, leases: &Leases, part: &mut SweepPart) -> Result<Value, Halt> {
+async fn compute(jobs: &Jobs, leases: &Leases, part: &mut SweepPart) -> Result<Vec<CombinationResult>, Halt> {
     let repo: &dyn SweepRepository = &jobs.db;
     let sweep = repo
         .sweep(&part.sweep_id)
@@ -117,7 +118,7 @@ async fn compute(jobs: &Jobs, leases: &Leases, part: &mut SweepPart) -> Result<V
                     }
                     Ok(row)
                 })
-                .collect::<Result<Vec<Value>, String>>()
+                .collect::<Result<Vec<CombinationResult>, String>>()
         })
     });
     tokio::pin!(task);
@@ -138,7 +139,7 @@ async fn compute(jobs: &Jobs, leases: &Leases, part: &mut SweepPart) -> Result<V
             }
         }
     };
-    Ok(Value::Array(rows))
+    Ok(rows)
 }
 
 /// One combination's row: its run over the whole range, and over each window's two parts.
@@ -150,7 +151,7 @@ fn combination(
     windows: &[Window],
     history: &mut dyn tradeops_core::backtest::History,
     parameters: &BTreeMap<String, f64>,
-) -> Result<Value, String> {
+) -> Result<CombinationResult, String> {
     let spec = BacktestSpec {
         strategy_id: run.strategy_id.clone(),
         symbol: symbol.clone(),
@@ -164,42 +165,78 @@ fn combination(
     };
     let failed = |e: backtest::BacktestError| format!("{parameters:?}: {e}");
     let output = backtest::run_metrics(&spec, settings, bars, history, &mut |_| {}).map_err(failed)?;
-    let mut row = metrics_of(&output);
-    row.insert("parameters".into(), json!(parameters));
+    let mut row =
+        CombinationResult { metrics: metrics_of(&output), parameters: parameters.clone(), windows: Vec::new() };
     if !windows.is_empty() {
         // Each window's two parts, run afresh (indicators warm up inside each).
-        let mut part = |from: i64, to: i64| -> Result<Value, String> {
+        let mut part = |from: i64, to: i64| -> Result<Option<Metrics>, String> {
             let from_ts = tradeops_core::time::from_epoch_ms(from);
             let lo = if from_ts <= run.start { 0 } else { bars.partition_point(|b| b.start < from_ts) };
             let hi = bars.partition_point(|b| to_epoch_ms(&b.start) < to).max(lo);
             let spec = BacktestSpec { start: from_ts.max(run.start), ..spec.clone() };
             match backtest::run_metrics(&spec, settings, &bars[lo..hi], history, &mut |_| {}) {
-                Ok(output) => Ok(Value::Object(metrics_of(&output))),
-                Err(backtest::BacktestError::NoData { .. }) => Ok(Value::Null),
+                Ok(output) => Ok(Some(metrics_of(&output))),
+                Err(backtest::BacktestError::NoData { .. }) => Ok(None),
                 Err(e) => Err(failed(e)),
             }
         };
         let mut parts = Vec::with_capacity(windows.len());
         for w in windows {
-            parts.push(json!({"in_sample": part(w.start, w.split)?, "out_of_sample": part(w.split, w.end)?}));
+            parts.push(WindowRuns { in_sample: part(w.start, w.split)?, out_of_sample: part(w.split, w.end)? });
         }
-        row.insert("windows".into(), Value::Array(parts));
+        row.windows = parts;
     }
-    Ok(Value::Object(row))
+    Ok(row)
 }
 
 /// The metrics a sweep keeps of a run (of a whole range or of a window's part).
-fn metrics_of(output: &backtest::BacktestMetrics) -> Map<String, Value> {
+fn metrics_of(output: &backtest::BacktestMetrics) -> Metrics {
     let m = &output.metrics;
-    let mut row = Map::new();
-    row.insert("total_return".into(), json!(m.total_return));
-    row.insert("sharpe_ratio".into(), json!(m.sharpe_ratio));
-    row.insert("max_drawdown".into(), json!(m.max_drawdown));
-    row.insert("win_rate".into(), json!(m.win_rate));
-    row.insert("profit_factor".into(), json!(m.profit_factor));
-    row.insert("win_loss_ratio".into(), json!(m.win_loss_ratio));
-    row.insert("trade_count".into(), json!(m.trade_count));
-    row.insert("expectancy".into(), json!(m.expectancy.map(backtest::dollars)));
-    row.insert("final_equity".into(), json!(backtest::dollars(output.final_equity)));
-    row
+    Metrics {
+        total_return: m.total_return,
+        sharpe_ratio: m.sharpe_ratio,
+        max_drawdown: m.max_drawdown,
+        win_rate: m.win_rate,
+        profit_factor: m.profit_factor,
+        win_loss_ratio: m.win_loss_ratio,
+        trade_count: m.trade_count,
+        expectancy: m.expectancy.map(backtest::dollars),
+        final_equity: backtest::dollars(output.final_equity),
+    }
+}
+
+/// The metrics a sweep keeps of a run (of a whole range or of a window's part): ratios as
+/// fractions, amounts in dollars; `None` where the run leaves a figure undefined (no trades,
+/// no losing trade, too few days for a Sharpe ratio). Stored in this field order, read back by
+/// name.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Metrics {
+    pub total_return: f64,
+    pub sharpe_ratio: Option<f64>,
+    pub max_drawdown: f64,
+    pub win_rate: Option<f64>,
+    pub profit_factor: Option<f64>,
+    pub win_loss_ratio: Option<f64>,
+    pub trade_count: u64,
+    pub expectancy: Option<f64>,
+    pub final_equity: f64,
+}
+
+/// One combination's results, as a part stores them: its metrics over the whole range (their
+/// fields at the top level, beside `parameters`) and, for a walk-forward sweep, over each
+/// window's two parts (`windows`, left out otherwise).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CombinationResult {
+    #[serde(flatten)]
+    pub metrics: Metrics,
+    pub parameters: BTreeMap<String, f64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub windows: Vec<WindowRuns>,
+}
+
+/// A combination's runs over one walk-forward window: each part `None` when it has no bar.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WindowRuns {
+    pub in_sample: Option<Metrics>,
+    pub out_of_sample: Option<Metrics>,
 }

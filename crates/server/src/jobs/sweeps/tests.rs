@@ -7,6 +7,53 @@ use super::report::rank;
 use super::*;
 use serde_json::json;
 
+/// The ranking of rows written as JSON, as the report's rows were before they had a type.
+impl super::report::Figures for Value {
+    fn figure(&self, objective: Objective) -> Option<f64> {
+        self[objective.key()].as_f64()
+    }
+
+    fn total_return(&self) -> Option<f64> {
+        self["total_return"].as_f64()
+    }
+
+    fn max_drawdown(&self) -> Option<f64> {
+        self["max_drawdown"].as_f64()
+    }
+
+    fn trade_count(&self) -> Option<u64> {
+        self["trade_count"].as_u64()
+    }
+}
+
+/// A finding written as the JSON of a sweep's view (what of it a recommendation reads).
+impl From<&Value> for WalkForwardFinding {
+    fn from(body: &Value) -> WalkForwardFinding {
+        let wf = &body["walk_forward"];
+        let parameters = |v: &Value| -> Option<BTreeMap<String, f64>> { serde_json::from_value(v.clone()).ok() };
+        WalkForwardFinding {
+            objective: serde_json::from_value(body["objective"].clone()).unwrap(),
+            timeframe: serde_json::from_value(body["timeframe"].clone()).unwrap(),
+            initial_cash: body["initial_cash"].as_f64().unwrap_or(0.0),
+            baseline: parameters(&body["baseline"]["parameters"]),
+            windows: wf["windows"].as_u64().unwrap_or(0) as usize,
+            beat: wf["beat_baseline"]["windows"].as_u64().unwrap_or(0),
+            of: wf["beat_baseline"]["of"].as_u64().unwrap_or(0),
+            bests: wf["by_window"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|w| {
+                    parameters(&w["best"]["parameters"]).map(|parameters| WindowFinding {
+                        parameters,
+                        out_of_sample_final_equity: w["best"]["out_of_sample"]["final_equity"].as_f64(),
+                    })
+                })
+                .collect(),
+        }
+    }
+}
+
 fn grid(value: Value) -> Map<String, Value> {
     value.as_object().unwrap().clone()
 }
