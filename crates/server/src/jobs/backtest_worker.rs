@@ -3,9 +3,9 @@
 //! run ([`crate::jobs::backtests`]) or a desk replay ([`crate::jobs::desk`]) — and its outcome
 //! written under its lease. A run whose worker stopped (a crash: its lease expires) is run again
 //! from the start (runs are deterministic), so none stays `RUNNING`. It sits above both kinds,
-//! which share the row machinery of `backtests` and never name the worker.
+//! which share the row machinery of [`crate::jobs::run`] and never name the worker.
 
-use crate::jobs::{backtests, desk, Halt, Jobs, Leases};
+use crate::jobs::{backtests, desk, run, Halt, Jobs, Leases};
 use tradeops_core::time::to_epoch_ms;
 use tradeops_store::{BacktestRecord, BacktestRepository, JobKind, JobStatus};
 
@@ -32,7 +32,7 @@ async fn execute(jobs: &Jobs, leases: &Leases, mut run: BacktestRecord) {
     if !repo.update_leased_backtest(&run, &leases.lease()).await.unwrap_or(false) {
         return;
     }
-    backtests::publish(jobs, &run);
+    run::publish(jobs, &run);
     // Held until the outcome is written: its write may retry for longer than a lease.
     let _heartbeat = leases.keep_alive(JobKind::Backtest, &run.backtest_id);
     let outcome = if desk::is_desk(&run.request) {
@@ -68,6 +68,6 @@ async fn execute(jobs: &Jobs, leases: &Leases, mut run: BacktestRecord) {
     if crate::jobs::persist("backtest outcome", &run.backtest_id, write).await
         && held.load(std::sync::atomic::Ordering::Relaxed)
     {
-        backtests::publish(jobs, &run);
+        run::publish(jobs, &run);
     }
 }

@@ -16,7 +16,7 @@ use crate::domain::trades::{trade_row, TradeCache, TradesService};
 use crate::domain::{DomainError, DomainResult};
 use crate::engine::{replay_desk, EngineDeps};
 use crate::events::EventBus;
-use crate::jobs::backtests::{bounded, effective_settings, INITIAL_CASH_RULE};
+use crate::jobs::run::{bounded, effective_settings, INITIAL_CASH_RULE};
 use crate::jobs::{Halt, Jobs, Leases};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
@@ -235,7 +235,7 @@ pub async fn enqueue(jobs: &Jobs, req: DeskRequest, actor: &str) -> DomainResult
         effective_settings: settings.to_json(),
     };
     let request = serde_json::to_string(&stored).map_err(DomainError::internal)?;
-    crate::jobs::backtests::queue(jobs, &stored.strategy_id, &stored.symbol, request, actor).await
+    crate::jobs::run::queue(jobs, &stored.strategy_id, &stored.symbol, request, actor).await
 }
 
 /// The symbols a replay of downloaded days trades: those asked for, each with stored minute bars
@@ -331,7 +331,7 @@ pub(crate) async fn compute(jobs: &Jobs, leases: &Leases, run: &mut BacktestReco
             result
         })
     });
-    crate::jobs::backtests::follow(jobs, leases, run, task, progress_rx).await
+    crate::jobs::run::follow(jobs, leases, run, task, progress_rx).await
 }
 
 /// A folder of the replay's own under the system's temporary folder, removed when dropped.

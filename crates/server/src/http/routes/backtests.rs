@@ -1,10 +1,9 @@
 //! Backtests: `POST /api/backtests/run`, `GET /api/backtests`, `GET /api/backtests/{backtest_id}`
-//! (CONTRACT §4), `POST /api/backtests` (the same runs, and whole-desk replays: `kind: "desk"`,
-//! issue 26.2) and `POST /api/backtests/{backtest_id}/cancel`; parameter sweeps (issue 26):
-//! `POST /api/backtests/sweeps`, `GET /api/backtests/sweeps[/{sweep_id}]`,
-//! `POST /api/backtests/sweeps/{sweep_id}/cancel`. Runs are durable jobs of [`crate::jobs::backtests`];
-//! their JSON shape ([`run_json`], the rows, the detail and the `backtest.updated` event) is
-//! written here.
+//! (CONTRACT §4), `POST /api/backtests` (the same runs, and whole-desk replays: `kind: "desk"`)
+//! and `POST /api/backtests/{backtest_id}/cancel`. Runs are durable jobs of
+//! [`crate::jobs::backtests`]; their JSON shape ([`run_json`], the rows, the detail and the
+//! `backtest.updated` event) is written here. Parameter sweeps, under `/api/backtests/sweeps`,
+//! are [`crate::http::routes::sweeps`]'.
 
 use crate::http::auth::Caller;
 use crate::http::envelope::{ApiResponse, SuccessBody};
@@ -25,8 +24,6 @@ use tradeops_store::{BacktestRecord, BacktestRepository, JobStatus};
 
 pub const BACKTEST_RUN: Action = Action { name: "backtest.run", role: Role::Operator };
 pub const BACKTEST_CANCEL: Action = Action { name: "backtest.cancel", role: Role::Operator };
-pub const SWEEP_RUN: Action = Action { name: "backtest.sweep", role: Role::Operator };
-pub const SWEEP_CANCEL: Action = Action { name: "backtest.sweep_cancel", role: Role::Operator };
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -34,140 +31,6 @@ pub fn router() -> Router<AppState> {
         .route("/api/backtests", get(list).post(create))
         .route("/api/backtests/{backtest_id}", get(one))
         .route("/api/backtests/{backtest_id}/cancel", post(cancel))
-        .route("/api/backtests/sweeps", post(sweep).get(sweeps))
-        .route("/api/backtests/sweeps/{sweep_id}", get(one_sweep))
-        .route("/api/backtests/sweeps/{sweep_id}/cancel", post(cancel_sweep))
-}
-
-#[derive(Serialize, utoipa::ToSchema)]
-pub struct SweepAccepted {
-    pub sweep_id: String,
-    #[schema(value_type = String)]
-    pub status: JobStatus,
-    /// Combinations queued (the grid's, or the sample's, less those skipped).
-    pub combinations: i64,
-}
-
-/// Queues a parameter sweep: the strategy's parameters tried over a grid (or a random sample of
-/// it) on one symbol and range, each combination a backtest as `POST /api/backtests/run` runs
-/// one, in parts that run in parallel on every process that runs jobs. Follow it with
-/// `GET /api/backtests/sweeps/{sweep_id}`: its results ranked by the `objective`.
-#[utoipa::path(post, path = "/api/backtests/sweeps", tag = "backtests", security(("bearer" = [])),
-    request_body = crate::jobs::sweeps::SweepRequest,
-    responses((status = 202, description = "Queued", body = inline(SuccessBody<SweepAccepted>)),
-              (status = 400, description = "VALIDATION_ERROR (fields named in detail: `grid.<parameter>`, `sample`, …)", body = crate::http::envelope::ErrorBody),
-              (status = 404, description = "NOT_FOUND (no such symbol nor stored bars)", body = crate::http::envelope::ErrorBody)))]
-pub async fn sweep(State(state): State<AppState>, guard: Sensitive) -> ApiResult<ApiResponse<SweepAccepted>> {
-    guard
-        .run(SWEEP_RUN, Target::BodyField("symbol"), |caller, req: crate::jobs::sweeps::SweepRequest| async move {
-            let record = crate::jobs::sweeps::enqueue(&state.jobs, req, &caller.principal.name).await?;
-            Ok(ApiResponse::accepted(SweepAccepted {
-                sweep_id: record.sweep_id,
-                status: JobStatus::Queued,
-                combinations: record.combinations,
-            }))
-        })
-        .await
-}
-
-/// Sweeps, newest first, without their results.
-#[utoipa::path(get, path = "/api/backtests/sweeps", tag = "backtests", security(("bearer" = [])), params(BacktestQuery),
-    responses((status = 200, description = "Sweeps", body = inline(SuccessBody<Vec<SweepView>>))))]
-pub async fn sweeps(
-    State(state): State<AppState>,
-    _caller: Caller,
-    Query(q): Query<BacktestQuery>,
-) -> ApiResult<ApiResponse<Vec<Value>>> {
-    let repo: &dyn tradeops_store::SweepRepository = &state.db;
-    let mut rows = Vec::new();
-    for sweep in repo.sweeps(list_limit(q.limit)?).await? {
-        rows.push(crate::jobs::sweeps::view(&state.jobs, &sweep, false).await?);
-    }
-    Ok(ApiResponse::list(rows))
-}
-
-/// One sweep: its request, `status` and `progress` (read from its parts), `completed` and
-/// `skipped` combinations, and every completed combination's metrics (`results`), ranked by the
-/// objective, highest first — those breaking the constraint after the others
-/// (`meets_constraint` false) — with the `best`.
-#[utoipa::path(get, path = "/api/backtests/sweeps/{sweep_id}", tag = "backtests", security(("bearer" = [])),
-    params(("sweep_id" = String, Path, description = "Sweep id")),
-    responses((status = 200, description = "Sweep", body = inline(SuccessBody<SweepView>)),
-              (status = 404, description = "NOT_FOUND", body = crate::http::envelope::ErrorBody)))]
-pub async fn one_sweep(
-    State(state): State<AppState>,
-    _caller: Caller,
-    Path(id): Path<String>,
-) -> ApiResult<ApiResponse<Value>> {
-    let repo: &dyn tradeops_store::SweepRepository = &state.db;
-    let sweep = repo.sweep(&id).await?.ok_or_else(|| ApiError::not_found(format!("No sweep {id:?}")))?;
-    Ok(ApiResponse::ok(crate::jobs::sweeps::view(&state.jobs, &sweep, true).await?))
-}
-
-/// Cancels a sweep: its queued parts at once, running ones at their next progress point
-/// (combinations already completed keep their results). Answers the sweep as
-/// `GET /api/backtests/sweeps/{sweep_id}` does.
-#[utoipa::path(post, path = "/api/backtests/sweeps/{sweep_id}/cancel", tag = "backtests", security(("bearer" = [])),
-    params(("sweep_id" = String, Path, description = "Sweep id")),
-    responses((status = 200, description = "Canceled", body = inline(SuccessBody<SweepView>)),
-              (status = 404, description = "NOT_FOUND", body = crate::http::envelope::ErrorBody),
-              (status = 409, description = "SETTINGS_UPDATE_BLOCKED with `detail.guard` = `job_final`: every part had already ended. Audited; nothing changes.",
-               body = crate::http::envelope::ErrorBody)))]
-pub async fn cancel_sweep(
-    State(state): State<AppState>,
-    Path(id): Path<String>,
-    guard: Sensitive,
-) -> ApiResult<ApiResponse<Value>> {
-    guard
-        .run(SWEEP_CANCEL, Target::Value(id.clone()), |_caller, _: Value| async move {
-            crate::jobs::sweeps::cancel(&state.jobs, &id).await?;
-            let repo: &dyn tradeops_store::SweepRepository = &state.db;
-            let sweep = repo.sweep(&id).await?.ok_or_else(|| ApiError::not_found(format!("No sweep {id:?}")))?;
-            Ok(ApiResponse::ok(crate::jobs::sweeps::view(&state.jobs, &sweep, true).await?))
-        })
-        .await
-}
-
-/// A parameter sweep as `GET /api/backtests/sweeps/{sweep_id}` returns it (the list leaves out
-/// `results` and `best`).
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)]
-pub struct SweepView {
-    pub sweep_id: String,
-    /// `QUEUED`, `RUNNING`, `COMPLETED`, `FAILED` or `CANCELED`.
-    pub status: String,
-    /// 0..1.
-    pub progress: f64,
-    pub strategy_id: String,
-    pub symbol: String,
-    pub timeframe: String,
-    pub start: String,
-    pub end: String,
-    #[schema(value_type = Object)]
-    pub grid: Value,
-    pub sample: Option<u32>,
-    pub seed: u64,
-    pub objective: crate::jobs::sweeps::Objective,
-    pub constraint: crate::jobs::sweeps::Constraint,
-    /// Combinations queued.
-    pub combinations: i64,
-    /// Combinations completed.
-    pub completed: i64,
-    /// Combinations the strategy refused (not run).
-    pub skipped: i64,
-    /// Parts the combinations were split into (each a job).
-    pub parts: i64,
-    pub error: Option<String>,
-    pub requested_by: String,
-    pub created_at: String,
-    /// Each completed combination: `parameters`, `total_return`, `sharpe_ratio`, `max_drawdown`,
-    /// `win_rate`, `profit_factor`, `win_loss_ratio`, `trade_count`, `expectancy`,
-    /// `final_equity`, `meets_constraint`; ranked.
-    #[schema(value_type = Option<Vec<Object>>)]
-    pub results: Option<Vec<Value>>,
-    /// The first ranked combination that meets the constraint and has the objective defined.
-    #[schema(value_type = Option<Object>)]
-    pub best: Option<Value>,
 }
 
 #[derive(Serialize, utoipa::ToSchema)]

@@ -14,6 +14,7 @@ pub mod radar;
 pub mod risk;
 pub mod settings;
 pub mod strategies;
+pub mod sweeps;
 pub mod system;
 pub mod trades;
 pub mod watchlist;
@@ -39,6 +40,7 @@ pub fn api() -> Router<AppState> {
         .merge(data::router())
         .merge(strategies::router())
         .merge(backtests::router())
+        .merge(sweeps::router())
         .merge(trades::router())
         .merge(market::router())
 }
