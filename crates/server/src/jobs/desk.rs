@@ -1,4 +1,4 @@
-//! Whole-desk replays (`POST /api/backtests` with `kind: "desk"`, issue 26.2): trading days
+//! Whole-desk replays (`POST /api/backtests` with `kind: "desk"`): trading days
 //! replayed through the radar, the allocator's auto-watch, every strategy, the risk gate and the
 //! paper broker's fill model — the live engine runner itself ([`crate::engine::replay_desk`]) on
 //! a manual clock, over a database of its own (a temporary SQLite file, removed after) and a

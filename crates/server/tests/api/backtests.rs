@@ -241,7 +241,7 @@ fn goog_request(settings: Value) -> Value {
     })
 }
 
-/// Issue 21.6: backtesting.py 0.6.6's SmaCross on its GOOG bars, with the desk's limits lifted
+/// Parity with backtesting.py 0.6.6's SmaCross on its GOOG bars, with the desk's limits lifted
 /// and no market buy buffer, through the API: 47 trades, the first sized floor(100,000 / 179.13)
 /// at the next open, and 771,184.06 at the end (every trade is compared by
 /// `bench/backtesting_py_parity.sh`).
@@ -419,7 +419,7 @@ async fn a_queued_sweep_is_canceled_whole() {
         .assert_error(409, "SETTINGS_UPDATE_BLOCKED");
 }
 
-/// Walk-forward (issue 26.3): the range split into rolling windows at trading-day boundaries;
+/// Walk-forward: the range split into rolling windows at trading-day boundaries;
 /// each window's in-sample best is the combination a backtest of the in-sample range ranks
 /// first, and its out-of-sample figures are a backtest of the out-of-sample range; the whole
 /// chains the out-of-sample parts and counts the windows the best beat the current parameters.
@@ -509,7 +509,7 @@ async fn a_walk_forward_shows_each_windows_in_sample_best_out_of_sample() {
     assert_eq!(sweep["baseline"]["in_grid"], false);
     let confidence = wf["beat_baseline"]["confidence"].as_f64().unwrap();
 
-    // Recommendations cite it (issue 26.4): re-optimising against the current 10 / 20, in how
+    // Recommendations cite it: re-optimising against the current 10 / 20, in how
     // many windows, with the sign test's confidence.
     let recommendations = app.get("/api/trades/recommendations?scope_type=STRATEGY&scope_value=sma_cross").await;
     let cited: Vec<&Value> =
@@ -541,7 +541,7 @@ async fn a_walk_forward_shows_each_windows_in_sample_best_out_of_sample() {
     assert_eq!(app.get("/api/backtests/sweeps").await.body["meta"]["count"], before);
 }
 
-/// The whole-desk replay (issue 26.2): a simulated morning replayed through the radar, the
+/// The whole-desk replay: a simulated morning replayed through the radar, the
 /// allocator's auto-watch, the strategies, the risk gate and the paper broker — the live runner
 /// on a manual clock. The allocator watches radar symbols, the strategies trade them, and the
 /// result reads like live analytics; the same request replays to the same trades.
@@ -626,7 +626,7 @@ async fn a_desk_replay_trades_a_simulated_day_through_the_live_runner_the_same_w
     assert_eq!(app.get("/api/backtests").await.body["meta"]["count"], before);
 }
 
-/// A replay of downloaded days (issue 26.2, `source: "downloaded"`): the stored minute bars of
+/// A replay of downloaded days (`source: "downloaded"`): the stored minute bars of
 /// every symbol, printed as the simulated market prints its own, with the previous closes and
 /// average volumes the stored daily bars give. Downloaded from the simulated market, a day
 /// replays to the very trades, watchlist and violations the simulated replay of that day makes;

@@ -70,7 +70,7 @@ pub async fn run(state: State<AppState>, guard: Sensitive) -> ApiResult<ApiRespo
 /// download rules: `end` after `start`, not in the future, at most 366 days of `1m` bars or 20
 /// years of `1d`.
 ///
-/// **A whole-desk replay** (`kind: "desk"`, issue 26.2): trading days replayed through the
+/// **A whole-desk replay** (`kind: "desk"`): trading days replayed through the
 /// radar, the allocator's auto-watch, every strategy, the risk gate and the paper broker's fill
 /// model — the live engine runner on a manual clock, over a database of its own, from a flat
 /// book at `initial_cash`, under the operator's settings with `settings` overrides. `source`
