@@ -150,8 +150,7 @@ impl AuditRepository for Database {
              FROM audit_log \
              WHERE ($1 IS NULL OR action = $1) AND ($2 IS NULL OR actor = $2) \
                AND ($3 IS NULL OR outcome = $3) \
-               AND ($4 IS NULL OR ts < (SELECT c.ts FROM audit_log c WHERE c.audit_id = $4) \
-                    OR (ts = (SELECT c.ts FROM audit_log c WHERE c.audit_id = $4) AND audit_id < $4)) \
+               AND ($4 IS NULL OR (ts, audit_id) < ((SELECT c.ts FROM audit_log c WHERE c.audit_id = $4), $4)) \
                AND ($6 IS NULL OR target = $6) \
              ORDER BY ts DESC, audit_id DESC LIMIT $5",
         )

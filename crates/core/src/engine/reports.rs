@@ -113,9 +113,9 @@ impl Engine {
             // `Halted` is a position left to manual management (CONTRACT §3): once it is flat
             // with no order of the symbol working (the emergency halt's exit filled, the
             // operator closed it), nothing is left to manage, and the row reads `Closed`.
-            let managed =
-                !position.is_flat() || self.orders.values().any(|o| o.symbol == *symbol && !o.status.is_final());
-            if slot.status == StrategyStatus::Halted && !managed {
+            let nothing_left =
+                || position.is_flat() && !self.orders.values().any(|o| o.symbol == *symbol && !o.status.is_final());
+            if slot.status == StrategyStatus::Halted && nothing_left() {
                 return StrategyStatus::Closed;
             }
             return slot.status;

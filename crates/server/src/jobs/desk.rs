@@ -16,7 +16,7 @@ use crate::domain::trades::{trade_row, TradeCache, TradesService};
 use crate::domain::{DomainError, DomainResult};
 use crate::engine::{replay_desk, EngineDeps};
 use crate::events::EventBus;
-use crate::jobs::run::{bounded, effective_settings, INITIAL_CASH_RULE};
+use crate::jobs::run::{effective_settings, initial_cash};
 use crate::jobs::{Halt, Jobs, Leases};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
@@ -203,13 +203,7 @@ pub async fn enqueue(jobs: &Jobs, req: DeskRequest, actor: &str) -> DomainResult
         ReplaySource::Simulated => None,
         ReplaySource::Downloaded => Some(stored_symbols(jobs, &req).await?),
     };
-    let initial_cash = bounded(
-        "initial_cash",
-        INITIAL_CASH_RULE,
-        req.initial_cash.unwrap_or(Decimal::from(100_000)),
-        Decimal::ONE,
-        Decimal::from(1_000_000_000_000u64),
-    )?;
+    let initial_cash = initial_cash(req.initial_cash)?;
     let strategy_id = settings.strategy_allocator.default_strategy_id.clone();
     let timeframe = tradeops_core::market::Timeframe::Minute;
     let parameters = tradeops_core::backtest::validate_parameters(&strategy_id, timeframe, &Map::new(), &settings)

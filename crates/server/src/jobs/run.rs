@@ -102,6 +102,18 @@ pub(crate) fn effective_settings(jobs: &Jobs, overrides: Option<&Map<String, Val
     Ok(applied.settings)
 }
 
+/// A run's starting cash: $100,000 unless asked, from $1 to $1,000,000,000,000 (every kind of
+/// run alike).
+pub(crate) fn initial_cash(asked: Option<Decimal>) -> DomainResult<Decimal> {
+    bounded(
+        "initial_cash",
+        INITIAL_CASH_RULE,
+        asked.unwrap_or(Decimal::from(100_000)),
+        Decimal::ONE,
+        Decimal::from(1_000_000_000_000u64),
+    )
+}
+
 /// A run's request checked — settings overrides, parameters, range, amounts, the symbol — and
 /// normalised as it is stored.
 pub(crate) async fn validate(jobs: &Jobs, req: &RunRequest) -> DomainResult<StoredRun> {
@@ -116,13 +128,7 @@ pub(crate) async fn validate(jobs: &Jobs, req: &RunRequest) -> DomainResult<Stor
     )
     .map_err(DomainError::Validation)?;
     crate::jobs::downloads::check_range(jobs.market_clock.now(), timeframe, req.start, req.end, "backtest")?;
-    let initial_cash = bounded(
-        "initial_cash",
-        INITIAL_CASH_RULE,
-        req.initial_cash.unwrap_or(Decimal::from(100_000)),
-        Decimal::ONE,
-        Decimal::from(1_000_000_000_000u64),
-    )?;
+    let initial_cash = initial_cash(req.initial_cash)?;
     let commission_rate = bounded(
         "commission_rate",
         COMMISSION_RATE_RULE,

@@ -95,12 +95,10 @@ async fn bounded_reports(call: impl std::future::Future<Output = Vec<BrokerRepor
     })
 }
 
-/// When an order whose submit or look-up found the venue unavailable (`e`) is next looked up.
-fn resend_at(e: &BrokerError, now: Timestamp) -> Timestamp {
-    let wait = match e {
-        BrokerError::Unavailable { retry_after: Some(after), .. } => (*after).max(RESEND_AFTER),
-        _ => RESEND_AFTER,
-    };
+/// When an order whose submit or look-up found the venue unavailable is next looked up: after
+/// [`RESEND_AFTER`], or the venue's own wait (`retry_after`) when it asked for longer.
+fn resend_at(retry_after: Option<Duration>, now: Timestamp) -> Timestamp {
+    let wait = retry_after.map_or(RESEND_AFTER, |after| after.max(RESEND_AFTER));
     now + chrono::Duration::from_std(wait).unwrap_or(chrono::Duration::seconds(2))
 }
 
@@ -179,7 +177,11 @@ impl Venue {
 
     /// The order could not be looked up (`e`): asked again once the venue's wait is over.
     pub fn look_up_later(&mut self, id: ClientOrderId, e: &BrokerError, now: Timestamp) {
-        self.unconfirmed.insert(id, resend_at(e, now));
+        let retry_after = match e {
+            BrokerError::Unavailable { retry_after, .. } => *retry_after,
+            _ => None,
+        };
+        self.unconfirmed.insert(id, resend_at(retry_after, now));
     }
 
     /// Notes whether the execution broker answered: a call that found it unavailable marks it
@@ -222,9 +224,8 @@ impl Venue {
                 self.unconfirmed.remove(id);
                 None
             }
-            Err(e @ BrokerError::Unavailable { .. }) => {
-                self.unconfirmed.insert(id.clone(), resend_at(&e, now));
-                let BrokerError::Unavailable { reason, retry_after } = e else { unreachable!() };
+            Err(BrokerError::Unavailable { reason, retry_after }) => {
+                self.unconfirmed.insert(id.clone(), resend_at(retry_after, now));
                 tracing::warn!(client_order_id = %id, %reason, "the broker is unavailable: the order stays written ahead for reconciliation");
                 let reason = format!(
                     "{reason} (order {id} is looked up: it is marked REJECTED unless the broker received it, and never sent again)"
