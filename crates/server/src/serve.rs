@@ -132,6 +132,9 @@ async fn serve_cluster_node(config: Config) -> anyhow::Result<()> {
         }
     };
     let (_, epoch) = app.term();
+    // Answer here first, then advertise: a request that reaches this node after it says it leads
+    // (or after a follower read the new address) is served, never refused as leaderless.
+    front.lead(app.router());
     if !db.advertise_engine(epoch, &node, &advertise).await.unwrap_or(false) {
         tracing::warn!(epoch, "this node's address could not be advertised: followers answer 503 until it is");
     }

@@ -323,6 +323,12 @@ impl Application {
         self.run(shutdown, None).await
     }
 
+    /// The API this service answers with once it leads: a cluster node's front switches to it
+    /// before the node says it leads, so no request in between is refused as leaderless.
+    pub fn router(&self) -> Router {
+        self.router.clone()
+    }
+
     /// This service's name in the cluster and the engine's term it holds.
     pub fn term(&self) -> (&str, i64) {
         (self.term.0.node_id(), self.term.1)

@@ -100,7 +100,7 @@ pub(crate) async fn facts(client: &reqwest::Client, base: &str) -> Value {
     let orders = call(client, base, Method::GET, "/api/orders?limit=1000", None).await;
     let orders: Vec<_> = orders["data"]
         .as_array()
-        .unwrap()
+        .unwrap_or_else(|| panic!("the orders are listed: {orders}"))
         .iter()
         .map(|o| json!([o["client_order_id"], o["status"], o["filled_quantity"], o["symbol"], o["quantity"]]))
         .collect();
