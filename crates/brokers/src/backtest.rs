@@ -230,7 +230,14 @@ mod tests {
         for step in session() {
             match step {
                 Step::Bar(b) => {
-                    let update = MarketUpdate { symbol: &symbol, at: b.start, last: b.close, quote, bar: Some(&b) };
+                    let update = MarketUpdate {
+                        symbol: &symbol,
+                        at: b.start,
+                        last: b.close,
+                        quote,
+                        bar: Some(&b),
+                        halted: false,
+                    };
                     reports.extend(venue.on_market(&update).await);
                     last = Some(b);
                 }
@@ -267,7 +274,16 @@ mod tests {
         let symbol = Symbol::parse("ABCD").expect("valid");
         let quote = Quote { bid: px(0), ask: px(0), bid_size: 0, ask_size: 0 };
         let first = bar(0, 1000, 1010, 995, 1005);
-        venue.on_market(&MarketUpdate { symbol: &symbol, at: t(0), last: px(1005), quote, bar: Some(&first) }).await;
+        venue
+            .on_market(&MarketUpdate {
+                symbol: &symbol,
+                at: t(0),
+                last: px(1005),
+                quote,
+                bar: Some(&first),
+                halted: false,
+            })
+            .await;
         let resting = order("resting", Side::Buy, OrderType::Limit, TimeInForce::Gtc, Some(500), None);
         venue.submit(&resting, t(0)).await.expect("taken");
         let open = BrokerOpenOrder { client_order_id: resting.client_order_id.clone(), cancel_pending: false };

@@ -22,6 +22,9 @@ pub struct MarketUpdate<'a> {
     pub last: Price,
     pub quote: Quote,
     pub bar: Option<&'a Bar>,
+    /// The symbol's trading is halted (CONTRACT §11): nothing fills until it reopens, and orders
+    /// wait at the venue.
+    pub halted: bool,
 }
 
 /// A remote venue's event connection (its order-update stream) as health shows it.

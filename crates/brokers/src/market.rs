@@ -4,7 +4,7 @@
 
 use async_trait::async_trait;
 use chrono::{Duration, NaiveDate};
-use tradeops_core::market::{Bar, Price, Quote, Timeframe};
+use tradeops_core::market::{Bar, Price, Quote, SymbolHalt, Timeframe};
 use tradeops_core::{Symbol, Timestamp};
 
 /// A remote source's sessions (Alpaca's `GET /v2/calendar`) against core's NYSE calendar over
@@ -88,6 +88,14 @@ pub trait MarketData: Send + Sync {
     /// The last trade of `symbol` as the source holds it now, without a round trip (tables
     /// show it beside each row); `None` when it holds none.
     fn last_price(&self, _symbol: &Symbol) -> Option<Price> {
+        None
+    }
+
+    /// Why `symbol` cannot trade now, as the source last heard (CONTRACT §11); `None` while it
+    /// trades, or when the source has not heard of a halt (a remote feed after a reconnect until
+    /// its next status message). Without a round trip: the engine asks it for every symbol it
+    /// follows at every market step.
+    fn halt(&self, _symbol: &Symbol) -> Option<SymbolHalt> {
         None
     }
 

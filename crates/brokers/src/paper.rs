@@ -606,7 +606,7 @@ mod tests {
     }
 
     fn update<'a>(symbol: &'a Symbol, ms: i64, last: &str, quote: Quote, bar: Option<&'a Bar>) -> MarketUpdate<'a> {
-        MarketUpdate { symbol, at: t(ms), last: px(last), quote, bar }
+        MarketUpdate { symbol, at: t(ms), last: px(last), quote, bar, halted: false }
     }
 
     /// A completed minute bar starting at `start_ms`.
@@ -1082,7 +1082,14 @@ mod tests {
             if k == 3 {
                 broker.cancel(&id("l1"), t(at - 10));
             }
-            reports.extend(broker.on_market(&MarketUpdate { symbol: &s, at: t(at), last, quote: q, bar: Some(&b) }));
+            reports.extend(broker.on_market(&MarketUpdate {
+                symbol: &s,
+                at: t(at),
+                last,
+                quote: q,
+                bar: Some(&b),
+                halted: false,
+            }));
         }
         reports.extend(broker.expire_day_orders(t(600_000)));
         reports
@@ -1145,6 +1152,7 @@ mod restore_tests {
             last: Price::from_cents(1000),
             quote,
             bar: None,
+            halted: false,
         };
         let reports = broker.on_market(&update);
         let BrokerReport::Filled { execution, .. } = &reports[0] else { panic!("{reports:?}") };

@@ -146,6 +146,10 @@ impl MarketData for WithReference {
         self.inner.connection()
     }
 
+    fn halt(&self, symbol: &Symbol) -> Option<tradeops_core::market::SymbolHalt> {
+        self.inner.halt(symbol)
+    }
+
     fn calendar_check(&self) -> Option<crate::market::CalendarCheck> {
         self.inner.calendar_check()
     }

@@ -8,6 +8,7 @@ use crate::time::Timestamp;
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize, Serializer};
 use std::fmt;
+use std::sync::Arc;
 
 /// A price in 1/10,000 dollar.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -182,6 +183,39 @@ pub struct Quote {
     pub ask: Price,
     pub bid_size: u64,
     pub ask_size: u64,
+}
+
+/// The venue's reason code of a Limit Up-Limit Down volatility pause (UTP `LUDP`; CTS says `M`).
+pub const LULD_PAUSE: &str = "LUDP";
+/// The venue's reason code of a news halt (UTP `T1`, "halt news pending").
+pub const NEWS_PENDING: &str = "T1";
+
+/// Why, and since when, a symbol cannot trade (CONTRACT §11): a LULD pause or a regulatory halt,
+/// as the market-data source reports it. A symbol with none trades.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct SymbolHalt {
+    /// The venue's code: [`LULD_PAUSE`], [`NEWS_PENDING`], or another the feed relays as sent.
+    pub reason_code: Arc<str>,
+    /// The code in words, as the venue gives it.
+    pub reason: Arc<str>,
+    #[serde(with = "crate::time::serde_ts")]
+    pub since: Timestamp,
+}
+
+impl SymbolHalt {
+    pub fn new(reason_code: &str, reason: &str, since: Timestamp) -> SymbolHalt {
+        SymbolHalt { reason_code: reason_code.into(), reason: reason.into(), since }
+    }
+
+    /// A LULD volatility pause starting at `since`.
+    pub fn luld_pause(since: Timestamp) -> SymbolHalt {
+        SymbolHalt::new(LULD_PAUSE, "Volatility Trading Pause", since)
+    }
+
+    /// A news halt starting at `since`.
+    pub fn news_pending(since: Timestamp) -> SymbolHalt {
+        SymbolHalt::new(NEWS_PENDING, "Halt News Pending", since)
+    }
 }
 
 /// One trade print.

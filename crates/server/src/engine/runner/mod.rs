@@ -460,7 +460,14 @@ impl Runner {
             .collect();
         for symbol in &acked {
             if let Some(snapshot) = market_now(self.market.snapshot(symbol)).await {
-                let update = MarketUpdate { symbol, at: now, last: snapshot.last, quote: snapshot.quote, bar: None };
+                let update = MarketUpdate {
+                    symbol,
+                    at: now,
+                    last: snapshot.last,
+                    quote: snapshot.quote,
+                    bar: None,
+                    halted: false,
+                };
                 reports.extend(self.venue.on_market(&update).await);
             }
         }
@@ -534,8 +541,14 @@ impl Runner {
             let Some(snapshot) = market_now(self.market.snapshot(&symbol)).await else { continue };
             let closed = if bar_closed { market_now(self.market.last_closed_bar(&symbol)).await } else { None };
             let bar = closed.map(|c| c.bar);
-            let update =
-                MarketUpdate { symbol: &symbol, at, last: snapshot.last, quote: snapshot.quote, bar: bar.as_ref() };
+            let update = MarketUpdate {
+                symbol: &symbol,
+                at,
+                last: snapshot.last,
+                quote: snapshot.quote,
+                bar: bar.as_ref(),
+                halted: false,
+            };
             let reports = self.venue.on_market(&update).await;
             if !reports.is_empty() {
                 self.venue.count_open_orders().await;
