@@ -262,8 +262,13 @@ impl PaperBroker {
 
     /// Matches working, acknowledged orders of `update.symbol` against the update. Returns the
     /// reports that came due first (see `advance`), then fills (and IOC cancels) in submission order.
+    /// In a halted symbol nothing fills and no stop is elected: its orders wait for the reopen,
+    /// as a venue's do (CONTRACT §11).
     pub fn on_market(&mut self, update: &MarketUpdate<'_>) -> Vec<BrokerReport> {
         let mut reports = self.advance(update.at);
+        if update.halted {
+            return reports;
+        }
         let slippage_bps = self.config.slippage_bps;
         let mut buy_shares = update.quote.ask_size.max(1);
         let mut sell_shares = update.quote.bid_size.max(1);
@@ -666,6 +671,19 @@ mod tests {
             vec![BrokerReport::Accepted { client_order_id: id("a1"), broker_order_id: "PB-1".into(), at: t(50) }]
         );
         assert!(broker.advance(t(1_000)).is_empty(), "delivered once");
+    }
+
+    #[test]
+    fn nothing_fills_or_triggers_in_a_halted_symbol_until_it_reopens() {
+        let s = sym();
+        let stop = order("st", Side::Sell, OrderType::Stop, TimeInForce::Day, 100, None, Some("9.50"));
+        let mut broker = acked(no_slippage(), &[market("m1", Side::Buy, 100), stop]);
+        let halted = MarketUpdate { halted: true, ..update(&s, 60, "9.00", quote("8.99", "9.00", 1_000), None) };
+        assert!(broker.on_market(&halted).is_empty(), "a market order waits, a stop is not elected");
+        assert_eq!(broker.open_orders().len(), 2);
+        // The reopen: the market order fills, and the stop is elected by the first print.
+        let reports = broker.on_market(&update(&s, 120, "9.00", quote("8.99", "9.00", 1_000), None));
+        assert_eq!(fills(&reports), vec![("m1".into(), 100, dec("9.00")), ("st".into(), 100, dec("8.99"))]);
     }
 
     #[test]

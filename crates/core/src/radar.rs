@@ -71,6 +71,9 @@ pub struct RadarRow {
     #[serde(with = "crate::time::serde_ts")]
     #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub captured_at: Timestamp,
+    /// The symbol's trading was halted when the scan was published (CONTRACT §11).
+    #[serde(default)]
+    pub halted: bool,
 }
 
 fn pct(from: Price, to: Price) -> Option<f64> {
@@ -103,6 +106,7 @@ pub fn radar_row(input: &RadarInput<'_>, captured_at: Timestamp) -> RadarRow {
         float: input.float,
         sector: input.sector.map(str::to_string),
         captured_at,
+        halted: false,
     }
 }
 

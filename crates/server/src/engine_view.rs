@@ -18,6 +18,8 @@ pub struct PositionView {
     pub alert_level: AlertLevel,
     /// The stop and target its strategy manages it with (none when no strategy does).
     pub levels: Option<Levels>,
+    /// Its symbol's trading is halted (CONTRACT §11): a close waits for the reopen.
+    pub halted: bool,
 }
 
 impl PositionView {

@@ -53,6 +53,8 @@ pub enum Event {
         status: StrategyStatus,
         /// The stop and target its strategy manages it with (none when no strategy does).
         levels: Option<Levels>,
+        /// Its symbol's trading is halted (CONTRACT §11).
+        halted: bool,
     },
     RadarUpdated(RadarSummary),
     WatchlistUpdated(WatchlistChange),
@@ -65,6 +67,11 @@ pub enum Event {
     AccountUpdated(AccountUpdate),
     /// A market minute closed: the bar of each symbol the console may be charting.
     BarsClosed(BarsClosed),
+    /// A symbol the engine follows was halted (`halt`) or resumed trading (`None`), CONTRACT §11.
+    SymbolStatus {
+        symbol: Symbol,
+        halt: Option<tradeops_core::market::SymbolHalt>,
+    },
     /// An event of an earlier engine term of the cluster, of this kind, read back from the
     /// database (PostgreSQL) with its wire text, so a stream resumes across a failover.
     Earlier(&'static str),
@@ -85,6 +92,7 @@ pub const KINDS: &[&str] = &[
     Event::HEALTH_CHANGED,
     Event::ACCOUNT_UPDATED,
     Event::BARS_CLOSED,
+    Event::SYMBOL_STATUS,
 ];
 
 impl Event {
@@ -101,6 +109,7 @@ impl Event {
     const HEALTH_CHANGED: &'static str = "health.changed";
     const ACCOUNT_UPDATED: &'static str = "account.updated";
     const BARS_CLOSED: &'static str = "bars.closed";
+    const SYMBOL_STATUS: &'static str = "symbol.status";
 
     /// The kind's wire name (the SSE `event` field, and what `?kinds=` filters on).
     pub fn kind(&self) -> &'static str {
@@ -118,6 +127,7 @@ impl Event {
             Event::HealthChanged(_) => Event::HEALTH_CHANGED,
             Event::AccountUpdated(_) => Event::ACCOUNT_UPDATED,
             Event::BarsClosed(_) => Event::BARS_CLOSED,
+            Event::SymbolStatus { .. } => Event::SYMBOL_STATUS,
             Event::Earlier(kind) => kind,
         }
     }

@@ -143,6 +143,9 @@ pub enum CommandError {
     NotCancellable { status: OrderStatus },
     /// `MARKET_CLOSED`
     MarketClosed { next_open: Timestamp },
+    /// `SYMBOL_HALTED`: a market or stop order, or a close, in a symbol whose trading is halted
+    /// (it would fill at the reopen's price, whatever the gap).
+    SymbolHalted { symbol: Symbol, halt: crate::market::SymbolHalt },
     /// The change could not be stored, so it was not made (an order not written ahead is not
     /// sent): `SERVICE_UNAVAILABLE` when the database is unavailable, else `INTERNAL_ERROR`. Set
     /// by the live runner, never by the engine.
@@ -184,6 +187,7 @@ impl Engine {
         match command {
             Command::PlaceOrder(m) => {
                 self.ensure_open(now)?;
+                self.ensure_trades(&m.symbol, m.order_type)?;
                 let id = self.place(
                     m.client_order_id,
                     &m.symbol,
@@ -242,6 +246,7 @@ impl Engine {
                     });
                 }
                 self.ensure_open(now)?;
+                self.ensure_trades(&symbol, OrderType::Market)?;
                 let reason = Some(format!("manual close of {quantity} {symbol}"));
                 let id = self.sell_at_market(&symbol, quantity, reason.map(Into::into), None, now, fx)?;
                 if let Some(slot) = self.slots.get_mut(&symbol) {
@@ -415,6 +420,18 @@ impl Engine {
             Ok(())
         } else {
             Err(CommandError::MarketClosed { next_open: calendar.next_open(now) })
+        }
+    }
+
+    /// `SYMBOL_HALTED` for an order of `kind` that would execute into a halt: a market or stop
+    /// order (a stop is elected by the reopening print). A limit order waits at the venue with
+    /// its price, so it is accepted.
+    pub(super) fn ensure_trades(&self, symbol: &Symbol, kind: OrderType) -> Result<(), CommandError> {
+        match self.halt_of(symbol) {
+            Some(halt) if matches!(kind, OrderType::Market | OrderType::Stop) => {
+                Err(CommandError::SymbolHalted { symbol: symbol.clone(), halt: halt.clone() })
+            }
+            _ => Ok(()),
         }
     }
 

@@ -16,7 +16,7 @@ mod strategies;
 
 use crate::broker::BrokerReport;
 use crate::calendar::MarketCalendar;
-use crate::market::{ticks_fit_dollars, ticks_to_dollars, whole_ticks, Bar, Side};
+use crate::market::{ticks_fit_dollars, ticks_to_dollars, whole_ticks, Bar, Side, SymbolHalt};
 use crate::orders::{ClientOrderId, Order, OrderType, TimeInForce};
 use crate::positions::Position;
 use crate::risk::{RecentOrder, Refusal, RiskRule, RiskSnapshot, TradingState, ViolationDetail};
@@ -152,6 +152,12 @@ pub enum Event {
         price: Decimal,
     },
     Broker(BrokerReport),
+    /// The market-data source's word on whether `symbol` trades (`halt` `None`) or is halted
+    /// (CONTRACT §11). Sent when it changes; the same state again changes nothing.
+    Status {
+        symbol: Symbol,
+        halt: Option<SymbolHalt>,
+    },
     Command(Command),
     /// The session clock: checks the day roll.
     Tick,
@@ -222,6 +228,11 @@ pub enum Effect {
     HaltStoppedChanged {
         symbols: Vec<Symbol>,
     },
+    /// A symbol's trading was halted (`halt`) or resumed (`None`): publish `symbol.status`.
+    SymbolStatus {
+        symbol: Symbol,
+        halt: Option<SymbolHalt>,
+    },
     /// Something that should not happen did (an unknown or impossible broker report): log it
     /// and show it in reconciliation.
     Anomaly(String),
@@ -255,6 +266,9 @@ pub struct Engine {
     /// Active blocks (an expired `TODAY` block stops counting at its `expires_at`).
     blocks: BTreeMap<Symbol, Block>,
     market: BTreeMap<Symbol, SymbolMarket>,
+    /// The symbols the market-data source says cannot trade now (CONTRACT §11): no market or
+    /// stop order, close or strategy entry goes into one; the emergency halt's exits still do.
+    halts: BTreeMap<Symbol, SymbolHalt>,
     day: DayStats,
     cash: Decimal,
     recent: VecDeque<RecentOrder>,
@@ -357,6 +371,7 @@ impl Engine {
             slots: BTreeMap::new(),
             blocks: BTreeMap::new(),
             market: BTreeMap::new(),
+            halts: BTreeMap::new(),
             day: DayStats {
                 date: None,
                 trades_today: 0,
@@ -438,6 +453,20 @@ impl Engine {
         &self.market
     }
 
+    /// The symbols whose trading is halted now, with why and since when.
+    pub fn halts(&self) -> &BTreeMap<Symbol, SymbolHalt> {
+        &self.halts
+    }
+
+    /// Why `symbol` cannot trade now, if it cannot.
+    pub fn halt_of(&self, symbol: &Symbol) -> Option<&SymbolHalt> {
+        if self.halts.is_empty() {
+            None
+        } else {
+            self.halts.get(symbol)
+        }
+    }
+
     /// The counters of the trading day.
     pub fn day(&self) -> &DayStats {
         &self.day
@@ -488,6 +517,16 @@ impl Engine {
             Event::Broker(report) => {
                 self.begin(now, fx);
                 self.on_report(report, now, fx);
+            }
+            Event::Status { symbol, halt } => {
+                self.begin(now, fx);
+                let changed = match &halt {
+                    Some(halt) => self.halts.insert(symbol.clone(), halt.clone()).as_ref() != Some(halt),
+                    None => self.halts.remove(&symbol).is_some(),
+                };
+                if changed {
+                    fx.push(Effect::SymbolStatus { symbol, halt });
+                }
             }
             Event::Command(command) => {
                 self.begin(now, fx);

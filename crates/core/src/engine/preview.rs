@@ -43,6 +43,7 @@ impl Engine {
         now: Timestamp,
     ) -> Result<OrderPreview, CommandError> {
         self.ensure_open(now)?;
+        self.ensure_trades(&order.symbol, order.order_type)?;
         let id = order.client_order_id.clone().unwrap_or_else(|| ClientOrderId::generated(PREVIEW_ID));
         let intent = OrderIntent {
             client_order_id: &id,

@@ -54,6 +54,13 @@ impl Engine {
         if self.trading_state == TradingState::Halted {
             return;
         }
+        if self.halt_of(symbol).is_some() {
+            // A halted symbol's strategy waits for the reopen (CONTRACT §11): no entry into a
+            // halt, and no market exit that would fill at the reopen's price, whatever the gap.
+            // A halt prints no bars, so nothing is missed; the first bar after the reopen is
+            // decided on as usual.
+            return;
+        }
         let Some(slot) = self.slots.get_mut(symbol) else { return };
         if slot.strategy.is_none() || matches!(slot.status, StrategyStatus::Closed | StrategyStatus::Halted) {
             return;

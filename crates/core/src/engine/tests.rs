@@ -1016,3 +1016,122 @@ fn preview_answers_as_the_order_would_and_changes_nothing() {
     assert!(fx.iter().any(|f| matches!(f, Effect::Violation { .. })));
     assert_eq!(e.orders.len(), before);
 }
+
+fn halt_abcd(e: &mut Engine) -> Vec<Effect> {
+    let halt = crate::market::SymbolHalt::luld_pause(t(NOW));
+    e.handle(Event::Status { symbol: sym("ABCD"), halt: Some(halt) }, t(NOW))
+}
+
+fn order_of(kind: OrderType, side: Side, limit: Option<Decimal>, stop: Option<Decimal>) -> Command {
+    Command::PlaceOrder(ManualOrder {
+        client_order_id: None,
+        symbol: sym("ABCD"),
+        side,
+        quantity: 10,
+        order_type: kind,
+        limit_price: limit,
+        stop_price: stop,
+        time_in_force: TimeInForce::Day,
+        reason: None,
+    })
+}
+
+#[test]
+fn a_status_change_is_reported_once_and_the_same_status_again_changes_nothing() {
+    let mut e = engine();
+    let fx = halt_abcd(&mut e);
+    assert!(matches!(&fx[..], [Effect::SymbolStatus { halt: Some(h), .. }] if &*h.reason_code == "LUDP"), "{fx:?}");
+    assert!(halt_abcd(&mut e).is_empty(), "the same halt again");
+    assert_eq!(e.halt_of(&sym("ABCD")).map(|h| h.since), Some(t(NOW)));
+    let fx = e.handle(Event::Status { symbol: sym("ABCD"), halt: None }, t(NOW));
+    assert!(matches!(&fx[..], [Effect::SymbolStatus { halt: None, .. }]), "{fx:?}");
+    assert!(e.handle(Event::Status { symbol: sym("ABCD"), halt: None }, t(NOW)).is_empty());
+    assert!(e.halts().is_empty());
+}
+
+#[test]
+fn market_and_stop_orders_and_closes_in_a_halted_symbol_are_refused_and_limits_wait() {
+    let mut e = engine();
+    let (_, fx) = command(&mut e, buy(100));
+    fill(&mut e, &submitted(&fx)[0], "e1", 100, 500);
+    halt_abcd(&mut e);
+    let halted = |r: &Result<Reply, CommandError>| matches!(r, Err(CommandError::SymbolHalted { symbol, halt }) if *symbol == sym("ABCD") && &*halt.reason_code == "LUDP");
+    for c in [
+        order_of(OrderType::Market, Side::Buy, None, None),
+        order_of(OrderType::Market, Side::Sell, None, None),
+        order_of(OrderType::Stop, Side::Sell, None, Some(d(450))),
+        Command::ClosePosition { symbol: sym("ABCD"), quantity: None },
+        Command::ClosePosition { symbol: sym("ABCD"), quantity: Some(10) },
+    ] {
+        let (reply, fx) = command(&mut e, c.clone());
+        assert!(halted(&reply), "{c:?}: {reply:?}");
+        assert!(fx.is_empty(), "a refused order changes nothing and sends nothing: {fx:?}");
+        if let Command::PlaceOrder(m) = &c {
+            assert!(halted(&e.preview(m, None, t(NOW)).map(|_| Reply::Done)), "the preview says so too");
+        }
+    }
+    // A limit order waits at the venue with its price.
+    let (reply, fx) = command(&mut e, order_of(OrderType::Limit, Side::Sell, Some(d(510)), None));
+    assert!(matches!(reply, Ok(Reply::Order(_))), "{reply:?}");
+    assert_eq!(submitted(&fx).len(), 1);
+    // Another symbol trades.
+    e.handle(Event::Mark { symbol: sym("WXYZ"), price: d(500) }, t(NOW));
+    let other = Command::PlaceOrder(ManualOrder { symbol: sym("WXYZ"), ..manual(&buy(1)).clone() });
+    assert!(command(&mut e, other).0.is_ok());
+    // Reopened: a close goes out.
+    e.handle(Event::Status { symbol: sym("ABCD"), halt: None }, t(NOW));
+    let (reply, fx) = command(&mut e, Command::ClosePosition { symbol: sym("ABCD"), quantity: Some(20) });
+    assert!(matches!(reply, Ok(Reply::Close { .. })), "{reply:?}");
+    assert_eq!(submitted(&fx).len(), 1);
+}
+
+#[test]
+fn a_strategy_waits_for_the_reopen_neither_entering_nor_exiting_into_a_halt() {
+    let bar_at = |e: &mut Engine, m| {
+        e.handle(
+            Event::Bar { symbol: sym("ABCD"), bar: bar(m), prev_close: d(400), relative_volume: Some(8.0) },
+            t(NOW),
+        )
+    };
+    let mut e = engine();
+    command(&mut e, Command::Watch { symbol: sym("ABCD"), source: "MANUAL".into() }).0.unwrap();
+    bar_at(&mut e, 0);
+    bar_at(&mut e, 1);
+    halt_abcd(&mut e);
+    let fx = bar_at(&mut e, 2);
+    assert!(submitted(&fx).is_empty(), "no entry into a halt: {fx:?}");
+    assert_eq!(e.slots()[&sym("ABCD")].status, StrategyStatus::Active);
+    e.handle(Event::Status { symbol: sym("ABCD"), halt: None }, t(NOW));
+    let fx = bar_at(&mut e, 3);
+    assert_eq!(submitted(&fx).len(), 1, "the strategy's 3rd bar, after the reopen, enters: {fx:?}");
+
+    // Held, then halted: the strategy's market exit waits; after the reopen it goes out.
+    let mut e = engine();
+    command(&mut e, Command::Watch { symbol: sym("ABCD"), source: "MANUAL".into() }).0.unwrap();
+    let mut entry = None;
+    for m in 0..3 {
+        entry = entry.or_else(|| submitted(&bar_at(&mut e, m)).pop());
+    }
+    fill(&mut e, &entry.expect("entered on the 3rd bar"), "e1", 100, 512);
+    bar_at(&mut e, 3);
+    bar_at(&mut e, 4);
+    halt_abcd(&mut e);
+    let fx = bar_at(&mut e, 5);
+    assert!(submitted(&fx).is_empty(), "no market exit into a halt: {fx:?}");
+    assert_eq!(e.slots()[&sym("ABCD")].status, StrategyStatus::Hold);
+    e.handle(Event::Status { symbol: sym("ABCD"), halt: None }, t(NOW));
+    let fx = bar_at(&mut e, 6);
+    assert_eq!(submitted(&fx).iter().map(|o| (o.side, o.quantity)).collect::<Vec<_>>(), vec![(Side::Sell, 100)]);
+}
+
+#[test]
+fn the_emergency_halt_still_sends_its_exit_into_a_trading_halt() {
+    let mut e = engine();
+    let (_, fx) = command(&mut e, buy(100));
+    fill(&mut e, &submitted(&fx)[0], "e1", 100, 500);
+    halt_abcd(&mut e);
+    let (reply, fx) = command(&mut e, Command::EmergencyHalt { reason: "test".into(), actor: "ops".into() });
+    assert!(matches!(reply, Ok(Reply::Halted { liquidation_requested: true, .. })));
+    let exits = submitted(&fx);
+    assert_eq!(exits.iter().map(|o| (o.side, o.quantity)).collect::<Vec<_>>(), vec![(Side::Sell, 100)]);
+}

@@ -99,6 +99,7 @@ mod tests {
             status: StrategyStatus::Hold,
             alert_level: AlertLevel::None,
             levels: levels.map(|(stop, target)| Levels { stop_loss: dec(stop), target: target.map(dec) }),
+            halted: false,
         };
         let view = EngineView {
             positions: vec![

@@ -22,6 +22,7 @@ pub enum ErrorCode {
     OrderNotCancellable,
     DuplicateOrderBlocked,
     MarketClosed,
+    SymbolHalted,
     EmergencyHaltActive,
     SettingsUpdateBlocked,
     PayloadTooLarge,
@@ -46,6 +47,7 @@ impl ErrorCode {
             OrderNotCancellable => "ORDER_NOT_CANCELLABLE",
             DuplicateOrderBlocked => "DUPLICATE_ORDER_BLOCKED",
             MarketClosed => "MARKET_CLOSED",
+            SymbolHalted => "SYMBOL_HALTED",
             EmergencyHaltActive => "EMERGENCY_HALT_ACTIVE",
             SettingsUpdateBlocked => "SETTINGS_UPDATE_BLOCKED",
             PayloadTooLarge => "PAYLOAD_TOO_LARGE",
@@ -98,6 +100,9 @@ pub enum DomainError {
     NotCancellable { status: OrderStatus },
     #[error("The market is closed; it next opens at {}", tradeops_core::time::format_ts(.next_open))]
     MarketClosed { next_open: Timestamp },
+    /// A market or stop order, or a close, in a symbol whose trading is halted (CONTRACT §11).
+    #[error("{symbol} is halted ({} {}) since {}: a market or stop order would fill at the reopen's price; a limit order waits at the venue", .halt.reason_code, .halt.reason, tradeops_core::time::format_ts(&.halt.since))]
+    SymbolHalted { symbol: Symbol, halt: tradeops_core::market::SymbolHalt },
     /// A change a guard refuses in the current state (role, confirmation, exposure, …).
     #[error("{reason}")]
     GuardRefused { guard: &'static str, reason: String, subject: GuardSubject },
@@ -145,6 +150,7 @@ impl DomainError {
             DomainError::DuplicateOrder { .. } => ErrorCode::DuplicateOrderBlocked,
             DomainError::NotCancellable { .. } => ErrorCode::OrderNotCancellable,
             DomainError::MarketClosed { .. } => ErrorCode::MarketClosed,
+            DomainError::SymbolHalted { .. } => ErrorCode::SymbolHalted,
             DomainError::GuardRefused { .. } => ErrorCode::SettingsUpdateBlocked,
             DomainError::Unavailable { .. } | DomainError::EngineStopped => ErrorCode::ServiceUnavailable,
             DomainError::BrokerUnavailable { .. } => ErrorCode::BrokerUnavailable,
@@ -190,6 +196,7 @@ impl From<CommandError> for DomainError {
             CommandError::NotPersisted { reason, unavailable: false } => DomainError::Internal(reason),
             CommandError::EngineStopped => DomainError::EngineStopped,
             CommandError::MarketClosed { next_open } => DomainError::MarketClosed { next_open },
+            CommandError::SymbolHalted { symbol, halt } => DomainError::SymbolHalted { symbol, halt },
             CommandError::BrokerUnavailable { reason, retry_after, client_order_id } => {
                 DomainError::BrokerUnavailable { reason, retry_after, client_order_id }
             }

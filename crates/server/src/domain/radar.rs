@@ -128,6 +128,8 @@ fn radar_row(r: &RadarRowRecord) -> Option<RadarRow> {
         float: r.float_shares.map(u64::try_from).transpose().ok()?,
         sector: r.sector.clone(),
         captured_at: from_epoch_ms(r.captured_at),
+        // The history keeps what the scan measured; whether a symbol was halted then is not kept.
+        halted: false,
     })
 }
 

@@ -41,11 +41,17 @@ pub struct FeedDeps {
 /// allocator leaves alone what the last halt stopped: only the operator restarts those.
 pub async fn publish_scan(
     state: &FeedDeps,
-    scan: tradeops_brokers::simulated::live::RadarScan,
+    mut scan: tradeops_brokers::simulated::live::RadarScan,
     latency: Option<Duration>,
     latest: bool,
 ) {
     let settings = state.settings.current();
+    if latest {
+        // The HALTED badge of each row: the source's word now (CONTRACT §11).
+        for row in &mut scan.rows {
+            row.halted = state.market.halt(&row.symbol).is_some();
+        }
+    }
     let top: Vec<_> = scan.rows.iter().map(|r| r.symbol.clone()).collect();
     if latest {
         let top = scan.rows.iter().take(25).cloned().collect();

@@ -25,6 +25,7 @@ impl ErrorCode {
             OrderNotCancellable
             | DuplicateOrderBlocked
             | MarketClosed
+            | SymbolHalted
             | EmergencyHaltActive
             | SettingsUpdateBlocked => StatusCode::CONFLICT,
             PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
@@ -164,6 +165,12 @@ fn detail(e: &DomainError) -> Value {
         DomainError::MarketClosed { next_open } => {
             json!({"next_open": tradeops_core::time::format_ts(next_open)})
         }
+        DomainError::SymbolHalted { symbol, halt } => json!({
+            "symbol": symbol,
+            "reason_code": halt.reason_code,
+            "reason": halt.reason,
+            "since": tradeops_core::time::format_ts(&halt.since),
+        }),
         DomainError::GuardRefused { guard, reason, subject: GuardSubject::Fields(fields) } => {
             json!({"guard": guard, "reason": reason, "fields": fields})
         }
@@ -230,6 +237,7 @@ mod tests {
             (OrderNotCancellable, 409),
             (DuplicateOrderBlocked, 409),
             (MarketClosed, 409),
+            (SymbolHalted, 409),
             (EmergencyHaltActive, 409),
             (SettingsUpdateBlocked, 409),
             (PayloadTooLarge, 413),
@@ -301,6 +309,12 @@ mod tests {
             (D::MarketClosed { next_open }, 409, "MARKET_CLOSED",
                 "The market is closed; it next opens at 2026-11-23T14:30:00.000Z",
                 json!({"next_open": "2026-11-23T14:30:00.000Z"}), None),
+            (D::SymbolHalted { symbol: symbol.clone(),
+                    halt: tradeops_core::market::SymbolHalt::luld_pause(next_open) }, 409, "SYMBOL_HALTED",
+                "ABCD is halted (LUDP Volatility Trading Pause) since 2026-11-23T14:30:00.000Z: a market or stop \
+                 order would fill at the reopen's price; a limit order waits at the venue",
+                json!({"symbol": "ABCD", "reason_code": "LUDP", "reason": "Volatility Trading Pause",
+                       "since": "2026-11-23T14:30:00.000Z"}), None),
             (D::GuardRefused { guard: "X-Confirm-Live", reason: "needs the header".into(),
                     subject: GuardSubject::Fields(vec!["runtime.trading_mode".into()]) },
                 409, "SETTINGS_UPDATE_BLOCKED", "needs the header",

@@ -238,8 +238,26 @@ impl Runner {
             }
             Effect::PositionUpdated { position, status } => {
                 let levels = self.engine.position_levels(&position.symbol);
-                batch.events.push(Published::PositionUpdated { position: position.clone(), status, levels });
+                let halted = self.engine.halt_of(&position.symbol).is_some();
+                batch.events.push(Published::PositionUpdated { position: position.clone(), status, levels, halted });
                 batch.writes.positions.insert(position.symbol.clone(), position);
+            }
+            Effect::SymbolStatus { symbol, halt } => {
+                match &halt {
+                    Some(h) => tracing::warn!(%symbol, reason_code = %h.reason_code, "trading halted"),
+                    None => tracing::info!(%symbol, "trading resumed"),
+                }
+                // A held position's row says whether it can trade: published again with it.
+                if let Some(position) = self.engine.positions().get(&symbol).filter(|p| !p.is_flat()) {
+                    let status = self.engine.slots().get(&symbol).map_or(StrategyStatus::Halted, |s| s.status);
+                    batch.events.push(Published::PositionUpdated {
+                        position: position.clone(),
+                        status,
+                        levels: self.engine.position_levels(&symbol),
+                        halted: halt.is_some(),
+                    });
+                }
+                batch.events.push(Published::SymbolStatus { symbol, halt });
             }
             Effect::WatchUpdated { symbol, status, reason } => {
                 let change = WatchlistChange::Status { symbol: symbol.clone(), status, reason: reason.clone() };

@@ -466,7 +466,7 @@ impl Runner {
                     last: snapshot.last,
                     quote: snapshot.quote,
                     bar: None,
-                    halted: false,
+                    halted: self.engine.halt_of(symbol).is_some(),
                 };
                 reports.extend(self.venue.on_market(&update).await);
             }
@@ -535,9 +535,25 @@ impl Runner {
         symbols
     }
 
+    /// Tells the engine which of the symbols it follows (and those it still holds as halted)
+    /// the market-data source says are halted now, before the step's prints and bars: an order
+    /// decided on this step already knows (CONTRACT §11).
+    async fn trading_status(&mut self, relevant: &BTreeSet<Symbol>, at: Timestamp) {
+        let stale: Vec<Symbol> = self.engine.halts().keys().filter(|s| !relevant.contains(*s)).cloned().collect();
+        for symbol in relevant.iter().chain(&stale) {
+            let halt = self.market.halt(symbol);
+            if halt.as_ref() != self.engine.halt_of(symbol) {
+                let fx = self.engine.handle(Event::Status { symbol: symbol.clone(), halt }, at);
+                self.apply(fx, at).await;
+            }
+        }
+    }
+
     async fn market_step(&mut self, at: Timestamp, bar_closed: bool) {
         self.broker_reports(at).await;
-        for symbol in self.relevant() {
+        let relevant = self.relevant();
+        self.trading_status(&relevant, at).await;
+        for symbol in relevant {
             let Some(snapshot) = market_now(self.market.snapshot(&symbol)).await else { continue };
             let closed = if bar_closed { market_now(self.market.last_closed_bar(&symbol)).await } else { None };
             let bar = closed.map(|c| c.bar);

@@ -56,6 +56,7 @@ impl Runner {
                     alert_level: p.alert_level(mark, limits),
                     status: e.position_status(&p.symbol),
                     levels: e.position_levels(&p.symbol),
+                    halted: e.halt_of(&p.symbol).is_some(),
                     mark,
                     position: p.clone(),
                 }

@@ -80,12 +80,13 @@ fn data(event: &Published) -> Value {
             "execution_id": e.execution_id, "timestamp": format_ts(&e.timestamp),
             "quantity": e.quantity, "price": dollars(e.price), "fee": dollars(e.fee),
         }),
-        Published::PositionUpdated { position, status, levels } => json!({
+        Published::PositionUpdated { position, status, levels, halted } => json!({
             "symbol": position.symbol, "quantity": position.quantity,
             "average_entry_price": position.average_entry_price().map(dollars),
             "realized_pnl": dollars(position.realized_pnl), "strategy_status": status,
             "stop_loss": levels.map(|l| dollars(l.stop_loss)),
             "target": levels.and_then(|l| l.target).map(dollars),
+            "halted": halted,
         }),
         Published::RadarUpdated(radar) => json!({
             "captured_at": format_ts(&radar.captured_at),
@@ -133,6 +134,11 @@ fn data(event: &Published) -> Value {
             };
             json!({"bars": closed.bars.iter().map(bar).collect::<Vec<_>>()})
         }
+        Published::SymbolStatus { symbol, halt } => json!({
+            "symbol": symbol,
+            "trading_status": crate::http::routes::market::trading_status(halt.as_ref()),
+            "halt": halt.as_ref().map(crate::http::routes::market::halt_view),
+        }),
         // Its wire text came with it: never serialised here.
         Published::Earlier(_) => Value::Null,
     }
@@ -291,6 +297,7 @@ mod tests {
             float: Some(10_000_000),
             sector: Some("Technology".into()),
             captured_at: at(0),
+            halted: true,
         };
         let halt = Halt { at: at(3), reason: "drill".into(), actor: "admin".into() };
         let job = JobRecord {
@@ -345,6 +352,7 @@ mod tests {
                 position,
                 status: StrategyStatus::Hold,
                 levels: Some(Levels { stop_loss: "12.09".parse().unwrap(), target: Some("13.31".parse().unwrap()) }),
+                halted: true,
             },
             Event::RadarUpdated(RadarSummary { captured_at: at(0), rows: 40, top: vec![row] }),
             Event::WatchlistUpdated(WatchlistChange::Started { symbol: symbol(), source: "RADAR".into(), at: at(1) }),
@@ -391,6 +399,7 @@ mod tests {
                     },
                 )],
             }),
+            Event::SymbolStatus { symbol: symbol(), halt: Some(tradeops_core::market::SymbolHalt::luld_pause(at(9))) },
         ]
     }
 
@@ -442,6 +451,7 @@ mod tests {
                 status: StrategyStatus::Closed,
                 reason: Some("stopped".into()),
             }),
+            Event::SymbolStatus { symbol: symbol(), halt: None },
         ];
         assert_eq!(events.len(), PINNED_SHAPES.len());
         for (event, expected) in events.into_iter().zip(PINNED_SHAPES) {
@@ -459,8 +469,8 @@ mod tests {
     const PINNED: &[&str] = &[
         r#"{"kind":"order.updated","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"submitted_at":"2025-11-25T14:13:20.000Z","status":"PARTIALLY_FILLED","symbol":"ABCD","side":"BUY","quantity":100,"filled_quantity":40,"order_type":"LIMIT","price":12.5,"broker_name":"paper","client_order_id":"ord-1","broker_order_id":null,"reason":"breakout","strategy_id":"momentum_breakout","mode":"PAPER","time_in_force":"DAY","limit_price":12.5,"stop_price":null,"average_fill_price":12.5,"fees":0.2,"reject_reason":null,"updated_at":"2025-11-25T14:13:22.000Z","executions":[{"execution_id":"ex-1","timestamp":"2025-11-25T14:13:22.000Z","quantity":40,"price":12.5,"fee":0.2}]},"wall_time":"2026-11-25T13:00:00Z"}"#,
         r#"{"kind":"execution.created","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"client_order_id":"ord-1","symbol":"ABCD","side":"BUY","execution_id":"ex-1","timestamp":"2025-11-25T14:13:22.000Z","quantity":40,"price":12.5,"fee":0.2},"wall_time":"2026-11-25T13:00:00Z"}"#,
-        r#"{"kind":"position.updated","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"symbol":"ABCD","quantity":40,"average_entry_price":12.5,"realized_pnl":12.34,"strategy_status":"Hold","stop_loss":12.09,"target":13.31},"wall_time":"2026-11-25T13:00:00Z"}"#,
-        r#"{"kind":"radar.updated","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"captured_at":"2025-11-25T14:13:20.000Z","rows":40,"top":[{"rank":1,"symbol":"ABCD","price":12.5,"percentage_gain":25.5,"change_1m":1.25,"change_5m":null,"volume":1000000,"average_volume":200000,"relative_volume":5.0,"float":10000000,"sector":"Technology","captured_at":"2025-11-25T14:13:20.000Z"}]},"wall_time":"2026-11-25T13:00:00Z"}"#,
+        r#"{"kind":"position.updated","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"symbol":"ABCD","quantity":40,"average_entry_price":12.5,"realized_pnl":12.34,"strategy_status":"Hold","stop_loss":12.09,"target":13.31,"halted":true},"wall_time":"2026-11-25T13:00:00Z"}"#,
+        r#"{"kind":"radar.updated","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"captured_at":"2025-11-25T14:13:20.000Z","rows":40,"top":[{"rank":1,"symbol":"ABCD","price":12.5,"percentage_gain":25.5,"change_1m":1.25,"change_5m":null,"volume":1000000,"average_volume":200000,"relative_volume":5.0,"float":10000000,"sector":"Technology","captured_at":"2025-11-25T14:13:20.000Z","halted":true}]},"wall_time":"2026-11-25T13:00:00Z"}"#,
         r#"{"kind":"watchlist.updated","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"symbol":"ABCD","strategy_status":"Active","source":"RADAR","time_added":"2025-11-25T14:13:21.000Z"},"wall_time":"2026-11-25T13:00:00Z"}"#,
         r#"{"kind":"risk.state_changed","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"trading_state":"HALTED","halt":{"at":"2025-11-25T14:13:23.000Z","reason":"drill","actor":"admin"}},"wall_time":"2026-11-25T13:00:00Z"}"#,
         r#"{"kind":"risk.violation","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"rule":"MAX_DAILY_LOSS","symbol":"ABCD","client_order_id":"ord-1","detail":{"limit":500.0,"current":512.5,"message":"daily loss 512.50 is past the limit 500.00"},"timestamp":"2025-11-25T14:13:26.000Z"},"wall_time":"2026-11-25T13:00:00Z"}"#,
@@ -470,6 +480,7 @@ mod tests {
         r#"{"kind":"health.changed","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"component":"database","from":"HEALTHY","to":"DOWN","detail":{"backend":"sqlite"}},"wall_time":"2026-11-25T13:00:00Z"}"#,
         r#"{"kind":"account.updated","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"buying_power":99500.0,"equity":100012.34,"cash":99500.0,"margin_available":99500.0,"day_pnl":12.34,"realized_pnl":12.34,"unrealized_pnl":0.0,"broker_name":"paper","account_status":"TRADING_HALTED","open_risk":0.0,"trading_state":"HALTED","market_time":"2025-11-25T14:13:27.000Z","trading_date":"2025-11-25"},"wall_time":"2026-11-25T13:00:00Z"}"#,
         r#"{"kind":"bars.closed","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"bars":[{"symbol":"ABCD","timestamp":"2025-11-25T14:13:28.000Z","open":12.5,"high":12.75,"low":12.4,"close":12.62,"volume":4200}]},"wall_time":"2026-11-25T13:00:00Z"}"#,
+        r#"{"kind":"symbol.status","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"symbol":"ABCD","trading_status":"HALTED","halt":{"reason_code":"LUDP","reason":"Volatility Trading Pause","since":"2025-11-25T14:13:29.000Z"}},"wall_time":"2026-11-25T13:00:00Z"}"#,
     ];
 
     const PINNED_SHAPES: &[&str] = &[
@@ -480,5 +491,6 @@ mod tests {
         r#"{"kind":"risk.state_changed","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"unblocked":"ABCD","reason":"news out","by":"operator"},"wall_time":"2026-11-25T13:00:00Z"}"#,
         r#"{"kind":"risk.state_changed","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"stopped_by_halt":["ABCD"]},"wall_time":"2026-11-25T13:00:00Z"}"#,
         r#"{"kind":"watchlist.updated","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"symbol":"ABCD","strategy_status":"Closed","reason":"stopped"},"wall_time":"2026-11-25T13:00:00Z"}"#,
+        r#"{"kind":"symbol.status","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"symbol":"ABCD","trading_status":"TRADING","halt":null},"wall_time":"2026-11-25T13:00:00Z"}"#,
     ];
 }

@@ -19,7 +19,7 @@ use axum::routing::{get, put};
 use axum::Router;
 use serde::{Deserialize, Serialize};
 use tradeops_brokers::MarketDataError;
-use tradeops_core::market::Timeframe;
+use tradeops_core::market::{SymbolHalt, Timeframe};
 use tradeops_core::{Symbol, Timestamp};
 
 /// Largest reference file accepted (about 100,000 symbols).
@@ -132,9 +132,49 @@ pub struct QuoteRow {
     pub ask_size: u64,
     /// The previous regular session's close.
     pub prev_close: f64,
+    /// Whether the symbol trades now (CONTRACT §11).
+    pub trading_status: TradingStatus,
+    /// Why and since when it is halted; null while it trades.
+    pub halt: Option<HaltView>,
 }
 
-/// The last trade and quote of a symbol now, from the data broker.
+/// Whether a symbol trades (CONTRACT §11).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum TradingStatus {
+    Trading,
+    Halted,
+}
+
+/// A trading halt as the API shows it (CONTRACT §11).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct HaltView {
+    /// The venue's code: `LUDP` (a LULD volatility pause), `T1` (news pending), or another the
+    /// feed relays as sent.
+    pub reason_code: String,
+    pub reason: String,
+    /// When the halt began (RFC 3339).
+    pub since: String,
+}
+
+/// `TRADING` without a halt, `HALTED` with one.
+pub fn trading_status(halt: Option<&SymbolHalt>) -> TradingStatus {
+    if halt.is_some() {
+        TradingStatus::Halted
+    } else {
+        TradingStatus::Trading
+    }
+}
+
+pub fn halt_view(halt: &SymbolHalt) -> HaltView {
+    HaltView {
+        reason_code: halt.reason_code.to_string(),
+        reason: halt.reason.to_string(),
+        since: tradeops_core::time::format_ts(&halt.since),
+    }
+}
+
+/// The last trade and quote of a symbol now, and whether it trades, from the data broker.
 #[utoipa::path(get, path = "/api/market/quote", tag = "market", security(("bearer" = [])), params(QuoteQuery),
     responses((status = 200, description = "Last trade and quote", body = inline(SuccessBody<QuoteRow>)),
               (status = 400, description = "VALIDATION_ERROR", body = crate::http::envelope::ErrorBody),
@@ -149,7 +189,10 @@ pub async fn quote(
         .snapshot(&q.symbol)
         .await
         .ok_or_else(|| ApiError::not_found(format!("{} has no quote from the market data broker", q.symbol)))?;
+    let halt = state.market.halt(&q.symbol);
     Ok(ApiResponse::ok(QuoteRow {
+        trading_status: trading_status(halt.as_ref()),
+        halt: halt.as_ref().map(halt_view),
         symbol: q.symbol,
         last: snapshot.last.to_f64(),
         bid: snapshot.quote.bid.to_f64(),

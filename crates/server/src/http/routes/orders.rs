@@ -203,7 +203,7 @@ fn manual_order(req: CreateOrder) -> ApiResult<ManualOrder> {
     responses((status = 201, description = "Accepted for sending (status NEW)", body = inline(SuccessBody<OrderDetail>)),
               (status = 400, description = "VALIDATION_ERROR", body = crate::http::envelope::ErrorBody),
               (status = 404, description = "NOT_FOUND (not a symbol of the market)", body = crate::http::envelope::ErrorBody),
-              (status = 409, description = "DUPLICATE_ORDER_BLOCKED, MARKET_CLOSED, EMERGENCY_HALT_ACTIVE", body = crate::http::envelope::ErrorBody),
+              (status = 409, description = "DUPLICATE_ORDER_BLOCKED, MARKET_CLOSED, SYMBOL_HALTED (a MARKET or STOP order in a halted symbol), EMERGENCY_HALT_ACTIVE", body = crate::http::envelope::ErrorBody),
               (status = 422, description = "RISK_BLOCKED", body = crate::http::envelope::ErrorBody)))]
 pub async fn create(State(state): State<AppState>, guard: Sensitive) -> ApiResult<ApiResponse<OrderDetail>> {
     guard
@@ -410,7 +410,7 @@ fn preview_verdict(refusal: Refusal) -> PreviewVerdict {
               (status = 400, description = "VALIDATION_ERROR", body = crate::http::envelope::ErrorBody),
               (status = 403, description = "FORBIDDEN (viewer)", body = crate::http::envelope::ErrorBody),
               (status = 404, description = "NOT_FOUND (not a symbol of the market)", body = crate::http::envelope::ErrorBody),
-              (status = 409, description = "MARKET_CLOSED", body = crate::http::envelope::ErrorBody)))]
+              (status = 409, description = "MARKET_CLOSED, SYMBOL_HALTED", body = crate::http::envelope::ErrorBody)))]
 pub async fn preview(
     State(state): State<AppState>,
     Caller(caller): Caller,

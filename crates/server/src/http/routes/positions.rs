@@ -44,6 +44,9 @@ pub struct PositionRow {
     pub stop_loss: Option<f64>,
     /// Where its strategy takes profit; null once it has, or when no strategy manages it.
     pub target: Option<f64>,
+    /// Its symbol's trading is halted (CONTRACT §11): a close is refused `SYMBOL_HALTED` until
+    /// the reopen, and an emergency halt's exit waits at the venue.
+    pub halted: bool,
 }
 
 /// Open positions, marked to the last trade.
@@ -66,6 +69,7 @@ pub async fn list(State(state): State<AppState>, _caller: Caller) -> ApiResult<A
             alert_level: p.alert_level,
             stop_loss: p.levels.and_then(|l| l.stop_loss.to_f64()),
             target: p.levels.and_then(|l| l.target).and_then(|t| t.to_f64()),
+            halted: p.halted,
         })
         .collect();
     Ok(ApiResponse::list(rows))
@@ -92,7 +96,7 @@ pub struct CloseResult {
 #[utoipa::path(post, path = "/api/positions/close", tag = "positions", security(("bearer" = [])), request_body = ClosePosition,
     responses((status = 200, description = "Close order submitted", body = inline(SuccessBody<CloseResult>)),
               (status = 404, description = "POSITION_NOT_FOUND", body = crate::http::envelope::ErrorBody),
-              (status = 409, description = "MARKET_CLOSED, DUPLICATE_ORDER_BLOCKED", body = crate::http::envelope::ErrorBody)))]
+              (status = 409, description = "MARKET_CLOSED, SYMBOL_HALTED (its symbol is halted: the close waits for the reopen), DUPLICATE_ORDER_BLOCKED", body = crate::http::envelope::ErrorBody)))]
 pub async fn close(State(state): State<AppState>, guard: Sensitive) -> ApiResult<ApiResponse<CloseResult>> {
     guard
         .run(POSITION_CLOSE, Target::BodyField("symbol"), |_caller, req: ClosePosition| async move {
