@@ -649,7 +649,7 @@ async fn the_stream_authenticates_subscribes_and_folds_trades_quotes_and_bars_in
     );
     assert_eq!(
         stand_in.subscribes.lock().unwrap()[0],
-        json!({"action": "subscribe", "trades": ["ABCD"], "quotes": ["ABCD"], "bars": ["ABCD"]})
+        json!({"action": "subscribe", "trades": ["ABCD"], "quotes": ["ABCD"], "bars": ["ABCD"], "statuses": ["ABCD"]})
     );
     let state = health();
     assert_eq!((state.connected, state.connections, state.subscribed), (true, 1, 1));
