@@ -6,6 +6,8 @@
 mod data;
 #[path = "alpaca/execution.rs"]
 mod execution;
+#[path = "alpaca/halts.rs"]
+mod halts;
 #[path = "alpaca/rest.rs"]
 mod rest;
 #[path = "alpaca/stream.rs"]

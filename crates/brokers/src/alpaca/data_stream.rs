@@ -1,8 +1,8 @@
 //! Alpaca's stock market-data stream (research/domain.md §1.8, `wss://stream.data.alpaca.markets
-//! /v2/{feed}`): the WebSocket client that authenticates, subscribes the trades, quotes and
-//! minute bars of the watched symbols (changed at any time through
+//! /v2/{feed}`): the WebSocket client that authenticates, subscribes the trades, quotes, minute
+//! bars and trading statuses of the watched symbols (changed at any time through
 //! [`MarketDataStream::set_watched`]), and folds what arrives into the [`LiveBook`] the adapter
-//! reads snapshots and closed bars from. It reconnects with the trade stream's [`Backoff`],
+//! reads snapshots and closed bars from, and the [`HaltBook`] it reads halts from. It reconnects with the trade stream's [`Backoff`],
 //! resubscribes, pings an idle connection, and after every (re)connect — and for every symbol
 //! newly watched — fills the minute bars it may have missed from REST ([`MinuteBarSource`]):
 //! Alpaca's stream has no replay. Its connection's state is [`DataStreamState`].
@@ -24,6 +24,7 @@ use tradeops_sim::profile::DayClock;
 
 use super::data::DataClient;
 use super::data_wire::{self as wire, StreamMessage};
+use super::halts::HaltBook;
 use super::stream::{Backoff, BackoffPolicy};
 use crate::market::MarketDataError;
 
@@ -298,6 +299,7 @@ pub enum DataStreamError {
 #[derive(Debug)]
 pub struct MarketDataStream {
     book: Arc<LiveBook>,
+    halts: Arc<HaltBook>,
     health: Arc<Health>,
     watched: watch::Sender<BTreeSet<Symbol>>,
     task: JoinHandle<()>,
@@ -307,6 +309,7 @@ impl MarketDataStream {
     /// Starts the stream's task on the current runtime, watching nothing yet.
     pub fn spawn(config: DataStreamConfig, gap_fill: Arc<dyn MinuteBarSource>, clock: Arc<dyn Clock>) -> Self {
         let book = Arc::new(LiveBook::default());
+        let halts = Arc::new(HaltBook::default());
         let health = Arc::new(Health::default());
         let (watched, receiver) = watch::channel(BTreeSet::new());
         let runner = Runner {
@@ -315,16 +318,18 @@ impl MarketDataStream {
             gap_fill,
             clock,
             book: book.clone(),
+            halts: halts.clone(),
             health: health.clone(),
             watched: receiver,
             subscribed: BTreeSet::new(),
         };
         let task = tokio::spawn(runner.run());
-        Self { book, health, watched, task }
+        Self { book, halts, health, watched, task }
     }
 
-    /// Makes `symbols` the subscription (trades, quotes and minute bars): the stream subscribes
-    /// the new ones, unsubscribes the dropped ones and fills the new ones' recent minute bars.
+    /// Makes `symbols` the subscription (trades, quotes, minute bars and trading statuses): the
+    /// stream subscribes the new ones, unsubscribes the dropped ones (and forgets their halts)
+    /// and fills the new ones' recent minute bars.
     pub fn set_watched(&self, symbols: impl IntoIterator<Item = Symbol>) {
         let symbols: BTreeSet<Symbol> = symbols.into_iter().collect();
         self.watched.send_if_modified(|current| {
@@ -340,6 +345,11 @@ impl MarketDataStream {
 
     pub fn book(&self) -> &Arc<LiveBook> {
         &self.book
+    }
+
+    /// The halts of the streamed symbols.
+    pub fn halts(&self) -> &Arc<HaltBook> {
+        &self.halts
     }
 
     pub fn health(&self) -> DataStreamState {
@@ -360,6 +370,7 @@ struct Runner {
     gap_fill: Arc<dyn MinuteBarSource>,
     clock: Arc<dyn Clock>,
     book: Arc<LiveBook>,
+    halts: Arc<HaltBook>,
     health: Arc<Health>,
     backoff: Backoff,
     watched: watch::Receiver<BTreeSet<Symbol>>,
@@ -384,6 +395,7 @@ impl Runner {
                     let symbols: Vec<Symbol> = self.subscribed.iter().cloned().collect();
                     self.fill_gap(&symbols).await;
                     let error = self.read(socket).await;
+                    self.halts.connection_lost();
                     self.health.update(|s| {
                         s.connected = false;
                         s.subscribed = 0;
@@ -422,7 +434,8 @@ impl Runner {
         Ok(socket)
     }
 
-    /// Subscribes what `watched` adds to the subscription and unsubscribes what it drops;
+    /// Subscribes what `watched` adds to the subscription and unsubscribes what it drops (and
+    /// forgets the halts of any symbol not watched, dropped while connected or while down);
     /// returns the added symbols.
     async fn resubscribe(
         &mut self,
@@ -437,6 +450,7 @@ impl Runner {
         if !added.is_empty() {
             send(socket, &channels("subscribe", &added)).await?;
         }
+        self.halts.keep_only(&watched);
         self.subscribed = watched;
         Ok(added)
     }
@@ -552,23 +566,37 @@ impl Runner {
                     self.book.on_bar(&symbol, bar.bar());
                 }
             }
+            // Only a subscribed symbol's: a status that crosses an unsubscribe would hold a halt
+            // no later status could end.
+            StreamMessage::Status { symbol, status } => {
+                if let Some(symbol) = Symbol::parse(&symbol).ok().filter(|s| self.subscribed.contains(s)) {
+                    self.halts.on_status(&symbol, &status, self.clock.now());
+                }
+            }
             StreamMessage::Error { code, msg } => {
                 tracing::warn!(code, %msg, "market-data stream error message");
                 let message = format!("Alpaca stream error {code} {msg}");
                 self.health.update(|s| s.last_error = Some(message));
             }
-            StreamMessage::Subscription { trades, quotes, bars } => {
-                tracing::debug!(trades = trades.len(), quotes = quotes.len(), bars = bars.len(), "subscription");
+            StreamMessage::Subscription { trades, quotes, bars, statuses } => {
+                tracing::debug!(
+                    trades = trades.len(),
+                    quotes = quotes.len(),
+                    bars = bars.len(),
+                    statuses = statuses.len(),
+                    "subscription"
+                );
             }
             StreamMessage::Success { .. } | StreamMessage::Other => {}
         }
     }
 }
 
-/// `{"action": action, "trades": symbols, "quotes": symbols, "bars": symbols}`.
+/// `{"action": action, "trades": symbols, "quotes": symbols, "bars": symbols, "statuses":
+/// symbols}`.
 fn channels(action: &str, symbols: &[Symbol]) -> serde_json::Value {
     let list: Vec<&str> = symbols.iter().map(Symbol::as_str).collect();
-    serde_json::json!({"action": action, "trades": list, "quotes": list, "bars": list})
+    serde_json::json!({"action": action, "trades": list, "quotes": list, "bars": list, "statuses": list})
 }
 
 /// The messages of one frame (a JSON array, or a single object); unreadable elements are
@@ -696,11 +724,12 @@ mod tests {
     }
 
     #[test]
-    fn subscriptions_name_the_three_channels() {
+    fn subscriptions_name_the_four_channels() {
         let symbols = [Symbol::parse("AB").unwrap(), Symbol::parse("CD").unwrap()];
+        let list = ["AB", "CD"];
         assert_eq!(
             channels("subscribe", &symbols),
-            serde_json::json!({"action": "subscribe", "trades": ["AB", "CD"], "quotes": ["AB", "CD"], "bars": ["AB", "CD"]})
+            serde_json::json!({"action": "subscribe", "trades": list, "quotes": list, "bars": list, "statuses": list})
         );
     }
 

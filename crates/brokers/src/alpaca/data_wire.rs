@@ -1,6 +1,6 @@
 //! Alpaca's market-data and reference JSON (research/domain.md §1.8): assets, the calendar and
 //! clock of the Trading API, and the Market Data API v2's snapshots, bars, and the stock
-//! stream's messages. Prices come as JSON numbers and are read straight into [`Price`] (rounded
+//! stream's messages, trading statuses (halts) among them. Prices come as JSON numbers and are read straight into [`Price`] (rounded
 //! to 1/10,000 dollar, the exchange tick); times as RFC 3339. Only the fields tradeops reads are
 //! declared; unknown fields are ignored.
 
@@ -134,6 +134,66 @@ pub struct BarsPage {
     pub next_page_token: Option<String>,
 }
 
+/// A trading-status message of the stream (`T:"s"`, the `statuses` channel): the SIP's status
+/// of one symbol. Codes are the feed's own — CTS for tapes A/B (`sc` `2` halt, `3` resume),
+/// UTDF for tape C (`H` halt, `P` volatility pause, `Q` quotation resumption, `T` trading
+/// resumption) — and reason codes likewise (`M` or `LUDP` a LULD pause, `T1` news pending, …).
+/// Alpaca may send empty strings (a resumption's `rc`/`rm`), so every text defaults to empty.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+pub struct DataStatus {
+    #[serde(rename = "sc", default)]
+    pub status_code: String,
+    #[serde(rename = "sm", default)]
+    pub status_message: String,
+    #[serde(rename = "rc", default)]
+    pub reason_code: String,
+    #[serde(rename = "rm", default)]
+    pub reason_message: String,
+    /// When the status took effect; a message without one is taken as of its arrival.
+    #[serde(rename = "t", default)]
+    pub at: Option<DateTime<Utc>>,
+}
+
+/// What a [`DataStatus`] says of trading in its symbol.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TradingStatus {
+    /// Halted or paused (UTDF `H`, `P`; CTS `2`).
+    Halted,
+    /// Quoting again, not yet trading (UTDF `Q`): still halted for an order.
+    QuotesOnly,
+    /// Trading again (UTDF `T`; CTS `3`).
+    Trading,
+    /// Says nothing of a halt: CTS indications and imbalances (`5`–`D`), the short-sale
+    /// restriction (`E`), LULD (`F`, bands not a pause), or a code tradeops does not know.
+    Other,
+}
+
+impl DataStatus {
+    pub fn trading_status(&self) -> TradingStatus {
+        match self.status_code.as_str() {
+            "H" | "P" | "2" => TradingStatus::Halted,
+            "Q" => TradingStatus::QuotesOnly,
+            "T" | "3" => TradingStatus::Trading,
+            _ => TradingStatus::Other,
+        }
+    }
+
+    /// The halt's reason code: `rc`, or the status code when Alpaca sent none.
+    pub fn halt_code(&self) -> &str {
+        if self.reason_code.is_empty() {
+            &self.status_code
+        } else {
+            &self.reason_code
+        }
+    }
+
+    /// The halt's reason in words: `rm`, else `sm` (a message with an empty reason still says
+    /// "Trading Halt"), else the code.
+    pub fn halt_reason(&self) -> &str {
+        [&self.reason_message, &self.status_message].into_iter().find(|m| !m.is_empty()).map_or(self.halt_code(), |m| m)
+    }
+}
+
 /// One element of a stock-stream frame (frames are JSON arrays of these).
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(tag = "T")]
@@ -155,6 +215,8 @@ pub enum StreamMessage {
         quotes: Vec<String>,
         #[serde(default)]
         bars: Vec<String>,
+        #[serde(default)]
+        statuses: Vec<String>,
     },
     #[serde(rename = "t")]
     Trade {
@@ -177,7 +239,14 @@ pub enum StreamMessage {
         #[serde(flatten)]
         bar: DataBar,
     },
-    /// Updated bars, daily bars, statuses, corrections, …: not read yet.
+    #[serde(rename = "s")]
+    Status {
+        #[serde(rename = "S")]
+        symbol: String,
+        #[serde(flatten)]
+        status: DataStatus,
+    },
+    /// Updated bars, daily bars, LULD bands, corrections, …: not read yet.
     #[serde(other)]
     Other,
 }
@@ -213,7 +282,8 @@ mod tests {
             {"T":"t","S":"AAPL","i":96921,"x":"D","p":126.55,"s":1,"t":"2026-11-25T15:00:00.1Z","c":["@"],"z":"C"},
             {"T":"q","S":"AAPL","bx":"U","bp":126.5,"bs":1,"ax":"Q","ap":126.6,"as":2,"t":"2026-11-25T15:00:00.2Z"},
             {"T":"b","S":"AAPL","o":126.5,"h":126.7,"l":126.4,"c":126.55,"v":5000,"t":"2026-11-25T14:59:00Z","n":3,"vw":126.6},
-            {"T":"s","S":"AAPL","sc":"H","sm":"Trading Halt"}]"#;
+            {"T":"s","S":"AAPL","sc":"H","sm":"Trading Halt"},
+            {"T":"l","S":"IONM","u":3.24,"d":2.65,"i":"B","t":"2023-04-06T13:34:45.565004401Z","z":"C"}]"#;
         let messages: Vec<StreamMessage> = serde_json::from_str(text).unwrap();
         assert_eq!(messages[0], StreamMessage::Success { msg: "connected".into() });
         assert!(matches!(&messages[1], StreamMessage::Error { code: 406, .. }));
@@ -223,7 +293,81 @@ mod tests {
         );
         assert!(matches!(&messages[4], StreamMessage::Quote { quote, .. } if quote.ask_size == 2));
         assert!(matches!(&messages[5], StreamMessage::Bar { bar, .. } if bar.volume == 5000));
-        assert_eq!(messages[6], StreamMessage::Other);
+        assert!(matches!(&messages[6], StreamMessage::Status { status, .. } if status.at.is_none()));
+        assert_eq!(messages[7], StreamMessage::Other);
+    }
+
+    fn status(text: &str) -> (String, DataStatus) {
+        match serde_json::from_str(text).unwrap() {
+            StreamMessage::Status { symbol, status } => (symbol, status),
+            other => panic!("not a status: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn alpacas_status_example_reads_every_field() {
+        let (symbol, status) = status(
+            r#"{"T":"s","S":"AAPL","sc":"H","sm":"Trading Halt","rc":"T12","rm":"Trading Halted; For information requested by NASDAQ","t":"2021-02-22T19:15:00Z","z":"C"}"#,
+        );
+        assert_eq!(symbol, "AAPL");
+        assert_eq!(
+            status,
+            DataStatus {
+                status_code: "H".into(),
+                status_message: "Trading Halt".into(),
+                reason_code: "T12".into(),
+                reason_message: "Trading Halted; For information requested by NASDAQ".into(),
+                at: Some("2021-02-22T19:15:00Z".parse().unwrap()),
+            }
+        );
+        assert_eq!(status.trading_status(), TradingStatus::Halted);
+        assert_eq!(
+            (status.halt_code(), status.halt_reason()),
+            ("T12", "Trading Halted; For information requested by NASDAQ")
+        );
+    }
+
+    #[test]
+    fn status_codes_of_both_tapes_say_halted_quoting_or_trading() {
+        let cases = [
+            ("H", TradingStatus::Halted),
+            ("P", TradingStatus::Halted),
+            ("2", TradingStatus::Halted),
+            ("Q", TradingStatus::QuotesOnly),
+            ("T", TradingStatus::Trading),
+            ("3", TradingStatus::Trading),
+        ];
+        let mut cases = cases.to_vec();
+        for code in ["5", "6", "7", "8", "9", "A", "C", "D", "E", "F", "", "Z"] {
+            cases.push((code, TradingStatus::Other));
+        }
+        for (code, expected) in cases {
+            let status = DataStatus { status_code: code.into(), ..DataStatus::default() };
+            assert_eq!(status.trading_status(), expected, "sc {code:?}");
+        }
+    }
+
+    #[test]
+    fn a_status_without_a_reason_is_named_by_its_status() {
+        let (_, resume) = status(
+            r#"{"T":"s","S":"SWVL","sc":"T","sm":"Trading Resumption","rc":"","rm":"","t":"2026-10-12T14:36:00Z","z":"C"}"#,
+        );
+        assert_eq!(resume.trading_status(), TradingStatus::Trading);
+        assert_eq!((resume.halt_code(), resume.halt_reason()), ("T", "Trading Resumption"));
+        let (_, luld) =
+            status(r#"{"T":"s","S":"XYZ","sc":"2","sm":"Trading Halt","rc":"M","rm":"","t":"2026-10-12T14:31:00Z"}"#);
+        assert_eq!((luld.halt_code(), luld.halt_reason()), ("M", "Trading Halt"), "sm when rm is empty");
+        let (_, bare) = status(r#"{"T":"s","S":"XYZ","sc":"H"}"#);
+        assert_eq!((bare.halt_code(), bare.halt_reason(), bare.at), ("H", "H", None));
+    }
+
+    #[test]
+    fn the_subscription_reply_lists_the_statuses() {
+        let reply: StreamMessage = serde_json::from_str(
+            r#"{"T":"subscription","trades":["AAPL"],"quotes":[],"bars":[],"updatedBars":[],"dailyBars":[],"statuses":["AAPL","SWVL"],"lulds":[],"corrections":[],"cancelErrors":[]}"#,
+        )
+        .unwrap();
+        assert!(matches!(reply, StreamMessage::Subscription { statuses, .. } if statuses == ["AAPL", "SWVL"]));
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The Alpaca market behind [`MarketData`]: [`AlpacaMarketData`] assembles the [`DataClient`]
 //! (universe, calendar, clock, snapshots, bars) and the [`MarketDataStream`] (live trades,
-//! quotes and minute bars of the watched symbols), and scans the whole universe for the
+//! quotes, minute bars and halts of the watched symbols), and scans the whole universe for the
 //! momentum radar through core's [`radar::scan`], so that filters and ranking are the simulated
 //! radar's. Alpaca gives no float and no sector: they come from the imported reference data
 //! ([`ReferenceData`], shared with the service), and are unknown (`None`) where nothing was
@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use async_trait::async_trait;
 use chrono::{Duration, NaiveDate};
 use tokio::time::Instant;
-use tradeops_core::market::{Bar, Price, Timeframe};
+use tradeops_core::market::{Bar, Price, SymbolHalt, Timeframe};
 use tradeops_core::radar::{self, RadarInput};
 use tradeops_core::settings::MomentumRadarSettings;
 use tradeops_core::{Clock, Symbol, Timestamp};
@@ -21,6 +21,7 @@ use tradeops_sim::profile::{expected_cum_fraction, DayClock};
 use super::data::{DataClient, DataFeed, UniverseAsset};
 use super::data_stream::{ny_date, DataStreamConfig, DataStreamState, MarketDataStream};
 use super::data_wire as wire;
+use super::halts::Halts;
 use super::rest::{AlpacaCredentials, ClientBuildError};
 use crate::market::{closed_bars, ClosedBar, Instrument, MarketData, MarketDataError, Snapshot};
 use crate::reference::ReferenceData;
@@ -250,12 +251,19 @@ impl AlpacaMarketData {
         &self.client
     }
 
-    /// Streams the trades, quotes and minute bars of `symbols` (and only those); without a
-    /// stream, nothing.
+    /// Streams the trades, quotes, minute bars and trading statuses of `symbols` (and only
+    /// those: the halts of the others are forgotten); without a stream, nothing.
     pub fn set_watched(&self, symbols: impl IntoIterator<Item = Symbol>) {
         if let Some(stream) = &self.stream {
             stream.set_watched(symbols);
         }
+    }
+
+    /// The halts of the streamed symbols as they change (each with whether it was heard before
+    /// the stream's latest reconnect, see [`super::halts`]), for a caller that publishes them
+    /// without polling [`MarketData::halt`]; `None` without a stream.
+    pub fn halt_updates(&self) -> Option<tokio::sync::watch::Receiver<Halts>> {
+        self.stream.as_ref().map(|s| s.halts().subscribe())
     }
 
     /// The stream's connection for health; `None` without a stream.
@@ -437,6 +445,12 @@ impl MarketData for AlpacaMarketData {
     fn last_price(&self, symbol: &Symbol) -> Option<Price> {
         let streamed = self.stream.as_ref().and_then(|s| s.book().get(symbol)).and_then(|l| l.last_trade);
         streamed.map(|(price, _)| price).or_else(|| self.figures(symbol).map(|f| f.last))
+    }
+
+    /// The stream's halt of a streamed symbol, kept across a reconnect until a resumption
+    /// arrives ([`super::halts`] says why); `None` without a stream (REST has no halt state).
+    fn halt(&self, symbol: &Symbol) -> Option<SymbolHalt> {
+        self.stream.as_ref()?.halts().get(symbol)
     }
 
     /// The latest [`AlpacaMarketData::check_calendar`] result.

@@ -2,7 +2,8 @@
 //! the Trading API's reference endpoints and the Market Data API's snapshots and bars (paging
 //! bars with a small page, counting requests, answering scripted faults first), and a
 //! tokio-tungstenite server speaking the stock stream (greeting, auth, subscribe, JSON-array
-//! text frames, a dropped connection).
+//! text frames, a dropped connection). The stand-ins are shared with the halt tests
+//! (`halts.rs`).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -16,7 +17,7 @@ use chrono::{NaiveDate, TimeZone, Utc};
 use futures::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
-use tokio::sync::Notify;
+use tokio::sync::{mpsc, Notify};
 use tokio_tungstenite::tungstenite::Message;
 use tradeops_brokers::alpaca::data::{DataClient, DataFeed, RateBudget, SNAPSHOT_BATCH};
 use tradeops_brokers::alpaca::data_stream::{DataStreamConfig, MarketDataStream};
@@ -35,7 +36,7 @@ const KEY_ID: &str = "AKDATA";
 const SECRET: &str = "data-secret-42";
 
 /// 10:30 New York on a Wednesday.
-fn now() -> Timestamp {
+pub(crate) fn now() -> Timestamp {
     Utc.with_ymd_and_hms(2026, 11, 25, 15, 30, 0).unwrap()
 }
 
@@ -43,7 +44,7 @@ fn minute(hour: u32, minute: u32) -> Timestamp {
     Utc.with_ymd_and_hms(2026, 11, 25, hour, minute, 0).unwrap()
 }
 
-fn sym(raw: &str) -> Symbol {
+pub(crate) fn sym(raw: &str) -> Symbol {
     Symbol::parse(raw).unwrap()
 }
 
@@ -176,13 +177,13 @@ fn bars_page(book: &Book, query: &BTreeMap<String, String>) -> Value {
     json!({"bars": bars, "next_page_token": next})
 }
 
-struct RestStandIn {
+pub(crate) struct RestStandIn {
     book: Shared,
     url: String,
 }
 
 impl RestStandIn {
-    async fn start() -> RestStandIn {
+    pub(crate) async fn start() -> RestStandIn {
         let book: Shared = Arc::new(Mutex::new(Book { page_size: 10_000, ..Book::default() }));
         let app = axum::Router::new().fallback(alpaca).with_state(book.clone());
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -191,7 +192,7 @@ impl RestStandIn {
         RestStandIn { book, url }
     }
 
-    fn client(&self, clock: Arc<ManualClock>) -> DataClient {
+    pub(crate) fn client(&self, clock: Arc<ManualClock>) -> DataClient {
         let credentials = AlpacaCredentials { key_id: KEY_ID.into(), secret_key: SECRET.into() };
         DataClient::new(&self.url, &self.url, DataFeed::Sip, &credentials, Duration::from_secs(600), clock).unwrap()
     }
@@ -209,7 +210,7 @@ impl RestStandIn {
     }
 }
 
-fn clock() -> Arc<ManualClock> {
+pub(crate) fn clock() -> Arc<ManualClock> {
     Arc::new(ManualClock::new(now()))
 }
 
@@ -500,7 +501,7 @@ async fn the_radar_scan_ranks_the_universe_as_core_radar_scan_does() {
 // ---------------------------------------------------------------------------------------------
 
 /// What a connection of the stream stand-in does after authenticating.
-enum Script {
+pub(crate) enum Script {
     /// Answers the auth with `402 auth failed` and closes.
     Refuse,
     /// Expects a subscribe, sends these frames (text, JSON arrays), waits for `drop` to be
@@ -508,13 +509,20 @@ enum Script {
     SendThenDrop(Vec<Value>),
     /// Expects a subscribe, sends these frames and holds the connection.
     SendAndHold(Vec<Value>),
+    /// Expects a subscribe, then sends each frame the test sends as it comes and records every
+    /// later request (subscribe, unsubscribe) in `later`; drops the connection, without a close
+    /// handshake, once the test drops its sender.
+    Live(mpsc::UnboundedReceiver<Value>),
 }
 
 #[derive(Default)]
-struct StreamStandIn {
-    connections: AtomicUsize,
+pub(crate) struct StreamStandIn {
+    pub(crate) connections: AtomicUsize,
     auths: Mutex<Vec<Value>>,
-    subscribes: Mutex<Vec<Value>>,
+    /// The first request of each connection.
+    pub(crate) subscribes: Mutex<Vec<Value>>,
+    /// The later requests of [`Script::Live`] connections.
+    pub(crate) later: Mutex<Vec<Value>>,
     drop: Notify,
 }
 
@@ -528,7 +536,7 @@ async fn next_json(socket: &mut tokio_tungstenite::WebSocketStream<tokio::net::T
     }
 }
 
-async fn start_stream(scripts: Vec<Script>) -> (String, Arc<StreamStandIn>) {
+pub(crate) async fn start_stream(scripts: Vec<Script>) -> (String, Arc<StreamStandIn>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("ws://{}/v2/sip", listener.local_addr().unwrap());
     let stand_in = Arc::new(StreamStandIn::default());
@@ -552,7 +560,8 @@ async fn start_stream(scripts: Vec<Script>) -> (String, Arc<StreamStandIn>) {
             let subscribe = next_json(&mut socket).await;
             let trades = subscribe["trades"].clone();
             record.subscribes.lock().unwrap().push(subscribe);
-            let reply = json!([{"T": "subscription", "trades": trades, "quotes": trades, "bars": trades}]);
+            let reply =
+                json!([{"T": "subscription", "trades": trades, "quotes": trades, "bars": trades, "statuses": trades}]);
             socket.send(text(reply)).await.unwrap();
             match script {
                 Script::SendThenDrop(frames) => {
@@ -568,6 +577,18 @@ async fn start_stream(scripts: Vec<Script>) -> (String, Arc<StreamStandIn>) {
                     }
                     held.push(socket);
                 }
+                Script::Live(mut frames) => loop {
+                    tokio::select! {
+                        frame = frames.recv() => match frame {
+                            Some(frame) => socket.send(text(frame)).await.unwrap(),
+                            None => break,
+                        },
+                        request = next_json(&mut socket) => match request {
+                            Value::Null => break,
+                            request => record.later.lock().unwrap().push(request),
+                        },
+                    }
+                },
                 Script::Refuse => unreachable!(),
             }
         }
@@ -577,7 +598,7 @@ async fn start_stream(scripts: Vec<Script>) -> (String, Arc<StreamStandIn>) {
     (url, stand_in)
 }
 
-fn stream_config(url: String) -> DataStreamConfig {
+pub(crate) fn stream_config(url: String) -> DataStreamConfig {
     DataStreamConfig {
         url,
         key_id: KEY_ID.into(),
@@ -595,7 +616,7 @@ fn stream_config(url: String) -> DataStreamConfig {
 }
 
 /// Polls `check` until it holds (bounded: a stuck stream fails the test instead of hanging it).
-async fn eventually(what: &str, check: impl Fn() -> bool) {
+pub(crate) async fn eventually(what: &str, check: impl Fn() -> bool) {
     for _ in 0..2000 {
         if check() {
             return;
@@ -649,7 +670,7 @@ async fn the_stream_authenticates_subscribes_and_folds_trades_quotes_and_bars_in
     );
     assert_eq!(
         stand_in.subscribes.lock().unwrap()[0],
-        json!({"action": "subscribe", "trades": ["ABCD"], "quotes": ["ABCD"], "bars": ["ABCD"]})
+        json!({"action": "subscribe", "trades": ["ABCD"], "quotes": ["ABCD"], "bars": ["ABCD"], "statuses": ["ABCD"]})
     );
     let state = health();
     assert_eq!((state.connected, state.connections, state.subscribed), (true, 1, 1));
