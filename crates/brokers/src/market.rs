@@ -92,8 +92,9 @@ pub trait MarketData: Send + Sync {
     }
 
     /// Why `symbol` cannot trade now, as the source last heard (CONTRACT §11); `None` while it
-    /// trades, or when the source has not heard of a halt (a remote feed after a reconnect until
-    /// its next status message). Without a round trip: the engine asks it for every symbol it
+    /// trades, or when the source has not heard of a halt (one that began while a remote feed
+    /// was disconnected, until its next status message; a halt known before a disconnect is kept
+    /// until a resumption arrives). Without a round trip: the engine asks it for every symbol it
     /// follows at every market step.
     fn halt(&self, _symbol: &Symbol) -> Option<SymbolHalt> {
         None

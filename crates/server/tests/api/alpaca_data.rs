@@ -37,7 +37,7 @@ const GOLDEN_CSV: &str = include_str!("fixtures/golden_daily.csv");
 /// The wall clock of these tests, the market clock of a service reading Alpaca (and the
 /// stand-in's): real time, moved to 11:00 New York of the latest NYSE trading day, so that a
 /// test run at night or on a weekend still trades inside a session.
-fn service_clock() -> Arc<dyn tradeops_core::Clock> {
+pub(crate) fn service_clock() -> Arc<dyn tradeops_core::Clock> {
     static CLOCK: std::sync::OnceLock<Arc<tradeops_server::clock::ScaledClock>> = std::sync::OnceLock::new();
     CLOCK
         .get_or_init(|| {
@@ -51,7 +51,7 @@ fn service_clock() -> Arc<dyn tradeops_core::Clock> {
         .clone()
 }
 
-fn wall_now() -> Timestamp {
+pub(crate) fn wall_now() -> Timestamp {
     service_clock().now()
 }
 
@@ -405,7 +405,7 @@ fn alpaca_config(config: &mut tradeops_server::Config, alpaca: &StandIn) {
     config.alpaca.feed = AlpacaFeed::Iex;
 }
 
-async fn start_service(alpaca: &StandIn) -> TestApp {
+pub(crate) async fn start_service(alpaca: &StandIn) -> TestApp {
     let (db, url) = TestDb::new().await;
     let mut config = test_config(url);
     alpaca_config(&mut config, alpaca);
@@ -714,7 +714,10 @@ async fn alpaca_market_data_drives_the_radar_bars_downloads_backtests_health_and
     )
     .await;
     let subscribe = alpaca.received().into_iter().find(|m| m["action"] == "subscribe").unwrap();
-    assert_eq!(subscribe, json!({"action": "subscribe", "trades": ["CCC"], "quotes": ["CCC"], "bars": ["CCC"]}));
+    assert_eq!(
+        subscribe,
+        json!({"action": "subscribe", "trades": ["CCC"], "quotes": ["CCC"], "bars": ["CCC"], "statuses": ["CCC"]})
+    );
     let price = || async {
         let rows = app.get("/api/watchlist").await;
         rows.data().as_array().unwrap().iter().find(|r| r["symbol"] == "CCC").map(|r| r["current_price"].clone())

@@ -6,13 +6,13 @@ use serde_json::{json, Value};
 use std::time::Duration;
 
 /// A minimal SSE reader over a streaming response.
-struct Sse {
+pub(crate) struct Sse {
     resp: reqwest::Response,
     buf: String,
 }
 
 impl Sse {
-    async fn open(app: &TestApp, query: &str, last_event_id: Option<u64>) -> Sse {
+    pub(crate) async fn open(app: &TestApp, query: &str, last_event_id: Option<u64>) -> Sse {
         let mut req = app.client.get(app.url(&format!("/api/events{query}"))).bearer_auth(ADMIN_TOKEN);
         if let Some(id) = last_event_id {
             req = req.header("last-event-id", id.to_string());
@@ -24,7 +24,7 @@ impl Sse {
     }
 
     /// The data of the next event of `kind`, skipping others.
-    async fn next_of(&mut self, kind: &str) -> Value {
+    pub(crate) async fn next_of(&mut self, kind: &str) -> Value {
         loop {
             let (_, k, body) = self.next().await;
             if k == kind {

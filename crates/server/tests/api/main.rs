@@ -21,6 +21,7 @@ mod envelope;
 mod events;
 mod flood;
 mod halt_resume;
+mod halts;
 mod health;
 mod hostile;
 mod jobs;

@@ -563,7 +563,7 @@ impl Runner {
                 last: snapshot.last,
                 quote: snapshot.quote,
                 bar: bar.as_ref(),
-                halted: false,
+                halted: self.engine.halt_of(&symbol).is_some(),
             };
             let reports = self.venue.on_market(&update).await;
             if !reports.is_empty() {

@@ -1,0 +1,108 @@
+//! Trading halts through the real service (CONTRACT §11): Alpaca is the market-data source — its
+//! stock stream's `statuses` channel, spoken by the stand-in of `alpaca_data` — and the paper
+//! broker executes. A halt on the stream reaches the quote, the position row and the event
+//! stream; market and stop orders and closes are refused `SYMBOL_HALTED` (audited, nothing sent),
+//! a limit order waits unfilled at the venue; the reopen trades again.
+
+use crate::alpaca_data::{service_clock, start_service, wait_until, wall_now, StandIn};
+use crate::events::Sse;
+use crate::helpers::*;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+#[tokio::test]
+async fn a_halt_on_the_stream_refuses_market_orders_and_closes_until_the_reopen() {
+    let alpaca = StandIn::start_on(service_clock()).await;
+    alpaca.add_mover("HLTD", 1000, 1200, 5_000_000);
+    let app = start_service(&alpaca).await;
+    // Once the service has loaded Alpaca's universe, HLTD is a symbol of the market.
+    let buy = || async {
+        app.post("/api/orders", ADMIN_TOKEN, json!({"symbol": "HLTD", "side": "BUY", "quantity": 10})).await.status
+    };
+    let placed = wait_until("a buy of HLTD", Duration::from_secs(20), buy, |status| *status != 404).await;
+    assert_eq!(placed, 201);
+    let position = || async {
+        let rows = app.get("/api/positions").await;
+        rows.data().as_array().unwrap().iter().find(|r| r["symbol"] == "HLTD").cloned().unwrap_or(Value::Null)
+    };
+    wait_until("10 HLTD held", Duration::from_secs(10), position, |p| p["quantity"] == 10).await;
+    // Held, so followed: the stream carries its status messages.
+    wait_until(
+        "HLTD's statuses subscribed",
+        Duration::from_secs(10),
+        || async { alpaca.received() },
+        |r| {
+            r.iter().any(|m| {
+                m["action"] == "subscribe" && m["statuses"].as_array().is_some_and(|s| s.contains(&json!("HLTD")))
+            })
+        },
+    )
+    .await;
+    let quote = || async { app.get("/api/market/quote?symbol=HLTD").await.data().clone() };
+    assert_eq!(quote().await["trading_status"], "TRADING");
+    assert_eq!(quote().await["halt"], Value::Null);
+    let mut events = Sse::open(&app, "?kinds=symbol.status", None).await;
+
+    // A LULD pause.
+    let since = wall_now();
+    alpaca.send(json!([{"T": "s", "S": "HLTD", "sc": "H", "sm": "Trading Halt", "rc": "LUDP",
+        "rm": "Volatility Trading Pause", "t": since, "z": "C"}]));
+    let since = tradeops_core::time::format_ts(&since);
+    let halted = wait_until("HLTD halted", Duration::from_secs(10), quote, |q| q["trading_status"] == "HALTED").await;
+    assert_eq!(halted["halt"], json!({"reason_code": "LUDP", "reason": "Volatility Trading Pause", "since": since}));
+    let event = events.next_of("symbol.status").await;
+    assert_eq!(
+        event,
+        json!({"symbol": "HLTD", "trading_status": "HALTED",
+            "halt": {"reason_code": "LUDP", "reason": "Volatility Trading Pause", "since": since}})
+    );
+    wait_until("the position row says halted", Duration::from_secs(10), position, |p| p["halted"] == true).await;
+
+    // Market and stop orders and closes are refused, naming the halt; nothing reaches the broker.
+    let orders_before = app.get("/api/orders").await.data().as_array().unwrap().len();
+    let detail = json!({"symbol": "HLTD", "reason_code": "LUDP", "reason": "Volatility Trading Pause", "since": since});
+    for body in [
+        json!({"symbol": "HLTD", "side": "BUY", "quantity": 5}),
+        json!({"symbol": "HLTD", "side": "SELL", "quantity": 5, "order_type": "STOP", "stop_price": 11.0}),
+    ] {
+        let refused = app.post("/api/orders", ADMIN_TOKEN, body.clone()).await;
+        refused.assert_error(409, "SYMBOL_HALTED");
+        assert_eq!(refused.body["error"]["detail"], detail, "{body}");
+        let preview = app.post("/api/orders/preview", ADMIN_TOKEN, body).await;
+        preview.assert_error(409, "SYMBOL_HALTED");
+    }
+    let close = app.post("/api/positions/close", ADMIN_TOKEN, json!({"symbol": "HLTD"})).await;
+    close.assert_error(409, "SYMBOL_HALTED");
+    assert_eq!(app.get("/api/orders").await.data().as_array().unwrap().len(), orders_before, "nothing placed");
+    let audit = app.get("/api/audit?outcome=SYMBOL_HALTED").await;
+    assert!(audit.data().as_array().unwrap().len() >= 2, "the refusals are audited: {}", audit.body);
+
+    // A limit order is accepted and waits at the venue, unfilled through the halt.
+    let limit = app
+        .post(
+            "/api/orders",
+            ADMIN_TOKEN,
+            json!({"symbol": "HLTD", "side": "SELL", "quantity": 4, "order_type": "LIMIT", "limit_price": 11.5}),
+        )
+        .await;
+    let id = limit.assert_ok(201)["client_order_id"].as_str().unwrap().to_string();
+    app.wait_for_order(&id, "ACCEPTED").await;
+    tokio::time::sleep(Duration::from_millis(1500)).await; // the engine steps every second
+    assert_eq!(app.get(&format!("/api/orders/{id}")).await.data()["status"], "ACCEPTED", "no fill in a halt");
+
+    // A quotation resumption is still a halt; the trading resumption ends it.
+    alpaca.send(json!([{"T": "s", "S": "HLTD", "sc": "Q", "sm": "Quotation Resumption", "rc": "LUDP",
+        "rm": "Volatility Trading Pause", "t": wall_now(), "z": "C"}]));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(quote().await["trading_status"], "HALTED");
+    alpaca.send(json!([{"T": "s", "S": "HLTD", "sc": "T", "sm": "Trading Resumption", "rc": "", "rm": "",
+        "t": wall_now(), "z": "C"}]));
+    wait_until("HLTD trades again", Duration::from_secs(10), quote, |q| q["trading_status"] == "TRADING").await;
+    let event = events.next_of("symbol.status").await;
+    assert_eq!(event, json!({"symbol": "HLTD", "trading_status": "TRADING", "halt": null}));
+    // The waiting limit fills at the reopen (the quote's bid, 11.99, is above its 11.50), and the rest closes.
+    app.wait_for_order(&id, "FILLED").await;
+    let close = app.post("/api/positions/close", ADMIN_TOKEN, json!({"symbol": "HLTD"})).await;
+    close.assert_ok(200);
+    wait_until("flat", Duration::from_secs(10), position, |p| p.is_null() || p["quantity"] == 0).await;
+}
