@@ -2,7 +2,8 @@
 //! stock stream's `statuses` channel, spoken by the stand-in of `alpaca_data` — and the paper
 //! broker executes. A halt on the stream reaches the quote, the position row and the event
 //! stream; market and stop orders and closes are refused `SYMBOL_HALTED` (audited, nothing sent),
-//! a limit order waits unfilled at the venue; the reopen trades again.
+//! a limit order waits unfilled at the venue; the emergency halt's exit is still sent and waits
+//! for the reopen; the reopen trades again.
 
 use crate::alpaca_data::{service_clock, start_service, wait_until, wall_now, StandIn};
 use crate::events::Sse;
@@ -102,7 +103,28 @@ async fn a_halt_on_the_stream_refuses_market_orders_and_closes_until_the_reopen(
     assert_eq!(event, json!({"symbol": "HLTD", "trading_status": "TRADING", "halt": null}));
     // The waiting limit fills at the reopen (the quote's bid, 11.99, is above its 11.50), and the rest closes.
     app.wait_for_order(&id, "FILLED").await;
-    let close = app.post("/api/positions/close", ADMIN_TOKEN, json!({"symbol": "HLTD"})).await;
-    close.assert_ok(200);
+
+    // A news halt, then the emergency halt: its exit is still sent, and waits at the venue.
+    alpaca.send(json!([{"T": "s", "S": "HLTD", "sc": "H", "sm": "Trading Halt", "rc": "T1",
+        "rm": "Halt News Pending", "t": wall_now(), "z": "C"}]));
+    wait_until("the position row says halted", Duration::from_secs(10), position, |p| p["halted"] == true).await;
+    let halt = app.post("/api/risk/emergency-halt", ADMIN_TOKEN, json!({"reason": "news halt drill"})).await;
+    assert_eq!(halt.assert_ok(200)["liquidation_requested"], true, "{}", halt.body);
+    let exit = || async {
+        let rows = app.get("/api/orders?symbol=HLTD").await;
+        rows.data().as_array().unwrap().iter().find(|o| o["side"] == "SELL" && o["quantity"] == 6).cloned()
+    };
+    let sent = wait_until("the halt's exit is at the venue", Duration::from_secs(10), exit, |o| {
+        o.as_ref().is_some_and(|o| o["status"] == "ACCEPTED")
+    })
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let id = sent["client_order_id"].as_str().unwrap();
+    assert_eq!(app.get(&format!("/api/orders/{id}")).await.data()["status"], "ACCEPTED", "waiting for the reopen");
+    assert_eq!(position().await["quantity"], 6);
+    alpaca.send(json!([{"T": "s", "S": "HLTD", "sc": "T", "sm": "Trading Resumption", "rc": "", "rm": "",
+        "t": wall_now(), "z": "C"}]));
+    app.wait_for_order(id, "FILLED").await;
     wait_until("flat", Duration::from_secs(10), position, |p| p.is_null() || p["quantity"] == 0).await;
 }
