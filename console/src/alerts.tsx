@@ -1,13 +1,15 @@
 // Alerts: what a trader must not miss, from the event stream — a fill, a rejected order, a risk
 // violation, trading REDUCING or HALTED, the broker or the stream disconnected, a reconciliation
-// mismatch. Each goes to the alert log; sound and desktop notifications are opt-in per kind
+// mismatch, a symbol the engine follows halted by its venue or trading again. Each goes to the alert log; sound and desktop notifications are opt-in per kind
 // (kept in this browser). The same kind and symbol alerts at most once per 10 s.
 import { signal } from "@preact/signals";
 import { useState } from "preact/hooks";
 import { streamStatus, subscribe } from "./events";
 import { int, price, time } from "./format";
+import { statusAlertText } from "./halts";
+import type { SymbolStatus } from "./types";
 
-export type AlertKind = "fill" | "rejection" | "violation" | "trading" | "disconnect" | "reconciliation";
+export type AlertKind = "fill" | "rejection" | "violation" | "trading" | "disconnect" | "reconciliation" | "halt";
 
 export const ALERT_KINDS: [AlertKind, string][] = [
   ["fill", "Fills"],
@@ -16,6 +18,7 @@ export const ALERT_KINDS: [AlertKind, string][] = [
   ["trading", "Trading REDUCING or HALTED"],
   ["disconnect", "Broker or stream down or disconnected"],
   ["reconciliation", "Reconciliation mismatch"],
+  ["halt", "A symbol halted or trading again"],
 ];
 
 export interface Alert {
@@ -74,9 +77,12 @@ function beep(kind: AlertKind) {
   }
 }
 
-/** Raises an alert unless the same kind and symbol did within the last 10 s. */
-export function raise(kind: AlertKind, symbol: string, text: string, now = Date.now()) {
-  const key = `${kind}:${symbol}`;
+/**
+ * Raises an alert unless the same kind and symbol did within the last 10 s; `repeat`, when
+ * given, is what counts as the same instead of the symbol.
+ */
+export function raise(kind: AlertKind, symbol: string, text: string, now = Date.now(), repeat = symbol) {
+  const key = `${kind}:${repeat}`;
   const last = lastRaised.get(key);
   if (last !== undefined && now - last < REPEAT_MS) {
     counters.suppressed++;
@@ -131,6 +137,11 @@ export function startAlerts(): () => void {
         const why = d.detail?.reason;
         raise("disconnect", d.component, `${d.component.replace("_", " ")} is ${d.to}${why ? `: ${why}` : ""}`);
       }
+    }),
+    subscribe(["symbol.status"], (e) => {
+      const d = e.data as SymbolStatus;
+      // A pause can end within seconds: its reopen is not a repeat of the halt.
+      raise("halt", d.symbol, statusAlertText(d), Date.now(), `${d.symbol}:${d.trading_status}`);
     }),
   ];
   // The stream itself dropping.

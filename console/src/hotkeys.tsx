@@ -5,6 +5,8 @@
 import { signal } from "@preact/signals";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { post } from "./api";
+import { symbolHalt } from "./halt_badge";
+import { closeRefusal } from "./halts";
 import { canOperate } from "./session";
 import { loadPositions } from "./store";
 import { chartSymbol, openChart } from "./symbol_chart";
@@ -80,7 +82,9 @@ function onKey(e: KeyboardEvent) {
       const symbol = selectedPosition.value;
       if (!operate || !symbol) return;
       e.preventDefault();
-      closing.value = symbol;
+      const { halted, halt } = symbolHalt(symbol);
+      if (halted) notify("error", closeRefusal(symbol, halt));
+      else closing.value = symbol;
       break;
     }
     case "H":

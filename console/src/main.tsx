@@ -13,7 +13,7 @@ import { money, pnl, sign, dateTime, marketClock, time, todayNy } from "./format
 import { route } from "./route";
 import { canOperate, me, theme, toggleTheme, type Role } from "./session";
 import { Confirm, ErrorBanner, Field, Modal, Stat, Toasts, notify, describe, useThrottled } from "./ui";
-import { account, cluster, liquidating, loadAccount, loadMarketClock, loadPositions, loadRisk, openPositions, risk } from "./store";
+import { account, cluster, liquidating, loadAccount, loadMarketClock, loadPositions, loadRisk, openPositions, risk, trackHalts } from "./store";
 import type { AccountSummary } from "./types";
 import { AlertLog, startAlerts, unseen } from "./alerts";
 import { Hotkeys, emergencyAsked } from "./hotkeys";
@@ -412,8 +412,9 @@ function Shell() {
     loadPositions();
     loadMarketClock();
     const stopAlerts = startAlerts();
+    const stopHalts = trackHalts();
     startStream();
-    return () => (stopStream(), stopAlerts());
+    return () => (stopStream(), stopAlerts(), stopHalts());
   }, []);
   const [alertsOpen, setAlertsOpen] = useState(false);
   useEvents(["settings.updated"], loadRisk);

@@ -1,9 +1,11 @@
-// Live state the header and several tabs share: the account summary, the risk state and how
-// many positions are open (for the liquidation progress).
+// Live state the header and several tabs share: the account summary, the risk state, how
+// many positions are open (for the liquidation progress), and which symbols are halted.
 import { signal } from "@preact/signals";
-import { get } from "./api";
+import { get, withQuery } from "./api";
+import { subscribe } from "./events";
 import { marketClock } from "./format";
-import type { AccountSummary, Position, RiskState } from "./types";
+import { applyStatus, type HaltBook } from "./halts";
+import type { AccountSummary, Halt, Position, Quote, RiskState, SymbolStatus } from "./types";
 import { notify } from "./ui";
 
 export const account = signal<AccountSummary | null>(null);
@@ -66,4 +68,49 @@ export async function loadMarketClock() {
   } catch {
     /* keep the last known */
   }
+}
+
+/** What the `symbol.status` events said of each symbol they spoke of (CONTRACT §11). */
+export const haltBook = signal<HaltBook>(new Map());
+/** Halts read from quotes: the reason of a halt a row flagged before any event worded it. */
+export const quotedHalts = signal<ReadonlyMap<string, Halt>>(new Map());
+
+/** Keeps `haltBook` as the events say (started once, by the shell); returns the stop. */
+export function trackHalts(): () => void {
+  return subscribe(["symbol.status"], (e) => {
+    const s = e.data as SymbolStatus;
+    haltBook.value = applyStatus(haltBook.value, s, e.timestamp);
+    // The event words the halt itself: a quoted one of before is no longer needed.
+    asked.delete(s.symbol);
+    if (quotedHalts.value.has(s.symbol)) {
+      const next = new Map(quotedHalts.value);
+      next.delete(s.symbol);
+      quotedHalts.value = next;
+    }
+  });
+}
+
+/** When each symbol's quote was last asked for its halt (a symbol is asked again after a while). */
+const asked = new Map<string, number>();
+const ASK_AGAIN_MS = 30_000;
+
+/**
+ * Reads the halt of `symbol` from its quote, for a badge whose row says halted without why: at
+ * most every 30 s, so the reason of a halt that ended and began again is not the old one's.
+ */
+export function lookUpHalt(symbol: string) {
+  const last = asked.get(symbol);
+  if (last !== undefined && Date.now() - last < ASK_AGAIN_MS) return;
+  asked.set(symbol, Date.now());
+  get<Quote>(withQuery("/api/market/quote", { symbol })).then(
+    (q) => {
+      const next = new Map(quotedHalts.value);
+      if (q.halt) next.set(symbol, q.halt);
+      else next.delete(symbol);
+      quotedHalts.value = next;
+    },
+    () => {
+      /* the badge says halted without the reason; asked again later */
+    },
+  );
 }

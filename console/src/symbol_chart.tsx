@@ -9,6 +9,7 @@ import { get, withQuery } from "./api";
 import { CandleChart, planFromReason, type Levels, type Mark } from "./candles";
 import { useEvents, type StreamEvent } from "./events";
 import { int, money, price } from "./format";
+import { QuotedHaltBadge, useQuotedStatus } from "./halt_badge";
 import { canOperate } from "./session";
 import { openTicket } from "./ticket";
 import type { Order, OrderDetail, Position } from "./types";
@@ -83,9 +84,23 @@ export function SymbolChart({ symbol, height = 380 }: { symbol: string; height?:
 export function ChartDialog() {
   const symbol = chartSymbol.value;
   if (!symbol) return null;
+  return <ChartDialogOf symbol={symbol} />;
+}
+
+function ChartDialogOf({ symbol }: { symbol: string }) {
+  const status = useQuotedStatus(symbol);
   const close = () => (chartSymbol.value = null);
   return (
-    <Modal title={`${symbol} · one-minute bars, VWAP, day high/low`} onClose={close} wide testid="chart-dialog">
+    <Modal
+      title={
+        <>
+          {symbol} · one-minute bars, VWAP, day high/low <QuotedHaltBadge status={status} />
+        </>
+      }
+      onClose={close}
+      wide
+      testid="chart-dialog"
+    >
       <SymbolChart symbol={symbol} />
       {canOperate.value && (
         <div class="modal-actions">

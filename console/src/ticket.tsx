@@ -3,15 +3,17 @@
 // and ask; and, before sending, the risk preview — `POST /api/orders/preview` runs the same risk
 // gate as the order without placing it, and answers with the verdict (approved, or the rule,
 // its limit and the current value that would refuse it), the estimated cost and the buying
-// power left. A refusal after sending names the rule in words too.
+// power left. A refusal after sending names the rule in words too. A symbol its venue halted
+// (the quote says HALTED) takes limit orders only: a market or stop order is not sent.
 import { signal } from "@preact/signals";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { ApiError, get, mode, post, withQuery } from "./api";
 import { useEvents } from "./events";
 import { int, money, price } from "./format";
+import { haltRefusal, haltWords, refusalWords, refusedWhileHalted } from "./halts";
 import { canOperate } from "./session";
 import { account, risk } from "./store";
-import type { OrderDetail, Position } from "./types";
+import type { OrderDetail, Position, Quote, SymbolStatus } from "./types";
 import { Badge, Field, Modal, notify, useLoad } from "./ui";
 
 export const ORDER_TYPES = ["MARKET", "LIMIT", "STOP", "STOP_LIMIT"];
@@ -67,14 +69,6 @@ export function figure(rule: string | null | undefined, v: unknown): string {
   }
 }
 
-interface Quote {
-  symbol: string;
-  last: number;
-  bid: number;
-  ask: number;
-  prev_close: number;
-}
-
 interface Verdict {
   code: string;
   rule: string | null;
@@ -96,10 +90,18 @@ export interface Preview {
 /** The refusal of an order, with its rule in words and the figures the contract gives. */
 export function Refusal({ error }: { error: ApiError }) {
   const d = error.detail;
+  const halted = error.code === "SYMBOL_HALTED" ? refusalWords(d) : null;
+  if (halted) {
+    return (
+      <div class="banner error" role="alert" data-testid="order-refusal" data-code={error.code}>
+        <strong>{error.code}</strong> {halted}
+      </div>
+    );
+  }
   const rule = typeof d["rule"] === "string" ? d["rule"] : null;
   const extra = Object.entries(d).filter(([k, v]) => !["field", "reason", "errors", "rule", "limit", "current"].includes(k) && (typeof v === "string" || typeof v === "number"));
   return (
-    <div class="banner error" role="alert" data-testid="order-refusal">
+    <div class="banner error" role="alert" data-testid="order-refusal" data-code={error.code}>
       <strong>{error.code}</strong> {error.message}
       {(rule || extra.length > 0) && (
         <div class="ord-refusal-detail">
@@ -129,11 +131,18 @@ export function Refusal({ error }: { error: ApiError }) {
   );
 }
 
-function PreviewPanel({ preview, error, pending }: { preview: Preview | null; error: ApiError | null; pending: boolean }) {
+function PreviewPanel({ preview, error, pending, blocked }: { preview: Preview | null; error: ApiError | null; pending: boolean; blocked: string | null }) {
+  if (blocked) {
+    return (
+      <div class="risk-preview refused" data-testid="risk-preview" data-approved="halted">
+        <strong>Not sendable</strong> {blocked}
+      </div>
+    );
+  }
   if (error) {
     return (
       <div class="risk-preview refused" data-testid="risk-preview" data-approved="invalid">
-        <strong>Not sendable</strong> {error.message}
+        <strong>Not sendable</strong> {(error.code === "SYMBOL_HALTED" && refusalWords(error.detail)) || error.message}
       </div>
     );
   }
@@ -208,10 +217,14 @@ function TicketForm({ initialSymbol, initialSide, onClose }: { initialSymbol: st
   else if (!(qty >= 1)) local.quantity = `Less than one share at ${price(ref)}.`;
   if (needsLimit && (limit.trim() === "" || !(lim > 0))) local.limit_price = "A positive limit price is required.";
   if (needsStop && (stop.trim() === "" || !(stp > 0))) local.stop_price = "A positive stop price is required.";
-  const sendable = Object.keys(local).length === 0;
+  // The quote of the symbol typed says whether its venue halted it; while it does, only an
+  // order with its own price may be sent (it waits at the venue for the reopen).
+  const symHalted = quote?.symbol === sym && quote.trading_status === "HALTED";
+  const haltBlock = symHalted ? haltRefusal(orderType, sym, quote.halt) : null;
+  const sendable = Object.keys(local).length === 0 && !haltBlock;
 
   const server = error?.code === "VALIDATION_ERROR" ? error.fieldErrors : {};
-  const fieldError = (f: string) => server[f] ?? (tried ? local[f] : undefined);
+  const fieldError = (f: string) => server[f] ?? (f === "order_type" && haltBlock ? haltBlock : tried ? local[f] : undefined);
   const unplaced = Object.keys(server).filter((f) => !FIELDS.includes(f));
   const showBanner = error && (error.code !== "VALIDATION_ERROR" || Object.keys(server).length === 0 || unplaced.length > 0);
 
@@ -240,6 +253,8 @@ function TicketForm({ initialSymbol, initialSide, onClose }: { initialSymbol: st
     return () => (clearTimeout(first), clearInterval(every));
   }, [sym]);
   useEvents(["bars.closed"], loadQuote);
+  // A halt or a reopen changes what may be sent at once, not at the next poll.
+  useEvents(["symbol.status"], (e: { data: SymbolStatus }) => e.data.symbol === quoteFor.current && loadQuote());
 
   // The risk preview, a moment after the order stops changing.
   const key = JSON.stringify(sendable ? body() : null);
@@ -271,7 +286,7 @@ function TicketForm({ initialSymbol, initialSide, onClose }: { initialSymbol: st
   const submit = async (e: Event) => {
     e.preventDefault();
     setTried(true);
-    if (!sendable) return;
+    if (!sendable) return; // a halt's refusal included: it is shown, not sent
     setBusy(true);
     setError(undefined);
     try {
@@ -281,6 +296,8 @@ function TicketForm({ initialSymbol, initialSide, onClose }: { initialSymbol: st
       onClose();
     } catch (err) {
       setError(err instanceof ApiError ? err : new ApiError(0, "CLIENT", String(err)));
+      // Halted since the last quote: read it again so the ticket says so and holds the order.
+      if (err instanceof ApiError && err.code === "SYMBOL_HALTED") loadQuote();
     } finally {
       setBusy(false);
     }
@@ -298,6 +315,12 @@ function TicketForm({ initialSymbol, initialSide, onClose }: { initialSymbol: st
           </div>
         )}
         {halted && <div class="banner info">Trading is halted: the risk manager refuses new orders until trading resumes (closing positions is still allowed from Positions).</div>}
+        {symHalted && (
+          <div class="banner error" data-testid="ticket-halted">
+            <strong>{sym} HALTED</strong> {quote.halt ? `${haltWords(quote.halt)} NY. ` : ""}Market and stop orders are refused until it reopens; a limit
+            order is accepted and waits at the venue.
+          </div>
+        )}
         <div class="ticket-quote" data-testid="ticket-quote" data-last={quote?.last ?? ""}>
           <span>
             Last <strong>{quote ? price(quote.last) : "—"}</strong>
@@ -350,7 +373,10 @@ function TicketForm({ initialSymbol, initialSide, onClose }: { initialSymbol: st
           <Field label="Order type" error={fieldError("order_type")}>
             <select name="order_type" value={orderType} onChange={change(setOrderType, "order_type")}>
               {ORDER_TYPES.map((o) => (
-                <option value={o}>{o.replace("_", " ")}</option>
+                <option value={o}>
+                  {o.replace("_", " ")}
+                  {symHalted && refusedWhileHalted(o) ? " — refused while halted" : ""}
+                </option>
               ))}
             </select>
           </Field>
@@ -384,13 +410,13 @@ function TicketForm({ initialSymbol, initialSide, onClose }: { initialSymbol: st
             · est. {side === "BUY" ? "cost" : "proceeds"} {money(estimate)} · buying power after {money(powerAfter)}
           </span>
         </div>
-        <PreviewPanel preview={preview} error={previewError} pending={pending} />
+        <PreviewPanel preview={preview} error={previewError} pending={pending} blocked={haltBlock ? `while ${sym} is halted: a limit order is accepted and waits at the venue for the reopen.` : null} />
         {showBanner && error && <Refusal error={error} />}
         <div class="modal-actions">
           <button type="button" class="btn ghost" onClick={onClose}>
             Cancel
           </button>
-          <button type="submit" class={`btn ${side === "SELL" ? "danger" : "primary"}`} data-testid="submit-order" disabled={busy}>
+          <button type="submit" class={`btn ${side === "SELL" ? "danger" : "primary"}`} data-testid="submit-order" disabled={busy || !!haltBlock} title={haltBlock ?? undefined}>
             {busy ? "Placing…" : `Place ${side}`}
           </button>
         </div>

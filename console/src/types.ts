@@ -51,6 +51,8 @@ export interface RadarRow {
   /** Null when unknown (not imported, and the market source has none). */
   sector: string | null;
   captured_at: string;
+  /** Its trading was halted when the scan was published (CONTRACT §11). */
+  halted: boolean;
 }
 
 export interface Block {
@@ -90,6 +92,33 @@ export interface Position {
   stop_loss: number | null;
   /** Where its strategy takes profit; null once it has, or when no strategy manages it. */
   target: number | null;
+  /** Its symbol's trading is halted: a close is refused until the reopen (CONTRACT §11). */
+  halted: boolean;
+}
+
+/** A trading halt of one symbol (CONTRACT §11). */
+export interface Halt {
+  /** The venue's code: `LUDP` (a LULD volatility pause), `T1` (news pending), or another as sent. */
+  reason_code: string;
+  reason: string;
+  /** When the halt began. */
+  since: string;
+}
+
+/** Whether a symbol trades: the `symbol.status` event's data, and part of the quote. */
+export interface SymbolStatus {
+  symbol: string;
+  trading_status: "TRADING" | "HALTED" | string;
+  /** Null while it trades. */
+  halt: Halt | null;
+}
+
+/** The last trade and quote of a symbol now (`GET /api/market/quote`). */
+export interface Quote extends SymbolStatus {
+  last: number;
+  bid: number;
+  ask: number;
+  prev_close: number;
 }
 
 export interface Execution {

@@ -3,6 +3,7 @@ import type { ComponentChildren, JSX } from "preact";
 import { signal } from "@preact/signals";
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import { ApiError } from "./api";
+import { refusalWords } from "./halts";
 import { canOperate } from "./session";
 
 // ---------------------------------------------------------------------------------------------
@@ -82,9 +83,17 @@ export function notify(kind: Toast["kind"], text: string) {
   setTimeout(() => (toasts.value = toasts.value.filter((x) => x.id !== t.id)), kind === "error" ? 9000 : 4000);
 }
 
+/**
+ * A refusal's message as the operator reads it: the service's, except where the detail says it
+ * better (a halt's reason and start in New York time, not an RFC 3339 stamp).
+ */
+export function refusalText(e: ApiError): string {
+  return (e.code === "SYMBOL_HALTED" && refusalWords(e.detail)) || e.message;
+}
+
 /** The contract's wording of a refusal: "CODE: message". */
 export function describe(e: unknown): string {
-  if (e instanceof ApiError) return `${e.code}: ${e.message}`;
+  if (e instanceof ApiError) return `${e.code}: ${refusalText(e)}`;
   return String(e);
 }
 
@@ -104,7 +113,7 @@ export function ErrorBanner({ error }: { error: ApiError | undefined }) {
   if (!error) return null;
   return (
     <div class="banner error" role="alert">
-      <strong>{error.code}</strong> {error.message}
+      <strong>{error.code}</strong> {refusalText(error)}
     </div>
   );
 }

@@ -5,6 +5,7 @@ import { useMemo, useState } from "preact/hooks";
 import { get, withQuery } from "../api";
 import { CandleChart } from "../candles";
 import { useEvents } from "../events";
+import { HaltBadge } from "../halt_badge";
 import { SymbolLink } from "../symbol_chart";
 import type { Position, RadarRow, WatchlistRow } from "../types";
 import { Section, onInput, useLoad, useThrottled } from "../ui";
@@ -25,6 +26,8 @@ export function ChartsTab() {
     (radar.data ?? []).forEach((r) => add(r.symbol));
     return [...seen].slice(0, Number(count));
   }, [positions.data, watchlist.data, radar.data, count]);
+  // The row that says whether a chart's symbol is halted: its position's (live), else its scan's.
+  const rowOf = (s: string) => positions.data?.find((p) => p.symbol === s && p.quantity > 0) ?? radar.data?.find((r) => r.symbol === s);
   return (
     <div data-testid="tab-charts">
       <Section
@@ -45,7 +48,7 @@ export function ChartsTab() {
           {symbols.map((s) => (
             <div class="chart-cell" key={s}>
               <h3>
-                <SymbolLink symbol={s} />
+                <SymbolLink symbol={s} /> <HaltBadge symbol={s} row={rowOf(s)} />
               </h3>
               <CandleChart symbol={s} height={200} live testid="grid-chart" />
             </div>

@@ -9,6 +9,8 @@ import { useEvents, type StreamEvent } from "../events";
 import { dateTime, int, money, pct, pnl, price, sign, time, todayNy } from "../format";
 import { CandleChart, type Mark } from "../candles";
 import { SymbolLink } from "../symbol_chart";
+import { HaltBadge, symbolHalt } from "../halt_badge";
+import { closeRefusal } from "../halts";
 import { selectedPosition } from "../hotkeys";
 import { href, route } from "../route";
 import { canOperate } from "../session";
@@ -77,7 +79,7 @@ export function PositionsTab() {
       render: (p) => (
         <strong class="pos-symbol">
           {p.alert_level === "CRITICAL" ? <span class="pos-alert-dot critical" /> : p.alert_level === "WARNING" ? <span class="pos-alert-dot warning" /> : null}
-          <SymbolLink symbol={p.symbol} />
+          <SymbolLink symbol={p.symbol} /> <HaltBadge symbol={p.symbol} row={p} />
         </strong>
       ),
     },
@@ -137,19 +139,21 @@ export function PositionsTab() {
       key: "actions",
       label: "",
       sortValue: () => 0,
-      render: (p) =>
-        p.quantity === 0 ? (
-          <span class="muted">flat</span>
-        ) : (
+      render: (p) => {
+        if (p.quantity === 0) return <span class="muted">flat</span>;
+        // A close is a market order: refused while its symbol is halted. Halting the strategy is not.
+        const { halted, halt } = symbolHalt(p.symbol, p);
+        const refused = halted ? closeRefusal(p.symbol, halt) : null;
+        return (
           <span class="pos-actions">
-            <button class="btn danger" data-testid={`close-${p.symbol}`} title={`Sell all ${p.quantity} at market`} onClick={act("close", p)}>
+            <button class="btn danger" data-testid={`close-${p.symbol}`} disabled={halted} title={refused ?? `Sell all ${p.quantity} at market`} onClick={act("close", p)}>
               Close
             </button>
             <button
               class="btn"
               data-testid={`partial-${p.symbol}`}
-              disabled={p.quantity < 2}
-              title={p.quantity < 2 ? "One share: use Close" : "Sell part of the position at market"}
+              disabled={halted || p.quantity < 2}
+              title={refused ?? (p.quantity < 2 ? "One share: use Close" : "Sell part of the position at market")}
               onClick={act("partial", p)}
             >
               Partial
@@ -163,7 +167,8 @@ export function PositionsTab() {
               Halt
             </button>
           </span>
-        ),
+        );
+      },
     });
   }
 
@@ -458,6 +463,10 @@ function PositionDetail({
   // The day's bars, live; the position's entry price as a level.
   const from = p?.opened_at ? undefined : null;
 
+  // A close is a market order: refused while the symbol is halted.
+  const { halted, halt } = symbolHalt(symbol, position ?? undefined);
+  const refused = halted ? closeRefusal(symbol, halt) : null;
+
   const bought = (fills.data ?? []).filter((f) => f.side === "BUY").reduce((s, f) => s + f.quantity, 0);
   const sold = (fills.data ?? []).filter((f) => f.side === "SELL").reduce((s, f) => s + f.quantity, 0);
   const fees = (fills.data ?? []).reduce((s, f) => s + f.fee, 0);
@@ -480,7 +489,7 @@ function PositionDetail({
           {p && (
             <>
               {" "}
-              <AlertBadge level={p.alert_level} />
+              <AlertBadge level={p.alert_level} /> <HaltBadge symbol={symbol} row={p} />
             </>
           )}
         </>
@@ -492,11 +501,11 @@ function PositionDetail({
           </a>
           {p && position && position.quantity > 0 && canOperate.value && (
             <>
-              <button class="btn danger" onClick={() => onAct("close", position)}>
+              <button class="btn danger" disabled={halted} title={refused ?? undefined} onClick={() => onAct("close", position)}>
                 Close
               </button>
               {position.quantity > 1 && (
-                <button class="btn" onClick={() => onAct("partial", position)}>
+                <button class="btn" disabled={halted} title={refused ?? undefined} onClick={() => onAct("partial", position)}>
                   Partial
                 </button>
               )}
@@ -510,6 +519,11 @@ function PositionDetail({
     >
       <div data-testid="position-detail">
         {loaded && !position && <div class="banner info">{symbol} is no longer open{p ? "; the figures below are its last." : "."}</div>}
+        {position && refused && (
+          <div class="banner info" data-testid="position-halted">
+            {refused} Its strategy can still be halted, and an emergency halt's exit waits at the venue for the reopen.
+          </div>
+        )}
         {p && (
           <div class="stats">
             <Stat label="Quantity" value={int(p.quantity)} />

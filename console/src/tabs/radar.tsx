@@ -11,6 +11,7 @@ import type { Block, RadarRow, WatchlistRow } from "../types";
 import { Action, Badge, Confirm, ErrorBanner, Section, Table, onInput, useLoad, useThrottled, type Column } from "../ui";
 import { selectedRadar } from "../hotkeys";
 import { SymbolLink } from "../symbol_chart";
+import { HaltBadge } from "../halt_badge";
 
 type Ask = { kind: "block" | "unblock" | "stop"; symbol: string } | null;
 
@@ -44,7 +45,18 @@ export function RadarTab() {
 
   const columns: Column<RadarRow>[] = [
     { key: "rank", label: "#", num: true },
-    { key: "symbol", label: "Symbol", render: (r) => <strong><SymbolLink symbol={r.symbol} /></strong> },
+    {
+      key: "symbol",
+      label: "Symbol",
+      render: (r) => (
+        <>
+          <strong>
+            <SymbolLink symbol={r.symbol} />
+          </strong>{" "}
+          <HaltBadge symbol={r.symbol} row={r} />
+        </>
+      ),
+    },
     { key: "price", label: "Price", num: true, render: (r) => price(r.price) },
     { key: "percentage_gain", label: "Gain", num: true, render: (r) => pct(r.percentage_gain, 1), class: () => "up" },
     { key: "change_1m", label: "1m", num: true, render: (r) => pct(r.change_1m), class: (r) => (r.change_1m >= 0 ? "up" : "down") },
