@@ -1,8 +1,8 @@
 //! The console in a real browser: `console/tests/browser.mjs` drives headless Chromium through
 //! playwright-core against this service (see that file for what it checks). Screenshots of every
 //! tab, light and dark, land in `target/screenshots/`. The console's formatting module and what
-//! its charts derive from bars are unit tested under Node (`console/tests/format.test.mjs`, `sweep_grid.test.mjs`,
-//! `console/tests/bars.test.mjs`).
+//! its charts derive from bars, the sweep grid, the desk replay's time and the halts' wording are
+//! unit tested under Node (every `console/tests/*.test.mjs`).
 //!
 //! The service trades through [`Switchable`], the paper broker with faults the browser test
 //! switches on (unreachable, or its open orders unlisted) so that the console's alerts meet the
@@ -54,7 +54,8 @@ fn the_console_formats_figures_and_axes() {
         return skip("the_console_formats_figures_and_axes", &why, REQUIRE_BROWSER);
     }
     let output = Command::new("node")
-        .args(["--test", "tests/format.test.mjs", "tests/bars.test.mjs", "tests/sweep_grid.test.mjs"])
+        // Every `*.test.mjs` (as `npm test` runs them); `browser.mjs` is the browser test's driver.
+        .args(["--test", "tests/"])
         .current_dir(console_dir())
         .output()
         .expect("node runs");
