@@ -43,9 +43,9 @@ const NEWS_RUNNERS: u64 = 32;
 /// Names news considers for each of them: it finds the one that suits a runner best.
 const NEWS_CANDIDATES: u64 = 6;
 const LOSER_SHARE: f64 = 0.03;
+const MOVER_SHARE: f64 = 0.08;
 /// Share of runner days with a news halt in the regular session.
 const NEWS_HALT_SHARE: f64 = 1.0 / 3.0;
-const MOVER_SHARE: f64 = 0.08;
 
 /// Days since 2000-01-01: the time axis of the long-run price level.
 fn day_index(date: NaiveDate) -> i64 {
