@@ -16,7 +16,7 @@
 //! goes on underneath (the same random draws every minute), so the day's waypoints and volume
 //! hold whatever the halts.
 
-use crate::halt::{Band, HaltWindow, NewsHalt, ReferencePrice, NO_PAUSE_BEFORE_CLOSE, PAUSE_MINUTES};
+use crate::halt::{band_width, Band, HaltWindow, NewsHalt, ReferencePrice, NO_PAUSE_BEFORE_CLOSE, PAUSE_MINUTES};
 use crate::profile::{
     regular_remaining, regular_weight, DayClock, PhaseShares, NORMAL_SHARES, REGULAR_MINUTES, RUNNER_SHARES,
 };
@@ -495,19 +495,26 @@ impl DayGenerator {
         let lo = Price::from_f64_tick((x_new.min(self.x) - 0.8 * sigma * u2).exp());
         let (mut high, mut low) = (hi, Price(lo.0.max(1)));
         if phase == 2 && self.plan.halts {
-            let band = Band::around(self.reference.at(m, open), self.plan.prev_close, m - phase_start);
-            // The last minute closes in the closing cross, which the bands do not bound.
-            if !band.contains(close) && m + 1 < clock.close {
-                close = band.clip(close);
-                // Held at the band for the rest of the minute (over 15 seconds): a pause, unless
-                // it would start in the last ten minutes.
-                if m + 1 < clock.close - NO_PAUSE_BEFORE_CLOSE {
-                    let since = start + Duration::minutes(1);
-                    let (from, until) = (m + 1, m + 1 + PAUSE_MINUTES);
-                    self.halt = Some(ActiveHalt { halt: SymbolHalt::luld_pause(since), from, until });
+            let reference = self.reference.at(m, open);
+            let width = band_width(reference, self.plan.prev_close, m - phase_start);
+            // Most minutes stay well inside their band: only one that reaches it needs the band
+            // on the tick grid.
+            let inside = |p: Price| (reference - width..=reference + width).contains(&p.to_f64());
+            if !(inside(high) && inside(low) && inside(close)) {
+                let band = Band::with_width(reference, width);
+                // The last minute closes in the closing cross, which the bands do not bound.
+                if !band.contains(close) && m + 1 < clock.close {
+                    close = band.clip(close);
+                    // Held at the band for the rest of the minute (over 15 seconds): a pause,
+                    // unless it would start in the last ten minutes.
+                    if m + 1 < clock.close - NO_PAUSE_BEFORE_CLOSE {
+                        let since = start + Duration::minutes(1);
+                        let (from, until) = (m + 1, m + 1 + PAUSE_MINUTES);
+                        self.halt = Some(ActiveHalt { halt: SymbolHalt::luld_pause(since), from, until });
+                    }
                 }
+                (high, low) = (band.clip(high), band.clip(low));
             }
-            (high, low) = (band.clip(high), band.clip(low));
             self.reference.push(m, close);
         }
         let high = high.max(open).max(close);

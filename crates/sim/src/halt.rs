@@ -56,7 +56,11 @@ impl Band {
     /// The band of `session_minute` around `reference` (see [`band_width`]), rounded inwards so
     /// that a price on the grid inside it is inside the exact band.
     pub fn around(reference: f64, prev_close: f64, session_minute: u32) -> Band {
-        let width = band_width(reference, prev_close, session_minute);
+        Band::with_width(reference, band_width(reference, prev_close, session_minute))
+    }
+
+    /// `reference` ± `width`, rounded inwards.
+    pub fn with_width(reference: f64, width: f64) -> Band {
         let upper = to_tick(reference + width, false);
         let lower = to_tick(reference - width, true);
         Band { lower: lower.min(upper), upper }

@@ -3,7 +3,6 @@
 //! on the service's default seed.
 
 use super::*;
-use crate::halt::band_width;
 use tradeops_core::market::{LULD_PAUSE, NEWS_PENDING};
 use tradeops_core::Timestamp;
 
