@@ -4,7 +4,7 @@
 
 use async_trait::async_trait;
 use chrono::{Duration, NaiveDate};
-use tradeops_core::market::{Bar, Price, Quote, SymbolHalt, Timeframe};
+use tradeops_core::market::{Bar, HaltWindow, Price, Quote, SymbolHalt, Timeframe};
 use tradeops_core::{Symbol, Timestamp};
 
 /// A remote source's sessions (Alpaca's `GET /v2/calendar`) against core's NYSE calendar over
@@ -98,6 +98,14 @@ pub trait MarketData: Send + Sync {
     /// follows at every market step.
     fn halt(&self, _symbol: &Symbol) -> Option<SymbolHalt> {
         None
+    }
+
+    /// The halts of `symbol` that overlap `[start, end)`, where the source knows them: stored
+    /// with downloaded minute bars, so a replay of those days meets the same halts. Empty for a
+    /// source that cannot say (Alpaca has no history of halts; a day's bars do not tell a halt
+    /// from a quiet minute).
+    fn halt_windows(&self, _symbol: &Symbol, _start: Timestamp, _end: Timestamp) -> Vec<HaltWindow> {
+        Vec::new()
     }
 
     /// A remote source's latest check of its calendar and clock against core's (health shows

@@ -150,6 +150,15 @@ impl MarketData for WithReference {
         self.inner.halt(symbol)
     }
 
+    fn halt_windows(
+        &self,
+        symbol: &Symbol,
+        start: Timestamp,
+        end: Timestamp,
+    ) -> Vec<tradeops_core::market::HaltWindow> {
+        self.inner.halt_windows(symbol, start, end)
+    }
+
     fn calendar_check(&self) -> Option<crate::market::CalendarCheck> {
         self.inner.calendar_check()
     }

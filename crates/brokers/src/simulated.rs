@@ -1,6 +1,7 @@
 //! The simulated market behind [`MarketData`]: reference data and history generated from
 //! (seed, symbol, date) by `tradeops-sim`, and snapshots from its live feed ([`live`]), which the
-//! service steps by the market clock.
+//! service steps by the market clock. Its days meet trading halts (LULD volatility pauses, news
+//! halts): history has no bars while one lasts, and the feed prints nothing and reports it.
 
 pub mod live;
 
@@ -9,7 +10,8 @@ use async_trait::async_trait;
 use chrono::Duration;
 use live::LiveMarket;
 use std::sync::Arc;
-use tradeops_core::market::{Bar, Timeframe};
+use tradeops_core::market::HaltWindow;
+use tradeops_core::market::{Bar, SymbolHalt, Timeframe};
 use tradeops_core::{Symbol, Timestamp};
 use tradeops_sim::day::daily_bar;
 use tradeops_sim::profile::DayClock;
@@ -124,6 +126,25 @@ impl MarketData for SimulatedMarket {
 
     fn last_price(&self, symbol: &Symbol) -> Option<tradeops_core::market::Price> {
         self.live.as_ref()?.last_price(symbol)
+    }
+
+    /// The live feed's halt of `symbol` (none without a feed): its simulated LULD pauses and
+    /// news halts.
+    fn halt(&self, symbol: &Symbol) -> Option<SymbolHalt> {
+        self.live.as_ref()?.halt(symbol)
+    }
+
+    /// The simulated days' halts, as the walk generates them (the same as the live feed's).
+    fn halt_windows(&self, symbol: &Symbol, start: Timestamp, end: Timestamp) -> Vec<HaltWindow> {
+        let Some(p) = self.universe.get(symbol) else { return Vec::new() };
+        let mut windows = Vec::new();
+        let mut date = start.with_timezone(&chrono_tz::America::New_York).date_naive();
+        while DayClock::for_date(date).start < end {
+            let day = tradeops_sim::halt_windows(&self.universe, p, date);
+            windows.extend(day.into_iter().filter(|w| w.end > start && w.start < end));
+            date = date.succ_opt().expect("a next date");
+        }
+        windows
     }
 
     fn history(

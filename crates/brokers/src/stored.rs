@@ -11,7 +11,7 @@ use crate::market::{ClosedBar, Instrument, MarketData, MarketDataError, Snapshot
 use crate::simulated::live::LiveMarket;
 use async_trait::async_trait;
 use std::sync::Arc;
-use tradeops_core::market::{Bar, Price, Timeframe};
+use tradeops_core::market::{Bar, Price, SymbolHalt, Timeframe};
 use tradeops_core::{Symbol, Timestamp};
 
 pub(crate) mod days;
@@ -71,6 +71,13 @@ impl MarketData for StoredMarket {
 
     fn last_price(&self, symbol: &Symbol) -> Option<Price> {
         self.live.last_price(symbol)
+    }
+
+    /// The feed's halt of `symbol`: the halts stored with its days (downloads from the simulated
+    /// market store them; Alpaca has no history of halts, and a gap in minute bars does not say
+    /// whether it was a halt or a quiet minute).
+    fn halt(&self, symbol: &Symbol) -> Option<SymbolHalt> {
+        self.live.halt(symbol)
     }
 }
 

@@ -218,6 +218,23 @@ impl SymbolHalt {
     }
 }
 
+/// One halt of a symbol's day: no trades from `start` until `end`, where the reopening bar starts.
+/// What a replay of stored days meets where the source knew the halts (the simulated market).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HaltWindow {
+    pub start: Timestamp,
+    pub end: Timestamp,
+    /// The halt as a source reports it (`since` is `start`).
+    pub halt: SymbolHalt,
+}
+
+impl HaltWindow {
+    /// Whether the minute starting `at` is inside the halt.
+    pub fn covers(&self, at: Timestamp) -> bool {
+        self.start <= at && at < self.end
+    }
+}
+
 /// One trade print.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Trade {

@@ -8,14 +8,22 @@
 //! clustering) scaled by phase and time of day; volume is allocated to phases exactly and, within
 //! a phase, by the U-shaped profile with noise that grows with the size of the move. The walk is
 //! causal, so the live feed (one step per minute) and history (all steps at once) are identical.
+//!
+//! The regular session meets trading halts ([`crate::halt`]): a minute whose walk would close
+//! outside its LULD band closes at the band and a 5-minute volatility pause follows, and some
+//! runner days have one news halt. A halted minute has no bar ([`Minute::Halted`]); its volume
+//! goes to the reopening bar, which opens where the walk has gone meanwhile. The walk itself
+//! goes on underneath (the same random draws every minute), so the day's waypoints and volume
+//! hold whatever the halts.
 
+use crate::halt::{band_width, Band, HaltWindow, NewsHalt, ReferencePrice, NO_PAUSE_BEFORE_CLOSE, PAUSE_MINUTES};
 use crate::profile::{
     regular_remaining, regular_weight, DayClock, PhaseShares, NORMAL_SHARES, REGULAR_MINUTES, RUNNER_SHARES,
 };
 use crate::rng::{mix, unit, Rng};
 use crate::universe::{SymbolProfile, Universe};
 use chrono::{Datelike, Duration, NaiveDate};
-use tradeops_core::market::{Bar, Price};
+use tradeops_core::market::{Bar, Price, SymbolHalt};
 use tradeops_core::radar::AVERAGE_VOLUME_DAYS;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,6 +44,8 @@ const NEWS_RUNNERS: u64 = 32;
 const NEWS_CANDIDATES: u64 = 6;
 const LOSER_SHARE: f64 = 0.03;
 const MOVER_SHARE: f64 = 0.08;
+/// Share of runner days with a news halt in the regular session.
+const NEWS_HALT_SHARE: f64 = 1.0 / 3.0;
 
 /// Days since 2000-01-01: the time axis of the long-run price level.
 fn day_index(date: NaiveDate) -> i64 {
@@ -187,6 +197,14 @@ pub struct DayPlan {
     pub volume: u64,
     /// For runners, the minute index of the news.
     pub news_minute: Option<u32>,
+    /// For some runners, a news halt (`T1`) in the regular session.
+    pub news_halt: Option<NewsHalt>,
+    /// For some runners, (minute index, log jump) of the sudden moves momentum names make in
+    /// the session's first hours: what most often takes them to a LULD band.
+    pub bursts: Vec<(u32, f64)>,
+    /// Whether the day meets trading halts (LULD bands and pauses, its news halt). Without them
+    /// the walk is the same and every minute trades at the walk's price: what tests compare with.
+    pub halts: bool,
     /// (minute index, log price) the walk passes through, ascending, ending at the last minute.
     pub waypoints: Vec<(u32, f64)>,
     pub phase_shares: PhaseShares,
@@ -249,6 +267,9 @@ pub fn day_plan(u: &Universe, p: &SymbolProfile, date: NaiveDate) -> DayPlan {
         close,
         volume: daily_volume(u, p, date),
         news_minute,
+        news_halt: news_halt(u, p, date, kind, &clock),
+        bursts: bursts(u, p, date, kind, &clock),
+        halts: true,
         waypoints,
         phase_shares,
         sigma,
@@ -256,10 +277,67 @@ pub fn day_plan(u: &Universe, p: &SymbolProfile, date: NaiveDate) -> DayPlan {
     }
 }
 
+/// The news halt of a runner day, for about one runner in three: 20–60 minutes from a minute
+/// between 9:45 and an end by 15:40, reopening 5–30 % away (up more often than down). Drawn
+/// apart from the walk's generator, so whether a day has one leaves the rest of its walk as it is.
+fn news_halt(u: &Universe, p: &SymbolProfile, date: NaiveDate, kind: DayKind, clock: &DayClock) -> Option<NewsHalt> {
+    let dk = date_key(date);
+    let draw = |n: u64| unit(&[u.seed, p.key, dk, 0x0048_4C54, n]);
+    if kind != DayKind::Runner || draw(0) >= NEWS_HALT_SHARE {
+        return None;
+    }
+    let minutes = 20 + (draw(1) * 41.0) as u32;
+    let (first, last) = (clock.open + 15, clock.close - 20 - minutes);
+    let minute = first + (draw(2) * (last - first) as f64) as u32;
+    let size = 0.05 + 0.25 * draw(3);
+    let gap = if draw(4) < 0.6 { (1.0 + size).ln() } else { (1.0 - size).ln() };
+    Some(NewsHalt { minute, minutes, gap })
+}
+
+/// A runner's bursts: none for about half of them, up to three for the rest, each a jump of
+/// 8–25 % (up seven times in ten) in the first two and a half hours of the session; the bridge
+/// then draws the walk back towards its next waypoint. Drawn apart from the walk's generator.
+fn bursts(u: &Universe, p: &SymbolProfile, date: NaiveDate, kind: DayKind, clock: &DayClock) -> Vec<(u32, f64)> {
+    if kind != DayKind::Runner {
+        return Vec::new();
+    }
+    let dk = date_key(date);
+    let draw = |n: u64| unit(&[u.seed, p.key, dk, 0x0042_5253, n]);
+    let count = (4.0 * draw(0).powi(2)) as u64;
+    let mut bursts: Vec<(u32, f64)> = (0..count)
+        .map(|n| {
+            let minute = clock.open + (draw(3 * n + 1) * 150.0) as u32;
+            let size = 0.08 + 0.17 * draw(3 * n + 2);
+            let jump = if draw(3 * n + 3) < 0.7 { (1.0 + size).ln() } else { (1.0 - size).ln() };
+            (minute, jump)
+        })
+        .collect();
+    bursts.sort_by_key(|(minute, _)| *minute);
+    bursts
+}
+
 /// Volatility multiplier by phase: quiet overnight, thinner extended hours.
 const PHASE_VOL: [f64; 5] = [0.08, 0.35, 1.0, 0.3, 0.08];
 const GARCH_ALPHA: f64 = 0.10;
 const GARCH_BETA: f64 = 0.86;
+
+/// One minute of a walked day.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Minute {
+    /// The minute's bar.
+    Traded(Bar),
+    /// No trades: the symbol is halted (a volatility pause or a news halt).
+    Halted(SymbolHalt),
+}
+
+/// A halt in force: its minutes are `from..until` (indices from the day's midnight); `until`
+/// is the reopening bar's minute.
+#[derive(Clone, Debug)]
+struct ActiveHalt {
+    halt: SymbolHalt,
+    from: u32,
+    until: u32,
+}
 
 /// Walks a [`DayPlan`] one minute at a time. Small (a few hundred bytes): the live feed keeps one
 /// per symbol.
@@ -268,15 +346,22 @@ pub struct DayGenerator {
     plan: DayPlan,
     rng: Rng,
     minute: u32,
-    /// Log price at the end of the previous minute.
+    /// Log price at the end of the previous minute (where the walk is, halted or not).
     x: f64,
     /// GARCH variance multiplier (mean 1).
     h: f64,
+    /// The last trade: the last bar's close.
     last: Price,
     waypoint: usize,
     /// Volume still to allocate in the current phase, and the phase.
     phase: usize,
     phase_left: u64,
+    /// The LULD reference price's recent closes.
+    reference: ReferencePrice,
+    /// The halt in force or about to start (a pause follows the minute that closed at its band).
+    halt: Option<ActiveHalt>,
+    /// Volume of the halted minutes, for the reopening bar.
+    held: u64,
 }
 
 impl DayGenerator {
@@ -284,8 +369,20 @@ impl DayGenerator {
         let rng = Rng::new(mix(&[plan.seed, 2]));
         let x = plan.prev_close.ln();
         let last = Price::from_f64_tick(plan.prev_close);
-        let mut generator =
-            DayGenerator { rng, minute: 0, x, h: 1.0, last, waypoint: 1, phase: 0, phase_left: 0, plan };
+        let mut generator = DayGenerator {
+            rng,
+            minute: 0,
+            x,
+            h: 1.0,
+            last,
+            waypoint: 1,
+            phase: 0,
+            phase_left: 0,
+            plan,
+            reference: ReferencePrice::default(),
+            halt: None,
+            held: 0,
+        };
         generator.phase_left = generator.phase_volume(0);
         generator
     }
@@ -303,6 +400,13 @@ impl DayGenerator {
         self.minute
     }
 
+    /// The halt in force in the minute last generated (`None` before the first, and in a minute
+    /// that traded, even one whose close starts a pause: the pause starts when it ends).
+    pub fn halt(&self) -> Option<&SymbolHalt> {
+        let last = self.minute.checked_sub(1)?;
+        self.halt.as_ref().filter(|a| a.from <= last && last < a.until).map(|a| &a.halt)
+    }
+
     /// The day's volume allocated to `phase`; the last phase takes the rounding remainder.
     fn phase_volume(&self, phase: usize) -> u64 {
         let total = self.plan.volume as f64;
@@ -314,8 +418,8 @@ impl DayGenerator {
         }
     }
 
-    /// Generates the next minute bar, or `None` after the day's last minute.
-    pub fn next_bar(&mut self) -> Option<Bar> {
+    /// Generates the next minute, or `None` after the day's last minute.
+    pub fn next_minute(&mut self) -> Option<Minute> {
         let clock = self.plan.clock;
         let m = self.minute;
         if m >= clock.minutes {
@@ -337,16 +441,9 @@ impl DayGenerator {
         let time_of_day = if phase == 2 { regular_weight(m - phase_start).sqrt() } else { 1.0 };
         let sigma = self.plan.sigma * PHASE_VOL[phase] * time_of_day * self.h.sqrt();
         let z = self.rng.normal();
-        let x_new = self.x + (target - self.x) / remaining + sigma * z * ((remaining - 1.0) / remaining).sqrt();
+        let mut x_new = self.x + (target - self.x) / remaining + sigma * z * ((remaining - 1.0) / remaining).sqrt();
         self.h = (1.0 - GARCH_ALPHA - GARCH_BETA) + GARCH_ALPHA * z * z + GARCH_BETA * self.h;
-
-        let open = self.last;
-        let close = Price::from_f64_tick(x_new.exp());
         let (u1, u2) = (self.rng.uniform(), self.rng.uniform());
-        let hi = Price::from_f64_tick((x_new.max(self.x) + 0.8 * sigma * u1).exp());
-        let lo = Price::from_f64_tick((x_new.min(self.x) - 0.8 * sigma * u2).exp());
-        let high = hi.max(open).max(close);
-        let low = Price(lo.0.max(1)).min(open).min(close);
 
         // Volume: this minute's share of what the phase has left, noisier and larger on big moves.
         let noise = (0.4 + 1.2 * self.rng.uniform()) * (1.0 + z.abs()) / 1.8;
@@ -363,10 +460,81 @@ impl DayGenerator {
         };
         self.phase_left -= volume;
 
+        for (_, jump) in self.plan.bursts.iter().filter(|(at, _)| *at == m) {
+            x_new += jump;
+        }
+        let start = clock.start + Duration::minutes(m as i64);
+        if let Some(news) = self.plan.news_halt {
+            if m == news.minute && self.plan.halts {
+                // News overrides a pause in progress.
+                let until = m + news.minutes;
+                self.halt = Some(ActiveHalt { halt: SymbolHalt::news_pending(start), from: m, until });
+            }
+            if m + 1 == news.minute + news.minutes {
+                x_new += news.gap;
+            }
+        }
+        let reopening = match &self.halt {
+            Some(a) if a.from <= m && m < a.until => {
+                self.held += volume;
+                self.x = x_new;
+                self.minute += 1;
+                return Some(Minute::Halted(a.halt.clone()));
+            }
+            Some(a) => a.until == m,
+            None => false,
+        };
+        if reopening {
+            self.halt = None;
+        }
+
+        // The reopening bar opens where the walk went during the halt.
+        let open = if reopening { Price::from_f64_tick(self.x.exp()) } else { self.last };
+        let mut close = Price::from_f64_tick(x_new.exp());
+        let hi = Price::from_f64_tick((x_new.max(self.x) + 0.8 * sigma * u1).exp());
+        let lo = Price::from_f64_tick((x_new.min(self.x) - 0.8 * sigma * u2).exp());
+        let (mut high, mut low) = (hi, Price(lo.0.max(1)));
+        if phase == 2 && self.plan.halts {
+            let reference = self.reference.at(m, open);
+            let width = band_width(reference, self.plan.prev_close, m - phase_start);
+            // Most minutes stay well inside their band: only one that reaches it needs the band
+            // on the tick grid.
+            let inside = |p: Price| (reference - width..=reference + width).contains(&p.to_f64());
+            if !(inside(high) && inside(low) && inside(close)) {
+                let band = Band::with_width(reference, width);
+                // The last minute closes in the closing cross, which the bands do not bound.
+                if !band.contains(close) && m + 1 < clock.close {
+                    close = band.clip(close);
+                    // Held at the band for the rest of the minute (over 15 seconds): a pause,
+                    // unless it would start in the last ten minutes.
+                    if m + 1 < clock.close - NO_PAUSE_BEFORE_CLOSE {
+                        let since = start + Duration::minutes(1);
+                        let (from, until) = (m + 1, m + 1 + PAUSE_MINUTES);
+                        self.halt = Some(ActiveHalt { halt: SymbolHalt::luld_pause(since), from, until });
+                    }
+                }
+                (high, low) = (band.clip(high), band.clip(low));
+            }
+            self.reference.push(m, close);
+        }
+        let high = high.max(open).max(close);
+        let low = low.min(open).min(close);
+        let volume = volume + std::mem::take(&mut self.held);
+
         self.x = x_new;
         self.last = close;
         self.minute += 1;
-        Some(Bar { start: clock.start + Duration::minutes(m as i64), open, high, low, close, volume })
+        Some(Minute::Traded(Bar { start, open, high, low, close, volume }))
+    }
+
+    /// Generates the next minute bar, skipping halted minutes, or `None` after the day's last
+    /// minute.
+    pub fn next_bar(&mut self) -> Option<Bar> {
+        loop {
+            if let Minute::Traded(bar) = self.next_minute()? {
+                return Some(bar);
+            }
+        }
     }
 
     /// The rest of the day's bars.
@@ -377,6 +545,28 @@ impl DayGenerator {
         }
         bars
     }
+
+    /// The halts of the rest of the day, in order: the walk run to the day's end. A halt already
+    /// in force counts from its start.
+    pub fn halt_windows(mut self) -> Vec<HaltWindow> {
+        let start = self.plan.clock.start;
+        let mut windows: Vec<HaltWindow> = Vec::new();
+        while let Some(minute) = self.next_minute() {
+            let Minute::Halted(halt) = minute else { continue };
+            let end = start + Duration::minutes(self.minute as i64);
+            match windows.last_mut() {
+                Some(w) if w.halt == halt => w.end = end,
+                _ => windows.push(HaltWindow { start: halt.since, end, halt }),
+            }
+        }
+        windows
+    }
+}
+
+/// The halts of `p`'s day on `date` (volatility pauses and news halts), in order: what a backtest
+/// or a replay of that day meets, the same as the live feed and history. Walks the whole day.
+pub fn halt_windows(u: &Universe, p: &SymbolProfile, date: NaiveDate) -> Vec<HaltWindow> {
+    DayGenerator::for_symbol(u, p, date).halt_windows()
 }
 
 /// The day as one bar (00:00–24:00 New York): its close is the regular close, which is also the
@@ -395,6 +585,8 @@ pub fn daily_bar(u: &Universe, p: &SymbolProfile, date: NaiveDate) -> Bar {
     bar
 }
 
+#[cfg(test)]
+mod halt_tests;
 #[cfg(test)]
 mod radar_tests;
 #[cfg(test)]

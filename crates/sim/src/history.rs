@@ -2,9 +2,11 @@
 //! relative volume exactly as the live feed gives them to the engine (the previous trading
 //! day's close; volume so far over the 10-day average volume × the expected cumulative fraction
 //! of a day's volume by that minute), so a backtest of a simulated day sees what live trading
-//! saw.
+//! saw. [`SimHistory::halts`] gives the trading halts of a day, for a backtest to meet them as
+//! live trading does.
 
-use crate::day::{close_of, daily_volume};
+use crate::day::{close_of, daily_volume, halt_windows};
+use crate::halt::HaltWindow;
 use crate::profile::{expected_cum_fraction, DayClock};
 use crate::universe::{SymbolProfile, Universe};
 use chrono::NaiveDate;
@@ -37,6 +39,15 @@ impl SimHistory {
     pub fn new(universe: Arc<Universe>, profile: SymbolProfile, calendar: MarketCalendar) -> SimHistory {
         let (day, prev_close, volumes) = (None, None, BTreeMap::new());
         SimHistory { universe, profile, calendar, day, fractions: Vec::new(), prev_close, volumes }
+    }
+
+    /// The symbol's halts on `date`, in order: the volatility pauses and news halts its minute
+    /// bars skip (no bar from a window's start to its end, where the reopening bar starts, gapped
+    /// and carrying the halted minutes' volume). Pure and deterministic: the same windows the live
+    /// feed's [`DayGenerator::halt`](crate::DayGenerator::halt) reports minute by minute. Walks
+    /// the day (about as costly as generating its bars).
+    pub fn halts(&self, date: NaiveDate) -> Vec<HaltWindow> {
+        halt_windows(&self.universe, &self.profile, date)
     }
 
     fn day_volume(&mut self, date: NaiveDate) -> (DayClock, u64) {

@@ -5,7 +5,7 @@ use crate::jobs::{JobStatus, Lease};
 use async_trait::async_trait;
 use sqlx::any::AnyRow;
 use sqlx::Row;
-use tradeops_core::market::{Bar, Price};
+use tradeops_core::market::{Bar, HaltWindow, Price};
 use tradeops_core::time::{from_epoch_ms, to_epoch_ms};
 use tradeops_core::Symbol;
 
@@ -33,6 +33,11 @@ pub trait DataRepository: Send + Sync {
     /// Stores bars (a bar already stored for the same symbol, timeframe and start is replaced),
     /// all in one transaction.
     async fn save_bars(&self, symbol: &Symbol, timeframe: &str, bars: &[Bar], source: &str) -> Result<(), StoreError>;
+    /// Stores halts of `symbol` (one already stored with the same start is replaced), in one
+    /// transaction.
+    async fn save_halts(&self, symbol: &Symbol, halts: &[HaltWindow], source: &str) -> Result<(), StoreError>;
+    /// The stored halts of `symbol` that overlap `[start, end)`, oldest first.
+    async fn halts(&self, symbol: &Symbol, start: i64, end: i64) -> Result<Vec<HaltWindow>, StoreError>;
     /// Bars with `start` in `[start, end)`, oldest first.
     async fn bars(&self, symbol: &Symbol, timeframe: &str, start: i64, end: i64) -> Result<Vec<Bar>, StoreError>;
     /// Whether any bar has `start` in `[start, end)`.
@@ -131,6 +136,50 @@ impl DataRepository for Database {
         }
         tx.commit().await?;
         Ok(())
+    }
+
+    async fn save_halts(&self, symbol: &Symbol, halts: &[HaltWindow], source: &str) -> Result<(), StoreError> {
+        let mut tx = self.begin().await?;
+        for h in halts {
+            sqlx::query(
+                "INSERT INTO halts (symbol, start, finish, reason_code, reason, source) VALUES ($1, $2, $3, $4, $5, $6) \
+                 ON CONFLICT (symbol, start) DO UPDATE SET finish = $3, reason_code = $4, reason = $5, source = $6",
+            )
+            .bind(symbol.as_str())
+            .bind(to_epoch_ms(&h.start))
+            .bind(to_epoch_ms(&h.end))
+            .bind(&*h.halt.reason_code)
+            .bind(&*h.halt.reason)
+            .bind(source)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn halts(&self, symbol: &Symbol, start: i64, end: i64) -> Result<Vec<HaltWindow>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT start, finish, reason_code, reason FROM halts WHERE symbol = $1 AND finish > $2 AND start < $3 \
+             ORDER BY start",
+        )
+        .bind(symbol.as_str())
+        .bind(start)
+        .bind(end)
+        .fetch_all(self.pool()?)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                let start = from_epoch_ms(r.try_get("start")?);
+                let (code, reason): (String, String) = (r.try_get("reason_code")?, r.try_get("reason")?);
+                Ok(HaltWindow {
+                    start,
+                    end: from_epoch_ms(r.try_get("finish")?),
+                    halt: tradeops_core::market::SymbolHalt::new(&code, &reason, start),
+                })
+            })
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(StoreError::from)
     }
 
     async fn bars(&self, symbol: &Symbol, timeframe: &str, start: i64, end: i64) -> Result<Vec<Bar>, StoreError> {
@@ -258,5 +307,36 @@ impl DataRepository for Database {
         .fetch_all(self.pool()?)
         .await?;
         Ok(rows.iter().map(|r| Ok((r.try_get("start")?, r.try_get("finish")?))).collect::<Result<_, sqlx::Error>>()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_databases::{databases, drop_postgres};
+    use tradeops_core::market::SymbolHalt;
+
+    /// Halts stored with a download come back by the range they overlap, oldest first; storing
+    /// one again (a second download of the day) replaces it rather than doubling it.
+    #[tokio::test]
+    async fn halts_are_stored_and_read_by_the_range_they_overlap() {
+        for (db, _dir, admin) in databases().await {
+            let symbol = Symbol::parse("ABCD").unwrap();
+            let window = |start: i64, end: i64, halt: fn(tradeops_core::Timestamp) -> SymbolHalt| HaltWindow {
+                start: from_epoch_ms(start),
+                end: from_epoch_ms(end),
+                halt: halt(from_epoch_ms(start)),
+            };
+            let pause = window(60_000, 360_000, SymbolHalt::luld_pause);
+            let news = window(900_000, 2_700_000, SymbolHalt::news_pending);
+            db.save_halts(&symbol, &[news.clone(), pause.clone()], "simulated").await.unwrap();
+            db.save_halts(&symbol, std::slice::from_ref(&pause), "simulated").await.unwrap();
+            assert_eq!(db.halts(&symbol, 0, 3_000_000).await.unwrap(), vec![pause.clone(), news.clone()]);
+            assert_eq!(db.halts(&symbol, 300_000, 900_000).await.unwrap(), vec![pause], "overlapping the start");
+            assert_eq!(db.halts(&symbol, 360_000, 900_000).await.unwrap(), vec![], "ended, not begun");
+            assert_eq!(db.halts(&Symbol::parse("WXYZ").unwrap(), 0, 3_000_000).await.unwrap(), vec![]);
+            db.close().await;
+            drop_postgres(admin).await;
+        }
     }
 }

@@ -7,6 +7,10 @@
 //! the radar scans the whole universe. [`LiveMarket::advance_to`] processes every step up to a
 //! given market time, so tests drive it with a manual clock and the runner with the real one.
 //!
+//! A halted symbol (a simulated LULD volatility pause or news halt, [`tradeops_sim::halt`])
+//! prints nothing: its last price and quote stay where the last trade left them, so nothing can
+//! fill from its prints, and [`LiveMarket::halt`] says why; the radar still scans it.
+//!
 //! The same feed prints stored days ([`LiveMarket::over_stored`]): downloaded or imported
 //! minute bars, printed the same four times a minute, for a whole-desk replay of those days.
 
@@ -17,13 +21,13 @@ use std::sync::Mutex;
 use tokio::time::Instant;
 use tradeops_core::bars::{minute_floor, MinuteBarBuilder};
 use tradeops_core::calendar::{MarketCalendar, SessionPhase};
-use tradeops_core::market::{Bar, Price, Trade};
+use tradeops_core::market::{Bar, Price, SymbolHalt, Trade};
 use tradeops_core::radar::{scan, RadarInput, RadarRow};
 use tradeops_core::settings::{MarketCalendarKind, MomentumRadarSettings};
 use tradeops_core::{Clock, Symbol, Timestamp};
 use tradeops_sim::day::close_of;
 use tradeops_sim::profile::{expected_cum_fraction, DayClock};
-use tradeops_sim::{daily_volume, DayGenerator, Universe};
+use tradeops_sim::{daily_volume, DayGenerator, Minute, Universe};
 
 /// Seconds between feed steps (four per minute).
 pub const STEP_SECONDS: i64 = 15;
@@ -69,28 +73,62 @@ impl Days {
 
 /// A symbol's bars of the day: generated minute by minute, or stored.
 enum DayBars {
-    Generated(DayGenerator),
-    Stored(std::iter::Peekable<std::vec::IntoIter<Bar>>),
+    /// Boxed: a generator is a few hundred bytes, a stored day's iterator a few words.
+    Generated(Box<DayGenerator>),
+    Stored(StoredBars),
+}
+
+/// A stored day as the feed takes it: its bars, its halts, and the minute last taken.
+struct StoredBars {
+    bars: std::iter::Peekable<std::vec::IntoIter<Bar>>,
+    halts: Vec<tradeops_core::market::HaltWindow>,
+    taken: Option<Timestamp>,
 }
 
 impl DayBars {
     /// The bars of the day's first `minutes` minutes (the bars starting before `before`).
     fn warm_up(&mut self, minutes: u32, before: Timestamp) -> Vec<Bar> {
         match self {
-            DayBars::Generated(g) => (0..minutes).filter_map(|_| g.next_bar()).collect(),
-            DayBars::Stored(bars) => std::iter::from_fn(|| bars.next_if(|b| b.start < before)).collect(),
+            DayBars::Generated(g) => (0..minutes).filter_map(|_| traded(g.next_minute()?)).collect(),
+            DayBars::Stored(day) => {
+                if minutes > 0 {
+                    day.taken = Some(before - chrono::Duration::minutes(1));
+                }
+                std::iter::from_fn(|| day.bars.next_if(|b| b.start < before)).collect()
+            }
         }
     }
 
     /// The bar of the minute starting `at`, if it traded.
     fn bar_at(&mut self, at: Timestamp) -> Option<Bar> {
         match self {
-            DayBars::Generated(g) => g.next_bar().filter(|bar| bar.start == at),
-            DayBars::Stored(bars) => {
-                while bars.next_if(|b| b.start < at).is_some() {}
-                bars.next_if(|b| b.start == at)
+            DayBars::Generated(g) => traded(g.next_minute()?).filter(|bar| bar.start == at),
+            DayBars::Stored(day) => {
+                day.taken = Some(at);
+                while day.bars.next_if(|b| b.start < at).is_some() {}
+                day.bars.next_if(|b| b.start == at)
             }
         }
+    }
+
+    /// The halt in force in the minute last taken (a stored day's, where its halts were stored
+    /// with it).
+    fn halt(&self) -> Option<&SymbolHalt> {
+        match self {
+            DayBars::Generated(g) => g.halt(),
+            DayBars::Stored(day) => {
+                let at = day.taken?;
+                day.halts.iter().find(|w| w.covers(at)).map(|w| &w.halt)
+            }
+        }
+    }
+}
+
+/// The bar of a minute that traded.
+fn traded(minute: Minute) -> Option<Bar> {
+    match minute {
+        Minute::Traded(bar) => Some(bar),
+        Minute::Halted(_) => None,
     }
 }
 
@@ -237,6 +275,15 @@ impl LiveMarket {
     pub fn last_price(&self, symbol: &Symbol) -> Option<Price> {
         let index = self.days.index(symbol)?;
         self.state().symbols.get(index).map(|s| s.last)
+    }
+
+    /// Why `symbol` cannot trade as of the feed's current step: the simulated market's halt of
+    /// the minute in progress, or a stored day's halt stored with it; `None` while it trades. A volatility
+    /// pause's `since` is the end of the minute that closed at its band (the pause's first
+    /// minute starts there); a news halt's is the start of its first minute.
+    pub fn halt(&self, symbol: &Symbol) -> Option<SymbolHalt> {
+        let index = self.days.index(symbol)?;
+        self.state().symbols.get(index)?.bars.halt().cloned()
     }
 
     /// Previous close, last trade and quote of `symbol` now, read together.
@@ -408,7 +455,7 @@ impl LiveMarket {
                     let average_volume =
                         previous_days.iter().map(|d| daily_volume(u, p, *d)).sum::<u64>() / previous_days.len() as u64;
                     let last = Price::from_f64_tick(plan.prev_close);
-                    SymbolLive::open(DayBars::Generated(generator), last, prev_close, average_volume)
+                    SymbolLive::open(DayBars::Generated(Box::new(generator)), last, prev_close, average_volume)
                 })
                 .collect(),
             Days::Stored(days) => (0..days.len())
@@ -416,7 +463,11 @@ impl LiveMarket {
                     let day = days.day(index, date, &previous_days);
                     // Before the day's first print: the previous close (or its first open).
                     let prev_close = day.prev_close.unwrap_or(Price(0));
-                    let bars = DayBars::Stored(day.bars.into_iter().peekable());
+                    let bars = DayBars::Stored(StoredBars {
+                        bars: day.bars.into_iter().peekable(),
+                        halts: day.halts,
+                        taken: None,
+                    });
                     SymbolLive::open(bars, prev_close, prev_close, day.average_volume)
                 })
                 .collect(),

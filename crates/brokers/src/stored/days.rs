@@ -5,7 +5,7 @@
 
 use chrono::NaiveDate;
 use std::collections::{BTreeMap, HashMap};
-use tradeops_core::market::{Bar, Price, Timeframe};
+use tradeops_core::market::{Bar, HaltWindow, Price, Timeframe};
 use tradeops_core::{Symbol, Timestamp};
 
 /// One symbol's stored days.
@@ -17,13 +17,17 @@ struct StoredSymbol {
     /// Each date's close and volume: its daily bar's, else its minute bars' (the last close,
     /// the summed volume).
     days: BTreeMap<NaiveDate, (Price, u64)>,
+    /// The halts stored with its days, by the New York date of their start.
+    halts: BTreeMap<NaiveDate, Vec<HaltWindow>>,
 }
 
 /// What a day of the feed starts from for one symbol.
 #[derive(Clone, Debug)]
 pub struct StoredDay {
-    /// The day's minute bars, oldest first (gaps are minutes with no trade).
+    /// The day's minute bars, oldest first (gaps are minutes with no trade, or halted).
     pub bars: Vec<Bar>,
+    /// The day's halts, as stored with its bars (where the source knew them), oldest first.
+    pub halts: Vec<HaltWindow>,
     /// The close of the latest earlier stored day (the calendar's previous trading day when
     /// stored); the day's first open when no earlier day is stored.
     pub prev_close: Option<Price>,
@@ -49,7 +53,12 @@ impl StoredDays {
     /// dated by the New York date of its start). Adding a symbol twice merges its bars.
     pub fn add(&mut self, symbol: Symbol, minute: Vec<Bar>, daily: Vec<Bar>) {
         let index = *self.by_symbol.entry(symbol.clone()).or_insert_with(|| {
-            self.symbols.push(StoredSymbol { symbol: symbol.clone(), minutes: BTreeMap::new(), days: BTreeMap::new() });
+            self.symbols.push(StoredSymbol {
+                symbol: symbol.clone(),
+                minutes: BTreeMap::new(),
+                days: BTreeMap::new(),
+                halts: BTreeMap::new(),
+            });
             self.symbols.len() - 1
         });
         let s = &mut self.symbols[index];
@@ -68,6 +77,21 @@ impl StoredDays {
         // A daily bar says the day's close and volume better than partial minutes do.
         for bar in daily {
             s.days.insert(ny_date(bar.start), (bar.close, bar.volume));
+        }
+    }
+
+    /// Adds halts of `symbol` (one already added): what its stored days meet.
+    pub fn add_halts(&mut self, symbol: &Symbol, halts: Vec<HaltWindow>) {
+        let Some(index) = self.index(symbol) else { return };
+        let s = &mut self.symbols[index];
+        for window in halts {
+            let day = s.halts.entry(ny_date(window.start)).or_default();
+            if !day.contains(&window) {
+                day.push(window);
+            }
+        }
+        for day in s.halts.values_mut() {
+            day.sort_by_key(|w| w.start);
         }
     }
 
@@ -101,7 +125,8 @@ impl StoredDays {
             .or_else(|| bars.first().map(|b| b.open));
         let volumes: Vec<u64> = previous_days.iter().filter_map(|d| s.days.get(d).map(|(_, v)| *v)).collect();
         let average_volume = if volumes.is_empty() { 0 } else { volumes.iter().sum::<u64>() / volumes.len() as u64 };
-        StoredDay { bars, prev_close, average_volume }
+        let halts = s.halts.get(&date).cloned().unwrap_or_default();
+        StoredDay { bars, halts, prev_close, average_volume }
     }
 
     /// Stored bars of `symbol` whose start is in `[start, end)`: its minute bars, or its days

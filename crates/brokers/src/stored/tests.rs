@@ -83,3 +83,41 @@ fn the_feed_prints_stored_minutes_as_it_prints_generated_ones() {
         }
     }
 }
+
+#[test]
+fn a_stored_day_meets_the_halts_stored_with_it_as_the_simulated_day_does() {
+    // A simulated runner halted on the 20th, its days stored with their halts: the feed over the
+    // stored days reports the halt exactly when the feed over the universe does.
+    let sim = SimulatedMarket::new(20261121, 200);
+    let (from, to) = (ts("2026-11-19T05:00:00Z"), ts("2026-11-21T05:00:00Z"));
+    let (symbol, halts) = sim
+        .universe
+        .symbols
+        .iter()
+        .map(|p| (p.symbol.clone(), sim.halt_windows(&p.symbol, from, to)))
+        .find(|(_, halts)| halts.iter().any(|h| h.start >= ts("2026-11-20T14:45:00Z")))
+        .expect("a symbol halted on the 20th after 09:45");
+    let mut days = StoredDays::default();
+    let minute = sim.bars_sync(&symbol, Timeframe::Minute, from, to).unwrap();
+    let daily = sim.bars_sync(&symbol, Timeframe::Day, ts("2026-10-25T00:00:00Z"), ts("2026-11-20T05:00:00Z")).unwrap();
+    days.add(symbol.clone(), minute, daily);
+    days.add_halts(&symbol, halts.clone());
+    let clock: std::sync::Arc<dyn tradeops_core::Clock> =
+        std::sync::Arc::new(tradeops_core::ManualClock::new(ts("2026-11-20T14:30:00Z")));
+    let calendar = MarketCalendar::new(MarketCalendarKind::AlwaysOpen);
+    let generated = LiveMarket::new(sim.universe.clone(), 1.0, clock.clone()).without_reference_data();
+    let stored = LiveMarket::over_stored(std::sync::Arc::new(days), 1.0, clock);
+    let radar = open_filters();
+    let halt = halts.iter().find(|h| h.start >= ts("2026-11-20T14:45:00Z")).unwrap();
+    let mut at = halt.start - chrono::Duration::minutes(2);
+    let mut seen = 0;
+    while at < halt.end + chrono::Duration::minutes(2) {
+        generated.advance_to(at, calendar, &radar);
+        stored.advance_to(at, calendar, &radar);
+        assert_eq!(generated.halt(&symbol), stored.halt(&symbol), "{symbol} at {at}");
+        assert_eq!(generated.snapshot(&symbol), stored.snapshot(&symbol), "{symbol} at {at}");
+        seen += usize::from(stored.halt(&symbol).as_ref() == Some(&halt.halt));
+        at += chrono::Duration::seconds(15);
+    }
+    assert!(seen >= 4, "the halt was in force at some steps: {seen}");
+}

@@ -276,7 +276,8 @@ async fn stored_symbols(jobs: &Jobs, req: &DeskRequest) -> DomainResult<Vec<Stri
 }
 
 /// The stored days a replay of downloaded days prints: its symbols' minute bars from a few days
-/// before its start (previous closes) and daily bars from 45 days before (average volumes).
+/// before its start (previous closes) and daily bars from 45 days before (average volumes), and
+/// the halts stored with them.
 async fn load_stored(jobs: &Jobs, stored: &StoredDesk) -> Result<StoredDays, String> {
     let repo: &dyn DataRepository = &jobs.db;
     let minute_from = to_epoch_ms(&(stored.start - chrono::Duration::days(MINUTE_LOOKBACK_DAYS)));
@@ -288,7 +289,9 @@ async fn load_stored(jobs: &Jobs, stored: &StoredDesk) -> Result<StoredDays, Str
         let read = |e: tradeops_store::StoreError| format!("the stored bars of {symbol}: {e}");
         let minute = repo.bars(&symbol, "1m", minute_from, end).await.map_err(read)?;
         let daily = repo.bars(&symbol, "1d", daily_from, end).await.map_err(read)?;
-        days.add(symbol, minute, daily);
+        let halts = repo.halts(&symbol, minute_from, end).await.map_err(read)?;
+        days.add(symbol.clone(), minute, daily);
+        days.add_halts(&symbol, halts);
     }
     Ok(days)
 }

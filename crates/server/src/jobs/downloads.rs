@@ -218,6 +218,19 @@ async fn fetch(jobs: &Jobs, leases: &Leases, job: &mut JobRecord) -> Result<(), 
         let bars = jobs.market.bars(&symbol, timeframe, from, to).await.map_err(|e| e.to_string())?;
         let bars = tradeops_brokers::market::closed_bars(bars, timeframe, jobs.market_clock.now());
         repo.save_bars(&symbol, timeframe.as_str(), &bars, jobs.market.name()).await.map_err(|e| e.to_string())?;
+        if timeframe == Timeframe::Minute {
+            // The step's halts, where the source knows them (the simulated market): a replay of
+            // these days meets them as a replay of the source does. Only those begun by the present.
+            let halts: Vec<_> = jobs
+                .market
+                .halt_windows(&symbol, from, to)
+                .into_iter()
+                .filter(|h| h.start <= jobs.market_clock.now())
+                .collect();
+            if !halts.is_empty() {
+                repo.save_halts(&symbol, &halts, jobs.market.name()).await.map_err(|e| e.to_string())?;
+            }
+        }
         job.bars += bars.len() as i64;
         job.progress = ((to - start).num_milliseconds() as f64 / total).min(1.0);
         if !repo.update_leased_job(job, &leases.lease()).await.map_err(|e| e.to_string())? {

@@ -190,7 +190,21 @@ async fn a_range_stored_in_part_is_completed_before_the_run() {
     });
     let done = run(&app, body.clone()).await;
     assert_eq!(done["status"], "COMPLETED", "{done}");
-    assert_eq!(done["bars"], 1830, "every minute from 09:30 on the 17th to 16:00 on the 18th, not the 17th alone");
+    // The symbol is the radar's first, a runner: the simulated market may halt it, and a halted
+    // minute has no bar.
+    let sim = test_config(String::new()).sim;
+    let universe = tradeops_sim::Universe::generate(sim.seed, sim.symbols as usize);
+    let profile = universe.get(&tradeops_core::Symbol::parse(&symbol).unwrap()).unwrap();
+    let halted: i64 = ["2026-11-17", "2026-11-18"]
+        .iter()
+        .flat_map(|day| tradeops_sim::halt_windows(&universe, profile, day.parse().unwrap()))
+        .map(|h| (h.end - h.start).num_minutes())
+        .sum();
+    assert_eq!(
+        done["bars"],
+        1830 - halted,
+        "every minute from 09:30 on the 17th to 16:00 on the 18th but the halted ones, not the 17th alone"
+    );
     let downloads = app.get("/api/data/downloads").await;
     assert_eq!(downloads.body["meta"]["count"], 2, "{}", downloads.body);
     let filled = &downloads.data()[0];

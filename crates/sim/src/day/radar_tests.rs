@@ -57,7 +57,10 @@ fn radar_through_day(u: &Universe, date: NaiveDate, minutes: &[u32]) -> Vec<BTre
         .map(|&minute| {
             for s in live.iter_mut() {
                 for _ in done..minute {
-                    let bar = s.generator.next_bar().expect("the day has this minute");
+                    // A halted minute prints nothing.
+                    let Minute::Traded(bar) = s.generator.next_minute().expect("the day has this minute") else {
+                        continue;
+                    };
                     s.volume += bar.volume;
                     s.last = bar.close;
                     s.recent.push(bar);

@@ -60,7 +60,9 @@ fn feed_bars_equal_history_bars() {
         let now_bar = sim
             .bars_sync(&p.symbol, Timeframe::Minute, ts("2026-11-20T15:10:00Z"), ts("2026-11-20T15:11:00Z"))
             .unwrap();
-        assert_eq!(volume, day.iter().map(|b| b.volume).sum::<u64>() + now_bar[0].volume / 4, "{}", p.symbol);
+        // (a halted symbol has no bar and no print at 15:10)
+        let printed = now_bar.first().map_or(0, |b| b.volume / 4);
+        assert_eq!(volume, day.iter().map(|b| b.volume).sum::<u64>() + printed, "{}", p.symbol);
     }
 }
 
@@ -132,4 +134,71 @@ fn a_closed_nyse_session_is_not_scanned_but_always_open_is() {
     let q = live.quote(&p.symbol).unwrap();
     let last = live.last_price(&p.symbol).unwrap();
     assert!(q.bid <= last && last <= q.ask && q.bid < q.ask, "{q:?} around {last:?}");
+}
+
+/// The first halt of `code` on the default market's 2026-11-20, and its symbol.
+fn first_halt(sim: &SimulatedMarket, code: &str) -> (Symbol, tradeops_sim::HaltWindow) {
+    let date = NaiveDate::from_ymd_opt(2026, 11, 20).unwrap();
+    sim.universe
+        .symbols
+        .iter()
+        .find_map(|p| {
+            let windows = tradeops_sim::halt_windows(&sim.universe, p, date);
+            windows.into_iter().find(|w| &*w.halt.reason_code == code).map(|w| (p.symbol.clone(), w))
+        })
+        .expect("the default seed halts symbols every day")
+}
+
+#[test]
+fn a_paused_symbol_prints_nothing_and_reports_its_pause_until_the_reopening() {
+    let (sim, live) = market(500);
+    let (symbol, pause) = first_halt(&sim, tradeops_core::market::LULD_PAUSE);
+    let f = open_filters();
+    let minute = Duration::minutes(1);
+    live.advance_to(pause.start - minute * 3, NYSE, &f);
+    live.advance_to(pause.start - minute + Duration::seconds(50), NYSE, &f);
+    assert_eq!(live.halt(&symbol), None, "the minute that closes at its band trades");
+    let clipped = sim.bars_sync(&symbol, Timeframe::Minute, pause.start - minute, pause.start).unwrap();
+    assert_eq!(live.last_price(&symbol), Some(clipped[0].close));
+
+    live.advance_to(pause.start, NYSE, &f);
+    assert_eq!(live.halt(&symbol), Some(pause.halt.clone()));
+    assert_eq!(pause.halt.since, pause.start, "since the end of the clipped minute");
+    let (quote, last) = (live.quote(&symbol), live.last_price(&symbol));
+    let scans = live.advance_to(pause.end - Duration::seconds(15), NYSE, &f);
+    assert_eq!(live.halt(&symbol), Some(pause.halt.clone()));
+    assert_eq!((live.quote(&symbol), live.last_price(&symbol)), (quote, last), "no prints while paused");
+    assert!(scans.len() >= 4 && scans.iter().all(|s| s.rows.iter().any(|r| r.symbol == symbol)), "still scanned");
+    let (recent, _) = live.recent_bars(&symbol).unwrap();
+    assert_eq!(recent.last(), clipped.last(), "no bar while paused");
+
+    live.advance_to(pause.end, NYSE, &f);
+    assert_eq!(live.halt(&symbol), None);
+    let reopening = sim.bars_sync(&symbol, Timeframe::Minute, pause.end, pause.end + minute).unwrap();
+    assert_eq!(live.last_price(&symbol), Some(reopening[0].open), "the reopening print");
+    // The feed's bars across the pause are history's.
+    live.advance_to(pause.end + minute * 3, NYSE, &f);
+    let (recent, _) = live.recent_bars(&symbol).unwrap();
+    let history = sim.bars_sync(&symbol, Timeframe::Minute, pause.start - minute * 3, pause.end + minute * 3).unwrap();
+    assert_eq!(recent, history[history.len() - recent.len()..], "{symbol}");
+    assert!(recent.len() >= 4, "{recent:?}");
+}
+
+#[test]
+fn a_news_halt_is_the_simulated_markets_halt_from_its_first_minute() {
+    use crate::market::MarketData;
+    let (sim, live) = market(500);
+    let (symbol, news) = first_halt(&sim, tradeops_core::market::NEWS_PENDING);
+    let live = std::sync::Arc::new(live);
+    let sim = SimulatedMarket::new(20261121, 500).with_live(live.clone());
+    assert_eq!(sim.halt(&symbol), None, "no feed step yet");
+    let f = open_filters();
+    live.advance_to(news.start - Duration::seconds(15), NYSE, &f);
+    assert_eq!(sim.halt(&symbol), None);
+    live.advance_to(news.start, NYSE, &f);
+    assert_eq!(sim.halt(&symbol), Some(tradeops_core::market::SymbolHalt::news_pending(news.start)));
+    live.advance_to(news.end - Duration::seconds(15), NYSE, &f);
+    assert_eq!(sim.halt(&symbol), Some(news.halt.clone()));
+    live.advance_to(news.end, NYSE, &f);
+    assert_eq!(sim.halt(&symbol), None);
 }
