@@ -25,6 +25,8 @@ const SHOTS = process.env.SCREENSHOT_DIR ?? "target/screenshots";
 const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
 // Where the market's speed (market seconds per wall second) is asked for; the Rust test's ticker reads it.
 const SPEED_FILE = process.env.SPEED_FILE;
+/** Radar symbols the simulated market does not halt today (rank order): the ones the test trades. */
+const QUIET = new Set((process.env.QUIET_SYMBOLS ?? "").split(",").filter(Boolean));
 const setSpeed = (x) => SPEED_FILE && writeFileSync(SPEED_FILE, String(x));
 // A fault of the service's execution broker (the harness's `Switchable`): "down", or
 // "hide-open-orders"; "cut" cuts the proxy's connections; "" for none.
@@ -271,7 +273,16 @@ await run("radar: 200 ranked rows with RVol render; a new scan arrives through t
 });
 
 await run("watch a symbol from the radar; it joins the watchlist", async () => {
-  const button = page.locator('[data-testid="radar-table"] [data-testid^="watch-"]').first();
+  // The symbol traded from here on: a radar row the simulated market does not halt today.
+  const buttons = page.locator('[data-testid="radar-table"] [data-testid^="watch-"]');
+  let button = buttons.first();
+  for (const candidate of await buttons.all()) {
+    const s = (await candidate.getAttribute("data-testid")).slice("watch-".length);
+    if (QUIET.size === 0 || QUIET.has(s)) {
+      button = candidate;
+      break;
+    }
+  }
   const id = await button.getAttribute("data-testid");
   symbol = id.slice("watch-".length);
   await button.click();
@@ -602,7 +613,7 @@ await run("alerts: the broker unreachable, the books disagreeing and the event s
   await executionHealthy();
 
   // A resting order the venue no longer lists: the books disagree.
-  const last = (await api("GET", "/api/radar/momentum?top_n=200")).find((r) => r.symbol === symbol).price;
+  const last = (await api("GET", `/api/market/quote?symbol=${symbol}`)).last;
   const resting = await api("POST", "/api/orders", {
     symbol, side: "BUY", quantity: 1, order_type: "LIMIT", limit_price: Math.floor(last * 97) / 100, time_in_force: "GTC", reason: "browser test mismatch",
   });
@@ -641,7 +652,7 @@ await run("a position its strategy manages shows the strategy's stop and target 
   const rows = await api("GET", "/api/radar/momentum?top_n=200");
   const held = new Set((await api("GET", "/api/positions")).map((p) => p.symbol));
   const watched = new Set((await api("GET", "/api/watchlist")).map((w) => w.symbol));
-  const other = rows.find((r) => r.symbol !== symbol && !held.has(r.symbol) && !watched.has(r.symbol) && r.price > 2).symbol;
+  const other = rows.find((r) => r.symbol !== symbol && !held.has(r.symbol) && !watched.has(r.symbol) && r.price > 2 && (QUIET.size === 0 || QUIET.has(r.symbol))).symbol;
   await api("POST", "/api/orders", { symbol: other, side: "BUY", quantity: 5, order_type: "MARKET", reason: "browser test levels" });
   await open("positions");
   await row("positions-table", other).waitFor();
@@ -1143,7 +1154,7 @@ await run("every tab renders, in light and in dark (screenshots)", async () => {
 await run("a viewer sees no action buttons and no audit tab", async () => {
   // Something to act on, so the absence of buttons is the role's doing: a resting limit buy and
   // an open position (an admin sees cancel, close and halt buttons on them).
-  const price = (await api("GET", "/api/radar/momentum?top_n=200")).find((r) => r.symbol === symbol).price;
+  const price = (await api("GET", `/api/market/quote?symbol=${symbol}`)).last;
   const resting = await api("POST", "/api/orders", {
     symbol, side: "BUY", quantity: 1, order_type: "LIMIT", limit_price: Math.floor(price * 97) / 100,
     time_in_force: "GTC", reason: "viewer test resting",
@@ -1182,7 +1193,7 @@ await run("the daily loss limit reached: trading REDUCING alerts, with its sound
   // profit meanwhile, a round trip (buy at the ask, sell at the bid) costs the spread again.
   setSpeed(2);
   await api("PUT", "/api/settings", { risk_controls: { max_daily_loss: 0.01 } });
-  const last = (await api("GET", "/api/radar/momentum?top_n=200")).find((r) => r.symbol === symbol).price;
+  const last = (await api("GET", `/api/market/quote?symbol=${symbol}`)).last;
   const quantity = Math.max(1, Math.min(500, Math.floor(5000 / last)));
   // The gate refusing a buy by MAX_DAILY_LOSS is the limit reached (the state follows).
   const reached = (e) => {

@@ -92,6 +92,30 @@ async fn the_console_works_in_a_browser() {
     // Open radar filters, so the radar has its full 200 rows.
     app.market_symbols(1).await;
     let viewer = app.token("browser-viewer", "viewer").await;
+    // The radar's symbols the simulated market does not halt today, in rank order: the ones the
+    // test trades, so that a close is not refused SYMBOL_HALTED at whatever moment a halt
+    // happens to fall in a run (the halts themselves are tested in `halts` and the console's
+    // unit tests).
+    let quiet = {
+        let sim = test_config(String::new()).sim;
+        let universe = tradeops_sim::Universe::generate(sim.seed, sim.symbols as usize);
+        let date = tradeops_core::time::parse_ts(MARKET_START)
+            .unwrap()
+            .with_timezone(&chrono_tz::America::New_York)
+            .date_naive();
+        let rows = app.get("/api/radar/momentum?top_n=200").await;
+        let ranked: Vec<String> =
+            rows.data().as_array().unwrap().iter().map(|r| r["symbol"].as_str().unwrap().to_string()).collect();
+        let quiet: Vec<String> = ranked
+            .into_iter()
+            .filter(|s| {
+                let profile = universe.get(&tradeops_core::Symbol::parse(s).unwrap()).unwrap();
+                tradeops_sim::halt_windows(&universe, profile, date).is_empty()
+            })
+            .collect();
+        assert!(quiet.len() >= 5, "radar symbols with no halt today: {quiet:?}");
+        quiet.join(",")
+    };
     // The market moves 20× faster than the wall clock: a scan every 3 s, fills within a second.
     // The browser test may ask for another speed (60× to measure the live charts as in DEMO) by
     // writing it to SPEED_FILE, and for a broker fault (see `Switchable`) in FAULT_FILE.
@@ -133,6 +157,7 @@ async fn the_console_works_in_a_browser() {
             .env("SCREENSHOT_DIR", shots)
             .env("CHROMIUM", chromium)
             .env("SPEED_FILE", speed_file)
+            .env("QUIET_SYMBOLS", quiet)
             .env("FAULT_FILE", fault_file)
             .env("PROXY_URL", proxy_url)
             // `assert` (bench/console.sh): the console's speed goals fail the test when missed.
