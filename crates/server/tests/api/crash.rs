@@ -61,19 +61,37 @@ pub(crate) async fn call(
     req.send().await.unwrap().json().await.unwrap()
 }
 
-/// Opens the radar's filters and returns at least `n` symbols priced 2–50 with their prices.
+/// Opens the radar's filters and returns at least `n` symbols priced 2–50 with their prices,
+/// among those the simulated market (the service's default seed) does not halt on the scan's
+/// day: these tests trade them at whatever market time the wall clock gives, and an order or a
+/// close into a halt is refused `SYMBOL_HALTED` (halts are tested in `halts`).
 pub(crate) async fn radar_symbols(client: &reqwest::Client, base: &str, n: usize) -> Vec<(String, f64)> {
+    let sim = crate::helpers::test_config(String::new()).sim;
+    let universe = tradeops_sim::Universe::generate(sim.seed, sim.symbols as usize);
+    let quiet = |symbol: &str, captured_at: &str| {
+        let date = tradeops_core::time::parse_ts(captured_at)
+            .map(|t| t.with_timezone(&chrono_tz::America::New_York).date_naive())
+            .expect("a scan time");
+        let profile = tradeops_core::Symbol::parse(symbol).ok().and_then(|s| universe.get(&s).cloned());
+        profile.is_some_and(|p| {
+            let next = date.succ_opt().expect("a next day");
+            tradeops_sim::halt_windows(&universe, &p, date).is_empty()
+                && tradeops_sim::halt_windows(&universe, &p, next).is_empty()
+        })
+    };
     let open = json!({"momentum_radar": {"min_percentage_gain": -100, "min_relative_volume": 0,
         "max_float": 100000000000u64, "min_volume": 0, "min_price": 2, "max_price": 50},
         "risk_controls": {"open_position_limit": 10}});
     let set = call(client, base, Method::PUT, "/api/settings", Some(open)).await;
     assert_eq!(set["ok"], true, "{set}");
     for _ in 0..150 {
-        let radar = call(client, base, Method::GET, "/api/radar/momentum?top_n=20", None).await;
+        let radar = call(client, base, Method::GET, "/api/radar/momentum?top_n=200", None).await;
         let symbols: Vec<_> = radar["data"]
             .as_array()
             .unwrap()
             .iter()
+            .filter(|r| quiet(r["symbol"].as_str().unwrap(), r["captured_at"].as_str().unwrap()))
+            .take(20)
             .map(|r| (r["symbol"].as_str().unwrap().to_string(), r["price"].as_f64().unwrap()))
             .collect();
         if symbols.len() >= n {
