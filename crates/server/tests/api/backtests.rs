@@ -192,12 +192,10 @@ async fn a_range_stored_in_part_is_completed_before_the_run() {
     assert_eq!(done["status"], "COMPLETED", "{done}");
     // The symbol is the radar's first, a runner: the simulated market may halt it, and a halted
     // minute has no bar.
-    let sim = test_config(String::new()).sim;
-    let universe = tradeops_sim::Universe::generate(sim.seed, sim.symbols as usize);
-    let profile = universe.get(&tradeops_core::Symbol::parse(&symbol).unwrap()).unwrap();
+    let sim = SimDays::new();
     let halted: i64 = ["2026-11-17", "2026-11-18"]
         .iter()
-        .flat_map(|day| tradeops_sim::halt_windows(&universe, profile, day.parse().unwrap()))
+        .flat_map(|day| sim.halts(&symbol, day.parse().unwrap()))
         .map(|h| (h.end - h.start).num_minutes())
         .sum();
     assert_eq!(

@@ -97,21 +97,15 @@ async fn the_console_works_in_a_browser() {
     // happens to fall in a run (the halts themselves are tested in `halts` and the console's
     // unit tests).
     let quiet = {
-        let sim = test_config(String::new()).sim;
-        let universe = tradeops_sim::Universe::generate(sim.seed, sim.symbols as usize);
-        let date = tradeops_core::time::parse_ts(MARKET_START)
-            .unwrap()
-            .with_timezone(&chrono_tz::America::New_York)
-            .date_naive();
+        let (sim, date) = (SimDays::new(), ny_date_of(MARKET_START));
         let rows = app.get("/api/radar/momentum?top_n=200").await;
-        let ranked: Vec<String> =
-            rows.data().as_array().unwrap().iter().map(|r| r["symbol"].as_str().unwrap().to_string()).collect();
-        let quiet: Vec<String> = ranked
-            .into_iter()
-            .filter(|s| {
-                let profile = universe.get(&tradeops_core::Symbol::parse(s).unwrap()).unwrap();
-                tradeops_sim::halt_windows(&universe, profile, date).is_empty()
-            })
+        let quiet: Vec<String> = rows
+            .data()
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["symbol"].as_str().unwrap().to_string())
+            .filter(|s| sim.quiet(s, date))
             .collect();
         assert!(quiet.len() >= 5, "radar symbols with no halt today: {quiet:?}");
         quiet.join(",")

@@ -66,18 +66,10 @@ pub(crate) async fn call(
 /// day: these tests trade them at whatever market time the wall clock gives, and an order or a
 /// close into a halt is refused `SYMBOL_HALTED` (halts are tested in `halts`).
 pub(crate) async fn radar_symbols(client: &reqwest::Client, base: &str, n: usize) -> Vec<(String, f64)> {
-    let sim = crate::helpers::test_config(String::new()).sim;
-    let universe = tradeops_sim::Universe::generate(sim.seed, sim.symbols as usize);
+    let sim = crate::helpers::SimDays::new();
     let quiet = |symbol: &str, captured_at: &str| {
-        let date = tradeops_core::time::parse_ts(captured_at)
-            .map(|t| t.with_timezone(&chrono_tz::America::New_York).date_naive())
-            .expect("a scan time");
-        let profile = tradeops_core::Symbol::parse(symbol).ok().and_then(|s| universe.get(&s).cloned());
-        profile.is_some_and(|p| {
-            let next = date.succ_opt().expect("a next day");
-            tradeops_sim::halt_windows(&universe, &p, date).is_empty()
-                && tradeops_sim::halt_windows(&universe, &p, next).is_empty()
-        })
+        let date = crate::helpers::ny_date_of(captured_at);
+        sim.quiet(symbol, date) && sim.quiet(symbol, date.succ_opt().expect("a next day"))
     };
     let open = json!({"momentum_radar": {"min_percentage_gain": -100, "min_relative_volume": 0,
         "max_float": 100000000000u64, "min_volume": 0, "min_price": 2, "max_price": 50},

@@ -474,3 +474,35 @@ pub async fn start_on_own_market_clock(config: Config, db: Arc<TestDb>, clock: A
         server: Some(server),
     }
 }
+
+/// The tests' simulated market (the default seed and size of [`test_config`]), asked what it does
+/// on a day: which symbols it halts, and when. Tests that trade at whatever market time a run
+/// reaches avoid the halted ones (an order or close into a halt is refused `SYMBOL_HALTED`).
+pub struct SimDays(tradeops_sim::Universe);
+
+impl SimDays {
+    pub fn new() -> SimDays {
+        let sim = test_config(String::new()).sim;
+        SimDays(tradeops_sim::Universe::generate(sim.seed, sim.symbols as usize))
+    }
+
+    /// `symbol`'s halts on the New York `date` (none for a symbol not in the market).
+    pub fn halts(&self, symbol: &str, date: chrono::NaiveDate) -> Vec<tradeops_core::market::HaltWindow> {
+        let profile = tradeops_core::Symbol::parse(symbol).ok().and_then(|s| self.0.get(&s).cloned());
+        profile.map(|p| tradeops_sim::halt_windows(&self.0, &p, date)).unwrap_or_default()
+    }
+
+    /// Whether `symbol` is in the market and trades all of `date` without a halt.
+    pub fn quiet(&self, symbol: &str, date: chrono::NaiveDate) -> bool {
+        let known = tradeops_core::Symbol::parse(symbol).is_ok_and(|s| self.0.get(&s).is_some());
+        known && self.halts(symbol, date).is_empty()
+    }
+}
+
+/// The New York date of an RFC 3339 market time.
+pub fn ny_date_of(text: &str) -> chrono::NaiveDate {
+    tradeops_core::time::parse_ts(text)
+        .expect("a market time")
+        .with_timezone(&chrono_tz::America::New_York)
+        .date_naive()
+}

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use tradeops_core::broker::BrokerReport;
 use tradeops_core::engine::{is_liquidation, CommandError, Effect, Event, Reply, StrategyStatus};
 use tradeops_core::orders::Order;
+use tradeops_core::positions::Position;
 use tradeops_core::risk::{RiskRefusal, TradingState};
 use tradeops_core::time::to_epoch_ms;
 use tradeops_core::{Timestamp, TradingMode};
@@ -203,6 +204,14 @@ impl Runner {
         }
     }
 
+    /// `position.updated` for `position` as the engine stands: its levels and whether its
+    /// symbol is halted.
+    fn position_updated(&self, position: Position, status: StrategyStatus) -> Published {
+        let symbol = &position.symbol;
+        let (levels, halted) = (self.engine.position_levels(symbol), self.engine.halt_of(symbol).is_some());
+        Published::PositionUpdated { position, status, levels, halted }
+    }
+
     /// Carries out one effect: broker calls at once, writes at once (or held), events and
     /// order and position updates kept in `batch` for its end.
     async fn carry_out(&mut self, effect: Effect, batch: &mut Batch) {
@@ -237,9 +246,7 @@ impl Runner {
                 batch.writes.orders.insert(order.client_order_id.clone(), order);
             }
             Effect::PositionUpdated { position, status } => {
-                let levels = self.engine.position_levels(&position.symbol);
-                let halted = self.engine.halt_of(&position.symbol).is_some();
-                batch.events.push(Published::PositionUpdated { position: position.clone(), status, levels, halted });
+                batch.events.push(self.position_updated(position.clone(), status));
                 batch.writes.positions.insert(position.symbol.clone(), position);
             }
             Effect::SymbolStatus { symbol, halt } => {
@@ -249,13 +256,8 @@ impl Runner {
                 }
                 // A held position's row says whether it can trade: published again with it.
                 if let Some(position) = self.engine.positions().get(&symbol).filter(|p| !p.is_flat()) {
-                    let status = self.engine.slots().get(&symbol).map_or(StrategyStatus::Halted, |s| s.status);
-                    batch.events.push(Published::PositionUpdated {
-                        position: position.clone(),
-                        status,
-                        levels: self.engine.position_levels(&symbol),
-                        halted: halt.is_some(),
-                    });
+                    let status = self.engine.position_status(&symbol);
+                    batch.events.push(self.position_updated(position.clone(), status));
                 }
                 batch.events.push(Published::SymbolStatus { symbol, halt });
             }
