@@ -335,7 +335,14 @@ await run("hotkeys: ? lists them; none fires while typing; w watches the selecte
   await filter.fill("");
   await filter.blur();
   // w: watch the selected row.
-  const candidate = page.locator('[data-testid="radar-table"] tbody tr[data-key]').filter({ has: page.locator('[data-testid^="watch-"]') }).first();
+  const rows = page.locator('[data-testid="radar-table"] tbody tr[data-key]').filter({ has: page.locator('[data-testid^="watch-"]') });
+  let candidate = rows.first();
+  for (const r of await rows.all()) {
+    if (QUIET.size === 0 || QUIET.has(await r.getAttribute("data-key"))) {
+      candidate = r;
+      break;
+    }
+  }
   const other = await candidate.getAttribute("data-key");
   await candidate.locator("td").first().click();
   await row("radar-table", other).and(page.locator("tr.selected")).waitFor();
