@@ -140,6 +140,34 @@ impl<'de> Deserialize<'de> for ClientOrderId {
     }
 }
 
+/// The exits that protect a position at the broker (CONTRACT §11): a stop (a stop-limit when
+/// `stop_limit_price` is set) and an optional take-profit, one-cancels-other.
+///
+/// On a `BUY` entry they are what the operator asked for: the engine places them at the broker
+/// the moment the entry fills. On a `SELL` they make the order itself the protective order (see
+/// [`Order::is_protective`]): a `STOP`/`STOP_LIMIT` sell at `stop_price`, GTC, and, when
+/// `take_profit` is set, a limit sell at it that cancels the stop when it fills (and the other
+/// way round): one order here, an `oco` order at Alpaca.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExitLegs {
+    pub stop_price: Decimal,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_limit_price: Option<Decimal>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub take_profit: Option<Decimal>,
+}
+
+impl ExitLegs {
+    /// The order type of the stop leg.
+    pub fn stop_type(&self) -> OrderType {
+        if self.stop_limit_price.is_some() {
+            OrderType::StopLimit
+        } else {
+            OrderType::Stop
+        }
+    }
+}
+
 /// One fill of an order.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Execution {
@@ -222,6 +250,9 @@ pub struct Order {
     /// The protective stop the strategy planned for an entry (what one R of risk is measured
     /// from); not an order at the broker.
     pub stop_loss: Option<Decimal>,
+    /// The exits at the broker: on a `BUY`, the legs to place when it fills; on a `SELL`, the
+    /// protective order's own levels (see [`ExitLegs`]).
+    pub legs: Option<ExitLegs>,
     pub reject_reason: Option<String>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
@@ -257,11 +288,28 @@ impl Order {
             fees: Decimal::ZERO,
             executions: Vec::new(),
             stop_loss: None,
+            legs: None,
             reason: None,
             strategy_id: None,
             reject_reason: None,
             created_at: at,
             updated_at: at,
+        }
+    }
+
+    /// A protective order: a sell carrying its own exit levels, resting at the broker to protect
+    /// a position (CONTRACT §11). It holds the position's shares there, so any other exit first
+    /// frees them, and it is not an exit in progress (the position is still held, protected).
+    pub fn is_protective(&self) -> bool {
+        self.side == Side::Sell && self.legs.is_some()
+    }
+
+    /// Which leg of a protective order an execution at `price` filled: `TAKE_PROFIT` at or
+    /// above the target, else `STOP_LOSS`.
+    pub fn protective_leg(&self, price: Decimal) -> &'static str {
+        match self.legs.and_then(|l| l.take_profit) {
+            Some(target) if price >= target => "TAKE_PROFIT",
+            _ => "STOP_LOSS",
         }
     }
 

@@ -22,6 +22,8 @@ pub struct ManualOrder {
     pub stop_price: Option<Decimal>,
     pub time_in_force: TimeInForce,
     pub reason: Option<String>,
+    /// Exit legs to rest at the broker once a `BUY` fills (CONTRACT §11).
+    pub legs: Option<crate::orders::ExitLegs>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -188,6 +190,7 @@ impl Engine {
             Command::PlaceOrder(m) => {
                 self.ensure_open(now)?;
                 self.ensure_trades(&m.symbol, m.order_type)?;
+                self.check_legs(&m, None)?;
                 let id = self.place(
                     m.client_order_id,
                     &m.symbol,
@@ -200,6 +203,7 @@ impl Engine {
                     m.reason.map(Into::into),
                     None,
                     None,
+                    m.legs,
                     now,
                     fx,
                 )?;
@@ -412,6 +416,43 @@ impl Engine {
             });
         }
         CommandError::Risk(Box::new(refusal))
+    }
+
+    /// A manual order's exit legs against its side and reference price (CONTRACT §11): legs
+    /// protect a `BUY`; the stop is below the reference price (a stop-limit's limit at or
+    /// below its stop) and the take-profit above it. Returns the reference price they were
+    /// checked against (none without a price to check them by). `mark`: the last trade a
+    /// preview was given.
+    pub(super) fn check_legs(&self, m: &ManualOrder, mark: Option<Decimal>) -> Result<Option<Decimal>, CommandError> {
+        let Some(legs) = m.legs else { return Ok(None) };
+        let invalid = |field: &'static str, reason: String| Err(CommandError::Invalid { field, reason });
+        if m.side != Side::Buy {
+            return invalid("stop_loss", "exit legs protect a BUY; a SELL takes none".into());
+        }
+        let market = self.market.get(&m.symbol);
+        let last = mark.or(market.map(|s| s.last));
+        let fill = market.and_then(|s| s.fill).map(crate::market::Price::to_decimal);
+        let reference = crate::risk::reference_price(m.limit_price, m.stop_price, fill, last);
+        if legs.stop_limit_price.is_some_and(|l| l > legs.stop_price) {
+            return invalid(
+                "stop_loss.limit_price",
+                format!("must be at or below the stop price {} (a sell stop-limit)", legs.stop_price.normalize()),
+            );
+        }
+        let Some(reference) = reference else { return Ok(None) };
+        if legs.stop_price >= reference {
+            return invalid(
+                "stop_loss.stop_price",
+                format!("must be below the entry's reference price {}", reference.normalize()),
+            );
+        }
+        if let Some(target) = legs.take_profit.filter(|t| *t <= reference) {
+            return invalid(
+                "take_profit.limit_price",
+                format!("must be above the entry's reference price {} (got {})", reference.normalize(), target.normalize()),
+            );
+        }
+        Ok(Some(reference))
     }
 
     pub(super) fn ensure_open(&self, now: Timestamp) -> Result<(), CommandError> {
@@ -668,7 +709,7 @@ impl Engine {
             let selling: u64 = self
                 .orders
                 .values()
-                .filter(|o| &o.symbol == symbol && o.side == Side::Sell && !o.status.is_final())
+                .filter(|o| &o.symbol == symbol && o.side == Side::Sell && !o.status.is_final() && !o.is_protective())
                 .map(|o| o.remaining())
                 .sum();
             let missing = held.saturating_sub(selling);
@@ -690,7 +731,7 @@ impl Engine {
             order.reason = Some(reason.into());
             let order = std::sync::Arc::new(order);
             self.orders.insert(id, order.clone());
-            fx.push(Effect::Submit(order));
+            self.send_exit(order, now, fx);
         }
         !positions.is_empty()
     }

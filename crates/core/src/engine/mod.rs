@@ -10,6 +10,7 @@
 mod adopt;
 mod commands;
 mod preview;
+mod protection;
 mod reports;
 mod restore;
 mod strategies;
@@ -32,6 +33,7 @@ use std::sync::Arc;
 
 pub use commands::{is_liquidation, Command, CommandError, HaltProgress, ManualOrder, Reply, LIQUIDATION_REASON};
 pub use preview::OrderPreview;
+pub use protection::{Protection, ProtectionKind};
 pub use restore::{Restored, SavedState, Watched};
 
 /// A watched symbol's strategy status (CONTRACT §3).
@@ -269,6 +271,10 @@ pub struct Engine {
     /// The symbols the market-data source says cannot trade now (CONTRACT §11): no market or
     /// stop order, close or strategy entry goes into one; the emergency halt's exits still do.
     halts: BTreeMap<Symbol, SymbolHalt>,
+    /// The exit legs protecting positions bought with them (CONTRACT §11), while held.
+    brackets: BTreeMap<Symbol, crate::orders::ExitLegs>,
+    /// Symbols whose protective order is being cancelled to free its shares for an exit.
+    freeing: BTreeMap<Symbol, protection::Freeing>,
     day: DayStats,
     cash: Decimal,
     recent: VecDeque<RecentOrder>,
@@ -372,6 +378,8 @@ impl Engine {
             blocks: BTreeMap::new(),
             market: BTreeMap::new(),
             halts: BTreeMap::new(),
+            brackets: BTreeMap::new(),
+            freeing: BTreeMap::new(),
             day: DayStats {
                 date: None,
                 trades_today: 0,
@@ -763,8 +771,10 @@ impl Engine {
         self.orders.values().map(Arc::as_ref).filter(move |o| &o.symbol == symbol && !o.status.is_final())
     }
 
+    /// Shares being bought or sold by working orders: a protective order is not a sale in
+    /// progress (it only holds the shares at the broker, and is cancelled for any exit).
     fn open_quantity(&self, symbol: &Symbol, side: Side) -> u64 {
-        self.open_orders_of(symbol).filter(|o| o.side == side).map(|o| o.remaining()).sum()
+        self.open_orders_of(symbol).filter(|o| o.side == side && !o.is_protective()).map(|o| o.remaining()).sum()
     }
 
     /// The risk gate's view for an order in `symbol`.
@@ -854,6 +864,7 @@ impl Engine {
         reason: Option<Arc<str>>,
         strategy_id: Option<Arc<str>>,
         stop_loss: Option<Decimal>,
+        legs: Option<crate::orders::ExitLegs>,
         now: Timestamp,
         fx: &mut Vec<Effect>,
     ) -> Result<ClientOrderId, Refusal> {
@@ -891,6 +902,7 @@ impl Engine {
         order.reason = reason;
         order.strategy_id = strategy_id;
         order.stop_loss = stop_loss;
+        order.legs = legs;
         if side == Side::Buy {
             self.day.trades_today += 1;
             self.day.by_symbol.entry(symbol.clone()).or_default().1 += 1;
@@ -908,7 +920,10 @@ impl Engine {
         }
         let order = Arc::new(order);
         self.orders.insert(id.clone(), order.clone());
-        fx.push(Effect::Submit(order));
+        match side {
+            Side::Buy => fx.push(Effect::Submit(order)),
+            Side::Sell => self.send_exit(order, now, fx),
+        }
         Ok(id)
     }
 
@@ -923,7 +938,7 @@ impl Engine {
         fx: &mut Vec<Effect>,
     ) -> Result<ClientOrderId, Refusal> {
         let (kind, tif) = (OrderType::Market, TimeInForce::Day);
-        self.place(None, symbol, Side::Sell, kind, tif, quantity, None, None, reason, strategy_id, None, now, fx)
+        self.place(None, symbol, Side::Sell, kind, tif, quantity, None, None, reason, strategy_id, None, None, now, fx)
     }
 
     /// Requests the cancel of an open order (no-op for final or already pending ones).
@@ -972,9 +987,9 @@ impl Engine {
         self.slots.get(symbol).map(|s| s.status).unwrap_or(StrategyStatus::Halted)
     }
 
-    /// The stop and target `symbol`'s position is managed with: its strategy's, while a
-    /// strategy manages it (`Buy`, `Hold` or `Sell`); none for a position left to the operator.
-    pub fn position_levels(&self, symbol: &Symbol) -> Option<Levels> {
+    /// The stop and target `symbol`'s position is managed with by its strategy, while a
+    /// strategy manages it (`Buy`, `Hold` or `Sell`).
+    fn strategy_levels(&self, symbol: &Symbol) -> Option<Levels> {
         let slot = self.slots.get(symbol)?;
         if !matches!(slot.status, StrategyStatus::Buy | StrategyStatus::Hold | StrategyStatus::Sell) {
             return None;

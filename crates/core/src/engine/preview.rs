@@ -29,6 +29,10 @@ pub struct OrderPreview {
     /// Buying power once this order is working: a buy reserves its cost (a market buy with the
     /// market buy buffer, as the gate values it); a sell adds its proceeds.
     pub buying_power_after: Decimal,
+    /// What the order loses if its stop leg fills: quantity × (reference − stop), to the cent.
+    pub risk_to_stop: Option<Decimal>,
+    /// What it gains if its take-profit leg fills: quantity × (target − reference), to the cent.
+    pub reward_to_target: Option<Decimal>,
 }
 
 impl Engine {
@@ -44,6 +48,7 @@ impl Engine {
     ) -> Result<OrderPreview, CommandError> {
         self.ensure_open(now)?;
         self.ensure_trades(&order.symbol, order.order_type)?;
+        self.check_legs(order, mark.filter(|p| *p > Decimal::ZERO))?;
         let id = order.client_order_id.clone().unwrap_or_else(|| ClientOrderId::generated(PREVIEW_ID));
         let intent = OrderIntent {
             client_order_id: &id,
@@ -82,7 +87,14 @@ impl Engine {
             (Side::Buy, Some(cost)) => buying_power - cost,
             (Side::Sell, Some(cost)) => buying_power + cost,
         };
+        let shares = Decimal::from(order.quantity);
+        let legs = order.legs.filter(|_| order.side == Side::Buy);
+        let risk_to_stop = legs.zip(reference).map(|(l, r)| (shares * (r - l.stop_price)).round_dp(2));
+        let reward_to_target =
+            legs.and_then(|l| l.take_profit).zip(reference).map(|(t, r)| (shares * (t - r)).round_dp(2));
         Ok(OrderPreview {
+            risk_to_stop,
+            reward_to_target,
             verdict,
             reference_price: reference,
             estimated_cost: cost.map(|c| c.round_dp(2)),

@@ -100,9 +100,13 @@ impl Engine {
 
         let (symbol, status) = (order.symbol.clone(), order.status);
         // The update goes out before what the fill caused (the order's own snapshot first).
-        fx.insert(updated_at, Effect::OrderUpdated(order));
-        if status.is_final() && !before.is_final() {
+        fx.insert(updated_at, Effect::OrderUpdated(order.clone()));
+        let ended = status.is_final() && !before.is_final();
+        if ended {
             self.order_finished(&symbol, &id, status, now, fx);
+        }
+        if order.legs.is_some() || self.brackets.contains_key(&symbol) || self.freeing.contains_key(&symbol) {
+            self.after_order_event(&order, ended, now, fx);
         }
     }
 

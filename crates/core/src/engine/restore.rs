@@ -131,6 +131,8 @@ impl Engine {
                         slot.entry_order = Some(o.client_order_id.clone());
                     }
                 }
+            } else if o.is_protective() {
+                // Protection at the broker, not an exit in progress (see `restore_protection`).
             } else if let Some(slot) = engine.slots.get_mut(&o.symbol) {
                 slot.exit_orders.insert(o.client_order_id.clone());
             }

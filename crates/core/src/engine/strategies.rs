@@ -147,6 +147,7 @@ impl Engine {
                     reason,
                     strategy,
                     Some(stop_loss),
+                    None,
                     now,
                     fx,
                 );
@@ -171,6 +172,7 @@ impl Engine {
                     None,
                     reason,
                     strategy,
+                    None,
                     None,
                     now,
                     fx,

@@ -215,6 +215,9 @@ pub struct RiskControls {
     pub alert_warning_loss_pct: f64,
     /// Unrealised loss, in percent of cost, at which a position's alert level is `CRITICAL`.
     pub alert_critical_loss_pct: f64,
+    /// The order ticket's default stop distance below the entry's reference price, in percent:
+    /// the stop leg a bracket order is prefilled with (CONTRACT §11).
+    pub default_stop_distance_pct: f64,
 }
 
 impl Default for RiskControls {
@@ -231,6 +234,7 @@ impl Default for RiskControls {
             market_buy_buffer_pct: 3.0,
             alert_warning_loss_pct: 2.0,
             alert_critical_loss_pct: 5.0,
+            default_stop_distance_pct: 3.0,
         }
     }
 }

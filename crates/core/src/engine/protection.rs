@@ -1,0 +1,290 @@
+//! Protection at the broker (CONTRACT §11): a position bought with exit legs gets a protective
+//! order resting at the broker the moment its entry fills — a GTC sell stop (stop-limit) for the
+//! whole position, one-cancels-other with a take-profit limit when it has one — so the position
+//! is protected while tradeops, its machine or its network is down.
+//!
+//! A venue holds the shares of a resting sell for it (Alpaca refuses another sell of them,
+//! "insufficient qty available", 40310000), so any other exit of the position — a manual or
+//! partial close, a strategy's exit, the emergency halt's — first frees them: the exit is
+//! written ahead but held back ([`Freeing`]), the protective order is cancelled, and only when
+//! the broker has confirmed the cancel is the exit sent, with what is left of the position
+//! protected again by a new protective order for the rest. Had the protective order filled in
+//! the meantime, the held exit is reduced to what is still held, or withdrawn.
+
+use super::{Effect, Engine, StrategyStatus};
+use crate::market::Side;
+use crate::orders::{ClientOrderId, ExitLegs, Order, OrderEvent, OrderStatus, TimeInForce};
+use crate::risk::TradingState;
+use crate::strategy::Levels;
+use crate::symbol::Symbol;
+use crate::time::Timestamp;
+use serde::Serialize;
+use std::sync::Arc;
+
+/// What protects a position now (position rows' `protection`, CONTRACT §11).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ProtectionKind {
+    /// A protective order for the whole quantity rests at the broker.
+    Broker,
+    /// The engine watches a stop level (a strategy's, or a bracket's whose order is not resting
+    /// at the broker for the whole quantity right now).
+    Engine,
+    /// Nothing protects it.
+    None,
+}
+
+impl ProtectionKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProtectionKind::Broker => "BROKER",
+            ProtectionKind::Engine => "ENGINE",
+            ProtectionKind::None => "NONE",
+        }
+    }
+}
+
+/// A position's protection: its kind and the protective order resting at the broker, if any.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Protection {
+    pub kind: ProtectionKind,
+    pub order_id: Option<ClientOrderId>,
+}
+
+impl Default for Protection {
+    fn default() -> Self {
+        Protection { kind: ProtectionKind::None, order_id: None }
+    }
+}
+
+/// A symbol whose protective order the engine is cancelling to free its shares: the exits
+/// written ahead and held back until the cancel is confirmed. When it is, what is left of the
+/// position is protected again (also with no exit waiting: a protective order replaced by one
+/// of the position's new size). A protective order cancelled by an operator is not replaced.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(super) struct Freeing {
+    pub exits: Vec<ClientOrderId>,
+}
+
+/// The reason of a protective order, `PROTECTIVE_STOP: sentence` (trades name the exit by the leg
+/// that filled).
+fn protective_reason(legs: &ExitLegs, quantity: u64, symbol: &Symbol) -> String {
+    let mut text = format!("PROTECTIVE_STOP: a stop at {}", legs.stop_price.normalize());
+    if let Some(limit) = legs.stop_limit_price {
+        text.push_str(&format!(" (limit {})", limit.normalize()));
+    }
+    if let Some(target) = legs.take_profit {
+        text.push_str(&format!(" and a take-profit at {}", target.normalize()));
+    }
+    text.push_str(&format!(" protect {quantity} {symbol} at the broker"));
+    text
+}
+
+impl Engine {
+    /// The protective order of `symbol` still working at the broker (being cancelled included).
+    pub fn protective_order(&self, symbol: &Symbol) -> Option<&Arc<Order>> {
+        self.orders.values().find(|o| &o.symbol == symbol && !o.status.is_final() && o.is_protective())
+    }
+
+    fn open_orders_of_arc<'a>(&'a self, symbol: &'a Symbol) -> impl Iterator<Item = &'a Arc<Order>> + 'a {
+        self.orders.values().filter(move |o| &o.symbol == symbol && !o.status.is_final())
+    }
+
+    /// Whether `id` is an exit written ahead and held back until the shares it sells are freed:
+    /// never sent by a lookup or a resend before then.
+    pub fn is_held_exit(&self, id: &ClientOrderId) -> bool {
+        self.freeing.values().any(|f| f.exits.contains(id))
+    }
+
+    /// The levels `symbol`'s position is protected with at the broker: the bracket's, while the
+    /// position it was bought with is held.
+    pub fn bracket_levels(&self, symbol: &Symbol) -> Option<ExitLegs> {
+        self.brackets.get(symbol).copied()
+    }
+
+    /// What protects `symbol`'s position now (CONTRACT §11).
+    pub fn protection(&self, symbol: &Symbol) -> Protection {
+        let held = self.positions.get(symbol).map(|p| p.quantity).unwrap_or(0);
+        if held == 0 {
+            return Protection::default();
+        }
+        if let Some(o) = self.protective_order(symbol) {
+            if o.status != OrderStatus::PendingCancel && o.remaining() >= held {
+                return Protection { kind: ProtectionKind::Broker, order_id: Some(o.client_order_id.clone()) };
+            }
+        }
+        let watched = self.brackets.contains_key(symbol) || self.strategy_levels(symbol).is_some();
+        let kind = if watched { ProtectionKind::Engine } else { ProtectionKind::None };
+        Protection { kind, order_id: self.protective_order(symbol).map(|o| o.client_order_id.clone()) }
+    }
+
+    /// The levels in force for `symbol`'s position: its strategy's while one manages it, else
+    /// its bracket's.
+    pub fn position_levels(&self, symbol: &Symbol) -> Option<Levels> {
+        self.strategy_levels(symbol).or_else(|| {
+            self.brackets.get(symbol).map(|l| Levels { stop_loss: l.stop_price, target: l.take_profit })
+        })
+    }
+
+    /// Places `order`, an exit of a position, at the broker; when a protective order holds the
+    /// position's shares there, the exit waits (written ahead, not sent) for its cancel.
+    pub(super) fn send_exit(&mut self, order: Arc<Order>, now: Timestamp, fx: &mut Vec<Effect>) {
+        let Some(protective) = self.protective_order(&order.symbol).map(|o| o.client_order_id.clone()) else {
+            fx.push(Effect::Submit(order));
+            return;
+        };
+        self.freeing.entry(order.symbol.clone()).or_default().exits.push(order.client_order_id.clone());
+        fx.push(Effect::OrderUpdated(order));
+        self.request_cancel(&protective, now, fx);
+    }
+
+    /// After an event of `order`: an entry with legs that ended filled (wholly or in part)
+    /// gets its protective order; a protective order that ended frees the exits waiting for it
+    /// and protects what is left; a position gone flat drops its bracket.
+    pub(super) fn after_order_event(&mut self, order: &Order, ended: bool, now: Timestamp, fx: &mut Vec<Effect>) {
+        let symbol = &order.symbol;
+        if self.positions.get(symbol).is_none_or(|p| p.is_flat()) {
+            self.brackets.remove(symbol);
+            // Nothing left to protect: a protective order still resting would sell shares that
+            // are gone (a short on a margin account).
+            if let Some(id) = self.protective_order(symbol).map(|o| o.client_order_id.clone()) {
+                if self.protective_order(symbol).is_some_and(|o| o.status.is_cancellable()) {
+                    self.request_cancel(&id, now, fx);
+                }
+            }
+        }
+        if !ended {
+            return;
+        }
+        if order.side == Side::Buy && order.filled_quantity > 0 {
+            if let Some(legs) = order.legs {
+                self.brackets.insert(symbol.clone(), legs);
+            }
+            // A bought position, or one that grew: its protective order covers all of it.
+            self.protect(symbol, now, fx);
+        } else if order.is_protective() {
+            self.release_exits(symbol, now, fx);
+        }
+    }
+
+    /// Makes the protective order of `symbol` cover what is held and not being sold: places
+    /// one, or replaces one of another size (cancel, then a new one when the cancel is
+    /// confirmed). Nothing while `HALTED` (the halt sells everything) or without a bracket.
+    fn protect(&mut self, symbol: &Symbol, now: Timestamp, fx: &mut Vec<Effect>) {
+        let Some(legs) = self.brackets.get(symbol).copied() else { return };
+        if self.trading_state == TradingState::Halted {
+            return;
+        }
+        let held = self.positions.get(symbol).map(|p| p.quantity).unwrap_or(0);
+        let selling: u64 =
+            self.open_orders_of_arc(symbol).filter(|o| o.side == Side::Sell && !o.is_protective()).map(|o| o.remaining()).sum();
+        let quantity = held.saturating_sub(selling);
+        if let Some(current) = self.protective_order(symbol) {
+            if current.remaining() != quantity && current.status.is_cancellable() {
+                let id = current.client_order_id.clone();
+                self.freeing.entry(symbol.clone()).or_default();
+                self.request_cancel(&id, now, fx);
+            }
+            return;
+        }
+        if quantity == 0 {
+            return;
+        }
+        let id = self.next_client_order_id(symbol, now);
+        let mut order = Order::new(
+            id.clone(),
+            symbol.clone(),
+            Side::Sell,
+            legs.stop_type(),
+            TimeInForce::Gtc,
+            quantity,
+            legs.stop_limit_price,
+            Some(legs.stop_price),
+            now,
+        );
+        order.legs = Some(legs);
+        order.reason = Some(protective_reason(&legs, quantity, symbol).into());
+        let order = Arc::new(order);
+        self.orders.insert(id, order.clone());
+        fx.push(Effect::Submit(order));
+    }
+
+    /// The protective order of `symbol` ended: the exits held for it go out, each reduced to
+    /// what is still held (withdrawn when nothing is), then what is left is protected again.
+    fn release_exits(&mut self, symbol: &Symbol, now: Timestamp, fx: &mut Vec<Effect>) {
+        let Some(freeing) = self.freeing.remove(symbol) else { return };
+        let mut left = self.positions.get(symbol).map(|p| p.quantity).unwrap_or(0);
+        // Exits already at the broker sell first.
+        let sent: u64 = self
+            .open_orders_of_arc(symbol)
+            .filter(|o| o.side == Side::Sell && !o.is_protective() && !freeing.exits.contains(&o.client_order_id))
+            .map(|o| o.remaining())
+            .sum();
+        left = left.saturating_sub(sent);
+        for id in &freeing.exits {
+            let Some(order) = self.orders.get_mut(id) else { continue };
+            if order.status != OrderStatus::New || order.broker_order_id.is_some() {
+                continue;
+            }
+            let order = Arc::make_mut(order);
+            if left == 0 {
+                // Sold by the protective order meanwhile: nothing left for this exit to sell.
+                order.reject_reason = Some("withdrawn before it was sent: the protective order sold the shares".into());
+                let _ = order.apply(OrderEvent::Canceled, now);
+                let order = self.orders[id].clone();
+                fx.push(Effect::OrderUpdated(order.clone()));
+                let symbol = symbol.clone();
+                if let Some(slot) = self.slots.get_mut(&symbol) {
+                    slot.exit_orders.remove(id);
+                }
+                continue;
+            }
+            if order.quantity > left {
+                order.quantity = left;
+            }
+            left -= order.quantity;
+            fx.push(Effect::Submit(self.orders[id].clone()));
+        }
+        if left > 0 {
+            self.protect(symbol, now, fx);
+        }
+        let status = self.position_status(symbol);
+        if let Some(position) = self.positions.get(symbol).cloned() {
+            let next = self.status_after_fill(symbol, &position);
+            if next != status && self.slots.get(symbol).is_some_and(|s| s.status != StrategyStatus::Closed) {
+                self.set_status(symbol, next, None, fx);
+            }
+        }
+    }
+
+    /// Rebuilds what is being freed and the brackets after a restart: a protective order still
+    /// working names its symbol's bracket; an exit never acknowledged in a symbol whose
+    /// protective order still works waits for it (its cancel is sent again by reconciliation
+    /// while it is pending, or here when it is not).
+    pub fn restore_protection(&mut self, now: Timestamp) -> Vec<Effect> {
+        let mut fx = Vec::new();
+        let protective: Vec<Arc<Order>> =
+            self.orders.values().filter(|o| o.is_protective() && !o.status.is_final()).cloned().collect();
+        for p in protective {
+            if let Some(legs) = p.legs {
+                self.brackets.insert(p.symbol.clone(), legs);
+            }
+            let held: Vec<ClientOrderId> = self
+                .open_orders_of_arc(&p.symbol)
+                .filter(|o| {
+                    o.side == Side::Sell
+                        && !o.is_protective()
+                        && o.status == OrderStatus::New
+                        && o.broker_order_id.is_none()
+                })
+                .map(|o| o.client_order_id.clone())
+                .collect();
+            if !held.is_empty() {
+                self.freeing.entry(p.symbol.clone()).or_default().exits.extend(held);
+                self.request_cancel(&p.client_order_id, now, &mut fx);
+            }
+        }
+        fx
+    }
+}
