@@ -208,6 +208,11 @@ pub trait ExecutionBroker: Send + Sync {
     async fn restore(&self, orders: &[Order], _now: Timestamp) -> Vec<ClientOrderId> {
         orders.iter().filter(|o| o.broker_order_id.is_none()).map(|o| o.client_order_id.clone()).collect()
     }
+
+    /// Tells an in-process venue the shares its account holds at a start (the engine's
+    /// positions), so it refuses a sell of shares it does not hold or holds for other orders,
+    /// as a real venue does. A real venue keeps its own positions: nothing to do.
+    async fn open_account(&self, _positions: &[(Symbol, u64)]) {}
 }
 
 #[cfg(test)]

@@ -67,6 +67,9 @@ struct Working {
     acked_at: Option<Timestamp>,
     /// When a stop or stop-limit order triggered; it stays triggered.
     triggered_at: Option<Timestamp>,
+    /// A protective order's take-profit (CONTRACT §11): a sell limit one-cancels-other with
+    /// the order's stop, filled as a limit at it until the stop triggers.
+    take_profit: Option<Price>,
 }
 
 /// How an order left the book.
@@ -118,6 +121,11 @@ pub struct PaperBroker {
     executions: u64,
     /// Makes ids unique across processes (execution ids are stored forever).
     id_prefix: String,
+    /// The shares the paper account holds, by symbol, once the service has told it
+    /// ([`PaperBroker::open_account`]): a sell of more than is held and not already held for
+    /// other working sells is refused, as a venue refuses it ("insufficient qty available",
+    /// CONTRACT §11). `None`: a bare matching engine with no account (no such check).
+    holdings: Option<BTreeMap<Symbol, u64>>,
 }
 
 impl PaperBroker {
@@ -149,6 +157,7 @@ impl PaperBroker {
                 ack_at: now,
                 acked_at: Some(now),
                 triggered_at: None,
+                take_profit: take_profit_of(order),
             });
         }
         true
@@ -190,7 +199,26 @@ impl PaperBroker {
             orders_taken: 0,
             executions: 0,
             id_prefix: String::new(),
+            holdings: None,
         }
+    }
+
+    /// Opens the paper account with the shares it holds (the engine's positions at a start):
+    /// from now on sells are checked against them, and fills move them.
+    pub fn open_account(&mut self, positions: impl IntoIterator<Item = (Symbol, u64)>) {
+        self.holdings = Some(positions.into_iter().filter(|(_, q)| *q > 0).collect());
+    }
+
+    /// Why a sell of `quantity` cannot be taken: more than the account holds and does not
+    /// already hold for its other working sells.
+    fn shares_unavailable(&self, symbol: &Symbol, quantity: u64) -> Option<String> {
+        let holdings = self.holdings.as_ref()?;
+        let held = holdings.get(symbol).copied().unwrap_or(0);
+        let for_orders: u64 =
+            self.working.iter().filter(|o| &o.symbol == symbol && o.side == Side::Sell).map(|o| o.remaining).sum();
+        let available = held.saturating_sub(for_orders);
+        (quantity > available)
+            .then(|| format!("insufficient qty available for order (requested: {quantity}, available: {available})"))
     }
 
     /// Takes an order (status NEW, as the engine built it). Reports come later from
@@ -203,7 +231,11 @@ impl PaperBroker {
             self.schedule(at, Due::Reject(id, "duplicate client_order_id".into()));
             return;
         }
-        match validate(order) {
+        let refused = match order.side {
+            Side::Sell => self.shares_unavailable(&order.symbol, order.quantity.saturating_sub(order.filled_quantity)),
+            Side::Buy => None,
+        };
+        match validate(order).and_then(|prices| refused.map_or(Ok(prices), Err)) {
             Ok((limit, stop)) => {
                 self.orders_taken += 1;
                 self.working.push(Working {
@@ -219,6 +251,7 @@ impl PaperBroker {
                     ack_at: at,
                     acked_at: None,
                     triggered_at: None,
+                    take_profit: take_profit_of(order),
                 });
                 self.schedule(at, Due::Ack(id));
             }
@@ -295,6 +328,14 @@ impl PaperBroker {
                 order.remaining -= quantity;
             }
             let (id, remaining, ioc) = (order.id.clone(), order.remaining, order.time_in_force == TimeInForce::Ioc);
+            let side = order.side;
+            if let (Some(_), Some(holdings)) = (fill, self.holdings.as_mut()) {
+                let held = holdings.entry(update.symbol.clone()).or_default();
+                *held = match side {
+                    Side::Buy => held.saturating_add(quantity),
+                    Side::Sell => held.saturating_sub(quantity),
+                };
+            }
             if let Some(price) = fill {
                 self.executions += 1;
                 reports.push(BrokerReport::Filled {
@@ -439,6 +480,10 @@ impl ExecutionBroker for PaperExecution {
         let mut book = self.book();
         orders.iter().filter(|o| !book.restore(o, now)).map(|o| o.client_order_id.clone()).collect()
     }
+
+    async fn open_account(&self, positions: &[(Symbol, u64)]) {
+        self.book().open_account(positions.iter().cloned());
+    }
 }
 
 /// `at` plus a latency (negative latencies count as 0).
@@ -481,9 +526,19 @@ fn stop_triggers(side: Side, stop: Price, update: &MarketUpdate<'_>, acked_at: T
     }
 }
 
-/// The price the order fills at on this update, if it fills.
+/// A protective order's take-profit price, when it has one on the tick grid.
+fn take_profit_of(order: &Order) -> Option<Price> {
+    order.legs.filter(|_| order.is_protective()).and_then(|l| l.take_profit).and_then(Price::from_decimal)
+}
+
+/// The price the order fills at on this update, if it fills. A protective order with a
+/// take-profit fills as a limit at it until its stop triggers (one-cancels-other: whichever
+/// fills first is the order's fill).
 fn fill_price(order: &Working, update: &MarketUpdate<'_>, acked_at: Timestamp, slippage_bps: f64) -> Option<Price> {
     let quote = &update.quote;
+    if let (Some(target), None) = (order.take_profit, order.triggered_at) {
+        return limit_price(order.side, target, quote, bar_since(update, acked_at));
+    }
     match order.order_type {
         OrderType::Market => market_price(order.side, quote, None, slippage_bps),
         OrderType::Stop => {
@@ -876,6 +931,60 @@ mod tests {
         let b = Bar { open: px("9.94"), ..bar(60_000, "10.12", "9.90") };
         let reports = broker.on_market(&update(&s, 120_000, "10.09", quote("10.09", "10.10", 1_000), Some(&b)));
         assert_eq!(fills(&reports), vec![("sl2".into(), 100, dec("10.00"))]);
+    }
+
+    /// A protective sell: a stop at 9.50 one-cancels-other with a take-profit at 10.50.
+    fn protective(raw_id: &str, quantity: u64) -> Order {
+        let mut o = order(raw_id, Side::Sell, OrderType::Stop, TimeInForce::Gtc, quantity, None, Some("9.50"));
+        o.legs = Some(tradeops_core::orders::ExitLegs {
+            stop_price: dec("9.50"),
+            stop_limit_price: None,
+            take_profit: Some(dec("10.50")),
+        });
+        o
+    }
+
+    #[test]
+    fn a_protective_order_fills_at_its_target_or_at_its_stop_whichever_comes_first() {
+        let s = sym();
+        let mut broker = acked(no_slippage(), &[protective("p1", 100)]);
+        assert!(broker.on_market(&update(&s, 100, "10.00", quote("9.99", "10.00", 1_000), None)).is_empty());
+        let reports = broker.on_market(&update(&s, 200, "10.50", quote("10.50", "10.51", 1_000), None));
+        assert_eq!(fills(&reports), vec![("p1".into(), 100, dec("10.50"))], "the take-profit leg");
+        assert!(broker.open_orders().is_empty(), "one fill ends both legs");
+
+        let mut broker = acked(no_slippage(), &[protective("p2", 100)]);
+        let reports = broker.on_market(&update(&s, 100, "9.50", quote("9.48", "9.49", 1_000), None));
+        assert_eq!(fills(&reports), vec![("p2".into(), 100, dec("9.48"))], "the stop leg");
+        assert!(broker.on_market(&update(&s, 200, "10.60", quote("10.60", "10.61", 1_000), None)).is_empty());
+    }
+
+    #[test]
+    fn an_account_refuses_a_sell_of_shares_it_holds_for_another_order_as_a_venue_does() {
+        let s = sym();
+        let mut broker = PaperBroker::new(no_slippage());
+        broker.open_account([(s.clone(), 100)]);
+        broker.submit(&protective("p1", 100), t(0));
+        broker.submit(&market("close", Side::Sell, 100), t(0));
+        let reports = broker.advance(t(50));
+        let rejected: Vec<_> = reports
+            .iter()
+            .filter_map(|r| match r {
+                BrokerReport::Rejected { client_order_id, reason, .. } => {
+                    Some((client_order_id.as_str(), reason.as_str()))
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(rejected, [("close", "insufficient qty available for order (requested: 100, available: 0)")]);
+        broker.cancel(&id("p1"), t(50));
+        broker.advance(t(100));
+        broker.submit(&market("close2", Side::Sell, 100), t(100));
+        broker.advance(t(150));
+        let reports = broker.on_market(&update(&s, 200, "10.00", quote("9.99", "10.00", 1_000), None));
+        assert_eq!(fills(&reports), vec![("close2".into(), 100, dec("9.99"))], "freed, the shares sell");
+        broker.submit(&market("short", Side::Sell, 1), t(300));
+        assert!(matches!(broker.advance(t(350))[..], [BrokerReport::Rejected { .. }]), "sold out: no short");
     }
 
     #[test]

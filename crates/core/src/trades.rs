@@ -198,6 +198,21 @@ pub fn explain(order: &Order) -> Explanation {
     Explanation { rule: rule.to_string(), text }
 }
 
+/// The exit a protective order made (CONTRACT §11): `STOP_LOSS` or `TAKE_PROFIT`, by the leg
+/// its fill at `price` was.
+pub fn explain_protective(order: &Order, price: Decimal) -> Explanation {
+    let rule = order.protective_leg(price);
+    let levels = order.legs;
+    let text = match (rule, levels) {
+        ("TAKE_PROFIT", Some(l)) => {
+            format!("The take-profit at {} resting at the broker filled.", l.take_profit.unwrap_or(price).normalize())
+        }
+        (_, Some(l)) => format!("The stop at {} resting at the broker filled.", l.stop_price.normalize()),
+        _ => "The protective order at the broker filled.".to_string(),
+    };
+    Explanation { rule: rule.to_string(), text }
+}
+
 /// The reason of the sell a backtest places to close what is open after the last bar.
 pub const END_OF_DATA_REASON: &str = "end of backtest data";
 
@@ -379,7 +394,10 @@ impl TradeBuilder {
                 open.position -= quantity;
                 open.sold += quantity;
                 open.sell_value += execution.price * Decimal::from(quantity);
-                let explanation = explain(order);
+                let explanation = match order.is_protective() {
+                    true => explain_protective(order, execution.price),
+                    false => explain(order),
+                };
                 open.exit_reason = explanation.rule.clone();
                 if open.explanations.last() != Some(&explanation) {
                     open.explanations.push(explanation);

@@ -4,7 +4,7 @@
 //! health monitor can carry it without depending on the engine.
 
 use rust_decimal::Decimal;
-use tradeops_core::engine::{Halt, StrategyStatus};
+use tradeops_core::engine::{Halt, Protection, StrategyStatus};
 use tradeops_core::positions::{AlertLevel, Position};
 use tradeops_core::risk::TradingState;
 use tradeops_core::strategy::Levels;
@@ -20,6 +20,8 @@ pub struct PositionView {
     pub levels: Option<Levels>,
     /// Its symbol's trading is halted (CONTRACT §11): a close waits for the reopen.
     pub halted: bool,
+    /// What protects it: a protective order at the broker, the engine, or nothing (§11).
+    pub protection: Protection,
 }
 
 impl PositionView {

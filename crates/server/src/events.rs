@@ -55,6 +55,8 @@ pub enum Event {
         levels: Option<Levels>,
         /// Its symbol's trading is halted (CONTRACT §11).
         halted: bool,
+        /// What protects it (CONTRACT §11).
+        protection: tradeops_core::engine::Protection,
     },
     RadarUpdated(RadarSummary),
     WatchlistUpdated(WatchlistChange),

@@ -459,7 +459,9 @@ async fn probe_risk_manager(state: &Probes, engine: &EngineProbe) -> Probe {
 /// last call found it unavailable (new orders are refused `BROKER_UNAVAILABLE` meanwhile), or
 /// while a remote venue's event stream is disconnected (fills arrive by the gap fill once it is
 /// back). `detail.broker` names the adapter built at start (`adapter` is the one the settings
-/// record); `detail.stream` is a remote venue's event connection.
+/// record); `detail.stream` is a remote venue's event connection;
+/// `detail.positions_not_protected_at_broker` counts the open positions no protective order at
+/// the broker covers.
 fn probe_execution(state: &Probes, engine: &EngineProbe) -> Probe {
     let adapter = state.settings.current().runtime.execution_broker;
     let view = state.engine.view();
@@ -479,6 +481,13 @@ fn probe_execution(state: &Probes, engine: &EngineProbe) -> Probe {
         "broker_open_orders": engine.as_ref().map(|(_, open)| *open).unwrap_or(view.broker_open_orders),
         "reconciliation_status": view.reconciliation_status,
         "reconciliation_detail": view.reconciliation_detail,
+        // Open positions without a protective order for their whole quantity resting at the
+        // broker (CONTRACT §11): they are protected only while this service runs, or not at all.
+        "positions_not_protected_at_broker": view
+            .positions
+            .iter()
+            .filter(|p| p.protection.kind != tradeops_core::engine::ProtectionKind::Broker)
+            .count(),
     });
     if let Some(reason) = &view.venue_unavailable {
         detail["unavailable"] = json!(reason);

@@ -121,7 +121,9 @@ fn order_row(r: &AnyRow) -> Result<Order, StoreError> {
         strategy_id: r.try_get("strategy_id")?,
         stop_loss: opt_dec(r.try_get("stop_loss")?)?,
         legs: match r.try_get::<Option<String>, _>("legs")? {
-            Some(text) => Some(serde_json::from_str(&text).map_err(|e| StoreError::Corrupt(format!("legs {text:?}: {e}")))?),
+            Some(text) => {
+                Some(serde_json::from_str(&text).map_err(|e| StoreError::Corrupt(format!("legs {text:?}: {e}")))?)
+            }
             None => None,
         },
         reject_reason: r.try_get("reject_reason")?,

@@ -449,7 +449,11 @@ impl Engine {
         if let Some(target) = legs.take_profit.filter(|t| *t <= reference) {
             return invalid(
                 "take_profit.limit_price",
-                format!("must be above the entry's reference price {} (got {})", reference.normalize(), target.normalize()),
+                format!(
+                    "must be above the entry's reference price {} (got {})",
+                    reference.normalize(),
+                    target.normalize()
+                ),
             );
         }
         Ok(Some(reference))

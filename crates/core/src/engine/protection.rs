@@ -122,9 +122,8 @@ impl Engine {
     /// The levels in force for `symbol`'s position: its strategy's while one manages it, else
     /// its bracket's.
     pub fn position_levels(&self, symbol: &Symbol) -> Option<Levels> {
-        self.strategy_levels(symbol).or_else(|| {
-            self.brackets.get(symbol).map(|l| Levels { stop_loss: l.stop_price, target: l.take_profit })
-        })
+        self.strategy_levels(symbol)
+            .or_else(|| self.brackets.get(symbol).map(|l| Levels { stop_loss: l.stop_price, target: l.take_profit }))
     }
 
     /// Places `order`, an exit of a position, at the broker; when a protective order holds the
@@ -177,8 +176,11 @@ impl Engine {
             return;
         }
         let held = self.positions.get(symbol).map(|p| p.quantity).unwrap_or(0);
-        let selling: u64 =
-            self.open_orders_of_arc(symbol).filter(|o| o.side == Side::Sell && !o.is_protective()).map(|o| o.remaining()).sum();
+        let selling: u64 = self
+            .open_orders_of_arc(symbol)
+            .filter(|o| o.side == Side::Sell && !o.is_protective())
+            .map(|o| o.remaining())
+            .sum();
         let quantity = held.saturating_sub(selling);
         if let Some(current) = self.protective_order(symbol) {
             if current.remaining() != quantity && current.status.is_cancellable() {
@@ -288,3 +290,6 @@ impl Engine {
         fx
     }
 }
+
+#[cfg(test)]
+mod tests;

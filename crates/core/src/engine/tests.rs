@@ -100,6 +100,7 @@ fn buy(qty: u64) -> Command {
         stop_price: None,
         time_in_force: TimeInForce::Day,
         reason: Some("test".into()),
+        legs: None,
     })
 }
 
@@ -1033,6 +1034,7 @@ fn order_of(kind: OrderType, side: Side, limit: Option<Decimal>, stop: Option<De
         stop_price: stop,
         time_in_force: TimeInForce::Day,
         reason: None,
+        legs: None,
     })
 }
 

@@ -209,7 +209,8 @@ impl Runner {
     fn position_updated(&self, position: Position, status: StrategyStatus) -> Published {
         let symbol = &position.symbol;
         let (levels, halted) = (self.engine.position_levels(symbol), self.engine.halt_of(symbol).is_some());
-        Published::PositionUpdated { position, status, levels, halted }
+        let protection = self.engine.protection(symbol);
+        Published::PositionUpdated { position, status, levels, halted, protection }
     }
 
     /// Carries out one effect: broker calls at once, writes at once (or held), events and

@@ -211,6 +211,9 @@ async fn restore(
     // An order being cancelled is taken back working, as the broker last knew it: the
     // reconciliation that follows finds its cancel missing and sends it again.
     let unsent = broker.restore(&open, now).await;
+    let held: Vec<(Symbol, u64)> =
+        engine.positions().values().filter(|p| !p.is_flat()).map(|p| (p.symbol.clone(), p.quantity)).collect();
+    broker.open_account(&held).await;
     let broker_open_orders = broker.open_orders().await.map(|o| o.len()).unwrap_or_default();
     let session_end = Some(engine.calendar().end_of_trading_day(now));
     let term = Arc::new(Term::default());

@@ -176,6 +176,12 @@ impl Runner {
     /// applied again.
     pub(super) async fn recover(&mut self, unsent: Vec<ClientOrderId>, now: Timestamp) {
         let halted = self.engine.trading_state() == TradingState::Halted;
+        // Exits that were waiting for a protective order's cancel wait again (its cancel is
+        // sent again), before anything written ahead is looked up and sent.
+        let freeing = self.engine.restore_protection(now);
+        if !freeing.is_empty() {
+            self.apply(freeing, now).await;
+        }
         let never_sent = self.send_unknown(unsent, "the service stopped before sending it", now).await;
         if !never_sent.is_empty() {
             tracing::warn!(orders = never_sent.len(), "orders written ahead were never sent; marked REJECTED");
@@ -204,7 +210,9 @@ impl Runner {
         let mut never_sent = Vec::new();
         for id in ids {
             let Some(order) = self.engine.order(&id).cloned() else { continue };
-            if order.status.is_final() {
+            if order.status.is_final() || self.engine.is_held_exit(&id) {
+                // An exit held back until its protective order's cancel frees the shares it
+                // sells (CONTRACT §11) is sent then, never before.
                 continue;
             }
             match self.venue.lookup(&id).await {

@@ -57,6 +57,7 @@ impl Runner {
                     status: e.position_status(&p.symbol),
                     levels: e.position_levels(&p.symbol),
                     halted: e.halt_of(&p.symbol).is_some(),
+                    protection: e.protection(&p.symbol),
                     mark,
                     position: p.clone(),
                 }

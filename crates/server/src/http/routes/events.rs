@@ -80,13 +80,15 @@ fn data(event: &Published) -> Value {
             "execution_id": e.execution_id, "timestamp": format_ts(&e.timestamp),
             "quantity": e.quantity, "price": dollars(e.price), "fee": dollars(e.fee),
         }),
-        Published::PositionUpdated { position, status, levels, halted } => json!({
+        Published::PositionUpdated { position, status, levels, halted, protection } => json!({
             "symbol": position.symbol, "quantity": position.quantity,
             "average_entry_price": position.average_entry_price().map(dollars),
             "realized_pnl": dollars(position.realized_pnl), "strategy_status": status,
             "stop_loss": levels.map(|l| dollars(l.stop_loss)),
             "target": levels.and_then(|l| l.target).map(dollars),
             "halted": halted,
+            "protection": protection.kind.as_str(),
+            "protective_order_id": protection.order_id,
         }),
         Published::RadarUpdated(radar) => json!({
             "captured_at": format_ts(&radar.captured_at),

@@ -22,7 +22,7 @@ use serde_json::Value;
 use std::sync::Arc;
 use tradeops_core::engine::{CommandError, ManualOrder};
 use tradeops_core::market::Side;
-use tradeops_core::orders::{ClientOrderId, Execution, Order, OrderStatus, OrderType, TimeInForce};
+use tradeops_core::orders::{ClientOrderId, Execution, ExitLegs, Order, OrderStatus, OrderType, TimeInForce};
 use tradeops_core::risk::{Refusal, RiskFigure, RiskRule};
 use tradeops_core::time::{format_ts, to_epoch_ms};
 use tradeops_core::{Role, Symbol};
@@ -79,6 +79,25 @@ pub struct OrderDetail {
     pub reject_reason: Option<String>,
     pub updated_at: String,
     pub executions: Vec<ExecutionRow>,
+    /// The stop leg: on a `BUY`, the one placed at the broker when it fills; on a protective
+    /// order, its own (CONTRACT §11). `null` for any other order.
+    pub stop_loss: Option<StopLossView>,
+    /// The take-profit leg, as `stop_loss`.
+    pub take_profit: Option<TakeProfitView>,
+}
+
+/// A stop leg as an order shows it.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct StopLossView {
+    pub stop_price: f64,
+    /// Set for a stop-limit leg.
+    pub limit_price: Option<f64>,
+}
+
+/// A take-profit leg as an order shows it.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct TakeProfitView {
+    pub limit_price: f64,
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -123,6 +142,10 @@ pub fn order_detail(o: &Order, mode: &str, broker: &'static str) -> OrderDetail 
         reject_reason: o.reject_reason.clone(),
         updated_at: format_ts(&o.updated_at),
         executions: o.executions.iter().map(execution_row).collect(),
+        stop_loss: o
+            .legs
+            .map(|l| StopLossView { stop_price: money(l.stop_price), limit_price: l.stop_limit_price.map(money) }),
+        take_profit: o.legs.and_then(|l| l.take_profit).map(|t| TakeProfitView { limit_price: money(t) }),
     }
 }
 
@@ -164,6 +187,34 @@ pub struct CreateOrder {
     pub client_order_id: Option<ClientOrderId>,
     #[schema(nullable = false)]
     pub reason: Option<String>,
+    /// A `BUY`'s stop leg, held at the broker from the moment the order fills (CONTRACT §11).
+    #[schema(nullable = false)]
+    pub stop_loss: Option<StopLossLeg>,
+    /// A `BUY`'s take-profit leg, one-cancels-other with the stop; needs `stop_loss`.
+    #[schema(nullable = false)]
+    pub take_profit: Option<TakeProfitLeg>,
+}
+
+/// A stop leg: below the entry's reference price; the tick rule of `limit_price`.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StopLossLeg {
+    #[schema(value_type = f64, minimum = 0.0001)]
+    #[serde(with = "rust_decimal::serde::float")]
+    pub stop_price: Decimal,
+    /// Makes the stop a stop-limit: a sell limit at or below `stop_price`.
+    #[schema(value_type = Option<f64>, nullable = false, minimum = 0.0001)]
+    #[serde(default, with = "rust_decimal::serde::float_option")]
+    pub limit_price: Option<Decimal>,
+}
+
+/// A take-profit leg: a sell limit above the entry's reference price.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TakeProfitLeg {
+    #[schema(value_type = f64, minimum = 0.0001)]
+    #[serde(with = "rust_decimal::serde::float")]
+    pub limit_price: Decimal,
 }
 
 fn check_price(field: &'static str, price: Option<Decimal>) -> ApiResult<()> {
@@ -181,6 +232,25 @@ fn check_price(field: &'static str, price: Option<Decimal>) -> ApiResult<()> {
 fn manual_order(req: CreateOrder) -> ApiResult<ManualOrder> {
     check_price("limit_price", req.limit_price)?;
     check_price("stop_price", req.stop_price)?;
+    let legs = match (&req.stop_loss, &req.take_profit) {
+        (None, None) => None,
+        (None, Some(_)) => {
+            return Err(ApiError::validation(
+                "take_profit.limit_price",
+                "needs a stop_loss: the take-profit rests one-cancels-other with the stop",
+            ))
+        }
+        (Some(stop), target) => {
+            check_price("stop_loss.stop_price", Some(stop.stop_price))?;
+            check_price("stop_loss.limit_price", stop.limit_price)?;
+            check_price("take_profit.limit_price", target.as_ref().map(|t| t.limit_price))?;
+            Some(ExitLegs {
+                stop_price: stop.stop_price,
+                stop_limit_price: stop.limit_price,
+                take_profit: target.as_ref().map(|t| t.limit_price),
+            })
+        }
+    };
     if req.quantity == 0 || req.quantity > MAX_ORDER_QUANTITY {
         return Err(crate::http::fields::refuse("quantity"));
     }
@@ -194,6 +264,7 @@ fn manual_order(req: CreateOrder) -> ApiResult<ManualOrder> {
         stop_price: req.stop_price,
         time_in_force: req.time_in_force.unwrap_or(TimeInForce::Day),
         reason: req.reason,
+        legs,
     })
 }
 
@@ -381,6 +452,12 @@ pub struct OrderPreviewResult {
     /// Buying power once the order works: a buy reserves its cost (a market buy with the market
     /// buy buffer); a sell adds its proceeds.
     pub buying_power_after: f64,
+    /// What the order loses if its stop leg fills: quantity × (reference − stop); `null`
+    /// without a stop leg.
+    pub risk_to_stop: Option<f64>,
+    /// What it gains if its take-profit leg fills: quantity × (target − reference); `null`
+    /// without one.
+    pub reward_to_target: Option<f64>,
 }
 
 fn preview_verdict(refusal: Refusal) -> PreviewVerdict {
@@ -425,5 +502,7 @@ pub async fn preview(
         estimated_cost: preview.estimated_cost.map(money),
         buying_power: money(preview.buying_power),
         buying_power_after: money(preview.buying_power_after),
+        risk_to_stop: preview.risk_to_stop.map(money),
+        reward_to_target: preview.reward_to_target.map(money),
     }))
 }

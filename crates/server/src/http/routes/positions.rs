@@ -12,7 +12,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use rust_decimal::prelude::ToPrimitive;
 use serde::{Deserialize, Serialize};
-use tradeops_core::engine::StrategyStatus;
+use tradeops_core::engine::{ProtectionKind, StrategyStatus};
 use tradeops_core::orders::OrderStatus;
 use tradeops_core::positions::AlertLevel;
 use tradeops_core::time::format_ts;
@@ -40,10 +40,17 @@ pub struct PositionRow {
     pub strategy_status: StrategyStatus,
     pub opened_at: Option<String>,
     pub alert_level: AlertLevel,
-    /// The protective stop its strategy manages it with; null when no strategy manages it.
+    /// The stop in force: its strategy's, else the stop leg it was bought with (CONTRACT §11);
+    /// null when neither protects it.
     pub stop_loss: Option<f64>,
-    /// Where its strategy takes profit; null once it has, or when no strategy manages it.
+    /// The target in force: its strategy's (null once it has taken profit), else its
+    /// take-profit leg.
     pub target: Option<f64>,
+    /// `BROKER`: a protective order for the whole quantity rests at the broker; `ENGINE`: the
+    /// engine watches the stop; `NONE`: nothing protects it.
+    pub protection: ProtectionKind,
+    /// The `client_order_id` of the protective order at the broker, or null.
+    pub protective_order_id: Option<String>,
     /// Its symbol's trading is halted (CONTRACT §11): a close is refused `SYMBOL_HALTED` until
     /// the reopen, and an emergency halt's exit waits at the venue.
     pub halted: bool,
@@ -70,6 +77,8 @@ pub async fn list(State(state): State<AppState>, _caller: Caller) -> ApiResult<A
             stop_loss: p.levels.and_then(|l| l.stop_loss.to_f64()),
             target: p.levels.and_then(|l| l.target).and_then(|t| t.to_f64()),
             halted: p.halted,
+            protection: p.protection.kind,
+            protective_order_id: p.protection.order_id.as_ref().map(ToString::to_string),
         })
         .collect();
     Ok(ApiResponse::list(rows))
