@@ -5,16 +5,22 @@
 // its limit and the current value that would refuse it), the estimated cost and the buying
 // power left. A refusal after sending names the rule in words too. A symbol its venue halted
 // (the quote says HALTED) takes limit orders only: a market or stop order is not sent.
+// A BUY carries exit legs held at the broker (ticket_legs.tsx): a stop prefilled from the risk
+// settings, an optional take-profit, and a "size by risk" mode that buys the shares losing a
+// dollar amount down to the stop; the chart of the symbol shows entry, stop and target before
+// the order is sent.
 import { signal } from "@preact/signals";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { ApiError, get, mode, post, withQuery } from "./api";
 import { useEvents } from "./events";
-import { int, money, price } from "./format";
+import { LEG_FIELDS, legErrors, legNumber, orderBody, prefillStop, sharesForRisk } from "./bracket";
+import { int, inputNumber, money, price } from "./format";
 import { haltRefusal, haltWords, refusalWords, refusedWhileHalted } from "./halts";
 import { canOperate } from "./session";
 import { account, risk } from "./store";
 import type { OrderDetail, Position, Quote, SymbolStatus } from "./types";
 import { Badge, Field, Modal, notify, useLoad } from "./ui";
+import { LegFields, RiskReward, TicketChart, useStopDistance } from "./ticket_legs";
 
 export const ORDER_TYPES = ["MARKET", "LIMIT", "STOP", "STOP_LIMIT"];
 export const TIFS: Record<string, string> = {
@@ -85,6 +91,10 @@ export interface Preview {
   estimated_cost: number | null;
   buying_power: number;
   buying_power_after: number;
+  /** Quantity × (reference − stop) with a stop leg; null without legs. */
+  risk_to_stop: number | null;
+  /** Quantity × (target − reference) with a take-profit leg; null without one. */
+  reward_to_target: number | null;
 }
 
 /** The refusal of an order, with its rule in words and the figures the contract gives. */
@@ -168,7 +178,10 @@ function PreviewPanel({ preview, error, pending, blocked }: { preview: Preview |
   );
 }
 
-const FIELDS = ["symbol", "side", "quantity", "order_type", "limit_price", "stop_price", "time_in_force", "reason"];
+const FIELDS = ["symbol", "side", "quantity", "order_type", "limit_price", "stop_price", "time_in_force", "reason", ...Object.values(LEG_FIELDS)];
+
+/** How the ticket sizes the order: shares typed, a dollar amount, or dollars risked down to the stop. */
+type Sizing = "shares" | "dollars" | "risk";
 
 /** The ticket, when open (rendered once, by the shell). */
 export function OrderTicket() {
@@ -180,9 +193,16 @@ export function OrderTicket() {
 function TicketForm({ initialSymbol, initialSide, onClose }: { initialSymbol: string; initialSide: "BUY" | "SELL"; onClose: () => void }) {
   const [symbol, setSymbol] = useState(initialSymbol);
   const [side, setSide] = useState<"BUY" | "SELL">(initialSide);
-  const [sizing, setSizing] = useState<"shares" | "dollars">("shares");
+  const [sizing, setSizing] = useState<Sizing>("shares");
   const [quantity, setQuantity] = useState("");
   const [amount, setAmount] = useState("");
+  const [riskAmount, setRiskAmount] = useState("");
+  // null: the stop follows the suggestion (the setting's distance below the reference) until
+  // the operator types one; an empty string then means no legs at all.
+  const [legStop, setLegStop] = useState<string | null>(null);
+  const [legStopLimit, setLegStopLimit] = useState("");
+  const [legTarget, setLegTarget] = useState("");
+  const distance = useStopDistance();
   const [orderType, setOrderType] = useState("MARKET");
   const [limit, setLimit] = useState("");
   const [stop, setStop] = useState("");
@@ -203,20 +223,49 @@ function TicketForm({ initialSymbol, initialSide, onClose }: { initialSymbol: st
   const lim = Number(limit);
   const stp = Number(stop);
   const held = positions.data?.find((p) => p.symbol === sym && p.quantity > 0);
+  const buy = side === "BUY";
   // What a share is valued at: the order's own price, else the side of the quote it meets.
   const ref = needsLimit && lim > 0 ? lim : needsStop && stp > 0 ? stp : quote ? (side === "BUY" ? quote.ask || quote.last : quote.bid || quote.last) : held ? held.market_price : null;
-  const qty = sizing === "shares" ? Number(quantity) : ref && Number(amount) > 0 ? Math.floor(Number(amount) / ref) : NaN;
+  // What the server checks the legs against and measures the risk from: the order's own price,
+  // else the last trade of this symbol (never a quote of the symbol typed before).
+  const quoted = quote?.symbol === sym ? quote : null;
+  const legRef = needsLimit && lim > 0 ? lim : needsStop && stp > 0 ? stp : quoted && quoted.last > 0 ? quoted.last : null;
+  const suggested = buy ? prefillStop(legRef, distance) : null;
+  const legs = { stop: legStop ?? (suggested !== null ? inputNumber(suggested) : ""), stopLimit: legStopLimit, target: legTarget };
+  const legStopPrice = buy ? legNumber(legs.stop) : null;
+  const legTargetPrice = buy && legStopPrice !== null ? legNumber(legs.target) : null;
+  // Sizing by risk is for a BUY (the stop is below its entry); a SELL is sized in shares or dollars.
+  const sizeBy: Sizing = !buy && sizing === "risk" ? "shares" : sizing;
+  const risked = Number(riskAmount);
+  // Entry for the risk sizing: the ticket's valuation (the ask for a market buy), at or above
+  // the last trade the server measures from, so the preview's risk never exceeds the amount.
+  const qty =
+    sizeBy === "shares"
+      ? Number(quantity)
+      : sizeBy === "dollars"
+        ? ref && Number(amount) > 0
+          ? Math.floor(Number(amount) / ref)
+          : NaN
+        : sharesForRisk(risked, ref, legStopPrice) || NaN;
 
   const local: Record<string, string> = {};
   if (!sym) local.symbol = "Enter a symbol.";
-  if (sizing === "shares") {
+  if (sizeBy === "shares") {
     if (quantity.trim() === "") local.quantity = "Enter a quantity.";
     else if (!Number.isInteger(qty) || qty < 1) local.quantity = "Whole shares, at least 1.";
+  } else if (sizeBy === "risk") {
+    if (riskAmount.trim() === "" || !(risked > 0)) local.quantity = "Enter the dollars to risk down to the stop.";
+    else if (legStopPrice === null) local.quantity = "Enter a stop: the shares are the risk ÷ (entry − stop).";
+    else if (!ref) local.quantity = "No price yet to size from.";
+    else if (legStopPrice >= ref) local.quantity = `The stop must be below the entry ${price(ref)}.`;
+    else if (!(qty >= 1)) local.quantity = `Less than one share: ${price(ref - legStopPrice)} a share to the stop.`;
   } else if (amount.trim() === "" || !(Number(amount) > 0)) local.quantity = "Enter a dollar amount.";
   else if (!ref) local.quantity = "No price yet to turn dollars into shares.";
   else if (!(qty >= 1)) local.quantity = `Less than one share at ${price(ref)}.`;
   if (needsLimit && (limit.trim() === "" || !(lim > 0))) local.limit_price = "A positive limit price is required.";
   if (needsStop && (stop.trim() === "" || !(stp > 0))) local.stop_price = "A positive stop price is required.";
+  const legLocal = legErrors(side, legs, legRef);
+  Object.assign(local, legLocal);
   // The quote of the symbol typed says whether its venue halted it; while it does, only an
   // order with its own price may be sent (it waits at the venue for the reopen).
   const symHalted = quote?.symbol === sym && quote.trading_status === "HALTED";
@@ -224,17 +273,26 @@ function TicketForm({ initialSymbol, initialSide, onClose }: { initialSymbol: st
   const sendable = Object.keys(local).length === 0 && !haltBlock;
 
   const server = error?.code === "VALIDATION_ERROR" ? error.fieldErrors : {};
+  const previewFields = previewError?.code === "VALIDATION_ERROR" ? previewError.fieldErrors : {};
   const fieldError = (f: string) => server[f] ?? (f === "order_type" && haltBlock ? haltBlock : tried ? local[f] : undefined);
+  // A leg's problem shows at once (the stop is prefilled, so an order can be unsendable before
+  // anything is typed), and so does the preview's refusal of a leg.
+  const legError = (f: string) => server[f] ?? previewFields[f] ?? legLocal[f];
   const unplaced = Object.keys(server).filter((f) => !FIELDS.includes(f));
   const showBanner = error && (error.code !== "VALIDATION_ERROR" || Object.keys(server).length === 0 || unplaced.length > 0);
 
-  const body = (): Record<string, unknown> => {
-    const b: Record<string, unknown> = { symbol: sym, side, quantity: qty, order_type: orderType, time_in_force: tif };
-    if (needsLimit) b.limit_price = lim;
-    if (needsStop) b.stop_price = stp;
-    if (reason.trim()) b.reason = reason.trim();
-    return b;
-  };
+  const body = () =>
+    orderBody({
+      symbol: sym,
+      side,
+      quantity: qty,
+      order_type: orderType,
+      time_in_force: tif,
+      limit_price: needsLimit ? lim : undefined,
+      stop_price: needsStop ? stp : undefined,
+      reason: reason.trim() || undefined,
+      legs,
+    });
 
   // The live quote: at once, every 2 s while open, and on each closed minute.
   const quoteFor = useRef(sym);
@@ -281,6 +339,10 @@ function TicketForm({ initialSymbol, initialSide, onClose }: { initialSymbol: st
   const change = (set: (v: string) => void, field: string) => (e: { currentTarget: { value: string } }) => {
     set(e.currentTarget.value);
     if (error && (error.code !== "VALIDATION_ERROR" || server[field])) setError(undefined);
+  };
+  const changeLeg = (leg: string, value: string) => {
+    const set = { stop: setLegStop, stopLimit: setLegStopLimit, target: setLegTarget }[leg as "stop" | "stopLimit" | "target"];
+    change(set, LEG_FIELDS[leg as keyof typeof LEG_FIELDS])({ currentTarget: { value } });
   };
 
   const submit = async (e: Event) => {
@@ -344,12 +406,23 @@ function TicketForm({ initialSymbol, initialSide, onClose }: { initialSymbol: st
             </select>
           </Field>
           <Field label="Size in">
-            <select name="sizing" value={sizing} onChange={(e) => setSizing(e.currentTarget.value as "shares" | "dollars")}>
+            <select name="sizing" value={sizeBy} onChange={(e) => setSizing(e.currentTarget.value as Sizing)}>
               <option value="shares">Shares</option>
               <option value="dollars">Dollars</option>
+              <option value="risk" disabled={!buy}>
+                Risk to stop ($)
+              </option>
             </select>
           </Field>
-          {sizing === "shares" ? (
+          {sizeBy === "risk" ? (
+            <Field
+              label="Risk (dollars to the stop)"
+              error={fieldError("quantity")}
+              hint={Number.isInteger(qty) && qty > 0 && ref && legStopPrice !== null ? `${int(qty)} shares: ${price(ref)} entry − ${price(legStopPrice)} stop` : "Shares = risk ÷ (entry − stop)"}
+            >
+              <input name="risk_amount" type="number" inputMode="decimal" min={0} step="1" value={riskAmount} onInput={change(setRiskAmount, "quantity")} required />
+            </Field>
+          ) : sizeBy === "shares" ? (
             <Field
               label="Quantity (shares)"
               error={fieldError("quantity")}
@@ -398,6 +471,18 @@ function TicketForm({ initialSymbol, initialSide, onClose }: { initialSymbol: st
             </select>
           </Field>
         </div>
+        {buy && (
+          <LegFields
+            legs={legs}
+            suggested={legStop === null ? suggested : null}
+            distance={distance}
+            reference={legRef}
+            onChange={changeLeg}
+            onResetStop={legStop !== null && suggested !== null ? () => setLegStop(null) : null}
+            error={legError}
+          />
+        )}
+        {buy && quoted && <TicketChart symbol={sym} levels={{ entry: ref, stop: legStopPrice, target: legTargetPrice }} />}
         <Field label="Reason (recorded with the order)" error={fieldError("reason")}>
           <input name="reason" value={reason} onInput={change(setReason, "reason")} maxLength={500} placeholder="Why this order" />
         </Field>
@@ -405,11 +490,14 @@ function TicketForm({ initialSymbol, initialSide, onClose }: { initialSymbol: st
           <Badge text={side} kind={`ord-side ${side.toLowerCase()}`} /> {Number.isInteger(qty) && qty > 0 ? int(qty) : "—"} {sym || "—"} {orderType.replace("_", " ")}
           {needsStop && stp > 0 ? ` stop ${price(stp)}` : ""}
           {needsLimit && lim > 0 ? ` limit ${price(lim)}` : ""} · {tif}
+          {legStopPrice !== null ? ` · exit stop ${price(legStopPrice)}` : ""}
+          {legTargetPrice !== null ? `, target ${price(legTargetPrice)}` : ""}
           <span class="muted" data-testid="ticket-cost">
             {" "}
             · est. {side === "BUY" ? "cost" : "proceeds"} {money(estimate)} · buying power after {money(powerAfter)}
           </span>
         </div>
+        {legStopPrice !== null && <RiskReward risk={preview?.risk_to_stop} reward={preview?.reward_to_target} pending={pending} />}
         <PreviewPanel preview={preview} error={previewError} pending={pending} blocked={haltBlock ? `while ${sym} is halted: a limit order is accepted and waits at the venue for the reopen.` : null} />
         {showBanner && error && <Refusal error={error} />}
         <div class="modal-actions">

@@ -94,7 +94,16 @@ export interface Position {
   target: number | null;
   /** Its symbol's trading is halted: a close is refused until the reopen (CONTRACT §11). */
   halted: boolean;
+  /**
+   * What protects it (CONTRACT §11): `BROKER` (a stop for the whole quantity rests at the
+   * broker), `ENGINE` (the engine watches the level), `NONE`.
+   */
+  protection: Protection;
+  /** The `client_order_id` of the stop resting at the broker; null without one. */
+  protective_order_id: string | null;
 }
+
+export type Protection = "BROKER" | "ENGINE" | "NONE";
 
 /** A trading halt of one symbol (CONTRACT §11). */
 export interface Halt {
@@ -154,6 +163,10 @@ export interface OrderDetail extends Order {
   fees: number;
   reject_reason: string | null;
   updated_at: string;
+  /** A BUY's stop leg, held at the broker once it fills (CONTRACT §11); null without one. */
+  stop_loss: { stop_price: number; limit_price: number | null } | null;
+  /** A BUY's take-profit leg; null without one. */
+  take_profit: { limit_price: number } | null;
   executions: Execution[];
 }
 

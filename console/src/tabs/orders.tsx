@@ -548,6 +548,21 @@ function OrderDetailModal({ id, onClose, onCancel }: { id: string; onClose: () =
               </Kv>
               <Kv k="Limit price">{price(o.limit_price)}</Kv>
               <Kv k="Stop price">{price(o.stop_price)}</Kv>
+              {o.side === "BUY" && (
+                <Kv k="Exit legs">
+                  <span data-testid="order-legs">
+                    {o.stop_loss ? (
+                      <>
+                        stop {price(o.stop_loss.stop_price)}
+                        {o.stop_loss.limit_price !== null ? ` (limit ${price(o.stop_loss.limit_price)})` : ""}
+                        {o.take_profit ? ` · take-profit ${price(o.take_profit.limit_price)}` : ""}
+                      </>
+                    ) : (
+                      <span class="muted">none</span>
+                    )}
+                  </span>
+                </Kv>
+              )}
               <Kv k="Avg fill price">{price(o.average_fill_price)}</Kv>
               <Kv k="Filled value">{money(notional)}</Kv>
               <Kv k="Fees">{money(o.fees)}</Kv>

@@ -1,7 +1,8 @@
 // Positions: every open position marked to the last trade, with its alert level up front, the
 // book's totals, and the operator's levers (close all, close part, halt the strategy). Selecting
 // a row opens its intraday chart with today's fills marked. Reloads on fills and position
-// changes from the stream, and every 10 s for the marks.
+// changes from the stream, and every 10 s for the marks. Each row says what protects it (a stop
+// at the broker, the engine, or nothing: a warning), patched at once by `position.updated`.
 import "./positions.css";
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { ApiError, get, mode, post, withQuery } from "../api";
@@ -10,6 +11,7 @@ import { dateTime, int, money, pct, pnl, price, sign, time, todayNy } from "../f
 import { CandleChart, type Mark } from "../candles";
 import { SymbolLink } from "../symbol_chart";
 import { HaltBadge, symbolHalt } from "../halt_badge";
+import { ProtectionBadge, unprotected, withPositionUpdate } from "../protection";
 import { closeRefusal } from "../halts";
 import { selectedPosition } from "../hotkeys";
 import { href, route } from "../route";
@@ -51,6 +53,18 @@ export function PositionsTab() {
 
   const reload = useThrottled(positions.reload, 1000);
   useEvents(["position.updated", "execution.created", "order.updated"], reload);
+  // The event carries the row's protection and levels: shown now, not after the throttled reload.
+  const loaded = useRef(positions.data);
+  loaded.current = positions.data;
+  useEvents(
+    ["position.updated"],
+    useMemo(
+      () => (e: StreamEvent<Partial<Position> & { symbol: string }>) => {
+        if (loaded.current) positions.set(withPositionUpdate(loaded.current, e.data));
+      },
+      [positions.set],
+    ),
+  );
   // Market prices move between fills: re-mark the book on the radar's 10 s rhythm.
   useEffect(() => {
     const timer = setInterval(() => positions.reload(), 10_000);
@@ -65,6 +79,9 @@ export function PositionsTab() {
   const realized = rows.reduce((s, p) => s + p.realized_pnl, 0);
   const critical = rows.filter((p) => p.alert_level === "CRITICAL").length;
   const warning = rows.filter((p) => p.alert_level === "WARNING").length;
+  const bare = unprotected(rows);
+  // A service that does not report protection yet leaves the count unknown, not "none".
+  const reported = open.every((p) => p.protection !== undefined);
   const selectedRow = rows.find((p) => p.symbol === selected) ?? null;
 
   const act = (kind: "close" | "partial" | "halt", p: Position) => (e: Event) => {
@@ -99,6 +116,14 @@ export function PositionsTab() {
       num: true,
       title: "Where its strategy takes profit (— once it has, or when no strategy manages it)",
       render: (p) => <span data-testid="position-target">{price(p.target)}</span>,
+    },
+    {
+      key: "protection",
+      label: "Protection",
+      title: "BROKER: a stop for the whole quantity rests at the broker · ENGINE: the engine watches the stop · NONE: nothing protects it",
+      // Unprotected first when sorted descending, as the alert column sorts.
+      sortValue: (p) => (p.quantity === 0 ? -1 : p.protection === "NONE" ? 2 : p.protection === "ENGINE" ? 1 : 0),
+      render: (p) => <ProtectionBadge position={p} />,
     },
     {
       key: "market_value",
@@ -198,6 +223,13 @@ export function PositionsTab() {
             label="Alerts"
             value={critical + warning === 0 ? <span class="up">none</span> : <>{critical > 0 && <span class="down">{critical} critical</span>}{critical > 0 && warning > 0 && " · "}{warning > 0 && <span class="warn">{warning} warning</span>}</>}
             testid="stat-alerts"
+          />
+          <Stat
+            label="Unprotected"
+            value={
+              !reported ? "—" : bare === 0 ? <span class="up">none</span> : <span class="warn">⚠ {int(bare)} open without a stop</span>
+            }
+            testid="stat-unprotected"
           />
         </div>
         {risk.value?.trading_state === "HALTED" && (
