@@ -110,7 +110,9 @@ impl Engine {
             return Protection::default();
         }
         if let Some(o) = self.protective_order(symbol) {
-            if o.status != OrderStatus::PendingCancel && o.remaining() >= held {
+            // Resting means acknowledged: an order still on its way protects nothing yet.
+            let resting = o.broker_order_id.is_some() && o.status != OrderStatus::PendingCancel;
+            if resting && o.remaining() >= held {
                 return Protection { kind: ProtectionKind::Broker, order_id: Some(o.client_order_id.clone()) };
             }
         }

@@ -29,6 +29,7 @@ mod openapi;
 mod outage;
 mod parity;
 mod preview;
+mod protection;
 mod radar;
 mod reference;
 mod settings;

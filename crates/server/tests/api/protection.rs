@@ -1,0 +1,179 @@
+//! Protection at the broker (CONTRACT §11) through the real server, on the paper broker over a
+//! market-data stand-in whose prices the test moves: a bracket's stop rests at the broker from
+//! the entry's fill, an exit first frees the shares it holds, a trade through the stop sells the
+//! position into a `STOP_LOSS` trade, and after a restart the stop is taken back, not placed
+//! twice.
+
+use crate::alpaca_data::{service_clock, start_service, wait_until, wall_now, StandIn};
+use crate::helpers::*;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+/// `symbol`'s position row, or null.
+async fn position(app: &TestApp, symbol: &str) -> Value {
+    let rows = app.get("/api/positions").await;
+    rows.data().as_array().unwrap().iter().find(|r| r["symbol"] == symbol).cloned().unwrap_or(Value::Null)
+}
+
+/// Orders of `symbol`, newest first.
+async fn orders(app: &TestApp, symbol: &str) -> Vec<Value> {
+    let listed = app.get(&format!("/api/orders?symbol={symbol}")).await;
+    listed.data().as_array().unwrap_or_else(|| panic!("orders of {symbol}: {}", listed.body)).clone()
+}
+
+/// A stand-in trading `symbol` at $12.00 (bid 11.99, ask 12.01) and a service on it, with the
+/// symbol tradable (its snapshot read).
+async fn trading(symbol: &str) -> (StandIn, TestApp) {
+    let alpaca = StandIn::start_on(service_clock()).await;
+    alpaca.add_mover(symbol, 1000, 1200, 5_000_000);
+    let app = start_service(&alpaca).await;
+    let quote = || async { app.get(&format!("/api/market/quote?symbol={symbol}")).await.status };
+    wait_until("the symbol is quoted", Duration::from_secs(20), quote, |s| *s == 200).await;
+    (alpaca, app)
+}
+
+/// A trade at `price` with the quote a cent either side, on the stream.
+fn trade_at(alpaca: &StandIn, symbol: &str, price: f64) {
+    let now = wall_now();
+    alpaca.send(json!([
+        {"T": "q", "S": symbol, "bx": "V", "bp": price - 0.01, "bs": 500, "ax": "V", "ap": price + 0.01, "as": 500, "t": now},
+        {"T": "t", "S": symbol, "i": 9, "x": "V", "p": price, "s": 100, "t": now, "c": ["@"], "z": "C"},
+    ]));
+}
+
+fn bracket(symbol: &str, quantity: u64) -> Value {
+    json!({"symbol": symbol, "side": "BUY", "quantity": quantity,
+        "stop_loss": {"stop_price": 11.50}, "take_profit": {"limit_price": 13.00}})
+}
+
+/// Buys 10 with a bracket and waits until its stop rests at the broker; returns the position row.
+async fn protected(app: &TestApp, symbol: &str) -> Value {
+    let placed = app.post("/api/orders", ADMIN_TOKEN, bracket(symbol, 10)).await;
+    let entry = placed.assert_ok(201).clone();
+    assert_eq!(entry["stop_loss"], json!({"stop_price": 11.5, "limit_price": null}), "{entry}");
+    assert_eq!(entry["take_profit"], json!({"limit_price": 13.0}));
+    let row = || async { position(app, symbol).await };
+    wait_until("the position protected at the broker", Duration::from_secs(20), row, |p| p["protection"] == "BROKER")
+        .await
+}
+
+#[tokio::test]
+async fn a_bracket_rests_its_stop_at_the_broker_and_a_trade_through_it_is_a_stop_loss_trade() {
+    let (alpaca, app) = trading("BRKT").await;
+
+    // Legs refused on their face or against the price, naming the field; nothing is placed.
+    for (body, field) in [
+        (
+            json!({"symbol": "BRKT", "side": "BUY", "quantity": 10, "stop_loss": {"stop_price": 12.50}}),
+            "stop_loss.stop_price",
+        ),
+        (
+            json!({"symbol": "BRKT", "side": "BUY", "quantity": 10, "stop_loss": {"stop_price": 11.505}}),
+            "stop_loss.stop_price",
+        ),
+        (
+            json!({"symbol": "BRKT", "side": "BUY", "quantity": 10, "stop_loss": {"stop_price": 11.50},
+                "take_profit": {"limit_price": 11.90}}),
+            "take_profit.limit_price",
+        ),
+        (
+            json!({"symbol": "BRKT", "side": "BUY", "quantity": 10, "take_profit": {"limit_price": 13.0}}),
+            "take_profit.limit_price",
+        ),
+        (json!({"symbol": "BRKT", "side": "SELL", "quantity": 10, "stop_loss": {"stop_price": 11.50}}), "stop_loss"),
+    ] {
+        let refused = app.post("/api/orders", ADMIN_TOKEN, body.clone()).await;
+        refused.assert_error(400, "VALIDATION_ERROR");
+        assert_eq!(refused.body["error"]["detail"]["field"], field, "{body}: {}", refused.body);
+    }
+    assert!(orders(&app, "BRKT").await.is_empty(), "a refused order sends nothing");
+
+    // The preview measures the legs from the reference price (the last trade, 12.00).
+    let preview = app.post("/api/orders/preview", ADMIN_TOKEN, bracket("BRKT", 10)).await;
+    let preview = preview.assert_ok(200).clone();
+    assert_eq!((preview["risk_to_stop"].as_f64(), preview["reward_to_target"].as_f64()), (Some(5.0), Some(10.0)));
+
+    let row = protected(&app, "BRKT").await;
+    assert_eq!((row["stop_loss"].as_f64(), row["target"].as_f64()), (Some(11.5), Some(13.0)), "{row}");
+    let stop_id = row["protective_order_id"].as_str().expect("the stop's client order id").to_string();
+    let stop = app.get(&format!("/api/orders/{stop_id}")).await.data().clone();
+    assert_eq!(
+        (&stop["side"], &stop["order_type"], &stop["time_in_force"], &stop["quantity"], &stop["status"]),
+        (&json!("SELL"), &json!("STOP"), &json!("GTC"), &json!(10), &json!("ACCEPTED")),
+        "{stop}"
+    );
+    assert_eq!((stop["stop_price"].as_f64(), stop["take_profit"]["limit_price"].as_f64()), (Some(11.5), Some(13.0)));
+    let components = app.get("/api/health/components").await;
+    let rows = components.data().as_array().unwrap().clone();
+    let execution = rows.iter().find(|r| r["name"] == "execution_broker").expect("execution_broker row");
+    assert_eq!(execution["detail"]["positions_not_protected_at_broker"], 0, "{execution}");
+
+    // The price falls through the stop: the broker's stop sells, with no order of ours.
+    trade_at(&alpaca, "BRKT", 11.40);
+    let flat = || async { position(&app, "BRKT").await };
+    wait_until("the stop sold the position", Duration::from_secs(20), flat, |p| p.is_null()).await;
+    let stop = app.wait_for_order(&stop_id, "FILLED").await;
+    assert_eq!(stop["filled_quantity"], 10);
+    assert_eq!(orders(&app, "BRKT").await.len(), 2, "the entry and its stop, nothing else");
+    let trades = app.get("/api/trades?symbol=BRKT").await;
+    let trade_id = trades.data()[0]["trade_id"].as_str().expect("a trade").to_string();
+    let trade = app.get(&format!("/api/trades/{trade_id}")).await.data().clone();
+    assert_eq!(trade["outcomes"]["exit_reason"], "STOP_LOSS", "{trade}");
+}
+
+#[tokio::test]
+async fn a_close_frees_the_shares_the_stop_holds_and_a_partial_close_protects_the_rest() {
+    let (_alpaca, app) = trading("FREE").await;
+    let first = protected(&app, "FREE").await;
+    let first_stop = first["protective_order_id"].as_str().unwrap().to_string();
+
+    // A partial close: the stop is cancelled to free the shares, 4 are sold, 6 protected again.
+    let close = app.post("/api/positions/close", ADMIN_TOKEN, json!({"symbol": "FREE", "quantity": 4})).await;
+    let close_id = close.assert_ok(200)["close_order_client_order_id"].as_str().unwrap().to_string();
+    app.wait_for_order(&close_id, "FILLED").await;
+    app.wait_for_order(&first_stop, "CANCELED").await;
+    let row = || async { position(&app, "FREE").await };
+    let rest = wait_until("6 protected again", Duration::from_secs(20), row, |p| {
+        p["quantity"] == 6 && p["protection"] == "BROKER" && p["protective_order_id"] != json!(first_stop)
+    })
+    .await;
+    let second_stop = rest["protective_order_id"].as_str().unwrap().to_string();
+    assert_eq!(app.get(&format!("/api/orders/{second_stop}")).await.data()["quantity"], 6);
+
+    // The rest closed: sold, never refused for shares held, and nothing protects a flat position.
+    let close = app.post("/api/positions/close", ADMIN_TOKEN, json!({"symbol": "FREE"})).await;
+    let close_id = close.assert_ok(200)["close_order_client_order_id"].as_str().unwrap().to_string();
+    app.wait_for_order(&close_id, "FILLED").await;
+    app.wait_for_order(&second_stop, "CANCELED").await;
+    wait_until("flat", Duration::from_secs(20), row, |p| p.is_null()).await;
+    let listed = orders(&app, "FREE").await;
+    assert!(listed.iter().all(|o| o["status"] != "REJECTED"), "no exit refused for shares held: {listed:?}");
+    assert!(
+        listed.iter().all(|o| o["status"] != "ACCEPTED" && o["status"] != "NEW"),
+        "nothing left working: {listed:?}"
+    );
+}
+
+#[tokio::test]
+async fn after_a_restart_the_resting_stop_is_taken_back_not_placed_again_and_fills_once() {
+    let (alpaca, app) = trading("KEEP").await;
+    let row = protected(&app, "KEEP").await;
+    let stop_id = row["protective_order_id"].as_str().unwrap().to_string();
+
+    let mut app = app;
+    app.stop().await;
+    let app = start_on_own_market_clock(app.config.clone(), app.db.clone(), app.clock.clone()).await;
+    let again = || async { position(&app, "KEEP").await };
+    let row =
+        wait_until("protected after the restart", Duration::from_secs(20), again, |p| p["protection"] == "BROKER")
+            .await;
+    assert_eq!(row["protective_order_id"], json!(stop_id), "the same stop, not a second one");
+    assert_eq!(orders(&app, "KEEP").await.len(), 2, "the entry and its one stop");
+
+    trade_at(&alpaca, "KEEP", 11.30);
+    wait_until("the stop sold the position", Duration::from_secs(20), again, |p| p.is_null()).await;
+    let stop = app.wait_for_order(&stop_id, "FILLED").await;
+    assert_eq!(stop["executions"].as_array().unwrap().len(), 1, "filled once: {stop}");
+    let trades = app.get("/api/trades?symbol=KEEP").await;
+    assert_eq!(trades.data().as_array().unwrap().len(), 1, "one round trip: {}", trades.body);
+}
