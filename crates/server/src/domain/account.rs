@@ -100,6 +100,7 @@ mod tests {
             alert_level: AlertLevel::None,
             levels: levels.map(|(stop, target)| Levels { stop_loss: dec(stop), target: target.map(dec) }),
             halted: false,
+            protection: Default::default(),
         };
         let view = EngineView {
             positions: vec![

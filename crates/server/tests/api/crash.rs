@@ -174,6 +174,78 @@ fn a_kill_9_mid_trading_loses_nothing() {
     assert!(terminate(&mut again.child).success());
 }
 
+/// A bracket's position in DEMO (paper broker) whose stop rests at the broker, then `kill -9`:
+/// started again, the stop is the same order, taken back working (not placed a second time,
+/// not cancelled as foreign), the position reads protected at the broker, and a close still
+/// frees its shares first: sold once, nothing refused for shares held, the stop cancelled.
+#[test]
+fn a_kill_9_keeps_a_brackets_stop_resting_once_and_a_close_after_it_frees_the_shares() {
+    let dir = tempfile::tempdir().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let client = reqwest::Client::new();
+    let mut running = start_demo(dir.path(), &[]);
+    let position = |base: String, symbol: String| {
+        let client = client.clone();
+        async move {
+            let rows = call(&client, &base, Method::GET, "/api/positions", None).await;
+            rows["data"].as_array().unwrap().iter().find(|r| r["symbol"] == symbol.as_str()).cloned()
+        }
+    };
+    let protected = |base: String, symbol: String| {
+        let position = &position;
+        async move {
+            for _ in 0..200 {
+                if let Some(row) = position(base.clone(), symbol.clone()).await.filter(|r| r["protection"] == "BROKER")
+                {
+                    return row;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            panic!("{symbol} never protected at the broker");
+        }
+    };
+    let (symbol, stop_id, before) = rt.block_on(async {
+        let base = running.base.clone();
+        let (symbol, price) = radar_symbols(&client, &base, 1).await.remove(0);
+        // 20 % under the price: the simulated market does not reach it during the test.
+        let stop = ((price * 0.8) * 100.0).floor() / 100.0;
+        let body = json!({"symbol": symbol, "side": "BUY", "quantity": 10, "stop_loss": {"stop_price": stop}});
+        let placed = call(&client, &base, Method::POST, "/api/orders", Some(body)).await;
+        assert_eq!(placed["ok"], true, "{placed}");
+        let row = protected(base.clone(), symbol.clone()).await;
+        let stop_id = row["protective_order_id"].as_str().expect("the stop's id").to_string();
+        (symbol, stop_id, facts(&client, &base).await)
+    });
+    running.child.kill().unwrap(); // SIGKILL
+    running.child.wait().unwrap();
+
+    let mut again = start_demo(dir.path(), &[]);
+    rt.block_on(async {
+        let base = again.base.clone();
+        assert_eq!(facts(&client, &base).await, before, "state after kill -9 and restart");
+        let row = protected(base.clone(), symbol.clone()).await;
+        assert_eq!(row["protective_order_id"], json!(stop_id), "the same stop, taken back");
+        let orders = call(&client, &base, Method::GET, &format!("/api/orders?symbol={symbol}"), None).await;
+        assert_eq!(orders["data"].as_array().unwrap().len(), 2, "the entry and one stop: {orders}");
+        let risk = call(&client, &base, Method::GET, "/api/risk/state", None).await;
+        assert_eq!(risk["data"]["reconciliation_status"], "OK", "the stop is ours, not foreign: {risk}");
+
+        let close = call(&client, &base, Method::POST, "/api/positions/close", Some(json!({"symbol": symbol}))).await;
+        let close_id = close["data"]["close_order_client_order_id"].as_str().expect("closing").to_string();
+        let sold = wait_status(&client, &base, &close_id, &["FILLED", "REJECTED"]).await;
+        assert_eq!((sold["status"].as_str(), sold["executions"].as_array().map(Vec::len)), (Some("FILLED"), Some(1)));
+        wait_status(&client, &base, &stop_id, &["CANCELED"]).await;
+        for _ in 0..100 {
+            if position(base.clone(), symbol.clone()).await.is_none() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(position(base.clone(), symbol.clone()).await, None, "flat");
+    });
+    assert!(terminate(&mut again.child).success());
+}
+
 /// Where the emergency halt is interrupted.
 #[derive(Clone, Copy, Debug)]
 enum Kill {

@@ -159,7 +159,7 @@ fn a_close_waits_for_the_protective_cancel_then_sells_everything_and_protects_no
     let Ok(Reply::Close { client_order_id: close, status, .. }) = reply else { panic!("{reply:?}") };
     assert_eq!(status, OrderStatus::New);
     assert!(submitted(&fx).is_empty(), "the shares are held by the protective order: the sell waits");
-    assert_eq!(cancels(&fx), [p.client_order_id.clone()]);
+    assert_eq!(cancels(&fx), std::slice::from_ref(&p.client_order_id));
     assert!(e.is_held_exit(&close));
     let fx = canceled(&mut e, &p.client_order_id);
     let sent = submitted(&fx);
@@ -246,7 +246,7 @@ fn after_a_restart_an_exit_waiting_for_the_cancel_waits_again_and_the_cancel_is_
     };
     let mut again = Engine::restore(e.settings().clone(), d(10_000_000), |_| None, restored, t());
     let fx = again.restore_protection(t());
-    assert_eq!(cancels(&fx), [p.client_order_id.clone()]);
+    assert_eq!(cancels(&fx), std::slice::from_ref(&p.client_order_id));
     assert!(again.is_held_exit(&close), "never sent before the shares are freed");
     assert!(again.bracket_levels(&sym()).is_some());
     let fx = canceled(&mut again, &p.client_order_id);

@@ -355,6 +355,10 @@ mod tests {
                 status: StrategyStatus::Hold,
                 levels: Some(Levels { stop_loss: "12.09".parse().unwrap(), target: Some("13.31".parse().unwrap()) }),
                 halted: true,
+                protection: tradeops_core::engine::Protection {
+                    kind: tradeops_core::engine::ProtectionKind::Broker,
+                    order_id: Some(tradeops_core::orders::ClientOrderId::parse("to-ABCD-1").unwrap()),
+                },
             },
             Event::RadarUpdated(RadarSummary { captured_at: at(0), rows: 40, top: vec![row] }),
             Event::WatchlistUpdated(WatchlistChange::Started { symbol: symbol(), source: "RADAR".into(), at: at(1) }),
@@ -469,9 +473,9 @@ mod tests {
     }
 
     const PINNED: &[&str] = &[
-        r#"{"kind":"order.updated","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"submitted_at":"2025-11-25T14:13:20.000Z","status":"PARTIALLY_FILLED","symbol":"ABCD","side":"BUY","quantity":100,"filled_quantity":40,"order_type":"LIMIT","price":12.5,"broker_name":"paper","client_order_id":"ord-1","broker_order_id":null,"reason":"breakout","strategy_id":"momentum_breakout","mode":"PAPER","time_in_force":"DAY","limit_price":12.5,"stop_price":null,"average_fill_price":12.5,"fees":0.2,"reject_reason":null,"updated_at":"2025-11-25T14:13:22.000Z","executions":[{"execution_id":"ex-1","timestamp":"2025-11-25T14:13:22.000Z","quantity":40,"price":12.5,"fee":0.2}]},"wall_time":"2026-11-25T13:00:00Z"}"#,
+        r#"{"kind":"order.updated","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"submitted_at":"2025-11-25T14:13:20.000Z","status":"PARTIALLY_FILLED","symbol":"ABCD","side":"BUY","quantity":100,"filled_quantity":40,"order_type":"LIMIT","price":12.5,"broker_name":"paper","client_order_id":"ord-1","broker_order_id":null,"reason":"breakout","strategy_id":"momentum_breakout","mode":"PAPER","time_in_force":"DAY","limit_price":12.5,"stop_price":null,"average_fill_price":12.5,"fees":0.2,"reject_reason":null,"updated_at":"2025-11-25T14:13:22.000Z","executions":[{"execution_id":"ex-1","timestamp":"2025-11-25T14:13:22.000Z","quantity":40,"price":12.5,"fee":0.2}],"stop_loss":null,"take_profit":null},"wall_time":"2026-11-25T13:00:00Z"}"#,
         r#"{"kind":"execution.created","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"client_order_id":"ord-1","symbol":"ABCD","side":"BUY","execution_id":"ex-1","timestamp":"2025-11-25T14:13:22.000Z","quantity":40,"price":12.5,"fee":0.2},"wall_time":"2026-11-25T13:00:00Z"}"#,
-        r#"{"kind":"position.updated","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"symbol":"ABCD","quantity":40,"average_entry_price":12.5,"realized_pnl":12.34,"strategy_status":"Hold","stop_loss":12.09,"target":13.31,"halted":true},"wall_time":"2026-11-25T13:00:00Z"}"#,
+        r#"{"kind":"position.updated","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"symbol":"ABCD","quantity":40,"average_entry_price":12.5,"realized_pnl":12.34,"strategy_status":"Hold","stop_loss":12.09,"target":13.31,"halted":true,"protection":"BROKER","protective_order_id":"to-ABCD-1"},"wall_time":"2026-11-25T13:00:00Z"}"#,
         r#"{"kind":"radar.updated","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"captured_at":"2025-11-25T14:13:20.000Z","rows":40,"top":[{"rank":1,"symbol":"ABCD","price":12.5,"percentage_gain":25.5,"change_1m":1.25,"change_5m":null,"volume":1000000,"average_volume":200000,"relative_volume":5.0,"float":10000000,"sector":"Technology","captured_at":"2025-11-25T14:13:20.000Z","halted":true}]},"wall_time":"2026-11-25T13:00:00Z"}"#,
         r#"{"kind":"watchlist.updated","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"symbol":"ABCD","strategy_status":"Active","source":"RADAR","time_added":"2025-11-25T14:13:21.000Z"},"wall_time":"2026-11-25T13:00:00Z"}"#,
         r#"{"kind":"risk.state_changed","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"trading_state":"HALTED","halt":{"at":"2025-11-25T14:13:23.000Z","reason":"drill","actor":"admin"}},"wall_time":"2026-11-25T13:00:00Z"}"#,
