@@ -34,7 +34,7 @@ impl Sse {
     }
 
     /// The next event: (id, kind, data), skipping heartbeats.
-    async fn next(&mut self) -> (u64, String, Value) {
+    pub(crate) async fn next(&mut self) -> (u64, String, Value) {
         loop {
             if let Some(end) = self.buf.find("\n\n") {
                 let block: String = self.buf.drain(..end + 2).collect();

@@ -177,3 +177,60 @@ async fn after_a_restart_the_resting_stop_is_taken_back_not_placed_again_and_fil
     let trades = app.get("/api/trades?symbol=KEEP").await;
     assert_eq!(trades.data().as_array().unwrap().len(), 1, "one round trip: {}", trades.body);
 }
+
+/// Benchmark, not a test (`bench/protection_latency.sh` runs it and prints the figures): from an
+/// entry's fill to its stop resting at the broker, as a client of the event stream sees it —
+/// the entry's `order.updated` reading `FILLED` to the protective order's reading `ACCEPTED` —
+/// over `TRADEOPS_BENCH_TRIALS` bracket buys (default 50), each closed before the next.
+#[tokio::test]
+#[ignore = "a benchmark: bench/protection_latency.sh"]
+async fn bench_fill_to_stop_resting_on_the_paper_broker() {
+    let (_alpaca, app) = trading("BNCH").await;
+    let waits = fill_to_resting(&app, "BNCH").await;
+    report("paper broker", waits);
+}
+
+/// The fill-to-resting waits of bracket buys of `symbol` on `app` (see the benchmarks).
+pub(crate) async fn fill_to_resting(app: &TestApp, symbol: &str) -> Vec<Duration> {
+    let trials: usize = std::env::var("TRADEOPS_BENCH_TRIALS").ok().and_then(|t| t.parse().ok()).unwrap_or(50);
+    let limits = json!({"risk_controls": {"max_trades_per_day": 10000, "duplicate_order_window_seconds": 0}});
+    app.put_settings(ADMIN_TOKEN, limits).await.assert_ok(200);
+    let mut events = crate::events::Sse::open(app, "?kinds=order.updated", None).await;
+    let mut waits = Vec::new();
+    for trial in 0..trials {
+        let placed = app.post("/api/orders", ADMIN_TOKEN, bracket(symbol, 10 + trial as u64 % 7)).await;
+        let entry = placed.assert_ok(201)["client_order_id"].as_str().unwrap().to_string();
+        let mut filled_at = None;
+        let rested_at = loop {
+            let (_, _, event) = events.next().await;
+            let order = &event["data"];
+            let now = std::time::Instant::now();
+            if order["client_order_id"] == entry.as_str() && order["status"] == "FILLED" {
+                filled_at = Some(now);
+            } else if order["reason"].as_str().is_some_and(|r| r.starts_with("PROTECTIVE_STOP"))
+                && order["status"] == "ACCEPTED"
+                && filled_at.is_some()
+            {
+                break now;
+            }
+        };
+        waits.push(rested_at - filled_at.expect("filled first"));
+        app.post("/api/positions/close", ADMIN_TOKEN, json!({"symbol": symbol})).await.assert_ok(200);
+        let row = || async { position(app, symbol).await };
+        wait_until("flat", Duration::from_secs(20), row, |p| p.is_null()).await;
+    }
+    waits
+}
+
+/// Prints the median and 99th percentile of `waits` in milliseconds.
+pub(crate) fn report(venue: &str, mut waits: Vec<Duration>) {
+    waits.sort();
+    let at = |q: f64| waits[((waits.len() as f64 - 1.0) * q).round() as usize].as_secs_f64() * 1000.0;
+    println!(
+        "fill to stop resting at the broker, {venue}: {} trials, p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+        waits.len(),
+        at(0.5),
+        at(0.99),
+        at(1.0)
+    );
+}
