@@ -391,7 +391,8 @@ fn adoptable_oco(order: &wire::Order) -> Option<Order> {
         return None;
     }
     let stop = order.legs.as_ref()?.iter().find(|l| matches!(l.order_type.as_deref(), Some("stop" | "stop_limit")))?;
-    let legs = ExitLegs { stop_price: stop.stop_price?, stop_limit_price: stop.limit_price, take_profit: order.limit_price };
+    let legs =
+        ExitLegs { stop_price: stop.stop_price?, stop_limit_price: stop.limit_price, take_profit: order.limit_price };
     let top = wire::Order { order_class: None, legs: None, ..order.clone() };
     let mut adopted = adoptable(&wire::Order {
         order_type: Some(if legs.stop_limit_price.is_some() { "stop_limit" } else { "stop" }.into()),

@@ -199,8 +199,7 @@ impl TradingClient {
         if !is_alpaca_id(broker_order_id) {
             return Err(BrokerError::rejected(format!("not an Alpaca order id: {broker_order_id:?}")));
         }
-        let request =
-            self.request(Method::GET, &format!("/v2/orders/{broker_order_id}")).query(&[("nested", "true")]);
+        let request = self.request(Method::GET, &format!("/v2/orders/{broker_order_id}")).query(&[("nested", "true")]);
         match self.send(request).await? {
             Ok(text) => decode(&text).map(Some),
             Err(reply) if reply.status == StatusCode::NOT_FOUND => Ok(None),
@@ -602,7 +601,8 @@ mod tests {
             Rejection::SharesAvailable { available: Some(Decimal::ZERO), requested: Some(Decimal::from(10)) }
         );
         // Only the message: its figures are read from it.
-        let bare = r#"{"code":40310000,"message":"insufficient qty available for order (requested: 10, available: 4)"}"#;
+        let bare =
+            r#"{"code":40310000,"message":"insufficient qty available for order (requested: 10, available: 4)"}"#;
         let BrokerError::Rejected { kind, .. } = map_error(&reply(403, &[], bare), Some(&id()), now()) else {
             panic!("a 403 is a rejection")
         };

@@ -295,7 +295,12 @@ impl ReportMapper {
     ///   member works (one-cancels-other in flight, the stop triggered, a fill not yet on the
     ///   stream) marks the group to be read again ([`ReportMapper::unresolved`]);
     /// - `order_cancel_rejected` → `CancelRejected`; anything else → nothing.
-    pub fn map_group_update(&mut self, update: &wire::TradeUpdate, parent: &str, received_at: Timestamp) -> Vec<BrokerReport> {
+    pub fn map_group_update(
+        &mut self,
+        update: &wire::TradeUpdate,
+        parent: &str,
+        received_at: Timestamp,
+    ) -> Vec<BrokerReport> {
         let order = &update.order;
         let at = update.timestamp.or(order.updated_at).unwrap_or(received_at);
         let Some(group) = self.groups.get_mut(parent) else { return Vec::new() };
@@ -311,7 +316,8 @@ impl ReportMapper {
         match update.event.as_str() {
             "new" | "accepted" | "pending_new" => self.accept_key(parent, &client_order_id, at).into_iter().collect(),
             "fill" | "partial_fill" => {
-                let mut reports: Vec<BrokerReport> = self.accept_key(parent, &client_order_id, at).into_iter().collect();
+                let mut reports: Vec<BrokerReport> =
+                    self.accept_key(parent, &client_order_id, at).into_iter().collect();
                 reports.extend(self.fill_member(update, parent, &client_order_id, at));
                 reports.extend(self.settle(parent, at));
                 reports
@@ -452,7 +458,13 @@ impl ReportMapper {
         Some(BrokerReport::Filled {
             client_order_id: client_order_id.clone(),
             // Commission-free, as every Alpaca equity execution.
-            execution: Execution { execution_id: execution_id.into(), timestamp: at, quantity, price, fee: Decimal::ZERO },
+            execution: Execution {
+                execution_id: execution_id.into(),
+                timestamp: at,
+                quantity,
+                price,
+                fee: Decimal::ZERO,
+            },
         })
     }
 
@@ -1089,7 +1101,9 @@ impl Runner {
             match self.gap_fill.group_of(&update.order).await {
                 Ok(Some(parent)) => self.mapper.lock().unwrap_or_else(PoisonError::into_inner).learn_group(&parent),
                 Ok(None) => {}
-                Err(e) => tracing::warn!(error = %e, order = %update.order.id, "the group of an order could not be read"),
+                Err(e) => {
+                    tracing::warn!(error = %e, order = %update.order.id, "the group of an order could not be read")
+                }
             }
         }
         let (reports, waiting) = {
@@ -1116,7 +1130,9 @@ impl Runner {
                     self.queue.push(reports);
                 }
                 Ok(None) => tracing::warn!(order = %parent, "a group waiting to be resolved is unknown to Alpaca"),
-                Err(e) => tracing::warn!(error = %e, order = %parent, "a group waiting to be resolved could not be read"),
+                Err(e) => {
+                    tracing::warn!(error = %e, order = %parent, "a group waiting to be resolved could not be read")
+                }
             }
         }
     }
