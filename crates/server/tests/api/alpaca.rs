@@ -196,7 +196,7 @@ impl Venue {
     /// update). Returns the top-level order's index.
     fn create_oco(&mut self, sent: &Value) -> usize {
         let now = self.now();
-        let mut order = |v: &mut Venue, client_order_id: Value, fields: Value| {
+        let order = |v: &mut Venue, client_order_id: Value, fields: Value| {
             v.next_id += 1;
             let mut order = json!({
                 "id": format!("9b1e0f3a-0000-4000-8000-{:012}", v.next_id),
@@ -242,9 +242,7 @@ impl Venue {
         let id = self.id_at(i);
         let top = self.parents.get(&id).cloned().unwrap_or(id);
         let mut members = vec![self.orders.iter().position(|o| o["id"] == top.as_str()).unwrap()];
-        members.extend(
-            (0..self.orders.len()).filter(|j| self.parents.get(&self.id_at(*j)).is_some_and(|p| *p == top)),
-        );
+        members.extend((0..self.orders.len()).filter(|j| self.parents.get(&self.id_at(*j)).is_some_and(|p| *p == top)));
         members
     }
 
@@ -1826,7 +1824,8 @@ async fn alpaca_the_stand_in_speaks_alpacas_protection_wire_format() {
             .send()
     };
     let sell = |id: &str, qty: &str, extra: Value| {
-        let mut body = json!({"symbol": "ABCD", "qty": qty, "side": "sell", "time_in_force": "gtc", "client_order_id": id});
+        let mut body =
+            json!({"symbol": "ABCD", "qty": qty, "side": "sell", "time_in_force": "gtc", "client_order_id": id});
         body.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
         body
     };
@@ -1851,13 +1850,20 @@ async fn alpaca_the_stand_in_speaks_alpacas_protection_wire_format() {
     assert_eq!((&body["existing_qty"], &body["held_for_orders"]), (&json!("100"), &json!("10")));
 
     // An oco: the take-profit on top with our id, the stop leg held under it with the venue's.
-    let oco = post(sell("to-ABCD-O1", "90", json!({"type": "limit", "order_class": "oco",
-        "take_profit": {"limit_price": "12.00"}, "stop_loss": {"stop_price": "9.00"}})))
+    let oco = post(sell(
+        "to-ABCD-O1",
+        "90",
+        json!({"type": "limit", "order_class": "oco",
+        "take_profit": {"limit_price": "12.00"}, "stop_loss": {"stop_price": "9.00"}}),
+    ))
     .await
     .unwrap();
     assert_eq!(oco.status(), 200);
     let oco: Value = oco.json().await.unwrap();
-    assert_eq!((&oco["order_class"], &oco["type"], &oco["limit_price"]), (&json!("oco"), &json!("limit"), &json!("12.00")));
+    assert_eq!(
+        (&oco["order_class"], &oco["type"], &oco["limit_price"]),
+        (&json!("oco"), &json!("limit"), &json!("12.00"))
+    );
     let leg = &oco["legs"][0];
     assert_eq!((&leg["type"], &leg["status"], &leg["stop_price"]), (&json!("stop"), &json!("held"), &json!("9.00")));
     assert_ne!(leg["client_order_id"], "to-ABCD-O1");
@@ -1865,7 +1871,8 @@ async fn alpaca_the_stand_in_speaks_alpacas_protection_wire_format() {
     assert_eq!(nested.as_array().unwrap().len(), 2, "the stop, and the oco once: {nested}");
     let flat: Value = get("/v2/orders?status=open".into()).await.unwrap().json().await.unwrap();
     assert_eq!(flat.as_array().unwrap().len(), 3, "each order alone: {flat}");
-    let by_id: Value = get(format!("/v2/orders/{}?nested=true", oco["id"].as_str().unwrap())).await.unwrap().json().await.unwrap();
+    let by_id: Value =
+        get(format!("/v2/orders/{}?nested=true", oco["id"].as_str().unwrap())).await.unwrap().json().await.unwrap();
     assert_eq!(by_id["legs"][0]["id"], leg["id"]);
     let refused: Value = post(sell("to-ABCD-X2", "1", json!({"type": "market"}))).await.unwrap().json().await.unwrap();
     assert_eq!(refused["message"], "insufficient qty available for order (requested: 1, available: 0)");
@@ -1887,11 +1894,20 @@ async fn alpaca_the_stand_in_speaks_alpacas_protection_wire_format() {
         .await
         .unwrap();
     assert_eq!(cancel.status(), 204);
-    assert_eq!((alpaca.order("to-ABCD-O1")["status"].clone(), alpaca.leg_of("to-ABCD-O1")["status"].clone()), (json!("canceled"), json!("canceled")));
+    assert_eq!(
+        (alpaca.order("to-ABCD-O1")["status"].clone(), alpaca.leg_of("to-ABCD-O1")["status"].clone()),
+        (json!("canceled"), json!("canceled"))
+    );
 
     // A trade through the take-profit fills it and cancels the leg.
-    let tp = |id: &str, qty: &str| sell(id, qty, json!({"type": "limit", "order_class": "oco",
-        "take_profit": {"limit_price": "12.00"}, "stop_loss": {"stop_price": "9.00", "limit_price": "8.90"}}));
+    let tp = |id: &str, qty: &str| {
+        sell(
+            id,
+            qty,
+            json!({"type": "limit", "order_class": "oco",
+        "take_profit": {"limit_price": "12.00"}, "stop_loss": {"stop_price": "9.00", "limit_price": "8.90"}}),
+        )
+    };
     assert_eq!(post(tp("to-ABCD-O2", "40")).await.unwrap().status(), 200);
     alpaca.trade("ABCD", d("12.10"));
     assert_eq!(alpaca.order("to-ABCD-O2")["status"], "filled");
@@ -1904,6 +1920,9 @@ async fn alpaca_the_stand_in_speaks_alpacas_protection_wire_format() {
     alpaca.trade("ABCD", d("8.95"));
     assert_eq!(alpaca.order("to-ABCD-O3")["status"], "replaced");
     let leg = alpaca.leg_of("to-ABCD-O3");
-    assert_eq!((&leg["type"], &leg["status"], &leg["filled_avg_price"]), (&json!("stop_limit"), &json!("filled"), &json!("8.95")));
+    assert_eq!(
+        (&leg["type"], &leg["status"], &leg["filled_avg_price"]),
+        (&json!("stop_limit"), &json!("filled"), &json!("8.95"))
+    );
     assert!(alpaca.positions().get("ABCD").is_none(), "sold out: {:?}", alpaca.positions());
 }
