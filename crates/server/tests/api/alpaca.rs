@@ -1926,3 +1926,49 @@ async fn alpaca_the_stand_in_speaks_alpacas_protection_wire_format() {
     );
     assert!(alpaca.positions().get("ABCD").is_none(), "sold out: {:?}", alpaca.positions());
 }
+
+/// A bracket bought through the service (CONTRACT §11): once the entry fills, the position is
+/// protected at the venue by one `oco` (our client order id on the take-profit, the stop leg the
+/// venue's); a trade through the stop sells it there, and the service reads the leg's fill as
+/// its protective order's, flat, the books agreeing.
+#[tokio::test]
+async fn alpaca_a_brackets_stop_leg_at_the_venue_closes_the_position() {
+    let (app, alpaca) = start().await;
+    let (symbol, price) = symbols(&app, 1).await.remove(0);
+    alpaca.set_price(&symbol, price);
+    let stop = (price * Decimal::new(95, 2)).round_dp(2);
+    let target = (price * Decimal::new(110, 2)).round_dp(2);
+    let num = |d: Decimal| d.to_string().parse::<f64>().unwrap();
+    let entry = placed(
+        &app,
+        json!({"symbol": symbol, "side": "BUY", "quantity": 20,
+            "stop_loss": {"stop_price": num(stop)}, "take_profit": {"limit_price": num(target)}}),
+    )
+    .await;
+    wait_for_order(&app, &entry, &["FILLED"]).await;
+    let mut protective = None;
+    for _ in 0..200 {
+        protective = alpaca.orders().into_iter().find(|o| o["order_class"] == "oco" && o["type"] == "limit");
+        if protective.is_some() {
+            break;
+        }
+        step(&app).await;
+    }
+    let protective = protective.expect("an oco at the venue protects the position");
+    let id = protective["client_order_id"].as_str().unwrap().to_string();
+    assert_eq!(alpaca.posts(&entry), 1);
+    assert_eq!((&protective["qty"], &protective["time_in_force"]), (&json!("20"), &json!("gtc")));
+    let leg = alpaca.leg_of(&id);
+    assert_eq!(
+        (&leg["status"], leg["stop_price"].as_str().map(|s| s.parse::<Decimal>().unwrap())),
+        (&json!("held"), Some(stop))
+    );
+    wait_for_order(&app, &id, &["ACCEPTED"]).await;
+
+    alpaca.trade(&symbol, stop - Decimal::new(2, 2));
+    let order = wait_for_order(&app, &id, &["FILLED"]).await;
+    assert_eq!(order["filled_quantity"], 20, "{order}");
+    wait_for_reconciled(&app).await;
+    assert_books_agree(&app, &alpaca).await;
+    assert!(alpaca.positions().get(&symbol).is_none());
+}
