@@ -34,9 +34,14 @@ use tradeops_core::time::Timestamp;
 use super::wire;
 use crate::BrokerError;
 
-/// How often a group whose end waits on another of its orders is read again from REST while
-/// the stream is quiet (Alpaca cancels the other leg of an `oco` about a second after the first).
+/// How soon a group whose end waits on another of its orders is first read again from REST
+/// while the stream is quiet (Alpaca cancels the other leg of an `oco` about a second after the
+/// first); each fruitless read doubles the wait, up to [`RESOLVE_AT_MOST_EVERY`], so a group
+/// that stays unsettled never spends the REST budget other requests need.
 pub const RESOLVE_EVERY: Duration = Duration::from_millis(250);
+
+/// The longest wait between two reads of an unsettled group.
+pub const RESOLVE_AT_MOST_EVERY: Duration = Duration::from_secs(30);
 
 /// Reason given for a rejection: Alpaca's order object carries no rejection text that
 /// [`wire::Order`] declares, so every rejection reads the same.
@@ -487,7 +492,10 @@ impl ReportMapper {
         let gtc = group.time_in_force.as_deref() == Some("gtc");
         let ended = |status: &str| is_final_status(status) || (status == "done_for_day" && !gtc);
         if !group.members.values().all(|s| ended(s)) {
-            if group.members.values().any(|s| ended(s)) {
+            // A take-profit `replaced` by its triggered stop leaves the stop working for as
+            // long as it takes: nothing to settle. Any other ending may be the group's end (or
+            // come before a fill): read it again.
+            if group.members.values().any(|s| ended(s) && s != "replaced") {
                 self.unresolved.insert(parent.to_string());
             }
             return Vec::new();
@@ -882,6 +890,7 @@ impl TradeUpdatesStream {
         let (ready, waiting) = tokio::sync::watch::channel(false);
         let runner = Runner {
             last_event_at: None,
+            resolve_wait: RESOLVE_EVERY,
             backoff: Backoff::new(config.backoff.clone()),
             config,
             gap_fill,
@@ -964,6 +973,8 @@ struct Runner {
     health: Arc<StreamHealth>,
     backoff: Backoff,
     last_event_at: Option<Timestamp>,
+    /// The wait before the next read of unsettled groups (see [`RESOLVE_EVERY`]).
+    resolve_wait: Duration,
 }
 
 impl Runner {
@@ -1022,20 +1033,21 @@ impl Runner {
 
     /// Reads updates until the connection ends or stays silent through a ping. While a group
     /// waits to be read again from REST ([`ReportMapper::unresolved`]), it is every
-    /// [`RESOLVE_EVERY`] between frames.
+    /// [`RESOLVE_EVERY`] between frames at first, less often while it stays unsettled.
     async fn read(&mut self, mut socket: Socket) -> StreamError {
         let idle = self.config.idle_timeout;
         let mut pinged = false;
         let mut last_frame = tokio::time::Instant::now();
         loop {
             let waiting = !self.mapper.lock().unwrap_or_else(PoisonError::into_inner).unresolved.is_empty();
-            let wait = if waiting { RESOLVE_EVERY.min(idle) } else { idle };
+            let wait = if waiting { self.resolve_wait.min(idle) } else { idle };
             let frame = match tokio::time::timeout(wait, socket.next()).await {
                 Ok(Some(frame)) => frame,
                 Ok(None) => return StreamError::Closed,
                 Err(_) => {
                     if waiting {
                         self.resolve_groups().await;
+                        self.resolve_wait = self.resolve_wait.saturating_mul(2).min(RESOLVE_AT_MOST_EVERY);
                     }
                     if last_frame.elapsed() < idle {
                         continue;
@@ -1114,6 +1126,7 @@ impl Runner {
         self.queue.push(reports);
         if waiting {
             self.resolve_groups().await;
+            self.resolve_wait = RESOLVE_EVERY;
         }
     }
 
