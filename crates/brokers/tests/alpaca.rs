@@ -8,6 +8,8 @@ mod data;
 mod execution;
 #[path = "alpaca/halts.rs"]
 mod halts;
+#[path = "alpaca/protection.rs"]
+mod protection;
 #[path = "alpaca/rest.rs"]
 mod rest;
 #[path = "alpaca/stream.rs"]

@@ -3,6 +3,12 @@
 //! [`ExecutionBroker`]. It owns what joins the two: the map of our client order ids to Alpaca's
 //! order ids (Alpaca cancels by its own id), the set of orders submitted and not yet seen final,
 //! and the stream's gap fill ([`AlpacaOrders`], a [`GapFill`]) built from them.
+//!
+//! A protective order with a take-profit is an `oco` at Alpaca (CONTRACT §11): two orders there,
+//! one here. Every read of Alpaca's orders nests each group's legs under its top-level order
+//! (`nested=true`; a lookup by client order id is read again by id, nested), so the stop leg is
+//! never listed, looked up, adopted or cancelled as an order of its own, and the stream's mapper
+//! learns each group from those reads (also after a restart, from the first gap fill's).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -93,6 +99,37 @@ impl AlpacaOrders {
         ids
     }
 
+    /// `orders` with each order of a group that came alone (a leg, an order that replaced one)
+    /// replaced by its group's top-level order with the legs nested, each group once. An order
+    /// of a group whose top-level order cannot be found is left out: a leg is never an order of
+    /// its own.
+    async fn nest(&self, orders: Vec<wire::Order>) -> Result<Vec<wire::Order>, BrokerError> {
+        let mut nested: Vec<wire::Order> = Vec::with_capacity(orders.len());
+        let mut seen: HashSet<String> = HashSet::new();
+        let members: HashSet<String> =
+            orders.iter().flat_map(|o| o.legs.iter().flatten().map(|l| l.id.clone())).collect();
+        for order in orders {
+            if members.contains(&order.id) {
+                continue; // listed under its top-level order too
+            }
+            let order = if order.in_group() && order.legs.is_none() {
+                match self.group_of(&order).await? {
+                    Some(parent) => parent,
+                    None => {
+                        tracing::warn!(order = %order.id, "an order of a group without its group: left out");
+                        continue;
+                    }
+                }
+            } else {
+                order
+            };
+            if seen.insert(order.id.clone()) {
+                nested.push(order);
+            }
+        }
+        Ok(nested)
+    }
+
     /// Records what an order snapshot from Alpaca tells: its id, and whether it is final. An
     /// open order of ours not yet tracked (one sent by an earlier process, seen in the open list
     /// of the first gap fill or of a reconciliation) joins the unfinished set, so a gap fill
@@ -164,12 +201,14 @@ impl GapFill for AlpacaOrders {
         orders.extend(self.client.orders_updated_since(after).await?);
         let mut seen: HashSet<String> = HashSet::new();
         orders.retain(|o| seen.insert(o.id.clone()));
+        let mut orders = self.nest(orders).await?;
+        seen = orders.iter().flat_map(|o| o.members().map(|m| m.id.clone())).collect();
         let listed: HashSet<String> = orders.iter().map(|o| o.client_order_id.clone()).collect();
         for id in self.unfinished() {
             if listed.contains(id.as_str()) {
                 continue;
             }
-            if let Some(order) = self.client.by_client_order_id(&id).await? {
+            if let Some(order) = self.client.by_client_order_id_nested(&id).await? {
                 if seen.insert(order.id.clone()) {
                     orders.push(order);
                 }
@@ -180,6 +219,32 @@ impl GapFill for AlpacaOrders {
             self.learn_order(order);
         }
         Ok(orders)
+    }
+
+    async fn nested_order(&self, broker_order_id: &str) -> Result<Option<wire::Order>, BrokerError> {
+        self.client.nested(broker_order_id).await
+    }
+
+    /// The member read again by its id with `nested=true` (a top-level order comes back with
+    /// its legs); a leg comes back alone, and its group is the top-level order among the
+    /// symbol's orders since a minute before it was submitted whose legs (or replacements, or
+    /// `group_id`) include it.
+    async fn group_of(&self, member: &wire::Order) -> Result<Option<wire::Order>, BrokerError> {
+        if member.legs.as_ref().is_some_and(|l| !l.is_empty()) {
+            return Ok(Some(member.clone()));
+        }
+        if let Some(order) = self.client.nested(&member.id).await? {
+            if order.legs.as_ref().is_some_and(|l| !l.is_empty()) {
+                return Ok(Some(order));
+            }
+        }
+        let Some(submitted) = member.submitted_at.or(member.created_at) else { return Ok(None) };
+        let listed = self.client.group_orders(&member.symbol, submitted - chrono::Duration::minutes(1)).await?;
+        Ok(listed.into_iter().find(|o| {
+            o.legs.as_ref().is_some_and(|l| !l.is_empty())
+                && (o.members().any(|m| m.id == member.id || m.replaced_by.as_deref() == Some(member.id.as_str()))
+                    || member.group_id.as_ref().is_some_and(|g| o.group_id.as_ref() == Some(g)))
+        }))
     }
 }
 
@@ -228,13 +293,22 @@ impl AlpacaExecution {
         if let Some(known) = self.orders.broker_order_id(id) {
             return Ok(known);
         }
-        match self.orders.client.by_client_order_id(id).await? {
+        match self.orders.client.by_client_order_id_nested(id).await? {
             Some(order) => {
-                self.orders.learn_order(&order);
+                self.learn(&order);
                 Ok(order.id.as_str().into())
             }
             None => Err(BrokerError::UnknownOrder(id.clone())),
         }
+    }
+}
+
+impl AlpacaExecution {
+    /// Records an order read from Alpaca: in the book, and its group (legs nested) in the
+    /// stream's mapper.
+    fn learn(&self, order: &wire::Order) {
+        self.orders.learn_order(order);
+        self.stream.learn_group(order);
     }
 }
 
@@ -243,15 +317,28 @@ impl GapFill for AlpacaExecution {
     async fn orders_updated_since(&self, after: DateTime<Utc>) -> Result<Vec<wire::Order>, BrokerError> {
         self.orders.orders_updated_since(after).await
     }
+
+    async fn nested_order(&self, broker_order_id: &str) -> Result<Option<wire::Order>, BrokerError> {
+        self.orders.nested_order(broker_order_id).await
+    }
+
+    async fn group_of(&self, member: &wire::Order) -> Result<Option<wire::Order>, BrokerError> {
+        self.orders.group_of(member).await
+    }
 }
 
 /// An open Alpaca order as an order of ours (what reconciliation adopts), when tradeops can
-/// represent it: a working market, limit, stop or stop-limit order, day/gtc/ioc, whole shares.
+/// represent it: a working market, limit, stop or stop-limit order, day/gtc/ioc, whole shares;
+/// or an `oco` sell read with its stop leg nested, as the protective order it is (CONTRACT §11:
+/// a stop with its take-profit as [`ExitLegs`]). A leg alone, and any other group, is not.
 pub fn adoptable(order: &wire::Order) -> Option<Order> {
     use tradeops_core::market::Side;
     use tradeops_core::orders::{OrderStatus, OrderType, TimeInForce};
     if order.is_final() {
         return None;
+    }
+    if order.in_group() {
+        return adoptable_oco(order);
     }
     let client_order_id = ClientOrderId::parse(&order.client_order_id).ok()?;
     let symbol = tradeops_core::Symbol::parse(&order.symbol).ok()?;
@@ -296,6 +383,36 @@ pub fn adoptable(order: &wire::Order) -> Option<Order> {
     Some(adopted)
 }
 
+/// An `oco` sell (take-profit on top, its stop leg nested) as our protective order: a GTC stop
+/// (stop-limit) sell whose legs carry the take-profit, its fills those of both orders.
+fn adoptable_oco(order: &wire::Order) -> Option<Order> {
+    use tradeops_core::orders::{ExitLegs, OrderStatus};
+    if order.order_class.as_deref() != Some("oco") || order.side != "sell" {
+        return None;
+    }
+    let stop = order.legs.as_ref()?.iter().find(|l| matches!(l.order_type.as_deref(), Some("stop" | "stop_limit")))?;
+    let legs =
+        ExitLegs { stop_price: stop.stop_price?, stop_limit_price: stop.limit_price, take_profit: order.limit_price };
+    let top = wire::Order { order_class: None, legs: None, ..order.clone() };
+    let mut adopted = adoptable(&wire::Order {
+        order_type: Some(if legs.stop_limit_price.is_some() { "stop_limit" } else { "stop" }.into()),
+        limit_price: legs.stop_limit_price,
+        stop_price: Some(legs.stop_price),
+        time_in_force: Some("gtc".into()),
+        status: if top.is_final_alone() { "new".into() } else { top.status.clone() },
+        ..top
+    })?;
+    let whole = |d: Option<Decimal>| d.filter(|d| d.fract().is_zero()).and_then(|d| d.to_u64()).unwrap_or(0);
+    let filled: u64 = order.members().map(|m| whole(m.filled_qty)).sum();
+    let notional: Decimal =
+        order.members().map(|m| m.filled_avg_price.unwrap_or_default() * Decimal::from(whole(m.filled_qty))).sum();
+    adopted.legs = Some(legs);
+    adopted.filled_quantity = filled.min(adopted.quantity);
+    adopted.filled_notional = notional;
+    adopted.status = if filled > 0 { OrderStatus::PartiallyFilled } else { OrderStatus::Accepted };
+    Some(adopted)
+}
+
 /// Our lookup answer for an order as Alpaca reports it.
 pub fn lookup_of(order: &wire::Order) -> BrokerLookup {
     if order.is_final() {
@@ -337,7 +454,9 @@ impl ExecutionBroker for AlpacaExecution {
         self.orders.book().unfinished.insert(id.clone(), Unfinished { quantity: order.quantity, filled: 0 });
         match self.orders.client.submit_once(order).await {
             Ok(placed) => {
-                self.orders.learn_order(&placed);
+                // An `oco`'s reply nests its stop leg: the group is known before any of its
+                // updates.
+                self.learn(&placed);
                 Ok(())
             }
             Err(error) => {
@@ -354,22 +473,32 @@ impl ExecutionBroker for AlpacaExecution {
         self.orders.client.cancel(id, &broker_order_id).await
     }
 
+    /// The order by client order id, its legs nested: an `oco` of ours is open while either of
+    /// its orders works; a leg's own id is not ours (`Unknown`).
     async fn lookup(&self, id: &ClientOrderId) -> Result<BrokerLookup, BrokerError> {
-        match self.orders.client.by_client_order_id(id).await? {
+        if self.stream.is_leg_client_id(id.as_str()) {
+            return Ok(BrokerLookup::Unknown);
+        }
+        match self.orders.client.by_client_order_id_nested(id).await? {
             Some(order) => {
-                self.orders.learn_order(&order);
+                self.learn(&order);
                 Ok(lookup_of(&order))
             }
             None => Ok(BrokerLookup::Unknown),
         }
     }
 
+    /// Alpaca's open orders, groups nested: an `oco` of ours once, by our client order id (its
+    /// stop leg never as an order of its own, which reconciliation would cancel or adopt).
     async fn open_orders(&self) -> Result<Vec<BrokerOpenOrder>, BrokerError> {
-        let orders = self.orders.client.open_orders().await?;
+        let orders = self.orders.nest(self.orders.client.open_orders().await?).await?;
         let mut open: Vec<BrokerOpenOrder> = orders
             .iter()
             .filter_map(|order| {
-                self.orders.learn_order(order);
+                self.learn(order);
+                if self.stream.is_leg_client_id(&order.client_order_id) {
+                    return None;
+                }
                 match lookup_of(order) {
                     BrokerLookup::Open(open) => Some(open),
                     BrokerLookup::Closed | BrokerLookup::Unknown => None,
@@ -447,11 +576,23 @@ impl ExecutionBroker for AlpacaExecution {
         Ok(Some(positions))
     }
 
-    /// The order as Alpaca has it (`GET /v2/orders:by_client_order_id`), when it is working and
-    /// tradeops can represent it (market, limit, stop, stop-limit; day, gtc, ioc).
+    /// The order as Alpaca has it (`GET /v2/orders:by_client_order_id`, a group's legs nested),
+    /// when it is working and tradeops can represent it (market, limit, stop, stop-limit; day,
+    /// gtc, ioc; an `oco` sell as a protective order). A leg of a group (Alpaca's client order
+    /// id of the stop of our `oco`) is never described as an order of its own.
     async fn foreign_order(&self, id: &ClientOrderId) -> Result<Option<Order>, BrokerError> {
-        let Some(order) = self.orders.client.by_client_order_id(id).await? else { return Ok(None) };
-        self.orders.learn_order(&order);
+        if self.stream.is_leg_client_id(id.as_str()) {
+            return Ok(None);
+        }
+        let Some(order) = self.orders.client.by_client_order_id_nested(id).await? else { return Ok(None) };
+        self.learn(&order);
+        if order.in_group() && order.legs.as_ref().is_none_or(|l| l.is_empty()) {
+            // A leg alone: its group, when it is ours, is what the engine knows.
+            if let Some(parent) = self.orders.group_of(&order).await? {
+                self.learn(&parent);
+            }
+            return Ok(None);
+        }
         Ok(adoptable(&order))
     }
 

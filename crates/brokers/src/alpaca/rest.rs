@@ -182,12 +182,53 @@ impl TradingClient {
         }
     }
 
+    /// [`TradingClient::by_client_order_id`], with the legs of a group nested under it: Alpaca's
+    /// lookup by client order id never nests, so an order of a group is read again by its id
+    /// with `nested=true` ([`TradingClient::nested`]).
+    pub async fn by_client_order_id_nested(&self, id: &ClientOrderId) -> Result<Option<wire::Order>, BrokerError> {
+        let Some(order) = self.by_client_order_id(id).await? else { return Ok(None) };
+        if !order.in_group() || order.legs.is_some() {
+            return Ok(Some(order));
+        }
+        Ok(Some(self.nested(&order.id).await?.unwrap_or(order)))
+    }
+
+    /// `GET /v2/orders/{broker_order_id}?nested=true`: the order with its group's legs under it
+    /// (a leg comes back alone); `None` when Alpaca does not know it.
+    pub async fn nested(&self, broker_order_id: &str) -> Result<Option<wire::Order>, BrokerError> {
+        if !is_alpaca_id(broker_order_id) {
+            return Err(BrokerError::rejected(format!("not an Alpaca order id: {broker_order_id:?}")));
+        }
+        let request = self.request(Method::GET, &format!("/v2/orders/{broker_order_id}")).query(&[("nested", "true")]);
+        match self.send(request).await? {
+            Ok(text) => decode(&text).map(Some),
+            Err(reply) if reply.status == StatusCode::NOT_FOUND => Ok(None),
+            Err(reply) => Err(map_error(&reply, None, self.clock.now())),
+        }
+    }
+
+    /// Every order of `symbol` submitted after `after`, groups nested (`status=all`,
+    /// `nested=true`, one page of 500): where a leg reported alone finds the order it hangs under.
+    pub async fn group_orders(&self, symbol: &str, after: DateTime<Utc>) -> Result<Vec<wire::Order>, BrokerError> {
+        let limit = PAGE_LIMIT.to_string();
+        let since = after.to_rfc3339_opts(SecondsFormat::AutoSi, true);
+        let request = self.request(Method::GET, "/v2/orders").query(&[
+            ("status", "all"),
+            ("nested", "true"),
+            ("symbols", symbol),
+            ("after", since.as_str()),
+            ("direction", "asc"),
+            ("limit", limit.as_str()),
+        ]);
+        self.get(request).await
+    }
+
     /// `DELETE /v2/orders/{broker_order_id}` of our order `id`: Ok when Alpaca took the request
     /// (the cancel itself arrives on the stream); [`BrokerError::UnknownOrder`] when Alpaca does
     /// not know the order; [`BrokerError::Rejected`] with Alpaca's message when it can no longer
     /// be canceled (already filled).
     pub async fn cancel(&self, id: &ClientOrderId, broker_order_id: &str) -> Result<(), BrokerError> {
-        if broker_order_id.is_empty() || !broker_order_id.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-') {
+        if !is_alpaca_id(broker_order_id) {
             return Err(BrokerError::rejected(format!("not an Alpaca order id: {broker_order_id:?}")));
         }
         let request = self.request(Method::DELETE, &format!("/v2/orders/{broker_order_id}"));
@@ -197,15 +238,21 @@ impl TradingClient {
         }
     }
 
-    /// `GET /v2/orders?status=open&limit=500`: every order Alpaca is still working.
+    /// `GET /v2/orders?status=open&nested=true&limit=500`: every order Alpaca is still working,
+    /// the legs of a group under its top-level order (an `oco` of ours is listed once, by our
+    /// client order id, its stop leg under it).
     pub async fn open_orders(&self) -> Result<Vec<wire::Order>, BrokerError> {
         let limit = PAGE_LIMIT.to_string();
-        let request = self.request(Method::GET, "/v2/orders").query(&[("status", "open"), ("limit", limit.as_str())]);
+        let request = self.request(Method::GET, "/v2/orders").query(&[
+            ("status", "open"),
+            ("nested", "true"),
+            ("limit", limit.as_str()),
+        ]);
         self.get(request).await
     }
 
     /// Every order submitted after `after` (exclusive, Alpaca's `after` is submission time),
-    /// oldest first: `GET /v2/orders?status=all&after=…&direction=asc&limit=500`, page after
+    /// oldest first, groups nested: `GET /v2/orders?status=all&nested=true&after=…&direction=asc&limit=500`, page after
     /// page, each page starting after the last order of the one before, until a page comes back
     /// short. An order submitted before `after` that changed since is not in it: the stream's gap
     /// fill reads those through [`TradingClient::open_orders`] and by client order id.
@@ -217,6 +264,7 @@ impl TradingClient {
             let since = cursor.to_rfc3339_opts(SecondsFormat::AutoSi, true);
             let request = self.request(Method::GET, "/v2/orders").query(&[
                 ("status", "all"),
+                ("nested", "true"),
                 ("after", since.as_str()),
                 ("direction", "asc"),
                 ("limit", limit.as_str()),
@@ -282,28 +330,59 @@ impl TradingClient {
 }
 
 /// Our order as Alpaca's `POST /v2/orders` body.
+///
+/// A protective order (CONTRACT §11, [`Order::is_protective`]) with a take-profit is one `oco`
+/// order at Alpaca: a GTC limit sell whose price is `take_profit.limit_price`, with the stop (a
+/// stop-limit when the legs carry one) as `stop_loss`; our client order id names the top-level
+/// (take-profit) order, Alpaca names the stop leg. Without a take-profit it is the plain GTC
+/// `stop` / `stop_limit` sell it already is. An entry's legs are never sent with it: the engine
+/// places them once the entry fills.
 pub fn order_request(order: &Order) -> wire::OrderRequest {
+    let side = match order.side {
+        Side::Buy => "buy",
+        Side::Sell => "sell",
+    };
+    let time_in_force = match order.time_in_force {
+        TimeInForce::Day => "day",
+        TimeInForce::Gtc => "gtc",
+        TimeInForce::Ioc => "ioc",
+    };
+    let oco = order.legs.filter(|_| order.is_protective()).and_then(|legs| legs.take_profit.map(|tp| (legs, tp)));
+    if let Some((legs, take_profit)) = oco {
+        return wire::OrderRequest {
+            symbol: order.symbol.as_str().to_string(),
+            qty: order.quantity.to_string(),
+            side,
+            order_type: "limit",
+            time_in_force,
+            limit_price: None,
+            stop_price: None,
+            client_order_id: order.client_order_id.as_str().to_string(),
+            order_class: Some("oco"),
+            take_profit: Some(wire::TakeProfit { limit_price: price_text(take_profit) }),
+            stop_loss: Some(wire::StopLoss {
+                stop_price: price_text(legs.stop_price),
+                limit_price: legs.stop_limit_price.map(price_text),
+            }),
+        };
+    }
     wire::OrderRequest {
         symbol: order.symbol.as_str().to_string(),
         qty: order.quantity.to_string(),
-        side: match order.side {
-            Side::Buy => "buy",
-            Side::Sell => "sell",
-        },
+        side,
         order_type: match order.order_type {
             OrderType::Market => "market",
             OrderType::Limit => "limit",
             OrderType::Stop => "stop",
             OrderType::StopLimit => "stop_limit",
         },
-        time_in_force: match order.time_in_force {
-            TimeInForce::Day => "day",
-            TimeInForce::Gtc => "gtc",
-            TimeInForce::Ioc => "ioc",
-        },
+        time_in_force,
         limit_price: order.limit_price.map(price_text),
         stop_price: order.stop_price.map(price_text),
         client_order_id: order.client_order_id.as_str().to_string(),
+        order_class: None,
+        take_profit: None,
+        stop_loss: None,
     }
 }
 
@@ -316,6 +395,11 @@ pub fn price_text(price: Decimal) -> String {
         rounded.rescale(2);
     }
     rounded.to_string()
+}
+
+/// Whether `id` can be an Alpaca order id (a UUID's characters): it goes into a URL path.
+fn is_alpaca_id(id: &str) -> bool {
+    !id.is_empty() && id.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-')
 }
 
 fn decode<T: DeserializeOwned>(text: &str) -> Result<T, BrokerError> {
@@ -375,7 +459,10 @@ pub fn map_error(reply: &FailedReply, order: Option<&ClientOrderId>, now: Timest
                 kind = if text.contains("buying power") || b.buying_power.is_some() {
                     Rejection::BuyingPower { available: b.buying_power, required: b.cost_basis }
                 } else if text.contains("qty") || text.contains("quantity") || b.available.is_some() {
-                    Rejection::SharesAvailable { available: b.available, requested: None }
+                    // Alpaca's message carries the figures when its body does not:
+                    // "insufficient qty available for order (requested: 10, available: 0)".
+                    let available = b.available.or_else(|| figure_in(&text, "available:"));
+                    Rejection::SharesAvailable { available, requested: figure_in(&text, "requested:") }
                 } else {
                     Rejection::Other
                 };
@@ -409,6 +496,13 @@ pub fn map_error(reply: &FailedReply, order: Option<&ClientOrderId>, now: Timest
         }
         _ => BrokerError::rejected(described),
     }
+}
+
+/// The number after `label` in an Alpaca message (`requested: 10` → 10).
+fn figure_in(message: &str, label: &str) -> Option<Decimal> {
+    let rest = &message[message.find(label)? + label.len()..];
+    let number: String = rest.trim_start().chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
+    number.parse().ok()
 }
 
 /// The field of our order API an Alpaca 422 message is about (`qty must be > 0` → `quantity`),
@@ -502,7 +596,20 @@ mod tests {
         let BrokerError::Rejected { kind, .. } = map_error(&reply(403, &[], shares), Some(&id()), now()) else {
             panic!("a 403 is a rejection")
         };
-        assert_eq!(kind, Rejection::SharesAvailable { available: Some(Decimal::ZERO), requested: None });
+        assert_eq!(
+            kind,
+            Rejection::SharesAvailable { available: Some(Decimal::ZERO), requested: Some(Decimal::from(10)) }
+        );
+        // Only the message: its figures are read from it.
+        let bare =
+            r#"{"code":40310000,"message":"insufficient qty available for order (requested: 10, available: 4)"}"#;
+        let BrokerError::Rejected { kind, .. } = map_error(&reply(403, &[], bare), Some(&id()), now()) else {
+            panic!("a 403 is a rejection")
+        };
+        assert_eq!(
+            kind,
+            Rejection::SharesAvailable { available: Some(Decimal::from(4)), requested: Some(Decimal::from(10)) }
+        );
     }
 
     #[test]

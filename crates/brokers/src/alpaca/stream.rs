@@ -5,8 +5,17 @@
 //! jitter, the gap fill from REST after every (re)connect ([`GapFill`]: Alpaca has no replay),
 //! the queue the adapter's `poll` drains ([`ReportQueue`]) and the connection's state for health
 //! ([`StreamHealth`]).
+//!
+//! A protective order with a take-profit is one `oco` order at Alpaca (CONTRACT §11): the
+//! take-profit is the top-level order, named by our client order id, and the stop is a leg with
+//! an id of Alpaca's. The engine knows one order, so the mapper keeps each group of ours
+//! ([`ReportMapper::learn_group`]) and reports whatever happens to any of its orders as our
+//! order's: a fill of either leg is a fill of it, and it ends only when every order of the
+//! group has ended without filling it whole. An ending Alpaca reports before a leg's fill is
+//! settled from REST (the group read again with `nested=true`, [`GapFill::nested_order`]), never
+//! reported as a cancel of an order that filled.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -24,6 +33,15 @@ use tradeops_core::time::Timestamp;
 
 use super::wire;
 use crate::BrokerError;
+
+/// How soon a group whose end waits on another of its orders is first read again from REST
+/// while the stream is quiet (Alpaca cancels the other leg of an `oco` about a second after the
+/// first); each fruitless read doubles the wait, up to [`RESOLVE_AT_MOST_EVERY`], so a group
+/// that stays unsettled never spends the REST budget other requests need.
+pub const RESOLVE_EVERY: Duration = Duration::from_millis(250);
+
+/// The longest wait between two reads of an unsettled group.
+pub const RESOLVE_AT_MOST_EVERY: Duration = Duration::from_secs(30);
 
 /// Reason given for a rejection: Alpaca's order object carries no rejection text that
 /// [`wire::Order`] declares, so every rejection reads the same.
@@ -44,9 +62,25 @@ struct Reported {
     closed: bool,
 }
 
+/// One group of orders at Alpaca (an `oco`: take-profit on top, the stop leg under it) that is
+/// one order of ours: the top-level order's client order id names it.
+#[derive(Clone, Debug)]
+struct Group {
+    client_order_id: ClientOrderId,
+    /// Our order's shares: a fill of any member counts against them.
+    quantity: Decimal,
+    /// Every member's latest status, by Alpaca id, the top-level order's included.
+    members: HashMap<String, String>,
+    /// Shares (and their notional) reported filled of each member.
+    member_filled: HashMap<String, (Decimal, Decimal)>,
+    time_in_force: Option<String>,
+}
+
 /// Turns trade updates (and, after a reconnect, REST order snapshots) into [`BrokerReport`]s,
 /// remembering what it reported so that each order is accepted once, each execution filled
 /// once and each order closed once, whichever of the stream and the gap fill told it first.
+/// The orders of a group ([`Group`]) are reported as the one order of ours they are; what was
+/// reported of a group is kept under its top-level order's Alpaca id.
 ///
 /// Memory grows with the orders and executions of the process's life (a day's trading is a few
 /// thousand entries); nothing is pruned yet.
@@ -54,6 +88,15 @@ struct Reported {
 pub struct ReportMapper {
     orders: HashMap<String, Reported>,
     executions: HashSet<String>,
+    /// Groups by their top-level order's Alpaca id.
+    groups: HashMap<String, Group>,
+    /// Each other member's (legs, replacements) top-level order.
+    parents: HashMap<String, String>,
+    /// The client order ids Alpaca gave the legs: never orders of their own.
+    leg_client_ids: HashSet<String>,
+    /// Groups one of whose orders ended while another still works, or whose ending came before
+    /// a fill: to be read again from REST ([`ReportMapper::unresolved`]).
+    unresolved: BTreeSet<String>,
 }
 
 impl ReportMapper {
@@ -99,8 +142,13 @@ impl ReportMapper {
     ///
     /// An order whose `client_order_id` is not one of ours (not a valid [`ClientOrderId`]) is
     /// logged and skipped: adopting foreign orders is reconciliation's job, later.
+    ///
+    /// An update of an order of a learned group is mapped by [`ReportMapper::map_group_update`].
     pub fn map_update(&mut self, update: &wire::TradeUpdate, received_at: Timestamp) -> Vec<BrokerReport> {
         let order = &update.order;
+        if let Some(parent) = self.group_of(&order.id) {
+            return self.map_group_update(update, &parent, received_at);
+        }
         let Some(client_order_id) = ours(order) else { return Vec::new() };
         let at = update.timestamp.or(order.updated_at).unwrap_or(received_at);
         match update.event.as_str() {
@@ -139,7 +187,14 @@ impl ReportMapper {
     /// price is exact only as far as Alpaca's `filled_avg_price` is; a real stream update of
     /// an execution already covered this way is recognised by the order's cumulative
     /// `filled_qty` (see [`ReportMapper::map_update`]), so an update without it could double.
+    ///
+    /// An order with its group's legs nested under it is learned as a group first; an order of
+    /// a group is mapped by [`ReportMapper::map_group_order`].
     pub fn map_order(&mut self, order: &wire::Order, now: Timestamp) -> Vec<BrokerReport> {
+        self.learn_group(order);
+        if let Some(parent) = self.group_of(&order.id) {
+            return self.map_group_order(order, &parent, now);
+        }
         let Some(client_order_id) = ours(order) else { return Vec::new() };
         let mut reports = Vec::new();
         let status = order.status.as_str();
@@ -174,6 +229,297 @@ impl ReportMapper {
             reports.extend(self.close(order, report));
         }
         reports
+    }
+
+    /// Learns a group from its top-level order read with its legs nested (`nested=true`, or a
+    /// submit's reply): which Alpaca orders are one order of ours, and their statuses. An order
+    /// without legs teaches nothing. Statuses already final stay so (a stream event may be
+    /// newer than a REST read).
+    pub fn learn_group(&mut self, order: &wire::Order) {
+        let Some(legs) = order.legs.as_ref().filter(|l| !l.is_empty() && order.in_group()) else { return };
+        let Ok(client_order_id) = ClientOrderId::parse(&order.client_order_id) else { return };
+        let group = self.groups.entry(order.id.clone()).or_insert_with(|| Group {
+            client_order_id,
+            quantity: order.qty.unwrap_or_default(),
+            members: HashMap::new(),
+            member_filled: HashMap::new(),
+            time_in_force: order.time_in_force.clone(),
+        });
+        for member in order.members() {
+            let known = group.members.entry(member.id.clone()).or_insert_with(|| member.status.clone());
+            if !is_final_status(known) {
+                known.clone_from(&member.status);
+            }
+            if let Some(next) = member.replaced_by.as_ref().filter(|n| !n.is_empty()) {
+                group.members.entry(next.clone()).or_insert_with(|| "new".into());
+                self.parents.insert(next.clone(), order.id.clone());
+            }
+        }
+        for leg in legs {
+            self.parents.insert(leg.id.clone(), order.id.clone());
+            self.leg_client_ids.insert(leg.client_order_id.clone());
+        }
+    }
+
+    /// The top-level order's Alpaca id of the group `alpaca_id` belongs to, when learned.
+    fn group_of(&self, alpaca_id: &str) -> Option<String> {
+        if self.groups.contains_key(alpaca_id) {
+            return Some(alpaca_id.to_string());
+        }
+        self.parents.get(alpaca_id).cloned()
+    }
+
+    /// Whether `alpaca_id` is an order of a learned group.
+    pub fn knows_group_member(&self, alpaca_id: &str) -> bool {
+        self.group_of(alpaca_id).is_some()
+    }
+
+    /// Whether `leg_client_order_id` is the client order id Alpaca gave a leg of a learned
+    /// group (an order tradeops never placed on its own: not foreign, not to adopt).
+    pub fn is_leg_client_id(&self, leg_client_order_id: &str) -> bool {
+        self.leg_client_ids.contains(leg_client_order_id)
+    }
+
+    /// Our client order id of the group order `alpaca_id` belongs to, when learned.
+    pub fn group_client_order_id(&self, alpaca_id: &str) -> Option<ClientOrderId> {
+        self.group_of(alpaca_id).and_then(|p| self.groups.get(&p)).map(|g| g.client_order_id.clone())
+    }
+
+    /// The groups (their top-level orders' Alpaca ids) to read again from REST.
+    pub fn unresolved(&self) -> Vec<String> {
+        self.unresolved.iter().cloned().collect()
+    }
+
+    /// The reports one stream update of an order of group `parent` means, as our order's:
+    /// - `new`, `accepted`, `pending_new` of any member → our order `Accepted` (once, with the
+    ///   top-level order's Alpaca id, which a cancel of the whole group goes to);
+    /// - `fill`, `partial_fill` of any member → `Filled` with Alpaca's execution id and that
+    ///   member's price and shares (never beyond our order's quantity);
+    /// - an ending (`canceled`, `expired`, `replaced`, `rejected`) → our order's end only when
+    ///   every member has ended and the group was not filled whole; an ending while another
+    ///   member works (one-cancels-other in flight, the stop triggered, a fill not yet on the
+    ///   stream) marks the group to be read again ([`ReportMapper::unresolved`]);
+    /// - `order_cancel_rejected` → `CancelRejected`; anything else → nothing.
+    pub fn map_group_update(
+        &mut self,
+        update: &wire::TradeUpdate,
+        parent: &str,
+        received_at: Timestamp,
+    ) -> Vec<BrokerReport> {
+        let order = &update.order;
+        let at = update.timestamp.or(order.updated_at).unwrap_or(received_at);
+        let Some(group) = self.groups.get_mut(parent) else { return Vec::new() };
+        let client_order_id = group.client_order_id.clone();
+        let known = group.members.entry(order.id.clone()).or_default();
+        if !is_final_status(known) {
+            known.clone_from(&order.status);
+        }
+        if let Some(next) = order.replaced_by.as_ref().filter(|n| !n.is_empty()) {
+            group.members.entry(next.clone()).or_insert_with(|| "new".into());
+            self.parents.insert(next.clone(), parent.to_string());
+        }
+        match update.event.as_str() {
+            "new" | "accepted" | "pending_new" => self.accept_key(parent, &client_order_id, at).into_iter().collect(),
+            "fill" | "partial_fill" => {
+                let mut reports: Vec<BrokerReport> =
+                    self.accept_key(parent, &client_order_id, at).into_iter().collect();
+                reports.extend(self.fill_member(update, parent, &client_order_id, at));
+                reports.extend(self.settle(parent, at));
+                reports
+            }
+            "canceled" | "expired" | "replaced" | "rejected" => self.settle(parent, at),
+            "order_cancel_rejected" => {
+                let reason = "cancel rejected by Alpaca".to_string();
+                vec![BrokerReport::CancelRejected { client_order_id, reason, at }]
+            }
+            other => {
+                tracing::debug!(event = other, order = %order.id, "trade update of a group with nothing to report");
+                Vec::new()
+            }
+        }
+    }
+
+    /// The reports a REST snapshot of group `parent` (its top-level order with the legs nested,
+    /// or one member alone) implies beyond what was reported: the acceptance, the shares filled
+    /// of each member and not yet reported (one synthetic execution per member, as
+    /// [`ReportMapper::map_order`] does, never more in all than Alpaca counts filled across the
+    /// group beyond what was reported of it: a restart seeds the group's fills without saying
+    /// which member made them), and the group's end.
+    pub fn map_group_order(&mut self, order: &wire::Order, parent: &str, now: Timestamp) -> Vec<BrokerReport> {
+        let Some(group) = self.groups.get_mut(parent) else { return Vec::new() };
+        let client_order_id = group.client_order_id.clone();
+        for member in order.members() {
+            let known = group.members.entry(member.id.clone()).or_default();
+            if !is_final_status(known) {
+                known.clone_from(&member.status);
+            }
+        }
+        let mut reports = Vec::new();
+        let top = order.members().find(|m| m.id == parent);
+        if top.is_none_or(|t| !matches!(t.status.as_str(), "rejected" | "pending_new")) {
+            let at = order.submitted_at.or(order.created_at).or(order.updated_at).unwrap_or(now);
+            reports.extend(self.accept_key(parent, &client_order_id, at));
+        }
+        // What Alpaca counts filled across the group beyond what was reported of it.
+        let group = &self.groups[parent];
+        let in_snapshot: HashSet<&str> = order.members().map(|m| m.id.as_str()).collect();
+        let alpaca_total: Decimal = order.members().map(|m| m.filled_qty.unwrap_or_default()).sum::<Decimal>()
+            + group
+                .member_filled
+                .iter()
+                .filter(|(id, _)| !in_snapshot.contains(id.as_str()))
+                .map(|(_, (q, _))| *q)
+                .sum::<Decimal>();
+        let reported_total = self.orders.get(parent).map(|r| r.filled_qty).unwrap_or_default();
+        let mut budget = (alpaca_total - reported_total).min(group.quantity - reported_total);
+        for member in order.members() {
+            let filled = member.filled_qty.unwrap_or_default();
+            let group = self.groups.get_mut(parent).expect("the group was found above");
+            let (done, notional) = group.member_filled.get(&member.id).copied().unwrap_or_default();
+            let missing = (filled - done).min(budget);
+            if filled > done {
+                // Alpaca's count of the member is what it reported, whether or not this part
+                // was already reported under the group (a seed).
+                let average = member.filled_avg_price.unwrap_or_default();
+                group.member_filled.insert(member.id.clone(), (filled, filled * average));
+            }
+            if missing <= Decimal::ZERO {
+                continue;
+            }
+            let Some(average) = member.filled_avg_price else {
+                tracing::warn!(order = %member.id, "filled quantity without an average price: gap fill skipped");
+                continue;
+            };
+            let execution_id = format!("gap:{}:{}", member.id, filled.normalize());
+            if !self.executions.insert(execution_id.clone()) {
+                continue;
+            }
+            let Some(quantity) = whole_shares(missing, &member.id) else { continue };
+            let remainder = (filled * average - notional) / (filled - done);
+            let price = if remainder > Decimal::ZERO { remainder.round_dp(4) } else { average };
+            budget -= missing;
+            let reported = self.orders.entry(parent.to_string()).or_default();
+            reported.filled_qty += missing;
+            reported.filled_notional += missing * price;
+            reports.push(BrokerReport::Filled {
+                client_order_id: client_order_id.clone(),
+                // Commission-free, as every Alpaca equity execution.
+                execution: Execution {
+                    execution_id: execution_id.into(),
+                    timestamp: member.filled_at.or(member.updated_at).unwrap_or(now),
+                    quantity,
+                    price,
+                    fee: Decimal::ZERO,
+                },
+            });
+        }
+        let ended_at = order
+            .members()
+            .filter_map(|m| m.canceled_at.or(m.expired_at).or(m.failed_at))
+            .max()
+            .or(order.updated_at)
+            .unwrap_or(now);
+        reports.extend(self.settle(parent, ended_at));
+        reports
+    }
+
+    /// One fill of a member of group `parent`, as a fill of our order.
+    fn fill_member(
+        &mut self,
+        update: &wire::TradeUpdate,
+        parent: &str,
+        client_order_id: &ClientOrderId,
+        at: Timestamp,
+    ) -> Option<BrokerReport> {
+        let order = &update.order;
+        let Some(execution_id) = update.execution_id.as_deref() else {
+            tracing::warn!(order = %order.id, event = %update.event, "fill without an execution id: skipped");
+            return None;
+        };
+        if !self.executions.insert(execution_id.to_string()) {
+            return None;
+        }
+        let (Some(qty), Some(price)) = (update.qty, update.price) else {
+            tracing::warn!(order = %order.id, execution_id, "fill without qty or price: skipped");
+            return None;
+        };
+        let group = self.groups.get_mut(parent)?;
+        let (done, notional) = group.member_filled.get(&order.id).copied().unwrap_or_default();
+        let reported = self.orders.entry(parent.to_string()).or_default();
+        // The part of this execution not already reported by a gap fill of this member, and
+        // never beyond our order (a restart's seed counts the group's fills as one).
+        let mut shares = match order.filled_qty {
+            Some(cumulative) => qty.min(cumulative - done),
+            None => qty,
+        };
+        shares = shares.min(group.quantity - reported.filled_qty);
+        if shares <= Decimal::ZERO {
+            return None;
+        }
+        let quantity = whole_shares(shares, &order.id)?;
+        group.member_filled.insert(order.id.clone(), (done + shares, notional + shares * price));
+        reported.filled_qty += shares;
+        reported.filled_notional += shares * price;
+        Some(BrokerReport::Filled {
+            client_order_id: client_order_id.clone(),
+            // Commission-free, as every Alpaca equity execution.
+            execution: Execution {
+                execution_id: execution_id.into(),
+                timestamp: at,
+                quantity,
+                price,
+                fee: Decimal::ZERO,
+            },
+        })
+    }
+
+    /// Group `parent`'s end, once known: filled whole, it ends with its last fill (nothing more
+    /// to report); every member ended short of that, it is `Canceled` (`Expired` when a member
+    /// expired, `Rejected` when all were rejected), once; a member ended while another works, it
+    /// is to be read again from REST.
+    fn settle(&mut self, parent: &str, at: Timestamp) -> Vec<BrokerReport> {
+        let Some(group) = self.groups.get(parent) else { return Vec::new() };
+        let reported = self.orders.entry(parent.to_string()).or_default();
+        if reported.closed {
+            self.unresolved.remove(parent);
+            return Vec::new();
+        }
+        if reported.filled_qty >= group.quantity && group.quantity > Decimal::ZERO {
+            reported.closed = true;
+            self.unresolved.remove(parent);
+            return Vec::new();
+        }
+        let gtc = group.time_in_force.as_deref() == Some("gtc");
+        let ended = |status: &str| is_final_status(status) || (status == "done_for_day" && !gtc);
+        if !group.members.values().all(|s| ended(s)) {
+            // A take-profit `replaced` by its triggered stop leaves the stop working for as
+            // long as it takes: nothing to settle. Any other ending may be the group's end (or
+            // come before a fill): read it again.
+            if group.members.values().any(|s| ended(s) && s != "replaced") {
+                self.unresolved.insert(parent.to_string());
+            }
+            return Vec::new();
+        }
+        reported.closed = true;
+        self.unresolved.remove(parent);
+        let client_order_id = group.client_order_id.clone();
+        let statuses: Vec<&str> = group.members.values().map(String::as_str).collect();
+        if statuses.iter().any(|s| *s == "expired" || *s == "done_for_day") {
+            vec![BrokerReport::Expired { client_order_id, at }]
+        } else if statuses.iter().all(|s| *s == "rejected") {
+            vec![BrokerReport::Rejected { client_order_id, reason: REJECTED_BY_ALPACA.to_string(), at }]
+        } else {
+            vec![BrokerReport::Canceled { client_order_id, at }]
+        }
+    }
+
+    fn accept_key(&mut self, key: &str, client_order_id: &ClientOrderId, at: Timestamp) -> Option<BrokerReport> {
+        let reported = self.orders.entry(key.to_string()).or_default();
+        if reported.accepted {
+            return None;
+        }
+        reported.accepted = true;
+        Some(BrokerReport::Accepted { client_order_id: client_order_id.clone(), broker_order_id: key.into(), at })
     }
 
     fn accept(&mut self, order: &wire::Order, client_order_id: &ClientOrderId, at: Timestamp) -> Option<BrokerReport> {
@@ -292,6 +638,11 @@ fn ours(order: &wire::Order) -> Option<ClientOrderId> {
     }
 }
 
+/// Whether Alpaca reports nothing more of an order in this status (research §1.3).
+fn is_final_status(status: &str) -> bool {
+    matches!(status, "filled" | "canceled" | "expired" | "rejected" | "replaced")
+}
+
 fn is_gtc(order: &wire::Order) -> bool {
     order.time_in_force.as_deref() == Some("gtc")
 }
@@ -378,9 +729,23 @@ impl StreamHealth {
 /// (e.g. `status=open`, plus `status=closed&direction=desc` paged until `updated_at` falls
 /// before `after`). Returning more is harmless: [`ReportMapper::map_order`] reports only what
 /// is new.
+///
+/// The two reads of one order's group serve the stream's `oco` groups (see the module doc);
+/// an implementation without them (a test's) leaves groups to the gap fill.
 #[async_trait]
 pub trait GapFill: Send + Sync {
     async fn orders_updated_since(&self, after: DateTime<Utc>) -> Result<Vec<wire::Order>, BrokerError>;
+
+    /// The order `broker_order_id` with its group's legs nested (`GET /v2/orders/{id}?nested=true`).
+    async fn nested_order(&self, _broker_order_id: &str) -> Result<Option<wire::Order>, BrokerError> {
+        Ok(None)
+    }
+
+    /// The top-level order, legs nested, of the group `member` belongs to (a leg, or an order
+    /// that replaced one), when Alpaca has it.
+    async fn group_of(&self, _member: &wire::Order) -> Result<Option<wire::Order>, BrokerError> {
+        Ok(None)
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -525,6 +890,7 @@ impl TradeUpdatesStream {
         let (ready, waiting) = tokio::sync::watch::channel(false);
         let runner = Runner {
             last_event_at: None,
+            resolve_wait: RESOLVE_EVERY,
             backoff: Backoff::new(config.backoff.clone()),
             config,
             gap_fill,
@@ -554,6 +920,22 @@ impl TradeUpdatesStream {
             filled_notional,
             execution_ids,
         );
+    }
+
+    /// Learns an order's group from it read with its legs nested (see
+    /// [`ReportMapper::learn_group`]): a submit's reply, a lookup, an open-order listing.
+    pub fn learn_group(&self, order: &wire::Order) {
+        self.mapper.lock().unwrap_or_else(PoisonError::into_inner).learn_group(order);
+    }
+
+    /// Whether `client_order_id` is one Alpaca gave a leg of a learned group.
+    pub fn is_leg_client_id(&self, client_order_id: &str) -> bool {
+        self.mapper.lock().unwrap_or_else(PoisonError::into_inner).is_leg_client_id(client_order_id)
+    }
+
+    /// Our client order id of the learned group Alpaca order `alpaca_id` belongs to.
+    pub fn group_client_order_id(&self, alpaca_id: &str) -> Option<ClientOrderId> {
+        self.mapper.lock().unwrap_or_else(PoisonError::into_inner).group_client_order_id(alpaca_id)
     }
 
     /// Lets the stream connect (once the mapper is seeded).
@@ -591,6 +973,8 @@ struct Runner {
     health: Arc<StreamHealth>,
     backoff: Backoff,
     last_event_at: Option<Timestamp>,
+    /// The wait before the next read of unsettled groups (see [`RESOLVE_EVERY`]).
+    resolve_wait: Duration,
 }
 
 impl Runner {
@@ -647,23 +1031,39 @@ impl Runner {
         Ok(socket)
     }
 
-    /// Reads updates until the connection ends or stays silent through a ping.
+    /// Reads updates until the connection ends or stays silent through a ping. While a group
+    /// waits to be read again from REST ([`ReportMapper::unresolved`]), it is every
+    /// [`RESOLVE_EVERY`] between frames at first, less often while it stays unsettled.
     async fn read(&mut self, mut socket: Socket) -> StreamError {
         let idle = self.config.idle_timeout;
         let mut pinged = false;
+        let mut last_frame = tokio::time::Instant::now();
         loop {
-            let frame = match tokio::time::timeout(idle, socket.next()).await {
+            let waiting = !self.mapper.lock().unwrap_or_else(PoisonError::into_inner).unresolved.is_empty();
+            let wait = if waiting { self.resolve_wait.min(idle) } else { idle };
+            let frame = match tokio::time::timeout(wait, socket.next()).await {
                 Ok(Some(frame)) => frame,
                 Ok(None) => return StreamError::Closed,
-                Err(_) if pinged => return StreamError::Silent(idle),
                 Err(_) => {
+                    if waiting {
+                        self.resolve_groups().await;
+                        self.resolve_wait = self.resolve_wait.saturating_mul(2).min(RESOLVE_AT_MOST_EVERY);
+                    }
+                    if last_frame.elapsed() < idle {
+                        continue;
+                    }
+                    if pinged {
+                        return StreamError::Silent(idle);
+                    }
                     if let Err(error) = socket.send(Message::Ping(Default::default())).await {
                         return StreamError::Socket(error.to_string());
                     }
                     pinged = true;
+                    last_frame = tokio::time::Instant::now();
                     continue;
                 }
             };
+            last_frame = tokio::time::Instant::now();
             pinged = false;
             let message = match frame {
                 Ok(message) => message,
@@ -675,11 +1075,11 @@ impl Runner {
                 Message::Close(_) => return StreamError::Closed,
                 Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => continue,
             };
-            self.handle(bytes);
+            self.handle(bytes).await;
         }
     }
 
-    fn handle(&mut self, bytes: &[u8]) {
+    async fn handle(&mut self, bytes: &[u8]) {
         let message: wire::StreamMessage = match serde_json::from_slice(bytes) {
             Ok(message) => message,
             Err(e) => {
@@ -704,8 +1104,50 @@ impl Runner {
                 self.health.update(|s| s.last_event_at = Some(at));
             }
         }
-        let reports = self.mapper.lock().unwrap_or_else(PoisonError::into_inner).map_update(&update, self.clock.now());
+        let unknown_member = update.order.in_group()
+            && !self.mapper.lock().unwrap_or_else(PoisonError::into_inner).knows_group_member(&update.order.id);
+        if unknown_member {
+            // An order of a group not learned (its submit's reply not read yet, a restart, the
+            // order that replaced a take-profit): its group is read first, so that a leg is
+            // reported as our order and never as one of its own.
+            match self.gap_fill.group_of(&update.order).await {
+                Ok(Some(parent)) => self.mapper.lock().unwrap_or_else(PoisonError::into_inner).learn_group(&parent),
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, order = %update.order.id, "the group of an order could not be read")
+                }
+            }
+        }
+        let (reports, waiting) = {
+            let mut mapper = self.mapper.lock().unwrap_or_else(PoisonError::into_inner);
+            let reports = mapper.map_update(&update, self.clock.now());
+            (reports, !mapper.unresolved.is_empty())
+        };
         self.queue.push(reports);
+        if waiting {
+            self.resolve_groups().await;
+            self.resolve_wait = RESOLVE_EVERY;
+        }
+    }
+
+    /// Reads each group waiting to be resolved again with its legs nested, and reports what
+    /// that settles (a leg's fill the stream has not brought yet, the group's end). A failed
+    /// read leaves the group waiting.
+    async fn resolve_groups(&mut self) {
+        let parents = self.mapper.lock().unwrap_or_else(PoisonError::into_inner).unresolved();
+        for parent in parents {
+            match self.gap_fill.nested_order(&parent).await {
+                Ok(Some(order)) => {
+                    let now = self.clock.now();
+                    let reports = self.mapper.lock().unwrap_or_else(PoisonError::into_inner).map_order(&order, now);
+                    self.queue.push(reports);
+                }
+                Ok(None) => tracing::warn!(order = %parent, "a group waiting to be resolved is unknown to Alpaca"),
+                Err(e) => {
+                    tracing::warn!(error = %e, order = %parent, "a group waiting to be resolved could not be read")
+                }
+            }
+        }
     }
 }
 

@@ -26,7 +26,31 @@ pub struct OrderRequest {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stop_price: Option<String>,
     /// Ours: the exactly-once key (at most 48 characters, unique per account for all time).
+    /// On an `oco` order Alpaca gives it to the top-level (take-profit) order only; the stop
+    /// leg gets an id of Alpaca's.
     pub client_order_id: String,
+    /// `oco` for a protective order with a take-profit (CONTRACT §11); absent for a simple one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub order_class: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub take_profit: Option<TakeProfit>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stop_loss: Option<StopLoss>,
+}
+
+/// The take-profit leg of an `oco` order: a limit sell at `limit_price`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TakeProfit {
+    pub limit_price: String,
+}
+
+/// The stop-loss leg of an `oco` order: a stop at `stop_price`, a stop-limit when
+/// `limit_price` is given.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StopLoss {
+    pub stop_price: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit_price: Option<String>,
 }
 
 /// An order as Alpaca reports it (`GET /v2/orders…`, and inside every trade update).
@@ -68,14 +92,51 @@ pub struct Order {
     #[serde(default)]
     pub stop_price: Option<Decimal>,
     /// `new`, `accepted`, `pending_new`, `partially_filled`, `filled`, `pending_cancel`,
-    /// `canceled`, `expired`, `rejected`, `replaced`, `done_for_day`, … (research §1.3).
+    /// `canceled`, `expired`, `rejected`, `replaced`, `done_for_day`, `held` (a leg waiting on
+    /// its group), … (research §1.3).
     pub status: String,
+    /// `simple`, `""` (simple, as Alpaca sends it), `oco`, `bracket`, `oto`, `mleg`.
+    #[serde(default)]
+    pub order_class: Option<String>,
+    /// The group's other orders, under the top-level order, when asked with `nested=true`
+    /// (for an `oco`, the stop leg under the take-profit); `null` otherwise and on every leg.
+    #[serde(default)]
+    pub legs: Option<Vec<Order>>,
+    /// The order that replaced this one (`replaced`); Alpaca replaces the take-profit of an
+    /// `oco` when its stop triggers.
+    #[serde(default)]
+    pub replaced_by: Option<String>,
+    /// Shared by every order of one group, legs and replacements included (sent by Alpaca since
+    /// late 2026; absent on simple orders and before).
+    #[serde(default)]
+    pub group_id: Option<String>,
+    /// `entry`, `take_profit`, `stop_loss` (with `group_id`).
+    #[serde(default)]
+    pub group_role: Option<String>,
 }
 
 impl Order {
-    /// Whether Alpaca will report nothing more of this order (research §1.3's terminal states).
-    pub fn is_final(&self) -> bool {
+    /// Whether this order's own status is terminal (research §1.3): nothing more of it alone.
+    pub fn is_final_alone(&self) -> bool {
         matches!(self.status.as_str(), "filled" | "canceled" | "expired" | "rejected" | "replaced")
+    }
+
+    /// Whether Alpaca will report nothing more of this order, nor of its legs when it came
+    /// nested: an `oco` whose take-profit was replaced or cancelled still works while its stop
+    /// leg does.
+    pub fn is_final(&self) -> bool {
+        self.is_final_alone() && self.legs.iter().flatten().all(Order::is_final_alone)
+    }
+
+    /// Whether it is one order of an advanced group (`oco`, `bracket`, `oto`): its legs are
+    /// reported as orders of their own, with Alpaca's client order ids.
+    pub fn in_group(&self) -> bool {
+        matches!(self.order_class.as_deref(), Some("oco" | "bracket" | "oto"))
+    }
+
+    /// The order and its legs (when nested), top-level first.
+    pub fn members(&self) -> impl Iterator<Item = &Order> {
+        std::iter::once(self).chain(self.legs.iter().flatten())
     }
 }
 
@@ -195,6 +256,9 @@ mod tests {
             limit_price: Some("12.34".into()),
             stop_price: None,
             client_order_id: "to-ABCD-1".into(),
+            order_class: None,
+            take_profit: None,
+            stop_loss: None,
         };
         let json = serde_json::to_value(&request).unwrap();
         assert_eq!(

@@ -16,6 +16,16 @@
 //! fill far from it would read as a loss). Time is the real clock's; market time (the manual
 //! market clock of the test app) is moved on while waiting, since the service looks up an order
 //! whose submit went unanswered after a wait in market time. Every wait is bounded (~10 s).
+//!
+//! Protection at the venue (CONTRACT §11) as Alpaca does it (research: alpaca-protection-and-
+//! halts.md §1–§6): GTC `stop` / `stop_limit` sells rest until [`StandIn::trade`] prints a price
+//! through them; an `order_class: oco` sell is a take-profit limit on top (the client order id
+//! sent) with its stop leg `held` under it (a client order id of the venue's), nested under it
+//! only when asked (`nested=true`); a trade through the take-profit fills it and cancels the leg,
+//! a trade through the stop replaces the take-profit and fills the leg; a cancel of any order of
+//! the group cancels the group. A sell of more shares than the position less those held by the
+//! other working sells (a group holding its shares once) is refused 403 40310000 "insufficient
+//! qty available", with Alpaca's figures.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::SocketAddr;
@@ -96,6 +106,10 @@ pub struct Venue {
     connections: usize,
     /// Alpaca's timestamps: the test app's market time.
     clock: Arc<dyn Clock>,
+    /// Each leg's top-level order (Alpaca ids): an `oco`'s stop under its take-profit.
+    parents: HashMap<String, String>,
+    /// Stop-limit orders whose stop was traded through: limit orders now.
+    triggered: std::collections::HashSet<String>,
     /// Where `GET` of the Trading API's reference routes ([`REFERENCE_PATHS`]) is forwarded:
     /// the market-data stand-in's address, when one service reads both from this host.
     reference: Option<String>,
@@ -139,6 +153,9 @@ impl Venue {
     }
 
     fn create(&mut self, sent: &Value) -> usize {
+        if sent["order_class"] == "oco" {
+            return self.create_oco(sent);
+        }
         self.next_id += 1;
         let now = self.now();
         let order = json!({
@@ -150,7 +167,8 @@ impl Venue {
             "type": sent["type"], "side": sent["side"], "time_in_force": sent["time_in_force"],
             "limit_price": sent.get("limit_price").cloned().unwrap_or(Value::Null),
             "stop_price": sent.get("stop_price").cloned().unwrap_or(Value::Null),
-            "status": "new", "extended_hours": false, "legs": null,
+            "status": "new", "extended_hours": false, "legs": null, "order_class": "",
+            "replaced_by": null,
         });
         self.orders.push(order);
         let i = self.orders.len() - 1;
@@ -171,6 +189,184 @@ impl Venue {
             }
         }
         i
+    }
+
+    /// An `oco` as Alpaca makes it: the take-profit on top (`new`, the client order id sent, a
+    /// `new` update), the stop leg `held` under it with a client order id of the venue's (no
+    /// update). Returns the top-level order's index.
+    fn create_oco(&mut self, sent: &Value) -> usize {
+        let now = self.now();
+        let order = |v: &mut Venue, client_order_id: Value, fields: Value| {
+            v.next_id += 1;
+            let mut order = json!({
+                "id": format!("9b1e0f3a-0000-4000-8000-{:012}", v.next_id),
+                "client_order_id": client_order_id, "symbol": sent["symbol"],
+                "created_at": now, "submitted_at": now, "updated_at": now,
+                "filled_at": null, "canceled_at": null, "failed_at": null,
+                "qty": sent["qty"], "filled_qty": "0", "filled_avg_price": null,
+                "side": sent["side"], "time_in_force": sent["time_in_force"],
+                "limit_price": null, "stop_price": null, "status": "new", "extended_hours": false,
+                "legs": null, "order_class": "oco", "replaced_by": null,
+            });
+            for (k, val) in fields.as_object().unwrap() {
+                order[k] = val.clone();
+            }
+            v.orders.push(order);
+            v.orders.len() - 1
+        };
+        let top = order(
+            self,
+            sent["client_order_id"].clone(),
+            json!({"type": "limit", "limit_price": sent["take_profit"]["limit_price"]}),
+        );
+        let stop_limit = sent["stop_loss"]["limit_price"].clone();
+        let leg_client_order_id = format!("5f0c9d1e-7b2a-4c3d-9e8f-{:012}", self.next_id + 1);
+        let leg = order(
+            self,
+            json!(leg_client_order_id),
+            json!({"type": if stop_limit.is_null() { "stop" } else { "stop_limit" },
+                "stop_price": sent["stop_loss"]["stop_price"], "limit_price": stop_limit, "status": "held"}),
+        );
+        let (top_id, leg_id) = (self.id_at(top), self.id_at(leg));
+        self.parents.insert(leg_id, top_id);
+        self.send("new", top, json!({}));
+        top
+    }
+
+    fn id_at(&self, i: usize) -> String {
+        self.orders[i]["id"].as_str().unwrap().to_string()
+    }
+
+    /// The orders of `i`'s group (its top-level order first), or `i` alone.
+    fn group(&self, i: usize) -> Vec<usize> {
+        let id = self.id_at(i);
+        let top = self.parents.get(&id).cloned().unwrap_or(id);
+        let mut members = vec![self.orders.iter().position(|o| o["id"] == top.as_str()).unwrap()];
+        members.extend((0..self.orders.len()).filter(|j| self.parents.get(&self.id_at(*j)).is_some_and(|p| *p == top)));
+        members
+    }
+
+    fn is_leg(&self, i: usize) -> bool {
+        self.parents.contains_key(&self.id_at(i))
+    }
+
+    /// Order `i` as Alpaca answers it: with its group's legs under it when `nested` (research
+    /// §2.3; a leg is itself never nested).
+    fn view(&self, i: usize, nested: bool) -> Value {
+        let mut order = self.orders[i].clone();
+        if nested && !self.is_leg(i) {
+            let legs: Vec<Value> = self.group(i).into_iter().skip(1).map(|j| self.orders[j].clone()).collect();
+            if !legs.is_empty() {
+                order["legs"] = json!(legs);
+            }
+        }
+        order
+    }
+
+    /// Shares of `symbol` held for working sell orders (a group's once: its shares are held
+    /// once, research §6), and those orders' ids.
+    fn held_for_orders(&self, symbol: &str) -> (Decimal, Vec<String>) {
+        let mut held = Decimal::ZERO;
+        let mut related = Vec::new();
+        for i in (0..self.orders.len()).filter(|i| !self.is_leg(*i)) {
+            let order = &self.orders[i];
+            if order["symbol"] != symbol || order["side"] != "sell" {
+                continue;
+            }
+            let remaining = self
+                .group(i)
+                .into_iter()
+                .filter(|j| is_open(&self.orders[*j]))
+                .map(|j| dec(&self.orders[j]["qty"]) - dec(&self.orders[j]["filled_qty"]))
+                .max();
+            if let Some(remaining) = remaining {
+                held += remaining;
+                related.push(self.id_at(i));
+            }
+        }
+        (held, related)
+    }
+
+    /// Alpaca's refusal of a sell of more shares than are free (research §6), if it is one.
+    fn shares_refusal(&self, sent: &Value) -> Option<Response> {
+        if sent["side"] != "sell" {
+            return None;
+        }
+        let symbol = sent["symbol"].as_str().unwrap_or_default();
+        let requested = dec(&sent["qty"]);
+        let existing = Decimal::from(self.positions.get(symbol).map(|p| p.0).unwrap_or(0).max(0));
+        let (held, related) = self.held_for_orders(symbol);
+        let available = (existing - held).max(Decimal::ZERO);
+        if requested <= available {
+            return None;
+        }
+        let message = format!("insufficient qty available for order (requested: {requested}, available: {available})");
+        let mut body = json!({"available": available.to_string(), "code": 40310000,
+            "existing_qty": existing.to_string(), "held_for_orders": held.to_string(),
+            "message": message, "symbol": symbol});
+        if !related.is_empty() {
+            body["related_orders"] = json!(related);
+        }
+        Some(error(403, body))
+    }
+
+    /// A trade of `symbol` at `price`: the price market orders fill at from now on, and every
+    /// resting order it goes through fills at it — a limit (a buy at or above the price, a sell
+    /// at or below), a sell stop at or above it (a stop-limit becomes its limit), an `oco`'s
+    /// take-profit (its stop leg cancelled) or its stop (the take-profit replaced, the leg
+    /// filled, research §2.4).
+    fn trade(&mut self, symbol: &str, price: Decimal) {
+        self.prices.insert(symbol.to_string(), price);
+        for i in 0..self.orders.len() {
+            let order = self.orders[i].clone();
+            if order["symbol"] != symbol || !is_open(&order) || order["status"] == "pending_cancel" {
+                continue;
+            }
+            let id = self.id_at(i);
+            let left: u64 = (dec(&order["qty"]) - dec(&order["filled_qty"])).try_into().unwrap_or(0);
+            let sell = order["side"] == "sell";
+            let limit = order["limit_price"].as_str().map(|_| dec(&order["limit_price"]));
+            let stop = order["stop_price"].as_str().map(|_| dec(&order["stop_price"]));
+            let through_limit = |l: Decimal| if sell { price >= l } else { price <= l };
+            match order["type"].as_str() {
+                Some("limit") if !self.is_leg(i) && order["status"] != "held" => {
+                    if limit.is_some_and(through_limit) {
+                        self.fill(i, left, price, true);
+                        // One-cancels-other: the rest of the group goes.
+                        for j in self.group(i).into_iter().skip(1) {
+                            if is_open(&self.orders[j]) {
+                                self.end_cancel(j);
+                            }
+                        }
+                    }
+                }
+                Some("stop" | "stop_limit") if sell => {
+                    let triggered = self.triggered.contains(&id) || stop.is_some_and(|s| price <= s);
+                    if !triggered {
+                        continue;
+                    }
+                    self.triggered.insert(id.clone());
+                    if self.is_leg(i) && order["status"] == "held" {
+                        // The stop triggers: Alpaca replaces the resting take-profit by it.
+                        let top = self.group(i)[0];
+                        if is_open(&self.orders[top]) {
+                            let now = self.now();
+                            self.orders[top]["status"] = json!("replaced");
+                            self.orders[top]["replaced_by"] = json!(id);
+                            self.orders[top]["updated_at"] = now;
+                            self.send("replaced", top, json!({}));
+                        }
+                        self.orders[i]["status"] = json!("new");
+                        self.send("new", i, json!({}));
+                    }
+                    let fills = order["type"] == "stop" || limit.is_some_and(through_limit);
+                    if fills {
+                        self.fill(i, left, price, true);
+                    }
+                }
+                _ => {}
+            }
+        }
     }
 
     /// Fills `qty` shares of order `i` at `price`: the order, the position and the cash move;
@@ -251,16 +447,21 @@ impl Venue {
         json!(rows)
     }
 
+    /// A cancel of order `i`, and of the rest of its group (research §5: any cancel in a group
+    /// cancels the group).
     fn cancel(&mut self, i: usize) -> Response {
         let status = self.orders[i]["status"].as_str().unwrap_or_default().to_string();
-        if !is_open(&self.orders[i]) {
+        let open: Vec<usize> = self.group(i).into_iter().filter(|j| is_open(&self.orders[*j])).collect();
+        if open.is_empty() {
             let message = format!("order is already in \"{status}\" state");
             return error(422, json!({"code": 42210000, "message": message}));
         }
-        self.orders[i]["status"] = json!("pending_cancel");
-        self.send("pending_cancel", i, json!({}));
-        if !self.hold_cancels {
-            self.end_cancel(i);
+        for j in open {
+            self.orders[j]["status"] = json!("pending_cancel");
+            self.send("pending_cancel", j, json!({}));
+            if !self.hold_cancels {
+                self.end_cancel(j);
+            }
         }
         StatusCode::NO_CONTENT.into_response()
     }
@@ -331,6 +532,9 @@ fn answer(venue: &Shared, method: &Method, uri: &Uri, headers: &HeaderMap, body:
             if v.index(&id).is_some() {
                 return (error(422, json!({"code": 40010001, "message": "client_order_id must be unique"})), None);
             }
+            if let Some(refused) = v.shares_refusal(&sent) {
+                return (refused, None);
+            }
             match v.submit_faults.pop_front() {
                 Some(SubmitFault::RateLimited { retry_after }) => {
                     let reset = (v.clock.now().timestamp() + retry_after as i64).to_string();
@@ -369,11 +573,12 @@ fn answer(venue: &Shared, method: &Method, uri: &Uri, headers: &HeaderMap, body:
                 }
                 Some(SubmitFault::SlowReply(delay)) => {
                     let i = v.create(&sent);
-                    (axum::Json(v.orders[i].clone()).into_response(), Some(delay))
+                    (axum::Json(v.view(i, true)).into_response(), Some(delay))
                 }
                 None => {
+                    // The reply nests an `oco`'s leg (research §2.3).
                     let i = v.create(&sent);
-                    (axum::Json(v.orders[i].clone()).into_response(), None)
+                    (axum::Json(v.view(i, true)).into_response(), None)
                 }
             }
         }
@@ -396,16 +601,27 @@ fn answer(venue: &Shared, method: &Method, uri: &Uri, headers: &HeaderMap, body:
             let submitted = |o: &Value| -> chrono::DateTime<chrono::Utc> {
                 serde_json::from_value(o["submitted_at"].clone()).unwrap()
             };
-            let mut list: Vec<Value> = v
-                .orders
-                .iter()
-                .filter(|o| match query.get("status").map(String::as_str) {
-                    Some("all") => true,
-                    Some("closed") => !is_open(o),
-                    _ => is_open(o),
+            // With `nested=true` a group is listed once, under its top-level order, open while
+            // any of its orders is; without, every order alone.
+            let nested = query.get("nested").map(String::as_str) == Some("true");
+            let symbols: Option<Vec<&str>> = query.get("symbols").map(|s| s.split(',').collect());
+            let mut list: Vec<Value> = (0..v.orders.len())
+                .filter(|i| !(nested && v.is_leg(*i)))
+                .filter(|i| {
+                    let open = if nested {
+                        v.group(*i).iter().any(|j| is_open(&v.orders[*j]))
+                    } else {
+                        is_open(&v.orders[*i])
+                    };
+                    match query.get("status").map(String::as_str) {
+                        Some("all") => true,
+                        Some("closed") => !open,
+                        _ => open,
+                    }
                 })
-                .filter(|o| after.is_none_or(|a| submitted(o) > a))
-                .cloned()
+                .filter(|i| after.is_none_or(|a| submitted(&v.orders[*i]) > a))
+                .filter(|i| symbols.as_ref().is_none_or(|s| s.iter().any(|s| v.orders[*i]["symbol"] == *s)))
+                .map(|i| v.view(i, nested))
                 .collect();
             if query.get("direction").map(String::as_str) != Some("asc") {
                 list.reverse();
@@ -413,6 +629,14 @@ fn answer(venue: &Shared, method: &Method, uri: &Uri, headers: &HeaderMap, body:
             let limit = query.get("limit").and_then(|l| l.parse().ok()).unwrap_or(50usize);
             list.truncate(limit);
             (axum::Json(list).into_response(), None)
+        }
+        ("GET", p) if p.starts_with("/v2/orders/") => {
+            let id = &p["/v2/orders/".len()..];
+            let nested = query.get("nested").map(String::as_str) == Some("true");
+            match v.orders.iter().position(|o| o["id"] == id) {
+                Some(i) => (axum::Json(v.view(i, nested)).into_response(), None),
+                None => (error(404, json!({"code": 40410000, "message": "order not found"})), None),
+            }
         }
         ("DELETE", p) if p.starts_with("/v2/orders/") => {
             let id = &p["/v2/orders/".len()..];
@@ -577,6 +801,8 @@ impl StandIn {
             stream_refused: false,
             connections: 0,
             clock,
+            parents: HashMap::new(),
+            triggered: Default::default(),
             reference: None,
         }));
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -608,6 +834,19 @@ impl StandIn {
 
     pub fn set_price(&self, symbol: &str, price: Decimal) {
         self.venue().prices.insert(symbol.to_string(), price);
+    }
+
+    /// A trade of `symbol` at `price`: market orders fill at it from now on, and the resting
+    /// orders it goes through fill ([`Venue::trade`]: limits, stops, an `oco`'s either leg).
+    pub fn trade(&self, symbol: &str, price: Decimal) {
+        self.venue().trade(symbol, price);
+    }
+
+    /// The stop leg of the group whose top-level order has `client_order_id` (Alpaca's JSON).
+    pub(crate) fn leg_of(&self, client_order_id: &str) -> Value {
+        let v = self.venue();
+        let i = v.index(client_order_id).unwrap_or_else(|| panic!("the stand-in has no order {client_order_id}"));
+        v.group(i).get(1).map(|j| v.orders[*j].clone()).unwrap_or_else(|| panic!("{client_order_id} has no leg"))
     }
 
     fn set_parts(&self, parts: Vec<u64>) {
@@ -1559,4 +1798,177 @@ async fn alpaca_an_order_answered_503_is_never_sent_even_after_a_restart() {
     let reason = order["reject_reason"].as_str().unwrap_or_default();
     assert!(reason.starts_with("never sent") && reason.contains("answered BROKER_UNAVAILABLE"), "{order}");
     assert_eq!((alpaca.posts(&id), alpaca.orders_of(&id)), (1, 0), "sent once (refused), never again");
+}
+
+/// The stand-in speaks Alpaca's protection (research §1–§6) as the adapter reads it: GTC stops
+/// rest until a trade goes through them; an `oco` is a take-profit with its stop leg `held`
+/// under it (nested only when asked), filled by whichever side a trade goes through, the other
+/// cancelled (or the take-profit replaced); a cancel takes the group; a sell beyond the shares
+/// not held for other sells is refused 403 40310000 with Alpaca's figures.
+#[tokio::test]
+async fn alpaca_the_stand_in_speaks_alpacas_protection_wire_format() {
+    let market = ManualClock::new(tradeops_core::time::parse_ts(MARKET_START).unwrap());
+    let alpaca = StandIn::start(Decimal::from(100_000), market).await;
+    let http = reqwest::Client::new();
+    let post = |body: Value| {
+        http.post(format!("{}/v2/orders", alpaca.base_url))
+            .header("APCA-API-KEY-ID", KEY_ID)
+            .header("APCA-API-SECRET-KEY", SECRET)
+            .json(&body)
+            .send()
+    };
+    let get = |path: String| {
+        http.get(format!("{}{path}", alpaca.base_url))
+            .header("APCA-API-KEY-ID", KEY_ID)
+            .header("APCA-API-SECRET-KEY", SECRET)
+            .send()
+    };
+    let sell = |id: &str, qty: &str, extra: Value| {
+        let mut body =
+            json!({"symbol": "ABCD", "qty": qty, "side": "sell", "time_in_force": "gtc", "client_order_id": id});
+        body.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        body
+    };
+    let d = |s: &str| s.parse::<Decimal>().unwrap();
+    alpaca.set_price("ABCD", d("10"));
+    let bought = post(json!({"symbol": "ABCD", "qty": "100", "side": "buy", "type": "market",
+        "time_in_force": "day", "client_order_id": "to-ABCD-B1"}))
+    .await
+    .unwrap();
+    assert_eq!(bought.status(), 200);
+    assert_eq!(alpaca.positions()["ABCD"].0, 100);
+
+    // A plain protective stop rests, holding its shares.
+    let stop = post(sell("to-ABCD-S1", "10", json!({"type": "stop", "stop_price": "9.50"}))).await.unwrap();
+    assert_eq!(stop.status(), 200);
+    assert_eq!(alpaca.order("to-ABCD-S1")["status"], "new");
+    let refused = post(sell("to-ABCD-X1", "95", json!({"type": "market"}))).await.unwrap();
+    assert_eq!(refused.status(), 403);
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["code"], 40310000);
+    assert_eq!(body["message"], "insufficient qty available for order (requested: 95, available: 90)");
+    assert_eq!((&body["existing_qty"], &body["held_for_orders"]), (&json!("100"), &json!("10")));
+
+    // An oco: the take-profit on top with our id, the stop leg held under it with the venue's.
+    let oco = post(sell(
+        "to-ABCD-O1",
+        "90",
+        json!({"type": "limit", "order_class": "oco",
+        "take_profit": {"limit_price": "12.00"}, "stop_loss": {"stop_price": "9.00"}}),
+    ))
+    .await
+    .unwrap();
+    assert_eq!(oco.status(), 200);
+    let oco: Value = oco.json().await.unwrap();
+    assert_eq!(
+        (&oco["order_class"], &oco["type"], &oco["limit_price"]),
+        (&json!("oco"), &json!("limit"), &json!("12.00"))
+    );
+    let leg = &oco["legs"][0];
+    assert_eq!((&leg["type"], &leg["status"], &leg["stop_price"]), (&json!("stop"), &json!("held"), &json!("9.00")));
+    assert_ne!(leg["client_order_id"], "to-ABCD-O1");
+    let nested: Value = get("/v2/orders?status=open&nested=true".into()).await.unwrap().json().await.unwrap();
+    assert_eq!(nested.as_array().unwrap().len(), 2, "the stop, and the oco once: {nested}");
+    let flat: Value = get("/v2/orders?status=open".into()).await.unwrap().json().await.unwrap();
+    assert_eq!(flat.as_array().unwrap().len(), 3, "each order alone: {flat}");
+    let by_id: Value =
+        get(format!("/v2/orders/{}?nested=true", oco["id"].as_str().unwrap())).await.unwrap().json().await.unwrap();
+    assert_eq!(by_id["legs"][0]["id"], leg["id"]);
+    let refused: Value = post(sell("to-ABCD-X2", "1", json!({"type": "market"}))).await.unwrap().json().await.unwrap();
+    assert_eq!(refused["message"], "insufficient qty available for order (requested: 1, available: 0)");
+    assert_eq!(refused["held_for_orders"], "100", "the oco holds its shares once");
+
+    // A trade through the plain stop fills it; the oco's stop is lower and stays held.
+    alpaca.trade("ABCD", d("9.40"));
+    assert_eq!(alpaca.order("to-ABCD-S1")["status"], "filled");
+    assert_eq!(alpaca.order("to-ABCD-S1")["filled_avg_price"], "9.40");
+    assert_eq!(alpaca.leg_of("to-ABCD-O1")["status"], "held");
+    assert_eq!(alpaca.positions()["ABCD"].0, 90);
+
+    // A cancel of the oco cancels both of its orders.
+    let cancel = http
+        .delete(format!("{}/v2/orders/{}", alpaca.base_url, oco["id"].as_str().unwrap()))
+        .header("APCA-API-KEY-ID", KEY_ID)
+        .header("APCA-API-SECRET-KEY", SECRET)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cancel.status(), 204);
+    assert_eq!(
+        (alpaca.order("to-ABCD-O1")["status"].clone(), alpaca.leg_of("to-ABCD-O1")["status"].clone()),
+        (json!("canceled"), json!("canceled"))
+    );
+
+    // A trade through the take-profit fills it and cancels the leg.
+    let tp = |id: &str, qty: &str| {
+        sell(
+            id,
+            qty,
+            json!({"type": "limit", "order_class": "oco",
+        "take_profit": {"limit_price": "12.00"}, "stop_loss": {"stop_price": "9.00", "limit_price": "8.90"}}),
+        )
+    };
+    assert_eq!(post(tp("to-ABCD-O2", "40")).await.unwrap().status(), 200);
+    alpaca.trade("ABCD", d("12.10"));
+    assert_eq!(alpaca.order("to-ABCD-O2")["status"], "filled");
+    assert_eq!(alpaca.leg_of("to-ABCD-O2")["status"], "canceled");
+    assert_eq!(alpaca.positions()["ABCD"].0, 50);
+
+    // A trade through the stop replaces the take-profit and fills the leg (a stop-limit: at or
+    // above its limit).
+    assert_eq!(post(tp("to-ABCD-O3", "50")).await.unwrap().status(), 200);
+    alpaca.trade("ABCD", d("8.95"));
+    assert_eq!(alpaca.order("to-ABCD-O3")["status"], "replaced");
+    let leg = alpaca.leg_of("to-ABCD-O3");
+    assert_eq!(
+        (&leg["type"], &leg["status"], &leg["filled_avg_price"]),
+        (&json!("stop_limit"), &json!("filled"), &json!("8.95"))
+    );
+    assert!(alpaca.positions().get("ABCD").is_none(), "sold out: {:?}", alpaca.positions());
+}
+
+/// A bracket bought through the service (CONTRACT §11): once the entry fills, the position is
+/// protected at the venue by one `oco` (our client order id on the take-profit, the stop leg the
+/// venue's); a trade through the stop sells it there, and the service reads the leg's fill as
+/// its protective order's, flat, the books agreeing.
+#[tokio::test]
+async fn alpaca_a_brackets_stop_leg_at_the_venue_closes_the_position() {
+    let (app, alpaca) = start().await;
+    let (symbol, price) = symbols(&app, 1).await.remove(0);
+    alpaca.set_price(&symbol, price);
+    let stop = (price * Decimal::new(95, 2)).round_dp(2);
+    let target = (price * Decimal::new(110, 2)).round_dp(2);
+    let num = |d: Decimal| d.to_string().parse::<f64>().unwrap();
+    let entry = placed(
+        &app,
+        json!({"symbol": symbol, "side": "BUY", "quantity": 20,
+            "stop_loss": {"stop_price": num(stop)}, "take_profit": {"limit_price": num(target)}}),
+    )
+    .await;
+    wait_for_order(&app, &entry, &["FILLED"]).await;
+    let mut protective = None;
+    for _ in 0..200 {
+        protective = alpaca.orders().into_iter().find(|o| o["order_class"] == "oco" && o["type"] == "limit");
+        if protective.is_some() {
+            break;
+        }
+        step(&app).await;
+    }
+    let protective = protective.expect("an oco at the venue protects the position");
+    let id = protective["client_order_id"].as_str().unwrap().to_string();
+    assert_eq!(alpaca.posts(&entry), 1);
+    assert_eq!((&protective["qty"], &protective["time_in_force"]), (&json!("20"), &json!("gtc")));
+    let leg = alpaca.leg_of(&id);
+    assert_eq!(
+        (&leg["status"], leg["stop_price"].as_str().map(|s| s.parse::<Decimal>().unwrap())),
+        (&json!("held"), Some(stop))
+    );
+    wait_for_order(&app, &id, &["ACCEPTED"]).await;
+
+    alpaca.trade(&symbol, stop - Decimal::new(2, 2));
+    let order = wait_for_order(&app, &id, &["FILLED"]).await;
+    assert_eq!(order["filled_quantity"], 20, "{order}");
+    wait_for_reconciled(&app).await;
+    assert_books_agree(&app, &alpaca).await;
+    assert!(alpaca.positions().get(&symbol).is_none());
 }
