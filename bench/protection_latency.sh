@@ -7,4 +7,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export TRADEOPS_BENCH_TRIALS="${1:-50}"
 cargo test --release -p tradeops-server --test api -- --ignored --nocapture --test-threads 1 \
-  protection::bench_fill_to_stop_resting 2>&1 | grep -E "^fill to stop resting|test result"
+  bench_fill_to_stop_resting 2>&1 | grep -E "^fill to stop resting|test result"

@@ -1972,3 +1972,88 @@ async fn alpaca_a_brackets_stop_leg_at_the_venue_closes_the_position() {
     assert_books_agree(&app, &alpaca).await;
     assert!(alpaca.positions().get(&symbol).is_none());
 }
+
+/// Buys 20 of a symbol with a bracket (stop 5 % under, target 10 % over) and waits until its
+/// `oco` works at the venue; returns the symbol, its stop and our protective order's id.
+async fn bracketed(app: &TestApp, alpaca: &StandIn) -> (String, Decimal, String) {
+    let (symbol, price) = symbols(app, 1).await.remove(0);
+    alpaca.set_price(&symbol, price);
+    let stop = (price * Decimal::new(95, 2)).round_dp(2);
+    let target = (price * Decimal::new(110, 2)).round_dp(2);
+    let num = |d: Decimal| d.to_string().parse::<f64>().unwrap();
+    let entry = placed(
+        app,
+        json!({"symbol": symbol, "side": "BUY", "quantity": 20,
+            "stop_loss": {"stop_price": num(stop)}, "take_profit": {"limit_price": num(target)}}),
+    )
+    .await;
+    wait_for_order(app, &entry, &["FILLED"]).await;
+    for _ in 0..200 {
+        let rows = app.get("/api/positions").await;
+        let row = rows.data().as_array().unwrap().iter().find(|r| r["symbol"] == symbol.as_str()).cloned();
+        if let Some(row) = row.filter(|r| r["protection"] == "BROKER") {
+            return (symbol, stop, row["protective_order_id"].as_str().unwrap().to_string());
+        }
+        step(app).await;
+    }
+    panic!("{symbol} never protected at the venue");
+}
+
+/// A close of a position whose `oco` holds its shares at the venue (Alpaca refuses a sell of
+/// them, 40310000): the service cancels the `oco` first and sells once the cancel is confirmed —
+/// never refused, the venue flat, the books agreeing.
+#[tokio::test]
+async fn alpaca_a_close_frees_the_shares_the_brackets_oco_holds_before_selling() {
+    let (app, alpaca) = start().await;
+    let (symbol, _, protective) = bracketed(&app, &alpaca).await;
+    let close = app.post("/api/positions/close", ADMIN_TOKEN, json!({"symbol": symbol})).await;
+    let close_id = close.assert_ok(200)["close_order_client_order_id"].as_str().unwrap().to_string();
+    let sold = wait_for_order(&app, &close_id, &["FILLED", "REJECTED"]).await;
+    assert_eq!(sold["status"], "FILLED", "the close was never refused for shares held: {sold}");
+    wait_for_order(&app, &protective, &["CANCELED"]).await;
+    assert_eq!(alpaca.order(&protective)["status"], "canceled");
+    assert_eq!(alpaca.leg_of(&protective)["status"], "canceled");
+    assert!(alpaca.positions().get(&symbol).is_none(), "flat at the venue: {:?}", alpaca.positions());
+    wait_for_reconciled(&app).await;
+    assert_books_agree(&app, &alpaca).await;
+}
+
+/// The hard way (CONTRACT §11): a bracketed position, the service stopped, the price through the
+/// stop at the venue while nobody watches, the service started again. The stop leg's fill is
+/// taken from the venue's record once: our protective order `FILLED` with one execution, the
+/// position closed, a `STOP_LOSS` trade, the books agreeing — and no second stop placed.
+#[tokio::test]
+async fn alpaca_a_stop_that_filled_while_the_service_was_down_is_recorded_once() {
+    let (app, alpaca) = start().await;
+    let (symbol, stop, protective) = bracketed(&app, &alpaca).await;
+    let mut app = app;
+    app.stop().await;
+    alpaca.trade(&symbol, stop - Decimal::new(3, 2));
+    assert!(alpaca.positions().get(&symbol).is_none(), "the venue sold while the service was down");
+    let app = restart(app).await;
+    let order = wait_for_order(&app, &protective, &["FILLED"]).await;
+    assert_eq!(order["executions"].as_array().unwrap().len(), 1, "one fill, once: {order}");
+    assert_eq!(order["filled_quantity"], 20);
+    wait_for_reconciled(&app).await;
+    assert_books_agree(&app, &alpaca).await;
+    let trades = app.get(&format!("/api/trades?symbol={symbol}")).await;
+    let trade_id = trades.data()[0]["trade_id"].as_str().expect("a trade").to_string();
+    let trade = app.get(&format!("/api/trades/{trade_id}")).await.data().clone();
+    assert_eq!(trade["outcomes"]["exit_reason"], "STOP_LOSS", "{trade}");
+    let ocos = alpaca.orders().into_iter().filter(|o| o["order_class"] == "oco" && o["type"] == "limit").count();
+    assert_eq!(ocos, 1, "no second stop was placed");
+}
+
+/// Benchmark, not a test (`bench/protection_latency.sh`): from an entry's fill to its `oco`
+/// resting at the Alpaca stand-in (see [`crate::protection::fill_to_resting`]).
+#[tokio::test]
+#[ignore = "a benchmark: bench/protection_latency.sh"]
+async fn bench_fill_to_stop_resting_on_the_alpaca_stand_in() {
+    let (app, alpaca) = start().await;
+    let (symbol, price) = symbols(&app, 1).await.remove(0);
+    alpaca.set_price(&symbol, price);
+    let num = |d: Decimal| d.round_dp(2).to_string().parse::<f64>().unwrap();
+    let (stop, target) = (num(price * Decimal::new(95, 2)), num(price * Decimal::new(110, 2)));
+    let waits = crate::protection::fill_to_resting(&app, &symbol, stop, target).await;
+    crate::protection::report("Alpaca stand-in", waits);
+}

@@ -186,19 +186,22 @@ async fn after_a_restart_the_resting_stop_is_taken_back_not_placed_again_and_fil
 #[ignore = "a benchmark: bench/protection_latency.sh"]
 async fn bench_fill_to_stop_resting_on_the_paper_broker() {
     let (_alpaca, app) = trading("BNCH").await;
-    let waits = fill_to_resting(&app, "BNCH").await;
+    let waits = fill_to_resting(&app, "BNCH", 11.50, 13.00).await;
     report("paper broker", waits);
 }
 
-/// The fill-to-resting waits of bracket buys of `symbol` on `app` (see the benchmarks).
-pub(crate) async fn fill_to_resting(app: &TestApp, symbol: &str) -> Vec<Duration> {
+/// The fill-to-resting waits of bracket buys of `symbol` on `app` with a stop at `stop` and a
+/// target at `target` (see the benchmarks).
+pub(crate) async fn fill_to_resting(app: &TestApp, symbol: &str, stop: f64, target: f64) -> Vec<Duration> {
     let trials: usize = std::env::var("TRADEOPS_BENCH_TRIALS").ok().and_then(|t| t.parse().ok()).unwrap_or(50);
     let limits = json!({"risk_controls": {"max_trades_per_day": 10000, "duplicate_order_window_seconds": 0}});
     app.put_settings(ADMIN_TOKEN, limits).await.assert_ok(200);
     let mut events = crate::events::Sse::open(app, "?kinds=order.updated", None).await;
     let mut waits = Vec::new();
     for trial in 0..trials {
-        let placed = app.post("/api/orders", ADMIN_TOKEN, bracket(symbol, 10 + trial as u64 % 7)).await;
+        let body = json!({"symbol": symbol, "side": "BUY", "quantity": 10 + trial as u64 % 7,
+            "stop_loss": {"stop_price": stop}, "take_profit": {"limit_price": target}});
+        let placed = app.post("/api/orders", ADMIN_TOKEN, body).await;
         let entry = placed.assert_ok(201)["client_order_id"].as_str().unwrap().to_string();
         let mut filled_at = None;
         let rested_at = loop {
@@ -218,6 +221,8 @@ pub(crate) async fn fill_to_resting(app: &TestApp, symbol: &str) -> Vec<Duration
         app.post("/api/positions/close", ADMIN_TOKEN, json!({"symbol": symbol})).await.assert_ok(200);
         let row = || async { position(app, symbol).await };
         wait_until("flat", Duration::from_secs(20), row, |p| p.is_null()).await;
+        // The venue's record settles (a remote venue's cancel and fill reports) before the next.
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
     waits
 }
