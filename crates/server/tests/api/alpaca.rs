@@ -2045,15 +2045,57 @@ async fn alpaca_a_stop_that_filled_while_the_service_was_down_is_recorded_once()
 }
 
 /// Benchmark, not a test (`bench/protection_latency.sh`): from an entry's fill to its `oco`
-/// resting at the Alpaca stand-in (see [`crate::protection::fill_to_resting`]).
+/// resting at the Alpaca stand-in, as the stand-in's own book shows them — the entry `filled`
+/// there, then our protective order there — watched from the test between two polls of the
+/// book (the service runs on the same runtime), over `TRADEOPS_BENCH_TRIALS` bracket buys
+/// (default 50), each closed before the next, paced inside Alpaca's request budget.
 #[tokio::test]
 #[ignore = "a benchmark: bench/protection_latency.sh"]
 async fn bench_fill_to_stop_resting_on_the_alpaca_stand_in() {
+    let trials: usize = std::env::var("TRADEOPS_BENCH_TRIALS").ok().and_then(|t| t.parse().ok()).unwrap_or(50);
     let (app, alpaca) = start().await;
     let (symbol, price) = symbols(&app, 1).await.remove(0);
     alpaca.set_price(&symbol, price);
+    let limits = json!({"risk_controls": {"max_trades_per_day": 10000, "duplicate_order_window_seconds": 0}});
+    app.put_settings(ADMIN_TOKEN, limits).await.assert_ok(200);
     let num = |d: Decimal| d.round_dp(2).to_string().parse::<f64>().unwrap();
     let (stop, target) = (num(price * Decimal::new(95, 2)), num(price * Decimal::new(110, 2)));
-    let waits = crate::protection::fill_to_resting(&app, &symbol, stop, target).await;
+    let resting = |seen: usize| {
+        alpaca
+            .orders()
+            .iter()
+            .filter(|o| o["order_class"] == "oco" && o["type"] == "limit" && o["status"] != "rejected")
+            .count()
+            > seen
+    };
+    let mut waits = Vec::new();
+    for trial in 0..trials {
+        let body = json!({"symbol": symbol, "side": "BUY", "quantity": 10 + trial as u64 % 7,
+            "stop_loss": {"stop_price": stop}, "take_profit": {"limit_price": target}});
+        let entry = placed(&app, body).await;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let waited = |what: &str| {
+            assert!(std::time::Instant::now() < deadline, "trial {trial}: {what}: {:?}", alpaca.orders());
+        };
+        while alpaca.order(&entry)["status"] != "filled" {
+            waited("the entry never filled at the venue");
+            tokio::task::yield_now().await;
+        }
+        let filled = std::time::Instant::now();
+        while !resting(trial) {
+            waited("no oco came to rest at the venue");
+            tokio::task::yield_now().await;
+        }
+        waits.push(filled.elapsed());
+        app.post("/api/positions/close", ADMIN_TOKEN, json!({"symbol": symbol})).await.assert_ok(200);
+        // Flat at the venue, read from its book (the API's budget is for the orders).
+        while alpaca.positions().contains_key(&symbol) {
+            waited("the close never sold at the venue");
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        // A trial makes about seven Trading API requests: paced inside Alpaca's 200 a minute,
+        // so that no trial waits for the request budget.
+        tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+    }
     crate::protection::report("Alpaca stand-in", waits);
 }
