@@ -329,14 +329,12 @@ impl Venue {
             let stop = order["stop_price"].as_str().map(|_| dec(&order["stop_price"]));
             let through_limit = |l: Decimal| if sell { price >= l } else { price <= l };
             match order["type"].as_str() {
-                Some("limit") if !self.is_leg(i) && order["status"] != "held" => {
-                    if limit.is_some_and(through_limit) {
-                        self.fill(i, left, price, true);
-                        // One-cancels-other: the rest of the group goes.
-                        for j in self.group(i).into_iter().skip(1) {
-                            if is_open(&self.orders[j]) {
-                                self.end_cancel(j);
-                            }
+                Some("limit") if !self.is_leg(i) && order["status"] != "held" && limit.is_some_and(through_limit) => {
+                    self.fill(i, left, price, true);
+                    // One-cancels-other: the rest of the group goes.
+                    for j in self.group(i).into_iter().skip(1) {
+                        if is_open(&self.orders[j]) {
+                            self.end_cancel(j);
                         }
                     }
                 }
@@ -1924,7 +1922,7 @@ async fn alpaca_the_stand_in_speaks_alpacas_protection_wire_format() {
         (&leg["type"], &leg["status"], &leg["filled_avg_price"]),
         (&json!("stop_limit"), &json!("filled"), &json!("8.95"))
     );
-    assert!(alpaca.positions().get("ABCD").is_none(), "sold out: {:?}", alpaca.positions());
+    assert!(!alpaca.positions().contains_key("ABCD"), "sold out: {:?}", alpaca.positions());
 }
 
 /// A bracket bought through the service (CONTRACT §11): once the entry fills, the position is
@@ -1970,7 +1968,7 @@ async fn alpaca_a_brackets_stop_leg_at_the_venue_closes_the_position() {
     assert_eq!(order["filled_quantity"], 20, "{order}");
     wait_for_reconciled(&app).await;
     assert_books_agree(&app, &alpaca).await;
-    assert!(alpaca.positions().get(&symbol).is_none());
+    assert!(!alpaca.positions().contains_key(&symbol));
 }
 
 /// Buys 20 of a symbol with a bracket (stop 5 % under, target 10 % over) and waits until its
@@ -2013,7 +2011,7 @@ async fn alpaca_a_close_frees_the_shares_the_brackets_oco_holds_before_selling()
     wait_for_order(&app, &protective, &["CANCELED"]).await;
     assert_eq!(alpaca.order(&protective)["status"], "canceled");
     assert_eq!(alpaca.leg_of(&protective)["status"], "canceled");
-    assert!(alpaca.positions().get(&symbol).is_none(), "flat at the venue: {:?}", alpaca.positions());
+    assert!(!alpaca.positions().contains_key(&symbol), "flat at the venue: {:?}", alpaca.positions());
     wait_for_reconciled(&app).await;
     assert_books_agree(&app, &alpaca).await;
 }
@@ -2029,7 +2027,7 @@ async fn alpaca_a_stop_that_filled_while_the_service_was_down_is_recorded_once()
     let mut app = app;
     app.stop().await;
     alpaca.trade(&symbol, stop - Decimal::new(3, 2));
-    assert!(alpaca.positions().get(&symbol).is_none(), "the venue sold while the service was down");
+    assert!(!alpaca.positions().contains_key(&symbol), "the venue sold while the service was down");
     let app = restart(app).await;
     let order = wait_for_order(&app, &protective, &["FILLED"]).await;
     assert_eq!(order["executions"].as_array().unwrap().len(), 1, "one fill, once: {order}");
@@ -2073,15 +2071,15 @@ async fn bench_fill_to_stop_resting_on_the_alpaca_stand_in() {
         let body = json!({"symbol": symbol, "side": "BUY", "quantity": 10 + trial as u64 % 7,
             "stop_loss": {"stop_price": stop}, "take_profit": {"limit_price": target}});
         let entry = placed(&app, body).await;
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
         let waited = |what: &str| {
-            assert!(std::time::Instant::now() < deadline, "trial {trial}: {what}: {:?}", alpaca.orders());
+            assert!(tokio::time::Instant::now() < deadline, "trial {trial}: {what}: {:?}", alpaca.orders());
         };
         while alpaca.order(&entry)["status"] != "filled" {
             waited("the entry never filled at the venue");
             tokio::task::yield_now().await;
         }
-        let filled = std::time::Instant::now();
+        let filled = tokio::time::Instant::now();
         while !resting(trial) {
             waited("no oco came to rest at the venue");
             tokio::task::yield_now().await;

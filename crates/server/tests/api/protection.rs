@@ -207,7 +207,7 @@ pub(crate) async fn fill_to_resting(app: &TestApp, symbol: &str, stop: f64, targ
         let rested_at = loop {
             let (_, _, event) = events.next().await;
             let order = &event["data"];
-            let now = std::time::Instant::now();
+            let now = tokio::time::Instant::now();
             if order["client_order_id"] == entry.as_str() && order["status"] == "FILLED" {
                 filled_at = Some(now);
             } else if order["reason"].as_str().is_some_and(|r| r.starts_with("PROTECTIVE_STOP"))
