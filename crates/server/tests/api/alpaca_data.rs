@@ -394,7 +394,7 @@ impl StandIn {
 // The service
 // ---------------------------------------------------------------------------------------------
 
-fn alpaca_config(config: &mut tradeops_server::Config, alpaca: &StandIn) {
+pub(crate) fn alpaca_config(config: &mut tradeops_server::Config, alpaca: &StandIn) {
     config.mode = Some(TradingMode::Paper);
     config.brokers =
         BrokersConfig { execution: Some(ExecutionBrokerKind::Paper), market_data: Some(MarketDataBrokerKind::Alpaca) };
