@@ -6,7 +6,7 @@
 //! id before it is ever sent again. The API secret is sent only as a header marked sensitive and
 //! never appears in `Debug`, logs or errors.
 
-use crate::alpaca::budget::RateBudget;
+use crate::alpaca::budget::{Lane, RateBudget};
 use crate::alpaca::wire;
 use crate::execution::{BrokerError, Rejection};
 use chrono::{DateTime, SecondsFormat, Utc};
@@ -125,7 +125,7 @@ impl TradingClient {
     pub async fn submit(&self, order: &Order) -> Result<wire::Order, BrokerError> {
         let body = order_request(order);
         let request = self.request(Method::POST, "/v2/orders").json(&body);
-        match self.send(request).await? {
+        match self.send(request, Lane::Orders).await? {
             Ok(text) => decode(&text),
             Err(reply) => Err(match map_error(&reply, Some(&order.client_order_id), self.clock.now()) {
                 // The shares asked for are the order's own.
@@ -175,7 +175,7 @@ impl TradingClient {
     pub async fn by_client_order_id(&self, id: &ClientOrderId) -> Result<Option<wire::Order>, BrokerError> {
         let request =
             self.request(Method::GET, "/v2/orders:by_client_order_id").query(&[("client_order_id", id.as_str())]);
-        match self.send(request).await? {
+        match self.send(request, Lane::Orders).await? {
             Ok(text) => decode(&text).map(Some),
             Err(reply) if reply.status == StatusCode::NOT_FOUND => Ok(None),
             Err(reply) => Err(map_error(&reply, None, self.clock.now())),
@@ -200,7 +200,7 @@ impl TradingClient {
             return Err(BrokerError::rejected(format!("not an Alpaca order id: {broker_order_id:?}")));
         }
         let request = self.request(Method::GET, &format!("/v2/orders/{broker_order_id}")).query(&[("nested", "true")]);
-        match self.send(request).await? {
+        match self.send(request, Lane::Orders).await? {
             Ok(text) => decode(&text).map(Some),
             Err(reply) if reply.status == StatusCode::NOT_FOUND => Ok(None),
             Err(reply) => Err(map_error(&reply, None, self.clock.now())),
@@ -232,7 +232,7 @@ impl TradingClient {
             return Err(BrokerError::rejected(format!("not an Alpaca order id: {broker_order_id:?}")));
         }
         let request = self.request(Method::DELETE, &format!("/v2/orders/{broker_order_id}"));
-        match self.send(request).await? {
+        match self.send(request, Lane::Orders).await? {
             Ok(_) => Ok(()),
             Err(reply) => Err(map_error(&reply, Some(id), self.clock.now())),
         }
@@ -306,17 +306,20 @@ impl TradingClient {
         self.http.request(method, format!("{}{}", self.base_url, path))
     }
 
+    /// A read that watches (listings, gap fills, the account): the reads' lane of the budget.
     async fn get<T: DeserializeOwned>(&self, request: RequestBuilder) -> Result<T, BrokerError> {
-        match self.send(request).await? {
+        match self.send(request, Lane::Reads).await? {
             Ok(text) => decode(&text),
             Err(reply) => Err(map_error(&reply, None, self.clock.now())),
         }
     }
 
-    /// Sends a request: the success body, or the failed reply to map; a transport failure
-    /// (timeout, connection, a body cut off) is [`BrokerError::Unavailable`].
-    async fn send(&self, request: RequestBuilder) -> Result<Result<String, FailedReply>, BrokerError> {
-        self.budget.acquire().await;
+    /// Sends a request in `lane` of the budget: the success body, or the failed reply to map; a
+    /// transport failure (timeout, connection, a body cut off) is [`BrokerError::Unavailable`].
+    /// Submits, cancels, lookups by client order id and a group's nested read (what a held exit
+    /// waits on) go in the order lane; [`TradingClient::get`]'s reads in the reads' lane.
+    async fn send(&self, request: RequestBuilder, lane: Lane) -> Result<Result<String, FailedReply>, BrokerError> {
+        self.budget.acquire_in(lane).await;
         let response = request.send().await.map_err(transport_error)?;
         let status = response.status();
         let headers = response.headers().clone();
