@@ -500,6 +500,14 @@ impl ReportMapper {
             }
             return Vec::new();
         }
+        if group.members.values().any(|s| s == "filled" || s == "partially_filled") {
+            // A member filled that the reports have not carried yet (its status read from REST
+            // before its fill came on the stream): ending the group `Canceled` now would free
+            // the shares of an exit waiting for it while they are sold (CONTRACT §11). Read
+            // again: the read reports the fill.
+            self.unresolved.insert(parent.to_string());
+            return Vec::new();
+        }
         reported.closed = true;
         self.unresolved.remove(parent);
         let client_order_id = group.client_order_id.clone();

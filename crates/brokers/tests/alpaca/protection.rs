@@ -482,6 +482,29 @@ async fn a_take_profit_canceled_before_the_stop_legs_fill_is_reported_as_the_fil
     assert_eq!(endings(&later), 0);
 }
 
+/// The same race when a listing read the leg `filled` before the take-profit's cancel came on
+/// the stream: the group is not ended `Canceled` (an exit waiting for its shares would then
+/// sell shares already sold), the leg's fill is reported instead.
+#[tokio::test]
+async fn a_leg_read_filled_before_the_take_profits_cancel_is_reported_as_the_fill_never_a_cancel() {
+    let alpaca = StandIn::start(|_| {}, None).await;
+    alpaca.adapter.submit(&protective(OURS, d("9.5"), None, Some(d("12"))), at(31, 0)).await.unwrap();
+    let (top, leg) = alpaca.group();
+    alpaca.set(
+        &leg,
+        json!({"status": "filled", "filled_qty": "10", "filled_avg_price": "9.47",
+        "filled_at": "2026-11-25T14:33:01Z"}),
+    );
+    // Reconciliation's listing reads the group while its take-profit still works.
+    alpaca.adapter.open_orders().await.unwrap();
+    let top_canceled = alpaca.set(&top, json!({"status": "canceled"}));
+    alpaca.event("canceled", top_canceled, at(33, 2));
+    let first = alpaca.poll_until(|r| !fills(r).is_empty() || endings(r) > 0).await;
+    all_ours(&first);
+    assert_eq!(endings(&first), 0, "never a cancel of an order that filled: {first:?}");
+    assert_eq!(fills(&first).len(), 1, "{first:?}");
+}
+
 #[tokio::test]
 async fn our_cancel_of_the_oco_cancels_both_orders_and_is_reported_once() {
     let alpaca = StandIn::start(|_| {}, None).await;

@@ -943,6 +943,15 @@ impl Engine {
 
     /// Requests the cancel of an open order (no-op for final or already pending ones).
     fn request_cancel(&mut self, id: &ClientOrderId, now: Timestamp, fx: &mut Vec<Effect>) -> bool {
+        if self.is_held_exit(id) {
+            // Never sent: taken back here, nothing asked of the broker (CONTRACT §11).
+            return self.withdraw_held(
+                id,
+                "withdrawn before it was sent: cancelled while it waited for the shares",
+                now,
+                fx,
+            );
+        }
         let Some(order) = self.orders.get_mut(id) else { return false };
         if !order.status.is_cancellable() {
             return false;

@@ -116,7 +116,9 @@ impl Engine {
                 return Protection { kind: ProtectionKind::Broker, order_id: Some(o.client_order_id.clone()) };
             }
         }
-        let watched = self.brackets.contains_key(symbol) || self.strategy_levels(symbol).is_some();
+        // A bracket's levels are the broker's to watch: without its stop resting there for the
+        // whole position (rejected, expired, being replaced), nothing sells at them.
+        let watched = self.strategy_levels(symbol).is_some();
         let kind = if watched { ProtectionKind::Engine } else { ProtectionKind::None };
         Protection { kind, order_id: self.protective_order(symbol).map(|o| o.client_order_id.clone()) }
     }
@@ -156,6 +158,14 @@ impl Engine {
             }
         }
         if !ended {
+            let refused = order.is_protective() && order.status != OrderStatus::PendingCancel;
+            if refused && self.freeing.contains_key(symbol) {
+                // The broker refused to cancel it (it works on): the shares stay held, so the
+                // exits waiting for them are withdrawn, said so, rather than wait for ever.
+                let why = "withdrawn before it was sent: the broker refused to cancel the protective order holding \
+                           the shares";
+                self.withdraw_held_exits(symbol, why, now, fx);
+            }
             return;
         }
         if order.side == Side::Buy && order.filled_quantity > 0 {
@@ -166,7 +176,51 @@ impl Engine {
             self.protect(symbol, now, fx);
         } else if order.is_protective() {
             self.release_exits(symbol, now, fx);
+        } else if order.side == Side::Sell && order.status != OrderStatus::Filled {
+            // An exit that ended unfilled (cancelled, expired, rejected) sells nothing: what
+            // it was to sell is protected again.
+            self.protect(symbol, now, fx);
         }
+    }
+
+    /// Withdraws the exits of `symbol` held for its protective order's cancel (`CANCELED`, with
+    /// `why`): they were never sent, so nothing is asked of the broker.
+    fn withdraw_held_exits(&mut self, symbol: &Symbol, why: &str, now: Timestamp, fx: &mut Vec<Effect>) {
+        let Some(freeing) = self.freeing.remove(symbol) else { return };
+        for id in &freeing.exits {
+            self.withdraw_held(id, why, now, fx);
+        }
+    }
+
+    /// Takes back one exit held for a protective order's cancel (an operator's or a stop's
+    /// cancel of it, a refused protective cancel, its trading day over): it was never sent, so
+    /// it ends `CANCELED` here and no cancel goes to the broker (which does not know it).
+    /// Returns whether it was a held exit.
+    pub(super) fn withdraw_held(
+        &mut self,
+        id: &ClientOrderId,
+        why: &str,
+        now: Timestamp,
+        fx: &mut Vec<Effect>,
+    ) -> bool {
+        let mut held = false;
+        for freeing in self.freeing.values_mut() {
+            let before = freeing.exits.len();
+            freeing.exits.retain(|e| e != id);
+            held |= freeing.exits.len() != before;
+        }
+        let Some(order) = self.orders.get_mut(id).filter(|o| o.status == OrderStatus::New) else { return held };
+        let order = Arc::make_mut(order);
+        order.reject_reason = Some(why.to_string());
+        if order.apply(OrderEvent::Canceled, now).is_err() {
+            return held;
+        }
+        // It placed nothing: the same exit again is no duplicate of it.
+        self.recent.retain(|r| &r.client_order_id != id);
+        let order = self.orders[id].clone();
+        fx.push(Effect::OrderUpdated(order.clone()));
+        self.order_finished(&order.symbol, id, OrderStatus::Canceled, now, fx);
+        true
     }
 
     /// Makes the protective order of `symbol` cover what is held and not being sold: places
@@ -226,24 +280,25 @@ impl Engine {
             .map(|o| o.remaining())
             .sum();
         left = left.saturating_sub(sent);
+        let calendar = self.calendar();
         for id in &freeing.exits {
-            let Some(order) = self.orders.get_mut(id) else { continue };
+            let Some(order) = self.orders.get(id) else { continue };
             if order.status != OrderStatus::New || order.broker_order_id.is_some() {
                 continue;
             }
-            let order = Arc::make_mut(order);
-            if left == 0 {
-                // Sold by the protective order meanwhile: nothing left for this exit to sell.
-                order.reject_reason = Some("withdrawn before it was sent: the protective order sold the shares".into());
-                let _ = order.apply(OrderEvent::Canceled, now);
-                let order = self.orders[id].clone();
-                fx.push(Effect::OrderUpdated(order.clone()));
-                let symbol = symbol.clone();
-                if let Some(slot) = self.slots.get_mut(&symbol) {
-                    slot.exit_orders.remove(id);
-                }
+            if order.time_in_force == TimeInForce::Day && calendar.end_of_trading_day(order.created_at) <= now {
+                // Held past its trading day (a restart on a later day): a DAY order never
+                // sent is not sent on another day.
+                self.withdraw_held(id, "never sent: its trading day ended while it waited for the shares", now, fx);
                 continue;
             }
+            if left == 0 {
+                // Sold by the protective order meanwhile: nothing left for this exit to sell.
+                self.withdraw_held(id, "withdrawn before it was sent: the protective order sold the shares", now, fx);
+                continue;
+            }
+            let Some(order) = self.orders.get_mut(id) else { continue };
+            let order = Arc::make_mut(order);
             if order.quantity > left {
                 order.quantity = left;
             }
@@ -287,6 +342,10 @@ impl Engine {
             if !held.is_empty() {
                 self.freeing.entry(p.symbol.clone()).or_default().exits.extend(held);
                 self.request_cancel(&p.client_order_id, now, &mut fx);
+            } else if p.status == OrderStatus::PendingCancel {
+                // Being cancelled at the stop (a resize in flight, most likely): what is left
+                // once it ends is protected again rather than left bare.
+                self.freeing.entry(p.symbol.clone()).or_default();
             }
         }
         fx

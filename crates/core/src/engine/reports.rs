@@ -133,7 +133,7 @@ impl Engine {
         }
     }
 
-    fn order_finished(
+    pub(super) fn order_finished(
         &mut self,
         symbol: &crate::symbol::Symbol,
         id: &crate::orders::ClientOrderId,

@@ -223,7 +223,12 @@ fn an_operators_cancel_of_the_protective_order_is_not_undone() {
     assert!(reply.is_ok());
     let fx = canceled(&mut e, &p.client_order_id);
     assert!(submitted(&fx).is_empty(), "{fx:?}");
-    assert_eq!(e.protection(&sym()).kind, ProtectionKind::Engine, "the levels stay, watched by the engine");
+    assert_eq!(
+        e.protection(&sym()).kind,
+        ProtectionKind::None,
+        "nothing rests at the broker, and the engine does not watch a bracket's stop"
+    );
+    assert!(e.position_levels(&sym()).is_some(), "the levels stay shown");
 }
 
 #[test]
@@ -251,4 +256,89 @@ fn after_a_restart_an_exit_waiting_for_the_cancel_waits_again_and_the_cancel_is_
     assert!(again.bracket_levels(&sym()).is_some());
     let fx = canceled(&mut again, &p.client_order_id);
     assert_eq!(submitted(&fx).iter().map(|o| o.client_order_id.clone()).collect::<Vec<_>>(), [close]);
+}
+
+fn close_all(e: &mut Engine) -> ClientOrderId {
+    let (reply, _) = command(e, Command::ClosePosition { symbol: sym(), quantity: None });
+    let Ok(Reply::Close { client_order_id, .. }) = reply else { panic!("{reply:?}") };
+    client_order_id
+}
+
+#[test]
+fn a_held_exit_cancelled_is_withdrawn_here_and_the_position_is_protected_again() {
+    let mut e = engine();
+    let p = protected(&mut e);
+    let close = close_all(&mut e);
+    let (reply, fx) = command(&mut e, Command::CancelOrder { client_order_id: close.clone() });
+    assert!(matches!(reply, Ok(Reply::Cancel { status: OrderStatus::Canceled, .. })), "{reply:?}");
+    assert!(cancels(&fx).is_empty(), "the broker never had it: nothing to cancel there: {fx:?}");
+    assert!(!e.is_held_exit(&close));
+    let fx = canceled(&mut e, &p.client_order_id);
+    let sent = submitted(&fx);
+    assert_eq!(sent.len(), 1, "{fx:?}");
+    assert!(sent[0].is_protective() && sent[0].quantity == 10, "the whole position protected again");
+}
+
+#[test]
+fn the_emergency_halt_over_a_held_close_sells_the_position_once_the_shares_are_free() {
+    let mut e = engine();
+    let p = protected(&mut e);
+    let close = close_all(&mut e);
+    let (reply, fx) = command(&mut e, Command::EmergencyHalt { reason: "test".into(), actor: "op".into() });
+    assert!(reply.is_ok());
+    assert!(submitted(&fx).is_empty(), "{fx:?}");
+    assert!(!cancels(&fx).contains(&close), "the held close is withdrawn, not cancelled at the broker");
+    assert_eq!(e.order(&close).map(|o| o.status), Some(OrderStatus::Canceled));
+    let fx = canceled(&mut e, &p.client_order_id);
+    let sent = submitted(&fx);
+    assert_eq!(sent.len(), 1, "the halt's exit goes once the shares are free: {fx:?}");
+    assert!(super::super::is_liquidation(&sent[0]) && sent[0].quantity == 10);
+}
+
+#[test]
+fn a_refused_cancel_of_the_stop_withdraws_the_exits_waiting_for_it() {
+    let mut e = engine();
+    let p = protected(&mut e);
+    let close = close_all(&mut e);
+    let fx = report(
+        &mut e,
+        BrokerReport::CancelRejected { client_order_id: p.client_order_id.clone(), reason: "no".into(), at: t() },
+    );
+    assert!(submitted(&fx).is_empty(), "never a sell of shares the stop still holds: {fx:?}");
+    let withdrawn = e.order(&close).expect("kept");
+    assert_eq!(withdrawn.status, OrderStatus::Canceled);
+    assert!(withdrawn.reject_reason.as_deref().is_some_and(|r| r.contains("refused to cancel")), "{withdrawn:?}");
+    assert!(!e.is_held_exit(&close));
+    assert_eq!(e.protection(&sym()).kind, ProtectionKind::Broker, "the stop still rests");
+    let (reply, _) = command(&mut e, Command::ClosePosition { symbol: sym(), quantity: None });
+    assert!(reply.is_ok(), "the operator can close again: {reply:?}");
+}
+
+#[test]
+fn an_exit_that_ends_unfilled_leaves_the_position_protected_again() {
+    let mut e = engine();
+    let p = protected(&mut e);
+    let close = close_all(&mut e);
+    canceled(&mut e, &p.client_order_id);
+    let fx = report(&mut e, BrokerReport::Rejected { client_order_id: close.clone(), reason: "no".into(), at: t() });
+    let sent = submitted(&fx);
+    assert_eq!(sent.len(), 1, "{fx:?}");
+    assert!(sent[0].is_protective() && sent[0].quantity == 10);
+}
+
+#[test]
+fn a_day_exit_held_past_its_trading_day_is_never_sent() {
+    let mut settings = Settings::default();
+    settings.runtime.market_calendar = MarketCalendarKind::Nyse;
+    let mut e = Engine::new(settings, d(10_000_000), |_| None);
+    e.handle(Event::Mark { symbol: sym(), price: d(500) }, t());
+    let p = protected(&mut e);
+    let close = close_all(&mut e);
+    let next_day = t() + chrono::Duration::days(1);
+    let fx = e.handle(
+        Event::Broker(BrokerReport::Canceled { client_order_id: p.client_order_id.clone(), at: next_day }),
+        next_day,
+    );
+    assert!(submitted(&fx).iter().all(|o| o.client_order_id != close), "{fx:?}");
+    assert_eq!(e.order(&close).map(|o| o.status), Some(OrderStatus::Canceled));
 }
