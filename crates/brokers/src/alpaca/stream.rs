@@ -423,14 +423,9 @@ impl ReportMapper {
         reports
     }
 
-    /// One fill of a member of group `parent`, as a fill of our order.
-    fn fill_member(
-        &mut self,
-        update: &wire::TradeUpdate,
-        parent: &str,
-        client_order_id: &ClientOrderId,
-        at: Timestamp,
-    ) -> Option<BrokerReport> {
+    /// A fill update's execution id, quantity and price, once: `None` for one seen before, or
+    /// (logged) one without them.
+    fn new_execution<'u>(&mut self, update: &'u wire::TradeUpdate) -> Option<(&'u str, Decimal, Decimal)> {
         let order = &update.order;
         let Some(execution_id) = update.execution_id.as_deref() else {
             tracing::warn!(order = %order.id, event = %update.event, "fill without an execution id: skipped");
@@ -443,6 +438,19 @@ impl ReportMapper {
             tracing::warn!(order = %order.id, execution_id, "fill without qty or price: skipped");
             return None;
         };
+        Some((execution_id, qty, price))
+    }
+
+    /// One fill of a member of group `parent`, as a fill of our order.
+    fn fill_member(
+        &mut self,
+        update: &wire::TradeUpdate,
+        parent: &str,
+        client_order_id: &ClientOrderId,
+        at: Timestamp,
+    ) -> Option<BrokerReport> {
+        let order = &update.order;
+        let (execution_id, qty, price) = self.new_execution(update)?;
         let group = self.groups.get_mut(parent)?;
         let (done, notional) = group.member_filled.get(&order.id).copied().unwrap_or_default();
         let reported = self.orders.entry(parent.to_string()).or_default();
@@ -531,16 +539,7 @@ impl ReportMapper {
     }
 
     fn accept(&mut self, order: &wire::Order, client_order_id: &ClientOrderId, at: Timestamp) -> Option<BrokerReport> {
-        let reported = self.orders.entry(order.id.clone()).or_default();
-        if reported.accepted {
-            return None;
-        }
-        reported.accepted = true;
-        Some(BrokerReport::Accepted {
-            client_order_id: client_order_id.clone(),
-            broker_order_id: order.id.as_str().into(),
-            at,
-        })
+        self.accept_key(&order.id, client_order_id, at)
     }
 
     fn fill(
@@ -550,17 +549,7 @@ impl ReportMapper {
         at: Timestamp,
     ) -> Option<BrokerReport> {
         let order = &update.order;
-        let Some(execution_id) = update.execution_id.as_deref() else {
-            tracing::warn!(order = %order.id, event = %update.event, "fill without an execution id: skipped");
-            return None;
-        };
-        if !self.executions.insert(execution_id.to_string()) {
-            return None;
-        }
-        let (Some(qty), Some(price)) = (update.qty, update.price) else {
-            tracing::warn!(order = %order.id, execution_id, "fill without qty or price: skipped");
-            return None;
-        };
+        let (execution_id, qty, price) = self.new_execution(update)?;
         let reported = self.orders.entry(order.id.clone()).or_default();
         // The part of this execution a gap fill has not already reported.
         let shares = match order.filled_qty {

@@ -234,6 +234,34 @@ struct StandIn {
     adapter: Arc<AlpacaExecution>,
 }
 
+/// The adapter's configuration against a stand-in at `base_url` / `stream_url`: reconnects
+/// within 200 ms, its gap fill from `gap_fill_from`, and (`wait_for_restore`) its stream held
+/// until the engine's open orders are restored.
+pub(crate) fn adapter_config(
+    base_url: String,
+    stream_url: String,
+    credentials: AlpacaCredentials,
+    gap_fill_from: Timestamp,
+    wait_for_restore: bool,
+) -> AlpacaConfig {
+    AlpacaConfig {
+        base_url,
+        stream_url,
+        credentials,
+        request_timeout: Duration::from_secs(10),
+        backoff: BackoffPolicy {
+            initial: Duration::from_millis(20),
+            max: Duration::from_millis(200),
+            ..Default::default()
+        },
+        gap_fill_from,
+        gap_overlap: Duration::from_secs(1),
+        auth_timeout: Duration::from_secs(10),
+        idle_timeout: Duration::from_secs(600),
+        wait_for_restore,
+    }
+}
+
 impl StandIn {
     async fn start() -> StandIn {
         let book: Shared = Arc::default();
@@ -244,22 +272,8 @@ impl StandIn {
         let ws = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let stream_url = format!("ws://{}/stream", ws.local_addr().unwrap());
         tokio::spawn(stream(ws, book.clone()));
-        let config = AlpacaConfig {
-            base_url,
-            stream_url,
-            credentials: AlpacaCredentials { key_id: KEY_ID.into(), secret_key: SECRET.into() },
-            request_timeout: Duration::from_secs(10),
-            backoff: BackoffPolicy {
-                initial: Duration::from_millis(20),
-                max: Duration::from_millis(200),
-                ..Default::default()
-            },
-            gap_fill_from: at(30, 0),
-            gap_overlap: Duration::from_secs(1),
-            auth_timeout: Duration::from_secs(10),
-            idle_timeout: Duration::from_secs(600),
-            wait_for_restore: false,
-        };
+        let credentials = AlpacaCredentials { key_id: KEY_ID.into(), secret_key: SECRET.into() };
+        let config = adapter_config(base_url, stream_url, credentials, at(30, 0), false);
         let adapter = AlpacaExecution::start(config, Arc::new(ManualClock::new(at(40, 0)))).unwrap();
         let stand_in = StandIn { book, adapter };
         stand_in.connected(1).await;

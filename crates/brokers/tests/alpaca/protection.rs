@@ -20,9 +20,8 @@ use rust_decimal::Decimal;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
-use tradeops_brokers::alpaca::execution::{AlpacaConfig, AlpacaExecution};
+use tradeops_brokers::alpaca::execution::AlpacaExecution;
 use tradeops_brokers::alpaca::rest::{order_request, AlpacaCredentials};
-use tradeops_brokers::alpaca::stream::BackoffPolicy;
 use tradeops_brokers::ExecutionBroker;
 use tradeops_core::broker::{BrokerLookup, BrokerOpenOrder, BrokerReport};
 use tradeops_core::market::Side;
@@ -280,22 +279,8 @@ impl StandIn {
         let ws = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let stream_url = format!("ws://{}/stream", ws.local_addr().unwrap());
         tokio::spawn(serve_stream(ws, book.clone()));
-        let config = AlpacaConfig {
-            base_url,
-            stream_url,
-            credentials: AlpacaCredentials { key_id: KEY_ID.into(), secret_key: SECRET.into() },
-            request_timeout: Duration::from_secs(10),
-            backoff: BackoffPolicy {
-                initial: Duration::from_millis(20),
-                max: Duration::from_millis(200),
-                ..Default::default()
-            },
-            gap_fill_from: at(30, 0),
-            gap_overlap: Duration::from_secs(1),
-            auth_timeout: Duration::from_secs(10),
-            idle_timeout: Duration::from_secs(600),
-            wait_for_restore: restore.is_some(),
-        };
+        let credentials = AlpacaCredentials { key_id: KEY_ID.into(), secret_key: SECRET.into() };
+        let config = crate::execution::adapter_config(base_url, stream_url, credentials, at(30, 0), restore.is_some());
         let adapter = AlpacaExecution::start(config, Arc::new(ManualClock::new(at(40, 0)))).unwrap();
         if let Some(orders) = restore {
             assert!(adapter.restore(&orders, at(40, 0)).await.is_empty());

@@ -420,11 +420,10 @@ impl Engine {
 
     /// A manual order's exit legs against its side and reference price (CONTRACT §11): legs
     /// protect a `BUY`; the stop is below the reference price (a stop-limit's limit at or
-    /// below its stop) and the take-profit above it. Returns the reference price they were
-    /// checked against (none without a price to check them by). `mark`: the last trade a
-    /// preview was given.
-    pub(super) fn check_legs(&self, m: &ManualOrder, mark: Option<Decimal>) -> Result<Option<Decimal>, CommandError> {
-        let Some(legs) = m.legs else { return Ok(None) };
+    /// below its stop) and the take-profit above it; without a price to check them by, only
+    /// what needs none. `mark`: the last trade a preview was given.
+    pub(super) fn check_legs(&self, m: &ManualOrder, mark: Option<Decimal>) -> Result<(), CommandError> {
+        let Some(legs) = m.legs else { return Ok(()) };
         let invalid = |field: &'static str, reason: String| Err(CommandError::Invalid { field, reason });
         if m.side != Side::Buy {
             return invalid("stop_loss", "exit legs protect a BUY; a SELL takes none".into());
@@ -439,7 +438,7 @@ impl Engine {
                 format!("must be at or below the stop price {} (a sell stop-limit)", legs.stop_price.normalize()),
             );
         }
-        let Some(reference) = reference else { return Ok(None) };
+        let Some(reference) = reference else { return Ok(()) };
         if legs.stop_price >= reference {
             return invalid(
                 "stop_loss.stop_price",
@@ -456,7 +455,7 @@ impl Engine {
                 ),
             );
         }
-        Ok(Some(reference))
+        Ok(())
     }
 
     pub(super) fn ensure_open(&self, now: Timestamp) -> Result<(), CommandError> {

@@ -273,8 +273,12 @@ pub struct Engine {
     halts: BTreeMap<Symbol, SymbolHalt>,
     /// The exit legs protecting positions bought with them (CONTRACT §11), while held.
     brackets: BTreeMap<Symbol, crate::orders::ExitLegs>,
-    /// Symbols whose protective order is being cancelled to free its shares for an exit.
-    freeing: BTreeMap<Symbol, protection::Freeing>,
+    /// Symbols whose protective order the engine is cancelling to free its shares: the exits
+    /// written ahead and held back until the cancel is confirmed. When it is, what is left of
+    /// the position is protected again (also with no exit waiting: a protective order replaced
+    /// by one of the position's new size). A protective order an operator cancels is not
+    /// replaced: it has no entry here.
+    freeing: BTreeMap<Symbol, Vec<ClientOrderId>>,
     day: DayStats,
     cash: Decimal,
     recent: VecDeque<RecentOrder>,

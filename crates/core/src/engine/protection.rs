@@ -6,12 +6,12 @@
 //! A venue holds the shares of a resting sell for it (Alpaca refuses another sell of them,
 //! "insufficient qty available", 40310000), so any other exit of the position — a manual or
 //! partial close, a strategy's exit, the emergency halt's — first frees them: the exit is
-//! written ahead but held back ([`Freeing`]), the protective order is cancelled, and only when
+//! written ahead but held back (`Engine::freeing`), the protective order is cancelled, and only when
 //! the broker has confirmed the cancel is the exit sent, with what is left of the position
 //! protected again by a new protective order for the rest. Had the protective order filled in
 //! the meantime, the held exit is reduced to what is still held, or withdrawn.
 
-use super::{Effect, Engine, StrategyStatus};
+use super::{Effect, Engine};
 use crate::market::Side;
 use crate::orders::{ClientOrderId, ExitLegs, Order, OrderEvent, OrderStatus, TimeInForce};
 use crate::risk::TradingState;
@@ -22,7 +22,7 @@ use serde::Serialize;
 use std::sync::Arc;
 
 /// What protects a position now (position rows' `protection`, CONTRACT §11).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ProtectionKind {
@@ -32,6 +32,7 @@ pub enum ProtectionKind {
     /// at the broker for the whole quantity right now).
     Engine,
     /// Nothing protects it.
+    #[default]
     None,
 }
 
@@ -46,25 +47,10 @@ impl ProtectionKind {
 }
 
 /// A position's protection: its kind and the protective order resting at the broker, if any.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Protection {
     pub kind: ProtectionKind,
     pub order_id: Option<ClientOrderId>,
-}
-
-impl Default for Protection {
-    fn default() -> Self {
-        Protection { kind: ProtectionKind::None, order_id: None }
-    }
-}
-
-/// A symbol whose protective order the engine is cancelling to free its shares: the exits
-/// written ahead and held back until the cancel is confirmed. When it is, what is left of the
-/// position is protected again (also with no exit waiting: a protective order replaced by one
-/// of the position's new size). A protective order cancelled by an operator is not replaced.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(super) struct Freeing {
-    pub exits: Vec<ClientOrderId>,
 }
 
 /// The reason of a protective order, `PROTECTIVE_STOP: sentence` (trades name the exit by the leg
@@ -87,20 +73,10 @@ impl Engine {
         self.orders.values().find(|o| &o.symbol == symbol && !o.status.is_final() && o.is_protective())
     }
 
-    fn open_orders_of_arc<'a>(&'a self, symbol: &'a Symbol) -> impl Iterator<Item = &'a Arc<Order>> + 'a {
-        self.orders.values().filter(move |o| &o.symbol == symbol && !o.status.is_final())
-    }
-
     /// Whether `id` is an exit written ahead and held back until the shares it sells are freed:
     /// never sent by a lookup or a resend before then.
     pub fn is_held_exit(&self, id: &ClientOrderId) -> bool {
-        self.freeing.values().any(|f| f.exits.contains(id))
-    }
-
-    /// The levels `symbol`'s position is protected with at the broker: the bracket's, while the
-    /// position it was bought with is held.
-    pub fn bracket_levels(&self, symbol: &Symbol) -> Option<ExitLegs> {
-        self.brackets.get(symbol).copied()
+        self.freeing.values().any(|exits| exits.contains(id))
     }
 
     /// What protects `symbol`'s position now (CONTRACT §11).
@@ -109,18 +85,21 @@ impl Engine {
         if held == 0 {
             return Protection::default();
         }
-        if let Some(o) = self.protective_order(symbol) {
-            // Resting means acknowledged: an order still on its way protects nothing yet.
-            let resting = o.broker_order_id.is_some() && o.status != OrderStatus::PendingCancel;
-            if resting && o.remaining() >= held {
-                return Protection { kind: ProtectionKind::Broker, order_id: Some(o.client_order_id.clone()) };
-            }
-        }
+        let protective = self.protective_order(symbol);
+        // Resting means acknowledged: an order still on its way protects nothing yet.
+        let resting = protective.is_some_and(|o| {
+            o.broker_order_id.is_some() && o.status != OrderStatus::PendingCancel && o.remaining() >= held
+        });
         // A bracket's levels are the broker's to watch: without its stop resting there for the
         // whole position (rejected, expired, being replaced), nothing sells at them.
-        let watched = self.strategy_levels(symbol).is_some();
-        let kind = if watched { ProtectionKind::Engine } else { ProtectionKind::None };
-        Protection { kind, order_id: self.protective_order(symbol).map(|o| o.client_order_id.clone()) }
+        let kind = if resting {
+            ProtectionKind::Broker
+        } else if self.strategy_levels(symbol).is_some() {
+            ProtectionKind::Engine
+        } else {
+            ProtectionKind::None
+        };
+        Protection { kind, order_id: protective.map(|o| o.client_order_id.clone()) }
     }
 
     /// The levels in force for `symbol`'s position: its strategy's while one manages it, else
@@ -137,7 +116,7 @@ impl Engine {
             fx.push(Effect::Submit(order));
             return;
         };
-        self.freeing.entry(order.symbol.clone()).or_default().exits.push(order.client_order_id.clone());
+        self.freeing.entry(order.symbol.clone()).or_default().push(order.client_order_id.clone());
         fx.push(Effect::OrderUpdated(order));
         self.request_cancel(&protective, now, fx);
     }
@@ -151,10 +130,9 @@ impl Engine {
             self.brackets.remove(symbol);
             // Nothing left to protect: a protective order still resting would sell shares that
             // are gone (a short on a margin account).
-            if let Some(id) = self.protective_order(symbol).map(|o| o.client_order_id.clone()) {
-                if self.protective_order(symbol).is_some_and(|o| o.status.is_cancellable()) {
-                    self.request_cancel(&id, now, fx);
-                }
+            let resting = self.protective_order(symbol).filter(|o| o.status.is_cancellable());
+            if let Some(id) = resting.map(|o| o.client_order_id.clone()) {
+                self.request_cancel(&id, now, fx);
             }
         }
         if !ended {
@@ -186,8 +164,8 @@ impl Engine {
     /// Withdraws the exits of `symbol` held for its protective order's cancel (`CANCELED`, with
     /// `why`): they were never sent, so nothing is asked of the broker.
     fn withdraw_held_exits(&mut self, symbol: &Symbol, why: &str, now: Timestamp, fx: &mut Vec<Effect>) {
-        let Some(freeing) = self.freeing.remove(symbol) else { return };
-        for id in &freeing.exits {
+        let Some(exits) = self.freeing.remove(symbol) else { return };
+        for id in &exits {
             self.withdraw_held(id, why, now, fx);
         }
     }
@@ -204,10 +182,10 @@ impl Engine {
         fx: &mut Vec<Effect>,
     ) -> bool {
         let mut held = false;
-        for freeing in self.freeing.values_mut() {
-            let before = freeing.exits.len();
-            freeing.exits.retain(|e| e != id);
-            held |= freeing.exits.len() != before;
+        for exits in self.freeing.values_mut() {
+            let before = exits.len();
+            exits.retain(|e| e != id);
+            held |= exits.len() != before;
         }
         let Some(order) = self.orders.get_mut(id).filter(|o| o.status == OrderStatus::New) else { return held };
         let order = Arc::make_mut(order);
@@ -233,7 +211,7 @@ impl Engine {
         }
         let held = self.positions.get(symbol).map(|p| p.quantity).unwrap_or(0);
         let selling: u64 = self
-            .open_orders_of_arc(symbol)
+            .open_orders_of(symbol)
             .filter(|o| o.side == Side::Sell && !o.is_protective())
             .map(|o| o.remaining())
             .sum();
@@ -271,17 +249,17 @@ impl Engine {
     /// The protective order of `symbol` ended: the exits held for it go out, each reduced to
     /// what is still held (withdrawn when nothing is), then what is left is protected again.
     fn release_exits(&mut self, symbol: &Symbol, now: Timestamp, fx: &mut Vec<Effect>) {
-        let Some(freeing) = self.freeing.remove(symbol) else { return };
+        let Some(exits) = self.freeing.remove(symbol) else { return };
         let mut left = self.positions.get(symbol).map(|p| p.quantity).unwrap_or(0);
         // Exits already at the broker sell first.
         let sent: u64 = self
-            .open_orders_of_arc(symbol)
-            .filter(|o| o.side == Side::Sell && !o.is_protective() && !freeing.exits.contains(&o.client_order_id))
+            .open_orders_of(symbol)
+            .filter(|o| o.side == Side::Sell && !o.is_protective() && !exits.contains(&o.client_order_id))
             .map(|o| o.remaining())
             .sum();
         left = left.saturating_sub(sent);
         let calendar = self.calendar();
-        for id in &freeing.exits {
+        for id in &exits {
             let Some(order) = self.orders.get(id) else { continue };
             if order.status != OrderStatus::New || order.broker_order_id.is_some() {
                 continue;
@@ -305,15 +283,9 @@ impl Engine {
             left -= order.quantity;
             fx.push(Effect::Submit(self.orders[id].clone()));
         }
+        // The status follows by itself: an exit sent still works, one withdrawn ended.
         if left > 0 {
             self.protect(symbol, now, fx);
-        }
-        let status = self.position_status(symbol);
-        if let Some(position) = self.positions.get(symbol).cloned() {
-            let next = self.status_after_fill(symbol, &position);
-            if next != status && self.slots.get(symbol).is_some_and(|s| s.status != StrategyStatus::Closed) {
-                self.set_status(symbol, next, None, fx);
-            }
         }
     }
 
@@ -330,7 +302,7 @@ impl Engine {
                 self.brackets.insert(p.symbol.clone(), legs);
             }
             let held: Vec<ClientOrderId> = self
-                .open_orders_of_arc(&p.symbol)
+                .open_orders_of(&p.symbol)
                 .filter(|o| {
                     o.side == Side::Sell
                         && !o.is_protective()
@@ -340,7 +312,7 @@ impl Engine {
                 .map(|o| o.client_order_id.clone())
                 .collect();
             if !held.is_empty() {
-                self.freeing.entry(p.symbol.clone()).or_default().exits.extend(held);
+                self.freeing.entry(p.symbol.clone()).or_default().extend(held);
                 self.request_cancel(&p.client_order_id, now, &mut fx);
             } else if p.status == OrderStatus::PendingCancel {
                 // Being cancelled at the stop (a resize in flight, most likely): what is left

@@ -253,7 +253,7 @@ fn after_a_restart_an_exit_waiting_for_the_cancel_waits_again_and_the_cancel_is_
     let fx = again.restore_protection(t());
     assert_eq!(cancels(&fx), std::slice::from_ref(&p.client_order_id));
     assert!(again.is_held_exit(&close), "never sent before the shares are freed");
-    assert!(again.bracket_levels(&sym()).is_some());
+    assert!(again.position_levels(&sym()).is_some(), "the bracket's levels are in force again");
     let fx = canceled(&mut again, &p.client_order_id);
     assert_eq!(submitted(&fx).iter().map(|o| o.client_order_id.clone()).collect::<Vec<_>>(), [close]);
 }
