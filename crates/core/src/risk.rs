@@ -49,6 +49,9 @@ pub enum RiskRule {
     /// Not a refusal: an order the emergency halt was cancelling filled while `HALTED` (the
     /// shares are exited at once). Recorded as a violation row.
     FillWhileHalted,
+    /// Not a refusal: a strategy position whose stop could not be placed at the broker in time
+    /// (`risk_controls.require_broker_stop`, CONTRACT §11) is sold. Recorded as a violation row.
+    BrokerStopMissing,
 }
 
 impl RiskRule {
@@ -64,6 +67,7 @@ impl RiskRule {
             RiskRule::PriceCollar => "PRICE_COLLAR",
             RiskRule::MaxOrderValue => "MAX_ORDER_VALUE",
             RiskRule::FillWhileHalted => "FILL_WHILE_HALTED",
+            RiskRule::BrokerStopMissing => "BROKER_STOP_MISSING",
         }
     }
 }

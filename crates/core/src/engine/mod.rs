@@ -279,6 +279,9 @@ pub struct Engine {
     /// by one of the position's new size). A protective order an operator cancels is not
     /// replaced: it has no entry here.
     freeing: BTreeMap<Symbol, Vec<ClientOrderId>>,
+    /// Strategy positions whose protective order was placed and is not yet resting at the
+    /// broker, with when `risk_controls.require_broker_stop` sells them if it still is not.
+    stop_deadlines: BTreeMap<Symbol, Timestamp>,
     day: DayStats,
     cash: Decimal,
     recent: VecDeque<RecentOrder>,
@@ -384,6 +387,7 @@ impl Engine {
             halts: BTreeMap::new(),
             brackets: BTreeMap::new(),
             freeing: BTreeMap::new(),
+            stop_deadlines: BTreeMap::new(),
             day: DayStats {
                 date: None,
                 trades_today: 0,
@@ -525,6 +529,7 @@ impl Engine {
                 self.begin(now, fx);
                 self.market.entry(symbol).or_default().last = price;
                 self.check_daily_loss(fx);
+                self.check_broker_stops(now, None, fx);
             }
             Event::Broker(report) => {
                 self.begin(now, fx);
@@ -545,7 +550,10 @@ impl Engine {
                 let reply = self.on_command(command, now, fx);
                 fx.push(Effect::Reply(reply));
             }
-            Event::Tick => self.begin(now, fx),
+            Event::Tick => {
+                self.begin(now, fx);
+                self.check_broker_stops(now, None, fx);
+            }
         }
     }
 
@@ -590,6 +598,7 @@ impl Engine {
         m.fill = fill;
         let market = *m;
         self.on_bar(symbol, bar, market, now, seconds, date, fx);
+        self.check_broker_stops(now, None, fx);
         if self.check_due {
             self.check_daily_loss(fx);
         } else if self.quick.as_ref().is_some_and(|q| q.symbol == *symbol) {

@@ -10,16 +10,40 @@
 //! the broker has confirmed the cancel is the exit sent, with what is left of the position
 //! protected again by a new protective order for the rest. Had the protective order filled in
 //! the meantime, the held exit is reduced to what is still held, or withdrawn.
+//!
+//! A position a strategy manages is protected the same way with the strategy's stop, and the
+//! broker's copy follows the strategy: when it moves its stop (`momentum_breakout`'s breakeven
+//! after the scale-out) the protective order is replaced. With
+//! `risk_controls.require_broker_stop`, a strategy position whose stop is not resting at the
+//! broker [`BROKER_STOP_DEADLINE_SECONDS`] after it was placed (or that the broker refused) is
+//! sold, and a `BROKER_STOP_MISSING` violation says why.
 
 use super::{Effect, Engine};
 use crate::market::Side;
 use crate::orders::{ClientOrderId, ExitLegs, Order, OrderEvent, OrderStatus, TimeInForce};
-use crate::risk::TradingState;
+use crate::risk::{RiskFigure, RiskRule, TradingState, ViolationDetail};
 use crate::strategy::Levels;
 use crate::symbol::Symbol;
 use crate::time::Timestamp;
+use rust_decimal::{Decimal, RoundingStrategy};
 use serde::Serialize;
 use std::sync::Arc;
+
+/// How long a strategy position's protective order may take to rest at the broker (placed and
+/// acknowledged) before `risk_controls.require_broker_stop` sells the position.
+pub const BROKER_STOP_DEADLINE_SECONDS: i64 = 5;
+
+/// The reason of the exit `risk_controls.require_broker_stop` sends (`RULE: sentence`).
+const BROKER_STOP_MISSING: &str = "BROKER_STOP_MISSING";
+
+/// `price` as a venue takes a sell stop: whole cents from $1, hundredths of a cent below
+/// (CONTRACT §11), rounded down — a stop never tighter than the strategy's level, so it is
+/// never elected above it. A strategy's breakeven stop is its entry's fill price, which a venue
+/// may have filled at a fraction of a cent.
+fn venue_stop(price: Decimal) -> Decimal {
+    let places = if price >= Decimal::ONE { 2 } else { 4 };
+    price.round_dp_with_strategy(places, RoundingStrategy::ToZero)
+}
 
 /// What protects a position now (position rows' `protection`, CONTRACT §11).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -100,6 +124,21 @@ impl Engine {
             ProtectionKind::None
         };
         Protection { kind, order_id: protective.map(|o| o.client_order_id.clone()) }
+    }
+
+    /// The legs `symbol`'s position is protected with at the broker: its strategy's stop while a
+    /// strategy manages it, else its bracket's. A strategy's stop goes alone: its target takes
+    /// part of the position (`momentum_breakout` scales out a fraction), while a venue's
+    /// one-cancels-other pair sells one quantity for both legs, and a separate sell of the
+    /// fraction would be refused for shares the stop holds; the target stays the engine's to
+    /// watch.
+    fn protective_legs(&self, symbol: &Symbol) -> Option<ExitLegs> {
+        match self.strategy_levels(symbol) {
+            Some(levels) => {
+                Some(ExitLegs { stop_price: venue_stop(levels.stop_loss), stop_limit_price: None, take_profit: None })
+            }
+            None => self.brackets.get(symbol).copied(),
+        }
     }
 
     /// The levels in force for `symbol`'s position: its strategy's while one manages it, else
@@ -201,11 +240,12 @@ impl Engine {
         true
     }
 
-    /// Makes the protective order of `symbol` cover what is held and not being sold: places
-    /// one, or replaces one of another size (cancel, then a new one when the cancel is
-    /// confirmed). Nothing while `HALTED` (the halt sells everything) or without a bracket.
+    /// Makes the protective order of `symbol` cover what is held and not being sold, at the
+    /// levels in force: places one, or replaces one of another size or other levels (cancel,
+    /// then a new one when the cancel is confirmed). Nothing while `HALTED` (the halt sells
+    /// everything) or without levels to protect with.
     fn protect(&mut self, symbol: &Symbol, now: Timestamp, fx: &mut Vec<Effect>) {
-        let Some(legs) = self.brackets.get(symbol).copied() else { return };
+        let Some(legs) = self.protective_legs(symbol) else { return };
         if self.trading_state == TradingState::Halted {
             return;
         }
@@ -217,7 +257,8 @@ impl Engine {
             .sum();
         let quantity = held.saturating_sub(selling);
         if let Some(current) = self.protective_order(symbol) {
-            if current.remaining() != quantity && current.status.is_cancellable() {
+            let moved = current.legs != Some(legs);
+            if (moved || current.remaining() != quantity) && current.status.is_cancellable() {
                 let id = current.client_order_id.clone();
                 self.freeing.entry(symbol.clone()).or_default();
                 self.request_cancel(&id, now, fx);
@@ -244,6 +285,98 @@ impl Engine {
         let order = Arc::new(order);
         self.orders.insert(id, order.clone());
         fx.push(Effect::Submit(order));
+        if self.strategy_levels(symbol).is_some() {
+            // Resting at the broker is awaited from the first placing: a replacement does not
+            // restart the wait of one never acknowledged.
+            self.stop_deadlines
+                .entry(symbol.clone())
+                .or_insert(now + chrono::Duration::seconds(BROKER_STOP_DEADLINE_SECONDS));
+        }
+    }
+
+    /// After a bar a strategy decided on: the protective order resting for its position follows
+    /// the strategy's levels (replaced when it moved its stop without an exit, e.g. a trailing
+    /// stop). Nothing is placed here: a position is first protected when its entry fills.
+    pub(super) fn follow_levels(&mut self, symbol: &Symbol, now: Timestamp, fx: &mut Vec<Effect>) {
+        let Some(current) = self.protective_order(symbol) else { return };
+        if current.legs != self.protective_legs(symbol) && current.status.is_cancellable() {
+            self.protect(symbol, now, fx);
+        }
+    }
+
+    /// `risk_controls.require_broker_stop`: a strategy position whose stop is not resting at the
+    /// broker by its deadline is sold at market, with a `BROKER_STOP_MISSING` violation saying
+    /// why (CONTRACT §11). `refused`: the broker refused the stop, so nothing is waited for.
+    pub(super) fn check_broker_stops(&mut self, now: Timestamp, refused: Option<&Symbol>, fx: &mut Vec<Effect>) {
+        if self.stop_deadlines.is_empty() {
+            return;
+        }
+        let symbols: Vec<Symbol> = self.stop_deadlines.keys().cloned().collect();
+        for symbol in symbols {
+            // Nothing of a strategy's left to protect (flat, or its strategy stopped), the stop
+            // resting, or the halt selling everything: nothing more to wait for.
+            let settled = self.strategy_levels(&symbol).is_none()
+                || self.protection(&symbol).kind == ProtectionKind::Broker
+                || self.trading_state == TradingState::Halted;
+            let due = self.stop_deadlines[&symbol];
+            if !settled && now < due && refused != Some(&symbol) {
+                continue;
+            }
+            self.stop_deadlines.remove(&symbol);
+            if !settled && self.settings.risk_controls.require_broker_stop {
+                self.sell_unprotected(&symbol, refused == Some(&symbol), now, fx);
+            }
+        }
+    }
+
+    /// Sells the whole strategy position of `symbol` at market, its stop not resting at the
+    /// broker: the strategy's working orders are withdrawn first, and the violation row names
+    /// the rule and the stop that is missing.
+    fn sell_unprotected(&mut self, symbol: &Symbol, refused: bool, now: Timestamp, fx: &mut Vec<Effect>) {
+        let held = self.positions.get(symbol).map(|p| p.quantity).unwrap_or(0);
+        let selling: u64 = self
+            .open_orders_of(symbol)
+            .filter(|o| o.side == Side::Sell && !o.is_protective())
+            .map(|o| o.remaining())
+            .sum();
+        let quantity = held.saturating_sub(selling);
+        if quantity == 0 {
+            return;
+        }
+        let stop = self.strategy_levels(symbol).map(|l| venue_stop(l.stop_loss)).unwrap_or_default();
+        let why = if refused {
+            "the broker refused it".to_string()
+        } else {
+            format!("it was not resting at the broker within {BROKER_STOP_DEADLINE_SECONDS} s")
+        };
+        let message = format!(
+            "The stop at {} protecting {held} {symbol} could not be placed at the broker ({why}); \
+             risk_controls.require_broker_stop sells the position at market",
+            stop.normalize()
+        );
+        fx.push(Effect::Violation {
+            rule: RiskRule::BrokerStopMissing,
+            symbol: symbol.clone(),
+            client_order_id: self.protective_order(symbol).map(|o| o.client_order_id.clone()),
+            detail: ViolationDetail::Refused {
+                limit: RiskFigure::Money(stop),
+                current: RiskFigure::Shares(held),
+                message: message.clone(),
+            },
+        });
+        let entry = self.slots.get(symbol).and_then(|s| s.entry_order.clone());
+        if let Some(id) = entry {
+            self.request_cancel(&id, now, fx);
+        }
+        let reason: Arc<str> = Arc::from(format!("{BROKER_STOP_MISSING}: {message}."));
+        let strategy = self.slots.get(symbol).and_then(|s| s.strategy.as_ref()).map(|s| s.id());
+        let strategy = strategy.map(|id| self.strategy_id(id));
+        if let Ok(id) = self.sell_at_market(symbol, quantity, Some(reason), strategy, now, fx) {
+            if let Some(slot) = self.slots.get_mut(symbol) {
+                slot.exit_orders.insert(id);
+            }
+            self.set_status(symbol, super::StrategyStatus::Sell, None, fx);
+        }
     }
 
     /// The protective order of `symbol` ended: the exits held for it go out, each reduced to
@@ -300,6 +433,12 @@ impl Engine {
         for p in protective {
             if let Some(legs) = p.legs {
                 self.brackets.insert(p.symbol.clone(), legs);
+                // A strategy handed the position again manages it at the stop resting at the
+                // broker (not at a default one it would move the broker's copy to).
+                let held = self.positions.get(&p.symbol).is_some_and(|p| !p.is_flat());
+                if let Some(s) = self.slots.get_mut(&p.symbol).and_then(|s| s.strategy.as_mut()).filter(|_| held) {
+                    s.adopt_stop(legs.stop_price);
+                }
             }
             let held: Vec<ClientOrderId> = self
                 .open_orders_of(&p.symbol)

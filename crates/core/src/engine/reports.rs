@@ -105,8 +105,14 @@ impl Engine {
         if ended {
             self.order_finished(&symbol, &id, status, now, fx);
         }
-        if order.legs.is_some() || self.brackets.contains_key(&symbol) || self.freeing.contains_key(&symbol) {
+        let protected =
+            order.legs.is_some() || self.brackets.contains_key(&symbol) || self.freeing.contains_key(&symbol);
+        if protected || self.strategy_levels(&symbol).is_some() {
             self.after_order_event(&order, ended, now, fx);
+        }
+        if order.is_protective() && status == OrderStatus::Rejected {
+            // A strategy position's stop the broker refused is not waited for.
+            self.check_broker_stops(now, Some(&symbol), fx);
         }
     }
 

@@ -91,12 +91,13 @@ impl Engine {
         let params = &self.settings.strategy_allocator;
         let strategy = slot.strategy.as_mut().expect("checked above");
         let decisions = strategy.on_bar(bar, &ctx, params);
-        if decisions.is_empty() {
-            return;
-        }
         let strategy_id = strategy.id();
         for decision in decisions {
             self.act(symbol, strategy_id, decision, now, fx);
+        }
+        if ctx.position > 0 {
+            // The broker's copy of the stop follows the strategy (CONTRACT §11).
+            self.follow_levels(symbol, now, fx);
         }
     }
 

@@ -573,10 +573,95 @@ proptest! {
     }
 }
 
-/// The real strategy through the engine on a scripted runner: enter on the pullback breakout,
-/// scale out half at 2R (stop to breakeven), stop out the rest at breakeven.
+/// A venue for the engine's tests: acknowledges every order, fills market and stop-limit orders
+/// at once at the price given, rests stop orders (the protective ones) until a bar trades
+/// through them, confirms cancels; what the engine makes of each report is carried out the same
+/// way, and its decisions and statuses noted.
+#[derive(Default)]
+struct TestVenue {
+    resting: Vec<Order>,
+    executions: u32,
+    decisions: Vec<&'static str>,
+    statuses: Vec<StrategyStatus>,
+    placed: Vec<Order>,
+}
+
+impl TestVenue {
+    fn carry(&mut self, e: &mut Engine, fx: Vec<Effect>, cents: i64, at: Timestamp) {
+        let mut queue: std::collections::VecDeque<Effect> = fx.into();
+        while let Some(effect) = queue.pop_front() {
+            let reports = match effect {
+                Effect::Decision { rule, .. } => {
+                    self.decisions.push(rule);
+                    continue;
+                }
+                Effect::WatchUpdated { status, .. } => {
+                    self.statuses.push(status);
+                    continue;
+                }
+                Effect::Submit(order) => {
+                    self.placed.push(Order::clone(&order));
+                    let id = order.client_order_id.clone();
+                    let accepted = BrokerReport::Accepted {
+                        client_order_id: id.clone(),
+                        broker_order_id: format!("b-{id}").into(),
+                        at,
+                    };
+                    if order.order_type == OrderType::Stop {
+                        self.resting.push(Order::clone(&order));
+                        vec![accepted]
+                    } else {
+                        vec![accepted, self.filled(&order, cents, at)]
+                    }
+                }
+                Effect::Cancel(id) => {
+                    self.resting.retain(|o| o.client_order_id != id);
+                    vec![BrokerReport::Canceled { client_order_id: id, at }]
+                }
+                _ => continue,
+            };
+            for report in reports {
+                queue.extend(e.handle(Event::Broker(report), at));
+            }
+        }
+    }
+
+    fn filled(&mut self, order: &Order, cents: i64, at: Timestamp) -> BrokerReport {
+        self.executions += 1;
+        BrokerReport::Filled {
+            client_order_id: order.client_order_id.clone(),
+            execution: Execution {
+                execution_id: format!("x{}", self.executions).into(),
+                timestamp: at,
+                quantity: order.quantity,
+                price: d(cents),
+                fee: Decimal::ZERO,
+            },
+        }
+    }
+
+    /// The resting stops `bar` trades through fill at the stop, or at the open below it.
+    fn trade(&mut self, e: &mut Engine, bar: &Bar) {
+        let (through, rest): (Vec<Order>, Vec<Order>) = std::mem::take(&mut self.resting)
+            .into_iter()
+            .partition(|o| o.stop_price.is_some_and(|s| bar.low.to_decimal() <= s));
+        self.resting = rest;
+        for order in through {
+            let price = order.stop_price.unwrap().min(bar.open.to_decimal());
+            let cents = rust_decimal::prelude::ToPrimitive::to_i64(&(price * Decimal::ONE_HUNDRED)).unwrap();
+            let report = self.filled(&order, cents, bar.start);
+            let fx = e.handle(Event::Broker(report), bar.start);
+            self.carry(e, fx, cents, bar.start);
+        }
+    }
+}
+
+/// The real strategy through the engine on a scripted runner: enter on the pullback breakout;
+/// the entry's fill rests the strategy's stop at the broker (CONTRACT §11); scale out half at
+/// 2R, the broker's stop replaced by the breakeven stop for the rest; the broker's stop sells the
+/// rest when the price comes back to it (no exit of the strategy's own is needed).
 #[test]
-fn momentum_breakout_enters_scales_out_and_stops_out_through_the_engine() {
+fn momentum_breakout_enters_scales_out_and_its_stop_at_the_broker_stops_out_the_rest() {
     use crate::market::Price;
     let mut e = Engine::new(Settings::default(), d(10_000_000), crate::strategy::make);
     let runner = sym("RUNR");
@@ -590,22 +675,9 @@ fn momentum_breakout_enters_scales_out_and_stops_out_through_the_engine() {
         (5.55, 5.55, 5.46, 5.48, 150_000),
         (5.48, 5.50, 5.40, 5.47, 100_000),
         (5.52, 5.80, 5.50, 5.78, 300_000), // through the 5.75 target
-        (5.70, 5.72, 5.50, 5.55, 200_000), // back to the 5.51 breakeven stop
+        (5.70, 5.72, 5.50, 5.55, 200_000), // back through the 5.51 breakeven stop
     ];
-    let mut decisions = Vec::new();
-    let mut statuses = Vec::new();
-    let mut exec = 0;
-    let mut fill_all =
-        |e: &mut Engine, fx: &[Effect], price: i64, at: Timestamp, statuses: &mut Vec<StrategyStatus>| {
-            for order in submitted(fx) {
-                exec += 1;
-                for f in fill_at(e, &order, &format!("x{exec}"), order.quantity, price, at) {
-                    if let Effect::WatchUpdated { status, .. } = f {
-                        statuses.push(status);
-                    }
-                }
-            }
-        };
+    let mut venue = TestVenue::default();
     for (i, (o, h, l, c, v)) in rows.into_iter().enumerate() {
         let bar = Bar {
             start: open + chrono::Duration::minutes(i as i64),
@@ -615,36 +687,46 @@ fn momentum_breakout_enters_scales_out_and_stops_out_through_the_engine() {
             close: Price::from_f64_tick(c),
             volume: v,
         };
+        venue.trade(&mut e, &bar);
         let now = bar.start + chrono::Duration::minutes(1);
         let fx =
             e.handle(Event::Bar { symbol: runner.clone(), bar, prev_close: d(450), relative_volume: Some(5.0) }, now);
-        for f in &fx {
-            match f {
-                Effect::Decision { rule, .. } => decisions.push(*rule),
-                Effect::WatchUpdated { status, .. } => statuses.push(*status),
-                _ => {}
-            }
-        }
-        let entry = submitted(&fx).into_iter().find(|o| o.side == Side::Buy);
-        if let Some(order) = &entry {
-            assert_eq!((order.order_type, order.quantity), (OrderType::StopLimit, 416));
-            assert_eq!((order.stop_price, order.limit_price), (Some(d(551)), Some(d(557))));
-        }
         let fill_price = match i {
             5 => 551, // the entry triggers at its stop
-            6 => 576, // scale-out
-            _ => 550, // breakeven stop
+            _ => 576, // the scale-out
         };
-        fill_all(&mut e, &fx, fill_price, now, &mut statuses);
+        venue.carry(&mut e, fx, fill_price, now);
+        let protection = e.protection(&runner);
+        match i {
+            0..=4 => assert_eq!(protection.kind, super::ProtectionKind::None),
+            5 | 6 => assert_eq!(protection.kind, super::ProtectionKind::Broker, "bar {i}"),
+            _ => assert_eq!(protection.kind, super::ProtectionKind::None, "flat after bar {i}"),
+        }
     }
-    assert_eq!(decisions, vec!["FIRST_PULLBACK_BREAKOUT", "SCALE_OUT_TARGET", "STOP_LOSS"]);
+    let key = |o: &Order| (o.side, o.order_type, o.time_in_force, o.quantity, o.stop_price, o.limit_price);
+    let placed: Vec<_> = venue.placed.iter().map(key).collect();
+    use OrderType::*;
+    assert_eq!(
+        placed,
+        vec![
+            (Side::Buy, StopLimit, TimeInForce::Day, 416, Some(d(551)), Some(d(557))),
+            // The strategy's stop, for the whole position, resting until cancelled.
+            (Side::Sell, Stop, TimeInForce::Gtc, 416, Some(d(539)), None),
+            // The scale-out, sent once the stop's cancel freed the shares …
+            (Side::Sell, Market, TimeInForce::Day, 208, None, None),
+            // … and the rest protected at the breakeven stop the strategy moved to.
+            (Side::Sell, Stop, TimeInForce::Gtc, 208, Some(d(551)), None),
+        ]
+    );
+    assert!(venue.placed[1].is_protective() && venue.placed[3].is_protective());
+    assert_eq!(venue.decisions, vec!["FIRST_PULLBACK_BREAKOUT", "SCALE_OUT_TARGET"]);
     use StrategyStatus::*;
-    assert_eq!(statuses, vec![Buy, Hold, Sell, Hold, Sell, Active]);
+    assert_eq!(venue.statuses, vec![Buy, Hold, Sell, Hold, Active]);
     let p = &e.positions[&runner];
     assert!(p.is_flat());
-    // 208 × (5.76 − 5.51) + 208 × (5.50 − 5.51) = 52.00 − 2.08
-    assert_eq!(p.realized_pnl, d(4992));
-    assert_eq!(e.day.realized_today, d(4992));
+    // 208 × (5.76 − 5.51) + 208 × (5.51 − 5.51)
+    assert_eq!(p.realized_pnl, d(5200));
+    assert_eq!(e.day.realized_today, d(5200));
 }
 
 #[test]

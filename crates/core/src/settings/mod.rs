@@ -218,6 +218,10 @@ pub struct RiskControls {
     /// The order ticket's default stop distance below the entry's reference price, in percent:
     /// the stop leg a bracket order is prefilled with (CONTRACT §11).
     pub default_stop_distance_pct: f64,
+    /// A strategy position whose stop is not resting at the broker within a few seconds of its
+    /// entry's fill (or that the broker refused) is sold at market, with a
+    /// `BROKER_STOP_MISSING` violation (CONTRACT §11). On by default.
+    pub require_broker_stop: bool,
 }
 
 impl Default for RiskControls {
@@ -235,6 +239,7 @@ impl Default for RiskControls {
             alert_warning_loss_pct: 2.0,
             alert_critical_loss_pct: 5.0,
             default_stop_distance_pct: 3.0,
+            require_broker_stop: true,
         }
     }
 }

@@ -121,6 +121,10 @@ pub trait Strategy: Send + Sync {
     fn levels(&self) -> Option<Levels> {
         None
     }
+    /// A restarted instance handed a held position (`on_entry_filled`) learns the stop that
+    /// protects it at the broker (CONTRACT §11), so it manages the position at the level it
+    /// had rather than at a default one. Strategies without levels ignore it.
+    fn adopt_stop(&mut self, _stop: Decimal) {}
 }
 
 /// How a parameter's value is written.

@@ -532,6 +532,23 @@ impl Strategy for MomentumBreakout {
             Phase::Flat | Phase::EntryWorking { .. } => None,
         }
     }
+
+    /// A stop at the entry (as a venue takes it: rounded down to its tick) or above is the
+    /// breakeven stop of a position already scaled out; one below it is the initial stop, with
+    /// the adopted position's 2R target from it.
+    fn adopt_stop(&mut self, stop: Decimal) {
+        let Phase::InPosition(mut h) = self.phase else { return };
+        h.stop = stop;
+        let places = if h.entry_price >= Decimal::ONE { 2 } else { 4 };
+        if stop >= h.entry_price.round_dp_with_strategy(places, RoundingStrategy::ToZero) {
+            h.scaled_out = true;
+        } else {
+            h.initial_stop = stop;
+            h.scaled_out = false;
+            h.target = round_cent(h.entry_price + (h.entry_price - stop) * Decimal::TWO);
+        }
+        self.phase = Phase::InPosition(h);
+    }
 }
 
 fn holding_from_plan(plan: Plan, price: Decimal, quantity: u64) -> Holding {
@@ -1073,5 +1090,21 @@ mod tests {
         assert_eq!(scale_out_quantity(1, 0.5), 0, "a single share is not split");
         assert_eq!(scale_out_quantity(100, 0.0), 0, "0 disables the scale-out");
         assert_eq!(scale_out_quantity(100, 1.0), 100);
+    }
+
+    /// A restarted instance handed a held position manages it at the stop resting at the
+    /// broker: below the entry it is the initial stop (2R target from it), at the entry (to the
+    /// venue's cent) it is the breakeven stop of a position already scaled out.
+    #[test]
+    fn a_restarted_instance_adopts_the_stop_resting_at_the_broker() {
+        let mut s = MomentumBreakout::new();
+        s.on_entry_filled(416, d("5.5127"));
+        s.adopt_stop(d("5.39"));
+        assert_eq!(s.levels(), Some(Levels { stop_loss: d("5.39"), target: Some(d("5.76")) }));
+        s.adopt_stop(d("5.51"));
+        assert_eq!(s.levels(), Some(Levels { stop_loss: d("5.51"), target: None }));
+        let mut flat = MomentumBreakout::new();
+        flat.adopt_stop(d("5.39"));
+        assert_eq!(flat.levels(), None, "nothing held, nothing adopted");
     }
 }

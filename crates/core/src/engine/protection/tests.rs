@@ -342,3 +342,176 @@ fn a_day_exit_held_past_its_trading_day_is_never_sent() {
     assert!(submitted(&fx).iter().all(|o| o.client_order_id != close), "{fx:?}");
     assert_eq!(e.order(&close).map(|o| o.status), Some(OrderStatus::Canceled));
 }
+
+/// A strategy for these tests: buys 10 shares on its first bar and manages them with the stop
+/// the test sets (none until then).
+struct Stopped {
+    stop: std::sync::Arc<std::sync::Mutex<Option<Decimal>>>,
+    bought: bool,
+    held: bool,
+}
+
+impl crate::strategy::Strategy for Stopped {
+    fn id(&self) -> &'static str {
+        "stopped"
+    }
+    fn version(&self) -> &'static str {
+        "1"
+    }
+    fn on_bar(
+        &mut self,
+        _bar: &crate::market::Bar,
+        ctx: &crate::strategy::StrategyContext,
+        _params: &crate::settings::StrategyAllocatorSettings,
+    ) -> Vec<crate::strategy::Decision> {
+        if ctx.position > 0 || self.bought {
+            return Vec::new();
+        }
+        self.bought = true;
+        vec![crate::strategy::Decision::Buy { quantity: Some(10), rule: "TEST_ENTRY", text: "buy".into() }]
+    }
+    fn on_entry_filled(&mut self, _quantity: u64, _price: Decimal) {
+        self.held = true;
+    }
+    fn reset_day(&mut self) {}
+    fn levels(&self) -> Option<crate::strategy::Levels> {
+        let stop = (*self.stop.lock().unwrap()).filter(|_| self.held)?;
+        Some(crate::strategy::Levels { stop_loss: stop, target: None })
+    }
+    fn adopt_stop(&mut self, stop: Decimal) {
+        *self.stop.lock().unwrap() = Some(stop);
+    }
+}
+
+type StopCell = std::sync::Arc<std::sync::Mutex<Option<Decimal>>>;
+
+/// An engine whose `Stopped` strategy on ABCD has bought 10 at 5.00 on a bar with its stop at
+/// 4.80: the fill's effects, and the cell the test moves the stop with.
+fn strategy_filled(settings: impl FnOnce(&mut Settings)) -> (Engine, StopCell, Vec<Effect>) {
+    let mut s = Settings::default();
+    s.runtime.market_calendar = MarketCalendarKind::AlwaysOpen;
+    settings(&mut s);
+    let mut e = Engine::new(s, d(10_000_000), crate::strategy::make);
+    e.handle(Event::Mark { symbol: sym(), price: d(500) }, t());
+    e.handle(Event::Command(Command::Watch { symbol: sym(), source: "MANUAL".into() }), t());
+    let stop: StopCell = std::sync::Arc::new(std::sync::Mutex::new(Some(d(480))));
+    e.replace_strategy(&sym(), Some(Box::new(Stopped { stop: stop.clone(), bought: false, held: false })));
+    let fx = bar(&mut e, 0);
+    let entry = submitted(&fx).remove(0);
+    assert_eq!((entry.side, entry.quantity), (Side::Buy, 10), "{fx:?}");
+    accept(&mut e, &entry.client_order_id);
+    let fx = fill(&mut e, &entry.client_order_id, "x1", 10, 500);
+    (e, stop, fx)
+}
+
+/// A bar of ABCD at 5.00, `minute` minutes after `t()`.
+fn bar(e: &mut Engine, minute: i64) -> Vec<Effect> {
+    let p = crate::market::Price::from_f64_tick(5.0);
+    let start = t() + chrono::Duration::minutes(minute);
+    let bar = crate::market::Bar { start, open: p, high: p, low: p, close: p, volume: 1000 };
+    let event = Event::Bar { symbol: sym(), bar, prev_close: d(450), relative_volume: Some(3.0) };
+    e.handle(event, start + chrono::Duration::minutes(1))
+}
+
+fn violations(fx: &[Effect]) -> Vec<(crate::risk::RiskRule, String)> {
+    fx.iter()
+        .filter_map(|f| match f {
+            Effect::Violation { rule, detail: crate::risk::ViolationDetail::Refused { message, .. }, .. } => {
+                Some((*rule, message.clone()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_strategy_position_rests_its_stop_at_the_broker_and_the_copy_follows_the_strategy() {
+    let (mut e, stop, fx) = strategy_filled(|_| {});
+    let placed = submitted(&fx);
+    assert_eq!(placed.len(), 1, "the entry's fill places the strategy's stop: {fx:?}");
+    let p = &placed[0];
+    assert!(p.is_protective());
+    assert_eq!(
+        (p.side, p.order_type, p.time_in_force, p.quantity, p.stop_price),
+        (Side::Sell, OrderType::Stop, TimeInForce::Gtc, 10, Some(d(480)))
+    );
+    assert_eq!(e.protection(&sym()).kind, ProtectionKind::Engine, "not acknowledged yet");
+    accept(&mut e, &p.client_order_id);
+    assert_eq!(e.protection(&sym()).kind, ProtectionKind::Broker);
+    // A bar with the stop unchanged changes nothing at the broker.
+    let fx = bar(&mut e, 1);
+    assert!(cancels(&fx).is_empty() && submitted(&fx).is_empty(), "{fx:?}");
+    // The strategy moves its stop (to a price a venue takes in whole cents): the broker's copy is
+    // replaced — cancelled, then placed again once the cancel is confirmed.
+    *stop.lock().unwrap() = Some(Decimal::new(49876, 4));
+    let fx = bar(&mut e, 2);
+    assert_eq!(cancels(&fx), vec![p.client_order_id.clone()], "{fx:?}");
+    let fx = canceled(&mut e, &p.client_order_id);
+    let again = submitted(&fx);
+    assert_eq!(again.len(), 1, "{fx:?}");
+    assert!(again[0].is_protective());
+    assert_eq!((again[0].quantity, again[0].stop_price), (10, Some(d(498))), "rounded down to the cent");
+    assert!(violations(&fx).is_empty());
+}
+
+#[test]
+fn require_broker_stop_sells_a_strategy_position_whose_stop_the_broker_refused() {
+    let (mut e, _, fx) = strategy_filled(|_| {});
+    let p = submitted(&fx).remove(0);
+    let fx = report(
+        &mut e,
+        BrokerReport::Rejected { client_order_id: p.client_order_id.clone(), reason: "no".into(), at: t() },
+    );
+    let found = violations(&fx);
+    assert_eq!(found.len(), 1, "{fx:?}");
+    assert_eq!(found[0].0, crate::risk::RiskRule::BrokerStopMissing);
+    assert!(found[0].1.contains("the broker refused it"), "{}", found[0].1);
+    let sold = submitted(&fx);
+    assert_eq!(sold.len(), 1, "{fx:?}");
+    assert_eq!((sold[0].side, sold[0].order_type, sold[0].quantity), (Side::Sell, OrderType::Market, 10));
+    assert!(sold[0].reason.as_deref().unwrap().starts_with("BROKER_STOP_MISSING: "), "{:?}", sold[0].reason);
+    assert_eq!(sold[0].strategy_id.as_deref(), Some("stopped"));
+}
+
+#[test]
+fn require_broker_stop_sells_a_strategy_position_whose_stop_never_rested_in_time() {
+    let (mut e, _, fx) = strategy_filled(|_| {});
+    let p = submitted(&fx).remove(0);
+    let wait = |s| t() + chrono::Duration::seconds(s);
+    let fx = e.handle(Event::Tick, wait(super::BROKER_STOP_DEADLINE_SECONDS - 1));
+    assert!(violations(&fx).is_empty(), "{fx:?}");
+    let fx = e.handle(Event::Tick, wait(super::BROKER_STOP_DEADLINE_SECONDS));
+    let found = violations(&fx);
+    assert_eq!(found.len(), 1, "{fx:?}");
+    assert!(found[0].1.contains("not resting at the broker within 5 s"), "{}", found[0].1);
+    // The stop the broker may yet hold is cancelled first: the exit waits for its shares.
+    assert_eq!(cancels(&fx), vec![p.client_order_id.clone()]);
+    assert!(submitted(&fx).is_empty());
+    let fx = canceled(&mut e, &p.client_order_id);
+    let sold = submitted(&fx);
+    assert_eq!(sold.len(), 1, "{fx:?}");
+    assert_eq!((sold[0].side, sold[0].quantity), (Side::Sell, 10));
+    // Flat once sold: nothing protects it, nothing more is placed.
+    let fx = fill(&mut e, &sold[0].client_order_id, "x2", 10, 499);
+    assert!(submitted(&fx).is_empty(), "{fx:?}");
+    assert_eq!(e.protection(&sym()).kind, ProtectionKind::None);
+}
+
+#[test]
+fn a_stop_resting_in_time_or_the_setting_off_sells_nothing() {
+    let (mut e, _, fx) = strategy_filled(|_| {});
+    let p = submitted(&fx).remove(0);
+    accept(&mut e, &p.client_order_id);
+    let fx = e.handle(Event::Tick, t() + chrono::Duration::seconds(60));
+    assert!(violations(&fx).is_empty() && submitted(&fx).is_empty(), "{fx:?}");
+
+    let (mut e, _, fx) = strategy_filled(|s| s.risk_controls.require_broker_stop = false);
+    let p = submitted(&fx).remove(0);
+    let fx = report(
+        &mut e,
+        BrokerReport::Rejected { client_order_id: p.client_order_id.clone(), reason: "no".into(), at: t() },
+    );
+    assert!(violations(&fx).is_empty() && submitted(&fx).is_empty(), "{fx:?}");
+    // The engine still watches the strategy's level.
+    assert_eq!(e.protection(&sym()).kind, ProtectionKind::Engine);
+}
