@@ -51,6 +51,7 @@ export const RULE_WORDS: Record<string, string> = {
   PRICE_COLLAR: "Price collar (distance from the last trade)",
   MAX_ORDER_VALUE: "Maximum order value",
   FILL_WHILE_HALTED: "Fill while halted",
+  BROKER_STOP_MISSING: "Stop not resting at the broker",
 };
 
 /** A risk figure as the rule means it: money, a percentage, a count or shares. */

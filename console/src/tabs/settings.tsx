@@ -136,6 +136,8 @@ const GROUPS: GroupSpec[] = [
       { key: "price_collar_pct", label: "Price collar", unit: "%", kind: "number", min: 0.01, max: 100, step: 0.5, hint: "A limit or stop price further than this from the last trade is refused, as a likely typo." },
       { key: "alert_warning_loss_pct", label: "Warning at loss", unit: "%", kind: "number", min: 0.01, max: 100, step: 0.5, hint: "A position down this much (percent of its cost) is flagged WARNING." },
       { key: "alert_critical_loss_pct", label: "Critical at loss", unit: "%", kind: "number", min: 0.01, max: 100, step: 0.5, hint: "A position down this much is flagged CRITICAL; must be above the warning level." },
+      { key: "default_stop_distance_pct", label: "Default stop distance", unit: "%", kind: "number", min: 0.1, max: 50, step: 0.5, hint: "The order ticket's stop is prefilled this far below the entry's price (0.1–50)." },
+      { key: "require_broker_stop", label: "Require the stop at the broker", kind: "bool", hint: "A strategy position whose stop the broker refused, or that is not resting at the broker 5 seconds after the entry filled, is sold at market (violation BROKER_STOP_MISSING)." },
     ],
   },
   {

@@ -15,6 +15,10 @@
 //! - Fills are stamped at the bar's open: its start for minute bars, 09:30 New York for daily ones.
 //! - Unfilled stop and limit DAY orders expire when the New York date changes; market orders
 //!   always fill at the next bar (a bar-based backtest has no intraday book to queue them in).
+//! - A sell stop placed by a fill within a bar (a position's protective stop, CONTRACT §11,
+//!   placed the moment its entry fills) rests for the rest of that bar: when the bar's low is at
+//!   or below it, it fills at the stop — the worst case a bar allows (its low came after the
+//!   entry), which is what a venue holding the stop does when the price falls back through it.
 
 use crate::broker::BrokerReport;
 use crate::market::{Bar, Price, Side};
@@ -58,6 +62,9 @@ pub struct BarBroker {
     /// Reports not yet taken ([`BarBroker::take_reports`]): one buffer for the whole run, not a
     /// vector per order and per fill.
     reports: Vec<BrokerReport>,
+    /// The working orders matched against the current bar ([`BarBroker::on_bar`]); those after
+    /// them were placed by its fills ([`BarBroker::stops_placed_in_bar`]).
+    matched: Option<usize>,
 }
 
 impl BarBroker {
@@ -70,6 +77,7 @@ impl BarBroker {
             executions: 0,
             scratch: String::new(),
             reports: Vec::new(),
+            matched: None,
         }
     }
 
@@ -170,6 +178,34 @@ impl BarBroker {
                 None => i += 1,
             }
         }
+        self.matched = Some(self.working.len());
+    }
+
+    /// After the fills of the bar [`BarBroker::on_bar`] matched (and what the engine placed on
+    /// them): the sell stops placed meanwhile fill at their stop where `bar` traded down to
+    /// them (see the module's doc); whether any did. Once per bar: the orders placed later, on
+    /// the bar's close, work from the next bar.
+    pub fn stops_placed_in_bar(&mut self, bar: &Bar, at: Timestamp) -> bool {
+        let Some(from) = self.matched.take() else { return false };
+        let mut any = false;
+        let mut i = from;
+        while i < self.working.len() {
+            let w = &self.working[i];
+            let through = match (w.side, w.order_type, w.stop) {
+                (Side::Sell, OrderType::Stop, Some(stop)) if bar.low.0 > 0 && bar.low <= stop => Some(stop),
+                _ => None,
+            };
+            match through {
+                Some(stop) => {
+                    let working = self.working.remove(i);
+                    let fill = self.execute(&working, stop, at);
+                    self.reports.push(fill);
+                    any = true;
+                }
+                None => i += 1,
+            }
+        }
+        any
     }
 
     fn execute(&mut self, w: &Working, reference: Price, at: Timestamp) -> BrokerReport {

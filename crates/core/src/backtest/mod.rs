@@ -576,6 +576,9 @@ fn run_keeping(
             };
             run.broker.on_bar(bar, open);
             run.fills(bar, open);
+            if run.broker.stops_placed_in_bar(bar, open) {
+                run.fills(bar, open);
+            }
         }
         volume += bar.volume;
         let now = bar_end_on(bar, today, spec.timeframe);

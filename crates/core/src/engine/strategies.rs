@@ -54,13 +54,13 @@ impl Engine {
         if self.trading_state == TradingState::Halted {
             return;
         }
-        if self.halt_of(symbol).is_some() {
-            // A halted symbol's strategy waits for the reopen (CONTRACT §11): no entry into a
-            // halt, and no market exit that would fill at the reopen's price, whatever the gap.
-            // A halt prints no bars, so nothing is missed; the first bar after the reopen is
-            // decided on as usual.
-            return;
-        }
+        // A halted symbol's strategy waits for the reopen (CONTRACT §11): no entry into a halt,
+        // and no market exit that would fill at the reopen's price, whatever the gap. It still
+        // sees the bar that completes as the halt begins (the prints before it): a halt prints
+        // no bars after that one, and a backtest of the same bars sees it too, so the
+        // strategy's day (VWAP, high of day, its window, a cooldown) stays the one a backtest
+        // keeps. Only a withdrawal of its working entry is carried out.
+        let halted = self.halt_of(symbol).is_some();
         let Some(slot) = self.slots.get_mut(symbol) else { return };
         if slot.strategy.is_none() || matches!(slot.status, StrategyStatus::Closed | StrategyStatus::Halted) {
             return;
@@ -90,7 +90,10 @@ impl Engine {
         };
         let params = &self.settings.strategy_allocator;
         let strategy = slot.strategy.as_mut().expect("checked above");
-        let decisions = strategy.on_bar(bar, &ctx, params);
+        let mut decisions = strategy.on_bar(bar, &ctx, params);
+        if halted {
+            decisions.retain(|d| matches!(d, Decision::CancelEntry { .. }));
+        }
         let strategy_id = strategy.id();
         for decision in decisions {
             self.act(symbol, strategy_id, decision, now, fx);

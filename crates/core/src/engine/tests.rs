@@ -20,9 +20,13 @@ fn d(cents: i64) -> Decimal {
     Decimal::new(cents, 2)
 }
 
-/// Enters on the 3rd bar it sees, exits on the 6th.
+/// Enters from the 3rd bar it sees, exits from the 6th: each once, on the first bar it may (flat
+/// with nothing working for the entry, holding with nothing working for the exit), so a
+/// decision the engine did not carry out (a halt) is made again on the next bar.
+#[derive(Default)]
 struct Scripted {
     bars: u32,
+    entered: bool,
 }
 
 impl Strategy for Scripted {
@@ -40,7 +44,7 @@ impl Strategy for Scripted {
     ) -> Vec<Decision> {
         self.bars += 1;
         match self.bars {
-            3 if ctx.position == 0 => vec![Decision::Enter {
+            3.. if ctx.position == 0 && !ctx.order_working && !self.entered => vec![Decision::Enter {
                 quantity: 100,
                 stop_price: d(510),
                 limit_price: d(515),
@@ -49,20 +53,22 @@ impl Strategy for Scripted {
                 rule: "TEST_ENTRY",
                 text: "entry for the test".into(),
             }],
-            6 if ctx.position > 0 => {
+            6.. if ctx.position > 0 && !ctx.order_working => {
                 vec![Decision::Exit { quantity: ctx.position, rule: "TEST_EXIT", text: "exit for the test".into() }]
             }
             _ => vec![],
         }
     }
-    fn on_entry_filled(&mut self, _quantity: u64, _price: Decimal) {}
+    fn on_entry_filled(&mut self, _quantity: u64, _price: Decimal) {
+        self.entered = true;
+    }
     fn reset_day(&mut self) {
         self.bars = 0;
     }
 }
 
 fn factory(id: &str) -> Option<Box<dyn Strategy>> {
-    (id == "momentum_breakout").then(|| Box::new(Scripted { bars: 0 }) as Box<dyn Strategy>)
+    (id == "momentum_breakout").then(|| Box::new(Scripted::default()) as Box<dyn Strategy>)
 }
 
 fn engine() -> Engine {
@@ -1187,7 +1193,7 @@ fn a_strategy_waits_for_the_reopen_neither_entering_nor_exiting_into_a_halt() {
     assert_eq!(e.slots()[&sym("ABCD")].status, StrategyStatus::Active);
     e.handle(Event::Status { symbol: sym("ABCD"), halt: None }, t(NOW));
     let fx = bar_at(&mut e, 3);
-    assert_eq!(submitted(&fx).len(), 1, "the strategy's 3rd bar, after the reopen, enters: {fx:?}");
+    assert_eq!(submitted(&fx).len(), 1, "the strategy's first bar after the reopen enters: {fx:?}");
 
     // Held, then halted: the strategy's market exit waits; after the reopen it goes out.
     let mut e = engine();

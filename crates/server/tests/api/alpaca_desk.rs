@@ -413,13 +413,25 @@ async fn alpaca_desk_the_console_shows_the_account_radar_a_watched_strategy_trad
     );
     assert_books_agree(&app, &broker).await;
     assert_eq!(broker.cash(), cash, "bought and sold at the same price: {exit:?}");
-    assert_eq!(broker.calls("POST", "/v2/orders"), 2, "one entry and one exit reached the broker");
-    let exits: Vec<Value> = broker.orders().into_iter().filter(|o| o["side"] == "sell").collect();
-    assert_eq!(exits.len(), 1, "{exits:?}");
     assert_eq!(
-        (exits[0]["type"].as_str(), exits[0]["qty"].as_str(), exits[0]["status"].as_str()),
-        (Some("market"), Some("833"), Some("filled")),
-        "the halt's exit sells the whole position at market: {exits:?}"
+        broker.calls("POST", "/v2/orders"),
+        3,
+        "the entry, the strategy's stop resting at the broker, and the halt's exit reached the broker"
+    );
+    let sells: Vec<Value> = broker.orders().into_iter().filter(|o| o["side"] == "sell").collect();
+    let of = |o: &Value| {
+        (
+            o["type"].as_str().map(str::to_string),
+            o["qty"].as_str().map(str::to_string),
+            o["status"].as_str().map(str::to_string),
+        )
+    };
+    let s = |v: &str| Some(v.to_string());
+    assert_eq!(
+        sells.iter().map(of).collect::<Vec<_>>(),
+        vec![(s("stop"), s("833"), s("canceled")), (s("market"), s("833"), s("filled"))],
+        "the strategy's stop protected the position at the broker until the halt freed its shares; the halt's \
+         exit sold the whole position at market: {sells:?}"
     );
     eprintln!("alpaca_desk: the whole desk in {:?}", started.elapsed());
 }

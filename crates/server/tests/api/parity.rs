@@ -46,15 +46,6 @@ fn settings() -> Settings {
 
 /// The backtest of `symbol` over the day, through `tradeops_core::backtest::run` on the
 /// simulated market's bars (what `POST /api/backtests/run` does).
-fn backtest_orders(app: &TestApp, symbol: &Symbol) -> Vec<tradeops_core::orders::Order> {
-    backtest_day(app, symbol)
-        .order_log
-        .into_iter()
-        .filter(|o| o.strategy_id.is_some())
-        .map(Arc::unwrap_or_clone)
-        .collect()
-}
-
 fn backtest_day(app: &TestApp, symbol: &Symbol) -> backtest::BacktestOutput {
     let market =
         tradeops_brokers::simulated::SimulatedMarket::new(app.config.sim.seed, app.config.sim.symbols as usize);
@@ -115,10 +106,11 @@ async fn a_simulated_day_traded_live_matches_its_backtest() {
     config.health_probe_interval = std::time::Duration::from_millis(2);
     let clock = tradeops_core::ManualClock::new(parse_ts(WATCH_AT).unwrap());
     let app = start_at(config, Arc::new(db), axum::Router::new(), clock).await;
-    // The runner of the day whose backtest places the most strategy orders: the most there is to
-    // agree on. Not one whose stop moved to breakeven is hit: that stop is the entry's fill
+    // The runner of the day whose backtest fills the most strategy orders (then places the
+    // most): the most there is to agree on. Not one whose stop moved to breakeven is hit: that stop is the entry's fill
     // price, which the two fill models set differently (see `key`), so the minute it is touched
-    // may differ too.
+    // may differ too. The stop rests at the broker (CONTRACT §11), so it is hit when a sell
+    // other than the scale-out fills after it: the strategy's own or the protective order.
     let market =
         tradeops_brokers::simulated::SimulatedMarket::new(app.config.sim.seed, app.config.sim.symbols as usize);
     let date = chrono::NaiveDate::from_ymd_opt(2026, 11, 20).unwrap();
@@ -129,18 +121,30 @@ async fn a_simulated_day_traded_live_matches_its_backtest() {
         .filter(|p| tradeops_sim::day_kind(&market.universe, p, date) == tradeops_sim::DayKind::Runner)
         .map(|p| p.symbol.clone())
         .collect();
-    let breakeven_stop_hit = |orders: &[tradeops_core::orders::Order]| {
-        let rules: Vec<&str> = orders.iter().map(|o| o.reason.as_deref().unwrap_or("")).collect();
-        rules.windows(2).any(|w| w[0].starts_with("SCALE_OUT_TARGET") && w[1].starts_with("STOP_LOSS"))
+    let breakeven_stop_hit = |log: &[Arc<tradeops_core::orders::Order>]| {
+        let filled_sells: Vec<&str> = log
+            .iter()
+            .filter(|o| o.side == tradeops_core::market::Side::Sell && o.filled_quantity > 0)
+            .map(|o| o.reason.as_deref().unwrap_or(""))
+            .collect();
+        filled_sells.windows(2).any(|w| w[0].starts_with("SCALE_OUT_TARGET"))
     };
     let (symbol, expected) = runners
         .iter()
-        .map(|s| (s.clone(), backtest_orders(&app, s)))
-        .filter(|(_, orders)| !breakeven_stop_hit(orders))
-        .max_by_key(|(s, orders)| (orders.len(), std::cmp::Reverse(s.clone())))
+        .map(|s| (s.clone(), backtest_day(&app, s).order_log))
+        .filter(|(_, log)| !breakeven_stop_hit(log))
+        .map(|(s, log)| {
+            let strategy: Vec<_> =
+                log.into_iter().filter(|o| o.strategy_id.is_some()).map(Arc::unwrap_or_clone).collect();
+            (s, strategy)
+        })
+        .max_by_key(|(s, orders)| {
+            let filled = orders.iter().filter(|o| o.filled_quantity > 0).count();
+            (filled, orders.len(), std::cmp::Reverse(s.clone()))
+        })
         .expect("a runner");
     assert!(
-        expected.iter().any(|o| o.side == tradeops_core::market::Side::Sell),
+        expected.iter().any(|o| o.side == tradeops_core::market::Side::Buy && o.filled_quantity > 0),
         "a runner the strategy trades: {expected:?}"
     );
 
