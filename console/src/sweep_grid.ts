@@ -227,7 +227,7 @@ export function breaches(row: SweepResult, constraint: { max_drawdown?: number |
 }
 
 // ---------------------------------------------------------------------------------------------
-// Walk-forward (issue 26.3)
+// Walk-forward
 
 /** The service's walk-forward limits (jobs/sweeps.rs). */
 export const MIN_WINDOWS = 2;

@@ -41,7 +41,7 @@ assert(BASE && ADMIN && VIEWER, "BASE_URL, ADMIN_TOKEN and VIEWER_TOKEN are requ
 mkdirSync(SHOTS, { recursive: true });
 rmSync(`${SHOTS}/failure.png`, { force: true });
 
-// The console's speed goals (issue 24.6) are measured on every run and written in the figures;
+// The console's speed goals (docs/PERFORMANCE.md, Console) are measured on every run and written in the figures;
 // they fail the test only when TIMING_GOALS=assert (the benchmark's run: `bench/console.sh`, the
 // test alone on a quiet machine). Beside the rest of the suite on two cores, a goal missed
 // measures the machine, not the console.

@@ -135,7 +135,7 @@ function Coverage({ d }: { d: BacktestDetail }) {
 // ---------------------------------------------------------------------------------------------
 // Metrics
 
-/** "—" with why the metric is undefined (docs/METRICS.md). */
+/** "—" with why the metric is undefined (docs/research.md, Metrics). */
 const undef = (v: unknown, why: string) => (v === null || v === undefined ? why : undefined);
 
 function Metrics({ d }: { d: BacktestDetail }) {

@@ -38,7 +38,7 @@ export interface BacktestRow {
   started_at: string | null;
   finished_at: string | null;
   error: string | null;
-  /** Fractions (docs/METRICS.md): 0.12 = +12%. Null until COMPLETED. */
+  /** Fractions (docs/research.md, Metrics): 0.12 = +12%. Null until COMPLETED. */
   total_return: number | null;
   sharpe_ratio: number | null;
   max_drawdown: number | null;

@@ -1,5 +1,5 @@
 //! Backtest performance metrics (CONTRACT §4 `GET /api/backtests/{id}`), defined once here and
-//! in `docs/METRICS.md`. The conventions follow `research/domain.md` §4 and say which of the
+//! in `docs/research.md` (Metrics). The conventions follow `research/domain.md` §4 and say which of the
 //! libraries' differing choices we make:
 //!
 //! - **total_return** = `(E_end − E_0) / E_0` (fraction).

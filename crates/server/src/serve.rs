@@ -50,7 +50,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     app.run_until_stopped(shutdown).await
 }
 
-/// `serve` on PostgreSQL: a node of a cluster (docs/OPERATIONS.md, Cluster). It listens at once
+/// `serve` on PostgreSQL: a node of a cluster (docs/operating.md, Cluster). It listens at once
 /// through its front ([`crate::http::front`]): while another node leads, every request is
 /// forwarded there and this node waits to take the engine's term over (a hot standby); once it
 /// holds the term its service answers in process, its address advertised for the others. When

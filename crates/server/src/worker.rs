@@ -49,7 +49,7 @@ impl Worker {
         if Backend::from_url(&config.database_url).map_err(|e| anyhow::anyhow!("{e}"))? == Backend::Sqlite {
             anyhow::bail!(
                 "tradeops worker needs PostgreSQL (database.url is {}): on SQLite the service runs its jobs itself \
-                 (docs/OPERATIONS.md, Cluster)",
+                 (docs/operating.md, Cluster)",
                 redact(&config.database_url)
             );
         }

@@ -1422,7 +1422,7 @@ async fn alpaca_the_emergency_halt_cancels_and_flattens_at_the_venue() {
     assert_eq!(alpaca.open_orders(), vec![resting.clone()]);
     assert_eq!(alpaca.positions().len(), 2);
 
-    let reply = app.post("/api/risk/emergency-halt", ADMIN_TOKEN, json!({"reason": "issue 23 proof"})).await;
+    let reply = app.post("/api/risk/emergency-halt", ADMIN_TOKEN, json!({"reason": "Alpaca's proof"})).await;
     let halted = reply.assert_ok(200);
     assert_eq!(
         (halted["halted"].as_bool(), halted["liquidation_requested"].as_bool()),

@@ -378,7 +378,7 @@ async fn alpaca_desk_the_console_shows_the_account_radar_a_watched_strategy_trad
     assert_eq!(cents(execution["price"].as_f64().unwrap()), cents_of(fill_price), "{execution}");
 
     // The emergency halt: cancelled and flattened at the broker; the service is flat.
-    let reply = app.post("/api/risk/emergency-halt", ADMIN_TOKEN, json!({"reason": "issue 23 desk proof"})).await;
+    let reply = app.post("/api/risk/emergency-halt", ADMIN_TOKEN, json!({"reason": "Alpaca desk proof"})).await;
     let halted = reply.assert_ok(200);
     assert_eq!(
         (halted["halted"].as_bool(), halted["liquidation_requested"].as_bool()),

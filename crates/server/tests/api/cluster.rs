@@ -96,7 +96,7 @@ async fn an_order_of_an_engine_taken_over_is_refused_unsent_and_unstored() {
 
 /// A PostgreSQL database for a test of several services on one database, or `None` (the test
 /// says it skipped; it fails instead where PostgreSQL is promised).
-async fn postgres_db(test: &str) -> Option<(Arc<TestDb>, String)> {
+pub(crate) async fn postgres_db(test: &str) -> Option<(Arc<TestDb>, String)> {
     let (db, url) = TestDb::new().await;
     match db {
         TestDb::Postgres { .. } => Some((Arc::new(db), url)),
@@ -493,7 +493,7 @@ fn a_worker_refuses_sqlite() {
 }
 
 /// Waits until one of `nodes` says it leads the engine; its index.
-fn which_leads(nodes: &[&std::sync::mpsc::Receiver<String>]) -> usize {
+pub(crate) fn which_leads(nodes: &[&std::sync::mpsc::Receiver<String>]) -> usize {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     loop {
         for (i, lines) in nodes.iter().enumerate() {

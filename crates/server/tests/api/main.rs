@@ -17,6 +17,7 @@ mod cluster;
 mod console;
 mod crash;
 mod data;
+mod deploy;
 mod envelope;
 mod events;
 mod flood;

@@ -141,7 +141,7 @@ async fn wait_health(app: &TestApp, want: &str) -> Reply {
 
 /// A request during the outage: refused with 503 SERVICE_UNAVAILABLE and `Retry-After`,
 /// promptly. The bound asserted is loose (a hang guard: before, such requests took 5–40 s); the
-/// measured times are in docs/OPERATIONS.md.
+/// measured times are in docs/PERFORMANCE.md.
 async fn assert_unavailable(app: &TestApp, method: reqwest::Method, path: &str, body: Option<Value>) {
     let started = Instant::now();
     let reply = app.call(method.clone(), path, Some(ADMIN_TOKEN), body).await;
