@@ -290,6 +290,7 @@ impl Application {
             execution: execution.clone(),
             term: (election.node_id().to_string(), epoch),
         });
+        state.health.watch_database(state.db.clone());
         state.health.probe_all(&probes).await;
 
         let listener =
