@@ -568,3 +568,60 @@ async fn a_busy_database_that_answers_is_never_reported_down() {
     assert!(health_down.is_empty(), "health said the database was DOWN: {:?}", health_down.first());
     assert_ne!(sweep.data()["status"], "QUEUED", "the sweep ran during the load: {}", sweep.body);
 }
+
+/// A database that stalls for a moment (its cluster paused 0.85 s, as a checkpoint or a busy
+/// machine pauses it) is slow, not down: one probe gets no answer in time, and that alone is no
+/// outage. Requests through the stall are answered, none refused 503, and health says the
+/// database is `DEGRADED` meanwhile, never `DOWN`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_that_stalls_for_a_moment_is_slow_not_down() {
+    const TEST: &str = "a_database_that_stalls_for_a_moment_is_slow_not_down";
+    let Some(pg) = OwnPostgres::start(TEST) else { return };
+    let app = start_on(&pg).await;
+    wait_health(&app, "HEALTHY").await;
+    let until = Instant::now() + Duration::from_secs(3);
+    let readers: Vec<_> = (0..4)
+        .map(|_| {
+            let (client, url) = (app.client.clone(), app.url("/api/audit?limit=5"));
+            tokio::spawn(async move {
+                let mut statuses = Vec::new();
+                while Instant::now() < until {
+                    let answer = client.get(&url).bearer_auth(ADMIN_TOKEN).send().await.unwrap();
+                    statuses.push(answer.status().as_u16());
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                statuses
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    pg.freeze();
+    let frozen = Instant::now();
+    let mut health = Vec::new();
+    while Instant::now() < until {
+        if frozen.elapsed() >= Duration::from_millis(850) && pg_frozen(&health) {
+            pg.thaw();
+            health.push("thawed".to_string());
+        }
+        let reply = app.call(reqwest::Method::GET, "/api/health", None, None).await;
+        health.push(reply.data()["components"]["database"].as_str().unwrap_or_default().to_string());
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    if pg_frozen(&health) {
+        pg.thaw();
+    }
+    let mut statuses = Vec::new();
+    for reader in readers {
+        statuses.extend(reader.await.unwrap());
+    }
+    health.dedup();
+    eprintln!("health through the stall: {health:?}");
+    assert!(health.iter().any(|s| s == "DEGRADED"), "the stall was seen (a probe unanswered): {health:?}");
+    assert!(!health.iter().any(|s| s == "DOWN"), "health said the database was DOWN: {health:?}");
+    assert!(statuses.iter().all(|s| *s == 200), "requests through the stall: {statuses:?}");
+}
+
+/// Whether the cluster is still paused, by what the stall test noted (`thawed` once resumed).
+fn pg_frozen(noted: &[String]) -> bool {
+    !noted.iter().any(|n| n == "thawed")
+}
