@@ -1,8 +1,9 @@
 //! Component health (CONTRACT §3): every component is probed with a real round trip whose
 //! latency is measured — the API over its own listener (what a load balancer sees), the market
 //! data adapter with a bar request, the risk manager and the execution broker through the
-//! engine runner's queue (every command and order takes it), the cache and the database with a
-//! ping — and `last_ok_at` is when it was last healthy. A component that cannot be probed says
+//! engine runner's queue (every command and order takes it), the cache with a ping, the database
+//! by its own prober's round trips (the one judge of whether it is down) — and `last_ok_at` is
+//! when it was last healthy. A component that cannot be probed says
 //! why (`unprobed_reason`, with `latency_ms` null). Probes run in the background every
 //! `health.probe_interval_ms`; requests read the latest results, so a health check never waits
 //! on a slow dependency. The trading state is read from the engine at request time, the one
