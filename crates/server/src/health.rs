@@ -1,8 +1,9 @@
 //! Component health (CONTRACT §3): every component is probed with a real round trip whose
 //! latency is measured — the API over its own listener (what a load balancer sees), the market
 //! data adapter with a bar request, the risk manager and the execution broker through the
-//! engine runner's queue (every command and order takes it), the cache and the database with a
-//! ping — and `last_ok_at` is when it was last healthy. A component that cannot be probed says
+//! engine runner's queue (every command and order takes it), the cache with a ping, the database
+//! by its own prober's round trips (the one judge of whether it is down) — and `last_ok_at` is
+//! when it was last healthy. A component that cannot be probed says
 //! why (`unprobed_reason`, with `latency_ms` null). Probes run in the background every
 //! `health.probe_interval_ms`; requests read the latest results, so a health check never waits
 //! on a slow dependency. The trading state is read from the engine at request time, the one
@@ -57,6 +58,10 @@ pub struct HealthMonitor {
     components: RwLock<BTreeMap<&'static str, ComponentHealth>>,
     /// Where the API listens (set once bound): the API probe's address.
     api_addr: std::sync::OnceLock<SocketAddr>,
+    /// The database whose prober's verdict the `database` row reads at request time (set once
+    /// built): a stopped database is `DOWN` (and `/api/health` 503) as soon as requests are
+    /// refused, not at the next round of probes.
+    database: std::sync::OnceLock<Database>,
 }
 
 /// What the probes reach and read, built once the engine runs (by [`crate::app`]).
@@ -103,16 +108,40 @@ impl HealthMonitor {
         let _ = self.api_addr.set(addr);
     }
 
+    /// Has the `database` row's status read from `db`'s prober when asked (see the field).
+    pub fn watch_database(&self, db: Database) {
+        let _ = self.database.set(db);
+    }
+
     /// The latest result of every component, in [`COMPONENTS`] order.
     pub fn snapshot(&self) -> Vec<ComponentHealth> {
         let components = self.components.read().unwrap_or_else(|e| e.into_inner());
-        COMPONENTS.iter().filter_map(|name| components.get(name).cloned()).collect()
+        COMPONENTS
+            .iter()
+            .filter_map(|name| components.get(name).cloned())
+            .map(|mut c| {
+                c.status = self.status_now(c.name.as_str(), c.status);
+                c
+            })
+            .collect()
     }
 
     /// Each component's status alone (what `GET /api/health` needs, without cloning details).
     pub fn statuses(&self) -> Vec<(&'static str, HealthStatus)> {
         let components = self.components.read().unwrap_or_else(|e| e.into_inner());
-        COMPONENTS.iter().filter_map(|name| components.get(name).map(|c| (*name, c.status))).collect()
+        COMPONENTS
+            .iter()
+            .filter_map(|name| components.get(name).map(|c| (*name, self.status_now(name, c.status))))
+            .collect()
+    }
+
+    /// A component's status as of now: the database's from its prober's verdict, any other's
+    /// as its last probe recorded it.
+    fn status_now(&self, name: &str, recorded: HealthStatus) -> HealthStatus {
+        match self.database.get() {
+            Some(db) if name == "database" => database_status(&db.probe_report()),
+            _ => recorded,
+        }
     }
 
     /// The worst status among enabled components.
@@ -189,27 +218,37 @@ impl HealthMonitor {
     }
 }
 
-/// The database, with the audit rows held in memory until it answers again (written within
-/// half a second of its return).
+/// The database as its prober found it ([`tradeops_store::Database::probe_report`]: a round trip
+/// on a connection of its own every 250 ms, on a thread of its own), with the audit rows held in
+/// memory until it answers again (written within half a second of its return). It is `DOWN`
+/// exactly while the store refuses operations as unavailable — after probes failed in a row —
+/// so health and the 503s it explains never disagree; one failed probe alone is `DEGRADED`
+/// (suspect), as is a slow round trip. Reading the prober's verdict (rather than probing here
+/// too) keeps one judge: a second prober's timeouts once counted towards the first's.
 async fn probe_database(state: &Probes) -> Probe {
     let backend = state.db.backend().name();
     let held = state.audit.held_rows();
-    match tokio::time::timeout(PROBE_TIMEOUT, state.db.probe()).await {
-        Ok(Ok(latency)) => Probe {
-            status: if latency > SLOW_DATABASE { HealthStatus::Degraded } else { HealthStatus::Healthy },
-            latency: Ok(latency),
-            detail: json!({"backend": backend, "audit_rows_held": held}),
-        },
-        Ok(Err(e)) => Probe {
-            status: HealthStatus::Down,
-            latency: Err(format!("the probe failed: {e}")),
-            detail: json!({"backend": backend, "audit_rows_held": held, "error": e.to_string()}),
-        },
-        Err(_) => Probe {
-            status: HealthStatus::Down,
-            latency: Err(no_answer()),
-            detail: json!({"backend": backend, "audit_rows_held": held, "error": no_answer()}),
-        },
+    let report = state.db.probe_report();
+    let mut detail = json!({"backend": backend, "audit_rows_held": held});
+    if let Some(error) = &report.error {
+        detail["error"] = json!(error);
+        detail["failed_probes_in_a_row"] = json!(report.failures);
+    }
+    let latency = match (&report.error, report.round_trip) {
+        (Some(error), _) => Err(format!("the probe failed: {error}")),
+        (None, Some(round_trip)) => Ok(round_trip),
+        (None, None) => Err("not probed yet".to_string()),
+    };
+    Probe { status: database_status(&report), latency, detail }
+}
+
+/// The `database` component's status from what the prober found (see [`probe_database`]).
+fn database_status(report: &tradeops_store::ProbeReport) -> HealthStatus {
+    match report {
+        r if !r.available => HealthStatus::Down,
+        r if r.failures > 0 => HealthStatus::Degraded,
+        r if r.round_trip.is_some_and(|t| t > SLOW_DATABASE) => HealthStatus::Degraded,
+        _ => HealthStatus::Healthy,
     }
 }
 

@@ -121,7 +121,12 @@ async fn serve_cluster_node(config: Config) -> anyhow::Result<()> {
     ));
     // The service itself listens inside, on loopback (its own health probe calls it there).
     let inside = Config { bind: std::net::SocketAddr::from(([127, 0, 0, 1], 0)), ..config };
-    let overrides = crate::app::Overrides { node_id: Some(node.clone()), ..Default::default() };
+    // While it waits for the term, its front answers the reads of the database itself.
+    let standby: Box<dyn FnOnce(axum::Router) + Send> = {
+        let front = front.clone();
+        Box::new(move |reads| front.serve_reads(reads))
+    };
+    let overrides = crate::app::Overrides { node_id: Some(node.clone()), standby: Some(standby), ..Default::default() };
     let app = tokio::select! {
         app = Application::build_with(inside, clock, overrides) => app.context("starting tradeops")?,
         _ = stopped() => {

@@ -10,6 +10,13 @@
 //! once [`Database::probe`] (run every [`PROBE_EVERY`] by the server) finds the database
 //! unreachable, every operation is refused at once until a probe reaches it again.
 //!
+//! No false outages: a database that answers is never declared unreachable. The probe runs on a
+//! connection of its own (never queued behind the pool's waiters, so a busy pool is not an
+//! outage), and one failed or slow probe only makes the database suspect
+//! ([`ProbeReport::failures`]): it is unreachable after [`PROBE_FAILURES_BEFORE_DOWN`] probes
+//! in a row failed, the next one taken [`PROBE_CONFIRM_AFTER`] after a failure, so a database
+//! that really stopped is still refused within a second.
+//!
 //! SQLite's write-ahead log is kept bounded: the automatic checkpoint every
 //! [`WAL_AUTOCHECKPOINT_PAGES`] pages cannot reset the log while readers keep using it, so under
 //! sustained writes from the pool's connections it grows without end; the service therefore also
@@ -32,6 +39,13 @@ pub const ACQUIRE_TIMEOUT: Duration = Duration::from_millis(700);
 /// How often the server probes the database, and the longest a probe waits.
 pub const PROBE_EVERY: Duration = Duration::from_millis(250);
 pub const PROBE_TIMEOUT: Duration = Duration::from_millis(500);
+/// Probes in a row that must fail (an error or no answer within [`PROBE_TIMEOUT`]) before the
+/// database is unreachable: one alone (a round trip slow on a loaded machine, a connection
+/// dropped once) is not an outage.
+pub const PROBE_FAILURES_BEFORE_DOWN: u32 = 2;
+/// How soon after a failed probe the next one runs (instead of [`PROBE_EVERY`]): a stopped
+/// database is confirmed, and refused, well within a second.
+pub const PROBE_CONFIRM_AFTER: Duration = Duration::from_millis(100);
 /// How long a pooled connection may sit idle and still be handed out without a ping.
 const IDLE_BEFORE_PING: Duration = Duration::from_secs(1);
 
@@ -157,11 +171,28 @@ struct Availability {
     writes_failing: AtomicBool,
     /// Why the last probe failed.
     reason: Mutex<String>,
-    /// Probes in a row that timed out: one alone (a round trip slow under load) is not an
-    /// outage; two in a row are.
-    timeouts: std::sync::atomic::AtomicU32,
+    /// Probes in a row that failed (an error or no answer): the database is down once there
+    /// are [`PROBE_FAILURES_BEFORE_DOWN`].
+    failures: std::sync::atomic::AtomicU32,
+    /// The last successful probe's round trip, in microseconds (0: none yet).
+    round_trip_micros: std::sync::atomic::AtomicU64,
     url: String,
     connection: tokio::sync::Mutex<Option<AnyConnection>>,
+}
+
+/// What the database probes found ([`Database::probe_report`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProbeReport {
+    /// Whether operations are let through: false once [`PROBE_FAILURES_BEFORE_DOWN`] probes in a
+    /// row failed, until one succeeds.
+    pub available: bool,
+    /// Probes in a row that failed (0: the last one succeeded). Fewer than
+    /// [`PROBE_FAILURES_BEFORE_DOWN`] while available: the database is suspect, not down.
+    pub failures: u32,
+    /// The last successful probe's round trip (`None`: none succeeded yet).
+    pub round_trip: Option<Duration>,
+    /// Why the last probe failed, while `failures` > 0.
+    pub error: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -261,7 +292,8 @@ impl Database {
         let availability = Availability {
             down: AtomicBool::new(false),
             writes_failing: AtomicBool::new(false),
-            timeouts: std::sync::atomic::AtomicU32::new(0),
+            failures: std::sync::atomic::AtomicU32::new(0),
+            round_trip_micros: std::sync::atomic::AtomicU64::new(0),
             reason: Mutex::new(String::new()),
             url,
             connection: tokio::sync::Mutex::new(None),
@@ -460,15 +492,20 @@ impl Database {
         }
     }
 
-    /// Probes the database (a round trip, bounded by [`PROBE_TIMEOUT`]) and records the
-    /// result: while it fails, every operation is refused at once. While writes are failing it
-    /// also tries a write of its own, and says the database is unavailable until one succeeds
-    /// (reads go on meanwhile). Returns the round trip.
+    /// Probes the database (a round trip on the probe's own connection, bounded by
+    /// [`PROBE_TIMEOUT`]) and records the result: after [`PROBE_FAILURES_BEFORE_DOWN`] failures
+    /// in a row every operation is refused at once, until a probe succeeds. While writes are
+    /// failing it also tries a write of its own, and says the database is unavailable until one
+    /// succeeds (reads go on meanwhile). Returns the round trip.
+    ///
+    /// The probe's connection belongs to the runtime of the task that first probes: one task
+    /// (the server's prober) calls this, and [`Database::probe_report`] is how others read it.
     pub async fn probe(&self) -> Result<Duration, StoreError> {
         let result = match tokio::time::timeout(PROBE_TIMEOUT, self.probe_round_trip()).await {
             Ok(r) => r,
             Err(_) => Err(StoreError::TimedOut(PROBE_TIMEOUT)),
         };
+        self.record_probe(&result);
         if result.is_ok() && self.availability.writes_failing.load(Ordering::Acquire) {
             let written = match tokio::time::timeout(PROBE_TIMEOUT, self.probe_write()).await {
                 Ok(r) => r,
@@ -482,33 +519,44 @@ impl Database {
                 Err(e) => return Err(StoreError::Unavailable(format!("writes fail: {e}"))),
             }
         }
-        // A single slow round trip (a machine under load) does not refuse every request: the
-        // database is down once it refused a connection or a query, or timed out twice in a row.
-        let timeouts = match &result {
-            Err(StoreError::TimedOut(_)) => self.availability.timeouts.fetch_add(1, Ordering::AcqRel) + 1,
-            _ => {
-                self.availability.timeouts.store(0, Ordering::Release);
-                0
-            }
-        };
-        if timeouts == 1 && !self.availability.down.load(Ordering::Acquire) {
-            tracing::warn!(backend = self.backend.name(), "a database probe timed out; the next one decides");
-            return result;
-        }
-        match &result {
-            Ok(_) => {
+        result
+    }
+
+    /// Records a probe's result: a success makes the database available at once; a failure
+    /// makes it unavailable only as the [`PROBE_FAILURES_BEFORE_DOWN`]th in a row.
+    fn record_probe(&self, result: &Result<Duration, StoreError>) {
+        match result {
+            Ok(latency) => {
+                let micros = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX).max(1);
+                self.availability.round_trip_micros.store(micros, Ordering::Release);
+                self.availability.failures.store(0, Ordering::Release);
                 if self.availability.down.swap(false, Ordering::AcqRel) {
                     tracing::warn!(backend = self.backend.name(), "the database is reachable again");
                 }
             }
             Err(e) => {
                 *self.availability.reason.lock().unwrap_or_else(|p| p.into_inner()) = e.to_string();
-                if !self.availability.down.swap(true, Ordering::AcqRel) {
-                    tracing::error!(backend = self.backend.name(), error = %e, "the database is unavailable");
+                let failures = self.availability.failures.fetch_add(1, Ordering::AcqRel).saturating_add(1);
+                if failures < PROBE_FAILURES_BEFORE_DOWN {
+                    tracing::warn!(backend = self.backend.name(), error = %e, "a database probe failed; the next one decides");
+                } else if !self.availability.down.swap(true, Ordering::AcqRel) {
+                    tracing::error!(backend = self.backend.name(), error = %e, failures, "the database is unavailable");
                 }
             }
         }
-        result
+    }
+
+    /// What the probes found so far (see [`ProbeReport`]), without probing.
+    pub fn probe_report(&self) -> ProbeReport {
+        let a = &self.availability;
+        let failures = a.failures.load(Ordering::Acquire);
+        let micros = a.round_trip_micros.load(Ordering::Acquire);
+        ProbeReport {
+            available: !a.down.load(Ordering::Acquire),
+            failures,
+            round_trip: (micros > 0).then(|| Duration::from_micros(micros)),
+            error: (failures > 0).then(|| a.reason.lock().unwrap_or_else(|p| p.into_inner()).clone()),
+        }
     }
 
     /// Connects and applies every embedded migration not yet applied.
@@ -624,6 +672,38 @@ fn ensure_sqlite_folder(url: &str) {
 mod tests {
     use super::*;
     use crate::{AuditEntry, AuditFilter, AuditRepository};
+
+    /// One failed probe (an error or no answer: a round trip slow on a loaded machine) leaves a
+    /// database that answers available, suspect only; the second in a row refuses every
+    /// operation; a probe that succeeds lets them through again at once.
+    #[tokio::test]
+    async fn the_database_is_unavailable_only_after_probes_fail_in_a_row() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(&format!("sqlite://{}/probe.db", dir.path().display())).await.unwrap();
+        db.probe().await.unwrap();
+        assert!(db.probe_report().round_trip.is_some(), "the round trip is kept");
+        for failure in [StoreError::TimedOut(PROBE_TIMEOUT), StoreError::Unavailable("connection refused".into())] {
+            db.record_probe(&Err(failure));
+            let report = db.probe_report();
+            assert!(report.available && db.is_available(), "one failure is not an outage: {report:?}");
+            assert_eq!(report.failures, 1);
+            assert!(db.engine_lease().await.is_ok(), "operations go on while the database is suspect");
+            for _ in 1..PROBE_FAILURES_BEFORE_DOWN {
+                db.record_probe(&Err(StoreError::Unavailable("connection refused".into())));
+            }
+            assert!(!db.is_available(), "{PROBE_FAILURES_BEFORE_DOWN} failures in a row are");
+            assert!(db.engine_lease().await.is_err_and(|e| e.is_unavailable()), "refused at once");
+            db.probe().await.unwrap();
+            let report = db.probe_report();
+            assert!(report.available && report.failures == 0 && report.error.is_none(), "{report:?}");
+        }
+        // Failures apart are never in a row.
+        for _ in 0..5 {
+            db.record_probe(&Err(StoreError::TimedOut(PROBE_TIMEOUT)));
+            db.record_probe(&Ok(Duration::from_millis(1)));
+        }
+        assert!(db.is_available());
+    }
 
     /// An audit row of a refused halt, about 1 KB.
     fn refusal(ts: i64, request: &str) -> AuditEntry {

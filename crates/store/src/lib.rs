@@ -26,7 +26,10 @@ pub use backtests::{BacktestRecord, BacktestRepository};
 pub use cache::{Cache, CacheError, MemoryCache, RedisCache};
 pub use cluster::{HaltRequest, LeaderLock, Member};
 pub use data::{DataRepository, JobRecord};
-pub use db::{Backend, Database, EngineLease, StoreError, PROBE_EVERY};
+pub use db::{
+    Backend, Database, EngineLease, ProbeReport, StoreError, PROBE_CONFIRM_AFTER, PROBE_EVERY,
+    PROBE_FAILURES_BEFORE_DOWN,
+};
 pub use instance::InstanceLock;
 pub use jobs::{Cancel, JobKind, JobRepository, JobStatus, Lease, Recovery, JOB_CHANNEL};
 pub use market::{BlockRecord, MarketRepository, RadarRowRecord, ViolationRecord, WatchRecord};

@@ -77,19 +77,9 @@ pub(super) fn spawn_background(state: &AppState, probes: Arc<Probes>) -> Vec<Joi
             }
         })
     };
-    // Outages are noticed within a probe: requests are then refused at once with
+    // Outages are noticed within a second: requests are then refused at once with
     // SERVICE_UNAVAILABLE instead of each waiting for a connection.
-    let database = {
-        let db = state.db.clone();
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(tradeops_store::PROBE_EVERY);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                tick.tick().await;
-                let _ = db.probe().await;
-            }
-        })
-    };
+    let database = spawn_database_prober(state.db.clone());
     let reference = tokio::spawn(keep_reference_loaded(state.reference.clone()));
     let mut tasks = vec![
         health,
@@ -134,4 +124,41 @@ pub(super) fn feed_deps(state: &AppState) -> crate::feed::FeedDeps {
         market: state.market.clone(),
         market_clock: state.market_clock.clone(),
     }
+}
+
+/// The database's prober ([`tradeops_store::Database::probe`]), on a thread of its own with a
+/// runtime of its own: its deadline then measures the database, never how long the service's
+/// workers, busy with requests and sweeps, take to poll it (a late poll read as no answer was
+/// a false outage). It probes every [`tradeops_store::PROBE_EVERY`], and again
+/// [`tradeops_store::PROBE_CONFIRM_AFTER`] after a failure. It stops when the returned task
+/// is aborted or dropped (with the service).
+fn spawn_database_prober(db: tradeops_store::Database) -> JoinHandle<()> {
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let prober = move || {
+        let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+            Ok(runtime) => runtime,
+            Err(e) => return tracing::error!(error = %e, "the database prober cannot start"),
+        };
+        runtime.block_on(async move {
+            tokio::pin!(stopped);
+            let mut pause = Duration::ZERO;
+            loop {
+                tokio::select! {
+                    _ = &mut stopped => return,
+                    _ = tokio::time::sleep(pause) => {}
+                }
+                pause = match db.probe().await {
+                    Ok(_) => tradeops_store::PROBE_EVERY,
+                    Err(_) => tradeops_store::PROBE_CONFIRM_AFTER,
+                };
+            }
+        });
+    };
+    if let Err(e) = std::thread::Builder::new().name("database-prober".into()).spawn(prober) {
+        tracing::error!(error = %e, "the database prober cannot start");
+    }
+    tokio::spawn(async move {
+        let _running_while_held = stop;
+        std::future::pending::<()>().await
+    })
 }

@@ -56,6 +56,10 @@ pub struct Overrides {
     /// This service's name in the cluster (default: host, process and bind address); a cluster
     /// node names itself by its public address, its service listening inside.
     pub node_id: Option<String>,
+    /// Given, while this service waits for the engine's term, the router of the reads it can
+    /// answer from the database with no engine ([`http::router::database_reads`]): a cluster
+    /// node's front serves them meanwhile.
+    pub standby: Option<Box<dyn FnOnce(Router) + Send>>,
 }
 
 pub struct Application {
@@ -192,6 +196,63 @@ impl Application {
         let events = Arc::new(EventBus::new(market_clock.clone(), clock.clone(), settings.subscribe()));
         let radar = Arc::new(RadarService::new(cache.clone(), Arc::new(db.clone())));
         let metrics = Arc::new(Metrics::new(clock.clone()));
+        let jobs = crate::jobs::Jobs::new(crate::jobs::JobContext {
+            db: db.clone(),
+            events: events.clone(),
+            market: market.clone(),
+            reference: reference_data,
+            settings: settings.subscribe(),
+            clock: clock.clone(),
+            market_clock: market_clock.clone(),
+            limits: job_limits(&config),
+            worker: crate::jobs::worker_name(&node),
+            downloads: Default::default(),
+            backtests: Default::default(),
+            sweeps: Default::default(),
+            desk: desk_source(&config),
+            sweep_threads: Default::default(),
+            walk_forward_findings: Default::default(),
+        });
+        let audit = crate::audit_outbox::AuditOutbox::wrap(Arc::new(db.clone()));
+        let audit_store: Arc<dyn tradeops_store::AuditRepository> = Arc::new(db.clone());
+        // The service's state around an engine: the running one once this service holds the
+        // term, or none while it waits for it (its reads need none).
+        let state_around = |engine: crate::engine::EngineHandle, tokens: TokenRegistry| {
+            AppState::new(Inner {
+                radar: radar.clone(),
+                reference: reference.clone(),
+                watchlist: WatchlistService::new(Arc::new(db.clone()), market_clock.clone()),
+                market: market.clone(),
+                execution_broker: execution.name(),
+                live: live.clone(),
+                events: events.clone(),
+                market_clock: market_clock.clone(),
+                engine,
+                jobs: jobs.clone(),
+                trade_cache: Default::default(),
+                order_pages: Default::default(),
+                rate_limiter: RateLimiter::new(config.auth.rate_limit_per_second, config.auth.rate_limit_burst),
+                client_limiter: crate::http::client_limit::ClientLimiter::new(
+                    config.auth.anonymous_rate_limit_per_second,
+                    config.auth.anonymous_rate_limit_burst,
+                ),
+                refusals: Default::default(),
+                audit: audit.clone(),
+                audit_store: audit_store.clone(),
+                config: config.clone(),
+                clock: clock.clone(),
+                db: db.clone(),
+                cache: cache.clone(),
+                tokens,
+                settings: settings.clone(),
+                health: HealthMonitor::default(),
+                metrics: metrics.clone(),
+            })
+        };
+        if let Some(standby) = overrides.standby {
+            let tokens = TokenRegistry::load(Arc::new(db.clone())).await.map_err(|e| anyhow::anyhow!("{e}"))?;
+            standby(http::router::database_reads(state_around(crate::engine::EngineHandle::detached(), tokens)));
+        }
         // This engine's term: it writes trading state only while no newer engine has
         // taken the database over. On PostgreSQL, where several services may share the
         // database, the term is elected: this service waits while another holds it (a hot
@@ -216,25 +277,6 @@ impl Application {
             broker: execution.clone(),
             market: market.clone(),
         };
-        let jobs = crate::jobs::Jobs::new(crate::jobs::JobContext {
-            db: db.clone(),
-            events: events.clone(),
-            market: market.clone(),
-            reference: reference_data,
-            settings: settings.subscribe(),
-            clock: clock.clone(),
-            market_clock: market_clock.clone(),
-            limits: job_limits(&config),
-            worker: crate::jobs::worker_name(&node),
-            downloads: Default::default(),
-            backtests: Default::default(),
-            sweeps: Default::default(),
-            desk: desk_source(&config),
-            sweep_threads: Default::default(),
-            walk_forward_findings: Default::default(),
-        });
-        let audit = crate::audit_outbox::AuditOutbox::wrap(Arc::new(db.clone()));
-        let audit_store: Arc<dyn tradeops_store::AuditRepository> = Arc::new(db.clone());
         if let Some(live) = &live {
             crate::feed::simulated::warm_up(market_clock.as_ref(), &settings, &radar, live.clone()).await?;
         }
@@ -243,36 +285,7 @@ impl Application {
             .await;
         let (engine, engine_task) =
             crate::engine::spawn_engine(engine_deps).await.context("restoring the trading engine")?;
-        let state = AppState::new(Inner {
-            radar: radar.clone(),
-            reference,
-            watchlist: WatchlistService::new(Arc::new(db.clone()), market_clock.clone()),
-            market: market.clone(),
-            execution_broker: execution.name(),
-            live,
-            events: events.clone(),
-            market_clock,
-            engine: engine.clone(),
-            jobs,
-            trade_cache: Default::default(),
-            order_pages: Default::default(),
-            rate_limiter: RateLimiter::new(config.auth.rate_limit_per_second, config.auth.rate_limit_burst),
-            client_limiter: crate::http::client_limit::ClientLimiter::new(
-                config.auth.anonymous_rate_limit_per_second,
-                config.auth.anonymous_rate_limit_burst,
-            ),
-            refusals: Default::default(),
-            audit,
-            audit_store,
-            config,
-            clock: clock.clone(),
-            db,
-            cache,
-            tokens,
-            settings: settings.clone(),
-            health: HealthMonitor::default(),
-            metrics: metrics.clone(),
-        });
+        let state = state_around(engine.clone(), tokens);
         let probes = Arc::new(Probes {
             clock: clock.clone(),
             events,
@@ -290,6 +303,7 @@ impl Application {
             execution: execution.clone(),
             term: (election.node_id().to_string(), epoch),
         });
+        state.health.watch_database(state.db.clone());
         state.health.probe_all(&probes).await;
 
         let listener =

@@ -51,6 +51,15 @@ pub struct EngineHandle {
 pub struct EngineGone;
 
 impl EngineHandle {
+    /// A handle to no engine, for a service that does not run one (a cluster node waiting for
+    /// the engine's term, answering reads from the database meanwhile): every command finds the
+    /// engine gone ([`EngineGone`]), and the view is an empty book.
+    pub fn detached() -> EngineHandle {
+        let (tx, _) = mpsc::channel(1);
+        let (_, view) = watch::channel(Arc::new(EngineView::default()));
+        EngineHandle { tx, view }
+    }
+
     pub async fn send(&self, command: Command) -> Result<Result<Reply, CommandError>, EngineGone> {
         let (reply, answer) = oneshot::channel();
         self.tx.send(Input::Command(command, reply)).await.map_err(|_| EngineGone)?;

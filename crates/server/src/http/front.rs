@@ -1,16 +1,24 @@
 //! The cluster's front door: on PostgreSQL every `serve` process listens at once,
 //! whether or not it runs the engine. The one that holds the engine's term is the **leader**:
 //! its front hands each request to its own router, in process. Every other is a **follower**
-//! (a hot standby): its front forwards each request — reads, commands, the SSE stream, the
-//! console's files — to the leader's advertised address, and relays the leader's answer as it
-//! is (status, headers, body, streamed), so a caller gets the leader's result from any node and
-//! the leader alone authenticates, rate-limits, audits and acts. The one exception is the
+//! (a hot standby): its front forwards each request — commands, reads of the engine's state,
+//! the SSE stream, the console's files — to the leader's advertised address, and relays the
+//! leader's answer as it is (status, headers, body, streamed), so a caller gets the leader's
+//! result from any node and the leader alone authenticates, rate-limits, audits and acts on
+//! them (the reads of the database, below, a follower answers itself). The one exception is the
 //! emergency halt: a follower stores it first, so it is applied even while no leader answers
 //! (it is changing) — see `Front::halt`.
 //!
-//! When no leader can be reached (a failover in progress), a follower answers
-//! `SERVICE_UNAVAILABLE` (503, `Retry-After: 1`, `detail.reason`), and once it takes the term
-//! over itself its front becomes the leader's: one listener throughout, nothing to rebind.
+//! Reads need no engine: the plain reads the database answers alone ([`DATABASE_READS`]: the
+//! settings and their history, the audit log, the tokens, who the caller is) a follower answers
+//! itself, from the database, through the router of its standby service
+//! ([`Front::serve_reads`]): with no leader at all (a node restarted alone, a failover) they
+//! answer as the leader's would, and only commands and reads of the live engine's state wait
+//! for a leader (CONTRACT §10: every node serves the whole API).
+//!
+//! When no leader can be reached (a failover in progress), a follower answers every other
+//! request `SERVICE_UNAVAILABLE` (503, `Retry-After: 1`, `detail.reason`), and once it takes the
+//! term over itself its front becomes the leader's: one listener throughout, nothing to rebind.
 //! Every answer carries `X-Tradeops-Node` (who answered) and, forwarded, `X-Tradeops-Leader`.
 
 use crate::domain::tokens::{Principal, TokenRegistry};
@@ -54,6 +62,12 @@ const MAX_FORWARDED_BODY: usize = 64 * 1024 * 1024;
 /// How long a follower trusts the leader's address it read before reading it again.
 const LEADER_CACHE: Duration = Duration::from_millis(250);
 
+/// The reads a follower answers itself from the database (with `GET`): what they show is stored
+/// there and nowhere else — no engine's books, no market, no job in progress — so any node's
+/// answer is the leader's. Exact paths: `/api/auth/tokens/{name}` only deletes.
+pub const DATABASE_READS: [&str; 5] =
+    ["/api/settings", "/api/settings/history", "/api/audit", "/api/auth/tokens", "/api/auth/me"];
+
 /// The emergency halt's routes (the second a deprecated alias).
 const HALT_PATHS: [&str; 2] = ["/api/risk/emergency-halt", "/api/emergency/liquidate"];
 
@@ -82,6 +96,9 @@ pub struct Front {
     clock: Arc<dyn Clock>,
     client: reqwest::Client,
     role: RwLock<Role>,
+    /// While following: the standby service's router, for the [`DATABASE_READS`] (none until
+    /// the standby service is built).
+    reads: RwLock<Option<Router>>,
     /// The leader (its node id and address) as last read, and when.
     leader: tokio::sync::Mutex<Option<(Leader, tokio::time::Instant)>>,
     /// The trading mode last seen (a follower's own refusals carry it in `meta`).
@@ -126,6 +143,7 @@ impl Front {
             clock,
             client,
             role: RwLock::new(Role::Follower),
+            reads: RwLock::new(None),
             leader: tokio::sync::Mutex::new(None),
             mode: RwLock::new(mode),
             tokens,
@@ -142,6 +160,20 @@ impl Front {
     /// This node took the engine's term: from now on requests go to `router`, in process.
     pub fn lead(&self, router: Router) {
         *self.role.write().unwrap_or_else(|e| e.into_inner()) = Role::Leader(router);
+        self.reads.write().unwrap_or_else(|e| e.into_inner()).take();
+    }
+
+    /// While this node follows, the [`DATABASE_READS`] are answered by `router` (the standby
+    /// service's, whose engine is detached), in process, leader or none.
+    pub fn serve_reads(&self, router: Router) {
+        *self.reads.write().unwrap_or_else(|e| e.into_inner()) = Some(router);
+    }
+
+    /// The router that answers `req` here while following: the standby service's for a read of
+    /// the database, if it is built; `None` to forward.
+    fn local_read(&self, req: &Request) -> Option<Router> {
+        let read = req.method() == axum::http::Method::GET && DATABASE_READS.contains(&req.uri().path());
+        read.then(|| self.reads.read().unwrap_or_else(|e| e.into_inner()).clone()).flatten()
     }
 
     /// A request a follower forwarded carries the client's address and the cluster's secret:
@@ -388,15 +420,21 @@ impl Front {
     }
 }
 
-/// Every request: to this node's own router when it leads, else forwarded to the leader.
+/// Every request: to this node's own router when it leads; else a read of the database to the
+/// standby service's router, and anything else forwarded to the leader.
 async fn dispatch(State(front): State<Arc<Front>>, req: Request) -> Response {
     let role = front.role.read().unwrap_or_else(|e| e.into_inner()).clone();
-    let mut response = match role {
-        Role::Leader(router) => match router.oneshot(front.believe_forwarded(req)).await {
+    // The leader's own router, or a follower's standby router for a read of the database.
+    let here = match role {
+        Role::Leader(router) => Some(router),
+        Role::Follower => front.local_read(&req),
+    };
+    let mut response = match here {
+        Some(router) => match router.oneshot(front.believe_forwarded(req)).await {
             Ok(response) => response,
             Err(never) => match never {},
         },
-        Role::Follower => {
+        None => {
             let mode = *front.mode.read().unwrap_or_else(|e| e.into_inner());
             let ctx = RequestContext { request_id: request_id(&req), mode, clock: front.clock.clone() };
             let id = ctx.request_id.clone();

@@ -1,6 +1,7 @@
 //! Middleware every request passes: request id and mode (the envelope's `meta`), response
 //! headers `X-Request-Id` and `X-Trading-Mode`, metrics, request spans, and panics turned into
-//! the `INTERNAL_ERROR` envelope.
+//! the `INTERNAL_ERROR` envelope; and, on a cluster node that does not lead, the settings and
+//! tokens read again from the database before its reads ([`follow_the_database`]).
 
 use crate::http::envelope::{RequestContext, REQUEST};
 use crate::http::error::{ApiError, ErrorCode};
@@ -74,4 +75,13 @@ pub async fn envelope_not_found(response: Response) -> Response {
         return ApiError::not_found("No documentation page at this path").into_response();
     }
     response
+}
+
+/// Takes the settings and tokens the database holds when they are newer than this process's
+/// (a node that does not lead follows the leader's changes this way); a database that cannot be
+/// read leaves them as they are, and the request itself says so.
+pub async fn follow_the_database(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let _ = state.settings.reload_if_newer().await;
+    let _ = state.tokens.refresh().await;
+    next.run(req).await
 }

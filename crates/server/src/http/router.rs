@@ -35,6 +35,16 @@ pub fn router(state: AppState, extra: Router<AppState>) -> Router {
         .with_state(state)
 }
 
+/// The surface of a cluster node that does not lead, for the reads [`crate::http::front`]
+/// answers from the database: the same routes and middleware over a state whose engine is
+/// [`crate::engine::EngineHandle::detached`]. Before each request the settings and tokens are
+/// read again when the database holds newer ones (the leader changes them), so a read answers
+/// what the database holds, as the leader's would.
+pub fn database_reads(state: AppState) -> Router {
+    router(state.clone(), Router::new())
+        .layer(axum::middleware::from_fn_with_state(state, http::middleware::follow_the_database))
+}
+
 async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], state.metrics.encode())
 }

@@ -28,13 +28,13 @@ async fn import_daily(app: &TestApp, symbol: &str, csv: &'static str, bars: u64)
     assert_eq!(app.raw(req).await.assert_ok(200)["bars"], bars);
 }
 
-async fn import_golden(app: &TestApp) {
+pub(crate) async fn import_golden(app: &TestApp) {
     import_daily(app, "GOLDN", GOLDEN_CSV, 80).await;
 }
 
 /// The golden request: sma_cross 5/10 on 80 fixed daily bars, with commission and slippage,
 /// under risk limits wide enough for an all-in strategy.
-fn golden_request() -> Value {
+pub(crate) fn golden_request() -> Value {
     json!({
         "strategy_id": "sma_cross", "symbol": "GOLDN", "timeframe": "1d",
         "start": "2026-01-01T00:00:00Z", "end": "2026-05-01T00:00:00Z",
@@ -316,7 +316,7 @@ async fn wait_sweep(app: &TestApp, id: &str) -> Value {
     panic!("sweep {id} never finished");
 }
 
-fn sweep_request(grid: Value) -> Value {
+pub(crate) fn sweep_request(grid: Value) -> Value {
     let mut body = golden_request();
     let body = body.as_object_mut().unwrap();
     body.remove("parameters");

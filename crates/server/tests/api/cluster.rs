@@ -734,3 +734,119 @@ fn a_follower_forwards_each_client_s_own_address() {
     crate::cli::terminate(&mut b);
     crate::cli::terminate(&mut a);
 }
+
+/// `METHOD path` on `base` as the admin: the status and the body.
+async fn status_and_body(
+    client: &reqwest::Client,
+    base: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<serde_json::Value>,
+) -> (u16, serde_json::Value) {
+    let mut req = client.request(method, format!("{base}{path}")).bearer_auth(crate::crash::CRASH_TOKEN);
+    if let Some(body) = body {
+        req = req.json(&body);
+    }
+    let answer = req.send().await.unwrap();
+    (answer.status().as_u16(), answer.json().await.unwrap_or_default())
+}
+
+/// Reads need no engine: a node whose leader does not exist (the term is held, renewed, by a
+/// holder that never listens) answers the plain reads of the database — the settings, the
+/// audit log, the tokens — with what the database holds, written there after it started,
+/// while commands and reads of the engine's books answer 503 `no_engine_leader`. Once it takes
+/// the term, it serves them as the leader.
+#[test]
+fn a_node_with_no_leader_serves_the_database_s_reads() {
+    use tradeops_store::{AuditRepository, SettingsRepository};
+    const TEST: &str = "a_node_with_no_leader_serves_the_database_s_reads";
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let Some((_keep, url)) = rt.block_on(postgres_db(TEST)) else { return };
+    let db = rt.block_on(Database::open(&url)).unwrap();
+    // The term's holder: this test, which renews it and keeps its lock but never listens.
+    let ghost = electing(&db, Duration::from_secs(60))("ghost-without-an-address");
+    let epoch = rt.block_on(ghost.acquire()).unwrap();
+    let holder = ghost.clone();
+    let renewing = rt.spawn(async move { holder.hold(epoch).await });
+
+    let dir = tempfile::tempdir().unwrap();
+    let (mut node, lines) = serve_on(dir.path(), &url);
+    let base = listening(&lines.recv_timeout(Duration::from_secs(30)).expect("the node listens"));
+    let client = reqwest::Client::new();
+    rt.block_on(async {
+        use reqwest::Method;
+        // Its standby service is built while it listens already: the reads are its own once
+        // the first answers.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let (status, body) = status_and_body(&client, &base, Method::GET, "/api/settings", None).await;
+            if status == 200 {
+                break;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "the settings never answered: {status} {body}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        // Written to the database after the node started (as a leader would): the node answers
+        // what the database holds, not what it loaded.
+        let latest = db.latest_settings().await.unwrap().expect("the settings are stored");
+        let mut settings: serde_json::Value = serde_json::from_str(&latest.settings).unwrap();
+        settings["risk_controls"]["max_daily_loss"] = json!(777);
+        let version = tradeops_store::SettingsVersion {
+            version: latest.version + 1,
+            settings: settings.to_string(),
+            updated: json!(["risk_controls.max_daily_loss"]).to_string(),
+            actor: "elsewhere".into(),
+            created_at: 1,
+        };
+        db.append_settings(&version).await.unwrap();
+        let entry = tradeops_store::AuditEntry {
+            ts: 1,
+            wall_ts: 1,
+            actor: "elsewhere".into(),
+            role: Some("admin".into()),
+            action: "settings.update".into(),
+            target: "settings".into(),
+            request: json!({"risk_controls": {"max_daily_loss": 777}}).to_string(),
+            outcome: "OK".into(),
+            mode: "DEMO".into(),
+            request_id: "written-elsewhere".into(),
+        };
+        db.append_audit(&entry).await.unwrap();
+
+        let (status, body) = status_and_body(&client, &base, Method::GET, "/api/settings", None).await;
+        assert_eq!((status, body["data"]["risk_controls"]["max_daily_loss"].as_f64()), (200, Some(777.0)), "{body}");
+        let (status, body) = status_and_body(&client, &base, Method::GET, "/api/settings/history?limit=1", None).await;
+        assert_eq!((status, body["data"][0]["version"].as_i64()), (200, Some(latest.version + 1)), "{body}");
+        let (status, body) = status_and_body(&client, &base, Method::GET, "/api/audit?actor=elsewhere", None).await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["data"][0]["request_id"], "written-elsewhere", "{body}");
+        let (status, body) = status_and_body(&client, &base, Method::GET, "/api/auth/tokens", None).await;
+        assert!(status == 200 && body["data"].as_array().is_some_and(|t| !t.is_empty()), "{status} {body}");
+        let (status, body) = status_and_body(&client, &base, Method::GET, "/api/auth/me", None).await;
+        assert_eq!((status, body["data"]["role"].as_str()), (200, Some("admin")), "{body}");
+        // A command, and a read of the engine's books, wait for a leader.
+        let order = json!({"symbol": "AAPL", "side": "BUY", "quantity": 1});
+        for (method, path, body) in [
+            (Method::POST, "/api/orders", Some(order)),
+            (Method::PUT, "/api/settings", Some(json!({"risk_controls": {"max_daily_loss": 600}}))),
+            (Method::GET, "/api/positions", None),
+        ] {
+            let (status, answer) = status_and_body(&client, &base, method.clone(), path, body).await;
+            assert_eq!(
+                (status, answer["error"]["detail"]["reason"].as_str()),
+                (503, Some("no_engine_leader")),
+                "{method} {path}: {answer}"
+            );
+        }
+    });
+    // The holder goes: the node takes the term and serves the same reads as the leader.
+    renewing.abort();
+    rt.block_on(ghost.release(epoch));
+    wait_leads(&lines);
+    rt.block_on(async {
+        let (status, body) = status_and_body(&client, &base, reqwest::Method::GET, "/api/settings", None).await;
+        assert_eq!((status, body["data"]["risk_controls"]["max_daily_loss"].as_f64()), (200, Some(777.0)), "{body}");
+    });
+    crate::cli::terminate(&mut node);
+    rt.block_on(db.close());
+}

@@ -2,7 +2,9 @@
 //! under a temp dir, never the shared server), which the test stops and starts again. While it
 //! is down, requests that need it are refused with 503 `SERVICE_UNAVAILABLE` at once, health
 //! says `DOWN` with HTTP 503, new orders are refused and never sent, and the emergency halt
-//! still acts at once; once it is back, what was held in memory is stored.
+//! still acts at once; once it is back, what was held in memory is stored. And no false
+//! outages: a database that answers, however busy, is never reported down, while one really
+//! stopped is refused within a second.
 
 use crate::helpers::*;
 use serde_json::{json, Value};
@@ -456,4 +458,170 @@ async fn a_frozen_database_never_holds_a_request_or_the_halt() {
     assert_eq!(app.get("/api/risk/state").await.data()["trading_state"], "HALTED");
     assert!(app.get("/api/positions").await.data().as_array().unwrap().is_empty());
     assert_halt_audited(&app, "frozen database").await;
+}
+
+/// A database really stopped is reported within a second (two probes in a row must fail, the
+/// second taken at once after the first): `GET /api/health` answers 503 with the `database`
+/// component `DOWN`, and a read that needs the database is refused 503 at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_database_is_reported_down_within_a_second() {
+    const TEST: &str = "a_stopped_database_is_reported_down_within_a_second";
+    let Some(pg) = OwnPostgres::start(TEST) else { return };
+    let app = start_on(&pg).await;
+    wait_health(&app, "HEALTHY").await;
+    pg.ctl_stop();
+    let stopped = Instant::now();
+    loop {
+        let health = app.call(reqwest::Method::GET, "/api/health", None, None).await;
+        if health.status == 503 && health.data()["components"]["database"] == "DOWN" {
+            break;
+        }
+        assert!(stopped.elapsed() < Duration::from_secs(1), "still {} after {:?}", health.body, stopped.elapsed());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    eprintln!("the stopped database was reported DOWN after {:?}", stopped.elapsed());
+    let started = Instant::now();
+    app.get("/api/audit").await.assert_error(503, "SERVICE_UNAVAILABLE");
+    assert!(started.elapsed() < Duration::from_millis(500), "refused at once, not after {:?}", started.elapsed());
+}
+
+/// Clients hammering the service on PostgreSQL, each on a connection of its own.
+const CLIENTS: usize = 64;
+/// How long they do.
+const LOAD: Duration = Duration::from_secs(8);
+
+/// One client's share of the load: mixed reads and writes until `until`; the answers, by status,
+/// and the body of every 503.
+async fn hammer(app_base: String, client: usize, until: Instant) -> (u64, Vec<String>) {
+    let http = reqwest::Client::new();
+    let (mut answered, mut refused) = (0, Vec::new());
+    let mut n = 0u64;
+    while Instant::now() < until {
+        n += 1;
+        let request = match (client as u64 + n) % 6 {
+            0 => http.get(format!("{app_base}/api/audit?limit=20")),
+            1 => http.get(format!("{app_base}/api/orders?limit=20")),
+            2 => http.get(format!("{app_base}/api/settings")),
+            3 => http.get(format!("{app_base}/api/auth/tokens")),
+            4 => http
+                .put(format!("{app_base}/api/settings"))
+                .json(&json!({"risk_controls": {"max_daily_loss": 500 + (n % 50)}})),
+            _ => http
+                .post(format!("{app_base}/api/auth/tokens"))
+                .json(&json!({"name": format!("load-{client}-{n}"), "role": "viewer"})),
+        };
+        let response = request.bearer_auth(ADMIN_TOKEN).send().await.expect("the service answers");
+        answered += 1;
+        if response.status() == 503 {
+            refused.push(response.text().await.unwrap_or_default());
+        }
+    }
+    (answered, refused)
+}
+
+/// No false outages: 64 connections of mixed reads and writes against a service on
+/// PostgreSQL while a sweep keeps the cores busy get no 503, and health never says the database
+/// is `DOWN` (one slow probe is not an outage, and the probe never waits behind the pool's or
+/// the runtime's queue).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_busy_database_that_answers_is_never_reported_down() {
+    const TEST: &str = "a_busy_database_that_answers_is_never_reported_down";
+    let (db, url) = TestDb::new().await;
+    if !matches!(db, TestDb::Postgres { .. }) {
+        skip(TEST, "the load runs on PostgreSQL: TRADEOPS_TEST_DATABASE_URL is not set", REQUIRE_SERVICES);
+        return;
+    }
+    let mut config = test_config(url);
+    // Thousands of requests a second from one token: its budget is not what this tests.
+    (config.auth.rate_limit_per_second, config.auth.rate_limit_burst) = (1_000_000, 1_000_000);
+    let app = start(config, std::sync::Arc::new(db), axum::Router::new()).await;
+    crate::backtests::import_golden(&app).await;
+    let grid = json!({"fast": {"from": 2, "to": 19, "step": 1}, "slow": {"from": 20, "to": 80, "step": 1}});
+    let sweep = app.post("/api/backtests/sweeps", ADMIN_TOKEN, crate::backtests::sweep_request(grid)).await;
+    let sweep = sweep.assert_ok(202)["sweep_id"].as_str().unwrap().to_string();
+
+    let until = Instant::now() + LOAD;
+    let clients: Vec<_> = (0..CLIENTS).map(|c| tokio::spawn(hammer(app.base.clone(), c, until))).collect();
+    let mut health_down = Vec::new();
+    while Instant::now() < until {
+        let health = app.call(reqwest::Method::GET, "/api/health", None, None).await;
+        if health.data()["components"]["database"] == "DOWN" {
+            health_down.push(health.body.to_string());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (mut answered, mut refused) = (0, Vec::new());
+    for client in clients {
+        let (n, r) = client.await.unwrap();
+        answered += n;
+        refused.extend(r);
+    }
+    let sweep = app.get(&format!("/api/backtests/sweeps/{sweep}")).await;
+    eprintln!("{answered} requests from {CLIENTS} connections; the sweep: {}", sweep.data()["status"]);
+    assert!(answered >= CLIENTS as u64 * 4, "the load ran: {answered} requests");
+    assert!(
+        refused.is_empty(),
+        "{} requests refused 503 while the database answered: {:?}",
+        refused.len(),
+        &refused[..refused.len().min(3)]
+    );
+    assert!(health_down.is_empty(), "health said the database was DOWN: {:?}", health_down.first());
+    assert_ne!(sweep.data()["status"], "QUEUED", "the sweep ran during the load: {}", sweep.body);
+}
+
+/// A database that stalls for a moment (its cluster paused 0.85 s, as a checkpoint or a busy
+/// machine pauses it) is slow, not down: one probe gets no answer in time, and that alone is no
+/// outage. Requests through the stall are answered, none refused 503, and health says the
+/// database is `DEGRADED` meanwhile, never `DOWN`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_that_stalls_for_a_moment_is_slow_not_down() {
+    const TEST: &str = "a_database_that_stalls_for_a_moment_is_slow_not_down";
+    let Some(pg) = OwnPostgres::start(TEST) else { return };
+    let app = start_on(&pg).await;
+    wait_health(&app, "HEALTHY").await;
+    let until = Instant::now() + Duration::from_secs(3);
+    let readers: Vec<_> = (0..4)
+        .map(|_| {
+            let (client, url) = (app.client.clone(), app.url("/api/audit?limit=5"));
+            tokio::spawn(async move {
+                let mut statuses = Vec::new();
+                while Instant::now() < until {
+                    let answer = client.get(&url).bearer_auth(ADMIN_TOKEN).send().await.unwrap();
+                    statuses.push(answer.status().as_u16());
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                statuses
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    pg.freeze();
+    let frozen = Instant::now();
+    let mut health = Vec::new();
+    while Instant::now() < until {
+        if frozen.elapsed() >= Duration::from_millis(850) && pg_frozen(&health) {
+            pg.thaw();
+            health.push("thawed".to_string());
+        }
+        let reply = app.call(reqwest::Method::GET, "/api/health", None, None).await;
+        health.push(reply.data()["components"]["database"].as_str().unwrap_or_default().to_string());
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    if pg_frozen(&health) {
+        pg.thaw();
+    }
+    let mut statuses = Vec::new();
+    for reader in readers {
+        statuses.extend(reader.await.unwrap());
+    }
+    health.dedup();
+    eprintln!("health through the stall: {health:?}");
+    assert!(health.iter().any(|s| s == "DEGRADED"), "the stall was seen (a probe unanswered): {health:?}");
+    assert!(!health.iter().any(|s| s == "DOWN"), "health said the database was DOWN: {health:?}");
+    assert!(statuses.iter().all(|s| *s == 200), "requests through the stall: {statuses:?}");
+}
+
+/// Whether the cluster is still paused, by what the stall test noted (`thawed` once resumed).
+fn pg_frozen(noted: &[String]) -> bool {
+    !noted.iter().any(|n| n == "thawed")
 }
