@@ -82,6 +82,11 @@ pub trait MarketData: Send + Sync {
     async fn ping(&self, now: Timestamp) -> Result<(), MarketDataError>;
     /// Previous close, last trade and quote of `symbol` now; `None` when the source has none
     /// (an unknown symbol, or no live data yet).
+    /// An operator looks at `symbol` (its quote, its chart): a source that streams only some
+    /// symbols streams this one too for a while, so its quote is live and its trading status
+    /// known (CONTRACT §11: halts of every symbol the service follows, charted included).
+    /// Nothing for a source that knows every symbol's state.
+    fn show(&self, _symbol: &Symbol) {}
     async fn snapshot(&self, symbol: &Symbol) -> Option<Snapshot>;
     /// The last completed minute bar of `symbol` and its relative volume; `None` before one.
     async fn last_closed_bar(&self, symbol: &Symbol) -> Option<ClosedBar>;

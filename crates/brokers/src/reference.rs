@@ -150,6 +150,10 @@ impl MarketData for WithReference {
         self.inner.halt(symbol)
     }
 
+    fn show(&self, symbol: &Symbol) {
+        self.inner.show(symbol)
+    }
+
     fn halt_windows(
         &self,
         symbol: &Symbol,

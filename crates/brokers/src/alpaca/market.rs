@@ -6,7 +6,7 @@
 //! ([`ReferenceData`], shared with the service), and are unknown (`None`) where nothing was
 //! imported.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
@@ -26,6 +26,10 @@ use super::rest::{AlpacaCredentials, ClientBuildError};
 use crate::market::{closed_bars, ClosedBar, Instrument, MarketData, MarketDataError, Snapshot};
 use crate::reference::ReferenceData;
 use crate::simulated::live::{RadarScan, AVERAGE_VOLUME_DAYS, MAX_RADAR_ROWS};
+
+/// How long a symbol an operator looked at ([`MarketData::show`]: its quote, its chart) stays
+/// streamed after the last look (service clock).
+pub const SHOWN_FOR: Duration = Duration::minutes(5);
 
 /// How long a REST snapshot is served again by [`MarketData::snapshot`] (service clock).
 pub const REST_SNAPSHOT_TTL: Duration = Duration::seconds(5);
@@ -133,6 +137,24 @@ pub struct AlpacaMarketData {
     last_ping: Mutex<Option<(Timestamp, Option<String>)>>,
     /// The latest comparison of Alpaca's calendar with core's NYSE calendar.
     calendar_check: Mutex<Option<CalendarCheck>>,
+    /// What the stream follows: the symbols the engine follows ([`AlpacaMarketData::set_watched`])
+    /// and those an operator looked at within [`SHOWN_FOR`], with when they were last looked at.
+    subscription: Mutex<Subscription>,
+}
+
+/// The stream's symbols, by why they are streamed.
+#[derive(Default)]
+struct Subscription {
+    followed: BTreeSet<Symbol>,
+    shown: BTreeMap<Symbol, Timestamp>,
+}
+
+impl Subscription {
+    /// The symbols to stream at `now`, forgetting the looks older than [`SHOWN_FOR`].
+    fn symbols(&mut self, now: Timestamp) -> BTreeSet<Symbol> {
+        self.shown.retain(|_, at| now - *at < SHOWN_FOR);
+        self.followed.iter().chain(self.shown.keys()).cloned().collect()
+    }
 }
 
 pub use crate::market::CalendarCheck;
@@ -209,6 +231,7 @@ impl AlpacaMarketData {
             rest_snapshots: Mutex::new(HashMap::new()),
             last_ping: Mutex::new(None),
             calendar_check: Mutex::new(None),
+            subscription: Mutex::new(Subscription::default()),
         }
     }
 
@@ -251,12 +274,27 @@ impl AlpacaMarketData {
         &self.client
     }
 
-    /// Streams the trades, quotes, minute bars and trading statuses of `symbols` (and only
-    /// those: the halts of the others are forgotten); without a stream, nothing.
+    /// Streams the trades, quotes, minute bars and trading statuses of `symbols` — the symbols
+    /// the engine follows — and of those an operator looked at within [`SHOWN_FOR`]
+    /// ([`MarketData::show`]), and only those: the halts of the others are forgotten. Called
+    /// again (every second by the feed) it also drops the looks that are over. Without a
+    /// stream, nothing.
     pub fn set_watched(&self, symbols: impl IntoIterator<Item = Symbol>) {
+        let mut subscription = self.subscription.lock().unwrap_or_else(PoisonError::into_inner);
+        subscription.followed = symbols.into_iter().collect();
+        let symbols = subscription.symbols(self.clock.now());
+        drop(subscription);
         if let Some(stream) = &self.stream {
             stream.set_watched(symbols);
         }
+    }
+
+    /// The symbols streamed because an operator looked at them (not followed by the engine)
+    /// within [`SHOWN_FOR`]: the charts' live bars include them.
+    pub fn shown(&self) -> BTreeSet<Symbol> {
+        let subscription = self.subscription.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = self.clock.now();
+        subscription.shown.iter().filter(|(_, at)| now - **at < SHOWN_FOR).map(|(s, _)| s.clone()).collect()
     }
 
     /// The halts of the streamed symbols as they change (each with whether it was heard before
@@ -451,6 +489,26 @@ impl MarketData for AlpacaMarketData {
     /// arrives ([`super::halts`] says why); `None` without a stream (REST has no halt state).
     fn halt(&self, symbol: &Symbol) -> Option<SymbolHalt> {
         self.stream.as_ref()?.halts().get(symbol)
+    }
+
+    /// Streams `symbol` (a symbol of Alpaca's universe) for [`SHOWN_FOR`] from now, so that
+    /// its quote is live and its trading status is Alpaca's `statuses` channel's (CONTRACT
+    /// §11): subscribed at once the first time, kept while it is looked at again.
+    fn show(&self, symbol: &Symbol) {
+        if self.stream.is_none() || !self.knows(symbol) {
+            return;
+        }
+        let now = self.clock.now();
+        let mut subscription = self.subscription.lock().unwrap_or_else(PoisonError::into_inner);
+        let new = subscription.shown.insert(symbol.clone(), now).is_none() && !subscription.followed.contains(symbol);
+        if !new {
+            return;
+        }
+        let symbols = subscription.symbols(now);
+        drop(subscription);
+        if let Some(stream) = &self.stream {
+            stream.set_watched(symbols);
+        }
     }
 
     /// The latest [`AlpacaMarketData::check_calendar`] result.
@@ -689,5 +747,21 @@ mod tests {
         assert_eq!(market.last_closed_bar(&abcd).await, None, "15:30 had no trade: no bar, not 15:29's again");
         clock.set(at(15, 29, 30));
         assert_eq!(market.last_closed_bar(&abcd).await, None, "not closed yet");
+    }
+
+    /// The stream follows the engine's symbols and those looked at within [`SHOWN_FOR`]: a look
+    /// renewed keeps a symbol, one older is dropped.
+    #[test]
+    fn a_symbol_looked_at_is_streamed_for_a_while() {
+        let at = |m: i64| Timestamp::from_timestamp(1_800_000_000 + m * 60, 0).unwrap();
+        let sym = |s: &str| Symbol::parse(s).unwrap();
+        let mut sub = Subscription::default();
+        sub.followed.insert(sym("HELD"));
+        sub.shown.insert(sym("LOOK"), at(0));
+        sub.shown.insert(sym("HELD"), at(0));
+        assert_eq!(sub.symbols(at(4)), [sym("HELD"), sym("LOOK")].into_iter().collect());
+        assert_eq!(sub.symbols(at(5)), [sym("HELD")].into_iter().collect(), "five minutes after the last look");
+        sub.shown.insert(sym("LOOK"), at(5));
+        assert_eq!(sub.symbols(at(9)), [sym("HELD"), sym("LOOK")].into_iter().collect(), "looked at again");
     }
 }

@@ -44,9 +44,10 @@ pub async fn run_marks(state: FeedDeps, alpaca: Arc<AlpacaMarketData>) {
         let followed: BTreeSet<Symbol> = state.engine.view().followed.iter().cloned().collect();
         if followed != subscribed {
             tracing::info!(symbols = followed.len(), "Alpaca stream subscribed to the symbols the engine follows");
-            alpaca.set_watched(followed.iter().cloned());
             subscribed = followed;
         }
+        // Every second: also ends the streaming of symbols an operator stopped looking at.
+        alpaca.set_watched(subscribed.iter().cloned());
         let now = state.market_clock.now();
         let minute = minute_floor(now - BAR_SETTLE);
         let bar_closed = last_bar_minute.is_some_and(|last| minute > last);
@@ -57,9 +58,10 @@ pub async fn run_marks(state: FeedDeps, alpaca: Arc<AlpacaMarketData>) {
             return; // the engine has stopped: the service is shutting down
         }
         if bar_closed {
-            // The charts' bars: the streamed symbols' (held, watched, working orders) only —
+            // The charts' bars: the streamed symbols' (held, watched, working orders, looked at) only —
             // the radar's other rows would cost REST requests from Alpaca's budget.
-            let symbols = super::chart_symbols(&state, 0).await;
+            let mut symbols = super::chart_symbols(&state, 0).await;
+            symbols.extend(alpaca.shown());
             crate::bars_feed::publish_closed_bars(state.market.as_ref(), &state.events, symbols).await;
         }
     }

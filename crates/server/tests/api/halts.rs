@@ -128,3 +128,37 @@ async fn a_halt_on_the_stream_refuses_market_orders_and_closes_until_the_reopen(
     app.wait_for_order(id, "FILLED").await;
     wait_until("flat", Duration::from_secs(10), position, |p| p.is_null() || p["quantity"] == 0).await;
 }
+
+/// A symbol the service does not follow (not held, not watched, no order) but an operator looks
+/// at — its quote, its chart — is streamed too, statuses included: its halt reads on the quote
+/// as it does for a followed symbol (CONTRACT §11).
+#[tokio::test]
+async fn a_symbol_only_looked_at_has_its_halts_streamed_too() {
+    let alpaca = StandIn::start_on(service_clock()).await;
+    alpaca.add_mover("LOOK", 1000, 1200, 5_000_000);
+    let app = start_service(&alpaca).await;
+    let quote = || async { app.get("/api/market/quote?symbol=LOOK").await };
+    // Once Alpaca's universe is loaded, LOOK has a quote; asking for it is looking at it.
+    wait_until("LOOK's quote", Duration::from_secs(20), quote, |q| q.status == 200).await;
+    let subscribed = |r: &Vec<Value>| {
+        r.iter()
+            .any(|m| m["action"] == "subscribe" && m["statuses"].as_array().is_some_and(|s| s.contains(&json!("LOOK"))))
+    };
+    wait_until("LOOK's statuses subscribed", Duration::from_secs(10), || async { alpaca.received() }, subscribed).await;
+    assert!(app.get("/api/watchlist").await.data().as_array().unwrap().is_empty(), "not followed by the engine");
+    alpaca.send(json!([{"T": "s", "S": "LOOK", "sc": "H", "sm": "Trading Halt", "rc": "T1",
+        "rm": "Halt News Pending", "t": wall_now(), "z": "C"}]));
+    let halted = wait_until("LOOK halted on its quote", Duration::from_secs(10), quote, |q| {
+        q.status == 200 && q.data()["trading_status"] == "HALTED"
+    })
+    .await;
+    assert_eq!(halted.data()["halt"]["reason_code"], "T1", "{}", halted.body);
+    // Still subscribed a few engine steps later (the feed renews the subscription every second).
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert!(
+        !alpaca.received().iter().any(|m| m["action"] == "unsubscribe"),
+        "a symbol looked at stays streamed for a while: {:?}",
+        alpaca.received()
+    );
+    assert_eq!(quote().await.data()["trading_status"], "HALTED");
+}

@@ -94,6 +94,9 @@ pub async fn bars(
     if (end - start).num_seconds() / step > MAX_BARS {
         return Err(ApiError::validation("end", format!("at most {MAX_BARS} bars per request; shorten the range")));
     }
+    // A chart of the symbol: its live bars and trading status follow (a source that streams
+    // only some symbols streams it for a while).
+    state.market.show(&q.symbol);
     let bars = state.market.bars(&q.symbol, timeframe, start, end).await.map_err(|e| match e {
         MarketDataError::UnknownSymbol(s) => {
             ApiError::not_found(format!("{s} is not a symbol of the market data broker"))
@@ -184,6 +187,9 @@ pub async fn quote(
     _caller: Caller,
     Query(q): Query<QuoteQuery>,
 ) -> ApiResult<ApiResponse<QuoteRow>> {
+    // Looked at: its quote and trading status stay live (streamed for a while where the source
+    // streams only some symbols; CONTRACT §11).
+    state.market.show(&q.symbol);
     let snapshot = state
         .market
         .snapshot(&q.symbol)
