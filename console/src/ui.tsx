@@ -1,7 +1,7 @@
 // Shared building blocks: data loading, tables, dialogs, notices and form fields.
 import type { ComponentChildren, JSX } from "preact";
 import { signal } from "@preact/signals";
-import { useCallback, useEffect, useRef, useState } from "preact/hooks";
+import { useCallback, useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import { ApiError } from "./api";
 import { refusalWords } from "./halts";
 import { canOperate } from "./session";
@@ -264,11 +264,17 @@ export function Modal({
   wide?: boolean;
   testid?: string;
 }) {
-  useEffect(() => {
-    const key = (e: KeyboardEvent) => e.key === "Escape" && onClose();
+  // Escape closes the dialog from the moment it shows: the listener is added with the dialog's
+  // DOM (a layout effect, not an effect deferred until after the next paint, which a key
+  // pressed as soon as the dialog appears could beat), once, reading the latest `onClose`
+  // (callers pass a new one on each render).
+  const close = useRef(onClose);
+  close.current = onClose;
+  useLayoutEffect(() => {
+    const key = (e: KeyboardEvent) => e.key === "Escape" && close.current();
     window.addEventListener("keydown", key);
     return () => window.removeEventListener("keydown", key);
-  }, [onClose]);
+  }, []);
   return (
     <div class="overlay" onClick={onClose}>
       <div class={`modal ${wide ? "wide" : ""}`} role="dialog" aria-modal="true" data-testid={testid} onClick={(e) => e.stopPropagation()}>
