@@ -472,6 +472,35 @@ async fn a_frozen_database_never_holds_a_request_or_the_halt() {
     assert_halt_audited(&app, "frozen database").await;
 }
 
+/// A service whose database link is black-holed (its own cluster frozen: connections open, no
+/// byte answered) cannot renew its term, so once the term's window has passed it sends the
+/// broker nothing — not even the emergency halt's exit, which another service reaching the
+/// database could be sending by then. The halt is answered at once, in memory; its exit fills
+/// once the database answers again and the term is renewed.
+#[tokio::test]
+async fn a_service_whose_renewals_stall_sends_nothing_after_its_term_s_window() {
+    const TEST: &str = "a_service_whose_renewals_stall_sends_nothing_after_its_term_s_window";
+    let Some(pg) = OwnPostgres::start(TEST) else { return };
+    let app = start_on(&pg).await;
+    let (held, _) = app.market_symbols(1).await.remove(0);
+    buy_filled(&app, &held).await;
+
+    pg.freeze();
+    // Past the window of the last renewal sent before the freeze (with room for a slow machine).
+    let window = tradeops_server::cluster::LEASE - tradeops_server::cluster::MARGIN;
+    tokio::time::sleep(window * 2).await;
+    let started = Instant::now();
+    halt_held_through_the_outage(&app, started, "renewals stalled").await;
+
+    pg.thaw();
+    wait_health(&app, "HEALTHY").await;
+    wait_until_stored(&app).await;
+    let exits = app.get(&format!("/api/orders?symbol={held}")).await;
+    let sells: Vec<_> = exits.data().as_array().unwrap().iter().filter(|o| o["side"] == "SELL").collect();
+    assert_eq!(sells.len(), 1, "the exit kept back is sent once, not replaced: {}", exits.body);
+    assert_eq!(sells[0]["status"], "FILLED", "{}", exits.body);
+}
+
 /// A database really stopped is reported within a second (two probes in a row must fail, the
 /// second taken at once after the first): `GET /api/health` answers 503 with the `database`
 /// component `DOWN`, and a read that needs the database is refused 503 at once.
