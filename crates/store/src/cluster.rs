@@ -3,8 +3,10 @@
 //! term. When that service dies (`kill -9`, a lost machine whose socket is reset) PostgreSQL ends
 //! its session and frees the lock at once, so a waiting service learns of the death without
 //! waiting out the lease; a service that is only paused (SIGSTOP) keeps its session and its
-//! lock, and is taken over after the lease as before. Safety never rests on the lock: every
-//! trading write is fenced to its term (`Database::fenced`).
+//! lock, and is taken over after a longer wait. Safety never rests on the lock — a lock freed
+//! because a proxy cut the connection does not prove the holder stopped: the holder stops
+//! sending when its renewals stop (the server's `cluster::Term`), and every trading write is
+//! fenced to its term (`Database::fenced`).
 
 use serde::Serialize;
 use sqlx::{AnyConnection, Connection, Row};
@@ -84,6 +86,12 @@ impl LeaderLock {
             // The session is gone, and the lock with it.
             self.connection = None;
         }
+    }
+
+    /// Drops the connection, and the lock with it (a check that did not answer in time: its
+    /// session's state is unknown, so it is not used again).
+    pub fn drop_connection(&mut self) {
+        self.lost();
     }
 
     fn lost(&mut self) {

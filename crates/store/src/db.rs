@@ -354,21 +354,26 @@ impl Database {
         })
     }
 
-    /// Takes the next term for `node_id` if the current one is still `observed` (one of several
-    /// services taking over at once wins); its epoch, or `None` when another took it first.
+    /// Takes the next term for `node_id` if the current one is still the term `observed` was
+    /// read of, renewed no further (`epoch` and `renew_seq` unchanged): one of several services
+    /// taking over at once wins, and a renewal that commits after the taker last read the row
+    /// makes the take fail — so the holder's last successful renewal is always one the taker
+    /// saw, which is what the holder's window is counted from (`cluster::Term`). Its epoch, or
+    /// `None` when the term moved on meanwhile.
     pub async fn take_engine_term_after(
         &self,
-        observed: i64,
+        observed: &EngineLease,
         node_id: &str,
         now_ms: i64,
     ) -> Result<Option<i64>, StoreError> {
         let row = sqlx::query(
             "UPDATE engine_leases SET epoch = epoch + 1, node_id = $1, acquired_at = $2, renew_seq = renew_seq + 1, \
-             renewed_at = $2, advertise_url = NULL WHERE id = 1 AND epoch = $3 RETURNING epoch",
+             renewed_at = $2, advertise_url = NULL WHERE id = 1 AND epoch = $3 AND renew_seq = $4 RETURNING epoch",
         )
         .bind(node_id)
         .bind(now_ms)
-        .bind(observed)
+        .bind(observed.epoch)
+        .bind(observed.renew_seq)
         .fetch_optional(self.pool()?)
         .await?;
         Ok(match row {

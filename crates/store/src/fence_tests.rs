@@ -147,9 +147,9 @@ async fn a_term_is_taken_by_one_renewed_by_its_holder_and_released() {
             (None, 0),
             "{backend}: nobody holds a new database's term"
         );
-        let a = db.take_engine_term_after(start.epoch, "a", 10).await.unwrap().expect("a takes it");
+        let a = db.take_engine_term_after(&start, "a", 10).await.unwrap().expect("a takes it");
         assert_eq!(
-            db.take_engine_term_after(start.epoch, "b", 11).await.unwrap(),
+            db.take_engine_term_after(&start, "b", 11).await.unwrap(),
             None,
             "{backend}: b saw the old term: too late"
         );
@@ -158,6 +158,10 @@ async fn a_term_is_taken_by_one_renewed_by_its_holder_and_released() {
         assert!(db.renew_engine_term(a, "a", 12).await.unwrap(), "{backend}");
         assert!(!db.renew_engine_term(a, "b", 12).await.unwrap(), "{backend}: only the holder renews");
         assert_eq!(db.engine_lease().await.unwrap().renew_seq, held.renew_seq + 1, "{backend}");
+        // A taker that read the term before its last renewal is too late: the holder's window
+        // runs from a renewal the taker never saw.
+        assert_eq!(db.take_engine_term_after(&held, "b", 12).await.unwrap(), None, "{backend}: renewed since b looked");
+        assert_eq!(db.engine_lease().await.unwrap().epoch, a, "{backend}");
         db.release_engine_term(a, "b").await.unwrap();
         assert_eq!(
             db.engine_lease().await.unwrap().node_id.as_deref(),
@@ -166,7 +170,8 @@ async fn a_term_is_taken_by_one_renewed_by_its_holder_and_released() {
         );
         db.release_engine_term(a, "a").await.unwrap();
         assert_eq!(db.engine_lease().await.unwrap().node_id, None, "{backend}");
-        let b = db.take_engine_term_after(a, "b", 13).await.unwrap().expect("b takes the released term");
+        let released = db.engine_lease().await.unwrap();
+        let b = db.take_engine_term_after(&released, "b", 13).await.unwrap().expect("b takes the released term");
         assert_eq!(b, a + 1);
         assert!(!db.renew_engine_term(a, "a", 14).await.unwrap(), "{backend}: a's term is over");
         db.close().await;

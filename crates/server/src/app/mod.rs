@@ -77,6 +77,43 @@ pub struct Application {
     instance: Option<InstanceLock>,
     /// The engine's term this service holds: renewed while it runs, released when it stops.
     term: (Election, i64),
+    /// The term's renewals, begun as soon as it was taken: the term's window runs from the take,
+    /// and the engine's restore may already send.
+    renewing: Renewing,
+}
+
+/// The renewals of this service's term ([`Election::hold`]) as a task, aborted if the service
+/// is dropped without being run; `lost` is told when the term is taken over.
+struct Renewing {
+    task: Option<JoinHandle<()>>,
+    lost: tokio::sync::oneshot::Receiver<()>,
+}
+
+impl Renewing {
+    fn start(election: &Election, epoch: i64) -> Renewing {
+        let (lost_tx, lost) = tokio::sync::oneshot::channel::<()>();
+        let holder = election.clone();
+        let task = tokio::spawn(async move {
+            holder.hold(epoch).await;
+            let _ = lost_tx.send(());
+        });
+        Renewing { task: Some(task), lost }
+    }
+
+    /// The task (to stop with the service's others) and the notice of a takeover.
+    fn into_parts(mut self) -> (JoinHandle<()>, tokio::sync::oneshot::Receiver<()>) {
+        let task = self.task.take().expect("taken once");
+        let (_, placeholder) = tokio::sync::oneshot::channel();
+        (task, std::mem::replace(&mut self.lost, placeholder))
+    }
+}
+
+impl Drop for Renewing {
+    fn drop(&mut self) {
+        if let Some(task) = &self.task {
+            task.abort();
+        }
+    }
 }
 
 impl Application {
@@ -261,6 +298,7 @@ impl Application {
         let election = Election::new(db.clone(), node.clone(), clock.clone());
         let epoch = election.acquire().await.map_err(|e| anyhow::anyhow!("starting the engine's term: {e}"))?;
         tracing::info!(epoch, node = %election.node_id(), "the engine's term begins");
+        let renewing = Renewing::start(&election, epoch);
         // Event ids grow across terms; on PostgreSQL the last term's events come first, so a
         // stream resumes across a failover.
         if db.backend() == tradeops_store::Backend::Postgres {
@@ -276,6 +314,7 @@ impl Application {
             crash_point: CrashPoint::from_env(),
             broker: execution.clone(),
             market: market.clone(),
+            term: election.term(),
         };
         if let Some(live) = &live {
             crate::feed::simulated::warm_up(market_clock.as_ref(), &settings, &radar, live.clone()).await?;
@@ -316,7 +355,18 @@ impl Application {
         }
         let router = http::router::router(state.clone(), extra);
         let term = (election, epoch);
-        Ok(Application { listener, router, state, bootstrap_token, engine_task, probes, alpaca_data, instance, term })
+        Ok(Application {
+            listener,
+            router,
+            state,
+            bootstrap_token,
+            engine_task,
+            probes,
+            alpaca_data,
+            instance,
+            term,
+            renewing,
+        })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -364,15 +414,12 @@ impl Application {
         shutdown: impl Future<Output = ()> + Send + 'static,
         front: Option<Arc<crate::http::front::Front>>,
     ) -> anyhow::Result<()> {
-        let Application { listener, router, state, engine_task, probes, alpaca_data, instance, term, .. } = self;
+        let Application { listener, router, state, engine_task, probes, alpaca_data, instance, term, renewing, .. } =
+            self;
         let mut background = spawn_background(&state, probes);
         let (election, epoch) = term;
-        let holder = election.clone();
-        let (lost_tx, lost_rx) = tokio::sync::oneshot::channel::<()>();
-        background.push(tokio::spawn(async move {
-            holder.hold(epoch).await;
-            let _ = lost_tx.send(());
-        }));
+        let (renewals, lost_rx) = renewing.into_parts();
+        background.push(renewals);
         let shutdown: std::pin::Pin<Box<dyn Future<Output = ()> + Send>> = match &front {
             Some(front) => {
                 front.lead(router.clone());

@@ -37,6 +37,10 @@ pub struct EngineDeps {
     pub broker: Arc<dyn ExecutionBroker>,
     /// The `data_broker` adapter, which marks positions and prices orders.
     pub market: Arc<dyn MarketData>,
+    /// This engine's term as its election keeps it ([`crate::cluster::Term`]): the venue sends
+    /// nothing while it is not valid, and the books end it when a write is refused for a newer
+    /// term.
+    pub term: Arc<crate::cluster::Term>,
 }
 
 /// Sends commands to the engine runner.

@@ -413,6 +413,8 @@ async fn replay(
         crash_point: None,
         broker: Arc::new(PaperExecution::new(PaperBroker::new(paper))),
         market: market.clone(),
+        // A replay's own database and broker: nobody else can take its term.
+        term: Arc::new(crate::cluster::Term::sole()),
     };
     let outcome = replay_desk(deps, live, clock, stored.start, stored.end, &mut move |p| {
         progress.send_replace(p);

@@ -154,10 +154,8 @@ async fn assert_unavailable(app: &TestApp, method: reqwest::Method, path: &str, 
     assert!(took < Duration::from_secs(3), "{path} answered after {took:?}");
 }
 
-/// The emergency halt sent during an outage (timed from `started`): it answers at once, acts in
-/// memory with `persisted: false`, and its exit fills through the broker while the database is
-/// still unavailable.
-async fn halt_during_the_outage(app: &TestApp, started: Instant, reason: &str) {
+/// The emergency halt, answered at once in memory with `persisted: false`.
+async fn halt_answered_at_once(app: &TestApp, started: Instant, reason: &str) {
     let halt = app.post("/api/risk/emergency-halt", ADMIN_TOKEN, json!({"reason": reason})).await;
     let took = started.elapsed();
     eprintln!("{reason}: the emergency halt answered in {took:?}");
@@ -165,14 +163,25 @@ async fn halt_during_the_outage(app: &TestApp, started: Instant, reason: &str) {
     assert_eq!((halted["halted"].clone(), halted["liquidation_requested"].clone()), (json!(true), json!(true)));
     assert_eq!(halted["persisted"], false, "{}", halt.body);
     assert!(took < Duration::from_secs(3), "the halt answered after {took:?}");
-    for _ in 0..100 {
+}
+
+/// The emergency halt sent while the database is stopped (on PostgreSQL, where another service
+/// could take the term over unseen): answered at once in memory, and nothing of it reaches the
+/// broker while this service's term cannot be renewed — the position is still held after the
+/// market moved on for a while. [`wait_until_stored`] sees the exit fill once the database is back.
+async fn halt_held_through_the_outage(app: &TestApp, started: Instant, reason: &str) {
+    halt_answered_at_once(app, started, reason).await;
+    for _ in 0..20 {
         app.market.advance(chrono::Duration::milliseconds(200));
-        if app.get("/api/positions").await.data().as_array().is_some_and(|p| p.is_empty()) {
-            return;
-        }
         tokio::time::sleep(Duration::from_millis(30)).await;
     }
-    panic!("the halt's exit never filled during the outage");
+    let positions = app.get("/api/positions").await;
+    assert_eq!(
+        positions.data().as_array().map(Vec::len),
+        Some(1),
+        "no exit reaches the broker outside the term's window: {}",
+        positions.body
+    );
 }
 
 /// The audit rows the service holds in memory for the database, as its health reports them.
@@ -287,9 +296,10 @@ async fn a_database_outage_fails_fast_and_never_blocks_the_halt() {
     let order = json!({"symbol": refused_symbol, "side": "BUY", "quantity": 7});
     assert_unavailable(&app, reqwest::Method::POST, "/api/orders", Some(order)).await;
 
-    // The halt acts at once in memory and says the latch is not stored yet.
+    // The halt acts at once in memory and says the latch is not stored yet; its exit waits
+    // for the term to be renewed.
     let started = Instant::now();
-    halt_during_the_outage(&app, started, "outage test").await;
+    halt_held_through_the_outage(&app, started, "outage test").await;
     // Health says the halt's audit row waits in memory for the database.
     let mut rows_held = 0;
     for _ in 0..40 {
@@ -447,7 +457,9 @@ async fn a_frozen_database_never_holds_a_request_or_the_halt() {
     // The halt at once, before the probe has noticed: its writes wait a bounded time each.
     pg.freeze();
     let started = Instant::now();
-    halt_during_the_outage(&app, started, "frozen database").await;
+    // Its exit reaches the broker while the term's window lasts, else once the database is back
+    // (`wait_until_stored` sees the position flat either way).
+    halt_answered_at_once(&app, started, "frozen database").await;
     assert_unavailable(&app, reqwest::Method::GET, "/api/orders?limit=5", None).await;
     assert_unavailable(&app, reqwest::Method::GET, &format!("/api/orders/{bought}"), None).await;
 
@@ -458,6 +470,35 @@ async fn a_frozen_database_never_holds_a_request_or_the_halt() {
     assert_eq!(app.get("/api/risk/state").await.data()["trading_state"], "HALTED");
     assert!(app.get("/api/positions").await.data().as_array().unwrap().is_empty());
     assert_halt_audited(&app, "frozen database").await;
+}
+
+/// A service whose database link is black-holed (its own cluster frozen: connections open, no
+/// byte answered) cannot renew its term, so once the term's window has passed it sends the
+/// broker nothing — not even the emergency halt's exit, which another service reaching the
+/// database could be sending by then. The halt is answered at once, in memory; its exit fills
+/// once the database answers again and the term is renewed.
+#[tokio::test]
+async fn a_service_whose_renewals_stall_sends_nothing_after_its_term_s_window() {
+    const TEST: &str = "a_service_whose_renewals_stall_sends_nothing_after_its_term_s_window";
+    let Some(pg) = OwnPostgres::start(TEST) else { return };
+    let app = start_on(&pg).await;
+    let (held, _) = app.market_symbols(1).await.remove(0);
+    buy_filled(&app, &held).await;
+
+    pg.freeze();
+    // Past the window of the last renewal sent before the freeze (with room for a slow machine).
+    let window = tradeops_server::cluster::LEASE - tradeops_server::cluster::MARGIN;
+    tokio::time::sleep(window * 2).await;
+    let started = Instant::now();
+    halt_held_through_the_outage(&app, started, "renewals stalled").await;
+
+    pg.thaw();
+    wait_health(&app, "HEALTHY").await;
+    wait_until_stored(&app).await;
+    let exits = app.get(&format!("/api/orders?symbol={held}")).await;
+    let sells: Vec<_> = exits.data().as_array().unwrap().iter().filter(|o| o["side"] == "SELL").collect();
+    assert_eq!(sells.len(), 1, "the exit kept back is sent once, not replaced: {}", exits.body);
+    assert_eq!(sells[0]["status"], "FILLED", "{}", exits.body);
 }
 
 /// A database really stopped is reported within a second (two probes in a row must fail, the

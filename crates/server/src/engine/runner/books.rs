@@ -8,7 +8,7 @@
 //! [`Term`], after which the venue sends nothing more.
 
 use super::held::{HeldWrite, Unsaved};
-use super::venue::Term;
+use crate::cluster::Term;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;

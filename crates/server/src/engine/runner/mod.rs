@@ -46,7 +46,7 @@ use tradeops_core::risk::TradingState;
 use tradeops_core::time::{from_epoch_ms, to_epoch_ms};
 use tradeops_core::{strategy, Clock, Settings, Symbol, Timestamp, TradingMode};
 use tradeops_store::{MarketRepository, TradingRepository};
-use venue::{Term, Venue};
+use venue::Venue;
 
 /// What the runner takes in.
 pub(super) enum Input {
@@ -156,7 +156,7 @@ async fn restore(
     deps: EngineDeps,
     view: watch::Sender<Arc<EngineView>>,
 ) -> anyhow::Result<(Runner, Vec<ClientOrderId>)> {
-    let EngineDeps { db, settings, events, market_clock, initial_cash, crash_point, broker, market: market_data } =
+    let EngineDeps { db, settings, events, market_clock, initial_cash, crash_point, broker, market: market_data, term } =
         deps;
     let repo: &dyn TradingRepository = &db;
     let now = market_clock.now();
@@ -210,16 +210,15 @@ async fn restore(
     let engine = Engine::restore(current, initial_cash, strategy::make, restored, now);
     // An order being cancelled is taken back working, as the broker last knew it: the
     // reconciliation that follows finds its cancel missing and sends it again.
-    let unsent = broker.restore(&open, now).await;
     let held: Vec<(Symbol, u64)> =
         engine.positions().values().filter(|p| !p.is_flat()).map(|p| (p.symbol.clone(), p.quantity)).collect();
-    broker.open_account(&held).await;
-    let broker_open_orders = broker.open_orders().await.map(|o| o.len()).unwrap_or_default();
+    let mut venue = Venue::new(broker, term.clone(), 0);
+    let unsent = venue.restore(&open, &held, now).await;
+    venue.count_open_orders().await;
     let session_end = Some(engine.calendar().end_of_trading_day(now));
-    let term = Arc::new(Term::default());
     let mut runner = Runner {
         engine,
-        venue: Venue::new(broker, term.clone(), broker_open_orders),
+        venue,
         books: Books::new(db, term),
         reconciliation: Reconciliation::default(),
         settings,
@@ -309,6 +308,11 @@ impl Runner {
             Command::CancelOrder { .. } => Request::Cancel,
             _ => Request::None,
         };
+        if let (Request::Order, Some(refusal)) = (request, self.venue.term_refusal()) {
+            // This engine may not send now (its term's window passed, or the term is over):
+            // nothing is written or counted.
+            return Err(refusal);
+        }
         if let (Request::Order, Some((reason, retry_after))) = (request, self.venue.down()) {
             // Nothing is written or counted: the refusal changes nothing.
             return Err(CommandError::BrokerUnavailable {
@@ -345,7 +349,7 @@ impl Runner {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut check = tokio::time::interval(RECONCILE_EVERY);
         check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let waiting = self.venue.broker().reports_waiting();
+        let waiting = self.venue.reports_waiting();
         loop {
             tokio::select! {
                 input = rx.recv() => match input {

@@ -101,15 +101,17 @@ pub(super) fn compare_holdings(
 }
 
 /// Why an order written ahead that the broker never received must not be sent now, if it must
-/// not: the halt, its cancel, an earlier `BROKER_UNAVAILABLE` answer, an immediate-or-cancel
-/// order, or a DAY order whose trading day is over.
+/// not: the halt (except the halt's own exits, which are what it wants at the broker: one kept
+/// while this engine's term could not be renewed is sent once it is, not replaced), its cancel,
+/// an earlier `BROKER_UNAVAILABLE` answer, an immediate-or-cancel order, or a DAY order whose
+/// trading day is over.
 pub(super) fn never_send(
     order: &Order,
     halted: bool,
     calendar: MarketCalendar,
     now: Timestamp,
 ) -> Option<&'static str> {
-    if halted {
+    if halted && !tradeops_core::engine::is_liquidation(order) {
         Some("trading is HALTED")
     } else if order.status == OrderStatus::PendingCancel {
         Some("its cancel was requested")

@@ -5,13 +5,26 @@
 //! up by client order id before any resend), the venue's refusals owed to the engine as
 //! reports, and the count of the broker's working orders.
 //!
-//! A trading request (a submit or a cancel) first passes one check, here and nowhere else: this
-//! engine's [`Term`] is not over. Once a newer engine has taken the database over, nothing more
-//! reaches the broker from this one.
+//! Every call that may trade — a submit (the engine's, the halt's exits, reconciliation's
+//! resends), a cancel (the operator's, the halt's, reconciliation's), a look-up by client order
+//! id (which decides a resend) and the description of a foreign order (which adopts it) — first
+//! passes one check, [`Venue::permit`], here and nowhere else: this engine's [`Term`] is valid
+//! on this process's monotonic clock (not over, and within the window of its last successful
+//! renewal, `crate::cluster`). The call is then bounded by the end of the lease as well: what
+//! has not left the process by then never leaves (the adapters' futures are cancel-safe). The
+//! broker itself is private to this module, so no path reaches it around the check.
+//!
+//! A term whose window passed is not necessarily over: when a renewal succeeds again, sending
+//! resumes, and what was refused meanwhile is kept, not lost — a submit is kept as one the
+//! broker did not answer (looked up by client order id once the term is valid, sent again only
+//! if the broker never received it, never if an operator was answered `BROKER_UNAVAILABLE`),
+//! a cancel is sent again by reconciliation (the order stays `PENDING_CANCEL` and the broker's
+//! copy shows no cancel on its way), a look-up is asked again later. Reads that cannot trade
+//! (the broker's open orders, account, positions and reports) are not held back.
 
+use crate::cluster::{NotValid, Term};
 use rust_decimal::Decimal;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tradeops_brokers::{BrokerError, ExecutionBroker, MarketUpdate, Rejection, VenueAccount, VenuePosition};
@@ -35,25 +48,6 @@ const RESEND_AFTER: Duration = Duration::from_secs(2);
 /// placing it was answered `BROKER_UNAVAILABLE`: it is never sent again.
 pub(super) const UNANSWERED: &str =
     "placing it was answered BROKER_UNAVAILABLE: looked up at the broker, never sent again";
-
-/// Whether this engine's term still lets it send to the broker. Shared by the runner's parts:
-/// the books end it when the database refuses a write of this term (a newer engine took over),
-/// the venue checks it before every trading request.
-#[derive(Debug, Default)]
-pub(super) struct Term {
-    over: AtomicBool,
-}
-
-impl Term {
-    pub fn is_over(&self) -> bool {
-        self.over.load(Ordering::Acquire)
-    }
-
-    /// Ends the term; whether it was still running.
-    pub fn end(&self) -> bool {
-        !self.over.swap(true, Ordering::AcqRel)
-    }
-}
 
 /// The execution broker as the runner sees it (see the module's doc).
 pub(super) struct Venue {
@@ -85,6 +79,46 @@ async fn bounded<T>(call: impl std::future::Future<Output = Result<T, BrokerErro
             Err(BrokerError::Unavailable { reason: format!("no answer within {BROKER_TIMEOUT:?}"), retry_after: None })
         }
     }
+}
+
+/// Leave to make one trading call, given by [`Venue::permit`] only: by when the call must be
+/// answered (the end of the term's lease; `None`: a term nobody can take over).
+struct Permit {
+    until: Option<tokio::time::Instant>,
+}
+
+/// Why a trading call was not made, or not answered: the term (nothing of this engine may
+/// reach the broker now), or the broker's own answer.
+enum Refused {
+    Term(NotValid),
+    Broker(BrokerError),
+}
+
+/// A trading call under `permit`: bounded by [`BROKER_TIMEOUT`] (the broker unavailable past
+/// it) and by the end of the term's lease (abandoned then: the term's window has passed).
+async fn trading<T>(
+    permit: Permit,
+    call: impl std::future::Future<Output = Result<T, BrokerError>>,
+) -> Result<T, Refused> {
+    let timeout = tokio::time::Instant::now() + BROKER_TIMEOUT;
+    let deadline = permit.until.map_or(timeout, |until| until.min(timeout));
+    match tokio::time::timeout_at(deadline, call).await {
+        Ok(answer) => answer.map_err(Refused::Broker),
+        Err(_) if deadline < timeout => Err(Refused::Term(NotValid::Expired)),
+        Err(_) => Err(Refused::Broker(BrokerError::Unavailable {
+            reason: format!("no answer within {BROKER_TIMEOUT:?}"),
+            retry_after: None,
+        })),
+    }
+}
+
+/// What a call refused for this engine's term (`why`) says where a broker error is expected.
+fn not_sent(why: NotValid) -> BrokerError {
+    let reason = match why {
+        NotValid::Over => "this engine's term is over: nothing more is sent to the broker",
+        NotValid::Expired => "this engine's term was not renewed in time: nothing is sent to the broker until it is",
+    };
+    BrokerError::Unavailable { reason: reason.into(), retry_after: None }
 }
 
 /// A broker's reports, bounded by [`BROKER_TIMEOUT`]: none this time when it does not answer.
@@ -122,8 +156,68 @@ impl Venue {
         self.broker.name()
     }
 
-    pub fn broker(&self) -> &Arc<dyn ExecutionBroker> {
-        &self.broker
+    /// The venue's notice that reports are waiting (a remote venue's stream; see
+    /// [`ExecutionBroker::reports_waiting`]).
+    pub fn reports_waiting(&self) -> Option<Arc<tokio::sync::Notify>> {
+        self.broker.reports_waiting()
+    }
+
+    /// Rebuilds an in-process venue's book and account at start from the engine's open orders
+    /// and held shares (nothing is sent: a real venue keeps its own); the orders it may never
+    /// have received, for reconciliation to look up.
+    pub async fn restore(
+        &mut self,
+        open: &[Order],
+        held: &[(tradeops_core::Symbol, u64)],
+        now: Timestamp,
+    ) -> Vec<ClientOrderId> {
+        let unsent = self.broker.restore(open, now).await;
+        self.broker.open_account(held).await;
+        unsent
+    }
+
+    /// The one check every trading call passes (see the module's doc): leave to make one now,
+    /// or why not.
+    fn permit(&self) -> Result<Permit, NotValid> {
+        self.term.valid(tokio::time::Instant::now()).map(|until| Permit { until })
+    }
+
+    /// Why a new operator order is refused before anything is written or counted, when this
+    /// engine may not send now: `EngineStopped` once its term is over, `BROKER_UNAVAILABLE`
+    /// while its term's window has passed (it resumes once a renewal succeeds).
+    pub fn term_refusal(&self) -> Option<CommandError> {
+        match self.permit() {
+            Ok(_) => None,
+            Err(NotValid::Over) => Some(CommandError::EngineStopped),
+            Err(NotValid::Expired) => Some(CommandError::BrokerUnavailable {
+                reason:
+                    "this service's term as the engine's leader was not renewed in time (the database did not answer): \
+                         nothing is sent to the broker until it is"
+                        .into(),
+                retry_after: Some(Duration::from_secs(1)),
+                client_order_id: None,
+            }),
+        }
+    }
+
+    /// A submit this engine's term kept from the broker, kept as one the broker did not answer
+    /// (`abandoned`: it was under way when the lease ended and may have reached the broker, so
+    /// the venue's usual wait applies before it is looked up; else it never left and is looked
+    /// up as soon as the term is valid again). Returns what answers an operator's order.
+    fn held_back(&mut self, order: &Order, now: Timestamp, abandoned: bool) -> CommandError {
+        let id = &order.client_order_id;
+        let due = if abandoned { resend_at(None, now) } else { now };
+        self.unconfirmed.insert(id.clone(), due);
+        tracing::warn!(client_order_id = %id, abandoned, "this engine's term was not renewed in time: the order is kept for reconciliation, looked up once the term is renewed");
+        let reason = format!(
+            "this service's term as the engine's leader was not renewed in time (the database did not answer): order {id} \
+             is looked up once it is (it is marked REJECTED unless the broker received it, and never sent again)"
+        );
+        CommandError::BrokerUnavailable {
+            reason,
+            retry_after: Some(Duration::from_secs(1)),
+            client_order_id: Some(id.clone()),
+        }
     }
 
     /// A remote venue (see [`Venue::remote`]).
@@ -208,11 +302,17 @@ impl Venue {
     /// venue's, or `EngineStopped` once this engine's term is over (nothing is sent).
     pub async fn submit(&mut self, order: &Order, now: Timestamp) -> Option<CommandError> {
         let id = &order.client_order_id;
-        if self.term.is_over() {
-            return Some(CommandError::EngineStopped);
-        }
+        let permit = match self.permit() {
+            Ok(permit) => permit,
+            Err(NotValid::Over) => return Some(CommandError::EngineStopped),
+            Err(NotValid::Expired) => return Some(self.held_back(order, now, false)),
+        };
         self.recount = true;
-        let sent = bounded(self.broker.submit(order, now)).await;
+        let sent = match trading(permit, self.broker.submit(order, now)).await {
+            Ok(()) => Ok(()),
+            Err(Refused::Term(_)) => return Some(self.held_back(order, now, true)),
+            Err(Refused::Broker(e)) => Err(e),
+        };
         self.note(&sent);
         match sent {
             Ok(()) => {
@@ -258,10 +358,22 @@ impl Venue {
         status: Option<OrderStatus>,
         now: Timestamp,
     ) -> Option<CommandError> {
-        if self.term.is_over() {
-            return Some(CommandError::EngineStopped);
-        }
-        let answer = bounded(self.broker.cancel(id, now)).await;
+        let permit = match self.permit() {
+            Ok(permit) => permit,
+            Err(NotValid::Over) => return Some(CommandError::EngineStopped),
+            Err(NotValid::Expired) => {
+                tracing::warn!(client_order_id = %id, "cancel not sent: this engine's term was not renewed in time; reconciliation sends it again once it is");
+                return None;
+            }
+        };
+        let answer = match trading(permit, self.broker.cancel(id, now)).await {
+            Ok(()) => Ok(()),
+            Err(Refused::Term(_)) => {
+                tracing::warn!(client_order_id = %id, "cancel abandoned at the end of this engine's lease: reconciliation sends it again if the broker did not take it");
+                return None;
+            }
+            Err(Refused::Broker(e)) => Err(e),
+        };
         self.note(&answer);
         match answer {
             Ok(()) => None,
@@ -293,9 +405,15 @@ impl Venue {
         }
     }
 
-    /// What the broker knows of one client order id.
+    /// What the broker knows of one client order id: a trading call, since its answer decides
+    /// a resend (refused, as unavailable, while this engine may not send).
     pub async fn lookup(&mut self, id: &ClientOrderId) -> Result<BrokerLookup, BrokerError> {
-        let found = bounded(self.broker.lookup(id)).await;
+        let permit = self.permit().map_err(not_sent)?;
+        let found = match trading(permit, self.broker.lookup(id)).await {
+            Err(Refused::Term(why)) => return Err(not_sent(why)),
+            Err(Refused::Broker(e)) => Err(e),
+            Ok(found) => Ok(found),
+        };
         self.note(&found);
         found
     }
@@ -325,9 +443,16 @@ impl Venue {
         self.open_orders
     }
 
-    /// A working broker order the engine did not place, as an order to adopt.
+    /// A working broker order the engine did not place, as an order to adopt: a trading call,
+    /// since an order this engine did not place may be a newer term's (refused, as unavailable,
+    /// while this engine may not send).
     pub async fn foreign_order(&mut self, id: &ClientOrderId) -> Result<Option<Order>, BrokerError> {
-        let found = bounded(self.broker.foreign_order(id)).await;
+        let permit = self.permit().map_err(not_sent)?;
+        let found = match trading(permit, self.broker.foreign_order(id)).await {
+            Err(Refused::Term(why)) => return Err(not_sent(why)),
+            Err(Refused::Broker(e)) => Err(e),
+            Ok(found) => Ok(found),
+        };
         if !matches!(found, Ok(None)) {
             self.note(&found);
         }
@@ -445,7 +570,8 @@ mod tests {
             self.received.lock().unwrap().push(format!("cancel {id}"));
             self.cancel.lock().unwrap().take().map_or(Ok(()), Err)
         }
-        async fn lookup(&self, _id: &ClientOrderId) -> Result<BrokerLookup, BrokerError> {
+        async fn lookup(&self, id: &ClientOrderId) -> Result<BrokerLookup, BrokerError> {
+            self.received.lock().unwrap().push(format!("lookup {id}"));
             Ok(BrokerLookup::Unknown)
         }
         async fn open_orders(&self) -> Result<Vec<BrokerOpenOrder>, BrokerError> {
@@ -564,6 +690,62 @@ mod tests {
         assert_eq!(venue.submit(&order("c-1", 10), now()).await, Some(CommandError::EngineStopped));
         assert_eq!(venue.cancel(&id, Some(OrderStatus::Accepted), now()).await, Some(CommandError::EngineStopped));
         assert!(broker.received.lock().unwrap().is_empty());
+    }
+
+    /// A term whose window passed (no renewal for `LEASE − MARGIN`) sends nothing, keeps what
+    /// it refused, and sends again once a renewal succeeds.
+    #[tokio::test(start_paused = true)]
+    async fn a_trading_call_is_refused_and_kept_once_the_term_s_window_passes_and_resumes_after_a_renewal() {
+        let broker = Arc::new(Scripted::default());
+        let term = Arc::new(Term::leased());
+        let mut venue = Venue::new(broker.clone(), term.clone(), 0);
+        let sent = |b: &Scripted| b.received.lock().unwrap().clone();
+        term.renewed(tokio::time::Instant::now());
+        assert_eq!(venue.submit(&order("c-1", 10), now()).await, None);
+        assert_eq!(sent(&broker), vec!["submit c-1"]);
+
+        tokio::time::advance(crate::cluster::LEASE - crate::cluster::MARGIN).await;
+        let refusal = venue.submit(&order("c-2", 10), now()).await;
+        assert!(
+            matches!(&refusal, Some(CommandError::BrokerUnavailable { client_order_id: Some(id), .. }) if id.as_str() == "c-2"),
+            "{refusal:?}"
+        );
+        assert!(venue.term_refusal().is_some(), "new operator orders are refused before anything is written");
+        let (c1, c2) = (ClientOrderId::parse("c-1").unwrap(), ClientOrderId::parse("c-2").unwrap());
+        assert_eq!(venue.cancel(&c1, Some(OrderStatus::Accepted), now()).await, None, "left to reconciliation");
+        assert!(venue.lookup(&c2).await.is_err(), "a look-up may lead to a resend");
+        assert!(venue.foreign_order(&c2).await.is_err(), "an order not ours may be a newer term's");
+        assert_eq!(sent(&broker), vec!["submit c-1"], "nothing more reached the broker");
+        assert!(venue.down().is_none(), "the venue itself is not down");
+        assert!(venue.reports(now()).await.is_empty(), "no rejection: the order is kept");
+        assert_eq!(venue.due_for_lookup(now()), vec![c2.clone()], "never sent: looked up at once");
+
+        // Renewed again: the order kept is looked up, and the cancel sent.
+        term.renewed(tokio::time::Instant::now());
+        assert!(venue.term_refusal().is_none());
+        assert_eq!(venue.lookup(&c2).await.ok(), Some(BrokerLookup::Unknown));
+        assert_eq!(venue.submit(&order("c-2", 10), now()).await, None);
+        assert_eq!(venue.cancel(&c1, Some(OrderStatus::PendingCancel), now()).await, None);
+        assert_eq!(sent(&broker), vec!["submit c-1", "lookup c-2", "submit c-2", "cancel c-1"]);
+    }
+
+    /// A call under way when the lease ends is abandoned then (not at the broker's timeout),
+    /// and the order kept as one the broker may have received.
+    #[tokio::test(start_paused = true)]
+    async fn a_submit_under_way_when_the_lease_ends_is_abandoned_and_looked_up() {
+        let broker = Arc::new(Scripted { hang: true, ..Scripted::default() });
+        let term = Arc::new(Term::leased());
+        let mut venue = Venue::new(broker.clone(), term.clone(), 0);
+        let renewed = tokio::time::Instant::now();
+        term.renewed(renewed);
+        tokio::time::advance(Duration::from_millis(100)).await;
+        let refusal = venue.submit(&order("c-1", 10), now()).await;
+        assert_eq!(tokio::time::Instant::now(), renewed + crate::cluster::LEASE, "abandoned at the lease's end");
+        assert!(matches!(refusal, Some(CommandError::BrokerUnavailable { .. })), "{refusal:?}");
+        let id = ClientOrderId::parse("c-1").unwrap();
+        assert!(venue.is_unconfirmed(&id));
+        assert!(venue.due_for_lookup(now()).is_empty(), "it may be at the broker: the venue's wait applies");
+        assert!(venue.down().is_none());
     }
 
     #[tokio::test]
