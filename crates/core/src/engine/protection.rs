@@ -240,6 +240,18 @@ impl Engine {
         true
     }
 
+    /// The shares of `symbol` held and not being sold by an exit (working or held back): what a
+    /// protective order covers.
+    fn not_being_sold(&self, symbol: &Symbol) -> u64 {
+        let held = self.positions.get(symbol).map(|p| p.quantity).unwrap_or(0);
+        let selling: u64 = self
+            .open_orders_of(symbol)
+            .filter(|o| o.side == Side::Sell && !o.is_protective())
+            .map(|o| o.remaining())
+            .sum();
+        held.saturating_sub(selling)
+    }
+
     /// Makes the protective order of `symbol` cover what is held and not being sold, at the
     /// levels in force: places one, or replaces one of another size or other levels (cancel,
     /// then a new one when the cancel is confirmed). Nothing while `HALTED` (the halt sells
@@ -249,13 +261,7 @@ impl Engine {
         if self.trading_state == TradingState::Halted {
             return;
         }
-        let held = self.positions.get(symbol).map(|p| p.quantity).unwrap_or(0);
-        let selling: u64 = self
-            .open_orders_of(symbol)
-            .filter(|o| o.side == Side::Sell && !o.is_protective())
-            .map(|o| o.remaining())
-            .sum();
-        let quantity = held.saturating_sub(selling);
+        let quantity = self.not_being_sold(symbol);
         if let Some(current) = self.protective_order(symbol) {
             let moved = current.legs != Some(legs);
             if (moved || current.remaining() != quantity) && current.status.is_cancellable() {
@@ -334,12 +340,7 @@ impl Engine {
     /// the rule and the stop that is missing.
     fn sell_unprotected(&mut self, symbol: &Symbol, refused: bool, now: Timestamp, fx: &mut Vec<Effect>) {
         let held = self.positions.get(symbol).map(|p| p.quantity).unwrap_or(0);
-        let selling: u64 = self
-            .open_orders_of(symbol)
-            .filter(|o| o.side == Side::Sell && !o.is_protective())
-            .map(|o| o.remaining())
-            .sum();
-        let quantity = held.saturating_sub(selling);
+        let quantity = self.not_being_sold(symbol);
         if quantity == 0 {
             return;
         }

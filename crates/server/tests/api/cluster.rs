@@ -260,7 +260,6 @@ fn run_on(
     command: &str,
     env: &[(&str, &str)],
 ) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
-    use std::io::BufRead;
     let mut child = crate::cli::tradeops(dir)
         .arg(command)
         .env("TRADEOPS_DATABASE_URL", url)
@@ -273,15 +272,7 @@ fn run_on(
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let rx = crate::helpers::output_lines(&mut child);
     (child, rx)
 }
 

@@ -19,7 +19,6 @@
 use crate::helpers::*;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::Receiver;
@@ -104,15 +103,7 @@ fn start(unit: &Unit, env: &BTreeMap<String, String>, config: &Path, dir: &Path)
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let rx = crate::helpers::output_lines(&mut child);
     (child, rx)
 }
 

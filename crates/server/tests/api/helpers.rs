@@ -506,3 +506,19 @@ pub fn ny_date_of(text: &str) -> chrono::NaiveDate {
         .with_timezone(&chrono_tz::America::New_York)
         .date_naive()
 }
+
+/// The lines `child` writes to its (piped) standard output, as they come, read on a thread of
+/// their own.
+pub fn output_lines(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<String> {
+    use std::io::BufRead;
+    let stdout = child.stdout.take().expect("the child's standard output is piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
