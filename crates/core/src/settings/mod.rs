@@ -79,6 +79,7 @@ pub struct RuntimeSettings {
     pub execution_broker: ExecutionBrokerKind,
     pub market_calendar: MarketCalendarKind,
     /// Minutes before the close at which strategies flatten their positions; 0 disables.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 390))]
     pub flatten_minutes_before_close: u32,
 }
 
@@ -108,21 +109,26 @@ pub struct MomentumRadarSettings {
     /// Scan on exact minute boundaries (CONTRACT §8).
     pub scan_on_minute_boundary: bool,
     #[serde(with = "rust_decimal::serde::float")]
-    #[cfg_attr(feature = "openapi", schema(value_type = f64))]
+    #[cfg_attr(feature = "openapi", schema(value_type = f64, exclusive_minimum = 0, maximum = 1000000, multiple_of = 0.0001))]
     pub min_price: Decimal,
     #[serde(with = "rust_decimal::serde::float")]
-    #[cfg_attr(feature = "openapi", schema(value_type = f64))]
+    #[cfg_attr(feature = "openapi", schema(value_type = f64, exclusive_minimum = 0, maximum = 1000000, multiple_of = 0.0001))]
     pub max_price: Decimal,
     /// Minimum gain versus the previous close, in percent.
+    #[cfg_attr(feature = "openapi", schema(minimum = -100, maximum = 10000))]
     pub min_percentage_gain: f64,
     /// Minimum time-of-day adjusted relative volume.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 1000))]
     pub min_relative_volume: f64,
     /// Maximum float, in shares. A symbol whose float is unknown (not imported, and the market
     /// source has none) does not pass it, unless it is at its maximum, 100000000000: no ceiling.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 100000000000.0))]
     pub max_float: u64,
     /// Minimum shares traded today.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 100000000000.0))]
     pub min_volume: u64,
     /// Symbols the radar may show; empty means the data broker's whole universe.
+    #[cfg_attr(feature = "openapi", schema(max_items = 20000))]
     pub universe: Vec<Symbol>,
 }
 
@@ -155,18 +161,21 @@ pub struct StrategyAllocatorSettings {
     /// Watch the top radar symbols automatically (`source: RADAR`).
     pub auto_watch: bool,
     /// How many of the top radar symbols auto-watching considers on each scan.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 200))]
     pub auto_watch_top_n: u32,
     /// Dollars risked per trade: shares = risk_per_trade / (entry - stop).
     #[serde(with = "rust_decimal::serde::float")]
-    #[cfg_attr(feature = "openapi", schema(value_type = f64))]
+    #[cfg_attr(feature = "openapi", schema(value_type = f64, exclusive_minimum = 0, maximum = 1000000000, multiple_of = 0.01))]
     pub risk_per_trade: Decimal,
     /// Cap on one position's entry value, in dollars.
     #[serde(with = "rust_decimal::serde::float")]
-    #[cfg_attr(feature = "openapi", schema(value_type = f64))]
+    #[cfg_attr(feature = "openapi", schema(value_type = f64, exclusive_minimum = 0, maximum = 1000000000, multiple_of = 0.01))]
     pub max_position_value: Decimal,
     /// Reward/risk multiple at which part of the position is sold.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0.5, maximum = 20))]
     pub reward_multiple: f64,
     /// Fraction of the position sold at the reward multiple (0..=1).
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 1))]
     pub scale_out_fraction: f64,
 }
 
@@ -191,32 +200,42 @@ impl Default for StrategyAllocatorSettings {
 pub struct RiskControls {
     /// Realised plus unrealised loss today, in dollars, at which trading turns `REDUCING`.
     #[serde(with = "rust_decimal::serde::float")]
-    #[cfg_attr(feature = "openapi", schema(value_type = f64))]
+    #[cfg_attr(feature = "openapi", schema(value_type = f64, exclusive_minimum = 0, maximum = 1000000000, multiple_of = 0.01))]
     pub max_daily_loss: Decimal,
     /// Maximum shares in one position.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 10000000))]
     pub max_position_size: u64,
     /// Maximum orders that open or add to a position per trading day.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 100000))]
     pub max_trades_per_day: u32,
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 500))]
     pub active_watchlist_limit: u32,
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 500))]
     pub open_position_limit: u32,
     /// Same symbol+side+quantity inside this window is `DUPLICATE_ORDER_BLOCKED`.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 86400))]
     pub duplicate_order_window_seconds: u32,
     /// Maximum value of one order, in dollars.
     #[serde(with = "rust_decimal::serde::float")]
-    #[cfg_attr(feature = "openapi", schema(value_type = f64))]
+    #[cfg_attr(feature = "openapi", schema(value_type = f64, exclusive_minimum = 0, maximum = 1000000000, multiple_of = 0.01))]
     pub max_order_value: Decimal,
     /// Maximum distance of a limit price from the last trade, in percent.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0.01, maximum = 100))]
     pub price_collar_pct: f64,
     /// How much above its reference price a market buy is valued for buying power, in percent:
     /// live, the fill price is not known when the order leaves (the reference is the last
     /// trade), so brokers hold a margin; a backtest knows its fill price and a run can set 0.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 50))]
     pub market_buy_buffer_pct: f64,
     /// Unrealised loss, in percent of cost, at which a position's alert level is `WARNING`.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0.01, maximum = 100))]
     pub alert_warning_loss_pct: f64,
     /// Unrealised loss, in percent of cost, at which a position's alert level is `CRITICAL`.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0.01, maximum = 100))]
     pub alert_critical_loss_pct: f64,
     /// The order ticket's default stop distance below the entry's reference price, in percent:
     /// the stop leg a bracket order is prefilled with (CONTRACT §11).
+    #[cfg_attr(feature = "openapi", schema(minimum = 0.1, maximum = 50))]
     pub default_stop_distance_pct: f64,
     /// A strategy position whose stop is not resting at the broker within a few seconds of its
     /// entry's fill (or that the broker refused) is sold at market, with a
@@ -251,11 +270,13 @@ impl Default for RiskControls {
 pub struct AnalyticsSettings {
     /// |net P&L| below this many dollars labels a trade `BREAKEVEN`.
     #[serde(with = "rust_decimal::serde::float")]
-    #[cfg_attr(feature = "openapi", schema(value_type = f64))]
+    #[cfg_attr(feature = "openapi", schema(value_type = f64, minimum = 0, maximum = 1000000, multiple_of = 0.01))]
     pub breakeven_threshold: Decimal,
     /// Groups with fewer completed trades produce no recommendation.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 1000000))]
     pub min_sample_size: u32,
     /// Confidence level of the intervals behind `confidence_score`.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0.5, maximum = 0.999))]
     pub confidence_level: f64,
 }
 

@@ -26,4 +26,5 @@ pub mod order_pages;
 pub mod router;
 pub mod routes;
 pub mod state;
+pub mod stated_rules;
 pub mod string_schemas;

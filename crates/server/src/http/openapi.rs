@@ -1,6 +1,7 @@
 //! The OpenAPI document, generated from the handlers' annotations (utoipa), served at
 //! `GET /api/openapi.json` with an offline Swagger UI at `/api/docs`.
 
+use crate::http::stated_rules::StatedRules;
 use utoipa::openapi::content::ContentBuilder;
 use utoipa::openapi::path::Operation;
 use utoipa::openapi::response::ResponseBuilder;
@@ -105,7 +106,7 @@ the refused field by its path in `detail.field` and says what it accepts in `det
         crate::http::string_schemas::WatchlistSort,
         crate::http::string_schemas::ScopeTypeName
     )),
-    modifiers(&BearerAuth, &CommonResponses),
+    modifiers(&BearerAuth, &CommonResponses, &StatedRules),
     tags(
         (name = "health", description = "Platform and component health"),
         (name = "settings", description = "Runtime settings, versioned"),

@@ -78,3 +78,54 @@ async fn audit_pages_and_filters() {
     app.get("/api/audit?limit=ten").await.assert_error(400, "VALIDATION_ERROR");
     app.get("/api/audit?colour=blue").await.assert_error(400, "VALIDATION_ERROR");
 }
+
+/// Rows written late with earlier stamps (the outbox writing what it held through an outage, an
+/// aggregated refusal stamped at its first refusal) are listed in their place in time, not in
+/// the order they were written, and the cursor pages through that same order.
+#[tokio::test]
+async fn the_audit_list_is_newest_first_by_timestamp_and_its_pages_follow_it() {
+    use tradeops_store::{AuditEntry, AuditRepository};
+    let app = spawn_app().await;
+    let db = tradeops_store::Database::open(&app.config.database_url).await.unwrap();
+    let at = |second: i64| tradeops_core::time::parse_ts(&format!("2026-11-20T14:39:{second:02}Z")).unwrap();
+    // Written in this order; stamped 18, 30, 29 (late), 18 (late), 31.
+    for (second, action) in [(18, "a"), (30, "b"), (29, "c"), (18, "d"), (31, "e")] {
+        let ts = tradeops_core::time::to_epoch_ms(&at(second));
+        let entry = AuditEntry {
+            ts,
+            wall_ts: ts,
+            actor: "late-writer".into(),
+            role: Some("operator".into()),
+            action: action.into(),
+            target: "AAPL".into(),
+            request: "{}".into(),
+            outcome: "OK".into(),
+            mode: "PAPER".into(),
+            request_id: format!("req-{action}"),
+        };
+        db.append_audit(&entry).await.unwrap();
+    }
+    db.close().await;
+
+    let actions = |reply: &Reply| -> Vec<String> {
+        reply.data().as_array().unwrap().iter().map(|r| r["action"].as_str().unwrap().to_string()).collect()
+    };
+    let all = app.get("/api/audit?actor=late-writer").await;
+    assert_eq!(actions(&all), ["e", "b", "c", "d", "a"], "{}", all.body);
+    let stamps: Vec<&str> = all.data().as_array().unwrap().iter().map(|r| r["timestamp"].as_str().unwrap()).collect();
+    let mut sorted = stamps.clone();
+    sorted.sort_by(|a, b| b.cmp(a));
+    assert_eq!(stamps, sorted, "newest first by timestamp");
+
+    let mut paged = Vec::new();
+    let mut path = "/api/audit?actor=late-writer&limit=2".to_string();
+    loop {
+        let page = app.get(&path).await;
+        paged.extend(actions(&page));
+        match page.body["meta"]["next_cursor"].as_str() {
+            Some(cursor) => path = format!("/api/audit?actor=late-writer&limit=2&cursor={cursor}"),
+            None => break,
+        }
+    }
+    assert_eq!(paged, ["e", "b", "c", "d", "a"], "pages of two: the same order, no row twice or missed");
+}

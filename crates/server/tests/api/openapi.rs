@@ -3,6 +3,7 @@
 
 use crate::helpers::*;
 use reqwest::Method;
+use serde_json::{json, Value};
 
 #[tokio::test]
 async fn openapi_document_matches_snapshot() {
@@ -182,4 +183,111 @@ async fn openapi_declares_every_refusal_and_constraint() {
     let request = &audit["properties"]["data"]["items"]["properties"]["request"];
     assert!(request.get("type").is_none() && request.get("$ref").is_none(), "any JSON: {request}");
     assert_ne!(spec["paths"]["/api/settings"]["put"]["requestBody"]["required"], true, "an empty body changes nothing");
+}
+
+/// The rules the request types check that JSON Schema can state are in the served document, and
+/// the server refuses what breaks each of them (VALIDATION_ERROR, CONTRACT §2): a client that
+/// builds a schema-valid request is refused only for the rules docs/api.md lists as beyond it.
+#[tokio::test]
+async fn openapi_states_the_rules_the_server_checks() {
+    // About a hundred refusals in a row: the token's request budget is not what is tested.
+    let app = spawn_app_with(|c| {
+        c.auth.rate_limit_per_second = 1_000_000;
+        c.auth.rate_limit_burst = 1_000_000;
+    })
+    .await;
+    let spec: Value = app.client.get(app.url("/api/openapi.json")).send().await.unwrap().json().await.unwrap();
+    let schemas = &spec["components"]["schemas"];
+    let symbol = app.market_symbols(1).await.remove(0).0;
+    // The field among those refused (the settings report every problem at once).
+    let refused = |reply: Reply, field: &str| {
+        reply.assert_error(400, "VALIDATION_ERROR");
+        let detail = &reply.body["error"]["detail"];
+        let fields: Vec<&Value> =
+            detail["errors"].as_array().map(|e| e.iter().map(|e| &e["field"]).collect()).unwrap_or_default();
+        assert!(detail["field"] == field || fields.iter().any(|f| *f == field), "{field}: {}", reply.body);
+    };
+
+    // PUT /api/settings: the groups and their fields, never null; every bound the document states
+    // is the validator's.
+    let body = &spec["paths"]["/api/settings"]["put"]["requestBody"]["content"]["application/json"]["schema"];
+    assert_eq!(body["$ref"], "#/components/schemas/SettingsPatch");
+    let patch = &schemas["SettingsPatch"];
+    assert_eq!(patch["additionalProperties"], false);
+    let mut bounds = 0;
+    for (group, reference) in patch["properties"].as_object().unwrap() {
+        assert!(!reference.to_string().contains("null"), "{group}: {reference}");
+        let name = reference["$ref"].as_str().unwrap().rsplit('/').next().unwrap();
+        for (field, schema) in schemas[name]["properties"].as_object().unwrap() {
+            let path = format!("{group}.{field}");
+            let above = schema["maximum"].as_f64().map(|max| max * 2.0 + 1.0);
+            let below = schema["minimum"]
+                .as_f64()
+                .map(|min| min - 1.0)
+                .or(schema["exclusiveMinimum"].as_f64())
+                .filter(|v| !(schema["type"] == "integer" && *v < 0.0));
+            for (value, over) in [(above, true), (below, false)].into_iter().filter_map(|(v, o)| Some((v?, o))) {
+                // min_price has no bound of its own above: max_price (at most 1,000,000) must be
+                // above it, and that is the field refused.
+                let named = if path == "momentum_radar.min_price" && over { "momentum_radar.max_price" } else { &path };
+                refused(app.put_settings(ADMIN_TOKEN, json!({group: {field: value}})).await, named);
+                bounds += 1;
+            }
+            if schema["multipleOf"] == 0.01 {
+                refused(app.put_settings(ADMIN_TOKEN, json!({group: {field: 10.005}})).await, &path);
+            }
+        }
+        app.put_settings(ADMIN_TOKEN, json!({group: null})).await.assert_error(400, "VALIDATION_ERROR");
+    }
+    assert!(bounds > 40, "the settings' bounds are stated: {bounds}");
+    assert_eq!(schemas["MomentumRadarSettings"]["properties"]["universe"]["uniqueItems"], true);
+    refused(
+        app.put_settings(ADMIN_TOKEN, json!({"momentum_radar": {"universe": [symbol, symbol]}})).await,
+        "momentum_radar.universe",
+    );
+    let strategies = &schemas["StrategyAllocatorSettings"]["properties"]["default_strategy_id"]["enum"];
+    assert_eq!(strategies, &json!(["momentum_breakout"]));
+    let other = json!({"strategy_allocator": {"default_strategy_id": "sma_cross"}});
+    refused(app.put_settings(ADMIN_TOKEN, other).await, "strategy_allocator.default_strategy_id");
+
+    // A run's settings overrides are the same object.
+    for name in ["BacktestRequest", "DeskRequest", "SweepRequest"] {
+        assert_eq!(schemas[name]["properties"]["settings"]["$ref"], "#/components/schemas/SettingsPatch", "{name}");
+    }
+
+    // A sweep's grid names a parameter.
+    assert_eq!(schemas["SweepRequest"]["properties"]["grid"]["minProperties"], 1);
+    let sweep = json!({"strategy_id": "sma_cross", "symbol": symbol, "start": "2026-11-02T00:00:00Z",
+        "end": "2026-11-10T00:00:00Z", "grid": {}});
+    refused(app.post("/api/backtests/sweeps", ADMIN_TOKEN, sweep).await, "grid");
+
+    // A desk replay's symbols are for downloaded days only.
+    let desk = &schemas["DeskRequest"]["anyOf"];
+    assert_eq!(desk[0], json!({"not": {"required": ["symbols"]}}));
+    assert_eq!(desk[1]["properties"]["source"]["const"], "downloaded");
+    let replay = json!({"kind": "desk", "source": "simulated", "symbols": [symbol],
+        "start": "2026-11-19T15:00:00Z", "end": "2026-11-19T16:00:00Z"});
+    refused(app.post("/api/backtests", ADMIN_TOKEN, replay).await, "symbols");
+
+    // An order's tick rule, its prices by order type, and its exit legs on a BUY.
+    let order = &schemas["CreateOrder"];
+    assert_eq!(order["properties"]["stop_price"]["anyOf"][1], json!({"minimum": 1, "multipleOf": 0.01}));
+    assert_eq!(order["allOf"][0], json!({"dependentRequired": {"take_profit": ["stop_loss"]}}));
+    assert_eq!(order["allOf"].as_array().map(Vec::len), Some(4));
+    let base = json!({"symbol": symbol, "side": "BUY", "quantity": 1});
+    let with = |extra: Value| {
+        let mut body = base.clone();
+        body.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        body
+    };
+    for (extra, field) in [
+        (json!({"order_type": "STOP", "stop_price": 1.005}), "stop_price"),
+        (json!({"order_type": "LIMIT", "limit_price": 0.00005}), "limit_price"),
+        (json!({"order_type": "LIMIT"}), "limit_price"),
+        (json!({"stop_price": 5.0}), "stop_price"),
+        (json!({"side": "SELL", "stop_loss": {"stop_price": 5.0}}), "stop_loss"),
+        (json!({"take_profit": {"limit_price": 5.0}}), "take_profit.limit_price"),
+    ] {
+        refused(app.post("/api/orders/preview", ADMIN_TOKEN, with(extra)).await, field);
+    }
 }

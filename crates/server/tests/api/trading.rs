@@ -284,6 +284,38 @@ async fn emergency_halt_flattens_latches_and_survives_a_restart() {
     assert_eq!(audit.body["meta"]["count"], 2);
 }
 
+/// `Halted` is a position left to manual management (CONTRACT §3): once the emergency halt's
+/// exit has filled on the paper broker the watched symbol is flat with nothing working, and its
+/// watchlist row reads `Closed`.
+#[tokio::test]
+async fn a_watched_position_the_halt_flattened_reads_closed_on_the_watchlist() {
+    let app = spawn_app().await;
+    let (symbol, _) = app.market_symbols(1).await.remove(0);
+    app.post("/api/radar/watch", ADMIN_TOKEN, json!({"symbol": symbol})).await.assert_ok(200);
+    let placed = buy(&app, &symbol, 50).await;
+    app.wait_for_order(&id(&placed), "FILLED").await;
+    wait_position(&app, 50).await;
+
+    app.post("/api/risk/emergency-halt", ADMIN_TOKEN, json!({"reason": "runaway"})).await.assert_ok(200);
+    for _ in 0..100 {
+        app.market.advance(chrono::Duration::milliseconds(500));
+        if app.get("/api/positions").await.body["meta"]["count"] == 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+    }
+    assert_eq!(app.get("/api/positions").await.body["meta"]["count"], 0, "the halt's exit filled");
+    let filled = app.get(&format!("/api/orders?symbol={symbol}&status=FILLED")).await;
+    let sells = filled.data().as_array().unwrap().iter().filter(|o| o["side"] == "SELL").count();
+    assert_eq!(sells, 1, "flattened by the halt's exit: {}", filled.body);
+
+    let watchlist = app.get("/api/watchlist").await;
+    let row = watchlist.data().as_array().unwrap().iter().find(|r| r["symbol"] == symbol.as_str()).unwrap().clone();
+    assert_eq!(row["strategy_status"], "Closed", "nothing left to manage: {row}");
+    let closed = app.get("/api/watchlist?status=Closed").await;
+    assert_eq!(closed.body["meta"]["count"], 1, "{}", closed.body);
+}
+
 #[tokio::test]
 async fn watchlist_stop_and_restart() {
     let app = spawn_app().await;
