@@ -169,7 +169,10 @@ async fn halt_answered_at_once(app: &TestApp, started: Instant, reason: &str) {
 /// could take the term over unseen): answered at once in memory, and nothing of it reaches the
 /// broker while this service's term cannot be renewed — the position is still held after the
 /// market moved on for a while. [`wait_until_stored`] sees the exit fill once the database is back.
+/// Sent once the window of the term's last renewal (made before the outage) has passed: within
+/// it the exit may still go out, as the lease allows.
 async fn halt_held_through_the_outage(app: &TestApp, started: Instant, reason: &str) {
+    tokio::time::sleep(tradeops_server::cluster::LEASE - tradeops_server::cluster::MARGIN).await;
     halt_answered_at_once(app, started, reason).await;
     for _ in 0..20 {
         app.market.advance(chrono::Duration::milliseconds(200));
