@@ -1,4 +1,4 @@
-"""sma_cross parity with backtesting.py (issue 21.6), trade by trade, through the real server.
+"""sma_cross parity with backtesting.py, trade by trade, through the real server.
 
 Imports backtesting.py's bundled GOOG daily bars (the CSV inside the installed package) with
 ``POST /api/data/import``, runs ``sma_cross`` 10/20 with ``POST /api/backtests/run`` (all in, no

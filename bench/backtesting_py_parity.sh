@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# sma_cross parity with backtesting.py 0.6.6 (issue 21.6): installs backtesting.py from PyPI in a
+# sma_cross parity with backtesting.py 0.6.6: installs backtesting.py from PyPI in a
 # virtual environment (kept between runs), starts the service on a fresh SQLite database, and
 # compares a backtest run through its API with backtesting.py's own run on its bundled GOOG bars,
 # trade by trade (bench/backtesting_py_parity.py). Exits non-zero on any difference.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The cost of a follower (issue 25.2): two release nodes on one PostgreSQL database (a fresh one),
+# The cost of a follower: two release nodes on one PostgreSQL database (a fresh one),
 # the first leading, the second following; GET /api/health and GET /api/settings under 64
 # concurrent connections (wrk) against the leader and through the follower (forwarded to the
 # leader), and POST /api/orders' round trip (p50 of 30) both ways.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Two release builds of the service side by side (issue 22: the layered server must not be
+# Two release builds of the service side by side (the layered server must not be
 # slower than the one before it): HTTP throughput of GET /api/health and GET /api/settings
 # (wrk, 64 connections), an order's round trip (bench/order_latency.py: POST /api/orders ->
 # FILLED visible, PAPER, 100 orders) and the emergency halt through the API (bench/halt_api.py:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The console's speed goals (issue 24.6), measured by the browser test run alone (nothing else
+# The console's speed goals, measured by the browser test run alone (nothing else
 # competing for the cores) with the goals asserted: first render and the radar's first rows
 # < 1 s on the loopback, the header within 1 s of a fill's event, 20 live charts at 60× market
 # speed at 30 fps or more. Prints the figures of each run; RUNS (default 3) runs.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole-desk replay's speed (issue 26.2, goal: a 500-symbol simulated day in under 1 s):
+# The whole-desk replay's speed (goal: a 500-symbol simulated day in under 1 s):
 # a release service on its embedded defaults (the simulated market of 500 symbols, SQLite), then
 # POST /api/backtests (kind desk) for a whole simulated day (24 h of market time on the default
 # ALWAYS_OPEN calendar: 5,760 steps of 15 s, with the radar scanning every step) with the

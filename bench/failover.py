@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Failover time (issue 25.7): two services on one PostgreSQL database, the second a hot standby
+"""Failover time: two services on one PostgreSQL database, the second a hot standby
 (it waits, not yet listening, while the first holds the engine's term). The one running the
 engine is killed with SIGKILL; the figure is the time from the kill until the standby answers
 POST /api/orders with 201 (it took the term over, restored the engine and trades; until then it

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Flood benchmark of issue 20.2: default settings on a fresh SQLite folder; 64 connections
+# Flood benchmark: default settings on a fresh SQLite folder; 64 connections
 # (wrk) post /api/risk/emergency-halt for SECONDS, half with no token and half with a bad one.
 # Measures the growth of the database files (db + -wal + -shm, bytes before and right after
 # the flood, and the largest size seen during it), the audit rows written, the flood's own

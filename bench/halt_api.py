@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Emergency halt through the API (issue 4): with 100 open positions and 500 working orders on
+"""Emergency halt through the API: with 100 open positions and 500 working orders on
 the paper broker, the time of POST /api/risk/emergency-halt — which answers once the latch, every
 cancel and every exit have been persisted and handed to the broker. Usage: halt_api.py BASE TOKEN"""
 import sys

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# HTTP benchmark of issue 2: GET /api/health and GET /api/settings under 64 concurrent
+# HTTP benchmark: GET /api/health and GET /api/settings under 64 concurrent
 # connections (wrk), beside a bare axum handler returning a constant, all release builds on
 # this machine in the same run. Also the service's idle resident memory after start.
 # Usage: bench/http.sh [seconds-per-run] [runs]   (needs wrk: apt-get install wrk)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# List endpoints under load (issue 20.4): GET /api/orders?limit=100 and GET /api/trades?date=TODAY
+# List endpoints under load: GET /api/orders?limit=100 and GET /api/trades?date=TODAY
 # under 64 concurrent connections (wrk, 2 threads), on a release server. Its fresh database holds
 # 200 orders of today making 100 completed trades (placed through the API by
 # bench/lists_seed.py, so both answers are 100-row pages) and, as a service that has traded for

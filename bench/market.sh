@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Market benchmarks of issue 3: history generation (minute bars/s, one core), radar scan of the
+# Market benchmarks: history generation (minute bars/s, one core), radar scan of the
 # whole universe, feed work per minute, and the service's resident memory with the universe
 # live (DEMO at 60x, so scans come every real second) with the radar's latency after each
 # minute boundary. Usage: bench/market.sh [symbols]

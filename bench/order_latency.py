@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""POST /api/orders -> FILLED visible in GET /api/orders/{id}, on the paper broker (issue 4).
+"""POST /api/orders -> FILLED visible in GET /api/orders/{id}, on the paper broker.
 Usage: order_latency.py BASE_URL TOKEN [ORDERS]. Alternates buys and sells of one symbol so the
 position stays small; prints p50/p99 in milliseconds."""
 import sys

@@ -1,4 +1,4 @@
-"""A parameter sweep against backtesting.py's ``Backtest.optimize`` (issue 26.1), through the
+"""A parameter sweep against backtesting.py's ``Backtest.optimize``, through the
 real server: the ``sma_cross`` grid fast 5..50 step 5 × slow 10..100 step 10 (fast below slow:
 45 combinations) on backtesting.py's bundled GOOG daily bars, ranked by final equity (the
 objective both compute the same way: parity of every trade is ``bench/backtesting_py_parity.py``).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A sweep against backtesting.py's Backtest.optimize (issue 26.1): the environment and service
+# A sweep against backtesting.py's Backtest.optimize: the environment and service
 # as bench/backtesting_py_parity.sh makes them, then bench/sweep_vs_optimize.py.
 # Usage: bench/sweep_vs_optimize.sh BIN [RUNS]   (BIN: a release tradeops)
 set -euo pipefail

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Token propagation (issue 21.1): how long a token created or revoked by the `tradeops token`
+"""Token propagation: how long a token created or revoked by the `tradeops token`
 CLI takes to be accepted (create -> 200) or refused (revoke -> 401) by a `tradeops serve`
 already running on the same database, without a restart.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Trading engine benchmarks of issue 4: risk gate per check, engine events/s with 50 watched
+# Trading engine benchmarks: risk gate per check, engine events/s with 50 watched
 # symbols, the emergency halt with 100 positions and 500 open orders, and the order round trip
 # POST /api/orders -> FILLED on a release server in PAPER mode.
 set -euo pipefail

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Backtest throughput with 1, 2 and 4 job workers (issue 25.7). A service on PostgreSQL that
+"""Backtest throughput with 1, 2 and 4 job workers. A service on PostgreSQL that
 leaves its jobs to workers (TRADEOPS_JOBS_RUN=false) queues RUNS_PER_ROUND sma_cross backtests
 on minute bars (one symbol, about 125 trading days, each with its own parameters); K `tradeops worker`
 processes, each running one backtest at a time (TRADEOPS_JOBS_BACKTEST_PARALLEL=1), run them.
