@@ -439,18 +439,25 @@ async fn the_stop_legs_fill_is_a_fill_of_our_order_and_the_take_profits_cancel_e
     assert!(alpaca.adapter.orders().unfinished().is_empty());
 }
 
-#[tokio::test]
-async fn a_take_profit_canceled_before_the_stop_legs_fill_is_reported_as_the_fill() {
+/// Our bracket group placed at the stand-in, its stop leg then filled there (10 at 9.47) with
+/// nothing told yet: the stand-in and the group's top-level order (the take-profit).
+async fn stop_leg_filled_at_rest() -> (StandIn, Value) {
     let alpaca = StandIn::start(|_| {}, None).await;
     alpaca.adapter.submit(&protective(OURS, d("9.5"), None, Some(d("12"))), at(31, 0)).await.unwrap();
     let (top, leg) = alpaca.group();
-    // Alpaca has filled the stop and cancelled the take-profit; the stream tells the cancel
-    // first and the fill only later.
     alpaca.set(
         &leg,
         json!({"status": "filled", "filled_qty": "10", "filled_avg_price": "9.47",
         "filled_at": "2026-11-25T14:33:01Z"}),
     );
+    (alpaca, top)
+}
+
+#[tokio::test]
+async fn a_take_profit_canceled_before_the_stop_legs_fill_is_reported_as_the_fill() {
+    // Alpaca has filled the stop and cancelled the take-profit; the stream tells the cancel
+    // first and the fill only later.
+    let (alpaca, top) = stop_leg_filled_at_rest().await;
     let top_canceled = alpaca.set(&top, json!({"status": "canceled"}));
     alpaca.event("canceled", top_canceled, at(33, 2));
     let first = alpaca.poll_until(|r| !fills(r).is_empty()).await;
@@ -472,14 +479,7 @@ async fn a_take_profit_canceled_before_the_stop_legs_fill_is_reported_as_the_fil
 /// sell shares already sold), the leg's fill is reported instead.
 #[tokio::test]
 async fn a_leg_read_filled_before_the_take_profits_cancel_is_reported_as_the_fill_never_a_cancel() {
-    let alpaca = StandIn::start(|_| {}, None).await;
-    alpaca.adapter.submit(&protective(OURS, d("9.5"), None, Some(d("12"))), at(31, 0)).await.unwrap();
-    let (top, leg) = alpaca.group();
-    alpaca.set(
-        &leg,
-        json!({"status": "filled", "filled_qty": "10", "filled_avg_price": "9.47",
-        "filled_at": "2026-11-25T14:33:01Z"}),
-    );
+    let (alpaca, top) = stop_leg_filled_at_rest().await;
     // Reconciliation's listing reads the group while its take-profit still works.
     alpaca.adapter.open_orders().await.unwrap();
     let top_canceled = alpaca.set(&top, json!({"status": "canceled"}));

@@ -85,8 +85,9 @@ pub struct Application {
 /// The renewals of this service's term ([`Election::hold`]) as a task, aborted if the service
 /// is dropped without being run; `lost` is told when the term is taken over.
 struct Renewing {
+    /// Both `None` once handed over ([`Renewing::into_parts`]): nothing left to abort.
     task: Option<JoinHandle<()>>,
-    lost: tokio::sync::oneshot::Receiver<()>,
+    lost: Option<tokio::sync::oneshot::Receiver<()>>,
 }
 
 impl Renewing {
@@ -97,14 +98,14 @@ impl Renewing {
             holder.hold(epoch).await;
             let _ = lost_tx.send(());
         });
-        Renewing { task: Some(task), lost }
+        Renewing { task: Some(task), lost: Some(lost) }
     }
 
     /// The task (to stop with the service's others) and the notice of a takeover.
     fn into_parts(mut self) -> (JoinHandle<()>, tokio::sync::oneshot::Receiver<()>) {
-        let task = self.task.take().expect("taken once");
-        let (_, placeholder) = tokio::sync::oneshot::channel();
-        (task, std::mem::replace(&mut self.lost, placeholder))
+        let task = self.task.take().expect("handed over once");
+        let lost = self.lost.take().expect("handed over once");
+        (task, lost)
     }
 }
 
