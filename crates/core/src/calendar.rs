@@ -480,6 +480,130 @@ impl NyDay {
     }
 }
 
+/// What the engine and a backtest read of a New York date on every bar, worked out once per
+/// date: its bounds, its regular exchange session, and the 09:30 and 16:00 instants a daily bar
+/// fills and ends at. Live, the engine works it out as a date begins; a backtest's history holds
+/// one per date of its bars ([`NyDates`]), shared by every run over them (a sweep's
+/// combinations), so no run converts time zones or looks up a memo per bar.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NyDate {
+    pub date: NaiveDate,
+    /// Midnight to midnight New York, in seconds since the epoch (`end` excluded).
+    pub start: i64,
+    pub end: i64,
+    /// The regular session's open and close in seconds (NYSE: 13:00 on an early close; 09:30 and
+    /// 16:00 on a date without a session, since strategies time their day by the exchange's
+    /// hours whatever the trading calendar).
+    pub session_open: i64,
+    pub session_close: i64,
+    /// 09:30 and 16:00 New York.
+    pub nine_thirty: Timestamp,
+    pub four_pm: Timestamp,
+}
+
+impl NyDate {
+    /// The New York date of the instant `seconds`.
+    pub fn containing(seconds: i64) -> NyDate {
+        let (date, start, end) = day_bounds(seconds);
+        let nyse = MarketCalendar::new(MarketCalendarKind::Nyse);
+        let (nine_thirty, four_pm) = (ny_instant(date, (9, 30)), ny_instant(date, (16, 0)));
+        let (open, close) = match nyse.trading_day(date) {
+            Some(day) => (day.regular_open, day.regular_close),
+            None => (nine_thirty, four_pm),
+        };
+        NyDate {
+            date,
+            start,
+            end,
+            session_open: open.timestamp(),
+            session_close: close.timestamp(),
+            nine_thirty,
+            four_pm,
+        }
+    }
+
+    #[inline]
+    pub fn contains(&self, seconds: i64) -> bool {
+        self.start <= seconds && seconds < self.end
+    }
+
+    /// Minutes since the date's midnight of an instant within it.
+    #[inline]
+    pub fn minute(&self, seconds: i64) -> u32 {
+        ((seconds - self.start) / 60).max(0) as u32
+    }
+}
+
+/// The [`NyDate`]s of a history's bars, ascending, shared by the runs over it; each run walks
+/// them forward with its own [`NyDateCursor`].
+pub type NyDates = std::sync::Arc<[NyDate]>;
+
+/// [`NyDates`] of `starts` (instants in seconds, any order): each date they fall on, and the
+/// next date of each (a minute bar that starts on a date's last minute ends on the next).
+pub fn ny_dates_of(starts: impl IntoIterator<Item = i64>) -> NyDates {
+    let mut day = NyDay::default();
+    let mut dates: Vec<NyDate> = Vec::new();
+    let mut last: Option<NaiveDate> = None;
+    for seconds in starts {
+        let (date, _) = day.locate_seconds(seconds);
+        if last != Some(date) {
+            last = Some(date);
+            let this = NyDate::containing(seconds);
+            let next = NyDate::containing(this.end);
+            dates.extend([this, next]);
+        }
+    }
+    dates.sort_unstable_by_key(|d| d.start);
+    dates.dedup_by_key(|d| d.start);
+    dates.into()
+}
+
+/// A walk over [`NyDates`] in time order: the date of each instant found by a comparison or two,
+/// and worked out ([`NyDate::containing`]) only for an instant outside them.
+#[derive(Clone, Debug)]
+pub struct NyDateCursor {
+    dates: NyDates,
+    at: usize,
+    outside: Option<NyDate>,
+}
+
+impl NyDateCursor {
+    pub fn new(dates: NyDates) -> NyDateCursor {
+        NyDateCursor { dates, at: 0, outside: None }
+    }
+
+    /// The date of `seconds`.
+    #[inline]
+    pub fn locate(&mut self, seconds: i64) -> &NyDate {
+        if self.dates.get(self.at).is_some_and(|d| d.contains(seconds)) {
+            return &self.dates[self.at];
+        }
+        self.move_to(seconds)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn move_to(&mut self, seconds: i64) -> &NyDate {
+        if self.outside.is_some_and(|d| d.contains(seconds)) {
+            return self.outside.as_ref().expect("checked above");
+        }
+        let next = self.at + 1;
+        let found = if self.dates.get(next).is_some_and(|d| d.contains(seconds)) {
+            Some(next)
+        } else {
+            let i = self.dates.partition_point(|d| d.end <= seconds);
+            self.dates.get(i).is_some_and(|d| d.contains(seconds)).then_some(i)
+        };
+        match found {
+            Some(i) => {
+                self.at = i;
+                &self.dates[i]
+            }
+            None => self.outside.insert(NyDate::containing(seconds)),
+        }
+    }
+}
+
 /// The New York date of the instant `seconds` and that date's bounds (epoch seconds). A pure
 /// function, asked again for the same instants by every run over the same bars (a sweep's
 /// combinations: daily bars change date on every bar): remembered per thread.
@@ -1009,6 +1133,32 @@ mod tests {
             prop_assert!(!cal.is_open(end) || kind == MarketCalendarKind::AlwaysOpen);
             prop_assert!(cal.is_trading_day(cal.previous_trading_day(cal.date_of(at))));
             prop_assert!(cal.is_trading_day(cal.next_trading_day(cal.date_of(at))));
+        }
+
+        /// A run's dates read from a history's table are those worked out one by one: the date,
+        /// the minute of day and the session, for instants in and outside the table, in time
+        /// order with jumps (a walk-forward window's part starts anywhere).
+        #[test]
+        fn a_cursor_over_a_history_s_dates_finds_what_the_conversion_finds(
+            table in proptest::collection::vec(1_500_000_000i64..1_900_000_000, 1..40),
+            asked in proptest::collection::vec(1_450_000_000i64..1_950_000_000, 1..80),
+        ) {
+            let mut asked = asked;
+            asked.sort_unstable();
+            let mut cursor = NyDateCursor::new(ny_dates_of(table));
+            let (mut day, nyse) = (NyDay::default(), MarketCalendar::new(MarketCalendarKind::Nyse));
+            for seconds in asked {
+                let found = *cursor.locate(seconds);
+                let (date, minute) = day.locate_seconds(seconds);
+                prop_assert_eq!((found.date, found.minute(seconds)), (date, minute));
+                prop_assert_eq!(found, NyDate::containing(seconds));
+                let session = nyse.trading_day(date).map(|d| (d.regular_open.timestamp(), d.regular_close.timestamp()));
+                let nine_thirty = ny_instant(date, (9, 30)).timestamp();
+                prop_assert_eq!(
+                    (found.session_open, found.session_close),
+                    session.unwrap_or((nine_thirty, ny_instant(date, (16, 0)).timestamp()))
+                );
+            }
         }
     }
 }

@@ -252,7 +252,9 @@ impl CurveStats {
         self.closes
             .iter()
             .map(|(_, equity)| {
-                let r = ratio(*equity - previous, previous).unwrap_or(0.0);
+                // A flat day (no position, or an unchanged mark) is a return of exactly 0, as the
+                // division would give, without it.
+                let r = if *equity == previous { 0.0 } else { ratio(*equity - previous, previous).unwrap_or(0.0) };
                 previous = *equity;
                 r
             })

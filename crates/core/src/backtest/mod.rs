@@ -19,8 +19,8 @@ pub mod coverage;
 pub mod fills;
 
 use crate::bars::SessionRunning;
-use crate::calendar::{ny_instant, NyDay};
-use crate::engine::{Command, Effect, Engine, Event};
+use crate::calendar::{ny_dates_of, ny_instant, NyDate, NyDateCursor, NyDates, NyDay};
+use crate::engine::{BarTime, Command, Effect, Engine, Event};
 use crate::market::{Bar, Price, Timeframe};
 use crate::metrics::{CurveStats, EquityPoint, Metrics};
 use crate::orders::{ClientOrderId, Order};
@@ -117,6 +117,11 @@ pub trait History {
     fn sector(&self) -> Option<String> {
         None
     }
+    /// The New York dates of the bars this history was made from, when it keeps them: every run
+    /// over those bars reads its dates there (else a run works out its own, once per run).
+    fn ny_dates(&self) -> Option<NyDates> {
+        None
+    }
 }
 
 /// Relative volume from a date's [`History::expected_volume`]: `volume` over the volume expected
@@ -147,6 +152,8 @@ pub struct BarHistory {
     cursor: usize,
     /// The expected volume of a date not in the data, last asked for.
     scratch: Box<[f64]>,
+    /// The New York dates of the bars (see [`History::ny_dates`]).
+    ny_dates: NyDates,
 }
 
 impl BarHistory {
@@ -193,7 +200,8 @@ impl BarHistory {
             cumulative.push(slots);
         }
         let expected = vec![None; dates.len()];
-        BarHistory { dates, closes, cumulative, expected, cursor: 0, scratch: Box::new([]) }
+        let ny_dates = ny_dates_of(bars.iter().map(|b| b.start.timestamp()));
+        BarHistory { dates, closes, cumulative, expected, cursor: 0, scratch: Box::new([]), ny_dates }
     }
 
     /// How many of the data's dates come before `date` (the cursor moved there).
@@ -235,6 +243,10 @@ impl History for BarHistory {
             self.expected[before] = Some(table(&self.cumulative));
         }
         self.expected[before].as_deref().unwrap_or_default()
+    }
+
+    fn ny_dates(&self) -> Option<NyDates> {
+        Some(self.ny_dates.clone())
     }
 }
 
@@ -339,16 +351,11 @@ fn strategy_for(spec: &BacktestSpec) -> Option<Box<dyn Strategy>> {
     strategy::make(&spec.strategy_id)
 }
 
-/// When the engine sees a bar: at its end (`start`: the bar's start in seconds since the epoch).
-fn bar_end(bar: &Bar, start: i64, timeframe: Timeframe, day: &mut NyDay) -> Timestamp {
-    bar_end_on(bar, day.locate_seconds(start).0, timeframe)
-}
-
-/// [`bar_end`] of a bar starting on New York date `date`.
-fn bar_end_on(bar: &Bar, date: NaiveDate, timeframe: Timeframe) -> Timestamp {
+/// When the engine sees a bar: at its end (`date`: the New York date the bar starts on).
+fn bar_end_on(bar: &Bar, date: &NyDate, timeframe: Timeframe) -> Timestamp {
     match timeframe {
         Timeframe::Minute => crate::time::plus_seconds(&bar.start, 60),
-        Timeframe::Day => ny_instant(date, (16, 0)).max(bar.start),
+        Timeframe::Day => date.four_pm.max(bar.start),
     }
 }
 
@@ -544,7 +551,9 @@ fn run_keeping(
     let mut curve = Vec::with_capacity(kept);
     let mut next_kept = curve_index(1, bars.len(), kept);
     let mut day = NyDay::default();
-    let mut end_day = NyDay::default();
+    // The dates of the bars' starts and ends, read from the history's when it keeps them.
+    let ny_dates = history.ny_dates().unwrap_or_else(|| ny_dates_of(bars.iter().map(|b| b.start.timestamp())));
+    let (mut starts, mut ends) = (NyDateCursor::new(ny_dates.clone()), NyDateCursor::new(ny_dates));
     let mut epoch = crate::time::EpochSeconds::default();
     let first_date = day.date_of(first.start);
     let mut date = Some(first_date);
@@ -557,7 +566,8 @@ fn run_keeping(
     let mut enricher = Enricher::new();
     for (i, bar) in bars.iter().enumerate() {
         let start = epoch.of(&bar.start);
-        let (today, minute) = day.locate_seconds(start);
+        let ny_date = starts.locate(start);
+        let (today, minute) = (ny_date.date, ny_date.minute(start));
         if date != Some(today) {
             if date.is_some() {
                 run.broker.expire_day_orders(bar.start);
@@ -572,7 +582,7 @@ fn run_keeping(
         if run.broker.has_working() {
             let open = match spec.timeframe {
                 Timeframe::Minute => bar.start,
-                Timeframe::Day => ny_instant(today, (9, 30)).max(bar.start),
+                Timeframe::Day => ny_date.nine_thirty.max(bar.start),
             };
             run.broker.on_bar(bar, open);
             run.fills(bar, open);
@@ -581,22 +591,24 @@ fn run_keeping(
             }
         }
         volume += bar.volume;
-        let now = bar_end_on(bar, today, spec.timeframe);
+        let now = bar_end_on(bar, ny_date, spec.timeframe);
         let relative_volume = relative_volume_from(&expected_volume, minute + 1, volume);
         // Entries decided on this bar are sized at the price they will fill at.
         let fill = run.broker.market_buy_fill(bar, bars.get(i + 1));
-        run.engine.bar_into(symbol, bar, prev_close, relative_volume, fill, now, &mut run.fx);
+        // A daily bar ends on its own date (16:00 New York of it, or its start if later): only a
+        // minute bar's end can fall on the next date.
+        let (now_seconds, end_date) = match spec.timeframe {
+            Timeframe::Minute => (start + 60, ends.locate(start + 60)),
+            Timeframe::Day => (now.timestamp(), ny_date),
+        };
+        let time = BarTime { seconds: now_seconds, date: end_date };
+        run.engine.bar_into(symbol, bar, prev_close, relative_volume, fill, now, Some(time), &mut run.fx);
         // A day roll (every bar of daily bars) is announced and changes nothing when carried
         // out: a bar whose only effects are day rolls leaves the book as the bar's daily-loss
         // check saw it, as a bar without effects does, and its equity is read the same way.
         let only_day_rolls = run.fx.iter().all(|effect| matches!(effect, Effect::DayRolled { .. }));
         let fx_applied = run.carry_out_any(bar, now) && !only_day_rolls;
-        // A daily bar ends on its own date (16:00 New York of it, or its start if later): only a
-        // minute bar's end can fall on the next date.
-        let date = match spec.timeframe {
-            Timeframe::Minute => end_day.locate_seconds(start + 60).0,
-            Timeframe::Day => today,
-        };
+        let date = end_date.date;
         let version = run.engine.equity_version();
         if fx_applied || version != equity_version {
             equity_version = version;
@@ -624,7 +636,7 @@ fn run_keeping(
     }
     // Close what is open at the last bar's close.
     let last = bars.last().expect("not empty");
-    let now = bar_end(last, last.start.timestamp(), spec.timeframe, &mut end_day);
+    let now = bar_end_on(last, starts.locate(last.start.timestamp()), spec.timeframe);
     let working: Vec<_> =
         run.engine.orders().values().filter(|o| o.status.is_cancellable()).map(|o| o.client_order_id.clone()).collect();
     for id in working {

@@ -16,7 +16,7 @@ mod restore;
 mod strategies;
 
 use crate::broker::BrokerReport;
-use crate::calendar::MarketCalendar;
+use crate::calendar::{MarketCalendar, NyDate};
 use crate::market::{ticks_fit_dollars, ticks_to_dollars, whole_ticks, Bar, Side, SymbolHalt};
 use crate::orders::{ClientOrderId, Order, OrderType, TimeInForce};
 use crate::positions::Position;
@@ -104,6 +104,17 @@ struct QuickCheck {
     loss_at: i128,
     /// The value at the last bar checked this way (`None`: none since the full check).
     value: Option<i128>,
+    /// `loss_at` on a new day, when nothing is realized yet (`None` past what ticks hold): a
+    /// day roll with the book as last checked takes the new day's thresholds from here.
+    fresh_loss_at: Option<i128>,
+}
+
+/// When a backtest's bar is seen, as its run has it at hand: the instant in seconds since the
+/// epoch and its New York date (from the history's [`crate::calendar::NyDates`]).
+#[derive(Clone, Copy, Debug)]
+pub struct BarTime<'a> {
+    pub seconds: i64,
+    pub date: &'a NyDate,
 }
 
 /// The emergency halt latch.
@@ -286,11 +297,9 @@ pub struct Engine {
     cash: Decimal,
     recent: VecDeque<RecentOrder>,
     sequence: u64,
-    /// The regular session of the current date (cached: computing it takes holiday rules).
-    /// The open and close are in seconds since the epoch.
-    session: Option<(NaiveDate, i64, i64)>,
-    /// The New York date of the events (cached bounds: no time-zone conversion per event).
-    ny_day: crate::calendar::NyDay,
+    /// The New York date of the events, its bounds and regular session: worked out as a date
+    /// begins (or given by a backtest's bar, [`BarTime`]), not per event.
+    today: Option<NyDate>,
     /// Seconds since the epoch of the events' instants (the UTC date's arithmetic once a day).
     epoch: crate::time::EpochSeconds,
     /// Whether the daily loss limit must be checked on the next bar whatever its symbol: set by
@@ -399,8 +408,7 @@ impl Engine {
             cash,
             recent: VecDeque::new(),
             sequence: 0,
-            session: None,
-            ny_day: Default::default(),
+            today: None,
             epoch: Default::default(),
             check_due: true,
             open_at_check: 0,
@@ -523,7 +531,7 @@ impl Engine {
     pub fn handle_into(&mut self, event: Event, now: Timestamp, fx: &mut Vec<Effect>) {
         match event {
             Event::Bar { symbol, bar, prev_close, relative_volume } => {
-                self.bar_into(&symbol, &bar, prev_close, relative_volume, None, now, fx);
+                self.bar_into(&symbol, &bar, prev_close, relative_volume, None, now, None, fx);
             }
             Event::Mark { symbol, price } => {
                 self.begin(now, fx);
@@ -561,7 +569,7 @@ impl Engine {
     /// made in full (the event may have changed the book).
     fn begin(&mut self, now: Timestamp, fx: &mut Vec<Effect>) {
         let seconds = self.epoch.of(&now);
-        let (date, _) = self.ny_day.locate_seconds(seconds);
+        let date = self.locate(seconds, None).date;
         self.roll_day(date, fx);
         self.check_due = true;
         self.equity_version += 1;
@@ -571,7 +579,8 @@ impl Engine {
     /// bar, without building the event and matching it again. `fill`: the price a market order
     /// sent on this bar fills at, where the venue states it (a backtest's fill model: the next
     /// bar's open under `NEXT_OPEN`), so entries are sized and checked at it; `None` live, where
-    /// the last trade and `risk_controls.market_buy_buffer_pct` stand for it.
+    /// the last trade and `risk_controls.market_buy_buffer_pct` stand for it. `time`: `now` as
+    /// a backtest already knows it; `None` live, where the engine works it out.
     #[allow(clippy::too_many_arguments)]
     pub fn bar_into(
         &mut self,
@@ -581,10 +590,15 @@ impl Engine {
         relative_volume: Option<f64>,
         fill: Option<crate::market::Price>,
         now: Timestamp,
+        time: Option<BarTime<'_>>,
         fx: &mut Vec<Effect>,
     ) {
-        let seconds = self.epoch.of(&now);
-        let (date, _) = self.ny_day.locate_seconds(seconds);
+        let (seconds, hint) = match time {
+            Some(t) => (t.seconds, Some(t.date)),
+            None => (self.epoch.of(&now), None),
+        };
+        let today = self.locate(seconds, hint);
+        let date = today.date;
         self.roll_day(date, fx);
         // Unnormalised: exact, and cheaper than `Price::to_decimal` on every bar.
         let last = bar.close.as_decimal();
@@ -597,7 +611,7 @@ impl Engine {
         m.relative_volume = relative_volume;
         m.fill = fill;
         let market = *m;
-        self.on_bar(symbol, bar, market, now, seconds, date, fx);
+        self.on_bar(symbol, bar, market, now, seconds, &today, fx);
         self.check_broker_stops(now, None, fx);
         if self.check_due {
             self.check_daily_loss(fx);
@@ -608,13 +622,41 @@ impl Engine {
         }
     }
 
+    /// The New York date of the instant `seconds`: the current one, else `hint` where it holds
+    /// the instant, else worked out (once a date, live).
+    #[inline]
+    fn locate(&mut self, seconds: i64, hint: Option<&NyDate>) -> NyDate {
+        match self.today {
+            Some(today) if today.contains(seconds) => today,
+            _ => {
+                let today = match hint {
+                    Some(date) if date.contains(seconds) => *date,
+                    _ => NyDate::containing(seconds),
+                };
+                self.today = Some(today);
+                today
+            }
+        }
+    }
+
     fn roll_day(&mut self, date: NaiveDate, fx: &mut Vec<Effect>) {
         if self.day.date == Some(date) {
             return;
         }
+        // The book as the last daily-loss check saw it (only bars since): the new day's
+        // thresholds can be set without a full check (see `roll_check`).
+        let book_as_checked = !self.check_due;
         self.check_due = true;
         let first = self.day.date.is_none();
-        let equity = self.equity();
+        // With the book as checked and one position open, equity is the last check's: cash and
+        // the position's value at the last bar, in ticks (as `current_equity` reads it).
+        let equity = match &self.quick {
+            Some(QuickCheck { base, value: Some(value), .. }) if book_as_checked => {
+                ticks_to_dollars(*value).map(|value| *base + value)
+            }
+            _ => None,
+        };
+        let equity = equity.unwrap_or_else(|| self.equity());
         self.day = DayStats {
             date: Some(date),
             trades_today: 0,
@@ -638,6 +680,41 @@ impl Engine {
             fx.push(Effect::TradingStateChanged { state: self.trading_state, halt: None });
         }
         fx.push(Effect::DayRolled { date });
+        if book_as_checked && self.roll_check() {
+            self.check_due = false;
+        }
+    }
+
+    /// The daily-loss check's figures for a new day whose book is the one the last check saw
+    /// (bars alone since), without the check: what [`Engine::check_daily_loss`] would find.
+    /// Nothing is realized yet and the peak is the day's start equity, so with one position
+    /// open the peak is its value at the last bar and the limit sits at its cost less the
+    /// limit; with none, equity is cash and the limit cannot be reached (it is positive).
+    /// Whether it could: otherwise the full check runs at the bar's end as before. Every daily
+    /// bar rolls the day, so a daily-bar backtest (and a sweep's every combination) takes this
+    /// path once per bar.
+    fn roll_check(&mut self) -> bool {
+        let active = self.trading_state == TradingState::Active;
+        match self.quick.as_mut() {
+            None => {
+                self.open_at_check == 0
+                    && self.day.start_equity == self.checked_equity
+                    && (!active || self.settings.risk_controls.max_daily_loss > Decimal::ZERO)
+            }
+            Some(q) => {
+                let (Some(value), Some(fresh)) = (q.value, q.fresh_loss_at) else { return false };
+                let loss_at = if active { fresh } else { i128::MIN };
+                // Reached as the day begins (its realized P&L no longer offsets the position's
+                // loss): the full check acts on it now, whichever symbol's bar rolled the day.
+                if value <= loss_at {
+                    return false;
+                }
+                q.peak_above = value;
+                q.loss_at = loss_at;
+                self.equity_version += 1;
+                true
+            }
+        }
     }
 
     /// Drops a final order from memory. Backtests do so as each order ends, so the scans of
@@ -742,11 +819,13 @@ impl Engine {
         }
         // Value in ticks strictly above `peak - cash` sets a new peak; at or below
         // `cost - realized - limit` the loss limit is reached (whole ticks: floor either side).
+        let limit = self.settings.risk_controls.max_daily_loss;
         let loss_at = if self.trading_state == TradingState::Active {
-            whole_ticks(p.cost_basis - self.day.realized_today - self.settings.risk_controls.max_daily_loss, false)?
+            whole_ticks(p.cost_basis - self.day.realized_today - limit, false)?
         } else {
             i128::MIN
         };
+        let fresh_loss_at = whole_ticks(p.cost_basis - limit, false);
         Some(QuickCheck {
             symbol: p.symbol.clone(),
             quantity: p.quantity,
@@ -754,6 +833,7 @@ impl Engine {
             peak_above: whole_ticks(self.day.peak_equity - self.cash, false)?,
             loss_at,
             value: None,
+            fresh_loss_at,
         })
     }
 

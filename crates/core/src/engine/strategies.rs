@@ -14,30 +14,8 @@ use rust_decimal::Decimal;
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-/// The regular open and close of the exchange session of a New York date (09:30–16:00; NYSE
-/// early closes at 13:00). Strategies time their day by the exchange session whatever the
-/// trading calendar, so `ALWAYS_OPEN` still has a 09:30 open.
-fn regular_session(date: chrono::NaiveDate, now: Timestamp) -> (Timestamp, Timestamp) {
-    use chrono::TimeZone;
-    let nyse = crate::calendar::MarketCalendar::new(crate::settings::MarketCalendarKind::Nyse);
-    let (open, close) = match nyse.trading_day(date) {
-        Some(day) => (day.regular_open, day.regular_close),
-        None => {
-            let at = |h, m| {
-                chrono_tz::America::New_York
-                    .from_local_datetime(&date.and_hms_opt(h, m, 0).expect("valid time"))
-                    .earliest()
-                    .map(|t| t.to_utc())
-                    .unwrap_or(now)
-            };
-            (at(9, 30), at(16, 0))
-        }
-    };
-    (open, close)
-}
-
 impl Engine {
-    /// `seconds` and `date`: `now` in seconds since the epoch, and its New York date; `market`:
+    /// `seconds` and `today`: `now` in seconds since the epoch, and its New York date; `market`:
     /// what the engine knows of the symbol's market with this bar. One lookup of the slot and
     /// one of the position per bar.
     #[allow(clippy::too_many_arguments)]
@@ -48,7 +26,7 @@ impl Engine {
         market: SymbolMarket,
         now: Timestamp,
         seconds: i64,
-        date: chrono::NaiveDate,
+        today: &crate::calendar::NyDate,
         fx: &mut Vec<Effect>,
     ) {
         if self.trading_state == TradingState::Halted {
@@ -67,15 +45,9 @@ impl Engine {
         }
         let is_working = |id: &crate::orders::ClientOrderId| super::is_working_in(&self.orders, id);
         let working = slot.entry_order.as_ref().is_some_and(is_working) || slot.exit_orders.iter().any(is_working);
-        let (open, close) = match self.session {
-            Some((d, open, close)) if d == date => (open, close),
-            _ => {
-                let (open, close) = regular_session(date, now);
-                let times = (open.timestamp(), close.timestamp());
-                self.session = Some((date, times.0, times.1));
-                times
-            }
-        };
+        // Strategies time their day by the exchange's regular session whatever the trading
+        // calendar, so `ALWAYS_OPEN` still has a 09:30 open.
+        let (open, close) = (today.session_open, today.session_close);
         // Whole minutes, truncated toward zero (as `Duration::num_minutes`), in integer seconds.
         let (since_open, to_close) = ((seconds - open) / 60, (close - seconds) / 60);
         let ctx = StrategyContext {

@@ -842,6 +842,65 @@ fn the_daily_loss_check_on_bars_matches_its_definition_to_the_tick() {
     assert_eq!(e.current_equity(), e.equity());
 }
 
+/// A new day whose book is as the last check saw it (bars alone since) sets the day's figures
+/// without a full check: the day starts at the equity of the last bar, its peak follows the
+/// bars, and the limit trips on the exact tick (a loss of 500 at $4.50, none at $4.5001); a
+/// position past the limit once the previous day's realized P&L no longer offsets it reduces as
+/// the day begins, whichever symbol's bar rolls the day.
+#[test]
+fn a_day_roll_sets_the_daily_loss_figures_as_the_full_check_does() {
+    use crate::market::Price;
+    let mut e = engine();
+    let (_, fx) = command(&mut e, buy(1000));
+    fill(&mut e, &submitted(&fx)[0], "e1", 1000, 500);
+    let bar_on = |day: i64, ticks: i64| {
+        let p = Price(ticks);
+        Bar { start: t(NOW) + chrono::Duration::days(day), open: p, high: p, low: p, close: p, volume: 100 }
+    };
+    let on = |e: &mut Engine, symbol: &str, day: i64, ticks: i64| {
+        let bar = bar_on(day, ticks);
+        let now = bar.start + chrono::Duration::minutes(1);
+        e.handle(Event::Bar { symbol: sym(symbol), bar, prev_close: d(500), relative_volume: None }, now)
+    };
+    on(&mut e, "ABCD", 0, 51_000);
+    // Each day one bar, up then down: the day starts at the last bar's equity and peaks at the
+    // higher of the two.
+    let mut previous = e.equity();
+    for (day, close) in [(1, 52_000), (2, 49_000), (3, 49_500), (4, 46_000)] {
+        let fx = on(&mut e, "ABCD", day, close);
+        assert_eq!(fx.iter().filter(|f| matches!(f, Effect::DayRolled { .. })).count(), 1, "day {day}: {fx:?}");
+        assert_eq!(e.day.start_equity, previous, "day {day}");
+        let equity = e.equity();
+        assert_eq!(e.current_equity(), equity, "day {day}");
+        assert_eq!(e.day.peak_equity, previous.max(equity), "day {day}");
+        assert_eq!(e.trading_state, TradingState::Active, "day {day}: a loss of 400 at most");
+        previous = equity;
+    }
+    // $4.5001 on a new day: a loss of 499.90, under the limit; $4.50 the next: 500, reached.
+    assert!(!on(&mut e, "ABCD", 5, 45_001).iter().any(|f| matches!(f, Effect::TradingStateChanged { .. })));
+    let fx = on(&mut e, "ABCD", 6, 45_000);
+    assert!(fx.contains(&Effect::TradingStateChanged { state: TradingState::Reducing, halt: None }), "{fx:?}");
+    on(&mut e, "ABCD", 7, 46_000);
+    assert_eq!(e.trading_state, TradingState::Active, "a new day, 400 down");
+    // 100 shares sold at $7.00 (200 realized), the rest marked at $4.30 (630 down): 430 down
+    // on the day, twice (a check after the fill, then the quick one).
+    let at = t(NOW) + chrono::Duration::days(8);
+    let mut sell = buy(100);
+    if let Command::PlaceOrder(order) = &mut sell {
+        order.side = Side::Sell;
+    }
+    let fx = e.handle(Event::Command(sell), at);
+    fill_at(&mut e, &submitted(&fx)[0], "x1", 100, 700, at);
+    on(&mut e, "ABCD", 8, 43_000);
+    on(&mut e, "ABCD", 8, 43_000);
+    assert_eq!(e.trading_state, TradingState::Active);
+    // The next day the realized 200 no longer offsets the 630: the bar that rolls the day, of
+    // another symbol, trips the limit.
+    let fx = on(&mut e, "ZZZZ", 9, 10_000);
+    assert!(fx.contains(&Effect::TradingStateChanged { state: TradingState::Reducing, halt: None }), "{fx:?}");
+    assert_eq!(e.current_equity(), e.equity());
+}
+
 /// `risk_controls.market_buy_buffer_pct` is what live trading values a market buy at: the last
 /// trade plus the buffer. 200 shares at 5.00 with 1,000 of cash pass without a buffer and not
 /// with the default 3 %.
