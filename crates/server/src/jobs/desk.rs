@@ -64,13 +64,6 @@ pub struct SimulatedSource {
     pub reference_data: bool,
 }
 
-/// A whole-desk replay's kind.
-#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, utoipa::ToSchema)]
-pub enum DeskKind {
-    #[serde(rename = "desk")]
-    Desk,
-}
-
 /// Whose prints a replay trades.
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
@@ -81,39 +74,21 @@ pub enum ReplaySource {
     Downloaded,
 }
 
-/// `POST /api/backtests` (or `/api/backtests/run`) with `kind: "desk"`.
-#[derive(Clone, Debug, Deserialize, Serialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct DeskRequest {
-    /// `desk`.
-    pub kind: DeskKind,
-    /// `simulated` (the default where the simulated market is the data broker): the simulated
-    /// market's days, regenerated; or `downloaded` (the default elsewhere): the stored minute bars
-    /// of downloaded or imported days (`POST /api/data/download`), with the previous closes and
-    /// average volumes the stored days before them give.
-    #[schema(nullable = false)]
+/// A replay as asked (`POST /api/backtests` with `kind: "desk"` reads it at the HTTP edge).
+#[derive(Clone, Debug)]
+pub struct ReplaySpec {
+    /// Whose prints; by default the simulated market's where it is the data broker, else the
+    /// downloaded days'.
     pub source: Option<ReplaySource>,
-    /// `downloaded` only: the symbols the radar scans and the desk may trade (default: every
-    /// symbol with stored minute bars in the range); at most 2,000, each with stored minute bars
-    /// in the range.
-    #[schema(nullable = false, max_items = 2000)]
+    /// `Downloaded` only: the symbols the radar scans (default: every symbol with stored minute
+    /// bars in the range).
     pub symbols: Option<Vec<tradeops_core::Symbol>>,
-    /// RFC 3339 market time the replay starts trading at (the day's earlier minutes are
-    /// generated, as the live feed generates them when it starts, not traded).
-    #[serde(with = "tradeops_core::time::serde_ts")]
-    #[schema(value_type = String, format = DateTime)]
+    /// Market time the replay trades from, and until.
     pub start: Timestamp,
-    /// RFC 3339 market time it stops at: after `start`, at most 5 days later, not in the future.
-    #[serde(with = "tradeops_core::time::serde_ts")]
-    #[schema(value_type = String, format = DateTime)]
     pub end: Timestamp,
-    /// The book's cash at the start, dollars (default 100,000): a flat book.
-    #[schema(value_type = Option<f64>, nullable = false, minimum = 1, maximum = 1000000000000.0)]
-    #[serde(default, with = "rust_decimal::serde::float_option")]
+    /// The book's cash at the start (default $100,000).
     pub initial_cash: Option<Decimal>,
-    /// Overrides of the effective settings for this replay only (the allocator's auto-watch,
-    /// the risk limits, the radar's filters...), in the shape of a `PUT /api/settings` body.
-    #[schema(value_type = Option<Object>, nullable = false)]
+    /// Overrides of the effective settings, in the shape of a `PUT /api/settings` body.
     pub settings: Option<Map<String, Value>>,
 }
 
@@ -163,7 +138,7 @@ pub(crate) fn is_desk(request: &str) -> bool {
 }
 
 /// Validates and queues a replay.
-pub async fn enqueue(jobs: &Jobs, req: DeskRequest, actor: &str) -> DomainResult<BacktestRecord> {
+pub async fn enqueue(jobs: &Jobs, req: ReplaySpec, actor: &str) -> DomainResult<BacktestRecord> {
     let source = req.source.unwrap_or(if jobs.desk.simulated.is_some() {
         ReplaySource::Simulated
     } else {
@@ -234,7 +209,7 @@ pub async fn enqueue(jobs: &Jobs, req: DeskRequest, actor: &str) -> DomainResult
 
 /// The symbols a replay of downloaded days trades: those asked for, each with stored minute bars
 /// in the range, or every symbol with some.
-async fn stored_symbols(jobs: &Jobs, req: &DeskRequest) -> DomainResult<Vec<String>> {
+async fn stored_symbols(jobs: &Jobs, req: &ReplaySpec) -> DomainResult<Vec<String>> {
     let repo: &dyn DataRepository = &jobs.db;
     let (start, end) = (to_epoch_ms(&req.start), to_epoch_ms(&req.end));
     let symbols = match &req.symbols {

@@ -11,6 +11,7 @@ use crate::http::extract::{Path, Query};
 use crate::http::guard::{Action, Sensitive, Target};
 use crate::http::routes::backtests::BacktestQuery;
 use crate::http::routes::list_limit;
+use crate::http::runs::SweepRequest;
 use crate::http::state::AppState;
 use crate::jobs::sweeps::{
     BaselineRank, Constraint, Metrics, MostChosen, Objective, RankedCombination, Span, SweepReport, WalkForward,
@@ -51,14 +52,14 @@ pub struct SweepAccepted {
 /// one, in parts that run in parallel on every process that runs jobs. Follow it with
 /// `GET /api/backtests/sweeps/{sweep_id}`: its results ranked by the `objective`.
 #[utoipa::path(post, path = "/api/backtests/sweeps", tag = "backtests", security(("bearer" = [])),
-    request_body = crate::jobs::sweeps::SweepRequest,
+    request_body = SweepRequest,
     responses((status = 202, description = "Queued", body = inline(SuccessBody<SweepAccepted>)),
               (status = 400, description = "VALIDATION_ERROR (fields named in detail: `grid.<parameter>`, `sample`, …)", body = crate::http::envelope::ErrorBody),
               (status = 404, description = "NOT_FOUND (no such symbol nor stored bars)", body = crate::http::envelope::ErrorBody)))]
 pub async fn sweep(State(state): State<AppState>, guard: Sensitive) -> ApiResult<ApiResponse<SweepAccepted>> {
     guard
-        .run(SWEEP_RUN, Target::BodyField("symbol"), |caller, req: crate::jobs::sweeps::SweepRequest| async move {
-            let record = crate::jobs::sweeps::enqueue(&state.jobs, req, &caller.principal.name).await?;
+        .run(SWEEP_RUN, Target::BodyField("symbol"), |caller, req: SweepRequest| async move {
+            let record = crate::jobs::sweeps::enqueue(&state.jobs, req.into(), &caller.principal.name).await?;
             Ok(ApiResponse::accepted(SweepAccepted {
                 sweep_id: record.sweep_id,
                 status: JobStatus::Queued,
