@@ -2,7 +2,7 @@
 //! row `QUEUED → RUNNING` (with `progress`) `→ COMPLETED` (with the result) or `FAILED`, or
 //! `CANCELED`. This module owns the single run — queueing it ([`enqueue`], from the fields every
 //! run is asked with, [`RunRequest`]), cancelling a backtest row ([`cancel`]), the run itself ([`compute`]) and its
-//! stored result ([`result_json`]): bars come from the database (the trading days missing from
+//! result ([`BacktestResult`]): bars come from the database (the trading days missing from
 //! it downloaded first, [`run::ensure_bars`]) and go through `tradeops_core::backtest::run` — the
 //! live engine with a manual clock. What every run shares (the rules of its fields, queueing and
 //! following a row, preparing its bars) is [`crate::jobs::run`]'s; desk replays
@@ -10,11 +10,10 @@
 //! [`crate::jobs::backtest_worker`].
 
 use crate::domain::{DomainError, DomainResult};
+use crate::jobs::results::BacktestResult;
 use crate::jobs::run::{self, publish, Prepared, RunRequest, StoredRun};
 use crate::jobs::{CancelError, Halt, Jobs, Leases};
-use serde_json::{json, Value};
 use tradeops_core::backtest::{self, BacktestSpec};
-use tradeops_core::time::format_ts;
 use tradeops_store::{BacktestRecord, BacktestRepository, JobKind};
 
 /// Validates and queues a run.
@@ -36,7 +35,7 @@ pub async fn cancel(jobs: &Jobs, id: &str) -> DomainResult<BacktestRecord> {
 
 /// Runs a single run (a desk replay is [`crate::jobs::desk::compute`]'s): its result, or why it
 /// stopped.
-pub(crate) async fn compute(jobs: &Jobs, leases: &Leases, run: &mut BacktestRecord) -> Result<Value, Halt> {
+pub(crate) async fn compute(jobs: &Jobs, leases: &Leases, run: &mut BacktestRecord) -> Result<BacktestResult, Halt> {
     let stored: StoredRun = serde_json::from_str(&run.request).map_err(|e| format!("unreadable request: {e}"))?;
     let bars = run::ensure_bars(jobs, &stored, &format!("backtest {}", run.backtest_id)).await?;
     let Prepared { settings, symbol, bars, calendar } = run::prepare(&stored, bars)?;
@@ -67,36 +66,5 @@ pub(crate) async fn compute(jobs: &Jobs, leases: &Leases, run: &mut BacktestReco
         })
     });
     let output = run::follow(jobs, leases, run, task, progress_rx).await?;
-    Ok(result_json(&output))
-}
-
-/// The stored result: every metric of CONTRACT §4, the trades (rows as `GET /api/trades`) and
-/// the equity curve, plus what explains them.
-pub fn result_json(o: &backtest::BacktestOutput) -> Value {
-    let m = &o.metrics;
-    let trades: Vec<Value> = o.trades.iter().map(crate::domain::trades::trade_row).collect();
-    let curve: Vec<Value> = o
-        .equity_curve
-        .iter()
-        .map(|p| json!({"timestamp": format_ts(&p.timestamp), "equity": backtest::dollars(p.equity)}))
-        .collect();
-    json!({
-        "total_return": m.total_return,
-        "sharpe_ratio": m.sharpe_ratio,
-        "max_drawdown": m.max_drawdown,
-        "win_loss_ratio": m.win_loss_ratio,
-        "win_rate": m.win_rate,
-        "profit_factor": m.profit_factor,
-        "trade_count": m.trade_count,
-        "expectancy": m.expectancy.map(backtest::dollars),
-        "gross_profit": backtest::dollars(m.gross_profit),
-        "gross_loss": backtest::dollars(m.gross_loss),
-        "sharpe_days": m.days,
-        "final_equity": backtest::dollars(o.final_equity),
-        "bars": o.bars,
-        "orders": o.orders,
-        "refusals": o.refusals,
-        "trades": trades,
-        "equity_curve": curve,
-    })
+    Ok(BacktestResult::from(&output))
 }

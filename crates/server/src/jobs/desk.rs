@@ -12,15 +12,18 @@
 //! equity curve and its metrics, and performance per symbol.
 
 use crate::domain::settings::SettingsService;
-use crate::domain::trades::{trade_row, TradeCache, TradesService};
+use crate::domain::trades::{TradeCache, TradesService};
 use crate::domain::{DomainError, DomainResult};
 use crate::engine::{replay_desk, EngineDeps};
 use crate::events::EventBus;
+use crate::jobs::results::{
+    CurvePoint, DeskResult, Headline, ReplayViolation, ReplayWatch, ReplayedTrade, SymbolPerformance,
+};
 use crate::jobs::run::{effective_settings, initial_cash};
 use crate::jobs::{Halt, Jobs, Leases};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use tradeops_brokers::paper::{PaperBroker, PaperConfig, PaperExecution};
@@ -31,7 +34,7 @@ use tradeops_brokers::stored::{StoredDays, StoredMarket};
 use tradeops_brokers::MarketData;
 use tradeops_core::clock::ManualClock;
 use tradeops_core::metrics::EquityPoint;
-use tradeops_core::time::{format_ts, from_epoch_ms, to_epoch_ms};
+use tradeops_core::time::{from_epoch_ms, to_epoch_ms};
 use tradeops_core::{Clock, Settings, Timestamp};
 use tradeops_store::{BacktestRecord, DataRepository, Database, MarketRepository, SettingsRepository, SettingsVersion};
 
@@ -275,7 +278,7 @@ async fn load_stored(jobs: &Jobs, stored: &StoredDesk) -> Result<StoredDays, Str
 /// runtime of its own: generating 500 symbols' prints is work the service's runtime (the live
 /// engine, the feed, HTTP) must not wait behind. Its database lives in a temporary folder,
 /// removed whatever happens (the thread runs to its end even when the run was canceled).
-pub(crate) async fn compute(jobs: &Jobs, leases: &Leases, run: &mut BacktestRecord) -> Result<Value, Halt> {
+pub(crate) async fn compute(jobs: &Jobs, leases: &Leases, run: &mut BacktestRecord) -> Result<DeskResult, Halt> {
     let stored: StoredDesk = serde_json::from_str(&run.request).map_err(|e| format!("unreadable request: {e}"))?;
     let source = jobs.desk.clone();
     let market = match stored.source {
@@ -288,7 +291,7 @@ pub(crate) async fn compute(jobs: &Jobs, leases: &Leases, run: &mut BacktestReco
         .map_err(|e| format!("unreadable settings: {}", e.first().map(|f| f.reason.as_str()).unwrap_or("")))?;
     let reference = jobs.reference.clone();
     let (progress_tx, progress_rx) = tokio::sync::watch::channel(0.0_f64);
-    let task = tokio::task::spawn_blocking(move || -> Result<Value, String> {
+    let task = tokio::task::spawn_blocking(move || -> Result<DeskResult, String> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -337,7 +340,7 @@ async fn replay(
     reference: Arc<tradeops_brokers::reference::ReferenceData>,
     db: Database,
     progress: tokio::sync::watch::Sender<f64>,
-) -> Result<Value, String> {
+) -> Result<DeskResult, String> {
     let clock = Arc::new(ManualClock::new(stored.start));
     let market_clock: Arc<dyn Clock> = clock.clone();
     let store = |e: tradeops_store::StoreError| format!("the replay's database: {e}");
@@ -408,89 +411,63 @@ async fn replay(
     .await
     .map_err(|e| format!("the replay's trades: {e}"))?;
     let trades = &trades.trades;
-    let violations: Vec<Value> = MarketRepository::violations(&db, 10_000)
+    let violations: Vec<ReplayViolation> = MarketRepository::violations(&db, 10_000)
         .await
         .map_err(store)?
         .into_iter()
         .rev()
-        .map(|v| {
-            json!({
-                "rule": v.rule, "symbol": v.symbol, "client_order_id": v.client_order_id,
-                "detail": serde_json::from_str::<Value>(&v.detail).unwrap_or(Value::Null),
-                "timestamp": format_ts(&from_epoch_ms(v.ts)),
-            })
+        .map(|v| ReplayViolation {
+            rule: v.rule,
+            symbol: v.symbol,
+            client_order_id: v.client_order_id,
+            detail: serde_json::from_str::<Value>(&v.detail).unwrap_or(Value::Null),
+            timestamp: from_epoch_ms(v.ts),
         })
         .collect();
-    let watched: Vec<Value> = MarketRepository::watch_rows(&db)
+    let watched: Vec<ReplayWatch> = MarketRepository::watch_rows(&db)
         .await
         .map_err(store)?
         .into_iter()
-        .map(|w| {
-            json!({
-                "symbol": w.symbol, "source": w.source, "strategy_id": w.strategy_id,
-                "strategy_status": w.strategy_status, "time_added": format_ts(&from_epoch_ms(w.time_added)),
-            })
+        .map(|w| ReplayWatch {
+            symbol: w.symbol,
+            source: w.source,
+            strategy_id: w.strategy_id,
+            strategy_status: w.strategy_status,
+            time_added: from_epoch_ms(w.time_added),
         })
         .collect();
     let curve: Vec<EquityPoint> =
         outcome.equity.iter().map(|(at, equity)| EquityPoint { timestamp: *at, equity: *equity }).collect();
     let pnl: Vec<Decimal> = trades.iter().map(|t| t.net_pnl).collect();
     let m = tradeops_core::metrics::compute(stored.initial_cash, &curve, &pnl);
-    let mut by_symbol: BTreeMap<String, (u64, u64, Decimal)> = BTreeMap::new();
+    let mut by_symbol: BTreeMap<String, SymbolPerformance> = BTreeMap::new();
     for t in trades.iter() {
-        let entry = by_symbol.entry(t.symbol.to_string()).or_default();
-        entry.0 += 1;
-        entry.1 += u64::from(t.net_pnl > Decimal::ZERO);
-        entry.2 += t.net_pnl;
+        let symbol = t.symbol.to_string();
+        let entry =
+            by_symbol.entry(symbol.clone()).or_insert_with(|| SymbolPerformance { symbol, ..Default::default() });
+        entry.trades += 1;
+        entry.wins += u64::from(t.net_pnl > Decimal::ZERO);
+        entry.net_pnl += t.net_pnl;
     }
-    let per_symbol: Vec<Value> = by_symbol
-        .into_iter()
-        .map(|(symbol, (n, wins, net))| {
-            json!({"symbol": symbol, "trades": n, "wins": wins, "net_pnl": tradeops_core::backtest::dollars(net)})
-        })
-        .collect();
     // At most MAX_CURVE_POINTS points, the last of each stretch (metrics used every minute).
     let stride = curve.len().div_ceil(tradeops_core::backtest::MAX_CURVE_POINTS).max(1);
-    let points: Vec<Value> = curve
+    let points: Vec<CurvePoint> = curve
         .iter()
         .enumerate()
         .filter(|(i, _)| (i + 1) % stride == 0 || i + 1 == curve.len())
-        .map(|(_, p)| json!({"timestamp": format_ts(&p.timestamp), "equity": tradeops_core::backtest::dollars(p.equity)}))
+        .map(|(_, p)| CurvePoint::from(p))
         .collect();
-    Ok(json!({
-        "kind": "desk",
-        "total_return": m.total_return,
-        "sharpe_ratio": m.sharpe_ratio,
-        "max_drawdown": m.max_drawdown,
-        "win_loss_ratio": m.win_loss_ratio,
-        "win_rate": m.win_rate,
-        "profit_factor": m.profit_factor,
-        "trade_count": m.trade_count,
-        "expectancy": m.expectancy.map(tradeops_core::backtest::dollars),
-        "gross_profit": tradeops_core::backtest::dollars(m.gross_profit),
-        "gross_loss": tradeops_core::backtest::dollars(m.gross_loss),
-        "final_equity": tradeops_core::backtest::dollars(outcome.final_equity),
-        "trading_state": outcome.trading_state,
-        "steps": outcome.steps,
-        "scans": outcome.scans,
-        // Each trade's row with its deep dive (features at entry, outcomes, explanations, the
-        // orders' events), as `GET /api/trades/{trade_id}` gives a live trade's.
-        "trades": trades
-            .iter()
-            .map(|t| {
-                let mut row = trade_row(t);
-                row["detail"] = json!({
-                    "events": t.detail.events,
-                    "features": t.detail.features,
-                    "outcomes": t.detail.outcomes,
-                    "explanations": t.detail.explanations,
-                });
-                row
-            })
-            .collect::<Vec<_>>(),
-        "violations": violations,
-        "watched": watched,
-        "by_symbol": per_symbol,
-        "equity_curve": points,
-    }))
+    Ok(DeskResult {
+        kind: "desk",
+        headline: Headline::from(&m),
+        final_equity: tradeops_core::backtest::dollars(outcome.final_equity),
+        trading_state: outcome.trading_state,
+        steps: outcome.steps,
+        scans: outcome.scans,
+        trades: trades.iter().map(ReplayedTrade::from).collect(),
+        violations,
+        watched,
+        by_symbol: by_symbol.into_values().collect(),
+        equity_curve: points,
+    })
 }
