@@ -2,7 +2,10 @@
 //! `POST /api/backtests/run`), a parameter sweep ([`SweepRequest`], `POST /api/backtests/sweeps`)
 //! and a whole-desk replay ([`DeskRequest`], `POST /api/backtests` with `kind: "desk"`). Each
 //! becomes the jobs' own typed request at this edge ([`RunRequest`], [`SweepSpec`],
-//! [`ReplaySpec`]); the jobs never see these types nor their schemas.
+//! [`ReplaySpec`]); the jobs never see these types nor their schemas. The values a request
+//! shares with a sweep's stored form and its report ([`Objective`], [`Constraint`],
+//! [`WalkForward`]) and a replay's [`ReplaySource`] have their wire form here too, converted with
+//! `From`, so the API's schema and the stored rows change only on purpose.
 //!
 //! A backtest and a sweep share the fields of one strategy on one symbol ([`RunFields`]); each
 //! embeds them and adds its own (a backtest's `kind` and `parameters`, a sweep's grid). The body
@@ -13,9 +16,9 @@
 //! `detail.field` names the refused field). [`inline_composed`] renders each composed request
 //! in the served document as the one object its body is.
 
-use crate::jobs::desk::{ReplaySource, ReplaySpec};
+use crate::jobs::desk::{self, ReplaySpec};
 use crate::jobs::run::RunRequest;
-use crate::jobs::sweeps::{Constraint, Objective, SweepSpec, WalkForward};
+use crate::jobs::sweeps::{self, SweepSpec};
 use rust_decimal::Decimal;
 use serde::de::{DeserializeSeed, Error as _, IntoDeserializer, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
@@ -254,9 +257,122 @@ impl From<SweepRequest> for SweepSpec {
             grid: req.grid,
             sample: req.sample,
             seed: req.seed,
-            objective: req.objective,
-            constraint: req.constraint,
-            walk_forward: req.walk_forward,
+            objective: req.objective.map(Into::into),
+            constraint: req.constraint.map(Into::into),
+            walk_forward: req.walk_forward.map(Into::into),
+        }
+    }
+}
+
+/// Walk-forward windows over a sweep's range, counted in trading days of the market calendar.
+/// Rolling (the default): windows of equal length, each starting where the previous one's
+/// out-of-sample part starts, so the out-of-sample parts follow one another to the range's end.
+/// Anchored: every in-sample part starts at the range's start and grows by one out-of-sample
+/// part per window.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WalkForward {
+    /// How many windows (2 to 20).
+    #[schema(minimum = 2, maximum = 20)]
+    pub windows: u32,
+    /// The in-sample share of a window (of the first window when anchored): 0.5 to 0.95,
+    /// default 0.7.
+    #[schema(nullable = false, minimum = 0.5, maximum = 0.95)]
+    pub in_sample_fraction: Option<f64>,
+    /// In-sample parts all start at the range's start (default false: rolling).
+    #[schema(nullable = false)]
+    pub anchored: Option<bool>,
+}
+
+impl From<WalkForward> for sweeps::WalkForward {
+    fn from(w: WalkForward) -> sweeps::WalkForward {
+        sweeps::WalkForward { windows: w.windows, in_sample_fraction: w.in_sample_fraction, anchored: w.anchored }
+    }
+}
+
+impl From<sweeps::WalkForward> for WalkForward {
+    fn from(w: sweeps::WalkForward) -> WalkForward {
+        WalkForward { windows: w.windows, in_sample_fraction: w.in_sample_fraction, anchored: w.anchored }
+    }
+}
+
+/// The metric a sweep ranks by, highest first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Objective {
+    SharpeRatio,
+    TotalReturn,
+    ProfitFactor,
+    WinRate,
+    Expectancy,
+    FinalEquity,
+}
+
+impl From<Objective> for sweeps::Objective {
+    fn from(o: Objective) -> sweeps::Objective {
+        match o {
+            Objective::SharpeRatio => sweeps::Objective::SharpeRatio,
+            Objective::TotalReturn => sweeps::Objective::TotalReturn,
+            Objective::ProfitFactor => sweeps::Objective::ProfitFactor,
+            Objective::WinRate => sweeps::Objective::WinRate,
+            Objective::Expectancy => sweeps::Objective::Expectancy,
+            Objective::FinalEquity => sweeps::Objective::FinalEquity,
+        }
+    }
+}
+
+impl From<sweeps::Objective> for Objective {
+    fn from(o: sweeps::Objective) -> Objective {
+        match o {
+            sweeps::Objective::SharpeRatio => Objective::SharpeRatio,
+            sweeps::Objective::TotalReturn => Objective::TotalReturn,
+            sweeps::Objective::ProfitFactor => Objective::ProfitFactor,
+            sweeps::Objective::WinRate => Objective::WinRate,
+            sweeps::Objective::Expectancy => Objective::Expectancy,
+            sweeps::Objective::FinalEquity => Objective::FinalEquity,
+        }
+    }
+}
+
+/// Limits a ranked combination keeps.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Constraint {
+    /// The deepest drawdown allowed, a fraction (0.25: 25 %).
+    #[schema(nullable = false, minimum = 0, maximum = 1)]
+    pub max_drawdown: Option<f64>,
+    /// The fewest trades a combination must make.
+    #[schema(nullable = false, minimum = 0, maximum = 1000000)]
+    pub min_trades: Option<u64>,
+}
+
+impl From<Constraint> for sweeps::Constraint {
+    fn from(c: Constraint) -> sweeps::Constraint {
+        sweeps::Constraint { max_drawdown: c.max_drawdown, min_trades: c.min_trades }
+    }
+}
+
+impl From<sweeps::Constraint> for Constraint {
+    fn from(c: sweeps::Constraint) -> Constraint {
+        Constraint { max_drawdown: c.max_drawdown, min_trades: c.min_trades }
+    }
+}
+
+/// Whose prints a replay trades.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ReplaySource {
+    /// The simulated market's, regenerated (where it is the data broker).
+    Simulated,
+    /// The stored minute bars of downloaded or imported days.
+    Downloaded,
+}
+
+impl From<ReplaySource> for desk::ReplaySource {
+    fn from(source: ReplaySource) -> desk::ReplaySource {
+        match source {
+            ReplaySource::Simulated => desk::ReplaySource::Simulated,
+            ReplaySource::Downloaded => desk::ReplaySource::Downloaded,
         }
     }
 }
@@ -310,7 +426,7 @@ pub struct DeskRequest {
 impl From<DeskRequest> for ReplaySpec {
     fn from(req: DeskRequest) -> ReplaySpec {
         ReplaySpec {
-            source: req.source,
+            source: req.source.map(Into::into),
             symbols: req.symbols,
             start: req.start,
             end: req.end,

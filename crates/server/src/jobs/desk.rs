@@ -68,7 +68,7 @@ pub struct SimulatedSource {
 }
 
 /// Whose prints a replay trades.
-#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, utoipa::ToSchema)]
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum ReplaySource {
     /// The simulated market's, regenerated (where it is the data broker).

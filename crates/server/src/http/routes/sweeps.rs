@@ -11,11 +11,11 @@ use crate::http::extract::{Path, Query};
 use crate::http::guard::{Action, Sensitive, Target};
 use crate::http::routes::backtests::BacktestQuery;
 use crate::http::routes::list_limit;
-use crate::http::runs::SweepRequest;
+use crate::http::runs::{Constraint, Objective, SweepRequest, WalkForward};
 use crate::http::state::AppState;
 use crate::jobs::sweeps::{
-    BaselineRank, Constraint, Metrics, MostChosen, Objective, RankedCombination, Span, SweepReport, WalkForward,
-    WalkForwardReport, WindowBest, WindowReport, WindowRuns,
+    BaselineRank, Metrics, MostChosen, RankedCombination, Span, SweepReport, WalkForwardReport, WindowBest,
+    WindowReport, WindowRuns,
 };
 use axum::extract::State;
 use axum::routing::{get, post};
@@ -187,7 +187,7 @@ impl From<SweepReport> for SweepView {
         let results = r.results;
         let walk_forward = match results.as_ref().and_then(|x| x.walk_forward.clone()) {
             Some(report) => Some(SweepWalkForward::Report(report.into())),
-            None => r.walk_forward.map(SweepWalkForward::Request),
+            None => r.walk_forward.map(|asked| SweepWalkForward::Request(asked.into())),
         };
         let (baseline, best, ranked) = match results {
             Some(x) => (
@@ -215,8 +215,8 @@ impl From<SweepReport> for SweepView {
             walk_forward,
             sample: r.sample,
             seed: r.seed,
-            objective: r.objective,
-            constraint: r.constraint,
+            objective: r.objective.into(),
+            constraint: r.constraint.into(),
             combinations: r.combinations,
             completed: r.completed as i64,
             skipped: r.skipped as i64,
@@ -360,7 +360,7 @@ impl From<WalkForwardReport> for SweepWalkForwardReport {
             in_sample_fraction: w.in_sample_fraction,
             anchored: w.anchored,
             complete: w.complete,
-            objective: w.objective,
+            objective: w.objective.into(),
             in_sample_objective_mean: w.in_sample_objective_mean,
             out_of_sample_objective_mean: w.out_of_sample_objective_mean,
             efficiency: w.efficiency,

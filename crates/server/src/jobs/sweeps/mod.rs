@@ -69,18 +69,15 @@ pub struct SweepSpec {
 /// out-of-sample part starts, so the out-of-sample parts follow one another to the range's end.
 /// Anchored: every in-sample part starts at the range's start and grows by one out-of-sample
 /// part per window.
-#[derive(Clone, Debug, PartialEq, Deserialize, Serialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct WalkForward {
     /// How many windows (2 to 20).
-    #[schema(minimum = 2, maximum = 20)]
     pub windows: u32,
     /// The in-sample share of a window (of the first window when anchored): 0.5 to 0.95,
     /// default 0.7.
-    #[schema(nullable = false, minimum = 0.5, maximum = 0.95)]
     pub in_sample_fraction: Option<f64>,
     /// In-sample parts all start at the range's start (default false: rolling).
-    #[schema(nullable = false)]
     pub anchored: Option<bool>,
 }
 
@@ -90,7 +87,7 @@ pub const MAX_WINDOWS: u32 = 20;
 pub const MAX_WINDOW_RUNS: usize = 20_000;
 
 /// The metric a sweep ranks by, highest first.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, utoipa::ToSchema)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Objective {
     #[default]
@@ -116,14 +113,12 @@ impl Objective {
 }
 
 /// Limits a ranked combination keeps.
-#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Constraint {
     /// The deepest drawdown allowed, a fraction (0.25: 25 %).
-    #[schema(nullable = false, minimum = 0, maximum = 1)]
     pub max_drawdown: Option<f64>,
     /// The fewest trades a combination must make.
-    #[schema(nullable = false, minimum = 0, maximum = 1000000)]
     pub min_trades: Option<u64>,
 }
 
