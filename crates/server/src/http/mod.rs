@@ -1,6 +1,7 @@
 //! The HTTP edge: the only layer that knows axum, status codes and the JSON envelope. The
 //! [`routes`] (one module per area of the API) turn requests into the domain services' typed
-//! commands and their typed results and errors back into responses; [`error`] holds the one
+//! commands and their typed results and errors back into responses, with [`runs`] the bodies
+//! that ask for a backtest, a sweep or a desk replay; [`error`] holds the one
 //! table from domain errors to the contract's error envelope; [`extract`] and [`fields`] read
 //! and refuse request input; [`auth`], [`guard`], [`client_limit`] and [`refusals`] identify
 //! callers, budget them and audit sensitive actions; [`middleware`] stamps every request;
@@ -25,6 +26,7 @@ pub mod openapi;
 pub mod order_pages;
 pub mod router;
 pub mod routes;
+pub mod runs;
 pub mod state;
 pub mod stated_rules;
 pub mod string_schemas;

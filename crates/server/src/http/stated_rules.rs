@@ -17,6 +17,9 @@ const SETTINGS_PATCH: &str = "SettingsPatch";
 impl Modify for StatedRules {
     fn modify(&self, openapi: &mut OpenApi) {
         let components = openapi.components.get_or_insert_with(Default::default);
+        // The composed run requests as the one object their bodies are, before their fields'
+        // rules are stated on it.
+        crate::http::runs::inline_composed(components);
         components.schemas.insert(SETTINGS_PATCH.into(), RefOr::T(settings_patch()));
 
         // A run's settings overrides are a `PUT /api/settings` body, validated the same way.

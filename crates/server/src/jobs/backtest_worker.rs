@@ -36,16 +36,16 @@ async fn execute(jobs: &Jobs, leases: &Leases, mut run: BacktestRecord) {
     // Held until the outcome is written: its write may retry for longer than a lease.
     let _heartbeat = leases.keep_alive(JobKind::Backtest, &run.backtest_id);
     let outcome = if desk::is_desk(&run.request) {
-        desk::compute(jobs, leases, &mut run).await
+        desk::compute(jobs, leases, &mut run).await.and_then(|result| stored(&result))
     } else {
-        backtests::compute(jobs, leases, &mut run).await
+        backtests::compute(jobs, leases, &mut run).await.and_then(|result| stored(&result))
     };
     run.finished_at = Some(to_epoch_ms(&jobs.clock.now()));
     match outcome {
         Ok(result) => {
             run.status = JobStatus::Completed;
             run.progress = 1.0;
-            run.result = Some(result.to_string());
+            run.result = Some(result);
         }
         Err(Halt::Failed(reason)) => {
             tracing::warn!(backtest_id = %run.backtest_id, %reason, "backtest failed");
@@ -70,4 +70,9 @@ async fn execute(jobs: &Jobs, leases: &Leases, mut run: BacktestRecord) {
     {
         run::publish(jobs, &run);
     }
+}
+
+/// A result as its row's `result` stores it.
+fn stored(result: &impl serde::Serialize) -> Result<String, Halt> {
+    serde_json::to_string(result).map_err(|e| Halt::Failed(format!("unwritable result: {e}")))
 }

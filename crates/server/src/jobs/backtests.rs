@@ -1,8 +1,8 @@
 //! Durable backtest runs (`POST /api/backtests/run`), jobs of kind [`JobKind::Backtest`]: a
 //! row `QUEUED → RUNNING` (with `progress`) `→ COMPLETED` (with the result) or `FAILED`, or
-//! `CANCELED`. This module owns the single run — its request ([`BacktestRequest`]), queueing it
-//! ([`enqueue`]), cancelling a backtest row ([`cancel`]), the run itself ([`compute`]) and its
-//! stored result ([`result_json`]): bars come from the database (the trading days missing from
+//! `CANCELED`. This module owns the single run — queueing it ([`enqueue`], from the fields every
+//! run is asked with, [`RunRequest`]), cancelling a backtest row ([`cancel`]), the run itself ([`compute`]) and its
+//! result ([`BacktestResult`]): bars come from the database (the trading days missing from
 //! it downloaded first, [`run::ensure_bars`]) and go through `tradeops_core::backtest::run` — the
 //! live engine with a manual clock. What every run shares (the rules of its fields, queueing and
 //! following a row, preparing its bars) is [`crate::jobs::run`]'s; desk replays
@@ -10,95 +10,17 @@
 //! [`crate::jobs::backtest_worker`].
 
 use crate::domain::{DomainError, DomainResult};
+use crate::jobs::results::BacktestResult;
 use crate::jobs::run::{self, publish, Prepared, RunRequest, StoredRun};
 use crate::jobs::{CancelError, Halt, Jobs, Leases};
-use rust_decimal::Decimal;
-use serde::{Deserialize, Serialize};
-use serde_json::{json, Map, Value};
-use tradeops_core::backtest::{self, fills::FillModel, BacktestSpec};
-use tradeops_core::market::Timeframe;
-use tradeops_core::time::format_ts;
-use tradeops_core::{Symbol, Timestamp};
+use tradeops_core::backtest::{self, BacktestSpec};
 use tradeops_store::{BacktestRecord, BacktestRepository, JobKind};
 
-/// The kind of a single run.
-#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, utoipa::ToSchema)]
-pub enum SingleKind {
-    #[serde(rename = "single")]
-    Single,
-}
-
-/// `POST /api/backtests/run` (or `POST /api/backtests`): a run of one strategy on one symbol.
-#[derive(Clone, Debug, Deserialize, Serialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct BacktestRequest {
-    /// `single` (the default): one strategy on one symbol (`desk` is a whole-desk replay's).
-    #[schema(nullable = false)]
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kind: Option<SingleKind>,
-    /// A strategy of `GET /api/strategies`.
-    pub strategy_id: String,
-    pub symbol: Symbol,
-    /// RFC 3339: bars starting at or after it.
-    #[serde(with = "tradeops_core::time::serde_ts")]
-    #[schema(value_type = String, format = DateTime)]
-    pub start: Timestamp,
-    /// RFC 3339: bars starting before it.
-    #[serde(with = "tradeops_core::time::serde_ts")]
-    #[schema(value_type = String, format = DateTime)]
-    pub end: Timestamp,
-    /// `1m` (default) or `1d`.
-    #[schema(nullable = false)]
-    pub timeframe: Option<Timeframe>,
-    /// Strategy parameters (see `GET /api/strategies`); defaults fill what is left out.
-    #[schema(value_type = Option<Object>, nullable = false)]
-    pub parameters: Option<Map<String, Value>>,
-    /// Dollars (default 100,000).
-    #[schema(value_type = Option<f64>, nullable = false, minimum = 1, maximum = 1000000000000.0)]
-    #[serde(default, with = "rust_decimal::serde::float_option")]
-    pub initial_cash: Option<Decimal>,
-    /// Fraction of traded value charged on every fill (default 0).
-    #[schema(value_type = Option<f64>, nullable = false, minimum = 0, maximum = 0.1)]
-    #[serde(default, with = "rust_decimal::serde::float_option")]
-    pub commission_rate: Option<Decimal>,
-    /// Basis points every fill moves against the order (default 0).
-    #[schema(value_type = Option<f64>, nullable = false, minimum = 0, maximum = 1000)]
-    #[serde(default, with = "rust_decimal::serde::float_option")]
-    pub slippage_bps: Option<Decimal>,
-    /// `NEXT_OPEN` (default) or `CLOSE`.
-    #[schema(nullable = false)]
-    pub fill: Option<FillModel>,
-    /// Overrides of the effective settings for this run only, in the shape of a
-    /// `PUT /api/settings` body (for example `{"risk_controls": {"max_daily_loss": 5000}}`),
-    /// validated the same way. The run otherwise trades under the operator's settings — the same
-    /// risk gate as live.
-    #[schema(value_type = Option<Object>, nullable = false)]
-    pub settings: Option<Map<String, Value>>,
-}
-
 /// Validates and queues a run.
-pub async fn enqueue(jobs: &Jobs, req: BacktestRequest, actor: &str) -> DomainResult<BacktestRecord> {
-    let stored = run::validate(jobs, &RunRequest::from(req)).await?;
+pub async fn enqueue(jobs: &Jobs, req: RunRequest, actor: &str) -> DomainResult<BacktestRecord> {
+    let stored = run::validate(jobs, &req).await?;
     let request = serde_json::to_string(&stored).map_err(DomainError::internal)?;
     run::queue(jobs, &stored.strategy_id, &stored.symbol, request, actor).await
-}
-
-impl From<BacktestRequest> for RunRequest {
-    fn from(req: BacktestRequest) -> RunRequest {
-        RunRequest {
-            strategy_id: req.strategy_id,
-            symbol: req.symbol,
-            start: req.start,
-            end: req.end,
-            timeframe: req.timeframe,
-            parameters: req.parameters,
-            initial_cash: req.initial_cash,
-            commission_rate: req.commission_rate,
-            slippage_bps: req.slippage_bps,
-            fill: req.fill,
-            settings: req.settings,
-        }
-    }
 }
 
 /// Cancels a run (see [`crate::jobs::cancel`]) and announces it; the run as it is now.
@@ -113,7 +35,7 @@ pub async fn cancel(jobs: &Jobs, id: &str) -> DomainResult<BacktestRecord> {
 
 /// Runs a single run (a desk replay is [`crate::jobs::desk::compute`]'s): its result, or why it
 /// stopped.
-pub(crate) async fn compute(jobs: &Jobs, leases: &Leases, run: &mut BacktestRecord) -> Result<Value, Halt> {
+pub(crate) async fn compute(jobs: &Jobs, leases: &Leases, run: &mut BacktestRecord) -> Result<BacktestResult, Halt> {
     let stored: StoredRun = serde_json::from_str(&run.request).map_err(|e| format!("unreadable request: {e}"))?;
     let bars = run::ensure_bars(jobs, &stored, &format!("backtest {}", run.backtest_id)).await?;
     let Prepared { settings, symbol, bars, calendar } = run::prepare(&stored, bars)?;
@@ -144,36 +66,5 @@ pub(crate) async fn compute(jobs: &Jobs, leases: &Leases, run: &mut BacktestReco
         })
     });
     let output = run::follow(jobs, leases, run, task, progress_rx).await?;
-    Ok(result_json(&output))
-}
-
-/// The stored result: every metric of CONTRACT §4, the trades (rows as `GET /api/trades`) and
-/// the equity curve, plus what explains them.
-pub fn result_json(o: &backtest::BacktestOutput) -> Value {
-    let m = &o.metrics;
-    let trades: Vec<Value> = o.trades.iter().map(crate::domain::trades::trade_row).collect();
-    let curve: Vec<Value> = o
-        .equity_curve
-        .iter()
-        .map(|p| json!({"timestamp": format_ts(&p.timestamp), "equity": backtest::dollars(p.equity)}))
-        .collect();
-    json!({
-        "total_return": m.total_return,
-        "sharpe_ratio": m.sharpe_ratio,
-        "max_drawdown": m.max_drawdown,
-        "win_loss_ratio": m.win_loss_ratio,
-        "win_rate": m.win_rate,
-        "profit_factor": m.profit_factor,
-        "trade_count": m.trade_count,
-        "expectancy": m.expectancy.map(backtest::dollars),
-        "gross_profit": backtest::dollars(m.gross_profit),
-        "gross_loss": backtest::dollars(m.gross_loss),
-        "sharpe_days": m.days,
-        "final_equity": backtest::dollars(o.final_equity),
-        "bars": o.bars,
-        "orders": o.orders,
-        "refusals": o.refusals,
-        "trades": trades,
-        "equity_curve": curve,
-    })
+    Ok(BacktestResult::from(&output))
 }

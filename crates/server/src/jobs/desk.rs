@@ -12,15 +12,18 @@
 //! equity curve and its metrics, and performance per symbol.
 
 use crate::domain::settings::SettingsService;
-use crate::domain::trades::{trade_row, TradeCache, TradesService};
+use crate::domain::trades::{TradeCache, TradesService};
 use crate::domain::{DomainError, DomainResult};
 use crate::engine::{replay_desk, EngineDeps};
 use crate::events::EventBus;
+use crate::jobs::results::{
+    CurvePoint, DeskResult, Headline, ReplayViolation, ReplayWatch, ReplayedTrade, SymbolPerformance,
+};
 use crate::jobs::run::{effective_settings, initial_cash};
 use crate::jobs::{Halt, Jobs, Leases};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use tradeops_brokers::paper::{PaperBroker, PaperConfig, PaperExecution};
@@ -31,7 +34,7 @@ use tradeops_brokers::stored::{StoredDays, StoredMarket};
 use tradeops_brokers::MarketData;
 use tradeops_core::clock::ManualClock;
 use tradeops_core::metrics::EquityPoint;
-use tradeops_core::time::{format_ts, from_epoch_ms, to_epoch_ms};
+use tradeops_core::time::{from_epoch_ms, to_epoch_ms};
 use tradeops_core::{Clock, Settings, Timestamp};
 use tradeops_store::{BacktestRecord, DataRepository, Database, MarketRepository, SettingsRepository, SettingsVersion};
 
@@ -64,15 +67,8 @@ pub struct SimulatedSource {
     pub reference_data: bool,
 }
 
-/// A whole-desk replay's kind.
-#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, utoipa::ToSchema)]
-pub enum DeskKind {
-    #[serde(rename = "desk")]
-    Desk,
-}
-
 /// Whose prints a replay trades.
-#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, utoipa::ToSchema)]
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum ReplaySource {
     /// The simulated market's, regenerated (where it is the data broker).
@@ -81,39 +77,21 @@ pub enum ReplaySource {
     Downloaded,
 }
 
-/// `POST /api/backtests` (or `/api/backtests/run`) with `kind: "desk"`.
-#[derive(Clone, Debug, Deserialize, Serialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct DeskRequest {
-    /// `desk`.
-    pub kind: DeskKind,
-    /// `simulated` (the default where the simulated market is the data broker): the simulated
-    /// market's days, regenerated; or `downloaded` (the default elsewhere): the stored minute bars
-    /// of downloaded or imported days (`POST /api/data/download`), with the previous closes and
-    /// average volumes the stored days before them give.
-    #[schema(nullable = false)]
+/// A replay as asked (`POST /api/backtests` with `kind: "desk"` reads it at the HTTP edge).
+#[derive(Clone, Debug)]
+pub struct ReplaySpec {
+    /// Whose prints; by default the simulated market's where it is the data broker, else the
+    /// downloaded days'.
     pub source: Option<ReplaySource>,
-    /// `downloaded` only: the symbols the radar scans and the desk may trade (default: every
-    /// symbol with stored minute bars in the range); at most 2,000, each with stored minute bars
-    /// in the range.
-    #[schema(nullable = false, max_items = 2000)]
+    /// `Downloaded` only: the symbols the radar scans (default: every symbol with stored minute
+    /// bars in the range).
     pub symbols: Option<Vec<tradeops_core::Symbol>>,
-    /// RFC 3339 market time the replay starts trading at (the day's earlier minutes are
-    /// generated, as the live feed generates them when it starts, not traded).
-    #[serde(with = "tradeops_core::time::serde_ts")]
-    #[schema(value_type = String, format = DateTime)]
+    /// Market time the replay trades from, and until.
     pub start: Timestamp,
-    /// RFC 3339 market time it stops at: after `start`, at most 5 days later, not in the future.
-    #[serde(with = "tradeops_core::time::serde_ts")]
-    #[schema(value_type = String, format = DateTime)]
     pub end: Timestamp,
-    /// The book's cash at the start, dollars (default 100,000): a flat book.
-    #[schema(value_type = Option<f64>, nullable = false, minimum = 1, maximum = 1000000000000.0)]
-    #[serde(default, with = "rust_decimal::serde::float_option")]
+    /// The book's cash at the start (default $100,000).
     pub initial_cash: Option<Decimal>,
-    /// Overrides of the effective settings for this replay only (the allocator's auto-watch,
-    /// the risk limits, the radar's filters...), in the shape of a `PUT /api/settings` body.
-    #[schema(value_type = Option<Object>, nullable = false)]
+    /// Overrides of the effective settings, in the shape of a `PUT /api/settings` body.
     pub settings: Option<Map<String, Value>>,
 }
 
@@ -163,7 +141,7 @@ pub(crate) fn is_desk(request: &str) -> bool {
 }
 
 /// Validates and queues a replay.
-pub async fn enqueue(jobs: &Jobs, req: DeskRequest, actor: &str) -> DomainResult<BacktestRecord> {
+pub async fn enqueue(jobs: &Jobs, req: ReplaySpec, actor: &str) -> DomainResult<BacktestRecord> {
     let source = req.source.unwrap_or(if jobs.desk.simulated.is_some() {
         ReplaySource::Simulated
     } else {
@@ -234,7 +212,7 @@ pub async fn enqueue(jobs: &Jobs, req: DeskRequest, actor: &str) -> DomainResult
 
 /// The symbols a replay of downloaded days trades: those asked for, each with stored minute bars
 /// in the range, or every symbol with some.
-async fn stored_symbols(jobs: &Jobs, req: &DeskRequest) -> DomainResult<Vec<String>> {
+async fn stored_symbols(jobs: &Jobs, req: &ReplaySpec) -> DomainResult<Vec<String>> {
     let repo: &dyn DataRepository = &jobs.db;
     let (start, end) = (to_epoch_ms(&req.start), to_epoch_ms(&req.end));
     let symbols = match &req.symbols {
@@ -300,7 +278,7 @@ async fn load_stored(jobs: &Jobs, stored: &StoredDesk) -> Result<StoredDays, Str
 /// runtime of its own: generating 500 symbols' prints is work the service's runtime (the live
 /// engine, the feed, HTTP) must not wait behind. Its database lives in a temporary folder,
 /// removed whatever happens (the thread runs to its end even when the run was canceled).
-pub(crate) async fn compute(jobs: &Jobs, leases: &Leases, run: &mut BacktestRecord) -> Result<Value, Halt> {
+pub(crate) async fn compute(jobs: &Jobs, leases: &Leases, run: &mut BacktestRecord) -> Result<DeskResult, Halt> {
     let stored: StoredDesk = serde_json::from_str(&run.request).map_err(|e| format!("unreadable request: {e}"))?;
     let source = jobs.desk.clone();
     let market = match stored.source {
@@ -313,7 +291,7 @@ pub(crate) async fn compute(jobs: &Jobs, leases: &Leases, run: &mut BacktestReco
         .map_err(|e| format!("unreadable settings: {}", e.first().map(|f| f.reason.as_str()).unwrap_or("")))?;
     let reference = jobs.reference.clone();
     let (progress_tx, progress_rx) = tokio::sync::watch::channel(0.0_f64);
-    let task = tokio::task::spawn_blocking(move || -> Result<Value, String> {
+    let task = tokio::task::spawn_blocking(move || -> Result<DeskResult, String> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -362,7 +340,7 @@ async fn replay(
     reference: Arc<tradeops_brokers::reference::ReferenceData>,
     db: Database,
     progress: tokio::sync::watch::Sender<f64>,
-) -> Result<Value, String> {
+) -> Result<DeskResult, String> {
     let clock = Arc::new(ManualClock::new(stored.start));
     let market_clock: Arc<dyn Clock> = clock.clone();
     let store = |e: tradeops_store::StoreError| format!("the replay's database: {e}");
@@ -433,89 +411,63 @@ async fn replay(
     .await
     .map_err(|e| format!("the replay's trades: {e}"))?;
     let trades = &trades.trades;
-    let violations: Vec<Value> = MarketRepository::violations(&db, 10_000)
+    let violations: Vec<ReplayViolation> = MarketRepository::violations(&db, 10_000)
         .await
         .map_err(store)?
         .into_iter()
         .rev()
-        .map(|v| {
-            json!({
-                "rule": v.rule, "symbol": v.symbol, "client_order_id": v.client_order_id,
-                "detail": serde_json::from_str::<Value>(&v.detail).unwrap_or(Value::Null),
-                "timestamp": format_ts(&from_epoch_ms(v.ts)),
-            })
+        .map(|v| ReplayViolation {
+            rule: v.rule,
+            symbol: v.symbol,
+            client_order_id: v.client_order_id,
+            detail: serde_json::from_str::<Value>(&v.detail).unwrap_or(Value::Null),
+            timestamp: from_epoch_ms(v.ts),
         })
         .collect();
-    let watched: Vec<Value> = MarketRepository::watch_rows(&db)
+    let watched: Vec<ReplayWatch> = MarketRepository::watch_rows(&db)
         .await
         .map_err(store)?
         .into_iter()
-        .map(|w| {
-            json!({
-                "symbol": w.symbol, "source": w.source, "strategy_id": w.strategy_id,
-                "strategy_status": w.strategy_status, "time_added": format_ts(&from_epoch_ms(w.time_added)),
-            })
+        .map(|w| ReplayWatch {
+            symbol: w.symbol,
+            source: w.source,
+            strategy_id: w.strategy_id,
+            strategy_status: w.strategy_status,
+            time_added: from_epoch_ms(w.time_added),
         })
         .collect();
     let curve: Vec<EquityPoint> =
         outcome.equity.iter().map(|(at, equity)| EquityPoint { timestamp: *at, equity: *equity }).collect();
     let pnl: Vec<Decimal> = trades.iter().map(|t| t.net_pnl).collect();
     let m = tradeops_core::metrics::compute(stored.initial_cash, &curve, &pnl);
-    let mut by_symbol: BTreeMap<String, (u64, u64, Decimal)> = BTreeMap::new();
+    let mut by_symbol: BTreeMap<String, SymbolPerformance> = BTreeMap::new();
     for t in trades.iter() {
-        let entry = by_symbol.entry(t.symbol.to_string()).or_default();
-        entry.0 += 1;
-        entry.1 += u64::from(t.net_pnl > Decimal::ZERO);
-        entry.2 += t.net_pnl;
+        let symbol = t.symbol.to_string();
+        let entry =
+            by_symbol.entry(symbol.clone()).or_insert_with(|| SymbolPerformance { symbol, ..Default::default() });
+        entry.trades += 1;
+        entry.wins += u64::from(t.net_pnl > Decimal::ZERO);
+        entry.net_pnl += t.net_pnl;
     }
-    let per_symbol: Vec<Value> = by_symbol
-        .into_iter()
-        .map(|(symbol, (n, wins, net))| {
-            json!({"symbol": symbol, "trades": n, "wins": wins, "net_pnl": tradeops_core::backtest::dollars(net)})
-        })
-        .collect();
     // At most MAX_CURVE_POINTS points, the last of each stretch (metrics used every minute).
     let stride = curve.len().div_ceil(tradeops_core::backtest::MAX_CURVE_POINTS).max(1);
-    let points: Vec<Value> = curve
+    let points: Vec<CurvePoint> = curve
         .iter()
         .enumerate()
         .filter(|(i, _)| (i + 1) % stride == 0 || i + 1 == curve.len())
-        .map(|(_, p)| json!({"timestamp": format_ts(&p.timestamp), "equity": tradeops_core::backtest::dollars(p.equity)}))
+        .map(|(_, p)| CurvePoint::from(p))
         .collect();
-    Ok(json!({
-        "kind": "desk",
-        "total_return": m.total_return,
-        "sharpe_ratio": m.sharpe_ratio,
-        "max_drawdown": m.max_drawdown,
-        "win_loss_ratio": m.win_loss_ratio,
-        "win_rate": m.win_rate,
-        "profit_factor": m.profit_factor,
-        "trade_count": m.trade_count,
-        "expectancy": m.expectancy.map(tradeops_core::backtest::dollars),
-        "gross_profit": tradeops_core::backtest::dollars(m.gross_profit),
-        "gross_loss": tradeops_core::backtest::dollars(m.gross_loss),
-        "final_equity": tradeops_core::backtest::dollars(outcome.final_equity),
-        "trading_state": outcome.trading_state,
-        "steps": outcome.steps,
-        "scans": outcome.scans,
-        // Each trade's row with its deep dive (features at entry, outcomes, explanations, the
-        // orders' events), as `GET /api/trades/{trade_id}` gives a live trade's.
-        "trades": trades
-            .iter()
-            .map(|t| {
-                let mut row = trade_row(t);
-                row["detail"] = json!({
-                    "events": t.detail.events,
-                    "features": t.detail.features,
-                    "outcomes": t.detail.outcomes,
-                    "explanations": t.detail.explanations,
-                });
-                row
-            })
-            .collect::<Vec<_>>(),
-        "violations": violations,
-        "watched": watched,
-        "by_symbol": per_symbol,
-        "equity_curve": points,
-    }))
+    Ok(DeskResult {
+        kind: "desk",
+        headline: Headline::from(&m),
+        final_equity: tradeops_core::backtest::dollars(outcome.final_equity),
+        trading_state: outcome.trading_state,
+        steps: outcome.steps,
+        scans: outcome.scans,
+        trades: trades.iter().map(ReplayedTrade::from).collect(),
+        violations,
+        watched,
+        by_symbol: by_symbol.into_values().collect(),
+        equity_curve: points,
+    })
 }

@@ -9,7 +9,8 @@
 //! the workers. The kinds themselves live in [`crate::jobs::downloads`] and
 //! [`crate::jobs::backtests`] (desk replays in [`crate::jobs::desk`], both run by
 //! [`crate::jobs::backtest_worker`]; parameter sweeps in [`crate::jobs::sweeps`]; what every run
-//! shares in [`crate::jobs::run`]); nothing here knows HTTP.
+//! shares in [`crate::jobs::run`], the typed results a backtest row stores in
+//! [`crate::jobs::results`]); nothing here knows HTTP.
 
 pub mod backtest_worker;
 pub mod backtests;
@@ -18,6 +19,7 @@ pub mod downloads;
 mod halt;
 mod leases;
 mod pool;
+pub mod results;
 pub mod run;
 pub mod sweeps;
 

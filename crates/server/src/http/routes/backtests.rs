@@ -11,8 +11,8 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{parse_json, Path, Query};
 use crate::http::guard::{Action, Sensitive, Target};
 use crate::http::routes::list_limit;
+use crate::http::runs::{BacktestRequest, DeskRequest};
 use crate::http::state::AppState;
-use crate::jobs::backtests::BacktestRequest;
 use axum::extract::State;
 use axum::routing::{get, post};
 use axum::Router;
@@ -47,7 +47,7 @@ pub struct BacktestAccepted {
 #[allow(dead_code)]
 pub enum RunBody {
     Single(BacktestRequest),
-    Desk(crate::jobs::desk::DeskRequest),
+    Desk(DeskRequest),
 }
 
 /// Queues a backtest (CONTRACT §4: `strategy_id`, `symbol`, `start`, `end`), or with
@@ -93,9 +93,10 @@ pub async fn create(State(state): State<AppState>, guard: Sensitive) -> ApiResul
             let bytes = serde_json::to_vec(&body).map_err(ApiError::internal)?;
             let actor = &caller.principal.name;
             let record = if body.get("kind").and_then(Value::as_str) == Some("desk") {
-                crate::jobs::desk::enqueue(&state.jobs, parse_json(&bytes)?, actor).await?
+                crate::jobs::desk::enqueue(&state.jobs, parse_json::<DeskRequest>(&bytes)?.into(), actor).await?
             } else {
-                crate::jobs::backtests::enqueue(&state.jobs, parse_json(&bytes)?, actor).await?
+                crate::jobs::backtests::enqueue(&state.jobs, parse_json::<BacktestRequest>(&bytes)?.into(), actor)
+                    .await?
             };
             Ok(ApiResponse::accepted(BacktestAccepted { backtest_id: record.backtest_id, status: record.status }))
         })

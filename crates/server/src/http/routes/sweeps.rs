@@ -11,10 +11,11 @@ use crate::http::extract::{Path, Query};
 use crate::http::guard::{Action, Sensitive, Target};
 use crate::http::routes::backtests::BacktestQuery;
 use crate::http::routes::list_limit;
+use crate::http::runs::{Constraint, Objective, SweepRequest, WalkForward};
 use crate::http::state::AppState;
 use crate::jobs::sweeps::{
-    BaselineRank, Constraint, Metrics, MostChosen, Objective, RankedCombination, Span, SweepReport, WalkForward,
-    WalkForwardReport, WindowBest, WindowReport, WindowRuns,
+    BaselineRank, Metrics, MostChosen, RankedCombination, Span, SweepReport, WalkForwardReport, WindowBest,
+    WindowReport, WindowRuns,
 };
 use axum::extract::State;
 use axum::routing::{get, post};
@@ -51,14 +52,14 @@ pub struct SweepAccepted {
 /// one, in parts that run in parallel on every process that runs jobs. Follow it with
 /// `GET /api/backtests/sweeps/{sweep_id}`: its results ranked by the `objective`.
 #[utoipa::path(post, path = "/api/backtests/sweeps", tag = "backtests", security(("bearer" = [])),
-    request_body = crate::jobs::sweeps::SweepRequest,
+    request_body = SweepRequest,
     responses((status = 202, description = "Queued", body = inline(SuccessBody<SweepAccepted>)),
               (status = 400, description = "VALIDATION_ERROR (fields named in detail: `grid.<parameter>`, `sample`, …)", body = crate::http::envelope::ErrorBody),
               (status = 404, description = "NOT_FOUND (no such symbol nor stored bars)", body = crate::http::envelope::ErrorBody)))]
 pub async fn sweep(State(state): State<AppState>, guard: Sensitive) -> ApiResult<ApiResponse<SweepAccepted>> {
     guard
-        .run(SWEEP_RUN, Target::BodyField("symbol"), |caller, req: crate::jobs::sweeps::SweepRequest| async move {
-            let record = crate::jobs::sweeps::enqueue(&state.jobs, req, &caller.principal.name).await?;
+        .run(SWEEP_RUN, Target::BodyField("symbol"), |caller, req: SweepRequest| async move {
+            let record = crate::jobs::sweeps::enqueue(&state.jobs, req.into(), &caller.principal.name).await?;
             Ok(ApiResponse::accepted(SweepAccepted {
                 sweep_id: record.sweep_id,
                 status: JobStatus::Queued,
@@ -186,7 +187,7 @@ impl From<SweepReport> for SweepView {
         let results = r.results;
         let walk_forward = match results.as_ref().and_then(|x| x.walk_forward.clone()) {
             Some(report) => Some(SweepWalkForward::Report(report.into())),
-            None => r.walk_forward.map(SweepWalkForward::Request),
+            None => r.walk_forward.map(|asked| SweepWalkForward::Request(asked.into())),
         };
         let (baseline, best, ranked) = match results {
             Some(x) => (
@@ -214,8 +215,8 @@ impl From<SweepReport> for SweepView {
             walk_forward,
             sample: r.sample,
             seed: r.seed,
-            objective: r.objective,
-            constraint: r.constraint,
+            objective: r.objective.into(),
+            constraint: r.constraint.into(),
             combinations: r.combinations,
             completed: r.completed as i64,
             skipped: r.skipped as i64,
@@ -359,7 +360,7 @@ impl From<WalkForwardReport> for SweepWalkForwardReport {
             in_sample_fraction: w.in_sample_fraction,
             anchored: w.anchored,
             complete: w.complete,
-            objective: w.objective,
+            objective: w.objective.into(),
             in_sample_objective_mean: w.in_sample_objective_mean,
             out_of_sample_objective_mean: w.out_of_sample_objective_mean,
             efficiency: w.efficiency,

@@ -27,14 +27,13 @@ use crate::domain::{DomainError, DomainResult};
 use crate::jobs::run::{self, RunRequest, StoredRun};
 use crate::jobs::{CancelError, Jobs};
 use grid::{combinations, windows_of, Window};
-use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
-use tradeops_core::backtest::{self, fills::FillModel};
+use tradeops_core::backtest;
 use tradeops_core::market::Timeframe;
 use tradeops_core::time::to_epoch_ms;
-use tradeops_core::{Symbol, Timestamp};
+use tradeops_core::Timestamp;
 use tradeops_store::{JobKind, JobStatus, SweepPart, SweepRecord, SweepRepository};
 
 /// About how many bar steps a part runs (a part is what one worker takes at a time): a small
@@ -49,65 +48,19 @@ pub const MAX_COMBINATIONS: usize = 10_000;
 /// The most values one parameter's axis may have.
 pub const MAX_AXIS_VALUES: usize = 1_000;
 
-/// `POST /api/backtests/sweeps`: a backtest's fields, with a grid of parameters instead of one
-/// set, what to rank by and what a combination must not break.
-#[derive(Clone, Debug, Deserialize, Serialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SweepRequest {
-    /// A strategy of `GET /api/strategies`.
-    pub strategy_id: String,
-    pub symbol: Symbol,
-    /// RFC 3339: bars starting at or after it.
-    #[serde(with = "tradeops_core::time::serde_ts")]
-    #[schema(value_type = String, format = DateTime)]
-    pub start: Timestamp,
-    /// RFC 3339: bars starting before it.
-    #[serde(with = "tradeops_core::time::serde_ts")]
-    #[schema(value_type = String, format = DateTime)]
-    pub end: Timestamp,
-    /// `1m` (default) or `1d`.
-    #[schema(nullable = false)]
-    pub timeframe: Option<Timeframe>,
-    /// Per parameter, the values to try: a range `{"from": 5, "to": 50, "step": 5}` (both ends
-    /// included) or a list `[5, 10, 20]`; at most 1,000 values each and 10,000 combinations in
-    /// all. Parameters left out keep their defaults. Combinations the strategy refuses (for
-    /// `sma_cross`, `fast` not below `slow`) are skipped and counted.
-    #[schema(value_type = Object)]
+/// A sweep as asked (`POST /api/backtests/sweeps` reads it at the HTTP edge): the fields of
+/// every run of it (`run`; its `parameters` are the grid's, one set a combination), the grid of
+/// parameters, what to rank by and what a combination must not break.
+#[derive(Clone, Debug)]
+pub struct SweepSpec {
+    pub run: RunRequest,
+    /// Per parameter, a range `{"from", "to", "step"}` or a list of values (the grid module's rules).
     pub grid: Map<String, Value>,
-    /// Try only this many combinations, drawn at random from the grid (reproducibly, by `seed`).
-    #[schema(nullable = false, minimum = 1, maximum = 10000)]
+    /// Only this many combinations, drawn at random from the grid by `seed` (default 0).
     pub sample: Option<u32>,
-    /// The random sample's seed (default 0).
-    #[schema(nullable = false)]
     pub seed: Option<u64>,
-    /// What ranks the combinations, highest first (default `sharpe_ratio`).
-    #[schema(nullable = false)]
     pub objective: Option<Objective>,
-    /// What a combination must not break to be ranked with the others.
-    #[schema(nullable = false)]
     pub constraint: Option<Constraint>,
-    /// Dollars (default 100,000).
-    #[schema(value_type = Option<f64>, nullable = false, minimum = 1, maximum = 1000000000000.0)]
-    #[serde(default, with = "rust_decimal::serde::float_option")]
-    pub initial_cash: Option<Decimal>,
-    /// Fraction of traded value charged on every fill (default 0).
-    #[schema(value_type = Option<f64>, nullable = false, minimum = 0, maximum = 0.1)]
-    #[serde(default, with = "rust_decimal::serde::float_option")]
-    pub commission_rate: Option<Decimal>,
-    /// Basis points every fill moves against the order (default 0).
-    #[schema(value_type = Option<f64>, nullable = false, minimum = 0, maximum = 1000)]
-    #[serde(default, with = "rust_decimal::serde::float_option")]
-    pub slippage_bps: Option<Decimal>,
-    /// `NEXT_OPEN` (default) or `CLOSE`.
-    #[schema(nullable = false)]
-    pub fill: Option<FillModel>,
-    /// Overrides of the effective settings for these runs only, as for a backtest.
-    #[schema(value_type = Option<Object>, nullable = false)]
-    pub settings: Option<Map<String, Value>>,
-    /// Also split the range into in-sample / out-of-sample windows: every combination runs on
-    /// each window's two parts, and the report shows how each window's in-sample best did out
-    /// of sample.
-    #[schema(nullable = false)]
     pub walk_forward: Option<WalkForward>,
 }
 
@@ -116,18 +69,15 @@ pub struct SweepRequest {
 /// out-of-sample part starts, so the out-of-sample parts follow one another to the range's end.
 /// Anchored: every in-sample part starts at the range's start and grows by one out-of-sample
 /// part per window.
-#[derive(Clone, Debug, PartialEq, Deserialize, Serialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct WalkForward {
     /// How many windows (2 to 20).
-    #[schema(minimum = 2, maximum = 20)]
     pub windows: u32,
     /// The in-sample share of a window (of the first window when anchored): 0.5 to 0.95,
     /// default 0.7.
-    #[schema(nullable = false, minimum = 0.5, maximum = 0.95)]
     pub in_sample_fraction: Option<f64>,
     /// In-sample parts all start at the range's start (default false: rolling).
-    #[schema(nullable = false)]
     pub anchored: Option<bool>,
 }
 
@@ -137,7 +87,7 @@ pub const MAX_WINDOWS: u32 = 20;
 pub const MAX_WINDOW_RUNS: usize = 20_000;
 
 /// The metric a sweep ranks by, highest first.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, utoipa::ToSchema)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Objective {
     #[default]
@@ -163,14 +113,12 @@ impl Objective {
 }
 
 /// Limits a ranked combination keeps.
-#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Constraint {
     /// The deepest drawdown allowed, a fraction (0.25: 25 %).
-    #[schema(nullable = false, minimum = 0, maximum = 1)]
     pub max_drawdown: Option<f64>,
     /// The fewest trades a combination must make.
-    #[schema(nullable = false, minimum = 0, maximum = 1000000)]
     pub min_trades: Option<u64>,
 }
 
@@ -197,21 +145,13 @@ struct StoredSweep {
 }
 
 /// Validates a sweep and queues its parts.
-pub async fn enqueue(jobs: &Jobs, req: SweepRequest, actor: &str) -> DomainResult<SweepRecord> {
+pub async fn enqueue(jobs: &Jobs, req: SweepSpec, actor: &str) -> DomainResult<SweepRecord> {
     let combos = combinations(&req.grid, req.sample, req.seed.unwrap_or_default())?;
-    let timeframe = req.timeframe.unwrap_or(Timeframe::Minute);
+    let timeframe = req.run.timeframe.unwrap_or(Timeframe::Minute);
     let base = |parameters: Option<Map<String, Value>>| RunRequest {
-        strategy_id: req.strategy_id.clone(),
-        symbol: req.symbol.clone(),
-        start: req.start,
-        end: req.end,
         timeframe: Some(timeframe),
         parameters,
-        initial_cash: req.initial_cash,
-        commission_rate: req.commission_rate,
-        slippage_bps: req.slippage_bps,
-        fill: req.fill,
-        settings: req.settings.clone(),
+        ..req.run.clone()
     };
     // Everything but the parameters, checked once (the first combination's parameters aside).
     let mut run = run::validate(jobs, &base(None)).await?;
@@ -219,7 +159,7 @@ pub async fn enqueue(jobs: &Jobs, req: SweepRequest, actor: &str) -> DomainResul
     let mut valid: Vec<BTreeMap<String, f64>> = Vec::with_capacity(combos.len());
     let mut first_refusal = None;
     for combo in &combos {
-        match backtest::validate_parameters(&req.strategy_id, timeframe, combo, &settings) {
+        match backtest::validate_parameters(&req.run.strategy_id, timeframe, combo, &settings) {
             Ok(parameters) => valid.push(parameters),
             Err(errors) => {
                 first_refusal.get_or_insert(errors);
@@ -246,7 +186,7 @@ pub async fn enqueue(jobs: &Jobs, req: SweepRequest, actor: &str) -> DomainResul
     }
     let skipped = combos.len() - valid.len();
     // The strategy's parameters now: run too, so the report can say where they rank.
-    let baseline = backtest::validate_parameters(&req.strategy_id, timeframe, &Map::new(), &settings).ok();
+    let baseline = backtest::validate_parameters(&req.run.strategy_id, timeframe, &Map::new(), &settings).ok();
     if let Some(b) = &baseline {
         if !valid.contains(b) {
             valid.push(b.clone());
@@ -256,7 +196,7 @@ pub async fn enqueue(jobs: &Jobs, req: SweepRequest, actor: &str) -> DomainResul
         None => Vec::new(),
         Some(wf) => {
             let calendar = tradeops_core::calendar::MarketCalendar::new(settings.runtime.market_calendar);
-            let windows = windows_of(calendar, req.start, req.end, wf)?;
+            let windows = windows_of(calendar, req.run.start, req.run.end, wf)?;
             if valid.len() * windows.len() > MAX_WINDOW_RUNS {
                 return Err(DomainError::validation(
                     "walk_forward.windows",
@@ -283,13 +223,13 @@ pub async fn enqueue(jobs: &Jobs, req: SweepRequest, actor: &str) -> DomainResul
         walk_forward: req.walk_forward.clone(),
         windows,
     };
-    let part_size = part_size(timeframe, req.start, req.end, !stored.windows.is_empty());
+    let part_size = part_size(timeframe, req.run.start, req.run.end, !stored.windows.is_empty());
     let now = to_epoch_ms(&jobs.clock.now());
     let sweep_id = format!("sw-{}", uuid::Uuid::new_v4().simple());
     let record = SweepRecord {
         sweep_id: sweep_id.clone(),
-        strategy_id: req.strategy_id.clone(),
-        symbol: req.symbol.to_string(),
+        strategy_id: req.run.strategy_id.clone(),
+        symbol: req.run.symbol.to_string(),
         request: serde_json::to_string(&stored).map_err(DomainError::internal)?,
         combinations: valid.len() as i64,
         requested_by: actor.to_string(),
