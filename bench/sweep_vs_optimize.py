@@ -1,6 +1,6 @@
 """A parameter sweep against backtesting.py's ``Backtest.optimize``, through the
 real server: the ``sma_cross`` grid fast 5..50 step 5 × slow 10..100 step 10 (fast below slow:
-45 combinations) on backtesting.py's bundled GOOG daily bars, ranked by final equity (the
+75 combinations) on backtesting.py's bundled GOOG daily bars, ranked by final equity (the
 objective both compute the same way: parity of every trade is ``bench/backtesting_py_parity.py``).
 
 backtesting.py: ``optimize(n1=range(5, 51, 5), n2=range(10, 101, 10), constraint=n1 < n2,
