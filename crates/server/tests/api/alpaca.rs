@@ -75,6 +75,21 @@ pub enum SubmitFault {
     Unprocessable(&'static str),
 }
 
+/// One trading request the stand-in received, in arrival order: which door it came through
+/// ([`StandIn::door`]: one per process of a cluster, so who sent it) and what it asked.
+#[derive(Clone, Debug)]
+pub struct Sent {
+    pub door: String,
+    /// `submit` (`POST /v2/orders`) or `cancel` (`DELETE /v2/orders/{id}`).
+    pub kind: &'static str,
+    pub client_order_id: String,
+    pub symbol: String,
+    pub side: String,
+    pub qty: i64,
+    /// The shares of the symbol held when it arrived.
+    pub held: i64,
+}
+
 /// The stand-in's account.
 pub struct Venue {
     /// Orders as Alpaca reports them (its JSON), oldest first.
@@ -99,8 +114,10 @@ pub struct Venue {
     hold_cancels: bool,
     next_id: u64,
     next_execution: u64,
-    /// The open stream connection (its number and sender).
-    stream: Option<(usize, mpsc::UnboundedSender<Push>)>,
+    /// The open stream connections (each one's number and sender): every update goes to each,
+    /// as Alpaca serves every connection of an account (the processes of a cluster each hold
+    /// one).
+    streams: Vec<(usize, mpsc::UnboundedSender<Push>)>,
     /// New stream connections are dropped at once while set.
     stream_refused: bool,
     connections: usize,
@@ -113,7 +130,13 @@ pub struct Venue {
     /// Where `GET` of the Trading API's reference routes ([`REFERENCE_PATHS`]) is forwarded:
     /// the market-data stand-in's address, when one service reads both from this host.
     reference: Option<String>,
+    /// Every trading request, in arrival order.
+    sent: Vec<Sent>,
 }
+
+/// The door (listening address) a request came through: `""` for the stand-in's own address.
+#[derive(Clone)]
+struct Door(String);
 
 /// The Trading API's routes the market-data adapter reads (assets, clock, calendar).
 const REFERENCE_PATHS: [&str; 3] = ["/v2/assets", "/v2/clock", "/v2/calendar"];
@@ -133,6 +156,29 @@ fn error(status: u16, body: Value) -> Response {
 }
 
 impl Venue {
+    /// Records a trading request (a submit or a cancel) as it arrives.
+    fn record(&mut self, door: &str, method: &str, path: &str, body: &str) {
+        let (kind, order) = match (method, path) {
+            ("POST", "/v2/orders") => ("submit", serde_json::from_str(body).unwrap_or(Value::Null)),
+            ("DELETE", p) if p.starts_with("/v2/orders/") => {
+                let id = &p["/v2/orders/".len()..];
+                ("cancel", self.orders.iter().find(|o| o["id"] == id).cloned().unwrap_or(Value::Null))
+            }
+            _ => return,
+        };
+        let symbol = order["symbol"].as_str().unwrap_or_default().to_string();
+        let held = self.positions.get(&symbol).map(|p| p.0).unwrap_or(0);
+        self.sent.push(Sent {
+            door: door.to_string(),
+            kind,
+            client_order_id: order["client_order_id"].as_str().unwrap_or_default().to_string(),
+            side: order["side"].as_str().unwrap_or_default().to_string(),
+            qty: dec(&order["qty"]).try_into().unwrap_or(0),
+            held,
+            symbol,
+        });
+    }
+
     fn now(&self) -> Value {
         json!(self.clock.now())
     }
@@ -141,14 +187,15 @@ impl Venue {
         self.orders.iter().position(|o| o["client_order_id"] == client_order_id)
     }
 
-    /// Sends a trade update on the open connection; lost when there is none (a gap).
+    /// Sends a trade update on every open connection; lost when there is none (a gap).
     fn send(&mut self, event: &str, i: usize, extra: Value) {
         let mut data = json!({"event": event, "timestamp": self.now(), "order": self.orders[i].clone()});
         if let (Some(data), Some(extra)) = (data.as_object_mut(), extra.as_object()) {
             data.extend(extra.clone());
         }
-        if let Some((_, tx)) = &self.stream {
-            let _ = tx.send(Push::Frame(json!({"stream": "trade_updates", "data": data})));
+        let frame = json!({"stream": "trade_updates", "data": data});
+        for (_, tx) in &self.streams {
+            let _ = tx.send(Push::Frame(frame.clone()));
         }
     }
 
@@ -474,13 +521,20 @@ impl Venue {
 }
 
 /// The REST API. Answers after the venue's lock is released (a slow reply sleeps unlocked).
-async fn rest(State(venue): State<Shared>, method: Method, uri: Uri, headers: HeaderMap, body: String) -> Response {
+async fn rest(
+    State(venue): State<Shared>,
+    axum::Extension(door): axum::Extension<Door>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: String,
+) -> Response {
     let reference = venue.lock().unwrap().reference.clone();
     if let Some(host) = reference.filter(|_| method == Method::GET && REFERENCE_PATHS.contains(&uri.path())) {
         *venue.lock().unwrap().calls.entry((method.to_string(), uri.path().to_string())).or_default() += 1;
         return forward(&host, &uri, &headers).await;
     }
-    let (response, delay) = answer(&venue, &method, &uri, &headers, &body);
+    let (response, delay) = answer(&venue, &door.0, &method, &uri, &headers, &body);
     if let Some(delay) = delay {
         tokio::time::sleep(delay).await;
     }
@@ -506,7 +560,14 @@ async fn forward(host: &str, uri: &Uri, headers: &HeaderMap) -> Response {
     }
 }
 
-fn answer(venue: &Shared, method: &Method, uri: &Uri, headers: &HeaderMap, body: &str) -> (Response, Option<Duration>) {
+fn answer(
+    venue: &Shared,
+    door: &str,
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: &str,
+) -> (Response, Option<Duration>) {
     let path = uri.path().to_string();
     let query: HashMap<String, String> =
         form_urlencoded::parse(uri.query().unwrap_or("").as_bytes()).into_owned().collect();
@@ -520,6 +581,7 @@ fn answer(venue: &Shared, method: &Method, uri: &Uri, headers: &HeaderMap, body:
     if v.down {
         return (error(503, json!({"code": 50310000, "message": "service unavailable"})), None);
     }
+    v.record(door, method.as_str(), &path, body);
     match (method.as_str(), path.as_str()) {
         ("POST", "/v2/orders") => {
             let sent: Value = serde_json::from_str(body).unwrap_or(Value::Null);
@@ -738,7 +800,7 @@ async fn serve_stream(tcp: TcpStream, venue: Shared) {
         let mut v = venue.lock().unwrap();
         v.connections += 1;
         let number = v.connections;
-        v.stream = Some((number, tx));
+        v.streams.push((number, tx));
         number
     };
     let listening = json!({"stream": "listening", "data": {"streams": ["trade_updates"]}});
@@ -761,9 +823,18 @@ async fn serve_stream(tcp: TcpStream, venue: Shared) {
         }
     }
     let mut v = venue.lock().unwrap();
-    if v.stream.as_ref().is_some_and(|(n, _)| *n == number) {
-        v.stream = None;
-    }
+    v.streams.retain(|(n, _)| *n != number);
+}
+
+/// Serves `venue` (REST and `/stream`) on a new address of 127.0.0.1 as `door`; its base URL.
+async fn listen(venue: Shared, door: &str) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (tx, rx) = mpsc::unbounded_channel();
+    tokio::spawn(route_connections(listener, tx, venue.clone()));
+    let app = axum::Router::new().fallback(rest).with_state(venue).layer(axum::Extension(Door(door.to_string())));
+    tokio::spawn(async move { axum::serve(HttpConnections { rx, addr }, app).await.unwrap() });
+    format!("http://{addr}")
 }
 
 /// A stand-in Alpaca Trading API (REST and `/stream`) on 127.0.0.1.
@@ -795,21 +866,28 @@ impl StandIn {
             hold_cancels: false,
             next_id: 0,
             next_execution: 0,
-            stream: None,
+            streams: Vec::new(),
             stream_refused: false,
             connections: 0,
             clock,
             parents: HashMap::new(),
             triggered: Default::default(),
             reference: None,
+            sent: Vec::new(),
         }));
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(route_connections(listener, tx, venue.clone()));
-        let app = axum::Router::new().fallback(rest).with_state(venue.clone());
-        tokio::spawn(async move { axum::serve(HttpConnections { rx, addr }, app).await.unwrap() });
-        StandIn { base_url: format!("http://{addr}"), venue }
+        let base_url = listen(venue.clone(), "").await;
+        StandIn { base_url, venue }
+    }
+
+    /// Another address of the same venue, named `door`: the requests that come through it are
+    /// recorded as `door`'s ([`StandIn::sent`]). Its base URL.
+    pub async fn door(&self, door: &str) -> String {
+        listen(self.venue.clone(), door).await
+    }
+
+    /// Every trading request so far, in arrival order.
+    pub(crate) fn sent(&self) -> Vec<Sent> {
+        self.venue().sent.clone()
     }
 
     /// The service's configuration for trading through this stand-in (the request timeout stays
@@ -913,7 +991,7 @@ impl StandIn {
     fn drop_stream(&self) {
         let mut v = self.venue();
         v.stream_refused = true;
-        if let Some((_, tx)) = v.stream.take() {
+        for (_, tx) in v.streams.drain(..) {
             let _ = tx.send(Push::Drop);
         }
     }
