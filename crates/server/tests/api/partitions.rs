@@ -376,7 +376,7 @@ async fn workload(
         let (symbol, price) = &symbols[rng.below(symbols.len() as u64) as usize];
         let quantity = 1 + rng.below(3);
         let (path, body, resting) = match rng.below(6) {
-            0 | 1 | 2 => ("/api/orders", json!({"symbol": symbol, "side": "BUY", "quantity": quantity}), false),
+            0..=2 => ("/api/orders", json!({"symbol": symbol, "side": "BUY", "quantity": quantity}), false),
             3 => {
                 let limit = (price * Decimal::new(5, 1)).round_dp(2);
                 let body = json!({"symbol": symbol, "side": "BUY", "quantity": 1, "order_type": "LIMIT",
