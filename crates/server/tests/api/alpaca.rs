@@ -970,6 +970,12 @@ impl StandIn {
         v.orders[i].clone()
     }
 
+    /// Creates an order as a `POST /v2/orders` of `sent` (Alpaca's request JSON) would, without
+    /// a request: what a process sent that the test's services never saw.
+    pub(crate) fn place(&self, sent: Value) {
+        self.venue().create(&sent);
+    }
+
     /// Fills `qty` of the order at `price`; `report`: send its trade update.
     pub(crate) fn fill(&self, client_order_id: &str, qty: u64, price: Decimal, report: bool) {
         let mut v = self.venue();
@@ -1653,6 +1659,60 @@ async fn alpaca_an_order_filled_while_the_service_was_down_reads_filled_after_th
 }
 
 /// Restarts the service on the same database, market clock and stand-in.
+/// An order an earlier term sent and could not write (its database link was cut while it still
+/// reached the broker: an emergency halt's exit) is found at the broker by its client order id —
+/// one the engine generates — when the next term starts, and recorded before anything else as
+/// the broker has it: the order, its fill, the position closed and the trade, once (a second
+/// restart adds nothing); the books agree with the broker's.
+#[tokio::test]
+async fn alpaca_an_order_an_earlier_term_sent_and_could_not_write_is_recorded_once() {
+    let (app, alpaca) = start().await;
+    let (a, pa) = symbols(&app, 1).await.remove(0);
+    alpaca.set_price(&a, pa);
+    let bought = placed(&app, market_buy(&a, 5)).await;
+    wait_for_order(&app, &bought, &["FILLED"]).await;
+    let mut app = app;
+    app.stop().await;
+    let id = format!("to-{a}-20261120150000-999");
+    alpaca.place(json!({"client_order_id": id, "symbol": a, "qty": "5", "side": "sell", "type": "market",
+        "time_in_force": "day"}));
+    assert!(alpaca.positions().is_empty(), "the earlier term's exit sold the shares at the broker");
+
+    let app = restart_stopped(app).await;
+    let order = wait_for_order(&app, &id, &["FILLED"]).await;
+    assert_eq!(order["reason"], tradeops_core::engine::EARLIER_TERM_REASON, "{order}");
+    assert_eq!(order["executions"].as_array().map(Vec::len), Some(1), "{order}");
+    wait_for_reconciled(&app).await;
+    assert_books_agree(&app, &alpaca).await;
+    let trades = app.get(&format!("/api/trades?symbol={a}")).await;
+    assert_eq!(trades.data().as_array().map(Vec::len), Some(1), "one trade: {}", trades.body);
+
+    let app = restart(app).await;
+    wait_for_reconciled(&app).await;
+    let again = app.get(&format!("/api/orders/{id}")).await;
+    assert_eq!(again.data()["executions"].as_array().map(Vec::len), Some(1), "once: {}", again.body);
+    let trades = app.get(&format!("/api/trades?symbol={a}")).await;
+    assert_eq!(trades.data().as_array().map(Vec::len), Some(1), "still one trade: {}", trades.body);
+    assert_books_agree(&app, &alpaca).await;
+}
+
+/// A stopped service started again on its database and clocks, its stream connected.
+async fn restart_stopped(app: TestApp) -> TestApp {
+    let app = crate::helpers::start_with_clock(
+        app.config.clone(),
+        app.db.clone(),
+        axum::Router::new(),
+        app.market.clone(),
+        app.clock.clone(),
+    )
+    .await;
+    wait_for_execution(&app, "the order-update stream to connect after the restart", |c| {
+        c["detail"]["stream"]["connected"] == true
+    })
+    .await;
+    app
+}
+
 async fn restart(mut app: TestApp) -> TestApp {
     app.stop().await;
     let app = crate::helpers::start_with_clock(
