@@ -1684,7 +1684,7 @@ async fn alpaca_an_order_an_earlier_term_sent_and_could_not_write_is_recorded_on
     assert_eq!(order["executions"].as_array().map(Vec::len), Some(1), "{order}");
     wait_for_reconciled(&app).await;
     assert_books_agree(&app, &alpaca).await;
-    let trades = app.get(&format!("/api/trades?symbol={a}")).await;
+    let trades = wait_for_trades(&app, &a, 1).await;
     assert_eq!(trades.data().as_array().map(Vec::len), Some(1), "one trade: {}", trades.body);
 
     let app = restart(app).await;
@@ -1694,6 +1694,18 @@ async fn alpaca_an_order_an_earlier_term_sent_and_could_not_write_is_recorded_on
     let trades = app.get(&format!("/api/trades?symbol={a}")).await;
     assert_eq!(trades.data().as_array().map(Vec::len), Some(1), "still one trade: {}", trades.body);
     assert_books_agree(&app, &alpaca).await;
+}
+
+/// Waits (up to ~10 s) until `symbol` has `n` trades listed; the last listing.
+async fn wait_for_trades(app: &TestApp, symbol: &str, n: usize) -> crate::helpers::Reply {
+    for _ in 0..200 {
+        let trades = app.get(&format!("/api/trades?symbol={symbol}")).await;
+        if trades.data().as_array().map(Vec::len) == Some(n) {
+            return trades;
+        }
+        step(app).await;
+    }
+    app.get(&format!("/api/trades?symbol={symbol}")).await
 }
 
 /// A stopped service started again on its database and clocks, its stream connected.
