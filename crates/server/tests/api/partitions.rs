@@ -559,7 +559,7 @@ async fn schedule(test: &str, label: &str, size: usize, steps: &[Step]) -> bool 
     true
 }
 
-/// The scenario: the leader's link to PostgreSQL black-holed while it still reaches the
+/// A partition: the leader's link to PostgreSQL black-holed while it still reaches the
 /// broker, and an emergency halt sent to the follower meanwhile — the halt holds through the
 /// takeover, and what the cut leader sent (the halt's exits) is recorded by the new one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
