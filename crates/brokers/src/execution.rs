@@ -188,6 +188,16 @@ pub trait ExecutionBroker: Send + Sync {
         Ok(None)
     }
 
+    /// An order the engine placed and has no record of — an earlier term sent it and could not
+    /// write it (its database link was cut while it still reached the venue) — as it was sent:
+    /// status `NEW`, nothing filled, the venue's order id, whatever the venue's status now. The
+    /// venue's reports of it then record its fills (executions, the position, a trade) once,
+    /// as any order's. `None` when the venue has no such order or cannot describe it; a venue
+    /// whose orders live only in this process (paper) has none.
+    async fn sent_order(&self, _id: &ClientOrderId) -> Result<Option<Order>, BrokerError> {
+        Ok(None)
+    }
+
     /// Notified when reports are waiting for [`ExecutionBroker::poll`] (a remote venue's
     /// stream), so they are applied at once rather than at the next polling tick; `None` for a
     /// venue polled on the runner's tick.

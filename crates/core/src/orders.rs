@@ -126,6 +126,13 @@ impl ClientOrderId {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// Whether the engine generated this id (`to-SYMBOL-YYYYMMDDHHMMSS-N`): an order of ours
+    /// even where the database has no record of it (an earlier term sent it and could not
+    /// write it).
+    pub fn is_engines(&self) -> bool {
+        self.0.starts_with("to-")
+    }
 }
 
 impl fmt::Display for ClientOrderId {

@@ -185,8 +185,10 @@ impl GapFill for AlpacaOrders {
     ///
     /// The set holds what this process submitted and every open order of ours it has seen
     /// (so an earlier process's orders open at the first connection are covered); an order of an
-    /// earlier process that closed before this process saw it open is not, and reconciliation at
-    /// start is what finds those. An order looked up and not found (a submit that never landed)
+    /// earlier process that closed before this process saw it open is reported only when its id
+    /// is one the engine generates (submitted after `after`): the engine records it if its
+    /// database lacks it (an earlier term sent it and could not write it), and drops the report
+    /// otherwise. An order looked up and not found (a submit that never landed)
     /// stays in the set and is looked up again at each gap fill. Any failed request fails the
     /// whole gap fill, which the stream retries on its next connection.
     async fn orders_updated_since(&self, after: DateTime<Utc>) -> Result<Vec<wire::Order>, BrokerError> {
@@ -214,7 +216,14 @@ impl GapFill for AlpacaOrders {
                 }
             }
         }
-        orders.retain(|o| !o.is_final() || tracked.contains(&o.client_order_id));
+        // An ended order of the engine's own ids outside them may be one an earlier term sent
+        // and could not write (its database link cut while it reached Alpaca): reported, so
+        // the engine records it unless its database holds it.
+        orders.retain(|o| {
+            !o.is_final()
+                || tracked.contains(&o.client_order_id)
+                || ClientOrderId::parse(&o.client_order_id).is_ok_and(|id| id.is_engines())
+        });
         for order in &orders {
             self.learn_order(order);
         }
@@ -594,6 +603,28 @@ impl ExecutionBroker for AlpacaExecution {
             return Ok(None);
         }
         Ok(adoptable(&order))
+    }
+
+    /// The order as Alpaca has it (`GET /v2/orders:by_client_order_id`), described as it was
+    /// sent: the reports its state implies (the stream's, the gap fill's, through the one
+    /// mapper, so nothing twice) carry it to its state. A group or a leg is never described:
+    /// a protective order is always written ahead, and only an emergency halt's exits are ever
+    /// sent unwritten.
+    async fn sent_order(&self, id: &ClientOrderId) -> Result<Option<Order>, BrokerError> {
+        if self.stream.is_leg_client_id(id.as_str()) {
+            return Ok(None);
+        }
+        let Some(order) = self.orders.client.by_client_order_id(id).await? else { return Ok(None) };
+        if order.in_group() {
+            return Ok(None);
+        }
+        self.learn(&order);
+        let sent =
+            wire::Order { status: "new".into(), filled_qty: Some(Decimal::ZERO), filled_avg_price: None, ..order };
+        Ok(adoptable(&sent).map(|mut sent| {
+            sent.status = tradeops_core::orders::OrderStatus::New;
+            sent
+        }))
     }
 
     /// The stream's reports so far, oldest first: Alpaca's reports are due when they arrive.

@@ -4,7 +4,7 @@
 //! (managed by hand: strategy status `Halted`), and the broker's cash.
 
 use super::{Effect, Engine, StrategyStatus};
-use crate::orders::Order;
+use crate::orders::{Order, OrderStatus};
 use crate::positions::Position;
 use crate::symbol::Symbol;
 use crate::time::Timestamp;
@@ -13,6 +13,10 @@ use std::sync::Arc;
 
 /// The reason an adopted order carries.
 pub const ADOPTED_REASON: &str = "adopted from broker";
+
+/// The reason an order an earlier term sent and could not write carries, once recorded from
+/// the broker ([`Engine::adopt_sent_order`]).
+pub const EARLIER_TERM_REASON: &str = "sent by an earlier term, recorded from the broker";
 
 impl Engine {
     /// Adopts a working broker order the engine does not know: it joins the book as the broker
@@ -23,6 +27,23 @@ impl Engine {
             return Vec::new();
         }
         order.reason = Some(ADOPTED_REASON.into());
+        order.strategy_id = None;
+        let order = Arc::new(order);
+        self.orders.insert(order.client_order_id.clone(), order.clone());
+        vec![Effect::OrderUpdated(order)]
+    }
+
+    /// Records an order this engine's earlier term sent and could not write (its database link
+    /// was cut while it still reached the broker: only the emergency halt's exits are sent
+    /// unwritten): it joins the book as it was sent — status `NEW`, nothing filled, the broker's
+    /// order id — with reason [`EARLIER_TERM_REASON`] and no strategy, so the broker's reports
+    /// of it that follow record its fills (executions, the position, a trade) once, as any
+    /// order's. An id the engine knows, or an order not described as sent, changes nothing.
+    pub fn adopt_sent_order(&mut self, mut order: Order) -> Vec<Effect> {
+        if self.orders.contains_key(&order.client_order_id) || order.status != OrderStatus::New {
+            return Vec::new();
+        }
+        order.reason = Some(EARLIER_TERM_REASON.into());
         order.strategy_id = None;
         let order = Arc::new(order);
         self.orders.insert(order.client_order_id.clone(), order.clone());

@@ -31,6 +31,7 @@ use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
+pub use adopt::EARLIER_TERM_REASON;
 pub use commands::{is_liquidation, Command, CommandError, HaltProgress, ManualOrder, Reply, LIQUIDATION_REASON};
 pub use preview::OrderPreview;
 pub use protection::{Protection, ProtectionKind};

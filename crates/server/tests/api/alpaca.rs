@@ -75,6 +75,21 @@ pub enum SubmitFault {
     Unprocessable(&'static str),
 }
 
+/// One trading request the stand-in received, in arrival order: which door it came through
+/// ([`StandIn::door`]: one per process of a cluster, so who sent it) and what it asked.
+#[derive(Clone, Debug)]
+pub struct Sent {
+    pub door: String,
+    /// `submit` (`POST /v2/orders`) or `cancel` (`DELETE /v2/orders/{id}`).
+    pub kind: &'static str,
+    pub client_order_id: String,
+    pub symbol: String,
+    pub side: String,
+    pub qty: i64,
+    /// The shares of the symbol held when it arrived.
+    pub held: i64,
+}
+
 /// The stand-in's account.
 pub struct Venue {
     /// Orders as Alpaca reports them (its JSON), oldest first.
@@ -99,8 +114,10 @@ pub struct Venue {
     hold_cancels: bool,
     next_id: u64,
     next_execution: u64,
-    /// The open stream connection (its number and sender).
-    stream: Option<(usize, mpsc::UnboundedSender<Push>)>,
+    /// The open stream connections (each one's number and sender): every update goes to each,
+    /// as Alpaca serves every connection of an account (the processes of a cluster each hold
+    /// one).
+    streams: Vec<(usize, mpsc::UnboundedSender<Push>)>,
     /// New stream connections are dropped at once while set.
     stream_refused: bool,
     connections: usize,
@@ -113,7 +130,13 @@ pub struct Venue {
     /// Where `GET` of the Trading API's reference routes ([`REFERENCE_PATHS`]) is forwarded:
     /// the market-data stand-in's address, when one service reads both from this host.
     reference: Option<String>,
+    /// Every trading request, in arrival order.
+    sent: Vec<Sent>,
 }
+
+/// The door (listening address) a request came through: `""` for the stand-in's own address.
+#[derive(Clone)]
+struct Door(String);
 
 /// The Trading API's routes the market-data adapter reads (assets, clock, calendar).
 const REFERENCE_PATHS: [&str; 3] = ["/v2/assets", "/v2/clock", "/v2/calendar"];
@@ -133,6 +156,29 @@ fn error(status: u16, body: Value) -> Response {
 }
 
 impl Venue {
+    /// Records a trading request (a submit or a cancel) as it arrives.
+    fn record(&mut self, door: &str, method: &str, path: &str, body: &str) {
+        let (kind, order) = match (method, path) {
+            ("POST", "/v2/orders") => ("submit", serde_json::from_str(body).unwrap_or(Value::Null)),
+            ("DELETE", p) if p.starts_with("/v2/orders/") => {
+                let id = &p["/v2/orders/".len()..];
+                ("cancel", self.orders.iter().find(|o| o["id"] == id).cloned().unwrap_or(Value::Null))
+            }
+            _ => return,
+        };
+        let symbol = order["symbol"].as_str().unwrap_or_default().to_string();
+        let held = self.positions.get(&symbol).map(|p| p.0).unwrap_or(0);
+        self.sent.push(Sent {
+            door: door.to_string(),
+            kind,
+            client_order_id: order["client_order_id"].as_str().unwrap_or_default().to_string(),
+            side: order["side"].as_str().unwrap_or_default().to_string(),
+            qty: dec(&order["qty"]).try_into().unwrap_or(0),
+            held,
+            symbol,
+        });
+    }
+
     fn now(&self) -> Value {
         json!(self.clock.now())
     }
@@ -141,14 +187,15 @@ impl Venue {
         self.orders.iter().position(|o| o["client_order_id"] == client_order_id)
     }
 
-    /// Sends a trade update on the open connection; lost when there is none (a gap).
+    /// Sends a trade update on every open connection; lost when there is none (a gap).
     fn send(&mut self, event: &str, i: usize, extra: Value) {
         let mut data = json!({"event": event, "timestamp": self.now(), "order": self.orders[i].clone()});
         if let (Some(data), Some(extra)) = (data.as_object_mut(), extra.as_object()) {
             data.extend(extra.clone());
         }
-        if let Some((_, tx)) = &self.stream {
-            let _ = tx.send(Push::Frame(json!({"stream": "trade_updates", "data": data})));
+        let frame = json!({"stream": "trade_updates", "data": data});
+        for (_, tx) in &self.streams {
+            let _ = tx.send(Push::Frame(frame.clone()));
         }
     }
 
@@ -474,13 +521,20 @@ impl Venue {
 }
 
 /// The REST API. Answers after the venue's lock is released (a slow reply sleeps unlocked).
-async fn rest(State(venue): State<Shared>, method: Method, uri: Uri, headers: HeaderMap, body: String) -> Response {
+async fn rest(
+    State(venue): State<Shared>,
+    axum::Extension(door): axum::Extension<Door>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: String,
+) -> Response {
     let reference = venue.lock().unwrap().reference.clone();
     if let Some(host) = reference.filter(|_| method == Method::GET && REFERENCE_PATHS.contains(&uri.path())) {
         *venue.lock().unwrap().calls.entry((method.to_string(), uri.path().to_string())).or_default() += 1;
         return forward(&host, &uri, &headers).await;
     }
-    let (response, delay) = answer(&venue, &method, &uri, &headers, &body);
+    let (response, delay) = answer(&venue, &door.0, &method, &uri, &headers, &body);
     if let Some(delay) = delay {
         tokio::time::sleep(delay).await;
     }
@@ -506,7 +560,14 @@ async fn forward(host: &str, uri: &Uri, headers: &HeaderMap) -> Response {
     }
 }
 
-fn answer(venue: &Shared, method: &Method, uri: &Uri, headers: &HeaderMap, body: &str) -> (Response, Option<Duration>) {
+fn answer(
+    venue: &Shared,
+    door: &str,
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: &str,
+) -> (Response, Option<Duration>) {
     let path = uri.path().to_string();
     let query: HashMap<String, String> =
         form_urlencoded::parse(uri.query().unwrap_or("").as_bytes()).into_owned().collect();
@@ -520,6 +581,7 @@ fn answer(venue: &Shared, method: &Method, uri: &Uri, headers: &HeaderMap, body:
     if v.down {
         return (error(503, json!({"code": 50310000, "message": "service unavailable"})), None);
     }
+    v.record(door, method.as_str(), &path, body);
     match (method.as_str(), path.as_str()) {
         ("POST", "/v2/orders") => {
             let sent: Value = serde_json::from_str(body).unwrap_or(Value::Null);
@@ -738,7 +800,7 @@ async fn serve_stream(tcp: TcpStream, venue: Shared) {
         let mut v = venue.lock().unwrap();
         v.connections += 1;
         let number = v.connections;
-        v.stream = Some((number, tx));
+        v.streams.push((number, tx));
         number
     };
     let listening = json!({"stream": "listening", "data": {"streams": ["trade_updates"]}});
@@ -761,9 +823,18 @@ async fn serve_stream(tcp: TcpStream, venue: Shared) {
         }
     }
     let mut v = venue.lock().unwrap();
-    if v.stream.as_ref().is_some_and(|(n, _)| *n == number) {
-        v.stream = None;
-    }
+    v.streams.retain(|(n, _)| *n != number);
+}
+
+/// Serves `venue` (REST and `/stream`) on a new address of 127.0.0.1 as `door`; its base URL.
+async fn listen(venue: Shared, door: &str) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (tx, rx) = mpsc::unbounded_channel();
+    tokio::spawn(route_connections(listener, tx, venue.clone()));
+    let app = axum::Router::new().fallback(rest).with_state(venue).layer(axum::Extension(Door(door.to_string())));
+    tokio::spawn(async move { axum::serve(HttpConnections { rx, addr }, app).await.unwrap() });
+    format!("http://{addr}")
 }
 
 /// A stand-in Alpaca Trading API (REST and `/stream`) on 127.0.0.1.
@@ -795,21 +866,28 @@ impl StandIn {
             hold_cancels: false,
             next_id: 0,
             next_execution: 0,
-            stream: None,
+            streams: Vec::new(),
             stream_refused: false,
             connections: 0,
             clock,
             parents: HashMap::new(),
             triggered: Default::default(),
             reference: None,
+            sent: Vec::new(),
         }));
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(route_connections(listener, tx, venue.clone()));
-        let app = axum::Router::new().fallback(rest).with_state(venue.clone());
-        tokio::spawn(async move { axum::serve(HttpConnections { rx, addr }, app).await.unwrap() });
-        StandIn { base_url: format!("http://{addr}"), venue }
+        let base_url = listen(venue.clone(), "").await;
+        StandIn { base_url, venue }
+    }
+
+    /// Another address of the same venue, named `door`: the requests that come through it are
+    /// recorded as `door`'s ([`StandIn::sent`]). Its base URL.
+    pub async fn door(&self, door: &str) -> String {
+        listen(self.venue.clone(), door).await
+    }
+
+    /// Every trading request so far, in arrival order.
+    pub(crate) fn sent(&self) -> Vec<Sent> {
+        self.venue().sent.clone()
     }
 
     /// The service's configuration for trading through this stand-in (the request timeout stays
@@ -892,6 +970,12 @@ impl StandIn {
         v.orders[i].clone()
     }
 
+    /// Creates an order as a `POST /v2/orders` of `sent` (Alpaca's request JSON) would, without
+    /// a request: what a process sent that the test's services never saw.
+    pub(crate) fn place(&self, sent: Value) {
+        self.venue().create(&sent);
+    }
+
     /// Fills `qty` of the order at `price`; `report`: send its trade update.
     pub(crate) fn fill(&self, client_order_id: &str, qty: u64, price: Decimal, report: bool) {
         let mut v = self.venue();
@@ -913,7 +997,7 @@ impl StandIn {
     fn drop_stream(&self) {
         let mut v = self.venue();
         v.stream_refused = true;
-        if let Some((_, tx)) = v.stream.take() {
+        for (_, tx) in v.streams.drain(..) {
             let _ = tx.send(Push::Drop);
         }
     }
@@ -1575,6 +1659,72 @@ async fn alpaca_an_order_filled_while_the_service_was_down_reads_filled_after_th
 }
 
 /// Restarts the service on the same database, market clock and stand-in.
+/// An order an earlier term sent and could not write (its database link was cut while it still
+/// reached the broker: an emergency halt's exit) is found at the broker by its client order id —
+/// one the engine generates — when the next term starts, and recorded before anything else as
+/// the broker has it: the order, its fill, the position closed and the trade, once (a second
+/// restart adds nothing); the books agree with the broker's.
+#[tokio::test]
+async fn alpaca_an_order_an_earlier_term_sent_and_could_not_write_is_recorded_once() {
+    let (app, alpaca) = start().await;
+    let (a, pa) = symbols(&app, 1).await.remove(0);
+    alpaca.set_price(&a, pa);
+    let bought = placed(&app, market_buy(&a, 5)).await;
+    wait_for_order(&app, &bought, &["FILLED"]).await;
+    let mut app = app;
+    app.stop().await;
+    let id = format!("to-{a}-20261120150000-999");
+    alpaca.place(json!({"client_order_id": id, "symbol": a, "qty": "5", "side": "sell", "type": "market",
+        "time_in_force": "day"}));
+    assert!(alpaca.positions().is_empty(), "the earlier term's exit sold the shares at the broker");
+
+    let app = restart_stopped(app).await;
+    let order = wait_for_order(&app, &id, &["FILLED"]).await;
+    assert_eq!(order["reason"], tradeops_core::engine::EARLIER_TERM_REASON, "{order}");
+    assert_eq!(order["executions"].as_array().map(Vec::len), Some(1), "{order}");
+    wait_for_reconciled(&app).await;
+    assert_books_agree(&app, &alpaca).await;
+    let trades = wait_for_trades(&app, &a, 1).await;
+    assert_eq!(trades.data().as_array().map(Vec::len), Some(1), "one trade: {}", trades.body);
+
+    let app = restart(app).await;
+    wait_for_reconciled(&app).await;
+    let again = app.get(&format!("/api/orders/{id}")).await;
+    assert_eq!(again.data()["executions"].as_array().map(Vec::len), Some(1), "once: {}", again.body);
+    let trades = app.get(&format!("/api/trades?symbol={a}")).await;
+    assert_eq!(trades.data().as_array().map(Vec::len), Some(1), "still one trade: {}", trades.body);
+    assert_books_agree(&app, &alpaca).await;
+}
+
+/// Waits (up to ~10 s) until `symbol` has `n` trades listed; the last listing.
+async fn wait_for_trades(app: &TestApp, symbol: &str, n: usize) -> crate::helpers::Reply {
+    for _ in 0..200 {
+        let trades = app.get(&format!("/api/trades?symbol={symbol}")).await;
+        if trades.data().as_array().map(Vec::len) == Some(n) {
+            return trades;
+        }
+        step(app).await;
+    }
+    app.get(&format!("/api/trades?symbol={symbol}")).await
+}
+
+/// A stopped service started again on its database and clocks, its stream connected.
+async fn restart_stopped(app: TestApp) -> TestApp {
+    let app = crate::helpers::start_with_clock(
+        app.config.clone(),
+        app.db.clone(),
+        axum::Router::new(),
+        app.market.clone(),
+        app.clock.clone(),
+    )
+    .await;
+    wait_for_execution(&app, "the order-update stream to connect after the restart", |c| {
+        c["detail"]["stream"]["connected"] == true
+    })
+    .await;
+    app
+}
+
 async fn restart(mut app: TestApp) -> TestApp {
     app.stop().await;
     let app = crate::helpers::start_with_clock(

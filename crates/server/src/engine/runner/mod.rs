@@ -141,6 +141,9 @@ pub async fn spawn_engine(deps: EngineDeps) -> anyhow::Result<(EngineHandle, tok
     let (view_tx, view_rx) = watch::channel(Arc::new(EngineView::default()));
     let (mut runner, unsent) = restore(deps, view_tx).await?;
     let now = runner.market_clock.now();
+    // What an earlier term sent and could not write is recorded at the broker's truth first:
+    // the halt's exits and every order after it count the shares really held.
+    runner.catch_up(now).await;
     // A halt another node accepted while no engine could act on it comes before anything else.
     runner.apply_halt_requests(now).await;
     runner.recover(unsent, now).await;
@@ -497,7 +500,19 @@ impl Runner {
     async fn reports(&mut self, reports: Vec<BrokerReport>, now: Timestamp) {
         for report in reports {
             let id = report.client_order_id();
-            if self.engine.order(id).is_none() && self.adopt_foreign_order(&id.clone(), now).await {
+            if self.engine.order(id).is_none() && id.is_engines() {
+                // An order of ours the database lacks: an earlier term sent it and could not
+                // write it. Recorded as it was sent, this report and those after it carry it
+                // to the broker's truth; while the broker cannot say, the report waits.
+                match self.record_earlier_order(&id.clone(), now).await {
+                    reconcile::Earlier::Apply => {}
+                    reconcile::Earlier::Drop => continue,
+                    reconcile::Earlier::Wait => {
+                        self.venue.owe(report);
+                        continue;
+                    }
+                }
+            } else if self.engine.order(id).is_none() && self.adopt_foreign_order(&id.clone(), now).await {
                 // An order placed at the broker by someone else: adopted as the broker has it
                 // now, which already holds what this report says.
                 continue;

@@ -6,6 +6,11 @@
 //!   rules it out: those are marked never sent);
 //! - working broker orders the engine holds ended, or cancelling with no cancel on its way,
 //!   are cancelled at the broker; working broker orders it never placed are adopted;
+//! - an order of ours the database lacks (an earlier term sent it and could not write it: its
+//!   database link was cut while it still reached the broker) is recorded as it was sent, and
+//!   the broker's reports carry it to its state — the fill, the position, a trade — once; a new
+//!   term does this before anything else ([`Runner::catch_up`]), so its halt's exits and orders
+//!   count the shares really held;
 //! - positions and cash, with a venue that keeps its own: a position held there and not here is
 //!   adopted, a quantity that differs is a mismatch shown until it agrees, and once every
 //!   holding agrees the broker's cash is taken for the engine's.
@@ -37,6 +42,11 @@ const REMOTE_LISTING_EVERY: Duration = Duration::from_secs(3);
 /// every minute), in market time.
 const ACCOUNT_RECONCILE_EVERY: chrono::Duration = chrono::Duration::seconds(60);
 
+/// How long a new term waits at start for a remote venue's event connection (and its gap
+/// fill) before anything else ([`Runner::catch_up`]); past it, the term goes on and what the
+/// gap fill finds is recorded when it comes.
+const CATCH_UP_WAIT: Duration = Duration::from_secs(3);
+
 /// What reconciliation found, and when it last looked.
 #[derive(Default)]
 pub(super) struct Reconciliation {
@@ -54,6 +64,18 @@ pub(super) struct Reconciliation {
     /// The venue's own account figures as last read (a real broker's), with the engine's cash
     /// at that moment.
     venue_account: Option<(VenueAccount, Decimal)>,
+}
+
+/// What becomes of a report about an order of ours the engine does not hold (see
+/// [`Runner::record_earlier_order`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Earlier {
+    /// Recorded (or nothing to record it from): the report is applied.
+    Apply,
+    /// The database holds the order, ended: the report is dropped.
+    Drop,
+    /// The database or the broker cannot say now: the report is delivered again later.
+    Wait,
 }
 
 /// How the holdings compare, symbol by symbol (see [`compare_holdings`]).
@@ -325,6 +347,60 @@ impl Runner {
                 false
             }
         }
+    }
+
+    /// What to do with a report about an order of ours the engine does not hold (it restores
+    /// only open orders): [`Earlier::Apply`] once the order is recorded as the broker says it
+    /// was sent — an earlier term sent it and could not write it, and this report and those
+    /// after it carry it to the broker's truth once ([`Engine::adopt_sent_order`]);
+    /// [`Earlier::Drop`] when the database holds it (it ended before this term: nothing to
+    /// report again); [`Earlier::Wait`] while the database or the broker cannot say.
+    ///
+    /// [`Engine::adopt_sent_order`]: tradeops_core::engine::Engine::adopt_sent_order
+    pub(super) async fn record_earlier_order(&mut self, id: &ClientOrderId, now: Timestamp) -> Earlier {
+        let db = self.books.db().clone();
+        let repo: &dyn tradeops_store::TradingRepository = &db;
+        match tokio::time::timeout(super::WRITE_TIMEOUT, repo.order(id.as_str())).await {
+            Ok(Ok(Some(_))) => return Earlier::Drop,
+            Ok(Ok(None)) => {}
+            _ => return Earlier::Wait,
+        }
+        match self.venue.sent_order(id).await {
+            Ok(Some(order)) => {
+                let (symbol, side, quantity) = (order.symbol.clone(), order.side, order.quantity);
+                let fx = self.engine.adopt_sent_order(order);
+                tracing::warn!(client_order_id = %id, %symbol, ?side, quantity, "reconciliation: an order an earlier term sent and could not write is recorded from the broker");
+                self.apply(fx, now).await;
+                self.venue.open_orders_changed();
+                self.reconciliation
+                    .corrected(now, format!("order {id} sent by an earlier term was recorded from the broker"));
+                Earlier::Apply
+            }
+            // Nothing to record it from: the report is the engine's anomaly, as before.
+            Ok(None) => Earlier::Apply,
+            Err(e) => {
+                tracing::warn!(client_order_id = %id, error = %e, "an order of an earlier term could not be read at the broker; asked again with its next report");
+                Earlier::Wait
+            }
+        }
+    }
+
+    /// Before this term sends anything: waits (up to [`CATCH_UP_WAIT`]) until a remote venue's
+    /// event connection has been made once — its gap fill lists every order changed since
+    /// before this service's last stored moment — and applies its reports, so an order an
+    /// earlier term sent and could not write (the fill, the order, a trade) is recorded before
+    /// the halt's exits or any order of this term counts the shares held.
+    pub(super) async fn catch_up(&mut self, now: Timestamp) {
+        let deadline = tokio::time::Instant::now() + CATCH_UP_WAIT;
+        while !self.venue.caught_up() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        if !self.venue.caught_up() {
+            tracing::warn!(
+                "the broker's event connection is not up yet: what an earlier term left there is recorded when it is"
+            );
+        }
+        self.broker_reports(now).await;
     }
 
     /// Reconciles positions and cash with a venue that keeps its own (a real broker; the paper

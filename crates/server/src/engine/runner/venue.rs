@@ -459,6 +459,34 @@ impl Venue {
         found
     }
 
+    /// An order the engine placed in an earlier term and has no record of, as it was sent: a
+    /// trading call, as [`Venue::foreign_order`] (an id this engine does not know may be a
+    /// newer term's).
+    pub async fn sent_order(&mut self, id: &ClientOrderId) -> Result<Option<Order>, BrokerError> {
+        let permit = self.permit().map_err(not_sent)?;
+        let found = match trading(permit, self.broker.sent_order(id)).await {
+            Err(Refused::Term(why)) => return Err(not_sent(why)),
+            Err(Refused::Broker(e)) => Err(e),
+            Ok(found) => Ok(found),
+        };
+        if !matches!(found, Ok(None)) {
+            self.note(&found);
+        }
+        found
+    }
+
+    /// A report to deliver again with the next ones (what it is about cannot be applied yet).
+    pub fn owe(&mut self, report: BrokerReport) {
+        self.answers.push(report);
+    }
+
+    /// Whether a remote venue's event connection has been made (and its gap filled) at least
+    /// once since start: what an earlier term left at the venue is then among the reports.
+    /// An in-process venue always is.
+    pub fn caught_up(&self) -> bool {
+        self.broker.connection().is_none_or(|c| c.connected || c.connections > 0)
+    }
+
     /// The venue's account figures (`None`: a venue without books of its own, which says
     /// nothing about whether it is reachable).
     pub async fn account(&mut self) -> Result<Option<VenueAccount>, BrokerError> {
