@@ -551,8 +551,9 @@ fn run_keeping(
     let mut curve = Vec::with_capacity(kept);
     let mut next_kept = curve_index(1, bars.len(), kept);
     let mut day = NyDay::default();
-    // The dates of the bars' starts and ends, read from the history's when it keeps them.
-    let ny_dates = history.ny_dates().unwrap_or_else(|| ny_dates_of(bars.iter().map(|b| b.start.timestamp())));
+    // The dates of the bars' starts and ends, read from the history's when it keeps them; else
+    // each worked out as the run reaches it (a table built here would cost a pass over the bars).
+    let ny_dates = history.ny_dates().unwrap_or_else(|| Arc::from(Vec::new()));
     let (mut starts, mut ends) = (NyDateCursor::new(ny_dates.clone()), NyDateCursor::new(ny_dates));
     let mut epoch = crate::time::EpochSeconds::default();
     let first_date = day.date_of(first.start);

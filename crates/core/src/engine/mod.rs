@@ -570,7 +570,7 @@ impl Engine {
     /// made in full (the event may have changed the book).
     fn begin(&mut self, now: Timestamp, fx: &mut Vec<Effect>) {
         let seconds = self.epoch.of(&now);
-        let date = self.locate(seconds, None).date;
+        let (date, _) = self.locate(seconds, None);
         self.roll_day(date, fx);
         self.check_due = true;
         self.equity_version += 1;
@@ -598,8 +598,7 @@ impl Engine {
             Some(t) => (t.seconds, Some(t.date)),
             None => (self.epoch.of(&now), None),
         };
-        let today = self.locate(seconds, hint);
-        let date = today.date;
+        let (date, session) = self.locate(seconds, hint);
         self.roll_day(date, fx);
         // Unnormalised: exact, and cheaper than `Price::to_decimal` on every bar.
         let last = bar.close.as_decimal();
@@ -612,7 +611,7 @@ impl Engine {
         m.relative_volume = relative_volume;
         m.fill = fill;
         let market = *m;
-        self.on_bar(symbol, bar, market, now, seconds, &today, fx);
+        self.on_bar(symbol, bar, market, now, seconds, session, fx);
         self.check_broker_stops(now, None, fx);
         if self.check_due {
             self.check_daily_loss(fx);
@@ -623,21 +622,19 @@ impl Engine {
         }
     }
 
-    /// The New York date of the instant `seconds`: the current one, else `hint` where it holds
-    /// the instant, else worked out (once a date, live).
+    /// The New York date of the instant `seconds` and its regular session (open and close in
+    /// seconds): the current date's, else `hint`'s where it holds the instant, else worked out
+    /// (once a date, live).
     #[inline]
-    fn locate(&mut self, seconds: i64, hint: Option<&NyDate>) -> NyDate {
-        match self.today {
+    fn locate(&mut self, seconds: i64, hint: Option<&NyDate>) -> (NaiveDate, (i64, i64)) {
+        let today = match &self.today {
             Some(today) if today.contains(seconds) => today,
-            _ => {
-                let today = match hint {
-                    Some(date) if date.contains(seconds) => *date,
-                    _ => NyDate::containing(seconds),
-                };
-                self.today = Some(today);
-                today
-            }
-        }
+            _ => self.today.insert(match hint {
+                Some(date) if date.contains(seconds) => *date,
+                _ => NyDate::containing(seconds),
+            }),
+        };
+        (today.date, (today.session_open, today.session_close))
     }
 
     fn roll_day(&mut self, date: NaiveDate, fx: &mut Vec<Effect>) {

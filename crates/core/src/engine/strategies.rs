@@ -15,7 +15,8 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 impl Engine {
-    /// `seconds` and `today`: `now` in seconds since the epoch, and its New York date; `market`:
+    /// `seconds`: `now` in seconds since the epoch; `open` and `close`: its New York date's regular
+    /// session (see [`crate::calendar::NyDate`]); `market`:
     /// what the engine knows of the symbol's market with this bar. One lookup of the slot and
     /// one of the position per bar.
     #[allow(clippy::too_many_arguments)]
@@ -26,7 +27,7 @@ impl Engine {
         market: SymbolMarket,
         now: Timestamp,
         seconds: i64,
-        today: &crate::calendar::NyDate,
+        (open, close): (i64, i64),
         fx: &mut Vec<Effect>,
     ) {
         if self.trading_state == TradingState::Halted {
@@ -47,7 +48,6 @@ impl Engine {
         let working = slot.entry_order.as_ref().is_some_and(is_working) || slot.exit_orders.iter().any(is_working);
         // Strategies time their day by the exchange's regular session whatever the trading
         // calendar, so `ALWAYS_OPEN` still has a 09:30 open.
-        let (open, close) = (today.session_open, today.session_close);
         // Whole minutes, truncated toward zero (as `Duration::num_minutes`), in integer seconds.
         let (since_open, to_close) = ((seconds - open) / 60, (close - seconds) / 60);
         let ctx = StrategyContext {
