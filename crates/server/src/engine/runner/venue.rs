@@ -448,15 +448,8 @@ impl Venue {
     /// while this engine may not send).
     pub async fn foreign_order(&mut self, id: &ClientOrderId) -> Result<Option<Order>, BrokerError> {
         let permit = self.permit().map_err(not_sent)?;
-        let found = match trading(permit, self.broker.foreign_order(id)).await {
-            Err(Refused::Term(why)) => return Err(not_sent(why)),
-            Err(Refused::Broker(e)) => Err(e),
-            Ok(found) => Ok(found),
-        };
-        if !matches!(found, Ok(None)) {
-            self.note(&found);
-        }
-        found
+        let found = trading(permit, self.broker.foreign_order(id)).await;
+        self.looked_up(found)
     }
 
     /// An order the engine placed in an earlier term and has no record of, as it was sent: a
@@ -464,7 +457,14 @@ impl Venue {
     /// newer term's).
     pub async fn sent_order(&mut self, id: &ClientOrderId) -> Result<Option<Order>, BrokerError> {
         let permit = self.permit().map_err(not_sent)?;
-        let found = match trading(permit, self.broker.sent_order(id)).await {
+        let found = trading(permit, self.broker.sent_order(id)).await;
+        self.looked_up(found)
+    }
+
+    /// The answer of a look-up by client order id under the term: a refusal for the term is
+    /// the order not sent; the broker's answer, found or failed, is noted as any call's.
+    fn looked_up(&mut self, found: Result<Option<Order>, Refused>) -> Result<Option<Order>, BrokerError> {
+        let found = match found {
             Err(Refused::Term(why)) => return Err(not_sent(why)),
             Err(Refused::Broker(e)) => Err(e),
             Ok(found) => Ok(found),
