@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Emergency halt through the API: with 100 open positions and 500 working orders on
-the paper broker, the time of POST /api/risk/emergency-halt — which answers once the latch, every
-cancel and every exit have been persisted and handed to the broker. Usage: halt_api.py BASE TOKEN"""
+the paper broker, the time of POST /api/risk/emergency-halt — which answers once the latch is
+stored, every exit written ahead, and every cancel and exit handed to the broker (the orders' new
+states are stored right after the answer). Usage: halt_api.py BASE TOKEN"""
 import sys
 import time
 
@@ -45,4 +46,4 @@ halt = call("POST", "/api/risk/emergency-halt", {"reason": "benchmark"})
 elapsed = (time.perf_counter() - started) * 1000
 assert halt["ok"] and halt["data"]["liquidation_requested"], halt
 print(f"emergency halt through the API: {elapsed:.1f} ms for {positions} positions and 500 working orders "
-      f"(latch, 500 cancels and {positions} exits persisted and handed to the paper broker)")
+      f"(latch stored, {positions} exits written ahead, 500 cancels and the exits handed to the paper broker)")

@@ -587,9 +587,11 @@ impl NyDateCursor {
         if self.outside.is_some_and(|d| d.contains(seconds)) {
             return self.outside.as_ref().expect("checked above");
         }
-        let next = self.at + 1;
-        let found = if self.dates.get(next).is_some_and(|d| d.contains(seconds)) {
-            Some(next)
+        // One of the next few (the dates hold each bar's date and the day after it: daily bars
+        // step one or two dates a bar, three over a weekend), else searched for.
+        let ahead = self.dates.get(self.at + 1..).unwrap_or_default();
+        let found = if let Some(k) = ahead.iter().take(3).position(|d| d.contains(seconds)) {
+            Some(self.at + 1 + k)
         } else {
             let i = self.dates.partition_point(|d| d.end <= seconds);
             self.dates.get(i).is_some_and(|d| d.contains(seconds)).then_some(i)

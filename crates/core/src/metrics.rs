@@ -81,11 +81,139 @@ fn split_sum(base: Decimal, value: i128) -> Decimal {
     base + ticks_to_dollars(value).expect("a split point's value fits a Decimal")
 }
 
+/// `numerator / denominator` as a ratio: the `Decimal` quotient converted to `f64`, exactly as
+/// `(numerator / denominator).to_f64()` gives it. A backtest takes one a day (its daily return)
+/// and one a drawdown, for every combination of a sweep; [`Quotient::of`] finds the same
+/// quotient in 64-bit integers, without `Decimal`'s general division.
 fn ratio(numerator: Decimal, denominator: Decimal) -> Option<f64> {
     if denominator.is_zero() {
         return None;
     }
-    (numerator / denominator).to_f64()
+    match Quotient::of(&numerator, &denominator) {
+        Some(q) => Some(q.to_f64()),
+        None => (numerator / denominator).to_f64(),
+    }
+}
+
+/// 10^k for k ≤ 28.
+const POW10: [u128; 29] = {
+    let mut table = [1u128; 29];
+    let mut k = 1;
+    while k < 29 {
+        table[k] = table[k - 1] * 10;
+        k += 1;
+    }
+    table
+};
+
+/// `u64::MAX / 10^k` for k ≤ 9: a remainder below it times 10^k fits 64 bits.
+const STEP_LIMITS: [u64; 10] = {
+    let mut table = [0u64; 10];
+    let mut k = 0;
+    while k < 10 {
+        table[k] = u64::MAX / POW10[k] as u64;
+        k += 1;
+    }
+    table
+};
+
+/// 10^k for k ≤ 28 as `u128 as f64` converts it.
+const POW10_F64: [f64; 29] = {
+    let mut table = [0.0; 29];
+    let mut k = 0;
+    while k < 29 {
+        table[k] = POW10[k] as f64;
+        k += 1;
+    }
+    table
+};
+
+/// A quotient below 1 in magnitude as `Decimal` division gives it: `±mantissa / 10^scale`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Quotient {
+    mantissa: u128,
+    scale: u32,
+    negative: bool,
+}
+
+impl Quotient {
+    /// `Decimal` division's result, digit for digit and scale for scale, for a quotient whose
+    /// magnitude is below 1, of mantissas within 63 bits and a dividend's scale at least the
+    /// divisor's (a return, a drawdown); `None` otherwise, or when the quotient ends within 28
+    /// decimals (left to `Decimal`, whose scale then depends on where it found the end). The
+    /// rules are `rust_decimal`'s, property-tested against it:
+    /// - the quotient starts at scale `s0` = the dividend's scale − the divisor's and takes
+    ///   decimals while a remainder is left, up to 28 (it takes them 9 at a time, which changes
+    ///   nothing here: a quotient that ends at all is `None`);
+    /// - at 28 the last digit is rounded half to even on the remainder;
+    /// - trailing zeros are then dropped as its `unscale` drops them (8 at a time while the low
+    ///   32 bits are zero, then 4, 2 and 1 once each).
+    fn of(numerator: &Decimal, denominator: &Decimal) -> Option<Quotient> {
+        const MAX_SCALE: u32 = 28;
+        let (sn, sd) = (numerator.scale(), denominator.scale());
+        if sn < sd || numerator.is_zero() {
+            return None;
+        }
+        let a = u64::try_from(numerator.mantissa().unsigned_abs()).ok()?;
+        let b = u64::try_from(denominator.mantissa().unsigned_abs()).ok()?;
+        // Decimals taken at a time: `r < b` times 10^step stays within 64 bits.
+        let step = (1..=9u32).rev().find(|&k| b <= STEP_LIMITS[k as usize])?;
+        let mut scale = sn - sd;
+        let (mut q, mut r) = ((a / b) as u128, a % b);
+        if r == 0 || q >= POW10[scale as usize] {
+            return None;
+        }
+        while r != 0 && scale < MAX_SCALE {
+            let k = step.min(MAX_SCALE - scale);
+            let power = POW10[k as usize];
+            let scaled = r * power as u64;
+            let digits = scaled / b;
+            q = q * power + digits as u128;
+            r = scaled - digits * b;
+            scale += k;
+        }
+        if r == 0 {
+            return None;
+        }
+        if 2 * r > b || (2 * r == b && q & 1 == 1) {
+            q += 1;
+        }
+        if q == 0 {
+            // Rounded to zero: `Decimal`'s zero has a sign of its own.
+            return None;
+        }
+        while q as u32 == 0 && scale >= 8 && q % 100_000_000 == 0 {
+            q /= 100_000_000;
+            scale -= 8;
+        }
+        for (digits, low_bits, power) in [(4, 0xF, 10_000), (2, 0x3, 100), (1, 0x1, 10)] {
+            if q & low_bits == 0 && scale >= digits && q % power == 0 {
+                q /= power;
+                scale -= digits;
+            }
+        }
+        let negative = numerator.is_sign_negative() != denominator.is_sign_negative();
+        Some(Quotient { mantissa: q, scale, negative })
+    }
+
+    /// As `Decimal::to_f64` converts it: with no integral part, the fraction's mantissa over
+    /// `10^scale` in `f64`, rounded back at `scale` decimals (`rust_decimal`'s own steps).
+    fn to_f64(self) -> f64 {
+        let value = self.mantissa as f64 / POW10_F64[self.scale as usize];
+        let round_to = 10f64.powi(self.scale as i32);
+        let rounded = (value * round_to).round() / round_to;
+        if self.negative {
+            -rounded
+        } else {
+            rounded
+        }
+    }
+
+    #[cfg(test)]
+    fn to_decimal(self) -> Decimal {
+        let q = self.mantissa as i128;
+        Decimal::from_i128_with_scale(if self.negative { -q } else { q }, self.scale)
+    }
 }
 
 /// Computes every metric from the initial equity, the marked-to-market curve (in time order) and
@@ -331,6 +459,41 @@ mod tests {
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 1e-9
+    }
+
+    proptest::proptest! {
+        /// The ratios are `Decimal`'s division converted, to the bit and to the scale: returns
+        /// and drawdowns of equities of every size and scale (cents, ticks, an average price's
+        /// 28 digits), mantissas past 32 and 64 bits, ties rounded half to even.
+        #[test]
+        fn ratios_divide_as_decimal_does(
+            a in proptest::prop_oneof![0i128..1_000, 0i128..10_000_000_000, 0i128..(1i128 << 63), 0i128..(1i128 << 95)],
+            b in proptest::prop_oneof![1i128..1_000, 1i128..10_000_000_000, 1i128..(1i128 << 63), 1i128..(1i128 << 95)],
+            sa in 0u32..29, sb in 0u32..29, negative in proptest::bool::ANY, tie in proptest::bool::ANY,
+        ) {
+            // A tie at the 28th decimal: b = 2 × a × 10^k with a remainder of exactly half.
+            let (a, b) = if tie && b < (1i128 << 60) { (b * 2 + 1, b * 4) } else { (a, b) };
+            let n = Decimal::from_i128_with_scale(if negative { -a } else { a }, sa);
+            let d = Decimal::from_i128_with_scale(b, sb);
+            if let Some(fast) = Quotient::of(&n, &d) {
+                let slow = n / d;
+                proptest::prop_assert_eq!(fast.to_decimal().serialize(), slow.serialize(), "{} / {}: {:?} vs {}", n, d, fast, slow);
+                proptest::prop_assert_eq!(Some(fast.to_f64().to_bits()), slow.to_f64().map(f64::to_bits), "{} / {}", n, d);
+            }
+        }
+    }
+
+    /// The integer path takes the ratios a backtest's curve gives (below 1, not ending within 28
+    /// decimals), and leaves the rest to `Decimal`.
+    #[test]
+    fn ratios_of_curves_take_the_integer_path() {
+        let path = |n: &str, d: &str| Quotient::of(&dec(n), &dec(d)).map(Quotient::to_decimal);
+        assert_eq!(path("-1234.5678", "101234.5678"), Some(dec("-1234.5678") / dec("101234.5678")));
+        assert_eq!(path("20.00", "771184.06"), Some(dec("20.00") / dec("771184.06")));
+        assert_eq!(path("1", "2"), None, "ends within 28 decimals");
+        assert_eq!(path("3", "2"), None, "1 or more");
+        assert_eq!(path("1", "3.00"), None, "the divisor's scale above the dividend's");
+        assert_eq!(ratio(dec("1"), dec("3")), (dec("1") / dec("3")).to_f64(), "as Decimal converts it (not 1.0 / 3.0)");
     }
 
     proptest::proptest! {

@@ -20,7 +20,7 @@ pub struct PositionView {
     pub levels: Option<Levels>,
     /// Its symbol's trading is halted (CONTRACT §11): a close waits for the reopen.
     pub halted: bool,
-    /// What protects it: a protective order at the broker, the engine, or nothing (§11).
+    /// What protects it: protective orders at the broker, the engine, or nothing (§11).
     pub protection: Protection,
 }
 

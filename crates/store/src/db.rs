@@ -169,6 +169,9 @@ struct Availability {
     /// Writes fail although the database answers (a full disk, a read-only file): set by
     /// [`Database::writes_failed`], cleared when the probe's own write succeeds again.
     writes_failing: AtomicBool,
+    /// A write went unanswered within its bound: the next probe writes too, and its write
+    /// decides (a slow write on a loaded machine is not an outage).
+    writes_suspect: AtomicBool,
     /// Why the last probe failed.
     reason: Mutex<String>,
     /// Probes in a row that failed (an error or no answer): the database is down once there
@@ -244,6 +247,25 @@ pub struct Database {
     fence: Option<i64>,
 }
 
+/// How long the first connection to a SQLite file may take at start: creating the file and
+/// switching it to WAL can outlast a request's [`ACQUIRE_TIMEOUT`] on a loaded machine, and a
+/// service must not fail to start for that.
+const SQLITE_OPEN_PATIENCE: Duration = Duration::from_secs(10);
+
+/// The pool of a SQLite file, its first connection tried again while it times out, for up to
+/// [`SQLITE_OPEN_PATIENCE`].
+async fn open_sqlite(options: AnyPoolOptions, url: &str) -> Result<AnyPool, sqlx::Error> {
+    let deadline = Instant::now() + SQLITE_OPEN_PATIENCE;
+    loop {
+        match options.clone().connect(url).await {
+            Err(sqlx::Error::PoolTimedOut) if Instant::now() < deadline => {
+                tracing::warn!("the SQLite file did not open within the acquire bound: trying again");
+            }
+            other => return other,
+        }
+    }
+}
+
 impl Database {
     /// Connects (creating a SQLite file and its folder when missing) without migrating.
     pub async fn connect(url: &str) -> Result<Database, StoreError> {
@@ -288,10 +310,14 @@ impl Database {
                 url.to_string()
             }
         };
-        let pool = options.connect(&url).await?;
+        let pool = match backend {
+            Backend::Sqlite => open_sqlite(options, &url).await?,
+            Backend::Postgres => options.connect(&url).await?,
+        };
         let availability = Availability {
             down: AtomicBool::new(false),
             writes_failing: AtomicBool::new(false),
+            writes_suspect: AtomicBool::new(false),
             failures: std::sync::atomic::AtomicU32::new(0),
             round_trip_micros: std::sync::atomic::AtomicU64::new(0),
             reason: Mutex::new(String::new()),
@@ -490,9 +516,18 @@ impl Database {
 
     /// Records a failed write: when it says the database cannot write ([`StoreError::Unavailable`]),
     /// writes are expected to fail ([`Database::is_writable`] is false) until the probe's own
-    /// write succeeds again.
+    /// write succeeds again. A write that went unanswered within its bound
+    /// ([`StoreError::TimedOut`]) is not enough: a database that answers slowly under load still
+    /// takes writes. It makes writes suspect, and the next probe's own write (bounded by
+    /// [`PROBE_TIMEOUT`], on its own connection) decides; a database that stopped answering is
+    /// refused by the probes' failures in a row meanwhile, as any outage.
     pub fn writes_failed(&self, e: &StoreError) {
-        if e.is_unavailable() && !self.availability.writes_failing.swap(true, Ordering::AcqRel) {
+        let a = &self.availability;
+        if matches!(e, StoreError::TimedOut(_)) {
+            if !a.writes_suspect.swap(true, Ordering::AcqRel) {
+                tracing::warn!(backend = self.backend.name(), error = %e, "a write went unanswered: the next probe writes too");
+            }
+        } else if e.is_unavailable() && !a.writes_failing.swap(true, Ordering::AcqRel) {
             tracing::error!(backend = self.backend.name(), error = %e, "writes to the database fail");
         }
     }
@@ -511,17 +546,27 @@ impl Database {
             Err(_) => Err(StoreError::TimedOut(PROBE_TIMEOUT)),
         };
         self.record_probe(&result);
-        if result.is_ok() && self.availability.writes_failing.load(Ordering::Acquire) {
+        let a = &self.availability;
+        let failing = a.writes_failing.load(Ordering::Acquire);
+        if result.is_ok() && (failing || a.writes_suspect.load(Ordering::Acquire)) {
             let written = match tokio::time::timeout(PROBE_TIMEOUT, self.probe_write()).await {
                 Ok(r) => r,
                 Err(_) => Err(StoreError::TimedOut(PROBE_TIMEOUT)),
             };
+            a.writes_suspect.store(false, Ordering::Release);
             match written {
                 Ok(()) => {
-                    self.availability.writes_failing.store(false, Ordering::Release);
-                    tracing::warn!(backend = self.backend.name(), "writes to the database succeed again");
+                    a.writes_failing.store(false, Ordering::Release);
+                    if failing {
+                        tracing::warn!(backend = self.backend.name(), "writes to the database succeed again");
+                    }
                 }
-                Err(e) => return Err(StoreError::Unavailable(format!("writes fail: {e}"))),
+                Err(e) => {
+                    if !a.writes_failing.swap(true, Ordering::AcqRel) {
+                        tracing::error!(backend = self.backend.name(), error = %e, "writes to the database fail");
+                    }
+                    return Err(StoreError::Unavailable(format!("writes fail: {e}")));
+                }
             }
         }
         result
@@ -708,6 +753,37 @@ mod tests {
             db.record_probe(&Ok(Duration::from_millis(1)));
         }
         assert!(db.is_available());
+    }
+
+    /// A write unanswered within its bound (a loaded machine) leaves a database that answers
+    /// writable: the next probe writes too and, its write taken, nothing was ever refused. A
+    /// write the database refuses (a full disk) makes it unwritable until a probe's write
+    /// succeeds; so does a slow write the probe's own write then confirms.
+    #[tokio::test]
+    async fn a_slow_write_is_confirmed_by_the_probe_before_writes_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(&format!("sqlite://{}/writes.db", dir.path().display())).await.unwrap();
+        db.writes_failed(&StoreError::TimedOut(Duration::from_millis(300)));
+        assert!(db.is_writable(), "one slow write is not an outage");
+        db.probe().await.unwrap();
+        assert!(
+            db.is_writable() && !db.availability.writes_suspect.load(Ordering::Acquire),
+            "the probe's write decided"
+        );
+
+        db.writes_failed(&StoreError::Unavailable("database or disk is full".into()));
+        assert!(!db.is_writable(), "a write the database refused is");
+        db.probe().await.unwrap();
+        assert!(db.is_writable(), "until the probe's own write succeeds");
+
+        // The database stops taking writes: the probe's write confirms the slow one.
+        db.writes_failed(&StoreError::TimedOut(Duration::from_millis(300)));
+        sqlx::query("PRAGMA query_only = ON")
+            .execute(&mut *db.availability.connection.lock().await.as_mut().unwrap())
+            .await
+            .unwrap();
+        assert!(db.probe().await.is_err_and(|e| e.is_unavailable()));
+        assert!(!db.is_writable(), "the probe's write failed too");
     }
 
     /// An audit row of a refused halt, about 1 KB.

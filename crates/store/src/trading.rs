@@ -513,6 +513,65 @@ mod tests {
         db.close().await;
     }
 
+    /// A batch of orders is written whole on both databases: new orders inserted with every
+    /// field, stored ones updated (broker id, status, fills, fees, refusal, time), an order twice
+    /// in the batch stored as it stands last, and its executions once.
+    #[tokio::test]
+    async fn a_batch_of_orders_is_written_whole_on_both_databases() {
+        use tradeops_core::orders::{ExitLegs, OrderEvent};
+        for (db, _dir, admin) in crate::test_databases::databases().await {
+            let backend = db.backend().name();
+            let at = from_epoch_ms(1_000);
+            let mut stored = order("o-1", 1_000);
+            stored.reason = Some("PROTECTIVE_STOP: it's \"quoted\"".into());
+            stored.limit_price = Some(Decimal::new(12_345, 4));
+            stored.legs = Some(ExitLegs { stop_price: Decimal::new(99, 2), stop_limit_price: None, take_profit: None });
+            db.save_orders(&[stored.clone()], "PAPER", "2026-11-20").await.unwrap();
+            stored.apply(OrderEvent::Accepted { broker_order_id: "b-1".into() }, at).unwrap();
+            let fill = Execution {
+                execution_id: "e-1".into(),
+                timestamp: from_epoch_ms(2_000),
+                quantity: 4,
+                price: Decimal::new(1_001, 2),
+                fee: Decimal::ZERO,
+            };
+            stored.apply(OrderEvent::Filled(fill), from_epoch_ms(2_000)).unwrap();
+            let (mut twice, fresh) = (order("o-2", 1_500), order("o-3", 1_600));
+            let first = twice.clone();
+            twice.apply(OrderEvent::CancelRequested, from_epoch_ms(3_000)).unwrap();
+            db.save_batch(&[stored.clone(), first, fresh.clone(), twice.clone()], &[], &state(), "PAPER", "2026-11-20")
+                .await
+                .unwrap();
+            for expected in [&stored, &fresh, &twice] {
+                let (found, mode) = db.order(expected.client_order_id.as_str()).await.unwrap().expect("stored");
+                assert_eq!((&found, mode.as_str()), (expected, "PAPER"), "{backend}");
+            }
+            db.save_orders(&[stored.clone()], "PAPER", "2026-11-20").await.unwrap();
+            let (found, _) = db.order("o-1").await.unwrap().unwrap();
+            assert_eq!(found.executions.len(), 1, "{backend}: an execution once");
+            db.close().await;
+            crate::test_databases::drop_postgres(admin).await;
+        }
+    }
+
+    fn state() -> EngineStateRecord {
+        EngineStateRecord {
+            state: "ACTIVE".into(),
+            halted_at: None,
+            halt_reason: None,
+            halt_actor: None,
+            halt_stopped: Vec::new(),
+            trading_date: Some("2026-11-20".into()),
+            trades_today: 0,
+            realized_today: Decimal::ZERO,
+            start_equity: Decimal::from(100_000),
+            peak_equity: Decimal::from(100_000),
+            cash: Decimal::from(100_000),
+            updated_at: 1_000,
+            order_sequence: 3,
+        }
+    }
+
     /// A day's page of orders is read from the index in page order: neither a scan of every
     /// order ever stored nor a sort, however long the history grows — also the next pages.
     #[tokio::test]

@@ -19,6 +19,14 @@
 //!   placed the moment its entry fills) rests for the rest of that bar: when the bar's low is at
 //!   or below it, it fills at the stop — the worst case a bar allows (its low came after the
 //!   entry), which is what a venue holding the stop does when the price falls back through it.
+//!   It is matched against that bar once, after the bar's fills and what the engine placed on
+//!   them (a stop replaced on a fill, e.g. moved to breakeven by a take-profit's fill, included).
+//! - A protective sell with a take-profit (one-cancels-other, CONTRACT §11) fills as a limit at
+//!   the take-profit until its stop is elected: at the open when the bar opens at or above the
+//!   target, else by its stop when the bar trades down to it (the worst case when the bar
+//!   reaches both), else at the target when the bar's high reaches it. One fill ends both legs.
+//!   A take-profit placed within a bar works from the next bar (only its stop is matched
+//!   against the rest of that bar, as above).
 
 use crate::broker::BrokerReport;
 use crate::market::{Bar, Price, Side};
@@ -46,6 +54,8 @@ struct Working {
     quantity: u64,
     limit: Option<Price>,
     stop: Option<Price>,
+    /// A protective order's take-profit leg (one-cancels-other with its stop).
+    take_profit: Option<Price>,
     triggered: bool,
 }
 
@@ -110,6 +120,7 @@ impl BarBroker {
             quantity: order.quantity,
             limit: tick(order.limit_price),
             stop: tick(order.stop_price),
+            take_profit: tick(order.legs.filter(|_| order.is_protective()).and_then(|l| l.take_profit)),
             triggered: false,
         };
         if order.order_type == OrderType::Market && self.fill == FillModel::Close {
@@ -146,6 +157,11 @@ impl BarBroker {
         let report = match self.working.iter().position(|w| &w.id == id) {
             Some(i) => {
                 self.working.remove(i);
+                // The orders matched against the bar are one fewer: those placed on its fills
+                // keep their place after them.
+                if let Some(matched) = self.matched.as_mut().filter(|m| i < **m) {
+                    *matched -= 1;
+                }
                 BrokerReport::Canceled { client_order_id: id.clone(), at: now }
             }
             None => BrokerReport::CancelRejected { client_order_id: id.clone(), reason: "not working".into(), at: now },
@@ -250,6 +266,9 @@ fn slipped(price: Decimal, side: Side, slippage: Decimal, limit: Option<Decimal>
 
 /// The price `w` fills at within `bar`, if it does.
 fn match_bar(w: &mut Working, bar: &Bar) -> Option<Price> {
+    if let (Some(target), false) = (w.take_profit, w.triggered) {
+        return take_profit_or_stop(w, target, bar);
+    }
     let buy = w.side == Side::Buy;
     let limit_fill = |limit: Price| -> Option<Price> {
         if buy {
@@ -271,6 +290,26 @@ fn match_bar(w: &mut Working, bar: &Bar) -> Option<Price> {
             fill
         }
     }
+}
+
+/// A protective sell whose take-profit is `target`, working for all of `bar` (see the module's
+/// doc): the take-profit at the open when the bar opens at or above it, else the stop when the
+/// bar trades down to it, else the take-profit at the target when the bar's high reaches it. A
+/// take-profit's fill is a limit's: slippage never takes it below the target.
+fn take_profit_or_stop(w: &mut Working, target: Price, bar: &Bar) -> Option<Price> {
+    if bar.open >= target {
+        w.limit = Some(target);
+        return Some(bar.open);
+    }
+    if let Some(fill) = stop_in_bar(w.side, w.stop?, w.limit, bar) {
+        w.triggered = true;
+        return fill;
+    }
+    if bar.high >= target {
+        w.limit = Some(target);
+        return Some(target);
+    }
+    None
 }
 
 /// A stop (`limit` `None`) or stop-limit order working for all of `bar`: `None` when the bar does
@@ -418,5 +457,65 @@ mod tests {
         assert_eq!(expired.len(), 1);
         assert!(matches!(expired[0], BrokerReport::Expired { .. }));
         assert!(b.has_working(), "the market order still fills at the next open");
+    }
+
+    /// A protective sell: a GTC stop at 9.50, one-cancels-other with a take-profit at 10.50.
+    fn oco(id: &str) -> Order {
+        let mut o = order(Side::Sell, OrderType::Stop, None, Some("9.50"));
+        o.client_order_id = ClientOrderId::parse(id).unwrap();
+        o.time_in_force = TimeInForce::Gtc;
+        o.legs = Some(crate::orders::ExitLegs {
+            stop_price: "9.50".parse().unwrap(),
+            stop_limit_price: None,
+            take_profit: Some("10.50".parse().unwrap()),
+        });
+        o
+    }
+
+    #[test]
+    fn a_take_profit_fills_as_a_limit_until_its_stop_is_elected_the_worse_first() {
+        let decided = bar(0, "10", "10", "10", "10");
+        let cases = [
+            (bar(1, "10", "10.4", "9.6", "10"), None, "neither leg reached"),
+            (bar(1, "10", "10.6", "9.6", "10.5"), Some("10.50"), "the high through the target: the target"),
+            (bar(1, "10.7", "10.9", "10.6", "10.8"), Some("10.70"), "opened above the target: the open"),
+            (bar(1, "10", "10.4", "9.4", "9.6"), Some("9.50"), "the low through the stop: the stop"),
+            (bar(1, "10", "10.6", "9.4", "10"), Some("9.50"), "both reached: the stop, the worse"),
+            (bar(1, "9.3", "10.6", "9.2", "10"), Some("9.30"), "opened below the stop: the open"),
+        ];
+        for (through, price, why) in cases {
+            let mut b = BarBroker::new(FillModel::NextOpen, Decimal::ZERO, Decimal::ZERO);
+            submit(&mut b, &oco("p-1"), &decided, decided.start);
+            let filled = filled_at(&on_bar(&mut b, &through, through.start)).map(|f| f.0);
+            assert_eq!(filled, price.map(|p| p.parse::<Decimal>().unwrap()), "{why}");
+            assert_eq!(b.has_working(), price.is_none(), "{why}: one fill ends both legs");
+        }
+        // Slippage never takes the take-profit's fill below its target: it is a limit's.
+        let mut b = BarBroker::new(FillModel::NextOpen, Decimal::ZERO, Decimal::from(50));
+        submit(&mut b, &oco("p-1"), &decided, decided.start);
+        let through = bar(1, "10", "10.6", "9.6", "10.5");
+        assert_eq!(filled_at(&on_bar(&mut b, &through, through.start)).unwrap().0, "10.5".parse().unwrap());
+    }
+
+    /// A stop placed on a fill within a bar, after a working order of the bar was cancelled (a
+    /// take-profit filled, the rest's stop replaced at breakeven): the new stop is the one
+    /// matched against the rest of the bar.
+    #[test]
+    fn a_stop_replaced_within_a_bar_rests_for_the_rest_of_it() {
+        let decided = bar(0, "10", "10", "10", "10");
+        let mut b = BarBroker::new(FillModel::NextOpen, Decimal::ZERO, Decimal::ZERO);
+        let mut old = order(Side::Sell, OrderType::Stop, None, Some("9.50"));
+        old.client_order_id = ClientOrderId::parse("p-2").unwrap();
+        submit(&mut b, &oco("p-1"), &decided, decided.start);
+        submit(&mut b, &old, &decided, decided.start);
+        let through = bar(1, "10", "10.6", "9.9", "10.2");
+        assert_eq!(filled_at(&on_bar(&mut b, &through, through.start)).unwrap().0, "10.5".parse().unwrap());
+        b.cancel(&old.client_order_id, through.start);
+        let mut breakeven = order(Side::Sell, OrderType::Stop, None, Some("10"));
+        breakeven.client_order_id = ClientOrderId::parse("p-3").unwrap();
+        submit(&mut b, &breakeven, &decided, through.start);
+        b.take_reports().for_each(drop);
+        assert!(b.stops_placed_in_bar(&through, through.start), "the bar's low 9.90 is below the new stop");
+        assert_eq!(filled_at(&b.take_reports().collect::<Vec<_>>()).unwrap().0, "10".parse().unwrap());
     }
 }

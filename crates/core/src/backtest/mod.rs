@@ -570,6 +570,8 @@ fn run_keeping(
         let ny_date = starts.locate(start);
         let (today, minute) = (ny_date.date, ny_date.minute(start));
         if date != Some(today) {
+            // The broker's reports at this date's open (expiries, fills) are of this date.
+            run.engine.enter_date(ny_date);
             if date.is_some() {
                 run.broker.expire_day_orders(bar.start);
                 run.fills(bar, bar.start);

@@ -381,3 +381,68 @@ fn run_metrics_reports_the_figures_of_run() {
         assert_eq!(figures, expected);
     }
 }
+
+/// `momentum_breakout` in a backtest (CONTRACT §11): its entry's fill rests its stop at the bar
+/// broker with a take-profit at the target for half the position and alone for the rest; the
+/// take-profit fills at the target on the bar that reaches it — the scale-out, no market sell of
+/// the strategy's — the rest's stop moves to breakeven, and fills there when the price comes back.
+#[test]
+fn momentum_breakout_scales_out_at_its_target_resting_at_the_bar_broker() {
+    let minute_bar = |at: chrono::DateTime<chrono::Utc>, (o, h, l, c, v): (&str, &str, &str, &str, u64)| Bar {
+        start: at,
+        open: px(o),
+        high: px(h),
+        low: px(l),
+        close: px(c),
+        volume: v,
+    };
+    // The previous day closed at 4.50 on little volume (relative volume ≫ 2 today).
+    let mut all = vec![minute_bar(
+        chrono::Utc.with_ymd_and_hms(2026, 2, 27, 14, 30, 0).unwrap(),
+        ("4.5", "4.5", "4.5", "4.5", 10_000),
+    )];
+    let open = chrono::Utc.with_ymd_and_hms(2026, 3, 2, 14, 30, 0).unwrap(); // 09:30 New York
+    let rows = [
+        ("5.00", "5.15", "5.00", "5.14", 200_000),
+        ("5.14", "5.30", "5.12", "5.28", 250_000),
+        ("5.28", "5.45", "5.26", "5.43", 300_000),
+        ("5.43", "5.60", "5.41", "5.58", 350_000),
+        ("5.55", "5.55", "5.46", "5.48", 150_000),
+        ("5.48", "5.50", "5.40", "5.47", 100_000), // the entry: a buy stop 5.51 (limit 5.57), stop 5.39, target 5.75
+        ("5.52", "5.70", "5.50", "5.68", 300_000), // filled at the open 5.52
+        ("5.68", "5.80", "5.60", "5.78", 300_000), // through the 5.75 target
+        ("5.70", "5.71", "5.50", "5.55", 200_000), // back through the 5.52 breakeven stop
+        ("5.55", "5.56", "5.54", "5.55", 100_000),
+    ];
+    all.extend(rows.iter().enumerate().map(|(i, row)| minute_bar(open + chrono::Duration::minutes(i as i64), *row)));
+    let spec = BacktestSpec {
+        strategy_id: "momentum_breakout".into(),
+        parameters: Default::default(),
+        start: open - chrono::Duration::hours(1),
+        ..spec(FillModel::NextOpen)
+    };
+    let out = run_on(&spec, &all);
+    let filled: Vec<(Side, u64, Decimal, Option<Decimal>)> = out
+        .order_log
+        .iter()
+        .filter(|o| o.filled_quantity > 0)
+        .map(|o| (o.side, o.filled_quantity, o.average_fill_price().unwrap(), o.legs.and_then(|l| l.take_profit)))
+        .collect();
+    let bought = filled[0].1;
+    let half = bought / 2;
+    assert_eq!(
+        filled,
+        vec![
+            (Side::Buy, bought, d("5.52"), None),
+            (Side::Sell, half, d("5.75"), Some(d("5.75"))),
+            (Side::Sell, bought - half, d("5.52"), None),
+        ],
+        "{:#?}",
+        out.order_log
+    );
+    assert!(out.order_log.iter().all(|o| o.side == Side::Buy || o.is_protective()), "no market sell of the strategy's");
+    assert_eq!(out.trades.len(), 1);
+    let trade = &out.trades[0];
+    assert_eq!(trade.detail.outcomes.exit_reason, "STOP_LOSS", "the breakeven stop sold last");
+    assert_eq!(trade.net_pnl, Decimal::from(half) * d("0.23"));
+}

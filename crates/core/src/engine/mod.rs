@@ -622,6 +622,14 @@ impl Engine {
         }
     }
 
+    /// The New York date the next events fall on, where the caller knows it (a backtest's bar
+    /// and the broker's reports at its open): they find it without working it out. An event
+    /// outside it is located as before.
+    #[inline]
+    pub fn enter_date(&mut self, date: &NyDate) {
+        self.today = Some(*date);
+    }
+
     /// The New York date of the instant `seconds` and its regular session (open and close in
     /// seconds): the current date's, else `hint`'s where it holds the instant, else worked out
     /// (once a date, live).

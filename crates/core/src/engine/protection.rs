@@ -11,9 +11,20 @@
 //! protected again by a new protective order for the rest. Had the protective order filled in
 //! the meantime, the held exit is reduced to what is still held, or withdrawn.
 //!
-//! A position a strategy manages is protected the same way with the strategy's stop, and the
-//! broker's copy follows the strategy: when it moves its stop (`momentum_breakout`'s breakeven
-//! after the scale-out) the protective order is replaced. With
+//! A position a strategy manages is protected the same way with the strategy's stop and, where
+//! the strategy has one, its target. A venue's one-cancels-other pair sells one quantity for
+//! both legs, while a target may take only part of the position (`momentum_breakout` scales out
+//! a fraction), so such a position rests as two protective orders: a stop one-cancels-other
+//! with a take-profit at the target for the shares the strategy sells there
+//! ([`Strategy::target_quantity`](crate::strategy::Strategy::target_quantity)), and a stop alone
+//! for the rest. The take-profit filling is the strategy's scale-out
+//! ([`Strategy::on_target_filled`](crate::strategy::Strategy::on_target_filled)); the strategy
+//! does not sell at the target itself while it rests (`StrategyContext::target_at_broker`).
+//! A stop elected elects both stops at the same level: the whole position exits. Every other
+//! exit frees the shares of both orders first, and is sent once both have ended.
+//!
+//! The broker's copy follows the strategy: when it moves its stop (`momentum_breakout`'s
+//! breakeven after the scale-out) the protective orders are replaced. With
 //! `risk_controls.require_broker_stop`, a strategy position whose stop is not resting at the
 //! broker [`BROKER_STOP_DEADLINE_SECONDS`] after it was placed (or that the broker refused) is
 //! sold, and a `BROKER_STOP_MISSING` violation says why.
@@ -41,8 +52,22 @@ const BROKER_STOP_MISSING: &str = "BROKER_STOP_MISSING";
 /// never elected above it. A strategy's breakeven stop is its entry's fill price, which a venue
 /// may have filled at a fraction of a cent.
 fn venue_stop(price: Decimal) -> Decimal {
-    let places = if price >= Decimal::ONE { 2 } else { 4 };
-    price.round_dp_with_strategy(places, RoundingStrategy::ToZero)
+    price.round_dp_with_strategy(venue_places(price), RoundingStrategy::ToZero)
+}
+
+/// `price` as a venue takes a sell limit (CONTRACT §11, as [`venue_stop`]), rounded up: a
+/// take-profit never sells below the strategy's target.
+fn venue_target(price: Decimal) -> Decimal {
+    price.round_dp_with_strategy(venue_places(price), RoundingStrategy::AwayFromZero)
+}
+
+/// The decimal places of a venue's tick at `price`: cents from $1, hundredths of a cent below.
+fn venue_places(price: Decimal) -> u32 {
+    if price >= Decimal::ONE {
+        2
+    } else {
+        4
+    }
 }
 
 /// What protects a position now (position rows' `protection`, CONTRACT §11).
@@ -50,7 +75,7 @@ fn venue_stop(price: Decimal) -> Decimal {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ProtectionKind {
-    /// A protective order for the whole quantity rests at the broker.
+    /// Protective orders rest at the broker whose stops together cover the whole quantity.
     Broker,
     /// The engine watches a stop level (a strategy's, or a bracket's whose order is not resting
     /// at the broker for the whole quantity right now).
@@ -70,11 +95,19 @@ impl ProtectionKind {
     }
 }
 
-/// A position's protection: its kind and the protective order resting at the broker, if any.
+/// A position's protection: its kind and the protective order resting at the broker, if any
+/// (of two, the stop for the shares not sold at the target: the one that stays to the end).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Protection {
     pub kind: ProtectionKind,
     pub order_id: Option<ClientOrderId>,
+}
+
+/// A protective order a position should have at the broker: its legs and quantity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Wanted {
+    legs: ExitLegs,
+    quantity: u64,
 }
 
 /// The reason of a protective order, `PROTECTIVE_STOP: sentence` (trades name the exit by the leg
@@ -92,9 +125,16 @@ fn protective_reason(legs: &ExitLegs, quantity: u64, symbol: &Symbol) -> String 
 }
 
 impl Engine {
-    /// The protective order of `symbol` still working at the broker (being cancelled included).
-    pub fn protective_order(&self, symbol: &Symbol) -> Option<&Arc<Order>> {
-        self.orders.values().find(|o| &o.symbol == symbol && !o.status.is_final() && o.is_protective())
+    /// The protective orders of `symbol` still working at the broker (being cancelled
+    /// included): one, or a strategy's two (see the module's doc).
+    pub fn protective_orders<'a>(&'a self, symbol: &'a Symbol) -> impl Iterator<Item = &'a Arc<Order>> + 'a {
+        self.orders.values().filter(move |o| &o.symbol == symbol && !o.status.is_final() && o.is_protective())
+    }
+
+    /// Whether a take-profit rests at the broker for `symbol` (being placed, or cancelled, included):
+    /// its strategy leaves the target to it.
+    pub(super) fn target_at_broker(&self, symbol: &Symbol) -> bool {
+        self.protective_orders(symbol).any(|o| o.legs.is_some_and(|l| l.take_profit.is_some()))
     }
 
     /// Whether `id` is an exit written ahead and held back until the shares it sells are freed:
@@ -109,11 +149,19 @@ impl Engine {
         if held == 0 {
             return Protection::default();
         }
-        let protective = self.protective_order(symbol);
-        // Resting means acknowledged: an order still on its way protects nothing yet.
-        let resting = protective.is_some_and(|o| {
-            o.broker_order_id.is_some() && o.status != OrderStatus::PendingCancel && o.remaining() >= held
-        });
+        // Resting means acknowledged: an order still on its way protects nothing yet. Of two,
+        // the id shown is the stop's for the rest (a take-profit's is shown when it is alone).
+        let (mut resting, mut shown) = (0, None::<&Arc<Order>>);
+        for o in self.protective_orders(symbol) {
+            if o.broker_order_id.is_some() && o.status != OrderStatus::PendingCancel {
+                resting += o.remaining();
+            }
+            let target = |o: &Order| o.legs.is_some_and(|l| l.take_profit.is_some());
+            if shown.is_none_or(|s| target(s) && !target(o)) {
+                shown = Some(o);
+            }
+        }
+        let resting = shown.is_some() && resting >= held;
         // A bracket's levels are the broker's to watch: without its stop resting there for the
         // whole position (rejected, expired, being replaced), nothing sells at them.
         let kind = if resting {
@@ -123,22 +171,32 @@ impl Engine {
         } else {
             ProtectionKind::None
         };
-        Protection { kind, order_id: protective.map(|o| o.client_order_id.clone()) }
+        Protection { kind, order_id: shown.map(|o| o.client_order_id.clone()) }
     }
 
-    /// The legs `symbol`'s position is protected with at the broker: its strategy's stop while a
-    /// strategy manages it, else its bracket's. A strategy's stop goes alone: its target takes
-    /// part of the position (`momentum_breakout` scales out a fraction), while a venue's
-    /// one-cancels-other pair sells one quantity for both legs, and a separate sell of the
-    /// fraction would be refused for shares the stop holds; the target stays the engine's to
-    /// watch.
-    fn protective_legs(&self, symbol: &Symbol) -> Option<ExitLegs> {
-        match self.strategy_levels(symbol) {
-            Some(levels) => {
-                Some(ExitLegs { stop_price: venue_stop(levels.stop_loss), stop_limit_price: None, take_profit: None })
-            }
-            None => self.brackets.get(symbol).copied(),
+    /// The protective orders `symbol`'s position of `quantity` shares should have at the
+    /// broker: while a strategy manages it, its stop with a take-profit at its target for the
+    /// shares it sells there, and its stop alone for the rest (either left out when it would
+    /// cover nothing); else its bracket's legs for all of it. `None` without levels.
+    fn wanted_protection(&self, symbol: &Symbol, quantity: u64) -> Option<Vec<Wanted>> {
+        let Some(levels) = self.strategy_levels(symbol) else {
+            return self.brackets.get(symbol).map(|&legs| vec![Wanted { legs, quantity }]);
+        };
+        let stop = ExitLegs { stop_price: venue_stop(levels.stop_loss), stop_limit_price: None, take_profit: None };
+        let strategy = self.slots.get(symbol).and_then(|s| s.strategy.as_ref());
+        let at_target = match (levels.target, strategy) {
+            (Some(_), Some(s)) => s.target_quantity(quantity, &self.settings.strategy_allocator).min(quantity),
+            _ => 0,
+        };
+        let mut wanted = Vec::with_capacity(2);
+        if let (Some(target), true) = (levels.target, at_target > 0) {
+            let legs = ExitLegs { take_profit: Some(venue_target(target)), ..stop };
+            wanted.push(Wanted { legs, quantity: at_target });
         }
+        if at_target < quantity || wanted.is_empty() {
+            wanted.push(Wanted { legs: stop, quantity: quantity - at_target });
+        }
+        Some(wanted)
     }
 
     /// The levels in force for `symbol`'s position: its strategy's while one manages it, else
@@ -151,27 +209,38 @@ impl Engine {
     /// Places `order`, an exit of a position, at the broker; when a protective order holds the
     /// position's shares there, the exit waits (written ahead, not sent) for its cancel.
     pub(super) fn send_exit(&mut self, order: Arc<Order>, now: Timestamp, fx: &mut Vec<Effect>) {
-        let Some(protective) = self.protective_order(&order.symbol).map(|o| o.client_order_id.clone()) else {
+        let protective: Vec<ClientOrderId> =
+            self.protective_orders(&order.symbol).map(|o| o.client_order_id.clone()).collect();
+        if protective.is_empty() {
             fx.push(Effect::Submit(order));
             return;
-        };
+        }
         self.freeing.entry(order.symbol.clone()).or_default().push(order.client_order_id.clone());
         fx.push(Effect::OrderUpdated(order));
-        self.request_cancel(&protective, now, fx);
+        // Both of a strategy's orders hold shares: the exit goes once both have ended.
+        for id in &protective {
+            self.request_cancel(id, now, fx);
+        }
     }
 
     /// After an event of `order`: an entry with legs that ended filled (wholly or in part)
-    /// gets its protective order; a protective order that ended frees the exits waiting for it
-    /// and protects what is left; a position gone flat drops its bracket.
+    /// gets its protective orders; a protective order that ended frees the exits waiting for
+    /// it (once the symbol's other one has ended too) and protects what is left, and one whose
+    /// take-profit filled tells the strategy it took its profit, the stop for the rest following
+    /// it; a position gone flat drops its bracket.
     pub(super) fn after_order_event(&mut self, order: &Order, ended: bool, now: Timestamp, fx: &mut Vec<Effect>) {
         let symbol = &order.symbol;
         if self.positions.get(symbol).is_none_or(|p| p.is_flat()) {
             self.brackets.remove(symbol);
             // Nothing left to protect: a protective order still resting would sell shares that
             // are gone (a short on a margin account).
-            let resting = self.protective_order(symbol).filter(|o| o.status.is_cancellable());
-            if let Some(id) = resting.map(|o| o.client_order_id.clone()) {
-                self.request_cancel(&id, now, fx);
+            let resting: Vec<ClientOrderId> = self
+                .protective_orders(symbol)
+                .filter(|o| o.status.is_cancellable())
+                .map(|o| o.client_order_id.clone())
+                .collect();
+            for id in &resting {
+                self.request_cancel(id, now, fx);
             }
         }
         if !ended {
@@ -192,12 +261,33 @@ impl Engine {
             // A bought position, or one that grew: its protective order covers all of it.
             self.protect(symbol, now, fx);
         } else if order.is_protective() {
+            if self.target_filled(order) && !self.freeing.contains_key(symbol) {
+                // The stop for the rest follows the strategy's new stop (breakeven).
+                self.protect(symbol, now, fx);
+            }
             self.release_exits(symbol, now, fx);
         } else if order.side == Side::Sell && order.status != OrderStatus::Filled {
             // An exit that ended unfilled (cancelled, expired, rejected) sells nothing: what
             // it was to sell is protected again.
             self.protect(symbol, now, fx);
         }
+    }
+
+    /// A protective order that ended having sold at its take-profit, of a position a strategy
+    /// manages: the strategy learns it took its profit there (CONTRACT §11). Whether it did.
+    fn target_filled(&mut self, order: &Order) -> bool {
+        let Some(price) = order.average_fill_price() else { return false };
+        if order.legs.is_none_or(|l| l.take_profit.is_none()) || order.protective_leg(price) != "TAKE_PROFIT" {
+            return false;
+        }
+        if self.strategy_levels(&order.symbol).is_none() {
+            return false;
+        }
+        let Some(strategy) = self.slots.get_mut(&order.symbol).and_then(|s| s.strategy.as_mut()) else {
+            return false;
+        };
+        strategy.on_target_filled(order.filled_quantity, price);
+        true
     }
 
     /// Withdraws the exits of `symbol` held for its protective order's cancel (`CANCELED`, with
@@ -252,28 +342,51 @@ impl Engine {
         held.saturating_sub(selling)
     }
 
-    /// Makes the protective order of `symbol` cover what is held and not being sold, at the
-    /// levels in force: places one, or replaces one of another size or other levels (cancel,
-    /// then a new one when the cancel is confirmed). Nothing while `HALTED` (the halt sells
-    /// everything) or without levels to protect with.
+    /// Makes the protective orders of `symbol` cover what is held and not being sold, at the
+    /// levels in force: places them, or replaces them when any is of another size or other
+    /// levels (cancels every one, then places the new ones when the cancels are confirmed).
+    /// Nothing while `HALTED` (the halt sells everything) or without levels to protect with.
     fn protect(&mut self, symbol: &Symbol, now: Timestamp, fx: &mut Vec<Effect>) {
-        let Some(legs) = self.protective_legs(symbol) else { return };
         if self.trading_state == TradingState::Halted {
             return;
         }
         let quantity = self.not_being_sold(symbol);
-        if let Some(current) = self.protective_order(symbol) {
-            let moved = current.legs != Some(legs);
-            if (moved || current.remaining() != quantity) && current.status.is_cancellable() {
-                let id = current.client_order_id.clone();
+        let Some(wanted) = self.wanted_protection(symbol, quantity) else { return };
+        let current: Vec<(ClientOrderId, Wanted, bool)> = self
+            .protective_orders(symbol)
+            .filter_map(|o| {
+                let legs = o.legs?;
+                Some((o.client_order_id.clone(), Wanted { legs, quantity: o.remaining() }, o.status.is_cancellable()))
+            })
+            .collect();
+        if !current.is_empty() {
+            let kept = current.len() == wanted.len() && current.iter().all(|(_, c, _)| wanted.contains(c));
+            let cancellable: Vec<&ClientOrderId> = current.iter().filter(|c| c.2).map(|c| &c.0).collect();
+            if !kept && !cancellable.is_empty() {
                 self.freeing.entry(symbol.clone()).or_default();
-                self.request_cancel(&id, now, fx);
+                for id in cancellable {
+                    self.request_cancel(id, now, fx);
+                }
             }
             return;
         }
-        if quantity == 0 {
-            return;
+        for Wanted { legs, quantity } in wanted {
+            if quantity > 0 {
+                self.place_protective(symbol, legs, quantity, now, fx);
+            }
         }
+    }
+
+    /// Places one protective order of `symbol`: a GTC sell stop (stop-limit) at `legs`, with
+    /// its take-profit when it has one, for `quantity` shares.
+    fn place_protective(
+        &mut self,
+        symbol: &Symbol,
+        legs: ExitLegs,
+        quantity: u64,
+        now: Timestamp,
+        fx: &mut Vec<Effect>,
+    ) {
         let id = self.next_client_order_id(symbol, now);
         let mut order = Order::new(
             id.clone(),
@@ -300,12 +413,19 @@ impl Engine {
         }
     }
 
-    /// After a bar a strategy decided on: the protective order resting for its position follows
-    /// the strategy's levels (replaced when it moved its stop without an exit, e.g. a trailing
-    /// stop). Nothing is placed here: a position is first protected when its entry fills.
+    /// After a bar a strategy decided on: the protective orders resting for its position follow
+    /// the strategy's levels (replaced when it moved its stop or target without an exit, e.g. a
+    /// trailing stop). Nothing is placed here: a position is first protected when its entry
+    /// fills (and one whose protective order an operator cancelled is not protected again).
     pub(super) fn follow_levels(&mut self, symbol: &Symbol, now: Timestamp, fx: &mut Vec<Effect>) {
-        let Some(current) = self.protective_order(symbol) else { return };
-        if current.legs != self.protective_legs(symbol) && current.status.is_cancellable() {
+        let current: Vec<Option<ExitLegs>> =
+            self.protective_orders(symbol).filter(|o| o.status.is_cancellable()).map(|o| o.legs).collect();
+        if current.is_empty() {
+            return;
+        }
+        let quantity = self.not_being_sold(symbol);
+        let Some(wanted) = self.wanted_protection(symbol, quantity) else { return };
+        if current.iter().any(|legs| !wanted.iter().any(|w| Some(w.legs) == *legs)) {
             self.protect(symbol, now, fx);
         }
     }
@@ -358,7 +478,7 @@ impl Engine {
         fx.push(Effect::Violation {
             rule: RiskRule::BrokerStopMissing,
             symbol: symbol.clone(),
-            client_order_id: self.protective_order(symbol).map(|o| o.client_order_id.clone()),
+            client_order_id: self.protection(symbol).order_id,
             detail: ViolationDetail::Refused {
                 limit: RiskFigure::Money(stop),
                 current: RiskFigure::Shares(held),
@@ -380,9 +500,14 @@ impl Engine {
         }
     }
 
-    /// The protective order of `symbol` ended: the exits held for it go out, each reduced to
-    /// what is still held (withdrawn when nothing is), then what is left is protected again.
+    /// A protective order of `symbol` ended: once none is left working, the exits held for
+    /// them go out, each reduced to what is still held (withdrawn when nothing is), then what is
+    /// left is protected again.
     fn release_exits(&mut self, symbol: &Symbol, now: Timestamp, fx: &mut Vec<Effect>) {
+        if !self.freeing.contains_key(symbol) || self.protective_orders(symbol).next().is_some() {
+            // The other of a strategy's two still holds its shares: its end releases them.
+            return;
+        }
         let Some(exits) = self.freeing.remove(symbol) else { return };
         let mut left = self.positions.get(symbol).map(|p| p.quantity).unwrap_or(0);
         // Exits already at the broker sell first.
@@ -423,26 +548,32 @@ impl Engine {
         }
     }
 
-    /// Rebuilds what is being freed and the brackets after a restart: a protective order still
-    /// working names its symbol's bracket; an exit never acknowledged in a symbol whose
-    /// protective order still works waits for it (its cancel is sent again by reconciliation
-    /// while it is pending, or here when it is not).
+    /// Rebuilds what is being freed and the brackets after a restart: the protective orders
+    /// still working name their symbol's bracket (of a strategy's two, the stop's for the rest)
+    /// and the levels its strategy manages the position at; an exit never acknowledged in a
+    /// symbol whose protective orders still work waits for them (their cancels are sent again
+    /// by reconciliation while pending, or here when not).
     pub fn restore_protection(&mut self, now: Timestamp) -> Vec<Effect> {
         let mut fx = Vec::new();
         let protective: Vec<Arc<Order>> =
             self.orders.values().filter(|o| o.is_protective() && !o.status.is_final()).cloned().collect();
-        for p in protective {
-            if let Some(legs) = p.legs {
-                self.brackets.insert(p.symbol.clone(), legs);
-                // A strategy handed the position again manages it at the stop resting at the
-                // broker (not at a default one it would move the broker's copy to).
-                let held = self.positions.get(&p.symbol).is_some_and(|p| !p.is_flat());
-                if let Some(s) = self.slots.get_mut(&p.symbol).and_then(|s| s.strategy.as_mut()).filter(|_| held) {
-                    s.adopt_stop(legs.stop_price);
+        let symbols: std::collections::BTreeSet<Symbol> = protective.iter().map(|p| p.symbol.clone()).collect();
+        for symbol in symbols {
+            let of: Vec<&Arc<Order>> = protective.iter().filter(|p| p.symbol == symbol).collect();
+            let target = of.iter().find_map(|p| p.legs.and_then(|l| l.take_profit));
+            let stop = of.iter().find(|p| p.legs.is_some_and(|l| l.take_profit.is_none())).or(of.first());
+            if let Some(legs) = stop.and_then(|p| p.legs) {
+                self.brackets.insert(symbol.clone(), legs);
+                // A strategy handed the position again manages it at the levels resting at the
+                // broker (not at default ones it would move the broker's copy to): a take-profit
+                // still resting is a target not yet taken.
+                let held = self.positions.get(&symbol).is_some_and(|p| !p.is_flat());
+                if let Some(s) = self.slots.get_mut(&symbol).and_then(|s| s.strategy.as_mut()).filter(|_| held) {
+                    s.adopt_levels(legs.stop_price, target);
                 }
             }
             let held: Vec<ClientOrderId> = self
-                .open_orders_of(&p.symbol)
+                .open_orders_of(&symbol)
                 .filter(|o| {
                     o.side == Side::Sell
                         && !o.is_protective()
@@ -452,12 +583,14 @@ impl Engine {
                 .map(|o| o.client_order_id.clone())
                 .collect();
             if !held.is_empty() {
-                self.freeing.entry(p.symbol.clone()).or_default().extend(held);
-                self.request_cancel(&p.client_order_id, now, &mut fx);
-            } else if p.status == OrderStatus::PendingCancel {
-                // Being cancelled at the stop (a resize in flight, most likely): what is left
-                // once it ends is protected again rather than left bare.
-                self.freeing.entry(p.symbol.clone()).or_default();
+                self.freeing.entry(symbol.clone()).or_default().extend(held);
+                for p in &of {
+                    self.request_cancel(&p.client_order_id, now, &mut fx);
+                }
+            } else if of.iter().any(|p| p.status == OrderStatus::PendingCancel) {
+                // Being cancelled (a resize in flight, most likely): what is left once they end
+                // is protected again rather than left bare.
+                self.freeing.entry(symbol.clone()).or_default();
             }
         }
         fx

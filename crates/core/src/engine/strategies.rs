@@ -40,6 +40,9 @@ impl Engine {
         // strategy's day (VWAP, high of day, its window, a cooldown) stays the one a backtest
         // keeps. Only a withdrawal of its working entry is carried out.
         let halted = self.halt_of(symbol).is_some();
+        let position = self.positions.get(symbol).map(|p| p.quantity).unwrap_or(0);
+        // Looked for only while something is held (most bars hold nothing).
+        let target_at_broker = position > 0 && self.target_at_broker(symbol);
         let Some(slot) = self.slots.get_mut(symbol) else { return };
         if slot.strategy.is_none() || matches!(slot.status, StrategyStatus::Closed | StrategyStatus::Halted) {
             return;
@@ -53,12 +56,13 @@ impl Engine {
         let ctx = StrategyContext {
             prev_close: market.prev_close,
             relative_volume: market.relative_volume,
-            position: self.positions.get(symbol).map(|p| p.quantity).unwrap_or(0),
+            position,
             order_working: working,
             minutes_since_open: since_open,
             minutes_to_close: to_close,
             flatten_minutes_before_close: self.settings.runtime.flatten_minutes_before_close,
             buying_power: super::buying_power_of(&self.orders, self.cash, &self.market, &self.positions),
+            target_at_broker,
         };
         let params = &self.settings.strategy_allocator;
         let strategy = slot.strategy.as_mut().expect("checked above");

@@ -581,8 +581,9 @@ proptest! {
 
 /// A venue for the engine's tests: acknowledges every order, fills market and stop-limit orders
 /// at once at the price given, rests stop orders (the protective ones) until a bar trades
-/// through them, confirms cancels; what the engine makes of each report is carried out the same
-/// way, and its decisions and statuses noted.
+/// through them (or through a take-profit one-cancels-other with the stop), confirms cancels;
+/// what the engine makes of each report is carried out the same way, and its decisions and
+/// statuses noted.
 #[derive(Default)]
 struct TestVenue {
     resting: Vec<Order>,
@@ -646,14 +647,20 @@ impl TestVenue {
         }
     }
 
-    /// The resting stops `bar` trades through fill at the stop, or at the open below it.
+    /// The resting stops `bar` trades through fill at the stop, or at the open below it; else
+    /// the take-profits it trades up to fill at the target, or at the open above it.
     fn trade(&mut self, e: &mut Engine, bar: &Bar) {
-        let (through, rest): (Vec<Order>, Vec<Order>) = std::mem::take(&mut self.resting)
-            .into_iter()
-            .partition(|o| o.stop_price.is_some_and(|s| bar.low.to_decimal() <= s));
+        let stop_through = |o: &Order| o.stop_price.is_some_and(|s| bar.low.to_decimal() <= s);
+        let target = |o: &Order| o.legs.and_then(|l| l.take_profit);
+        let target_through = |o: &Order| target(o).is_some_and(|t| bar.high.to_decimal() >= t);
+        let (through, rest): (Vec<Order>, Vec<Order>) =
+            std::mem::take(&mut self.resting).into_iter().partition(|o| stop_through(o) || target_through(o));
         self.resting = rest;
         for order in through {
-            let price = order.stop_price.unwrap().min(bar.open.to_decimal());
+            let price = match stop_through(&order) {
+                true => order.stop_price.unwrap().min(bar.open.to_decimal()),
+                false => target(&order).unwrap().max(bar.open.to_decimal()),
+            };
             let cents = rust_decimal::prelude::ToPrimitive::to_i64(&(price * Decimal::ONE_HUNDRED)).unwrap();
             let report = self.filled(&order, cents, bar.start);
             let fx = e.handle(Event::Broker(report), bar.start);
@@ -663,9 +670,11 @@ impl TestVenue {
 }
 
 /// The real strategy through the engine on a scripted runner: enter on the pullback breakout;
-/// the entry's fill rests the strategy's stop at the broker (CONTRACT §11); scale out half at
-/// 2R, the broker's stop replaced by the breakeven stop for the rest; the broker's stop sells the
-/// rest when the price comes back to it (no exit of the strategy's own is needed).
+/// the entry's fill rests the strategy's stop and target at the broker (CONTRACT §11): half the
+/// position under the stop one-cancels-other with a take-profit at 2R, the other half under the
+/// stop alone; the take-profit's fill is the scale-out, the other stop replaced by the breakeven
+/// stop the strategy moved to; the broker's stop sells the rest when the price comes back to it
+/// (no order of the strategy's own is needed after the entry).
 #[test]
 fn momentum_breakout_enters_scales_out_and_its_stop_at_the_broker_stops_out_the_rest() {
     use crate::market::Price;
@@ -697,11 +706,8 @@ fn momentum_breakout_enters_scales_out_and_its_stop_at_the_broker_stops_out_the_
         let now = bar.start + chrono::Duration::minutes(1);
         let fx =
             e.handle(Event::Bar { symbol: runner.clone(), bar, prev_close: d(450), relative_volume: Some(5.0) }, now);
-        let fill_price = match i {
-            5 => 551, // the entry triggers at its stop
-            _ => 576, // the scale-out
-        };
-        venue.carry(&mut e, fx, fill_price, now);
+        // The entry triggers at its stop; nothing else fills at market.
+        venue.carry(&mut e, fx, 551, now);
         let protection = e.protection(&runner);
         match i {
             0..=4 => assert_eq!(protection.kind, super::ProtectionKind::None),
@@ -716,23 +722,25 @@ fn momentum_breakout_enters_scales_out_and_its_stop_at_the_broker_stops_out_the_
         placed,
         vec![
             (Side::Buy, StopLimit, TimeInForce::Day, 416, Some(d(551)), Some(d(557))),
-            // The strategy's stop, for the whole position, resting until cancelled.
-            (Side::Sell, Stop, TimeInForce::Gtc, 416, Some(d(539)), None),
-            // The scale-out, sent once the stop's cancel freed the shares …
-            (Side::Sell, Market, TimeInForce::Day, 208, None, None),
-            // … and the rest protected at the breakeven stop the strategy moved to.
+            // The strategy's stop with its take-profit for the half it scales out …
+            (Side::Sell, Stop, TimeInForce::Gtc, 208, Some(d(539)), None),
+            // … and alone for the rest, both resting until they fill or are cancelled.
+            (Side::Sell, Stop, TimeInForce::Gtc, 208, Some(d(539)), None),
+            // The take-profit filled: the rest protected at the breakeven stop.
             (Side::Sell, Stop, TimeInForce::Gtc, 208, Some(d(551)), None),
         ]
     );
-    assert!(venue.placed[1].is_protective() && venue.placed[3].is_protective());
-    assert_eq!(venue.decisions, vec!["FIRST_PULLBACK_BREAKOUT", "SCALE_OUT_TARGET"]);
+    let targets: Vec<_> = venue.placed[1..].iter().map(|o| o.legs.and_then(|l| l.take_profit)).collect();
+    assert_eq!(targets, vec![Some(d(575)), None, None]);
+    assert!(venue.placed[1..].iter().all(Order::is_protective));
+    assert_eq!(venue.decisions, vec!["FIRST_PULLBACK_BREAKOUT"], "no sell of the strategy's own");
     use StrategyStatus::*;
-    assert_eq!(venue.statuses, vec![Buy, Hold, Sell, Hold, Active]);
+    assert_eq!(venue.statuses, vec![Buy, Hold, Active]);
     let p = &e.positions[&runner];
     assert!(p.is_flat());
-    // 208 × (5.76 − 5.51) + 208 × (5.51 − 5.51)
-    assert_eq!(p.realized_pnl, d(5200));
-    assert_eq!(e.day.realized_today, d(5200));
+    // 208 × (5.75 − 5.51) + 208 × (5.51 − 5.51)
+    assert_eq!(p.realized_pnl, d(4992));
+    assert_eq!(e.day.realized_today, d(4992));
 }
 
 #[test]

@@ -39,6 +39,11 @@ pub struct StrategyContext {
     pub flatten_minutes_before_close: u32,
     /// Cash not reserved by working buy orders, dollars.
     pub buying_power: Decimal,
+    /// A take-profit at the strategy's target rests at the broker (CONTRACT §11): its limit
+    /// sells there what the strategy sells at the target ([`Strategy::target_quantity`]), and
+    /// [`Strategy::on_target_filled`] says when it did, so the strategy does not sell at the
+    /// target itself (the same shares twice).
+    pub target_at_broker: bool,
 }
 
 /// What the strategy wants done. The engine turns decisions into orders through the risk gate.
@@ -121,10 +126,22 @@ pub trait Strategy: Send + Sync {
     fn levels(&self) -> Option<Levels> {
         None
     }
-    /// A restarted instance handed a held position (`on_entry_filled`) learns the stop that
-    /// protects it at the broker (CONTRACT §11), so it manages the position at the level it
-    /// had rather than at a default one. Strategies without levels ignore it.
-    fn adopt_stop(&mut self, _stop: Decimal) {}
+    /// How many of `held` shares the strategy sells at its target (while [`Strategy::levels`]
+    /// has one): what a take-profit at the broker is placed for (CONTRACT §11), the rest resting
+    /// under the stop alone. All of them unless the strategy scales out.
+    fn target_quantity(&self, held: u64, _params: &StrategyAllocatorSettings) -> u64 {
+        held
+    }
+    /// The take-profit resting at the broker at the strategy's target sold `quantity` shares at
+    /// (on average) `price`: what the strategy does when it takes its profit itself (for
+    /// `momentum_breakout`, scaled out, the stop to breakeven) without selling again.
+    fn on_target_filled(&mut self, _quantity: u64, _price: Decimal) {}
+    /// A restarted instance handed a held position (`on_entry_filled`) learns the levels that
+    /// protect it at the broker (CONTRACT §11): the stop resting there, and the target of a
+    /// take-profit still resting with it (`None` when none does: taken already, or never placed),
+    /// so it manages the position at the levels it had rather than at default ones. Strategies
+    /// without levels ignore it.
+    fn adopt_levels(&mut self, _stop: Decimal, _target: Option<Decimal>) {}
 }
 
 /// How a parameter's value is written.

@@ -18,7 +18,10 @@
 //!   bars without a fill (`ENTRY_EXPIRED`).
 //! - **Position**, first matching rule: stop touched (`STOP_LOSS`), flatten window
 //!   (`FLATTEN_BEFORE_CLOSE`), target reached (`SCALE_OUT_TARGET`: sell a fraction, stop to
-//!   breakeven), close below VWAP (`LOST_VWAP`).
+//!   breakeven), close below VWAP (`LOST_VWAP`). While a take-profit at the target rests at the
+//!   broker for the fraction (`StrategyContext::target_at_broker`, CONTRACT §11) the strategy
+//!   leaves the scale-out to it: its fill ([`Strategy::on_target_filled`]) moves the stop to
+//!   breakeven, and the bar it filled in is judged by the stop in force as that bar began.
 //! - **Governor**: no new entry within [`REENTRY_COOLDOWN_MINUTES`] of an exit.
 //!
 //! Every decision carries a sentence with the numbers it used. No clock, no randomness, no I/O:
@@ -119,6 +122,10 @@ struct Holding {
     stop: Decimal,
     target: Decimal,
     scaled_out: bool,
+    /// The stop before the broker's take-profit filled, for the bar it filled in: that bar's
+    /// low may have come before the fill, so it is judged by the stop in force as it began
+    /// (from the fill on, the breakeven stop rests at the broker).
+    stop_before_target_fill: Option<Decimal>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -350,6 +357,8 @@ impl MomentumBreakout {
         params: &StrategyAllocatorSettings,
         mut h: Holding,
     ) -> Vec<Decision> {
+        let stop = h.stop_before_target_fill.take().unwrap_or(h.stop);
+        self.phase = Phase::InPosition(h);
         let unfilled = self.pending_exit.map_or(0, |p| p.unfilled(ctx.position));
         let sellable = ctx.position.saturating_sub(unfilled);
         if sellable == 0 {
@@ -361,11 +370,11 @@ impl MomentumBreakout {
         let held = shares(sellable);
 
         let mut exit: Option<(u64, &'static str, String)> = None;
-        if low <= h.stop {
-            let which = if h.scaled_out {
-                format!("the breakeven stop at {} (the entry price)", px(h.stop))
+        if low <= stop {
+            let which = if h.scaled_out && stop == h.stop {
+                format!("the breakeven stop at {} (the entry price)", px(stop))
             } else {
-                format!("the stop at {}", px(h.stop))
+                format!("the stop at {}", px(stop))
             };
             let text = format!(
                 "Bar low {} touched {which}; selling all {held} entered at {entry} (initial risk {}/share).",
@@ -384,7 +393,7 @@ impl MomentumBreakout {
                 px(close)
             );
             exit = Some((sellable, "FLATTEN_BEFORE_CLOSE", text));
-        } else if let Some(quantity) = (!h.scaled_out && high >= h.target)
+        } else if let Some(quantity) = (!h.scaled_out && !ctx.target_at_broker && high >= h.target)
             .then(|| scale_out_quantity(ctx.position, params.scale_out_fraction).min(sellable))
             .filter(|q| *q > 0)
         {
@@ -533,14 +542,38 @@ impl Strategy for MomentumBreakout {
         }
     }
 
-    /// A stop at the entry (as a venue takes it: rounded down to its tick) or above is the
-    /// breakeven stop of a position already scaled out; one below it is the initial stop, with
-    /// the adopted position's 2R target from it.
-    fn adopt_stop(&mut self, stop: Decimal) {
+    /// `scale_out_fraction` of the position ([`scale_out_quantity`]).
+    fn target_quantity(&self, held: u64, params: &StrategyAllocatorSettings) -> u64 {
+        scale_out_quantity(held, params.scale_out_fraction)
+    }
+
+    /// The broker's take-profit made the scale-out: the stop moves to breakeven, and the target
+    /// is not sold again.
+    fn on_target_filled(&mut self, quantity: u64, _price: Decimal) {
+        let Phase::InPosition(mut h) = self.phase else { return };
+        if quantity == 0 || h.scaled_out {
+            return;
+        }
+        h.scaled_out = true;
+        h.stop_before_target_fill = Some(h.stop);
+        h.stop = h.entry_price;
+        self.phase = Phase::InPosition(h);
+    }
+
+    /// A take-profit still resting (`target`) says the scale-out has not happened: the stop is
+    /// the initial one and the target the one resting. Without one, a stop at the entry (as a
+    /// venue takes it: rounded down to its tick) or above is the breakeven stop of a position
+    /// already scaled out; one below it is the initial stop, with the adopted position's 2R
+    /// target from it.
+    fn adopt_levels(&mut self, stop: Decimal, target: Option<Decimal>) {
         let Phase::InPosition(mut h) = self.phase else { return };
         h.stop = stop;
         let places = if h.entry_price >= Decimal::ONE { 2 } else { 4 };
-        if stop >= h.entry_price.round_dp_with_strategy(places, RoundingStrategy::ToZero) {
+        if let Some(target) = target {
+            h.initial_stop = stop;
+            h.scaled_out = false;
+            h.target = target;
+        } else if stop >= h.entry_price.round_dp_with_strategy(places, RoundingStrategy::ToZero) {
             h.scaled_out = true;
         } else {
             h.initial_stop = stop;
@@ -559,6 +592,7 @@ fn holding_from_plan(plan: Plan, price: Decimal, quantity: u64) -> Holding {
         stop: plan.stop_loss,
         target: plan.target,
         scaled_out: false,
+        stop_before_target_fill: None,
     }
 }
 
@@ -614,6 +648,7 @@ mod tests {
             minutes_to_close: 390 - minute,
             flatten_minutes_before_close: 5,
             buying_power: Decimal::new(100_000, 0),
+            target_at_broker: false,
         }
     }
 
@@ -1092,19 +1127,45 @@ mod tests {
         assert_eq!(scale_out_quantity(100, 1.0), 100);
     }
 
-    /// A restarted instance handed a held position manages it at the stop resting at the
-    /// broker: below the entry it is the initial stop (2R target from it), at the entry (to the
+    /// A restarted instance handed a held position manages it at the levels resting at the
+    /// broker: a take-profit still resting means not scaled out yet (its target kept); a stop
+    /// alone below the entry is the initial stop (2R target from it), at the entry (to the
     /// venue's cent) it is the breakeven stop of a position already scaled out.
     #[test]
-    fn a_restarted_instance_adopts_the_stop_resting_at_the_broker() {
+    fn a_restarted_instance_adopts_the_levels_resting_at_the_broker() {
         let mut s = MomentumBreakout::new();
         s.on_entry_filled(416, d("5.5127"));
-        s.adopt_stop(d("5.39"));
+        s.adopt_levels(d("5.39"), None);
         assert_eq!(s.levels(), Some(Levels { stop_loss: d("5.39"), target: Some(d("5.76")) }));
-        s.adopt_stop(d("5.51"));
+        s.adopt_levels(d("5.51"), None);
         assert_eq!(s.levels(), Some(Levels { stop_loss: d("5.51"), target: None }));
+        s.adopt_levels(d("5.39"), Some(d("5.75")));
+        assert_eq!(s.levels(), Some(Levels { stop_loss: d("5.39"), target: Some(d("5.75")) }), "the resting target");
         let mut flat = MomentumBreakout::new();
-        flat.adopt_stop(d("5.39"));
+        flat.adopt_levels(d("5.39"), None);
         assert_eq!(flat.levels(), None, "nothing held, nothing adopted");
+    }
+
+    /// With its target resting at the broker the strategy leaves the scale-out to it: a bar
+    /// through the target sells nothing; the take-profit's fill moves the stop to breakeven and
+    /// the target is never sold again.
+    #[test]
+    fn a_target_resting_at_the_broker_makes_the_scale_out_there_once() {
+        let mut s = holding();
+        assert_eq!(s.target_quantity(416, &params()), 208);
+        let resting = |m| StrategyContext { target_at_broker: true, ..in_position(416)(m) };
+        let up = bars_from(6, &[(5.52, 5.76, 5.50, 5.74, 300_000)]);
+        assert!(feed(&mut s, &up, resting).is_empty(), "the broker's limit sells at the target");
+        assert_eq!(s.levels(), Some(Levels { stop_loss: d("5.39"), target: Some(d("5.75")) }));
+        s.on_target_filled(208, d("5.75"));
+        assert_eq!(s.levels(), Some(Levels { stop_loss: d("5.51"), target: None }), "breakeven, no target left");
+        // The bar the take-profit filled in dipped below the entry: before the fill, maybe.
+        let filled_in = bars_from(7, &[(5.52, 5.80, 5.45, 5.78, 100_000)]);
+        assert!(feed(&mut s, &filled_in, in_position(208)).is_empty(), "judged by the stop in force as it began");
+        let again = bars_from(8, &[(5.74, 5.90, 5.60, 5.85, 100_000)]);
+        assert!(feed(&mut s, &again, in_position(208)).is_empty(), "no second scale-out");
+        let back = bars_from(9, &[(5.70, 5.72, 5.51, 5.55, 100_000)]);
+        let decisions = feed(&mut s, &back, in_position(208));
+        assert_eq!(exit_of(&decisions[0].1).0, 208, "the rest at breakeven: {decisions:?}");
     }
 }

@@ -193,6 +193,7 @@ mod tests {
             minutes_to_close: 390,
             flatten_minutes_before_close: 0,
             buying_power: Decimal::new(1_000, 0),
+            target_at_broker: false,
         }
     }
 

@@ -316,6 +316,7 @@ impl Application {
             broker: execution.clone(),
             market: market.clone(),
             term: election.term(),
+            node: election.node_id().to_string(),
         };
         if let Some(live) = &live {
             crate::feed::simulated::warm_up(market_clock.as_ref(), &settings, &radar, live.clone()).await?;
@@ -450,7 +451,7 @@ impl Application {
             background.push(tokio::spawn(crate::feed::alpaca::run_marks(feed_deps(&state), alpaca.clone())));
             background.push(tokio::spawn(crate::feed::alpaca::run_scans(feed_deps(&state), alpaca)));
         }
-        background.push(engine_task);
+        let mut engine_task = engine_task;
         let grace = state.config.shutdown_grace;
         let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
         let service = router.into_make_service_with_connect_info::<SocketAddr>();
@@ -467,6 +468,16 @@ impl Application {
                 Ok(())
             }
         };
+        // Its term taken over, the engine first hands an emergency halt it could not store to
+        // the next leader (`Runner::hand_over_halt`; the database just answered): waited for.
+        let handing_over = election.term().is_over();
+        if !handing_over || tokio::time::timeout(HAND_OVER_WAIT, &mut engine_task).await.is_err() {
+            if handing_over {
+                tracing::error!(wait = ?HAND_OVER_WAIT, "the engine did not stop in time: an unstored halt may not be handed over");
+            }
+            // Still running: stopped with the rest (a finished task is not awaited again).
+            background.push(engine_task);
+        }
         for task in &background {
             task.abort();
         }
@@ -490,6 +501,10 @@ impl Application {
         result
     }
 }
+
+/// How long a node whose term was taken over waits for its engine to hand over an emergency
+/// halt it could not store, before it exits.
+const HAND_OVER_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// What this service calls itself where it takes the engine's term: its host, process and
 /// address.

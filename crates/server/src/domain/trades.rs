@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use tradeops_brokers::MarketData;
 use tradeops_core::calendar::{ny_instant, MarketCalendar, NyDay};
-use tradeops_core::market::Timeframe;
+use tradeops_core::market::{Side, Timeframe};
 use tradeops_core::orders::{Order, OrderStatus};
 use tradeops_core::trades::{enrich, MarketContext, Trade, TradeBuilder, TradeEvent};
 use tradeops_core::{Symbol, Timestamp};
@@ -170,23 +170,63 @@ pub fn build(orders: &[(Order, String)], breakeven_threshold: Decimal) -> Vec<Tr
     steps.sort_by_key(|s| (s.0, s.2, s.1, s.3));
     let mut builders: BTreeMap<&str, TradeBuilder> = BTreeMap::new();
     let mut trades = Vec::new();
-    for (_, _, i, seen, last) in steps {
-        let (order, mode) = &orders[i];
-        let builder = builders.entry(mode.as_str()).or_insert_with(|| TradeBuilder::new(mode, breakeven_threshold));
-        let mut snapshot = order.clone();
-        snapshot.executions.truncate(seen);
-        if !last {
-            snapshot.status = if seen == 0 { OrderStatus::New } else { OrderStatus::PartiallyFilled };
-        }
-        if seen == 0 && !last {
-            if let Some(stop) = order.stop_loss {
-                builder.entry_stop(&order.symbol, stop);
+    // Steps of one instant: the database's order of them is not the order they happened in (a
+    // fill and an exit sent in the same millisecond of a market clock, or by two terms). Long
+    // only, a sell fills against shares held: a sell's fill found with nothing open waits, with
+    // the rest of its order's steps of that instant, until the instant's buy fills of the same
+    // symbol and account are replayed. Anywhere else the order is the sort's.
+    let mut at = 0;
+    while at < steps.len() {
+        let instant = steps[at].0;
+        let end = at + steps[at..].iter().take_while(|s| s.0 == instant).count();
+        let mut waiting: Vec<usize> = Vec::new();
+        for k in at..end {
+            let (_, kind, i, _, _) = steps[k];
+            let (order, mode) = &orders[i];
+            let waits = waiting.iter().any(|&w| steps[w].2 == i)
+                || (kind == 1
+                    && order.side == Side::Sell
+                    && !builders.get(mode.as_str()).is_some_and(|b| b.is_open(&order.symbol))
+                    && steps[k + 1..end].iter().any(|s| {
+                        let (other, other_mode) = &orders[s.2];
+                        s.1 == 1 && other.side == Side::Buy && other.symbol == order.symbol && other_mode == mode
+                    }));
+            if waits {
+                waiting.push(k);
+            } else {
+                trades.extend(replay(&mut builders, orders, steps[k], breakeven_threshold));
             }
         }
-        trades.extend(builder.order(&snapshot));
+        for k in waiting {
+            trades.extend(replay(&mut builders, orders, steps[k], breakeven_threshold));
+        }
+        at = end;
     }
     trades.sort_by(|a, b| (a.exit_time, &a.trade_id).cmp(&(b.exit_time, &b.trade_id)));
     trades
+}
+
+/// One step of [`build`]: the order as it stood after `seen` of its executions (its end when
+/// `last`), observed by its account's builder; the trade it completed.
+fn replay<'a>(
+    builders: &mut BTreeMap<&'a str, TradeBuilder>,
+    orders: &'a [(Order, String)],
+    (_, _, i, seen, last): (Timestamp, usize, usize, usize, bool),
+    breakeven_threshold: Decimal,
+) -> Option<Trade> {
+    let (order, mode) = &orders[i];
+    let builder = builders.entry(mode.as_str()).or_insert_with(|| TradeBuilder::new(mode, breakeven_threshold));
+    let mut snapshot = order.clone();
+    snapshot.executions.truncate(seen);
+    if !last {
+        snapshot.status = if seen == 0 { OrderStatus::New } else { OrderStatus::PartiallyFilled };
+    }
+    if seen == 0 && !last {
+        if let Some(stop) = order.stop_loss {
+            builder.entry_stop(&order.symbol, stop);
+        }
+    }
+    builder.order(&snapshot)
 }
 
 /// Features at entry and excursions from the data broker's minute bars of the entry's day;
@@ -322,6 +362,35 @@ mod tests {
         assert_eq!(cache.detailed(&changed), None, "a changed trade is enriched again");
         let live = Trade { mode: "LIVE".into(), ..built };
         assert_eq!(cache.detailed(&live), None, "another account's trade");
+    }
+
+    /// An entry filled and an exit sent and filled in the same millisecond (a market clock
+    /// standing still, or an exit an earlier term sent and a new one recorded), the exit
+    /// listed first by the database (its id sorts first): the exit is replayed after the
+    /// entry's fill it sold, and the round trip is one trade. A sell of shares held from
+    /// before still comes first, as it happened.
+    #[test]
+    fn an_exit_filled_in_the_instant_of_its_entry_is_replayed_after_it() {
+        let mut buy = order("to-ABC-2-1", Side::Buy, 5, 0, "manual order", None);
+        fill(&mut buy, 5, "5", 1);
+        let mut sell = order("to-ABC-1-999", Side::Sell, 5, 1, "emergency halt", None);
+        fill(&mut sell, 5, "5.5", 1);
+        let stored = vec![(sell, "PAPER".to_string()), (buy, "PAPER".to_string())];
+        let trades = build(&stored, d("1"));
+        assert_eq!(trades.len(), 1, "{trades:?}");
+        assert_eq!((trades[0].quantity, trades[0].entry_price, trades[0].exit_price), (5, d("5"), d("5.5")));
+
+        // Held from before: 5 bought at minute 0, sold and bought again at minute 1.
+        let mut first = order("to-ABC-0-1", Side::Buy, 5, 0, "manual order", None);
+        fill(&mut first, 5, "4", 0);
+        let mut again = order("to-ABC-2-1", Side::Buy, 5, 1, "manual order", None);
+        fill(&mut again, 5, "5", 1);
+        let mut close = order("to-ABC-1-999", Side::Sell, 5, 1, "manual close", None);
+        fill(&mut close, 5, "4.5", 1);
+        let stored = vec![(first, "PAPER".to_string()), (close, "PAPER".to_string()), (again, "PAPER".to_string())];
+        let trades = build(&stored, d("1"));
+        assert_eq!(trades.len(), 1, "the first round trip closed; the second is open: {trades:?}");
+        assert_eq!((trades[0].entry_price, trades[0].exit_price), (d("4"), d("4.5")));
     }
 
     /// Orders as the database holds them — final, with every execution — replayed in time

@@ -41,6 +41,9 @@ pub struct EngineDeps {
     /// nothing while it is not valid, and the books end it when a write is refused for a newer
     /// term.
     pub term: Arc<crate::cluster::Term>,
+    /// This service's name in the cluster: a halt its engine could not store before its term
+    /// ended is handed to the next leader under it.
+    pub node: String,
 }
 
 /// Sends commands to the engine runner.

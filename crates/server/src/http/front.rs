@@ -352,19 +352,23 @@ impl Front {
                 // Marked applied only once the leader stored it: a leader that answers
                 // `persisted: false` holds it in memory only (its database link may be cut, and
                 // its term taken over), so the stored request stays for whoever leads next.
-                let (parts, body) = answer.into_parts();
+                let (mut parts, body) = answer.into_parts();
                 let bytes = axum::body::to_bytes(body, 1 << 20).await.unwrap_or_default();
                 let stored = serde_json::from_slice::<serde_json::Value>(&bytes)
                     .is_ok_and(|v| v["data"]["persisted"].as_bool() == Some(true));
                 if stored {
                     let _ = self.db.mark_halt_applied(id, now.timestamp_millis()).await;
-                } else {
-                    tracing::warn!(
-                        request = id,
-                        "the leader holds the emergency halt in memory only: kept for the next leader"
-                    );
+                    return Response::from_parts(parts, axum::body::Body::from(bytes));
                 }
-                Response::from_parts(parts, axum::body::Body::from(bytes))
+                tracing::warn!(
+                    request = id,
+                    "the leader holds the emergency halt in memory only: kept for the next leader"
+                );
+                // Durable all the same: stored here, for whoever leads next.
+                let mut body = serde_json::from_slice::<serde_json::Value>(&bytes).unwrap_or_default();
+                body["data"]["persisted"] = json!(true);
+                parts.headers.remove(axum::http::header::CONTENT_LENGTH);
+                Response::from_parts(parts, axum::body::Body::from(body.to_string()))
             }
             Ok(_) | Err(_) => {
                 tracing::warn!(request = id, actor = %caller.name, "emergency halt stored for the next engine leader: no leader answers now");

@@ -393,6 +393,7 @@ async fn replay(
         market: market.clone(),
         // A replay's own database and broker: nobody else can take its term.
         term: Arc::new(crate::cluster::Term::sole()),
+        node: "desk replay".into(),
     };
     let outcome = replay_desk(deps, live, clock, stored.start, stored.end, &mut move |p| {
         progress.send_replace(p);

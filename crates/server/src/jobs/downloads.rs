@@ -217,7 +217,11 @@ async fn fetch(jobs: &Jobs, leases: &Leases, job: &mut JobRecord) -> Result<(), 
         let to = (from + step).min(end);
         let bars = jobs.market.bars(&symbol, timeframe, from, to).await.map_err(|e| e.to_string())?;
         let bars = tradeops_brokers::market::closed_bars(bars, timeframe, jobs.market_clock.now());
-        repo.save_bars(&symbol, timeframe.as_str(), &bars, jobs.market.name()).await.map_err(|e| e.to_string())?;
+        // The step's writes are upserts, retried as a job's outcome is: a database busy for a
+        // moment (another writer's long transaction on SQLite) does not fail the download.
+        let id = job.request_id.clone();
+        let save = || repo.save_bars(&symbol, timeframe.as_str(), &bars, jobs.market.name());
+        crate::jobs::retry("downloaded bars", &id, save).await.map_err(|e| e.to_string())?;
         if timeframe == Timeframe::Minute {
             // The step's halts, where the source knows them (the simulated market): a replay of
             // these days meets them as a replay of the source does. Only those begun by the present.
@@ -228,12 +232,18 @@ async fn fetch(jobs: &Jobs, leases: &Leases, job: &mut JobRecord) -> Result<(), 
                 .filter(|h| h.start <= jobs.market_clock.now())
                 .collect();
             if !halts.is_empty() {
-                repo.save_halts(&symbol, &halts, jobs.market.name()).await.map_err(|e| e.to_string())?;
+                let save = || repo.save_halts(&symbol, &halts, jobs.market.name());
+                crate::jobs::retry("downloaded halts", &id, save).await.map_err(|e| e.to_string())?;
             }
         }
         job.bars += bars.len() as i64;
         job.progress = ((to - start).num_milliseconds() as f64 / total).min(1.0);
-        if !repo.update_leased_job(job, &leases.lease()).await.map_err(|e| e.to_string())? {
+        let current: &JobRecord = job;
+        let progress = || {
+            let lease = leases.lease();
+            async move { repo.update_leased_job(current, &lease).await }
+        };
+        if !crate::jobs::retry("download progress", &id, progress).await.map_err(|e| e.to_string())? {
             return Err(Halt::Lost);
         }
         publish(jobs, job);

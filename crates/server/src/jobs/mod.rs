@@ -25,7 +25,7 @@ pub mod sweeps;
 
 pub use halt::{cancel, CancelError, Halt, JOB_FINAL_GUARD};
 pub use leases::{recovery, worker_name, KeepAlive, Leases, LEASE};
-pub use pool::{persist, Pool};
+pub use pool::{persist, retry, Pool};
 
 use crate::events::EventBus;
 use std::ops::Deref;

@@ -86,33 +86,49 @@ impl<J: Send + 'static> Pool<J> {
     }
 }
 
-/// Writes a job's outcome, retrying for about a minute: on SQLite a write waits at most the busy
-/// timeout (5 s) for another writer's lock, and a job's result must not be lost to a long write
-/// elsewhere (a large download, say). True once written; false when every attempt failed, in
-/// which case the job stays RUNNING in the database until its lease expires and a worker takes
-/// it back.
-pub async fn persist<F, Fut, E>(what: &str, id: &str, mut write: F) -> bool
+/// Writes a job's outcome, retrying for about a minute (see [`retry`]). True once written;
+/// false when every attempt failed, in which case the job stays RUNNING in the database until
+/// its lease expires and a worker takes it back.
+pub async fn persist<F, Fut, E>(what: &str, id: &str, write: F) -> bool
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<(), E>>,
     E: std::fmt::Display,
 {
+    match retry(what, id, write).await {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::error!(error = %e, id, "{what} not persisted; the job runs again once its lease expires");
+            false
+        }
+    }
+}
+
+/// Runs an idempotent write of a job until it lands, for about a minute: on SQLite a write
+/// waits at most the busy timeout (5 s) for another writer's lock, and a job's work or result
+/// must not be lost to a long write elsewhere (a large download, say). The last error when
+/// every attempt failed.
+pub async fn retry<T, F, Fut, E>(what: &str, id: &str, mut write: F) -> Result<T, E>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, E>>,
+    E: std::fmt::Display,
+{
     const ATTEMPTS: u32 = 8;
     let mut delay = std::time::Duration::from_millis(200);
-    for attempt in 1..=ATTEMPTS {
+    let mut attempt = 1;
+    loop {
         match write().await {
-            Ok(()) => return true,
+            Ok(done) => return Ok(done),
             Err(e) if attempt < ATTEMPTS => {
                 tracing::warn!(error = %e, id, attempt, "{what} not persisted yet; retrying");
                 tokio::time::sleep(delay).await;
                 delay = (delay * 2).min(std::time::Duration::from_secs(5));
+                attempt += 1;
             }
-            Err(e) => {
-                tracing::error!(error = %e, id, "{what} not persisted; the job runs again once its lease expires")
-            }
+            Err(e) => return Err(e),
         }
     }
-    false
 }
 
 #[cfg(test)]

@@ -377,6 +377,65 @@ async fn alpaca_desk_the_console_shows_the_account_radar_a_watched_strategy_trad
     assert_eq!((execution["quantity"].as_i64(), execution["side"].as_str()), (Some(833), Some("BUY")), "{execution}");
     assert_eq!(cents(execution["price"].as_f64().unwrap()), cents_of(fill_price), "{execution}");
 
+    // The strategy's stop and target rest at the broker (CONTRACT §11): its scale-out half (416
+    // of 833) under an `oco` of the take-profit at the target and the stop, the rest (417) under
+    // the stop alone.
+    // Open: the oco's take-profit, its stop leg (held under it), and the rest's stop.
+    wait_until(
+        "the strategy's two protective orders resting at the trading stand-in",
+        LIMIT,
+        || async { broker.open_orders() },
+        |o| o.len() == 3,
+    )
+    .await;
+    let sells: Vec<Value> = broker.orders().into_iter().filter(|o| o["side"] == "sell").collect();
+    let oco = sells.iter().find(|o| o["order_class"] == "oco" && o["type"] == "limit");
+    let oco = oco.unwrap_or_else(|| panic!("an oco: {sells:?}"));
+    let rest = sells.iter().find(|o| o["order_class"] != "oco").unwrap_or_else(|| panic!("a stop: {sells:?}"));
+    assert_eq!((oco["type"].as_str(), oco["qty"].as_str()), (Some("limit"), Some("416")), "{oco}");
+    assert_eq!(price(&oco["limit_price"]), Some(cents(target)), "the take-profit at the target: {oco}");
+    let leg = broker.leg_of(oco["client_order_id"].as_str().unwrap());
+    assert_eq!(price(&leg["stop_price"]), Some(cents(stop)), "the oco's stop leg at the stop: {leg}");
+    assert_eq!((rest["type"].as_str(), rest["qty"].as_str()), (Some("stop"), Some("417")), "{rest}");
+    assert_eq!(price(&rest["stop_price"]), Some(cents(stop)), "{rest}");
+    let rest_id = rest["client_order_id"].as_str().unwrap().to_string();
+    let row = wait_until(
+        "the position protected at the broker",
+        LIMIT,
+        || position(&app),
+        |p| p.as_ref().is_some_and(|p| p["protection"] == "BROKER"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(row["protective_order_id"], json!(rest_id), "the stop for the rest is named: {row}");
+
+    // A trade at the target: the take-profit fills at the stand-in — the scale-out, with no
+    // order of the strategy's own — and the rest's stop follows the strategy to breakeven (the
+    // entry's fill price).
+    let target_price = Decimal::new(cents(target), 2);
+    broker.trade(SYMBOL, target_price);
+    let scaled = wait_until(
+        "the rest protected at breakeven",
+        LIMIT,
+        || position(&app),
+        |p| {
+            p.as_ref().is_some_and(|p| {
+                p["quantity"] == 417 && p["protection"] == "BROKER" && p["protective_order_id"] != json!(rest_id)
+            })
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!((scaled["stop_loss"].as_f64(), &scaled["target"]), (Some(6.25), &Value::Null), "{scaled}");
+    let breakeven_id = scaled["protective_order_id"].as_str().unwrap().to_string();
+    let breakeven = broker.order(&breakeven_id);
+    assert_eq!((breakeven["type"].as_str(), breakeven["qty"].as_str()), (Some("stop"), Some("417")), "{breakeven}");
+    assert_eq!(price(&breakeven["stop_price"]), Some(625), "{breakeven}");
+    assert_eq!(broker.order(&rest_id)["status"], "canceled", "the rest's first stop gave way");
+    assert_eq!(broker.open_orders(), vec![breakeven_id.clone()], "nothing else rests");
+    let scale_out = app.get(&format!("/api/orders/{}", oco["client_order_id"].as_str().unwrap())).await;
+    assert_eq!(scale_out.data()["status"], "FILLED", "{}", scale_out.body);
+
     // The emergency halt: cancelled and flattened at the broker; the service is flat.
     let reply = app.post("/api/risk/emergency-halt", ADMIN_TOKEN, json!({"reason": "Alpaca desk proof"})).await;
     let halted = reply.assert_ok(200);
@@ -412,11 +471,17 @@ async fn alpaca_desk_the_console_shows_the_account_radar_a_watched_strategy_trad
         "the strategy stopped: {row}"
     );
     assert_books_agree(&app, &broker).await;
-    assert_eq!(broker.cash(), cash, "bought and sold at the same price: {exit:?}");
+    assert_eq!(
+        broker.cash(),
+        cash + Decimal::from(833) * (target_price - fill_price),
+        "bought at the fill price, sold at the target (the take-profit, then the halt's exit at the last trade): \
+         {exit:?}"
+    );
     assert_eq!(
         broker.calls("POST", "/v2/orders"),
-        3,
-        "the entry, the strategy's stop resting at the broker, and the halt's exit reached the broker"
+        5,
+        "the entry, the strategy's two protective orders, the rest's breakeven stop, and the halt's exit reached \
+         the broker"
     );
     let sells: Vec<Value> = broker.orders().into_iter().filter(|o| o["side"] == "sell").collect();
     let of = |o: &Value| {
@@ -429,9 +494,16 @@ async fn alpaca_desk_the_console_shows_the_account_radar_a_watched_strategy_trad
     let s = |v: &str| Some(v.to_string());
     assert_eq!(
         sells.iter().map(of).collect::<Vec<_>>(),
-        vec![(s("stop"), s("833"), s("canceled")), (s("market"), s("833"), s("filled"))],
-        "the strategy's stop protected the position at the broker until the halt freed its shares; the halt's \
-         exit sold the whole position at market: {sells:?}"
+        vec![
+            (s("limit"), s("416"), s("filled")),
+            (s("stop"), s("416"), s("canceled")),
+            (s("stop"), s("417"), s("canceled")),
+            (s("stop"), s("417"), s("canceled")),
+            (s("market"), s("417"), s("filled"))
+        ],
+        "the take-profit sold the scale-out (its stop leg cancelled with it); the rest's stop, moved to breakeven, \
+         protected the rest at the broker until the halt freed its shares; the halt's exit sold the rest at \
+         market: {sells:?}"
     );
     eprintln!("alpaca_desk: the whole desk in {:?}", started.elapsed());
 }

@@ -109,8 +109,9 @@ async fn a_simulated_day_traded_live_matches_its_backtest() {
     // The runner of the day whose backtest fills the most strategy orders (then places the
     // most): the most there is to agree on. Not one whose stop moved to breakeven is hit: that stop is the entry's fill
     // price, which the two fill models set differently (see `key`), so the minute it is touched
-    // may differ too. The stop rests at the broker (CONTRACT §11), so it is hit when a sell
-    // other than the scale-out fills after it: the strategy's own or the protective order.
+    // may differ too. The scale-out is the take-profit resting at the broker (CONTRACT §11), and
+    // the stop rests there too, so it is hit when a sell fills after the take-profit's: the
+    // strategy's own or a protective order.
     let market =
         tradeops_brokers::simulated::SimulatedMarket::new(app.config.sim.seed, app.config.sim.symbols as usize);
     let date = chrono::NaiveDate::from_ymd_opt(2026, 11, 20).unwrap();
@@ -121,13 +122,17 @@ async fn a_simulated_day_traded_live_matches_its_backtest() {
         .filter(|p| tradeops_sim::day_kind(&market.universe, p, date) == tradeops_sim::DayKind::Runner)
         .map(|p| p.symbol.clone())
         .collect();
+    let took_profit = |o: &tradeops_core::orders::Order| {
+        o.legs.is_some_and(|l| l.take_profit.is_some())
+            && o.average_fill_price().is_some_and(|p| o.protective_leg(p) == "TAKE_PROFIT")
+    };
     let breakeven_stop_hit = |log: &[Arc<tradeops_core::orders::Order>]| {
-        let filled_sells: Vec<&str> = log
+        let filled_sells: Vec<&tradeops_core::orders::Order> = log
             .iter()
             .filter(|o| o.side == tradeops_core::market::Side::Sell && o.filled_quantity > 0)
-            .map(|o| o.reason.as_deref().unwrap_or(""))
+            .map(|o| o.as_ref())
             .collect();
-        filled_sells.windows(2).any(|w| w[0].starts_with("SCALE_OUT_TARGET"))
+        filled_sells.windows(2).any(|w| took_profit(w[0]))
     };
     let (symbol, expected) = runners
         .iter()

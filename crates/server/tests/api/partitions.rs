@@ -6,8 +6,10 @@
 //! record of trading requests says which process sent each.
 //!
 //! Faults: `kill -9` of the leader, `SIGSTOP` past the lease then `SIGCONT`, the leader's link
-//! to PostgreSQL black-holed (with an emergency halt sent to a follower meanwhile), the
-//! leader's link to the broker black-holed, PostgreSQL restarted. After every schedule, with
+//! to PostgreSQL black-holed (with an emergency halt sent to a follower, or straight to the cut
+//! leader, meanwhile), the leader's link to the broker black-holed, the followers' link to the
+//! leader black-holed (each node is advertised to the others through a link of its own; with a
+//! halt through a follower meanwhile), PostgreSQL restarted. After every schedule, with
 //! every link healed and every process running, the invariants are checked from the stand-in's
 //! own record ([`check`]):
 //! - no two terms' requests interleave: once a process's trading request follows another
@@ -16,8 +18,10 @@
 //! - no sell exceeds the shares held when it arrives (no accidental short);
 //! - every order a node acknowledged (201) exists exactly once at the broker and in the
 //!   database, and every order of ours at the broker is in the database;
-//! - a halt a node accepted holds: the leader is `HALTED`, no buy arrived after it was
-//!   answered, and the broker ends flat;
+//! - a halt a node accepted holds: the leader is `HALTED` and the broker ends flat; a halt
+//!   answered durable (`persisted: true`) also has no buy arriving after its answer (one a cut
+//!   leader answered `persisted: false` is handed to the next leader once its database link
+//!   heals, so the new leader may trade until then);
 //! - the books balance: the leader's positions and cash are the broker's.
 //!
 //! A short fixed set of schedules runs in CI's PostgreSQL pass; a longer randomized run:
@@ -46,9 +50,12 @@ enum Step {
     KillLeader,
     /// The leader paused (`SIGSTOP`) this long, then resumed.
     PauseLeader(Duration),
-    /// The leader's link to PostgreSQL black-holed this long; `halt`: an emergency halt sent to
-    /// a follower right after the cut.
-    CutLeaderDb { hold: Duration, halt: bool },
+    /// The leader's link to PostgreSQL black-holed this long, with an emergency halt sent
+    /// right after the cut through `halt`, if any.
+    CutLeaderDb { hold: Duration, halt: Via },
+    /// The followers' link to the leader black-holed this long (they cannot forward to it);
+    /// `halt`: an emergency halt sent to a follower meanwhile.
+    CutLeaderInbound { hold: Duration, halt: bool },
     /// The leader's link to the broker black-holed this long.
     CutLeaderBroker(Duration),
     /// The leader's link to PostgreSQL reset (connections closed, refused) this long.
@@ -57,6 +64,14 @@ enum Step {
     RestartDb,
     /// An emergency halt sent to a follower (the leader when alone).
     Halt,
+}
+
+/// Where a step's emergency halt is sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Via {
+    Nobody,
+    Follower,
+    Leader,
 }
 
 /// A small deterministic generator (xorshift64*), so a seed names a schedule.
@@ -83,26 +98,44 @@ impl Rng {
     }
 }
 
+/// Whether `step` sends an emergency halt (nothing after it would trade).
+fn halts(step: &Step) -> bool {
+    matches!(
+        step,
+        Step::Halt
+            | Step::CutLeaderDb { halt: Via::Follower | Via::Leader, .. }
+            | Step::CutLeaderInbound { halt: true, .. }
+    )
+}
+
 /// A random schedule: 2–3 nodes, 2–4 faults separated by trading, a halt last in one of four.
 fn random_schedule(rng: &mut Rng) -> (usize, Vec<Step>) {
     let nodes = 2 + rng.below(2) as usize;
     let mut steps = vec![Step::Trade(rng.secs(1, 2))];
     for _ in 0..2 + rng.below(3) {
-        steps.push(match rng.below(7) {
+        steps.push(match rng.below(8) {
             0 => Step::KillLeader,
             1 => Step::PauseLeader(rng.secs(4, 6)),
-            2 => Step::CutLeaderDb { hold: rng.secs(2, 6), halt: rng.below(3) == 0 },
+            2 => {
+                let halt = match rng.below(6) {
+                    0 => Via::Follower,
+                    1 => Via::Leader,
+                    _ => Via::Nobody,
+                };
+                Step::CutLeaderDb { hold: rng.secs(2, 6), halt }
+            }
             3 => Step::CutLeaderBroker(rng.secs(1, 4)),
             4 => Step::ResetLeaderDb(rng.secs(1, 4)),
             5 => Step::RestartDb,
+            6 => Step::CutLeaderInbound { hold: rng.secs(1, 4), halt: rng.below(3) == 0 },
             _ => Step::Trade(rng.secs(1, 3)),
         });
         steps.push(Step::Trade(rng.secs(1, 2)));
-        if steps.iter().any(|s| matches!(s, Step::CutLeaderDb { halt: true, .. })) {
+        if steps.iter().any(halts) {
             break;
         }
     }
-    if rng.below(4) == 0 && !steps.iter().any(|s| matches!(s, Step::CutLeaderDb { halt: true, .. })) {
+    if rng.below(4) == 0 && !steps.iter().any(halts) {
         steps.push(Step::Halt);
         steps.push(Step::Trade(rng.secs(1, 2)));
     }
@@ -117,6 +150,8 @@ struct Node {
     base: String,
     db: Link,
     broker: Link,
+    /// How the other nodes reach it (the address it advertises).
+    inbound: Link,
     _dir: tempfile::TempDir,
     /// It said it leads the engine.
     leads: bool,
@@ -157,8 +192,9 @@ struct Record {
     acknowledged: BTreeSet<String>,
     /// Resting orders acknowledged, to cancel.
     resting: Vec<String>,
-    /// For each halt a node accepted (200): the stand-in's count of trading requests then.
-    halts: Vec<usize>,
+    /// For each halt a node accepted (200): the stand-in's count of trading requests then, and
+    /// whether it was answered durable (`persisted`).
+    halts: Vec<(usize, bool)>,
     /// Replies by status, for the report.
     statuses: BTreeMap<u16, usize>,
 }
@@ -204,10 +240,15 @@ impl Cluster {
         let door = self.alpaca.door(&name).await;
         let (db, db_url) = Link::to_url(&self.pg.url());
         let (broker, broker_url) = Link::to_url(&door);
+        // Its own address is chosen here, so the one it advertises can be a link to it.
+        let bind = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+        let inbound = Link::start(bind);
         let dir = tempfile::tempdir().unwrap();
         let mut child = crate::cli::tradeops(dir.path())
             .arg("serve")
             .env("TRADEOPS_DATABASE_URL", &db_url)
+            .env("TRADEOPS_BIND", bind.to_string())
+            .env("TRADEOPS_ADVERTISE_URL", format!("http://{}", inbound.addr))
             .env("TRADEOPS_MODE", "PAPER")
             .env("TRADEOPS_EXECUTION_BROKER", "alpaca")
             .env("TRADEOPS_ALPACA_KEY_ID", KEY_ID)
@@ -232,7 +273,7 @@ impl Cluster {
             .and_then(|r| r.split_whitespace().next())
             .unwrap_or_else(|| panic!("{name}: {first}"))
             .to_string();
-        self.nodes.push(Node { name, child, lines, base, db, broker, _dir: dir, leads: false, paused: false });
+        self.nodes.push(Node { name, child, lines, base, db, broker, inbound, _dir: dir, leads: false, paused: false });
     }
 
     /// The running process that leads, waiting (up to a minute) for one to.
@@ -278,8 +319,9 @@ impl Cluster {
         eprintln!("partitions: halt through {base}: {reply:?}");
         if let Some((200, body)) = reply {
             assert_eq!(body["data"]["halted"], true, "{body}");
+            let durable = body["data"]["persisted"] == true;
             let now = self.alpaca.sent().len();
-            self.record.lock().unwrap().halts.push(now);
+            self.record.lock().unwrap().halts.push((now, durable));
         }
     }
 
@@ -314,12 +356,28 @@ impl Cluster {
                 }
                 Step::CutLeaderDb { hold, halt } => {
                     self.nodes[leader].db.set(LinkState::BlackHole);
-                    if *halt {
-                        let follower = self.follower(leader);
-                        self.halt(&follower, "the leader is cut from the database").await;
+                    match halt {
+                        Via::Nobody => {}
+                        Via::Follower => {
+                            let follower = self.follower(leader);
+                            self.halt(&follower, "the leader is cut from the database").await;
+                        }
+                        Via::Leader => {
+                            let base = self.nodes[leader].base.clone();
+                            self.halt(&base, "sent to the leader cut from the database").await;
+                        }
                     }
                     tokio::time::sleep(*hold).await;
                     self.nodes[leader].db.set(LinkState::Open);
+                }
+                Step::CutLeaderInbound { hold, halt } => {
+                    self.nodes[leader].inbound.set(LinkState::BlackHole);
+                    if *halt {
+                        let follower = self.follower(leader);
+                        self.halt(&follower, "the followers are cut from the leader").await;
+                    }
+                    tokio::time::sleep(*hold).await;
+                    self.nodes[leader].inbound.set(LinkState::Open);
                 }
                 Step::CutLeaderBroker(d) => {
                     self.nodes[leader].broker.set(LinkState::BlackHole);
@@ -460,6 +518,7 @@ async fn check(cluster: &mut Cluster, label: &str) {
     for node in &cluster.nodes {
         node.db.set(LinkState::Open);
         node.broker.set(LinkState::Open);
+        node.inbound.set(LinkState::Open);
     }
     let leader = cluster.wait_leader().await;
     let base = cluster.nodes[leader].base.clone();
@@ -531,12 +590,14 @@ async fn check(cluster: &mut Cluster, label: &str) {
         let found = get(&client, &base, &format!("/api/orders/{id}")).await;
         assert_eq!(found.map(|f| f.0), Some(200), "[{label}] order {id} at the broker is in the database");
     }
-    // A halt accepted holds.
-    if let Some(first) = record.halts.iter().min() {
+    // A halt accepted holds; after one answered durable, no buy arrives.
+    if halted {
         let state = get(&client, &base, "/api/risk/state").await.expect("the risk state");
         assert_eq!(state.1["data"]["trading_state"], "HALTED", "[{label}] the halt holds: {}", state.1);
-        let buys: Vec<_> = sent[*first..].iter().filter(|s| s.kind == "submit" && s.side == "buy").collect();
-        assert!(buys.is_empty(), "[{label}] no buy after the halt was answered: {buys:?}");
+    }
+    if let Some(first) = record.halts.iter().filter(|(_, durable)| *durable).map(|(at, _)| *at).min() {
+        let buys: Vec<_> = sent[first..].iter().filter(|s| s.kind == "submit" && s.side == "buy").collect();
+        assert!(buys.is_empty(), "[{label}] no buy after the durable halt was answered: {buys:?}");
     }
 }
 
@@ -566,11 +627,28 @@ async fn schedule(test: &str, label: &str, size: usize, steps: &[Step]) -> bool 
 async fn partitions_a_leader_cut_from_the_database_and_a_halt_through_the_follower() {
     let steps = [
         Step::Trade(Duration::from_secs(3)),
-        Step::CutLeaderDb { hold: Duration::from_secs(6), halt: true },
+        Step::CutLeaderDb { hold: Duration::from_secs(6), halt: Via::Follower },
         Step::Trade(Duration::from_secs(1)),
     ];
     schedule("partitions_a_leader_cut_from_the_database_and_a_halt_through_the_follower", "db-cut+halt", 2, &steps)
         .await;
+}
+
+/// A halt sent straight to a leader cut from PostgreSQL is answered `persisted: false` (it acts
+/// at the broker in memory); its term is taken over, and when its link heals it hands the halt
+/// to the new leader, which applies it: the halt holds and the broker ends flat. Before that, the
+/// followers' link to the leader is cut while a halt-free workload flows through them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn partitions_a_halt_sent_to_a_leader_cut_from_the_database_is_handed_over() {
+    let steps = [
+        Step::Trade(Duration::from_secs(2)),
+        Step::CutLeaderInbound { hold: Duration::from_secs(3), halt: false },
+        Step::Trade(Duration::from_secs(1)),
+        Step::CutLeaderDb { hold: Duration::from_secs(6), halt: Via::Leader },
+        Step::Trade(Duration::from_secs(1)),
+    ];
+    let test = "partitions_a_halt_sent_to_a_leader_cut_from_the_database_is_handed_over";
+    schedule(test, "leader-halt", 2, &steps).await;
 }
 
 /// Kill -9, a pause past the lease, the leader's broker link cut, PostgreSQL restarted, the

@@ -400,7 +400,9 @@ async fn orders_written_ahead_but_never_sent_are_sent_or_refused_after_a_restart
 
     let halted = id(&app.post("/api/orders", ADMIN_TOKEN, order).await);
     app.post("/api/risk/emergency-halt", ADMIN_TOKEN, json!({"reason": "test"})).await.assert_ok(200);
-    assert_eq!(app.get(&format!("/api/orders/{halted}")).await.data()["status"], "PENDING_CANCEL");
+    // The halt answers once its cancels are with the broker; the orders' new states are stored
+    // right after.
+    app.wait_for_order(&halted, "PENDING_CANCEL").await;
     let app = app.restart().await;
     let never = app.wait_for_order(&halted, "REJECTED").await;
     app.market.advance(chrono::Duration::seconds(60));

@@ -344,9 +344,11 @@ fn a_day_exit_held_past_its_trading_day_is_never_sent() {
 }
 
 /// A strategy for these tests: buys 10 shares on its first bar and manages them with the stop
-/// the test sets (none until then).
+/// the test sets (none until then) and the target it sets (none unless set), where it sells
+/// half the position; its target taken, its stop moves to the entry (5.00).
 struct Stopped {
-    stop: std::sync::Arc<std::sync::Mutex<Option<Decimal>>>,
+    stop: StopCell,
+    target: StopCell,
     bought: bool,
     held: bool,
 }
@@ -376,10 +378,18 @@ impl crate::strategy::Strategy for Stopped {
     fn reset_day(&mut self) {}
     fn levels(&self) -> Option<crate::strategy::Levels> {
         let stop = (*self.stop.lock().unwrap()).filter(|_| self.held)?;
-        Some(crate::strategy::Levels { stop_loss: stop, target: None })
+        Some(crate::strategy::Levels { stop_loss: stop, target: *self.target.lock().unwrap() })
     }
-    fn adopt_stop(&mut self, stop: Decimal) {
+    fn target_quantity(&self, held: u64, _params: &crate::settings::StrategyAllocatorSettings) -> u64 {
+        held / 2
+    }
+    fn on_target_filled(&mut self, _quantity: u64, _price: Decimal) {
+        *self.target.lock().unwrap() = None;
+        *self.stop.lock().unwrap() = Some(d(500));
+    }
+    fn adopt_levels(&mut self, stop: Decimal, target: Option<Decimal>) {
         *self.stop.lock().unwrap() = Some(stop);
+        *self.target.lock().unwrap() = target;
     }
 }
 
@@ -388,6 +398,16 @@ type StopCell = std::sync::Arc<std::sync::Mutex<Option<Decimal>>>;
 /// An engine whose `Stopped` strategy on ABCD has bought 10 at 5.00 on a bar with its stop at
 /// 4.80: the fill's effects, and the cell the test moves the stop with.
 fn strategy_filled(settings: impl FnOnce(&mut Settings)) -> (Engine, StopCell, Vec<Effect>) {
+    let (e, stop, _, fx) = strategy_filled_with(None, settings);
+    (e, stop, fx)
+}
+
+/// [`strategy_filled`] with the strategy's target at `target`: the fill's effects, and the
+/// cells of the stop and the target.
+fn strategy_filled_with(
+    target: Option<Decimal>,
+    settings: impl FnOnce(&mut Settings),
+) -> (Engine, StopCell, StopCell, Vec<Effect>) {
     let mut s = Settings::default();
     s.runtime.market_calendar = MarketCalendarKind::AlwaysOpen;
     settings(&mut s);
@@ -395,13 +415,15 @@ fn strategy_filled(settings: impl FnOnce(&mut Settings)) -> (Engine, StopCell, V
     e.handle(Event::Mark { symbol: sym(), price: d(500) }, t());
     e.handle(Event::Command(Command::Watch { symbol: sym(), source: "MANUAL".into() }), t());
     let stop: StopCell = std::sync::Arc::new(std::sync::Mutex::new(Some(d(480))));
-    e.replace_strategy(&sym(), Some(Box::new(Stopped { stop: stop.clone(), bought: false, held: false })));
+    let target_cell: StopCell = std::sync::Arc::new(std::sync::Mutex::new(target));
+    let strategy = Stopped { stop: stop.clone(), target: target_cell.clone(), bought: false, held: false };
+    e.replace_strategy(&sym(), Some(Box::new(strategy)));
     let fx = bar(&mut e, 0);
     let entry = submitted(&fx).remove(0);
     assert_eq!((entry.side, entry.quantity), (Side::Buy, 10), "{fx:?}");
     accept(&mut e, &entry.client_order_id);
     let fx = fill(&mut e, &entry.client_order_id, "x1", 10, 500);
-    (e, stop, fx)
+    (e, stop, target_cell, fx)
 }
 
 /// A bar of ABCD at 5.00, `minute` minutes after `t()`.
@@ -514,4 +536,138 @@ fn a_stop_resting_in_time_or_the_setting_off_sells_nothing() {
     assert!(violations(&fx).is_empty() && submitted(&fx).is_empty(), "{fx:?}");
     // The engine still watches the strategy's level.
     assert_eq!(e.protection(&sym()).kind, ProtectionKind::Engine);
+}
+
+/// A strategy position whose strategy has a target (5.40, half sold there): the take-profit
+/// and the stop one-cancels-other for 5 shares, the stop alone for the other 5, placed when the
+/// entry fills; acknowledged, the position reads `BROKER` with the stop for the rest's id.
+fn targeted() -> (Engine, StopCell, StopCell, Order, Order) {
+    let (mut e, stop, target, fx) = strategy_filled_with(Some(d(540)), |_| {});
+    let placed = submitted(&fx);
+    assert_eq!(placed.len(), 2, "the take-profit's order and the rest's stop: {fx:?}");
+    let (a, b) = (placed[0].clone(), placed[1].clone());
+    assert_eq!(e.protection(&sym()).kind, ProtectionKind::Engine, "not acknowledged yet");
+    accept(&mut e, &a.client_order_id);
+    assert_eq!(e.protection(&sym()).kind, ProtectionKind::Engine, "5 of 10 resting");
+    accept(&mut e, &b.client_order_id);
+    (e, stop, target, a, b)
+}
+
+#[test]
+fn a_strategy_target_rests_as_a_take_profit_for_its_part_and_a_stop_for_the_rest() {
+    let (e, _, _, a, b) = targeted();
+    let of = |o: &Order| (o.side, o.order_type, o.time_in_force, o.quantity, o.stop_price, o.legs);
+    assert_eq!(of(&a), (Side::Sell, OrderType::Stop, TimeInForce::Gtc, 5, Some(d(480)), Some(legs(480, Some(540)))));
+    assert_eq!(of(&b), (Side::Sell, OrderType::Stop, TimeInForce::Gtc, 5, Some(d(480)), Some(legs(480, None))));
+    assert!(a.is_protective() && b.is_protective());
+    let protection = e.protection(&sym());
+    assert_eq!((protection.kind, protection.order_id), (ProtectionKind::Broker, Some(b.client_order_id.clone())));
+    assert!(e.target_at_broker(&sym()), "the strategy leaves its target to the broker");
+}
+
+#[test]
+fn the_take_profit_filling_is_the_scale_out_and_the_other_stop_follows_to_breakeven() {
+    let (mut e, stop, target, a, b) = targeted();
+    let fx = fill(&mut e, &a.client_order_id, "x2", 5, 541);
+    assert_eq!(*target.lock().unwrap(), None, "the strategy learnt it took its profit");
+    assert_eq!(*stop.lock().unwrap(), Some(d(500)));
+    assert_eq!(cancels(&fx), std::slice::from_ref(&b.client_order_id), "the rest's stop follows: {fx:?}");
+    assert!(submitted(&fx).is_empty(), "placed again once its cancel is confirmed");
+    let fx = canceled(&mut e, &b.client_order_id);
+    let again = submitted(&fx);
+    assert_eq!(again.len(), 1, "{fx:?}");
+    assert_eq!((again[0].quantity, again[0].legs), (5, Some(legs(500, None))), "the rest at breakeven");
+    accept(&mut e, &again[0].client_order_id);
+    assert_eq!(e.protection(&sym()).kind, ProtectionKind::Broker);
+    assert!(!e.target_at_broker(&sym()));
+    // The next bar changes nothing at the broker: no second take-profit, no second sale.
+    let fx = bar(&mut e, 1);
+    assert!(submitted(&fx).is_empty() && cancels(&fx).is_empty(), "{fx:?}");
+    assert_eq!(e.positions()[&sym()].quantity, 5);
+}
+
+#[test]
+fn a_stop_elected_sells_both_parts_and_a_flat_position_keeps_nothing_resting() {
+    let (mut e, _, target, a, b) = targeted();
+    let fx = fill(&mut e, &a.client_order_id, "x2", 5, 479);
+    assert!(submitted(&fx).is_empty() && cancels(&fx).is_empty(), "the other stop is elected too: {fx:?}");
+    assert_eq!(*target.lock().unwrap(), Some(d(540)), "a stop is no take-profit");
+    let fx = fill(&mut e, &b.client_order_id, "x3", 5, 479);
+    assert!(submitted(&fx).is_empty(), "{fx:?}");
+    assert!(e.positions()[&sym()].is_flat());
+    assert_eq!(e.protective_orders(&sym()).count(), 0);
+}
+
+#[test]
+fn a_close_frees_the_shares_of_both_orders_and_sells_once_both_have_ended() {
+    let (mut e, _, _, a, b) = targeted();
+    let (reply, fx) = command(&mut e, Command::ClosePosition { symbol: sym(), quantity: None });
+    let Ok(Reply::Close { client_order_id: close, .. }) = reply else { panic!("{reply:?}") };
+    assert!(submitted(&fx).is_empty(), "the sell waits for the shares: {fx:?}");
+    assert_eq!(cancels(&fx), [a.client_order_id.clone(), b.client_order_id.clone()], "both freed");
+    assert!(e.is_held_exit(&close));
+    let fx = canceled(&mut e, &a.client_order_id);
+    assert!(submitted(&fx).is_empty(), "the rest's stop still holds its shares: {fx:?}");
+    assert!(e.is_held_exit(&close));
+    let fx = canceled(&mut e, &b.client_order_id);
+    let sent = submitted(&fx);
+    assert_eq!(sent.len(), 1, "{fx:?}");
+    assert_eq!((sent[0].client_order_id.clone(), sent[0].quantity), (close, 10));
+}
+
+#[test]
+fn after_a_restart_both_orders_are_taken_back_and_the_strategy_learns_whether_it_scaled_out() {
+    use crate::strategy::Levels;
+    let (e, _, _, a, b) = targeted();
+    let restart = |open: Vec<Order>| {
+        let restored = super::super::Restored {
+            positions: e.positions().values().cloned().collect(),
+            open_orders: open,
+            watched: vec![super::super::Watched {
+                symbol: sym(),
+                status: super::super::StrategyStatus::Hold,
+                added_at: t(),
+            }],
+            ..Default::default()
+        };
+        Engine::restore(e.settings().clone(), d(10_000_000), crate::strategy::make, restored, t())
+    };
+    let open: Vec<Order> = e.orders().values().filter(|o| !o.status.is_final()).map(|o| Order::clone(o)).collect();
+    let mut again = restart(open);
+    let fx = again.restore_protection(t());
+    assert!(submitted(&fx).is_empty() && cancels(&fx).is_empty(), "taken back, not placed again: {fx:?}");
+    assert_eq!(
+        again.position_levels(&sym()),
+        Some(Levels { stop_loss: d(480), target: Some(d(540)) }),
+        "a take-profit resting: the target not taken yet"
+    );
+    let protection = again.protection(&sym());
+    assert_eq!((protection.kind, protection.order_id), (ProtectionKind::Broker, Some(b.client_order_id.clone())));
+    // The restarted strategy (momentum_breakout, half at the target) wants what rests.
+    let fx = bar(&mut again, 1);
+    assert!(submitted(&fx).is_empty() && cancels(&fx).is_empty(), "{fx:?}");
+
+    // Only a stop at the entry rests: the target was taken before the restart.
+    let mut breakeven = b.clone();
+    breakeven.legs = Some(legs(500, None));
+    breakeven.stop_price = Some(d(500));
+    let mut again = restart(vec![breakeven]);
+    again.restore_protection(t());
+    assert_eq!(again.position_levels(&sym()), Some(Levels { stop_loss: d(500), target: None }), "scaled out");
+    let _ = a;
+}
+
+/// A target goes to the venue as a sell limit: on its tick (whole cents from $1, hundredths of
+/// a cent below), rounded up, never below the strategy's level; a stop rounded down.
+#[test]
+fn a_target_is_rounded_up_to_the_venue_tick_and_a_stop_down() {
+    let p = |s: &str| s.parse::<Decimal>().unwrap();
+    for (target, venue) in
+        [("5.75", "5.75"), ("5.7501", "5.76"), ("5.759", "5.76"), ("0.51234", "0.5124"), ("0.99999", "1.0000")]
+    {
+        assert_eq!(super::venue_target(p(target)), p(venue), "{target}");
+        assert!(super::venue_target(p(target)) >= p(target));
+    }
+    assert_eq!(super::venue_stop(p("5.759")), p("5.75"));
+    assert_eq!(super::venue_stop(p("0.51236")), p("0.5123"));
 }

@@ -117,6 +117,9 @@ impl Runner {
         for effect in fx {
             self.carry_out(effect, &mut batch).await;
         }
+        if halting {
+            self.answer_halt(&mut batch).await;
+        }
         self.books.save_batch(&self.engine, &mut batch.writes).await;
         if self.venue.needs_recount() && !self.venue.is_remote() {
             self.venue.count_open_orders().await;
@@ -133,6 +136,33 @@ impl Runner {
             Box::pin(self.apply(more, now)).await;
         }
         reply
+    }
+
+    /// Answers an emergency halt once everything the operator must be able to rely on is done:
+    /// `HALTED` stored (or, the database unavailable, answered `persisted: false`), every exit
+    /// written ahead, and every cancel and exit handed to the broker. The batch's save that
+    /// follows (the orders' new states: `PENDING_CANCEL`, the exits' acknowledgements) is not
+    /// waited for: a crash before it loses nothing, as reconciliation after a restart finds
+    /// the exits by their client order ids and the cancels at the broker, and sends again any
+    /// cancel the broker did not take. The view is published first, so the answer's
+    /// `persisted` reads this batch's latch.
+    async fn answer_halt(&mut self, batch: &mut Batch) {
+        if !batch.answers_command {
+            return;
+        }
+        let Some(reply) = self.answer.take() else { return };
+        let answer = self.final_answer(batch.reply());
+        self.publish();
+        let _ = reply.send(answer);
+        // The answer's handler (woken on this worker) runs next, up to its audit row's write:
+        // on SQLite one write goes at a time, and that row goes before this batch's save
+        // (hundreds of orders) rather than waiting for it.
+        tokio::task::yield_now().await;
+        if self.crash_point == Some(CrashPoint::HaltAnswered) {
+            // The answer is on its way: the server writes it before the process stops.
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            CrashPoint::crash_if(self.crash_point, CrashPoint::HaltAnswered);
+        }
     }
 
     /// Sends an order to the broker; a refusal for buying power or shares is also a violation

@@ -15,6 +15,7 @@ use std::time::Duration;
 use tradeops_core::engine::Engine;
 use tradeops_core::orders::{ClientOrderId, Order};
 use tradeops_core::positions::Position;
+use tradeops_core::risk::TradingState;
 use tradeops_core::time::to_epoch_ms;
 use tradeops_core::{Symbol, Timestamp, TradingMode};
 use tradeops_store::{Database, EngineStateRecord, StoreError, TradingRepository};
@@ -118,8 +119,16 @@ impl Books {
             self.write_failed(&e);
             w.reachable &= !e.is_unavailable();
             self.unsaved.state = true;
+            // A later resume that is not stored either takes the halt back: nothing to hand over.
+            self.unsaved.halt = engine.trading_state() == TradingState::Halted;
             self.unsaved.outage = true;
         }
+    }
+
+    /// The emergency halt in force was answered `persisted: false` and is still not stored:
+    /// the engine's term ending now would lose it (see `Runner::hand_over_halt`).
+    pub fn halt_unsaved(&self) -> bool {
+        self.unsaved.halt
     }
 
     /// Writes the batch's new orders ahead (one transaction) before any is sent, and notes
@@ -193,6 +202,7 @@ impl Books {
         self.unsaved.orders.clear();
         self.unsaved.positions.clear();
         self.unsaved.state = false;
+        self.unsaved.halt = false;
         while let Some(write) = self.unsaved.writes.front() {
             if let Err(e) = bounded(write.write(&self.db)).await {
                 tracing::error!(error = %e, "held writes not stored yet");
@@ -428,11 +438,29 @@ mod tests {
         let mut w = writes(false);
         books.persist_latch(&engine, &mut w).await;
         assert!(!books.state_persisted(), "shown as not persisted");
+        assert!(books.halt_unsaved(), "a halt stored nowhere: handed over if the term ends now");
         assert!(db.engine_state().await.unwrap().is_none());
         let mut w = writes(true);
         books.save_batch(&engine, &mut w).await;
         assert!(books.state_persisted());
+        assert!(!books.halt_unsaved(), "stored: nothing to hand over");
         assert_eq!(db.engine_state().await.unwrap().map(|s| s.state).as_deref(), Some("HALTED"));
+    }
+
+    /// A resume the database could not take either takes the unstored halt back: a term ending
+    /// then hands nothing over (a stale halt would undo the operator's resume).
+    #[tokio::test]
+    async fn an_unstored_halt_then_an_unstored_resume_leave_nothing_to_hand_over() {
+        let (db, _dir) = database().await;
+        let mut books = Books::new(db.clone(), Arc::default());
+        let mut engine = engine();
+        let halt = Command::EmergencyHalt { reason: "test".into(), actor: "operator".into() };
+        engine.handle(Event::Command(halt), now());
+        books.persist_latch(&engine, &mut writes(false)).await;
+        assert!(books.halt_unsaved());
+        engine.handle(Event::Command(Command::Resume { reason: "checked".into(), actor: "operator".into() }), now());
+        books.persist_latch(&engine, &mut writes(false)).await;
+        assert!(!books.state_persisted() && !books.halt_unsaved(), "ACTIVE unstored: no halt to hand over");
     }
 
     #[tokio::test]

@@ -22,6 +22,9 @@ pub(super) struct Unsaved {
     pub positions: BTreeMap<Symbol, Position>,
     /// The engine state record (trading state and halt latch, cash, day counters).
     pub state: bool,
+    /// The unsaved state is an emergency halt's latch (`HALTED`): stored nowhere yet, so the
+    /// next leader knows nothing of it unless this engine hands it over.
+    pub halt: bool,
     /// Other writes, in order.
     pub writes: VecDeque<HeldWrite>,
     /// Writes not kept past [`MAX_HELD_WRITES`].

@@ -2,8 +2,9 @@
 //! operator commands, market steps, the execution broker's reports — through `Engine::handle`,
 //! and carries out the effects in order ([`batch`]): the trading state is persisted first, an
 //! order is persisted before it is sent (write-ahead), and the reply goes back only after its
-//! effects. What operators are told is published as typed events once the batch is saved
-//! ([`view`]).
+//! effects (an emergency halt's as soon as its cancels and exits are with the broker, before
+//! the orders' new states are saved). What operators are told is published as typed events
+//! once the batch is saved ([`view`]).
 //!
 //! The runner owns the engine and three parts, each with its own state:
 //! - [`venue`]: every call to the execution broker, bounded in time and behind the one check of
@@ -96,6 +97,12 @@ struct Runner {
     pending_fill: Option<(ClientOrderId, tradeops_core::orders::Execution)>,
     /// Where a crash test stops the process inside an emergency halt (see [`CrashPoint`]).
     crash_point: Option<CrashPoint>,
+    /// This service's name in the cluster (see [`Runner::hand_over_halt`]).
+    node: String,
+    /// Where the command being carried out is answered. An emergency halt takes it as soon as
+    /// its cancels and exits are with the broker (see [`Runner::answer_halt`]); every other
+    /// command is answered after its batch is saved.
+    answer: Option<oneshot::Sender<Result<Reply, CommandError>>>,
 }
 
 /// A point inside the emergency halt at which the crash tests end the process as `kill -9`
@@ -107,6 +114,9 @@ pub enum CrashPoint {
     HaltLatched,
     /// The halt's exits are written ahead; no cancel or exit has reached the broker.
     HaltWrittenAhead,
+    /// The halt was answered with every cancel and exit at the broker; the orders' new states
+    /// are not stored.
+    HaltAnswered,
 }
 
 impl CrashPoint {
@@ -115,6 +125,7 @@ impl CrashPoint {
         match std::env::var("TRADEOPS_TEST_CRASH_POINT").ok()?.as_str() {
             "halt-latched" => Some(CrashPoint::HaltLatched),
             "halt-written-ahead" => Some(CrashPoint::HaltWrittenAhead),
+            "halt-answered" => Some(CrashPoint::HaltAnswered),
             other => {
                 tracing::warn!(point = other, "TRADEOPS_TEST_CRASH_POINT: unknown point, ignored");
                 None
@@ -159,8 +170,18 @@ async fn restore(
     deps: EngineDeps,
     view: watch::Sender<Arc<EngineView>>,
 ) -> anyhow::Result<(Runner, Vec<ClientOrderId>)> {
-    let EngineDeps { db, settings, events, market_clock, initial_cash, crash_point, broker, market: market_data, term } =
-        deps;
+    let EngineDeps {
+        db,
+        settings,
+        events,
+        market_clock,
+        initial_cash,
+        crash_point,
+        broker,
+        market: market_data,
+        term,
+        node,
+    } = deps;
     let repo: &dyn TradingRepository = &db;
     let now = market_clock.now();
     let current = settings.borrow().as_ref().clone();
@@ -234,6 +255,8 @@ async fn restore(
         last_progress: None,
         pending_fill: None,
         crash_point,
+        node,
+        answer: None,
     };
     runner.anomalies.clear();
     tracing::info!(open_orders = open.len(), positions = runner.engine.positions().len(), "engine restored");
@@ -339,9 +362,17 @@ impl Runner {
         }
         let fx = self.engine.handle(Event::Command(command), now);
         let answer = self.apply_for(fx, now, request).await;
-        // Taken over meanwhile: what was left of the command was neither stored nor sent.
-        let answer = if self.books.term_over() { Some(Err(CommandError::EngineStopped)) } else { answer };
-        answer.unwrap_or(Err(CommandError::NotFound("no reply".into())))
+        self.final_answer(answer)
+    }
+
+    /// What a command's batch answers: `EngineStopped` when the term was taken over meanwhile
+    /// (what was left of the command was neither stored nor sent).
+    fn final_answer(&self, answer: Option<Result<Reply, CommandError>>) -> Result<Reply, CommandError> {
+        match answer {
+            _ if self.books.term_over() => Err(CommandError::EngineStopped),
+            Some(answer) => answer,
+            None => Err(CommandError::NotFound("no reply".into())),
+        }
     }
 
     async fn run(&mut self, mut rx: mpsc::Receiver<Input>) {
@@ -358,7 +389,12 @@ impl Runner {
                 input = rx.recv() => match input {
                     Some(Input::Command(command, reply)) => {
                         let now = self.market_clock.now();
-                        let _ = reply.send(self.command(command, now).await);
+                        self.answer = Some(reply);
+                        let answer = self.command(command, now).await;
+                        // Unless an emergency halt was answered early.
+                        if let Some(reply) = self.answer.take() {
+                            let _ = reply.send(answer);
+                        }
                         self.publish();
                     }
                     Some(Input::Due(before, reply)) => {
@@ -415,8 +451,46 @@ impl Runner {
             }
             if self.books.term_over() {
                 tracing::error!("the trading engine stopped: its term is over");
+                self.hand_over_halt().await;
                 return;
             }
+        }
+    }
+
+    /// An emergency halt this engine acted on but could not store before its term ended (its
+    /// link to the database was cut while it still reached the broker: answered
+    /// `persisted: false`) is handed to whoever leads next, stored as a halt request the way a
+    /// follower stores one: the next leader applies it before anything else at its start, and
+    /// within [`RECONCILE_EVERY`] while it leads (docs/ARCHITECTURE.md, "The emergency halt
+    /// under a partition"). The request is not fenced: it asks the leader, whoever it is. Tried
+    /// until the database answers; a cluster node waits for this before it exits.
+    async fn hand_over_halt(&mut self) {
+        let db = self.books.db().clone();
+        if !self.books.halt_unsaved() || db.backend() != tradeops_store::Backend::Postgres {
+            return;
+        }
+        let Some(halt) = self.engine.halt() else { return };
+        let (reason, actor, at) = (halt.reason.clone(), halt.actor.clone(), to_epoch_ms(&halt.at));
+        let request_ref = "handed over when the term ended";
+        loop {
+            match tokio::time::timeout(WRITE_TIMEOUT, db.request_halt(&reason, &actor, &self.node, request_ref, at))
+                .await
+            {
+                Ok(Ok(id)) => {
+                    tracing::warn!(
+                        request = id,
+                        "the emergency halt this engine could not store is handed to the next leader"
+                    );
+                    return;
+                }
+                Ok(Err(e)) => {
+                    tracing::warn!(error = %e, "the unstored emergency halt is not handed over yet: trying again")
+                }
+                Err(_) => {
+                    tracing::warn!("the unstored emergency halt is not handed over yet (no answer): trying again")
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
         }
     }
 

@@ -46,10 +46,13 @@ pub struct PositionRow {
     /// The target in force: its strategy's (null once it has taken profit), else its
     /// take-profit leg.
     pub target: Option<f64>,
-    /// `BROKER`: a protective order for the whole quantity rests at the broker; `ENGINE`: the
-    /// engine watches the stop; `NONE`: nothing protects it.
+    /// `BROKER`: protective orders whose stops together cover the whole quantity rest at the
+    /// broker; `ENGINE`: the engine watches the stop; `NONE`: nothing protects it.
     pub protection: ProtectionKind,
-    /// The `client_order_id` of the protective order at the broker, or null.
+    /// The `client_order_id` of the protective order at the broker, or null. A strategy with a
+    /// target rests two (its stop one-cancels-other with a take-profit for the shares it sells
+    /// at the target, and its stop alone for the rest): this is the stop for the rest, or the
+    /// take-profit's order when it is the only one.
     pub protective_order_id: Option<String>,
     /// Its symbol's trading is halted (CONTRACT §11): a close is refused `SYMBOL_HALTED` until
     /// the reopen, and an emergency halt's exit waits at the venue.

@@ -154,9 +154,11 @@ pub struct HaltResult {
     /// Whether any position was open (exits were submitted).
     pub liquidation_requested: bool,
     pub timestamp: String,
-    /// Whether `HALTED` is stored in the database yet. The halt acts at once in memory
+    /// Whether the halt is durable: `HALTED` stored in the database, or (through a node that
+    /// does not lead) the halt stored for the leader to apply. The halt acts at once in memory
     /// (strategies stopped, orders cancelled, exits sent) even while the database is
-    /// unavailable; it is then stored as soon as the database is back.
+    /// unavailable; `false` says it is not stored yet: it is stored as soon as the database is
+    /// back, and a node whose term ends meanwhile hands it to the next leader.
     pub persisted: bool,
 }
 
@@ -176,7 +178,9 @@ async fn halt_now(state: AppState, guard: Sensitive) -> ApiResult<ApiResponse<Ha
 }
 
 /// Emergency Liquidate & Halt: persist `HALTED`, stop every strategy, cancel every open order,
-/// submit market exits for every position. Safe to repeat (re-requests missing exits); survives
+/// submit market exits for every position. Answered once `HALTED` is stored, the exits written
+/// ahead and every cancel and exit handed to the broker; the orders' new states are stored and
+/// published (`order.updated`) right after. Safe to repeat (re-requests missing exits); survives
 /// a restart; only `POST /api/risk/resume` ends it.
 #[utoipa::path(post, path = "/api/risk/emergency-halt", tag = "risk", security(("bearer" = [])), request_body = ReasonBody,
     responses((status = 200, description = "Halted", body = inline(SuccessBody<HaltResult>))))]

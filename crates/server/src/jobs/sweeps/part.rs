@@ -17,6 +17,10 @@ use tradeops_core::time::to_epoch_ms;
 use tradeops_core::Symbol;
 use tradeops_store::{JobKind, JobStatus, SweepPart, SweepRepository};
 
+/// How often a running part's progress is written, at most: an operator watching a long part
+/// sees it move; a part done sooner is written once, at its end.
+const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// The worker: takes back parts whose worker stopped, then runs queued ones as they come.
 pub async fn run_worker(jobs: Jobs) {
     crate::jobs::Pool {
@@ -122,12 +126,18 @@ async fn compute(jobs: &Jobs, leases: &Leases, part: &mut SweepPart) -> Result<V
         })
     });
     tokio::pin!(task);
+    let mut last_written = tokio::time::Instant::now();
     let rows = loop {
         tokio::select! {
             done = &mut task => break done.map_err(|e| format!("the sweep part panicked: {e}"))??,
             changed = progress_rx.changed() => {
-                if changed.is_ok() {
-                    part.progress = (*progress_rx.borrow_and_update() as f64 / total.max(1) as f64).min(0.99);
+                // At most every PROGRESS_EVERY: a daily-bar part is done in tens of
+                // milliseconds, and its ten progress writes were as many database writes
+                // beside its compute; the heartbeat keeps the lease meanwhile.
+                let done = changed.is_ok().then(|| *progress_rx.borrow_and_update());
+                if let Some(done) = done.filter(|_| last_written.elapsed() >= PROGRESS_EVERY) {
+                    last_written = tokio::time::Instant::now();
+                    part.progress = (done as f64 / total.max(1) as f64).min(0.99);
                     match repo.update_leased_part(part, &leases.lease()).await {
                         Ok(true) | Err(_) => {}
                         Ok(false) => {
