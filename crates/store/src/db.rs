@@ -349,14 +349,18 @@ impl Database {
     /// term it was from now on) and records who took it. Returns the new epoch. On PostgreSQL it
     /// waits for a fenced write in flight to finish first.
     pub async fn take_engine_epoch(&self, node_id: &str, now_ms: i64) -> Result<i64, StoreError> {
+        let mut tx = self.unfenced().begin().await?;
         let row = sqlx::query(
             "UPDATE engine_leases SET epoch = epoch + 1, node_id = $1, acquired_at = $2, advertise_url = NULL WHERE id = 1 RETURNING epoch",
         )
         .bind(node_id)
         .bind(now_ms)
-        .fetch_one(self.pool()?)
+        .fetch_one(&mut *tx)
         .await?;
-        Ok(row.try_get("epoch")?)
+        let epoch = row.try_get("epoch")?;
+        move_fence(&mut tx, epoch).await?;
+        tx.commit().await?;
+        Ok(epoch)
     }
 
     /// The current engine term: its epoch, and who took it.
@@ -392,6 +396,7 @@ impl Database {
         node_id: &str,
         now_ms: i64,
     ) -> Result<Option<i64>, StoreError> {
+        let mut tx = self.unfenced().begin().await?;
         let row = sqlx::query(
             "UPDATE engine_leases SET epoch = epoch + 1, node_id = $1, acquired_at = $2, renew_seq = renew_seq + 1, \
              renewed_at = $2, advertise_url = NULL WHERE id = 1 AND epoch = $3 AND renew_seq = $4 RETURNING epoch",
@@ -400,15 +405,21 @@ impl Database {
         .bind(now_ms)
         .bind(observed.epoch)
         .bind(observed.renew_seq)
-        .fetch_optional(self.pool()?)
+        .fetch_optional(&mut *tx)
         .await?;
-        Ok(match row {
-            Some(row) => Some(row.try_get("epoch")?),
-            None => None,
-        })
+        let Some(row) = row else { return Ok(None) };
+        let epoch = row.try_get("epoch")?;
+        move_fence(&mut tx, epoch).await?;
+        tx.commit().await?;
+        Ok(Some(epoch))
     }
 
-    /// Renews term `epoch` held by `node_id`: whether it still is theirs.
+    /// Renews term `epoch` held by `node_id`: whether it still is theirs. It updates the lease's
+    /// row only, never the fence's (`engine_fence`), so it does not wait for the engine's
+    /// writes in flight, which hold the fence `FOR SHARE`: a renewal is as slow as the
+    /// database, not as the slowest write of the engine it vouches for. A takeover holds the
+    /// lease's row while it waits for those writes, so a renewal racing it waits, then finds
+    /// the term moved on.
     pub async fn renew_engine_term(&self, epoch: i64, node_id: &str, now_ms: i64) -> Result<bool, StoreError> {
         let done = sqlx::query(
             "UPDATE engine_leases SET renew_seq = renew_seq + 1, renewed_at = $3 WHERE id = 1 AND epoch = $1 AND node_id = $2",
@@ -455,8 +466,8 @@ impl Database {
     /// in the same task.
     pub(crate) async fn begin(&self) -> Result<sqlx::Transaction<'static, sqlx::Any>, StoreError> {
         let pool = self.pool()?.clone();
-        // PostgreSQL: the term's row held `FOR SHARE` to the commit (a takeover's UPDATE waits
-        // for it). SQLite: a write of the row, so the transaction takes the write lock at once
+        // PostgreSQL: the fence's row held `FOR SHARE` to the commit (a takeover's UPDATE waits
+        // for it; renewals write the lease's row and do not). SQLite: a write of the row, so the transaction takes the write lock at once
         // (waiting as for any write) and its check cannot go stale; a read first would make the
         // transaction's first write fail "database is locked" whenever another connection wrote
         // meanwhile.
@@ -466,14 +477,14 @@ impl Database {
             if let Some((backend, epoch)) = guard {
                 let current = match backend {
                     Backend::Postgres => {
-                        sqlx::query("SELECT epoch FROM engine_leases WHERE id = 1 AND epoch = $1 FOR SHARE")
+                        sqlx::query("SELECT epoch FROM engine_fence WHERE id = 1 AND epoch = $1 FOR SHARE")
                             .bind(epoch)
                             .fetch_optional(&mut *tx)
                             .await?
                             .is_some()
                     }
                     Backend::Sqlite => {
-                        sqlx::query("UPDATE engine_leases SET epoch = epoch WHERE id = 1 AND epoch = $1")
+                        sqlx::query("UPDATE engine_fence SET epoch = epoch WHERE id = 1 AND epoch = $1")
                             .bind(epoch)
                             .execute(&mut *tx)
                             .await?
@@ -491,6 +502,11 @@ impl Database {
             Ok(begun) => begun,
             Err(e) => Err(StoreError::Unavailable(format!("beginning a transaction failed: {e}"))),
         }
+    }
+
+    /// This handle without its fence (a takeover is not a write of any term's engine).
+    fn unfenced(&self) -> Database {
+        Database { fence: None, ..self.clone() }
     }
 
     /// The pool, or [`StoreError::Unavailable`] at once while the last probe found the
@@ -716,6 +732,14 @@ fn ensure_sqlite_folder(url: &str) {
             let _ = std::fs::create_dir_all(parent);
         }
     }
+}
+
+/// Moves the engine's fence to `epoch` inside the transaction taking that term: it waits for
+/// the writes in flight of the term before (they hold the fence's row `FOR SHARE` on
+/// PostgreSQL), and every write of that term begun after it commits is refused.
+async fn move_fence(tx: &mut sqlx::Transaction<'static, sqlx::Any>, epoch: i64) -> Result<(), StoreError> {
+    sqlx::query("UPDATE engine_fence SET epoch = $1 WHERE id = 1").bind(epoch).execute(&mut **tx).await?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -135,6 +135,44 @@ async fn a_takeover_waits_for_the_write_in_flight_then_refuses_the_next() {
     drop_postgres(admin).await;
 }
 
+/// PostgreSQL: the holder's renewal does not wait for its engine's write in flight (which holds
+/// the fence `FOR SHARE`), so a slow write never lapses the holder's sending window; a takeover
+/// still waits for that write, and a renewal sent while the takeover waits finds the term gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renewal_does_not_wait_for_the_engines_write_in_flight_a_takeover_does() {
+    let Some((db, _, admin)) = postgres().await else { return };
+    let start = db.engine_lease().await.unwrap();
+    let first = db.take_engine_term_after(&start, "node-a", 1).await.unwrap().expect("taken");
+    let old = db.fenced(first);
+    let mut tx = old.begin().await.unwrap();
+    sqlx::query(
+        "INSERT INTO risk_violations (ts, rule, symbol, client_order_id, detail) VALUES (8, 'R', NULL, NULL, '{}')",
+    )
+    .execute(&mut *tx)
+    .await
+    .unwrap();
+    let renewal = tokio::time::timeout(Duration::from_secs(5), db.renew_engine_term(first, "node-a", 2)).await;
+    assert!(matches!(renewal, Ok(Ok(true))), "renewed while the write is in flight: {renewal:?}");
+
+    let observed = db.engine_lease().await.unwrap();
+    let other = db.clone();
+    let takeover = tokio::spawn(async move { other.take_engine_term_after(&observed, "node-b", 3).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!takeover.is_finished(), "the takeover waits for the old term's write in flight");
+    let racing = db.clone();
+    let late = tokio::spawn(async move { racing.renew_engine_term(first, "node-a", 4).await });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    tx.commit().await.unwrap();
+    let second = tokio::time::timeout(Duration::from_secs(10), takeover).await.unwrap().unwrap().unwrap();
+    assert_eq!(second, Some(first + 1));
+    let late = tokio::time::timeout(Duration::from_secs(10), late).await.unwrap().unwrap().unwrap();
+    assert!(!late, "a renewal racing the takeover finds the term taken");
+    assert!(matches!(old.begin().await, Err(StoreError::Fenced { .. })));
+    assert!(db.fenced(second.unwrap()).begin().await.is_ok(), "the new term writes");
+    db.close().await;
+    drop_postgres(admin).await;
+}
+
 /// The term's lease: one of several services taking over at once wins; only the holder renews;
 /// a released term is free (holder `None`) for the next to take.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
