@@ -15,6 +15,12 @@ pub const MAX_HELD: usize = 10_000;
 const RETRY_EVERY: Duration = Duration::from_millis(500);
 /// The longest a request waits for its audit row to be written before the row is held.
 const APPEND_TIMEOUT: Duration = Duration::from_millis(200);
+/// The longest a flush waits for a held row's first write, still under way, to end (it goes on
+/// at the next flush past that).
+const FIRST_WRITE_WAIT: Duration = Duration::from_secs(2);
+
+/// A row's first write, still under way when its request stopped waiting for it.
+type FirstWrite = tokio::task::JoinHandle<Result<i64, StoreError>>;
 
 pub struct AuditOutbox {
     inner: Arc<dyn AuditRepository>,
@@ -25,9 +31,9 @@ pub struct AuditOutbox {
 
 #[derive(Default)]
 struct Held {
-    /// Each row, and whether it may have been written already (its write timed out: the
-    /// database may have stored it after all).
-    rows: VecDeque<(AuditEntry, bool)>,
+    /// Each row, and its first write when that was not answered in time: it goes on, and the
+    /// flush waits for its outcome rather than write the row a second time beside it.
+    rows: VecDeque<(AuditEntry, Option<FirstWrite>)>,
     /// Rows not kept because [`MAX_HELD`] were held already, and the newest of them.
     lost: u64,
     last_lost: Option<AuditEntry>,
@@ -60,10 +66,10 @@ impl AuditOutbox {
         self.lock().rows.len()
     }
 
-    fn hold(&self, entry: &AuditEntry, maybe_written: bool) {
+    fn hold(&self, entry: &AuditEntry, first_write: Option<FirstWrite>) {
         let mut held = self.lock();
         if held.rows.len() < MAX_HELD {
-            held.rows.push_back((entry.clone(), maybe_written));
+            held.rows.push_back((entry.clone(), first_write));
         } else {
             held.lost += 1;
             held.last_lost = Some(entry.clone());
@@ -89,10 +95,38 @@ impl AuditOutbox {
     /// The flush itself; the caller holds `flushing` (two would write the same front row twice).
     async fn write_held(&self) {
         loop {
-            let next = self.lock().rows.front().cloned();
-            let Some((entry, maybe_written)) = next else { break };
-            // A row whose first write timed out may have been stored after all: not twice.
-            let stored = match maybe_written {
+            let (entry, first_write) = {
+                let mut held = self.lock();
+                let Some((entry, first_write)) = held.rows.front_mut() else { break };
+                (entry.clone(), first_write.take())
+            };
+            // A row whose first write was not answered in time: that write goes on, and it
+            // decides. Only one that failed is written again (never two writes of one row in
+            // flight at once: the duplicate CI caught under load).
+            let mut maybe_stored = false;
+            if let Some(mut write) = first_write {
+                match tokio::time::timeout(FIRST_WRITE_WAIT, &mut write).await {
+                    Err(_) => {
+                        if let Some((_, slot)) = self.lock().rows.front_mut() {
+                            *slot = Some(write);
+                        }
+                        return;
+                    }
+                    Ok(Ok(Ok(_))) => {
+                        self.lock().rows.pop_front();
+                        continue;
+                    }
+                    Ok(Ok(Err(e))) if !e.is_unavailable() => {
+                        tracing::error!(error = %e, action = %entry.action, "held audit row refused; set aside");
+                        self.lock().rows.pop_front();
+                        continue;
+                    }
+                    // Unavailable (the store's own bound may have passed with the insert still
+                    // landing), or the write's task ended without an answer.
+                    Ok(_) => maybe_stored = true,
+                }
+            }
+            let stored = match maybe_stored {
                 true => match self.inner.has_audit_row(&entry).await {
                     Ok(stored) => stored,
                     Err(e) if e.is_unavailable() => return,
@@ -140,20 +174,27 @@ impl AuditRepository for AuditOutbox {
     /// returned (no id yet).
     async fn append_audit(&self, entry: &AuditEntry) -> Result<i64, StoreError> {
         if self.held() > 0 {
-            self.hold(entry, false);
+            self.hold(entry, None);
             return Ok(0);
         }
-        let (written, timed_out) = match tokio::time::timeout(APPEND_TIMEOUT, self.inner.append_audit(entry)).await {
-            Ok(written) => (written, false),
+        let (inner, row) = (self.inner.clone(), entry.clone());
+        let mut write = tokio::spawn(async move { inner.append_audit(&row).await });
+        let written = match tokio::time::timeout(APPEND_TIMEOUT, &mut write).await {
+            Ok(Ok(written)) => written,
+            Ok(Err(e)) => Err(StoreError::Unavailable(format!("the audit write ended without an answer: {e}"))),
             // Not answered in time (a database that stopped answering, or one slow under load):
-            // held, so the request is not held up; the first write may land after all, so the
-            // held row is looked up before it is written again.
-            Err(_) => (Err(StoreError::TimedOut(APPEND_TIMEOUT)), true),
+            // held with its write, which goes on, so the request is not held up and the row is
+            // written again only if that write fails.
+            Err(_) => {
+                tracing::warn!(action = %entry.action, "audit row not written in time: held until its write ends");
+                self.hold(entry, Some(write));
+                return Ok(0);
+            }
         };
         match written {
             Err(e) if e.is_unavailable() => {
                 tracing::warn!(action = %entry.action, "audit row held until the database is back");
-                self.hold(entry, timed_out);
+                self.hold(entry, None);
                 Ok(0)
             }
             other => other,
@@ -303,6 +344,21 @@ mod tests {
         outbox.flush_held().await;
         let actions: Vec<_> = log.rows.lock().unwrap().iter().map(|r| r.action.clone()).collect();
         assert_eq!(actions, ["block"], "once");
+        assert_eq!(outbox.held(), 0);
+    }
+
+    /// A write answered too late goes on, and the flush that comes before it lands waits for
+    /// it instead of writing the row beside it: one row (it was two when the flush looked the
+    /// row up before the late write had landed, and wrote it again).
+    #[tokio::test(start_paused = true)]
+    async fn a_row_flushed_while_its_late_write_is_under_way_is_stored_once() {
+        let log = Arc::new(Flaky { write_time: APPEND_TIMEOUT * 3, lands_late: true, ..Flaky::default() });
+        log.up.store(true, Ordering::SeqCst);
+        let outbox = AuditOutbox::wrap(log.clone());
+        assert_eq!(outbox.append_audit(&entry("cancel")).await.unwrap(), 0, "held: not answered in time");
+        outbox.flush_held().await; // before the first write lands
+        let actions: Vec<_> = log.rows.lock().unwrap().iter().map(|r| r.action.clone()).collect();
+        assert_eq!(actions, ["cancel"], "once");
         assert_eq!(outbox.held(), 0);
     }
 
