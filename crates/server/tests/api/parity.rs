@@ -241,6 +241,13 @@ async fn a_live_paper_stretch_and_its_desk_replay_trade_identically() {
             tokio::time::sleep(std::time::Duration::from_millis(2)).await;
         }
         assert!(handed_on, "the feed never handed on {stamp}");
+        // The feed hands the step to the engine without waiting for it: a preview is answered
+        // by the engine after what was queued before it, so the step is carried out (its orders,
+        // their stops) before the clock moves on, however slow the machine. Otherwise a step
+        // the engine takes longer than the feed's patience for would meet the next step's prints.
+        // (Any symbol: the engine answers it, a symbol of the market or not, and changes nothing.)
+        let barrier = json!({"symbol": "AAPL", "side": "BUY", "quantity": 1});
+        let _ = app.post("/api/orders/preview", ADMIN_TOKEN, barrier).await;
     }
     // The reports due before TO (a last ack), delivered by the engine's tick as the replay
     // delivers them at its end; the feed's next print (TO) is not reached.
