@@ -386,10 +386,13 @@ await run("place a limit order, see it accepted live, cancel it", async () => {
   await page.locator('[data-testid="new-order"]').click();
   const form = page.locator('[data-testid="new-order-dialog"]');
   await form.locator('input[name="symbol"]').fill(symbol);
-  // 2% under the ticket's live last trade: resting, and inside the 5% price collar.
+  // 3.5% under the ticket's live last trade: inside the 5% price collar with room for the last
+  // to rise before the order is sent, and far enough under that a runner's dip is unlikely to
+  // fill it before the cancel (at 2%, a cancel's dialog once stayed open: the order had most
+  // likely filled, and a final order's cancel is refused).
   await form.locator('[data-testid="ticket-quote"]:not([data-last=""])').waitFor();
   const last = Number(await form.locator('[data-testid="ticket-quote"]').getAttribute("data-last"));
-  const limit = (Math.floor(last * 0.98 * 100) / 100).toFixed(2);
+  const limit = (Math.floor(last * 0.965 * 100) / 100).toFixed(2);
   await form.locator('select[name="side"]').selectOption("BUY");
   await form.locator('input[name="quantity"]').fill("10");
   await form.locator('select[name="order_type"]').selectOption("LIMIT");
