@@ -100,9 +100,11 @@ impl AuditOutbox {
                 let Some((entry, first_write)) = held.rows.front_mut() else { break };
                 (entry.clone(), first_write.take())
             };
-            // A row whose first write was not answered in time: that write goes on, and it
-            // decides. Only one that failed is written again (never two writes of one row in
-            // flight at once: the duplicate CI caught under load).
+            // A row whose first write was not answered in time: that write goes on, and its
+            // answer stands. Only a write that failed is made again, after a look-up (the
+            // store's own bound may have passed with the insert still landing): never two
+            // writes of one row in flight at once.
+            let mut answered = None;
             let mut maybe_stored = false;
             if let Some(mut write) = first_write {
                 match tokio::time::timeout(FIRST_WRITE_WAIT, &mut write).await {
@@ -112,29 +114,23 @@ impl AuditOutbox {
                         }
                         return;
                     }
-                    Ok(Ok(Ok(_))) => {
-                        self.lock().rows.pop_front();
-                        continue;
-                    }
-                    Ok(Ok(Err(e))) if !e.is_unavailable() => {
-                        tracing::error!(error = %e, action = %entry.action, "held audit row refused; set aside");
-                        self.lock().rows.pop_front();
-                        continue;
-                    }
-                    // Unavailable (the store's own bound may have passed with the insert still
-                    // landing), or the write's task ended without an answer.
-                    Ok(_) => maybe_stored = true,
+                    Ok(Ok(Err(e))) if e.is_unavailable() => maybe_stored = true,
+                    Ok(Ok(answer)) => answered = Some(answer),
+                    // The write's task ended without an answer.
+                    Ok(Err(_)) => maybe_stored = true,
                 }
             }
-            let stored = match maybe_stored {
-                true => match self.inner.has_audit_row(&entry).await {
+            let stored = maybe_stored
+                && match self.inner.has_audit_row(&entry).await {
                     Ok(stored) => stored,
                     Err(e) if e.is_unavailable() => return,
                     Err(_) => false,
-                },
-                false => false,
+                };
+            let written = match answered {
+                Some(answer) => answer,
+                None if stored => Ok(0),
+                None => self.inner.append_audit(&entry).await,
             };
-            let written = if stored { Ok(0) } else { self.inner.append_audit(&entry).await };
             match written {
                 Ok(_) => {}
                 Err(e) if e.is_unavailable() => return,

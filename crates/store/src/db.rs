@@ -467,10 +467,10 @@ impl Database {
     pub(crate) async fn begin(&self) -> Result<sqlx::Transaction<'static, sqlx::Any>, StoreError> {
         let pool = self.pool()?.clone();
         // PostgreSQL: the fence's row held `FOR SHARE` to the commit (a takeover's UPDATE waits
-        // for it; renewals write the lease's row and do not). SQLite: a write of the row, so the transaction takes the write lock at once
-        // (waiting as for any write) and its check cannot go stale; a read first would make the
-        // transaction's first write fail "database is locked" whenever another connection wrote
-        // meanwhile.
+        // for it; renewals write the lease's row and do not). SQLite: a write of the row, so the
+        // transaction takes the write lock at once (waiting as for any write) and its check
+        // cannot go stale; a read first would make the transaction's first write fail "database
+        // is locked" whenever another connection wrote meanwhile.
         let guard = self.fence.map(|epoch| (self.backend, epoch));
         let begin = async move {
             let mut tx = pool.begin().await?;
