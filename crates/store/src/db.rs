@@ -179,8 +179,22 @@ struct Availability {
     failures: std::sync::atomic::AtomicU32,
     /// The last successful probe's round trip, in microseconds (0: none yet).
     round_trip_micros: std::sync::atomic::AtomicU64,
+    /// Probe writes in a row that went unanswered within [`PROBE_TIMEOUT`]: writes fail once
+    /// there are [`PROBE_FAILURES_BEFORE_DOWN`] (one slow write is suspect, as one slow round
+    /// trip is).
+    write_timeouts: std::sync::atomic::AtomicU32,
     url: String,
-    connection: tokio::sync::Mutex<Option<AnyConnection>>,
+    connection: tokio::sync::Mutex<Option<ProbeConnection>>,
+}
+
+/// The probe's connection, with the runtime whose I/O driver reads its socket. A connection
+/// opened on another runtime (the first health round, on the service's) would answer the
+/// prober's thread only while that runtime polls its driver: a runtime busy or blocked for a
+/// second would make a database that answers look down. [`Database::probe`] opens its own.
+#[derive(Debug)]
+struct ProbeConnection {
+    runtime: tokio::runtime::Id,
+    connection: AnyConnection,
 }
 
 /// What the database probes found ([`Database::probe_report`]).
@@ -321,6 +335,7 @@ impl Database {
             failures: std::sync::atomic::AtomicU32::new(0),
             round_trip_micros: std::sync::atomic::AtomicU64::new(0),
             reason: Mutex::new(String::new()),
+            write_timeouts: std::sync::atomic::AtomicU32::new(0),
             url,
             connection: tokio::sync::Mutex::new(None),
         };
@@ -535,7 +550,8 @@ impl Database {
     /// write succeeds again. A write that went unanswered within its bound
     /// ([`StoreError::TimedOut`]) is not enough: a database that answers slowly under load still
     /// takes writes. It makes writes suspect, and the next probe's own write (bounded by
-    /// [`PROBE_TIMEOUT`], on its own connection) decides; a database that stopped answering is
+    /// [`PROBE_TIMEOUT`], on its own connection) decides: it succeeds, or it is refused, or
+    /// [`PROBE_FAILURES_BEFORE_DOWN`] of them in a row go unanswered; a database that stopped answering is
     /// refused by the probes' failures in a row meanwhile, as any outage.
     pub fn writes_failed(&self, e: &StoreError) {
         let a = &self.availability;
@@ -554,12 +570,13 @@ impl Database {
     /// failing it also tries a write of its own, and says the database is unavailable until one
     /// succeeds (reads go on meanwhile). Returns the round trip.
     ///
-    /// The probe's connection belongs to the runtime of the task that first probes: one task
-    /// (the server's prober) calls this, and [`Database::probe_report`] is how others read it.
+    /// One task (the server's prober, on a thread of its own) calls this, and
+    /// [`Database::probe_report`] is how others read it; a call from another runtime opens the
+    /// probe's connection again on that runtime ([`ProbeConnection`]).
     pub async fn probe(&self) -> Result<Duration, StoreError> {
         let result = match tokio::time::timeout(PROBE_TIMEOUT, self.probe_round_trip()).await {
             Ok(r) => r,
-            Err(_) => Err(StoreError::TimedOut(PROBE_TIMEOUT)),
+            Err(_) => Err(self.probe_timed_out().await),
         };
         self.record_probe(&result);
         let a = &self.availability;
@@ -567,17 +584,29 @@ impl Database {
         if result.is_ok() && (failing || a.writes_suspect.load(Ordering::Acquire)) {
             let written = match tokio::time::timeout(PROBE_TIMEOUT, self.probe_write()).await {
                 Ok(r) => r,
-                Err(_) => Err(StoreError::TimedOut(PROBE_TIMEOUT)),
+                Err(_) => Err(self.probe_timed_out().await),
             };
-            a.writes_suspect.store(false, Ordering::Release);
+            let timed_out = matches!(written, Err(StoreError::TimedOut(_)));
+            let timeouts = if timed_out {
+                a.write_timeouts.fetch_add(1, Ordering::AcqRel).saturating_add(1)
+            } else {
+                a.write_timeouts.store(0, Ordering::Release);
+                0
+            };
             match written {
                 Ok(()) => {
+                    a.writes_suspect.store(false, Ordering::Release);
                     a.writes_failing.store(false, Ordering::Release);
                     if failing {
                         tracing::warn!(backend = self.backend.name(), "writes to the database succeed again");
                     }
                 }
+                // A slow write on a loaded machine: the next probe writes again and decides.
+                Err(e) if timed_out && !failing && timeouts < PROBE_FAILURES_BEFORE_DOWN => {
+                    tracing::warn!(backend = self.backend.name(), error = %e, "the probe's write went unanswered; the next one decides");
+                }
                 Err(e) => {
+                    a.writes_suspect.store(false, Ordering::Release);
                     if !a.writes_failing.swap(true, Ordering::AcqRel) {
                         tracing::error!(backend = self.backend.name(), error = %e, "writes to the database fail");
                     }
@@ -650,15 +679,19 @@ impl Database {
         &self.availability.url
     }
 
-    /// A round trip on the probe's own connection, opened again after a failure.
+    /// A round trip on the probe's own connection, opened (again) on the calling runtime after
+    /// a failure or when the connection belongs to another runtime ([`ProbeConnection`]).
     async fn probe_round_trip(&self) -> Result<Duration, StoreError> {
         let started = Instant::now();
+        let runtime = tokio::runtime::Handle::current().id();
         let mut slot = self.availability.connection.lock().await;
-        if slot.is_none() {
-            *slot = Some(AnyConnection::connect(&self.availability.url).await?);
+        if slot.as_ref().is_none_or(|probe| probe.runtime != runtime) {
+            *slot = None;
+            let connection = AnyConnection::connect(&self.availability.url).await?;
+            *slot = Some(ProbeConnection { runtime, connection });
         }
-        let Some(connection) = slot.as_mut() else { unreachable!("connected above") };
-        if let Err(e) = sqlx::query("SELECT 1").execute(&mut *connection).await {
+        let Some(probe) = slot.as_mut() else { unreachable!("connected above") };
+        if let Err(e) = sqlx::query("SELECT 1").execute(&mut probe.connection).await {
             *slot = None;
             return Err(e.into());
         }
@@ -668,16 +701,23 @@ impl Database {
     /// A write on the probe's own connection (one row of `health_probe`).
     async fn probe_write(&self) -> Result<(), StoreError> {
         let mut slot = self.availability.connection.lock().await;
-        let Some(connection) = slot.as_mut() else {
+        let Some(probe) = slot.as_mut() else {
             return Err(StoreError::Unavailable("the probe is not connected".into()));
         };
         sqlx::query(
             "INSERT INTO health_probe (id, probed_at) VALUES (1, 0) \
              ON CONFLICT (id) DO UPDATE SET probed_at = health_probe.probed_at + 1",
         )
-        .execute(&mut *connection)
+        .execute(&mut probe.connection)
         .await?;
         Ok(())
+    }
+
+    /// A probe's query not answered within [`PROBE_TIMEOUT`]: its connection is closed, so the
+    /// next probe does not wait behind the answer still owed on it.
+    async fn probe_timed_out(&self) -> StoreError {
+        *self.availability.connection.lock().await = None;
+        StoreError::TimedOut(PROBE_TIMEOUT)
     }
 
     /// Copies SQLite's write-ahead log into the database file without blocking writers (a
@@ -803,7 +843,7 @@ mod tests {
         // The database stops taking writes: the probe's write confirms the slow one.
         db.writes_failed(&StoreError::TimedOut(Duration::from_millis(300)));
         sqlx::query("PRAGMA query_only = ON")
-            .execute(&mut *db.availability.connection.lock().await.as_mut().unwrap())
+            .execute(&mut db.availability.connection.lock().await.as_mut().unwrap().connection)
             .await
             .unwrap();
         assert!(db.probe().await.is_err_and(|e| e.is_unavailable()));
@@ -892,6 +932,28 @@ mod tests {
         reader.rollback().await.unwrap();
         assert!(db.checkpoint_wal().await.unwrap());
         assert_eq!(wal_bytes(&wal), 0, "a TRUNCATE checkpoint empties the file");
+    }
+
+    /// The prober runs on a thread of its own so that a busy service cannot make the database
+    /// look down; the first probe may come from the service's runtime (the first health round).
+    /// Its connection must not stay bound to that runtime: while that runtime is blocked, the
+    /// prober's round trips on it were never read and the database was declared down although
+    /// it answered. Runs on PostgreSQL (SQLite's connections run on threads of their own).
+    #[tokio::test]
+    async fn the_probe_answers_while_the_runtime_that_probed_first_is_blocked() {
+        let Some((db, _dir, admin)) = crate::test_databases::postgres().await else { return };
+        db.probe().await.expect("the first probe, on the test's runtime");
+        let prober = db.clone();
+        // Joining blocks the test runtime's only thread, as a service's blocked runtime would be.
+        let (first, second) = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            runtime.block_on(async { (prober.probe().await, prober.probe().await) })
+        })
+        .join()
+        .unwrap();
+        crate::test_databases::drop_postgres(admin).await;
+        assert!(first.is_ok() && second.is_ok(), "the prober's own probes: {first:?}, {second:?}");
+        assert!(db.is_available());
     }
 
     /// A write cut short by its caller's bound while PostgreSQL was answering its `BEGIN` must

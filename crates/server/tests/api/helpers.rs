@@ -200,6 +200,21 @@ pub fn test_config(database_url: String) -> Config {
     config
 }
 
+/// `TRADEOPS_TEST_LOG=warn` (any `RUST_LOG` filter) prints the services' own logs beside a
+/// test's output: what a refusal's envelope does not say (which write timed out, which probe
+/// failed) is in them.
+fn init_test_log() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        if let Ok(filter) = std::env::var("TRADEOPS_TEST_LOG") {
+            let _ = tracing_subscriber::fmt()
+                .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+                .with_test_writer()
+                .try_init();
+        }
+    });
+}
+
 pub async fn spawn_app() -> TestApp {
     spawn_app_with(|_| {}).await
 }
@@ -245,6 +260,7 @@ pub async fn start_with_clock(
     market: tradeops_core::ManualClock,
     clock: Arc<dyn Clock>,
 ) -> TestApp {
+    init_test_log();
     let overrides =
         Overrides { market_clock: Some(Arc::new(market.clone())), extra_routes: extra, ..Default::default() };
     let app = Application::build_with(config.clone(), clock.clone(), overrides).await.expect("app builds");
