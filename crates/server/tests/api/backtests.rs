@@ -340,6 +340,11 @@ async fn a_sweep_ranks_every_combination_as_its_own_backtest_would() {
         (json!(4), json!(2), json!(1.0))
     );
     assert_eq!(sweep["objective"], "sharpe_ratio");
+    // The service's own time for the sweep: queued, first part running, last part ended.
+    let at = |key: &str| tradeops_core::time::parse_ts(sweep[key].as_str().unwrap_or_default()).ok();
+    let (created, started, finished) = (at("created_at"), at("started_at"), at("finished_at"));
+    assert!(created.is_some() && started.is_some() && finished.is_some(), "{sweep}");
+    assert!(created <= started && started <= finished, "{sweep}");
     let results = sweep["results"].as_array().unwrap();
     assert_eq!(results.len(), 4);
     let sharpe: Vec<f64> = results.iter().map(|r| r["sharpe_ratio"].as_f64().unwrap_or(f64::NEG_INFINITY)).collect();

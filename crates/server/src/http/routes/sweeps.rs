@@ -168,6 +168,11 @@ pub struct SweepView {
     pub error: Option<String>,
     pub requested_by: String,
     pub created_at: String,
+    /// When the first part began running; null while every part is queued.
+    pub started_at: Option<String>,
+    /// When the last part ended, once the sweep is `COMPLETED`, `FAILED` or `CANCELED`; null
+    /// before. With `created_at`, the service's own time for the sweep, whoever watches it.
+    pub finished_at: Option<String>,
     /// With the results: where the strategy's current parameters rank (null when they did not
     /// run or have not completed).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -224,6 +229,8 @@ impl From<SweepReport> for SweepView {
             error: r.error,
             requested_by: r.requested_by,
             created_at: format_ts(&r.created_at),
+            started_at: r.started_at.as_ref().map(format_ts),
+            finished_at: r.finished_at.as_ref().map(format_ts),
             baseline,
             best,
             results: ranked,

@@ -51,6 +51,10 @@ pub struct SweepReport {
     pub error: Option<String>,
     pub requested_by: String,
     pub created_at: Timestamp,
+    /// When its first part began running (`None`: none has yet).
+    pub started_at: Option<Timestamp>,
+    /// When its last part ended, once every part has (`None` before).
+    pub finished_at: Option<Timestamp>,
     /// Read only when asked for (not in a list of sweeps).
     pub results: Option<SweepResults>,
 }
@@ -195,6 +199,12 @@ pub async fn view(jobs: &Jobs, sweep: &SweepRecord, results: bool) -> DomainResu
     let total = sweep.combinations.max(1) as f64;
     let progress = parts.iter().zip(&sizes).map(|(p, n)| p.progress * *n as f64).sum::<f64>() / total;
     let error = parts.iter().find_map(|p| p.error.clone());
+    let started_at = parts.iter().filter_map(|p| p.started_at).min().map(from_epoch_ms);
+    let finished_at = if status.is_final() && statuses.iter().all(|s| s.is_final()) {
+        parts.iter().filter_map(|p| p.finished_at).max().map(from_epoch_ms)
+    } else {
+        None
+    };
     let results = results.then(|| results_of(&stored, &parts, status == JobStatus::Completed));
     Ok(SweepReport {
         sweep_id: sweep.sweep_id.clone(),
@@ -223,6 +233,8 @@ pub async fn view(jobs: &Jobs, sweep: &SweepRecord, results: bool) -> DomainResu
         error,
         requested_by: sweep.requested_by.clone(),
         created_at: from_epoch_ms(sweep.created_at),
+        started_at,
+        finished_at,
         results,
     })
 }
