@@ -158,42 +158,63 @@ fn main() {
         }
         "goog" => {
             // The sweep of bench/sweep_vs_optimize.sh without the service: fast 5..50 step 5 ×
-            // slow 10..100 step 10 (fast below slow) on backtesting.py's GOOG daily bars, one
-            // thread, one history shared as a sweep's part shares it, each combination's figures
-            // alone as a sweep keeps them (`run_metrics`); `n` repeats, median ms.
+            // slow 10..100 step 10 (fast below slow) on backtesting.py's GOOG daily bars, on
+            // THREADS threads (`goog RUNS THREADS`, default 1) as a sweep's part runs them: a
+            // history a thread that its runs share, each combination taken by the next thread to
+            // come free, each combination's figures alone as a sweep keeps them (`run_metrics`);
+            // `n` repeats, median ms.
             let csv = include_str!("../../core/src/backtest/goog_daily.csv");
             let bars = tradeops_core::csv_bars::parse_bars_csv(csv, Timeframe::Day).expect("GOOG bars");
             let mut s = settings();
             s.risk_controls.market_buy_buffer_pct = 0.0;
             let symbol = tradeops_core::Symbol::parse("GOOG").expect("symbol");
+            let threads: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(1).max(1);
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool");
+            let combos: Vec<(u32, u32)> = (5..=50)
+                .step_by(5)
+                .flat_map(|fast| (10..=100).step_by(10).filter(move |slow| fast < *slow).map(move |slow| (fast, slow)))
+                .collect();
             let mut times = Vec::new();
-            let mut best = (0.0, 0.0, Decimal::ZERO);
+            let mut best = (0, 0, Decimal::ZERO);
             for _ in 0..n.max(1) {
-                let mut history = backtest::BarHistory::new(&bars, Timeframe::Day);
                 let started = Instant::now();
-                for fast in (5..=50).step_by(5) {
-                    for slow in (10..=100).step_by(10).filter(|slow| fast < *slow) {
-                        let spec = BacktestSpec {
-                            strategy_id: "sma_cross".into(),
-                            symbol: symbol.clone(),
-                            timeframe: Timeframe::Day,
-                            start: bars[0].start,
-                            parameters: [("fast".to_string(), fast as f64), ("slow".to_string(), slow as f64)].into(),
-                            initial_cash: Decimal::new(100_000, 0),
-                            commission_rate: Decimal::ZERO,
-                            slippage_bps: Decimal::ZERO,
-                            fill: FillModel::NextOpen,
-                        };
-                        let out = backtest::run_metrics(&spec, &s, &bars, &mut history, &mut |_| {}).expect("runs");
-                        if out.final_equity > best.2 {
-                            best = (fast as f64, slow as f64, out.final_equity);
-                        }
+                let histories: Vec<std::sync::Mutex<_>> = (0..threads)
+                    .map(|_| std::sync::Mutex::new(backtest::BarHistory::new(&bars, Timeframe::Day)))
+                    .collect();
+                let equities: Vec<Decimal> = pool.install(|| {
+                    use rayon::prelude::*;
+                    combos
+                        .par_iter()
+                        .map(|(fast, slow)| {
+                            let slot = rayon::current_thread_index().unwrap_or(0) % histories.len();
+                            let mut history = histories[slot].lock().expect("a thread's own history");
+                            let spec = BacktestSpec {
+                                strategy_id: "sma_cross".into(),
+                                symbol: symbol.clone(),
+                                timeframe: Timeframe::Day,
+                                start: bars[0].start,
+                                parameters: [("fast".to_string(), *fast as f64), ("slow".to_string(), *slow as f64)]
+                                    .into(),
+                                initial_cash: Decimal::new(100_000, 0),
+                                commission_rate: Decimal::ZERO,
+                                slippage_bps: Decimal::ZERO,
+                                fill: FillModel::NextOpen,
+                            };
+                            backtest::run_metrics(&spec, &s, &bars, &mut *history, &mut |_| {})
+                                .expect("runs")
+                                .final_equity
+                        })
+                        .collect()
+                });
+                times.push(started.elapsed().as_secs_f64() * 1e3);
+                for (&(fast, slow), equity) in combos.iter().zip(equities) {
+                    if equity > best.2 {
+                        best = (fast, slow, equity);
                     }
                 }
-                times.push(started.elapsed().as_secs_f64() * 1e3);
             }
             println!(
-                "GOOG sweep, 75 combinations of {} daily bars, one thread: median {:.1} ms of {times:.1?}; best fast {} slow {}: {}",
+                "GOOG sweep, 75 combinations of {} daily bars, {threads} thread(s): median {:.1} ms of {times:.1?}; best fast {} slow {}: {}",
                 bars.len(),
                 median(times.clone()),
                 best.0,
