@@ -87,6 +87,22 @@ fn write_momentum_csv(path: &std::path::Path, bars: &[Bar], history: &mut dyn Hi
     out.flush()
 }
 
+/// A `sma_cross` run of `symbol`'s `bars` from their first, 100,000 dollars, no costs, filled
+/// at the next open: the spec every `sma_cross` measure here runs.
+fn sma_spec(symbol: &tradeops_core::Symbol, timeframe: Timeframe, bars: &[Bar], fast: f64, slow: f64) -> BacktestSpec {
+    BacktestSpec {
+        strategy_id: "sma_cross".into(),
+        symbol: symbol.clone(),
+        timeframe,
+        start: bars[0].start,
+        parameters: [("fast".to_string(), fast), ("slow".to_string(), slow)].into(),
+        initial_cash: Decimal::new(100_000, 0),
+        commission_rate: Decimal::ZERO,
+        slippage_bps: Decimal::ZERO,
+        fill: FillModel::NextOpen,
+    }
+}
+
 fn median(mut xs: Vec<f64>) -> f64 {
     xs.sort_by(f64::total_cmp);
     xs[xs.len() / 2]
@@ -122,17 +138,7 @@ fn main() {
                     Some((f.trim().parse::<f64>().ok()?, s.trim().parse::<f64>().ok()?))
                 })
                 .unwrap_or((10.0, 20.0));
-            let spec = BacktestSpec {
-                strategy_id: "sma_cross".into(),
-                symbol: p.symbol.clone(),
-                timeframe: Timeframe::Minute,
-                start: bars[0].start,
-                parameters: [("fast".to_string(), fast), ("slow".to_string(), slow)].into(),
-                initial_cash: Decimal::new(100_000, 0),
-                commission_rate: Decimal::ZERO,
-                slippage_bps: Decimal::ZERO,
-                fill: FillModel::NextOpen,
-            };
+            let spec = sma_spec(&p.symbol, Timeframe::Minute, &bars, fast, slow);
             let settings = settings();
             let mut rates = Vec::new();
             let mut last = None;
@@ -188,18 +194,7 @@ fn main() {
                         .map(|(fast, slow)| {
                             let slot = rayon::current_thread_index().unwrap_or(0) % histories.len();
                             let mut history = histories[slot].lock().expect("a thread's own history");
-                            let spec = BacktestSpec {
-                                strategy_id: "sma_cross".into(),
-                                symbol: symbol.clone(),
-                                timeframe: Timeframe::Day,
-                                start: bars[0].start,
-                                parameters: [("fast".to_string(), *fast as f64), ("slow".to_string(), *slow as f64)]
-                                    .into(),
-                                initial_cash: Decimal::new(100_000, 0),
-                                commission_rate: Decimal::ZERO,
-                                slippage_bps: Decimal::ZERO,
-                                fill: FillModel::NextOpen,
-                            };
+                            let spec = sma_spec(&symbol, Timeframe::Day, &bars, *fast as f64, *slow as f64);
                             backtest::run_metrics(&spec, &s, &bars, &mut *history, &mut |_| {})
                                 .expect("runs")
                                 .final_equity
@@ -263,17 +258,7 @@ fn main() {
                             .map(|(fast, slow)| {
                                 let slot = rayon::current_thread_index().unwrap_or(0) % histories.len();
                                 let mut history = histories[slot].lock().expect("a thread's own history");
-                                let spec = BacktestSpec {
-                                    strategy_id: "sma_cross".into(),
-                                    symbol: p.symbol.clone(),
-                                    timeframe: Timeframe::Minute,
-                                    start: bars[0].start,
-                                    parameters: [("fast".to_string(), *fast), ("slow".to_string(), *slow)].into(),
-                                    initial_cash: Decimal::new(100_000, 0),
-                                    commission_rate: Decimal::ZERO,
-                                    slippage_bps: Decimal::ZERO,
-                                    fill: FillModel::NextOpen,
-                                };
+                                let spec = sma_spec(&p.symbol, Timeframe::Minute, &bars, *fast, *slow);
                                 backtest::run_metrics(&spec, &settings, &bars, &mut *history, &mut |_| {})
                                     .expect("runs")
                                     .metrics

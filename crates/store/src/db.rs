@@ -586,12 +586,13 @@ impl Database {
                 Ok(r) => r,
                 Err(_) => Err(self.probe_timed_out().await),
             };
-            let timed_out = matches!(written, Err(StoreError::TimedOut(_)));
-            let timeouts = if timed_out {
-                a.write_timeouts.fetch_add(1, Ordering::AcqRel).saturating_add(1)
-            } else {
-                a.write_timeouts.store(0, Ordering::Release);
-                0
+            // Unanswered probe writes in a row (0: this one was answered).
+            let timeouts = match &written {
+                Err(StoreError::TimedOut(_)) => a.write_timeouts.fetch_add(1, Ordering::AcqRel).saturating_add(1),
+                _ => {
+                    a.write_timeouts.store(0, Ordering::Release);
+                    0
+                }
             };
             match written {
                 Ok(()) => {
@@ -602,7 +603,7 @@ impl Database {
                     }
                 }
                 // A slow write on a loaded machine: the next probe writes again and decides.
-                Err(e) if timed_out && !failing && timeouts < PROBE_FAILURES_BEFORE_DOWN => {
+                Err(e) if timeouts > 0 && !failing && timeouts < PROBE_FAILURES_BEFORE_DOWN => {
                     tracing::warn!(backend = self.backend.name(), error = %e, "the probe's write went unanswered; the next one decides");
                 }
                 Err(e) => {

@@ -179,6 +179,7 @@ pub fn audit_rows(body: &Value) -> Vec<String> {
 }
 
 pub fn test_config(database_url: String) -> Config {
+    init_test_log();
     let mut config = Config {
         bind: "127.0.0.1:0".parse().unwrap(),
         database_url,
@@ -260,7 +261,6 @@ pub async fn start_with_clock(
     market: tradeops_core::ManualClock,
     clock: Arc<dyn Clock>,
 ) -> TestApp {
-    init_test_log();
     let overrides =
         Overrides { market_clock: Some(Arc::new(market.clone())), extra_routes: extra, ..Default::default() };
     let app = Application::build_with(config.clone(), clock.clone(), overrides).await.expect("app builds");
