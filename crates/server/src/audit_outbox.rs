@@ -197,7 +197,14 @@ impl AuditRepository for AuditOutbox {
         }
     }
 
+    /// Lists what is stored, after writing what is held: a row held because its write was
+    /// answered late (a database slow under load) is listed as soon as the database answers,
+    /// so a refusal an operator was just shown is in the audit list read next. While the
+    /// database is unavailable the flush stops at once and the list is refused as it would be.
     async fn list_audit(&self, filter: &AuditFilter) -> Result<Vec<AuditRecord>, StoreError> {
+        if self.held() > 0 {
+            self.flush_all().await;
+        }
         self.inner.list_audit(filter).await
     }
 
@@ -260,7 +267,8 @@ mod tests {
             Ok(rows.len() as i64)
         }
         async fn list_audit(&self, _: &AuditFilter) -> Result<Vec<AuditRecord>, StoreError> {
-            Ok(vec![])
+            let rows = self.rows.lock().unwrap();
+            Ok(rows.iter().enumerate().map(|(i, e)| AuditRecord { audit_id: i as i64 + 1, entry: e.clone() }).collect())
         }
         async fn update_audit_request(&self, _: i64, _: &str) -> Result<(), StoreError> {
             Ok(())
@@ -355,6 +363,21 @@ mod tests {
         outbox.flush_held().await; // before the first write lands
         let actions: Vec<_> = log.rows.lock().unwrap().iter().map(|r| r.action.clone()).collect();
         assert_eq!(actions, ["cancel"], "once");
+        assert_eq!(outbox.held(), 0);
+    }
+
+    /// A row held because its write was answered late is in the list read right after: the
+    /// refused request an operator just saw is in the audit (a list that skipped it missed a
+    /// refusal under load in CI).
+    #[tokio::test(start_paused = true)]
+    async fn a_list_includes_a_row_whose_write_was_answered_late() {
+        let log = Arc::new(Flaky { write_time: APPEND_TIMEOUT * 3, ..Flaky::default() });
+        log.up.store(true, Ordering::SeqCst);
+        let outbox = AuditOutbox::wrap(log.clone());
+        assert_eq!(outbox.append_audit(&entry("block")).await.unwrap(), 0, "held: not answered in time");
+        let listed = outbox.list_audit(&AuditFilter::default()).await.unwrap();
+        let actions: Vec<_> = listed.iter().map(|r| r.entry.action.as_str()).collect();
+        assert_eq!(actions, ["block"]);
         assert_eq!(outbox.held(), 0);
     }
 
