@@ -128,6 +128,17 @@ const POW10_F64: [f64; 29] = {
     table
 };
 
+/// `10f64.powi(k)` for k ≤ 28, worked out at run time by the same `powi` that `Decimal::to_f64`
+/// calls (not folded at compile time, which may round differently): the same bits, looked up
+/// rather than multiplied out for every return of every combination.
+static POWI10: std::sync::LazyLock<[f64; 29]> = std::sync::LazyLock::new(|| {
+    let mut table = [0.0; 29];
+    for (k, power) in table.iter_mut().enumerate() {
+        *power = 10f64.powi(std::hint::black_box(k as i32));
+    }
+    table
+});
+
 /// A quotient below 1 in magnitude as `Decimal` division gives it: `±mantissa / 10^scale`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Quotient {
@@ -200,7 +211,7 @@ impl Quotient {
     /// `10^scale` in `f64`, rounded back at `scale` decimals (`rust_decimal`'s own steps).
     fn to_f64(self) -> f64 {
         let value = self.mantissa as f64 / POW10_F64[self.scale as usize];
-        let round_to = 10f64.powi(self.scale as i32);
+        let round_to = POWI10[self.scale as usize];
         let rounded = (value * round_to).round() / round_to;
         if self.negative {
             -rounded
@@ -256,6 +267,13 @@ struct SplitBounds {
 
 impl CurveStats {
     pub fn new(initial_equity: Decimal) -> CurveStats {
+        CurveStats::with_dates(initial_equity, 0)
+    }
+
+    /// [`CurveStats::new`] with room for the closes of `dates` New York dates: a run knows
+    /// about how many its bars span, and the closes then grow without being copied (a daily-bar
+    /// run adds one a bar).
+    pub fn with_dates(initial_equity: Decimal, dates: usize) -> CurveStats {
         CurveStats {
             initial: initial_equity,
             last: initial_equity,
@@ -263,7 +281,7 @@ impl CurveStats {
             trough: initial_equity,
             max_drawdown: 0.0,
             day: Default::default(),
-            closes: Vec::new(),
+            closes: Vec::with_capacity(dates),
             split: None,
             bounds: None,
         }
@@ -480,6 +498,14 @@ mod tests {
                 proptest::prop_assert_eq!(fast.to_decimal().serialize(), slow.serialize(), "{} / {}: {:?} vs {}", n, d, fast, slow);
                 proptest::prop_assert_eq!(Some(fast.to_f64().to_bits()), slow.to_f64().map(f64::to_bits), "{} / {}", n, d);
             }
+        }
+    }
+
+    /// The table's powers are the bits `powi` gives `Decimal::to_f64` at run time.
+    #[test]
+    fn the_powers_of_ten_are_powi_s() {
+        for k in 0..29 {
+            assert_eq!(POWI10[k].to_bits(), 10f64.powi(std::hint::black_box(k as i32)).to_bits(), "10^{k}");
         }
     }
 

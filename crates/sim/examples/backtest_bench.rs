@@ -184,9 +184,10 @@ fn main() {
             let mut best = (0, 0, Decimal::ZERO);
             for _ in 0..n.max(1) {
                 let started = Instant::now();
-                let histories: Vec<std::sync::Mutex<_>> = (0..threads)
-                    .map(|_| std::sync::Mutex::new(backtest::BarHistory::new(&bars, Timeframe::Day)))
-                    .collect();
+                // As a sweep's part: the bars' history built once, a clone of it a thread.
+                let history = backtest::BarHistory::new(&bars, Timeframe::Day);
+                let histories: Vec<std::sync::Mutex<_>> =
+                    (0..threads).map(|_| std::sync::Mutex::new(history.clone())).collect();
                 let equities: Vec<Decimal> = pool.install(|| {
                     use rayon::prelude::*;
                     combos
@@ -246,11 +247,11 @@ fn main() {
                 let mut times = Vec::new();
                 for _ in 0..runs {
                     let started = Instant::now();
-                    // As a sweep's part runs them: a history a thread, and each combination
-                    // taken by the next thread to come free.
-                    let histories: Vec<std::sync::Mutex<_>> = (0..threads)
-                        .map(|_| std::sync::Mutex::new(backtest::BarHistory::new(&bars, Timeframe::Minute)))
-                        .collect();
+                    // As a sweep's part runs them: the bars' history built once, a clone of it
+                    // a thread, and each combination taken by the next thread to come free.
+                    let history = backtest::BarHistory::new(&bars, Timeframe::Minute);
+                    let histories: Vec<std::sync::Mutex<_>> =
+                        (0..threads).map(|_| std::sync::Mutex::new(history.clone())).collect();
                     let trades: usize = pool.install(|| {
                         use rayon::prelude::*;
                         combos

@@ -140,18 +140,25 @@ pub fn relative_volume_from(expected: &[f64], minute_of_day: u32, volume: u64) -
 /// Dates are asked for in order by a run (and again by the next run of a sweep's part, which
 /// shares the history): a cursor finds the next date without a search, and each date's expected
 /// volume is worked out once.
+#[derive(Clone)]
 pub struct BarHistory {
-    /// The dates of the data, ascending, and per date its last close and cumulative volume by
-    /// minute of day (daily bars: one entry).
-    dates: Vec<NaiveDate>,
-    closes: Vec<Decimal>,
-    cumulative: Vec<Vec<u64>>,
+    /// What the bars say, worked out once and shared by every clone (a sweep's threads each
+    /// take one: building it is a pass over the bars and the calendar for each of them).
+    facts: Arc<BarFacts>,
     /// Per date, the volume expected by each minute, once asked for.
     expected: Vec<Option<Box<[f64]>>>,
     /// The index of the date last asked for: the next question is most often about it or the next.
     cursor: usize,
     /// The expected volume of a date not in the data, last asked for.
     scratch: Box<[f64]>,
+}
+
+/// A [`BarHistory`]'s facts: the dates of the data, ascending, and per date its last close and
+/// cumulative volume by minute of day (daily bars: one entry); the bars' New York dates.
+struct BarFacts {
+    dates: Vec<NaiveDate>,
+    closes: Vec<Decimal>,
+    cumulative: Vec<Vec<u64>>,
     /// The New York dates of the bars (see [`History::ny_dates`]).
     ny_dates: NyDates,
 }
@@ -201,7 +208,8 @@ impl BarHistory {
         }
         let expected = vec![None; dates.len()];
         let ny_dates = ny_dates_of(bars.iter().map(|b| b.start.timestamp()));
-        BarHistory { dates, closes, cumulative, expected, cursor: 0, scratch: Box::new([]), ny_dates }
+        let facts = Arc::new(BarFacts { dates, closes, cumulative, ny_dates });
+        BarHistory { facts, expected, cursor: 0, scratch: Box::new([]) }
     }
 
     /// How many of the data's dates come before `date` (the cursor moved there).
@@ -209,9 +217,10 @@ impl BarHistory {
         let at = |i: usize, dates: &[NaiveDate]| {
             (i <= dates.len() && (i == 0 || dates[i - 1] < date) && (i == dates.len() || dates[i] >= date)).then_some(i)
         };
-        let found = at(self.cursor, &self.dates)
-            .or_else(|| at(self.cursor + 1, &self.dates))
-            .unwrap_or_else(|| self.dates.partition_point(|d| *d < date));
+        let dates = &self.facts.dates;
+        let found = at(self.cursor, dates)
+            .or_else(|| at(self.cursor + 1, dates))
+            .unwrap_or_else(|| dates.partition_point(|d| *d < date));
         self.cursor = found;
         found
     }
@@ -220,7 +229,7 @@ impl BarHistory {
 impl History for BarHistory {
     fn prev_close(&mut self, date: NaiveDate) -> Option<Decimal> {
         let before = self.before(date);
-        before.checked_sub(1).map(|i| self.closes[i])
+        before.checked_sub(1).map(|i| self.facts.closes[i])
     }
 
     /// The average, over the previous (up to 10) dates of the data, of the volume by each minute.
@@ -228,7 +237,7 @@ impl History for BarHistory {
         let before = self.before(date);
         // A date not in the data (asked for all the same) is worked out each time; one of
         // the data, once.
-        let known = self.dates.get(before) == Some(&date);
+        let known = self.facts.dates.get(before) == Some(&date);
         let table = |cumulative: &[Vec<u64>]| -> Box<[f64]> {
             let previous = &cumulative[before.saturating_sub(10)..before];
             let Some(first) = previous.first() else { return Box::new([]) };
@@ -236,17 +245,17 @@ impl History for BarHistory {
             (0..first.len()).map(|m| previous.iter().map(|by_minute| by_minute[m]).sum::<u64>() as f64 / n).collect()
         };
         if !known {
-            self.scratch = table(&self.cumulative);
+            self.scratch = table(&self.facts.cumulative);
             return &self.scratch;
         }
         if self.expected[before].is_none() {
-            self.expected[before] = Some(table(&self.cumulative));
+            self.expected[before] = Some(table(&self.facts.cumulative));
         }
         self.expected[before].as_deref().unwrap_or_default()
     }
 
     fn ny_dates(&self) -> Option<NyDates> {
-        Some(self.ny_dates.clone())
+        Some(self.facts.ny_dates.clone())
     }
 }
 
@@ -546,7 +555,12 @@ fn run_keeping(
         carrying: Vec::new(),
     };
     // Metrics see every bar; the curve keeps the last point of each of MAX_CURVE_POINTS runs.
-    let mut stats = CurveStats::new(spec.initial_cash);
+    // A date a daily bar; minute bars span at least one date per 960 (the extended session's).
+    let dates = match spec.timeframe {
+        Timeframe::Day => bars.len(),
+        Timeframe::Minute => bars.len() / 960 + 1,
+    };
+    let mut stats = CurveStats::with_dates(spec.initial_cash, dates);
     let kept = bars.len().min(MAX_CURVE_POINTS);
     let mut curve = Vec::with_capacity(kept);
     let mut next_kept = curve_index(1, bars.len(), kept);
@@ -608,9 +622,15 @@ fn run_keeping(
         run.engine.bar_into(symbol, bar, prev_close, relative_volume, fill, now, Some(time), &mut run.fx);
         // A day roll (every bar of daily bars) is announced and changes nothing when carried
         // out: a bar whose only effects are day rolls leaves the book as the bar's daily-loss
-        // check saw it, as a bar without effects does, and its equity is read the same way.
+        // check saw it, as a bar without effects does, and its equity is read the same way;
+        // its effects are dropped rather than carried out one by one to the same end.
         let only_day_rolls = run.fx.iter().all(|effect| matches!(effect, Effect::DayRolled { .. }));
-        let fx_applied = run.carry_out_any(bar, now) && !only_day_rolls;
+        let fx_applied = if only_day_rolls {
+            run.fx.clear();
+            false
+        } else {
+            run.carry_out_any(bar, now)
+        };
         let date = end_date.date;
         let version = run.engine.equity_version();
         if fx_applied || version != equity_version {

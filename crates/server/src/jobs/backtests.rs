@@ -13,7 +13,7 @@ use crate::domain::{DomainError, DomainResult};
 use crate::jobs::results::BacktestResult;
 use crate::jobs::run::{self, publish, Prepared, RunRequest, StoredRun};
 use crate::jobs::{CancelError, Halt, Jobs, Leases};
-use tradeops_core::backtest::{self, BacktestSpec};
+use tradeops_core::backtest::{self, BacktestSpec, BarHistory};
 use tradeops_store::{BacktestRecord, BacktestRepository, JobKind};
 
 /// Validates and queues a run.
@@ -39,7 +39,7 @@ pub(crate) async fn compute(jobs: &Jobs, leases: &Leases, run: &mut BacktestReco
     let stored: StoredRun = serde_json::from_str(&run.request).map_err(|e| format!("unreadable request: {e}"))?;
     let bars = run::ensure_bars(jobs, &stored, &format!("backtest {}", run.backtest_id)).await?;
     let Prepared { settings, symbol, bars, calendar } = run::prepare(&stored, bars)?;
-    let history = run::history_of(jobs, &symbol, calendar, &bars, stored.timeframe);
+    let history = run::history_of(jobs, &symbol, calendar, || BarHistory::new(&bars, stored.timeframe));
     let spec = BacktestSpec {
         strategy_id: stored.strategy_id.clone(),
         symbol,

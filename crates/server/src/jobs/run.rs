@@ -309,17 +309,17 @@ fn first_bar_from(stored: &StoredRun) -> Timestamp {
 }
 
 /// A run's history of `symbol` (float, sector, earlier days): the market's, else the imported
-/// reference data over its bars.
+/// reference data over its bars' history, which `bars` gives (built only when needed; a sweep's
+/// threads share one built once, [`BarHistory`]'s clones sharing its facts).
 pub(crate) fn history_of(
     jobs: &Jobs,
     symbol: &Symbol,
     calendar: MarketCalendar,
-    bars: &[Bar],
-    timeframe: Timeframe,
+    bars: impl FnOnce() -> BarHistory,
 ) -> Box<dyn History + Send> {
     match jobs.market.history(symbol, calendar) {
         Some(h) => h,
-        None => jobs.reference.history(symbol, Box::new(BarHistory::new(bars, timeframe))),
+        None => jobs.reference.history(symbol, Box::new(bars())),
     }
 }
 

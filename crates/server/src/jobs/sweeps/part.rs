@@ -12,7 +12,7 @@ use crate::jobs::{Halt, Jobs, Leases};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use tradeops_core::backtest::{self, BacktestSpec};
+use tradeops_core::backtest::{self, BacktestSpec, BarHistory, History};
 use tradeops_core::time::to_epoch_ms;
 use tradeops_core::Symbol;
 use tradeops_store::{JobKind, JobStatus, SweepPart, SweepRepository};
@@ -37,11 +37,13 @@ pub async fn run_worker(jobs: Jobs) {
 /// Runs a part `leases` holds to its end, unless it loses the part on the way.
 async fn execute(jobs: &Jobs, leases: &Leases, mut part: SweepPart) {
     let repo: &dyn SweepRepository = &jobs.db;
+    let began = std::time::Instant::now();
     part.status = JobStatus::Running;
     part.started_at = Some(to_epoch_ms(&jobs.clock.now()));
     if !repo.update_leased_part(&part, &leases.lease()).await.unwrap_or(false) {
         return;
     }
+    let marked_running = began.elapsed();
     let _heartbeat = leases.keep_alive(JobKind::Sweep, &part.part_id);
     let outcome = compute(jobs, leases, &mut part).await;
     part.finished_at = Some(to_epoch_ms(&jobs.clock.now()));
@@ -60,11 +62,20 @@ async fn execute(jobs: &Jobs, leases: &Leases, mut part: SweepPart) {
     }
     let released = leases.released();
     let write = || async { repo.update_leased_part(&part, &released).await.map(|_| ()) };
+    let computed = began.elapsed();
     crate::jobs::persist("sweep part outcome", &part.part_id, write).await;
+    tracing::debug!(
+        part = %part.part_id,
+        mark_running_ms = marked_running.as_secs_f64() * 1e3,
+        run_ms = (computed - marked_running).as_secs_f64() * 1e3,
+        store_results_ms = (began.elapsed() - computed).as_secs_f64() * 1e3,
+        "sweep part ended"
+    );
 }
 
 async fn compute(jobs: &Jobs, leases: &Leases, part: &mut SweepPart) -> Result<Vec<CombinationResult>, Halt> {
     let repo: &dyn SweepRepository = &jobs.db;
+    let began = std::time::Instant::now();
     let sweep = repo
         .sweep(&part.sweep_id)
         .await
@@ -73,7 +84,9 @@ async fn compute(jobs: &Jobs, leases: &Leases, part: &mut SweepPart) -> Result<V
     let stored: StoredSweep = serde_json::from_str(&sweep.request).map_err(|e| format!("unreadable sweep: {e}"))?;
     let combos: Vec<BTreeMap<String, f64>> =
         serde_json::from_str(&part.combos).map_err(|e| format!("unreadable combinations: {e}"))?;
+    let read_sweep = began.elapsed();
     let bars = run::ensure_bars(jobs, &stored.run, &format!("sweep {}", sweep.sweep_id)).await?;
+    let read_bars = began.elapsed();
     let Prepared { settings, symbol, bars, calendar } = run::prepare(&stored.run, bars)?;
     // The part's combinations run on the sweep threads (rayon's pool), taken one at a time as
     // threads come free (runs differ in cost: a fast pair trades more), each thread with a
@@ -98,10 +111,12 @@ async fn compute(jobs: &Jobs, leases: &Leases, part: &mut SweepPart) -> Result<V
     let timeframe = run.timeframe;
     let task = tokio::task::spawn_blocking(move || {
         use rayon::prelude::*;
-        // Built here, not on the service's runtime: for minute bars a pass over every bar.
-        let histories: Vec<std::sync::Mutex<_>> = (0..threads)
-            .map(|_| std::sync::Mutex::new(history_of(&for_histories, &symbol, calendar, &bars, timeframe)))
-            .collect();
+        // Each thread's history is built on it as it takes its first combination, not on the
+        // service's runtime (for minute bars a pass over every bar); the bars' own history is
+        // built once and its facts shared by every thread's.
+        let bar_history = std::sync::OnceLock::new();
+        let histories: Vec<std::sync::Mutex<Option<Box<dyn History + Send>>>> =
+            (0..threads).map(|_| std::sync::Mutex::new(None)).collect();
         let done = std::sync::atomic::AtomicUsize::new(0);
         pool.install(|| {
             combos
@@ -113,6 +128,10 @@ async fn compute(jobs: &Jobs, leases: &Leases, part: &mut SweepPart) -> Result<V
                     // This thread's history (never contended: a thread runs one run at a time).
                     let slot = rayon::current_thread_index().unwrap_or(0) % histories.len();
                     let mut history = histories[slot].lock().unwrap_or_else(|e| e.into_inner());
+                    let history = history.get_or_insert_with(|| {
+                        let of_bars = || bar_history.get_or_init(|| BarHistory::new(&bars, timeframe)).clone();
+                        history_of(&for_histories, &symbol, calendar, of_bars)
+                    });
                     let row = combination(&run, &symbol, &settings, &bars, &windows, history.as_mut(), parameters)?;
                     // Every 10 % of the part (a progress write per combination would cost more
                     // than a daily-bar run takes).
@@ -124,10 +143,11 @@ async fn compute(jobs: &Jobs, leases: &Leases, part: &mut SweepPart) -> Result<V
                 })
                 .collect::<Result<Vec<CombinationResult>, String>>()
         })
+        .map(|rows| (rows, began.elapsed()))
     });
     tokio::pin!(task);
     let mut last_written = tokio::time::Instant::now();
-    let rows = loop {
+    let (rows, computed) = loop {
         tokio::select! {
             done = &mut task => break done.map_err(|e| format!("the sweep part panicked: {e}"))??,
             changed = progress_rx.changed() => {
@@ -149,6 +169,15 @@ async fn compute(jobs: &Jobs, leases: &Leases, part: &mut SweepPart) -> Result<V
             }
         }
     };
+    // Where a part's time goes, for whoever tunes workers (`RUST_LOG=tradeops_server::jobs=debug`).
+    tracing::debug!(
+        part = %part.part_id,
+        combinations = total,
+        read_sweep_ms = read_sweep.as_secs_f64() * 1e3,
+        read_bars_ms = (read_bars - read_sweep).as_secs_f64() * 1e3,
+        combinations_ms = (computed - read_bars).as_secs_f64() * 1e3,
+        "sweep part computed"
+    );
     Ok(rows)
 }
 
