@@ -37,7 +37,7 @@ pub async fn run_worker(jobs: Jobs) {
 /// Runs a part `leases` holds to its end, unless it loses the part on the way.
 async fn execute(jobs: &Jobs, leases: &Leases, mut part: SweepPart) {
     let repo: &dyn SweepRepository = &jobs.db;
-    let began = std::time::Instant::now();
+    let began = tokio::time::Instant::now();
     part.status = JobStatus::Running;
     part.started_at = Some(to_epoch_ms(&jobs.clock.now()));
     if !repo.update_leased_part(&part, &leases.lease()).await.unwrap_or(false) {
@@ -75,7 +75,7 @@ async fn execute(jobs: &Jobs, leases: &Leases, mut part: SweepPart) {
 
 async fn compute(jobs: &Jobs, leases: &Leases, part: &mut SweepPart) -> Result<Vec<CombinationResult>, Halt> {
     let repo: &dyn SweepRepository = &jobs.db;
-    let began = std::time::Instant::now();
+    let began = tokio::time::Instant::now();
     let sweep = repo
         .sweep(&part.sweep_id)
         .await
