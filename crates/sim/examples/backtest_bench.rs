@@ -209,13 +209,14 @@ fn main() {
                     }
                 }
             }
+            let ms = median(times.clone());
             println!(
-                "GOOG sweep, 75 combinations of {} daily bars, {threads} thread(s): median {:.1} ms of {times:.1?}; best fast {} slow {}: {}",
+                "GOOG sweep, 75 combinations of {} daily bars, {threads} thread(s): median {ms:.1} ms of {times:.1?}; best fast {} slow {}: {}; {:.0} combinations a second a thread",
                 bars.len(),
-                median(times.clone()),
                 best.0,
                 best.1,
-                best.2.round_dp(2)
+                best.2.round_dp(2),
+                combos.len() as f64 / (ms / 1e3) / threads as f64
             );
         }
         "scaling" => {
