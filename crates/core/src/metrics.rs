@@ -501,11 +501,17 @@ mod tests {
         }
     }
 
-    /// The table's powers are the bits `powi` gives `Decimal::to_f64` at run time.
+    /// At every scale the table serves, a quotient converts to the bits `Decimal::to_f64` gives
+    /// the same value (which calls `powi` itself): a wrong power would round elsewhere.
     #[test]
-    fn the_powers_of_ten_are_powi_s() {
-        for k in 0..29 {
-            assert_eq!(POWI10[k].to_bits(), 10f64.powi(std::hint::black_box(k as i32)).to_bits(), "10^{k}");
+    fn quotients_of_every_scale_convert_as_decimal_does() {
+        for scale in 1..29u32 {
+            let below_one = POW10[scale as usize];
+            for mantissa in [1u128, 7, 123_456_789, below_one - 1].into_iter().filter(|m| *m < below_one) {
+                let q = Quotient { mantissa, scale, negative: false };
+                let slow = Decimal::from_i128_with_scale(mantissa as i128, scale).to_f64();
+                assert_eq!(Some(q.to_f64().to_bits()), slow.map(f64::to_bits), "{mantissa} / 10^{scale}");
+            }
         }
     }
 

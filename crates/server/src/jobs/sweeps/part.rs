@@ -67,7 +67,6 @@ async fn execute(jobs: &Jobs, leases: &Leases, mut part: SweepPart) {
     tracing::debug!(
         part = %part.part_id,
         mark_running_ms = marked_running.as_secs_f64() * 1e3,
-        run_ms = (computed - marked_running).as_secs_f64() * 1e3,
         store_results_ms = (began.elapsed() - computed).as_secs_f64() * 1e3,
         "sweep part ended"
     );
@@ -169,7 +168,7 @@ async fn compute(jobs: &Jobs, leases: &Leases, part: &mut SweepPart) -> Result<V
             }
         }
     };
-    // Where a part's time goes, for whoever tunes workers (`RUST_LOG=tradeops_server::jobs=debug`).
+    // Where a part's time goes, for whoever tunes workers (`TRADEOPS_LOG=tradeops_server::jobs=debug`).
     tracing::debug!(
         part = %part.part_id,
         combinations = total,

@@ -200,9 +200,10 @@ pub async fn view(jobs: &Jobs, sweep: &SweepRecord, results: bool) -> DomainResu
     let progress = parts.iter().zip(&sizes).map(|(p, n)| p.progress * *n as f64).sum::<f64>() / total;
     let error = parts.iter().find_map(|p| p.error.clone());
     let started_at = parts.iter().filter_map(|p| p.started_at).min().map(from_epoch_ms);
-    let finished_at = match statuses.iter().all(|s| s.is_final()) {
-        true => parts.iter().filter_map(|p| p.finished_at).max().map(from_epoch_ms),
-        false => None,
+    let finished_at = if statuses.iter().all(|s| s.is_final()) {
+        parts.iter().filter_map(|p| p.finished_at).max().map(from_epoch_ms)
+    } else {
+        None
     };
     let results = results.then(|| results_of(&stored, &parts, status == JobStatus::Completed));
     Ok(SweepReport {
