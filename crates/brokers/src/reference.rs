@@ -10,7 +10,7 @@ use chrono::NaiveDate;
 use rust_decimal::Decimal;
 use std::sync::{Arc, RwLock};
 use tradeops_core::backtest::History;
-use tradeops_core::calendar::MarketCalendar;
+use tradeops_core::calendar::{MarketCalendar, NyDates};
 use tradeops_core::market::{Bar, Timeframe};
 use tradeops_core::reference::ReferenceBook;
 use tradeops_core::{Symbol, Timestamp};
@@ -87,6 +87,10 @@ impl History for ReferencedHistory {
 
     fn sector(&self) -> Option<String> {
         self.sector.clone()
+    }
+
+    fn ny_dates(&self) -> Option<NyDates> {
+        self.inner.ny_dates()
     }
 }
 

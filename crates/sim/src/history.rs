@@ -108,4 +108,10 @@ impl History for SimHistory {
     fn sector(&self) -> Option<String> {
         Some(self.profile.sector.to_string())
     }
+
+    /// The simulated market's history is generated, not made from bars: a run over its bars
+    /// works out their dates itself.
+    fn ny_dates(&self) -> Option<tradeops_core::calendar::NyDates> {
+        None
+    }
 }

@@ -22,3 +22,20 @@ fn imported_values_replace_the_markets_in_instruments_and_history() {
     let history = market.history(&a, MarketCalendar::new(Default::default())).unwrap();
     assert_eq!(history.float(), Some(1234));
 }
+
+/// A history made from bars, given the imported float, still gives its bars' New York dates:
+/// every run of a sweep over those bars reads them there instead of working out the calendar.
+#[test]
+fn a_history_with_imported_values_keeps_its_bars_dates() {
+    let csv = "timestamp,open,high,low,close,volume\n2026-03-02,10,11,9,10.5,100\n2026-03-03,10.5,12,10,11,200\n";
+    let bars = tradeops_core::csv_bars::parse_bars_csv(csv, Timeframe::Day).unwrap();
+    let own = tradeops_core::backtest::BarHistory::new(&bars, Timeframe::Day);
+    let dates = own.ny_dates().expect("a history made from bars keeps their dates");
+    let reference = ReferenceData::default();
+    let symbol = Symbol::parse("ABC").unwrap();
+    reference.replace(ReferenceBook::new(parse_reference_csv("symbol,float,sector\nABC,1234,Tech\n").unwrap()));
+    let history = reference.history(&symbol, Box::new(own));
+    assert_eq!(history.float(), Some(1234));
+    let passed = history.ny_dates().expect("the dates passed on");
+    assert!(Arc::ptr_eq(&passed, &dates), "the same dates, not worked out again");
+}

@@ -118,10 +118,10 @@ pub trait History {
         None
     }
     /// The New York dates of the bars this history was made from, when it keeps them: every run
-    /// over those bars reads its dates there (else a run works out its own, once per run).
-    fn ny_dates(&self) -> Option<NyDates> {
-        None
-    }
+    /// over those bars reads its dates there (else a run works out its own, date by date, in
+    /// every run). No default: a history that wraps another must pass its dates on, or every
+    /// combination of a sweep works the calendar out again.
+    fn ny_dates(&self) -> Option<NyDates>;
 }
 
 /// Relative volume from a date's [`History::expected_volume`]: `volume` over the volume expected
