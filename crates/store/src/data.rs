@@ -134,6 +134,17 @@ impl DataRepository for Database {
             .execute(&mut *tx)
             .await?;
         }
+        if !bars.is_empty() {
+            // A new version of the series, with its bars: every node's cached reads of it end.
+            sqlx::query(
+                "INSERT INTO bar_series (symbol, timeframe, version) VALUES ($1, $2, 1) \
+                 ON CONFLICT (symbol, timeframe) DO UPDATE SET version = bar_series.version + 1",
+            )
+            .bind(symbol.as_str())
+            .bind(timeframe)
+            .execute(&mut *tx)
+            .await?;
+        }
         tx.commit().await?;
         Ok(())
     }
@@ -183,6 +194,17 @@ impl DataRepository for Database {
     }
 
     async fn bars(&self, symbol: &Symbol, timeframe: &str, start: i64, end: i64) -> Result<Vec<Bar>, StoreError> {
+        // The series' version first, then its bars (see `bars_cache`): a cached read at this
+        // version is what the rows below would give.
+        let version: i64 = sqlx::query_scalar("SELECT version FROM bar_series WHERE symbol = $1 AND timeframe = $2")
+            .bind(symbol.as_str())
+            .bind(timeframe)
+            .fetch_optional(self.pool()?)
+            .await?
+            .unwrap_or(0);
+        if let Some(bars) = self.bars_cache.get(symbol.as_str(), timeframe, start, end, version) {
+            return Ok(bars.to_vec());
+        }
         let rows = sqlx::query(
             "SELECT start, open, high, low, close, volume FROM bars WHERE symbol = $1 AND timeframe = $2 \
              AND start >= $3 AND start < $4 ORDER BY start",
@@ -204,8 +226,9 @@ impl DataRepository for Database {
                     volume: r.try_get::<i64, _>("volume")? as u64,
                 })
             })
-            .collect::<Result<_, sqlx::Error>>()
+            .collect::<Result<Vec<Bar>, sqlx::Error>>()
             .map_err(StoreError::from)
+            .inspect(|bars| self.bars_cache.put(symbol.as_str(), timeframe, start, end, version, bars))
     }
 
     async fn has_bars(&self, symbol: &Symbol, timeframe: &str, start: i64, end: i64) -> Result<bool, StoreError> {
@@ -335,6 +358,40 @@ mod tests {
             assert_eq!(db.halts(&symbol, 300_000, 900_000).await.unwrap(), vec![pause], "overlapping the start");
             assert_eq!(db.halts(&symbol, 360_000, 900_000).await.unwrap(), vec![], "ended, not begun");
             assert_eq!(db.halts(&Symbol::parse("WXYZ").unwrap(), 0, 3_000_000).await.unwrap(), vec![]);
+            db.close().await;
+            drop_postgres(admin).await;
+        }
+    }
+
+    /// Bars read again come from memory only while no node wrote the series since: a write
+    /// through another handle of the same database (another node) is in this node's next read,
+    /// as are its own writes; another series' write leaves the read cached.
+    #[tokio::test]
+    async fn a_read_again_sees_bars_another_node_wrote_since() {
+        for (db, _dir, admin) in databases().await {
+            let other = Database::open(db.url()).await.unwrap();
+            let (abcd, wxyz) = (Symbol::parse("ABCD").unwrap(), Symbol::parse("WXYZ").unwrap());
+            let bar = |minute: i64, close: i64| {
+                let p = Price(close);
+                Bar { start: from_epoch_ms(minute * 60_000), open: p, high: p, low: p, close: p, volume: 10 }
+            };
+            let closes = |bars: Vec<Bar>| bars.iter().map(|b| b.close.0).collect::<Vec<_>>();
+            db.save_bars(&abcd, "1m", &[bar(0, 100), bar(1, 101)], "import").await.unwrap();
+            assert_eq!(closes(db.bars(&abcd, "1m", 0, 600_000).await.unwrap()), vec![100, 101]);
+            assert_eq!(closes(db.bars(&abcd, "1m", 0, 600_000).await.unwrap()), vec![100, 101], "read again");
+            other.save_bars(&abcd, "1m", &[bar(1, 111), bar(2, 102)], "import").await.unwrap();
+            assert_eq!(
+                closes(db.bars(&abcd, "1m", 0, 600_000).await.unwrap()),
+                vec![100, 111, 102],
+                "the other node's"
+            );
+            db.save_bars(&abcd, "1m", &[bar(0, 90)], "import").await.unwrap();
+            assert_eq!(closes(db.bars(&abcd, "1m", 0, 600_000).await.unwrap()), vec![90, 111, 102], "its own");
+            other.save_bars(&wxyz, "1m", &[bar(0, 5)], "import").await.unwrap();
+            other.save_bars(&abcd, "1d", &[bar(0, 7)], "import").await.unwrap();
+            assert_eq!(closes(db.bars(&abcd, "1m", 0, 600_000).await.unwrap()), vec![90, 111, 102]);
+            assert_eq!(closes(db.bars(&abcd, "1m", 60_000, 120_000).await.unwrap()), vec![111], "another range");
+            other.close().await;
             db.close().await;
             drop_postgres(admin).await;
         }

@@ -259,6 +259,8 @@ pub struct Database {
     /// The engine epoch every transaction of this handle checks first (see
     /// [`Database::fenced`]); `None`: unfenced.
     fence: Option<i64>,
+    /// The bars last read, served while their series' version holds.
+    pub(crate) bars_cache: Arc<crate::bars_cache::BarsCache>,
 }
 
 /// How long the first connection to a SQLite file may take at start: creating the file and
@@ -339,7 +341,13 @@ impl Database {
             url,
             connection: tokio::sync::Mutex::new(None),
         };
-        Ok(Database { pool, backend, availability: Arc::new(availability), fence: None })
+        Ok(Database {
+            pool,
+            backend,
+            availability: Arc::new(availability),
+            fence: None,
+            bars_cache: Default::default(),
+        })
     }
 
     /// The same database, fenced to the engine term `epoch`: every transaction this

@@ -4,6 +4,7 @@
 
 pub mod audit;
 pub mod backtests;
+mod bars_cache;
 pub mod cache;
 pub mod cluster;
 pub mod data;
