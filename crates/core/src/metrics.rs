@@ -106,16 +106,15 @@ const POW10: [u128; 29] = {
     table
 };
 
-/// `u64::MAX / 10^k` for k ≤ 9: a remainder below it times 10^k fits 64 bits.
-const STEP_LIMITS: [u64; 10] = {
-    let mut table = [0u64; 10];
-    let mut k = 0;
-    while k < 10 {
-        table[k] = u64::MAX / POW10[k] as u64;
-        k += 1;
-    }
-    table
-};
+/// `q % p` for `p` ≤ 10^8 in 64-bit arithmetic (`u128 % u128` is a call to a software
+/// division): `q = hi × 2^64 + lo`, so `q % p = (hi % p × (2^64 % p) + lo % p) % p`, whose
+/// product stays below 10^16.
+#[inline]
+fn low_remainder(q: u128, p: u64) -> u64 {
+    let (hi, lo) = ((q >> 64) as u64, q as u64);
+    let two_64 = (u64::MAX % p + 1) % p;
+    ((hi % p) * two_64 % p + lo % p) % p
+}
 
 /// 10^k for k ≤ 28 as `u128 as f64` converts it.
 const POW10_F64: [f64; 29] = {
@@ -167,20 +166,22 @@ impl Quotient {
         }
         let a = u64::try_from(numerator.mantissa().unsigned_abs()).ok()?;
         let b = u64::try_from(denominator.mantissa().unsigned_abs()).ok()?;
-        // Decimals taken at a time: `r < b` times 10^step stays within 64 bits.
-        let step = (1..=9u32).rev().find(|&k| b <= STEP_LIMITS[k as usize])?;
         let mut scale = sn - sd;
         let (mut q, mut r) = ((a / b) as u128, a % b);
         if r == 0 || q >= POW10[scale as usize] {
             return None;
         }
+        // Up to 19 decimals at a time: `r < b` times 10^19 stays within 128 bits, and its
+        // quotient by `b` (below 10^19) within 64, so each step is one 128-by-64-bit division
+        // (two steps for 28 decimals, where 64-bit steps of 9 took four).
+        let wide = b as u128;
         while r != 0 && scale < MAX_SCALE {
-            let k = step.min(MAX_SCALE - scale);
+            let k = (MAX_SCALE - scale).min(19);
             let power = POW10[k as usize];
-            let scaled = r * power as u64;
-            let digits = scaled / b;
-            q = q * power + digits as u128;
-            r = scaled - digits * b;
+            let scaled = r as u128 * power;
+            let digits = scaled / wide;
+            q = q * power + digits;
+            r = (scaled - digits * wide) as u64;
             scale += k;
         }
         if r == 0 {
@@ -193,13 +194,13 @@ impl Quotient {
             // Rounded to zero: `Decimal`'s zero has a sign of its own.
             return None;
         }
-        while q as u32 == 0 && scale >= 8 && q % 100_000_000 == 0 {
+        while q as u32 == 0 && scale >= 8 && low_remainder(q, 100_000_000) == 0 {
             q /= 100_000_000;
             scale -= 8;
         }
         for (digits, low_bits, power) in [(4, 0xF, 10_000), (2, 0x3, 100), (1, 0x1, 10)] {
-            if q & low_bits == 0 && scale >= digits && q % power == 0 {
-                q /= power;
+            if q & low_bits == 0 && scale >= digits && low_remainder(q, power) == 0 {
+                q /= power as u128;
                 scale -= digits;
             }
         }
@@ -498,6 +499,15 @@ mod tests {
                 proptest::prop_assert_eq!(fast.to_decimal().serialize(), slow.serialize(), "{} / {}: {:?} vs {}", n, d, fast, slow);
                 proptest::prop_assert_eq!(Some(fast.to_f64().to_bits()), slow.to_f64().map(f64::to_bits), "{} / {}", n, d);
             }
+        }
+    }
+
+    proptest::proptest! {
+        /// The trailing zeros' test divides as `u128` does, for quotients of every width.
+        #[test]
+        fn low_remainders_are_u128_remainders(q in proptest::prop_oneof![0u128..1_000_000, 0u128..(1u128 << 64), 0u128..POW10[28]], k in 0usize..4) {
+            let p = [10u64, 100, 10_000, 100_000_000][k];
+            proptest::prop_assert_eq!(u128::from(low_remainder(q, p)), q % u128::from(p));
         }
     }
 
