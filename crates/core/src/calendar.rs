@@ -544,12 +544,19 @@ pub fn ny_dates_of(starts: impl IntoIterator<Item = i64>) -> NyDates {
     let mut day = NyDay::default();
     let mut dates: Vec<NyDate> = Vec::new();
     let mut last: Option<NaiveDate> = None;
+    // The date after the last one met: most often the next start's (consecutive daily bars),
+    // then taken as it is rather than worked out again.
+    let mut after: Option<NyDate> = None;
     for seconds in starts {
         let (date, _) = day.locate_seconds(seconds);
         if last != Some(date) {
             last = Some(date);
-            let this = NyDate::containing(seconds);
+            let this = match after {
+                Some(next) if next.contains(seconds) => next,
+                _ => NyDate::containing(seconds),
+            };
             let next = NyDate::containing(this.end);
+            after = Some(next);
             dates.extend([this, next]);
         }
     }
