@@ -636,7 +636,14 @@ fn three_nodes_survive_a_killed_leader_and_a_paused_one() {
         loop {
             let state = facts(&client, &bases[other]).await;
             let flat = state["positions"].as_array().unwrap().iter().all(|p| p[1] == 0);
-            if state["trading_state"] == "HALTED" && flat {
+            // `facts` lists the orders before the positions: an exit that fills between the two
+            // reads shows a flat book beside its order still working. Settled means both agree.
+            let ended = state["orders"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|o| ["FILLED", "CANCELED", "REJECTED", "EXPIRED"].contains(&o[1].as_str().unwrap_or("")));
+            if state["trading_state"] == "HALTED" && flat && ended {
                 return state;
             }
             assert!(tokio::time::Instant::now() < deadline, "the stored halt is applied: {state}");
