@@ -84,7 +84,7 @@ fn split_sum(base: Decimal, value: i128) -> Decimal {
 /// `numerator / denominator` as a ratio: the `Decimal` quotient converted to `f64`, exactly as
 /// `(numerator / denominator).to_f64()` gives it. A backtest takes one a day (its daily return)
 /// and one a drawdown, for every combination of a sweep; [`Quotient::of`] finds the same
-/// quotient in 64-bit integers, without `Decimal`'s general division.
+/// quotient in 64- and 128-bit integers, without `Decimal`'s general division.
 fn ratio(numerator: Decimal, denominator: Decimal) -> Option<f64> {
     if denominator.is_zero() {
         return None;

@@ -51,13 +51,13 @@ impl BarsCache {
     pub(crate) fn get(&self, symbol: &str, timeframe: &str, start: i64, end: i64, version: i64) -> Option<Arc<[Bar]>> {
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         let at = entries.iter().position(|e| e.is(symbol, timeframe, start, end))?;
-        if entries[at].version != version {
-            entries.remove(at);
+        // Taken out either way: a read at an older version is stale, a current one moves first.
+        let entry = entries.remove(at)?;
+        if entry.version != version {
             return None;
         }
-        let hit = entries.remove(at)?;
-        let bars = hit.bars.clone();
-        entries.push_front(hit);
+        let bars = entry.bars.clone();
+        entries.push_front(entry);
         Some(bars)
     }
 
