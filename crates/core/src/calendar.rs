@@ -22,6 +22,7 @@ use serde::Serialize;
 
 /// Where a moment falls in the exchange day.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum SessionPhase {
     Closed,
@@ -41,6 +42,43 @@ pub struct TradingDay {
     pub after_hours_close: Timestamp,
     /// Regular session ends at 13:00 (after-hours at 17:00) instead of 16:00 (20:00).
     pub early_close: bool,
+}
+
+/// Where a moment stands in the exchange day, as `GET /api/market/session` and the
+/// `market.session` event show it (CONTRACT §12).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SessionView {
+    pub session: SessionPhase,
+    /// The New York calendar date of the moment.
+    pub trading_day: NaiveDate,
+    /// That date's session times; `None` when the exchange does not trade on it.
+    pub day: Option<TradingDay>,
+    /// The phase that begins next, and when.
+    pub next_session: SessionPhase,
+    pub next_session_at: Timestamp,
+}
+
+impl SessionPhase {
+    /// The contract's name (`PRE_MARKET`, `REGULAR`, `AFTER_HOURS`, `CLOSED`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SessionPhase::Closed => "CLOSED",
+            SessionPhase::PreMarket => "PRE_MARKET",
+            SessionPhase::Regular => "REGULAR",
+            SessionPhase::AfterHours => "AFTER_HOURS",
+        }
+    }
+
+    /// The regular session: the only one in which a venue triggers resting stops and takes
+    /// market orders (CONTRACT §12).
+    pub fn is_regular(self) -> bool {
+        self == SessionPhase::Regular
+    }
+
+    /// The pre-market or the after-hours: only extended-hours limit orders trade.
+    pub fn is_extended(self) -> bool {
+        matches!(self, SessionPhase::PreMarket | SessionPhase::AfterHours)
+    }
 }
 
 /// Session calendar of one [`MarketCalendarKind`].
@@ -172,6 +210,34 @@ impl MarketCalendar {
     /// whose 09:30 is after `at`; ALWAYS_OPEN: the next midnight NY).
     pub fn next_regular_open(&self, at: Timestamp) -> Timestamp {
         self.first_after(at, |day| day.regular_open).unwrap_or(at)
+    }
+
+    /// Where `at` stands in the exchange day: its phase, its date's session times, and the
+    /// next change of phase. ALWAYS_OPEN is `REGULAR` all day, and its next "change" is the next
+    /// New York midnight, when the next trading day's regular session begins.
+    pub fn session(&self, at: Timestamp) -> SessionView {
+        let trading_day = self.date_of(at);
+        let day = self.trading_day(trading_day);
+        let session = self.phase(at);
+        let (next_session, next_session_at) = match self.kind {
+            MarketCalendarKind::AlwaysOpen => (SessionPhase::Regular, self.next_regular_open(at)),
+            MarketCalendarKind::Nyse => {
+                let today = day.and_then(|d| {
+                    [
+                        (SessionPhase::PreMarket, d.pre_market_open),
+                        (SessionPhase::Regular, d.regular_open),
+                        (SessionPhase::AfterHours, d.regular_close),
+                        (SessionPhase::Closed, d.after_hours_close),
+                    ]
+                    .into_iter()
+                    .find(|(_, when)| *when > at)
+                });
+                today.unwrap_or_else(|| {
+                    (SessionPhase::PreMarket, self.first_after(at, |d| d.pre_market_open).unwrap_or(at))
+                })
+            }
+        };
+        SessionView { session, trading_day, day, next_session, next_session_at }
     }
 
     /// The New York calendar date of `at` (the trading date a timestamp belongs to, whatever
@@ -859,6 +925,41 @@ mod tests {
         for (at, expected) in cases {
             assert_eq!(nyse().phase(ts(at)), expected, "{at}");
         }
+    }
+
+    #[test]
+    fn a_session_view_names_the_next_change_through_the_day_and_over_weekends_and_early_closes() {
+        use SessionPhase::*;
+        // (at, phase, next phase, next at): Fri 2026-11-27 is an early close (13:00 / 17:00),
+        // Mon 2026-11-30 a full day (EST, UTC−5).
+        let cases = [
+            ("2026-11-27T08:59:00Z", Closed, PreMarket, "2026-11-27T09:00:00Z"),
+            ("2026-11-27T09:00:00Z", PreMarket, Regular, "2026-11-27T14:30:00Z"),
+            ("2026-11-27T14:30:00Z", Regular, AfterHours, "2026-11-27T18:00:00Z"),
+            ("2026-11-27T18:00:00Z", AfterHours, Closed, "2026-11-27T22:00:00Z"),
+            // After Friday's close: Monday's pre-market, over the weekend.
+            ("2026-11-27T22:00:00Z", Closed, PreMarket, "2026-11-30T09:00:00Z"),
+            ("2026-11-28T15:00:00Z", Closed, PreMarket, "2026-11-30T09:00:00Z"),
+            ("2026-11-30T20:59:59.999Z", Regular, AfterHours, "2026-11-30T21:00:00Z"),
+            ("2026-11-30T21:00:00Z", AfterHours, Closed, "2026-12-01T01:00:00Z"),
+            ("2026-12-01T01:00:00Z", Closed, PreMarket, "2026-12-01T09:00:00Z"),
+        ];
+        for (at, session, next, next_at) in cases {
+            let view = nyse().session(ts(at));
+            assert_eq!((view.session, view.next_session, view.next_session_at), (session, next, ts(next_at)), "{at}");
+            assert_eq!(view.trading_day, nyse().date_of(ts(at)), "{at}");
+        }
+        // A closed date has no session times; a trading day has its own.
+        assert_eq!(nyse().session(ts("2026-11-28T15:00:00Z")).day, None);
+        let friday = nyse().session(ts("2026-11-27T15:00:00Z")).day.expect("a trading day");
+        assert!(friday.early_close);
+        assert_eq!(friday.regular_close, ts("2026-11-27T18:00:00Z"));
+        // ALWAYS_OPEN is regular all day; its next day begins at New York's midnight.
+        let always = MarketCalendar::new(MarketCalendarKind::AlwaysOpen).session(ts("2026-11-28T15:00:00Z"));
+        assert_eq!((always.session, always.next_session), (Regular, Regular));
+        assert_eq!(always.next_session_at, ts("2026-11-29T05:00:00Z"));
+        assert_eq!(SessionPhase::PreMarket.as_str(), "PRE_MARKET");
+        assert!(SessionPhase::AfterHours.is_extended() && !SessionPhase::Regular.is_extended());
     }
 
     #[test]

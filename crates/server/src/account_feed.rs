@@ -4,6 +4,7 @@
 //! instead of polling.
 
 use crate::domain::account::AccountSummary;
+use crate::domain::settings::SettingsService;
 use crate::engine_view::EngineView;
 use crate::events::{AccountUpdate, Event, EventBus};
 use serde_json::{json, Value};
@@ -11,6 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 use tradeops_brokers::simulated::live::LiveMarket;
+use tradeops_core::calendar::MarketCalendar;
 use tradeops_core::time::format_ts;
 use tradeops_core::Clock;
 
@@ -20,9 +22,11 @@ const AT_MOST_EVERY: Duration = Duration::from_secs(1);
 /// Runs until the engine stops: waits for the engine's view (`views`) to change, publishes the
 /// header's figures on `events` when they differ from the last published, then waits out
 /// [`AT_MOST_EVERY`] (changes meanwhile are coalesced into the next event). The market time is
-/// `market_clock`'s; the trading date the `live` feed's, when the simulated market runs.
+/// `market_clock`'s, its session the settings' calendar's; the trading date the `live` feed's,
+/// when the simulated market runs.
 pub async fn run(
     mut views: watch::Receiver<Arc<EngineView>>,
+    settings: Arc<SettingsService>,
     market_clock: Arc<dyn Clock>,
     live: Option<Arc<LiveMarket>>,
     events: Arc<EventBus>,
@@ -34,7 +38,8 @@ pub async fn run(
         }
         let view = views.borrow_and_update().clone();
         let market_time = market_clock.now();
-        let summary = serde_json::to_value(AccountSummary::of(&view)).unwrap_or_default();
+        let session = MarketCalendar::new(settings.current().runtime.market_calendar).phase(market_time);
+        let summary = serde_json::to_value(AccountSummary::of(&view, session)).unwrap_or_default();
         let figures = json!({
             "account": summary,
             "trading_state": view.trading_state,
@@ -44,7 +49,7 @@ pub async fn run(
             continue;
         }
         let trading_date = live.as_ref().and_then(|l| l.status().date);
-        events.publish(Event::AccountUpdated(AccountUpdate { view, market_time, trading_date }));
+        events.publish(Event::AccountUpdated(AccountUpdate { view, market_time, trading_date, session }));
         last = Some(figures);
         tokio::time::sleep(AT_MOST_EVERY).await;
     }

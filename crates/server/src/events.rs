@@ -74,6 +74,8 @@ pub enum Event {
         symbol: Symbol,
         halt: Option<tradeops_core::market::SymbolHalt>,
     },
+    /// The market entered another session, or another day (CONTRACT §12).
+    MarketSession(tradeops_core::calendar::SessionView),
     /// An event of an earlier engine term of the cluster, of this kind, read back from the
     /// database (PostgreSQL) with its wire text, so a stream resumes across a failover.
     Earlier(&'static str),
@@ -95,6 +97,7 @@ pub const KINDS: &[&str] = &[
     Event::ACCOUNT_UPDATED,
     Event::BARS_CLOSED,
     Event::SYMBOL_STATUS,
+    Event::MARKET_SESSION,
 ];
 
 impl Event {
@@ -112,6 +115,7 @@ impl Event {
     const ACCOUNT_UPDATED: &'static str = "account.updated";
     const BARS_CLOSED: &'static str = "bars.closed";
     const SYMBOL_STATUS: &'static str = "symbol.status";
+    const MARKET_SESSION: &'static str = "market.session";
 
     /// The kind's wire name (the SSE `event` field, and what `?kinds=` filters on).
     pub fn kind(&self) -> &'static str {
@@ -130,6 +134,7 @@ impl Event {
             Event::AccountUpdated(_) => Event::ACCOUNT_UPDATED,
             Event::BarsClosed(_) => Event::BARS_CLOSED,
             Event::SymbolStatus { .. } => Event::SYMBOL_STATUS,
+            Event::MarketSession(_) => Event::MARKET_SESSION,
             Event::Earlier(kind) => kind,
         }
     }
@@ -226,6 +231,8 @@ pub struct AccountUpdate {
     pub view: Arc<EngineView>,
     pub market_time: Timestamp,
     pub trading_date: Option<chrono::NaiveDate>,
+    /// The market's session at `market_time` (CONTRACT §12).
+    pub session: tradeops_core::calendar::SessionPhase,
 }
 
 /// The one-minute bars that just closed (`bars.closed`, beyond CONTRACT §7): one event per

@@ -30,6 +30,7 @@ pub mod health;
 pub mod housekeeping;
 pub mod http;
 pub mod jobs;
+pub mod market_session;
 pub mod metrics;
 pub mod refusals;
 pub mod serve;

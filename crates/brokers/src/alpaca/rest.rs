@@ -28,8 +28,11 @@ pub const REQUESTS_PER_MINUTE: u32 = 200;
 /// The most orders Alpaca returns in one `GET /v2/orders` page.
 pub const PAGE_LIMIT: usize = 500;
 
-/// Alpaca's error code for a `client_order_id` already used on the account.
-const DUPLICATE_CLIENT_ORDER_ID: i64 = 40010001;
+/// Alpaca's message for a `client_order_id` already used on the account: the only 422 that
+/// means "received before". Its code, 40010001, is Alpaca's code for any malformed request
+/// ("qty must be > 0", "only type=\"limit\" is allowed for extended hours orders"), so the code
+/// alone says nothing about a duplicate.
+const DUPLICATE_CLIENT_ORDER_ID: &str = "client_order_id must be unique";
 
 /// The API key pair. `Debug` shows the key id and hides the secret.
 #[derive(Clone, PartialEq, Eq)]
@@ -425,8 +428,9 @@ fn transport_error(error: reqwest::Error) -> BrokerError {
 /// [`BrokerError`]:
 /// - 403 (buying power, quantity held or not available): `Rejected`, with Alpaca's message and
 ///   figures;
-/// - 422 with code 40010001 or "client_order_id must be unique": `AlreadyReceived`; other 422:
-///   `Rejected` (an order Alpaca will not take, a cancel of a filled order);
+/// - 422 whose message is "client_order_id must be unique": `AlreadyReceived`; every other 422
+///   (whatever its code: 40010001 is Alpaca's code for any malformed order) is `Rejected` with
+///   Alpaca's message (an order Alpaca will not take, a cancel of a filled order);
 /// - 404: `UnknownOrder` about an order, `Rejected` otherwise (lookups answer `None` before
 ///   reaching here);
 /// - 429: `Unavailable`, back after `Retry-After` (seconds or a date) or at `X-RateLimit-Reset` (epoch
@@ -473,9 +477,7 @@ pub fn map_error(reply: &FailedReply, order: Option<&ClientOrderId>, now: Timest
             BrokerError::Rejected { reason, kind }
         }
         422 => {
-            let duplicate = body.as_ref().is_some_and(|b| {
-                b.code == Some(DUPLICATE_CLIENT_ORDER_ID) || b.message.contains("client_order_id must be unique")
-            });
+            let duplicate = message.to_ascii_lowercase().contains(DUPLICATE_CLIENT_ORDER_ID);
             match order {
                 Some(id) if duplicate => BrokerError::AlreadyReceived(id.clone()),
                 _ => {
@@ -638,11 +640,26 @@ mod tests {
     }
 
     #[test]
-    fn a_duplicate_client_order_id_means_already_received() {
-        let by_code = r#"{"code":40010001,"message":"something"}"#;
-        let by_message = r#"{"message":"client_order_id must be unique"}"#;
-        for body in [by_code, by_message] {
+    fn only_the_duplicate_message_means_already_received() {
+        let with_code = r#"{"code":40010001,"message":"client_order_id must be unique"}"#;
+        let bare = r#"{"message":"client_order_id must be unique"}"#;
+        for body in [with_code, bare] {
             assert_eq!(map_error(&reply(422, &[], body), Some(&id()), now()), BrokerError::AlreadyReceived(id()));
+        }
+        // 40010001 is Alpaca's code for any malformed order: each of these is that order's
+        // rejection, with Alpaca's message, never a duplicate.
+        let refusals = [
+            "qty must be > 0",
+            "only type=\"limit\" is allowed for extended hours orders",
+            "extended hours order must be DAY limit orders",
+            "bracket orders must be DAY or GTC",
+            "invalid limit_price 10.001. sub-penny increment does not fulfill minimum pricing criteria",
+        ];
+        for message in refusals {
+            let body = serde_json::json!({"code": 40010001, "message": message}).to_string();
+            let got = map_error(&reply(422, &[], &body), Some(&id()), now());
+            let BrokerError::Rejected { reason, .. } = got else { panic!("{message}: a rejection, got {got:?}") };
+            assert_eq!(reason, format!("422 {message}"));
         }
     }
 

@@ -1,5 +1,6 @@
 //! The service's background tasks, started once it listens: health probes, token usage and
 //! changes, the database probe, housekeeping, the reference data reload, the account feed, the
+//! market session's changes, the
 //! simulated market's feed loop, and the job workers unless separate processes run them.
 
 use super::keep_reference_loaded;
@@ -97,8 +98,14 @@ pub(super) fn spawn_background(state: &AppState, probes: Arc<Probes>) -> Vec<Joi
         })),
         tokio::spawn(crate::account_feed::run(
             state.engine().subscribe(),
+            state.settings.clone(),
             state.market_clock.clone(),
             state.live.clone(),
+            state.events.clone(),
+        )),
+        tokio::spawn(crate::market_session::run(
+            state.settings.clone(),
+            state.market_clock.clone(),
             state.events.clone(),
         )),
     ];

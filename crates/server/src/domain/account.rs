@@ -7,6 +7,7 @@ use crate::engine_view::EngineView;
 use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::Decimal;
 use serde::Serialize;
+use tradeops_core::calendar::SessionPhase;
 use tradeops_core::risk::TradingState;
 
 /// A money figure as the account endpoints show it: dollars rounded to the cent.
@@ -33,11 +34,14 @@ pub struct AccountSummary {
     /// What the open positions stand to lose from their marks: each down to the stop its
     /// strategy manages it with, or its whole market value when no stop protects it.
     pub open_risk: f64,
+    /// The market's session now (CONTRACT §12): `PRE_MARKET`, `REGULAR`, `AFTER_HOURS`,
+    /// `CLOSED`.
+    pub session: SessionPhase,
 }
 
 impl AccountSummary {
     /// The account as the engine's view has it (also the `account.updated` event's figures).
-    pub fn of(v: &EngineView) -> AccountSummary {
+    pub fn of(v: &EngineView, session: SessionPhase) -> AccountSummary {
         let (cash, equity, buying_power, day_pnl) = v.account_figures();
         AccountSummary {
             buying_power: figure(buying_power),
@@ -50,6 +54,7 @@ impl AccountSummary {
             broker_name: v.broker,
             account_status: if v.trading_state == TradingState::Halted { "TRADING_HALTED" } else { "ACTIVE" },
             open_risk: figure(v.open_risk()),
+            session,
         }
     }
 }
@@ -79,11 +84,12 @@ mod tests {
             trading_state: TradingState::Halted,
             ..EngineView::default()
         };
-        let s = AccountSummary::of(&view);
+        let s = AccountSummary::of(&view, SessionPhase::Regular);
         assert_eq!((s.cash, s.equity, s.buying_power, s.margin_available), (1000.0, 1012.34, 901.0, 901.0));
         assert_eq!((s.day_pnl, s.realized_pnl, s.unrealized_pnl), (12.34, -1.0, 13.35));
         assert_eq!(s.account_status, "TRADING_HALTED");
-        let active = AccountSummary::of(&EngineView { trading_state: TradingState::Reducing, ..view });
+        let active =
+            AccountSummary::of(&EngineView { trading_state: TradingState::Reducing, ..view }, SessionPhase::Regular);
         assert_eq!(active.account_status, "ACTIVE");
     }
 
@@ -114,7 +120,11 @@ mod tests {
             ..EngineView::default()
         };
         assert_eq!(view.open_risk(), dec("134.45"));
-        assert_eq!(AccountSummary::of(&view).open_risk, 134.45);
-        assert_eq!(AccountSummary::of(&EngineView::default()).open_risk, 0.0, "nothing held, nothing at risk");
+        assert_eq!(AccountSummary::of(&view, SessionPhase::Regular).open_risk, 134.45);
+        assert_eq!(
+            AccountSummary::of(&EngineView::default(), SessionPhase::Closed).open_risk,
+            0.0,
+            "nothing held, nothing at risk"
+        );
     }
 }

@@ -92,6 +92,7 @@ the refused field by its path in `detail.field` and says what it accepts in `det
         crate::http::routes::trades::recommendations,
         crate::http::routes::market::bars,
         crate::http::routes::market::quote,
+        crate::http::routes::market::session,
         crate::http::routes::market::import_reference,
         crate::http::routes::market::reference,
     ),

@@ -71,7 +71,8 @@ pub enum SubmitFault {
     BuyingPower { buying_power: &'static str, cost_basis: &'static str },
     /// 403 insufficient shares for a sell, with what is available; nothing is created.
     SharesAvailable { available: &'static str },
-    /// 422 with this message (naming a field); nothing is created.
+    /// 422 with this message and Alpaca's generic validation code, 40010001 (the code of any
+    /// malformed order, and of a duplicate client order id); nothing is created.
     Unprocessable(&'static str),
 }
 
@@ -625,7 +626,7 @@ fn answer(
                     (error(403, body), None)
                 }
                 Some(SubmitFault::Unprocessable(message)) => {
-                    (error(422, json!({"code": 42210000, "message": message})), None)
+                    (error(422, json!({"code": 40010001, "message": message})), None)
                 }
                 Some(SubmitFault::LostReply) => {
                     v.create(&sent);
@@ -1369,6 +1370,59 @@ async fn alpaca_refusals_are_answered_as_risk_validation_and_not_cancellable() {
         assert_eq!(alpaca.posts(id), 1, "{id} sent once");
     }
     wait_for_reconciled(&app).await;
+    assert_books_agree(&app, &alpaca).await;
+}
+
+/// Alpaca answers every malformed order `422` with code 40010001, the code it also gives a
+/// reused client order id: only the message "client_order_id must be unique" means the venue
+/// has the order. Any other such answer is that order's rejection: the operator is told why
+/// (never `BROKER_UNAVAILABLE`), the order reads `REJECTED` with Alpaca's message, it is never
+/// sent again, and the venue stays available for the next order.
+#[tokio::test]
+async fn alpaca_a_malformed_order_is_rejected_not_taken_for_a_duplicate() {
+    let (app, alpaca) = start().await;
+    let syms = symbols(&app, 1).await;
+    let (a, pa) = syms[0].clone();
+    alpaca.set_price(&a, pa);
+    let messages = [
+        "qty must be > 0",
+        "only type=\"limit\" is allowed for extended hours orders",
+        "extended hours order must be DAY limit orders",
+        "invalid limit_price 0.001. sub-penny increment does not fulfill minimum pricing criteria",
+    ];
+    for (i, message) in messages.iter().enumerate() {
+        let id = format!("malformed-{i}");
+        alpaca.fault(SubmitFault::Unprocessable(message));
+        let mut body = limit_buy(&a, 10, pa - Decimal::new(5, 2));
+        body["client_order_id"] = json!(id);
+        let reply = place(&app, body).await;
+        reply.assert_error(400, "VALIDATION_ERROR");
+        let reason = reply.body["error"]["detail"]["reason"].as_str().unwrap_or_default().to_string();
+        assert!(reason.contains(message), "the refusal carries Alpaca's message {message:?}: {}", reply.body);
+        let order = wait_for_order(&app, &id, &["REJECTED"]).await;
+        let why = order["reject_reason"].as_str().unwrap_or_default();
+        assert!(why.contains(message), "the order carries Alpaca's message {message:?}: {order}");
+    }
+    // Nothing is sent again, however long the service runs on.
+    for _ in 0..60 {
+        step(&app).await;
+    }
+    app.market.advance(chrono::Duration::seconds(30));
+    for _ in 0..20 {
+        step(&app).await;
+    }
+    for i in 0..messages.len() {
+        let id = format!("malformed-{i}");
+        assert_eq!(alpaca.posts(&id), 1, "{id} sent once");
+        assert_eq!(alpaca.orders_of(&id), 0, "{id} never placed");
+        assert_eq!(app.get(&format!("/api/orders/{id}")).await.data()["status"], "REJECTED");
+    }
+    // The venue stayed available: health never turned, and the next order is taken and fills.
+    let health = execution(&app).await;
+    assert_eq!(health["status"], "HEALTHY", "{health}");
+    assert!(health["detail"]["unavailable"].is_null(), "{health}");
+    let id = placed(&app, market_buy(&a, 10)).await;
+    wait_for_order(&app, &id, &["FILLED"]).await;
     assert_books_agree(&app, &alpaca).await;
 }
 

@@ -35,6 +35,7 @@ mod protection;
 mod proxy;
 mod radar;
 mod reference;
+mod sessions;
 mod settings;
 mod strategies;
 mod trades;

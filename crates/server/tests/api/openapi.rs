@@ -47,6 +47,7 @@ async fn openapi_lists_every_api_route() {
             "GET /api/market/bars",
             "GET /api/market/quote",
             "GET /api/market/reference/{symbol}",
+            "GET /api/market/session",
             "GET /api/orders",
             "GET /api/orders/{client_order_id}",
             "GET /api/positions",

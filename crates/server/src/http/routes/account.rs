@@ -54,7 +54,9 @@ pub async fn dashboard(State(state): State<AppState>, _caller: Caller) -> ApiRes
 #[utoipa::path(get, path = "/api/account/summary", tag = "account", security(("bearer" = [])),
     responses((status = 200, description = "Account", body = inline(SuccessBody<AccountSummary>))))]
 pub async fn summary(State(state): State<AppState>, _caller: Caller) -> ApiResult<ApiResponse<AccountSummary>> {
-    Ok(ApiResponse::ok(AccountSummary::of(&state.engine().view())))
+    let calendar = tradeops_core::calendar::MarketCalendar::new(state.settings.current().runtime.market_calendar);
+    let session = calendar.phase(state.market_clock.now());
+    Ok(ApiResponse::ok(AccountSummary::of(&state.engine().view(), session)))
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]

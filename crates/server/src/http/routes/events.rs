@@ -141,6 +141,9 @@ fn data(event: &Published) -> Value {
             "trading_status": crate::http::routes::market::trading_status(halt.as_ref()),
             "halt": halt.as_ref().map(crate::http::routes::market::halt_view),
         }),
+        Published::MarketSession(view) => {
+            serde_json::to_value(crate::http::routes::market::session_row(view)).unwrap_or_default()
+        }
         // Its wire text came with it: never serialised here.
         Published::Earlier(_) => Value::Null,
     }
@@ -148,8 +151,8 @@ fn data(event: &Published) -> Value {
 
 /// `account.updated`: the account summary, with the trading state, market time and date.
 fn account(update: &AccountUpdate) -> Value {
-    let AccountUpdate { view, market_time, trading_date } = update;
-    let mut data = serde_json::to_value(crate::domain::account::AccountSummary::of(view)).unwrap_or_default();
+    let AccountUpdate { view, market_time, trading_date, session } = update;
+    let mut data = serde_json::to_value(crate::domain::account::AccountSummary::of(view, *session)).unwrap_or_default();
     if let Value::Object(fields) = &mut data {
         fields.insert("trading_state".into(), json!(view.trading_state));
         fields.insert("market_time".into(), json!(format_ts(market_time)));
@@ -391,6 +394,7 @@ mod tests {
                 view: Arc::new(view),
                 market_time: at(7),
                 trading_date: Some("2025-11-25".parse().unwrap()),
+                session: tradeops_core::calendar::SessionPhase::Regular,
             }),
             Event::BarsClosed(BarsClosed {
                 bars: vec![(
@@ -406,6 +410,11 @@ mod tests {
                 )],
             }),
             Event::SymbolStatus { symbol: symbol(), halt: Some(tradeops_core::market::SymbolHalt::luld_pause(at(9))) },
+            // The pre-market of an early-close day (09:00 New York).
+            Event::MarketSession(
+                tradeops_core::calendar::MarketCalendar::new(tradeops_core::settings::MarketCalendarKind::Nyse)
+                    .session(tradeops_core::time::parse_ts("2026-11-27T14:00:00Z").unwrap()),
+            ),
         ]
     }
 
@@ -484,9 +493,10 @@ mod tests {
         r#"{"kind":"download.updated","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"request_id":"dl-1","symbol":"ABCD","timeframe":"1m","start":"2025-11-25T14:13:20.000Z","end":"2025-11-25T14:14:20.000Z","status":"RUNNING","progress":0.5,"bars":30,"created_at":"2025-11-25T14:13:20.000Z","finished_at":null,"error":null},"wall_time":"2026-11-25T13:00:00Z"}"#,
         r#"{"kind":"backtest.updated","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"backtest_id":"bt-1","status":"COMPLETED","progress":1.0,"market_buy_buffer_pct":3.0,"strategy_id":"sma_cross","symbol":"ABCD","initial_cash":100000.0,"requested_by":"operator","created_at":"2025-11-25T14:13:20.000Z","started_at":"2025-11-25T14:13:21.000Z","finished_at":"2025-11-25T14:13:22.000Z","error":null,"total_return":0.12},"wall_time":"2026-11-25T13:00:00Z"}"#,
         r#"{"kind":"health.changed","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"component":"database","from":"HEALTHY","to":"DOWN","detail":{"backend":"sqlite"}},"wall_time":"2026-11-25T13:00:00Z"}"#,
-        r#"{"kind":"account.updated","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"buying_power":99500.0,"equity":100012.34,"cash":99500.0,"margin_available":99500.0,"day_pnl":12.34,"realized_pnl":12.34,"unrealized_pnl":0.0,"broker_name":"paper","account_status":"TRADING_HALTED","open_risk":0.0,"trading_state":"HALTED","market_time":"2025-11-25T14:13:27.000Z","trading_date":"2025-11-25"},"wall_time":"2026-11-25T13:00:00Z"}"#,
+        r#"{"kind":"account.updated","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"buying_power":99500.0,"equity":100012.34,"cash":99500.0,"margin_available":99500.0,"day_pnl":12.34,"realized_pnl":12.34,"unrealized_pnl":0.0,"broker_name":"paper","account_status":"TRADING_HALTED","open_risk":0.0,"session":"REGULAR","trading_state":"HALTED","market_time":"2025-11-25T14:13:27.000Z","trading_date":"2025-11-25"},"wall_time":"2026-11-25T13:00:00Z"}"#,
         r#"{"kind":"bars.closed","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"bars":[{"symbol":"ABCD","timestamp":"2025-11-25T14:13:28.000Z","open":12.5,"high":12.75,"low":12.4,"close":12.62,"volume":4200}]},"wall_time":"2026-11-25T13:00:00Z"}"#,
         r#"{"kind":"symbol.status","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"symbol":"ABCD","trading_status":"HALTED","halt":{"reason_code":"LUDP","reason":"Volatility Trading Pause","since":"2025-11-25T14:13:29.000Z"}},"wall_time":"2026-11-25T13:00:00Z"}"#,
+        r#"{"kind":"market.session","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"session":"PRE_MARKET","trading_day":"2026-11-27","pre_market_open_at":"2026-11-27T09:00:00.000Z","regular_open_at":"2026-11-27T14:30:00.000Z","regular_close_at":"2026-11-27T18:00:00.000Z","after_hours_close_at":"2026-11-27T22:00:00.000Z","next_session":"REGULAR","next_session_at":"2026-11-27T14:30:00.000Z"},"wall_time":"2026-11-25T13:00:00Z"}"#,
     ];
 
     const PINNED_SHAPES: &[&str] = &[

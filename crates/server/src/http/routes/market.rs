@@ -3,6 +3,9 @@
 //! and quote, for the order ticket. Beyond the seed: CONTRACT lists no chart or quote data, and
 //! a console that shows an intraday price needs it.
 //!
+//! `GET /api/market/session`: where the market's present stands in the exchange day (CONTRACT
+//! §12), the same data as the `market.session` event.
+//!
 //! `PUT /api/market/reference` (admin; CSV or JSON rows) imports float and sector per symbol,
 //! `GET /api/market/reference/{symbol}` shows what is in use ([`crate::domain::reference`]).
 
@@ -19,6 +22,7 @@ use axum::routing::{get, put};
 use axum::Router;
 use serde::{Deserialize, Serialize};
 use tradeops_brokers::MarketDataError;
+use tradeops_core::calendar::{SessionPhase, SessionView};
 use tradeops_core::market::{SymbolHalt, Timeframe};
 use tradeops_core::{Symbol, Timestamp};
 
@@ -32,6 +36,7 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api/market/bars", get(bars))
         .route("/api/market/quote", get(quote))
+        .route("/api/market/session", get(session))
         .route(
             "/api/market/reference",
             put(import_reference).layer(axum::extract::DefaultBodyLimit::max(MAX_REFERENCE_BYTES)),
@@ -116,6 +121,53 @@ pub async fn bars(
         })
         .collect();
     Ok(ApiResponse::list(rows))
+}
+
+/// The exchange day at the market's present (CONTRACT §12); also the `market.session` event's
+/// data.
+#[derive(Clone, Debug, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct SessionRow {
+    /// `PRE_MARKET` (04:00–09:30 New York), `REGULAR` (09:30–16:00, 13:00 on early-close
+    /// days), `AFTER_HOURS` (until 20:00, 17:00 on early-close days) or `CLOSED`. The
+    /// simulated market's `ALWAYS_OPEN` calendar is `REGULAR` all day.
+    pub session: SessionPhase,
+    /// The New York date of the market's present (`YYYY-MM-DD`).
+    #[schema(value_type = String, format = Date)]
+    pub trading_day: String,
+    /// That date's session times (RFC 3339); all null on a date the exchange does not trade.
+    pub pre_market_open_at: Option<String>,
+    pub regular_open_at: Option<String>,
+    pub regular_close_at: Option<String>,
+    pub after_hours_close_at: Option<String>,
+    /// The session that begins next, and when (RFC 3339).
+    pub next_session: SessionPhase,
+    pub next_session_at: String,
+}
+
+/// `view` as the API shows it.
+pub fn session_row(view: &SessionView) -> SessionRow {
+    let at = |pick: fn(&tradeops_core::calendar::TradingDay) -> Timestamp| {
+        view.day.as_ref().map(|d| tradeops_core::time::format_ts(&pick(d)))
+    };
+    SessionRow {
+        session: view.session,
+        trading_day: view.trading_day.to_string(),
+        pre_market_open_at: at(|d| d.pre_market_open),
+        regular_open_at: at(|d| d.regular_open),
+        regular_close_at: at(|d| d.regular_close),
+        after_hours_close_at: at(|d| d.after_hours_close),
+        next_session: view.next_session,
+        next_session_at: tradeops_core::time::format_ts(&view.next_session_at),
+    }
+}
+
+/// The exchange day now, on the service's calendar (`runtime.market_calendar`: `NYSE` with a
+/// real market, `ALWAYS_OPEN` by default on the simulated one) and the market's clock.
+#[utoipa::path(get, path = "/api/market/session", tag = "market", security(("bearer" = [])),
+    responses((status = 200, description = "The session now and the next change", body = inline(SuccessBody<SessionRow>))))]
+pub async fn session(State(state): State<AppState>, _caller: Caller) -> ApiResult<ApiResponse<SessionRow>> {
+    let calendar = tradeops_core::calendar::MarketCalendar::new(state.settings.current().runtime.market_calendar);
+    Ok(ApiResponse::ok(session_row(&calendar.session(state.market_clock.now()))))
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
