@@ -1,15 +1,19 @@
 // Alerts: what a trader must not miss, from the event stream — a fill, a rejected order, a risk
 // violation, trading REDUCING or HALTED, the broker or the stream disconnected, a reconciliation
-// mismatch, a symbol the engine follows halted by its venue or trading again. Each goes to the alert log; sound and desktop notifications are opt-in per kind
+// mismatch, a symbol the engine follows halted by its venue or trading again — and, from the
+// market's clock, the last 15 minutes of the regular session with positions whose stops only the
+// engine will hold after the close. Each goes to the alert log; sound and desktop notifications are opt-in per kind
 // (kept in this browser). The same kind and symbol alerts at most once per 10 s.
-import { signal } from "@preact/signals";
+import { effect, signal, untracked } from "@preact/signals";
 import { useState } from "preact/hooks";
 import { streamStatus, subscribe } from "./events";
 import { int, price, time } from "./format";
 import { statusAlertText } from "./halts";
+import { closeWarning, marketNow } from "./market_session";
+import { marketSession, positionRows } from "./store";
 import type { SymbolStatus } from "./types";
 
-export type AlertKind = "fill" | "rejection" | "violation" | "trading" | "disconnect" | "reconciliation" | "halt";
+export type AlertKind = "fill" | "rejection" | "violation" | "trading" | "disconnect" | "reconciliation" | "halt" | "close";
 
 export const ALERT_KINDS: [AlertKind, string][] = [
   ["fill", "Fills"],
@@ -19,6 +23,7 @@ export const ALERT_KINDS: [AlertKind, string][] = [
   ["disconnect", "Broker or stream down or disconnected"],
   ["reconciliation", "Reconciliation mismatch"],
   ["halt", "A symbol halted or trading again"],
+  ["close", "15 min before the close: stops the engine alone will hold after it"],
 ];
 
 export interface Alert {
@@ -144,6 +149,19 @@ export function startAlerts(): () => void {
       raise("halt", d.symbol, statusAlertText(d), Date.now(), `${d.symbol}:${d.trading_status}`);
     }),
   ];
+  // The close drawing near with stops the venue will not trigger after it: once a trading day,
+  // and again if more positions are left to the engine.
+  let warned = { day: "", count: 0 };
+  const stopCloseWatch = effect(() => {
+    const s = marketSession.value;
+    const w = closeWarning(s, marketNow(), positionRows.value);
+    if (!w) return;
+    const day = s?.trading_day ?? "";
+    if (day === warned.day && w.count <= warned.count) return;
+    warned = { day, count: w.count };
+    const text = `${w.text}: the venue triggers no stops after the close; the engine fires them as extended-hours limits while tradeops runs`;
+    untracked(() => raise("close", "", text));
+  });
   // The stream itself dropping.
   let was = streamStatus.value;
   const stopStream = streamStatus.subscribe((s) => {
@@ -153,6 +171,7 @@ export function startAlerts(): () => void {
   return () => {
     stops.forEach((f) => f());
     stopStream();
+    stopCloseWatch();
   };
 }
 

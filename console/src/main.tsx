@@ -1,5 +1,5 @@
 // The operator console: sign-in (also by a sign-in link opened in a tab already open), the header
-// (account metrics, trading state, market clock, mode badge, theme, emergency control), the
+// (account metrics, trading state, market clock and session, mode badge, theme, emergency control), the
 // halted banner, the offer to restart the strategies a halt stopped, and the tabs. Data arrives
 // through the event stream: the header follows `account.updated`; the only timer is the radar's
 // scan rhythm.
@@ -13,7 +13,8 @@ import { money, pnl, sign, dateTime, marketClock, time, todayNy } from "./format
 import { route } from "./route";
 import { canOperate, me, theme, toggleTheme, type Role } from "./session";
 import { Confirm, ErrorBanner, Field, Modal, Stat, Toasts, notify, describe, useThrottled } from "./ui";
-import { account, cluster, liquidating, loadAccount, loadMarketClock, loadPositions, loadRisk, openPositions, risk, trackHalts } from "./store";
+import { account, cluster, liquidating, loadAccount, loadMarketClock, loadMarketSession, loadPositions, loadRisk, openPositions, risk, trackHalts, trackSession } from "./store";
+import { SessionStat } from "./session_badge";
 import type { AccountSummary } from "./types";
 import { AlertLog, startAlerts, unseen } from "./alerts";
 import { Hotkeys, emergencyAsked } from "./hotkeys";
@@ -315,6 +316,7 @@ function Header({ onAlerts }: { onAlerts: () => void }) {
             testid="stat-trading"
           />
           <Stat label="Market (NY)" value={marketClock.value ? `${marketClock.value.date.slice(5)} ${time(marketClock.value.time).slice(0, 5)}` : "—"} testid="stat-market" />
+          <SessionStat />
           {cluster.value && (
             <span
               title={`Answered by ${cluster.value.node} (${cluster.value.role}). Engine leader: ${cluster.value.leader ?? "none"}, epoch ${cluster.value.epoch}; ${cluster.value.members} member(s).`}
@@ -411,10 +413,12 @@ function Shell() {
     loadRisk();
     loadPositions();
     loadMarketClock();
+    loadMarketSession();
     const stopAlerts = startAlerts();
     const stopHalts = trackHalts();
+    const stopSession = trackSession();
     startStream();
-    return () => (stopStream(), stopAlerts(), stopHalts());
+    return () => (stopStream(), stopAlerts(), stopHalts(), stopSession());
   }, []);
   const [alertsOpen, setAlertsOpen] = useState(false);
   useEvents(["settings.updated"], loadRisk);

@@ -1,10 +1,12 @@
 // What protects each position (CONTRACT §11), as a badge on the positions table: BROKER (a stop
 // for the whole quantity rests at the broker, so it holds while tradeops, its machine or its
 // network is down), ENGINE (the engine watches the level and sends the exit itself: only while
-// it runs), NONE (nothing: a warning on an open position). Rows come from `GET /api/positions`
-// and are patched at once by `position.updated` events, which carry the same fields.
+// it runs), NONE (nothing: a warning on an open position). Outside the regular session every
+// stop is the engine's (CONTRACT §12: the venue triggers none then), and the badge says so. Rows
+// come from `GET /api/positions` and are patched at once by `position.updated` events, which
+// carry the same fields.
 import { int, price } from "./format";
-import type { Position } from "./types";
+import type { Position, SessionPhase } from "./types";
 
 /** How a position's protection reads: its words, its badge class and whether it is a warning. */
 export interface ProtectionView {
@@ -16,8 +18,15 @@ export interface ProtectionView {
 
 type Row = Pick<Position, "quantity" | "protection" | "protective_order_id" | "stop_loss">;
 
-/** The badge of `p`'s protection; null for a flat row, which has nothing to protect. */
-export function protectionView(p: Row): ProtectionView | null {
+/** Why the engine holds every stop outside the regular session (the badge's title then). */
+export const ENGINE_OUTSIDE_SESSION =
+  "Engine-held stop: the venue triggers no stops outside 09:30–16:00; the engine fires it as an extended-hours limit";
+
+/**
+ * The badge of `p`'s protection; null for a flat row, which has nothing to protect. `session`:
+ * the market's session now (CONTRACT §12), when known.
+ */
+export function protectionView(p: Row, session?: SessionPhase | null): ProtectionView | null {
   if (p.quantity === 0) return null;
   switch (p.protection) {
     case "BROKER":
@@ -28,6 +37,14 @@ export function protectionView(p: Row): ProtectionView | null {
         warn: false,
       };
     case "ENGINE":
+      if (session && session !== "REGULAR") {
+        return {
+          text: "ENGINE",
+          cls: "engine",
+          title: `${ENGINE_OUTSIDE_SESSION}${p.stop_loss !== null ? ` when the last trade crosses ${price(p.stop_loss)}` : ""}. It protects the position only while tradeops runs.`,
+          warn: false,
+        };
+      }
       return {
         text: "ENGINE",
         cls: "engine",
@@ -42,8 +59,8 @@ export function protectionView(p: Row): ProtectionView | null {
   }
 }
 
-export function ProtectionBadge({ position }: { position: Row }) {
-  const v = protectionView(position);
+export function ProtectionBadge({ position, session }: { position: Row; session?: SessionPhase | null }) {
+  const v = protectionView(position, session);
   if (!v) return <span class="muted" data-testid="position-protection" data-protection="">—</span>;
   return (
     <span class={`badge protection ${v.cls}`} data-testid="position-protection" data-protection={position.protection} title={v.title}>

@@ -1,11 +1,13 @@
-// Live state the header and several tabs share: the account summary, the risk state, how
-// many positions are open (for the liquidation progress), and which symbols are halted.
-import { signal } from "@preact/signals";
+// Live state the header and several tabs share: the account summary, the risk state, the open
+// positions (how many, for the liquidation progress; their stops, for the warning before the
+// close), which symbols are halted, and the market's session.
+import { effect, signal, untracked } from "@preact/signals";
 import { get, withQuery } from "./api";
 import { subscribe } from "./events";
 import { marketClock } from "./format";
 import { applyStatus, type HaltBook } from "./halts";
-import type { AccountSummary, Halt, Position, Quote, RiskState, SymbolStatus } from "./types";
+import { marketNow, parseSession, sessionBadge } from "./market_session";
+import type { AccountSummary, Halt, MarketSession, Position, Quote, RiskState, SymbolStatus } from "./types";
 import { notify } from "./ui";
 
 export const account = signal<AccountSummary | null>(null);
@@ -14,6 +16,8 @@ export const risk = signal<RiskState | null>(null);
 export const openPositions = signal<number | null>(null);
 /** Set when this console asked for the halt, to show progress until flat. */
 export const liquidating = signal(false);
+/** The positions as last read (the header's alerts count the stops left to the engine at the close). */
+export const positionRows = signal<Position[]>([]);
 
 export async function loadAccount() {
   try {
@@ -32,6 +36,7 @@ export async function loadRisk() {
 export async function loadPositions() {
   try {
     const rows = await get<Position[]>("/api/positions");
+    positionRows.value = rows;
     openPositions.value = rows.filter((p) => p.quantity !== 0).length;
     if (openPositions.value === 0 && liquidating.value) {
       liquidating.value = false;
@@ -113,4 +118,53 @@ export function lookUpHalt(symbol: string) {
       /* the badge says halted without the reason; asked again later */
     },
   );
+}
+
+/**
+ * Where the market's present stands in the exchange day (CONTRACT §12): `GET /api/market/session`,
+ * then the `market.session` events. Null until read, and from a service that has no sessions.
+ */
+export const marketSession = signal<MarketSession | null>(null);
+
+/** When the session was last asked for (wall ms): a stale view is asked again at most every 5 s. */
+let sessionAskedAt = 0;
+const ASK_SESSION_AGAIN_MS = 5_000;
+
+export async function loadMarketSession() {
+  sessionAskedAt = Date.now();
+  try {
+    const s = parseSession(await get<unknown>("/api/market/session"));
+    if (s) marketSession.value = s;
+  } catch {
+    /* an older service has no sessions: the header shows none and the ticket keeps its defaults */
+  }
+}
+
+function askSessionAgain() {
+  if (Date.now() - sessionAskedAt >= ASK_SESSION_AGAIN_MS) loadMarketSession();
+}
+
+/**
+ * Keeps `marketSession` as the events say (started once, by the shell); returns the stop. The
+ * view is read again when the market's clock passes its next change without an event, and when
+ * an `account.updated` names another session than the one held (both: a change missed).
+ */
+export function trackSession(): () => void {
+  const stops = [
+    subscribe(["market.session"], (e) => {
+      const s = parseSession(e.data);
+      if (s) marketSession.value = s;
+    }),
+    subscribe(["account.updated"], (e) => {
+      const named = e.data?.session;
+      const held = marketSession.value;
+      if (held && typeof named === "string" && named !== held.session) askSessionAgain();
+    }),
+    effect(() => {
+      // Runs again when either the view or the market's clock (read by marketNow) moves.
+      const s = marketSession.value;
+      if (s && sessionBadge(s, marketNow()).due) untracked(askSessionAgain);
+    }),
+  ];
+  return () => stops.forEach((stop) => stop());
 }

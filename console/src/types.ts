@@ -53,6 +53,14 @@ export interface RadarRow {
   captured_at: string;
   /** Its trading was halted when the scan was published (CONTRACT §11). */
   halted: boolean;
+  /** The session the scan ran in (CONTRACT §12); absent from an older service. */
+  session?: SessionPhase;
+  /** Percent from the previous close to the pre-market price, or the day's open; null when unknown. */
+  gap_pct?: number | null;
+  /** Shares traded in today's pre-market; null when unknown. */
+  premarket_volume?: number | null;
+  /** The pre-market's highest trade; null when unknown. */
+  premarket_high?: number | null;
 }
 
 export interface Block {
@@ -105,6 +113,26 @@ export interface Position {
 
 export type Protection = "BROKER" | "ENGINE" | "NONE";
 
+/** Where the market's present falls in the exchange day (CONTRACT §12). */
+export type SessionPhase = "PRE_MARKET" | "REGULAR" | "AFTER_HOURS" | "CLOSED";
+
+/**
+ * `GET /api/market/session` and the `market.session` event's data (CONTRACT §12). The session
+ * times are RFC 3339 UTC instants, all null on a date the exchange does not trade.
+ */
+export interface MarketSession {
+  session: SessionPhase;
+  /** The New York date of the market's present (YYYY-MM-DD). */
+  trading_day: string | null;
+  pre_market_open_at: string | null;
+  regular_open_at: string | null;
+  regular_close_at: string | null;
+  after_hours_close_at: string | null;
+  /** The session that begins next, and when. */
+  next_session: SessionPhase | null;
+  next_session_at: string | null;
+}
+
 /** A trading halt of one symbol (CONTRACT §11). */
 export interface Halt {
   /** The venue's code: `LUDP` (a LULD volatility pause), `T1` (news pending), or another as sent. */
@@ -153,6 +181,8 @@ export interface Order {
   reason: string | null;
   strategy_id: string | null;
   mode: string;
+  /** A LIMIT DAY order that may fill outside the regular session (CONTRACT §12); absent from an older service. */
+  extended_hours?: boolean;
 }
 
 export interface OrderDetail extends Order {

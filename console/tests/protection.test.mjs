@@ -1,7 +1,8 @@
 // Unit tests of the positions table's protection badge (src/protection.tsx), bundled with esbuild
 // (Preact's JSX) and run by Node's test runner: the badge each protection renders (BROKER,
-// ENGINE, and NONE as a warning on an open position), the count of open positions nothing
-// protects, and a `position.updated` event laid over the rows.
+// ENGINE — worded for outside the regular session too — and NONE as a warning on an open
+// position), the count of open positions nothing protects, and a `position.updated` event laid
+// over the rows.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as esbuild from "esbuild";
@@ -49,6 +50,25 @@ test("the engine's watch renders ENGINE and says it holds only while tradeops ru
   assert.equal(b.cls, "badge protection engine");
   assert.equal(b.text, "ENGINE");
   assert.match(b.title, /^The engine watches the stop at \$9\.70 .* only while tradeops runs\.$/);
+});
+
+test("outside the regular session the ENGINE badge says the venue triggers no stops then", () => {
+  const position = row({ protection: "ENGINE", protective_order_id: null });
+  for (const session of ["PRE_MARKET", "AFTER_HOURS", "CLOSED"]) {
+    const vnode = p.ProtectionBadge({ position, session });
+    assert.equal(vnode.props.class, "badge protection engine");
+    assert.equal(
+      vnode.props.title,
+      "Engine-held stop: the venue triggers no stops outside 09:30–16:00; the engine fires it as an extended-hours limit when the last trade crosses $9.70. It protects the position only while tradeops runs.",
+      session,
+    );
+  }
+  // In the regular session, or with the session unknown, the engine's watch reads as before.
+  assert.match(p.ProtectionBadge({ position, session: "REGULAR" }).props.title, /^The engine watches the stop at \$9\.70 /);
+  assert.match(p.ProtectionBadge({ position, session: null }).props.title, /^The engine watches the stop/);
+  assert.match(p.protectionView({ ...position, stop_loss: null }, "PRE_MARKET").title, /extended-hours limit\. It protects/);
+  // A stop at the broker is the broker's whatever the session says (the service decides).
+  assert.equal(p.protectionView(row(), "PRE_MARKET").text, "BROKER");
 });
 
 test("an open position nothing protects renders NONE as a warning", () => {

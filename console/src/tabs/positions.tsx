@@ -2,7 +2,9 @@
 // book's totals, and the operator's levers (close all, close part, halt the strategy). Selecting
 // a row opens its intraday chart with today's fills marked. Reloads on fills and position
 // changes from the stream, and every 10 s for the marks. Each row says what protects it (a stop
-// at the broker, the engine, or nothing: a warning), patched at once by `position.updated`.
+// at the broker, the engine, or nothing: a warning), patched at once by `position.updated`; in
+// the last 15 minutes of the regular session a banner counts the stops the engine alone will
+// hold after the close (the venue triggers none outside it).
 import "./positions.css";
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { ApiError, get, mode, post, withQuery } from "../api";
@@ -11,12 +13,13 @@ import { dateTime, int, money, pct, pnl, price, sign, time, todayNy } from "../f
 import { CandleChart, type Mark } from "../candles";
 import { SymbolLink } from "../symbol_chart";
 import { HaltBadge, symbolHalt } from "../halt_badge";
-import { ProtectionBadge, unprotected, withPositionUpdate } from "../protection";
+import { ENGINE_OUTSIDE_SESSION, ProtectionBadge, unprotected, withPositionUpdate } from "../protection";
+import { CloseWarningBanner } from "../session_badge";
 import { closeRefusal } from "../halts";
 import { selectedPosition } from "../hotkeys";
 import { href, route } from "../route";
 import { canOperate } from "../session";
-import { loadAccount, risk } from "../store";
+import { loadAccount, marketSession, risk } from "../store";
 import type { Order, OrderDetail, Position } from "../types";
 import { Badge, Confirm, ErrorBanner, Field, Modal, Section, Stat, Table, notify, useLoad, useThrottled, type Column } from "../ui";
 
@@ -83,6 +86,7 @@ export function PositionsTab() {
   // A service that does not report protection yet leaves the count unknown, not "none".
   const reported = open.every((p) => p.protection !== undefined);
   const selectedRow = rows.find((p) => p.symbol === selected) ?? null;
+  const session = marketSession.value?.session ?? null;
 
   const act = (kind: "close" | "partial" | "halt", p: Position) => (e: Event) => {
     e.stopPropagation();
@@ -120,10 +124,10 @@ export function PositionsTab() {
     {
       key: "protection",
       label: "Protection",
-      title: "BROKER: a stop for the whole quantity rests at the broker · ENGINE: the engine watches the stop · NONE: nothing protects it",
+      title: `BROKER: a stop for the whole quantity rests at the broker · ENGINE: the engine watches the stop (${ENGINE_OUTSIDE_SESSION.replace("Engine-held stop: ", "")}) · NONE: nothing protects it`,
       // Unprotected first when sorted descending, as the alert column sorts.
       sortValue: (p) => (p.quantity === 0 ? -1 : p.protection === "NONE" ? 2 : p.protection === "ENGINE" ? 1 : 0),
-      render: (p) => <ProtectionBadge position={p} />,
+      render: (p) => <ProtectionBadge position={p} session={session} />,
     },
     {
       key: "market_value",
@@ -232,6 +236,7 @@ export function PositionsTab() {
             testid="stat-unprotected"
           />
         </div>
+        <CloseWarningBanner rows={rows} />
         {risk.value?.trading_state === "HALTED" && (
           <div class="banner info">Trading is halted. Positions can still be closed; strategies place no new orders until trading resumes.</div>
         )}
