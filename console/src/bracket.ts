@@ -104,18 +104,22 @@ export interface TicketOrder {
   limit_price?: number;
   stop_price?: number;
   reason?: string;
+  /** A LIMIT DAY order that may fill outside the regular session (CONTRACT §12). */
+  extended_hours?: boolean;
   legs: LegInput;
 }
 
 /**
  * The body of `POST /api/orders` and `/api/orders/preview`. The legs go only on a BUY with a
- * stop: the server refuses legs on a SELL, and a take-profit without a stop.
+ * stop: the server refuses legs on a SELL, and a take-profit without a stop. `extended_hours`
+ * goes only when set, so a service that predates it (and refuses unknown fields) takes the rest.
  */
 export function orderBody(o: TicketOrder): Record<string, unknown> {
   const b: Record<string, unknown> = { symbol: o.symbol, side: o.side, quantity: o.quantity, order_type: o.order_type, time_in_force: o.time_in_force };
   if (o.limit_price !== undefined) b.limit_price = o.limit_price;
   if (o.stop_price !== undefined) b.stop_price = o.stop_price;
   if (o.reason) b.reason = o.reason;
+  if (o.extended_hours) b.extended_hours = true;
   const stop = legNumber(o.legs.stop);
   if (o.side === "BUY" && stop !== null) {
     const stopLimit = legNumber(o.legs.stopLimit);

@@ -209,6 +209,9 @@ const DURING: Record<SessionPhase, string> = {
   CLOSED: "while the market is closed",
 };
 
+/** The session as a phrase of time ("in the pre-market"), for an order's option in the ticket. */
+export const duringSession = (s: SessionPhase) => DURING[s];
+
 /** When the next regular session opens, in words: " at 09:30 NY, in 23m". */
 function opensWords(openIso: string | null, now: number | null, today: string | null): string {
   const open = ms(openIso);

@@ -8,7 +8,10 @@
 // A BUY carries exit legs held at the broker (ticket_legs.tsx): a stop prefilled from the risk
 // settings, an optional take-profit, and a "size by risk" mode that buys the shares losing a
 // dollar amount down to the stop; the chart of the symbol shows entry, stop and target before
-// the order is sent.
+// the order is sent. Outside the regular session (CONTRACT §12) the venue takes only a LIMIT DAY
+// order marked extended hours: the ticket opens as one there, its limit prefilled past the ask
+// (a buy) or the bid (a sell) by `risk_controls.extended_hours_entry_offset_pct`; its "Extended
+// hours" box forces LIMIT and DAY; and it says before sending which order the session refuses.
 import { signal } from "@preact/signals";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { ApiError, get, mode, post, withQuery } from "./api";
@@ -16,11 +19,12 @@ import { useEvents } from "./events";
 import { LEG_FIELDS, legErrors, legNumber, orderBody, prefillStop, sharesForRisk } from "./bracket";
 import { int, inputNumber, money, price } from "./format";
 import { haltRefusal, haltWords, refusalWords, refusedWhileHalted } from "./halts";
+import { SESSION_SHORT, duringSession, extendedHoursLimit, extendedHoursOrder, marketNow, outsideSessionWords, sessionRefusal } from "./market_session";
 import { canOperate } from "./session";
-import { account, risk } from "./store";
+import { account, loadMarketSession, marketSession, risk } from "./store";
 import type { OrderDetail, Position, Quote, SymbolStatus } from "./types";
-import { Badge, Field, Modal, notify, useLoad } from "./ui";
-import { LegFields, RiskReward, TicketChart, useStopDistance } from "./ticket_legs";
+import { Badge, Field, Modal, notify, refusalText, useLoad } from "./ui";
+import { LegFields, RiskReward, TicketChart, useTicketSettings } from "./ticket_legs";
 
 export const ORDER_TYPES = ["MARKET", "LIMIT", "STOP", "STOP_LIMIT"];
 export const TIFS: Record<string, string> = {
@@ -98,9 +102,27 @@ export interface Preview {
   reward_to_target: number | null;
 }
 
-/** The refusal of an order, with its rule in words and the figures the contract gives. */
-export function Refusal({ error }: { error: ApiError }) {
+/**
+ * The refusal of an order, with its rule in words and the figures the contract gives. One made
+ * outside the regular session says what is taken and when the session opens, and offers to make
+ * the order the extended-hours limit the venue takes (`onExtended`).
+ */
+export function Refusal({ error, onExtended }: { error: ApiError; onExtended?: () => void }) {
   const d = error.detail;
+  if (error.code === "OUTSIDE_REGULAR_SESSION") {
+    return (
+      <div class="banner error" role="alert" data-testid="order-refusal" data-code={error.code}>
+        <strong>{error.code}</strong> <span data-testid="refusal-session">{outsideSessionWords(d, marketNow())}</span> Nothing was sent to the broker.
+        {onExtended && (
+          <div class="ord-refusal-detail">
+            <button type="button" class="btn" data-testid="make-extended" onClick={onExtended}>
+              Make it an extended-hours limit
+            </button>
+          </div>
+        )}
+      </div>
+    );
+  }
   const halted = error.code === "SYMBOL_HALTED" ? refusalWords(d) : null;
   if (halted) {
     return (
@@ -153,7 +175,7 @@ function PreviewPanel({ preview, error, pending, blocked }: { preview: Preview |
   if (error) {
     return (
       <div class="risk-preview refused" data-testid="risk-preview" data-approved="invalid">
-        <strong>Not sendable</strong> {(error.code === "SYMBOL_HALTED" && refusalWords(error.detail)) || error.message}
+        <strong>Not sendable</strong> {refusalText(error)}
       </div>
     );
   }
@@ -165,7 +187,7 @@ function PreviewPanel({ preview, error, pending, blocked }: { preview: Preview |
         <strong>✓ The risk gate would approve this order.</strong>
       ) : (
         <>
-          <strong>✕ The risk gate would refuse it: {v?.rule ? RULE_WORDS[v.rule] ?? v.rule : v?.code.replaceAll("_", " ").toLowerCase()}</strong>
+          <strong>✕ {v?.code === "OUTSIDE_REGULAR_SESSION" ? "Refused outside the regular session" : `The risk gate would refuse it: ${v?.rule ? RULE_WORDS[v.rule] ?? v.rule : v?.code.replaceAll("_", " ").toLowerCase()}`}</strong>
           {v?.rule && (
             <span>
               {" "}
@@ -179,7 +201,7 @@ function PreviewPanel({ preview, error, pending, blocked }: { preview: Preview |
   );
 }
 
-const FIELDS = ["symbol", "side", "quantity", "order_type", "limit_price", "stop_price", "time_in_force", "reason", ...Object.values(LEG_FIELDS)];
+const FIELDS = ["symbol", "side", "quantity", "order_type", "limit_price", "stop_price", "time_in_force", "extended_hours", "reason", ...Object.values(LEG_FIELDS)];
 
 /** How the ticket sizes the order: shares typed, a dollar amount, or dollars risked down to the stop. */
 type Sizing = "shares" | "dollars" | "risk";
@@ -203,9 +225,13 @@ function TicketForm({ initialSymbol, initialSide, onClose }: { initialSymbol: st
   const [legStop, setLegStop] = useState<string | null>(null);
   const [legStopLimit, setLegStopLimit] = useState("");
   const [legTarget, setLegTarget] = useState("");
-  const distance = useStopDistance();
-  const [orderType, setOrderType] = useState("MARKET");
-  const [limit, setLimit] = useState("");
+  const { stopDistance: distance, extendedOffset } = useTicketSettings();
+  // Opened outside the regular session: the order the venue takes there, a LIMIT DAY marked
+  // extended hours, its limit following the quote (null) until one is typed.
+  const [outsideAtOpen] = useState(() => !!marketSession.value && marketSession.value.session !== "REGULAR");
+  const [orderType, setOrderType] = useState(outsideAtOpen ? "LIMIT" : "MARKET");
+  const [extended, setExtended] = useState(outsideAtOpen);
+  const [limit, setLimit] = useState<string | null>(outsideAtOpen ? null : "");
   const [stop, setStop] = useState("");
   const [tif, setTif] = useState("DAY");
   const [reason, setReason] = useState("");
@@ -221,15 +247,20 @@ function TicketForm({ initialSymbol, initialSide, onClose }: { initialSymbol: st
   const needsLimit = orderType === "LIMIT" || orderType === "STOP_LIMIT";
   const needsStop = orderType === "STOP" || orderType === "STOP_LIMIT";
   const sym = symbol.trim().toUpperCase();
-  const lim = Number(limit);
+  // The quote of the symbol typed (never one of the symbol typed before).
+  const quoted = quote?.symbol === sym ? quote : null;
+  const session = marketSession.value;
+  const outside = !!session && session.session !== "REGULAR";
+  const suggestedLimit = extended ? extendedHoursLimit(side, quoted, extendedOffset) : null;
+  const limitText = limit ?? (suggestedLimit !== null ? inputNumber(suggestedLimit) : "");
+  const lim = Number(limitText);
   const stp = Number(stop);
   const held = positions.data?.find((p) => p.symbol === sym && p.quantity > 0);
   const buy = side === "BUY";
   // What a share is valued at: the order's own price, else the side of the quote it meets.
   const ref = needsLimit && lim > 0 ? lim : needsStop && stp > 0 ? stp : quote ? (side === "BUY" ? quote.ask || quote.last : quote.bid || quote.last) : held ? held.market_price : null;
   // What the server checks the legs against and measures the risk from: the order's own price,
-  // else the last trade of this symbol (never a quote of the symbol typed before).
-  const quoted = quote?.symbol === sym ? quote : null;
+  // else the last trade of this symbol.
   const legRef = needsLimit && lim > 0 ? lim : needsStop && stp > 0 ? stp : quoted && quoted.last > 0 ? quoted.last : null;
   const suggested = buy ? prefillStop(legRef, distance) : null;
   const legs = { stop: legStop ?? (suggested !== null ? inputNumber(suggested) : ""), stopLimit: legStopLimit, target: legTarget };
@@ -263,7 +294,7 @@ function TicketForm({ initialSymbol, initialSide, onClose }: { initialSymbol: st
   } else if (amount.trim() === "" || !(Number(amount) > 0)) local.quantity = "Enter a dollar amount.";
   else if (!ref) local.quantity = "No price yet to turn dollars into shares.";
   else if (!(qty >= 1)) local.quantity = `Less than one share at ${price(ref)}.`;
-  if (needsLimit && (limit.trim() === "" || !(lim > 0))) local.limit_price = "A positive limit price is required.";
+  if (needsLimit && (limitText.trim() === "" || !(lim > 0))) local.limit_price = "A positive limit price is required.";
   if (needsStop && (stop.trim() === "" || !(stp > 0))) local.stop_price = "A positive stop price is required.";
   const legLocal = legErrors(side, legs, legRef);
   Object.assign(local, legLocal);
@@ -272,6 +303,8 @@ function TicketForm({ initialSymbol, initialSide, onClose }: { initialSymbol: st
   const symHalted = quote?.symbol === sym && quote.trading_status === "HALTED";
   const haltBlock = symHalted ? haltRefusal(orderType, sym, quote.halt) : null;
   const sendable = Object.keys(local).length === 0 && !haltBlock;
+  // What the session now refuses (the service decides; the ticket says so before sending).
+  const sessionNote = sessionRefusal(session, marketNow(), orderType, tif, extended);
 
   const server = error?.code === "VALIDATION_ERROR" ? error.fieldErrors : {};
   const previewFields = previewError?.code === "VALIDATION_ERROR" ? previewError.fieldErrors : {};
@@ -292,6 +325,7 @@ function TicketForm({ initialSymbol, initialSide, onClose }: { initialSymbol: st
       limit_price: needsLimit ? lim : undefined,
       stop_price: needsStop ? stp : undefined,
       reason: reason.trim() || undefined,
+      extended_hours: extended,
       legs,
     });
 
@@ -345,6 +379,36 @@ function TicketForm({ initialSymbol, initialSide, onClose }: { initialSymbol: st
     const set = { stop: setLegStop, stopLimit: setLegStopLimit, target: setLegTarget }[leg as "stop" | "stopLimit" | "target"];
     change(set, LEG_FIELDS[leg as keyof typeof LEG_FIELDS])({ currentTarget: { value } });
   };
+  /** Extended hours on forces LIMIT and DAY, its limit following the quote until one is typed. */
+  const setExtendedHours = (on: boolean) => {
+    setExtended(on);
+    if (on) {
+      setOrderType("LIMIT");
+      setTif("DAY");
+      if (limit !== null && limit.trim() === "") setLimit(null);
+    } else if (limit === null) setLimit(limitText); // the price shown stays
+    if (error && (error.code !== "VALIDATION_ERROR" || server["extended_hours"])) setError(undefined);
+  };
+  /** Another type than LIMIT, or another time in force than DAY, is no extended-hours order. */
+  const dropExtended = () => {
+    if (!extended) return;
+    setExtended(false);
+    if (limit === null) setLimit(limitText);
+  };
+  const changeOrderType = (v: string) => {
+    setOrderType(v);
+    if (v !== "LIMIT") dropExtended();
+  };
+  const changeTif = (v: string) => {
+    setTif(v);
+    if (v !== "DAY") dropExtended();
+  };
+  /** The refusal's offer: the order as the venue takes it outside the regular session. */
+  const makeExtended = () => {
+    setExtendedHours(true);
+    setLimit(null);
+    setError(undefined);
+  };
 
   const submit = async (e: Event) => {
     e.preventDefault();
@@ -361,6 +425,8 @@ function TicketForm({ initialSymbol, initialSide, onClose }: { initialSymbol: st
       setError(err instanceof ApiError ? err : new ApiError(0, "CLIENT", String(err)));
       // Halted since the last quote: read it again so the ticket says so and holds the order.
       if (err instanceof ApiError && err.code === "SYMBOL_HALTED") loadQuote();
+      // Refused for the session: the console's view of it may be behind the service's.
+      if (err instanceof ApiError && (err.code === "OUTSIDE_REGULAR_SESSION" || err.code === "MARKET_CLOSED")) loadMarketSession();
     } finally {
       setBusy(false);
     }
@@ -369,6 +435,13 @@ function TicketForm({ initialSymbol, initialSide, onClose }: { initialSymbol: st
   const estimate = preview?.estimated_cost ?? (ref !== null && qty > 0 ? ref * qty : null);
   const powerAfter = preview?.buying_power_after ?? (account.value && estimate !== null ? account.value.buying_power + (side === "BUY" ? -estimate : estimate) : null);
   const halted = risk.value?.trading_state === "HALTED";
+  const quotedSide = quoted ? (buy ? quoted.ask || quoted.last : quoted.bid || quoted.last) : null;
+  const limitHint =
+    extended && limit === null && suggestedLimit !== null && quotedSide !== null
+      ? `${buy ? "Ask" : "Bid"} ${price(quotedSide)} ${buy ? "+" : "−"} ${extendedOffset}% (the risk setting); follows the quote until typed`
+      : buy
+        ? "Highest price paid"
+        : "Lowest price accepted";
   return (
     <Modal title="Order ticket" onClose={onClose} testid="new-order-dialog">
       <form onSubmit={submit} noValidate class="ord-form">
@@ -382,6 +455,15 @@ function TicketForm({ initialSymbol, initialSide, onClose }: { initialSymbol: st
           <div class="banner error" data-testid="ticket-halted">
             <strong>{sym} HALTED</strong> {quote.halt ? `${haltWords(quote.halt)} NY. ` : ""}Market and stop orders are refused until it reopens; a limit
             order is accepted and waits at the venue.
+          </div>
+        )}
+        {session && outside && (
+          <div class={`banner ticket-session ${sessionNote ? "error" : "info"}`} data-testid="ticket-session" data-session={session.session}>
+            <span class={`session-badge ${session.session.toLowerCase().replace("_", "-")}`}>{SESSION_SHORT[session.session]}</span>
+            <span>
+              {sessionNote ??
+                `An extended-hours LIMIT DAY order: the venue takes no other ${duringSession(session.session)}, and triggers no stop until the regular session.`}
+            </span>
           </div>
         )}
         <div class="ticket-quote" data-testid="ticket-quote" data-last={quote?.last ?? ""}>
@@ -445,11 +527,11 @@ function TicketForm({ initialSymbol, initialSide, onClose }: { initialSymbol: st
             </Field>
           )}
           <Field label="Order type" error={fieldError("order_type")}>
-            <select name="order_type" value={orderType} onChange={change(setOrderType, "order_type")}>
+            <select name="order_type" value={orderType} onChange={change(changeOrderType, "order_type")}>
               {ORDER_TYPES.map((o) => (
                 <option value={o}>
                   {o.replace("_", " ")}
-                  {symHalted && refusedWhileHalted(o) ? " — refused while halted" : ""}
+                  {symHalted && refusedWhileHalted(o) ? " — refused while halted" : outside && session && o !== "LIMIT" ? ` — refused ${duringSession(session.session)}` : ""}
                 </option>
               ))}
             </select>
@@ -460,16 +542,31 @@ function TicketForm({ initialSymbol, initialSide, onClose }: { initialSymbol: st
             </Field>
           )}
           {needsLimit && (
-            <Field label="Limit price" error={fieldError("limit_price")} hint={side === "BUY" ? "Highest price paid" : "Lowest price accepted"}>
-              <input name="limit_price" type="number" inputMode="decimal" min={0} step="0.01" value={limit} onInput={change(setLimit, "limit_price")} required />
+            <Field label="Limit price" error={fieldError("limit_price")} hint={limitHint}>
+              <input name="limit_price" type="number" inputMode="decimal" min={0} step="0.01" value={limitText} onInput={change(setLimit, "limit_price")} required />
             </Field>
           )}
           <Field label="Time in force" error={fieldError("time_in_force")} hint={TIFS[tif]}>
-            <select name="time_in_force" value={tif} onChange={change(setTif, "time_in_force")}>
+            <select name="time_in_force" value={tif} onChange={change(changeTif, "time_in_force")}>
               {Object.keys(TIFS).map((o) => (
                 <option value={o}>{o}</option>
               ))}
             </select>
+          </Field>
+          <Field
+            label="Extended hours"
+            error={fieldError("extended_hours")}
+            hint={extended ? "LIMIT DAY: may also fill 04:00–09:30 and 16:00–20:00 NY" : "A LIMIT DAY order that may also fill in the pre-market and after-hours"}
+          >
+            <span class="ticket-ext">
+              <input type="checkbox" name="extended_hours" data-testid="extended-hours" checked={extended} onChange={(e) => setExtendedHours(e.currentTarget.checked)} />
+              <span>{extended ? "On" : "Off"}</span>
+              {extended && limit !== null && suggestedLimit !== null && (
+                <button type="button" class="linklike" data-testid="limit-reset" onClick={() => setLimit(null)}>
+                  limit back to {side === "BUY" ? "ask +" : "bid −"} {extendedOffset}%
+                </button>
+              )}
+            </span>
           </Field>
         </div>
         {buy && (
@@ -481,6 +578,11 @@ function TicketForm({ initialSymbol, initialSide, onClose }: { initialSymbol: st
             onChange={changeLeg}
             onResetStop={legStop !== null && suggested !== null ? () => setLegStop(null) : null}
             error={legError}
+            note={
+              outside && legStopPrice !== null
+                ? "Outside the regular session the entry is sent alone: the engine holds this stop (firing it as an extended-hours limit) until the regular session opens, when it is placed at the broker."
+                : null
+            }
           />
         )}
         {buy && quoted && <TicketChart symbol={sym} levels={{ entry: ref, stop: legStopPrice, target: legTargetPrice }} />}
@@ -491,6 +593,7 @@ function TicketForm({ initialSymbol, initialSide, onClose }: { initialSymbol: st
           <Badge text={side} kind={`ord-side ${side.toLowerCase()}`} /> {Number.isInteger(qty) && qty > 0 ? int(qty) : "—"} {sym || "—"} {orderType.replace("_", " ")}
           {needsStop && stp > 0 ? ` stop ${price(stp)}` : ""}
           {needsLimit && lim > 0 ? ` limit ${price(lim)}` : ""} · {tif}
+          {extended ? " · extended hours" : ""}
           {legStopPrice !== null ? ` · exit stop ${price(legStopPrice)}` : ""}
           {legTargetPrice !== null ? `, target ${price(legTargetPrice)}` : ""}
           <span class="muted" data-testid="ticket-cost">
@@ -500,7 +603,7 @@ function TicketForm({ initialSymbol, initialSide, onClose }: { initialSymbol: st
         </div>
         {legStopPrice !== null && <RiskReward risk={preview?.risk_to_stop} reward={preview?.reward_to_target} pending={pending} />}
         <PreviewPanel preview={preview} error={previewError} pending={pending} blocked={haltBlock ? `while ${sym} is halted: a limit order is accepted and waits at the venue for the reopen.` : null} />
-        {showBanner && error && <Refusal error={error} />}
+        {showBanner && error && <Refusal error={error} onExtended={extendedHoursOrder(orderType, tif, extended) ? undefined : makeExtended} />}
         <div class="modal-actions">
           <button type="button" class="btn ghost" onClick={onClose}>
             Cancel

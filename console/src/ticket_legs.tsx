@@ -1,8 +1,9 @@
 // The order ticket's exit legs (CONTRACT §11): the stop loss (prefilled from the risk setting
 // `default_stop_distance_pct`), its optional stop limit and the optional take-profit of a BUY,
-// held at the broker once the entry fills; what the preview says they risk and stand to gain;
-// and the symbol's chart with the entry, stop and target drawn before the order is sent. The
-// arithmetic is in bracket.ts.
+// held at the broker once the entry fills (outside the regular session the engine holds the stop
+// until it opens, CONTRACT §12); the risk settings the ticket prefills from; what the preview
+// says the legs risk and stand to gain; and the symbol's chart with the entry, stop and target
+// drawn before the order is sent. The arithmetic is in bracket.ts.
 import { get } from "./api";
 import { LEG_FIELDS, type LegInput } from "./bracket";
 import { CandleChart, type Levels } from "./candles";
@@ -10,15 +11,28 @@ import { useEvents } from "./events";
 import { money, price } from "./format";
 import { Field, useLoad } from "./ui";
 
-/**
- * `risk_controls.default_stop_distance_pct` as the settings say now (null until read, or when
- * they cannot be read: then nothing is prefilled rather than a distance nobody chose).
- */
-export function useStopDistance(): number | null {
-  const settings = useLoad(() => get<{ risk_controls?: { default_stop_distance_pct?: number } }>("/api/settings"));
+/** What the ticket prefills from the risk settings. */
+export interface TicketSettings {
+  /**
+   * `risk_controls.default_stop_distance_pct` (null until read, or when the settings cannot be
+   * read: then no stop is prefilled rather than a distance nobody chose).
+   */
+  stopDistance: number | null;
+  /**
+   * `risk_controls.extended_hours_entry_offset_pct`: how far past the ask (a buy) or the bid (a
+   * sell) an extended-hours limit is prefilled (CONTRACT §12); 0.5, its default, until read.
+   */
+  extendedOffset: number;
+}
+
+/** The risk settings the ticket prefills from, as they are now. */
+export function useTicketSettings(): TicketSettings {
+  const settings = useLoad(() => get<{ risk_controls?: { default_stop_distance_pct?: number; extended_hours_entry_offset_pct?: number } }>("/api/settings"));
   useEvents(["settings.updated"], settings.reload);
-  const pct = settings.data?.risk_controls?.default_stop_distance_pct;
-  return typeof pct === "number" && pct > 0 ? pct : null;
+  const rc = settings.data?.risk_controls;
+  const stop = rc?.default_stop_distance_pct;
+  const offset = rc?.extended_hours_entry_offset_pct;
+  return { stopDistance: typeof stop === "number" && stop > 0 ? stop : null, extendedOffset: typeof offset === "number" && offset >= 0 ? offset : 0.5 };
 }
 
 type Change = (field: string, value: string) => void;
@@ -31,6 +45,7 @@ export function LegFields({
   onChange,
   onResetStop,
   error,
+  note,
 }: {
   legs: LegInput;
   /** The stop prefilled now; null when the stop field holds what the operator typed. */
@@ -40,6 +55,8 @@ export function LegFields({
   onChange: Change;
   onResetStop: (() => void) | null;
   error: (field: string) => string | undefined;
+  /** What happens to the legs in the session now, when it is not the regular one. */
+  note?: string | null;
 }) {
   const input = (field: string) => (e: { currentTarget: { value: string } }) => onChange(field, e.currentTarget.value);
   const stopHint =
@@ -69,6 +86,11 @@ export function LegFields({
           <input name="take_profit" type="number" inputMode="decimal" min={0} step="0.01" value={legs.target} onInput={input("target")} />
         </Field>
       </div>
+      {note && (
+        <p class="note ticket-legs-note" data-testid="ticket-legs-session">
+          {note}
+        </p>
+      )}
     </fieldset>
   );
 }

@@ -4,6 +4,7 @@ import { signal } from "@preact/signals";
 import { useCallback, useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import { ApiError } from "./api";
 import { refusalWords } from "./halts";
+import { marketNow, outsideSessionWords } from "./market_session";
 import { canOperate } from "./session";
 
 // ---------------------------------------------------------------------------------------------
@@ -85,9 +86,11 @@ export function notify(kind: Toast["kind"], text: string) {
 
 /**
  * A refusal's message as the operator reads it: the service's, except where the detail says it
- * better (a halt's reason and start in New York time, not an RFC 3339 stamp).
+ * better (a halt's reason and start in New York time, not an RFC 3339 stamp; what the venue takes
+ * outside the regular session, and when it opens on the market's clock).
  */
 export function refusalText(e: ApiError): string {
+  if (e.code === "OUTSIDE_REGULAR_SESSION") return outsideSessionWords(e.detail, marketNow());
   return (e.code === "SYMBOL_HALTED" && refusalWords(e.detail)) || e.message;
 }
 

@@ -111,3 +111,13 @@ test("the body carries the legs on a BUY with a stop, and only then", () => {
   const market = b.orderBody({ symbol: "ABCD", side: "BUY", quantity: 5, order_type: "MARKET", time_in_force: "DAY", legs: { stop: "9.70", stopLimit: "", target: "" } });
   assert.deepEqual(Object.keys(market), ["symbol", "side", "quantity", "order_type", "time_in_force", "stop_loss"], "no price fields a market order does not take, no empty reason");
 });
+
+test("an extended-hours order says so in its body; any other leaves the field out", () => {
+  const order = { symbol: "ABCD", side: "BUY", quantity: 100, order_type: "LIMIT", time_in_force: "DAY", limit_price: 10.05, legs: { stop: "9.70", stopLimit: "", target: "" } };
+  const ext = b.orderBody({ ...order, extended_hours: true });
+  assert.equal(ext.extended_hours, true);
+  assert.deepEqual(ext.stop_loss, { stop_price: 9.7 }, "the stop goes with it: the engine holds it until the regular session opens");
+  // Left out rather than false: a service that predates the field refuses unknown fields.
+  assert.equal("extended_hours" in b.orderBody({ ...order, extended_hours: false }), false);
+  assert.equal("extended_hours" in b.orderBody(order), false);
+});
