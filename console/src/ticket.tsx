@@ -531,7 +531,7 @@ function TicketForm({ initialSymbol, initialSide, onClose }: { initialSymbol: st
               {ORDER_TYPES.map((o) => (
                 <option value={o}>
                   {o.replace("_", " ")}
-                  {symHalted && refusedWhileHalted(o) ? " — refused while halted" : outside && session && o !== "LIMIT" ? ` — refused ${duringSession(session.session)}` : ""}
+                  {symHalted && refusedWhileHalted(o) ? " — refused while halted" : outside && session && o !== "LIMIT" ? ` — refused in ${SESSION_SHORT[session.session]}` : ""}
                 </option>
               ))}
             </select>
