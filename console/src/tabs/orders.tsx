@@ -1,7 +1,8 @@
 // Orders: the order blotter of a trading day, filtered by status and symbol, paged with the
 // contract's cursor, and kept current by the stream (order.updated carries the full row, so
 // rows change in place). A row opens the order with its executions; operators cancel working
-// orders and enter manual orders through the same risk gate the strategies pass.
+// orders and enter manual orders through the same risk gate the strategies pass. An order that
+// may fill outside the regular session carries an EXT badge (CONTRACT §12).
 import "./orders.css";
 import type { ComponentChildren } from "preact";
 import { useCallback, useEffect, useMemo, useRef, useState } from "preact/hooks";
@@ -49,8 +50,18 @@ function matches(o: Order, f: Filters): boolean {
 
 /** Only the fields of a list row (an event carries the whole detail). */
 function rowOf(o: Order): Order {
-  const { submitted_at, status, symbol, side, quantity, filled_quantity, order_type, price, broker_name, client_order_id, broker_order_id, reason, strategy_id, mode } = o;
-  return { submitted_at, status, symbol, side, quantity, filled_quantity, order_type, price, broker_name, client_order_id, broker_order_id, reason, strategy_id, mode };
+  const { submitted_at, status, symbol, side, quantity, filled_quantity, order_type, price, broker_name, client_order_id, broker_order_id, reason, strategy_id, mode, extended_hours } = o;
+  return { submitted_at, status, symbol, side, quantity, filled_quantity, order_type, price, broker_name, client_order_id, broker_order_id, reason, strategy_id, mode, extended_hours };
+}
+
+/** The EXT badge of an order that may fill outside the regular session; nothing for another. */
+function ExtBadge({ order }: { order: Pick<Order, "extended_hours"> }) {
+  if (!order.extended_hours) return null;
+  return (
+    <span class="badge ord-ext" data-testid="order-ext" title="Extended hours: a LIMIT DAY order the venue works from 04:00 to 20:00 New York, not only in the regular session">
+      EXT
+    </span>
+  );
 }
 
 export function OrdersTab() {
@@ -268,7 +279,16 @@ export function OrdersTab() {
     },
     { key: "symbol", label: "Symbol", render: (o) => <strong><SymbolLink symbol={o.symbol} /></strong> },
     { key: "side", label: "Side", render: (o) => <Badge text={o.side} kind={`ord-side ${o.side.toLowerCase()}`} /> },
-    { key: "order_type", label: "Type", render: (o) => <span class="ord-type">{o.order_type.replace("_", " ")}</span> },
+    {
+      key: "order_type",
+      label: "Type",
+      title: "EXT: an extended-hours order, working in the pre-market and the after-hours too",
+      render: (o) => (
+        <span class="ord-type">
+          {o.order_type.replace("_", " ")} <ExtBadge order={o} />
+        </span>
+      ),
+    },
     { key: "quantity", label: "Qty", num: true, render: (o) => int(o.quantity) },
     {
       key: "filled_quantity",
@@ -507,7 +527,8 @@ function OrderDetailModal({ id, onClose, onCancel }: { id: string; onClose: () =
       title={
         o ? (
           <>
-            <Badge text={o.side} kind={`ord-side ${o.side.toLowerCase()}`} /> {int(o.quantity)} {o.symbol} {o.order_type.replace("_", " ")} <StatusBadge status={o.status} />
+            <Badge text={o.side} kind={`ord-side ${o.side.toLowerCase()}`} /> {int(o.quantity)} {o.symbol} {o.order_type.replace("_", " ")} <ExtBadge order={o} />{" "}
+            <StatusBadge status={o.status} />
           </>
         ) : (
           <span class="mono">{id}</span>
@@ -541,6 +562,11 @@ function OrderDetailModal({ id, onClose, onCancel }: { id: string; onClose: () =
               <Kv k="Side">{o.side}</Kv>
               <Kv k="Type">{o.order_type.replace("_", " ")}</Kv>
               <Kv k="Time in force">{o.time_in_force}</Kv>
+              {o.extended_hours !== undefined && (
+                <Kv k="Extended hours">
+                  <span data-testid="order-extended-hours">{o.extended_hours ? "yes: may fill 04:00–20:00 NY" : "no: the regular session only"}</span>
+                </Kv>
+              )}
               <Kv k="Quantity">{int(o.quantity)}</Kv>
               <Kv k="Filled">
                 {int(o.filled_quantity)} of {int(o.quantity)}
