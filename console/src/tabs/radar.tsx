@@ -1,10 +1,12 @@
 // Radar: the latest momentum scan, ranked, with watch and block actions; the strategy
 // watchlist it feeds; and today's blocks. Refreshes on every `radar.updated` (a new scan, on
-// the minute) and `watchlist.updated` event.
+// the minute) and `watchlist.updated` event. Scans run in the pre-market and the after-hours
+// too (CONTRACT §12): each row's gap and pre-market volume and high, and the scan's session.
 import { useMemo, useState } from "preact/hooks";
 import { get, post, withQuery } from "../api";
 import { useEvents } from "../events";
-import { compact, dateTime, fixed, pct, price, time } from "../format";
+import { compact, dateTime, fixed, pct, price, sign, time } from "../format";
+import { SESSION_SHORT } from "../market_session";
 import { href } from "../route";
 import { canOperate } from "../session";
 import type { Block, RadarRow, WatchlistRow } from "../types";
@@ -37,6 +39,7 @@ export function RadarTab() {
   const blocked = useMemo(() => new Set((blocks.data ?? []).map((b) => b.symbol)), [blocks.data]);
   const rows = (radar.data ?? []).filter((r) => !filter || r.symbol.includes(filter.toUpperCase()) || (r.sector ?? "").toLowerCase().includes(filter.toLowerCase()));
   const scanAt = radar.data?.[0]?.captured_at;
+  const scanSession = radar.data?.[0]?.session;
 
   const watch = (symbol: string) => async () => {
     await post("/api/radar/watch", { symbol, source: "MANUAL" });
@@ -59,11 +62,33 @@ export function RadarTab() {
     },
     { key: "price", label: "Price", num: true, render: (r) => price(r.price) },
     { key: "percentage_gain", label: "Gain", num: true, render: (r) => pct(r.percentage_gain, 1), class: () => "up" },
+    {
+      key: "gap_pct",
+      label: "Gap",
+      num: true,
+      title: "Gap %: the pre-market price, or the day's open, against the previous close (— when unknown)",
+      render: (r) => <span data-col="gap">{pct(r.gap_pct, 1)}</span>,
+      class: (r) => sign(r.gap_pct),
+    },
     { key: "change_1m", label: "1m", num: true, render: (r) => pct(r.change_1m), class: (r) => (r.change_1m >= 0 ? "up" : "down") },
     { key: "change_5m", label: "5m", num: true, render: (r) => pct(r.change_5m), class: (r) => (r.change_5m >= 0 ? "up" : "down") },
     { key: "relative_volume", label: "RVol", num: true, title: "Volume today against the average volume to this time of day", render: (r) => `${fixed(r.relative_volume, 1)}×` },
     { key: "volume", label: "Volume", num: true, render: (r) => compact(r.volume) },
     { key: "average_volume", label: "Avg vol", num: true, render: (r) => compact(r.average_volume) },
+    {
+      key: "premarket_volume",
+      label: "PM vol",
+      num: true,
+      title: "Shares traded in today's pre-market, 04:00–09:30 NY (— when unknown)",
+      render: (r) => <span data-col="pm-volume">{compact(r.premarket_volume)}</span>,
+    },
+    {
+      key: "premarket_high",
+      label: "PM high",
+      num: true,
+      title: "The pre-market's highest trade today (— when unknown)",
+      render: (r) => <span data-col="pm-high">{price(r.premarket_high)}</span>,
+    },
     { key: "float", label: "Float", num: true, title: "Shares in the float; — when unknown (import reference data)", render: (r) => compact(r.float) },
     { key: "sector", label: "Sector", title: "— when unknown (import reference data)", render: (r) => r.sector ?? "—" },
     {
@@ -144,7 +169,10 @@ export function RadarTab() {
       <Section
         title={
           <>
-            Momentum radar <span class="muted">· scan {scanAt ? time(scanAt) : "—"} NY · {rows.length} symbols</span>
+            Momentum radar{" "}
+            <span class="muted">
+              · scan {scanAt ? time(scanAt) : "—"} NY{scanSession && scanSession in SESSION_SHORT ? ` (${SESSION_SHORT[scanSession]})` : ""} · {rows.length} symbols
+            </span>
           </>
         }
         actions={
