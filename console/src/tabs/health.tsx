@@ -4,7 +4,8 @@
 // and current value. The trading state shown anywhere here is the service's one source (the
 // engine, read when asked): components reload on `health.changed` and `risk.state_changed`, the
 // risk state on risk and fill events, violations on `risk.violation`; component details also
-// refresh every 15 s so ages and latencies stay current.
+// refresh every 15 s so ages and latencies stay current. The execution broker's count of
+// positions only the engine protects (CONTRACT §12) stands beside its latency when reported.
 import "./health.css";
 import { Fragment, type ComponentChildren } from "preact";
 import { useEffect, useMemo, useState } from "preact/hooks";
@@ -166,6 +167,18 @@ function ago(iso: string | null, serverNow: string | undefined): string {
   return `${duration(s)} ago`;
 }
 
+/** Positions whose stop only the engine holds (`detail.engine_protected` of the execution broker). */
+function EngineProtected({ count }: { count: number }) {
+  return (
+    <span title="Open positions whose stop only the engine holds: the venue triggers no stops outside 09:30–16:00, so the engine fires them as extended-hours limits when crossed. They are protected only while tradeops runs.">
+      <span class="stat-label">Engine-protected</span>
+      <span class={`stat-value ${count > 0 ? "warn" : ""}`} data-testid="engine-protected" data-count={count}>
+        {count === 0 ? "none" : `${int(count)} position${count === 1 ? "" : "s"}`}
+      </span>
+    </span>
+  );
+}
+
 // ---------------------------------------------------------------------------------------------
 // Gauges
 
@@ -284,6 +297,7 @@ function Components() {
         ) : (
           rows.map((c) => {
             const about = COMPONENT_LABELS[c.name];
+            const { engine_protected: engineProtected, ...detail } = c.detail ?? {};
             return (
               <article key={c.name} class={`component-card ${statusKind(c.status)}`} data-component={c.name} data-status={c.status}>
                 <header>
@@ -313,9 +327,10 @@ function Components() {
                       {c.last_ok_at ? time(c.last_ok_at) : "never"} <span class="muted ago">{ago(c.last_ok_at, serverNow)}</span>
                     </span>
                   </span>
+                  {typeof engineProtected === "number" && <EngineProtected count={engineProtected} />}
                 </div>
                 <p class="component-about">{c.status === "HEALTHY" ? about?.about ?? STATUS_WORDS.HEALTHY : STATUS_WORDS[c.status] ?? c.status}</p>
-                <DetailList detail={c.detail} />
+                <DetailList detail={typeof engineProtected === "number" ? detail : c.detail} />
               </article>
             );
           })
