@@ -28,6 +28,8 @@ interface FieldSpec {
   step?: number;
   /** Shown after the label: "$", "%", "shares"… */
   unit?: string;
+  /** Shown only when the service's settings have it (a field newer than some services). */
+  optional?: boolean;
 }
 
 interface GroupSpec {
@@ -76,7 +78,7 @@ const GROUPS: GroupSpec[] = [
           { value: "ALWAYS_OPEN", label: "Always open" },
           { value: "NYSE", label: "NYSE hours" },
         ],
-        hint: "When orders may be placed: any time (for the simulator), or NYSE regular hours with early closes and holidays.",
+        hint: "When the market trades: any time (the simulator), or the NYSE calendar — pre-market 04:00–09:30, regular 09:30–16:00, after-hours 16:00–20:00 New York, with early closes and holidays.",
       },
       {
         key: "flatten_minutes_before_close",
@@ -118,6 +120,13 @@ const GROUPS: GroupSpec[] = [
       { key: "max_position_value", label: "Max position value", unit: "$", kind: "money", min: 0.01, step: 100, hint: "Most one position may cost at entry, whatever the risk sizing says." },
       { key: "reward_multiple", label: "Reward multiple", unit: "R", kind: "number", min: 0.5, max: 20, step: 0.25, hint: "Profit target as a multiple of the risk: 2 takes profit at twice the stop distance (0.5–20)." },
       { key: "scale_out_fraction", label: "Scale-out fraction", kind: "number", min: 0, max: 1, step: 0.05, hint: "Share of the position sold at the target: 0.5 sells half, 1 sells all (0–1)." },
+      {
+        key: "trade_extended_hours",
+        label: "Trade extended hours",
+        kind: "bool",
+        optional: true,
+        hint: "Strategies may enter in the pre-market and the after-hours with extended-hours limits; the engine holds their stops until 09:30. Off: the regular session only.",
+      },
     ],
   },
   {
@@ -138,6 +147,28 @@ const GROUPS: GroupSpec[] = [
       { key: "alert_critical_loss_pct", label: "Critical at loss", unit: "%", kind: "number", min: 0.01, max: 100, step: 0.5, hint: "A position down this much is flagged CRITICAL; must be above the warning level." },
       { key: "default_stop_distance_pct", label: "Default stop distance", unit: "%", kind: "number", min: 0.1, max: 50, step: 0.5, hint: "The order ticket's stop is prefilled this far below the entry's price (0.1–50)." },
       { key: "require_broker_stop", label: "Require the stop at the broker", kind: "bool", hint: "A strategy position whose stop the broker refused, or that is not resting at the broker 5 seconds after the entry filled, is sold at market (violation BROKER_STOP_MISSING)." },
+      {
+        key: "extended_hours_entry_offset_pct",
+        label: "Extended-hours entry offset",
+        unit: "%",
+        kind: "number",
+        min: 0,
+        max: 20,
+        step: 0.1,
+        optional: true,
+        hint: "Outside the regular session the order ticket prefills its limit this far above the ask for a buy, below the bid for a sell (0–20).",
+      },
+      {
+        key: "extended_hours_exit_slippage_pct",
+        label: "Extended-hours exit slippage",
+        unit: "%",
+        kind: "number",
+        min: 0,
+        max: 20,
+        step: 0.1,
+        optional: true,
+        hint: "An exit outside the regular session (a close, a stop the engine fires, the emergency halt) is a limit this far under the bid, re-priced while it does not fill (0–20).",
+      },
     ],
   },
   {
@@ -506,7 +537,7 @@ function GroupForm({
         <p class="note">Switching to LIVE and changing a broker need an admin token; the service will refuse them for {me.value?.role ?? "this role"}s.</p>
       )}
       <div class="form-grid settings-grid">
-        {spec.fields.map((f) => (
+        {spec.fields.filter((f) => !f.optional || f.key in values).map((f) => (
           <div key={f.key} class={`setting ${f.kind === "symbols" ? "wide" : ""}`}>
             <Field label={f.unit ? `${f.label} (${f.unit})` : f.label} error={fieldErrors[f.key]} hint={f.hint}>
               {input(f)}
