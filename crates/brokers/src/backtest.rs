@@ -237,6 +237,7 @@ mod tests {
                         quote,
                         bar: Some(&b),
                         halted: false,
+                        session: tradeops_core::calendar::SessionPhase::Regular,
                     };
                     reports.extend(venue.on_market(&update).await);
                     last = Some(b);
@@ -282,6 +283,7 @@ mod tests {
                 quote,
                 bar: Some(&first),
                 halted: false,
+                session: tradeops_core::calendar::SessionPhase::Regular,
             })
             .await;
         let resting = order("resting", Side::Buy, OrderType::Limit, TimeInForce::Gtc, Some(500), None);

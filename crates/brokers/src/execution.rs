@@ -25,6 +25,9 @@ pub struct MarketUpdate<'a> {
     /// The symbol's trading is halted (CONTRACT §11): nothing fills until it reopens, and orders
     /// wait at the venue.
     pub halted: bool,
+    /// The market's session at `at` (CONTRACT §12): outside the regular session only orders
+    /// marked extended-hours fill and no stop triggers; while closed nothing does.
+    pub session: tradeops_core::calendar::SessionPhase,
 }
 
 /// A remote venue's event connection (its order-update stream) as health shows it.

@@ -10,6 +10,10 @@
 //! * **Prices.** Market and triggered stop orders cross the quote plus `slippage_bps`; limits
 //!   fill at the quote when it is marketable, or at the limit when the completed bar traded
 //!   through it (a touch does not fill).
+//! * **Sessions** (CONTRACT §12, Alpaca's rules). Outside 09:30–16:00 only orders marked
+//!   extended-hours (a `LIMIT` `DAY` order; any other so marked is rejected as Alpaca rejects
+//!   it) fill, and no stop is elected: a resting stop waits for the regular session, as does
+//!   every other order. While the market is closed nothing fills.
 //! * **No look-ahead.** A completed bar only counts for an order that was live for the whole bar:
 //!   acknowledged (for a stop limit's limit, triggered) at or before the bar's start. Earlier
 //!   parts of that minute may have traded before the order existed.
@@ -25,6 +29,7 @@ use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
 use tradeops_core::backtest::fills::stop_in_bar;
 use tradeops_core::broker::{BrokerLookup, BrokerOpenOrder, BrokerReport};
+use tradeops_core::calendar::SessionPhase;
 use tradeops_core::market::{Bar, Price, Quote, Side};
 use tradeops_core::orders::{ClientOrderId, Execution, Order, OrderType, TimeInForce};
 use tradeops_core::symbol::Symbol;
@@ -70,6 +75,8 @@ struct Working {
     /// A protective order's take-profit (CONTRACT §11): a sell limit one-cancels-other with
     /// the order's stop, filled as a limit at it until the stop triggers.
     take_profit: Option<Price>,
+    /// Works in the extended sessions too (CONTRACT §12).
+    extended_hours: bool,
 }
 
 /// How an order left the book.
@@ -158,6 +165,7 @@ impl PaperBroker {
                 acked_at: Some(now),
                 triggered_at: None,
                 take_profit: take_profit_of(order),
+                extended_hours: order.extended_hours,
             });
         }
         true
@@ -252,6 +260,7 @@ impl PaperBroker {
                     acked_at: None,
                     triggered_at: None,
                     take_profit: take_profit_of(order),
+                    extended_hours: order.extended_hours,
                 });
                 self.schedule(at, Due::Ack(id));
             }
@@ -299,9 +308,10 @@ impl PaperBroker {
     /// as a venue's do (CONTRACT §11).
     pub fn on_market(&mut self, update: &MarketUpdate<'_>) -> Vec<BrokerReport> {
         let mut reports = self.advance(update.at);
-        if update.halted {
+        if update.halted || update.session == SessionPhase::Closed {
             return reports;
         }
+        let regular = update.session == SessionPhase::Regular;
         let slippage_bps = self.config.slippage_bps;
         let mut buy_shares = update.quote.ask_size.max(1);
         let mut sell_shares = update.quote.bid_size.max(1);
@@ -312,6 +322,11 @@ impl PaperBroker {
                 i += 1;
                 continue;
             };
+            if !regular && !order.extended_hours {
+                // It waits for the regular session; a stop is not elected before it.
+                i += 1;
+                continue;
+            }
             if let (Some(stop), None) = (order.stop, order.triggered_at) {
                 if stop_triggers(order.side, stop, update, acked_at) {
                     order.triggered_at = Some(update.at);
@@ -506,6 +521,10 @@ fn validate(order: &Order) -> Result<(Option<Price>, Option<Price>), String> {
             _ => Err(format!("{name} price must be positive with at most 4 decimals")),
         }
     };
+    if order.extended_hours && (order.order_type != OrderType::Limit || order.time_in_force != TimeInForce::Day) {
+        // Alpaca's words for it (its 422, code 40010001).
+        return Err("only type=\"limit\" is allowed for extended hours orders, with time_in_force=\"day\"".into());
+    }
     let limit = price(matches!(order.order_type, OrderType::Limit | OrderType::StopLimit), order.limit_price, "limit")?;
     let stop = price(matches!(order.order_type, OrderType::Stop | OrderType::StopLimit), order.stop_price, "stop")?;
     Ok((limit, stop))
@@ -666,7 +685,15 @@ mod tests {
     }
 
     fn update<'a>(symbol: &'a Symbol, ms: i64, last: &str, quote: Quote, bar: Option<&'a Bar>) -> MarketUpdate<'a> {
-        MarketUpdate { symbol, at: t(ms), last: px(last), quote, bar, halted: false }
+        MarketUpdate {
+            symbol,
+            at: t(ms),
+            last: px(last),
+            quote,
+            bar,
+            halted: false,
+            session: tradeops_core::calendar::SessionPhase::Regular,
+        }
     }
 
     /// A completed minute bar starting at `start_ms`.
@@ -726,6 +753,37 @@ mod tests {
             vec![BrokerReport::Accepted { client_order_id: id("a1"), broker_order_id: "PB-1".into(), at: t(50) }]
         );
         assert!(broker.advance(t(1_000)).is_empty(), "delivered once");
+    }
+
+    #[test]
+    fn outside_the_regular_session_only_extended_hours_limits_fill_and_no_stop_is_elected() {
+        let s = sym();
+        let stop = order("st", Side::Sell, OrderType::Stop, TimeInForce::Gtc, 100, None, Some("9.50"));
+        let plain = order("pl", Side::Buy, OrderType::Limit, TimeInForce::Day, 100, Some("9.10"), None);
+        let mut extended = order("ex", Side::Buy, OrderType::Limit, TimeInForce::Day, 100, Some("9.10"), None);
+        extended.extended_hours = true;
+        let mut broker = acked(no_slippage(), &[market("m1", Side::Buy, 100), stop, plain, extended]);
+        let at = |ms, session| MarketUpdate { session, ..update(&s, ms, "9.00", quote("8.99", "9.00", 1_000), None) };
+        // 07:00: the trade through the stop elects nothing; only the extended-hours limit fills.
+        let reports = broker.on_market(&at(60, SessionPhase::PreMarket));
+        assert_eq!(fills(&reports), vec![("ex".into(), 100, dec("9.00"))]);
+        // 20:00 to 04:00: nothing at all.
+        assert!(broker.on_market(&at(90, SessionPhase::Closed)).is_empty());
+        // 09:30: the market order, the stop (elected by the first regular print) and the limit.
+        let reports = broker.on_market(&at(120, SessionPhase::Regular));
+        assert_eq!(
+            fills(&reports),
+            vec![("m1".into(), 100, dec("9.00")), ("st".into(), 100, dec("8.99")), ("pl".into(), 100, dec("9.00"))]
+        );
+        // A market order marked extended-hours is refused, as Alpaca refuses it.
+        let mut marked = market("mx", Side::Buy, 100);
+        marked.extended_hours = true;
+        broker.submit(&marked, t(200));
+        let refused = broker.advance(t(1_000));
+        assert!(
+            matches!(&refused[..], [BrokerReport::Rejected { reason, .. }] if reason.contains("only type=\"limit\"")),
+            "{refused:?}"
+        );
     }
 
     #[test]
@@ -1216,6 +1274,7 @@ mod tests {
                 quote: q,
                 bar: Some(&b),
                 halted: false,
+                session: tradeops_core::calendar::SessionPhase::Regular,
             }));
         }
         reports.extend(broker.expire_day_orders(t(600_000)));
@@ -1280,6 +1339,7 @@ mod restore_tests {
             quote,
             bar: None,
             halted: false,
+            session: tradeops_core::calendar::SessionPhase::Regular,
         };
         let reports = broker.on_market(&update);
         let BrokerReport::Filled { execution, .. } = &reports[0] else { panic!("{reports:?}") };

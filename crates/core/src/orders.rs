@@ -260,6 +260,9 @@ pub struct Order {
     /// The exits at the broker: on a `BUY`, the legs to place when it fills; on a `SELL`, the
     /// protective order's own levels (see [`ExitLegs`]).
     pub legs: Option<ExitLegs>,
+    /// Marked for the extended sessions (CONTRACT §12): a `LIMIT` `DAY` order the venue works
+    /// from 04:00 to 20:00 New York, not only in the regular session.
+    pub extended_hours: bool,
     pub reject_reason: Option<String>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
@@ -296,6 +299,7 @@ impl Order {
             executions: Vec::new(),
             stop_loss: None,
             legs: None,
+            extended_hours: false,
             reason: None,
             strategy_id: None,
             reject_reason: None,

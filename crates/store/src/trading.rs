@@ -97,7 +97,7 @@ fn parse_enum<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, StoreErro
 
 const ORDER_COLUMNS: &str = "client_order_id, broker_order_id, symbol, side, order_type, time_in_force, quantity, \
     limit_price, stop_price, status, filled_quantity, filled_notional, fees, reason, strategy_id, reject_reason, mode, \
-    trading_date, created_at, updated_at, stop_loss, legs";
+    trading_date, created_at, updated_at, stop_loss, legs, extended_hours";
 
 fn order_row(r: &AnyRow) -> Result<Order, StoreError> {
     let id: String = r.try_get("client_order_id")?;
@@ -126,6 +126,7 @@ fn order_row(r: &AnyRow) -> Result<Order, StoreError> {
             }
             None => None,
         },
+        extended_hours: r.try_get::<i64, _>("extended_hours")? != 0,
         reject_reason: r.try_get("reject_reason")?,
         created_at: from_epoch_ms(r.try_get("created_at")?),
         updated_at: from_epoch_ms(r.try_get("updated_at")?),
@@ -387,7 +388,7 @@ async fn save_order_in(
     trading_date: &str,
 ) -> Result<(), StoreError> {
     sqlx::query(sqlx::AssertSqlSafe(format!(
-            "INSERT INTO orders ({ORDER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22) \
+            "INSERT INTO orders ({ORDER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23) \
              ON CONFLICT (client_order_id) DO UPDATE SET broker_order_id = $2, status = $10, filled_quantity = $11, \
              filled_notional = $12, fees = $13, reject_reason = $16, updated_at = $20"
         )))
@@ -413,6 +414,7 @@ async fn save_order_in(
         .bind(to_epoch_ms(&o.updated_at))
         .bind(o.stop_loss.map(|p| p.to_string()))
         .bind(o.legs.map(|l| serde_json::to_string(&l).expect("legs serialize")))
+        .bind(i64::from(o.extended_hours))
         .execute(&mut **tx)
         .await?;
     for e in &o.executions {

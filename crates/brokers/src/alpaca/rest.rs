@@ -342,7 +342,8 @@ impl TradingClient {
 /// stop-limit when the legs carry one) as `stop_loss`; our client order id names the top-level
 /// (take-profit) order, Alpaca names the stop leg. Without a take-profit it is the plain GTC
 /// `stop` / `stop_limit` sell it already is. An entry's legs are never sent with it: the engine
-/// places them once the entry fills.
+/// places them once the entry fills. An order marked extended-hours (a `limit` `day` order:
+/// Alpaca refuses any other so marked) says so (CONTRACT §12).
 pub fn order_request(order: &Order) -> wire::OrderRequest {
     let side = match order.side {
         Side::Buy => "buy",
@@ -370,6 +371,7 @@ pub fn order_request(order: &Order) -> wire::OrderRequest {
                 stop_price: price_text(legs.stop_price),
                 limit_price: legs.stop_limit_price.map(price_text),
             }),
+            extended_hours: false,
         };
     }
     wire::OrderRequest {
@@ -389,6 +391,7 @@ pub fn order_request(order: &Order) -> wire::OrderRequest {
         order_class: None,
         take_profit: None,
         stop_loss: None,
+        extended_hours: order.extended_hours,
     }
 }
 

@@ -36,6 +36,9 @@ pub struct OrderRequest {
     pub take_profit: Option<TakeProfit>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stop_loss: Option<StopLoss>,
+    /// Worked from 04:00 to 20:00 New York (a `limit` `day` order only); sent when true.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub extended_hours: bool,
 }
 
 /// The take-profit leg of an `oco` order: a limit sell at `limit_price`.
@@ -259,6 +262,7 @@ mod tests {
             order_class: None,
             take_profit: None,
             stop_loss: None,
+            extended_hours: false,
         };
         let json = serde_json::to_value(&request).unwrap();
         assert_eq!(
@@ -266,5 +270,7 @@ mod tests {
             serde_json::json!({"symbol": "ABCD", "qty": "10", "side": "buy", "type": "limit",
                 "time_in_force": "day", "limit_price": "12.34", "client_order_id": "to-ABCD-1"})
         );
+        let extended = OrderRequest { extended_hours: true, ..request };
+        assert_eq!(serde_json::to_value(&extended).unwrap()["extended_hours"], true);
     }
 }

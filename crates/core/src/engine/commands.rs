@@ -24,6 +24,8 @@ pub struct ManualOrder {
     pub reason: Option<String>,
     /// Exit legs to rest at the broker once a `BUY` fills (CONTRACT §11).
     pub legs: Option<crate::orders::ExitLegs>,
+    /// Work the order in the extended sessions too (CONTRACT §12): a `LIMIT` `DAY` order only.
+    pub extended_hours: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -145,6 +147,9 @@ pub enum CommandError {
     NotCancellable { status: OrderStatus },
     /// `MARKET_CLOSED`
     MarketClosed { next_open: Timestamp },
+    /// `OUTSIDE_REGULAR_SESSION`: outside 09:30–16:00 only a `LIMIT` `DAY` order marked
+    /// `extended_hours` trades (CONTRACT §12); `regular_open` is the next regular session's open.
+    OutsideRegularSession { session: crate::calendar::SessionPhase, regular_open: Timestamp },
     /// `SYMBOL_HALTED`: a market or stop order, or a close, in a symbol whose trading is halted
     /// (it would fill at the reopen's price, whatever the gap).
     SymbolHalted { symbol: Symbol, halt: crate::market::SymbolHalt },
@@ -168,6 +173,19 @@ pub enum CommandError {
     },
 }
 
+/// `VALIDATION_ERROR` naming `extended_hours` for an order marked so that is not a `LIMIT`
+/// `DAY` order: no venue works another kind outside the regular session (CONTRACT §12).
+pub(super) fn check_extended_hours(order: &ManualOrder) -> Result<(), CommandError> {
+    if order.extended_hours && (order.order_type != OrderType::Limit || order.time_in_force != TimeInForce::Day) {
+        return Err(CommandError::Invalid {
+            field: "extended_hours",
+            reason: "needs order_type LIMIT and time_in_force DAY: the only order a venue works outside 09:30-16:00"
+                .into(),
+        });
+    }
+    Ok(())
+}
+
 impl From<Refusal> for CommandError {
     fn from(r: Refusal) -> Self {
         match r {
@@ -188,7 +206,9 @@ impl Engine {
     ) -> Result<Reply, CommandError> {
         match command {
             Command::PlaceOrder(m) => {
+                check_extended_hours(&m)?;
                 self.ensure_open(now)?;
+                self.ensure_session(m.order_type, m.extended_hours, now)?;
                 self.ensure_trades(&m.symbol, m.order_type)?;
                 self.check_legs(&m, None)?;
                 let id = self.place(
@@ -204,6 +224,7 @@ impl Engine {
                     None,
                     None,
                     m.legs,
+                    m.extended_hours,
                     now,
                     fx,
                 )?;
@@ -467,6 +488,23 @@ impl Engine {
         }
     }
 
+    /// `OUTSIDE_REGULAR_SESSION` for an order of `kind` the venue would not work now: outside the
+    /// regular session only an extended-hours limit trades (CONTRACT §12). The calendar's
+    /// `ALWAYS_OPEN` is regular all day.
+    pub(super) fn ensure_session(
+        &self,
+        kind: OrderType,
+        extended_hours: bool,
+        now: Timestamp,
+    ) -> Result<(), CommandError> {
+        let calendar = self.calendar();
+        let session = calendar.phase(now);
+        if session.is_extended() && !(kind == OrderType::Limit && extended_hours) {
+            return Err(CommandError::OutsideRegularSession { session, regular_open: calendar.next_regular_open(now) });
+        }
+        Ok(())
+    }
+
     /// `SYMBOL_HALTED` for an order of `kind` that would execute into a halt: a market or stop
     /// order (a stop is elected by the reopening print). A limit order waits at the venue with
     /// its price, so it is accepted.
@@ -720,18 +758,11 @@ impl Engine {
                 continue;
             }
             let id = self.next_client_order_id(symbol, now);
-            let mut order = Order::new(
-                id.clone(),
-                symbol.clone(),
-                Side::Sell,
-                OrderType::Market,
-                TimeInForce::Day,
-                missing,
-                None,
-                None,
-                now,
-            );
+            let (kind, limit, extended) = self.exit_shape(symbol, now);
+            let mut order =
+                Order::new(id.clone(), symbol.clone(), Side::Sell, kind, TimeInForce::Day, missing, limit, None, now);
             order.reason = Some(reason.into());
+            order.extended_hours = extended;
             let order = std::sync::Arc::new(order);
             self.orders.insert(id, order.clone());
             self.send_exit(order, now, fx);

@@ -9,6 +9,7 @@
 
 mod adopt;
 mod commands;
+mod extended;
 mod preview;
 mod protection;
 mod reports;
@@ -291,6 +292,9 @@ pub struct Engine {
     /// by one of the position's new size). A protective order an operator cancels is not
     /// replaced: it has no entry here.
     freeing: BTreeMap<Symbol, Vec<ClientOrderId>>,
+    /// Extended-hours exits being cancelled to go out again at a fresh price (CONTRACT §12,
+    /// [`Engine::reprice_exits`]).
+    repricing: BTreeSet<ClientOrderId>,
     /// Strategy positions whose protective order was placed and is not yet resting at the
     /// broker, with when `risk_controls.require_broker_stop` sells them if it still is not.
     stop_deadlines: BTreeMap<Symbol, Timestamp>,
@@ -397,6 +401,7 @@ impl Engine {
             halts: BTreeMap::new(),
             brackets: BTreeMap::new(),
             freeing: BTreeMap::new(),
+            repricing: BTreeSet::new(),
             stop_deadlines: BTreeMap::new(),
             day: DayStats {
                 date: None,
@@ -562,6 +567,7 @@ impl Engine {
             Event::Tick => {
                 self.begin(now, fx);
                 self.check_broker_stops(now, None, fx);
+                self.reprice_exits(now, fx);
             }
         }
     }
@@ -964,6 +970,7 @@ impl Engine {
         strategy_id: Option<Arc<str>>,
         stop_loss: Option<Decimal>,
         legs: Option<crate::orders::ExitLegs>,
+        extended_hours: bool,
         now: Timestamp,
         fx: &mut Vec<Effect>,
     ) -> Result<ClientOrderId, Refusal> {
@@ -1002,6 +1009,7 @@ impl Engine {
         order.strategy_id = strategy_id;
         order.stop_loss = stop_loss;
         order.legs = legs;
+        order.extended_hours = extended_hours;
         if side == Side::Buy {
             self.day.trades_today += 1;
             self.day.by_symbol.entry(symbol.clone()).or_default().1 += 1;
@@ -1026,7 +1034,8 @@ impl Engine {
         Ok(id)
     }
 
-    /// A DAY market sell through the risk gate (closes and strategy exits).
+    /// A DAY sell through the risk gate (closes and strategy exits), at market in the regular
+    /// session, else an extended-hours marketable limit ([`Engine::exit_shape`]).
     fn sell_at_market(
         &mut self,
         symbol: &Symbol,
@@ -1036,8 +1045,25 @@ impl Engine {
         now: Timestamp,
         fx: &mut Vec<Effect>,
     ) -> Result<ClientOrderId, Refusal> {
-        let (kind, tif) = (OrderType::Market, TimeInForce::Day);
-        self.place(None, symbol, Side::Sell, kind, tif, quantity, None, None, reason, strategy_id, None, None, now, fx)
+        let (kind, limit, extended) = self.exit_shape(symbol, now);
+        let tif = TimeInForce::Day;
+        self.place(
+            None,
+            symbol,
+            Side::Sell,
+            kind,
+            tif,
+            quantity,
+            limit,
+            None,
+            reason,
+            strategy_id,
+            None,
+            None,
+            extended,
+            now,
+            fx,
+        )
     }
 
     /// Requests the cancel of an open order (no-op for final or already pending ones).

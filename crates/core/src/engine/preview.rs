@@ -46,7 +46,9 @@ impl Engine {
         mark: Option<Decimal>,
         now: Timestamp,
     ) -> Result<OrderPreview, CommandError> {
+        super::commands::check_extended_hours(order)?;
         self.ensure_open(now)?;
+        self.ensure_session(order.order_type, order.extended_hours, now)?;
         self.ensure_trades(&order.symbol, order.order_type)?;
         self.check_legs(order, mark.filter(|p| *p > Decimal::ZERO))?;
         let id = order.client_order_id.clone().unwrap_or_else(|| ClientOrderId::generated(PREVIEW_ID));

@@ -61,6 +61,19 @@ fn venue_target(price: Decimal) -> Decimal {
     price.round_dp_with_strategy(venue_places(price), RoundingStrategy::AwayFromZero)
 }
 
+/// `price` moved `pct` percent in the direction that makes an order of `side` marketable (a
+/// buy over it, a sell under it), in the venue's ticks, rounded that way too: an
+/// extended-hours limit that crosses the spread (CONTRACT §12). Never under one tick.
+pub(crate) fn offset_price(price: Decimal, pct: f64, side: Side) -> Decimal {
+    let pct = Decimal::try_from(pct).unwrap_or_default() / Decimal::ONE_HUNDRED;
+    let (moved, rounding) = match side {
+        Side::Buy => (price * (Decimal::ONE + pct), RoundingStrategy::AwayFromZero),
+        Side::Sell => (price * (Decimal::ONE - pct), RoundingStrategy::ToZero),
+    };
+    let places = venue_places(moved);
+    moved.round_dp_with_strategy(places, rounding).max(Decimal::new(1, places))
+}
+
 /// The decimal places of a venue's tick at `price`: cents from $1, hundredths of a cent below.
 fn venue_places(price: Decimal) -> u32 {
     if price >= Decimal::ONE {

@@ -157,6 +157,7 @@ impl Engine {
             self.positions.get(symbol).cloned().unwrap_or_else(|| crate::positions::Position::new(symbol.clone()));
         let next = self.status_after_fill(symbol, &position);
         self.set_status(symbol, next, None, fx);
+        self.resend_repriced(id, status, now, fx);
         // While halted, an exit that ended without filling everything is resubmitted; one the
         // broker rejected, after a wait that doubles with each rejection in a row (1 s up to
         // 30 s), and then by the halt applied again (every reconciliation pass).

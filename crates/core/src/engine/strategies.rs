@@ -89,6 +89,14 @@ impl Engine {
         fx: &mut Vec<Effect>,
     ) {
         let rule = decision.rule();
+        let entry = matches!(decision, Decision::Enter { .. } | Decision::Buy { .. });
+        // Outside the regular session a strategy enters only where the operator allowed it
+        // (`strategy_allocator.trade_extended_hours`, CONTRACT §12). Looked up for entries
+        // only: the calendar is not read on a bar that decides nothing.
+        let extended_session = entry && self.calendar().phase(now).is_extended();
+        if extended_session && !self.settings.strategy_allocator.trade_extended_hours {
+            return;
+        }
         // Entries are sized within the gate's size rules; the decision says how.
         let quantity = match &decision {
             Decision::Enter { quantity, limit_price, stop_price, .. } => {
@@ -115,19 +123,32 @@ impl Engine {
         match decision {
             Decision::Enter { quantity: wanted, stop_price, limit_price, stop_loss, .. } => {
                 let quantity = quantity.unwrap_or(wanted);
+                // Outside the regular session no venue triggers a stop (CONTRACT §12): the
+                // engine holds the breakout's trigger, and once the last trade is through it
+                // the entry is an extended-hours limit at the stop-limit's limit.
+                let (kind, stop, extended) = if extended_session {
+                    let last = self.market.get(symbol).map(|m| m.last).unwrap_or_default();
+                    if last < stop_price {
+                        return;
+                    }
+                    (OrderType::Limit, None, true)
+                } else {
+                    (OrderType::StopLimit, Some(stop_price), false)
+                };
                 let placed = self.place(
                     None,
                     symbol,
                     Side::Buy,
-                    OrderType::StopLimit,
+                    kind,
                     TimeInForce::Day,
                     quantity,
                     Some(limit_price),
-                    Some(stop_price),
+                    stop,
                     reason,
                     strategy,
                     Some(stop_loss),
                     None,
+                    extended,
                     now,
                     fx,
                 );
@@ -140,20 +161,29 @@ impl Engine {
             }
             Decision::Buy { quantity: wanted, .. } => {
                 let quantity = quantity.or(wanted).unwrap_or(1);
-                let (kind, tif) = (OrderType::Market, TimeInForce::Day);
+                // Outside the regular session a market buy is an extended-hours limit over the
+                // last trade by the ticket's offset (CONTRACT §12).
+                let (kind, limit) = if extended_session {
+                    let last = self.market.get(symbol).map(|m| m.last).unwrap_or_default();
+                    let offset = self.settings.risk_controls.extended_hours_entry_offset_pct;
+                    (OrderType::Limit, Some(super::protection::offset_price(last, offset, Side::Buy)))
+                } else {
+                    (OrderType::Market, None)
+                };
                 let placed = self.place(
                     None,
                     symbol,
                     Side::Buy,
                     kind,
-                    tif,
+                    TimeInForce::Day,
                     quantity,
-                    None,
+                    limit,
                     None,
                     reason,
                     strategy,
                     None,
                     None,
+                    extended_session,
                     now,
                     fx,
                 );

@@ -107,6 +107,7 @@ fn buy(qty: u64) -> Command {
         time_in_force: TimeInForce::Day,
         reason: Some("test".into()),
         legs: None,
+        extended_hours: false,
     })
 }
 
@@ -1190,6 +1191,7 @@ fn order_of(kind: OrderType, side: Side, limit: Option<Decimal>, stop: Option<De
         time_in_force: TimeInForce::Day,
         reason: None,
         legs: None,
+        extended_hours: false,
     })
 }
 

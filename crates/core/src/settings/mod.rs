@@ -177,6 +177,9 @@ pub struct StrategyAllocatorSettings {
     /// Fraction of the position sold at the reward multiple (0..=1).
     #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 1))]
     pub scale_out_fraction: f64,
+    /// Strategies may enter in the pre-market and the after-hours (CONTRACT §12), with
+    /// extended-hours marketable limits and their stop held by the engine until 09:30.
+    pub trade_extended_hours: bool,
 }
 
 impl Default for StrategyAllocatorSettings {
@@ -189,6 +192,7 @@ impl Default for StrategyAllocatorSettings {
             max_position_value: Decimal::new(10_000, 0),
             reward_multiple: 2.0,
             scale_out_fraction: 0.5,
+            trade_extended_hours: false,
         }
     }
 }
@@ -241,6 +245,15 @@ pub struct RiskControls {
     /// entry's fill (or that the broker refused) is sold at market, with a
     /// `BROKER_STOP_MISSING` violation (CONTRACT §11). On by default.
     pub require_broker_stop: bool,
+    /// How far under the last trade an exit outside the regular session is limited, in
+    /// percent: such an exit is an extended-hours marketable limit (CONTRACT §12), re-priced
+    /// while it does not fill.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 20))]
+    pub extended_hours_exit_slippage_pct: f64,
+    /// The order ticket's extended-hours limit: this many percent above the ask for a buy
+    /// (under the bid for a sell), when the session is not regular.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 20))]
+    pub extended_hours_entry_offset_pct: f64,
 }
 
 impl Default for RiskControls {
@@ -259,6 +272,8 @@ impl Default for RiskControls {
             alert_critical_loss_pct: 5.0,
             default_stop_distance_pct: 3.0,
             require_broker_stop: true,
+            extended_hours_exit_slippage_pct: 1.0,
+            extended_hours_entry_offset_pct: 0.5,
         }
     }
 }

@@ -104,6 +104,8 @@ impl Settings {
         p.range_f64(k.price_collar_pct, 0.01, 100.0, "risk_controls.price_collar_pct");
         p.range_f64(k.market_buy_buffer_pct, 0.0, 50.0, "risk_controls.market_buy_buffer_pct");
         p.range_f64(k.default_stop_distance_pct, 0.1, 50.0, "risk_controls.default_stop_distance_pct");
+        p.range_f64(k.extended_hours_exit_slippage_pct, 0.0, 20.0, "risk_controls.extended_hours_exit_slippage_pct");
+        p.range_f64(k.extended_hours_entry_offset_pct, 0.0, 20.0, "risk_controls.extended_hours_entry_offset_pct");
         p.range_f64(k.alert_warning_loss_pct, 0.01, 100.0, "risk_controls.alert_warning_loss_pct");
         p.range_f64(k.alert_critical_loss_pct, 0.01, 100.0, "risk_controls.alert_critical_loss_pct");
         p.require(

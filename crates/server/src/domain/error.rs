@@ -22,6 +22,7 @@ pub enum ErrorCode {
     OrderNotCancellable,
     DuplicateOrderBlocked,
     MarketClosed,
+    OutsideRegularSession,
     SymbolHalted,
     EmergencyHaltActive,
     SettingsUpdateBlocked,
@@ -47,6 +48,7 @@ impl ErrorCode {
             OrderNotCancellable => "ORDER_NOT_CANCELLABLE",
             DuplicateOrderBlocked => "DUPLICATE_ORDER_BLOCKED",
             MarketClosed => "MARKET_CLOSED",
+            OutsideRegularSession => "OUTSIDE_REGULAR_SESSION",
             SymbolHalted => "SYMBOL_HALTED",
             EmergencyHaltActive => "EMERGENCY_HALT_ACTIVE",
             SettingsUpdateBlocked => "SETTINGS_UPDATE_BLOCKED",
@@ -100,6 +102,10 @@ pub enum DomainError {
     NotCancellable { status: OrderStatus },
     #[error("The market is closed; it next opens at {}", tradeops_core::time::format_ts(.next_open))]
     MarketClosed { next_open: Timestamp },
+    /// Outside 09:30–16:00 only a `LIMIT` `DAY` order marked `extended_hours` trades
+    /// (CONTRACT §12); nothing was sent.
+    #[error("The market is in its {} session: only a LIMIT DAY order with extended_hours true trades until the regular session opens at {}", .session.as_str(), tradeops_core::time::format_ts(.regular_open))]
+    OutsideRegularSession { session: tradeops_core::calendar::SessionPhase, regular_open: Timestamp },
     /// A market or stop order, or a close, in a symbol whose trading is halted (CONTRACT §11).
     #[error("{symbol} is halted ({} {}) since {}: a market or stop order would fill at the reopen's price; a limit order waits at the venue", .halt.reason_code, .halt.reason, tradeops_core::time::format_ts(&.halt.since))]
     SymbolHalted { symbol: Symbol, halt: tradeops_core::market::SymbolHalt },
@@ -150,6 +156,7 @@ impl DomainError {
             DomainError::DuplicateOrder { .. } => ErrorCode::DuplicateOrderBlocked,
             DomainError::NotCancellable { .. } => ErrorCode::OrderNotCancellable,
             DomainError::MarketClosed { .. } => ErrorCode::MarketClosed,
+            DomainError::OutsideRegularSession { .. } => ErrorCode::OutsideRegularSession,
             DomainError::SymbolHalted { .. } => ErrorCode::SymbolHalted,
             DomainError::GuardRefused { .. } => ErrorCode::SettingsUpdateBlocked,
             DomainError::Unavailable { .. } | DomainError::EngineStopped => ErrorCode::ServiceUnavailable,
@@ -196,6 +203,9 @@ impl From<CommandError> for DomainError {
             CommandError::NotPersisted { reason, unavailable: false } => DomainError::Internal(reason),
             CommandError::EngineStopped => DomainError::EngineStopped,
             CommandError::MarketClosed { next_open } => DomainError::MarketClosed { next_open },
+            CommandError::OutsideRegularSession { session, regular_open } => {
+                DomainError::OutsideRegularSession { session, regular_open }
+            }
             CommandError::SymbolHalted { symbol, halt } => DomainError::SymbolHalted { symbol, halt },
             CommandError::BrokerUnavailable { reason, retry_after, client_order_id } => {
                 DomainError::BrokerUnavailable { reason, retry_after, client_order_id }

@@ -25,6 +25,7 @@ impl ErrorCode {
             OrderNotCancellable
             | DuplicateOrderBlocked
             | MarketClosed
+            | OutsideRegularSession
             | SymbolHalted
             | EmergencyHaltActive
             | SettingsUpdateBlocked => StatusCode::CONFLICT,
@@ -165,6 +166,11 @@ fn detail(e: &DomainError) -> Value {
         DomainError::MarketClosed { next_open } => {
             json!({"next_open": tradeops_core::time::format_ts(next_open)})
         }
+        DomainError::OutsideRegularSession { session, regular_open } => json!({
+            "session": session,
+            "regular_open_at": tradeops_core::time::format_ts(regular_open),
+            "allowed": {"order_type": "LIMIT", "time_in_force": "DAY", "extended_hours": true},
+        }),
         DomainError::SymbolHalted { symbol, halt } => json!({
             "symbol": symbol,
             "reason_code": halt.reason_code,
@@ -237,6 +243,7 @@ mod tests {
             (OrderNotCancellable, 409),
             (DuplicateOrderBlocked, 409),
             (MarketClosed, 409),
+            (OutsideRegularSession, 409),
             (SymbolHalted, 409),
             (EmergencyHaltActive, 409),
             (SettingsUpdateBlocked, 409),
@@ -309,6 +316,12 @@ mod tests {
             (D::MarketClosed { next_open }, 409, "MARKET_CLOSED",
                 "The market is closed; it next opens at 2026-11-23T14:30:00.000Z",
                 json!({"next_open": "2026-11-23T14:30:00.000Z"}), None),
+            (D::OutsideRegularSession { session: tradeops_core::calendar::SessionPhase::PreMarket,
+                    regular_open: next_open }, 409, "OUTSIDE_REGULAR_SESSION",
+                "The market is in its PRE_MARKET session: only a LIMIT DAY order with extended_hours true trades \
+                 until the regular session opens at 2026-11-23T14:30:00.000Z",
+                json!({"session": "PRE_MARKET", "regular_open_at": "2026-11-23T14:30:00.000Z",
+                       "allowed": {"order_type": "LIMIT", "time_in_force": "DAY", "extended_hours": true}}), None),
             (D::SymbolHalted { symbol: symbol.clone(),
                     halt: tradeops_core::market::SymbolHalt::luld_pause(next_open) }, 409, "SYMBOL_HALTED",
                 "ABCD is halted (LUDP Volatility Trading Pause) since 2026-11-23T14:30:00.000Z: a market or stop \

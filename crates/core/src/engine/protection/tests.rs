@@ -50,6 +50,7 @@ fn order(side: Side, quantity: u64, legs: Option<ExitLegs>) -> Command {
         time_in_force: TimeInForce::Day,
         reason: None,
         legs,
+        extended_hours: false,
     })
 }
 

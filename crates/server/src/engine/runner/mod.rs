@@ -551,6 +551,7 @@ impl Runner {
                     quote: snapshot.quote,
                     bar: None,
                     halted: self.engine.halt_of(symbol).is_some(),
+                    session: self.engine.calendar().phase(now),
                 };
                 reports.extend(self.venue.on_market(&update).await);
             }
@@ -660,6 +661,7 @@ impl Runner {
                 quote: snapshot.quote,
                 bar: bar.as_ref(),
                 halted: self.engine.halt_of(&symbol).is_some(),
+                session: self.engine.calendar().phase(at),
             };
             let reports = self.venue.on_market(&update).await;
             if !reports.is_empty() {

@@ -64,6 +64,9 @@ pub struct OrderRow {
     pub reason: Option<String>,
     pub strategy_id: Option<String>,
     pub mode: String,
+    /// Worked in the extended sessions too (CONTRACT §12): an operator's extended-hours limit,
+    /// or an exit sent outside 09:30–16:00 as an extended-hours marketable limit.
+    pub extended_hours: bool,
 }
 
 /// Order detail: the row plus prices, times and executions.
@@ -128,6 +131,7 @@ pub fn order_row(o: &Order, mode: &str, broker: &'static str) -> OrderRow {
         reason: o.reason.as_deref().map(str::to_string),
         strategy_id: o.strategy_id.as_deref().map(str::to_string),
         mode: mode.to_string(),
+        extended_hours: o.extended_hours,
     }
 }
 
@@ -193,6 +197,12 @@ pub struct CreateOrder {
     /// A `BUY`'s take-profit leg, one-cancels-other with the stop; needs `stop_loss`.
     #[schema(nullable = false)]
     pub take_profit: Option<TakeProfitLeg>,
+    /// Work the order in the pre-market (04:00–09:30 New York) and the after-hours (16:00–20:00)
+    /// too; default false. Only a `LIMIT` `DAY` order may be (CONTRACT §12). Outside the
+    /// regular session every other order is refused `OUTSIDE_REGULAR_SESSION`. Its stop leg, if
+    /// any, is held by the engine until 09:30 and then placed at the broker.
+    #[schema(nullable = false)]
+    pub extended_hours: Option<bool>,
 }
 
 /// A stop leg: below the entry's reference price; the tick rule of `limit_price`.
@@ -265,6 +275,7 @@ fn manual_order(req: CreateOrder) -> ApiResult<ManualOrder> {
         time_in_force: req.time_in_force.unwrap_or(TimeInForce::Day),
         reason: req.reason,
         legs,
+        extended_hours: req.extended_hours.unwrap_or(false),
     })
 }
 
@@ -274,7 +285,7 @@ fn manual_order(req: CreateOrder) -> ApiResult<ManualOrder> {
     responses((status = 201, description = "Accepted for sending (status NEW)", body = inline(SuccessBody<OrderDetail>)),
               (status = 400, description = "VALIDATION_ERROR", body = crate::http::envelope::ErrorBody),
               (status = 404, description = "NOT_FOUND (not a symbol of the market)", body = crate::http::envelope::ErrorBody),
-              (status = 409, description = "DUPLICATE_ORDER_BLOCKED, MARKET_CLOSED, SYMBOL_HALTED (a MARKET or STOP order in a halted symbol), EMERGENCY_HALT_ACTIVE", body = crate::http::envelope::ErrorBody),
+              (status = 409, description = "DUPLICATE_ORDER_BLOCKED, MARKET_CLOSED, OUTSIDE_REGULAR_SESSION (outside 09:30-16:00, anything but a LIMIT DAY order with extended_hours), SYMBOL_HALTED (a MARKET or STOP order in a halted symbol), EMERGENCY_HALT_ACTIVE", body = crate::http::envelope::ErrorBody),
               (status = 422, description = "RISK_BLOCKED", body = crate::http::envelope::ErrorBody)))]
 pub async fn create(State(state): State<AppState>, guard: Sensitive) -> ApiResult<ApiResponse<OrderDetail>> {
     guard
@@ -487,7 +498,7 @@ fn preview_verdict(refusal: Refusal) -> PreviewVerdict {
               (status = 400, description = "VALIDATION_ERROR", body = crate::http::envelope::ErrorBody),
               (status = 403, description = "FORBIDDEN (viewer)", body = crate::http::envelope::ErrorBody),
               (status = 404, description = "NOT_FOUND (not a symbol of the market)", body = crate::http::envelope::ErrorBody),
-              (status = 409, description = "MARKET_CLOSED, SYMBOL_HALTED", body = crate::http::envelope::ErrorBody)))]
+              (status = 409, description = "MARKET_CLOSED, OUTSIDE_REGULAR_SESSION, SYMBOL_HALTED", body = crate::http::envelope::ErrorBody)))]
 pub async fn preview(
     State(state): State<AppState>,
     Caller(caller): Caller,

@@ -1,0 +1,113 @@
+//! The extended sessions (CONTRACT §12): from 04:00 to 09:30 and from 16:00 to 20:00 New York a
+//! venue works only `LIMIT` `DAY` orders marked extended-hours and triggers no stop. So an exit
+//! there — a close, a strategy's exit, the emergency halt's — goes out as a marketable limit
+//! under the last trade ([`Engine::exit_shape`]), and one that does not fill is cancelled and
+//! sent again at a fresh price every [`REPRICE_EVERY_SECONDS`] while the market falls away from
+//! it ([`Engine::reprice_exits`]), until it fills.
+
+use super::{Effect, Engine};
+use crate::market::Side;
+use crate::orders::{ClientOrderId, Order, OrderStatus, OrderType, TimeInForce};
+use crate::symbol::Symbol;
+use crate::time::Timestamp;
+use rust_decimal::Decimal;
+use std::sync::Arc;
+
+/// How long an extended-hours exit works at one price before it is re-priced.
+pub const REPRICE_EVERY_SECONDS: i64 = 5;
+
+impl Engine {
+    /// How an exit of `symbol` goes out at `now`: a market order in the regular session (and
+    /// whenever the venue is closed: it waits there for the open); in the pre-market and the
+    /// after-hours a limit `risk_controls.extended_hours_exit_slippage_pct` under the last
+    /// trade, marked extended-hours. `(kind, limit, extended_hours)`.
+    pub(crate) fn exit_shape(&self, symbol: &Symbol, now: Timestamp) -> (OrderType, Option<Decimal>, bool) {
+        let last = self.market.get(symbol).map(|m| m.last).unwrap_or_default();
+        if last <= Decimal::ZERO || !self.calendar().phase(now).is_extended() {
+            return (OrderType::Market, None, false);
+        }
+        let slippage = self.settings.risk_controls.extended_hours_exit_slippage_pct;
+        (OrderType::Limit, Some(super::protection::offset_price(last, slippage, Side::Sell)), true)
+    }
+
+    /// Asks the cancel of every extended-hours exit that has worked at its price for
+    /// [`REPRICE_EVERY_SECONDS`] while the market moved under it (its limit is above the price
+    /// an exit would be sent at now); once the cancel is confirmed, what it did not fill goes out
+    /// again at the price of then ([`Engine::resend_repriced`]; the emergency halt's exits are
+    /// sent again by the halt itself).
+    pub(super) fn reprice_exits(&mut self, now: Timestamp, fx: &mut Vec<Effect>) {
+        if !self.calendar().phase(now).is_extended() {
+            return;
+        }
+        let every = chrono::Duration::seconds(REPRICE_EVERY_SECONDS);
+        let stale: Vec<ClientOrderId> = self
+            .orders
+            .values()
+            .filter(|o| {
+                o.extended_hours
+                    && o.side == Side::Sell
+                    && !o.is_protective()
+                    && matches!(o.status, OrderStatus::Accepted | OrderStatus::PartiallyFilled)
+                    && now - o.updated_at >= every
+                    && !self.repricing.contains(&o.client_order_id)
+                    && !self.is_held_exit(&o.client_order_id)
+                    && matches!((self.exit_shape(&o.symbol, now).1, o.limit_price), (Some(fresh), Some(limit)) if fresh < limit)
+            })
+            .map(|o| o.client_order_id.clone())
+            .collect();
+        for id in stale {
+            if self.request_cancel(&id, now, fx) {
+                self.repricing.insert(id);
+            }
+        }
+    }
+
+    /// An exit cancelled to be re-priced has ended (`status`): what it did not fill, up to the
+    /// shares still held and not otherwise being sold, goes out again as [`Engine::exit_shape`]
+    /// says now, with the same reason and strategy, as the same exit of its strategy's slot.
+    /// Nothing while halted: the halt sends its own exits again.
+    pub(super) fn resend_repriced(
+        &mut self,
+        id: &ClientOrderId,
+        status: OrderStatus,
+        now: Timestamp,
+        fx: &mut Vec<Effect>,
+    ) {
+        if !self.repricing.remove(id) || status != OrderStatus::Canceled {
+            return;
+        }
+        if self.trading_state == crate::risk::TradingState::Halted {
+            return;
+        }
+        let Some(old) = self.orders.get(id).cloned() else { return };
+        let symbol = old.symbol.clone();
+        let held = self.positions.get(&symbol).map(|p| p.quantity).unwrap_or(0);
+        let selling: u64 = self
+            .orders
+            .values()
+            .filter(|o| o.symbol == symbol && o.side == Side::Sell && !o.status.is_final() && !o.is_protective())
+            .map(|o| o.remaining())
+            .sum();
+        let quantity = old.remaining().min(held.saturating_sub(selling));
+        if quantity == 0 {
+            return;
+        }
+        let new_id = self.next_client_order_id(&symbol, now);
+        let (kind, limit, extended) = self.exit_shape(&symbol, now);
+        let mut order =
+            Order::new(new_id.clone(), symbol.clone(), Side::Sell, kind, TimeInForce::Day, quantity, limit, None, now);
+        order.reason = old.reason.clone();
+        order.strategy_id = old.strategy_id.clone();
+        order.extended_hours = extended;
+        let order = Arc::new(order);
+        self.orders.insert(new_id.clone(), order.clone());
+        if let Some(slot) = self.slots.get_mut(&symbol) {
+            slot.exit_orders.insert(new_id);
+        }
+        self.send_exit(order, now, fx);
+        let position =
+            self.positions.get(&symbol).cloned().unwrap_or_else(|| crate::positions::Position::new(symbol.clone()));
+        let next = self.status_after_fill(&symbol, &position);
+        self.set_status(&symbol, next, None, fx);
+    }
+}
