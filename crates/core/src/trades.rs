@@ -173,6 +173,11 @@ pub struct TradeDetail {
 /// `RULE: sentence`; operator orders are named by what made them.
 pub fn explain(order: &Order) -> Explanation {
     let reason = order.reason.as_deref().unwrap_or_default();
+    // The stop the engine holds outside the regular session, a strategy's or a bracket's
+    // (CONTRACT §12): a stop-out either way.
+    if let Some(text) = reason.strip_prefix("STOP_LOSS: ") {
+        return Explanation { rule: "STOP_LOSS".to_string(), text: text.to_string() };
+    }
     if order.strategy_id.is_some() {
         if let Some((rule, text)) = reason.split_once(": ") {
             return Explanation { rule: rule.to_string(), text: text.to_string() };

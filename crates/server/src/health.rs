@@ -533,6 +533,13 @@ fn probe_execution(state: &Probes, engine: &EngineProbe) -> Probe {
             .iter()
             .filter(|p| p.protection.kind != tradeops_core::engine::ProtectionKind::Broker)
             .count(),
+        // Of those, the ones whose stop the engine holds (CONTRACT §12: outside 09:30-16:00
+        // every stop is the engine's, as no venue triggers one there).
+        "engine_protected": view
+            .positions
+            .iter()
+            .filter(|p| p.protection.kind == tradeops_core::engine::ProtectionKind::Engine)
+            .count(),
     });
     if let Some(reason) = &view.venue_unavailable {
         detail["unavailable"] = json!(reason);

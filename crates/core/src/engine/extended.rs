@@ -4,6 +4,11 @@
 //! under the last trade ([`Engine::exit_shape`]), and one that does not fill is cancelled and
 //! sent again at a fresh price every [`REPRICE_EVERY_SECONDS`] while the market falls away from
 //! it ([`Engine::reprice_exits`]), until it fills.
+//!
+//! No venue triggers a resting stop there either, so the engine holds every position's stop
+//! (its strategy's, or its bracket's; `protection` reads `ENGINE`) and fires it as such an exit
+//! when the last trade crosses it ([`Engine::check_engine_stop`]); the exit frees the shares a
+//! protective order resting at the broker for the next open holds first (CONTRACT §11).
 
 use super::{Effect, Engine};
 use crate::market::Side;
@@ -15,6 +20,9 @@ use std::sync::Arc;
 
 /// How long an extended-hours exit works at one price before it is re-priced.
 pub const REPRICE_EVERY_SECONDS: i64 = 5;
+
+/// The rule of the exit an engine-held stop sends: trades name it as a stop-out.
+pub const ENGINE_STOP_RULE: &str = "STOP_LOSS";
 
 impl Engine {
     /// How an exit of `symbol` goes out at `now`: a market order in the regular session (and
@@ -109,5 +117,54 @@ impl Engine {
             self.positions.get(&symbol).cloned().unwrap_or_else(|| crate::positions::Position::new(symbol.clone()));
         let next = self.status_after_fill(&symbol, &position);
         self.set_status(&symbol, next, None, fx);
+    }
+
+    /// Outside the regular session, sells what `symbol`'s position holds beyond the shares
+    /// already being sold once the last trade is at or under its stop (its strategy's, or its
+    /// bracket's), as [`Engine::exit_shape`] says: the stop the venue would not trigger there.
+    /// The exit is the strategy's (its slot's exit, its id) when one manages the position;
+    /// its reason is `STOP_LOSS: sentence`. Outside the risk gate: it only reduces risk.
+    pub(super) fn check_engine_stop(&mut self, symbol: &Symbol, now: Timestamp, fx: &mut Vec<Effect>) {
+        let held = self.positions.get(symbol).map(|p| p.quantity).unwrap_or(0);
+        if held == 0 || !self.calendar().phase(now).is_extended() {
+            return;
+        }
+        let Some(levels) = self.position_levels(symbol) else { return };
+        let last = self.market.get(symbol).map(|m| m.last).unwrap_or_default();
+        if last <= Decimal::ZERO || last > levels.stop_loss {
+            return;
+        }
+        let selling: u64 = self
+            .orders
+            .values()
+            .filter(|o| &o.symbol == symbol && o.side == Side::Sell && !o.status.is_final() && !o.is_protective())
+            .map(|o| o.remaining())
+            .sum();
+        let quantity = held.saturating_sub(selling);
+        if quantity == 0 {
+            return;
+        }
+        let strategy = self.slots.get(symbol).and_then(|s| s.strategy.as_ref()).map(|s| s.id());
+        let strategy = strategy.map(|id| self.strategy_id(id));
+        let id = self.next_client_order_id(symbol, now);
+        let (kind, limit, extended) = self.exit_shape(symbol, now);
+        let mut order =
+            Order::new(id.clone(), symbol.clone(), Side::Sell, kind, TimeInForce::Day, quantity, limit, None, now);
+        order.reason = Some(Arc::from(format!(
+            "{ENGINE_STOP_RULE}: the last trade {} crossed the stop at {} the engine holds outside the regular session",
+            last.normalize(),
+            levels.stop_loss.normalize()
+        )));
+        order.strategy_id = strategy;
+        order.extended_hours = extended;
+        let order = Arc::new(order);
+        self.orders.insert(id.clone(), order.clone());
+        if let Some(slot) = self.slots.get_mut(symbol) {
+            slot.exit_orders.insert(id);
+        }
+        self.send_exit(order, now, fx);
+        if self.slots.get(symbol).is_some_and(|s| s.strategy.is_some()) {
+            self.set_status(symbol, super::StrategyStatus::Sell, None, fx);
+        }
     }
 }

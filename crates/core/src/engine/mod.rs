@@ -295,6 +295,9 @@ pub struct Engine {
     /// Extended-hours exits being cancelled to go out again at a fresh price (CONTRACT §12,
     /// [`Engine::reprice_exits`]).
     repricing: BTreeSet<ClientOrderId>,
+    /// When the last event was handled: what the session-dependent views (a position's
+    /// protection) are answered as of.
+    now: Timestamp,
     /// Strategy positions whose protective order was placed and is not yet resting at the
     /// broker, with when `risk_controls.require_broker_stop` sells them if it still is not.
     stop_deadlines: BTreeMap<Symbol, Timestamp>,
@@ -402,6 +405,7 @@ impl Engine {
             brackets: BTreeMap::new(),
             freeing: BTreeMap::new(),
             repricing: BTreeSet::new(),
+            now: Timestamp::default(),
             stop_deadlines: BTreeMap::new(),
             day: DayStats {
                 date: None,
@@ -535,15 +539,17 @@ impl Engine {
     /// (a backtest handles several events per order, and a new vector for each would be a
     /// good part of an order's cost).
     pub fn handle_into(&mut self, event: Event, now: Timestamp, fx: &mut Vec<Effect>) {
+        self.now = now;
         match event {
             Event::Bar { symbol, bar, prev_close, relative_volume } => {
                 self.bar_into(&symbol, &bar, prev_close, relative_volume, None, now, None, fx);
             }
             Event::Mark { symbol, price } => {
                 self.begin(now, fx);
-                self.market.entry(symbol).or_default().last = price;
+                self.market.entry(symbol.clone()).or_default().last = price;
                 self.check_daily_loss(fx);
                 self.check_broker_stops(now, None, fx);
+                self.check_engine_stop(&symbol, now, fx);
             }
             Event::Broker(report) => {
                 self.begin(now, fx);

@@ -156,12 +156,33 @@ impl Engine {
         self.freeing.values().any(|exits| exits.contains(id))
     }
 
-    /// What protects `symbol`'s position now (CONTRACT §11).
+    /// What protects `symbol`'s position now (CONTRACT §11, §12): as of the last event handled.
     pub fn protection(&self, symbol: &Symbol) -> Protection {
         let held = self.positions.get(symbol).map(|p| p.quantity).unwrap_or(0);
         if held == 0 {
             return Protection::default();
         }
+        let (resting, shown) = self.resting_protection(symbol, held);
+        // A venue triggers a resting stop only in the regular session (CONTRACT §12): outside
+        // it the engine holds the stop ([`Engine::check_engine_stop`]), whether or not the
+        // broker's copy rests for the next open.
+        let triggers = self.calendar().phase(self.now).is_regular();
+        // A bracket's levels are the broker's to watch: without its stop resting there for the
+        // whole position (rejected, expired, being replaced), nothing sells at them in the
+        // regular session.
+        let kind = if resting && triggers {
+            ProtectionKind::Broker
+        } else if self.strategy_levels(symbol).is_some() || (!triggers && self.position_levels(symbol).is_some()) {
+            ProtectionKind::Engine
+        } else {
+            ProtectionKind::None
+        };
+        Protection { kind, order_id: shown.map(|o| o.client_order_id.clone()) }
+    }
+
+    /// Whether protective orders rest at the broker (acknowledged, not being cancelled) for all
+    /// `held` shares of `symbol`, whatever the session, and the one shown as the position's.
+    fn resting_protection<'a>(&'a self, symbol: &'a Symbol, held: u64) -> (bool, Option<&'a Arc<Order>>) {
         // Resting means acknowledged: an order still on its way protects nothing yet. Of two,
         // the id shown is the stop's for the rest (a take-profit's is shown when it is alone).
         let (mut resting, mut shown) = (0, None::<&Arc<Order>>);
@@ -174,17 +195,7 @@ impl Engine {
                 shown = Some(o);
             }
         }
-        let resting = shown.is_some() && resting >= held;
-        // A bracket's levels are the broker's to watch: without its stop resting there for the
-        // whole position (rejected, expired, being replaced), nothing sells at them.
-        let kind = if resting {
-            ProtectionKind::Broker
-        } else if self.strategy_levels(symbol).is_some() {
-            ProtectionKind::Engine
-        } else {
-            ProtectionKind::None
-        };
-        Protection { kind, order_id: shown.map(|o| o.client_order_id.clone()) }
+        (shown.is_some() && resting >= held, shown)
     }
 
     /// The protective orders `symbol`'s position of `quantity` shares should have at the
@@ -454,8 +465,11 @@ impl Engine {
         for symbol in symbols {
             // Nothing of a strategy's left to protect (flat, or its strategy stopped), the stop
             // resting, or the halt selling everything: nothing more to wait for.
+            // Resting counts in any session: outside the regular one the broker's copy waits
+            // for the open while the engine holds the stop (CONTRACT §12).
+            let held = self.positions.get(&symbol).map(|p| p.quantity).unwrap_or(0);
             let settled = self.strategy_levels(&symbol).is_none()
-                || self.protection(&symbol).kind == ProtectionKind::Broker
+                || (held > 0 && self.resting_protection(&symbol, held).0)
                 || self.trading_state == TradingState::Halted;
             let due = self.stop_deadlines[&symbol];
             if !settled && now < due && refused != Some(&symbol) {

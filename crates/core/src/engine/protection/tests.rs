@@ -672,3 +672,126 @@ fn a_target_is_rounded_up_to_the_venue_tick_and_a_stop_down() {
     assert_eq!(super::venue_stop(p("5.759")), p("5.75"));
     assert_eq!(super::venue_stop(p("0.51236")), p("0.5123"));
 }
+
+/// The whole day on the NYSE calendar (CONTRACT §12): a stop resting at the broker protects in
+/// the regular session only; from 16:00 the engine holds it, and fires it when the last trade
+/// crosses it as an extended-hours limit under the last trade — after freeing the shares the
+/// broker's copy holds — re-priced while the market falls away, until it fills.
+#[test]
+fn after_the_close_the_engine_holds_the_stop_and_fires_it_as_an_extended_hours_limit() {
+    let mut settings = Settings::default();
+    settings.runtime.market_calendar = MarketCalendarKind::Nyse;
+    let mut e = Engine::new(settings, d(10_000_000), |_| None);
+    let at = |text: &str| parse_ts(text).unwrap();
+    let mark =
+        |e: &mut Engine, cents: i64, when: Timestamp| e.handle(Event::Mark { symbol: sym(), price: d(cents) }, when);
+    let broker = |e: &mut Engine, r: BrokerReport, when: Timestamp| e.handle(Event::Broker(r), when);
+    // Friday 2026-11-20, 10:00 New York: a bracket entry, filled; its stop rests at the broker.
+    let ten = at("2026-11-20T15:00:00Z");
+    mark(&mut e, 500, ten);
+    let mut fx = e.handle(Event::Command(order(Side::Buy, 10, Some(legs(480, None)))), ten);
+    assert!(matches!(fx.pop(), Some(Effect::Reply(Ok(_)))));
+    let entry = submitted(&fx).remove(0);
+    let ack = |id: &ClientOrderId, when| BrokerReport::Accepted {
+        client_order_id: id.clone(),
+        broker_order_id: format!("b-{id}").into(),
+        at: when,
+    };
+    broker(&mut e, ack(&entry.client_order_id, ten), ten);
+    let execution =
+        Execution { execution_id: "x1".into(), timestamp: ten, quantity: 10, price: d(500), fee: Decimal::ZERO };
+    let fx = broker(&mut e, BrokerReport::Filled { client_order_id: entry.client_order_id.clone(), execution }, ten);
+    let stop = submitted(&fx).remove(0);
+    broker(&mut e, ack(&stop.client_order_id, ten), ten);
+    assert_eq!(e.protection(&sym()).kind, ProtectionKind::Broker);
+
+    // 16:00:01: the broker's stop still rests, but no venue triggers it now.
+    let after_close = at("2026-11-20T21:00:01Z");
+    let fx = mark(&mut e, 495, after_close);
+    assert!(submitted(&fx).is_empty() && cancels(&fx).is_empty(), "nothing to do above the stop: {fx:?}");
+    let protection = e.protection(&sym());
+    assert_eq!((protection.kind, protection.order_id), (ProtectionKind::Engine, Some(stop.client_order_id.clone())));
+
+    // 16:05: a trade at 4.79 crosses the stop. The broker's copy is cancelled first, to free the
+    // shares; once it is, the exit goes out as an extended-hours limit 1% under the last trade.
+    let crossed = at("2026-11-20T21:05:00Z");
+    let fx = mark(&mut e, 479, crossed);
+    assert_eq!(cancels(&fx), vec![stop.client_order_id.clone()], "{fx:?}");
+    assert!(submitted(&fx).is_empty(), "the exit waits for the shares: {fx:?}");
+    let fx =
+        broker(&mut e, BrokerReport::Canceled { client_order_id: stop.client_order_id.clone(), at: crossed }, crossed);
+    let exit = submitted(&fx).remove(0);
+    assert_eq!(
+        (exit.side, exit.order_type, exit.time_in_force, exit.quantity, exit.limit_price, exit.extended_hours),
+        (Side::Sell, OrderType::Limit, TimeInForce::Day, 10, Some(d(474)), true)
+    );
+    assert_eq!(crate::trades::explain(&exit).rule, "STOP_LOSS", "{:?}", exit.reason);
+    broker(&mut e, ack(&exit.client_order_id, crossed), crossed);
+    // Another trade through the stop sends nothing more: the exit is working.
+    assert!(submitted(&mark(&mut e, 478, crossed)).is_empty());
+
+    // 5 s later the market is at 4.60: the exit is cancelled and sent again at 4.55.
+    let later = at("2026-11-20T21:05:05Z");
+    mark(&mut e, 460, later);
+    let fx = e.handle(Event::Tick, later);
+    assert_eq!(cancels(&fx), vec![exit.client_order_id.clone()], "{fx:?}");
+    let fx = broker(&mut e, BrokerReport::Canceled { client_order_id: exit.client_order_id.clone(), at: later }, later);
+    let again = submitted(&fx).remove(0);
+    assert_eq!((again.quantity, again.limit_price, again.extended_hours), (10, Some(d(455)), true));
+    assert_eq!(again.reason, exit.reason, "the same exit, re-priced");
+    broker(&mut e, ack(&again.client_order_id, later), later);
+    let execution =
+        Execution { execution_id: "x2".into(), timestamp: later, quantity: 10, price: d(456), fee: Decimal::ZERO };
+    broker(&mut e, BrokerReport::Filled { client_order_id: again.client_order_id.clone(), execution }, later);
+    assert!(e.positions()[&sym()].is_flat());
+}
+
+/// Outside the regular session only an extended-hours `LIMIT` `DAY` order is taken; a market
+/// or stop order, or a limit not so marked, is refused with the next regular open and nothing
+/// is sent (CONTRACT §12).
+#[test]
+fn in_the_pre_market_only_an_extended_hours_limit_is_taken() {
+    let mut settings = Settings::default();
+    settings.runtime.market_calendar = MarketCalendarKind::Nyse;
+    let mut e = Engine::new(settings, d(10_000_000), |_| None);
+    let seven = parse_ts("2026-11-20T12:00:00Z").unwrap();
+    e.handle(Event::Mark { symbol: sym(), price: d(500) }, seven);
+    let with = |kind, limit: Option<i64>, stop: Option<i64>, extended| {
+        Command::PlaceOrder(ManualOrder {
+            client_order_id: None,
+            symbol: sym(),
+            side: Side::Buy,
+            quantity: 10,
+            order_type: kind,
+            limit_price: limit.map(d),
+            stop_price: stop.map(d),
+            time_in_force: TimeInForce::Day,
+            reason: None,
+            legs: None,
+            extended_hours: extended,
+        })
+    };
+    let regular_open = parse_ts("2026-11-20T14:30:00Z").unwrap();
+    for c in [
+        with(OrderType::Market, None, None, false),
+        with(OrderType::Limit, Some(505), None, false),
+        with(OrderType::Stop, None, Some(510), false),
+    ] {
+        let mut fx = e.handle(Event::Command(c), seven);
+        let Some(Effect::Reply(reply)) = fx.pop() else { panic!("a reply") };
+        assert_eq!(
+            reply,
+            Err(CommandError::OutsideRegularSession {
+                session: crate::calendar::SessionPhase::PreMarket,
+                regular_open
+            })
+        );
+        assert!(fx.is_empty(), "nothing happens: {fx:?}");
+    }
+    let mut fx = e.handle(Event::Command(with(OrderType::Market, None, None, true)), seven);
+    assert!(matches!(fx.pop(), Some(Effect::Reply(Err(CommandError::Invalid { field: "extended_hours", .. })))));
+    let mut fx = e.handle(Event::Command(with(OrderType::Limit, Some(505), None, true)), seven);
+    assert!(matches!(fx.pop(), Some(Effect::Reply(Ok(_)))));
+    let placed = submitted(&fx);
+    assert_eq!((placed.len(), placed[0].extended_hours), (1, true));
+}
