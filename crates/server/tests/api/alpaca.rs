@@ -133,6 +133,8 @@ pub struct Venue {
     reference: Option<String>,
     /// Every trading request, in arrival order.
     sent: Vec<Sent>,
+    /// Alpaca's session rules apply (see [`StandIn::keep_sessions`]).
+    sessions: bool,
 }
 
 /// The door (listening address) a request came through: `""` for the stand-in's own address.
@@ -200,6 +202,16 @@ impl Venue {
         }
     }
 
+    /// The market's session now, on the NYSE calendar (Alpaca's), while the stand-in keeps
+    /// sessions ([`StandIn::keep_sessions`]); else regular all day.
+    fn session(&self) -> tradeops_core::calendar::SessionPhase {
+        if !self.sessions {
+            return tradeops_core::calendar::SessionPhase::Regular;
+        }
+        let nyse = tradeops_core::calendar::MarketCalendar::new(tradeops_core::settings::MarketCalendarKind::Nyse);
+        nyse.phase(self.clock.now())
+    }
+
     fn create(&mut self, sent: &Value) -> usize {
         if sent["order_class"] == "oco" {
             return self.create_oco(sent);
@@ -215,13 +227,14 @@ impl Venue {
             "type": sent["type"], "side": sent["side"], "time_in_force": sent["time_in_force"],
             "limit_price": sent.get("limit_price").cloned().unwrap_or(Value::Null),
             "stop_price": sent.get("stop_price").cloned().unwrap_or(Value::Null),
-            "status": "new", "extended_hours": false, "legs": null, "order_class": "",
+            "status": "new", "extended_hours": sent["extended_hours"] == true, "legs": null, "order_class": "",
             "replaced_by": null,
         });
         self.orders.push(order);
         let i = self.orders.len() - 1;
         self.send("new", i, json!({}));
-        if self.orders[i]["type"] == "market" {
+        // Outside the regular session a market order waits for the open (Alpaca's rule).
+        if self.orders[i]["type"] == "market" && self.session().is_regular() {
             let symbol = self.orders[i]["symbol"].as_str().unwrap_or_default().to_string();
             if let Some(price) = self.prices.get(&symbol).copied() {
                 let qty = dec(&self.orders[i]["qty"]).try_into().unwrap_or(0u64);
@@ -365,9 +378,15 @@ impl Venue {
     /// filled, research §2.4).
     fn trade(&mut self, symbol: &str, price: Decimal) {
         self.prices.insert(symbol.to_string(), price);
+        let regular = self.session().is_regular();
         for i in 0..self.orders.len() {
             let order = self.orders[i].clone();
             if order["symbol"] != symbol || !is_open(&order) || order["status"] == "pending_cancel" {
+                continue;
+            }
+            // Alpaca's sessions (CONTRACT §12): outside 09:30-16:00 only an order marked
+            // extended-hours trades, and no stop (nor an `oco` leg) is triggered.
+            if !regular && order["extended_hours"] != true {
                 continue;
             }
             let id = self.id_at(i);
@@ -595,6 +614,10 @@ fn answer(
             }
             if let Some(refused) = v.shares_refusal(&sent) {
                 return (refused, None);
+            }
+            if sent["extended_hours"] == true && (sent["type"] != "limit" || sent["time_in_force"] != "day") {
+                let message = "only type=\"limit\" is allowed for extended hours orders";
+                return (error(422, json!({"code": 40010001, "message": message})), None);
             }
             match v.submit_faults.pop_front() {
                 Some(SubmitFault::RateLimited { retry_after }) => {
@@ -875,6 +898,7 @@ impl StandIn {
             triggered: Default::default(),
             reference: None,
             sent: Vec::new(),
+            sessions: false,
         }));
         let base_url = listen(venue.clone(), "").await;
         StandIn { base_url, venue }
@@ -907,6 +931,14 @@ impl StandIn {
     /// to `host` (the market-data stand-in), so that one host is the whole Trading API.
     pub fn forward_reference_to(&self, host: &str) {
         self.venue().reference = Some(host.to_string());
+    }
+
+    /// From now on the stand-in trades by Alpaca's sessions on its clock (CONTRACT §12):
+    /// outside 09:30–16:00 New York only orders marked extended-hours fill, a market order
+    /// waits for the open, and no stop triggers. Off by default: the stand-ins on the wall
+    /// clock (the cluster's) would otherwise stop trading at night and on weekends.
+    pub fn keep_sessions(&self) {
+        self.venue().sessions = true;
     }
 
     pub fn set_price(&self, symbol: &str, price: Decimal) {
@@ -1031,7 +1063,12 @@ impl StandIn {
 /// The service trading through a fresh stand-in; the stand-in's cash is the service's
 /// starting cash, its timestamps the service's market time.
 async fn start() -> (TestApp, StandIn) {
-    let market = ManualClock::new(tradeops_core::time::parse_ts(MARKET_START).unwrap());
+    start_at_market(MARKET_START).await
+}
+
+/// [`start`] with the market's clock (the service's and the stand-in's) at `at`.
+async fn start_at_market(at: &str) -> (TestApp, StandIn) {
+    let market = ManualClock::new(tradeops_core::time::parse_ts(at).unwrap());
     let (db, url) = TestDb::new().await;
     let mut config = test_config(url);
     let alpaca = StandIn::start(config.paper.initial_cash, market.clone()).await;
@@ -1423,6 +1460,124 @@ async fn alpaca_a_malformed_order_is_rejected_not_taken_for_a_duplicate() {
     assert!(health["detail"]["unavailable"].is_null(), "{health}");
     let id = placed(&app, market_buy(&a, 10)).await;
     wait_for_order(&app, &id, &["FILLED"]).await;
+    assert_books_agree(&app, &alpaca).await;
+}
+
+/// The pre-market on Alpaca (CONTRACT §12), with the stand-in keeping Alpaca's sessions: a
+/// market order is refused before anything is sent; an extended-hours limit is sent marked
+/// `extended_hours` and fills there; a position bought with a stop reads `ENGINE` (no venue
+/// triggers a stop at 07:00) while its stop rests at the venue for the open; the engine fires
+/// it when a trade crosses it, freeing the shares first, as an extended-hours limit; and the
+/// emergency halt flattens at 07:00 through extended-hours limits, as the venue's book shows.
+#[tokio::test]
+async fn alpaca_the_pre_market_trades_extended_hours_limits_with_the_stop_held_by_the_engine() {
+    // Monday 2026-11-23, 07:00 New York.
+    let (app, alpaca) = start_at_market("2026-11-23T12:00:00Z").await;
+    alpaca.keep_sessions();
+    app.put_settings(ADMIN_TOKEN, json!({"runtime": {"market_calendar": "NYSE"}})).await.assert_ok(200);
+    let syms = symbols(&app, 2).await;
+    let ((a, pa), (b, pb)) = (syms[0].clone(), syms[1].clone());
+    alpaca.set_price(&a, pa);
+    alpaca.set_price(&b, pb);
+
+    let posts = alpaca.calls("POST", "/v2/orders");
+    place(&app, market_buy(&a, 10)).await.assert_error(409, "OUTSIDE_REGULAR_SESSION");
+    place(&app, limit_buy(&a, 10, pa)).await.assert_error(409, "OUTSIDE_REGULAR_SESSION");
+    assert_eq!(alpaca.calls("POST", "/v2/orders"), posts, "nothing reached the venue");
+
+    // B: an extended-hours limit with a stop well under the market: sent alone, marked, and
+    // filled by a pre-market trade. Its stop rests at the venue for the open; until then the
+    // engine holds it.
+    let cents = |d: Decimal| d.round_dp(2).to_string().parse::<f64>().unwrap();
+    let mut b_entry = limit_buy(&b, 20, pb);
+    b_entry["extended_hours"] = json!(true);
+    b_entry["stop_loss"] = json!({"stop_price": cents(pb * Decimal::new(90, 2))});
+    let b_id = placed(&app, b_entry).await;
+    let sent = alpaca.order(&b_id);
+    assert_eq!((sent["extended_hours"].as_bool(), sent["type"].as_str()), (Some(true), Some("limit")), "{sent}");
+    alpaca.trade(&b, pb);
+    wait_for_order(&app, &b_id, &["FILLED"]).await;
+    wait_for_venue(&app, &alpaca, "B's stop resting", |v| v.open_orders().len() == 1).await;
+    let mut row = Value::Null;
+    for _ in 0..100 {
+        let positions = app.get("/api/positions").await;
+        let rows = positions.data().as_array().unwrap().clone();
+        row = rows.into_iter().find(|p| p["symbol"] == b.as_str()).unwrap_or_default();
+        if row["protection"] == "ENGINE" && row["protective_order_id"].is_string() {
+            break;
+        }
+        step(&app).await;
+    }
+    assert_eq!(row["protection"], "ENGINE", "no venue triggers a stop at 07:00: {row}");
+    let health = wait_for_execution(&app, "the engine-protected count", |c| c["detail"]["engine_protected"] == 1).await;
+    assert_eq!(health["detail"]["engine_protected"], 1, "{health}");
+
+    // A: bought with a stop over the market's last trade (under its limit, as a stop must be):
+    // the next trade crosses it. The venue elects nothing at 07:00; the engine frees the shares
+    // its stop holds and sells them as an extended-hours limit.
+    let mut entry = limit_buy(&a, 10, pa * Decimal::new(1045, 3));
+    entry["limit_price"] = json!(cents(pa * Decimal::new(1045, 3)));
+    entry["extended_hours"] = json!(true);
+    entry["stop_loss"] = json!({"stop_price": cents(pa * Decimal::new(103, 2))});
+    let id = placed(&app, entry).await;
+    alpaca.trade(&a, pa);
+    wait_for_order(&app, &id, &["FILLED"]).await;
+    let mut exit = Value::Null;
+    for _ in 0..200 {
+        let orders = app.get("/api/orders?limit=50").await;
+        let rows = orders.data().as_array().unwrap().clone();
+        let found = rows.into_iter().find(|o| {
+            o["symbol"] == a.as_str()
+                && o["side"] == "SELL"
+                && o["reason"].as_str().is_some_and(|r| r.starts_with("STOP_LOSS"))
+        });
+        if let Some(found) = found {
+            exit = found;
+            if alpaca.venue().index(exit["client_order_id"].as_str().unwrap()).is_some() {
+                break;
+            }
+        }
+        step(&app).await;
+    }
+    let exit_id = exit["client_order_id"].as_str().expect("the engine's stop exit").to_string();
+    let at_venue = alpaca.order(&exit_id);
+    assert_eq!(
+        (at_venue["extended_hours"].as_bool(), at_venue["type"].as_str()),
+        (Some(true), Some("limit")),
+        "{at_venue}"
+    );
+    assert_eq!(alpaca.positions()[&a].0, 10, "the venue triggered no stop in the pre-market");
+    // A trade at its limit fills it (a sell limit fills at or above its price).
+    alpaca.trade(&a, dec(&at_venue["limit_price"]));
+    wait_for_order(&app, &exit_id, &["FILLED"]).await;
+    let trades = wait_for_trades(&app, &a, 1).await;
+    assert_eq!(trades.data()[0]["exit_reason"], "STOP_LOSS", "{}", trades.body);
+
+    // The emergency halt at 07:00: an extended-hours limit under the last trade, filled.
+    app.post("/api/risk/emergency-halt", ADMIN_TOKEN, json!({"reason": "pre-market drill"})).await.assert_ok(200);
+    let mut halt_exit = None;
+    for _ in 0..200 {
+        // Its stop (a sell `stop`) is cancelled first; the exit is the sell that is not.
+        halt_exit = alpaca
+            .venue()
+            .orders
+            .iter()
+            .find(|o| o["symbol"] == b.as_str() && o["side"] == "sell" && o["type"] != "stop")
+            .cloned();
+        if halt_exit.is_some() {
+            break;
+        }
+        step(&app).await;
+    }
+    let halt_exit = halt_exit.expect("the halt's exit reached the venue");
+    assert_eq!(
+        (halt_exit["extended_hours"].as_bool(), halt_exit["type"].as_str()),
+        (Some(true), Some("limit")),
+        "{halt_exit}"
+    );
+    alpaca.trade(&b, dec(&halt_exit["limit_price"]));
+    wait_for_venue(&app, &alpaca, "flat", |v| v.positions().values().all(|(q, _)| *q == 0)).await;
+    wait_for_reconciled(&app).await;
     assert_books_agree(&app, &alpaca).await;
 }
 
