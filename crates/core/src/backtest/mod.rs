@@ -533,6 +533,11 @@ fn run_keeping(
     let settings = run_settings(spec, settings);
     let breakeven = settings.analytics.breakeven_threshold;
     let mut engine = Engine::new(settings, spec.initial_cash, strategy::make);
+    if spec.timeframe == Timeframe::Day {
+        // A daily bar stands for its whole day: the session of the instant it is seen at (its
+        // close) says nothing of the session its orders trade in (its fill model's open or close).
+        engine.without_session_rules();
+    }
     let symbol = &spec.symbol;
     let watch = Command::Watch { symbol: symbol.clone(), source: "API".into() };
     let fx = engine.handle(Event::Command(watch), first.start);

@@ -11,6 +11,7 @@
 //! protective order resting at the broker for the next open holds first (CONTRACT §11).
 
 use super::{Effect, Engine};
+use crate::calendar::SessionPhase;
 use crate::market::Side;
 use crate::orders::{ClientOrderId, Order, OrderStatus, OrderType, TimeInForce};
 use crate::symbol::Symbol;
@@ -25,13 +26,30 @@ pub const REPRICE_EVERY_SECONDS: i64 = 5;
 pub const ENGINE_STOP_RULE: &str = "STOP_LOSS";
 
 impl Engine {
+    /// Trades as if every moment were in the regular session: for a backtest on daily bars,
+    /// whose bar stands for a whole day (its orders fill at an open or a close by its fill
+    /// model, whatever the instant the bar is seen at).
+    pub fn without_session_rules(&mut self) {
+        self.session_rules = false;
+    }
+
+    /// The session at `now` as the engine trades by it: the calendar's, or `REGULAR` all day
+    /// without session rules.
+    pub(crate) fn session_at(&self, now: Timestamp) -> SessionPhase {
+        if self.session_rules {
+            self.calendar().phase(now)
+        } else {
+            SessionPhase::Regular
+        }
+    }
+
     /// How an exit of `symbol` goes out at `now`: a market order in the regular session (and
     /// whenever the venue is closed: it waits there for the open); in the pre-market and the
     /// after-hours a limit `risk_controls.extended_hours_exit_slippage_pct` under the last
     /// trade, marked extended-hours. `(kind, limit, extended_hours)`.
     pub(crate) fn exit_shape(&self, symbol: &Symbol, now: Timestamp) -> (OrderType, Option<Decimal>, bool) {
         let last = self.market.get(symbol).map(|m| m.last).unwrap_or_default();
-        if last <= Decimal::ZERO || !self.calendar().phase(now).is_extended() {
+        if last <= Decimal::ZERO || !self.session_at(now).is_extended() {
             return (OrderType::Market, None, false);
         }
         let slippage = self.settings.risk_controls.extended_hours_exit_slippage_pct;
@@ -44,7 +62,7 @@ impl Engine {
     /// again at the price of then ([`Engine::resend_repriced`]; the emergency halt's exits are
     /// sent again by the halt itself).
     pub(super) fn reprice_exits(&mut self, now: Timestamp, fx: &mut Vec<Effect>) {
-        if !self.calendar().phase(now).is_extended() {
+        if !self.session_at(now).is_extended() {
             return;
         }
         let every = chrono::Duration::seconds(REPRICE_EVERY_SECONDS);
@@ -126,7 +144,7 @@ impl Engine {
     /// its reason is `STOP_LOSS: sentence`. Outside the risk gate: it only reduces risk.
     pub(super) fn check_engine_stop(&mut self, symbol: &Symbol, now: Timestamp, fx: &mut Vec<Effect>) {
         let held = self.positions.get(symbol).map(|p| p.quantity).unwrap_or(0);
-        if held == 0 || !self.calendar().phase(now).is_extended() {
+        if held == 0 || !self.session_at(now).is_extended() {
             return;
         }
         let Some(levels) = self.position_levels(symbol) else { return };

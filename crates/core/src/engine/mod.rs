@@ -298,6 +298,9 @@ pub struct Engine {
     /// When the last event was handled: what the session-dependent views (a position's
     /// protection) are answered as of.
     now: Timestamp,
+    /// The extended sessions' rules apply (CONTRACT §12): on by default; off for a backtest on
+    /// daily bars ([`Engine::without_session_rules`]).
+    session_rules: bool,
     /// Strategy positions whose protective order was placed and is not yet resting at the
     /// broker, with when `risk_controls.require_broker_stop` sells them if it still is not.
     stop_deadlines: BTreeMap<Symbol, Timestamp>,
@@ -406,6 +409,7 @@ impl Engine {
             freeing: BTreeMap::new(),
             repricing: BTreeSet::new(),
             now: Timestamp::default(),
+            session_rules: true,
             stop_deadlines: BTreeMap::new(),
             day: DayStats {
                 date: None,

@@ -166,7 +166,7 @@ impl Engine {
         // A venue triggers a resting stop only in the regular session (CONTRACT §12): outside
         // it the engine holds the stop ([`Engine::check_engine_stop`]), whether or not the
         // broker's copy rests for the next open.
-        let triggers = self.calendar().phase(self.now).is_regular();
+        let triggers = self.session_at(self.now).is_regular();
         // A bracket's levels are the broker's to watch: without its stop resting there for the
         // whole position (rejected, expired, being replaced), nothing sells at them in the
         // regular session.

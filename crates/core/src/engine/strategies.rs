@@ -93,7 +93,7 @@ impl Engine {
         // Outside the regular session a strategy enters only where the operator allowed it
         // (`strategy_allocator.trade_extended_hours`, CONTRACT §12). Looked up for entries
         // only: the calendar is not read on a bar that decides nothing.
-        let extended_session = entry && self.calendar().phase(now).is_extended();
+        let extended_session = entry && self.session_at(now).is_extended();
         if extended_session && !self.settings.strategy_allocator.trade_extended_hours {
             return;
         }
