@@ -111,7 +111,7 @@ impl ExecutionBroker for BarExecution {
         let mut book = self.book();
         let mut reports = std::mem::take(&mut book.pending);
         if let Some(bar) = update.bar {
-            book.broker.on_bar(bar, update.at);
+            book.broker.on_bar(bar, update.at, update.session);
             book.bar = Some(*bar);
             reports.extend(book.take());
         }
@@ -207,7 +207,7 @@ mod tests {
         for step in session() {
             match step {
                 Step::Bar(b) => {
-                    broker.on_bar(&b, b.start);
+                    broker.on_bar(&b, b.start, tradeops_core::calendar::SessionPhase::Regular);
                     last = Some(b);
                 }
                 Step::Submit(o) => broker.submit(&o, last.as_ref().expect("a bar first"), last.expect("bar").start),

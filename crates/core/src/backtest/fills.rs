@@ -21,6 +21,10 @@
 //!   entry), which is what a venue holding the stop does when the price falls back through it.
 //!   It is matched against that bar once, after the bar's fills and what the engine placed on
 //!   them (a stop replaced on a fill, e.g. moved to breakeven by a take-profit's fill, included).
+//! - **Sessions** (CONTRACT §12): a minute bar outside 09:30–16:00 New York (on the run's
+//!   calendar) fills only orders marked extended-hours (limits), and elects no stop; a resting
+//!   stop, a market order and an unmarked limit wait for the regular session. A bar while the
+//!   market is closed fills nothing. A daily bar is the whole day: always regular.
 //! - A protective sell with a take-profit (one-cancels-other, CONTRACT §11) fills as a limit at
 //!   the take-profit until its stop is elected: at the open when the bar opens at or above the
 //!   target, else by its stop when the bar trades down to it (the worst case when the bar
@@ -29,6 +33,7 @@
 //!   against the rest of that bar, as above).
 
 use crate::broker::BrokerReport;
+use crate::calendar::SessionPhase;
 use crate::market::{Bar, Price, Side};
 use crate::orders::{ClientOrderId, Execution, Order, OrderType, TimeInForce};
 use crate::time::Timestamp;
@@ -57,6 +62,8 @@ struct Working {
     /// A protective order's take-profit leg (one-cancels-other with its stop).
     take_profit: Option<Price>,
     triggered: bool,
+    /// Fills in the extended sessions too (CONTRACT §12).
+    extended_hours: bool,
 }
 
 /// The backtest broker.
@@ -75,6 +82,8 @@ pub struct BarBroker {
     /// The working orders matched against the current bar ([`BarBroker::on_bar`]); those after
     /// them were placed by its fills ([`BarBroker::stops_placed_in_bar`]).
     matched: Option<usize>,
+    /// The session of the current bar: only in the regular one is a stop elected.
+    regular: bool,
 }
 
 impl BarBroker {
@@ -88,6 +97,7 @@ impl BarBroker {
             scratch: String::new(),
             reports: Vec::new(),
             matched: None,
+            regular: true,
         }
     }
 
@@ -122,6 +132,7 @@ impl BarBroker {
             stop: tick(order.stop_price),
             take_profit: tick(order.legs.filter(|_| order.is_protective()).and_then(|l| l.take_profit)),
             triggered: false,
+            extended_hours: order.extended_hours,
         };
         if order.order_type == OrderType::Market && self.fill == FillModel::Close {
             let fill = self.execute(&working, bar.close, now);
@@ -181,10 +192,18 @@ impl BarBroker {
         });
     }
 
-    /// Matches working orders against a new bar; fills are stamped `at` (the bar's open).
-    pub fn on_bar(&mut self, bar: &Bar, at: Timestamp) {
+    /// Matches working orders against a new bar of `session`; fills are stamped `at` (the
+    /// bar's open). Outside the regular session only extended-hours orders are matched; while
+    /// closed, none (see the module's doc).
+    pub fn on_bar(&mut self, bar: &Bar, at: Timestamp, session: SessionPhase) {
+        self.regular = session.is_regular();
         let mut i = 0;
         while i < self.working.len() {
+            let waits = !self.regular && (session == SessionPhase::Closed || !self.working[i].extended_hours);
+            if waits {
+                i += 1;
+                continue;
+            }
             match match_bar(&mut self.working[i], bar) {
                 Some(price) => {
                     let working = self.working.remove(i);
@@ -203,6 +222,10 @@ impl BarBroker {
     /// the bar's close, work from the next bar.
     pub fn stops_placed_in_bar(&mut self, bar: &Bar, at: Timestamp) -> bool {
         let Some(from) = self.matched.take() else { return false };
+        if !self.regular {
+            // No venue elects a stop outside the regular session (CONTRACT §12).
+            return false;
+        }
         let mut any = false;
         let mut i = from;
         while i < self.working.len() {
@@ -374,7 +397,7 @@ mod tests {
     }
 
     fn on_bar(b: &mut BarBroker, bar: &Bar, at: Timestamp) -> Vec<BrokerReport> {
-        b.on_bar(bar, at);
+        b.on_bar(bar, at, SessionPhase::Regular);
         b.take_reports().collect()
     }
 
@@ -388,6 +411,48 @@ mod tests {
             BrokerReport::Filled { execution, .. } => Some((execution.price, execution.fee, execution.timestamp)),
             _ => None,
         })
+    }
+
+    #[test]
+    fn outside_the_regular_session_a_stop_waits_and_an_extended_hours_limit_fills() {
+        let decided = bar(0, "10", "10", "10", "10");
+        let mut b = BarBroker::new(FillModel::NextOpen, Decimal::ZERO, Decimal::ZERO);
+        let stop = order(Side::Sell, OrderType::Stop, None, Some("9.50"));
+        submit(&mut b, &stop, &decided, decided.start);
+        let mut limit = order(Side::Sell, OrderType::Limit, Some("9.40"), None);
+        limit.client_order_id = ClientOrderId::parse("t-2").unwrap();
+        limit.extended_hours = true;
+        submit(&mut b, &limit, &decided, decided.start);
+        let mut market = order(Side::Buy, OrderType::Market, None, None);
+        market.client_order_id = ClientOrderId::parse("t-3").unwrap();
+        submit(&mut b, &market, &decided, decided.start);
+        let fills = |reports: Vec<BrokerReport>| -> Vec<(String, Decimal)> {
+            reports
+                .into_iter()
+                .filter_map(|r| match r {
+                    BrokerReport::Filled { client_order_id, execution } => {
+                        Some((client_order_id.to_string(), execution.price))
+                    }
+                    _ => None,
+                })
+                .collect()
+        };
+        let d = |s: &str| s.parse::<Decimal>().unwrap();
+        // A 07:00 bar through the stop: only the extended-hours limit fills.
+        let early = bar(1, "9.60", "9.60", "9.00", "9.10");
+        b.on_bar(&early, early.start, SessionPhase::PreMarket);
+        assert_eq!(fills(b.take_reports().collect()), vec![("t-2".to_string(), d("9.60"))]);
+        assert!(!b.stops_placed_in_bar(&early, early.start), "no stop elected in the pre-market");
+        // While closed nothing fills.
+        b.on_bar(&early, early.start, SessionPhase::Closed);
+        assert!(b.take_reports().next().is_none());
+        // The regular session: the market order at the open, the stop elected by the gap.
+        let open = bar(2, "9.20", "9.30", "9.10", "9.20");
+        b.on_bar(&open, open.start, SessionPhase::Regular);
+        assert_eq!(
+            fills(b.take_reports().collect()),
+            vec![("t-1".to_string(), d("9.20")), ("t-3".to_string(), d("9.20"))]
+        );
     }
 
     #[test]

@@ -19,7 +19,7 @@ pub mod coverage;
 pub mod fills;
 
 use crate::bars::SessionRunning;
-use crate::calendar::{ny_dates_of, ny_instant, NyDate, NyDateCursor, NyDates, NyDay};
+use crate::calendar::{ny_dates_of, ny_instant, NyDate, NyDateCursor, NyDates, NyDay, SessionPhase};
 use crate::engine::{BarTime, Command, Effect, Engine, Event};
 use crate::market::{Bar, Price, Timeframe};
 use crate::metrics::{CurveStats, EquityPoint, Metrics};
@@ -606,7 +606,12 @@ fn run_keeping(
                 Timeframe::Minute => bar.start,
                 Timeframe::Day => ny_date.nine_thirty.max(bar.start),
             };
-            run.broker.on_bar(bar, open);
+            // A minute bar fills by its session's rules (CONTRACT §12); a daily bar is the day.
+            let session = match spec.timeframe {
+                Timeframe::Minute => run.engine.session_at(bar.start),
+                Timeframe::Day => SessionPhase::Regular,
+            };
+            run.broker.on_bar(bar, open, session);
             run.fills(bar, open);
             if run.broker.stops_placed_in_bar(bar, open) {
                 run.fills(bar, open);
