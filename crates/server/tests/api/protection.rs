@@ -28,7 +28,12 @@ async fn orders(app: &TestApp, symbol: &str) -> Vec<Value> {
 /// A stand-in trading `symbol` at $12.00 (bid 11.99, ask 12.01) and a service on it, with the
 /// symbol tradable (its snapshot read).
 async fn trading(symbol: &str) -> (StandIn, TestApp) {
-    let alpaca = StandIn::start_on(service_clock()).await;
+    trading_on(symbol, service_clock()).await
+}
+
+/// [`trading`] with the market's clock (the service's and the stand-in's) `clock`.
+async fn trading_on(symbol: &str, clock: std::sync::Arc<dyn tradeops_core::Clock>) -> (StandIn, TestApp) {
+    let alpaca = StandIn::start_on(clock.clone()).await;
     alpaca.add_mover(symbol, 1000, 1200, 5_000_000);
     let (db, url) = TestDb::new().await;
     let mut config = test_config(url);
@@ -36,7 +41,7 @@ async fn trading(symbol: &str) -> (StandIn, TestApp) {
     // These tests poll the books while orders work: the request budget is not what they test.
     config.auth.rate_limit_per_second = 1_000_000;
     config.auth.rate_limit_burst = 1_000_000;
-    let app = start_on_own_market_clock(config, std::sync::Arc::new(db), service_clock()).await;
+    let app = start_on_own_market_clock(config, std::sync::Arc::new(db), clock).await;
     let quote = || async { app.get(&format!("/api/market/quote?symbol={symbol}")).await.status };
     wait_until("the symbol is quoted", Duration::from_secs(20), quote, |s| *s == 200).await;
     (alpaca, app)
@@ -44,7 +49,11 @@ async fn trading(symbol: &str) -> (StandIn, TestApp) {
 
 /// A trade at `price` with the quote a cent either side, on the stream.
 fn trade_at(alpaca: &StandIn, symbol: &str, price: f64) {
-    let now = wall_now();
+    trade_at_time(alpaca, symbol, price, wall_now());
+}
+
+/// [`trade_at`], stamped `now`.
+fn trade_at_time(alpaca: &StandIn, symbol: &str, price: f64, now: tradeops_core::Timestamp) {
     alpaca.send(json!([
         {"T": "q", "S": symbol, "bx": "V", "bp": price - 0.01, "bs": 500, "ax": "V", "ap": price + 0.01, "as": 500, "t": now},
         {"T": "t", "S": symbol, "i": 9, "x": "V", "p": price, "s": 100, "t": now, "c": ["@"], "z": "C"},
@@ -244,14 +253,111 @@ pub(crate) async fn fill_to_resting(app: &TestApp, symbol: &str, stop: f64, targ
 }
 
 /// Prints the median and 99th percentile of `waits` in milliseconds.
-pub(crate) fn report(venue: &str, mut waits: Vec<Duration>) {
+pub(crate) fn report(venue: &str, waits: Vec<Duration>) {
+    report_as("fill to stop resting at the broker", venue, waits);
+}
+
+/// Prints the median and 99th percentile of `waits` (of `what`) in milliseconds.
+pub(crate) fn report_as(what: &str, venue: &str, mut waits: Vec<Duration>) {
     waits.sort();
     let at = |q: f64| waits[((waits.len() as f64 - 1.0) * q).round() as usize].as_secs_f64() * 1000.0;
     println!(
-        "fill to stop resting at the broker, {venue}: {} trials, p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+        "{what}, {venue}: {} trials, p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
         waits.len(),
         at(0.5),
         at(0.99),
         at(1.0)
     );
+}
+
+/// The market clock after the close: real time moved to 17:00 New York of the latest NYSE
+/// trading day (its after-hours, whatever day the test runs on).
+fn after_hours_clock() -> std::sync::Arc<dyn tradeops_core::Clock> {
+    static CLOCK: std::sync::OnceLock<std::sync::Arc<tradeops_server::clock::ScaledClock>> = std::sync::OnceLock::new();
+    CLOCK
+        .get_or_init(|| {
+            let real = tradeops_core::Clock::now(&tradeops_server::clock::SystemClock);
+            let nyse = tradeops_core::calendar::MarketCalendar::new(tradeops_core::settings::MarketCalendarKind::Nyse);
+            let today = nyse.date_of(real);
+            let day = if nyse.is_trading_day(today) { today } else { nyse.previous_trading_day(today) };
+            let close = nyse.trading_day(day).expect("a trading day has a session").regular_close;
+            std::sync::Arc::new(tradeops_server::clock::ScaledClock::starting_at(
+                close + chrono::Duration::minutes(60),
+                1.0,
+            ))
+        })
+        .clone()
+}
+
+/// An extended-hours limit buy of `quantity` at $12.05 with a stop at $11.50, filled; waits
+/// until its stop rests at the broker (for the next open) and the row reads `ENGINE`.
+async fn bought_after_hours(app: &TestApp, symbol: &str, quantity: u64) {
+    let body = json!({"symbol": symbol, "side": "BUY", "quantity": quantity, "order_type": "LIMIT",
+        "limit_price": 12.05, "extended_hours": true, "stop_loss": {"stop_price": 11.50}});
+    app.post("/api/orders", ADMIN_TOKEN, body).await.assert_ok(201);
+    let row = || async { position(app, symbol).await };
+    wait_until("held, its stop resting for the open", Duration::from_secs(20), row, |p| {
+        p["quantity"] == quantity && p["protection"] == "ENGINE" && p["protective_order_id"].is_string()
+    })
+    .await;
+}
+
+/// After the close (CONTRACT §12) on the paper broker: a position bought with a stop reads
+/// `ENGINE` while its stop rests at the broker for the next open; a trade through the stop is
+/// not elected by the broker, but the engine frees the shares and sells them as an
+/// extended-hours limit under the last trade, and the trade is a `STOP_LOSS`.
+#[tokio::test]
+async fn after_the_close_the_engine_fires_the_stop_as_an_extended_hours_limit() {
+    let clock = after_hours_clock();
+    let (alpaca, app) = trading_on("AHRS", clock.clone()).await;
+    assert_eq!(app.get("/api/market/session").await.data()["session"], "AFTER_HOURS");
+    bought_after_hours(&app, "AHRS", 10).await;
+    trade_at_time(&alpaca, "AHRS", 11.40, clock.now());
+    let row = || async { position(&app, "AHRS").await };
+    wait_until("flat after the stop", Duration::from_secs(20), row, |p| p.is_null()).await;
+    let exit = orders(&app, "AHRS").await.into_iter().find(|o| o["side"] == "SELL" && o["status"] == "FILLED");
+    let exit = exit.expect("a filled exit");
+    assert_eq!((exit["order_type"].as_str(), exit["extended_hours"].as_bool()), (Some("LIMIT"), Some(true)), "{exit}");
+    assert!(exit["reason"].as_str().is_some_and(|r| r.starts_with("STOP_LOSS")), "{exit}");
+    let stop = orders(&app, "AHRS")
+        .await
+        .into_iter()
+        .find(|o| o["reason"].as_str().is_some_and(|r| r.starts_with("PROTECTIVE_STOP")));
+    assert_eq!(stop.expect("the broker's copy")["status"], "CANCELED", "freed before the exit");
+    let trades = app.get("/api/trades?symbol=AHRS").await;
+    assert_eq!(trades.data()[0]["exit_reason"], "STOP_LOSS", "{}", trades.body);
+}
+
+/// Benchmark, not a test (`bench/protection_latency.sh`): from the trade that crosses a stop
+/// the engine holds after the close to the exit acknowledged by the paper broker — the broker's
+/// copy of the stop cancelled first (its cancel latency, 50 ms) and the exit acknowledged (its
+/// ack latency, 50 ms) — as a client of the event stream sees the exit's `ACCEPTED`, over
+/// `TRADEOPS_BENCH_TRIALS` positions (default 50).
+#[tokio::test]
+#[ignore = "a benchmark: bench/protection_latency.sh"]
+async fn bench_engine_stop_to_exit_acknowledged_on_the_paper_broker() {
+    let trials: usize = std::env::var("TRADEOPS_BENCH_TRIALS").ok().and_then(|t| t.parse().ok()).unwrap_or(50);
+    let clock = after_hours_clock();
+    let (alpaca, app) = trading_on("BNAH", clock.clone()).await;
+    let limits = json!({"risk_controls": {"max_trades_per_day": 10000, "duplicate_order_window_seconds": 0}});
+    app.put_settings(ADMIN_TOKEN, limits).await.assert_ok(200);
+    let mut events = crate::events::Sse::open(&app, "?kinds=order.updated", None).await;
+    let mut waits = Vec::new();
+    for trial in 0..trials {
+        trade_at_time(&alpaca, "BNAH", 12.00, clock.now());
+        bought_after_hours(&app, "BNAH", 10 + trial as u64 % 7).await;
+        let crossed = tokio::time::Instant::now();
+        trade_at_time(&alpaca, "BNAH", 11.40, clock.now());
+        let acknowledged = loop {
+            let (_, _, event) = events.next().await;
+            let order = &event["data"];
+            if order["reason"].as_str().is_some_and(|r| r.starts_with("STOP_LOSS")) && order["status"] == "ACCEPTED" {
+                break tokio::time::Instant::now();
+            }
+        };
+        waits.push(acknowledged - crossed);
+        let row = || async { position(&app, "BNAH").await };
+        wait_until("flat", Duration::from_secs(20), row, |p| p.is_null()).await;
+    }
+    report_as("trade through an engine-held stop to the exit acknowledged", "paper broker", waits);
 }
