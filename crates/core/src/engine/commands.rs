@@ -743,17 +743,21 @@ impl Engine {
         fx
     }
 
+    /// The shares of `symbol` exits are selling: what working sells other than protective orders
+    /// (which protect the position, not exit it) have left to fill, written-ahead ones included.
+    pub(super) fn exits_working(&self, symbol: &Symbol) -> u64 {
+        self.orders
+            .values()
+            .filter(|o| &o.symbol == symbol && o.side == Side::Sell && !o.status.is_final() && !o.is_protective())
+            .map(|o| o.remaining())
+            .sum()
+    }
+
     fn submit_exits(&mut self, reason: &str, now: Timestamp, fx: &mut Vec<Effect>) -> bool {
         let positions: Vec<(Symbol, u64)> =
             self.positions.values().filter(|p| !p.is_flat()).map(|p| (p.symbol.clone(), p.quantity)).collect();
         for (symbol, held) in &positions {
-            let selling: u64 = self
-                .orders
-                .values()
-                .filter(|o| &o.symbol == symbol && o.side == Side::Sell && !o.status.is_final() && !o.is_protective())
-                .map(|o| o.remaining())
-                .sum();
-            let missing = held.saturating_sub(selling);
+            let missing = held.saturating_sub(self.exits_working(symbol));
             if missing == 0 || self.exit_waits(symbol, reason, now) {
                 continue;
             }

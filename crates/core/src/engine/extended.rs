@@ -108,13 +108,7 @@ impl Engine {
         let Some(old) = self.orders.get(id).cloned() else { return };
         let symbol = old.symbol.clone();
         let held = self.positions.get(&symbol).map(|p| p.quantity).unwrap_or(0);
-        let selling: u64 = self
-            .orders
-            .values()
-            .filter(|o| o.symbol == symbol && o.side == Side::Sell && !o.status.is_final() && !o.is_protective())
-            .map(|o| o.remaining())
-            .sum();
-        let quantity = old.remaining().min(held.saturating_sub(selling));
+        let quantity = old.remaining().min(held.saturating_sub(self.exits_working(&symbol)));
         if quantity == 0 {
             return;
         }
@@ -152,13 +146,7 @@ impl Engine {
         if last <= Decimal::ZERO || last > levels.stop_loss {
             return;
         }
-        let selling: u64 = self
-            .orders
-            .values()
-            .filter(|o| &o.symbol == symbol && o.side == Side::Sell && !o.status.is_final() && !o.is_protective())
-            .map(|o| o.remaining())
-            .sum();
-        let quantity = held.saturating_sub(selling);
+        let quantity = held.saturating_sub(self.exits_working(symbol));
         if quantity == 0 {
             return;
         }

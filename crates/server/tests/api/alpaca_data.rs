@@ -39,16 +39,19 @@ const GOLDEN_CSV: &str = include_str!("fixtures/golden_daily.csv");
 /// test run at night or on a weekend still trades inside a session.
 pub(crate) fn service_clock() -> Arc<dyn tradeops_core::Clock> {
     static CLOCK: std::sync::OnceLock<Arc<tradeops_server::clock::ScaledClock>> = std::sync::OnceLock::new();
-    CLOCK
-        .get_or_init(|| {
-            let real = tradeops_core::Clock::now(&tradeops_server::clock::SystemClock);
-            let nyse = tradeops_core::calendar::MarketCalendar::new(tradeops_core::settings::MarketCalendarKind::Nyse);
-            let today = nyse.date_of(real);
-            let day = if nyse.is_trading_day(today) { today } else { nyse.previous_trading_day(today) };
-            let session = nyse.trading_day(day).expect("a trading day has a session").regular_open;
-            Arc::new(tradeops_server::clock::ScaledClock::starting_at(session + Days::minutes(90), 1.0))
-        })
-        .clone()
+    CLOCK.get_or_init(|| clock_in_latest_session(|day| day.regular_open + Days::minutes(90))).clone()
+}
+
+/// Real time moved to `at(the latest NYSE trading day)`, running at the wall's pace.
+pub(crate) fn clock_in_latest_session(
+    at: fn(&tradeops_core::calendar::TradingDay) -> Timestamp,
+) -> Arc<tradeops_server::clock::ScaledClock> {
+    let real = tradeops_core::Clock::now(&tradeops_server::clock::SystemClock);
+    let nyse = tradeops_core::calendar::MarketCalendar::new(tradeops_core::settings::MarketCalendarKind::Nyse);
+    let today = nyse.date_of(real);
+    let day = if nyse.is_trading_day(today) { today } else { nyse.previous_trading_day(today) };
+    let session = nyse.trading_day(day).expect("a trading day has a session");
+    Arc::new(tradeops_server::clock::ScaledClock::starting_at(at(&session), 1.0))
 }
 
 pub(crate) fn wall_now() -> Timestamp {

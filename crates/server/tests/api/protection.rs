@@ -276,15 +276,7 @@ fn after_hours_clock() -> std::sync::Arc<dyn tradeops_core::Clock> {
     static CLOCK: std::sync::OnceLock<std::sync::Arc<tradeops_server::clock::ScaledClock>> = std::sync::OnceLock::new();
     CLOCK
         .get_or_init(|| {
-            let real = tradeops_core::Clock::now(&tradeops_server::clock::SystemClock);
-            let nyse = tradeops_core::calendar::MarketCalendar::new(tradeops_core::settings::MarketCalendarKind::Nyse);
-            let today = nyse.date_of(real);
-            let day = if nyse.is_trading_day(today) { today } else { nyse.previous_trading_day(today) };
-            let close = nyse.trading_day(day).expect("a trading day has a session").regular_close;
-            std::sync::Arc::new(tradeops_server::clock::ScaledClock::starting_at(
-                close + chrono::Duration::minutes(60),
-                1.0,
-            ))
+            crate::alpaca_data::clock_in_latest_session(|day| day.regular_close + chrono::Duration::minutes(60))
         })
         .clone()
 }
