@@ -67,6 +67,9 @@ struct Entry {
 #[derive(Debug, Default)]
 pub struct LiveBook {
     symbols: Mutex<HashMap<Symbol, Entry>>,
+    /// Woken by each new trade: the feed steps the engine on it, so a stop the engine holds
+    /// (CONTRACT §12) fires on the print that crosses it rather than at the next second.
+    trades: tokio::sync::Notify,
 }
 
 impl LiveBook {
@@ -81,7 +84,14 @@ impl LiveBook {
         let live = &mut symbols.entry(symbol.clone()).or_default().live;
         if live.last_trade.is_none_or(|(_, at)| trade.at >= at) {
             live.last_trade = Some((trade.price, trade.at));
+            drop(symbols);
+            self.trades.notify_one();
         }
+    }
+
+    /// Waits for the next trade the book takes (one taken since the last wait counts).
+    pub async fn next_trade(&self) {
+        self.trades.notified().await;
     }
 
     pub fn on_quote(&self, symbol: &Symbol, quote: &wire::DataQuote) {

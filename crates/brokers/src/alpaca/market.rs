@@ -289,6 +289,14 @@ impl AlpacaMarketData {
         }
     }
 
+    /// Waits for the stream's next trade (forever without a stream).
+    pub async fn next_trade(&self) {
+        match &self.stream {
+            Some(stream) => stream.book().next_trade().await,
+            None => std::future::pending().await,
+        }
+    }
+
     /// The symbols streamed because an operator looked at them (not followed by the engine)
     /// within [`SHOWN_FOR`]: the charts' live bars include them.
     pub fn shown(&self) -> BTreeSet<Symbol> {

@@ -32,15 +32,27 @@ const BAR_SETTLE: chrono::Duration = chrono::Duration::seconds(2);
 /// A failed calendar check is tried again after this long.
 const CALENDAR_RETRY: Duration = Duration::from_secs(600);
 
-/// Steps the engine every second by the market clock, the minute's bar once per minute, and
-/// keeps the stream subscribed to what the engine follows.
+/// The shortest gap between two steps a trade wakes: a busy tape's prints are taken together.
+const TRADE_STEP_GAP: Duration = Duration::from_millis(20);
+
+/// Steps the engine every second by the market clock and on each streamed trade (at most every
+/// [`TRADE_STEP_GAP`]: outside the regular session the engine holds the stops, CONTRACT §12,
+/// and fires one on the print that crosses it), the minute's bar once per minute, and keeps the
+/// stream subscribed to what the engine follows.
 pub async fn run_marks(state: FeedDeps, alpaca: Arc<AlpacaMarketData>) {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut subscribed: BTreeSet<Symbol> = BTreeSet::new();
     let mut last_bar_minute = None;
+    let mut stepped = tokio::time::Instant::now();
     loop {
-        tick.tick().await;
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = alpaca.next_trade() => {
+                tokio::time::sleep_until(stepped + TRADE_STEP_GAP).await;
+            }
+        }
+        stepped = tokio::time::Instant::now();
         let followed: BTreeSet<Symbol> = state.engine.view().followed.iter().cloned().collect();
         if followed != subscribed {
             tracing::info!(symbols = followed.len(), "Alpaca stream subscribed to the symbols the engine follows");

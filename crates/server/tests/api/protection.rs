@@ -281,17 +281,10 @@ fn after_hours_clock() -> std::sync::Arc<dyn tradeops_core::Clock> {
         .clone()
 }
 
-/// An extended-hours limit buy of `quantity` at $12.05 with a stop at $11.50, filled; waits
-/// until its stop rests at the broker (for the next open) and the row reads `ENGINE`.
-async fn bought_after_hours(app: &TestApp, symbol: &str, quantity: u64) {
-    let body = json!({"symbol": symbol, "side": "BUY", "quantity": quantity, "order_type": "LIMIT",
-        "limit_price": 12.05, "extended_hours": true, "stop_loss": {"stop_price": 11.50}});
-    app.post("/api/orders", ADMIN_TOKEN, body).await.assert_ok(201);
-    let row = || async { position(app, symbol).await };
-    wait_until("held, its stop resting for the open", Duration::from_secs(20), row, |p| {
-        p["quantity"] == quantity && p["protection"] == "ENGINE" && p["protective_order_id"].is_string()
-    })
-    .await;
+/// An extended-hours limit buy of `quantity` at $12.05 with a stop at $11.50.
+fn after_hours_buy(symbol: &str, quantity: u64) -> Value {
+    json!({"symbol": symbol, "side": "BUY", "quantity": quantity, "order_type": "LIMIT",
+        "limit_price": 12.05, "extended_hours": true, "stop_loss": {"stop_price": 11.50}})
 }
 
 /// After the close (CONTRACT §12) on the paper broker: a position bought with a stop reads
@@ -303,9 +296,13 @@ async fn after_the_close_the_engine_fires_the_stop_as_an_extended_hours_limit() 
     let clock = after_hours_clock();
     let (alpaca, app) = trading_on("AHRS", clock.clone()).await;
     assert_eq!(app.get("/api/market/session").await.data()["session"], "AFTER_HOURS");
-    bought_after_hours(&app, "AHRS", 10).await;
-    trade_at_time(&alpaca, "AHRS", 11.40, clock.now());
+    app.post("/api/orders", ADMIN_TOKEN, after_hours_buy("AHRS", 10)).await.assert_ok(201);
     let row = || async { position(&app, "AHRS").await };
+    wait_until("held, its stop resting for the open", Duration::from_secs(20), row, |p| {
+        p["quantity"] == 10 && p["protection"] == "ENGINE" && p["protective_order_id"].is_string()
+    })
+    .await;
+    trade_at_time(&alpaca, "AHRS", 11.40, clock.now());
     wait_until("flat after the stop", Duration::from_secs(20), row, |p| p.is_null()).await;
     let exit = orders(&app, "AHRS").await.into_iter().find(|o| o["side"] == "SELL" && o["status"] == "FILLED");
     let exit = exit.expect("a filled exit");
@@ -328,28 +325,82 @@ async fn after_the_close_the_engine_fires_the_stop_as_an_extended_hours_limit() 
 #[tokio::test]
 #[ignore = "a benchmark: bench/protection_latency.sh"]
 async fn bench_engine_stop_to_exit_acknowledged_on_the_paper_broker() {
-    let trials: usize = std::env::var("TRADEOPS_BENCH_TRIALS").ok().and_then(|t| t.parse().ok()).unwrap_or(50);
     let clock = after_hours_clock();
     let (alpaca, app) = trading_on("BNAH", clock.clone()).await;
+    let waits = engine_stop_to_acknowledged(&app, &alpaca, "BNAH", &clock, |_| {}, |_| {}).await;
+    report_as("trade through an engine-held stop to the exit acknowledged", "paper broker", waits);
+}
+
+/// The same at the Alpaca stand-in keeping Alpaca's sessions (its prices the market-data
+/// stand-in's, its fills the test's trades at the venue): the stop's cancel and the exit's
+/// `new` are the venue's answers over HTTP and its trade-updates stream.
+#[tokio::test]
+#[ignore = "a benchmark: bench/protection_latency.sh"]
+async fn bench_engine_stop_to_exit_acknowledged_on_the_alpaca_stand_in() {
+    let clock = after_hours_clock();
+    let market = StandIn::start_on(clock.clone()).await;
+    market.add_mover("BNAV", 1000, 1200, 5_000_000);
+    let venue = crate::alpaca::StandIn::start_on(rust_decimal::Decimal::from(100_000), clock.clone()).await;
+    venue.keep_sessions();
+    venue.forward_reference_to(&market.url);
+    let (db, url) = TestDb::new().await;
+    let mut config = test_config(url);
+    crate::alpaca_data::alpaca_config(&mut config, &market);
+    venue.configure(&mut config);
+    config.auth.rate_limit_per_second = 1_000_000;
+    config.auth.rate_limit_burst = 1_000_000;
+    let app = start_on_own_market_clock(config, std::sync::Arc::new(db), clock.clone()).await;
+    let quote = || async { app.get("/api/market/quote?symbol=BNAV").await.status };
+    wait_until("the symbol is quoted", Duration::from_secs(20), quote, |s| *s == 200).await;
+    // The venue fills a limit by a trade at its price: the entry at 12.00, the exit at its own.
+    let fill_entry = |_: &str| venue.trade("BNAV", rust_decimal::Decimal::new(1200, 2));
+    let fill_exit = |id: &str| {
+        let limit = venue.order(id)["limit_price"].as_str().unwrap_or("0").parse().unwrap();
+        venue.trade("BNAV", limit);
+    };
+    let waits = engine_stop_to_acknowledged(&app, &market, "BNAV", &clock, fill_entry, fill_exit).await;
+    report_as("trade through an engine-held stop to the exit acknowledged", "Alpaca stand-in", waits);
+}
+
+/// Over `TRADEOPS_BENCH_TRIALS` positions bought after the close (`fill_entry` fills the entry
+/// where the venue needs a trade, given its client order id), the time from the market-data
+/// trade through the stop to the engine's exit reading `ACCEPTED` on the event stream, each
+/// exit then filled (`fill_exit`) and the position flat before the next.
+async fn engine_stop_to_acknowledged(
+    app: &TestApp,
+    data: &StandIn,
+    symbol: &str,
+    clock: &std::sync::Arc<dyn tradeops_core::Clock>,
+    fill_entry: impl Fn(&str),
+    fill_exit: impl Fn(&str),
+) -> Vec<Duration> {
+    let trials: usize = std::env::var("TRADEOPS_BENCH_TRIALS").ok().and_then(|t| t.parse().ok()).unwrap_or(50);
     let limits = json!({"risk_controls": {"max_trades_per_day": 10000, "duplicate_order_window_seconds": 0}});
     app.put_settings(ADMIN_TOKEN, limits).await.assert_ok(200);
-    let mut events = crate::events::Sse::open(&app, "?kinds=order.updated", None).await;
+    let mut events = crate::events::Sse::open(app, "?kinds=order.updated", None).await;
     let mut waits = Vec::new();
     for trial in 0..trials {
-        trade_at_time(&alpaca, "BNAH", 12.00, clock.now());
-        bought_after_hours(&app, "BNAH", 10 + trial as u64 % 7).await;
+        trade_at_time(data, symbol, 12.00, clock.now());
+        let quantity = 10 + trial as u64 % 7;
+        let placed = app.post("/api/orders", ADMIN_TOKEN, after_hours_buy(symbol, quantity)).await;
+        fill_entry(placed.assert_ok(201)["client_order_id"].as_str().unwrap());
+        let row = || async { position(app, symbol).await };
+        wait_until("held, its stop resting for the open", Duration::from_secs(20), row, |p| {
+            p["quantity"] == quantity && p["protection"] == "ENGINE" && p["protective_order_id"].is_string()
+        })
+        .await;
         let crossed = tokio::time::Instant::now();
-        trade_at_time(&alpaca, "BNAH", 11.40, clock.now());
-        let acknowledged = loop {
+        trade_at_time(data, symbol, 11.40, clock.now());
+        let (acknowledged, exit) = loop {
             let (_, _, event) = events.next().await;
             let order = &event["data"];
             if order["reason"].as_str().is_some_and(|r| r.starts_with("STOP_LOSS")) && order["status"] == "ACCEPTED" {
-                break tokio::time::Instant::now();
+                break (tokio::time::Instant::now(), order["client_order_id"].as_str().unwrap().to_string());
             }
         };
         waits.push(acknowledged - crossed);
-        let row = || async { position(&app, "BNAH").await };
+        fill_exit(&exit);
         wait_until("flat", Duration::from_secs(20), row, |p| p.is_null()).await;
     }
-    report_as("trade through an engine-held stop to the exit acknowledged", "paper broker", waits);
+    waits
 }
