@@ -1294,3 +1294,62 @@ fn the_emergency_halt_still_sends_its_exit_into_a_trading_halt() {
     let exits = submitted(&fx);
     assert_eq!(exits.iter().map(|o| (o.side, o.quantity)).collect::<Vec<_>>(), vec![(Side::Sell, 100)]);
 }
+
+/// A minute bar of ABCD closing at `close` cents, `m` minutes after 07:00 New York on Friday
+/// 2026-11-20 (the pre-market).
+fn pre_market_bar(m: i64, close: i64) -> (Bar, Timestamp) {
+    let start = t("2026-11-20T12:00:00Z") + chrono::Duration::minutes(m);
+    let price = crate::market::Price::from_cents(close);
+    (
+        Bar { start, open: price, high: price, low: price, close: price, volume: 10_000 },
+        start + chrono::Duration::minutes(1),
+    )
+}
+
+/// In the pre-market a strategy enters only with `strategy_allocator.trade_extended_hours`
+/// (CONTRACT §12), and then as an extended-hours limit once the last trade is through its
+/// breakout's trigger (no venue elects a stop there: the engine holds it); its exit there is an
+/// extended-hours limit under the last trade.
+#[test]
+fn in_the_pre_market_a_strategy_enters_only_when_allowed_and_with_extended_hours_limits() {
+    let run = |allowed: bool| {
+        let mut settings = Settings::default();
+        settings.runtime.market_calendar = MarketCalendarKind::Nyse;
+        settings.strategy_allocator.trade_extended_hours = allowed;
+        let mut e = Engine::new(settings, d(10_000_000), factory);
+        let (_, at) = pre_market_bar(0, 500);
+        e.handle(Event::Mark { symbol: sym("ABCD"), price: d(500) }, at);
+        let watch = Command::Watch { symbol: sym("ABCD"), source: "MANUAL".into() };
+        let mut fx = e.handle(Event::Command(watch), at);
+        assert!(matches!(fx.pop(), Some(Effect::Reply(Ok(_)))));
+        let mut placed = Vec::new();
+        // Five bars at 5.00, under the trigger at 5.10; then one through it at 5.12.
+        for (m, close) in [(0, 500), (1, 500), (2, 500), (3, 500), (4, 500), (5, 512)] {
+            let (bar, at) = pre_market_bar(m, close);
+            let fx = e.handle(Event::Bar { symbol: sym("ABCD"), bar, prev_close: d(450), relative_volume: None }, at);
+            placed.extend(submitted(&fx));
+        }
+        (e, placed)
+    };
+    let (_, placed) = run(false);
+    assert!(placed.is_empty(), "no entry in the pre-market unless allowed: {placed:?}");
+
+    let (mut e, placed) = run(true);
+    assert_eq!(placed.len(), 1, "one entry, once the last trade is through the trigger: {placed:?}");
+    let entry = &placed[0];
+    assert_eq!(
+        (entry.order_type, entry.limit_price, entry.stop_price, entry.extended_hours),
+        (OrderType::Limit, Some(d(515)), None, true)
+    );
+    let (_, at) = pre_market_bar(6, 512);
+    fill_at(&mut e, entry, "x1", 100, 512, at);
+    // The strategy's exit (from its sixth bar, holding): an extended-hours limit 1% under 5.12.
+    let (bar, at) = pre_market_bar(7, 512);
+    let fx = e.handle(Event::Bar { symbol: sym("ABCD"), bar, prev_close: d(450), relative_volume: None }, at);
+    let exits = submitted(&fx);
+    assert_eq!(exits.len(), 1, "{fx:?}");
+    assert_eq!(
+        (exits[0].side, exits[0].order_type, exits[0].limit_price, exits[0].extended_hours),
+        (Side::Sell, OrderType::Limit, Some(d(506)), true)
+    );
+}
