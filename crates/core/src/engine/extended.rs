@@ -43,6 +43,22 @@ impl Engine {
         }
     }
 
+    /// A change of session since the last event changes what protects every position (the
+    /// broker's stop triggers only in the regular session): each held position is published
+    /// again, so its row's `protection` changes at 09:30 and 16:00 as it does.
+    pub(super) fn note_session(&mut self, now: Timestamp, fx: &mut Vec<Effect>) {
+        let session = self.session_at(now);
+        let previous = self.session_seen.replace(session);
+        if previous.is_none_or(|p| p == session) {
+            return;
+        }
+        let held: Vec<Symbol> = self.positions.values().filter(|p| !p.is_flat()).map(|p| p.symbol.clone()).collect();
+        for symbol in held {
+            let status = self.position_status(&symbol);
+            fx.push(Effect::PositionUpdated { position: self.positions[&symbol].clone(), status });
+        }
+    }
+
     /// How an exit of `symbol` goes out at `now`: a market order in the regular session (and
     /// whenever the venue is closed: it waits there for the open); in the pre-market and the
     /// after-hours a limit `risk_controls.extended_hours_exit_slippage_pct` under the last

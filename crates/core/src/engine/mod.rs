@@ -301,6 +301,8 @@ pub struct Engine {
     /// The extended sessions' rules apply (CONTRACT §12): on by default; off for a backtest on
     /// daily bars ([`Engine::without_session_rules`]).
     session_rules: bool,
+    /// The session of the last event handled ([`Engine::note_session`]).
+    session_seen: Option<crate::calendar::SessionPhase>,
     /// Strategy positions whose protective order was placed and is not yet resting at the
     /// broker, with when `risk_controls.require_broker_stop` sells them if it still is not.
     stop_deadlines: BTreeMap<Symbol, Timestamp>,
@@ -410,6 +412,7 @@ impl Engine {
             repricing: BTreeSet::new(),
             now: Timestamp::default(),
             session_rules: true,
+            session_seen: None,
             stop_deadlines: BTreeMap::new(),
             day: DayStats {
                 date: None,
@@ -544,6 +547,7 @@ impl Engine {
     /// good part of an order's cost).
     pub fn handle_into(&mut self, event: Event, now: Timestamp, fx: &mut Vec<Effect>) {
         self.now = now;
+        self.note_session(now, fx);
         match event {
             Event::Bar { symbol, bar, prev_close, relative_volume } => {
                 self.bar_into(&symbol, &bar, prev_close, relative_volume, None, now, None, fx);

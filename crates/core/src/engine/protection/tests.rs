@@ -709,6 +709,10 @@ fn after_the_close_the_engine_holds_the_stop_and_fires_it_as_an_extended_hours_l
     let after_close = at("2026-11-20T21:00:01Z");
     let fx = mark(&mut e, 495, after_close);
     assert!(submitted(&fx).is_empty() && cancels(&fx).is_empty(), "nothing to do above the stop: {fx:?}");
+    assert!(
+        fx.iter().any(|f| matches!(f, Effect::PositionUpdated { position, .. } if position.symbol == sym())),
+        "the row is published again as the session changes: {fx:?}"
+    );
     let protection = e.protection(&sym());
     assert_eq!((protection.kind, protection.order_id), (ProtectionKind::Engine, Some(stop.client_order_id.clone())));
 
