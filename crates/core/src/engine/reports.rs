@@ -128,6 +128,11 @@ impl Engine {
             if slot.status == StrategyStatus::Halted && nothing_left() {
                 return StrategyStatus::Closed;
             }
+            // A position bought by hand where a watch had ended (`Closed`: nothing to manage)
+            // is managed by hand from its first share (CONTRACT §4, `POST /api/orders`).
+            if slot.status == StrategyStatus::Closed && !position.is_flat() {
+                return StrategyStatus::Halted;
+            }
             return slot.status;
         }
         let exiting = slot.exit_orders.iter().any(|id| self.is_working(id));

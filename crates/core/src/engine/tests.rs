@@ -160,6 +160,29 @@ fn a_manual_buy_fills_into_a_position_and_moves_cash() {
     assert_eq!(e.day.trades_today, 1);
 }
 
+/// A symbol whose watch ended reads `Closed` (nothing to manage); bought by hand, its position
+/// is managed by hand: `Halted` (CONTRACT §3, §4), and `Closed` again once sold flat.
+#[test]
+fn a_manual_buy_where_a_watch_ended_is_managed_by_hand() {
+    let mut e = engine();
+    command(&mut e, Command::Watch { symbol: sym("ABCD"), source: "MANUAL".into() }).0.unwrap();
+    command(&mut e, Command::StopWatch { symbol: sym("ABCD"), reason: "done".into() }).0.unwrap();
+    assert_eq!(e.position_status(&sym("ABCD")), StrategyStatus::Closed);
+    let (reply, _) = command(&mut e, buy(100));
+    let Ok(Reply::Order(order)) = reply else { panic!("{reply:?}") };
+    let fx = fill(&mut e, &order, "e1", 100, 501);
+    assert!(
+        fx.iter().any(|f| matches!(f, Effect::PositionUpdated { status: StrategyStatus::Halted, .. })),
+        "{fx:?}"
+    );
+    assert_eq!(e.position_status(&sym("ABCD")), StrategyStatus::Halted);
+    let (reply, _) = command(&mut e, Command::ClosePosition { symbol: sym("ABCD"), quantity: None });
+    let Ok(Reply::Close { client_order_id, .. }) = reply else { panic!("{reply:?}") };
+    let close = Order::clone(&e.orders[&client_order_id]);
+    fill(&mut e, &close, "e2", 100, 502);
+    assert_eq!(e.position_status(&sym("ABCD")), StrategyStatus::Closed, "flat, nothing left to manage");
+}
+
 /// Generated ids: `to-SYMBOL-YYYYMMDDHHMMSS-N`, UTC, zero-padded, numbered from 1.
 #[test]
 fn generated_order_ids_name_symbol_time_and_sequence() {

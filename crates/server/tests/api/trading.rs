@@ -411,3 +411,20 @@ async fn orders_written_ahead_but_never_sent_are_sent_or_refused_after_a_restart
     assert_eq!(never["filled_quantity"], 0);
     app.wait_for_order(&active, "CANCELED").await;
 }
+
+/// A symbol whose watch ended reads `Closed`; bought by hand, its position row reads `Halted`
+/// (managed by hand, CONTRACT §4 `POST /api/orders`), never `Closed` while shares are held.
+#[tokio::test]
+async fn a_manual_buy_of_a_symbol_whose_watch_ended_reads_halted() {
+    let app = spawn_app().await;
+    let (symbol, _) = app.market_symbols(1).await.remove(0);
+    app.post("/api/radar/watch", ADMIN_TOKEN, json!({"symbol": symbol})).await.assert_ok(200);
+    app.post("/api/watchlist/stop", ADMIN_TOKEN, json!({"symbol": symbol, "reason": "done"})).await.assert_ok(200);
+    let placed = buy(&app, &symbol, 100).await;
+    app.wait_for_order(&id(&placed), "FILLED").await;
+    let row = wait_position(&app, 100).await;
+    assert_eq!(row["strategy_status"], "Halted", "{row}");
+    let watch = app.get("/api/watchlist").await;
+    let watched = watch.data().as_array().unwrap().iter().find(|w| w["symbol"] == symbol.as_str()).cloned();
+    assert_eq!(watched.expect("its watchlist row")["strategy_status"], "Halted");
+}
