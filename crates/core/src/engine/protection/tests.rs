@@ -799,3 +799,46 @@ fn in_the_pre_market_only_an_extended_hours_limit_is_taken() {
     let placed = submitted(&fx);
     assert_eq!((placed.len(), placed[0].extended_hours), (1, true));
 }
+
+/// An entry bought in the pre-market gets its stop at the broker the moment it fills, where it
+/// waits for the open (no venue triggers it before): the row reads `ENGINE` until 09:30 and
+/// `BROKER` from 09:30:00, with nothing placed then (CONTRACT §12).
+#[test]
+fn a_stop_placed_in_the_pre_market_protects_at_the_broker_from_the_open_with_nothing_placed_then() {
+    let mut settings = Settings::default();
+    settings.runtime.market_calendar = MarketCalendarKind::Nyse;
+    let mut e = Engine::new(settings, d(10_000_000), |_| None);
+    let seven = parse_ts("2026-11-20T12:00:00Z").unwrap();
+    e.handle(Event::Mark { symbol: sym(), price: d(500) }, seven);
+    let mut entry = order(Side::Buy, 10, Some(legs(480, None)));
+    if let Command::PlaceOrder(m) = &mut entry {
+        (m.order_type, m.limit_price, m.extended_hours) = (OrderType::Limit, Some(d(505)), true);
+    }
+    let mut fx = e.handle(Event::Command(entry), seven);
+    assert!(matches!(fx.pop(), Some(Effect::Reply(Ok(_)))));
+    let entry = submitted(&fx).remove(0);
+    let ack = |id: &ClientOrderId| BrokerReport::Accepted {
+        client_order_id: id.clone(),
+        broker_order_id: format!("b-{id}").into(),
+        at: seven,
+    };
+    e.handle(Event::Broker(ack(&entry.client_order_id)), seven);
+    let execution =
+        Execution { execution_id: "x1".into(), timestamp: seven, quantity: 10, price: d(505), fee: Decimal::ZERO };
+    let fx = e.handle(
+        Event::Broker(BrokerReport::Filled { client_order_id: entry.client_order_id.clone(), execution }),
+        seven,
+    );
+    let stop = submitted(&fx).remove(0);
+    assert_eq!(
+        (stop.order_type, stop.time_in_force, stop.stop_price),
+        (OrderType::Stop, TimeInForce::Gtc, Some(d(480)))
+    );
+    e.handle(Event::Broker(ack(&stop.client_order_id)), seven);
+    assert_eq!(e.protection(&sym()).kind, ProtectionKind::Engine, "07:00: the broker would not trigger it");
+    let open = parse_ts("2026-11-20T14:30:00Z").unwrap();
+    let fx = e.handle(Event::Tick, open);
+    assert!(submitted(&fx).is_empty() && cancels(&fx).is_empty(), "nothing to place at 09:30: {fx:?}");
+    let protection = e.protection(&sym());
+    assert_eq!((protection.kind, protection.order_id), (ProtectionKind::Broker, Some(stop.client_order_id)));
+}
