@@ -61,15 +61,18 @@ impl Engine {
 
     /// How an exit of `symbol` goes out at `now`: a market order in the regular session (and
     /// whenever the venue is closed: it waits there for the open); in the pre-market and the
-    /// after-hours a limit `risk_controls.extended_hours_exit_slippage_pct` under the last
-    /// trade, marked extended-hours. `(kind, limit, extended_hours)`.
+    /// after-hours a limit `risk_controls.extended_hours_exit_slippage_pct` under the bid (the
+    /// last trade where no quote is known), marked extended-hours. `(kind, limit,
+    /// extended_hours)`.
     pub(crate) fn exit_shape(&self, symbol: &Symbol, now: Timestamp) -> (OrderType, Option<Decimal>, bool) {
-        let last = self.market.get(symbol).map(|m| m.last).unwrap_or_default();
+        let market = self.market.get(symbol);
+        let last = market.map(|m| m.last).unwrap_or_default();
         if last <= Decimal::ZERO || !self.session_at(now).is_extended() {
             return (OrderType::Market, None, false);
         }
+        let reference = market.and_then(|m| m.bid).unwrap_or(last);
         let slippage = self.settings.risk_controls.extended_hours_exit_slippage_pct;
-        (OrderType::Limit, Some(super::protection::offset_price(last, slippage, Side::Sell)), true)
+        (OrderType::Limit, Some(super::protection::offset_price(reference, slippage, Side::Sell)), true)
     }
 
     /// Asks the cancel of every extended-hours exit that has worked at its price for

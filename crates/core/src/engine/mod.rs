@@ -89,6 +89,8 @@ pub struct SymbolMarket {
     /// model, given with each bar ([`Engine::bar_into`]). Live it is unknown (`None`) and the last trade, with
     /// `risk_controls.market_buy_buffer_pct`, stands for it.
     pub fill: Option<crate::market::Price>,
+    /// The quote's bid at the last mark, where the source gave one.
+    pub bid: Option<Decimal>,
 }
 
 /// The daily-loss check of a bar when one position is open and the bar is of its symbol: all
@@ -161,10 +163,12 @@ pub enum Event {
         prev_close: Decimal,
         relative_volume: Option<f64>,
     },
-    /// The latest trade price (marks positions).
+    /// The latest trade price (marks positions), and the quote's bid where the source has one
+    /// (what an exit outside the regular session is limited under, CONTRACT §12).
     Mark {
         symbol: Symbol,
         price: Decimal,
+        bid: Option<Decimal>,
     },
     Broker(BrokerReport),
     /// The market-data source's word on whether `symbol` trades (`halt` `None`) or is halted
@@ -552,9 +556,11 @@ impl Engine {
             Event::Bar { symbol, bar, prev_close, relative_volume } => {
                 self.bar_into(&symbol, &bar, prev_close, relative_volume, None, now, None, fx);
             }
-            Event::Mark { symbol, price } => {
+            Event::Mark { symbol, price, bid } => {
                 self.begin(now, fx);
-                self.market.entry(symbol.clone()).or_default().last = price;
+                let market = self.market.entry(symbol.clone()).or_default();
+                market.last = price;
+                market.bid = bid.filter(|b| *b > Decimal::ZERO);
                 self.check_daily_loss(fx);
                 self.check_broker_stops(now, None, fx);
                 self.check_engine_stop(&symbol, now, fx);

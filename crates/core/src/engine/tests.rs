@@ -73,7 +73,7 @@ fn factory(id: &str) -> Option<Box<dyn Strategy>> {
 
 fn engine() -> Engine {
     let mut e = Engine::new(Settings::default(), d(10_000_000), factory);
-    e.handle(Event::Mark { symbol: sym("ABCD"), price: d(500) }, t(NOW));
+    e.handle(Event::Mark { symbol: sym("ABCD"), price: d(500), bid: None }, t(NOW));
     e
 }
 
@@ -171,10 +171,7 @@ fn a_manual_buy_where_a_watch_ended_is_managed_by_hand() {
     let (reply, _) = command(&mut e, buy(100));
     let Ok(Reply::Order(order)) = reply else { panic!("{reply:?}") };
     let fx = fill(&mut e, &order, "e1", 100, 501);
-    assert!(
-        fx.iter().any(|f| matches!(f, Effect::PositionUpdated { status: StrategyStatus::Halted, .. })),
-        "{fx:?}"
-    );
+    assert!(fx.iter().any(|f| matches!(f, Effect::PositionUpdated { status: StrategyStatus::Halted, .. })), "{fx:?}");
     assert_eq!(e.position_status(&sym("ABCD")), StrategyStatus::Halted);
     let (reply, _) = command(&mut e, Command::ClosePosition { symbol: sym("ABCD"), quantity: None });
     let Ok(Reply::Close { client_order_id, .. }) = reply else { panic!("{reply:?}") };
@@ -495,7 +492,7 @@ fn reaching_the_daily_loss_turns_reducing_until_the_next_day() {
     let mut e = engine();
     let (_, fx) = command(&mut e, buy(1000));
     fill(&mut e, &submitted(&fx)[0], "e1", 1000, 500);
-    let fx = e.handle(Event::Mark { symbol: sym("ABCD"), price: d(449) }, t(NOW));
+    let fx = e.handle(Event::Mark { symbol: sym("ABCD"), price: d(449), bid: None }, t(NOW));
     assert_eq!(fx, vec![Effect::TradingStateChanged { state: TradingState::Reducing, halt: None }], "loss 510 ≥ 500");
     assert!(matches!(command(&mut e, buy(1)).0, Err(CommandError::Risk(r)) if r.rule == RiskRule::MaxDailyLoss));
     assert!(
@@ -939,7 +936,7 @@ fn a_day_roll_sets_the_daily_loss_figures_as_the_full_check_does() {
 #[test]
 fn the_market_buy_buffer_is_a_setting_of_the_live_gate() {
     let mut e = Engine::new(Settings::default(), d(100_000), factory);
-    e.handle(Event::Mark { symbol: sym("ABCD"), price: d(500) }, t(NOW));
+    e.handle(Event::Mark { symbol: sym("ABCD"), price: d(500), bid: None }, t(NOW));
     let refused = command(&mut e, buy(200)).0;
     assert!(matches!(&refused, Err(CommandError::Risk(r)) if r.rule == RiskRule::BuyingPower), "{refused:?}");
     e.settings.risk_controls.market_buy_buffer_pct = 0.0;
@@ -1123,7 +1120,7 @@ fn a_restored_engine_counts_order_ids_on_and_skips_ids_in_use() {
         };
         let restored = Restored { state: Some(state), positions: vec![], open_orders, blocks: vec![], watched: vec![] };
         let mut e = Engine::restore(Settings::default(), d(10_000_000), factory, restored, now);
-        e.handle(Event::Mark { symbol: sym("ABCD"), price: d(500) }, now);
+        e.handle(Event::Mark { symbol: sym("ABCD"), price: d(500), bid: None }, now);
         e
     };
     let id_of = |e: &mut Engine| match command(e, buy(1)).0 {
@@ -1257,7 +1254,7 @@ fn market_and_stop_orders_and_closes_in_a_halted_symbol_are_refused_and_limits_w
     assert!(matches!(reply, Ok(Reply::Order(_))), "{reply:?}");
     assert_eq!(submitted(&fx).len(), 1);
     // Another symbol trades.
-    e.handle(Event::Mark { symbol: sym("WXYZ"), price: d(500) }, t(NOW));
+    e.handle(Event::Mark { symbol: sym("WXYZ"), price: d(500), bid: None }, t(NOW));
     let other = Command::PlaceOrder(ManualOrder { symbol: sym("WXYZ"), ..manual(&buy(1)).clone() });
     assert!(command(&mut e, other).0.is_ok());
     // Reopened: a close goes out.
@@ -1341,7 +1338,7 @@ fn in_the_pre_market_a_strategy_enters_only_when_allowed_and_with_extended_hours
         settings.strategy_allocator.trade_extended_hours = allowed;
         let mut e = Engine::new(settings, d(10_000_000), factory);
         let (_, at) = pre_market_bar(0, 500);
-        e.handle(Event::Mark { symbol: sym("ABCD"), price: d(500) }, at);
+        e.handle(Event::Mark { symbol: sym("ABCD"), price: d(500), bid: None }, at);
         let watch = Command::Watch { symbol: sym("ABCD"), source: "MANUAL".into() };
         let mut fx = e.handle(Event::Command(watch), at);
         assert!(matches!(fx.pop(), Some(Effect::Reply(Ok(_)))));

@@ -30,7 +30,7 @@ fn engine() -> Engine {
     let mut settings = Settings::default();
     settings.runtime.market_calendar = MarketCalendarKind::AlwaysOpen;
     let mut e = Engine::new(settings, d(10_000_000), |_| None);
-    e.handle(Event::Mark { symbol: sym(), price: d(500) }, t());
+    e.handle(Event::Mark { symbol: sym(), price: d(500), bid: None }, t());
     e
 }
 
@@ -332,7 +332,7 @@ fn a_day_exit_held_past_its_trading_day_is_never_sent() {
     let mut settings = Settings::default();
     settings.runtime.market_calendar = MarketCalendarKind::Nyse;
     let mut e = Engine::new(settings, d(10_000_000), |_| None);
-    e.handle(Event::Mark { symbol: sym(), price: d(500) }, t());
+    e.handle(Event::Mark { symbol: sym(), price: d(500), bid: None }, t());
     let p = protected(&mut e);
     let close = close_all(&mut e);
     let next_day = t() + chrono::Duration::days(1);
@@ -413,7 +413,7 @@ fn strategy_filled_with(
     s.runtime.market_calendar = MarketCalendarKind::AlwaysOpen;
     settings(&mut s);
     let mut e = Engine::new(s, d(10_000_000), crate::strategy::make);
-    e.handle(Event::Mark { symbol: sym(), price: d(500) }, t());
+    e.handle(Event::Mark { symbol: sym(), price: d(500), bid: None }, t());
     e.handle(Event::Command(Command::Watch { symbol: sym(), source: "MANUAL".into() }), t());
     let stop: StopCell = std::sync::Arc::new(std::sync::Mutex::new(Some(d(480))));
     let target_cell: StopCell = std::sync::Arc::new(std::sync::Mutex::new(target));
@@ -683,8 +683,9 @@ fn after_the_close_the_engine_holds_the_stop_and_fires_it_as_an_extended_hours_l
     settings.runtime.market_calendar = MarketCalendarKind::Nyse;
     let mut e = Engine::new(settings, d(10_000_000), |_| None);
     let at = |text: &str| parse_ts(text).unwrap();
-    let mark =
-        |e: &mut Engine, cents: i64, when: Timestamp| e.handle(Event::Mark { symbol: sym(), price: d(cents) }, when);
+    let mark = |e: &mut Engine, cents: i64, when: Timestamp| {
+        e.handle(Event::Mark { symbol: sym(), price: d(cents), bid: None }, when)
+    };
     let broker = |e: &mut Engine, r: BrokerReport, when: Timestamp| e.handle(Event::Broker(r), when);
     // Friday 2026-11-20, 10:00 New York: a bracket entry, filled; its stop rests at the broker.
     let ten = at("2026-11-20T15:00:00Z");
@@ -759,7 +760,7 @@ fn in_the_pre_market_only_an_extended_hours_limit_is_taken() {
     settings.runtime.market_calendar = MarketCalendarKind::Nyse;
     let mut e = Engine::new(settings, d(10_000_000), |_| None);
     let seven = parse_ts("2026-11-20T12:00:00Z").unwrap();
-    e.handle(Event::Mark { symbol: sym(), price: d(500) }, seven);
+    e.handle(Event::Mark { symbol: sym(), price: d(500), bid: None }, seven);
     let with = |kind, limit: Option<i64>, stop: Option<i64>, extended| {
         Command::PlaceOrder(ManualOrder {
             client_order_id: None,
@@ -809,7 +810,7 @@ fn a_stop_placed_in_the_pre_market_protects_at_the_broker_from_the_open_with_not
     settings.runtime.market_calendar = MarketCalendarKind::Nyse;
     let mut e = Engine::new(settings, d(10_000_000), |_| None);
     let seven = parse_ts("2026-11-20T12:00:00Z").unwrap();
-    e.handle(Event::Mark { symbol: sym(), price: d(500) }, seven);
+    e.handle(Event::Mark { symbol: sym(), price: d(500), bid: None }, seven);
     let mut entry = order(Side::Buy, 10, Some(legs(480, None)));
     if let Command::PlaceOrder(m) = &mut entry {
         (m.order_type, m.limit_price, m.extended_hours) = (OrderType::Limit, Some(d(505)), true);
@@ -841,4 +842,24 @@ fn a_stop_placed_in_the_pre_market_protects_at_the_broker_from_the_open_with_not
     assert!(submitted(&fx).is_empty() && cancels(&fx).is_empty(), "nothing to place at 09:30: {fx:?}");
     let protection = e.protection(&sym());
     assert_eq!((protection.kind, protection.order_id), (ProtectionKind::Broker, Some(stop.client_order_id)));
+}
+
+/// Outside the regular session an exit is a limit the slippage under the bid (the last trade
+/// where no quote is known), marked extended-hours; in the regular session a market order.
+#[test]
+fn an_exit_outside_the_regular_session_is_limited_under_the_bid() {
+    let mut settings = Settings::default();
+    settings.runtime.market_calendar = MarketCalendarKind::Nyse;
+    let mut e = Engine::new(settings, d(10_000_000), |_| None);
+    let five_pm = parse_ts("2026-11-20T22:00:00Z").unwrap();
+    e.handle(Event::Mark { symbol: sym(), price: d(500), bid: Some(d(490)) }, five_pm);
+    assert_eq!(
+        e.exit_shape(&sym(), five_pm),
+        (OrderType::Limit, Some(d(485)), true),
+        "1% under 4.90, down to the cent"
+    );
+    e.handle(Event::Mark { symbol: sym(), price: d(500), bid: None }, five_pm);
+    assert_eq!(e.exit_shape(&sym(), five_pm), (OrderType::Limit, Some(d(495)), true));
+    let ten_am = parse_ts("2026-11-20T15:00:00Z").unwrap();
+    assert_eq!(e.exit_shape(&sym(), ten_am), (OrderType::Market, None, false));
 }

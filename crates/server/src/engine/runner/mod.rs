@@ -354,9 +354,14 @@ impl Runner {
                 return Err(CommandError::NotFound(unknown));
             }
             if let Some(snapshot) = market_now(self.market.snapshot(&order.symbol)).await {
-                let fx = self
-                    .engine
-                    .handle(Event::Mark { symbol: order.symbol.clone(), price: snapshot.last.to_decimal() }, now);
+                let fx = self.engine.handle(
+                    Event::Mark {
+                        symbol: order.symbol.clone(),
+                        price: snapshot.last.to_decimal(),
+                        bid: Some(snapshot.quote.bid.to_decimal()),
+                    },
+                    now,
+                );
                 self.apply(fx, now).await;
             }
         }
@@ -668,7 +673,14 @@ impl Runner {
                 self.venue.count_open_orders().await;
             }
             self.reports(reports, at).await;
-            let fx = self.engine.handle(Event::Mark { symbol: symbol.clone(), price: snapshot.last.to_decimal() }, at);
+            let fx = self.engine.handle(
+                Event::Mark {
+                    symbol: symbol.clone(),
+                    price: snapshot.last.to_decimal(),
+                    bid: Some(snapshot.quote.bid.to_decimal()),
+                },
+                at,
+            );
             self.apply(fx, at).await;
             if let Some(closed) = closed {
                 let event = Event::Bar {
