@@ -90,19 +90,27 @@ fn change_over(recent: &[Bar], bars: usize) -> Option<f64> {
     pct(first.open, last.close)
 }
 
+fn percentage_gain(input: &RadarInput<'_>) -> f64 {
+    pct(input.prev_close, input.last).unwrap_or(0.0)
+}
+
+fn relative_volume(input: &RadarInput<'_>) -> Option<f64> {
+    let expected = input.average_volume as f64 * input.expected_fraction;
+    (expected >= 1.0).then(|| round4(input.volume as f64 / expected))
+}
+
 /// The row of one symbol (rank 0 until ranked).
 pub fn radar_row(input: &RadarInput<'_>, captured_at: Timestamp) -> RadarRow {
-    let expected = input.average_volume as f64 * input.expected_fraction;
     RadarRow {
         rank: 0,
         symbol: input.symbol.clone(),
         price: input.last,
-        percentage_gain: pct(input.prev_close, input.last).unwrap_or(0.0),
+        percentage_gain: percentage_gain(input),
         change_1m: change_over(input.recent, 1),
         change_5m: change_over(input.recent, 5),
         volume: input.volume,
         average_volume: input.average_volume,
-        relative_volume: (expected >= 1.0).then(|| round4(input.volume as f64 / expected)),
+        relative_volume: relative_volume(input),
         float: input.float,
         sector: input.sector.map(str::to_string),
         captured_at,
@@ -122,14 +130,55 @@ pub fn float_passes(float: Option<u64>, max_float: u64) -> bool {
 
 /// Whether a row passes the radar's filters (an unknown float: see [`float_passes`]).
 pub fn passes(row: &RadarRow, f: &MomentumRadarSettings) -> bool {
-    let price = row.price.to_decimal();
+    screen(
+        &Screened {
+            symbol: &row.symbol,
+            price: row.price,
+            percentage_gain: row.percentage_gain,
+            relative_volume: row.relative_volume,
+            float: row.float,
+            volume: row.volume,
+        },
+        f,
+    )
+}
+
+/// What the filters read of a row.
+struct Screened<'a> {
+    symbol: &'a Symbol,
+    price: Price,
+    percentage_gain: f64,
+    relative_volume: Option<f64>,
+    float: Option<u64>,
+    volume: u64,
+}
+
+fn screen(r: &Screened<'_>, f: &MomentumRadarSettings) -> bool {
+    let price = r.price.to_decimal();
     price >= f.min_price
         && price <= f.max_price
-        && row.percentage_gain >= f.min_percentage_gain
-        && row.relative_volume.unwrap_or(0.0) >= f.min_relative_volume
-        && float_passes(row.float, f.max_float)
-        && row.volume >= f.min_volume
-        && (f.universe.is_empty() || f.universe.contains(&row.symbol))
+        && r.percentage_gain >= f.min_percentage_gain
+        && r.relative_volume.unwrap_or(0.0) >= f.min_relative_volume
+        && float_passes(r.float, f.max_float)
+        && r.volume >= f.min_volume
+        && (f.universe.is_empty() || f.universe.contains(r.symbol))
+}
+
+/// Whether `input`'s row would pass the filters ([`passes`]), from the figures they read alone:
+/// most of the market fails them, and a scan makes rows (the sector copied, the changes worked
+/// out) of what passes only.
+fn input_passes(input: &RadarInput<'_>, f: &MomentumRadarSettings) -> bool {
+    screen(
+        &Screened {
+            symbol: input.symbol,
+            price: input.last,
+            percentage_gain: percentage_gain(input),
+            relative_volume: relative_volume(input),
+            float: input.float,
+            volume: input.volume,
+        },
+        f,
+    )
 }
 
 /// Scores every input, keeps the rows passing the filters, ranks them by gain (ties by symbol)
@@ -141,7 +190,7 @@ pub fn scan<'a>(
     limit: usize,
 ) -> Vec<RadarRow> {
     let mut rows: Vec<RadarRow> =
-        inputs.into_iter().map(|i| radar_row(&i, captured_at)).filter(|r| passes(r, filters)).collect();
+        inputs.into_iter().filter(|i| input_passes(i, filters)).map(|i| radar_row(&i, captured_at)).collect();
     rows.sort_by(|a, b| b.percentage_gain.total_cmp(&a.percentage_gain).then_with(|| a.symbol.cmp(&b.symbol)));
     rows.truncate(limit);
     for (i, row) in rows.iter_mut().enumerate() {
@@ -223,8 +272,14 @@ mod tests {
             universe: vec![names[2].clone(), names[3].clone()],
             ..f
         };
-        let got: Vec<_> = scan(inputs, &wide, at, 25).into_iter().map(|r| r.symbol.to_string()).collect();
+        let got: Vec<_> = scan(inputs.clone(), &wide, at, 25).into_iter().map(|r| r.symbol.to_string()).collect();
         assert_eq!(got, vec!["DDD", "CCC"]);
+        // The scan screens inputs before making rows: the same verdict as the rows'.
+        for filters in [&f, &wide] {
+            for i in &inputs {
+                assert_eq!(input_passes(i, filters), passes(&radar_row(i, at), filters), "{}", i.symbol);
+            }
+        }
     }
 
     /// An unknown float fails a float ceiling (the ceiling finds low floats) unless the ceiling
