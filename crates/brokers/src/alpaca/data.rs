@@ -59,6 +59,36 @@ impl DataFeed {
     }
 }
 
+/// The width of the bars asked of `GET /v2/stocks/bars`: core's timeframes, and half-hours,
+/// which the radar's catch-up reads a day's morning in (CONTRACT §12: a pre-market of 04:00–09:30
+/// is eleven of them a symbol, where it is 330 minutes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BarWidth {
+    Minute,
+    HalfHour,
+    Day,
+}
+
+impl BarWidth {
+    /// Alpaca's `timeframe`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BarWidth::Minute => "1Min",
+            BarWidth::HalfHour => "30Min",
+            BarWidth::Day => "1Day",
+        }
+    }
+}
+
+impl From<Timeframe> for BarWidth {
+    fn from(timeframe: Timeframe) -> BarWidth {
+        match timeframe {
+            Timeframe::Minute => BarWidth::Minute,
+            Timeframe::Day => BarWidth::Day,
+        }
+    }
+}
+
 /// One symbol of the universe: an active, tradable US equity listed on a national exchange.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UniverseAsset {
@@ -219,11 +249,19 @@ impl DataClient {
         start: Timestamp,
         end: Timestamp,
     ) -> Result<BTreeMap<Symbol, Vec<Bar>>, MarketDataError> {
+        self.bars_of_width(symbols, timeframe.into(), start, end).await
+    }
+
+    /// [`DataClient::bars`] of any [`BarWidth`] (a bar's `start` is its first minute).
+    pub async fn bars_of_width(
+        &self,
+        symbols: &[Symbol],
+        width: BarWidth,
+        start: Timestamp,
+        end: Timestamp,
+    ) -> Result<BTreeMap<Symbol, Vec<Bar>>, MarketDataError> {
         let url = format!("{}/v2/stocks/bars", self.data_url);
-        let frame = match timeframe {
-            Timeframe::Minute => "1Min",
-            Timeframe::Day => "1Day",
-        };
+        let frame = width.as_str();
         let from = start.to_rfc3339_opts(SecondsFormat::Secs, true);
         let until = end.to_rfc3339_opts(SecondsFormat::Secs, true);
         let limit = BARS_PAGE_LIMIT.to_string();

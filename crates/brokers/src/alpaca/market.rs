@@ -5,20 +5,28 @@
 //! radar's. Alpaca gives no float and no sector: they come from the imported reference data
 //! ([`ReferenceData`], shared with the service), and are unknown (`None`) where nothing was
 //! imported.
+//!
+//! The radar's pre-market columns (CONTRACT §12) come from each symbol's minute bars of the day
+//! (Alpaca's bars include the extended-hours trades), tallied by core ([`DayTally`]) on the NYSE
+//! calendar's trading day: each scan's snapshot brings the minute just ended, and the minutes no
+//! scan saw (before the service's first scan of the day, or a scan missed) are read from the
+//! bars endpoint at the next scan ([`DayTallies`]).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
 use chrono::{Duration, NaiveDate};
 use tokio::time::Instant;
+use tradeops_core::bars::minute_floor;
+use tradeops_core::calendar::{MarketCalendar, TradingDay};
 use tradeops_core::market::{Bar, Price, SymbolHalt, Timeframe};
-use tradeops_core::radar::{self, RadarInput};
-use tradeops_core::settings::MomentumRadarSettings;
+use tradeops_core::radar::{self, DayTally, RadarInput};
+use tradeops_core::settings::{MarketCalendarKind, MomentumRadarSettings};
 use tradeops_core::{Clock, Symbol, Timestamp};
 use tradeops_sim::profile::{expected_cum_fraction, DayClock};
 
-use super::data::{DataClient, DataFeed, UniverseAsset};
+use super::data::{BarWidth, DataClient, DataFeed, UniverseAsset};
 use super::data_stream::{ny_date, DataStreamConfig, DataStreamState, MarketDataStream};
 use super::data_wire as wire;
 use super::halts::Halts;
@@ -110,6 +118,100 @@ pub fn day_figures(snapshot: &wire::Snapshot, today: NaiveDate) -> Option<DayFig
     Some(DayFigures { prev_close, last, volume, minute_bar })
 }
 
+/// The calendar of Alpaca's market: a real exchange's, which the service's calendar is too with
+/// Alpaca market data (`runtime.market_calendar` is held at `NYSE` there, CONTRACT §12).
+const CALENDAR: MarketCalendar = MarketCalendar::new(MarketCalendarKind::Nyse);
+
+/// Today's minute bars folded into each symbol's [`DayTally`] on the NYSE trading day. A scan 2 s
+/// after a minute boundary finds in each snapshot the symbol's latest minute bar: the minute just
+/// ended, when the symbol traded in it (Alpaca computes a minute's bar a second after it ends).
+/// So, scanning every minute, every minute before the scan's is folded in once; what no scan saw
+/// is read from the bars endpoint ([`catch_up_spans`]) before the scan's own bars are folded.
+#[derive(Debug)]
+pub struct DayTallies {
+    day: TradingDay,
+    /// Every minute before this one is folded in for the `known` symbols.
+    through: Timestamp,
+    /// The symbols tallied since the pre-market open (whether they traded or not).
+    known: HashSet<Symbol>,
+    by_symbol: HashMap<Symbol, DayTally>,
+}
+
+impl DayTallies {
+    /// A trading day's tallies before anything is folded in.
+    pub fn new(day: TradingDay) -> DayTallies {
+        DayTallies { day, through: day.pre_market_open, known: HashSet::new(), by_symbol: HashMap::new() }
+    }
+
+    /// Nothing after the regular close counts for a column: the minutes up to `now`'s, and no
+    /// later than that.
+    fn until(&self, now: Timestamp) -> Timestamp {
+        minute_floor(now).min(self.day.regular_close)
+    }
+
+    /// The minutes the bars endpoint must give before a scan at `now` of `symbols`: for the
+    /// symbols not tallied yet, the day so far; for the others, the minutes since `through`
+    /// that the snapshots of `now` (the minute just ended) do not bring. Each as
+    /// `(symbols, from, to)`.
+    pub fn missing(&self, symbols: &[Symbol], now: Timestamp) -> Vec<(Vec<Symbol>, Timestamp, Timestamp)> {
+        let until = self.until(now);
+        let (known, fresh): (Vec<Symbol>, Vec<Symbol>) = symbols.iter().cloned().partition(|s| self.known.contains(s));
+        let mut missing = Vec::new();
+        if !fresh.is_empty() && self.day.pre_market_open < until {
+            missing.push((fresh, self.day.pre_market_open, until));
+        }
+        if !known.is_empty() && self.through < until - Duration::minutes(1) {
+            missing.push((known, self.through, until));
+        }
+        missing
+    }
+
+    /// Folds in a scan at `now` of `symbols`: `caught_up`, the bars the endpoint gave for
+    /// [`DayTallies::missing`] (each symbol's oldest first), then `latest`, each symbol's newest
+    /// minute bar from its snapshot, where no bar folded in covers its minute already (a
+    /// half-hour caught up holds the minutes in it: a bar's width is not known to the tally);
+    /// and marks `symbols` tallied through `now`'s minute.
+    pub fn fold<'a>(
+        &mut self,
+        caught_up: impl IntoIterator<Item = (&'a Symbol, &'a Bar)>,
+        latest: impl IntoIterator<Item = (&'a Symbol, &'a Bar)>,
+        symbols: &[Symbol],
+        now: Timestamp,
+    ) {
+        let until = self.until(now);
+        // Caught up (new, or a minute missed): covered to `until`; else to `through`.
+        let caught_up_known = self.through < until - Duration::minutes(1);
+        let covered = |known: bool| if known && !caught_up_known { self.through } else { until };
+        let latest: Vec<(&Symbol, &Bar)> =
+            latest.into_iter().filter(|(symbol, bar)| bar.start >= covered(self.known.contains(*symbol))).collect();
+        for (symbol, bar) in caught_up.into_iter().chain(latest) {
+            self.by_symbol.entry(symbol.clone()).or_default().add(bar, &self.day);
+        }
+        self.known.extend(symbols.iter().cloned());
+        self.through = self.through.max(until);
+    }
+
+    /// The tally of `symbol` (nothing traded: the default).
+    pub fn of(&self, symbol: &Symbol) -> DayTally {
+        self.by_symbol.get(symbol).copied().unwrap_or_default()
+    }
+}
+
+/// How the minutes `[from, to)` are read: the whole half-hours as 30-minute bars (a morning is a
+/// dozen bars a symbol, 500 symbols a page: the universe in one request per batch), the minutes
+/// either side as minute bars. Half-hours start on the clock's :00 and :30, as New York's
+/// pre-market and regular opens do, so no bar straddles one ([`DayTally::add`]).
+pub fn catch_up_spans(from: Timestamp, to: Timestamp) -> Vec<(BarWidth, Timestamp, Timestamp)> {
+    let half_hour = Duration::minutes(30);
+    let floor = |t: Timestamp| chrono::DurationRound::duration_trunc(t, half_hour).unwrap_or(t);
+    let first = if floor(from) == from { from } else { floor(from) + half_hour }.min(to);
+    let last = floor(to).max(first);
+    [(BarWidth::Minute, from, first), (BarWidth::HalfHour, first, last), (BarWidth::Minute, last, to)]
+        .into_iter()
+        .filter(|(_, start, end)| start < end)
+        .collect()
+}
+
 /// Average daily volumes of one date's previous trading days.
 #[derive(Debug)]
 struct DailyHistory {
@@ -131,6 +233,9 @@ pub struct AlpacaMarketData {
     daily_refresh: tokio::sync::Mutex<()>,
     /// The latest figures of each symbol, from the latest scan or REST snapshot.
     day: Mutex<HashMap<Symbol, DayFigures>>,
+    /// Today's bars tallied for the radar's pre-market columns (`None` on a day the exchange
+    /// does not trade); held across a scan's catch-up requests.
+    tallies: tokio::sync::Mutex<Option<DayTallies>>,
     /// REST snapshots served by [`MarketData::snapshot`], and when they were fetched.
     rest_snapshots: Mutex<HashMap<Symbol, (Timestamp, Snapshot)>>,
     /// The latest real ping: when (service clock) and its failure, if it failed.
@@ -228,6 +333,7 @@ impl AlpacaMarketData {
             daily: Mutex::new(None),
             daily_refresh: tokio::sync::Mutex::new(()),
             day: Mutex::new(HashMap::new()),
+            tallies: tokio::sync::Mutex::new(None),
             rest_snapshots: Mutex::new(HashMap::new()),
             last_ping: Mutex::new(None),
             calendar_check: Mutex::new(None),
@@ -382,9 +488,13 @@ impl AlpacaMarketData {
     /// One radar scan of the whole universe as of `now`: snapshots in batches, average volumes
     /// from the day's daily history, the expected intraday fraction of the simulated market's
     /// profile, recent minute bars from the stream for watched symbols (the snapshot's latest
-    /// minute bar otherwise), ranked and filtered by core's [`radar::scan`]. The first scan of a
-    /// New York day (re)loads the universe and the daily history; later ones cost the snapshot
-    /// requests only (one per [`SNAPSHOT_BATCH`](super::data::SNAPSHOT_BATCH) symbols).
+    /// minute bar otherwise), the session on the NYSE calendar and each symbol's day tallied from
+    /// its minute bars ([`DayTallies`]), ranked and filtered by core's [`radar::scan`]. The first
+    /// scan of a New York day (re)loads the universe and the daily history; later ones cost the
+    /// snapshot requests only (one per [`SNAPSHOT_BATCH`](super::data::SNAPSHOT_BATCH) symbols),
+    /// but for the bars no scan saw: the day so far at the first scan (in half-hours, one request
+    /// per [`BARS_SYMBOL_BATCH`](super::data::BARS_SYMBOL_BATCH) symbols), the minutes of a scan
+    /// missed.
     pub async fn scan(&self, now: Timestamp, settings: &MomentumRadarSettings) -> Result<RadarScan, MarketDataError> {
         let today = ny_date(now);
         let fresh = self.daily.lock().unwrap_or_else(PoisonError::into_inner).as_ref().is_some_and(|h| h.date == today);
@@ -401,6 +511,27 @@ impl AlpacaMarketData {
             .filter(|s| settings.universe.is_empty() || settings.universe.contains(s))
             .collect();
         let snapshots = self.client.snapshots(&symbols).await?;
+        let mut tallies = self.tallies.lock().await;
+        if tallies.as_ref().map(|t| t.day.date) != Some(today) {
+            *tallies = CALENDAR.trading_day(today).map(DayTallies::new);
+        }
+        if let Some(tallies) = tallies.as_mut() {
+            let mut caught_up = Vec::new();
+            for (symbols, from, to) in tallies.missing(&symbols, now) {
+                for (width, start, end) in catch_up_spans(from, to) {
+                    caught_up.push(self.client.bars_of_width(&symbols, width, start, end).await?);
+                }
+            }
+            let caught_up =
+                caught_up.iter().flat_map(|bars| bars.iter().flat_map(|(s, bars)| bars.iter().map(move |b| (s, b))));
+            // The snapshots' own: the minute just ended (a bar still in progress is not one).
+            let latest = snapshots.iter().filter_map(|(symbol, snapshot)| {
+                let bar = snapshot.minute_bar.filter(|b| ny_date(b.start) == today)?.bar();
+                (bar.start + Duration::minutes(1) <= now).then_some((symbol, bar))
+            });
+            let latest: Vec<(&Symbol, Bar)> = latest.collect();
+            tallies.fold(caught_up, latest.iter().map(|(s, b)| (*s, b)), &symbols, now);
+        }
         let started = Instant::now();
         let figures: Vec<(Symbol, DayFigures, Vec<Bar>)> = snapshots
             .iter()
@@ -420,6 +551,8 @@ impl AlpacaMarketData {
             .extend(figures.iter().map(|(symbol, f, _)| (symbol.clone(), *f)));
         let expected_fraction = expected_fraction_at(now);
         let book = self.reference.current();
+        let session = CALENDAR.phase(now);
+        let tallies = tallies.as_ref();
         let inputs = figures.iter().map(|(symbol, f, recent)| RadarInput {
             symbol,
             sector: book.sector(symbol, None),
@@ -430,10 +563,13 @@ impl AlpacaMarketData {
             average_volume: history.average_volume.get(symbol).copied().unwrap_or(0),
             expected_fraction,
             recent,
+            session,
+            day: tallies.map(|t| t.of(symbol)).unwrap_or_default(),
         });
         let rows = radar::scan(inputs, settings, now, MAX_RADAR_ROWS);
         Ok(RadarScan {
             captured_at: now,
+            session,
             rows,
             scanned: figures.len(),
             scan_micros: started.elapsed().as_micros() as u64,
@@ -755,6 +891,86 @@ mod tests {
         assert_eq!(market.last_closed_bar(&abcd).await, None, "15:30 had no trade: no bar, not 15:29's again");
         clock.set(at(15, 29, 30));
         assert_eq!(market.last_closed_bar(&abcd).await, None, "not closed yet");
+    }
+
+    fn ny(hh: u32, mm: u32) -> Timestamp {
+        // Wednesday 2026-11-25, EST (UTC−5): midnight New York is 05:00Z.
+        Utc.with_ymd_and_hms(2026, 11, 25, 5, 0, 0).unwrap() + Duration::minutes(i64::from(hh * 60 + mm))
+    }
+
+    fn minute_bar(hh: u32, mm: u32, open: i64, high: i64, volume: u64) -> Bar {
+        let (open, high) = (Price::from_cents(open), Price::from_cents(high));
+        Bar { start: ny(hh, mm), open, high, low: open, close: open, volume }
+    }
+
+    #[test]
+    fn a_days_catch_up_reads_half_hours_and_the_minutes_either_side() {
+        use BarWidth::{HalfHour, Minute};
+        assert_eq!(
+            catch_up_spans(ny(4, 0), ny(10, 7)),
+            vec![(HalfHour, ny(4, 0), ny(10, 0)), (Minute, ny(10, 0), ny(10, 7))],
+            "a start at 10:07: the morning in half-hours, then seven minutes"
+        );
+        assert_eq!(
+            catch_up_spans(ny(9, 17), ny(11, 0)),
+            vec![(Minute, ny(9, 17), ny(9, 30)), (HalfHour, ny(9, 30), ny(11, 0))],
+            "none straddles the regular open"
+        );
+        assert_eq!(catch_up_spans(ny(10, 3), ny(10, 7)), vec![(Minute, ny(10, 3), ny(10, 7))], "a scan missed");
+        assert_eq!(catch_up_spans(ny(10, 7), ny(10, 7)), vec![]);
+    }
+
+    /// The first scan of the day reads the day so far; then each scan's snapshots bring the
+    /// minute just ended and nothing is asked; a scan missed is caught up; a symbol new to the
+    /// scans (a universe widened) is read from the pre-market open; after the regular close
+    /// nothing counts any more.
+    #[test]
+    fn tallies_ask_for_the_minutes_no_scan_saw() {
+        let day = CALENDAR.trading_day(today()).unwrap();
+        let (aaa, bbb) = (Symbol::parse("AAA").unwrap(), Symbol::parse("BBB").unwrap());
+        let mut tallies = DayTallies::new(day);
+        let at = |hh, mm| ny(hh, mm) + Duration::seconds(2);
+        assert_eq!(tallies.missing(std::slice::from_ref(&aaa), at(3, 0)), vec![], "before the pre-market");
+        assert_eq!(
+            tallies.missing(std::slice::from_ref(&aaa), at(8, 0)),
+            vec![(vec![aaa.clone()], ny(4, 0), ny(8, 0))],
+            "a start at 08:00"
+        );
+        // Half-hours caught up; the snapshot's 07:59 bar is inside the last of them.
+        let caught_up = [minute_bar(4, 0, 450, 470, 1_000), minute_bar(7, 30, 460, 520, 20_000)];
+        let inside = minute_bar(7, 59, 515, 519, 300);
+        tallies.fold(caught_up.iter().map(|b| (&aaa, b)), [(&aaa, &inside)], std::slice::from_ref(&aaa), at(8, 0));
+        assert_eq!(tallies.of(&aaa).premarket_volume(), 21_000, "07:59 is in the half-hour from 07:30");
+        // 08:01: the snapshot's 08:00 bar, nothing asked.
+        assert_eq!(tallies.missing(std::slice::from_ref(&aaa), at(8, 1)), vec![]);
+        let snapshot = minute_bar(8, 0, 510, 530, 500);
+        tallies.fold([], [(&aaa, &snapshot), (&aaa, &snapshot)], std::slice::from_ref(&aaa), at(8, 1));
+        let tally = tallies.of(&aaa);
+        assert_eq!((tally.premarket_volume(), tally.premarket_high()), (21_500, Some(Price::from_cents(530))));
+        // Scanned again within the minute: the same bar, not counted again.
+        tallies.fold([], [(&aaa, &snapshot)], std::slice::from_ref(&aaa), at(8, 1) + Duration::seconds(20));
+        assert_eq!(tallies.of(&aaa).premarket_volume(), 21_500);
+        // 08:04: the scans of 08:02 and 08:03 missed; BBB joins the scanned symbols.
+        let both = [aaa.clone(), bbb.clone()];
+        assert_eq!(
+            tallies.missing(&both, at(8, 4)),
+            vec![(vec![bbb.clone()], ny(4, 0), ny(8, 4)), (vec![aaa.clone()], ny(8, 1), ny(8, 4))]
+        );
+        tallies.fold([], [], &both, at(8, 4));
+        assert_eq!(tallies.missing(&both, at(8, 5)), vec![]);
+        tallies.fold([], [], &both, at(8, 5));
+        // 09:31, no scan since 08:05: caught up, the first bar at 09:30 or after opens the
+        // regular session (the snapshot's, the same minute, is not counted again).
+        assert_eq!(tallies.missing(&both, at(9, 31)), vec![(both.to_vec(), ny(8, 5), ny(9, 31))]);
+        let open = minute_bar(9, 30, 555, 560, 9_000);
+        tallies.fold([(&aaa, &open)], [(&aaa, &open)], &both, at(9, 31));
+        assert_eq!(tallies.of(&aaa).regular_open(), Some(Price::from_cents(555)));
+        assert_eq!(tallies.of(&aaa).premarket_volume(), 21_500);
+        assert_eq!(tallies.of(&bbb), DayTally::default(), "nothing traded");
+        // After the close: nothing missing, however late.
+        tallies.fold([], [], &both, at(16, 0));
+        assert_eq!(tallies.missing(&both, at(19, 0)), vec![]);
+        assert_eq!(tallies.missing(std::slice::from_ref(&Symbol::parse("CCC").unwrap()), at(19, 0)).len(), 1);
     }
 
     /// The stream follows the engine's symbols and those looked at within [`SHOWN_FOR`]: a look

@@ -4,7 +4,9 @@
 //! Each minute every symbol prints four trades — open at :00, the first extreme at :15, the
 //! other at :30, the close at :45 — taken from the day generator's bar for that minute. The
 //! trades are folded into minute bars that complete on exact minute boundaries; at each boundary
-//! the radar scans the whole universe. [`LiveMarket::advance_to`] processes every step up to a
+//! the radar scans the whole universe (in the pre-market and the after-hours too; not while the
+//! exchange is closed), each symbol's day tallied bar by bar for its pre-market columns
+//! (CONTRACT §12). [`LiveMarket::advance_to`] processes every step up to a
 //! given market time, so tests drive it with a manual clock and the runner with the real one.
 //!
 //! A halted symbol (a simulated LULD volatility pause or news halt, [`tradeops_sim::halt`])
@@ -20,9 +22,9 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Mutex;
 use tokio::time::Instant;
 use tradeops_core::bars::{minute_floor, MinuteBarBuilder};
-use tradeops_core::calendar::{MarketCalendar, SessionPhase};
+use tradeops_core::calendar::{MarketCalendar, SessionPhase, TradingDay};
 use tradeops_core::market::{Bar, Price, SymbolHalt, Trade};
-use tradeops_core::radar::{scan, RadarInput, RadarRow};
+use tradeops_core::radar::{scan, DayTally, RadarInput, RadarRow};
 use tradeops_core::settings::{MarketCalendarKind, MomentumRadarSettings};
 use tradeops_core::{Clock, Symbol, Timestamp};
 use tradeops_sim::day::close_of;
@@ -41,6 +43,8 @@ const RECENT_BARS: usize = 6;
 #[derive(Clone, Debug)]
 pub struct RadarScan {
     pub captured_at: Timestamp,
+    /// The market session at `captured_at` (every row's `session`, CONTRACT §12).
+    pub session: SessionPhase,
     pub rows: Vec<RadarRow>,
     pub scanned: usize,
     /// CPU time of the scan itself.
@@ -157,14 +161,55 @@ impl SymbolLive {
             average_volume,
         }
     }
+
+    /// A completed minute bar: the last few kept for the radar's changes, and the day tallied
+    /// in `tallies`.
+    fn close_bar(&mut self, bar: Bar, tallies: &mut Tallies, days: &Calendars) {
+        for (tally, day) in tallies.iter_mut().zip(&days.0) {
+            if let Some(day) = day {
+                tally.add(&bar, day);
+            }
+        }
+        push_recent(&mut self.recent, bar);
+    }
+}
+
+/// A symbol's day tallied on each calendar ([`Calendars`]).
+type Tallies = [DayTally; 2];
+
+/// The feed's date on each calendar the service may run on (`ALWAYS_OPEN`, `NYSE`): its
+/// [`TradingDay`], `None` where the date does not trade. `runtime.market_calendar` may change
+/// during a day (`PUT /api/settings`) and the feed keeps none of the day's bars to count again,
+/// so each symbol's day is tallied on both and a scan reads the one in effect (CONTRACT §12).
+#[derive(Clone, Copy, Default)]
+struct Calendars([Option<TradingDay>; 2]);
+
+impl Calendars {
+    fn of(date: NaiveDate) -> Calendars {
+        let day = |kind| MarketCalendar::new(kind).trading_day(date);
+        Calendars([day(MarketCalendarKind::AlwaysOpen), day(MarketCalendarKind::Nyse)])
+    }
+
+    /// Where `kind`'s day and tallies are.
+    fn index(kind: MarketCalendarKind) -> usize {
+        match kind {
+            MarketCalendarKind::AlwaysOpen => 0,
+            MarketCalendarKind::Nyse => 1,
+        }
+    }
 }
 
 struct LiveState {
     date: Option<NaiveDate>,
     clock: Option<DayClock>,
+    /// The date's trading day on each calendar.
+    days: Calendars,
     calendar: MarketCalendarKind,
     next_step: Option<Timestamp>,
     symbols: Vec<SymbolLive>,
+    /// Each symbol's day (by index, as `symbols`): apart, so a scan reads them packed rather
+    /// than a few more cache lines of every symbol's state.
+    tallies: Vec<Tallies>,
 }
 
 /// What the `data_broker` health probe reports.
@@ -218,9 +263,11 @@ impl LiveMarket {
             state: Mutex::new(LiveState {
                 date: None,
                 clock: None,
+                days: Calendars::default(),
                 calendar: MarketCalendarKind::AlwaysOpen,
                 next_step: None,
                 symbols: Vec::new(),
+                tallies: Vec::new(),
             }),
             clock,
             last_step_ms: AtomicI64::new(i64::MIN),
@@ -344,11 +391,12 @@ impl LiveMarket {
             let clock = st.clock.expect("day started");
             let current = minute_floor(now);
             let minutes_done = ((current - clock.start).num_minutes()).clamp(0, clock.minutes as i64) as u32;
-            for s in st.symbols.iter_mut() {
+            let st = &mut *st;
+            for (s, tallies) in st.symbols.iter_mut().zip(st.tallies.iter_mut()) {
                 for bar in s.bars.warm_up(minutes_done, current) {
                     s.volume += bar.volume;
                     s.last = bar.close;
-                    push_recent(&mut s.recent, bar);
+                    s.close_bar(bar, tallies, &st.days);
                 }
             }
             st.next_step = Some(current);
@@ -381,9 +429,9 @@ impl LiveMarket {
         calendar: MarketCalendar,
         radar: &MomentumRadarSettings,
     ) -> Option<RadarScan> {
-        for s in st.symbols.iter_mut() {
+        for (s, tallies) in st.symbols.iter_mut().zip(st.tallies.iter_mut()) {
             if let Some(bar) = s.builder.close(at) {
-                push_recent(&mut s.recent, bar);
+                s.close_bar(bar, tallies, &st.days);
             }
         }
         let date = calendar.date_of(at);
@@ -406,7 +454,12 @@ impl LiveMarket {
         let minute = ((at - clock.start).num_minutes()).clamp(0, clock.minutes as i64) as u32;
         let expected_fraction = expected_cum_fraction(&clock, minute);
         let reference = self.reference.current();
-        let inputs = st.symbols.iter().enumerate().map(|(index, s)| {
+        let session = MarketCalendar::new(st.calendar).phase(at);
+        let which = Calendars::index(st.calendar);
+        let day = st.days.0[which];
+        // On a minute boundary the minute just ended is closed and the next not begun.
+        let between_minutes = at != minute_floor(at);
+        let inputs = st.symbols.iter().zip(&st.tallies).enumerate().map(|(index, (s, tallies))| {
             let (symbol, sector, float) = match &self.days {
                 Days::Simulated(u) => {
                     let p = &u.symbols[index];
@@ -424,11 +477,19 @@ impl LiveMarket {
                 average_volume: s.average_volume,
                 expected_fraction,
                 recent: &s.recent,
+                session,
+                // Between minute boundaries the minute in progress counts as it stands.
+                day: match &day {
+                    Some(day) if between_minutes => tallies[which].with_partial(s.builder.in_progress(), day),
+                    Some(_) => tallies[which],
+                    None => DayTally::default(),
+                },
             }
         });
         let rows = scan(inputs, radar, at, MAX_RADAR_ROWS);
         RadarScan {
             captured_at: at,
+            session,
             rows,
             scanned: st.symbols.len(),
             scan_micros: started.elapsed().as_micros() as u64,
@@ -472,8 +533,10 @@ impl LiveMarket {
                 })
                 .collect(),
         };
+        st.tallies = vec![Tallies::default(); st.symbols.len()];
         st.date = Some(date);
         st.clock = Some(DayClock::for_date(date));
+        st.days = Calendars::of(date);
     }
 }
 

@@ -1,11 +1,14 @@
 //! The radar's results: the latest scan in memory and in the cache store (where every replica
 //! reads it), every scan's rows in the database — each capture stored once, as first made — and
-//! the allocator's auto-watch.
+//! the allocator's auto-watch. The database keeps the columns of seed §2.4; a row's session and
+//! pre-market columns (CONTRACT §12) are the live scan's, and a stored scan served again after a
+//! restart takes them from a rescan of its minute ([`RadarService::resume`]).
 
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 use tradeops_brokers::simulated::live::RadarScan;
+use tradeops_core::calendar::SessionPhase;
 use tradeops_core::market::Price;
 use tradeops_core::radar::RadarRow;
 use tradeops_core::time::{from_epoch_ms, to_epoch_ms};
@@ -62,22 +65,49 @@ impl RadarService {
         }
     }
 
-    /// Publishes the scan a start makes of the current minute. When that minute's scan is
-    /// already stored — a restart within the minute the service stopped in — operators saw the
-    /// stored one: it is served again as it was (not this rescan, which settings changed since
-    /// may have altered), and nothing is written.
-    pub async fn resume(&self, scan: RadarScan) {
-        let at = to_epoch_ms(&scan.captured_at);
-        let stored = match self.repo.radar_scan_at(at).await {
+    /// The symbols of the scan stored for the minute `at` — a restart within the minute the
+    /// service stopped in finds the scan operators saw — in rank order; empty when none is (or it
+    /// cannot be read).
+    pub async fn stored_symbols(&self, at: tradeops_core::Timestamp) -> Vec<Symbol> {
+        self.stored(at).await.map(|rows| rows.into_iter().map(|r| r.symbol).collect()).unwrap_or_default()
+    }
+
+    /// The scan stored for the minute `at`, its rows as stored (their session and pre-market
+    /// columns not kept: unknown); `None` when none is, or it cannot be read.
+    async fn stored(&self, at: tradeops_core::Timestamp) -> Option<Vec<RadarRow>> {
+        let at = to_epoch_ms(&at);
+        match self.repo.radar_scan_at(at).await {
             Ok(rows) => rows.iter().filter(|r| r.captured_at == at).map(radar_row).collect::<Option<Vec<_>>>(),
             Err(e) => {
                 tracing::warn!(error = %e, "stored radar scan not read");
                 None
             }
-        };
-        match stored {
-            Some(rows) if !rows.is_empty() => self.serve(&RadarScan { rows, ..scan }, None).await,
-            _ => self.publish(scan, None, true).await,
+        }
+        .filter(|rows| !rows.is_empty())
+    }
+
+    /// Publishes the scan a start makes of the current minute. When that minute's scan is
+    /// already stored — a restart within the minute the service stopped in — operators saw the
+    /// stored one: it is served again as it was (not this rescan, which settings changed since
+    /// may have altered), and nothing is written. The database does not keep a row's session and
+    /// pre-market columns: they are the rescan's row of the same symbol (the same market at the
+    /// same minute; the feed rescans the stored symbols for this, [`RadarService::stored_symbols`]),
+    /// the session alone where it has none.
+    pub async fn resume(&self, scan: RadarScan) {
+        match self.stored(scan.captured_at).await {
+            Some(mut rows) => {
+                for row in &mut rows {
+                    let fresh = scan.rows.iter().find(|r| r.symbol == row.symbol);
+                    row.session = scan.session;
+                    if let Some(fresh) = fresh {
+                        row.gap_pct = fresh.gap_pct;
+                        row.premarket_volume = fresh.premarket_volume;
+                        row.premarket_high = fresh.premarket_high;
+                    }
+                }
+                self.serve(&RadarScan { rows, ..scan }, None).await
+            }
+            None => self.publish(scan, None, true).await,
         }
     }
 
@@ -113,7 +143,8 @@ impl RadarService {
     }
 }
 
-/// A stored row as served; `None` when it is not one this service could have stored.
+/// A stored row as served (its session and pre-market columns unknown: not stored, see
+/// [`RadarService::resume`]); `None` when it is not one this service could have stored.
 fn radar_row(r: &RadarRowRecord) -> Option<RadarRow> {
     Some(RadarRow {
         rank: u32::try_from(r.rank).ok()?,
@@ -130,6 +161,11 @@ fn radar_row(r: &RadarRowRecord) -> Option<RadarRow> {
         captured_at: from_epoch_ms(r.captured_at),
         // The history keeps what the scan measured; whether a symbol was halted then is not kept.
         halted: false,
+        // Not stored: the rescan's (`resume`).
+        session: SessionPhase::Closed,
+        gap_pct: None,
+        premarket_volume: 0,
+        premarket_high: None,
     })
 }
 

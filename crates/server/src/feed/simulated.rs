@@ -10,11 +10,14 @@ use std::sync::Arc;
 use std::time::Duration;
 use tradeops_brokers::simulated::live::LiveMarket;
 use tradeops_core::calendar::MarketCalendar;
+use tradeops_core::settings::MomentumRadarSettings;
 use tradeops_core::Clock;
 
 /// Brings the live market to the market clock's time before the service answers, and publishes
 /// the scan made there (the stored one when that minute was scanned before a restart), so the
-/// first radar request already has data.
+/// first radar request already has data. When it was, the scan made there is of the stored
+/// symbols whatever the filters: their rows' session and pre-market columns, which the database
+/// does not keep, are served from it (CONTRACT §12).
 pub async fn warm_up(
     market_clock: &dyn Clock,
     settings: &SettingsService,
@@ -24,12 +27,42 @@ pub async fn warm_up(
     let now = market_clock.now();
     let settings = settings.current();
     let calendar = MarketCalendar::new(settings.runtime.market_calendar);
-    let filters = settings.momentum_radar.clone();
+    let mut filters = settings.momentum_radar.clone();
+    let at = last_scan_at(now, &filters);
+    let stored = radar.stored_symbols(at).await;
+    if !stored.is_empty() {
+        filters = only(stored, filters);
+    }
     let scans = tokio::task::spawn_blocking(move || live.advance_to(now, calendar, &filters)).await?;
     if let Some(scan) = scans.into_iter().last() {
         radar.resume(scan).await;
     }
     Ok(())
+}
+
+/// When the warm-up's last scan is captured: the minute boundary of `now`, or its last 15-second
+/// step when the radar scans at every step.
+fn last_scan_at(now: tradeops_core::Timestamp, filters: &MomentumRadarSettings) -> tradeops_core::Timestamp {
+    let minute = tradeops_core::bars::minute_floor(now);
+    if filters.scan_on_minute_boundary {
+        return minute;
+    }
+    let step = tradeops_brokers::simulated::live::STEP_SECONDS;
+    minute + chrono::Duration::seconds((now - minute).num_seconds() / step * step)
+}
+
+/// Filters that `symbols`, and only they, pass.
+fn only(symbols: Vec<tradeops_core::Symbol>, filters: MomentumRadarSettings) -> MomentumRadarSettings {
+    MomentumRadarSettings {
+        min_price: rust_decimal::Decimal::ZERO,
+        max_price: rust_decimal::Decimal::MAX,
+        min_percentage_gain: f64::NEG_INFINITY,
+        min_relative_volume: f64::NEG_INFINITY,
+        max_float: u64::MAX,
+        min_volume: 0,
+        universe: symbols,
+        ..filters
+    }
 }
 
 /// Drives the live feed by the market clock: processes due steps, publishes radar scans (and

@@ -291,3 +291,144 @@ async fn a_restart_keeps_and_serves_the_scan_operators_saw() {
     assert!(!db.insert_radar_scan(&stored).await.unwrap(), "storing it again writes nothing and is no error");
     db.close().await;
 }
+
+/// The scan's rows of `symbol`, by symbol.
+fn rows_by_symbol(reply: &Reply) -> std::collections::BTreeMap<String, serde_json::Value> {
+    reply.data().as_array().unwrap().iter().map(|r| (r["symbol"].as_str().unwrap().to_string(), r.clone())).collect()
+}
+
+/// `(to − from) / from × 100`, to four decimals as the radar rounds it.
+fn gap(from: f64, to: f64) -> f64 {
+    ((to - from) / from * 100.0 * 10_000.0).round() / 10_000.0
+}
+
+/// CONTRACT §12: on the NYSE calendar the radar scans the pre-market, and its rows say so — the
+/// session, the pre-market's volume and high for the symbols that traded since 04:00, and the
+/// gap of the last trade over the previous close; once the regular session opened the gap is
+/// the day's open, the pre-market's figures stay what 04:00–09:30 traded, and the after-hours
+/// are scanned too.
+#[tokio::test]
+async fn the_radar_scans_the_pre_market_with_its_gap_and_volume() {
+    // Monday 2026-11-23, 08:00 New York (EST, UTC−5).
+    let (db, url) = TestDb::new().await;
+    let market = tradeops_core::ManualClock::new(tradeops_core::time::parse_ts("2026-11-23T13:00:00Z").unwrap());
+    let app = start_at(test_config(url), std::sync::Arc::new(db), axum::Router::new(), market).await;
+    let open = json!({"min_percentage_gain": -100, "min_relative_volume": 0, "max_float": 100000000000u64,
+        "min_volume": 0, "min_price": 0.01, "max_price": 100000});
+    app.put_settings(ADMIN_TOKEN, json!({"runtime": {"market_calendar": "NYSE"}, "momentum_radar": open}))
+        .await
+        .assert_ok(200);
+    app.market.advance(chrono::Duration::minutes(1));
+    let pre = app.wait_for_scan("2026-11-23T13:01:00.000Z").await;
+    let rows = pre.data().as_array().unwrap();
+    assert!(rows.iter().all(|r| r["session"] == "PRE_MARKET"), "{}", pre.body);
+    let traded: Vec<&serde_json::Value> = rows.iter().filter(|r| r["premarket_volume"].as_u64().unwrap() > 0).collect();
+    assert!(traded.len() >= 5, "symbols trade in the pre-market: {}", pre.body);
+    for row in rows {
+        let traded = row["premarket_volume"].as_u64().unwrap() > 0;
+        assert_eq!(!row["premarket_high"].is_null(), traded, "{row}");
+        assert_eq!(!row["gap_pct"].is_null(), traded, "no trade since 04:00, no gap: {row}");
+    }
+    let mut prev_close = std::collections::BTreeMap::new();
+    for row in &traded[..3] {
+        let symbol = row["symbol"].as_str().unwrap();
+        let quote = app.get(&format!("/api/market/quote?symbol={symbol}")).await;
+        let prev = quote.assert_ok(200)["prev_close"].as_f64().unwrap();
+        let price = row["price"].as_f64().unwrap();
+        let got = row["gap_pct"].as_f64().unwrap();
+        assert!((got - gap(prev, price)).abs() < 2e-4, "the last trade against the previous close {prev}: {row}");
+        prev_close.insert(symbol.to_string(), prev);
+    }
+    let symbols: Vec<&String> = prev_close.keys().collect();
+    let before = rows_by_symbol(&pre);
+    app.put_settings(ADMIN_TOKEN, json!({"momentum_radar": {"universe": symbols}})).await.assert_ok(200);
+
+    // 10:00: the regular session.
+    app.market.set(tradeops_core::time::parse_ts("2026-11-23T15:00:00Z").unwrap());
+    let regular = rows_by_symbol(&app.wait_for_scan("2026-11-23T15:00:00.000Z").await);
+    assert_eq!(regular.len(), 3, "{regular:?}");
+    for (symbol, prev) in &prev_close {
+        let row = &regular[symbol];
+        assert_eq!(row["session"], "REGULAR", "{row}");
+        let bars = app
+            .get(&format!("/api/market/bars?symbol={symbol}&start=2026-11-23T09:00:00Z&end=2026-11-23T15:00:00Z"))
+            .await;
+        let bars = bars.assert_ok(200).as_array().unwrap().clone();
+        let (premarket, session): (Vec<_>, Vec<_>) =
+            bars.iter().partition(|b| b["timestamp"].as_str().unwrap() < "2026-11-23T14:30:00.000Z");
+        let volume: u64 = premarket.iter().map(|b| b["volume"].as_u64().unwrap()).sum();
+        let high = premarket.iter().map(|b| b["high"].as_f64().unwrap()).fold(f64::MIN, f64::max);
+        assert_eq!(row["premarket_volume"].as_u64(), Some(volume), "04:00–09:30's shares: {row}");
+        assert!(volume >= before[symbol]["premarket_volume"].as_u64().unwrap());
+        assert_eq!(row["premarket_high"].as_f64(), Some(high), "{row}");
+        let open = session[0]["open"].as_f64().unwrap();
+        let got = row["gap_pct"].as_f64().unwrap();
+        assert!((got - gap(*prev, open)).abs() < 2e-4, "the day's open {open} against {prev}: {row}");
+    }
+
+    // 10:01, then 16:30 (after-hours, scanned too): the pre-market's figures and the gap stay.
+    for (at, session) in [("2026-11-23T15:01:00Z", "REGULAR"), ("2026-11-23T21:30:00Z", "AFTER_HOURS")] {
+        app.market.set(tradeops_core::time::parse_ts(at).unwrap());
+        let later = rows_by_symbol(&app.wait_for_scan(&at.replace('Z', ".000Z")).await);
+        assert_eq!(later.len(), 3, "{later:?}");
+        for (symbol, row) in &later {
+            assert_eq!(row["session"], session, "{row}");
+            for key in ["premarket_volume", "premarket_high", "gap_pct"] {
+                assert_eq!(row[key], regular[symbol][key], "{key} at {at}: {row}");
+            }
+            assert!(row["volume"].as_u64().unwrap() > regular[symbol]["volume"].as_u64().unwrap(), "{row}");
+        }
+    }
+}
+
+/// CONTRACT §12 on Alpaca's market data: at 08:00 New York the rows are the pre-market's, tallied
+/// from Alpaca's bars of the day (read in half-hours by the service's first scan; the snapshot's
+/// minute bar, inside the last of them, not counted again).
+#[tokio::test]
+async fn an_alpaca_radar_in_the_pre_market_tallies_the_days_bars() {
+    use crate::alpaca_data::{alpaca_config, bar_json, clock_in_latest_session, wait_until, StandIn};
+    let clock = clock_in_latest_session(|day| day.pre_market_open + chrono::Duration::hours(4));
+    let market: std::sync::Arc<dyn tradeops_core::Clock> = clock.clone();
+    let alpaca = StandIn::start_on(market.clone()).await;
+    // Closed at 4.00, trading at 5.20: 20,000 shares from 04:00, 39,000 from 07:30 up to 5.60.
+    alpaca.add_mover("GAPR", 400, 520, 59_000);
+    let nyse = tradeops_core::calendar::MarketCalendar::new(tradeops_core::settings::MarketCalendarKind::Nyse);
+    let day = nyse.trading_day(nyse.date_of(market.now())).unwrap();
+    let (four, half_past_seven) = (day.pre_market_open, day.pre_market_open + chrono::Duration::minutes(210));
+    alpaca.add_bars(
+        "30Min",
+        "GAPR",
+        vec![
+            (four, bar_json(four, 4.5, 4.9, 4.4, 4.8, 20_000)),
+            (half_past_seven, bar_json(half_past_seven, 5.0, 5.6, 4.9, 5.2, 39_000)),
+        ],
+    );
+    // The radar's filters opened (the first scan, at start, reads them): Alpaca knows no float.
+    let (db, url) = TestDb::new().await;
+    let mut config = test_config(url);
+    alpaca_config(&mut config, &alpaca);
+    let db = std::sync::Arc::new(db);
+    let mut app = start_on_own_market_clock(config, db.clone(), market.clone()).await;
+    let open = json!({"momentum_radar": {"min_percentage_gain": -100, "min_relative_volume": 0,
+        "max_float": 100000000000u64, "min_volume": 0, "min_price": 0.01, "max_price": 100}});
+    app.put_settings(ADMIN_TOKEN, open).await.assert_ok(200);
+    app.stop().await;
+    let app = start_on_own_market_clock(app.config.clone(), db, market).await;
+
+    let radar = wait_until(
+        "a radar scan over Alpaca's snapshots",
+        Duration::from_secs(15),
+        || async { app.get("/api/radar/momentum").await },
+        |r| r.data().as_array().is_some_and(|rows| !rows.is_empty()),
+    )
+    .await;
+    let row = &radar.data()[0];
+    assert_eq!(row["symbol"], "GAPR", "{}", radar.body);
+    assert_eq!(row["session"], "PRE_MARKET", "{row}");
+    assert_eq!(row["premarket_volume"], 59_000, "the half-hours' shares, the 07:59 minute once: {row}");
+    assert_eq!(row["premarket_high"], 5.6, "{row}");
+    assert_eq!(row["gap_pct"], 30.0, "(5.20 − 4.00) / 4.00: {row}");
+    let asked = alpaca.requests_to("/v2/stocks/bars");
+    let four = tradeops_core::time::format_ts(&four).replace(".000Z", "Z");
+    assert!(asked.iter().any(|q| q["timeframe"] == "30Min" && q["start"] == four), "{asked:?}");
+}

@@ -81,6 +81,8 @@ fn radar_through_day(u: &Universe, date: NaiveDate, minutes: &[u32]) -> Vec<BTre
                 average_volume: s.average_volume,
                 expected_fraction: expected_cum_fraction(&clock, minute),
                 recent: &s.recent,
+                session: tradeops_core::calendar::SessionPhase::Regular,
+                day: Default::default(),
             });
             scan(inputs, &filters, at, 200).into_iter().map(|r| r.symbol).collect()
         })

@@ -202,3 +202,84 @@ fn a_news_halt_is_the_simulated_markets_halt_from_its_first_minute() {
     live.advance_to(news.end, NYSE, &f);
     assert_eq!(sim.halt(&symbol), None);
 }
+
+/// The pre-market columns of the feed's scans on Monday 2026-11-23 are core's tally of the
+/// market's own minute bars (its history): in the pre-market, at the open and on, on NYSE and
+/// on ALWAYS_OPEN; the pre-market and the after-hours are scanned, the night is not (CONTRACT
+/// §12).
+#[test]
+fn scans_tally_the_whole_trading_day_from_the_markets_bars() {
+    let (sim, live) = market(40);
+    let f = open_filters();
+    let monday = NaiveDate::from_ymd_opt(2026, 11, 23).unwrap();
+    let nyse_day = NYSE.trading_day(monday).unwrap();
+    let history = |symbol: &Symbol, until: &str| {
+        sim.bars_sync(symbol, Timeframe::Minute, ts("2026-11-23T05:00:00Z"), ts(until)).unwrap()
+    };
+    let gap_of = |row: &RadarRow, price: Option<Price>| {
+        let prev = live.snapshot(&row.symbol).unwrap().prev_close.to_f64();
+        price.map(|p| ((p.to_f64() - prev) / prev * 1e6).round() / 1e4)
+    };
+
+    // 08:00 New York (13:00Z): the pre-market, scanned.
+    let scans = live.advance_to(ts("2026-11-23T13:00:00Z"), NYSE, &f);
+    let pre = scans.last().unwrap();
+    assert_eq!((pre.captured_at, pre.session), (ts("2026-11-23T13:00:00Z"), SessionPhase::PreMarket));
+    assert_eq!(pre.rows.len(), 40);
+    let mut traded = 0;
+    for row in &pre.rows {
+        let bars = history(&row.symbol, "2026-11-23T13:00:00Z");
+        let premarket: Vec<&Bar> = bars.iter().filter(|b| b.start >= nyse_day.pre_market_open).collect();
+        assert_eq!(row.session, SessionPhase::PreMarket);
+        assert_eq!(row.premarket_volume, premarket.iter().map(|b| b.volume).sum::<u64>(), "{row:?}");
+        assert_eq!(row.premarket_high, premarket.iter().map(|b| b.high).max(), "{row:?}");
+        let expected = gap_of(row, (!premarket.is_empty()).then_some(row.price));
+        assert_eq!(row.gap_pct, expected, "the last trade against the previous close: {row:?}");
+        traded += usize::from(!premarket.is_empty());
+    }
+    assert!(traded > 30, "most names trade in the pre-market: {traded}");
+
+    // Between boundaries (scans every 15 s) the minute in progress counts as it stands: in the
+    // pre-market, every share traded today but the night's.
+    let every_step = MomentumRadarSettings { scan_on_minute_boundary: false, ..f.clone() };
+    let mid = live.advance_to(ts("2026-11-23T13:00:30Z"), NYSE, &every_step).pop().unwrap();
+    assert_eq!(mid.captured_at, ts("2026-11-23T13:00:30Z"));
+    for row in &mid.rows {
+        let night: u64 = history(&row.symbol, "2026-11-23T09:00:00Z").iter().map(|b| b.volume).sum();
+        assert_eq!(row.premarket_volume, row.volume - night, "{row:?}");
+    }
+
+    // The calendar switched to ALWAYS_OPEN: no pre-market, the day's first trade is its open.
+    let always = MarketCalendar::new(MarketCalendarKind::AlwaysOpen);
+    let switched = live.advance_to(ts("2026-11-23T13:01:00Z"), always, &f).pop().unwrap();
+    assert_eq!(switched.session, SessionPhase::Regular);
+    for row in &switched.rows {
+        let first = history(&row.symbol, "2026-11-23T13:01:00Z").first().map(|b| b.open);
+        assert_eq!((row.session, row.premarket_volume, row.premarket_high), (SessionPhase::Regular, 0, None));
+        assert_eq!(row.gap_pct, gap_of(row, first), "{row:?}");
+    }
+
+    // 10:00 (15:00Z) back on NYSE: the regular session; the gap is the regular open's, the
+    // pre-market's figures stay what 04:00–09:30 traded.
+    let open = live.advance_to(ts("2026-11-23T15:00:00Z"), NYSE, &f).pop().unwrap();
+    assert_eq!(open.session, SessionPhase::Regular);
+    for row in &open.rows {
+        let bars = history(&row.symbol, "2026-11-23T15:00:00Z");
+        let premarket: Vec<&Bar> =
+            bars.iter().filter(|b| b.start >= nyse_day.pre_market_open && b.start < nyse_day.regular_open).collect();
+        let regular_open = bars.iter().find(|b| b.start >= nyse_day.regular_open).map(|b| b.open);
+        assert_eq!(row.premarket_volume, premarket.iter().map(|b| b.volume).sum::<u64>(), "{row:?}");
+        assert_eq!(row.premarket_high, premarket.iter().map(|b| b.high).max(), "{row:?}");
+        let gap_price = regular_open.or(premarket.last().map(|b| b.close));
+        assert_eq!(row.gap_pct, gap_of(row, gap_price), "{row:?}");
+    }
+
+    // The after-hours are scanned; after 20:00 the exchange is closed and nothing is.
+    let evening = live.advance_to(ts("2026-11-23T22:00:00Z"), NYSE, &f);
+    assert_eq!(
+        evening.last().map(|s| (s.captured_at, s.session)),
+        Some((ts("2026-11-23T22:00:00Z"), SessionPhase::AfterHours))
+    );
+    let night = live.advance_to(ts("2026-11-24T01:30:00Z"), NYSE, &f);
+    assert_eq!(night.last().map(|s| s.captured_at), Some(ts("2026-11-24T00:59:00Z")), "the last scan is 19:59's");
+}

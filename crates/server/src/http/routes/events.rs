@@ -303,6 +303,10 @@ mod tests {
             sector: Some("Technology".into()),
             captured_at: at(0),
             halted: true,
+            session: tradeops_core::calendar::SessionPhase::PreMarket,
+            gap_pct: Some(25.5),
+            premarket_volume: 400_000,
+            premarket_high: Some(Price(130_000)),
         };
         let halt = Halt { at: at(3), reason: "drill".into(), actor: "admin".into() };
         let job = JobRecord {
@@ -485,7 +489,7 @@ mod tests {
         r#"{"kind":"order.updated","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"submitted_at":"2025-11-25T14:13:20.000Z","status":"PARTIALLY_FILLED","symbol":"ABCD","side":"BUY","quantity":100,"filled_quantity":40,"order_type":"LIMIT","price":12.5,"broker_name":"paper","client_order_id":"ord-1","broker_order_id":null,"reason":"breakout","strategy_id":"momentum_breakout","mode":"PAPER","extended_hours":false,"time_in_force":"DAY","limit_price":12.5,"stop_price":null,"average_fill_price":12.5,"fees":0.2,"reject_reason":null,"updated_at":"2025-11-25T14:13:22.000Z","executions":[{"execution_id":"ex-1","timestamp":"2025-11-25T14:13:22.000Z","quantity":40,"price":12.5,"fee":0.2}],"stop_loss":null,"take_profit":null},"wall_time":"2026-11-25T13:00:00Z"}"#,
         r#"{"kind":"execution.created","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"client_order_id":"ord-1","symbol":"ABCD","side":"BUY","execution_id":"ex-1","timestamp":"2025-11-25T14:13:22.000Z","quantity":40,"price":12.5,"fee":0.2},"wall_time":"2026-11-25T13:00:00Z"}"#,
         r#"{"kind":"position.updated","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"symbol":"ABCD","quantity":40,"average_entry_price":12.5,"realized_pnl":12.34,"strategy_status":"Hold","stop_loss":12.09,"target":13.31,"halted":true,"protection":"BROKER","protective_order_id":"to-ABCD-1"},"wall_time":"2026-11-25T13:00:00Z"}"#,
-        r#"{"kind":"radar.updated","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"captured_at":"2025-11-25T14:13:20.000Z","rows":40,"top":[{"rank":1,"symbol":"ABCD","price":12.5,"percentage_gain":25.5,"change_1m":1.25,"change_5m":null,"volume":1000000,"average_volume":200000,"relative_volume":5.0,"float":10000000,"sector":"Technology","captured_at":"2025-11-25T14:13:20.000Z","halted":true}]},"wall_time":"2026-11-25T13:00:00Z"}"#,
+        r#"{"kind":"radar.updated","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"captured_at":"2025-11-25T14:13:20.000Z","rows":40,"top":[{"rank":1,"symbol":"ABCD","price":12.5,"percentage_gain":25.5,"change_1m":1.25,"change_5m":null,"volume":1000000,"average_volume":200000,"relative_volume":5.0,"float":10000000,"sector":"Technology","captured_at":"2025-11-25T14:13:20.000Z","halted":true,"session":"PRE_MARKET","gap_pct":25.5,"premarket_volume":400000,"premarket_high":13.0}]},"wall_time":"2026-11-25T13:00:00Z"}"#,
         r#"{"kind":"watchlist.updated","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"symbol":"ABCD","strategy_status":"Active","source":"RADAR","time_added":"2025-11-25T14:13:21.000Z"},"wall_time":"2026-11-25T13:00:00Z"}"#,
         r#"{"kind":"risk.state_changed","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"trading_state":"HALTED","halt":{"at":"2025-11-25T14:13:23.000Z","reason":"drill","actor":"admin"}},"wall_time":"2026-11-25T13:00:00Z"}"#,
         r#"{"kind":"risk.violation","timestamp":"2026-11-25T14:30:00Z","mode":"PAPER","data":{"rule":"MAX_DAILY_LOSS","symbol":"ABCD","client_order_id":"ord-1","detail":{"limit":500.0,"current":512.5,"message":"daily loss 512.50 is past the limit 500.00"},"timestamp":"2025-11-25T14:13:26.000Z"},"wall_time":"2026-11-25T13:00:00Z"}"#,

@@ -39,7 +39,9 @@ pub struct MomentumQuery {
 }
 
 /// The latest radar scan (made on the last minute boundary), ranked by `percentage_gain`, after
-/// the `momentum_radar` filters. Empty until the first scan.
+/// the `momentum_radar` filters. Empty until the first scan. Each row carries the market session
+/// of the scan and the day's pre-market figures: `gap_pct`, `premarket_volume`, `premarket_high`
+/// (CONTRACT §12); the NYSE calendar's pre-market and after-hours are scanned too.
 #[utoipa::path(get, path = "/api/radar/momentum", tag = "radar", security(("bearer" = [])), params(MomentumQuery),
     responses((status = 200, description = "Ranked radar rows", body = inline(SuccessBody<Vec<RadarRow>>)),
               (status = 400, description = "VALIDATION_ERROR (top_n)", body = crate::http::envelope::ErrorBody)))]
