@@ -561,8 +561,9 @@ fn probe_execution(state: &Probes, engine: &EngineProbe) -> Probe {
 
 /// A remote market-data source (Alpaca): `DOWN` when its round trip fails, `DEGRADED` while its
 /// stream is disconnected (snapshots come from REST meanwhile; the reason is shown), `HEALTHY`
-/// otherwise. The radar's latest scan shows whether scans keep coming; `calendar_mismatch` lists
-/// the dates Alpaca's calendar and core's NYSE calendar disagree on.
+/// otherwise. The radar's latest scan shows whether scans keep coming (and `note`, when it read
+/// Alpaca's `iex` feed, what that feed cannot show); `calendar_mismatch` lists the dates Alpaca's
+/// calendar and core's NYSE calendar disagree on.
 fn probe_remote_feed(state: &Probes, latency: Result<Duration, String>) -> Probe {
     let connection = state.market.connection();
     let status = match &connection {
@@ -583,6 +584,12 @@ fn probe_remote_feed(state: &Probes, latency: Result<Duration, String>) -> Probe
     } else if let Some(c) = connection.as_ref().filter(|c| !c.connected) {
         let why = c.last_error.as_deref().unwrap_or("not connected yet");
         detail["reason"] = json!(format!("the market-data stream is disconnected: {why}"));
+    }
+    // Alpaca's iex feed is one exchange's tape, which prints nothing before 08:00 New York: the
+    // radar's pre-market columns (CONTRACT §12) miss the gappers of 04:00–08:00 on it.
+    if radar.feed.as_deref() == Some("iex") {
+        detail["note"] =
+            json!("the iex feed has no prints before 08:00 New York: the sip feed is needed for the 04:00 gappers");
     }
     if let Some(c) = connection {
         detail["stream"] = json!({

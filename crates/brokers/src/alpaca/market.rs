@@ -573,6 +573,7 @@ impl AlpacaMarketData {
             rows,
             scanned: figures.len(),
             scan_micros: started.elapsed().as_micros() as u64,
+            feed: Some(self.client.feed().as_str()),
         })
     }
 

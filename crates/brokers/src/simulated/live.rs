@@ -49,6 +49,9 @@ pub struct RadarScan {
     pub scanned: usize,
     /// CPU time of the scan itself.
     pub scan_micros: u64,
+    /// The tape the scan read, when a real market's (Alpaca's `iex` or `sip`): what its
+    /// pre-market columns can see (CONTRACT §12); `None` on the simulated market.
+    pub feed: Option<&'static str>,
 }
 
 /// Where the feed's days come from.
@@ -493,6 +496,7 @@ impl LiveMarket {
             rows,
             scanned: st.symbols.len(),
             scan_micros: started.elapsed().as_micros() as u64,
+            feed: None,
         }
     }
 

@@ -29,6 +29,9 @@ pub struct RadarSnapshot {
     pub scan_micros: u64,
     /// Real milliseconds from the minute boundary to the scan being published.
     pub latency_ms: Option<f64>,
+    /// The tape the scan read (Alpaca's `iex` or `sip`); `None` on the simulated market.
+    #[serde(default)]
+    pub feed: Option<String>,
 }
 
 pub struct RadarService {
@@ -119,6 +122,7 @@ impl RadarService {
             scanned: scan.scanned,
             scan_micros: scan.scan_micros,
             latency_ms: latency.map(|d| (d.as_secs_f64() * 1e6).round() / 1e3),
+            feed: scan.feed.map(str::to_string),
         });
         *self.latest.write().unwrap_or_else(|e| e.into_inner()) = snapshot.clone();
         let json = serde_json::to_string(&*snapshot).expect("snapshots serialise");

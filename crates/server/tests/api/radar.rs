@@ -383,10 +383,11 @@ async fn the_radar_scans_the_pre_market_with_its_gap_and_volume() {
 
 /// CONTRACT §12 on Alpaca's market data: at 08:00 New York the rows are the pre-market's, tallied
 /// from Alpaca's bars of the day (read in half-hours by the service's first scan; the snapshot's
-/// minute bar, inside the last of them, not counted again).
+/// minute bar, inside the last of them, not counted again), and the `data_broker` health says
+/// what the configured `iex` feed cannot show.
 #[tokio::test]
-async fn an_alpaca_radar_in_the_pre_market_tallies_the_days_bars() {
-    use crate::alpaca_data::{alpaca_config, bar_json, clock_in_latest_session, wait_until, StandIn};
+async fn an_alpaca_radar_in_the_pre_market_tallies_the_days_bars_and_health_names_the_iex_feed() {
+    use crate::alpaca_data::{alpaca_config, bar_json, clock_in_latest_session, data_broker, wait_until, StandIn};
     let clock = clock_in_latest_session(|day| day.pre_market_open + chrono::Duration::hours(4));
     let market: std::sync::Arc<dyn tradeops_core::Clock> = clock.clone();
     let alpaca = StandIn::start_on(market.clone()).await;
@@ -431,4 +432,17 @@ async fn an_alpaca_radar_in_the_pre_market_tallies_the_days_bars() {
     let asked = alpaca.requests_to("/v2/stocks/bars");
     let four = tradeops_core::time::format_ts(&four).replace(".000Z", "Z");
     assert!(asked.iter().any(|q| q["timeframe"] == "30Min" && q["start"] == four), "{asked:?}");
+
+    let health = wait_until(
+        "data_broker's detail after a scan",
+        Duration::from_secs(10),
+        || data_broker(&app),
+        |c| c["detail"]["radar_rows"].as_u64() > Some(0),
+    )
+    .await;
+    assert_eq!(
+        health["detail"]["note"],
+        "the iex feed has no prints before 08:00 New York: the sip feed is needed for the 04:00 gappers",
+        "{health}"
+    );
 }
