@@ -447,7 +447,6 @@ async fn the_radar_scan_ranks_the_universe_as_core_radar_scan_does() {
     let symbols: Vec<Symbol> = movers.iter().map(|m| sym(m.symbol)).collect();
     let recents: Vec<[Bar; 1]> = movers.iter().map(|m| [bar(minute(15, 29), m.last - 10, 5000)]).collect();
     let nyse = tradeops_core::calendar::MarketCalendar::new(tradeops_core::settings::MarketCalendarKind::Nyse);
-    let trading_day = nyse.trading_day(NaiveDate::from_ymd_opt(2026, 11, 25).unwrap()).unwrap();
     let inputs = movers.iter().enumerate().map(|(i, m)| {
         let (sector, float) = match m.symbol {
             "AAA" => (Some("Health Care"), Some(5_000_000)),
@@ -464,9 +463,10 @@ async fn the_radar_scan_ranks_the_universe_as_core_radar_scan_does() {
             average_volume: m.daily,
             expected_fraction,
             recent: &recents[i],
-            // The regular session; the day's bars are the snapshot's (the stand-in has no others).
+            // The regular session. The first scan reads the day so far from the bars endpoint
+            // (none here), which holds the snapshot's minute: no bar is tallied.
             session: nyse.phase(now()),
-            day: radar::DayTally::of_bars(&recents[i], &trading_day),
+            day: radar::DayTally::default(),
         }
     });
     let expected = radar::scan(inputs, &settings, now(), 200);
