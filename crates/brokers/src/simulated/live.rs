@@ -202,6 +202,17 @@ impl Calendars {
     }
 }
 
+/// The quote of `s` around its last trade in the session of the feed's last step on the
+/// calendar in use: four times the spread and a tenth of the size in the pre-market and the
+/// after-hours (CONTRACT §12), so an extended-hours exit priced under the bid meets the thin
+/// book a real pre-market has.
+fn session_quote(st: &LiveState, s: &SymbolLive) -> tradeops_core::market::Quote {
+    let extended = st.next_step.is_some_and(|next| {
+        MarketCalendar::new(st.calendar).phase(next - Duration::seconds(STEP_SECONDS)).is_extended()
+    });
+    tradeops_sim::quote::quote_in_session(s.last, s.average_volume, extended)
+}
+
 struct LiveState {
     date: Option<NaiveDate>,
     clock: Option<DayClock>,
@@ -341,11 +352,7 @@ impl LiveMarket {
         let index = self.days.index(symbol)?;
         let st = self.state();
         let s = st.symbols.get(index)?;
-        Some(Snapshot {
-            prev_close: s.prev_close,
-            last: s.last,
-            quote: tradeops_sim::quote::quote_around(s.last, s.average_volume),
-        })
+        Some(Snapshot { prev_close: s.prev_close, last: s.last, quote: session_quote(&st, s) })
     }
 
     /// The last completed minute bar of `symbol` and its time-of-day relative volume as of that
@@ -371,7 +378,7 @@ impl LiveMarket {
         let index = self.days.index(symbol)?;
         let st = self.state();
         let s = st.symbols.get(index)?;
-        Some(tradeops_sim::quote::quote_around(s.last, s.average_volume))
+        Some(session_quote(&st, s))
     }
 
     /// The last completed minute bars of `symbol` (up to 6), oldest first, and its volume today.

@@ -283,3 +283,29 @@ fn scans_tally_the_whole_trading_day_from_the_markets_bars() {
     let night = live.advance_to(ts("2026-11-24T01:30:00Z"), NYSE, &f);
     assert_eq!(night.last().map(|s| s.captured_at), Some(ts("2026-11-24T00:59:00Z")), "the last scan is 19:59's");
 }
+
+/// The pre-market's book is thin (CONTRACT §12): at 07:00 New York a symbol's quote is
+/// `EXTENDED_SPREAD_FACTOR` times as wide and a tenth as deep as the regular session's around
+/// the same last trade, and at 11:00 it is the regular session's again; the snapshot reads the
+/// same book.
+#[test]
+fn the_pre_market_quotes_a_wider_thinner_book_than_the_regular_session() {
+    let (sim, live) = market(20);
+    let f = open_filters();
+    // Friday 2026-11-20: 07:00, then 11:00 New York.
+    for (at, extended) in [("2026-11-20T12:00:00Z", true), ("2026-11-20T16:00:00Z", false)] {
+        live.advance_to(ts(at), NYSE, &f);
+        for p in &sim.universe.symbols {
+            let (last, volume) = (live.last_price(&p.symbol).unwrap(), live.average_volume(&p.symbol).unwrap());
+            let quote = live.quote(&p.symbol).unwrap();
+            let regular = tradeops_sim::quote::quote_around(last, volume);
+            assert_eq!(quote, tradeops_sim::quote::quote_in_session(last, volume, extended), "{} at {at}", p.symbol);
+            assert_eq!(live.snapshot(&p.symbol).unwrap().quote, quote, "{} at {at}", p.symbol);
+            assert!(quote.bid <= last && last <= quote.ask, "{}: {quote:?} around {last:?}", p.symbol);
+            if extended {
+                assert!(quote.ask.0 - quote.bid.0 > regular.ask.0 - regular.bid.0, "{}: wider at 07:00", p.symbol);
+                assert!(quote.bid_size < regular.bid_size || regular.bid_size == 100, "{}: thinner", p.symbol);
+            }
+        }
+    }
+}
