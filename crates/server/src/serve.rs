@@ -78,7 +78,9 @@ async fn serve_cluster_node(config: Config) -> anyhow::Result<()> {
     let db = Database::open(&config.database_url)
         .await
         .with_context(|| format!("opening the database {}", redact(&config.database_url)))?;
-    let mode = latest_mode(&db).await.unwrap_or(TradingMode::Paper);
+    // Until a leader stores its settings, this node's own answers carry the mode it is
+    // configured to trade in (CONTRACT §3: every response carries the current trading mode).
+    let modes = (latest_mode(&db).await, config.mode);
     let tokens = TokenRegistry::load(Arc::new(db.clone())).await.map_err(|e| anyhow::anyhow!("{e}"))?;
     let secret = db
         .cluster_secret(&crate::domain::tokens::generate_token())
@@ -89,7 +91,7 @@ async fn serve_cluster_node(config: Config) -> anyhow::Result<()> {
         advertise.clone(),
         db.clone(),
         clock.clone(),
-        mode,
+        modes,
         tokens,
         config.auth.enabled,
         secret,

@@ -83,9 +83,38 @@ const HOP_BY_HOP: [&str; 8] = [
     "upgrade",
 ];
 
-/// The engine's leader as its term names it: node id and advertised address (`None`: no term
-/// holder has an address yet).
-type Leader = Option<(String, String)>;
+/// The engine's term as a follower reads it: its holder's node id (`None`: never taken, or
+/// released) and the address the holder advertised (`None` until its service answers).
+#[derive(Clone, Default)]
+struct Term {
+    holder: Option<String>,
+    url: Option<String>,
+}
+
+/// How long a follower holds a request while no node answers as the leader (a lone node
+/// building its service, a node restarted where its last process held the term, a failover):
+/// long enough for a term to be taken and its service built, so that a caller waits rather than
+/// being refused, and no longer than a forwarded request may take.
+const HOLD_FOR_LEADER: Duration = FORWARD_TIMEOUT;
+/// The same for the health endpoints, which answer fast with this node's own health body
+/// (CONTRACT §10: health always answers) when no leader answers by then.
+const HOLD_HEALTH: Duration = Duration::from_secs(1);
+/// How often a held request looks for a leader again.
+const HOLD_POLL: Duration = Duration::from_millis(20);
+/// The health endpoints, which a follower answers itself when no leader can (see
+/// [`Front::own_health`]).
+const HEALTH_PATHS: [&str; 2] = ["/api/health", "/api/health/components"];
+
+/// Why a request was not forwarded.
+enum NotForwarded {
+    /// No node leads yet: the term is free, unadvertised (its holder still builds its service)
+    /// or names this node's address. Worth holding the request for (`starting`: the term is
+    /// this node's, whose service is being built).
+    NoLeader { message: &'static str, starting: bool },
+    /// A leader is named but cannot be reached (`leader_unreachable`), or the database cannot
+    /// say who leads (`database_unavailable`).
+    Failed { reason: &'static str, message: String },
+}
 
 /// This node's front: its role, and what a follower forwards with.
 pub struct Front {
@@ -99,10 +128,17 @@ pub struct Front {
     /// While following: the standby service's router, for the [`DATABASE_READS`] (none until
     /// the standby service is built).
     reads: RwLock<Option<Router>>,
-    /// The leader (its node id and address) as last read, and when.
-    leader: tokio::sync::Mutex<Option<(Leader, tokio::time::Instant)>>,
-    /// The trading mode last seen (a follower's own refusals carry it in `meta`).
+    /// The engine's term as last read, and when.
+    leader: tokio::sync::Mutex<Option<(Term, tokio::time::Instant)>>,
+    /// The trading mode last stored (the leader's: a follower's own answers carry it in `meta`).
     mode: RwLock<TradingMode>,
+    /// The trading mode this node's configuration sets (`TRADEOPS_MODE`), which it applies when
+    /// it takes the term: what its own answers carry while no node leads, so that a `LIVE`
+    /// node never answers as `PAPER` while it starts.
+    configured: Option<TradingMode>,
+    /// How long a request is held while no node leads ([`HOLD_FOR_LEADER`]; health for at most
+    /// [`HOLD_HEALTH`]).
+    hold_for_leader: Duration,
     /// The API's tokens, to accept an emergency halt while no leader answers.
     tokens: TokenRegistry,
     auth_enabled: bool,
@@ -126,7 +162,7 @@ impl Front {
         advertise: String,
         db: Database,
         clock: Arc<dyn Clock>,
-        mode: TradingMode,
+        (stored, configured): (Option<TradingMode>, Option<TradingMode>),
         tokens: TokenRegistry,
         auth_enabled: bool,
         secret: String,
@@ -145,7 +181,9 @@ impl Front {
             role: RwLock::new(Role::Follower),
             reads: RwLock::new(None),
             leader: tokio::sync::Mutex::new(None),
-            mode: RwLock::new(mode),
+            mode: RwLock::new(stored.or(configured).unwrap_or_default()),
+            configured,
+            hold_for_leader: HOLD_FOR_LEADER,
             tokens,
             auth_enabled,
             secret,
@@ -201,19 +239,33 @@ impl Front {
         *self.mode.write().unwrap_or_else(|e| e.into_inner()) = mode;
     }
 
-    /// The leader's node id and advertised address: read from the engine's term at most every
+    /// The mode this node's own answers carry while no node leads: the one it will trade in
+    /// once it takes the term (its configuration's), else the stored one.
+    fn leaderless_mode(&self) -> TradingMode {
+        self.configured.unwrap_or_else(|| *self.mode.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// The engine's term (holder and advertised address): read at most every
     /// [`LEADER_CACHE`], at once when `fresh` (the last one failed).
-    async fn leader(&self, fresh: bool) -> Result<Leader, String> {
+    async fn leader(&self, fresh: bool) -> Result<Term, String> {
         let mut cached = self.leader.lock().await;
-        if let Some((url, at)) = cached.as_ref() {
+        if let Some((term, at)) = cached.as_ref() {
             if !fresh && at.elapsed() < LEADER_CACHE {
-                return Ok(url.clone());
+                return Ok(term.clone());
             }
         }
         let lease = self.db.engine_lease().await.map_err(|e| e.to_string())?;
-        let leader = lease.node_id.zip(lease.advertise_url);
-        *cached = Some((leader.clone(), tokio::time::Instant::now()));
-        Ok(leader)
+        let term = Term { holder: lease.node_id, url: lease.advertise_url };
+        *cached = Some((term.clone(), tokio::time::Instant::now()));
+        Ok(term)
+    }
+
+    /// This node's router, once it leads.
+    fn leading(&self) -> Option<Router> {
+        match &*self.role.read().unwrap_or_else(|e| e.into_inner()) {
+            Role::Leader(router) => Some(router.clone()),
+            Role::Follower => None,
+        }
     }
 
     /// Forwards `req` to the leader and relays its answer.
@@ -230,7 +282,38 @@ impl Front {
         if parts.method == axum::http::Method::POST && HALT_PATHS.contains(&parts.uri.path()) {
             return self.halt(parts, body, client).await;
         }
-        self.try_forward(&parts, body, client).await.unwrap_or_else(|refusal| refusal)
+        // While no node leads, the request is held rather than refused (CONTRACT §10: every
+        // node serves the whole API, and a lone node starting is no failover): it goes to
+        // whoever leads first — this node's own service once it takes the term, or the leader
+        // it advertises — and is refused only when none does within the hold.
+        let health = HEALTH_PATHS.contains(&parts.uri.path());
+        let hold = if health { HOLD_HEALTH.min(self.hold_for_leader) } else { self.hold_for_leader };
+        let held_until = tokio::time::Instant::now() + hold;
+        let mut fresh = false;
+        loop {
+            let not_forwarded = match self.try_forward(&parts, body.clone(), client, fresh).await {
+                Ok(answer) => return answer,
+                Err(not_forwarded) => not_forwarded,
+            };
+            if let Some(router) = self.leading() {
+                let req = Request::from_parts(parts, Body::from(body));
+                return match router.oneshot(req).await {
+                    Ok(response) => response,
+                    Err(never) => match never {},
+                };
+            }
+            if let NotForwarded::NoLeader { .. } = not_forwarded {
+                if tokio::time::Instant::now() < held_until {
+                    tokio::time::sleep(HOLD_POLL).await;
+                    fresh = true;
+                    continue;
+                }
+            }
+            return match health {
+                true => self.own_health(&parts, &not_forwarded).await,
+                false => self.refusal(&not_forwarded).await,
+            };
+        }
     }
 
     /// The leader's answer to the request, or (`Err`) the refusal to send when no leader can
@@ -241,34 +324,48 @@ impl Front {
         parts: &axum::http::request::Parts,
         body: bytes::Bytes,
         client: Option<std::net::IpAddr>,
-    ) -> Result<Response, Response> {
+        fresh: bool,
+    ) -> Result<Response, NotForwarded> {
         let path = parts.uri.path_and_query().map(|p| p.as_str()).unwrap_or("/").to_string();
         let streaming = parts.uri.path() == "/api/events";
         let mut last_error = String::new();
         for attempt in 0..2 {
-            let leader = match self.leader(attempt > 0).await {
+            let term = match self.leader(fresh || attempt > 0).await {
+                Ok(term) => term,
+                Err(e) => {
+                    return Err(NotForwarded::Failed {
+                        reason: "database_unavailable",
+                        message: format!("The engine's leader cannot be looked up: {e}"),
+                    })
+                }
+            };
+            let starting = term.holder.as_deref() == Some(self.node.as_str());
+            let leader = match term.url {
                 // The term names this node, or a holder at this node's own address (a process
                 // here before a restart, gone since this one listens there): forwarding would
                 // come back here. No leader answers until this node, or another, takes over.
-                Ok(Some((node, url))) if node == self.node || url == self.advertise => {
-                    return Err(unavailable(
-                        "no_engine_leader",
-                        "No node runs the trading engine at the moment: the engine's term names this node's \
-                         address, and this node does not lead (a failover is in progress)",
-                    ))
+                Some(url) if starting || url == self.advertise => {
+                    return Err(NotForwarded::NoLeader {
+                        message: "No node runs the trading engine at the moment: the engine's term names this \
+                                  node's address, and this node does not lead yet (it is starting, or a failover \
+                                  is in progress)",
+                        starting,
+                    });
                 }
-                Ok(Some((_, url))) => url,
-                Ok(None) => {
-                    return Err(unavailable(
-                        "no_engine_leader",
-                        "No node runs the trading engine at the moment (a failover is in progress)",
-                    ))
-                }
-                Err(e) => {
-                    return Err(unavailable(
-                        "database_unavailable",
-                        &format!("The engine's leader cannot be looked up: {e}"),
-                    ))
+                Some(url) => url,
+                None => {
+                    let message = match (&term.holder, starting) {
+                        (_, true) => {
+                            "No node runs the trading engine at the moment: this node holds the engine's \
+                                      term and is starting its service"
+                        }
+                        (Some(_), false) => {
+                            "No node runs the trading engine at the moment: the engine's term \
+                                             holder is starting its service (a failover is in progress)"
+                        }
+                        (None, false) => "No node runs the trading engine at the moment (a failover is in progress)",
+                    };
+                    return Err(NotForwarded::NoLeader { message, starting });
                 }
             };
             let mut out = self.client.request(parts.method.clone(), format!("{leader}{path}"));
@@ -297,14 +394,104 @@ impl Front {
                     last_error = format!("the engine's leader at {leader} cannot be reached: {e}");
                 }
                 Err(e) => {
-                    return Err(unavailable(
-                        "leader_unreachable",
-                        &format!("The engine's leader at {leader} did not answer: {e}"),
-                    ))
+                    return Err(NotForwarded::Failed {
+                        reason: "leader_unreachable",
+                        message: format!("The engine's leader at {leader} did not answer: {e}"),
+                    })
                 }
             }
         }
-        Err(unavailable("leader_unreachable", &last_error))
+        Err(NotForwarded::Failed { reason: "leader_unreachable", message: last_error })
+    }
+
+    /// The refusal a request not forwarded is answered with: `SERVICE_UNAVAILABLE`, retry in
+    /// a second; `no_engine_leader` in the mode this node will trade in (see
+    /// [`Front::leaderless_mode`]).
+    async fn refusal(&self, not_forwarded: &NotForwarded) -> Response {
+        match not_forwarded {
+            NotForwarded::NoLeader { message, .. } => {
+                let ctx = RequestContext {
+                    request_id: Meta::current().request_id,
+                    mode: self.leaderless_mode(),
+                    clock: self.clock.clone(),
+                };
+                REQUEST.scope(ctx, async { unavailable("no_engine_leader", message) }).await
+            }
+            NotForwarded::Failed { reason, message } => unavailable(reason, message),
+        }
+    }
+
+    /// This node's own health while no leader answers for it (CONTRACT §10: health always
+    /// answers, with the health body): the API answers (this node), the database as the term's
+    /// read found it, and every part of the trading service — which runs on the leader only —
+    /// `DOWN`, the engine `STARTING` when this node holds the term and builds its service.
+    /// `/api/health` is 503 (overall `DOWN`, same body), as the leader's would be;
+    /// `/api/health/components` needs a token, as everywhere.
+    async fn own_health(&self, parts: &axum::http::request::Parts, not_forwarded: &NotForwarded) -> Response {
+        use crate::events::HealthStatus;
+        let (why, starting, database) = match not_forwarded {
+            NotForwarded::NoLeader { message, starting } => (message.to_string(), *starting, HealthStatus::Healthy),
+            NotForwarded::Failed { reason, message } => {
+                let database =
+                    if *reason == "database_unavailable" { HealthStatus::Down } else { HealthStatus::Healthy };
+                (message.clone(), false, database)
+            }
+        };
+        let engine = if starting { "STARTING" } else { "DOWN" };
+        let status_of = |name: &str| match name {
+            "api" => HealthStatus::Healthy,
+            "database" => database,
+            _ => HealthStatus::Down,
+        };
+        let ctx = RequestContext {
+            request_id: Meta::current().request_id,
+            mode: self.leaderless_mode(),
+            clock: self.clock.clone(),
+        };
+        let now = format_ts(&self.clock.now());
+        let components_path = parts.uri.path() == "/api/health/components";
+        let caller = if components_path { self.caller(&parts.headers).await } else { None };
+        REQUEST
+            .scope(ctx, async move {
+                if components_path {
+                    if caller.is_none() {
+                        return ApiError::new(ErrorCode::Unauthorized, "A valid bearer token is required")
+                            .into_response();
+                    }
+                    let rows: Vec<crate::health::ComponentHealth> = crate::health::COMPONENTS
+                        .iter()
+                        .map(|name| {
+                            let status = status_of(name);
+                            let detail = match *name {
+                                "cluster" => json!({"role": "follower", "node": self.node, "leader": null,
+                                    "engine": engine, "reason": why}),
+                                "api" => json!({"node": self.node}),
+                                "database" => json!({"engine_term_read": database == HealthStatus::Healthy}),
+                                _ => json!({"engine": engine, "reason": why}),
+                            };
+                            crate::health::ComponentHealth {
+                                name: name.to_string(),
+                                status,
+                                latency_ms: None,
+                                unprobed_reason: (status == HealthStatus::Down).then(|| why.clone()),
+                                last_ok_at: (status == HealthStatus::Healthy).then(|| now.clone()),
+                                detail,
+                            }
+                        })
+                        .collect();
+                    return ApiResponse::list(rows).into_response();
+                }
+                let components = crate::health::COMPONENTS.iter().map(|name| (*name, status_of(name))).collect();
+                ApiResponse::ok(crate::http::routes::health::PlatformHealth {
+                    status: HealthStatus::Down,
+                    mode: self.leaderless_mode(),
+                    trading_state: None,
+                    components,
+                })
+                .with_status(axum::http::StatusCode::SERVICE_UNAVAILABLE)
+                .into_response()
+            })
+            .await
     }
 
     /// The emergency halt through a follower: a caller allowed to halt, with a reason, has the
@@ -339,7 +526,10 @@ impl Front {
             }
             _ => None,
         };
-        let answer = self.try_forward(&parts, body, client).await;
+        let answer = match self.try_forward(&parts, body, client, false).await {
+            Ok(answer) => Ok(answer),
+            Err(not_forwarded) => Err(self.refusal(&not_forwarded).await),
+        };
         let (Some(id), Some(caller), Some(reason)) = (stored, caller, reason) else {
             return answer.unwrap_or_else(|refusal| refusal);
         };
@@ -531,6 +721,8 @@ mod tests {
     /// Where nothing listens: a forward there would fail to connect, not answer.
     const OWN: &str = "http://127.0.0.1:9";
     const OTHER: &str = "http://127.0.0.2:9";
+    /// How long these fronts hold a request while no node leads.
+    const HOLD: Duration = Duration::from_millis(300);
 
     async fn follower(dir: &tempfile::TempDir) -> (Arc<Front>, Database) {
         let db = Database::open(&format!("sqlite://{}/front.db", dir.path().display())).await.unwrap();
@@ -540,11 +732,13 @@ mod tests {
             OWN.into(),
             db.clone(),
             Arc::new(SystemClock),
-            TradingMode::Paper,
+            (None, Some(TradingMode::Demo)),
             tokens,
             false,
             "secret".into(),
         );
+        let mut front = front;
+        Arc::get_mut(&mut front).expect("not shared yet").hold_for_leader = HOLD;
         (front, db)
     }
 
@@ -608,5 +802,66 @@ mod tests {
         assert_eq!(status, 200, "{body}");
         assert_eq!((body["data"]["halted"].as_bool(), body["data"]["persisted"].as_bool()), (Some(true), Some(true)));
         assert_eq!(db.pending_halts().await.unwrap().len(), 1, "for the next leader");
+    }
+
+    /// A lone node starting (its term taken, its service still being built) holds a request
+    /// rather than refusing it as leaderless, and answers it with its own service the moment it
+    /// leads (CONTRACT §10: every node serves the whole API).
+    #[tokio::test]
+    async fn a_request_while_this_node_starts_is_held_until_it_leads() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut front, db) = follower(&dir).await;
+        Arc::get_mut(&mut front).unwrap().hold_for_leader = Duration::from_secs(30);
+        // This node has taken the term and not advertised it yet: its service is being built.
+        db.take_engine_epoch(&front.node, 0).await.unwrap();
+        let waiting = {
+            let front = front.clone();
+            tokio::spawn(async move {
+                let put = axum::http::Request::put("/api/settings").body(Default::default()).unwrap();
+                answer(&front, put).await
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(!waiting.is_finished(), "held, not refused, while no node leads");
+        let service = Router::new().route(
+            "/api/settings",
+            axum::routing::put(|| async { axum::Json(json!({"data": {"served_by": "the new leader"}})) }),
+        );
+        front.lead(service);
+        let (status, body) = waiting.await.unwrap();
+        assert_eq!((status, body["data"]["served_by"].as_str()), (200, Some("the new leader")), "{body}");
+    }
+
+    /// While no node leads, health still answers with a health body (CONTRACT §10): `/api/health`
+    /// 503 `DOWN` with every component, the API and the database up, the engine's parts down;
+    /// the component rows say the engine is `STARTING` on this node, which holds the term. Its
+    /// answers and refusals carry the mode this node is configured to trade in, not `PAPER`.
+    #[tokio::test]
+    async fn with_no_leader_health_answers_a_health_body_in_the_configured_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let (front, db) = follower(&dir).await;
+        db.take_engine_epoch(&front.node, 0).await.unwrap();
+        let (status, body) = answer(&front, get("/api/health").body(Default::default()).unwrap()).await;
+        assert_eq!(status, 503, "{body}");
+        assert_eq!((body["data"]["status"].as_str(), body["data"]["mode"].as_str()), (Some("DOWN"), Some("DEMO")));
+        assert_eq!(body["meta"]["mode"], "DEMO", "{body}");
+        let components = &body["data"]["components"];
+        assert_eq!((components["api"].as_str(), components["database"].as_str()), (Some("HEALTHY"), Some("HEALTHY")));
+        assert_eq!(components["execution_broker"], "DOWN", "{body}");
+        assert_eq!(components.as_object().unwrap().len(), crate::health::COMPONENTS.len(), "{body}");
+
+        let (status, body) = answer(&front, get("/api/health/components").body(Default::default()).unwrap()).await;
+        assert_eq!(status, 200, "{body}");
+        let rows = body["data"].as_array().unwrap();
+        let risk = rows.iter().find(|r| r["name"] == "risk_manager").unwrap();
+        assert_eq!((risk["status"].as_str(), risk["detail"]["engine"].as_str()), (Some("DOWN"), Some("STARTING")));
+        let cluster = rows.iter().find(|r| r["name"] == "cluster").unwrap();
+        assert_eq!(cluster["detail"]["role"], "follower", "{cluster}");
+
+        // A write held for the whole hold is refused as leaderless, in the configured mode.
+        let put = axum::http::Request::put("/api/settings").body(Default::default()).unwrap();
+        let (status, body) = answer(&front, put).await;
+        assert_eq!((status, body["error"]["detail"]["reason"].as_str()), (503, Some("no_engine_leader")), "{body}");
+        assert_eq!(body["meta"]["mode"], "DEMO", "{body}");
     }
 }

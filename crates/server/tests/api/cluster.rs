@@ -822,20 +822,30 @@ fn a_node_with_no_leader_serves_the_database_s_reads() {
         assert!(status == 200 && body["data"].as_array().is_some_and(|t| !t.is_empty()), "{status} {body}");
         let (status, body) = status_and_body(&client, &base, Method::GET, "/api/auth/me", None).await;
         assert_eq!((status, body["data"]["role"].as_str()), (200, Some("admin")), "{body}");
-        // A command, and a read of the engine's books, wait for a leader.
+        // A command, and a read of the engine's books, wait for a leader: held (10 s), then
+        // refused as leaderless, since this holder never answers.
         let order = json!({"symbol": "AAPL", "side": "BUY", "quantity": 1});
-        for (method, path, body) in [
+        let waits = [
             (Method::POST, "/api/orders", Some(order)),
             (Method::PUT, "/api/settings", Some(json!({"risk_controls": {"max_daily_loss": 600}}))),
             (Method::GET, "/api/positions", None),
-        ] {
-            let (status, answer) = status_and_body(&client, &base, method.clone(), path, body).await;
+        ]
+        .map(|(method, path, body)| {
+            let (client, base) = (client.clone(), base.clone());
+            async move { (method.clone(), path, status_and_body(&client, &base, method, path, body).await) }
+        });
+        for (method, path, (status, answer)) in futures::future::join_all(waits).await {
             assert_eq!(
                 (status, answer["error"]["detail"]["reason"].as_str()),
                 (503, Some("no_engine_leader")),
                 "{method} {path}: {answer}"
             );
+            assert_eq!(answer["meta"]["mode"], "DEMO", "the mode this node trades in: {answer}");
         }
+        // Health answers with a health body all the same: DOWN, the database up.
+        let (status, body) = status_and_body(&client, &base, Method::GET, "/api/health", None).await;
+        assert_eq!((status, body["data"]["status"].as_str()), (503, Some("DOWN")), "{body}");
+        assert_eq!(body["data"]["components"]["database"], "HEALTHY", "{body}");
     });
     // The holder goes: the node takes the term and serves the same reads as the leader.
     renewing.abort();
@@ -847,4 +857,45 @@ fn a_node_with_no_leader_serves_the_database_s_reads() {
     });
     crate::cli::terminate(&mut node);
     rt.block_on(db.close());
+}
+
+/// A lone node on a fresh PostgreSQL database answers its first requests as the service, not as
+/// a failover: from the moment it listens, health answers with a health body, a settings write
+/// and a read of the engine's state are served (held while the node takes the term and builds
+/// its service), every answer in the configured mode (`DEMO`, never `PAPER`). Restarted with
+/// SIGTERM, the same holds at once.
+#[test]
+fn a_lone_node_serves_its_first_requests_without_a_false_failover() {
+    const TEST: &str = "a_lone_node_serves_its_first_requests_without_a_false_failover";
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let Some((_keep, url)) = rt.block_on(postgres_db(TEST)) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let client = reqwest::Client::new();
+    for (start, limit) in [("first start", 601), ("after SIGTERM", 602)] {
+        let (mut node, lines) = serve_on(dir.path(), &url);
+        let base = listening(&lines.recv_timeout(Duration::from_secs(30)).expect("the node listens"));
+        rt.block_on(async {
+            use reqwest::Method;
+            let settings = json!({"risk_controls": {"max_daily_loss": limit}});
+            let (health, write, risk) = tokio::join!(
+                status_and_body(&client, &base, Method::GET, "/api/health", None),
+                status_and_body(&client, &base, Method::PUT, "/api/settings", Some(settings)),
+                status_and_body(&client, &base, Method::GET, "/api/risk/state", None),
+            );
+            let (status, body) = health;
+            assert!(status == 200 || status == 503, "{start}: {status} {body}");
+            assert!(body["data"]["status"].is_string(), "{start}: health answers a health body: {body}");
+            assert_eq!((status == 503), body["data"]["status"] == "DOWN", "{start}: 503 only when DOWN: {body}");
+            for (what, (status, body)) in
+                [("health", (status, body.clone())), ("settings", write.clone()), ("risk", risk.clone())]
+            {
+                assert_eq!(body["meta"]["mode"], "DEMO", "{start}, {what}: {status} {body}");
+            }
+            assert_eq!(write.0, 200, "{start}: the settings write is served: {}", write.1);
+            assert_eq!(risk.0, 200, "{start}: the risk state is served: {}", risk.1);
+            let (_, settings) = status_and_body(&client, &base, Method::GET, "/api/settings", None).await;
+            assert_eq!(settings["data"]["risk_controls"]["max_daily_loss"].as_f64(), Some(limit as f64), "{start}");
+        });
+        assert!(crate::cli::terminate(&mut node).success(), "{start}: stops cleanly on SIGTERM");
+    }
 }
