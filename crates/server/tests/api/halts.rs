@@ -162,3 +162,41 @@ async fn a_symbol_only_looked_at_has_its_halts_streamed_too() {
     );
     assert_eq!(quote().await.data()["trading_status"], "HALTED");
 }
+
+/// One halt state (CONTRACT §11): the moment the quote reads a halt, an order is refused; the
+/// moment it reads trading again, an order is accepted — for a symbol the engine does not
+/// follow yet (only looked at) and for one it holds — with no engine step in between to wait
+/// for. Each order goes in right after the quote that shows the change.
+#[tokio::test]
+async fn the_quote_and_the_order_gate_read_one_halt_state() {
+    let alpaca = StandIn::start_on(service_clock()).await;
+    alpaca.add_mover("ONE", 1000, 1200, 5_000_000);
+    let app = start_service(&alpaca).await;
+    let quote = || async { app.get("/api/market/quote?symbol=ONE").await };
+    wait_until("ONE's quote", Duration::from_secs(20), quote, |q| q.status == 200).await;
+    let subscribed = |r: &Vec<Value>| {
+        r.iter()
+            .any(|m| m["action"] == "subscribe" && m["statuses"].as_array().is_some_and(|s| s.contains(&json!("ONE"))))
+    };
+    wait_until("ONE's statuses subscribed", Duration::from_secs(10), || async { alpaca.received() }, subscribed).await;
+    let reads = |wanted: &'static str| move |q: &Reply| q.status == 200 && q.data()["trading_status"] == wanted;
+    for (round, quantity) in [("only looked at", 5), ("held", 6)] {
+        // Different sizes: the same order twice within 10 s is refused as a duplicate.
+        let buy = json!({"symbol": "ONE", "side": "BUY", "quantity": quantity});
+        let preview = json!({"symbol": "ONE", "side": "BUY", "quantity": quantity, "order_type": "MARKET"});
+        alpaca.send(json!([{"T": "s", "S": "ONE", "sc": "H", "sm": "Trading Halt", "rc": "LUDP",
+            "rm": "Volatility Trading Pause", "t": wall_now(), "z": "C"}]));
+        wait_until("ONE halted on its quote", Duration::from_secs(10), quote, reads("HALTED")).await;
+        app.post("/api/orders/preview", ADMIN_TOKEN, preview.clone()).await.assert_error(409, "SYMBOL_HALTED");
+        app.post("/api/orders", ADMIN_TOKEN, buy.clone()).await.assert_error(409, "SYMBOL_HALTED");
+
+        alpaca.send(json!([{"T": "s", "S": "ONE", "sc": "T", "sm": "Trading Resumption", "rc": "", "rm": "",
+            "t": wall_now(), "z": "C"}]));
+        wait_until("ONE trades on its quote", Duration::from_secs(10), quote, reads("TRADING")).await;
+        app.post("/api/orders/preview", ADMIN_TOKEN, preview.clone()).await.assert_ok(200);
+        let placed = app.post("/api/orders", ADMIN_TOKEN, buy.clone()).await;
+        assert_eq!(placed.status, 201, "{round}: the quote reads TRADING, so the order goes: {}", placed.body);
+        let id = placed.data()["client_order_id"].as_str().unwrap().to_string();
+        app.wait_for_order(&id, "FILLED").await;
+    }
+}

@@ -347,12 +347,16 @@ impl Runner {
                 client_order_id: None,
             });
         }
+        if let Command::ClosePosition { symbol, .. } = &command {
+            self.halt_status(symbol, now).await;
+        }
         if let Command::PlaceOrder(order) = &command {
             // The engine values orders at the last trade: mark the symbol first.
             if self.market.instrument(&order.symbol).is_none() {
                 let unknown = format!("{} is not a symbol of the {} market", order.symbol, self.market.name());
                 return Err(CommandError::NotFound(unknown));
             }
+            self.halt_status(&order.symbol, now).await;
             if let Some(snapshot) = market_now(self.market.snapshot(&order.symbol)).await {
                 let fx = self.engine.handle(
                     Event::Mark {
@@ -413,7 +417,11 @@ impl Runner {
                         self.publish();
                     }
                     Some(Input::Preview(order, reply)) => {
+                        let changed = self.halt_status(&order.symbol, self.market_clock.now()).await;
                         let _ = reply.send(self.preview(&order).await);
+                        if changed {
+                            self.publish();
+                        }
                     }
                     Some(Input::Probe(reply)) => {
                         let _ = reply.send(self.venue.probe().await);
@@ -643,12 +651,23 @@ impl Runner {
     async fn trading_status(&mut self, relevant: &BTreeSet<Symbol>, at: Timestamp) {
         let stale: Vec<Symbol> = self.engine.halts().keys().filter(|s| !relevant.contains(*s)).cloned().collect();
         for symbol in relevant.iter().chain(&stale) {
-            let halt = self.market.halt(symbol);
-            if halt.as_ref() != self.engine.halt_of(symbol) {
-                let fx = self.engine.handle(Event::Status { symbol: symbol.clone(), halt }, at);
-                self.apply(fx, at).await;
-            }
+            self.halt_status(symbol, at).await;
         }
+    }
+
+    /// Tells the engine whether `symbol` is halted as the market-data source says now, if that
+    /// changed; whether it did. The source is the one halt state (CONTRACT §11): the quote and
+    /// the radar read it directly, so an order, a close or a preview reads it here first —
+    /// never the engine's copy of the last market step — and what the operator sees is what
+    /// the gate does, followed symbol or not.
+    async fn halt_status(&mut self, symbol: &Symbol, at: Timestamp) -> bool {
+        let halt = self.market.halt(symbol);
+        if halt.as_ref() == self.engine.halt_of(symbol) {
+            return false;
+        }
+        let fx = self.engine.handle(Event::Status { symbol: symbol.clone(), halt }, at);
+        self.apply(fx, at).await;
+        true
     }
 
     async fn market_step(&mut self, at: Timestamp, bar_closed: bool) {

@@ -1,7 +1,8 @@
 //! The runner's side of the order ticket's risk preview: the order is checked as
 //! `Input::Command(PlaceOrder)` would check it — an unknown symbol refused, the symbol valued at
-//! the market data's last trade — but the engine is only read ([`Engine::preview`]): no mark is
-//! applied, nothing is saved or published.
+//! the market data's last trade, its halt as the source says now — but the engine is only read
+//! ([`Engine::preview`]): no mark is applied, no order saved; only a change of the symbol's halt
+//! is taken in first, as before an order (one halt state, CONTRACT §11).
 
 use super::Runner;
 use tradeops_core::engine::{CommandError, ManualOrder, OrderPreview};
