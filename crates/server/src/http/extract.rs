@@ -24,9 +24,11 @@ impl<S: Send + Sync> FromRequest<S> for RawBody {
         let json = is_json(req.headers());
         let body = Bytes::from_request(req, state).await.map_err(body_rejection);
         // A body must say it is JSON: browsers send `text/plain` cross-site without a
-        // preflight, and that must never be able to act on this API.
+        // preflight, and that must never be able to act on this API. Only a request without a
+        // body (zero bytes) needs no content type; any byte at all, whitespace included, is a
+        // body ([`parse_json`]).
         Ok(RawBody(body.and_then(|b| {
-            if json || b.iter().all(u8::is_ascii_whitespace) {
+            if json || b.is_empty() {
                 Ok(b)
             } else {
                 Err(ApiError::validation("content-type", "request bodies must be sent as application/json"))
@@ -57,13 +59,29 @@ pub(crate) fn body_rejection(rejection: BytesRejection) -> ApiError {
     }
 }
 
-/// Parses a JSON body; an empty body is `{}` so bodies whose fields are all optional may be
-/// omitted. Only a body that is not JSON at all is refused as `body`: anything else names the
-/// failing field by its path (`detail.field`) and says what it accepts ([`crate::http::fields`]).
+/// Parses a JSON body. Only a body that is not JSON at all is refused as `body`: anything else
+/// names the failing field by its path (`detail.field`) and says what it accepts
+/// ([`crate::http::fields`]).
+///
+/// A body is JSON text (RFC 8259): one value, with only space, `\t`, `\n` and `\r` around it.
+/// Any other byte sequence — a form feed, a vertical tab, a byte-order mark, whitespace with no
+/// value — is not a request of no fields but a body that is not JSON, refused naming `body`
+/// (CONTRACT §2: malformed JSON is `VALIDATION_ERROR`), so nothing is acted on.
+///
+/// No body at all (zero bytes) is a request of no fields: `T` read from `{}`. The actions that
+/// take no request body are sent so (`DELETE /api/auth/tokens/{name}` of CONTRACT §6, the job
+/// cancels), and `PUT /api/settings` takes "any of the groups" (seed §4.8), none included: the
+/// served OpenAPI document, where CONTRACT's preamble has the gaps of the seed decided, makes its
+/// body optional ("an empty body changes nothing"). Where `T` has a required field the request
+/// needs a body (seed §4: "All bodies are JSON"), and its absence is refused naming `body`
+/// rather than the first field `{}` lacks. The console always sends a body (its `post` sends
+/// `{}` when given none), so it never depends on this.
 pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
-    let body: &[u8] = if body.iter().all(u8::is_ascii_whitespace) { b"{}" } else { body };
-    let (value, repeated) = read_json(body)
-        .map_err(|_| ApiError::validation("body", "is not valid JSON (check its quotes, commas and brackets)"))?;
+    if body.is_empty() {
+        return serde_json::from_value(Value::Object(serde_json::Map::new()))
+            .map_err(|_| ApiError::validation("body", "is required: a JSON object of the request's fields"));
+    }
+    let (value, repeated) = read_json(body).map_err(|_| ApiError::validation("body", not_json(body)))?;
     // Every request body is an object of named fields (serde would also take a struct's
     // fields from an array, by position).
     let Value::Object(members) = &value else {
@@ -84,6 +102,19 @@ pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
         return Err(ApiError::fields(vec![fields::null(field)]));
     }
     Ok(parsed)
+}
+
+/// Why `body` (not empty) is not JSON text, in the words of [`parse_json`]'s refusal.
+fn not_json(body: &[u8]) -> &'static str {
+    const BOM: &[u8] = b"\xEF\xBB\xBF";
+    if body.starts_with(BOM) {
+        "starts with a byte-order mark, which JSON text does not have (RFC 8259 §8.1); send the JSON without it"
+    } else if body.iter().all(|b| *b == b' ' || b.is_ascii_control()) {
+        "holds no JSON value: send a JSON object of the request's fields (JSON whitespace is only space, tab, \
+         line feed and carriage return)"
+    } else {
+        "is not valid JSON (check its quotes, commas and brackets)"
+    }
 }
 
 /// Reads `body` as JSON in one pass, with the path of the first key repeated within one of its
@@ -272,9 +303,57 @@ mod tests {
     }
 
     #[test]
-    fn empty_body_is_an_empty_object() {
-        let e = parse_json::<Req>(b"  ").unwrap_err();
-        assert!(e.detail["reason"].as_str().unwrap().starts_with("is required"));
-        assert!(parse_json::<serde_json::Value>(b"").unwrap().is_object());
+    fn no_body_is_a_request_of_no_fields() {
+        assert!(parse_json::<serde_json::Value>(b"").unwrap().as_object().is_some_and(|o| o.is_empty()));
+        #[derive(Debug, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        #[allow(dead_code)]
+        struct AllOptional {
+            n: Option<u32>,
+        }
+        assert!(parse_json::<AllOptional>(b"").unwrap().n.is_none());
+        // A request with a required field needs its body: the body is named, not the field.
+        let e = parse_json::<Req>(b"").unwrap_err();
+        assert_eq!(
+            (e.detail["field"].as_str(), e.detail["reason"].as_str()),
+            (Some("body"), Some("is required: a JSON object of the request's fields"))
+        );
+    }
+
+    /// Only space, tab, line feed and carriage return are JSON whitespace (RFC 8259 §2); any
+    /// other body without a JSON value is refused naming `body`, whatever the request's type.
+    #[test]
+    fn a_body_that_is_not_json_text_is_refused_naming_body() {
+        let bodies: [&[u8]; 12] = [
+            b"\x0c",
+            b"\x0b",
+            b" \x0c\t\r\n",
+            b"  ",
+            b"\n",
+            b"\x00",
+            b"\xEF\xBB\xBF",
+            b"\xEF\xBB\xBF{}",
+            b"abc",
+            b"{",
+            b"\x0c{}",
+            b"{}\x0c",
+        ];
+        for body in bodies {
+            for e in [
+                parse_json::<serde_json::Value>(body).unwrap_err(),
+                parse_json::<Req>(body).unwrap_err(),
+                parse_json::<serde_json::Map<String, Value>>(body).unwrap_err(),
+            ] {
+                assert_eq!(e.code, ErrorCode::ValidationError, "{body:?}");
+                assert_eq!(e.detail["field"], "body", "{body:?}: {}", e.detail);
+            }
+        }
+        let reason =
+            |body: &[u8]| parse_json::<Value>(body).unwrap_err().detail["reason"].as_str().unwrap().to_string();
+        assert!(reason(b"\x0c").starts_with("holds no JSON value"), "{}", reason(b"\x0c"));
+        assert!(reason(b"\xEF\xBB\xBF").starts_with("starts with a byte-order mark"));
+        assert!(reason(b"abc").starts_with("is not valid JSON"));
+        // JSON whitespace around the value is JSON text.
+        assert!(parse_json::<Value>(b" \t\r\n{} \t\r\n").unwrap().is_object());
     }
 }

@@ -2,7 +2,7 @@
 
 use crate::helpers::*;
 use reqwest::Method;
-use serde_json::json;
+use serde_json::{json, Value};
 
 #[tokio::test]
 async fn health_is_public_and_enveloped() {
@@ -138,4 +138,154 @@ async fn metrics_count_requests_per_route() {
         text.contains(r#"tradeops_http_request_duration_seconds_count{method="GET",route="/api/settings"} 3"#),
         "{text}"
     );
+}
+
+/// The JSON writes of the served OpenAPI document, as `(method, path)` with each path
+/// parameter filled with `none` (no such id), and whether the request body is required.
+async fn json_writes(app: &TestApp) -> Vec<(Method, String, bool)> {
+    let spec: Value = app.client.get(app.url("/api/openapi.json")).send().await.unwrap().json().await.unwrap();
+    let mut writes = Vec::new();
+    for (path, ops) in spec["paths"].as_object().expect("paths") {
+        for (method, op) in ops.as_object().expect("operations") {
+            if op["requestBody"]["content"].get("application/json").is_none() {
+                continue;
+            }
+            let path: String =
+                path.split('/').map(|s| if s.starts_with('{') { "none" } else { s }).collect::<Vec<_>>().join("/");
+            let method: Method = method.to_uppercase().parse().unwrap();
+            writes.push((method, path, op["requestBody"]["required"] == true));
+        }
+    }
+    assert!(writes.len() >= 20, "the document lists the JSON writes: {writes:?}");
+    assert!(writes.iter().any(|(m, p, _)| *m == Method::PUT && p == "/api/settings"), "{writes:?}");
+    writes
+}
+
+/// What a refused write must leave as it was: the settings and their version, the tokens, the
+/// trading state and every list an action of the document adds to.
+async fn desk_state(app: &TestApp) -> Value {
+    let data = |reply: Reply| reply.assert_ok(200).clone();
+    let names = data(app.get("/api/auth/tokens").await)
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].clone())
+        .collect::<Vec<_>>();
+    let risk = data(app.get("/api/risk/state").await);
+    json!({
+        "settings": data(app.get("/api/settings").await),
+        "settings_version": app.settings_version().await,
+        "tokens": names,
+        "trading_state": risk["trading_state"],
+        "blocked_symbols": risk["blocked_symbols"],
+        "blocks": data(app.get("/api/radar/blocks").await),
+        "watchlist": data(app.get("/api/watchlist").await),
+        "positions": data(app.get("/api/positions").await),
+        "orders": data(app.get("/api/orders").await),
+        "backtests": data(app.get("/api/backtests").await),
+        "sweeps": data(app.get("/api/backtests/sweeps").await),
+        "downloads": data(app.get("/api/data/downloads").await),
+    })
+}
+
+/// A service whose admin may send the many requests of one of these tests at once.
+async fn unthrottled_app() -> TestApp {
+    spawn_app_with(|c| {
+        c.auth.rate_limit_per_second = 1_000_000;
+        c.auth.rate_limit_burst = 1_000_000;
+    })
+    .await
+}
+
+/// A body is JSON text (RFC 8259): only space, tab, line feed and carriage return may surround
+/// its value. A form feed, a vertical tab, a byte-order mark with nothing after it, or text
+/// that is not JSON is refused on every JSON write with the contract's `VALIDATION_ERROR`
+/// naming `body` (CONTRACT §2), and nothing changes.
+#[tokio::test]
+async fn a_body_that_is_not_json_text_is_refused_naming_body_on_every_json_write() {
+    let app = unthrottled_app().await;
+    let before = desk_state(&app).await;
+    let bodies: [&[u8]; 8] = [b"\x0c", b"\x0b", b"abc", b"{", b"\xEF\xBB\xBF", b"\r\n", b" \x0c\t", b"\x0c{}"];
+    for (method, path, _) in json_writes(&app).await {
+        for body in bodies {
+            let req = app
+                .client
+                .request(method.clone(), app.url(&path))
+                .bearer_auth(ADMIN_TOKEN)
+                .header("content-type", "application/json")
+                .body(body.to_vec());
+            let reply = app.raw(req).await;
+            assert_eq!(
+                (reply.status.as_u16(), reply.code(), reply.body["error"]["detail"]["field"].as_str()),
+                (400, "VALIDATION_ERROR", Some("body")),
+                "{method} {path} {body:?} → {}",
+                reply.body
+            );
+            assert_meta(&reply.body, &reply.headers);
+        }
+    }
+    assert_eq!(desk_state(&app).await, before);
+    // The reported request: a form feed is not a settings change of no groups.
+    let req = app
+        .client
+        .put(app.url("/api/settings"))
+        .bearer_auth(ADMIN_TOKEN)
+        .header("content-type", "application/json")
+        .body("\x0c");
+    let reply = app.raw(req).await;
+    reply.assert_error(400, "VALIDATION_ERROR");
+    assert!(
+        reply.body["error"]["detail"]["reason"].as_str().unwrap().starts_with("holds no JSON value"),
+        "{}",
+        reply.body
+    );
+    assert_eq!(app.settings_version().await, 1);
+}
+
+/// No body at all is a request of no fields: accepted where the served document has the body
+/// optional (`PUT /api/settings`, which then changes nothing) or takes none (the cancels and the
+/// token revoke, answered here `NOT_FOUND` for ids that do not exist); where it requires one,
+/// refused naming `body`. The backtest runs read their body as a JSON value first and by its
+/// `kind` after, so theirs names the first field the run requires. Nothing changes.
+#[tokio::test]
+async fn no_body_is_refused_naming_body_only_where_the_document_requires_one() {
+    let app = unthrottled_app().await;
+    let before = desk_state(&app).await;
+    let read_by_kind = ["/api/backtests", "/api/backtests/run"];
+    for (method, path, required) in json_writes(&app).await {
+        for content_type in [Some("application/json"), None] {
+            let mut req = app.client.request(method.clone(), app.url(&path)).bearer_auth(ADMIN_TOKEN);
+            if let Some(ct) = content_type {
+                req = req.header("content-type", ct);
+            }
+            let reply = app.raw(req).await;
+            let what = format!("{method} {path} without a body ({content_type:?}) → {}", reply.body);
+            if !required {
+                assert_eq!(reply.assert_ok(200)["updated"], json!([]), "{what}");
+                continue;
+            }
+            reply.assert_error(400, "VALIDATION_ERROR");
+            let detail = &reply.body["error"]["detail"];
+            let field = detail["field"].as_str().unwrap_or_default();
+            if read_by_kind.contains(&path.as_str()) {
+                assert!(detail["reason"].as_str().unwrap_or_default().starts_with("is required"), "{what}");
+            } else if content_type.is_none() && field == "content-type" {
+                // A file taken as CSV or JSON says which content types it takes.
+                assert_eq!(path, "/api/market/reference", "{what}");
+            } else {
+                assert_eq!(field, "body", "{what}");
+            }
+        }
+    }
+    for (method, path) in [
+        (Method::DELETE, "/api/auth/tokens/none"),
+        (Method::POST, "/api/backtests/none/cancel"),
+        (Method::POST, "/api/backtests/sweeps/none/cancel"),
+        (Method::POST, "/api/data/downloads/none/cancel"),
+    ] {
+        let reply = app.raw(app.client.request(method.clone(), app.url(path)).bearer_auth(ADMIN_TOKEN)).await;
+        assert_eq!(reply.status.as_u16(), 404, "{method} {path} without a body → {}", reply.body);
+        assert_eq!(reply.code(), "NOT_FOUND", "{method} {path} → {}", reply.body);
+    }
+    assert_eq!(desk_state(&app).await, before);
 }
