@@ -197,10 +197,16 @@ impl Watch {
     }
 }
 
-/// Records every [`HEARTBEAT_EVERY`] that this process (`node`, a `serve` or a `worker`) lives,
-/// on PostgreSQL (returns at once on SQLite: one process, nothing to list). A heartbeat the
-/// database cannot take is tried again at the next period.
-pub async fn heartbeat(db: Database, node: String, kind: &'static str, clock: Arc<dyn Clock>) {
+/// Records every [`HEARTBEAT_EVERY`] that this process (`node`, a `serve` answering the others
+/// at `advertise`, or a `worker`) lives, on PostgreSQL (returns at once on SQLite: one process,
+/// nothing to list). A heartbeat the database cannot take is tried again at the next period.
+pub async fn heartbeat(
+    db: Database,
+    node: String,
+    kind: &'static str,
+    advertise: Option<String>,
+    clock: Arc<dyn Clock>,
+) {
     if db.backend() == Backend::Sqlite {
         return;
     }
@@ -208,7 +214,7 @@ pub async fn heartbeat(db: Database, node: String, kind: &'static str, clock: Ar
     let forget = MEMBER_FORGOTTEN_AFTER.as_millis() as i64;
     loop {
         let now = clock.now().timestamp_millis();
-        if let Err(e) = db.heartbeat_member(&node, kind, started, now, now - forget).await {
+        if let Err(e) = db.heartbeat_member(&node, kind, advertise.as_deref(), started, now, now - forget).await {
             tracing::debug!(error = %e, "the cluster heartbeat was not recorded; tried again");
         }
         tokio::time::sleep(HEARTBEAT_EVERY).await;

@@ -97,18 +97,36 @@ async fn serve_cluster_node(config: Config) -> anyhow::Result<()> {
         secret,
     );
     {
-        let (front, db) = (front.clone(), db.clone());
+        let (front, db, node, clock) = (front.clone(), db.clone(), node.clone(), clock.clone());
         tokio::spawn(async move {
             loop {
                 tokio::time::sleep(std::time::Duration::from_secs(1)).await;
                 if let Some(mode) = latest_mode(&db).await {
                     front.set_mode(mode);
                 }
+                // The peers a leader cut from the database hands a halt to: kept from the last
+                // read, since that is exactly when the database cannot be read.
+                if let Ok(members) = db.cluster_members().await {
+                    let fresh_since =
+                        clock.now().timestamp_millis() - crate::cluster::MEMBER_STALE_AFTER.as_millis() as i64;
+                    let peers = members
+                        .into_iter()
+                        .filter(|m| m.kind == "serve" && m.node_id != node && m.heartbeat_at >= fresh_since)
+                        .filter_map(|m| Some((m.node_id, m.advertise_url?)))
+                        .collect();
+                    front.set_peers(peers);
+                }
             }
         });
     }
     // A member of the cluster from now on, following or leading.
-    let heartbeat = tokio::spawn(crate::cluster::heartbeat(db.clone(), node.clone(), "serve", clock.clone()));
+    let heartbeat = tokio::spawn(crate::cluster::heartbeat(
+        db.clone(),
+        node.clone(),
+        "serve",
+        Some(advertise.clone()),
+        clock.clone(),
+    ));
     let server = {
         let service = front.router().into_make_service_with_connect_info::<std::net::SocketAddr>();
         let stopped = stopped();

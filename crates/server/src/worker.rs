@@ -113,6 +113,7 @@ impl Worker {
             jobs.db.clone(),
             node.clone(),
             "worker",
+            None,
             jobs.clock.clone(),
         )));
         tasks.push(tokio::spawn(async move {

@@ -108,27 +108,34 @@ pub struct Member {
     pub kind: String,
     pub started_at: i64,
     pub heartbeat_at: i64,
+    /// Where a `serve` process answers the other nodes (`None`: a worker).
+    pub advertise_url: Option<String>,
 }
 
 impl Database {
-    /// Records that `node_id` (a process of `kind`, started at `started_at`) lives at `now_ms`,
-    /// and removes members whose last heartbeat is older than `forget_before_ms`.
+    /// Records that `node_id` (a process of `kind`, started at `started_at`, answering the
+    /// other nodes at `advertise_url`) lives at `now_ms`, and removes members whose last
+    /// heartbeat is older than `forget_before_ms`.
     pub async fn heartbeat_member(
         &self,
         node_id: &str,
         kind: &str,
+        advertise_url: Option<&str>,
         started_at: i64,
         now_ms: i64,
         forget_before_ms: i64,
     ) -> Result<(), StoreError> {
         sqlx::query(
-            "INSERT INTO cluster_members (node_id, kind, started_at, heartbeat_at) VALUES ($1, $2, $3, $4) \
-             ON CONFLICT (node_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at",
+            "INSERT INTO cluster_members (node_id, kind, started_at, heartbeat_at, advertise_url) \
+             VALUES ($1, $2, $3, $4, $5) \
+             ON CONFLICT (node_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at, \
+             advertise_url = excluded.advertise_url",
         )
         .bind(node_id)
         .bind(kind)
         .bind(started_at)
         .bind(now_ms)
+        .bind(advertise_url)
         .execute(self.pool()?)
         .await?;
         sqlx::query("DELETE FROM cluster_members WHERE heartbeat_at < $1")
@@ -140,10 +147,11 @@ impl Database {
 
     /// The members, by kind and name.
     pub async fn cluster_members(&self) -> Result<Vec<Member>, StoreError> {
-        let rows =
-            sqlx::query("SELECT node_id, kind, started_at, heartbeat_at FROM cluster_members ORDER BY kind, node_id")
-                .fetch_all(self.pool()?)
-                .await?;
+        let rows = sqlx::query(
+            "SELECT node_id, kind, started_at, heartbeat_at, advertise_url FROM cluster_members ORDER BY kind, node_id",
+        )
+        .fetch_all(self.pool()?)
+        .await?;
         rows.iter()
             .map(|row| {
                 Ok(Member {
@@ -151,6 +159,7 @@ impl Database {
                     kind: row.try_get("kind")?,
                     started_at: row.try_get("started_at")?,
                     heartbeat_at: row.try_get("heartbeat_at")?,
+                    advertise_url: row.try_get("advertise_url")?,
                 })
             })
             .collect()

@@ -440,7 +440,7 @@ impl Application {
         // A cluster node's front heartbeats for the node already, leading or following.
         if front.is_none() {
             let (db, clock) = (state.db.clone(), state.clock.clone());
-            background.push(tokio::spawn(crate::cluster::heartbeat(db, node.clone(), "serve", clock)));
+            background.push(tokio::spawn(crate::cluster::heartbeat(db, node.clone(), "serve", None, clock)));
         }
         if state.db.backend() == tradeops_store::Backend::Postgres {
             let (events, db, clock) = (state.events.clone(), state.db.clone(), state.clock.clone());

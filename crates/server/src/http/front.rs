@@ -57,6 +57,13 @@ const FORWARD_TIMEOUT: Duration = Duration::from_secs(10);
 /// A forwarded emergency halt's bound: stored first, it is answered here when the leader does
 /// not answer by then.
 const HALT_FORWARD_TIMEOUT: Duration = Duration::from_secs(2);
+/// Marks an emergency halt a leader hands over to a peer to keep (its value: the request id at
+/// the leader), sent with the cluster's secret.
+const HAND_OVER_HEADER: HeaderName = HeaderName::from_static("x-tradeops-halt-hand-over");
+/// How long a leader waits on each peer it hands an unstored halt to.
+const HAND_OVER_TIMEOUT: Duration = Duration::from_secs(1);
+/// The largest emergency halt body read (a reason of at most a few hundred characters).
+const MAX_HALT_BODY: usize = 64 * 1024;
 /// The largest body a follower forwards (the API's largest: a bar import).
 const MAX_FORWARDED_BODY: usize = 64 * 1024 * 1024;
 /// How long a follower trusts the leader's address it read before reading it again.
@@ -130,6 +137,9 @@ pub struct Front {
     reads: RwLock<Option<Router>>,
     /// The engine's term as last read, and when.
     leader: tokio::sync::Mutex<Option<(Term, tokio::time::Instant)>>,
+    /// The cluster's other `serve` processes (node id, advertised address): see
+    /// [`Front::set_peers`].
+    peers: RwLock<Vec<(String, String)>>,
     /// The trading mode last stored (the leader's: a follower's own answers carry it in `meta`).
     mode: RwLock<TradingMode>,
     /// The trading mode this node's configuration sets (`TRADEOPS_MODE`), which it applies when
@@ -181,6 +191,7 @@ impl Front {
             role: RwLock::new(Role::Follower),
             reads: RwLock::new(None),
             leader: tokio::sync::Mutex::new(None),
+            peers: RwLock::new(Vec::new()),
             mode: RwLock::new(stored.or(configured).unwrap_or_default()),
             configured,
             hold_for_leader: HOLD_FOR_LEADER,
@@ -557,35 +568,172 @@ impl Front {
                 // Durable all the same: stored here, for whoever leads next.
                 let mut body = serde_json::from_slice::<serde_json::Value>(&bytes).unwrap_or_default();
                 body["data"]["persisted"] = json!(true);
+                body["data"]["kept_by"] = json!(self.node);
                 parts.headers.remove(axum::http::header::CONTENT_LENGTH);
                 Response::from_parts(parts, axum::body::Body::from(body.to_string()))
             }
             Ok(_) | Err(_) => {
                 tracing::warn!(request = id, actor = %caller.name, "emergency halt stored for the next engine leader: no leader answers now");
                 let positions = tradeops_store::TradingRepository::positions(&self.db).await.unwrap_or_default();
-                let entry = tradeops_store::AuditEntry {
-                    ts: now.timestamp_millis(),
-                    wall_ts: now.timestamp_millis(),
-                    actor: caller.name.clone(),
-                    role: Some(caller.role.to_string()),
-                    action: EMERGENCY_HALT.name.to_string(),
-                    target: "trading".into(),
-                    request: json!({"reason": reason, "accepted_by": self.node, "halt_request": id}).to_string(),
-                    outcome: "OK".into(),
-                    mode: Meta::current().mode.as_str().to_string(),
-                    request_id: request_ref,
-                };
-                if let Err(e) = tradeops_store::AuditRepository::append_audit(&self.db, &entry).await {
-                    tracing::warn!(error = %e, "the stored halt's audit row was not written");
-                }
+                let request = json!({"reason": reason, "accepted_by": self.node, "halt_request": id});
+                self.audit_halt(&caller, request, request_ref).await;
                 ApiResponse::ok(HaltResult {
                     halted: true,
                     liquidation_requested: positions.iter().any(|p| p.quantity != 0),
                     timestamp: format_ts(&now),
                     persisted: true,
+                    kept_by: Some(self.node.clone()),
                 })
                 .into_response()
             }
+        }
+    }
+
+    /// The emergency halt's audit row written by this node (a halt it stored for the next
+    /// leader): best effort, as the stored request is what carries the halt.
+    async fn audit_halt(&self, caller: &Principal, request: serde_json::Value, request_id: String) {
+        let now = self.clock.now();
+        let entry = tradeops_store::AuditEntry {
+            ts: now.timestamp_millis(),
+            wall_ts: now.timestamp_millis(),
+            actor: caller.name.clone(),
+            role: Some(caller.role.to_string()),
+            action: EMERGENCY_HALT.name.to_string(),
+            target: "trading".into(),
+            request: request.to_string(),
+            outcome: "OK".into(),
+            mode: Meta::current().mode.as_str().to_string(),
+            request_id,
+        };
+        if let Err(e) = tradeops_store::AuditRepository::append_audit(&self.db, &entry).await {
+            tracing::warn!(error = %e, "the stored halt's audit row was not written");
+        }
+    }
+
+    /// The cluster's `serve` processes but this one, as the heartbeats last listed them (node
+    /// id and advertised address), kept by the node's own loop: the peers a leader cut from
+    /// the database hands an emergency halt to ([`Front::lead_halt`]).
+    pub fn set_peers(&self, peers: Vec<(String, String)>) {
+        *self.peers.write().unwrap_or_else(|e| e.into_inner()) = peers;
+    }
+
+    /// The emergency halt on the leader, from a client (a follower that forwards one stores it
+    /// itself): its service acts on it and answers; when that answer is `persisted: false` (its
+    /// link to the database is cut: the halt is in its memory only, and its term may be taken
+    /// over before the link heals), the halt is handed to a peer, which stores it as a halt
+    /// request for whoever leads next — so it outlives this node — and the answer says so
+    /// (`persisted: true`, `kept_by` the peer). With no peer to take it, the answer stays
+    /// `persisted: false` and the engine hands it over itself once its link heals.
+    async fn lead_halt(&self, router: Router, req: Request) -> Response {
+        let (parts, body) = req.into_parts();
+        let headers = parts.headers.clone();
+        let body = match axum::body::to_bytes(body, MAX_HALT_BODY).await {
+            Ok(body) => body,
+            Err(_) => {
+                return ApiError::new(ErrorCode::PayloadTooLarge, "The request body is too large").into_response()
+            }
+        };
+        let answer = match router.oneshot(Request::from_parts(parts, Body::from(body.clone()))).await {
+            Ok(answer) => answer,
+            Err(never) => match never {},
+        };
+        if !answer.status().is_success() {
+            return answer;
+        }
+        let (mut parts, answer_body) = answer.into_parts();
+        let bytes = axum::body::to_bytes(answer_body, 1 << 20).await.unwrap_or_default();
+        let mut value = match serde_json::from_slice::<serde_json::Value>(&bytes) {
+            Ok(value) if value["data"]["persisted"] == false => value,
+            _ => return Response::from_parts(parts, Body::from(bytes)),
+        };
+        let request_ref = parts.headers.get(&REQUEST_ID_HEADER).and_then(|v| v.to_str().ok()).unwrap_or_default();
+        let Some(peer) = self.hand_over(&headers, &body, request_ref).await else {
+            return Response::from_parts(parts, Body::from(bytes));
+        };
+        value["data"]["persisted"] = json!(true);
+        value["data"]["kept_by"] = json!(peer);
+        parts.headers.remove(axum::http::header::CONTENT_LENGTH);
+        Response::from_parts(parts, Body::from(value.to_string()))
+    }
+
+    /// Hands an emergency halt this leader could not store to the first peer that stores it;
+    /// that peer's node id.
+    async fn hand_over(&self, headers: &HeaderMap, body: &bytes::Bytes, request_ref: &str) -> Option<String> {
+        let peers = self.peers.read().unwrap_or_else(|e| e.into_inner()).clone();
+        for (node, url) in peers {
+            let mut out = self
+                .client
+                .post(format!("{url}{}", HALT_PATHS[0]))
+                .timeout(HAND_OVER_TIMEOUT)
+                .header(SECRET_HEADER, self.secret.as_str())
+                .header(HAND_OVER_HEADER, request_ref)
+                .header(FORWARDED_BY_HEADER, self.node.as_str())
+                .header(axum::http::header::CONTENT_TYPE, "application/json")
+                .body(body.clone());
+            if let Some(auth) = headers.get(axum::http::header::AUTHORIZATION) {
+                out = out.header(axum::http::header::AUTHORIZATION, auth);
+            }
+            match out.send().await {
+                Ok(answer) if answer.status().is_success() => {
+                    let kept = answer.json::<serde_json::Value>().await.ok();
+                    if let Some(kept_by) = kept.as_ref().and_then(|v| v["data"]["kept_by"].as_str()) {
+                        tracing::warn!(peer = %node, "the emergency halt this leader could not store is kept by a peer for the next leader");
+                        return Some(kept_by.to_string());
+                    }
+                }
+                Ok(answer) => {
+                    tracing::warn!(peer = %node, status = %answer.status(), "a peer did not keep the unstored emergency halt")
+                }
+                Err(e) => tracing::warn!(peer = %node, error = %e, "a peer did not keep the unstored emergency halt"),
+            }
+        }
+        None
+    }
+
+    /// Whether `req` is an emergency halt a leader of this cluster hands over to be kept.
+    fn handed_over(&self, req: &Request) -> bool {
+        req.method() == axum::http::Method::POST
+            && HALT_PATHS.contains(&req.uri().path())
+            && req.headers().contains_key(HAND_OVER_HEADER)
+            && self.forwarded_here(req)
+    }
+
+    /// A halt a leader cut from the database handed over ([`Front::lead_halt`]): stored here as
+    /// a halt request for whoever leads next (the leader itself when its link heals), under the
+    /// caller the token names (checked here, as on any node) and the leader that accepted it;
+    /// audited. Answered with this node as `kept_by`; refused when it cannot be stored.
+    async fn keep_handed_over(&self, req: Request) -> Response {
+        let (parts, body) = req.into_parts();
+        let body = axum::body::to_bytes(body, MAX_HALT_BODY).await.unwrap_or_default();
+        let header = |name: &HeaderName| parts.headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default();
+        let (from, request_ref) = (header(&FORWARDED_BY_HEADER).to_string(), header(&HAND_OVER_HEADER).to_string());
+        let Some(caller) = self.caller(&parts.headers).await.filter(|p| p.role.allows(EMERGENCY_HALT.role)) else {
+            return ApiError::new(ErrorCode::Forbidden, "This token may not halt trading").into_response();
+        };
+        let reason = serde_json::from_slice::<serde_json::Value>(&body)
+            .ok()
+            .and_then(|v| v["reason"].as_str().map(str::to_string))
+            .filter(|r| crate::http::routes::radar::require_reason(r).is_ok());
+        let Some(reason) = reason else {
+            return ApiError::new(ErrorCode::ValidationError, "The halt handed over has no valid reason")
+                .into_response();
+        };
+        let now = self.clock.now();
+        match self.db.request_halt(&reason, &caller.name, &from, &request_ref, now.timestamp_millis()).await {
+            Ok(id) => {
+                tracing::warn!(request = id, leader = %from, "an emergency halt its leader could not store is kept here for the next leader");
+                let request = json!({"reason": reason, "accepted_by": from, "kept_by": self.node, "halt_request": id});
+                self.audit_halt(&caller, request, request_ref).await;
+                ApiResponse::ok(HaltResult {
+                    halted: true,
+                    liquidation_requested: false,
+                    timestamp: format_ts(&now),
+                    persisted: true,
+                    kept_by: Some(self.node.clone()),
+                })
+                .into_response()
+            }
+            Err(e) => unavailable("database_unavailable", &format!("The halt could not be stored here: {e}")),
         }
     }
 
@@ -633,12 +781,25 @@ impl Front {
 /// standby service's router, and anything else forwarded to the leader.
 async fn dispatch(State(front): State<Arc<Front>>, req: Request) -> Response {
     let role = front.role.read().unwrap_or_else(|e| e.into_inner()).clone();
+    let leading = matches!(role, Role::Leader(_));
     // The leader's own router, or a follower's standby router for a read of the database.
     let here = match role {
         Role::Leader(router) => Some(router),
         Role::Follower => front.local_read(&req),
     };
+    let client_halt = req.method() == axum::http::Method::POST
+        && HALT_PATHS.contains(&req.uri().path())
+        && !front.forwarded_here(&req);
     let mut response = match here {
+        _ if front.handed_over(&req) => {
+            let ctx = RequestContext {
+                request_id: request_id(&req),
+                mode: *front.mode.read().unwrap_or_else(|e| e.into_inner()),
+                clock: front.clock.clone(),
+            };
+            REQUEST.scope(ctx, front.keep_handed_over(req)).await
+        }
+        Some(router) if leading && client_halt => front.lead_halt(router, front.believe_forwarded(req)).await,
         Some(router) => match router.oneshot(front.believe_forwarded(req)).await {
             Ok(response) => response,
             Err(never) => match never {},
@@ -863,5 +1024,53 @@ mod tests {
         let (status, body) = answer(&front, put).await;
         assert_eq!((status, body["error"]["detail"]["reason"].as_str()), (503, Some("no_engine_leader")), "{body}");
         assert_eq!(body["meta"]["mode"], "DEMO", "{body}");
+    }
+
+    /// A leader cut from the database answers a halt `persisted: false`: its front hands the
+    /// halt to a peer, which stores it as a halt request for whoever leads next, and the answer
+    /// says where it is kept. With no peer that answers, the answer stays `persisted: false`.
+    #[tokio::test]
+    async fn a_halt_a_leader_cannot_store_is_kept_by_a_peer() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut leader, db) = follower(&dir).await;
+        Arc::get_mut(&mut leader).unwrap().node = "leader-node".into();
+        let (peer, _) = follower(&dir).await;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let peer_url = format!("http://{}", listener.local_addr().unwrap());
+        let service = peer.router();
+        tokio::spawn(async move { axum::serve(listener, service).await });
+        // The leader's service: halted in memory, its database out of reach.
+        let unstored = Router::new().route(
+            "/api/risk/emergency-halt",
+            axum::routing::post(|| async {
+                axum::Json(json!({"data": {"halted": true, "liquidation_requested": true,
+                    "timestamp": "2026-11-23T12:00:00.000Z", "persisted": false, "kept_by": null}}))
+            }),
+        );
+        leader.lead(unstored);
+        let halt = || {
+            axum::http::Request::post("/api/risk/emergency-halt")
+                .header("content-type", "application/json")
+                .body(axum::body::Body::from(r#"{"reason": "the leader is cut from the database"}"#))
+                .unwrap()
+        };
+
+        leader.set_peers(vec![("gone".into(), OWN.into()), (peer.node.clone(), peer_url)]);
+        let (status, body) = answer(&leader, halt()).await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["data"]["persisted"], true, "{body}");
+        assert_eq!(body["data"]["kept_by"].as_str(), Some(peer.node.as_str()), "{body}");
+        let pending = db.pending_halts().await.unwrap();
+        assert_eq!(pending.len(), 1, "kept for the next leader");
+        assert_eq!(
+            (pending[0].node_id.as_str(), pending[0].reason.as_str()),
+            ("leader-node", "the leader is cut from the database")
+        );
+
+        leader.set_peers(vec![("gone".into(), OWN.into())]);
+        let (status, body) = answer(&leader, halt()).await;
+        assert_eq!((status, body["data"]["persisted"].as_bool()), (200, Some(false)), "{body}");
+        assert_eq!(body["data"]["kept_by"], serde_json::Value::Null, "{body}");
+        assert_eq!(db.pending_halts().await.unwrap().len(), 1, "nothing more kept");
     }
 }

@@ -197,6 +197,9 @@ struct Record {
     halts: Vec<(usize, bool)>,
     /// Replies by status, for the report.
     statuses: BTreeMap<u16, usize>,
+    /// After a durable halt sent to a leader cut from the database: the node that took over
+    /// and its `trading_state` read at once, from its takeover on.
+    takeovers: Vec<(String, String)>,
 }
 
 /// A cluster under test.
@@ -325,6 +328,30 @@ impl Cluster {
         }
     }
 
+    /// For `hold`, while `cut` (the leader cut from the database) may have its term taken over:
+    /// the moment another node says it leads, its `trading_state` is read (through its own
+    /// address) and recorded: a halt answered durable must hold there from its takeover on.
+    async fn watch_takeover(&mut self, cut: usize, hold: Duration) {
+        let until = Instant::now() + hold;
+        let mut read = false;
+        while Instant::now() < until {
+            for node in self.nodes.iter_mut() {
+                node.poll();
+            }
+            let next = (0..self.nodes.len()).find(|j| *j != cut && self.nodes[*j].leads);
+            if let (Some(j), false) = (next, read) {
+                let state = get(&self.client, &self.nodes[j].base, "/api/risk/state").await;
+                let trading = state.map_or("no answer".to_string(), |(status, body)| {
+                    body["data"]["trading_state"].as_str().map_or(format!("{status} {body}"), str::to_string)
+                });
+                eprintln!("partitions: {} took over from the cut leader: {trading}", self.nodes[j].name);
+                self.record.lock().unwrap().takeovers.push((self.nodes[j].name.clone(), trading));
+                read = true;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     async fn run(&mut self, size: usize, steps: &[Step]) {
         let stop = Arc::new(AtomicBool::new(false));
         let bases = Arc::new(Mutex::new(self.bases()));
@@ -367,7 +394,12 @@ impl Cluster {
                             self.halt(&base, "sent to the leader cut from the database").await;
                         }
                     }
-                    tokio::time::sleep(*hold).await;
+                    let durable = self.record.lock().unwrap().halts.last().is_some_and(|(_, durable)| *durable);
+                    if *halt == Via::Leader && durable {
+                        self.watch_takeover(leader, *hold).await;
+                    } else {
+                        tokio::time::sleep(*hold).await;
+                    }
                     self.nodes[leader].db.set(LinkState::Open);
                 }
                 Step::CutLeaderInbound { hold, halt } => {
@@ -514,7 +546,7 @@ fn broker_books(alpaca: &StandIn) -> Books {
 }
 
 /// The invariants (see the module's doc), once every link is healed and a leader runs.
-async fn check(cluster: &mut Cluster, label: &str) {
+async fn check(cluster: &mut Cluster, label: &str) -> Record {
     for node in &cluster.nodes {
         node.db.set(LinkState::Open);
         node.broker.set(LinkState::Open);
@@ -595,29 +627,33 @@ async fn check(cluster: &mut Cluster, label: &str) {
         let state = get(&client, &base, "/api/risk/state").await.expect("the risk state");
         assert_eq!(state.1["data"]["trading_state"], "HALTED", "[{label}] the halt holds: {}", state.1);
     }
+    for (node, trading) in &record.takeovers {
+        assert_eq!(trading, "HALTED", "[{label}] {node} took over from the cut leader HALTED, the halt a peer kept");
+    }
     if let Some(first) = record.halts.iter().filter(|(_, durable)| *durable).map(|(at, _)| *at).min() {
         let buys: Vec<_> = sent[first..].iter().filter(|s| s.kind == "submit" && s.side == "buy").collect();
         assert!(buys.is_empty(), "[{label}] no buy after the durable halt was answered: {buys:?}");
     }
+    record
 }
 
-/// Runs one schedule on a fresh cluster.
-async fn schedule(test: &str, label: &str, size: usize, steps: &[Step]) -> bool {
+/// Runs one schedule on a fresh cluster; what it recorded (`None`: skipped).
+async fn schedule(test: &str, label: &str, size: usize, steps: &[Step]) -> Option<Record> {
     if std::env::var("TRADEOPS_TEST_DATABASE_URL").is_err() {
         crate::helpers::skip(
             test,
             "the partition schedules run in the PostgreSQL pass (TRADEOPS_TEST_DATABASE_URL is not set)",
             crate::helpers::REQUIRE_SERVICES,
         );
-        return false;
+        return None;
     }
-    let Some(pg) = OwnPostgres::start(test) else { return false };
+    let pg = OwnPostgres::start(test)?;
     let started = Instant::now();
     let mut cluster = Cluster::start(pg, size).await;
     cluster.run(size, steps).await;
-    check(&mut cluster, label).await;
+    let record = check(&mut cluster, label).await;
     eprintln!("partitions [{label}]: {size} nodes, {steps:?}: passed in {:?}", started.elapsed());
-    true
+    Some(record)
 }
 
 /// A partition: the leader's link to PostgreSQL black-holed while it still reaches the
@@ -634,10 +670,12 @@ async fn partitions_a_leader_cut_from_the_database_and_a_halt_through_the_follow
         .await;
 }
 
-/// A halt sent straight to a leader cut from PostgreSQL is answered `persisted: false` (it acts
-/// at the broker in memory); its term is taken over, and when its link heals it hands the halt
-/// to the new leader, which applies it: the halt holds and the broker ends flat. Before that, the
-/// followers' link to the leader is cut while a halt-free workload flows through them.
+/// A halt sent straight to a leader cut from PostgreSQL acts at the broker in memory and is
+/// handed to the follower, which stores it for whoever leads next: answered durable
+/// (`persisted: true`, `kept_by` the follower), no buy arrives after it, and the follower that
+/// takes the term over is `HALTED` from its takeover on, without waiting for the cut leader's
+/// link to heal. Before that, the followers' link to the leader is cut while a halt-free
+/// workload flows through them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn partitions_a_halt_sent_to_a_leader_cut_from_the_database_is_handed_over() {
     let steps = [
@@ -648,7 +686,14 @@ async fn partitions_a_halt_sent_to_a_leader_cut_from_the_database_is_handed_over
         Step::Trade(Duration::from_secs(1)),
     ];
     let test = "partitions_a_halt_sent_to_a_leader_cut_from_the_database_is_handed_over";
-    schedule(test, "leader-halt", 2, &steps).await;
+    let Some(record) = schedule(test, "leader-halt", 2, &steps).await else { return };
+    assert_eq!(record.halts.iter().map(|(_, durable)| *durable).collect::<Vec<_>>(), [true], "answered durable");
+    assert_eq!(
+        record.takeovers.len(),
+        1,
+        "the follower took over during the cut, and was read: {:?}",
+        record.takeovers
+    );
 }
 
 /// Kill -9, a pause past the lease, the leader's broker link cut, PostgreSQL restarted, the
@@ -684,7 +729,7 @@ async fn partitions_random() {
         let mut rng = Rng::new(seed + i);
         let (size, steps) = random_schedule(&mut rng);
         let label = format!("seed {}", seed + i);
-        if !schedule("partitions_random", &label, size, &steps).await {
+        if schedule("partitions_random", &label, size, &steps).await.is_none() {
             return;
         }
         eprintln!("partitions_random: {} of {count} schedules passed in {:?}", i + 1, started.elapsed());

@@ -160,6 +160,11 @@ pub struct HaltResult {
     /// unavailable; `false` says it is not stored yet: it is stored as soon as the database is
     /// back, and a node whose term ends meanwhile hands it to the next leader.
     pub persisted: bool,
+    /// Where the halt is kept when not in the leader's own stored state: the cluster node that
+    /// stored it as a halt request for whoever leads next (the follower it was sent to, or the
+    /// peer a leader cut from the database handed it to). `null`: stored by the leader itself,
+    /// or (`persisted: false`) held in the leader's memory only.
+    pub kept_by: Option<String>,
 }
 
 async fn halt_now(state: AppState, guard: Sensitive) -> ApiResult<ApiResponse<HaltResult>> {
@@ -172,6 +177,7 @@ async fn halt_now(state: AppState, guard: Sensitive) -> ApiResult<ApiResponse<Ha
                 liquidation_requested: halted.liquidation_requested,
                 timestamp: format_ts(&halted.timestamp),
                 persisted: state.engine().view().state_persisted,
+                kept_by: None,
             }))
         })
         .await
