@@ -68,18 +68,13 @@ pub(crate) fn body_rejection(rejection: BytesRejection) -> ApiError {
 /// value — is not a request of no fields but a body that is not JSON, refused naming `body`
 /// (CONTRACT §2: malformed JSON is `VALIDATION_ERROR`), so nothing is acted on.
 ///
-/// No body at all (zero bytes) is a request of no fields: `T` read from `{}`. The actions that
-/// take no request body are sent so (`DELETE /api/auth/tokens/{name}` of CONTRACT §6, the job
-/// cancels), and `PUT /api/settings` takes "any of the groups" (seed §4.8), none included: the
-/// served OpenAPI document, where CONTRACT's preamble has the gaps of the seed decided, makes its
-/// body optional ("an empty body changes nothing"). Where `T` has a required field the request
-/// needs a body (seed §4: "All bodies are JSON"), and its absence is refused naming `body`
-/// rather than the first field `{}` lacks. The console always sends a body (its `post` sends
-/// `{}` when given none), so it never depends on this.
+/// No body at all (zero bytes) is refused naming `body` too: every write that takes a body
+/// needs one (seed §4: "All bodies are JSON"; `{}` is the body of a request of no fields, as the
+/// console sends it). The actions that take no request body (`DELETE /api/auth/tokens/{name}`
+/// of CONTRACT §6, the job cancels) do not read one ([`crate::http::guard::Sensitive::run_bodyless`]).
 pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     if body.is_empty() {
-        return serde_json::from_value(Value::Object(serde_json::Map::new()))
-            .map_err(|_| ApiError::validation("body", "is required: a JSON object of the request's fields"));
+        return Err(ApiError::validation("body", "is required: a JSON object of the request's fields ({} for none)"));
     }
     let (value, repeated) = read_json(body).map_err(|_| ApiError::validation("body", not_json(body)))?;
     // Every request body is an object of named fields (serde would also take a struct's

@@ -93,7 +93,26 @@ pub struct Authorized {
 }
 
 impl Sensitive {
-    /// A JSON body (`application/json`; an empty body is `{}`).
+    /// An action that takes no request body (a revocation, a job's cancel): none is read; one
+    /// sent all the same must still be JSON, so that what is audited is what was sent.
+    pub async fn run_bodyless<T, F, Fut>(self, action: Action, target: Target, act: F) -> ApiResult<T>
+    where
+        F: FnOnce(Authorized) -> Fut,
+        Fut: Future<Output = ApiResult<T>>,
+    {
+        let decode = |body: &[u8], content_type: &str| {
+            if body.is_empty() {
+                return Ok(());
+            }
+            if !is_json_type(content_type) {
+                return Err(ApiError::validation("content-type", "request bodies must be sent as application/json"));
+            }
+            parse_json::<Value>(body).map(|_| ())
+        };
+        self.run_with(action, target, decode, false, |caller, ()| act(caller)).await
+    }
+
+    /// A JSON body (`application/json`), required (`{}` for a request of no fields).
     pub async fn run<B, T, F, Fut>(self, action: Action, target: Target, act: F) -> ApiResult<T>
     where
         B: DeserializeOwned,

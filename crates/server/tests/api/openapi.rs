@@ -183,7 +183,8 @@ async fn openapi_declares_every_refusal_and_constraint() {
     let audit = &spec["paths"]["/api/audit"]["get"]["responses"]["200"]["content"]["application/json"]["schema"];
     let request = &audit["properties"]["data"]["items"]["properties"]["request"];
     assert!(request.get("type").is_none() && request.get("$ref").is_none(), "any JSON: {request}");
-    assert_ne!(spec["paths"]["/api/settings"]["put"]["requestBody"]["required"], true, "an empty body changes nothing");
+    // A write takes a JSON body, `{}` at least (an empty body is not JSON, and refused).
+    assert_eq!(spec["paths"]["/api/settings"]["put"]["requestBody"]["required"], true, "`{{}}` changes nothing");
 }
 
 /// The rules the request types check that JSON Schema can state are in the served document, and

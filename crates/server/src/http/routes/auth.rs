@@ -119,7 +119,7 @@ pub async fn revoke_token(
     guard: Sensitive,
 ) -> ApiResult<ApiResponse<RevokedToken>> {
     guard
-        .run(TOKEN_REVOKE, Target::Value(name.clone()), |_caller, _: serde_json::Value| async move {
+        .run_bodyless(TOKEN_REVOKE, Target::Value(name.clone()), |_caller| async move {
             let now = state.clock.now();
             state.tokens.revoke_named(&name, now.timestamp_millis()).await?;
             Ok(ApiResponse::ok(RevokedToken { name, revoked: true, revoked_at: format_ts(&now) }))

@@ -159,7 +159,7 @@ pub async fn cancel(
     guard: Sensitive,
 ) -> ApiResult<ApiResponse<Value>> {
     guard
-        .run(BACKTEST_CANCEL, Target::Value(id.clone()), |_caller, _: Value| async move {
+        .run_bodyless(BACKTEST_CANCEL, Target::Value(id.clone()), |_caller| async move {
             let run = crate::jobs::backtests::cancel(&state.jobs, &id).await?;
             Ok(ApiResponse::ok(run_json(&run, true)))
         })

@@ -138,7 +138,7 @@ pub async fn cancel(
     guard: Sensitive,
 ) -> ApiResult<ApiResponse<Value>> {
     guard
-        .run(DATA_DOWNLOAD_CANCEL, Target::Value(id.clone()), |_caller, _: Value| async move {
+        .run_bodyless(DATA_DOWNLOAD_CANCEL, Target::Value(id.clone()), |_caller| async move {
             let job = crate::jobs::downloads::cancel(&state.jobs, &id).await?;
             Ok(ApiResponse::ok(job_json(&job)))
         })

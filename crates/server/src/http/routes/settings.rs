@@ -49,7 +49,7 @@ pub struct SettingsUpdated {
 /// token and `X-Confirm-Live: true`, else `SETTINGS_UPDATE_BLOCKED` with `detail.guard`.
 /// Every change is a new persisted version, audited, and in effect without a restart.
 #[utoipa::path(put, path = "/api/settings", tag = "settings", security(("bearer" = [])),
-    request_body(content = Option<Object>, description = "A partial settings object (an empty body changes nothing), e.g. {\"risk_controls\": {\"max_daily_loss\": 750}}"),
+    request_body(content = Object, description = "A partial settings object (`{}` changes nothing), e.g. {\"risk_controls\": {\"max_daily_loss\": 750}}"),
     responses((status = 200, description = "Applied", body = inline(SuccessBody<SettingsUpdated>)),
               (status = 400, description = "VALIDATION_ERROR", body = crate::http::envelope::ErrorBody),
               (status = 403, description = "FORBIDDEN (viewer)", body = crate::http::envelope::ErrorBody),

@@ -118,7 +118,7 @@ pub async fn cancel_sweep(
     guard: Sensitive,
 ) -> ApiResult<ApiResponse<SweepView>> {
     guard
-        .run(SWEEP_CANCEL, Target::Value(id.clone()), |_caller, _: Value| async move {
+        .run_bodyless(SWEEP_CANCEL, Target::Value(id.clone()), |_caller| async move {
             crate::jobs::sweeps::cancel(&state.jobs, &id).await?;
             let repo: &dyn tradeops_store::SweepRepository = &state.db;
             let sweep = repo.sweep(&id).await?.ok_or_else(|| ApiError::not_found(format!("No sweep {id:?}")))?;
