@@ -8,6 +8,9 @@
 //! exchange is closed), each symbol's day tallied bar by bar for its pre-market columns
 //! (CONTRACT §12). [`LiveMarket::advance_to`] processes every step up to a
 //! given market time, so tests drive it with a manual clock and the runner with the real one.
+//! Its readers (a request's quote, the health probe) share the feed's state with it: a catch-up
+//! over many steps (the market clock jumped) hands that state to a waiting reader between any
+//! two steps, so a reader waits for one step, not the whole catch-up.
 //!
 //! A halted symbol (a simulated LULD volatility pause or news halt, [`tradeops_sim::halt`])
 //! prints nothing: its last price and quote stay where the last trade left them, so nothing can
@@ -18,8 +21,8 @@
 
 use crate::market::{ClosedBar, Snapshot};
 use chrono::{Duration, NaiveDate};
-use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, TryLockError};
 use tokio::time::Instant;
 use tradeops_core::bars::{minute_floor, MinuteBarBuilder};
 use tradeops_core::calendar::{MarketCalendar, SessionPhase, TradingDay};
@@ -226,6 +229,22 @@ struct LiveState {
     tallies: Vec<Tallies>,
 }
 
+/// A date's symbols before its first print ([`LiveMarket::new_day`]), built apart from the
+/// feed's state and then put in its place.
+struct NewDay {
+    date: NaiveDate,
+    symbols: Vec<SymbolLive>,
+}
+
+/// Readers of [`LiveMarket`]'s state that had to wait for it.
+#[derive(Default)]
+struct Readers {
+    /// Waiting now.
+    waiting: AtomicU64,
+    /// Served after waiting, ever.
+    served: AtomicU64,
+}
+
 /// What the `data_broker` health probe reports.
 #[derive(Clone, Debug)]
 pub struct FeedStatus {
@@ -242,6 +261,12 @@ pub struct FeedStatus {
 pub struct LiveMarket {
     days: Days,
     state: Mutex<LiveState>,
+    /// Held through a whole [`LiveMarket::advance_to`]: `state` is let go between steps, and
+    /// two callers' steps must not interleave (each gets the scans of its own steps).
+    advancing: Mutex<()>,
+    /// Readers that found `state` taken and wait for it, and readers that got it after
+    /// waiting: what a catch-up counts to let the waiting ones in between two of its steps.
+    readers: Readers,
     /// The service clock (real time in operation), which says how fresh the feed is.
     clock: std::sync::Arc<dyn Clock>,
     /// Service-clock milliseconds when the last step ran (`i64::MIN`: never).
@@ -283,6 +308,8 @@ impl LiveMarket {
                 symbols: Vec::new(),
                 tallies: Vec::new(),
             }),
+            advancing: Mutex::new(()),
+            readers: Readers::default(),
             clock,
             last_step_ms: AtomicI64::new(i64::MIN),
             handled_ms: AtomicI64::new(i64::MIN),
@@ -302,8 +329,41 @@ impl LiveMarket {
         LiveMarket { reference, ..self }
     }
 
-    fn state(&self) -> std::sync::MutexGuard<'_, LiveState> {
+    /// The state for a reader: at once when free, else counted among the readers waiting,
+    /// which a catch-up lets in before its next step ([`LiveMarket::let_readers_in`]).
+    fn state(&self) -> MutexGuard<'_, LiveState> {
+        match self.state.try_lock() {
+            Ok(st) => return st,
+            Err(TryLockError::Poisoned(e)) => return e.into_inner(),
+            Err(TryLockError::WouldBlock) => {}
+        }
+        self.readers.waiting.fetch_add(1, Ordering::SeqCst);
+        let st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        self.readers.waiting.fetch_sub(1, Ordering::SeqCst);
+        self.readers.served.fetch_add(1, Ordering::SeqCst);
+        st
+    }
+
+    /// The state for the feed's own work, not counted as a reader.
+    fn state_to_advance(&self) -> MutexGuard<'_, LiveState> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Between two steps: lets go of the state until the readers waiting for it now have had
+    /// it, then takes it back (at once when none waits). A plain unlock would not do: the
+    /// feed would take the state again before a woken reader runs.
+    fn let_readers_in<'a>(&'a self, st: MutexGuard<'a, LiveState>) -> MutexGuard<'a, LiveState> {
+        let waiting = self.readers.waiting.load(Ordering::SeqCst);
+        if waiting == 0 {
+            return st;
+        }
+        // Readers are served only while holding the state, which the feed holds here.
+        let through = self.readers.served.load(Ordering::SeqCst) + waiting;
+        drop(st);
+        while self.readers.served.load(Ordering::SeqCst) < through {
+            std::thread::yield_now();
+        }
+        self.state_to_advance()
     }
 
     /// Market time of the next step to process.
@@ -388,16 +448,24 @@ impl LiveMarket {
     }
 
     /// Processes every step up to market time `now`; returns the scans made on the way.
+    ///
+    /// The state is whole between steps, and the readers waiting for it get it there
+    /// ([`LiveMarket::let_readers_in`]; an atomic load when none waits): during a catch-up of
+    /// hours (a machine that slept, a clock set forward) a reader waits for the step in
+    /// progress, not for the rest, and reads the market as of the step before. The steps, bars
+    /// and scans are those of one uninterrupted pass. The feed's first call (its warm-up to
+    /// `now`) holds the state throughout: before it there is no market to read.
     pub fn advance_to(
         &self,
         now: Timestamp,
         calendar: MarketCalendar,
         radar: &MomentumRadarSettings,
     ) -> Vec<RadarScan> {
-        let mut st = self.state();
+        let _advancing = self.advancing.lock().unwrap_or_else(|e| e.into_inner());
+        let mut st = self.state_to_advance();
         st.calendar = calendar.kind();
         if st.next_step.is_none() {
-            self.start_day(&mut st, calendar.date_of(now), calendar);
+            LiveMarket::start_day(&mut st, self.new_day(calendar.date_of(now), calendar));
             let clock = st.clock.expect("day started");
             let current = minute_floor(now);
             let minutes_done = ((current - clock.start).num_minutes()).clamp(0, clock.minutes as i64) as u32;
@@ -415,7 +483,17 @@ impl LiveMarket {
         while let Some(step) = st.next_step.filter(|t| *t <= now) {
             let k = (step - minute_floor(step)).num_seconds() / STEP_SECONDS;
             if k == 0 {
-                if let Some(scan) = self.minute_boundary(&mut st, step, calendar, radar) {
+                // A new date's symbols (generators, previous closes, average volumes: the
+                // longest work of any step) are built with the state released, the day ending
+                // still served; nothing else changes it meanwhile (`advancing`).
+                let date = calendar.date_of(step);
+                let mut new_day = None;
+                if st.date != Some(date) {
+                    drop(st);
+                    new_day = Some(self.new_day(date, calendar));
+                    st = self.state_to_advance();
+                }
+                if let Some(scan) = self.minute_boundary(&mut st, step, calendar, radar, new_day) {
                     scans.push(scan);
                 }
             } else {
@@ -427,26 +505,32 @@ impl LiveMarket {
                 }
             }
             st.next_step = Some(step + Duration::seconds(STEP_SECONDS));
+            // Readers get the state between steps: the feed's age they read is that of the
+            // step they see, not of the catch-up's start.
+            self.last_step_ms.store(self.clock.now().timestamp_millis(), Ordering::Relaxed);
+            st = self.let_readers_in(st);
         }
         self.last_step_ms.store(self.clock.now().timestamp_millis(), Ordering::Relaxed);
         scans
     }
 
+    /// The minute boundary at `at`: the bars of the minute ended closed, `new_day` (the date of
+    /// `at`, when it is a new one) started, the scan, and the open print of the minute begun.
     fn minute_boundary(
         &self,
         st: &mut LiveState,
         at: Timestamp,
         calendar: MarketCalendar,
         radar: &MomentumRadarSettings,
+        new_day: Option<NewDay>,
     ) -> Option<RadarScan> {
         for (s, tallies) in st.symbols.iter_mut().zip(st.tallies.iter_mut()) {
             if let Some(bar) = s.builder.close(at) {
                 s.close_bar(bar, tallies, &st.days);
             }
         }
-        let date = calendar.date_of(at);
-        if st.date != Some(date) {
-            self.start_day(st, date, calendar);
+        if let Some(day) = new_day {
+            LiveMarket::start_day(st, day);
         }
         // A closed exchange has no session to scan; the last scan of the session stays served.
         let open = calendar.phase(at) != SessionPhase::Closed;
@@ -507,15 +591,15 @@ impl LiveMarket {
         }
     }
 
-    /// New generators and daily reference values for `date`.
-    fn start_day(&self, st: &mut LiveState, date: NaiveDate, calendar: MarketCalendar) {
+    /// The market of `date` before its first print: new generators and daily reference values.
+    fn new_day(&self, date: NaiveDate, calendar: MarketCalendar) -> NewDay {
         let previous_days: Vec<NaiveDate> =
             std::iter::successors(Some(date), |d| Some(calendar.previous_trading_day(*d)))
                 .skip(1)
                 .take(AVERAGE_VOLUME_DAYS)
                 .collect();
         let prev_trading_day = previous_days[0];
-        st.symbols = match &self.days {
+        let symbols = match &self.days {
             Days::Simulated(u) => u
                 .symbols
                 .iter()
@@ -544,10 +628,16 @@ impl LiveMarket {
                 })
                 .collect(),
         };
-        st.tallies = vec![Tallies::default(); st.symbols.len()];
-        st.date = Some(date);
-        st.clock = Some(DayClock::for_date(date));
-        st.days = Calendars::of(date);
+        NewDay { date, symbols }
+    }
+
+    /// `day` the feed's date from now on.
+    fn start_day(st: &mut LiveState, day: NewDay) {
+        st.tallies = vec![Tallies::default(); day.symbols.len()];
+        st.symbols = day.symbols;
+        st.date = Some(day.date);
+        st.clock = Some(DayClock::for_date(day.date));
+        st.days = Calendars::of(day.date);
     }
 }
 

@@ -309,3 +309,134 @@ fn the_pre_market_quotes_a_wider_thinner_book_than_the_regular_session() {
         }
     }
 }
+
+/// Thursday 2026-11-19, 17:00 New York (the after-hours), and 14 hours later: Friday's 07:00
+/// (the pre-market), across the day roll — a machine that slept through the night.
+const BEFORE_THE_JUMP: &str = "2026-11-19T22:00:00Z";
+const AFTER_THE_JUMP: &str = "2026-11-20T12:00:00Z";
+
+/// A service clock standing still that, read once armed, runs what it was armed with first:
+/// what the feed does after a step (it reads this clock) happens then, on the feed's thread.
+#[derive(Default)]
+struct ArmedClock(std::sync::Mutex<Option<Box<dyn FnOnce() + Send>>>);
+
+impl tradeops_core::Clock for ArmedClock {
+    fn now(&self) -> Timestamp {
+        let armed = self.0.lock().unwrap().take();
+        if let Some(then) = armed {
+            then();
+        }
+        ts("2026-11-20T15:00:00Z")
+    }
+}
+
+/// A reader asking for the market while a 14-hour catch-up has taken one step reads it as of
+/// that step: the feed hands it the market before its next step, rather than after the 3,359
+/// steps left.
+#[test]
+fn a_reader_waits_for_one_step_of_a_catch_up_not_for_the_whole_jump() {
+    let sim = SimulatedMarket::new(20261121, 50);
+    let clock = std::sync::Arc::new(ArmedClock::default());
+    let live = std::sync::Arc::new(LiveMarket::new(sim.universe.clone(), 1.0, clock.clone()));
+    let f = open_filters();
+    let (from, to) = (ts(BEFORE_THE_JUMP), ts(AFTER_THE_JUMP));
+    live.advance_to(from, NYSE, &f);
+    let (ask, asked) = std::sync::mpsc::channel::<()>();
+    let reader = {
+        let live = live.clone();
+        std::thread::spawn(move || asked.recv().ok().and_then(|()| live.status().market_time))
+    };
+    // Once the jump's first step is taken: the reader asks, and has time to wait for the market.
+    *clock.0.lock().unwrap() = Some(Box::new(move || {
+        ask.send(()).expect("reader listens");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }));
+    live.advance_to(to, NYSE, &f);
+    let read = reader.join().expect("reader");
+    let first = from + Duration::seconds(STEP_SECONDS);
+    assert_eq!(read, Some(first), "asked at {first}, the reader read the market of {read:?} (the jump ends at {to})");
+    assert_eq!(live.status().market_time, Some(to));
+}
+
+/// A reader reading the feed in a loop while it catches up 14 hours reads it part way, at many
+/// of its steps, not only before the jump and after.
+#[test]
+fn a_reader_in_a_loop_reads_a_catch_up_part_way() {
+    let (_, live) = market(50);
+    let f = open_filters();
+    let (from, to) = (ts(BEFORE_THE_JUMP), ts(AFTER_THE_JUMP));
+    live.advance_to(from, NYSE, &f);
+    let live = std::sync::Arc::new(live);
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (reading, started) = std::sync::mpsc::channel();
+    let reader = {
+        let (live, done) = (live.clone(), done.clone());
+        std::thread::spawn(move || {
+            let mut seen = std::collections::BTreeSet::new();
+            loop {
+                // A read after `done` is set reads the market after the jump.
+                let last = done.load(Ordering::Relaxed);
+                seen.insert(live.status().market_time.expect("stepped"));
+                if seen.len() == 1 {
+                    let _ = reading.send(());
+                }
+                if last {
+                    return seen;
+                }
+            }
+        })
+    };
+    started.recv().expect("reader reads");
+    live.advance_to(to, NYSE, &f);
+    done.store(true, Ordering::Relaxed);
+    let seen = reader.join().expect("reader");
+    assert_eq!((seen.first(), seen.last()), (Some(&from), Some(&to)), "read before the jump and after");
+    // Handed the market at every step it waits at, the reader reads most of the 3,360; fewer
+    // where the machine runs something else instead of it.
+    assert!(seen.len() >= 12, "the reader read the market at {} steps: {seen:?}", seen.len());
+}
+
+/// Handing the market to readers between steps leaves the catch-up's work as it was: one call
+/// over 14 hours, read all along, makes the scans, bars, prints and halts of the same steps
+/// taken one call each.
+#[test]
+fn a_catch_up_read_all_along_makes_the_scans_and_bars_of_its_steps_taken_one_by_one() {
+    let (sim, caught_up) = market(20);
+    let (_, stepped) = market(20);
+    let f = open_filters();
+    let (from, to) = (ts(BEFORE_THE_JUMP), ts(AFTER_THE_JUMP));
+    caught_up.advance_to(from, NYSE, &f);
+    stepped.advance_to(from, NYSE, &f);
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let at_once = std::thread::scope(|scope| {
+        let symbol = &sim.universe.symbols[0].symbol;
+        let reader = scope.spawn(|| {
+            let mut reads = 0u64;
+            while !done.load(Ordering::Relaxed) {
+                std::hint::black_box((caught_up.snapshot(symbol), caught_up.recent_bars(symbol)));
+                reads += 1;
+            }
+            reads
+        });
+        let scans = caught_up.advance_to(to, NYSE, &f);
+        done.store(true, Ordering::Relaxed);
+        assert!(reader.join().expect("reader") > 0);
+        scans
+    });
+    let mut one_by_one = Vec::new();
+    while let Some(step) = stepped.next_step().filter(|s| *s <= to) {
+        one_by_one.extend(stepped.advance_to(step, NYSE, &f));
+    }
+    let key = |s: &RadarScan| (s.captured_at, s.session, s.rows.clone(), s.scanned);
+    assert!(!at_once.is_empty(), "the after-hours and the pre-market are scanned");
+    assert_eq!(at_once.iter().map(key).collect::<Vec<_>>(), one_by_one.iter().map(key).collect::<Vec<_>>());
+    assert_eq!(caught_up.next_step(), stepped.next_step());
+    assert_eq!(caught_up.status().date, stepped.status().date);
+    for p in &sim.universe.symbols {
+        let s = &p.symbol;
+        assert_eq!(caught_up.recent_bars(s), stepped.recent_bars(s), "{s}");
+        assert_eq!(caught_up.snapshot(s), stepped.snapshot(s), "{s}");
+        assert_eq!(caught_up.last_closed_bar(s), stepped.last_closed_bar(s), "{s}");
+        assert_eq!(caught_up.halt(s), stepped.halt(s), "{s}");
+    }
+}
