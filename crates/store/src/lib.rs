@@ -14,6 +14,7 @@ mod fence_tests;
 pub mod instance;
 pub mod jobs;
 pub mod market;
+pub mod notifications;
 pub mod reference;
 pub mod settings;
 pub mod sweeps;
@@ -34,6 +35,7 @@ pub use db::{
 pub use instance::InstanceLock;
 pub use jobs::{Cancel, JobKind, JobRepository, JobStatus, Lease, Recovery, JOB_CHANNEL};
 pub use market::{BlockRecord, MarketRepository, RadarRowRecord, ViolationRecord, WatchRecord};
+pub use notifications::{DeliveryCounts, DeliveryRecord, NewDelivery};
 pub use reference::{ReferenceRecord, ReferenceRepository};
 pub use settings::{SettingsRepository, SettingsVersion};
 pub use sweeps::{SweepPart, SweepRecord, SweepRepository};
