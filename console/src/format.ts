@@ -238,6 +238,15 @@ export function duration(seconds: N): string {
   return `${Math.floor(h / 24)}d ${h % 24}h`;
 }
 
+/** "12s ago" measured against the server's clock (a response's `meta.timestamp`), or the browser's without one. */
+export function ago(iso: string | null | undefined, serverNow?: string): string {
+  if (!iso) return "never";
+  const now = serverNow ? Date.parse(serverNow) : Date.now();
+  const s = Math.max(0, (now - Date.parse(iso)) / 1000);
+  if (s < 2) return "just now";
+  return `${duration(s)} ago`;
+}
+
 /**
  * The market's trading date (YYYY-MM-DD) and time as the service's data broker reports them.
  * In DEMO the simulated market runs faster than the wall clock, so "today" is the market's.

@@ -235,5 +235,48 @@ export interface TradeDetail {
   explanations: { rule: string; text: string }[];
 }
 
+/** Where a notification channel delivers (CONTRACT §13). */
+export type ChannelKind = "telegram" | "discord" | "slack" | "ntfy" | "webhook";
+
+/**
+ * How a channel's deliveries go: `OK` (the last went through, or none yet), `RETRYING` (one waits
+ * for a retry or a 429's `retry_after`), `FAILING` (the last failed for good).
+ */
+export type ChannelState = "OK" | "RETRYING" | "FAILING";
+
+/** A notification channel of the configuration (`GET /api/notifications/channels`); never its secrets. */
+export interface NotificationChannel {
+  name: string;
+  kind: ChannelKind;
+  /** The event kinds it is sent (`order.filled`, `risk.violation`, `test`…). */
+  events: string[];
+  queued: number;
+  sent: number;
+  failed: number;
+  /** Routine notices folded into a digest when its queue was full. */
+  dropped: number;
+  last_sent_at: string | null;
+  last_error: string | null;
+  state: ChannelState;
+  /** When a `RETRYING` channel tries again; null otherwise. */
+  retry_at: string | null;
+  /** Which Telegram commands it takes from its chats: `none`, `viewer` (/status, /positions, /pnl), `operator` (also /halt). */
+  commands_role: "none" | "viewer" | "operator";
+}
+
+/** One notification sent (or being sent) to one channel (`GET /api/notifications/deliveries`, `POST /api/notifications/test`). */
+export interface NotificationDelivery {
+  event_id: string;
+  /** The event kind (`test` for a test). */
+  kind: string;
+  channel: string;
+  /** `FOLDED`: folded into a digest when the channel's queue was full. */
+  status: "SENT" | "RETRYING" | "FAILED" | "FOLDED";
+  attempts: number;
+  created_at: string;
+  sent_at: string | null;
+  error: string | null;
+}
+
 /** Open-order statuses: the ones that can still be cancelled. */
 export const OPEN_STATUSES = ["NEW", "ACCEPTED", "PARTIALLY_FILLED", "PENDING_CANCEL"];

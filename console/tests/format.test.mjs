@@ -57,3 +57,12 @@ test("time axes tick on round times with distinct labels", () => {
   const session = f.timeAxis(at("2026-11-20T14:31:00Z"), at("2026-11-20T20:59:00Z"));
   assert.deepEqual(session.ticks.map(session.label), ["10:00", "11:00", "12:00", "13:00", "14:00", "15:00"]);
 });
+
+test("ages are measured against the server's clock", () => {
+  const now = "2026-11-20T15:31:05.000Z";
+  assert.equal(f.ago(null, now), "never");
+  assert.equal(f.ago("2026-11-20T15:31:04.500Z", now), "just now");
+  assert.equal(f.ago("2026-11-20T15:30:53.000Z", now), "12s ago");
+  assert.equal(f.ago("2026-11-20T14:29:05.000Z", now), "1h 02m ago");
+  assert.equal(f.ago("2026-11-20T15:31:09.000Z", now), "just now", "a stamp ahead of the server's clock is now");
+});

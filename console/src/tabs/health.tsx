@@ -6,15 +6,17 @@
 // risk state on risk and fill events, violations on `risk.violation`; component details also
 // refresh every 15 s so ages and latencies stay current. The execution broker's count of
 // positions only the engine protects (CONTRACT §12) stands beside its latency when reported.
+// Last, the notification channels (CONTRACT §13; tabs/notifications.tsx), read with the components.
 import "./health.css";
 import { Fragment, type ComponentChildren } from "preact";
 import { useEffect, useMemo, useState } from "preact/hooks";
 import { call, get, withQuery } from "../api";
 import { useEvents, type StreamEvent } from "../events";
-import { anyValue, dateTime, duration, int, money, plain, round, time } from "../format";
+import { ago, anyValue, dateTime, duration, int, money, plain, round, time } from "../format";
 import { href } from "../route";
 import type { Block, RiskState } from "../types";
 import { Badge, ErrorBanner, Section, Table, useLoad, useThrottled, type Column } from "../ui";
+import { NotificationChannels } from "./notifications";
 
 // ---------------------------------------------------------------------------------------------
 // Types (the shapes of /api/health, /api/health/components, /api/risk/state, /api/risk/violations)
@@ -156,15 +158,6 @@ function DetailList({ detail, nested }: { detail: Record<string, unknown>; neste
       ))}
     </dl>
   );
-}
-
-/** "12s ago" measured against the server's clock (the response's timestamp). */
-function ago(iso: string | null, serverNow: string | undefined): string {
-  if (!iso) return "never";
-  const now = serverNow ? Date.parse(serverNow) : Date.now();
-  const s = Math.max(0, (now - Date.parse(iso)) / 1000);
-  if (s < 2) return "just now";
-  return `${duration(s)} ago`;
 }
 
 /** Positions whose stop only the engine holds (`detail.engine_protected` of the execution broker). */
@@ -567,6 +560,7 @@ export function HealthTab() {
       <Components />
       <RiskState />
       <Violations />
+      <NotificationChannels />
     </div>
   );
 }

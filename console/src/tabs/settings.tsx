@@ -2,7 +2,8 @@
 // fields that changed (PUT /api/settings, a partial body). Refusals are shown where they belong:
 // validation errors at the field, guards and permissions in the group's banner. Switching to
 // LIVE asks first. Changes made elsewhere (settings.updated) refresh the untouched fields and
-// never overwrite unsaved edits. Below, every persisted version with what it changed.
+// never overwrite unsaved edits. Then the notification channels, each with a test to send
+// (tabs/notifications.tsx). Below, every persisted version with what it changed.
 import "./settings.css";
 import { Fragment, type ComponentChildren } from "preact";
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
@@ -11,6 +12,7 @@ import { useEvents, type StreamEvent } from "../events";
 import { anyValue, dateTime, inputNumber } from "../format";
 import { canOperate, isAdmin, me } from "../session";
 import { Confirm, ErrorBanner, Field, Section, Table, useLoad, useThrottled, type Column } from "../ui";
+import { NotificationTests } from "./notifications";
 
 // ---------------------------------------------------------------------------------------------
 // The form's description of every group and field
@@ -767,6 +769,9 @@ export function SettingsTab() {
               {g.title}
             </a>
           ))}
+          <a href={`#/settings`} onClick={(e) => (e.preventDefault(), document.querySelector(`[data-testid="settings-notifications"]`)?.scrollIntoView({ behavior: "smooth" }))}>
+            Notifications
+          </a>
         </nav>
       </div>
       {me.value && !canOperate.value && (
@@ -785,6 +790,7 @@ export function SettingsTab() {
           </Fragment>
         ))
       )}
+      <NotificationTests />
       <History reloadKey={historyKey} />
     </div>
   );
