@@ -69,7 +69,9 @@ export function testResult(d: Pick<NotificationDelivery, "status" | "error" | "a
     case "SENT":
       return { kind: "ok", text: "Sent ✓" };
     case "RETRYING":
-      return { kind: "warn", text: `Retrying: ${d.error ?? `not delivered after ${d.attempts} attempt${d.attempts === 1 ? "" : "s"}, trying again`}` };
+      if (d.error) return { kind: "warn", text: `Retrying: ${d.error}` };
+      if (d.attempts === 0) return { kind: "warn", text: "Retrying: queued, not tried yet" };
+      return { kind: "warn", text: `Retrying: not delivered after ${d.attempts} attempt${d.attempts === 1 ? "" : "s"}, trying again` };
     case "FAILED":
       return { kind: "error", text: `Failed: ${d.error ?? "no reason given"}` };
     case "FOLDED":

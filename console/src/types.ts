@@ -266,14 +266,17 @@ export interface NotificationChannel {
 
 /** One notification sent (or being sent) to one channel (`GET /api/notifications/deliveries`, `POST /api/notifications/test`). */
 export interface NotificationDelivery {
+  /** The stored row's id, what the list pages by; null for a test answered before it was stored. */
+  delivery_id?: number | null;
   event_id: string;
   /** The event kind (`test` for a test). */
   kind: string;
   channel: string;
   /** `FOLDED`: folded into a digest when the channel's queue was full. */
+  /** `RETRYING`: not delivered yet (queued with `attempts` 0, or waiting for its next attempt). */
   status: "SENT" | "RETRYING" | "FAILED" | "FOLDED";
   attempts: number;
-  created_at: string;
+  created_at: string | null;
   sent_at: string | null;
   error: string | null;
 }

@@ -43,6 +43,7 @@ test("a test's outcome reads sent, retrying or failed with the channel's error",
   assert.deepEqual(n.testResult({ status: "SENT", error: null, attempts: 1 }), { kind: "ok", text: "Sent ✓" });
   assert.deepEqual(n.testResult({ status: "RETRYING", error: "429: retry after 3 s", attempts: 1 }), { kind: "warn", text: "Retrying: 429: retry after 3 s" });
   assert.deepEqual(n.testResult({ status: "RETRYING", error: null, attempts: 2 }), { kind: "warn", text: "Retrying: not delivered after 2 attempts, trying again" });
+  assert.deepEqual(n.testResult({ status: "RETRYING", error: null, attempts: 0 }), { kind: "warn", text: "Retrying: queued, not tried yet" });
   assert.deepEqual(n.testResult({ status: "FAILED", error: "chat not found", attempts: 3 }), { kind: "error", text: "Failed: chat not found" });
   assert.deepEqual(n.testResult({ status: "FAILED", error: null, attempts: 3 }), { kind: "error", text: "Failed: no reason given" });
   assert.equal(n.testResult({ status: "FOLDED", error: null, attempts: 0 }).kind, "warn");

@@ -287,7 +287,7 @@ function Deliveries({ channel, reloadKey }: { channel: string; reloadKey: number
         testid={`notify-deliveries-${channel}`}
         columns={columns}
         rows={list.data ?? []}
-        rowKey={(d) => `${d.event_id}-${d.created_at}`}
+        rowKey={(d) => (d.delivery_id != null ? String(d.delivery_id) : `${d.event_id}-${d.created_at ?? ""}`)}
         empty={list.loading ? "Loading…" : list.error ? "The deliveries could not be read." : `Nothing has been sent to ${channel} yet.`}
       />
       {(list.data?.length ?? 0) >= RECENT && <p class="note">The last {RECENT} deliveries.</p>}
