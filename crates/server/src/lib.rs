@@ -32,6 +32,7 @@ pub mod http;
 pub mod jobs;
 pub mod market_session;
 pub mod metrics;
+pub mod notify;
 pub mod refusals;
 pub mod serve;
 pub mod telemetry;

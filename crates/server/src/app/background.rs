@@ -109,6 +109,13 @@ pub(super) fn spawn_background(state: &AppState, probes: Arc<Probes>) -> Vec<Joi
             state.events.clone(),
         )),
     ];
+    tasks.extend(state.notifier.start(crate::notify::NotifierDeps {
+        events: state.events.clone(),
+        engine: state.engine().clone(),
+        settings: state.settings.clone(),
+        audit: state.audit.clone(),
+        market_clock: state.market_clock.clone(),
+    }));
     if let Some(live) = &state.live {
         tasks.push(tokio::spawn(crate::feed::simulated::run(feed_deps(state), live.clone())));
     }

@@ -255,8 +255,13 @@ impl Application {
         let audit_store: Arc<dyn tradeops_store::AuditRepository> = Arc::new(db.clone());
         // The service's state around an engine: the running one once this service holds the
         // term, or none while it waits for it (its reads need none).
-        let state_around = |engine: crate::engine::EngineHandle, tokens: TokenRegistry| {
+        let console_url = config.advertise_url.clone().unwrap_or_else(|| format!("http://{}", config.bind));
+        let notifier_on = |db: tradeops_store::Database| {
+            crate::notify::Notifier::new(&config.notifications, console_url.clone(), db, clock.clone())
+        };
+        let state_around = |engine: crate::engine::EngineHandle, tokens: TokenRegistry, notifier| {
             AppState::new(Inner {
+                notifier,
                 radar: radar.clone(),
                 reference: reference.clone(),
                 watchlist: WatchlistService::new(Arc::new(db.clone()), market_clock.clone()),
@@ -289,7 +294,8 @@ impl Application {
         };
         if let Some(standby) = overrides.standby {
             let tokens = TokenRegistry::load(Arc::new(db.clone())).await.map_err(|e| anyhow::anyhow!("{e}"))?;
-            standby(http::router::database_reads(state_around(crate::engine::EngineHandle::detached(), tokens)));
+            let reads = state_around(crate::engine::EngineHandle::detached(), tokens, notifier_on(db.clone()));
+            standby(http::router::database_reads(reads));
         }
         // This engine's term: it writes trading state only while no newer engine has
         // taken the database over. On PostgreSQL, where several services may share the
@@ -326,7 +332,8 @@ impl Application {
             .await;
         let (engine, engine_task) =
             crate::engine::spawn_engine(engine_deps).await.context("restoring the trading engine")?;
-        let state = state_around(engine.clone(), tokens);
+        // Notifications are recorded on the engine's term: a deposed leader sends nothing more.
+        let state = state_around(engine.clone(), tokens, notifier_on(db.fenced(epoch)));
         let probes = Arc::new(Probes {
             clock: clock.clone(),
             events,

@@ -11,7 +11,9 @@ use toml::{Table, Value};
 use tradeops_core::settings::{ExecutionBrokerKind, MarketDataBrokerKind};
 use tradeops_core::TradingMode;
 
+mod notifications;
 mod reader;
+pub use notifications::{ChannelConfig, ChannelTarget, NotificationsConfig, Secret, TELEGRAM_API_URL};
 use reader::Reader;
 
 /// The embedded defaults, identical to `config/default.toml` in the repository.
@@ -41,6 +43,8 @@ pub struct Config {
     /// Serve the console from this folder instead of the copy built into the binary (for
     /// working on the console: `npm run build` there, reload the page).
     pub console_dir: Option<std::path::PathBuf>,
+    /// Messages to the operator's phone and team chat (CONTRACT §13).
+    pub notifications: NotificationsConfig,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -11,7 +11,7 @@ pub(super) struct Reader {
 }
 
 impl Reader {
-    fn take(&mut self, key: &str) -> Option<Value> {
+    pub(super) fn take(&mut self, key: &str) -> Option<Value> {
         let (section, field) = key.split_once('.').expect("keys are section.field");
         match self.table.get_mut(section) {
             Some(Value::Table(t)) => t.remove(field),
@@ -19,7 +19,7 @@ impl Reader {
         }
     }
 
-    fn string(&mut self, key: &str) -> String {
+    pub(super) fn string(&mut self, key: &str) -> String {
         match self.take(key) {
             Some(Value::String(s)) => s,
             Some(other) => {
@@ -213,6 +213,8 @@ impl Reader {
             download_parallel: self.integer("jobs.download_parallel", 1, 256) as usize,
         };
 
+        let notifications = self.notifications();
+
         let filter = self.string("log.filter");
         if let Err(e) = tracing_subscriber::EnvFilter::try_new(&filter) {
             self.problems.push(format!("log.filter: not a tracing filter ({e}) (got {filter:?})"));
@@ -243,6 +245,7 @@ impl Reader {
             jobs,
             advertise_url,
             console_dir,
+            notifications,
             log: LogConfig { filter, format },
         }
     }

@@ -95,6 +95,9 @@ the refused field by its path in `detail.field` and says what it accepts in `det
         crate::http::routes::market::session,
         crate::http::routes::market::import_reference,
         crate::http::routes::market::reference,
+        crate::http::routes::notifications::channels,
+        crate::http::routes::notifications::test,
+        crate::http::routes::notifications::deliveries,
     ),
     components(schemas(
         crate::http::error::ErrorCode,
@@ -126,6 +129,7 @@ the refused field by its path in `detail.field` and says what it accepts in `det
         (name = "backtests", description = "Backtests on the live engine"),
         (name = "trades", description = "Completed trades, their deep dives and recommendations"),
         (name = "market", description = "Market data from the data broker, for charts, and imported reference data (float, sector)"),
+        (name = "notifications", description = "Messages to the operator's phone and team chat: channels, tests, deliveries"),
     )
 )]
 pub struct ApiDoc;

@@ -57,6 +57,8 @@ pub struct Inner {
     pub order_pages: crate::http::order_pages::OrderPages,
     /// The trading engine, restored before the service is built: the one way into it.
     pub engine: crate::engine::EngineHandle,
+    /// Notifications to the operator's phone and team chat (CONTRACT §13).
+    pub notifier: Arc<crate::notify::Notifier>,
 }
 
 impl AppState {

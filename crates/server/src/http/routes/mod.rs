@@ -8,6 +8,7 @@ pub mod data;
 pub mod events;
 pub mod health;
 pub mod market;
+pub mod notifications;
 pub mod orders;
 pub mod positions;
 pub mod radar;
@@ -43,6 +44,7 @@ pub fn api() -> Router<AppState> {
         .merge(sweeps::router())
         .merge(trades::router())
         .merge(market::router())
+        .merge(notifications::router())
 }
 
 /// `limit` of list endpoints: default 100, 1..=1000 (CONTRACT §8).

@@ -1,0 +1,559 @@
+//! One channel's delivery (CONTRACT §13): its queue, bounded for routine notices (folded into a
+//! digest when full) and never dropping a critical one; its own task sending in order, keeping
+//! the service's rate limit and a `429`'s `retry_after`, retrying with backoff; each delivery's
+//! record kept up to date. Nothing here is on the trading path: the engine publishes events,
+//! the notifier's intake records and queues them, and this task alone waits on the channel.
+
+use super::message::Notice;
+use super::wire::{NtfyMessage, Outcome, Wire};
+use crate::config::{ChannelConfig, ChannelTarget};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{watch, Notify};
+use tokio::time::Instant;
+use tradeops_core::time::format_ts;
+use tradeops_core::{Clock, Timestamp};
+use tradeops_store::Database;
+
+/// Routine notices a channel queues before folding the next ones into a digest.
+pub const ROUTINE_QUEUE: usize = 32;
+/// Attempts of a routine notice before it is `FAILED`.
+const ROUTINE_ATTEMPTS: u32 = 5;
+/// Attempts of a critical notice (backoff capped at a minute: about ten minutes in all).
+const CRITICAL_ATTEMPTS: u32 = 14;
+/// The longest pause between attempts.
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+/// Delivery outcomes kept in memory for `POST /api/notifications/test` to wait on.
+const OUTCOMES_KEPT: usize = 64;
+
+/// A notice waiting to be sent on this channel.
+#[derive(Clone, Debug)]
+pub struct Pending {
+    /// Its delivery row (`None`: it could not be recorded — the database was unavailable —
+    /// and is sent all the same).
+    pub delivery_id: Option<i64>,
+    pub notice: Arc<Notice>,
+    pub attempts: u32,
+    /// Requests of [`steps`] already answered `Sent` (a retry resumes after them: a chat that
+    /// got the first part of a split message is not sent it again).
+    pub done: usize,
+}
+
+/// A delivery as the API shows it (`GET /api/notifications/deliveries`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeliveryState {
+    pub event_id: String,
+    pub kind: String,
+    pub channel: String,
+    pub status: &'static str,
+    pub attempts: u32,
+    pub created_at: Option<Timestamp>,
+    pub sent_at: Option<Timestamp>,
+    pub error: Option<String>,
+}
+
+/// What `GET /api/notifications/channels` shows of a channel.
+#[derive(Clone, Debug, Default)]
+pub struct Stats {
+    pub sent: u64,
+    pub failed: u64,
+    /// Routine notices folded into a digest.
+    pub dropped: u64,
+    pub last_sent_at: Option<Timestamp>,
+    pub last_error: Option<String>,
+    /// `OK`, `RETRYING` or `FAILING`.
+    pub state: &'static str,
+    /// When a `RETRYING` channel tries again.
+    pub retry_at: Option<Timestamp>,
+}
+
+/// Routine notices folded while the queue was full, told in one message once it has room.
+#[derive(Default)]
+struct Digest {
+    first_event: Option<String>,
+    by_kind: BTreeMap<String, u32>,
+    symbols: Vec<String>,
+    mode: String,
+    link: Option<String>,
+}
+
+#[derive(Default)]
+struct Queues {
+    critical: VecDeque<Pending>,
+    routine: VecDeque<Pending>,
+    digest: Digest,
+    stats: Stats,
+    outcomes: VecDeque<DeliveryState>,
+}
+
+/// What a push did with a notice.
+#[derive(Debug, PartialEq)]
+pub enum Queued {
+    Queued,
+    /// Folded into the digest: its record is to be marked `FOLDED`.
+    Folded,
+}
+
+pub struct Channel {
+    pub config: ChannelConfig,
+    queues: Mutex<Queues>,
+    wake: Notify,
+    /// Bumped at each delivery outcome (tests of the channel wait on it).
+    changed: watch::Sender<u64>,
+}
+
+impl Channel {
+    pub fn new(config: ChannelConfig) -> Arc<Channel> {
+        let queues = Queues { stats: Stats { state: "OK", ..Stats::default() }, ..Queues::default() };
+        Arc::new(Channel { config, queues: Mutex::new(queues), wake: Notify::new(), changed: watch::channel(0).0 })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Queues> {
+        self.queues.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queues `pending`: a critical notice (or a test) always; a routine one while fewer than
+    /// [`ROUTINE_QUEUE`] wait, else folded into the digest.
+    pub fn push(&self, pending: Pending) -> Queued {
+        let mut q = self.lock();
+        let queued = if pending.notice.critical || pending.notice.kind == "test" {
+            q.critical.push_back(pending);
+            Queued::Queued
+        } else if q.routine.len() < ROUTINE_QUEUE {
+            q.routine.push_back(pending);
+            Queued::Queued
+        } else {
+            let n = &pending.notice;
+            let digest = &mut q.digest;
+            digest.first_event.get_or_insert_with(|| n.event_id.clone());
+            *digest.by_kind.entry(n.kind.clone()).or_default() += 1;
+            if let Some(symbol) = &n.symbol {
+                if !digest.symbols.contains(symbol) {
+                    digest.symbols.push(symbol.clone());
+                }
+            }
+            digest.mode = n.mode.clone();
+            digest.link = digest.link.take().or_else(|| n.link.clone());
+            q.stats.dropped += 1;
+            Queued::Folded
+        };
+        drop(q);
+        self.wake.notify_one();
+        queued
+    }
+
+    /// Notices waiting.
+    pub fn queued(&self) -> usize {
+        let q = self.lock();
+        q.critical.len() + q.routine.len()
+    }
+
+    pub fn stats(&self) -> Stats {
+        self.lock().stats.clone()
+    }
+
+    /// Counts already stored (a restart or a new leader goes on from them).
+    pub fn seed_stats(
+        &self,
+        sent: u64,
+        failed: u64,
+        dropped: u64,
+        last_sent_at: Option<Timestamp>,
+        last_error: Option<String>,
+    ) {
+        let mut q = self.lock();
+        q.stats.sent += sent;
+        q.stats.failed += failed;
+        q.stats.dropped += dropped;
+        q.stats.last_sent_at = q.stats.last_sent_at.max(last_sent_at);
+        if q.stats.last_error.is_none() {
+            q.stats.last_error = last_error;
+        }
+    }
+
+    /// The latest outcome of `event_id` on this channel, while kept in memory.
+    pub fn outcome(&self, event_id: &str) -> Option<DeliveryState> {
+        self.lock().outcomes.iter().rev().find(|o| o.event_id == event_id).cloned()
+    }
+
+    /// Waits until `event_id` is `SENT` or `FAILED`, or `wait` passed; its state then.
+    pub async fn settle(&self, event_id: &str, wait: Duration) -> Option<DeliveryState> {
+        let mut changed = self.changed.subscribe();
+        let deadline = Instant::now() + wait;
+        loop {
+            let now = self.outcome(event_id);
+            if now.as_ref().is_some_and(|o| o.status != "RETRYING") {
+                return now;
+            }
+            if tokio::time::timeout_at(deadline, changed.changed()).await.is_err() {
+                return now;
+            }
+        }
+    }
+
+    fn record_outcome(&self, state: DeliveryState) {
+        let mut q = self.lock();
+        if q.outcomes.len() == OUTCOMES_KEPT {
+            q.outcomes.pop_front();
+        }
+        q.outcomes.push_back(state);
+        drop(q);
+        self.changed.send_modify(|n| *n += 1);
+    }
+
+    /// The next notice to send: critical ones first, then routine ones, then the digest of what
+    /// was folded once the routine queue is empty.
+    fn next(&self, clock: &dyn Clock) -> Option<(Pending, bool)> {
+        let mut q = self.lock();
+        if let Some(p) = q.critical.pop_front() {
+            return Some((p, true));
+        }
+        if let Some(p) = q.routine.pop_front() {
+            return Some((p, false));
+        }
+        let digest = std::mem::take(&mut q.digest);
+        let first = digest.first_event?;
+        let total: u32 = digest.by_kind.values().sum();
+        let kinds = digest.by_kind.iter().map(|(k, n)| format!("{n} {k}")).collect::<Vec<_>>().join(", ");
+        let mut symbols = digest.symbols.iter().take(12).cloned().collect::<Vec<_>>().join(", ");
+        if digest.symbols.len() > 12 {
+            symbols.push_str(", …");
+        }
+        let label = match digest.mode.as_str() {
+            "LIVE" => "🔴 LIVE",
+            other => other,
+        };
+        let notice = Notice {
+            event_id: format!("digest-{first}"),
+            kind: "digest".into(),
+            critical: false,
+            mode: digest.mode.clone(),
+            title: format!("{label} · {total} more notices, folded while this channel was busy"),
+            text: if symbols.is_empty() { kinds.clone() } else { format!("{kinds}\n{symbols}") },
+            link: digest.link.clone(),
+            symbol: None,
+            at: format_ts(&clock.now()),
+            data: serde_json::json!({"folded": digest.by_kind, "symbols": digest.symbols}),
+        };
+        Some((Pending { delivery_id: None, notice: Arc::new(notice), attempts: 0, done: 0 }, false))
+    }
+
+    fn set_state(&self, state: &'static str, retry_at: Option<Timestamp>, error: Option<String>) {
+        let mut q = self.lock();
+        q.stats.state = state;
+        q.stats.retry_at = retry_at;
+        if error.is_some() {
+            q.stats.last_error = error;
+        }
+    }
+}
+
+/// A token bucket per lane (a Telegram chat; one lane for the other kinds).
+struct Limiter {
+    burst: f64,
+    per_second: f64,
+    lanes: HashMap<i64, (f64, Instant)>,
+}
+
+impl Limiter {
+    /// The channel's published limits (CONTRACT §13): Telegram one message a second per chat
+    /// (groups, whose ids are negative, 20 a minute), Discord 5 per 2 seconds per webhook,
+    /// Slack one a second; ntfy and webhooks a small burst.
+    fn of(target: &ChannelTarget) -> Limiter {
+        let (burst, per_second) = match target {
+            ChannelTarget::Telegram { .. } => (1.0, 1.0),
+            ChannelTarget::Discord { .. } => (5.0, 2.5),
+            ChannelTarget::Slack { .. } => (1.0, 1.0),
+            ChannelTarget::Ntfy { .. } => (5.0, 1.0),
+            ChannelTarget::Webhook { .. } => (10.0, 10.0),
+        };
+        Limiter { burst, per_second, lanes: HashMap::new() }
+    }
+
+    async fn take(&mut self, lane: i64, telegram_group: bool) {
+        let per_second = if telegram_group { 1.0 / 3.0 } else { self.per_second };
+        let now = Instant::now();
+        let (tokens, at) = self.lanes.entry(lane).or_insert((self.burst, now));
+        *tokens = (*tokens + now.duration_since(*at).as_secs_f64() * per_second).min(self.burst);
+        *at = now;
+        if *tokens < 1.0 {
+            let wait = Duration::from_secs_f64((1.0 - *tokens) / per_second);
+            *tokens = 1.0;
+            *at = now + wait;
+            tokio::time::sleep(wait).await;
+        }
+        if let Some((tokens, _)) = self.lanes.get_mut(&lane) {
+            *tokens -= 1.0;
+        }
+    }
+}
+
+/// One request of a delivery.
+enum Step {
+    Telegram { chat_id: i64, text: String },
+    Discord(String),
+    Slack(String),
+    Ntfy,
+    Webhook(Vec<u8>),
+}
+
+/// Telegram's longest message.
+pub const TELEGRAM_LIMIT: usize = 4096;
+/// Discord's longest message.
+pub const DISCORD_LIMIT: usize = 2000;
+
+/// The requests that deliver `notice` on `target`, in order: a message per chat (Telegram),
+/// split where it is longer than the service takes.
+fn steps(target: &ChannelTarget, notice: &Notice) -> Vec<Step> {
+    match target {
+        ChannelTarget::Telegram { chat_ids, .. } => {
+            let parts = split(&notice.plain(), TELEGRAM_LIMIT);
+            chat_ids
+                .iter()
+                .flat_map(|chat| parts.iter().map(move |text| Step::Telegram { chat_id: *chat, text: text.clone() }))
+                .collect()
+        }
+        ChannelTarget::Discord { .. } => {
+            let mut text = format!("**{}**\n{}", notice.title, notice.text);
+            if let Some(link) = &notice.link {
+                text.push_str(&format!("\n<{link}>"));
+            }
+            split(&text, DISCORD_LIMIT).into_iter().map(Step::Discord).collect()
+        }
+        ChannelTarget::Slack { .. } => {
+            let escape = |s: &str| s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+            let mut text = format!("*{}*\n{}", escape(&notice.title), escape(&notice.text));
+            if let Some(link) = &notice.link {
+                text.push_str(&format!("\n<{link}|Open in the console>"));
+            }
+            vec![Step::Slack(text)]
+        }
+        ChannelTarget::Ntfy { .. } => vec![Step::Ntfy],
+        ChannelTarget::Webhook { .. } => {
+            vec![Step::Webhook(serde_json::to_vec(notice).expect("a notice serialises"))]
+        }
+    }
+}
+
+/// `text` in pieces of at most `limit` characters (counted in UTF-16 units, as Telegram counts
+/// them), cut at a line break where one is near, never inside a character.
+pub fn split(text: &str, limit: usize) -> Vec<String> {
+    let mut parts = Vec::new();
+    let mut rest = text;
+    while rest.encode_utf16().count() > limit {
+        let mut units = 0;
+        let mut cut = 0;
+        for (i, c) in rest.char_indices() {
+            if units + c.len_utf16() > limit {
+                break;
+            }
+            units += c.len_utf16();
+            cut = i + c.len_utf8();
+        }
+        // A line break in the last quarter of the piece is a better place to cut.
+        if let Some(nl) = rest[..cut].rfind('\n').filter(|nl| *nl >= cut * 3 / 4) {
+            cut = nl + 1;
+        }
+        parts.push(rest[..cut].trim_end_matches('\n').to_string());
+        rest = &rest[cut..];
+    }
+    if !rest.is_empty() || parts.is_empty() {
+        parts.push(rest.to_string());
+    }
+    parts
+}
+
+/// What the channel's task is given.
+pub struct Sender {
+    pub channel: Arc<Channel>,
+    pub wire: Arc<Wire>,
+    /// Fenced to the engine's term: a deposed leader's records are refused.
+    pub db: Database,
+    pub clock: Arc<dyn Clock>,
+}
+
+impl Sender {
+    /// Sends the channel's notices until the service stops.
+    pub async fn run(self) {
+        let mut limiter = Limiter::of(&self.channel.config.target);
+        loop {
+            let Some((mut pending, critical)) = self.channel.next(self.clock.as_ref()) else {
+                self.channel.wake.notified().await;
+                continue;
+            };
+            if pending.notice.kind == "digest" && pending.delivery_id.is_none() {
+                pending.delivery_id = self.record_digest(&pending.notice).await;
+            }
+            self.deliver(&mut limiter, pending, critical).await;
+        }
+    }
+
+    async fn record_digest(&self, notice: &Notice) -> Option<i64> {
+        let row = tradeops_store::NewDelivery {
+            event_id: notice.event_id.clone(),
+            channel: self.channel.config.name.clone(),
+            kind: notice.kind.clone(),
+            critical: false,
+            message: serde_json::to_string(notice).expect("a notice serialises"),
+            created_at: self.clock.now().timestamp_millis(),
+        };
+        match self.db.record_deliveries(&[row]).await {
+            Ok(ids) => ids.first().map(|(id, _)| *id),
+            Err(e) => {
+                tracing::warn!(channel = %self.channel.config.name, error = %e, "could not record a digest; sending it all the same");
+                None
+            }
+        }
+    }
+
+    /// Sends one notice to the end: `SENT`, or `FAILED` after its attempts (or at once when the
+    /// service refuses it for good).
+    async fn deliver(&self, limiter: &mut Limiter, mut pending: Pending, critical: bool) {
+        let name = self.channel.config.name.clone();
+        let steps = steps(&self.channel.config.target, &pending.notice);
+        let max_attempts = if critical { CRITICAL_ATTEMPTS } else { ROUTINE_ATTEMPTS };
+        let created_at = None;
+        loop {
+            let mut failure = None;
+            while pending.done < steps.len() {
+                let step = &steps[pending.done];
+                let (lane, group) = match step {
+                    Step::Telegram { chat_id, .. } => (*chat_id, *chat_id < 0),
+                    _ => (0, false),
+                };
+                limiter.take(lane, group).await;
+                match self.send(step, &pending.notice).await {
+                    Outcome::Sent => pending.done += 1,
+                    other => {
+                        failure = Some(other);
+                        break;
+                    }
+                }
+            }
+            pending.attempts += 1;
+            let state = |status: &'static str, sent_at: Option<Timestamp>, error: Option<String>, attempts: u32| {
+                DeliveryState {
+                    event_id: pending.notice.event_id.clone(),
+                    kind: pending.notice.kind.clone(),
+                    channel: name.clone(),
+                    status,
+                    attempts,
+                    created_at,
+                    sent_at,
+                    error,
+                }
+            };
+            let Some(failure) = failure else {
+                let now = self.clock.now();
+                self.update(&pending, "SENT", Some(now), None).await;
+                {
+                    let mut q = self.channel.lock();
+                    q.stats.sent += 1;
+                    q.stats.last_sent_at = Some(now);
+                }
+                self.channel.set_state("OK", None, None);
+                self.channel.record_outcome(state("SENT", Some(now), None, pending.attempts));
+                return;
+            };
+            let (pause, error) = match failure {
+                Outcome::RetryAfter(pause, error) => (Some(pause), error),
+                Outcome::Retry(error) if pending.attempts < max_attempts => (Some(backoff(pending.attempts)), error),
+                Outcome::Retry(error) | Outcome::Failed(error) => (None, error),
+                Outcome::Sent => unreachable!("a failure"),
+            };
+            match pause {
+                Some(pause) => {
+                    let retry_at = self.clock.now() + chrono::Duration::milliseconds(pause.as_millis() as i64);
+                    tracing::info!(channel = %name, attempts = pending.attempts, error = %error, "notification will be retried");
+                    self.update(&pending, "RETRYING", None, Some(&error)).await;
+                    self.channel.set_state("RETRYING", Some(retry_at), Some(error.clone()));
+                    self.channel.record_outcome(state("RETRYING", None, Some(error), pending.attempts));
+                    tokio::time::sleep(pause).await;
+                }
+                None => {
+                    tracing::warn!(channel = %name, attempts = pending.attempts, error = %error, "notification failed");
+                    self.update(&pending, "FAILED", None, Some(&error)).await;
+                    self.channel.lock().stats.failed += 1;
+                    self.channel.set_state("FAILING", None, Some(error.clone()));
+                    self.channel.record_outcome(state("FAILED", None, Some(error), pending.attempts));
+                    return;
+                }
+            }
+        }
+    }
+
+    async fn send(&self, step: &Step, notice: &Notice) -> Outcome {
+        let wire = &self.wire;
+        match (&self.channel.config.target, step) {
+            (ChannelTarget::Telegram { bot_token, api_url, .. }, Step::Telegram { chat_id, text }) => {
+                wire.telegram_send(api_url, bot_token.expose(), *chat_id, text, None).await
+            }
+            (ChannelTarget::Discord { webhook_url }, Step::Discord(text)) => {
+                wire.discord(webhook_url.expose(), text).await
+            }
+            (ChannelTarget::Slack { webhook_url }, Step::Slack(text)) => wire.slack(webhook_url.expose(), text).await,
+            (ChannelTarget::Ntfy { url, token }, Step::Ntfy) => {
+                let tags: &[&str] = if notice.critical { &["rotating_light"] } else { &[] };
+                let priority = match (notice.critical, notice.mode.as_str()) {
+                    (true, "LIVE") => 5,
+                    (true, _) => 4,
+                    _ => 3,
+                };
+                let message = NtfyMessage {
+                    title: &notice.title,
+                    body: &notice.text,
+                    priority,
+                    tags,
+                    click: notice.link.as_deref(),
+                };
+                wire.ntfy(url.expose(), token.as_ref().map(|t| t.expose()), &message).await
+            }
+            (ChannelTarget::Webhook { url, secret }, Step::Webhook(body)) => {
+                wire.webhook(url.expose(), secret.as_ref().map(|s| s.expose()), &notice.event_id, body).await
+            }
+            _ => Outcome::Failed("a step of another channel kind".into()),
+        }
+    }
+
+    async fn update(&self, pending: &Pending, status: &str, sent_at: Option<Timestamp>, error: Option<&str>) {
+        let Some(id) = pending.delivery_id else { return };
+        let sent_at = sent_at.map(|t| t.timestamp_millis());
+        if let Err(e) = self.db.update_delivery(id, status, pending.attempts as i64, sent_at, error).await {
+            tracing::warn!(channel = %self.channel.config.name, error = %e, "could not store a notification's delivery");
+        }
+    }
+}
+
+/// The pause before attempt `attempts + 1`: 1 s, 2 s, 4 s, … up to a minute.
+fn backoff(attempts: u32) -> Duration {
+    Duration::from_secs(1u64 << attempts.saturating_sub(1).min(6)).min(MAX_BACKOFF)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Telegram takes 4,096 characters: a longer message goes in parts, none longer, nothing
+    /// lost, cut at a line break where one is near.
+    #[test]
+    fn long_messages_are_split_not_lost() {
+        let line = "x".repeat(99);
+        let text = vec![line.as_str(); 100].join("\n");
+        let parts = split(&text, TELEGRAM_LIMIT);
+        assert_eq!(parts.len(), 3);
+        assert!(parts.iter().all(|p| p.encode_utf16().count() <= TELEGRAM_LIMIT));
+        assert_eq!(parts.join("\n"), text, "nothing lost");
+        let emoji = "🔴".repeat(3000);
+        let parts = split(&emoji, TELEGRAM_LIMIT);
+        assert!(parts.iter().all(|p| p.encode_utf16().count() <= TELEGRAM_LIMIT));
+        assert_eq!(parts.concat(), emoji);
+        assert_eq!(split("short", TELEGRAM_LIMIT), ["short"]);
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_a_minute() {
+        let pauses: Vec<u64> = (1..=9).map(|a| backoff(a).as_secs()).collect();
+        assert_eq!(pauses, [1, 2, 4, 8, 16, 32, 60, 60, 60]);
+    }
+}
