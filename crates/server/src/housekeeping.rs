@@ -1,6 +1,6 @@
 //! Housekeeping that keeps the disk bounded, woken every second and timed by the
 //! injected clock: aggregated refusals are written ([`crate::refusals`]), audit rows older than
-//! `audit.retention_days` are pruned every hour (first at start), and SQLite's write-ahead log
+//! `audit.retention_days` (and notification deliveries as old) are pruned every hour (first at start), and SQLite's write-ahead log
 //! is checkpointed every [`WAL_CHECKPOINT_EVERY`] (truncated when long: see
 //! `Database::checkpoint_wal`). What it works on is passed in as [`Housekeeping`].
 
@@ -73,6 +73,12 @@ pub async fn prune_audit(state: &Housekeeping, now: Timestamp) {
             tracing::info!(deleted, retention_days = state.retention_days, "pruned the audit log")
         }
         Err(e) => tracing::warn!(error = %e, "could not prune the audit log"),
+    }
+    // Notification deliveries are kept as long as the audit (those still to send always).
+    match state.db.prune_deliveries(cutoff.timestamp_millis()).await {
+        Ok(0) => {}
+        Ok(deleted) => tracing::info!(deleted, "pruned the notification deliveries"),
+        Err(e) => tracing::warn!(error = %e, "could not prune the notification deliveries"),
     }
 }
 

@@ -315,20 +315,11 @@ fn steps(target: &ChannelTarget, notice: &Notice) -> Vec<Step> {
                 .collect()
         }
         ChannelTarget::Discord { .. } => {
-            let mut text = format!("**{}**\n{}", notice.title, notice.text);
-            if let Some(link) = &notice.link {
-                text.push_str(&format!("\n<{link}>"));
-            }
+            let text = format!("**{}**\n{}", notice.title, notice.plain_body());
             split(&text, DISCORD_LIMIT).into_iter().map(Step::Discord).collect()
         }
-        ChannelTarget::Slack { .. } => {
-            let escape = |s: &str| s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
-            let mut text = format!("*{}*\n{}", escape(&notice.title), escape(&notice.text));
-            if let Some(link) = &notice.link {
-                text.push_str(&format!("\n<{link}|Open in the console>"));
-            }
-            vec![Step::Slack(text)]
-        }
+        // The wire escapes Slack's `&`, `<` and `>`: a bare link is still a link.
+        ChannelTarget::Slack { .. } => vec![Step::Slack(format!("*{}*\n{}", notice.title, notice.plain_body()))],
         ChannelTarget::Ntfy { .. } => vec![Step::Ntfy],
         ChannelTarget::Webhook { .. } => {
             vec![Step::Webhook(serde_json::to_vec(notice).expect("a notice serialises"))]
@@ -549,6 +540,52 @@ mod tests {
         assert!(parts.iter().all(|p| p.encode_utf16().count() <= TELEGRAM_LIMIT));
         assert_eq!(parts.concat(), emoji);
         assert_eq!(split("short", TELEGRAM_LIMIT), ["short"]);
+    }
+
+    fn notice(id: usize, kind: &str, critical: bool) -> Pending {
+        let notice = Notice {
+            event_id: id.to_string(),
+            kind: kind.into(),
+            critical,
+            mode: "LIVE".into(),
+            title: format!("n{id}"),
+            text: String::new(),
+            link: None,
+            symbol: Some(format!("S{}", id % 3)),
+            at: String::new(),
+            data: serde_json::Value::Null,
+        };
+        Pending { delivery_id: Some(id as i64), notice: Arc::new(notice), attempts: 0, done: 0 }
+    }
+
+    /// A full queue folds routine notices into one digest, sent once the queue has drained;
+    /// critical ones are never folded and go first.
+    #[test]
+    fn a_full_queue_folds_routine_notices_and_never_a_critical_one() {
+        let config = crate::config::ChannelConfig {
+            name: "c".into(),
+            events: super::super::kinds::NoticeKind::DEFAULT.to_vec(),
+            target: ChannelTarget::Slack { webhook_url: crate::config::Secret::new("http://x") },
+        };
+        let channel = Channel::new(config);
+        let clock = tradeops_core::ManualClock::new(tradeops_core::time::parse_ts("2026-11-20T21:00:00Z").unwrap());
+        for i in 0..ROUTINE_QUEUE + 10 {
+            let queued = channel.push(notice(i, "order.filled", false));
+            assert_eq!(queued, if i < ROUTINE_QUEUE { Queued::Queued } else { Queued::Folded }, "notice {i}");
+        }
+        for i in 100..150 {
+            assert_eq!(channel.push(notice(i, "position.stopped_out", true)), Queued::Queued, "critical {i}");
+        }
+        assert_eq!(channel.queued(), ROUTINE_QUEUE + 50);
+        assert_eq!(channel.stats().dropped, 10);
+        let order: Vec<(String, bool)> = std::iter::from_fn(|| channel.next(&clock))
+            .map(|(p, critical)| (p.notice.event_id.clone(), critical))
+            .collect();
+        assert_eq!(order.len(), 50 + ROUTINE_QUEUE + 1, "every queued notice and one digest");
+        assert!(order[..50].iter().all(|(_, critical)| *critical), "critical first");
+        let (digest, _) = order.last().unwrap();
+        assert_eq!(digest, &format!("digest-{ROUTINE_QUEUE}"));
+        assert!(channel.next(&clock).is_none(), "the digest is sent once");
     }
 
     #[test]

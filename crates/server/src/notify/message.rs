@@ -69,12 +69,15 @@ impl Notice {
 
     /// Title, text and link as one plain-text message.
     pub fn plain(&self) -> String {
-        let mut out = format!("{}\n{}", self.title, self.text);
-        if let Some(link) = &self.link {
-            out.push('\n');
-            out.push_str(link);
+        format!("{}\n{}", self.title, self.plain_body())
+    }
+
+    /// Text and link, a line each.
+    pub fn plain_body(&self) -> String {
+        match &self.link {
+            Some(link) => format!("{}\n{link}", self.text),
+            None => self.text.clone(),
         }
-        out
     }
 }
 
@@ -159,10 +162,12 @@ pub struct Tracker {
 }
 
 impl Tracker {
-    /// Starting from the positions held now (a close of one of them is told).
+    /// Starting from the positions held now (a close of one of them is told) and the trading
+    /// state now (told again only when it changes: a restart does not repeat a halt).
     pub fn new(
         console_url: String,
         held: impl IntoIterator<Item = (Symbol, u64, Protection, Option<Levels>)>,
+        risk_state: TradingState,
     ) -> Tracker {
         Tracker {
             console_url,
@@ -173,7 +178,7 @@ impl Tracker {
                 .collect(),
             last_exit: BTreeMap::new(),
             fills: Vec::new(),
-            risk_state: None,
+            risk_state: Some(risk_state),
             generation: 0,
         }
     }
@@ -229,37 +234,38 @@ impl Tracker {
                     out.push(self.closed(position, mode, id, &at));
                 }
             }
-            Event::RiskStateChanged(RiskChange::TradingState { state, halt }) => {
-                if self.risk_state.replace(*state) != Some(*state) {
-                    let name = format!("{state:?}").to_uppercase();
-                    let (title, text) = match (state, halt) {
-                        (TradingState::Halted, Some(h)) => (
-                            format!("{} · trading HALTED", mode_label(mode)),
-                            format!("Emergency halt by {}: {}\nOpen positions are being closed.", h.actor, h.reason),
-                        ),
-                        (TradingState::Reducing, _) => (
-                            format!("{} · trading REDUCING", mode_label(mode)),
-                            "The daily loss limit was reached: only orders that reduce risk are accepted.".into(),
-                        ),
-                        (TradingState::Active, _) => {
-                            (format!("{} · trading ACTIVE", mode_label(mode)), "New entries are accepted again.".into())
-                        }
-                        (_, None) => (format!("{} · trading {name}", mode_label(mode)), String::new()),
-                    };
-                    out.push(Notice {
-                        event_id: id.to_string(),
-                        kind: NoticeKind::RiskStateChanged.as_str().into(),
-                        critical: true,
-                        mode: mode.as_str().into(),
-                        title,
-                        text,
-                        link: self.link("health"),
-                        symbol: None,
-                        at: at.clone(),
-                        data: json!({"state": name, "reason": halt.as_ref().map(|h| &h.reason),
+            // Told when the state changes, not at each repeat of it.
+            Event::RiskStateChanged(RiskChange::TradingState { state, halt })
+                if self.risk_state.replace(*state) != Some(*state) =>
+            {
+                let name = format!("{state:?}").to_uppercase();
+                let (title, text) = match (state, halt) {
+                    (TradingState::Halted, Some(h)) => (
+                        format!("{} · trading HALTED", mode_label(mode)),
+                        format!("Emergency halt by {}: {}\nOpen positions are being closed.", h.actor, h.reason),
+                    ),
+                    (TradingState::Reducing, _) => (
+                        format!("{} · trading REDUCING", mode_label(mode)),
+                        "The daily loss limit was reached: only orders that reduce risk are accepted.".into(),
+                    ),
+                    (TradingState::Active, _) => {
+                        (format!("{} · trading ACTIVE", mode_label(mode)), "New entries are accepted again.".into())
+                    }
+                    (_, None) => (format!("{} · trading {name}", mode_label(mode)), String::new()),
+                };
+                out.push(Notice {
+                    event_id: id.to_string(),
+                    kind: NoticeKind::RiskStateChanged.as_str().into(),
+                    critical: true,
+                    mode: mode.as_str().into(),
+                    title,
+                    text,
+                    link: self.link("health"),
+                    symbol: None,
+                    at: at.clone(),
+                    data: json!({"state": name, "reason": halt.as_ref().map(|h| &h.reason),
                                      "actor": halt.as_ref().map(|h| &h.actor)}),
-                    });
-                }
+                });
             }
             Event::RiskViolation(v) => {
                 let message = match &v.detail {

@@ -305,7 +305,7 @@ impl Notifier {
             .iter()
             .filter(|p| p.position.quantity > 0)
             .map(|p| (p.position.symbol.clone(), p.position.quantity, p.protection.clone(), p.levels));
-        let mut tracker = Tracker::new(self.console_url.clone(), held);
+        let mut tracker = Tracker::new(self.console_url.clone(), held, view.trading_state);
         let mut last = 0u64;
         let mut tick = tokio::time::interval(Duration::from_millis(500));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

@@ -26,6 +26,7 @@ mod halts;
 mod health;
 mod hostile;
 mod jobs;
+mod notifications;
 mod openapi;
 mod outage;
 mod parity;
