@@ -480,6 +480,135 @@ fn status_name(status: HealthStatus) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::{Arc, OnceLock};
+    use tradeops_core::engine::StrategyStatus;
+    use tradeops_core::positions::Position;
+    use tradeops_core::trades::fixtures::{d, fill, order};
+
+    fn stored(id: u64, event: Event) -> StoredEvent {
+        StoredEvent {
+            id,
+            timestamp: "2026-03-02T15:30:00.000Z".into(),
+            mode: TradingMode::Live,
+            event,
+            wall_time: String::new(),
+            wire: OnceLock::new(),
+        }
+    }
+
+    fn order_update(o: &Order) -> Event {
+        Event::OrderUpdated { order: Arc::new(o.clone()), mode: TradingMode::Live, broker: "alpaca" }
+    }
+
+    fn position(quantity: u64, realized: &str, kind: ProtectionKind) -> Event {
+        let mut p = Position::new(Symbol::parse("ABC").unwrap());
+        p.quantity = quantity;
+        p.cost_basis = d("10") * Decimal::from(quantity);
+        p.realized_pnl = d(realized);
+        p.fees = d("1");
+        Event::PositionUpdated {
+            position: p,
+            status: StrategyStatus::Hold,
+            levels: Some(Levels { stop_loss: d("9.50"), target: None }),
+            halted: false,
+            protection: Protection { kind, order_id: None },
+        }
+    }
+
+    fn tracker() -> Tracker {
+        Tracker::new("https://desk".into(), Vec::new(), TradingState::Active)
+    }
+
+    /// An entry's fill is told once its position's update says what protects it; LIVE first.
+    #[test]
+    fn a_fill_is_told_with_what_protects_its_position() {
+        let mut t = tracker();
+        let mut buy = order("b1", Side::Buy, 100, 0, "FIRST_PULLBACK_BREAKOUT: broke out", Some("momentum"));
+        fill(&mut buy, 100, "10.00", 1);
+        assert!(t.observe(&stored(1, order_update(&buy))).is_empty(), "waits for the position");
+        let told = t.observe(&stored(2, position(100, "0", ProtectionKind::Broker)));
+        assert_eq!(told.len(), 1);
+        let n = &told[0];
+        assert_eq!((n.kind.as_str(), n.event_id.as_str(), n.critical), ("order.filled", "1", false));
+        assert_eq!(n.title, "🔴 LIVE · ABC BUY 100 @ $10.00");
+        assert!(n.text.contains("entry filled · momentum · $1,000.00"), "{}", n.text);
+        assert!(n.text.contains("100 shares held, protected at the broker (stop at $9.50)"), "{}", n.text);
+        assert_eq!(n.link.as_deref(), Some("https://desk/#/positions?symbol=ABC"));
+        assert!(t.observe(&stored(3, order_update(&buy))).is_empty(), "told once");
+        // A fill whose position's update never comes is told after a generation or two.
+        let mut other = order("b2", Side::Buy, 5, 2, "manual order", None);
+        fill(&mut other, 5, "10.00", 2);
+        t.observe(&stored(4, order_update(&other)));
+        assert!(t.flush_stale_fills().is_empty(), "not at the first tick");
+        assert_eq!(t.flush_stale_fills().len(), 1, "at the second");
+    }
+
+    /// A close by a stop is a stop-out (critical), with the trade's net P&L; another close is a
+    /// routine close; a channel that wants closes gets a stop-out too, once.
+    #[test]
+    fn a_stop_out_is_critical_and_a_close_names_its_exit() {
+        let mut t = tracker();
+        t.observe(&stored(1, position(100, "0", ProtectionKind::Engine)));
+        let mut sell = order("s1", Side::Sell, 100, 5, "STOP_LOSS: the stop at 9.50 was touched", Some("momentum"));
+        fill(&mut sell, 100, "9.50", 6);
+        t.observe(&stored(2, order_update(&sell)));
+        let told = t.observe(&stored(3, position(0, "-50", ProtectionKind::None)));
+        let stop = told.iter().find(|n| n.kind == "position.stopped_out").expect("a stop-out");
+        assert!(stop.critical);
+        assert_eq!(stop.title, "🔴 LIVE · ABC stopped out −$51.00", "net of fees");
+        assert!(stop.text.starts_with("momentum · STOP_LOSS"), "{}", stop.text);
+        assert!(stop.wanted_by(&[NoticeKind::PositionClosed]) && stop.wanted_by(&[NoticeKind::PositionStoppedOut]));
+        assert!(!stop.wanted_by(&[NoticeKind::OrderFilled]));
+
+        t.observe(&stored(4, position(10, "0", ProtectionKind::None)));
+        let mut close = order("s2", Side::Sell, 10, 7, "manual close: done", None);
+        fill(&mut close, 10, "12.00", 8);
+        t.observe(&stored(5, order_update(&close)));
+        let told = t.observe(&stored(6, position(0, "20", ProtectionKind::None)));
+        let closed = told.iter().find(|n| n.kind == "position.closed").expect("a close");
+        assert!(!closed.critical);
+        assert_eq!(closed.title, "🔴 LIVE · ABC closed +$19.00");
+        assert!(closed.text.starts_with("manual · MANUAL_CLOSE"), "{}", closed.text);
+    }
+
+    /// A trading halt of a held symbol says how much is held and what protects it; the risk
+    /// state is told when it changes only.
+    #[test]
+    fn a_halt_of_a_held_symbol_and_the_risk_state() {
+        let mut t = tracker();
+        t.observe(&stored(1, position(300, "0", ProtectionKind::Engine)));
+        let halt = tradeops_core::market::SymbolHalt::new(
+            "LUDP",
+            "Volatility trading pause",
+            tradeops_core::trades::fixtures::t(0),
+        );
+        let told =
+            t.observe(&stored(2, Event::SymbolStatus { symbol: Symbol::parse("ABC").unwrap(), halt: Some(halt) }));
+        assert_eq!(told[0].kind, "symbol.halted");
+        assert!(told[0].critical);
+        assert_eq!(told[0].title, "🔴 LIVE · ABC trading HALTED");
+        assert!(
+            told[0].text.contains("You hold 300 shares, protected by the engine (stop at $9.50)."),
+            "{}",
+            told[0].text
+        );
+        let resumed = t.observe(&stored(3, Event::SymbolStatus { symbol: Symbol::parse("ABC").unwrap(), halt: None }));
+        assert_eq!((resumed[0].kind.as_str(), resumed[0].critical), ("symbol.resumed", false));
+
+        let active = Event::RiskStateChanged(crate::events::RiskChange::TradingState {
+            state: TradingState::Active,
+            halt: None,
+        });
+        assert!(t.observe(&stored(4, active.clone())).is_empty(), "no change");
+        let reducing = Event::RiskStateChanged(crate::events::RiskChange::TradingState {
+            state: TradingState::Reducing,
+            halt: None,
+        });
+        let told = t.observe(&stored(5, reducing.clone()));
+        assert_eq!(told[0].title, "🔴 LIVE · trading REDUCING");
+        assert!(t.observe(&stored(6, reducing)).is_empty(), "told once");
+        assert_eq!(t.observe(&stored(7, active)).len(), 1);
+    }
 
     #[test]
     fn dollars_read_at_a_glance() {

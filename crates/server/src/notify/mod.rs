@@ -31,7 +31,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::task::JoinHandle;
-use tradeops_core::calendar::SessionPhase;
+use tradeops_core::calendar::{MarketCalendar, SessionPhase, SessionView, TradingDay};
 use tradeops_core::time::format_ts;
 use tradeops_core::Clock;
 use tradeops_store::{AuditRepository, Database, DeliveryRecord, NewDelivery, StoreError, TradingRepository};
@@ -306,6 +306,8 @@ impl Notifier {
             .filter(|p| p.position.quantity > 0)
             .map(|p| (p.position.symbol.clone(), p.position.quantity, p.protection.clone(), p.levels));
         let mut tracker = Tracker::new(self.console_url.clone(), held, view.trading_state);
+        let calendar = MarketCalendar::new(deps.settings.current().runtime.market_calendar);
+        let mut trading_day = calendar.session(deps.market_clock.now()).day;
         let mut last = 0u64;
         let mut tick = tokio::time::interval(Duration::from_millis(500));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -333,7 +335,10 @@ impl Notifier {
                 last = last.max(event.id);
                 let mut notices = tracker.observe(&event);
                 if let Event::MarketSession(view) = &event.event {
-                    notices.extend(self.day_summary(view, &deps, event.mode).await);
+                    if let Some(date) = day_ended(view, trading_day.as_ref()) {
+                        notices.extend(self.day_summary(date, &deps, event.mode).await);
+                    }
+                    trading_day = view.day;
                 }
                 for notice in notices {
                     if self.send_notice(notice).await.is_err() {
@@ -355,22 +360,18 @@ impl Notifier {
         }
     }
 
-    /// `session.summary` once the day's last session has closed (20:00 New York; 17:00 on an
-    /// early close): the day's P&L, its trades and their win rate, what is still held.
+    /// `session.summary` of `date`: the day's P&L, its trades and their win rate, what is still
+    /// held. Its id names the date and mode: a day is summed up once per channel, whatever
+    /// restarts or failovers happen.
     async fn day_summary(
         &self,
-        view: &tradeops_core::calendar::SessionView,
+        date: chrono::NaiveDate,
         deps: &NotifierDeps,
         mode: tradeops_core::TradingMode,
     ) -> Option<Notice> {
-        let day = view.day?;
-        if view.session != SessionPhase::Closed || view.next_session_at <= day.after_hours_close {
-            return None;
-        }
         if !self.channels.iter().any(|c| c.config.wants(kinds::NoticeKind::SessionSummary)) {
             return None;
         }
-        let date = day.date;
         let settings = deps.settings.current();
         let orders = match self.db.all_orders().await {
             Ok(orders) => orders,
@@ -391,6 +392,10 @@ impl Notifier {
             .filter(|p| p.position.quantity > 0)
             .map(|p| format!("{} {}", p.position.symbol, p.position.quantity))
             .collect();
+        if today.is_empty() && held.is_empty() {
+            // A day without a trade and flat at its end is not news.
+            return None;
+        }
         let win_rate = if today.is_empty() { "—".to_string() } else { format!("{}%", winners * 100 / today.len()) };
         let best =
             today.iter().max_by_key(|t| t.net_pnl).map(|t| format!("best {} {}", t.symbol, dollars(t.net_pnl, true)));
@@ -424,4 +429,17 @@ impl Notifier {
                                      "daily_pnl": engine.daily_pnl.round_dp(2).to_string(), "held": held}),
         })
     }
+}
+
+/// The trading day that `view` (a `market.session` event) says has ended: the day's last session
+/// closed (20:00 New York, 17:00 on an early close), or the date moved on from `before`, the
+/// trading day of the view before (a calendar that is open all day, as the simulated market's
+/// is, has no close but midnight).
+fn day_ended(view: &SessionView, before: Option<&TradingDay>) -> Option<chrono::NaiveDate> {
+    if let Some(day) = view.day {
+        if view.session == SessionPhase::Closed && view.next_session_at > day.after_hours_close {
+            return Some(day.date);
+        }
+    }
+    before.filter(|b| b.date != view.trading_day).map(|b| b.date)
 }

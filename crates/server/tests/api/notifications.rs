@@ -522,3 +522,123 @@ async fn a_viewer_channel_reads_and_cannot_halt() {
     let audit = app.get("/api/audit?action=notifications.telegram_command").await;
     assert_eq!(audit.assert_ok(200)[0]["actor"], "telegram:@bob");
 }
+
+/// The day's summary comes once the trading day ends (midnight New York on the simulated
+/// market's calendar, which is open all day): its trades, win rate and P&L, once per channel.
+#[tokio::test]
+async fn the_day_is_summed_up_once_after_it_ends() {
+    let stand_in = StandIn::start().await;
+    let base = stand_in.base.clone();
+    let app = spawn_app_with(|c| {
+        c.notifications = every_kind(&base, "none");
+        c.sim.symbols = 20;
+    })
+    .await;
+    let (symbol, _) = app.market_symbols(1).await.remove(0);
+    let placed = app.post("/api/orders", ADMIN_TOKEN, json!({"symbol": symbol, "side": "BUY", "quantity": 10})).await;
+    let id = placed.assert_ok(201)["client_order_id"].as_str().unwrap().to_string();
+    app.wait_for_order(&id, "FILLED").await;
+    let close = app.post("/api/positions/close", ADMIN_TOKEN, json!({"symbol": symbol})).await;
+    let close_id = close.assert_ok(200)["close_order_client_order_id"].as_str().unwrap().to_string();
+    app.wait_for_order(&close_id, "FILLED").await;
+
+    // Friday 2026-11-20 ends at midnight New York (05:00 UTC).
+    app.market.set(tradeops_core::time::parse_ts("2026-11-21T05:00:01Z").unwrap());
+    let summary = stand_in.wait_for("/hook", 200, "day summary 2026-11-20").await;
+    let body = summary.json();
+    assert_eq!(body["kind"], "session.summary");
+    assert_eq!(body["event_id"], "summary-2026-11-20-PAPER");
+    assert_eq!((body["data"]["trades"].as_u64(), body["data"]["held"].as_array().map(Vec::len)), (Some(1), Some(0)));
+    assert!(body["text"].as_str().unwrap().starts_with("1 trades · win rate "), "{body}");
+    assert!(body["link"].as_str().unwrap().ends_with("/#/pnl?date=2026-11-20"));
+    // The next midnight: a day with no trade, flat, is not news; the summary is not repeated.
+    app.market.set(tradeops_core::time::parse_ts("2026-11-22T05:00:01Z").unwrap());
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let summaries: Vec<Value> =
+        stand_in.seen("/hook").iter().map(|s| s.json()).filter(|b| b["kind"] == "session.summary").collect();
+    assert_eq!(summaries.len(), 1, "{summaries:?}");
+}
+
+/// A real `tradeops serve` process, logging at `debug`, whose channels fail every way they can
+/// (a bot token Telegram refuses, a webhook that is not there, a signed webhook answering 500):
+/// its logs show the failures and never a token, a webhook URL or a secret.
+#[test]
+fn secrets_never_reach_the_logs() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let stand_in = rt.block_on(StandIn::start());
+    stand_in.then_answer(
+        "/sendMessage",
+        401,
+        &[],
+        json!({"ok": false, "error_code": 401, "description": "Unauthorized"}),
+    );
+    stand_in.set_down("/hook", true);
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!(
+        r#"
+[[notifications.channels]]
+kind = "telegram"
+name = "phone"
+bot_token = "{TELEGRAM_TOKEN}"
+chat_ids = [42]
+api_url = "{base}"
+
+[[notifications.channels]]
+kind = "discord"
+name = "team"
+webhook_url = "http://127.0.0.1:1/api/webhooks/1/SECRET-discord"
+
+[[notifications.channels]]
+kind = "webhook"
+name = "ops"
+url = "{base}/hook?key=SECRET-query"
+secret = "{WEBHOOK_SECRET}"
+"#,
+        base = stand_in.base
+    );
+    std::fs::write(dir.path().join("tradeops.toml"), config).unwrap();
+    let log = std::fs::File::create(dir.path().join("log")).unwrap();
+    let mut child = crate::cli::tradeops(dir.path())
+        .arg("--config")
+        .arg(dir.path().join("tradeops.toml"))
+        .arg("serve")
+        .env("TRADEOPS_ADMIN_TOKEN", ADMIN_TOKEN)
+        .env("TRADEOPS_LOG", "debug")
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let read_log = || std::fs::read_to_string(dir.path().join("log")).unwrap_or_default();
+    let mut base = None;
+    for _ in 0..300 {
+        if let Some(line) = read_log().lines().find(|l| l.contains("listening on ")) {
+            base = line.split("listening on ").nth(1).and_then(|r| r.split_whitespace().next()).map(str::to_string);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let base = base.unwrap_or_else(|| {
+        let _ = child.kill();
+        panic!("the service never listened: {}", read_log())
+    });
+    let client = reqwest::Client::new();
+    for channel in ["phone", "team", "ops"] {
+        let reply = rt.block_on(
+            client
+                .post(format!("{base}/api/notifications/test"))
+                .bearer_auth(ADMIN_TOKEN)
+                .json(&json!({"channel": channel}))
+                .send(),
+        );
+        assert_eq!(reply.unwrap().status(), 200, "{channel}");
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let logs = read_log();
+    assert!(logs.contains("notification failed"), "the refused bot token is logged: {logs}");
+    assert!(logs.contains("notification will be retried"), "the failing webhooks are logged");
+    for secret in ["SECRET", "777:"] {
+        let leaks: Vec<&str> = logs.lines().filter(|l| l.contains(secret)).collect();
+        assert!(leaks.is_empty(), "{secret} in the logs: {leaks:#?}");
+    }
+}
