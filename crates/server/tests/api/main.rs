@@ -27,6 +27,7 @@ mod health;
 mod hostile;
 mod jobs;
 mod notifications;
+mod notify_cluster;
 mod openapi;
 mod outage;
 mod parity;
