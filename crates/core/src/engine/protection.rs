@@ -130,10 +130,14 @@ fn protective_reason(legs: &ExitLegs, quantity: u64, symbol: &Symbol) -> String 
     if let Some(limit) = legs.stop_limit_price {
         text.push_str(&format!(" (limit {})", limit.normalize()));
     }
-    if let Some(target) = legs.take_profit {
-        text.push_str(&format!(" and a take-profit at {}", target.normalize()));
-    }
-    text.push_str(&format!(" protect {quantity} {symbol} at the broker"));
+    let verb = match legs.take_profit {
+        Some(target) => {
+            text.push_str(&format!(" and a take-profit at {}", target.normalize()));
+            "protect"
+        }
+        None => "protects",
+    };
+    text.push_str(&format!(" {verb} {quantity} {symbol} at the broker"));
     text
 }
 

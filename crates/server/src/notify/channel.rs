@@ -448,7 +448,10 @@ impl Sender {
                 return;
             };
             let (pause, error) = match failure {
-                Outcome::RetryAfter(pause, error) => (Some(pause), error),
+                // A channel that keeps answering `429` is waited out for twice the attempts
+                // of a failure, then given up like one: it must not hold its queue forever.
+                Outcome::RetryAfter(pause, error) if pending.attempts < 2 * max_attempts => (Some(pause), error),
+                Outcome::RetryAfter(_, error) => (None, error),
                 Outcome::Retry(error) if pending.attempts < max_attempts => (Some(backoff(pending.attempts)), error),
                 Outcome::Retry(error) | Outcome::Failed(error) => (None, error),
                 Outcome::Sent => unreachable!("a failure"),

@@ -132,6 +132,8 @@ fn protection_words(protection: &Protection, levels: Option<&Levels>) -> String 
 /// A fill waiting for its position's next update, which says what protects it.
 struct HeldFill {
     order: std::sync::Arc<Order>,
+    /// Its own strategy, or (an exit at the broker) its entry's.
+    strategy: Option<String>,
     mode: TradingMode,
     event_id: u64,
     at: String,
@@ -159,6 +161,9 @@ pub struct Tracker {
     fills: Vec<HeldFill>,
     risk_state: Option<TradingState>,
     generation: u64,
+    /// The strategy of each held symbol's entry: its exits (a protective order at the broker
+    /// carries none) are that strategy's.
+    entry_strategy: BTreeMap<Symbol, Option<String>>,
 }
 
 impl Tracker {
@@ -180,6 +185,7 @@ impl Tracker {
             fills: Vec::new(),
             risk_state: Some(risk_state),
             generation: 0,
+            entry_strategy: BTreeMap::new(),
         }
     }
 
@@ -199,18 +205,25 @@ impl Tracker {
                 let key = order.client_order_id.as_str().to_string();
                 match order.status {
                     OrderStatus::Filled if self.told.insert((key.clone(), "filled")) => {
+                        let own = order.strategy_id.as_deref().map(str::to_string);
+                        let strategy = match order.side {
+                            Side::Buy => {
+                                self.entry_strategy.insert(order.symbol.clone(), own.clone());
+                                own
+                            }
+                            Side::Sell => own.or_else(|| self.entry_strategy.get(&order.symbol).cloned().flatten()),
+                        };
                         if order.side == Side::Sell {
                             let explanation = match order.is_protective() {
                                 true => tradeops_core::trades::explain_protective(order, order_average(order)),
                                 false => tradeops_core::trades::explain(order),
                             };
-                            self.last_exit.insert(
-                                order.symbol.clone(),
-                                (explanation.rule, explanation.text, order.strategy_id.as_deref().map(str::to_string)),
-                            );
+                            self.last_exit
+                                .insert(order.symbol.clone(), (explanation.rule, explanation.text, strategy.clone()));
                         }
                         self.fills.push(HeldFill {
                             order: order.clone(),
+                            strategy,
                             mode: *mode,
                             event_id: id,
                             at: at.clone(),
@@ -232,6 +245,7 @@ impl Tracker {
                 out.extend(self.flush_fills_of(&position.symbol));
                 if before > 0 && position.quantity == 0 {
                     out.push(self.closed(position, mode, id, &at));
+                    self.entry_strategy.remove(&position.symbol);
                 }
             }
             // Told when the state changes, not at each repeat of it.
@@ -381,12 +395,17 @@ impl Tracker {
         let o = &fill.order;
         let avg = order_average(o);
         let entry = o.side == Side::Buy;
-        let strategy = o.strategy_id.as_deref().unwrap_or("manual");
+        let strategy = fill.strategy.as_deref().unwrap_or("manual");
         let held = self.held.get(&o.symbol).cloned().unwrap_or_default();
-        let protection = if held.quantity == 0 {
-            "position flat".to_string()
-        } else {
-            format!("{} shares held, {}", held.quantity, protection_words(&held.protection, held.levels.as_ref()))
+        let protection = match (held.quantity, held.protection.kind, o.legs.filter(|_| entry)) {
+            (0, _, _) => "position flat".to_string(),
+            // A bracket's stop is placed at the broker once the entry fills: not there yet.
+            (quantity, ProtectionKind::None, Some(legs)) => {
+                format!("{quantity} shares held, stop at {} being placed at the broker", price(legs.stop_price))
+            }
+            (quantity, _, _) => {
+                format!("{quantity} shares held, {}", protection_words(&held.protection, held.levels.as_ref()))
+            }
         };
         let what = if entry { "entry" } else { "exit" };
         let reason = o.reason.as_deref().unwrap_or("");
@@ -535,6 +554,14 @@ mod tests {
         assert!(n.text.contains("100 shares held, protected at the broker (stop at $9.50)"), "{}", n.text);
         assert_eq!(n.link.as_deref(), Some("https://desk/#/positions?symbol=ABC"));
         assert!(t.observe(&stored(3, order_update(&buy))).is_empty(), "told once");
+        // A bracket's entry: its stop is not at the broker yet when the position first shows.
+        let mut bracket = order("b3", Side::Buy, 50, 0, "manual order", None);
+        bracket.legs =
+            Some(tradeops_core::orders::ExitLegs { stop_price: d("9.25"), stop_limit_price: None, take_profit: None });
+        fill(&mut bracket, 50, "10.00", 1);
+        t.observe(&stored(5, order_update(&bracket)));
+        let told = t.observe(&stored(6, position(150, "0", ProtectionKind::None)));
+        assert!(told[0].text.contains("150 shares held, stop at $9.25 being placed at the broker"), "{}", told[0].text);
         // A fill whose position's update never comes is told after a generation or two.
         let mut other = order("b2", Side::Buy, 5, 2, "manual order", None);
         fill(&mut other, 5, "10.00", 2);
@@ -549,7 +576,11 @@ mod tests {
     fn a_stop_out_is_critical_and_a_close_names_its_exit() {
         let mut t = tracker();
         t.observe(&stored(1, position(100, "0", ProtectionKind::Engine)));
-        let mut sell = order("s1", Side::Sell, 100, 5, "STOP_LOSS: the stop at 9.50 was touched", Some("momentum"));
+        let mut buy = order("b1", Side::Buy, 100, 0, "FIRST_PULLBACK_BREAKOUT: broke out", Some("momentum"));
+        fill(&mut buy, 100, "10.00", 1);
+        t.observe(&stored(10, order_update(&buy)));
+        // An exit the engine placed holds the stop: no strategy of its own, the entry's.
+        let mut sell = order("s1", Side::Sell, 100, 5, "STOP_LOSS: the stop at 9.50 was touched", None);
         fill(&mut sell, 100, "9.50", 6);
         t.observe(&stored(2, order_update(&sell)));
         let told = t.observe(&stored(3, position(0, "-50", ProtectionKind::None)));
