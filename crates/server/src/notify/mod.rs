@@ -237,7 +237,11 @@ impl Notifier {
         if self.channels.is_empty() {
             return Vec::new();
         }
+        // What the tracker starts from is read right as the events are subscribed to, before
+        // anything is awaited: a change made meanwhile (a halt while earlier deliveries are
+        // read back) is in the stream and not yet in this picture, so it is told.
         let (_, events) = deps.events.subscribe(None);
+        let engine = deps.engine.view();
         let mut tasks: Vec<JoinHandle<()>> = self
             .channels
             .iter()
@@ -256,7 +260,7 @@ impl Notifier {
         let notifier = self.clone();
         tasks.push(tokio::spawn(async move {
             notifier.resume().await;
-            notifier.intake(deps, events).await
+            notifier.intake(deps, events, engine).await
         }));
         tasks
     }
@@ -298,8 +302,8 @@ impl Notifier {
         self: Arc<Self>,
         deps: Arc<NotifierDeps>,
         mut rx: tokio::sync::broadcast::Receiver<Arc<StoredEvent>>,
+        view: Arc<crate::engine_view::EngineView>,
     ) {
-        let view = deps.engine.view();
         let held = view
             .positions
             .iter()
