@@ -344,6 +344,11 @@ impl EventBus {
         }
     }
 
+    /// The id of the last event published.
+    pub fn last_id(&self) -> u64 {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).0
+    }
+
     /// Subscribes, returning the buffered events after `after` (resume) first. Taken under the
     /// lock, so nothing is missed or repeated between the replay and the live stream.
     pub fn subscribe(&self, after: Option<u64>) -> (Vec<Arc<StoredEvent>>, broadcast::Receiver<Arc<StoredEvent>>) {

@@ -26,6 +26,8 @@ pub struct NewDelivery {
     pub kind: String,
     /// Never dropped nor folded into a digest (`risk.*`, `position.stopped_out`, …).
     pub critical: bool,
+    /// `RETRYING` (to send) or `FOLDED` (folded into a digest as it was recorded).
+    pub status: String,
     /// The notice as JSON text, so that a new leader can send it again.
     pub message: String,
     /// Wall time, epoch ms.
@@ -100,13 +102,14 @@ impl Database {
         for d in rows {
             let inserted = sqlx::query(
                 "INSERT INTO notification_deliveries (event_id, channel, kind, critical, status, attempts, message, \
-                 created_at) VALUES ($1, $2, $3, $4, 'RETRYING', 0, $5, $6) \
+                 created_at) VALUES ($1, $2, $3, $4, $5, 0, $6, $7) \
                  ON CONFLICT (event_id, channel) DO NOTHING RETURNING delivery_id",
             )
             .bind(&d.event_id)
             .bind(&d.channel)
             .bind(&d.kind)
             .bind(i64::from(d.critical))
+            .bind(&d.status)
             .bind(&d.message)
             .bind(d.created_at)
             .fetch_optional(&mut *tx)
@@ -267,6 +270,7 @@ mod tests {
             channel: channel.into(),
             kind: "order.filled".into(),
             critical: false,
+            status: "RETRYING".into(),
             message: format!(r#"{{"event_id":"{event_id}"}}"#),
             created_at,
         }

@@ -256,8 +256,8 @@ impl Application {
         // The service's state around an engine: the running one once this service holds the
         // term, or none while it waits for it (its reads need none).
         let console_url = config.advertise_url.clone().unwrap_or_else(|| format!("http://{}", config.bind));
-        let notifier_on = |db: tradeops_store::Database| {
-            crate::notify::Notifier::new(&config.notifications, console_url.clone(), db, clock.clone())
+        let notifier_on = |db: tradeops_store::Database, term: Arc<crate::cluster::Term>| {
+            crate::notify::Notifier::new(&config.notifications, console_url.clone(), db, term, clock.clone())
         };
         let state_around = |engine: crate::engine::EngineHandle, tokens: TokenRegistry, notifier| {
             AppState::new(Inner {
@@ -294,7 +294,11 @@ impl Application {
         };
         if let Some(standby) = overrides.standby {
             let tokens = TokenRegistry::load(Arc::new(db.clone())).await.map_err(|e| anyhow::anyhow!("{e}"))?;
-            let reads = state_around(crate::engine::EngineHandle::detached(), tokens, notifier_on(db.clone()));
+            let reads = state_around(
+                crate::engine::EngineHandle::detached(),
+                tokens,
+                notifier_on(db.clone(), Arc::new(crate::cluster::Term::sole())),
+            );
             standby(http::router::database_reads(reads));
         }
         // This engine's term: it writes trading state only while no newer engine has
@@ -333,7 +337,7 @@ impl Application {
         let (engine, engine_task) =
             crate::engine::spawn_engine(engine_deps).await.context("restoring the trading engine")?;
         // Notifications are recorded on the engine's term: a deposed leader sends nothing more.
-        let state = state_around(engine.clone(), tokens, notifier_on(db.fenced(epoch)));
+        let state = state_around(engine.clone(), tokens, notifier_on(db.fenced(epoch), election.term()));
         let probes = Arc::new(Probes {
             clock: clock.clone(),
             events,

@@ -153,6 +153,20 @@ impl Reader {
             }
             self.problems.extend(problems);
         }
+        // One reader of a bot's updates: a second would take the first's (Telegram answers 409).
+        let mut pollers: Vec<(&str, &str)> = Vec::new();
+        for c in &channels {
+            if let ChannelTarget::Telegram { bot_token, commands_role: Some(_), .. } = &c.target {
+                match pollers.iter().find(|(token, _)| *token == bot_token.expose()) {
+                    Some((_, other)) => self.problems.push(format!(
+                        "notifications.channels: {:?} and {other:?} take commands through the same bot: one bot \
+                         token can have one commands_role channel (list every chat in its chat_ids)",
+                        c.name
+                    )),
+                    None => pollers.push((bot_token.expose(), &c.name)),
+                }
+            }
+        }
         NotificationsConfig { console_url, channels }
     }
 }
@@ -343,6 +357,21 @@ secret = "SECRET-signing"
         let bad = CHANNELS.replace("https://discord.com/api/webhooks/1/SECRET-discord", "ftp://SECRET-discord");
         let errs = Config::from_sources(Some(&bad), &BTreeMap::new()).unwrap_err().to_string();
         assert!(errs.contains("notifications.channels[1].webhook_url"), "{errs}");
+        assert!(!errs.contains("SECRET"), "{errs}");
+    }
+
+    /// One bot, one reader of its commands: a second would steal the first's updates.
+    #[test]
+    fn one_bot_takes_commands_through_one_channel() {
+        let channel = |name: &str| {
+            format!(
+                "[[notifications.channels]]\nkind = \"telegram\"\nname = \"{name}\"\nbot_token = \"1:SECRET\"\n\
+                 chat_ids = [1]\ncommands_role = \"viewer\"\n"
+            )
+        };
+        let file = format!("{}{}", channel("a"), channel("b"));
+        let errs = Config::from_sources(Some(&file), &BTreeMap::new()).unwrap_err().to_string();
+        assert!(errs.contains("\"b\" and \"a\" take commands through the same bot"), "{errs}");
         assert!(!errs.contains("SECRET"), "{errs}");
     }
 

@@ -18,12 +18,14 @@ use tradeops_store::Database;
 
 /// Routine notices a channel queues before folding the next ones into a digest.
 pub const ROUTINE_QUEUE: usize = 32;
-/// Attempts of a routine notice before it is `FAILED`.
+/// Attempts of a routine notice (or a test) that failed before it is `FAILED`; as many again
+/// answered `429`. A critical notice is tried until it is delivered or refused for good
+/// (CONTRACT §13: never dropped).
 const ROUTINE_ATTEMPTS: u32 = 5;
-/// Attempts of a critical notice (backoff capped at a minute: about ten minutes in all).
-const CRITICAL_ATTEMPTS: u32 = 14;
 /// The longest pause between attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
+/// The longest `retry_after` obeyed: a channel asking for more is asked again after this.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(600);
 /// Delivery outcomes kept in memory for `POST /api/notifications/test` to wait on.
 const OUTCOMES_KEPT: usize = 64;
 
@@ -35,6 +37,8 @@ pub struct Pending {
     pub delivery_id: Option<i64>,
     pub notice: Arc<Notice>,
     pub attempts: u32,
+    /// Of `attempts`, those answered `429`.
+    pub throttled: u32,
     /// Requests of [`steps`] already answered `Sent` (a retry resumes after them: a chat that
     /// got the first part of a split message is not sent it again).
     pub done: usize,
@@ -124,23 +128,46 @@ impl Channel {
             q.routine.push_back(pending);
             Queued::Queued
         } else {
-            let n = &pending.notice;
-            let digest = &mut q.digest;
-            digest.first_event.get_or_insert_with(|| n.event_id.clone());
-            *digest.by_kind.entry(n.kind.clone()).or_default() += 1;
-            if let Some(symbol) = &n.symbol {
-                if !digest.symbols.contains(symbol) {
-                    digest.symbols.push(symbol.clone());
-                }
-            }
-            digest.mode = n.mode.clone();
-            digest.link = digest.link.take().or_else(|| n.link.clone());
-            q.stats.dropped += 1;
-            Queued::Folded
+            drop(q);
+            self.fold(&pending.notice);
+            return Queued::Folded;
         };
         drop(q);
         self.wake.notify_one();
         queued
+    }
+
+    /// Folds a routine notice into the digest, sent once the queue has drained.
+    pub fn fold(&self, n: &Notice) {
+        let mut q = self.lock();
+        let digest = &mut q.digest;
+        digest.first_event.get_or_insert_with(|| n.event_id.clone());
+        *digest.by_kind.entry(n.kind.clone()).or_default() += 1;
+        if let Some(symbol) = &n.symbol {
+            if !digest.symbols.contains(symbol) {
+                digest.symbols.push(symbol.clone());
+            }
+        }
+        digest.mode = n.mode.clone();
+        digest.link = digest.link.take().or_else(|| n.link.clone());
+        q.stats.dropped += 1;
+        drop(q);
+        self.wake.notify_one();
+    }
+
+    /// Puts an unfinished notice back at the head of its queue.
+    fn put_back(&self, pending: Pending, critical: bool) {
+        let mut q = self.lock();
+        match critical {
+            true => q.critical.push_front(pending),
+            false => q.routine.push_front(pending),
+        }
+    }
+
+    /// Whether a routine `notice` pushed now would be folded into the digest (its record is
+    /// then written `FOLDED` at once: one write, not two, in the floods that fill a queue).
+    pub fn folds(&self, notice: &Notice) -> bool {
+        !(notice.critical || notice.kind == "test") && self.lock().routine.len() >= ROUTINE_QUEUE
     }
 
     /// Notices waiting.
@@ -236,7 +263,7 @@ impl Channel {
             at: format_ts(&clock.now()),
             data: serde_json::json!({"folded": digest.by_kind, "symbols": digest.symbols}),
         };
-        Some((Pending { delivery_id: None, notice: Arc::new(notice), attempts: 0, done: 0 }, false))
+        Some((Pending { delivery_id: None, notice: Arc::new(notice), attempts: 0, throttled: 0, done: 0 }, false))
     }
 
     fn set_state(&self, state: &'static str, retry_at: Option<Timestamp>, error: Option<String>) {
@@ -249,43 +276,44 @@ impl Channel {
     }
 }
 
-/// A token bucket per lane (a Telegram chat; one lane for the other kinds).
+/// A sliding window per lane (a Telegram chat; one lane for the other kinds): at most `max`
+/// requests in any `per`.
 struct Limiter {
-    burst: f64,
-    per_second: f64,
-    lanes: HashMap<i64, (f64, Instant)>,
+    max: usize,
+    per: Duration,
+    lanes: HashMap<i64, VecDeque<Instant>>,
 }
 
 impl Limiter {
     /// The channel's published limits (CONTRACT §13): Telegram one message a second per chat
     /// (groups, whose ids are negative, 20 a minute), Discord 5 per 2 seconds per webhook,
-    /// Slack one a second; ntfy and webhooks a small burst.
+    /// Slack one a second; ntfy 5 per 5 seconds; webhooks 10 a second.
     fn of(target: &ChannelTarget) -> Limiter {
-        let (burst, per_second) = match target {
-            ChannelTarget::Telegram { .. } => (1.0, 1.0),
-            ChannelTarget::Discord { .. } => (5.0, 2.5),
-            ChannelTarget::Slack { .. } => (1.0, 1.0),
-            ChannelTarget::Ntfy { .. } => (5.0, 1.0),
-            ChannelTarget::Webhook { .. } => (10.0, 10.0),
+        let (max, per) = match target {
+            ChannelTarget::Telegram { .. } => (1, Duration::from_secs(1)),
+            ChannelTarget::Discord { .. } => (5, Duration::from_secs(2)),
+            ChannelTarget::Slack { .. } => (1, Duration::from_secs(1)),
+            ChannelTarget::Ntfy { .. } => (5, Duration::from_secs(5)),
+            ChannelTarget::Webhook { .. } => (10, Duration::from_secs(1)),
         };
-        Limiter { burst, per_second, lanes: HashMap::new() }
+        Limiter { max, per, lanes: HashMap::new() }
     }
 
+    /// Waits until a request on `lane` keeps the limit, and counts it.
     async fn take(&mut self, lane: i64, telegram_group: bool) {
-        let per_second = if telegram_group { 1.0 / 3.0 } else { self.per_second };
-        let now = Instant::now();
-        let (tokens, at) = self.lanes.entry(lane).or_insert((self.burst, now));
-        *tokens = (*tokens + now.duration_since(*at).as_secs_f64() * per_second).min(self.burst);
-        *at = now;
-        if *tokens < 1.0 {
-            let wait = Duration::from_secs_f64((1.0 - *tokens) / per_second);
-            *tokens = 1.0;
-            *at = now + wait;
-            tokio::time::sleep(wait).await;
+        let (max, per) = if telegram_group { (20, Duration::from_secs(60)) } else { (self.max, self.per) };
+        let sent = self.lanes.entry(lane).or_default();
+        loop {
+            let now = Instant::now();
+            while sent.front().is_some_and(|at| now.duration_since(*at) >= per) {
+                sent.pop_front();
+            }
+            match sent.front() {
+                Some(oldest) if sent.len() >= max => tokio::time::sleep_until(*oldest + per).await,
+                _ => break,
+            }
         }
-        if let Some((tokens, _)) = self.lanes.get_mut(&lane) {
-            *tokens -= 1.0;
-        }
+        sent.push_back(Instant::now());
     }
 }
 
@@ -358,6 +386,8 @@ pub fn split(text: &str, limit: usize) -> Vec<String> {
 /// What the channel's task is given.
 pub struct Sender {
     pub channel: Arc<Channel>,
+    /// The engine's term this node holds: nothing is sent once it has passed.
+    pub term: Arc<crate::cluster::Term>,
     pub wire: Arc<Wire>,
     /// Fenced to the engine's term: a deposed leader's records are refused.
     pub db: Database,
@@ -376,7 +406,10 @@ impl Sender {
             if pending.notice.kind == "digest" && pending.delivery_id.is_none() {
                 pending.delivery_id = self.record_digest(&pending.notice).await;
             }
-            self.deliver(&mut limiter, pending, critical).await;
+            if let Delivered::TermOver = self.deliver(&mut limiter, pending, critical).await {
+                tracing::info!(channel = %self.channel.config.name, "this node no longer leads: it sends no more notifications");
+                return;
+            }
         }
     }
 
@@ -386,6 +419,7 @@ impl Sender {
             channel: self.channel.config.name.clone(),
             kind: notice.kind.clone(),
             critical: false,
+            status: "RETRYING".into(),
             message: serde_json::to_string(notice).expect("a notice serialises"),
             created_at: self.clock.now().timestamp_millis(),
         };
@@ -400,11 +434,12 @@ impl Sender {
 
     /// Sends one notice to the end: `SENT`, or `FAILED` after its attempts (or at once when the
     /// service refuses it for good).
-    async fn deliver(&self, limiter: &mut Limiter, mut pending: Pending, critical: bool) {
+    async fn deliver(&self, limiter: &mut Limiter, mut pending: Pending, critical: bool) -> Delivered {
         let name = self.channel.config.name.clone();
         let steps = steps(&self.channel.config.target, &pending.notice);
-        let max_attempts = if critical { CRITICAL_ATTEMPTS } else { ROUTINE_ATTEMPTS };
-        let created_at = None;
+        // Chats that refused it for good (a bot removed from one chat must not keep the others
+        // from the message): their remaining parts are skipped.
+        let mut refused: Vec<(i64, String)> = Vec::new();
         loop {
             let mut failure = None;
             while pending.done < steps.len() {
@@ -413,9 +448,31 @@ impl Sender {
                     Step::Telegram { chat_id, .. } => (*chat_id, *chat_id < 0),
                     _ => (0, false),
                 };
+                if refused.iter().any(|(chat, _)| *chat == lane) {
+                    pending.done += 1;
+                    continue;
+                }
                 limiter.take(lane, group).await;
+                // A node whose term has passed sends nothing more: the next leader sends what
+                // is left (its record says so).
+                // Within the lease's window only (as every venue call): a renewal answered late
+                // waits here; a term taken over ends this sender.
+                loop {
+                    match self.term.valid(Instant::now()) {
+                        Ok(_) => break,
+                        Err(crate::cluster::NotValid::Over) => {
+                            self.channel.put_back(pending, critical);
+                            return Delivered::TermOver;
+                        }
+                        Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+                    }
+                }
                 match self.send(step, &pending.notice).await {
                     Outcome::Sent => pending.done += 1,
+                    Outcome::Failed(error) if matches!(step, Step::Telegram { .. }) => {
+                        refused.push((lane, error));
+                        pending.done += 1;
+                    }
                     other => {
                         failure = Some(other);
                         break;
@@ -430,30 +487,42 @@ impl Sender {
                     channel: name.clone(),
                     status,
                     attempts,
-                    created_at,
+                    created_at: None,
                     sent_at,
                     error,
                 }
             };
-            let Some(failure) = failure else {
-                let now = self.clock.now();
-                self.update(&pending, "SENT", Some(now), None).await;
-                {
-                    let mut q = self.channel.lock();
-                    q.stats.sent += 1;
-                    q.stats.last_sent_at = Some(now);
+            let failure = match failure {
+                None if refused.is_empty() => {
+                    let now = self.clock.now();
+                    self.update(&pending, "SENT", Some(now), None).await;
+                    {
+                        let mut q = self.channel.lock();
+                        q.stats.sent += 1;
+                        q.stats.last_sent_at = Some(now);
+                    }
+                    self.channel.set_state("OK", None, None);
+                    self.channel.record_outcome(state("SENT", Some(now), None, pending.attempts));
+                    return Delivered::Done;
                 }
-                self.channel.set_state("OK", None, None);
-                self.channel.record_outcome(state("SENT", Some(now), None, pending.attempts));
-                return;
+                None => {
+                    let chats = refused.iter().map(|(chat, e)| format!("chat {chat}: {e}")).collect::<Vec<_>>();
+                    Outcome::Failed(chats.join("; "))
+                }
+                Some(failure) => failure,
             };
+            let persistent = pending.notice.critical;
             let (pause, error) = match failure {
-                // A channel that keeps answering `429` is waited out for twice the attempts
-                // of a failure, then given up like one: it must not hold its queue forever.
-                Outcome::RetryAfter(pause, error) if pending.attempts < 2 * max_attempts => (Some(pause), error),
-                Outcome::RetryAfter(_, error) => (None, error),
-                Outcome::Retry(error) if pending.attempts < max_attempts => (Some(backoff(pending.attempts)), error),
-                Outcome::Retry(error) | Outcome::Failed(error) => (None, error),
+                // A `429` is waited out (up to a bound); a routine notice as many times again as
+                // it may fail, a critical one always.
+                Outcome::RetryAfter(pause, error) if persistent || pending.throttled < ROUTINE_ATTEMPTS => {
+                    pending.throttled += 1;
+                    (Some(pause.min(MAX_RETRY_AFTER)), error)
+                }
+                Outcome::Retry(error) if persistent || pending.attempts - pending.throttled < ROUTINE_ATTEMPTS => {
+                    (Some(backoff(pending.attempts - pending.throttled)), error)
+                }
+                Outcome::RetryAfter(_, error) | Outcome::Retry(error) | Outcome::Failed(error) => (None, error),
                 Outcome::Sent => unreachable!("a failure"),
             };
             match pause {
@@ -471,7 +540,7 @@ impl Sender {
                     self.channel.lock().stats.failed += 1;
                     self.channel.set_state("FAILING", None, Some(error.clone()));
                     self.channel.record_outcome(state("FAILED", None, Some(error), pending.attempts));
-                    return;
+                    return Delivered::Done;
                 }
             }
         }
@@ -519,6 +588,15 @@ impl Sender {
     }
 }
 
+/// How a delivery ended on this node.
+enum Delivered {
+    /// Sent, or given up.
+    Done,
+    /// This node's term has passed: the notice is back in its queue, for the record's sake,
+    /// and the next leader sends it.
+    TermOver,
+}
+
 /// The pause before attempt `attempts + 1`: 1 s, 2 s, 4 s, … up to a minute.
 fn backoff(attempts: u32) -> Duration {
     Duration::from_secs(1u64 << attempts.saturating_sub(1).min(6)).min(MAX_BACKOFF)
@@ -558,7 +636,7 @@ mod tests {
             at: String::new(),
             data: serde_json::Value::Null,
         };
-        Pending { delivery_id: Some(id as i64), notice: Arc::new(notice), attempts: 0, done: 0 }
+        Pending { delivery_id: Some(id as i64), notice: Arc::new(notice), attempts: 0, throttled: 0, done: 0 }
     }
 
     /// A full queue folds routine notices into one digest, sent once the queue has drained;
@@ -589,6 +667,37 @@ mod tests {
         let (digest, _) = order.last().unwrap();
         assert_eq!(digest, &format!("digest-{ROUTINE_QUEUE}"));
         assert!(channel.next(&clock).is_none(), "the digest is sent once");
+    }
+
+    /// Discord's 5 per 2 seconds is a window, not a bucket: the sixth post waits for the first to
+    /// leave it; a Telegram group gets 20 a minute.
+    #[tokio::test(start_paused = true)]
+    async fn the_limits_are_windows() {
+        let discord = ChannelTarget::Discord { webhook_url: crate::config::Secret::new("http://x") };
+        let mut limiter = Limiter::of(&discord);
+        let start = Instant::now();
+        let mut at = Vec::new();
+        for _ in 0..11 {
+            limiter.take(0, false).await;
+            at.push(start.elapsed().as_millis() / 100);
+        }
+        assert_eq!(at, [0, 0, 0, 0, 0, 20, 20, 20, 20, 20, 40], "tenths of a second");
+        let telegram = ChannelTarget::Telegram {
+            bot_token: crate::config::Secret::new("1:x"),
+            chat_ids: vec![-5],
+            api_url: String::new(),
+            commands_role: None,
+        };
+        let mut limiter = Limiter::of(&telegram);
+        let start = Instant::now();
+        for _ in 0..21 {
+            limiter.take(-5, true).await;
+        }
+        assert_eq!(start.elapsed().as_secs(), 60, "the 21st message to a group waits a minute");
+        let start = Instant::now();
+        limiter.take(7, false).await;
+        limiter.take(7, false).await;
+        assert_eq!(start.elapsed().as_secs(), 1, "a private chat: one a second");
     }
 
     #[test]

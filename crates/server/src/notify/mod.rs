@@ -42,6 +42,8 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 pub const TEST_WAIT: Duration = Duration::from_secs(5);
 /// Deliveries an earlier term left unsent that a new one queues at start.
 const RESUMED_AT_MOST: i64 = 1000;
+/// A delivery left unsent longer than this after its event is given up rather than sent late.
+const RESUMED_WITHIN: Duration = Duration::from_secs(6 * 3600);
 
 /// Why a notification request was refused.
 #[derive(Debug, thiserror::Error)]
@@ -81,15 +83,18 @@ pub struct Notifier {
     wire: Arc<wire::Wire>,
     console_url: String,
     tests: AtomicU64,
+    /// The engine's term this node holds: nothing is sent, nor a command read, once it passed.
+    term: Arc<crate::cluster::Term>,
 }
 
 impl Notifier {
-    /// The configured channels, recorded through `db` (fenced to the engine's term), with links
-    /// to `console_url`.
+    /// The configured channels, recorded through `db` (fenced to the engine's `term`), with
+    /// links to `console_url`.
     pub fn new(
         config: &NotificationsConfig,
         console_url: String,
         db: Database,
+        term: Arc<crate::cluster::Term>,
         clock: Arc<dyn Clock>,
     ) -> Arc<Notifier> {
         Arc::new(Notifier {
@@ -99,6 +104,7 @@ impl Notifier {
             wire: Arc::new(wire::Wire::new(REQUEST_TIMEOUT)),
             console_url: config.console_url.clone().unwrap_or(console_url),
             tests: AtomicU64::new(0),
+            term,
         })
     }
 
@@ -196,13 +202,17 @@ impl Notifier {
         }
         let message = serde_json::to_string(notice.as_ref()).expect("a notice serialises");
         let created_at = self.clock.now().timestamp_millis();
+        // Decided before recording: a notice the full queue folds is recorded `FOLDED` at once.
+        let folds: Vec<bool> = targets.iter().map(|c| c.folds(&notice)).collect();
         let rows: Vec<NewDelivery> = targets
             .iter()
-            .map(|c| NewDelivery {
+            .zip(&folds)
+            .map(|(c, folds)| NewDelivery {
                 event_id: notice.event_id.clone(),
                 channel: c.config.name.clone(),
                 kind: notice.kind.clone(),
                 critical: notice.critical,
+                status: if *folds { "FOLDED" } else { "RETRYING" }.into(),
                 message: message.clone(),
                 created_at,
             })
@@ -215,15 +225,14 @@ impl Notifier {
                 vec![Some(None); targets.len()]
             }
         };
-        for (channel, recorded) in targets.into_iter().zip(recorded) {
+        for ((channel, recorded), folds) in targets.into_iter().zip(recorded).zip(folds) {
             // `None`: recorded before (a summary already sent, say): not sent again.
             let Some(delivery_id) = recorded else { continue };
-            let pending = Pending { delivery_id, notice: notice.clone(), attempts: 0, done: 0 };
-            if channel.push(pending) == Queued::Folded {
-                if let Some(id) = delivery_id {
-                    if let Err(e) = self.db.update_delivery(id, "FOLDED", 0, None, None).await {
-                        tracing::warn!(error = %e, "could not mark a folded notification");
-                    }
+            let pending = Pending { delivery_id, notice: notice.clone(), attempts: 0, throttled: 0, done: 0 };
+            match folds {
+                true => channel.fold(&pending.notice),
+                false => {
+                    channel.push(pending);
                 }
             }
         }
@@ -240,6 +249,7 @@ impl Notifier {
         // What the tracker starts from is read right as the events are subscribed to, before
         // anything is awaited: a change made meanwhile (a halt while earlier deliveries are
         // read back) is in the stream and not yet in this picture, so it is told.
+        let after = deps.events.last_id();
         let (_, events) = deps.events.subscribe(None);
         let engine = deps.engine.view();
         let mut tasks: Vec<JoinHandle<()>> = self
@@ -248,6 +258,7 @@ impl Notifier {
             .map(|channel| {
                 let sender = Sender {
                     channel: channel.clone(),
+                    term: self.term.clone(),
                     wire: self.wire.clone(),
                     db: self.db.clone(),
                     clock: self.clock.clone(),
@@ -260,7 +271,7 @@ impl Notifier {
         let notifier = self.clone();
         tasks.push(tokio::spawn(async move {
             notifier.resume().await;
-            notifier.intake(deps, events, engine).await
+            notifier.intake(deps, events, engine, after).await
         }));
         tasks
     }
@@ -283,16 +294,39 @@ impl Notifier {
             Ok(pending) => pending,
             Err(e) => return tracing::warn!(error = %e, "could not read the notifications left unsent"),
         };
+        let now = self.clock.now().timestamp_millis();
         for row in pending {
-            let Some(channel) = self.channel(&row.channel) else { continue };
-            let Ok(notice) = serde_json::from_str::<Notice>(&row.message) else { continue };
-            tracing::info!(channel = %row.channel, kind = %row.kind, "sending a notification an earlier run left unsent");
-            channel.push(Pending {
-                delivery_id: Some(row.delivery_id),
-                notice: Arc::new(notice),
-                attempts: row.attempts.max(0) as u32,
-                done: 0,
-            });
+            let give_up = |why: &str| (row.delivery_id, why.to_string());
+            let unsendable = match (self.channel(&row.channel), serde_json::from_str::<Notice>(&row.message)) {
+                (None, _) => Some(give_up("the channel is no longer configured")),
+                (_, Err(_)) => Some(give_up("the recorded message cannot be read")),
+                _ if now - row.created_at > RESUMED_WITHIN.as_millis() as i64 => {
+                    Some(give_up("not sent within 6 hours of its event: too old to send now"))
+                }
+                (Some(channel), Ok(notice)) => {
+                    tracing::info!(channel = %row.channel, kind = %row.kind, "sending a notification an earlier run left unsent");
+                    let pending = Pending {
+                        delivery_id: Some(row.delivery_id),
+                        notice: Arc::new(notice),
+                        attempts: row.attempts.max(0) as u32,
+                        throttled: 0,
+                        done: 0,
+                    };
+                    if channel.push(pending) == Queued::Folded {
+                        self.mark(row.delivery_id, "FOLDED", row.attempts, None).await;
+                    }
+                    None
+                }
+            };
+            if let Some((id, why)) = unsendable {
+                self.mark(id, "FAILED", row.attempts, Some(&why)).await;
+            }
+        }
+    }
+
+    async fn mark(&self, delivery_id: i64, status: &str, attempts: i64, error: Option<&str>) {
+        if let Err(e) = self.db.update_delivery(delivery_id, status, attempts, None, error).await {
+            tracing::warn!(error = %e, "could not store a notification's delivery");
         }
     }
 
@@ -303,6 +337,8 @@ impl Notifier {
         deps: Arc<NotifierDeps>,
         mut rx: tokio::sync::broadcast::Receiver<Arc<StoredEvent>>,
         view: Arc<crate::engine_view::EngineView>,
+        // The last event published before `rx` was subscribed: a catch-up replays from it.
+        mut last: u64,
     ) {
         let held = view
             .positions
@@ -312,7 +348,6 @@ impl Notifier {
         let mut tracker = Tracker::new(self.console_url.clone(), held, view.trading_state);
         let calendar = MarketCalendar::new(deps.settings.current().runtime.market_calendar);
         let mut trading_day = calendar.session(deps.market_clock.now()).day;
-        let mut last = 0u64;
         let mut tick = tokio::time::interval(Duration::from_millis(500));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {

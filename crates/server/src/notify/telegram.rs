@@ -52,6 +52,8 @@ pub(super) fn spawn_pollers(notifier: &Arc<Notifier>, deps: &Arc<NotifierDeps>) 
                     deps: deps.clone(),
                     confirmations: HashMap::new(),
                     next_token: 0,
+                    strangers: HashMap::new(),
+                    term: notifier.term.clone(),
                 };
                 Some(tokio::spawn(poller.run()))
             }
@@ -78,6 +80,11 @@ struct Poller {
     deps: Arc<NotifierDeps>,
     confirmations: HashMap<String, Confirmation>,
     next_token: u64,
+    /// When each chat not configured was last audited: one row a minute at most, so strangers
+    /// writing to the bot cannot flood the audit log.
+    strangers: HashMap<i64, Instant>,
+    /// The engine's term: a node that no longer leads reads no more commands.
+    term: Arc<crate::cluster::Term>,
 }
 
 impl Poller {
@@ -85,6 +92,9 @@ impl Poller {
         let mut offset = 0i64;
         let mut failures = 0u32;
         loop {
+            if self.term.is_over() {
+                return tracing::info!(channel = %self.channel, "this node no longer leads: it reads no more commands");
+            }
             match self.wire.telegram_updates(&self.api_url, &self.bot_token, offset, POLL_SECONDS).await {
                 Ok(updates) => {
                     failures = 0;
@@ -112,7 +122,7 @@ impl Poller {
         match update.kind {
             UpdateKind::Message { chat_id, user, text } => {
                 if !self.chat_ids.contains(&chat_id) {
-                    return self.audit(&user, "FORBIDDEN", chat_id, &text).await;
+                    return self.audit_stranger(&user, chat_id, &text).await;
                 }
                 let reply = self.command(chat_id, &user, text.trim()).await;
                 if let Some((text, markup)) = reply {
@@ -121,8 +131,7 @@ impl Poller {
             }
             UpdateKind::Callback { callback_id, chat_id, user, data } => {
                 if !self.chat_ids.contains(&chat_id) {
-                    self.audit(&user, "FORBIDDEN", chat_id, &format!("button {data}")).await;
-                    return;
+                    return self.audit_stranger(&user, chat_id, &format!("button {data}")).await;
                 }
                 let answer = self.button(chat_id, &user, &data).await;
                 let _ = self.wire.telegram_answer_callback(&self.api_url, &self.bot_token, &callback_id, &answer).await;
@@ -229,6 +238,17 @@ impl Poller {
         }
     }
 
+    /// An audit row for what a chat not configured sent (ignored), one a minute per chat.
+    async fn audit_stranger(&mut self, user: &TelegramUser, chat_id: i64, text: &str) {
+        let now = Instant::now();
+        if self.strangers.get(&chat_id).is_some_and(|at| now.duration_since(*at) < Duration::from_secs(60)) {
+            return;
+        }
+        self.strangers.retain(|_, at| now.duration_since(*at) < Duration::from_secs(60));
+        self.strangers.insert(chat_id, now);
+        self.audit(user, "FORBIDDEN", chat_id, text).await;
+    }
+
     /// An audit row for a command that was refused.
     async fn audit(&self, user: &TelegramUser, outcome: &str, chat_id: i64, text: &str) {
         let request = serde_json::json!({"channel": self.channel, "chat_id": chat_id, "text": text.chars().take(200).collect::<String>()});
@@ -262,7 +282,7 @@ impl Poller {
             request: request.to_string(),
             outcome: outcome.to_string(),
             mode: mode.as_str().to_string(),
-            request_id: String::new(),
+            request_id: uuid::Uuid::new_v4().to_string(),
         };
         if let Err(e) = self.deps.audit.append_audit(&entry).await {
             tracing::error!(error = %e, action, "could not write the audit row");

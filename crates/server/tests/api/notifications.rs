@@ -355,6 +355,38 @@ async fn flood_control_is_waited_out_then_the_message_goes_once() {
     assert_eq!((row["status"].as_str(), row["attempts"].as_u64()), (Some("SENT"), Some(2)));
 }
 
+/// A chat that refuses the bot for good (removed from it) does not keep the message from the
+/// channel's other chats; the delivery says which chat refused.
+#[tokio::test]
+async fn a_chat_that_refuses_does_not_keep_the_others_from_the_message() {
+    let stand_in = StandIn::start().await;
+    let config = channels(&format!(
+        r#"
+[[notifications.channels]]
+kind = "telegram"
+name = "phones"
+bot_token = "{TELEGRAM_TOKEN}"
+chat_ids = [7, 42]
+api_url = "{}"
+"#,
+        stand_in.base
+    ));
+    let app = spawn_app_with(|c| c.notifications = config).await;
+    stand_in.then_answer(
+        "/sendMessage",
+        403,
+        &[],
+        json!({"ok": false, "error_code": 403, "description": "Forbidden: bot was kicked from the group chat"}),
+    );
+    let test = app.post("/api/notifications/test", ADMIN_TOKEN, json!({"channel": "phones"})).await;
+    let test = test.assert_ok(200).clone();
+    assert_eq!((test["status"].as_str(), test["attempts"].as_u64()), (Some("FAILED"), Some(1)), "{test}");
+    assert!(test["error"].as_str().unwrap().starts_with("chat 7: "), "{test}");
+    let chats: Vec<(Value, u16)> =
+        stand_in.seen("/sendMessage").iter().map(|s| (s.json()["chat_id"].clone(), s.status)).collect();
+    assert_eq!(chats, [(json!(7), 403), (json!(42), 200)], "chat 42 got it all the same");
+}
+
 /// A channel that accepts the connection and never answers holds up nothing: the halt is
 /// answered, the other channels are sent it, and the silent one shows `RETRYING` with why.
 #[tokio::test]
