@@ -259,7 +259,7 @@ impl Poller {
     async fn audit_halt(&self, user: &TelegramUser, outcome: &str, chat_id: i64, reason: &str) {
         let request =
             serde_json::json!({"reason": reason, "via": "telegram", "channel": self.channel, "chat_id": chat_id});
-        self.write_audit(user, crate::http::routes::risk::EMERGENCY_HALT.name, Some(Role::Operator), outcome, request)
+        self.write_audit(user, crate::domain::actions::EMERGENCY_HALT.name, Some(Role::Operator), outcome, request)
             .await;
     }
 

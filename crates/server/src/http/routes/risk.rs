@@ -26,7 +26,7 @@ use tradeops_core::time::{format_ts, from_epoch_ms};
 use tradeops_core::Role;
 use tradeops_store::MarketRepository;
 
-pub const EMERGENCY_HALT: Action = Action { name: "risk.emergency_halt", role: Role::Operator };
+pub use crate::domain::actions::EMERGENCY_HALT;
 pub const RESUME: Action = Action { name: "risk.resume", role: Role::Operator };
 pub const RESUME_STRATEGIES: Action = Action { name: "risk.resume_strategies", role: Role::Operator };
 
