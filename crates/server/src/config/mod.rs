@@ -11,6 +11,7 @@ use toml::{Table, Value};
 use tradeops_core::settings::{ExecutionBrokerKind, MarketDataBrokerKind};
 use tradeops_core::TradingMode;
 
+pub mod notice_kinds;
 mod notifications;
 mod reader;
 pub use notifications::{ChannelConfig, ChannelTarget, NotificationsConfig, Secret, TELEGRAM_API_URL};

@@ -4,8 +4,8 @@
 //! secrets): each is a [`Secret`], whose `Debug` shows nothing, so no log line, API answer or
 //! audit row can carry one.
 
+use super::notice_kinds::NoticeKind;
 use super::reader::Reader;
-use crate::notify::kinds::NoticeKind;
 use std::fmt;
 use toml::{Table, Value};
 use tradeops_core::Role;
@@ -298,8 +298,8 @@ fn is_http_url(url: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use crate::config::notice_kinds::NoticeKind;
     use crate::config::Config;
-    use crate::notify::kinds::NoticeKind;
     use std::collections::BTreeMap;
 
     const CHANNELS: &str = r#"

@@ -1,7 +1,7 @@
 //! Notifications to the operator's phone and team chat (CONTRACT §13): Telegram, Discord, Slack,
 //! ntfy and signed webhooks, with Telegram commands.
 //!
-//! - [`kinds`]: the notice kinds, which are critical, the default set.
+//! - [`kinds`] (the configuration's): the notice kinds, which are critical, the default set.
 //! - [`message`]: what each event becomes, read in one glance on a phone.
 //! - [`channel`]: a channel's bounded queue, rate limit, retries and digest, on its own task.
 //! - [`wire`]: each service's HTTP wire format, one request and its classified answer.
@@ -15,10 +15,12 @@
 //! recorded and repeats nothing sent.
 
 pub mod channel;
-pub mod kinds;
 pub mod message;
 pub mod telegram;
 pub mod wire;
+
+/// The notice kinds are the configuration's (`events = [...]`).
+pub use crate::config::notice_kinds as kinds;
 
 use crate::config::NotificationsConfig;
 use crate::domain::settings::SettingsService;
