@@ -87,6 +87,9 @@ pub struct Notifier {
     tests: AtomicU64,
     /// The engine's term this node holds: nothing is sent, nor a command read, once it passed.
     term: Arc<crate::cluster::Term>,
+    /// Whether what earlier runs left unsent is queued: nothing new is recorded before, so the
+    /// read of what is left unsent cannot take a new notice for an old one and send it twice.
+    resumed: tokio::sync::watch::Sender<bool>,
 }
 
 impl Notifier {
@@ -107,6 +110,7 @@ impl Notifier {
             console_url: config.console_url.clone().unwrap_or(console_url),
             tests: AtomicU64::new(0),
             term,
+            resumed: tokio::sync::watch::channel(false).0,
         })
     }
 
@@ -202,6 +206,10 @@ impl Notifier {
         if targets.is_empty() {
             return Ok(());
         }
+        let mut resumed = self.resumed.subscribe();
+        if tokio::time::timeout(TEST_WAIT, resumed.wait_for(|done| *done)).await.is_err() {
+            tracing::warn!("the notifier has not started: a notice is recorded before the unsent ones are read");
+        }
         let message = serde_json::to_string(notice.as_ref()).expect("a notice serialises");
         let created_at = self.clock.now().timestamp_millis();
         // Decided before recording: a notice the full queue folds is recorded `FOLDED` at once.
@@ -273,6 +281,7 @@ impl Notifier {
         let notifier = self.clone();
         tasks.push(tokio::spawn(async move {
             notifier.resume().await;
+            notifier.resumed.send_replace(true);
             notifier.intake(deps, events, engine, after).await
         }));
         tasks
