@@ -297,8 +297,8 @@ async fn a_halt_reaches_every_channel_in_its_own_format_and_no_secret_shows() {
     let test = app.post("/api/notifications/test", &viewer, json!({"channel": "ops"})).await;
     test.assert_error(403, "FORBIDDEN");
     let unknown = app.post("/api/notifications/test", ADMIN_TOKEN, json!({"channel": "nope"})).await;
-    unknown.assert_error(400, "VALIDATION_ERROR");
-    assert_eq!(unknown.body["error"]["detail"]["field"], "channel");
+    unknown.assert_error(404, "NOT_FOUND");
+    assert!(unknown.body["error"]["message"].as_str().unwrap().contains("(configured: phone, team, desk, pager, ops)"));
     let test = app.post("/api/notifications/test", ADMIN_TOKEN, json!({"channel": "pager"})).await;
     assert_eq!(test.assert_ok(200)["status"], "SENT", "{}", test.body);
     stand_in.wait_for("/ntfy/SECRET-topic", 200, "notifications reach you here").await;
@@ -315,7 +315,7 @@ async fn a_halt_reaches_every_channel_in_its_own_format_and_no_secret_shows() {
     let audit = app.get("/api/audit?action=notifications.test").await;
     let rows = audit.assert_ok(200).as_array().unwrap().clone();
     let outcomes: Vec<&str> = rows.iter().map(|r| r["outcome"].as_str().unwrap()).collect();
-    assert_eq!(outcomes, ["OK", "VALIDATION_ERROR", "FORBIDDEN"], "every test audited, newest first");
+    assert_eq!(outcomes, ["OK", "NOT_FOUND", "FORBIDDEN"], "every test audited, newest first");
 }
 
 /// Telegram's `429` with `parameters.retry_after` and Discord's with a fractional

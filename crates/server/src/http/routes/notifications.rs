@@ -5,6 +5,7 @@
 //! secret.
 
 use crate::domain::actions::Action;
+use crate::domain::DomainError;
 use crate::http::auth::Caller;
 use crate::http::envelope::{ApiResponse, SuccessBody};
 use crate::http::error::{ApiError, ApiResult};
@@ -198,20 +199,19 @@ impl From<DeliveryState> for DeliveryRow {
 #[utoipa::path(post, path = "/api/notifications/test", tag = "notifications", security(("bearer" = [])),
     request_body = TestRequest,
     responses((status = 200, description = "The test's delivery", body = inline(SuccessBody<DeliveryRow>)),
-              (status = 400, description = "VALIDATION_ERROR (no channel of that name)", body = crate::http::envelope::ErrorBody)))]
+              (status = 404, description = "NOT_FOUND (no channel of that name is configured)", body = crate::http::envelope::ErrorBody)))]
 pub async fn test(State(state): State<AppState>, guard: Sensitive) -> ApiResult<ApiResponse<DeliveryRow>> {
     guard
         .run(NOTIFICATIONS_TEST, Target::BodyField("channel"), |caller, req: TestRequest| async move {
             let mode = state.settings.current().runtime.trading_mode;
             match state.notifier.test(&req.channel, mode, &caller.principal.name).await {
                 Ok(delivery) => Ok(ApiResponse::ok(DeliveryRow::from(delivery))),
-                Err(NotifyError::UnknownChannel(_)) => Err(ApiError::validation(
-                    "channel",
-                    format!(
-                        "must name a configured channel ({})",
-                        state.notifier.channels().iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ")
-                    ),
-                )),
+                // A channel named in the body that is not configured, like a symbol that is not
+                // on the watchlist: NOT_FOUND, listing the channels there are.
+                Err(NotifyError::UnknownChannel(name)) => Err(ApiError::from(DomainError::NotFound(format!(
+                    "no notification channel is named {name:?} (configured: {})",
+                    state.notifier.channels().iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ")
+                )))),
                 Err(NotifyError::Store(e)) => Err(e.into()),
             }
         })
