@@ -72,6 +72,22 @@ pub trait AuditRepository: Send + Sync {
 /// transaction (nor grows SQLite's WAL by the whole backlog at once).
 const PRUNE_BATCH: i64 = 5_000;
 
+impl Database {
+    /// Runs `delete` (`$1`: the cut-off, `$2`: the batch size; a `DELETE … WHERE id IN (SELECT …
+    /// LIMIT $2)`, as both backends accept and neither accepts `DELETE … LIMIT`) until a batch
+    /// deletes fewer than [`PRUNE_BATCH`] rows; how many it deleted.
+    pub(crate) async fn delete_in_batches(&self, delete: &'static str, before: i64) -> Result<u64, StoreError> {
+        let mut deleted = 0;
+        loop {
+            let batch = sqlx::query(delete).bind(before).bind(PRUNE_BATCH).execute(self.pool()?).await?.rows_affected();
+            deleted += batch;
+            if batch < PRUNE_BATCH as u64 {
+                return Ok(deleted);
+            }
+        }
+    }
+}
+
 #[async_trait]
 impl AuditRepository for Database {
     async fn has_audit_row(&self, e: &AuditEntry) -> Result<bool, StoreError> {
@@ -120,23 +136,12 @@ impl AuditRepository for Database {
     }
 
     async fn prune_audit(&self, before_wall_ts: i64) -> Result<u64, StoreError> {
-        let mut deleted = 0;
-        loop {
-            // A subquery with LIMIT: both backends accept it, neither accepts DELETE … LIMIT.
-            let batch = sqlx::query(
-                "DELETE FROM audit_log WHERE audit_id IN \
-                 (SELECT audit_id FROM audit_log WHERE wall_ts < $1 ORDER BY audit_id LIMIT $2)",
-            )
-            .bind(before_wall_ts)
-            .bind(PRUNE_BATCH)
-            .execute(self.pool()?)
-            .await?
-            .rows_affected();
-            deleted += batch;
-            if batch < PRUNE_BATCH as u64 {
-                return Ok(deleted);
-            }
-        }
+        self.delete_in_batches(
+            "DELETE FROM audit_log WHERE audit_id IN \
+             (SELECT audit_id FROM audit_log WHERE wall_ts < $1 ORDER BY audit_id LIMIT $2)",
+            before_wall_ts,
+        )
+        .await
     }
 
     async fn list_audit(&self, f: &AuditFilter) -> Result<Vec<AuditRecord>, StoreError> {

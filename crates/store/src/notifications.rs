@@ -68,9 +68,6 @@ pub struct DeliveryCounts {
 const DELIVERY_COLUMNS: &str =
     "delivery_id, event_id, channel, kind, critical, status, attempts, message, created_at, sent_at, error";
 
-/// Rows deleted per statement while pruning, so one prune never holds a long write transaction.
-const PRUNE_BATCH: i64 = 5_000;
-
 fn delivery_row(r: &AnyRow) -> Result<DeliveryRecord, StoreError> {
     Ok(DeliveryRecord {
         delivery_id: r.try_get("delivery_id")?,
@@ -238,24 +235,13 @@ impl Database {
     /// Deletes the deliveries created before `before_ms` that are no longer pending (retention:
     /// a `RETRYING` one is kept, whatever its age, until it is sent or given up); how many.
     pub async fn prune_deliveries(&self, before_ms: i64) -> Result<u64, StoreError> {
-        let mut deleted = 0;
-        loop {
-            // A subquery with LIMIT: both backends accept it, neither accepts DELETE … LIMIT.
-            let batch = sqlx::query(
-                "DELETE FROM notification_deliveries WHERE delivery_id IN \
-                 (SELECT delivery_id FROM notification_deliveries WHERE created_at < $1 AND status <> 'RETRYING' \
-                  ORDER BY delivery_id LIMIT $2)",
-            )
-            .bind(before_ms)
-            .bind(PRUNE_BATCH)
-            .execute(self.pool()?)
-            .await?
-            .rows_affected();
-            deleted += batch;
-            if batch < PRUNE_BATCH as u64 {
-                return Ok(deleted);
-            }
-        }
+        self.delete_in_batches(
+            "DELETE FROM notification_deliveries WHERE delivery_id IN \
+             (SELECT delivery_id FROM notification_deliveries WHERE created_at < $1 AND status <> 'RETRYING' \
+              ORDER BY delivery_id LIMIT $2)",
+            before_ms,
+        )
+        .await
     }
 }
 

@@ -247,10 +247,7 @@ impl Channel {
         if digest.symbols.len() > 12 {
             symbols.push_str(", …");
         }
-        let label = match digest.mode.as_str() {
-            "LIVE" => "🔴 LIVE",
-            other => other,
-        };
+        let label = digest.mode.parse().map(super::message::mode_label).unwrap_or(digest.mode.as_str());
         let notice = Notice {
             event_id: format!("digest-{first}"),
             kind: "digest".into(),
